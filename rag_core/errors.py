@@ -1,0 +1,47 @@
+"""One root error; one subclass per subsystem.
+
+Messages are written for the person who sees them (in the UI or the CLI): what went wrong and what to
+do next. They never contain secrets or stack traces.
+"""
+
+from __future__ import annotations
+
+
+class RagError(Exception):
+    """Root of every error this package raises on purpose."""
+
+
+class ConfigError(RagError):
+    """A setting is missing, malformed or out of range."""
+
+
+class LoaderError(RagError):
+    """A file could not be turned into a document (type, size, encoding, path)."""
+
+
+class ChunkingError(RagError):
+    """Chunking parameters are invalid."""
+
+
+class EmbeddingError(RagError):
+    """The embedding provider failed or is misconfigured."""
+
+
+class StoreError(RagError):
+    """The vector store failed, is locked by another process, or does not match the embedder."""
+
+
+class StoreLockedError(StoreError):
+    """The Milvus Lite database file is held by another process."""
+
+
+class RetrievalError(RagError):
+    """A lookup could not run: bad query or parameters, or nothing to search."""
+
+
+class AgentError(RagError):
+    """The chat model or a tool failed in a way the person should see."""
+
+
+class EvaluationError(RagError):
+    """An evaluation set is malformed or a run could not complete."""

@@ -1,0 +1,123 @@
+"""Frozen records that flow through the pipeline. Change them with `dataclasses.replace`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+
+@dataclass(frozen=True)
+class Document:
+    """A decoded document, ready to chunk. `text` has LF line endings only."""
+
+    doc_id: str  # normalised relative path inside the knowledge base, e.g. "runbooks/cpu_high.md"
+    text: str
+    file_name: str  # last path component, as uploaded
+    extension: str  # lower-case, without the dot: "md", "txt", "pdf", "docx"
+    size_bytes: int  # size of the original file
+    content_hash: str  # sha256 of `text` (what is indexed), hex
+    encoding: str = "utf-8"  # what the bytes were decoded from (informational)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A slice of a document: `document_text[start:end] == text`, always."""
+
+    chunk_index: int  # 0-based, global in the document
+    text: str
+    start: int
+    end: int
+    title: str  # nearest heading text, "" when the chunk is before any heading
+    heading_path: tuple[str, ...]  # outermost first, e.g. ("Runbook", "Commands", "Verify")
+    overlap_chars: int  # leading characters that repeat the end of the previous chunk
+    # Why this chunk starts where it does: "first", "overlap" (overlap_chars > 0), "section" (a new
+    # heading section starts; overlap never crosses sections), or "no-overlap: <reason>".
+    boundary: str = ""
+
+    @property
+    def heading_path_text(self) -> str:
+        return " > ".join(self.heading_path)
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    """One indexed document as listed by the store (its active, complete version)."""
+
+    doc_id: str
+    file_name: str
+    extension: str
+    size_bytes: int
+    chunks: int
+    content_hash: str
+    version: str
+    ingested_at: str  # ISO-8601 UTC
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """What a KnowledgeSearchPort returns: one stored chunk with its score, best first.
+
+    `score` is already "higher is better" for every metric (see retrieval.identity).
+    `channels` maps a channel name ("dense", "bm25") to (rank in that channel, 1-based; raw score).
+    """
+
+    id: str
+    score: float
+    content: str
+    metadata: Mapping[str, Any]
+    channels: Mapping[str, tuple[int, float]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    """The outcome of ingesting one file."""
+
+    path: str
+    doc_id: str
+    status: str  # "added" | "replaced" | "unchanged" | "failed"
+    chunks: int = 0
+    seconds: float = 0.0
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A search hit with chunk-level identity (see retrieval.identity). Kept candidates are the
+    evidence blocks; their `hit_reasons` and `channels` include those of merged duplicates."""
+
+    rank: int  # 1-based position in the port's ranking
+    id: str | None  # vector (row) id
+    doc_id: str | None
+    chunk_index: int | None
+    evidence_key: str
+    score: float  # higher is better
+    content: str
+    source: str
+    metadata: Mapping[str, Any]
+    hit_reasons: tuple[str, ...]  # channels that found it: "dense", "bm25"
+    channels: Mapping[str, tuple[int, float]] = field(default_factory=dict)  # channel -> (rank, raw score)
+
+
+@dataclass(frozen=True)
+class HitTrace:
+    """The fate of one raw hit: exactly one per hit, in ranking order."""
+
+    rank: int
+    id: str | None
+    score: float
+    doc_id: str | None
+    chunk_index: int | None
+    evidence_key: str
+    fate: str  # "kept" | "duplicate" | "doc_cap" | "beyond_return_n"
+    status: str  # "kept", "duplicate_of <key>", "doc_cap (<doc_id> already has N)", "beyond_return_n"
+
+
+@dataclass(frozen=True)
+class Projected:
+    """One item of evidence as the agent receives it."""
+
+    document_id: str  # the chunk-scoped evidence key, e.g. "runbooks/cpu_high.md#chunk-2"
+    source: str  # the document path
+    content: str
+    score: float
+    truncated: bool = False

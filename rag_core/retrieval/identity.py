@@ -1,0 +1,108 @@
+"""Chunk-level evidence identity: how a search hit becomes a candidate with an `evidence_key`.
+
+The rules, in order (also in the README):
+
+* `doc_id` = metadata `docId`, else `doc_id`, else `_source` (the seed's document path), else `source`.
+  Values are converted to text, trimmed, and `\\` becomes `/` (the seed's path normalisation); an
+  empty value counts as missing. So a seed-era row with only `_source` still gets a document identity.
+* `chunk_index` = metadata `chunkIndex`, else `chunk_index`. Integers, integral floats (`2.0`) and
+  digit strings (`" 2 "`) are accepted; booleans, negatives, fractions and other text count as missing.
+* `evidence_key`:
+  1. `"{doc_id}#chunk-{chunk_index}"` when both are present;
+  2. else `"vector:{id}"` when the hit has a vector (row) id;
+  3. else `"content:{sha256(content)[:16]}"`, so identical anonymous text still deduplicates.
+* `source` = metadata `_source`, else `source`, else the doc_id, else "".
+* Scores are "higher is better" everywhere: COSINE and IP similarities and BM25 and fused scores are
+  used as they are; an L2 distance d becomes 1 / (1 + d), which keeps the order and lies in (0, 1].
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Any, Mapping
+
+from ..records import Candidate, SearchHit
+
+DOC_ID_KEYS = ("docId", "doc_id", "_source", "source")
+CHUNK_INDEX_KEYS = ("chunkIndex", "chunk_index")
+SOURCE_KEYS = ("_source", "source")
+
+
+def _text(value: Any) -> str | None:
+    if value is None or isinstance(value, (dict, list, tuple, set)):
+        return None
+    text = str(value).strip().replace("\\", "/")
+    return text or None
+
+
+def _first_text(metadata: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
+    for key in keys:
+        value = _text(metadata.get(key))
+        if value is not None:
+            return value
+    return None
+
+
+def normalize_chunk_index(value: Any) -> int | None:
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, float):
+        if not math.isfinite(value) or not value.is_integer():
+            return None
+        number = int(value)
+    elif isinstance(value, str) and value.strip().isdigit():
+        number = int(value.strip())
+    else:
+        return None
+    return number if number >= 0 else None
+
+
+def doc_id_of(metadata: Mapping[str, Any]) -> str | None:
+    return _first_text(metadata, DOC_ID_KEYS)
+
+
+def chunk_index_of(metadata: Mapping[str, Any]) -> int | None:
+    for key in CHUNK_INDEX_KEYS:
+        index = normalize_chunk_index(metadata.get(key))
+        if index is not None:
+            return index
+    return None
+
+
+def evidence_key(doc_id: str | None, chunk_index: int | None, vector_id: Any, content: str) -> str:
+    if doc_id is not None and chunk_index is not None:
+        return f"{doc_id}#chunk-{chunk_index}"
+    vid = _text(vector_id)
+    if vid is not None:
+        return f"vector:{vid}"
+    return "content:" + hashlib.sha256(content.encode("utf-8")).hexdigest()[:16]
+
+
+def higher_is_better(score: float, metric: str) -> float:
+    """Turn a raw score of `metric` into one where higher is better."""
+    if metric.upper() == "L2":
+        return 1.0 / (1.0 + max(0.0, score))
+    return score
+
+
+def to_candidate(hit: SearchHit, rank: int) -> Candidate:
+    """Normalise one port hit (1-based `rank`) into a candidate carrying identity."""
+    metadata = hit.metadata or {}
+    doc_id = doc_id_of(metadata)
+    chunk_index = chunk_index_of(metadata)
+    return Candidate(
+        rank=rank,
+        id=_text(hit.id),
+        doc_id=doc_id,
+        chunk_index=chunk_index,
+        evidence_key=evidence_key(doc_id, chunk_index, hit.id, hit.content),
+        score=float(hit.score),
+        content=hit.content,
+        source=_first_text(metadata, SOURCE_KEYS) or doc_id or "",
+        metadata=metadata,
+        hit_reasons=tuple(hit.channels) or ("dense",),
+        channels=dict(hit.channels),
+    )

@@ -1,0 +1,396 @@
+"""Milvus store: one chunk collection plus a small document registry, on Milvus Lite or a server.
+
+Re-indexing never loses data. Every chunk row carries the `version` it belongs to, and the registry
+(`<collection>_docs`) names each document's active, complete version. Replacing a document:
+
+1. registry: mark the new version as `pending` (the old version stays active);
+2. insert the new version's chunks (already embedded by the caller);
+3. registry: make the new version active and the old one `retired`  <- the commit point;
+4. delete the rows of every other version of the document; clear `retired`.
+
+Searches drop rows whose version is not the active one, so a reader sees the old version until step 3
+and the new one after it — never zero chunks, never a mix. A process killed at any step leaves the
+previous version complete and searchable; `recover()` (run when the store opens) deletes the leftovers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import StoreError, StoreLockedError
+from ..records import Chunk, Document, SearchHit, StoredDocument
+from . import filters
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+# jieba segments Chinese; lowercase + English stemming + stop words make English terms match too.
+ANALYZER: dict[str, Any] = {
+    "tokenizer": "jieba",
+    "filter": ["lowercase", {"type": "stemmer", "language": "english"}, {"type": "stop", "stop_words": ["_english_"]}],
+}
+CHUNK_FIELDS = ["id", "content", "doc_id", "chunk_index", "source", "title", "version", "metadata"]
+REGISTRY_FIELDS = [
+    "doc_id", "version", "pending", "retired", "file_name", "extension", "size_bytes", "chunks",
+    "content_hash", "fingerprint", "ingested_at",
+]
+INSERT_BATCH = 500
+QUERY_LIMIT = 16384  # Milvus's cap on one query/search window
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    version: str
+    replaced: bool  # True when a previous version was superseded
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def chunk_row_id(doc_id: str, version: str, chunk_index: int) -> str:
+    digest = hashlib.sha256(f"{doc_id}\x00{version}\x00{chunk_index}".encode()).hexdigest()
+    return digest[:32]
+
+
+def is_lite(uri: str) -> bool:
+    return "://" not in uri
+
+
+def lite_lock_holder(db_path: Path) -> str:
+    """Who holds the Milvus Lite lock on `db_path` ("pid 123 (python -m streamlit ...)"), if we can tell."""
+    lock = db_path.parent / f".{db_path.name}.lock"
+    try:
+        inode = os.stat(lock).st_ino
+        with open("/proc/locks", encoding="ascii") as fh:
+            for line in fh:
+                parts = line.split()
+                if len(parts) > 5 and parts[5].rsplit(":", 1)[-1] == str(inode):
+                    pid = parts[4]
+                    cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\x00", b" ").decode(errors="replace")
+                    return f"pid {pid} ({cmd.strip()[:160]})"
+    except OSError:
+        pass
+    return "another process"
+
+
+class MilvusStore:
+    """The chunk collection and its registry. Built by `bootstrap`; connects lazily."""
+
+    def __init__(self, uri: str, collection: str, token: str = "", timeout: float = 60.0) -> None:
+        self.uri = uri
+        self.collection = collection
+        self.registry = f"{collection}_docs"
+        self._token = token
+        self._timeout = timeout
+        self._client: Any = None
+        self.embedder_name = ""
+        self.dim = 0
+
+    # ---------------------------------------------------------------- connection and schema
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = self._connect()
+        return self._client
+
+    def _connect(self) -> Any:
+        from pymilvus import MilvusClient
+        from pymilvus.exceptions import MilvusException
+
+        if is_lite(self.uri):
+            path = Path(self.uri)
+            if path.suffix != ".db":
+                raise StoreError(f"milvus.uri {self.uri!r}: a Milvus Lite file must end in .db, "
+                                 "or use http://host:19530 for a server.")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                return MilvusClient(str(path))
+            except MilvusException as exc:
+                if "Open local milvus failed" in str(exc):
+                    raise StoreLockedError(
+                        f"The knowledge base {path} is already open in {lite_lock_holder(path)}. Milvus Lite "
+                        "allows one process per database file: close that process, point this one at another "
+                        "data dir (--data-dir / RAG_DATA_DIR), or share one Milvus server via MILVUS_URI."
+                    ) from None
+                raise StoreError(f"Could not open Milvus Lite at {path}: {exc}") from None
+        try:
+            return MilvusClient(uri=self.uri, token=self._token, timeout=self._timeout)
+        except MilvusException as exc:
+            from ..config import redact_uri
+
+            raise StoreError(f"Could not connect to Milvus at {redact_uri(self.uri)}: {exc.message}. "
+                             "Check MILVUS_URI / MILVUS_TOKEN and that the server is running.") from None
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def _description(self) -> str:
+        return json.dumps({"app": "rag-workbench", "schema": SCHEMA_VERSION, "embedder": self.embedder_name,
+                           "dim": self.dim, "analyzer": ANALYZER}, ensure_ascii=False)
+
+    def open(self, embedder_name: str, dim: int) -> None:
+        """Create or check the collections for this embedder, then finish any interrupted write."""
+        self.embedder_name, self.dim = embedder_name, dim
+        client = self.client
+        if client.has_collection(self.collection):
+            self._check_existing()
+        else:
+            self._create_chunks()
+        if not client.has_collection(self.registry):
+            self._create_registry()
+        client.load_collection(self.collection)
+        client.load_collection(self.registry)
+        self.recover()
+
+    def _check_existing(self) -> None:
+        info = self.client.describe_collection(self.collection)
+        try:
+            meta = json.loads(info.get("description") or "{}")
+        except json.JSONDecodeError:
+            meta = {}
+        if meta.get("app") != "rag-workbench":
+            raise StoreError(f"Collection {self.collection!r} exists but was not created by this workbench; "
+                             "choose another milvus.collection.")
+        if meta.get("schema") != SCHEMA_VERSION:
+            raise StoreError(
+                f"Collection {self.collection!r} uses an older layout (schema {meta.get('schema')}). Rebuild it into "
+                f"a new collection: `python -m rag_core --set milvus.collection=NEW reindex --from {self.collection}`."
+            )
+        if (meta.get("embedder"), meta.get("dim")) != (self.embedder_name, self.dim):
+            raise StoreError(
+                f"Collection {self.collection!r} was indexed with {meta.get('embedder')} ({meta.get('dim')}-d), but "
+                f"the configured embedder is {self.embedder_name} ({self.dim}-d); vectors from different models "
+                "cannot be compared. Either set embedding.provider back, or re-embed everything into a new "
+                f"collection: `python -m rag_core --set milvus.collection=NEW reindex --from {self.collection}`."
+            )
+
+    def _create_chunks(self) -> None:
+        from pymilvus import DataType, Function, FunctionType
+
+        client = self.client
+        schema = client.create_schema(auto_id=False, enable_dynamic_field=False, description=self._description())
+        schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
+        schema.add_field("vector", DataType.FLOAT_VECTOR, dim=self.dim)
+        schema.add_field("content", DataType.VARCHAR, max_length=65535, enable_analyzer=True,
+                         analyzer_params=ANALYZER)
+        schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+        schema.add_field("doc_id", DataType.VARCHAR, max_length=1024)
+        schema.add_field("chunk_index", DataType.INT64)
+        schema.add_field("source", DataType.VARCHAR, max_length=1024)
+        schema.add_field("title", DataType.VARCHAR, max_length=1024)
+        schema.add_field("version", DataType.VARCHAR, max_length=64)
+        schema.add_field("metadata", DataType.JSON)
+        schema.add_function(Function(name="content_bm25", function_type=FunctionType.BM25,
+                                     input_field_names=["content"], output_field_names=["sparse"]))
+        index = client.prepare_index_params()
+        # FLAT is exact and fast enough in Lite (31 ms at 100k x 512-d); a server picks its own.
+        index.add_index("vector", index_type="FLAT" if is_lite(self.uri) else "AUTOINDEX", metric_type="COSINE")
+        index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+        client.create_collection(self.collection, schema=schema, index_params=index)
+
+    def _create_registry(self) -> None:
+        from pymilvus import DataType
+
+        client = self.client
+        schema = client.create_schema(auto_id=False, enable_dynamic_field=False,
+                                      description="rag-workbench document registry")
+        schema.add_field("doc_id", DataType.VARCHAR, is_primary=True, max_length=1024)
+        for name in ("version", "pending", "retired", "content_hash", "fingerprint", "ingested_at"):
+            schema.add_field(name, DataType.VARCHAR, max_length=128)
+        schema.add_field("file_name", DataType.VARCHAR, max_length=1024)
+        schema.add_field("extension", DataType.VARCHAR, max_length=32)
+        schema.add_field("size_bytes", DataType.INT64)
+        schema.add_field("chunks", DataType.INT64)
+        schema.add_field("_unused", DataType.FLOAT_VECTOR, dim=2)  # Milvus requires a vector field
+        index = client.prepare_index_params()
+        index.add_index("_unused", index_type="FLAT", metric_type="L2")
+        client.create_collection(self.registry, schema=schema, index_params=index)
+
+    # ---------------------------------------------------------------- registry
+    def _registry_rows(self, expr: str) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
+        iterator = self.client.query_iterator(self.registry, batch_size=1000, filter=expr,
+                                              output_fields=REGISTRY_FIELDS)
+        try:
+            while batch := iterator.next():
+                rows.extend(batch)
+        finally:
+            iterator.close()
+        return rows
+
+    def _registry_get(self, doc_id: str) -> dict[str, Any] | None:
+        rows = self.client.query(self.registry, filter=filters.equals("doc_id", doc_id),
+                                 output_fields=REGISTRY_FIELDS)
+        return rows[0] if rows else None
+
+    def _registry_put(self, row: Mapping[str, Any]) -> None:
+        self.client.upsert(self.registry, [{**{k: row[k] for k in REGISTRY_FIELDS}, "_unused": [0.0, 0.0]}])
+
+    def _delete_rows(self, doc_id: str, keep_version: str | None = None, only_version: str | None = None) -> None:
+        clauses = [filters.equals("doc_id", doc_id)]
+        if keep_version is not None:
+            clauses.append(f"not ({filters.equals('version', keep_version)})")
+        if only_version is not None:
+            clauses.append(filters.equals("version", only_version))
+        self.client.delete(self.collection, filter=filters.all_of(*clauses))
+
+    def recover(self) -> int:
+        """Finish what an interrupted write left behind. Returns how many documents needed it."""
+        stale = self._registry_rows('pending != "" or retired != ""')
+        for row in stale:
+            if row["pending"]:
+                self._delete_rows(row["doc_id"], only_version=row["pending"])
+            if row["retired"]:
+                self._delete_rows(row["doc_id"], keep_version=row["version"])
+            if row["version"]:
+                self._registry_put({**row, "pending": "", "retired": ""})
+            else:  # a first version that never completed
+                self.client.delete(self.registry, filter=filters.equals("doc_id", row["doc_id"]))
+        if stale:
+            log.info("recovered %d interrupted document writes", len(stale))
+        return len(stale)
+
+    # ---------------------------------------------------------------- writes
+    def fingerprint_of(self, doc_id: str) -> str:
+        """The fingerprint of the active version, "" when the document is not indexed."""
+        row = self._registry_get(doc_id)
+        return row["fingerprint"] if row and row["version"] else ""
+
+    def replace_document(self, doc: Document, chunks: Sequence[Chunk], vectors: np.ndarray,
+                         fingerprint: str) -> WriteResult:
+        """Write a new complete version of `doc` and retire the old one (see the module docstring)."""
+        if len(chunks) != len(vectors):
+            raise StoreError(f"{doc.doc_id}: {len(chunks)} chunks but {len(vectors)} vectors.")
+        if not chunks:
+            raise StoreError(f"{doc.doc_id}: nothing to index (no chunks).")
+        version = uuid.uuid4().hex[:16]
+        old = self._registry_get(doc.doc_id)
+        base = old or {"doc_id": doc.doc_id, "version": "", "retired": "", "file_name": doc.file_name,
+                       "extension": doc.extension, "size_bytes": doc.size_bytes, "chunks": 0,
+                       "content_hash": "", "fingerprint": "", "ingested_at": ""}
+        self._registry_put({**base, "pending": version})  # 1
+        ingested_at = utc_now()
+        rows = [self._chunk_row(doc, chunk, vector, version, len(chunks), ingested_at)
+                for chunk, vector in zip(chunks, vectors)]
+        for start in range(0, len(rows), INSERT_BATCH):  # 2
+            self._insert_batch(rows[start:start + INSERT_BATCH])
+        committed = {"doc_id": doc.doc_id, "version": version, "pending": "", "retired": base["version"],
+                     "file_name": doc.file_name, "extension": doc.extension, "size_bytes": doc.size_bytes,
+                     "chunks": len(chunks), "content_hash": doc.content_hash, "fingerprint": fingerprint,
+                     "ingested_at": ingested_at}
+        self._registry_put(committed)  # 3: the commit point
+        if base["version"]:
+            self._delete_rows(doc.doc_id, keep_version=version)  # 4
+            self._registry_put({**committed, "retired": ""})
+        return WriteResult(version=version, replaced=bool(base["version"]))
+
+    def _insert_batch(self, rows: list[dict[str, Any]]) -> None:
+        """One insert call; a seam for tests that interrupt a write."""
+        self.client.insert(self.collection, rows)
+
+    @staticmethod
+    def _chunk_row(doc: Document, chunk: Chunk, vector: np.ndarray, version: str, total: int,
+                   ingested_at: str) -> dict[str, Any]:
+        metadata = {
+            "_source": doc.doc_id, "_extension": doc.extension, "_file_name": doc.file_name,
+            "chunkIndex": chunk.chunk_index, "totalChunks": total, "title": chunk.title,
+            "docId": doc.doc_id, "headingPath": chunk.heading_path_text, "start": chunk.start, "end": chunk.end,
+            "overlapChars": chunk.overlap_chars, "docHash": doc.content_hash,
+            "chunkHash": hashlib.sha256(chunk.text.encode()).hexdigest(), "ingestedAt": ingested_at,
+            "version": version,
+        }
+        return {
+            "id": chunk_row_id(doc.doc_id, version, chunk.chunk_index), "vector": np.asarray(vector).tolist(),
+            "content": chunk.text, "doc_id": doc.doc_id, "chunk_index": chunk.chunk_index,
+            "source": doc.doc_id, "title": chunk.title[:300], "version": version, "metadata": metadata,
+        }
+
+    def delete_document(self, doc_id: str) -> bool:
+        """Remove a document and all its chunks. Returns False when it was not indexed."""
+        row = self._registry_get(doc_id)
+        if row is None:
+            return False
+        self._delete_rows(doc_id)
+        self.client.delete(self.registry, filter=filters.equals("doc_id", doc_id))
+        return True
+
+    def drop(self) -> None:
+        """Drop both collections (tests and `reset`)."""
+        for name in (self.collection, self.registry):
+            if self.client.has_collection(name):
+                self.client.drop_collection(name)
+
+    # ---------------------------------------------------------------- reads
+    def list_documents(self) -> list[StoredDocument]:
+        rows = self._registry_rows('version != ""')
+        docs = [StoredDocument(doc_id=r["doc_id"], file_name=r["file_name"], extension=r["extension"],
+                               size_bytes=int(r["size_bytes"]), chunks=int(r["chunks"]),
+                               content_hash=r["content_hash"], version=r["version"],
+                               ingested_at=r["ingested_at"]) for r in rows]
+        return sorted(docs, key=lambda d: d.doc_id)
+
+    def count_chunks(self) -> int:
+        return sum(d.chunks for d in self.list_documents())
+
+    def get_chunks(self, doc_id: str) -> list[dict[str, Any]]:
+        """The active version's chunk rows of one document, in order."""
+        row = self._registry_get(doc_id)
+        if not row or not row["version"]:
+            return []
+        rows = self.client.query(
+            self.collection, filter=filters.all_of(filters.equals("doc_id", doc_id),
+                                                   filters.equals("version", row["version"])),
+            output_fields=CHUNK_FIELDS, limit=QUERY_LIMIT)
+        return sorted(rows, key=lambda r: r["chunk_index"])
+
+    def _active_versions(self, doc_ids: Iterable[str]) -> dict[str, str]:
+        ids = sorted(set(doc_ids))
+        if not ids:
+            return {}
+        rows = self.client.query(self.registry, filter=filters.one_of("doc_id", ids),
+                                 output_fields=["doc_id", "version"], limit=len(ids))
+        return {r["doc_id"]: r["version"] for r in rows}
+
+    def _search(self, channel: str, data: Any, field: str, k: int, expr: str) -> list[SearchHit]:
+        """One channel's top-k over active versions, best first, scores higher-is-better."""
+        limit = k
+        while True:
+            result = self.client.search(self.collection, data=[data], anns_field=field, limit=min(limit, QUERY_LIMIT),
+                                        filter=expr, output_fields=CHUNK_FIELDS)[0]
+            active = self._active_versions(h["entity"]["doc_id"] for h in result)
+            # A document with no registry row is mid-upsert or foreign: keep it rather than hide it.
+            kept = [h for h in result
+                    if active.get(h["entity"]["doc_id"], h["entity"]["version"]) == h["entity"]["version"]]
+            if len(kept) >= k or len(result) < limit or limit >= QUERY_LIMIT:
+                break
+            limit = min(QUERY_LIMIT, limit * 2 + (len(result) - len(kept)))  # stale rows crowded the window
+        return [self._hit(h, channel, rank) for rank, h in enumerate(kept[:k], start=1)]
+
+    @staticmethod
+    def _hit(raw: Mapping[str, Any], channel: str, rank: int) -> SearchHit:
+        entity = raw["entity"]
+        metadata = dict(entity.get("metadata") or {})
+        for name in ("doc_id", "chunk_index", "source", "title", "version"):
+            metadata.setdefault(name, entity.get(name))
+        score = float(raw["distance"])  # COSINE similarity and BM25 are both higher-is-better
+        return SearchHit(id=str(raw["id"]), score=score, content=entity.get("content", ""), metadata=metadata,
+                         channels={channel: (rank, score)})
+
+    def search_dense(self, vector: np.ndarray, k: int, expr: str = "") -> list[SearchHit]:
+        return self._search("dense", np.asarray(vector, dtype=np.float32).tolist(), "vector", k, expr)
+
+    def search_bm25(self, text: str, k: int, expr: str = "") -> list[SearchHit]:
+        return self._search("bm25", text, "sparse", k, expr)
