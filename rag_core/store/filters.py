@@ -13,7 +13,7 @@ from typing import Iterable, Mapping, Sequence
 
 from ..errors import StoreError
 
-FILTERABLE_FIELDS = ("doc_id", "source", "version", "id")
+FILTERABLE_FIELDS = ("doc_id", "source", "version", "id", "key")
 
 
 def literal(value: str) -> str:
@@ -33,6 +33,10 @@ def _field(name: str) -> str:
 
 def equals(field: str, value: str) -> str:
     return f"{_field(field)} == {literal(value)}"
+
+
+def not_equals(field: str, value: str) -> str:
+    return f"{_field(field)} != {literal(value)}"
 
 
 def one_of(field: str, values: Iterable[str]) -> str:

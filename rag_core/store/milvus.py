@@ -1,16 +1,19 @@
 """Milvus store: one chunk collection plus a small document registry, on Milvus Lite or a server.
 
 Re-indexing never loses data. Every chunk row carries the `version` it belongs to, and the registry
-(`<collection>_docs`) names each document's active, complete version. Replacing a document:
+(`<collection>_docs`) says which version of each document is active. Registry rows are only ever
+inserted or deleted, never updated in place (an upsert is a delete plus an insert, and a reader could
+fall into the gap). Replacing a document:
 
-1. registry: mark the new version as `pending` (the old version stays active);
+1. registry: insert a `pending` row for the new version (the old version's `active` row stays);
 2. insert the new version's chunks (already embedded by the caller);
-3. registry: make the new version active and the old one `retired`  <- the commit point;
-4. delete the rows of every other version of the document; clear `retired`.
+3. registry: insert an `active` row for the new version  <- the commit point;
+4. delete the chunks of every other version, then every other registry row of the document.
 
-Searches drop rows whose version is not the active one, so a reader sees the old version until step 3
-and the new one after it — never zero chunks, never a mix. A process killed at any step leaves the
-previous version complete and searchable; `recover()` (run when the store opens) deletes the leftovers.
+The active version of a document is its newest `active` row. Searches drop chunk rows of any other
+version, so a reader sees the old version until step 3 and the new one after it: never zero chunks,
+never a mix. A process killed at any step leaves the previous version complete and searchable;
+`recover()` (run when the store opens) deletes what was left behind.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -29,11 +32,11 @@ import numpy as np
 
 from ..errors import StoreError, StoreLockedError
 from ..records import Chunk, Document, SearchHit, StoredDocument
-from . import filters
+from . import filters, lite_lock
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 1  # of both collections; bump when a field or analyzer changes
 # jieba segments Chinese; lowercase + English stemming + stop words make English terms match too.
 ANALYZER: dict[str, Any] = {
     "tokenizer": "jieba",
@@ -41,7 +44,7 @@ ANALYZER: dict[str, Any] = {
 }
 CHUNK_FIELDS = ["id", "content", "doc_id", "chunk_index", "source", "title", "version", "metadata"]
 REGISTRY_FIELDS = [
-    "doc_id", "version", "pending", "retired", "file_name", "extension", "size_bytes", "chunks",
+    "key", "doc_id", "version", "state", "committed_ns", "file_name", "extension", "size_bytes", "chunks",
     "content_hash", "fingerprint", "ingested_at",
 ]
 INSERT_BATCH = 500
@@ -65,23 +68,6 @@ def chunk_row_id(doc_id: str, version: str, chunk_index: int) -> str:
 
 def is_lite(uri: str) -> bool:
     return "://" not in uri
-
-
-def lite_lock_holder(db_path: Path) -> str:
-    """Who holds the Milvus Lite lock on `db_path` ("pid 123 (python -m streamlit ...)"), if we can tell."""
-    lock = db_path.parent / f".{db_path.name}.lock"
-    try:
-        inode = os.stat(lock).st_ino
-        with open("/proc/locks", encoding="ascii") as fh:
-            for line in fh:
-                parts = line.split()
-                if len(parts) > 5 and parts[5].rsplit(":", 1)[-1] == str(inode):
-                    pid = parts[4]
-                    cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\x00", b" ").decode(errors="replace")
-                    return f"pid {pid} ({cmd.strip()[:160]})"
-    except OSError:
-        pass
-    return "another process"
 
 
 class MilvusStore:
@@ -108,21 +94,24 @@ class MilvusStore:
         from pymilvus import MilvusClient
         from pymilvus.exceptions import MilvusException
 
+        # pymilvus logs every failed RPC with a traceback (and a harmless warning per iterator on Lite);
+        # this store raises its own messages instead.
+        logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
+
         if is_lite(self.uri):
             path = Path(self.uri)
             if path.suffix != ".db":
                 raise StoreError(f"milvus.uri {self.uri!r}: a Milvus Lite file must end in .db, "
                                  "or use http://host:19530 for a server.")
             path.parent.mkdir(parents=True, exist_ok=True)
+            lite_lock.acquire(path)
             try:
                 return MilvusClient(str(path))
             except MilvusException as exc:
+                lite_lock.release(path)
                 if "Open local milvus failed" in str(exc):
-                    raise StoreLockedError(
-                        f"The knowledge base {path} is already open in {lite_lock_holder(path)}. Milvus Lite "
-                        "allows one process per database file: close that process, point this one at another "
-                        "data dir (--data-dir / RAG_DATA_DIR), or share one Milvus server via MILVUS_URI."
-                    ) from None
+                    raise StoreLockedError(f"The knowledge base {path} is already open in another program "
+                                           "(not this workbench). Close it, or use another data dir.") from None
                 raise StoreError(f"Could not open Milvus Lite at {path}: {exc}") from None
         try:
             return MilvusClient(uri=self.uri, token=self._token, timeout=self._timeout)
@@ -136,6 +125,11 @@ class MilvusStore:
         if self._client is not None:
             self._client.close()
             self._client = None
+            if is_lite(self.uri) and lite_lock.release(Path(self.uri)):
+                # Stop the embedded server too, so another process can open the file after us.
+                from milvus_lite.server_manager import server_manager_instance
+
+                server_manager_instance.release_server(self.uri)
 
     def _description(self) -> str:
         return json.dumps({"app": "rag-workbench", "schema": SCHEMA_VERSION, "embedder": self.embedder_name,
@@ -207,9 +201,13 @@ class MilvusStore:
         client = self.client
         schema = client.create_schema(auto_id=False, enable_dynamic_field=False,
                                       description="rag-workbench document registry")
-        schema.add_field("doc_id", DataType.VARCHAR, is_primary=True, max_length=1024)
-        for name in ("version", "pending", "retired", "content_hash", "fingerprint", "ingested_at"):
+        # The key is a hash: Milvus Lite's delete by a VARCHAR primary key containing `'` fails with an
+        # SQL syntax error inside Lite, and doc_ids may contain quotes.
+        schema.add_field("key", DataType.VARCHAR, is_primary=True, max_length=64)
+        schema.add_field("doc_id", DataType.VARCHAR, max_length=1024)
+        for name in ("version", "state", "content_hash", "fingerprint", "ingested_at"):
             schema.add_field(name, DataType.VARCHAR, max_length=128)
+        schema.add_field("committed_ns", DataType.INT64)
         schema.add_field("file_name", DataType.VARCHAR, max_length=1024)
         schema.add_field("extension", DataType.VARCHAR, max_length=32)
         schema.add_field("size_bytes", DataType.INT64)
@@ -221,7 +219,10 @@ class MilvusStore:
 
     # ---------------------------------------------------------------- registry
     def _registry_rows(self, expr: str) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = []
+        rows = self.client.query(self.registry, filter=expr, output_fields=REGISTRY_FIELDS, limit=QUERY_LIMIT)
+        if len(rows) < QUERY_LIMIT:
+            return rows
+        rows = []  # more than one window: page through all of them
         iterator = self.client.query_iterator(self.registry, batch_size=1000, filter=expr,
                                               output_fields=REGISTRY_FIELDS)
         try:
@@ -231,34 +232,58 @@ class MilvusStore:
             iterator.close()
         return rows
 
-    def _registry_get(self, doc_id: str) -> dict[str, Any] | None:
-        rows = self.client.query(self.registry, filter=filters.equals("doc_id", doc_id),
-                                 output_fields=REGISTRY_FIELDS)
-        return rows[0] if rows else None
+    @staticmethod
+    def _newest_active(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+        """doc_id -> its newest active registry row."""
+        active: dict[str, dict[str, Any]] = {}
+        for row in rows:
+            if row["state"] == "active":
+                seen = active.get(row["doc_id"])
+                if seen is None or (row["committed_ns"], row["version"]) > (seen["committed_ns"], seen["version"]):
+                    active[row["doc_id"]] = dict(row)
+        return active
 
-    def _registry_put(self, row: Mapping[str, Any]) -> None:
-        self.client.upsert(self.registry, [{**{k: row[k] for k in REGISTRY_FIELDS}, "_unused": [0.0, 0.0]}])
+    def _active_row(self, doc_id: str) -> dict[str, Any] | None:
+        return self._newest_active(self._registry_rows(filters.equals("doc_id", doc_id))).get(doc_id)
+
+    def _registry_insert(self, doc: Document | Mapping[str, Any], version: str, state: str, **fields: Any) -> str:
+        doc_id = doc.doc_id if isinstance(doc, Document) else doc["doc_id"]
+        key = hashlib.sha256(f"{doc_id}\x00{version}\x00{state}".encode()).hexdigest()[:32]
+        row = {"key": key, "doc_id": doc_id, "version": version, "state": state, "committed_ns": 0,
+               "file_name": "", "extension": "", "size_bytes": 0, "chunks": 0, "content_hash": "",
+               "fingerprint": "", "ingested_at": "", "_unused": [0.0, 0.0], **fields}
+        self.client.insert(self.registry, [row])
+        return key
 
     def _delete_rows(self, doc_id: str, keep_version: str | None = None, only_version: str | None = None) -> None:
         clauses = [filters.equals("doc_id", doc_id)]
         if keep_version is not None:
-            clauses.append(f"not ({filters.equals('version', keep_version)})")
+            clauses.append(filters.not_equals("version", keep_version))
         if only_version is not None:
             clauses.append(filters.equals("version", only_version))
         self.client.delete(self.collection, filter=filters.all_of(*clauses))
 
+    def _delete_registry_rows(self, doc_id: str, keep_key: str | None = None) -> None:
+        clauses = [filters.equals("doc_id", doc_id)]
+        if keep_key is not None:
+            clauses.append(filters.not_equals("key", keep_key))
+        self.client.delete(self.registry, filter=filters.all_of(*clauses))
+
     def recover(self) -> int:
-        """Finish what an interrupted write left behind. Returns how many documents needed it."""
-        stale = self._registry_rows('pending != "" or retired != ""')
-        for row in stale:
-            if row["pending"]:
-                self._delete_rows(row["doc_id"], only_version=row["pending"])
-            if row["retired"]:
-                self._delete_rows(row["doc_id"], keep_version=row["version"])
-            if row["version"]:
-                self._registry_put({**row, "pending": "", "retired": ""})
-            else:  # a first version that never completed
-                self.client.delete(self.registry, filter=filters.equals("doc_id", row["doc_id"]))
+        """Finish what interrupted writes left behind. Returns how many documents needed it."""
+        by_doc: dict[str, list[dict[str, Any]]] = {}
+        for row in self._registry_rows('doc_id != ""'):
+            by_doc.setdefault(row["doc_id"], []).append(row)
+        active = self._newest_active(r for rows in by_doc.values() for r in rows)
+        stale = [doc_id for doc_id, rows in by_doc.items() if len(rows) > 1 or rows[0]["state"] != "active"]
+        for doc_id in stale:
+            keep = active.get(doc_id)
+            if keep is None:  # no version was ever committed
+                self._delete_rows(doc_id)
+                self._delete_registry_rows(doc_id)
+            else:
+                self._delete_rows(doc_id, keep_version=keep["version"])
+                self._delete_registry_rows(doc_id, keep_key=keep["key"])
         if stale:
             log.info("recovered %d interrupted document writes", len(stale))
         return len(stale)
@@ -266,8 +291,8 @@ class MilvusStore:
     # ---------------------------------------------------------------- writes
     def fingerprint_of(self, doc_id: str) -> str:
         """The fingerprint of the active version, "" when the document is not indexed."""
-        row = self._registry_get(doc_id)
-        return row["fingerprint"] if row and row["version"] else ""
+        row = self._active_row(doc_id)
+        return row["fingerprint"] if row else ""
 
     def replace_document(self, doc: Document, chunks: Sequence[Chunk], vectors: np.ndarray,
                          fingerprint: str) -> WriteResult:
@@ -277,25 +302,21 @@ class MilvusStore:
         if not chunks:
             raise StoreError(f"{doc.doc_id}: nothing to index (no chunks).")
         version = uuid.uuid4().hex[:16]
-        old = self._registry_get(doc.doc_id)
-        base = old or {"doc_id": doc.doc_id, "version": "", "retired": "", "file_name": doc.file_name,
-                       "extension": doc.extension, "size_bytes": doc.size_bytes, "chunks": 0,
-                       "content_hash": "", "fingerprint": "", "ingested_at": ""}
-        self._registry_put({**base, "pending": version})  # 1
+        old = self._active_row(doc.doc_id)
+        self._registry_insert(doc, version, "pending")  # 1
         ingested_at = utc_now()
         rows = [self._chunk_row(doc, chunk, vector, version, len(chunks), ingested_at)
                 for chunk, vector in zip(chunks, vectors)]
         for start in range(0, len(rows), INSERT_BATCH):  # 2
             self._insert_batch(rows[start:start + INSERT_BATCH])
-        committed = {"doc_id": doc.doc_id, "version": version, "pending": "", "retired": base["version"],
-                     "file_name": doc.file_name, "extension": doc.extension, "size_bytes": doc.size_bytes,
-                     "chunks": len(chunks), "content_hash": doc.content_hash, "fingerprint": fingerprint,
-                     "ingested_at": ingested_at}
-        self._registry_put(committed)  # 3: the commit point
-        if base["version"]:
+        key = self._registry_insert(  # 3: the commit point
+            doc, version, "active", committed_ns=time.time_ns(), file_name=doc.file_name,
+            extension=doc.extension, size_bytes=doc.size_bytes, chunks=len(chunks),
+            content_hash=doc.content_hash, fingerprint=fingerprint, ingested_at=ingested_at)
+        if old is not None:
             self._delete_rows(doc.doc_id, keep_version=version)  # 4
-            self._registry_put({**committed, "retired": ""})
-        return WriteResult(version=version, replaced=bool(base["version"]))
+        self._delete_registry_rows(doc.doc_id, keep_key=key)
+        return WriteResult(version=version, replaced=old is not None)
 
     def _insert_batch(self, rows: list[dict[str, Any]]) -> None:
         """One insert call; a seam for tests that interrupt a write."""
@@ -320,11 +341,10 @@ class MilvusStore:
 
     def delete_document(self, doc_id: str) -> bool:
         """Remove a document and all its chunks. Returns False when it was not indexed."""
-        row = self._registry_get(doc_id)
-        if row is None:
+        if self._active_row(doc_id) is None:
             return False
         self._delete_rows(doc_id)
-        self.client.delete(self.registry, filter=filters.equals("doc_id", doc_id))
+        self._delete_registry_rows(doc_id)
         return True
 
     def drop(self) -> None:
@@ -335,7 +355,7 @@ class MilvusStore:
 
     # ---------------------------------------------------------------- reads
     def list_documents(self) -> list[StoredDocument]:
-        rows = self._registry_rows('version != ""')
+        rows = self._newest_active(self._registry_rows('state == "active"')).values()
         docs = [StoredDocument(doc_id=r["doc_id"], file_name=r["file_name"], extension=r["extension"],
                                size_bytes=int(r["size_bytes"]), chunks=int(r["chunks"]),
                                content_hash=r["content_hash"], version=r["version"],
@@ -347,8 +367,8 @@ class MilvusStore:
 
     def get_chunks(self, doc_id: str) -> list[dict[str, Any]]:
         """The active version's chunk rows of one document, in order."""
-        row = self._registry_get(doc_id)
-        if not row or not row["version"]:
+        row = self._active_row(doc_id)
+        if row is None:
             return []
         rows = self.client.query(
             self.collection, filter=filters.all_of(filters.equals("doc_id", doc_id),
@@ -360,9 +380,10 @@ class MilvusStore:
         ids = sorted(set(doc_ids))
         if not ids:
             return {}
-        rows = self.client.query(self.registry, filter=filters.one_of("doc_id", ids),
-                                 output_fields=["doc_id", "version"], limit=len(ids))
-        return {r["doc_id"]: r["version"] for r in rows}
+        rows = self.client.query(self.registry, filter=filters.all_of(filters.one_of("doc_id", ids),
+                                                                      'state == "active"'),
+                                 output_fields=["doc_id", "version", "state", "committed_ns"], limit=QUERY_LIMIT)
+        return {doc_id: row["version"] for doc_id, row in self._newest_active(rows).items()}
 
     def _search(self, channel: str, data: Any, field: str, k: int, expr: str) -> list[SearchHit]:
         """One channel's top-k over active versions, best first, scores higher-is-better."""
@@ -371,9 +392,7 @@ class MilvusStore:
             result = self.client.search(self.collection, data=[data], anns_field=field, limit=min(limit, QUERY_LIMIT),
                                         filter=expr, output_fields=CHUNK_FIELDS)[0]
             active = self._active_versions(h["entity"]["doc_id"] for h in result)
-            # A document with no registry row is mid-upsert or foreign: keep it rather than hide it.
-            kept = [h for h in result
-                    if active.get(h["entity"]["doc_id"], h["entity"]["version"]) == h["entity"]["version"]]
+            kept = [h for h in result if active.get(h["entity"]["doc_id"]) == h["entity"]["version"]]
             if len(kept) >= k or len(result) < limit or limit >= QUERY_LIMIT:
                 break
             limit = min(QUERY_LIMIT, limit * 2 + (len(result) - len(kept)))  # stale rows crowded the window

@@ -1,0 +1,19 @@
+"""Small shared test helpers (no fixtures here: each test package builds what it needs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rag_core.bootstrap import Workbench, build_workbench
+from rag_core.config import load_settings
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE_KB = REPO / "examples" / "kb"
+SHARED = REPO.parent / "shared"
+
+
+def make_workbench(data_dir: Path, embedder: Any = None, **overrides: Any) -> Workbench:
+    """A real workbench (Milvus Lite + the local embedder unless given) in an isolated data dir."""
+    settings = load_settings(data_dir=data_dir, env={}, config_file=None, overrides=overrides or None)
+    return build_workbench(settings, env={}, embedder=embedder)
