@@ -56,7 +56,8 @@ def build_embedder(settings: Settings, env: Mapping[str, str] | None = None) -> 
 
 
 def build_store(settings: Settings, embedder: Embedder, env: Mapping[str, str] | None = None) -> MilvusStore:
-    store = MilvusStore(settings.milvus_uri, settings["milvus.collection"], token=secret("MILVUS_TOKEN", env))
+    store = MilvusStore(settings.milvus_uri, settings["milvus.collection"], token=secret("MILVUS_TOKEN", env),
+                        timeout=settings["milvus.timeout"])
     try:
         store.open(embedder.name, embedder.dim)
     except BaseException:
@@ -89,3 +90,71 @@ def build_workbench(settings: Settings, env: Mapping[str, str] | None = None,
     params = params_from_settings(settings)
     retriever = KnowledgeRetriever(MilvusSearchPort(store, embedder, params.search), params)
     return Workbench(settings, embedder, store, ingestor, retriever)
+
+
+# ---------------------------------------------------------------------------------------- agent
+from typing import TYPE_CHECKING  # noqa: E402 - this section was appended; kept self-contained
+
+if TYPE_CHECKING:
+    from .agent import Agent, ChatModel
+
+
+def resolve_chat_provider(settings: Settings, env: Mapping[str, str] | None = None) -> str:
+    """"dashscope", "openai" or "offline". `auto`: DashScope when DASHSCOPE_API_KEY is set (chat.base-url then
+    only replaces DashScope's endpoint), else an OpenAI-compatible endpoint when chat.base-url and its key
+    (chat.api-key-env or OPENAI_API_KEY) are set, else offline. Keyless local servers need chat.provider = openai."""
+    provider = settings["chat.provider"]
+    if provider != "auto":
+        return provider
+    if secret(DEFAULT_KEY_ENV["dashscope"], env):
+        return "dashscope"
+    if settings["chat.base-url"] and secret(settings["chat.api-key-env"] or DEFAULT_KEY_ENV["openai"], env):
+        return "openai"
+    return "offline"
+
+
+def build_chat_model(settings: Settings, env: Mapping[str, str] | None = None) -> ChatModel | None:
+    """The configured chat model, or None for offline mode. The key is read here and handed to the client."""
+    from .agent.model import DASHSCOPE_BASE_URL, DASHSCOPE_DEFAULT_MODEL, ChatModel, ChatModelConfig
+
+    provider = resolve_chat_provider(settings, env)
+    if provider == "offline":
+        return None
+    key_env = settings["chat.api-key-env"] or DEFAULT_KEY_ENV[provider]
+    key = secret(key_env, env)
+    if provider == "dashscope" and not key and settings["chat.provider"] == "auto":
+        key_env, key = DEFAULT_KEY_ENV["dashscope"], secret(DEFAULT_KEY_ENV["dashscope"], env)
+    base_url = settings["chat.base-url"]
+    model = settings["chat.model"]
+    if provider == "dashscope":
+        if not key:
+            raise ConfigError(f"chat.provider = dashscope needs an API key in ${key_env}. Set it, or use "
+                              "chat.provider = auto (offline mode without a key).")
+        base_url = base_url or DASHSCOPE_BASE_URL
+        model = model or DASHSCOPE_DEFAULT_MODEL
+    else:
+        if not model:
+            raise ConfigError("chat.provider = openai needs chat.model (e.g. gpt-4o-mini, or the name your "
+                              "vLLM/Ollama server serves, such as qwen2.5:7b).")
+        if not base_url and not key:
+            raise ConfigError(f"chat.provider = openai without chat.base-url talks to api.openai.com and needs "
+                              f"${key_env}. For a local server set chat.base-url (e.g. http://localhost:11434/v1).")
+        base_url = base_url or "https://api.openai.com/v1"
+    config = ChatModelConfig(provider=provider, base_url=base_url, model=model,
+                             temperature=settings["chat.temperature"], max_tokens=settings["chat.max-tokens"],
+                             timeout=settings["chat.timeout"], max_retries=settings["chat.max-retries"],
+                             api_key_env=key_env)
+    return ChatModel(config, key)
+
+
+def build_agent(workbench: Workbench, env: Mapping[str, str] | None = None) -> Agent:
+    """The chat agent over this workbench's retriever: the knowledge-base and date-time tools, the
+    Prometheus alerts tool when prometheus.url is set, and the configured model (None = offline)."""
+    from .agent import Agent, Toolbox, clock_tool, knowledge_base_tool, prometheus_alerts_tool
+
+    settings = workbench.settings
+    tools = [knowledge_base_tool(workbench.retriever), clock_tool(settings["chat.timezone"])]
+    if settings["prometheus.url"]:
+        tools.append(prometheus_alerts_tool(settings["prometheus.url"], settings["prometheus.timeout"]))
+    return Agent(Toolbox(tools), build_chat_model(settings, env), max_steps=settings["chat.max-steps"],
+                 history_pairs=settings["chat.history-pairs"])

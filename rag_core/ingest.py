@@ -145,8 +145,11 @@ class Ingestor:
         if source.document is not None:
             return source.document
         if source.data is not None:
-            return loaders.load_bytes(source.data, loaders.doc_id_for(Path(source.name), None, prefix),
-                                      max_bytes=self.max_bytes)
+            # An upload's name is used as given (normalised, `..` and absolute paths refused), so a
+            # browser upload of "cpu_high.md" into folder "runbooks" gets "runbooks/cpu_high.md".
+            folder = prefix.strip().strip("/\\")
+            doc_id = loaders.normalize_doc_id(f"{folder}/{source.name}" if folder else source.name)
+            return loaders.load_bytes(source.data, doc_id, max_bytes=self.max_bytes)
         if source.path is None:
             raise RagError(source.error)
         return loaders.load_path(source.path, source.root, prefix=prefix, max_bytes=self.max_bytes)

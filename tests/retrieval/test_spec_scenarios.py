@@ -1,0 +1,179 @@
+"""Every scenario of rag-chunk-evidence-identity.spec.md, end to end on Milvus Lite + the local embedder."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from rag_core.errors import RetrievalError
+from rag_core.records import SearchHit
+from rag_core.retrieval import KnowledgeRetriever, LookupParams, MilvusSearchPort, SearchOptions
+
+
+class SpyPort:
+    """Wraps a real port and records what it was asked for."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.asked: list[int] = []
+
+    def search(self, query, k, filters=None):
+        self.asked.append(k)
+        return self.inner.search(query, k, filters)
+
+
+class ScriptedPort:
+    def __init__(self, hits: list[SearchHit]) -> None:
+        self.hits = hits
+
+    def search(self, query, k, filters=None):
+        return self.hits[:k]
+
+
+def dense_port(wb) -> MilvusSearchPort:
+    return MilvusSearchPort(wb.store, wb.embedder, SearchOptions(mode="dense"))
+
+
+def test_identity_extracted_from_metadata(sample_wb) -> None:
+    result = KnowledgeRetriever(dense_port(sample_wb)).lookup("How do I handle high CPU usage?",
+                                                              search=SearchOptions(mode="dense"))
+    assert result.candidates
+    for c in result.candidates:
+        assert c.metadata["docId"] == c.doc_id and c.metadata["chunkIndex"] == c.chunk_index
+        assert c.evidence_key == f"{c.doc_id}#chunk-{c.chunk_index}"
+
+
+def test_fallback_identity_without_chunk_index() -> None:
+    hits = [SearchHit(id="449", score=0.9, content="x", metadata={"docId": "docA"})]
+    result = KnowledgeRetriever(ScriptedPort(hits)).lookup("q", search=SearchOptions(mode="dense"))
+    assert result.evidence_keys == ["vector:449"]
+
+
+def test_same_document_different_chunks_are_kept(sample_wb) -> None:
+    retriever = KnowledgeRetriever(dense_port(sample_wb))
+    result = retriever.lookup("incident commander roles responsibilities communications lead scribe",
+                              search=SearchOptions(mode="dense"), retrieve_k=30, return_n=10,
+                              max_chunks_per_document=3)
+    per_doc: dict[str, list[int]] = {}
+    for block in result.evidence:
+        per_doc.setdefault(block.doc_id, []).append(block.chunk_index)
+    multi = {d: c for d, c in per_doc.items() if len(c) > 1}
+    assert multi, per_doc  # some document contributes several distinct chunks
+    for doc_id, chunks in multi.items():
+        assert len(set(chunks)) == len(chunks)
+
+
+def test_true_duplicate_keys_merge_without_replacing_higher_ranked_content() -> None:
+    meta = {"docId": "docA", "chunkIndex": 2}
+    hits = [SearchHit(id="1", score=0.9, content="higher", metadata=meta, channels={"dense": (1, 0.9)}),
+            SearchHit(id="2", score=0.8, content="other", metadata={"docId": "docB", "chunkIndex": 0}),
+            SearchHit(id="3", score=0.7, content="lower", metadata=meta, channels={"bm25": (1, 7.0)})]
+    result = KnowledgeRetriever(ScriptedPort(hits)).lookup("q", search=SearchOptions(mode="dense"))
+    assert result.evidence_keys == ["docA#chunk-2", "docB#chunk-0"]
+    assert result.evidence[0].content == "higher" and result.evidence[0].hit_reasons == ("dense", "bm25")
+    assert result.to_dict()["dropped"] == [{"evidence_key": "docA#chunk-2", "reason": "duplicate_of docA#chunk-2",
+                                            "rank": 3}]
+
+
+@pytest.mark.parametrize("cap", [1, 2, 3])
+def test_excess_chunks_from_one_document_are_dropped(sample_wb, cap: int) -> None:
+    retriever = KnowledgeRetriever(dense_port(sample_wb))
+    result = retriever.lookup("向量检索 召回 分块", search=SearchOptions(mode="dense"), retrieve_k=40,
+                              return_n=40, max_chunks_per_document=cap)
+    counts: dict[str, int] = {}
+    for block in result.evidence:
+        counts[block.doc_id] = counts.get(block.doc_id, 0) + 1
+    assert max(counts.values()) <= cap
+    top = [c for c in result.candidates if c.doc_id == "product/vector_search_zh.md"]
+    assert len(top) > cap  # the scenario really happens: more than N chunks of one document were ranked
+    kept = [b.rank for b in result.evidence if b.doc_id == "product/vector_search_zh.md"]
+    assert kept == [c.rank for c in top[:cap]]  # the top N by ranking remain
+    assert all(t.status == f"doc_cap (product/vector_search_zh.md already has {cap})"
+               for t in result.traces if t.rank in {c.rank for c in top[cap:]})
+
+
+def test_retrieve_k_widens_recall_without_unbounded_return(sample_wb) -> None:
+    spy = SpyPort(dense_port(sample_wb))
+    result = KnowledgeRetriever(spy).lookup("disk full", search=SearchOptions(mode="dense"),
+                                            retrieve_k=20, return_n=5)
+    assert spy.asked == [20]
+    assert len(result.candidates) == 20 and len(result.evidence) <= 5
+
+
+def test_same_source_different_evidence_keys_both_project(sample_wb) -> None:
+    result = KnowledgeRetriever(dense_port(sample_wb)).lookup(
+        "incident severity levels", search=SearchOptions(mode="dense"), retrieve_k=20, return_n=6,
+        max_chunks_per_document=3)
+    sources = [p.source for p in result.projection.items]
+    dup_sources = {s for s in sources if sources.count(s) > 1}
+    assert dup_sources
+    for source in dup_sources:
+        ids = [p.document_id for p in result.projection.items if p.source == source]
+        assert len(ids) == len(set(ids)) > 1
+
+
+def test_projected_document_id_is_chunk_scoped(sample_wb) -> None:
+    result = KnowledgeRetriever(dense_port(sample_wb)).lookup("CPU", search=SearchOptions(mode="dense"))
+    for item, block in zip(result.projection.items, result.evidence):
+        assert item.document_id == block.evidence_key and "#chunk-" in item.document_id
+        assert item.source == block.doc_id
+
+
+def test_default_dense_adapter_goes_through_the_port(sample_wb) -> None:
+    port = dense_port(sample_wb)
+    hits = port.search("memory leak", 5)
+    assert len(hits) == 5 and all(h.channels.keys() == {"dense"} for h in hits)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    result = KnowledgeRetriever(port).lookup("memory leak", search=SearchOptions(mode="dense"))
+    assert all(c.hit_reasons == ("dense",) for c in result.candidates)
+
+
+@pytest.mark.parametrize(
+    ("query", "overrides", "message"),
+    [
+        ("   ", {}, "The query is empty"),
+        ("x", {"retrieve_k": 0}, "retrieve-k must be a whole number of at least 1"),
+        ("x", {"return_n": -2}, "return-n must be a whole number"),
+        ("x", {"retrieve_k": 3, "return_n": 5}, r"return-n \(5\) cannot be larger than retrieve-k \(3\)"),
+        ("x" * 5000, {}, "the limit is 4000"),
+    ],
+)
+def test_bad_lookups_get_clear_messages(sample_wb, query: str, overrides: dict, message: str) -> None:
+    with pytest.raises(RetrievalError, match=message):
+        sample_wb.retriever.lookup(query, **overrides)
+
+
+def test_empty_knowledge_base(tmp_path, local_embedder) -> None:
+    from tests.helpers import make_workbench
+
+    wb = make_workbench(tmp_path, embedder=local_embedder)
+    try:
+        for mode in ("dense", "bm25", "hybrid"):
+            with pytest.raises(RetrievalError, match="The knowledge base is empty"):
+                wb.retriever.lookup("anything", search=SearchOptions(mode=mode))
+    finally:
+        wb.close()
+
+
+def test_assemble_reuses_a_fetch_and_refuses_mismatches(sample_wb) -> None:
+    retriever = sample_wb.retriever
+    params = retriever.params(retrieve_k=20, return_n=5)
+    fetched = retriever.fetch("磁盘空间不足", params)
+    narrow = retriever.assemble(fetched, replace(params, return_n=2, max_chunks_per_document=1))
+    wide = retriever.assemble(fetched, params)
+    assert len(narrow.evidence) <= 2 and len(wide.evidence) >= len(narrow.evidence)
+    assert narrow.candidates == wide.candidates
+    with pytest.raises(RetrievalError, match="fetch again"):
+        retriever.assemble(fetched, replace(params, retrieve_k=30))
+
+
+def test_lookup_json_has_the_documented_shape(sample_wb) -> None:
+    out = sample_wb.retriever.lookup("How is the on-call escalation done?").to_dict()
+    assert {"params", "raw_hits", "evidence", "dropped", "projection", "timings"} <= out.keys()
+    assert {"rank", "id", "score", "doc_id", "chunk_index", "evidence_key", "status"} <= out["raw_hits"][0].keys()
+    assert {"evidence_key", "doc_id", "chunk_index", "source", "score", "content", "hit_reasons"} <= \
+        out["evidence"][0].keys()
+    assert {"document_id", "source", "content"} <= out["projection"][0].keys()
+    assert len(out["raw_hits"]) == len(out["evidence"]) + len(out["dropped"])
+    assert {"search", "postprocess", "projection", "total"} <= out["timings"].keys()

@@ -1,0 +1,119 @@
+"""Ingest end to end on Milvus Lite: statuses, bad input that loses nothing, progress, re-index."""
+
+from __future__ import annotations
+
+import codecs
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import SAMPLE_KB, make_workbench
+
+GOOD = "# 运维手册\n\n当 CPU 使用率超过 85% 时，先检查最近的发布。\n\n## Steps\n\nRun top and check the pods.\n"
+
+
+@pytest.fixture
+def wb(tmp_path: Path, local_embedder):
+    workbench = make_workbench(tmp_path / "data", embedder=local_embedder, **{"loader.max-file-mb": 0.01})
+    yield workbench
+    workbench.close()
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "fragment"),
+    [
+        ("empty.md", b"", "empty"),
+        ("blank.md", b"  \n\n\t ", "only whitespace"),
+        ("binary.md", b"\x7fELF\x02\x01\x01" + bytes(200), "binary"),
+        ("big.md", b"# big\n\n" + b"word " * 4000, "loader.max-file-mb"),
+        ("tool.exe", b"MZ", "unsupported file type"),
+        ("../escape.md", b"# x\n\ntext", ".."),
+    ],
+)
+def test_bad_input_is_refused_and_the_previous_version_survives(wb, name: str, data: bytes, fragment: str) -> None:
+    target = "escape.md" if name.startswith("..") else name
+    first = wb.ingestor.ingest_uploads([(target if target.endswith(".md") else "tool.md", GOOD.encode())])[0]
+    assert first.status == "added"
+    before = wb.store.list_documents()
+    [report] = wb.ingestor.ingest_uploads([(name, data)])
+    assert report.status == "failed" and fragment in report.error, report
+    assert wb.store.list_documents() == before  # nothing lost, nothing half-written
+
+
+@pytest.mark.parametrize(
+    ("encoding", "data"),
+    [
+        ("utf-8-sig", codecs.BOM_UTF8 + GOOD.encode()),
+        ("utf-16", GOOD.encode("utf-16")),
+        ("gb18030", GOOD.encode("gbk")),
+        ("crlf", GOOD.replace("\n", "\r\n").encode()),
+    ],
+)
+def test_encodings_index_the_same_text(wb, encoding: str, data: bytes) -> None:
+    wb.ingestor.ingest_uploads([("a.md", GOOD.encode())])
+    [report] = wb.ingestor.ingest_uploads([("a.md", data)])
+    assert report.status == "unchanged", (encoding, report)  # same decoded text, same content hash
+    assert "\r" not in "".join(r["content"] for r in wb.store.get_chunks("a.md"))
+
+
+def test_odd_names_and_prefix(wb) -> None:
+    names = ['say "hi".md', "it's.md", "中文 文档.md", "back\\slash.md"]
+    reports = wb.ingestor.ingest_uploads([(n, GOOD.encode()) for n in names], prefix="runbooks")
+    assert [r.status for r in reports] == ["added"] * 4, reports
+    assert [r.doc_id for r in reports] == ['runbooks/say "hi".md', "runbooks/it's.md", "runbooks/中文 文档.md",
+                                           "runbooks/back/slash.md"]
+
+
+def test_upload_and_folder_ingest_give_the_same_doc_id(tmp_path: Path, local_embedder) -> None:
+    wb = make_workbench(tmp_path / "d", embedder=local_embedder)
+    try:
+        folder = wb.ingestor.ingest_paths([SAMPLE_KB / "runbooks"], prefix="runbooks")
+        upload = wb.ingestor.ingest_uploads([("cpu_high.md", (SAMPLE_KB / "runbooks" / "cpu_high.md").read_bytes())],
+                                            prefix="runbooks")
+        assert "runbooks/cpu_high.md" in {r.doc_id for r in folder}
+        assert upload[0].doc_id == "runbooks/cpu_high.md" and upload[0].status == "unchanged"
+    finally:
+        wb.close()
+
+
+def test_progress_is_reported_per_file_and_overall(wb) -> None:
+    events = []
+    wb.ingestor.ingest_uploads([("a.md", GOOD.encode()), ("b.md", b""), ("c.md", (GOOD * 20).encode()[:9000])],
+                               progress=events.append)
+    stages = [(e.file_index, e.stage) for e in events]
+    assert stages[0] == (0, "loading") and (1, "failed") in stages and stages[-1] == (2, "done")
+    fractions = [e.fraction for e in events]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert any(e.stage == "embedding" and e.total > 1 for e in events)
+
+
+def test_changed_chunk_settings_replace_and_reindex_uses_kept_originals(tmp_path: Path, local_embedder) -> None:
+    data = tmp_path / "d"
+    wb = make_workbench(data, embedder=local_embedder)
+    wb.ingestor.ingest_paths([SAMPLE_KB / "runbooks" / "cpu_high.md"])
+    chunks_800 = wb.store.list_documents()[0].chunks
+    wb.close()
+    wb = make_workbench(data, embedder=local_embedder, **{"chunk.max-size": 400, "chunk.overlap": 40})
+    try:
+        [report] = wb.ingestor.reindex()
+        assert report.status == "replaced" and report.doc_id == "cpu_high.md"
+        assert wb.store.list_documents()[0].chunks > chunks_800
+        assert wb.ingestor.original("cpu_high.md") == (SAMPLE_KB / "runbooks" / "cpu_high.md").read_bytes()
+        assert wb.ingestor.delete("cpu_high.md") and wb.ingestor.original("cpu_high.md") is None
+    finally:
+        wb.close()
+
+
+def test_reindex_into_a_new_collection_for_a_new_embedder(tmp_path: Path, local_embedder) -> None:
+    data = tmp_path / "d"
+    wb = make_workbench(data, embedder=local_embedder)
+    wb.ingestor.ingest_paths([SAMPLE_KB / "policies"])
+    wb.close()
+    wb = make_workbench(data, embedder=local_embedder, **{"milvus.collection": "biz_v2"})
+    try:
+        reports = wb.ingestor.reindex(from_collection="biz")
+        assert {r.status for r in reports} == {"added"} and len(reports) == 3
+        assert [d.doc_id for d in wb.store.list_documents()] == [
+            "incident_response.md", "oncall_zh.md", "release_zh.md"]
+    finally:
+        wb.close()
