@@ -1,0 +1,95 @@
+"""Fusion: pure rules, and parity of our RRF with Milvus's own hybrid_search + RRFRanker."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_core.records import SearchHit
+from rag_core.retrieval import KnowledgeRetriever, MilvusSearchPort, SearchOptions
+from rag_core.retrieval.fusion import rrf, weighted
+from rag_core.store.milvus import CHUNK_FIELDS
+
+
+def hits(*pairs: tuple[str, float]) -> list[SearchHit]:
+    return [SearchHit(id=i, score=s, content=i, metadata={"docId": i[0], "chunkIndex": int(i[1:])}) for i, s in pairs]
+
+
+def test_rrf_merges_channels_and_keeps_every_rank() -> None:
+    dense = hits(("a1", 0.9), ("b1", 0.8), ("c1", 0.7))
+    bm25 = hits(("b1", 12.0), ("d1", 9.0))
+    fused = rrf({"dense": dense, "bm25": bm25}, {"dense": 1.0, "bm25": 1.0}, k=60, limit=10)
+    assert [h.id for h in fused] == ["b1", "a1", "d1", "c1"]
+    b1 = fused[0]
+    assert b1.channels == {"dense": (2, 0.8), "bm25": (1, 12.0)}
+    assert b1.score == pytest.approx(1 / 62 + 1 / 61)
+    assert fused[2].channels == {"bm25": (2, 9.0)}
+
+
+def test_rrf_weights_shift_the_order() -> None:
+    dense = hits(("a1", 0.9), ("b1", 0.8))
+    bm25 = hits(("b1", 5.0), ("a1", 4.0))
+    assert [h.id for h in rrf({"dense": dense, "bm25": bm25}, {"dense": 1.0, "bm25": 0.2}, 60, 5)][0] == "a1"
+    assert [h.id for h in rrf({"dense": dense, "bm25": bm25}, {"dense": 0.2, "bm25": 1.0}, 60, 5)][0] == "b1"
+
+
+def test_weighted_normalises_each_channel() -> None:
+    dense = hits(("a1", 0.90), ("b1", 0.89), ("c1", 0.10))
+    bm25 = hits(("c1", 30.0), ("b1", 29.0), ("a1", 1.0))
+    fused = weighted({"dense": dense, "bm25": bm25}, {"dense": 1.0, "bm25": 1.0}, limit=3)
+    assert fused[0].id == "b1"  # close to the top in both channels beats top in one, bottom in the other
+    assert all(0.0 <= h.score <= 2.0 for h in fused)
+
+
+def test_limit_and_determinism() -> None:
+    dense = hits(*[(f"a{i}", 1.0 - i / 100) for i in range(30)])
+    bm25 = hits(*[(f"b{i}", 30.0 - i) for i in range(30)])
+    one = rrf({"dense": dense, "bm25": bm25}, {}, 60, 20)
+    assert len(one) == 20 and one == rrf({"dense": dense, "bm25": bm25}, {}, 60, 20)
+
+
+def test_the_same_chunk_found_by_both_channels_is_one_candidate(sample_wb) -> None:
+    retriever = KnowledgeRetriever(MilvusSearchPort(sample_wb.store, sample_wb.embedder))
+    result = retriever.lookup("向量检索", search=SearchOptions(mode="hybrid"), retrieve_k=20)
+    keys = [c.evidence_key for c in result.candidates]
+    assert len(keys) == len(set(keys))
+    both = [c for c in result.candidates if set(c.hit_reasons) == {"dense", "bm25"}]
+    assert both and all(set(c.channels) == {"dense", "bm25"} for c in both)
+    assert result.evidence[0].doc_id == "product/vector_search_zh.md"
+
+
+@pytest.mark.parametrize(("mode", "query", "expected"), [
+    ("bm25", "向量检索", "product/vector_search_zh.md"),
+    ("bm25", "DiskSpaceLow", "runbooks/disk_full.md"),
+    ("dense", "内存泄漏排查", "runbooks/memory_leak_zh.md"),
+    ("hybrid", "慢查询", "runbooks/slow_query_zh.md"),
+    ("hybrid", "HighCPUUsage alert threshold", "runbooks/cpu_high.md"),
+])
+def test_each_mode_finds_the_obvious_document(sample_wb, mode: str, query: str, expected: str) -> None:
+    result = sample_wb.retriever.lookup(query, search=SearchOptions(mode=mode))
+    assert result.evidence[0].doc_id == expected, [c.evidence_key for c in result.evidence]
+    assert all(mode in c.hit_reasons or mode == "hybrid" for c in result.candidates)
+
+
+def test_bm25_finds_the_chunk_that_contains_the_chinese_term(sample_wb) -> None:
+    result = sample_wb.retriever.lookup("向量检索", search=SearchOptions(mode="bm25"), retrieve_k=5, return_n=5)
+    assert "向量检索" in result.evidence[0].content
+
+
+def test_our_rrf_orders_like_milvus_hybrid_search(sample_wb) -> None:
+    from pymilvus import AnnSearchRequest, RRFRanker
+
+    store, embedder = sample_wb.store, sample_wb.embedder
+    query, k = "how do we escalate an incident 升级", 20
+    vector = embedder.embed_query(query).tolist()
+    native = store.client.hybrid_search(
+        store.collection,
+        [AnnSearchRequest([vector], "vector", {"metric_type": "COSINE"}, limit=k),
+         AnnSearchRequest([query], "sparse", {"metric_type": "BM25"}, limit=k)],
+        RRFRanker(60), limit=k, output_fields=CHUNK_FIELDS)[0]
+    ours = MilvusSearchPort(store, embedder, SearchOptions(mode="hybrid", dense_weight=1.0, bm25_weight=1.0)).search(
+        query, k)
+    native_scores = {h["id"]: h["distance"] for h in native}
+    our_scores = {h.id: h.score for h in ours}
+    assert native_scores.keys() == our_scores.keys()
+    for hit_id, score in our_scores.items():
+        assert score == pytest.approx(native_scores[hit_id], rel=1e-4)
