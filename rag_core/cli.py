@@ -231,6 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_config)
 
+    from .agent.cli import register as register_chat
+
+    register_chat(sub)
     for register in EXTRA_COMMANDS:
         register(sub)
     return parser

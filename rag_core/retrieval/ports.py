@@ -89,7 +89,7 @@ class MilvusSearchPort:
             timings["fusion"] = (time.perf_counter() - started) * 1000
         else:
             hits = ranked[mode]
-        if not hits and not self.store.list_documents():
+        if not hits and self.store.is_empty():
             raise RetrievalError("The knowledge base is empty: ingest documents first "
                                  "(Knowledge base page, or `python -m rag_core ingest PATH`).")
         return Hits(hits, timings)

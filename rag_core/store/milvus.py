@@ -362,6 +362,9 @@ class MilvusStore:
                                ingested_at=r["ingested_at"]) for r in rows]
         return sorted(docs, key=lambda d: d.doc_id)
 
+    def is_empty(self) -> bool:
+        return not self.client.query(self.registry, filter='state == "active"', output_fields=["doc_id"], limit=1)
+
     def count_chunks(self) -> int:
         return sum(d.chunks for d in self.list_documents())
 
@@ -412,12 +415,5 @@ class MilvusStore:
         return self._search("dense", np.asarray(vector, dtype=np.float32).tolist(), "vector", k, expr)
 
     def search_bm25(self, text: str, k: int, expr: str = "") -> list[SearchHit]:
-        from pymilvus.exceptions import MilvusException
-
-        try:
-            return self._search("bm25", text, "sparse", k, expr)
-        except MilvusException as exc:
-            # BM25 on a collection with no rows divides by a zero average length inside Milvus.
-            if "NaN or Inf" in str(exc) and not self.list_documents():
-                return []
-            raise
+        # BM25 on a collection without rows divides by a zero average length inside Milvus.
+        return [] if self.is_empty() else self._search("bm25", text, "sparse", k, expr)

@@ -1,0 +1,185 @@
+"""The agent: a tool-calling loop over a streamed chat model, yielding events (see events.py).
+
+One turn: [system, history..., question] -> the model streams text and/or tool calls -> the tools run and
+their results go back as `tool` messages -> the model is called again, until it answers without tool calls
+or `max_steps` model calls have been made. With no model (offline mode) the knowledge-base tool runs on
+the question and the answer is extractive (offline.py); the events are the same.
+
+The agent knows nothing of Streamlit: a page or the CLI iterates `run()` and renders each event.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, Generator, Iterator, Mapping
+
+from .citations import check_citations
+from .events import ContentEvent, DoneEvent, ErrorEvent, Event, NoticeEvent, ToolCallEvent, ToolResultEvent
+from .kb_tool import TOOL_NAME as KB_TOOL
+from .model import AssistantReply, ChatModel, ChatModelError, Retrying, ToolCallRequest
+from .offline import compose
+from .prompt import SYSTEM_PROMPT
+from .session import Session, Turn
+from .tools import Toolbox, ToolRun, parse_arguments
+
+log = logging.getLogger(__name__)
+
+MAX_QUESTION_CHARS = 8000
+
+
+class Agent:
+    """`run(question, session)` yields the events of one turn. Reusable across turns and sessions."""
+
+    def __init__(self, toolbox: Toolbox, model: ChatModel | None = None, *, max_steps: int = 6,
+                 history_pairs: int = 6, system_prompt: str = SYSTEM_PROMPT) -> None:
+        if max_steps < 1:
+            raise ValueError("max_steps must be at least 1")
+        self.toolbox = toolbox
+        self.model = model
+        self.max_steps = max_steps
+        self.history_pairs = history_pairs
+        self.system_prompt = system_prompt
+
+    @property
+    def mode(self) -> str:
+        return "offline" if self.model is None else "model"
+
+    def describe(self) -> str:
+        """One line for a page header or the CLI: which model answers, or that it is offline."""
+        if self.model is None:
+            return "offline mode: extractive answers from the knowledge base (no chat model configured)"
+        return self.model.describe()
+
+    def messages(self, question: str, session: Session | None = None) -> list[dict[str, Any]]:
+        """The messages of the first model call of a turn."""
+        history = session.history_messages(self.history_pairs) if session is not None else []
+        return [{"role": "system", "content": self.system_prompt}, *history, {"role": "user", "content": question}]
+
+    def run(self, question: str, session: Session | None = None) -> Iterator[Event]:
+        question = (question or "").strip()
+        if not question:
+            yield ErrorEvent("Type a question first.", "question", 0)
+            return
+        if len(question) > MAX_QUESTION_CHARS:
+            yield ErrorEvent(f"The question has {len(question)} characters; the limit is {MAX_QUESTION_CHARS}. "
+                             "Shorten it, or ingest long text as a document instead.", "question", 0)
+            return
+        try:
+            if self.model is None:
+                yield from self._offline(question, session)
+            else:
+                yield from self._loop(self.model, question, session)
+        except Exception:  # a bug, not a service failure: the person gets a plain message, the log the trace
+            log.exception("Agent turn failed")
+            yield ErrorEvent("An unexpected error ended this turn; the details are in the application log.",
+                             "internal", 0)
+
+    # ------------------------------------------------------------------------------------ model
+    def _loop(self, model: ChatModel, question: str, session: Session | None) -> Iterator[Event]:
+        messages = self.messages(question, session)
+        specs = self.toolbox.specs()
+        texts: list[str] = []
+        returned: dict[str, None] = {}  # evidence keys returned this turn, in order
+        for step in range(1, self.max_steps + 1):
+            step_started = False
+            stream = model.stream(messages, specs, step)
+            try:
+                while True:
+                    try:
+                        item = next(stream)
+                    except StopIteration as stop:
+                        reply: AssistantReply = stop.value
+                        break
+                    if isinstance(item, Retrying):
+                        yield NoticeEvent("retry", f"The chat model call failed ({item.reason}); retry {item.retry} "
+                                          f"of {item.max_retries} in {item.delay:.1f} s.", step)
+                        continue
+                    if not step_started and texts:
+                        texts.append("\n\n")  # keep text of separate model calls apart
+                        yield ContentEvent("\n\n", step)
+                    step_started = True
+                    texts.append(item)
+                    yield ContentEvent(item, step)
+            except ChatModelError as exc:
+                yield ErrorEvent(str(exc), exc.kind, step)
+                return
+            finally:
+                stream.close()  # a consumer that stops early must not leave the HTTP response open
+
+            if not reply.tool_calls:
+                if reply.finish_reason == "length":
+                    yield NoticeEvent("length", "The answer was cut off at chat.max-tokens; raise it for longer "
+                                      "answers.", step)
+                yield self._finish(question, session, texts, returned, step, "model", "answer")
+                return
+            if step == self.max_steps:
+                names = ", ".join(sorted({c.name or "?" for c in reply.tool_calls}))
+                message = (f"I stopped here: this turn reached the limit of {self.max_steps} model calls "
+                           f"(chat.max-steps) while the model still wanted to call tools ({names}). Ask a "
+                           "narrower question, or raise chat.max-steps.")
+                if texts:
+                    message = "\n\n" + message
+                texts.append(message)
+                yield ContentEvent(message, step)
+                yield self._finish(question, session, texts, returned, step, "model", "max_steps")
+                return
+
+            messages.append(_assistant_message(reply))
+            for call in reply.tool_calls:
+                run = yield from self._call_tool(call.id, call.name, call.arguments, step)
+                returned.update(dict.fromkeys(run.output.evidence_keys))
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": run.content()})
+        raise AssertionError("unreachable: the last step always finishes the turn")  # pragma: no cover
+
+    def _call_tool(self, call_id: str, name: str, raw: str, step: int) -> Generator[Event, None, ToolRun]:
+        arguments, problem = parse_arguments(raw)
+        yield ToolCallEvent(call_id, name, arguments, raw, step)
+        if problem is not None:
+            yield NoticeEvent("malformed_tool_call", f"The model called {name} with arguments that are not valid "
+                              f"JSON ({problem}); it was told so and can try again.", step)
+        run: ToolRun = self.toolbox.run(name, raw)
+        out = run.output
+        yield ToolResultEvent(call_id, name, out.ok, out.data, step, round(run.seconds, 4), out.error,
+                              out.evidence_keys, out.lookup)
+        return run
+
+    # ---------------------------------------------------------------------------------- offline
+    def _offline(self, question: str, session: Session | None) -> Iterator[Event]:
+        if KB_TOOL not in self.toolbox:
+            yield ErrorEvent("Offline mode needs the knowledge-base tool, and it is not configured.", "internal", 1)
+            return
+        run = yield from self._call_tool("offline-1", KB_TOOL, json.dumps({"query": question}, ensure_ascii=False), 1)
+        if not run.output.ok:
+            yield ErrorEvent(run.output.error or "The knowledge base search failed.", "tool", 1)
+            return
+        items = run.output.lookup.projection.items if run.output.lookup is not None else ()
+        answer = compose(question, items)
+        texts = []
+        for line in answer.splitlines(keepends=True):  # line by line, so a UI renders it like a stream
+            texts.append(line)
+            yield ContentEvent(line, 1)
+        yield self._finish(question, session, texts, dict.fromkeys(run.output.evidence_keys), 1, "offline", "answer")
+
+    # ----------------------------------------------------------------------------------- finish
+    def _finish(self, question: str, session: Session | None, texts: list[str], returned: Mapping[str, None],
+                steps: int, mode: str, stop_reason: str) -> DoneEvent:
+        text = "".join(texts)
+        verified, unverified = check_citations(text, returned)
+        if session is not None:
+            session.add(Turn(question, text, verified, mode, stop_reason))
+        return DoneEvent(text, verified, unverified, tuple(returned), steps, mode, stop_reason)
+
+
+def _assistant_message(reply: AssistantReply) -> dict[str, Any]:
+    return {"role": "assistant", "content": reply.content or None,
+            "tool_calls": [_tool_call_message(c) for c in reply.tool_calls]}
+
+
+def _tool_call_message(call: ToolCallRequest) -> dict[str, Any]:
+    arguments, problem = parse_arguments(call.arguments)
+    # Arguments that are not JSON are echoed as "{}": DashScope (and some vLLM chat templates) reject a
+    # request whose earlier tool call has invalid JSON arguments. The raw text goes back in the tool
+    # result's "received" field, so the model still sees what it sent.
+    text = call.arguments if problem is None and call.arguments.strip() else json.dumps(arguments or {})
+    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": text}}

@@ -1,0 +1,59 @@
+"""Shared fixtures: one real knowledge base (Milvus Lite + the local embedder, the sample examples/kb
+ingested once for the whole tests/agent run), fake chat servers, and an agent factory."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from rag_core.agent import Agent, ChatModel, ChatModelConfig, Toolbox, clock_tool, knowledge_base_tool
+from rag_core.bootstrap import Workbench
+from tests.helpers import SAMPLE_KB, make_workbench
+from tests.servers.chat import DashScopeChatServer, OpenAIChatServer
+
+KEY = "sk-chat-SECRET-5f1e9a7c3b"
+
+
+@pytest.fixture(scope="session")
+def kb(tmp_path_factory: pytest.TempPathFactory, local_embedder) -> Workbench:
+    wb = make_workbench(tmp_path_factory.mktemp("agent-kb"), local_embedder)
+    reports = wb.ingestor.ingest_paths([SAMPLE_KB])
+    assert reports and all(r.status == "added" for r in reports), [r.error for r in reports if r.error]
+    yield wb
+    wb.close()
+
+
+def with_settings(wb: Workbench, overrides: dict[str, Any]) -> Workbench:
+    """The same knowledge base (store, retriever) with other settings, e.g. {"chat.max-steps": 2}."""
+    return dataclasses.replace(wb, settings=wb.settings.with_overrides(overrides))
+
+
+@pytest.fixture
+def chat_server():
+    yield from OpenAIChatServer(api_key=KEY).serve()
+
+
+@pytest.fixture
+def dashscope_server():
+    yield from DashScopeChatServer(api_key=KEY).serve()
+
+
+@pytest.fixture
+def sleeps() -> list[float]:
+    return []
+
+
+def make_model(server: OpenAIChatServer, sleeps: list[float] | None = None, *, key: str | None = KEY,
+               provider: str = "openai", model: str | None = None, **config: Any) -> ChatModel:
+    config.setdefault("timeout", 5.0)
+    cfg = ChatModelConfig(provider=provider, base_url=server.base_url, model=model or server.models[0],
+                          api_key_env="TEST_CHAT_KEY", **config)
+    return ChatModel(cfg, key, sleep=(sleeps.append if sleeps is not None else lambda s: None), jitter=lambda: 0.0)
+
+
+def make_agent(wb: Workbench, model: ChatModel | None, *, max_steps: int = 6, history_pairs: int = 6,
+               extra_tools: tuple = ()) -> Agent:
+    tools = [knowledge_base_tool(wb.retriever), clock_tool("Asia/Shanghai"), *extra_tools]
+    return Agent(Toolbox(tools), model, max_steps=max_steps, history_pairs=history_pairs)

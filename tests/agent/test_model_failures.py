@@ -1,0 +1,130 @@
+"""Retries and failures of the chat model, as the person sees them: real SDK, local servers."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_core.agent import ContentEvent, ErrorEvent, NoticeEvent, Session
+from tests.servers import Reply
+from tests.servers.chat import Completion, OpenAIChatServer, tool_call
+
+from .conftest import KEY, make_agent, make_model
+
+
+def run(agent, question="What is P1?", session=None) -> list:
+    return list(agent.run(question, session))
+
+
+def assert_for_people(error: ErrorEvent) -> None:
+    assert KEY not in error.message and "Traceback" not in error.message and "sk-" not in error.message
+    assert "\n" not in error.message
+
+
+def test_429_with_retry_after_then_success(kb, chat_server, sleeps) -> None:
+    chat_server.reply(chat_server.rate_limited(retry_after="2"), Completion.say("Recovered."))
+    events = run(make_agent(kb, make_model(chat_server, sleeps)))
+
+    assert sleeps == [2.0]  # the server's Retry-After, longer than the 0.5 s backoff
+    notice = events[0]
+    assert isinstance(notice, NoticeEvent) and notice.kind == "retry"
+    assert "HTTP 429" in notice.message and "retry 1 of 3 in 2.0 s" in notice.message
+    assert events[-1].type == "done" and events[-1].text == "Recovered."
+    assert len(chat_server.chat_requests()) == 2
+
+
+def test_5xx_then_success_on_dashscope(kb, dashscope_server, sleeps) -> None:
+    dashscope_server.reply(dashscope_server.server_error(500), dashscope_server.server_error(503),
+                           Completion.say("好的。"))
+    model = make_model(dashscope_server, sleeps, provider="dashscope", model="qwen-plus")
+    events = run(make_agent(kb, model))
+    assert sleeps == [0.5, 1.0]  # exponential backoff (jitter off in tests)
+    assert [e.kind for e in events if isinstance(e, NoticeEvent)] == ["retry", "retry"]
+    assert events[-1].text == "好的。"
+
+
+def test_repeated_429_ends_the_turn_with_a_message(kb, chat_server, sleeps) -> None:
+    chat_server.always(chat_server.rate_limited())  # bypasses the protocol handler: every request is refused
+    session = Session()
+    events = run(make_agent(kb, make_model(chat_server, sleeps, max_retries=2)), session=session)
+
+    error = events[-1]
+    assert isinstance(error, ErrorEvent) and error.kind == "rate_limit"
+    assert error.message == (f"The chat model at {chat_server.base_url} is rate limiting requests (HTTP 429), "
+                             "still after 3 attempts. Wait a minute and try again.")
+    assert_for_people(error)
+    assert len(chat_server.requests) == 3 and sleeps == [0.5, 1.0]
+    assert len(session) == 0  # a failed turn is not part of the history
+
+
+def test_a_dead_server(kb, sleeps) -> None:
+    with OpenAIChatServer() as gone:
+        model = make_model(gone, sleeps)
+        port = gone.port
+    events = run(make_agent(kb, model))
+    (error,) = events
+    assert isinstance(error, ErrorEvent) and error.kind == "connection"
+    assert error.message == (f"The chat model at http://127.0.0.1:{port}/v1 did not answer (connection refused). "
+                             "Check chat.base-url or switch to offline mode (chat.provider = offline).")
+    assert sleeps == []  # a refused connection is not retried
+    assert_for_people(error)
+
+
+def test_a_rejected_key_names_the_variable_not_the_key(kb) -> None:
+    with OpenAIChatServer(api_key="sk-the-right-one-123456") as server:
+        events = run(make_agent(kb, make_model(server)))
+        error = events[-1]
+        assert error.kind == "auth"
+        assert error.message == (f"The chat model at {server.base_url} rejected the API key (HTTP 401). "
+                                 "Check TEST_CHAT_KEY.")
+    assert_for_people(error)
+
+
+def test_an_unknown_model(kb, chat_server) -> None:
+    events = run(make_agent(kb, make_model(chat_server, model="gpt-nope")))
+    assert events[-1].kind == "not_found" and "has no model 'gpt-nope' (HTTP 404). Check chat.model." in events[-1].message
+
+
+def test_a_timeout_is_retried_then_reported(kb, chat_server, sleeps) -> None:
+    chat_server.always(Reply.json(200, {}, delay=1.5))
+    events = run(make_agent(kb, make_model(chat_server, sleeps, timeout=0.3, max_retries=1)))
+    error = events[-1]
+    assert error.kind == "timeout" and len(chat_server.requests) == 2 and sleeps == [0.5]
+    assert error.message == (f"The chat model at {chat_server.base_url} did not answer within 0.3 s (2 attempts). "
+                             "Try again, or raise chat.timeout.")
+
+
+def test_an_error_in_the_middle_of_the_stream_is_not_retried(kb, chat_server, sleeps) -> None:
+    chat_server.reply(Completion.say("The first half", stream_error="The engine is overloaded."))
+    events = run(make_agent(kb, make_model(chat_server, sleeps)))
+    assert "".join(e.text for e in events if isinstance(e, ContentEvent)) == "The first half"
+    error = events[-1]
+    assert error.kind == "server" and sleeps == [] and len(chat_server.requests) == 1
+    assert "reported an error during the answer: The engine is overloaded." in error.message
+
+
+def test_a_bad_request_shows_the_servers_reason(kb, chat_server) -> None:
+    chat_server.reply(chat_server.error(400, "This model's maximum context length is 8192 tokens.",
+                                        code="context_length_exceeded"))
+    error = run(make_agent(kb, make_model(chat_server)))[-1]
+    assert error.kind == "bad_request"
+    assert error.message == (f"The chat model at {chat_server.base_url} refused the request (HTTP 400: "
+                             "This model's maximum context length is 8192 tokens.).")
+
+
+def test_a_failure_after_a_tool_call_still_ends_with_one_error(kb, chat_server, sleeps) -> None:
+    chat_server.reply(Completion.calls(tool_call("search_knowledge_base", {"query": "cpu"})),
+                      chat_server.server_error(), chat_server.server_error())
+    events = run(make_agent(kb, make_model(chat_server, sleeps, max_retries=1)))
+    assert [e.type for e in events] == ["tool_call", "tool_result", "notice", "error"]
+    assert events[-1].step == 2 and events[-1].kind == "server"
+
+
+@pytest.mark.parametrize("flavour", ["openai", "dashscope"])
+def test_the_key_never_appears_in_events_or_reprs(kb, chat_server, dashscope_server, flavour) -> None:
+    server = chat_server if flavour == "openai" else dashscope_server
+    server.reply(server.bad_key(KEY))
+    model = make_model(server, model=server.models[0])
+    agent = make_agent(kb, model)
+    events = run(agent)
+    assert all(KEY not in str(e.to_dict()) for e in events)
+    assert KEY not in repr(model) and KEY not in agent.describe()

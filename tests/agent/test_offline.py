@@ -1,0 +1,86 @@
+"""Offline mode on the sample knowledge base: same events, extractive answer, real citations."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from rag_core.agent import ContentEvent, DoneEvent, Session, ToolCallEvent, ToolResultEvent
+from rag_core.agent.offline import compose, is_chinese, pick_quotes, sentences, terms
+from rag_core.bootstrap import build_agent
+from rag_core.records import Projected
+
+from .conftest import with_settings
+
+
+def quotes_of(text: str) -> list[tuple[str, str]]:
+    return re.findall(r'^- [“"](.+)[”"] \[([^\]]+)\]$', text, flags=re.M)
+
+
+def squash(text: str) -> str:
+    return re.sub(r"[\s|]+", "", text)
+
+
+@pytest.mark.parametrize("question, label, expected_doc", [
+    ("How do I find what is filling the disk when the disk is full?", "**Offline mode**", "runbooks/disk_full.md"),
+    ("慢查询告警触发后应该先看什么？", "**离线模式**", "runbooks/slow_query_zh.md"),
+])
+def test_offline_answers_quote_the_evidence_with_citations(kb, question, label, expected_doc) -> None:
+    agent = build_agent(with_settings(kb, {"chat.provider": "auto"}), env={})  # no key anywhere: offline
+    assert agent.mode == "offline" and "offline" in agent.describe()
+    session = Session()
+    events = list(agent.run(question, session))
+
+    assert [e.type for e in events[:2]] == ["tool_call", "tool_result"]
+    assert {e.type for e in events[2:-1]} == {"content"} and events[-1].type == "done"
+    call, result, done = events[0], events[1], events[-1]
+    assert isinstance(call, ToolCallEvent) and call.arguments == {"query": question}
+    assert isinstance(result, ToolResultEvent) and result.lookup is not None
+    assert result.lookup.evidence_keys == kb.retriever.lookup(question).evidence_keys  # the one lookup path
+    assert isinstance(done, DoneEvent) and done.mode == "offline" and done.stop_reason == "answer"
+    assert done.text == "".join(e.text for e in events if isinstance(e, ContentEvent))
+
+    assert done.text.startswith(label) and "DASHSCOPE_API_KEY" in done.text
+    quotes = quotes_of(done.text)
+    assert 1 <= len(quotes) <= 4
+    content = {p.document_id: p.content for p in result.lookup.projection.items}
+    for sentence, key in quotes:
+        assert key in content and squash(sentence.removesuffix("…")) in squash(content[key])  # quoted as written
+    assert done.citations == tuple(dict.fromkeys(k for _, k in quotes))
+    assert done.unverified_citations == ()
+    assert any(k.startswith(expected_doc) for k in done.citations)
+    assert session.turns[0].mode == "offline" and session.turns[0].answer == done.text
+
+
+def test_sentences_skip_code_headings_and_table_rules() -> None:
+    chunk = ("sudo lsof +L1 | sort -k7 -n | tail\n```\n\n## Heading\n\nIf `df` reports the disk as full, a process "
+             "holds a deleted file. Restart it to release the space.\n\n```bash\ndf -h /var\n```\n"
+             "| Alert | Meaning |\n|---|---|\n| `DiskSpaceLow` | less than 15% free |\n- 先确认是哪个目录占用了空间。然后清理日志。")
+    assert sentences(chunk) == [
+        "If `df` reports the disk as full, a process holds a deleted file.", "Restart it to release the space.",
+        "Alert | Meaning", "`DiskSpaceLow` | less than 15% free", "先确认是哪个目录占用了空间。", "然后清理日志。"]
+
+
+def test_terms_for_chinese_english_and_mixed() -> None:
+    assert {"disk", "full"} <= terms("Is the disk full?") and "the" not in terms("Is the disk full?")
+    assert {"查询", "告警", "处理"} <= terms("慢查询告警怎么处理") and "怎么" not in terms("慢查询告警怎么处理")
+    assert {"cpu", "使用率"} <= terms("CPU 使用率高")
+    assert {"node_cpu_seconds_total", "cpu", "seconds"} <= terms("node_cpu_seconds_total")
+    assert is_chinese("CPU 使用率高怎么办") and not is_chinese("What does HighCPUUsage mean?")
+
+
+def test_quotes_are_ranked_by_relevance_then_evidence_rank() -> None:
+    items = [Projected("a.md#chunk-0", "a.md", "Unrelated words here about lunch menus. The disk is full when usage "
+                                                "passes 95 percent.", 0.9),
+             Projected("b.md#chunk-1", "b.md", "To free disk space, truncate large log files instead of deleting "
+                                               "them.", 0.5)]
+    quotes = pick_quotes("How to free disk space?", items)
+    assert [(q.document_id, q.text[:20]) for q in quotes] == [("b.md#chunk-1", "To free disk space, "),
+                                                             ("a.md#chunk-0", "The disk is full whe")]
+
+
+def test_nothing_found_says_so() -> None:
+    assert compose("What is the capital of Mars?", []).startswith("**Offline mode** (no chat model configured): "
+                                                                   "the knowledge base has nothing")
+    assert "离线模式" in compose("火星的首都是哪里？", [])
