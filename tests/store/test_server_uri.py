@@ -3,6 +3,8 @@ stands in for a Milvus server (the real server speaks the same protocol)."""
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -35,7 +37,7 @@ def milvus_server(tmp_path_factory):
         assert server.init() and server.start()
         print("up", flush=True)
         time.sleep(3600)
-    """)], stdout=subprocess.PIPE, text=True)
+    """)], stdout=subprocess.PIPE, text=True, start_new_session=True)
     assert proc.stdout.readline().strip() == "up"
     deadline = time.time() + 30
     while time.time() < deadline:
@@ -44,7 +46,7 @@ def milvus_server(tmp_path_factory):
                 break
         time.sleep(0.1)
     yield f"http://127.0.0.1:{port}"
-    proc.kill()
+    os.killpg(proc.pid, signal.SIGKILL)  # the wrapper and its `milvus` child
     proc.wait()
 
 

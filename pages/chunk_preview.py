@@ -1,0 +1,115 @@
+"""Chunk preview: re-chunk a document live (nothing is indexed) and see every boundary and overlap."""
+
+import streamlit as st
+
+from rag_core import chunking, loaders
+from rag_core.errors import RagError
+from ui.charts import chunk_length_histogram
+from ui.components import chunk_cards, metric_row
+from ui.documents import decode, indexed_text
+from ui.html import ChunkView, document_html, legend_html, overlap_summary_lines
+from ui.state import get_settings, get_workbench
+from ui.tables import chunks_download
+
+SOURCES = ["Indexed document", "Upload a file", "Paste text"]
+MAX_RENDER_CHARS = 120_000
+SAMPLE_TEXT = """# Paste a document here
+
+Chunks never exceed the max size, overlap included. Inside a section a chunk ends at the furthest paragraph \
+break that fits, else at a sentence end, else at whitespace.
+
+The next chunk starts inside the last `overlap` characters of the previous one, at the earliest sentence \
+start there. 中文句子以句号结尾。重叠区域从句子开头开始。
+
+## A new section
+
+Overlap never crosses a heading: the first chunk of a section starts at its heading line.
+"""
+
+
+st.title("✂️ Chunk preview")
+st.caption("Move the sliders to re-chunk live. Nothing is indexed here.")
+
+settings = get_settings()
+max_bytes = int(settings["loader.max-file-mb"] * 1024 * 1024)
+pick, knobs = st.columns([3, 2], gap="large")
+with knobs:
+    max_size = st.slider("Max chunk size (characters)", 50, 4000, settings["chunk.max-size"], step=10,
+                         key="cp.max_size", persist_state="session",
+                         help="Upper bound per chunk, overlap included.")
+    overlap = st.slider("Overlap (characters)", 0, 1000, settings["chunk.overlap"], step=10, key="cp.overlap",
+                        persist_state="session", help="Characters repeated from the previous chunk, "
+                        "starting at a sentence; must be smaller than the max size.")
+
+text, name, note = "", "pasted.md", ""
+with pick:
+    source = st.segmented_control("Source", SOURCES, default=SOURCES[0], key="cp.source", persist_state="session",
+                                  required=True)
+    if source == "Indexed document":
+        try:
+            wb = get_workbench()
+            docs = wb.store.list_documents()
+        except RagError as exc:
+            st.error(str(exc), icon="🛑")
+            docs = []
+        else:
+            if not docs:
+                st.info("The knowledge base is empty: upload a file or paste text instead.", icon="📭")
+        if docs:
+            by_id = {d.doc_id: d for d in docs}
+            doc_id = st.selectbox("Document", list(by_id), key="cp.doc", persist_state="session")
+            name = doc_id
+            try:
+                text, note = indexed_text(wb, doc_id)
+            except RagError as exc:
+                st.error(str(exc))
+            stored = by_id[doc_id]
+            st.caption(f"Indexed as {stored.chunks} chunk{'s' if stored.chunks != 1 else ''} with max {settings['chunk.max-size']} / overlap "
+                       f"{settings['chunk.overlap']} (current settings).")
+    elif source == "Upload a file":
+        upload = st.file_uploader("File", type=list(loaders.SUPPORTED_EXTENSIONS), key="cp.upload")
+        if upload is not None:
+            name = upload.name
+            try:
+                text, encoding = decode(upload.getvalue(), upload.name, max_bytes)
+                st.caption(f"Read as {encoding}, {len(text):,} characters.")
+            except RagError as exc:
+                st.error(str(exc))
+    else:
+        text = st.text_area("Text", SAMPLE_TEXT, height=220, key="cp.text", persist_state="session")
+
+if note:
+    st.caption(note)
+if not text.strip():
+    st.stop()
+
+try:
+    chunks = chunking.chunk_text(text, max_size, overlap)
+except RagError as exc:
+    st.error(str(exc))
+    st.stop()
+
+summary = chunking.overlap_summary(chunks)
+lengths = [len(c.text) for c in chunks]
+metric_row([("Characters", f"{len(text):,}"), ("Chunks", len(chunks)),
+            ("Mean length", f"{sum(lengths) / len(lengths):.0f}" if lengths else "0"),
+            ("Longest", max(lengths, default=0)),
+            ("Boundaries with overlap", f"{summary['with_overlap']} / {summary['boundaries']}")])
+
+summary_col, download_col = st.columns([4, 1])
+with summary_col:
+    st.markdown("**Effective overlap.** " + " ".join(overlap_summary_lines(summary)))
+with download_col:
+    file_name, payload = chunks_download(name, text, max_size, overlap, chunks)
+    st.download_button("Chunks as JSON", payload, file_name=file_name, mime="application/json", icon="⬇️",
+                       key="cp.download")
+
+doc_tab, cards_tab, chart_tab = st.tabs(["Document", "Chunk cards", "Lengths"])
+with doc_tab:
+    st.html(legend_html())
+    st.html(document_html(text, chunks, max_chars=MAX_RENDER_CHARS))
+with cards_tab:
+    chunk_cards([ChunkView.of(c) for c in chunks])
+with chart_tab:
+    st.markdown("**Chunk lengths** (characters; the dashed line is the max size)")
+    st.plotly_chart(chunk_length_histogram(chunks, max_size), key="cp.histogram", config={"displaylogo": False})

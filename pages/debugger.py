@@ -1,0 +1,112 @@
+"""Retrieval debugger: raw hits next to the deduplicated, capped evidence, and why each hit was dropped.
+
+Every widget is bound to a URL query parameter (`?q=...&retrieve_k=20&return_n=5&max_chunks_per_document=2
+&mode=hybrid`), so other pages link here with a lookup pre-filled and it runs at once.
+"""
+
+from dataclasses import replace
+
+import streamlit as st
+
+from rag_core.errors import RagError
+from rag_core.retrieval import SearchOptions
+from ui.charts import score_by_rank_figure
+from ui.components import chunk_card, evidence_table, hits_table, metric_row
+from ui.html import ChunkView
+from ui.lookup import agent_view, cached_lookup
+from ui.state import workbench_or_stop
+from ui.tables import describe_status, fate_counts, timings_frame
+
+st.title("🔎 Retrieval debugger")
+st.caption("The same lookup the agent's tool runs: recall `retrieve-k` candidates, deduplicate by evidenceKey, "
+           "cap per document, keep `return-n`. Sliders other than retrieve-k and search re-run only post-processing.")
+
+wb = workbench_or_stop()
+defaults = wb.retriever.defaults
+bound = dict(bind="query-params", persist_state="session")
+
+query_col, mode_col = st.columns([3, 1], vertical_alignment="bottom")
+query = query_col.text_input("Query", key="q", placeholder="e.g. CPU 使用率过高怎么办 / How do I free disk space?",
+                             **bound)
+mode = mode_col.segmented_control("Search", ["hybrid", "dense", "bm25"], default=defaults.search.mode, key="mode",
+                                  required=True, **bound)
+k_col, n_col, cap_col = st.columns(3)
+retrieve_k = k_col.slider("retrieve-k (recall width)", 1, 200, defaults.retrieve_k, key="retrieve_k", **bound)
+return_n = n_col.slider("return-n (evidence blocks)", 1, 50, defaults.return_n, key="return_n", **bound)
+cap = cap_col.slider("max chunks per document", 1, 10, defaults.max_chunks_per_document,
+                     key="max_chunks_per_document", **bound)
+with st.expander("Hybrid fusion", expanded=False):
+    hybrid = mode == "hybrid"
+    f1, f2, f3, f4 = st.columns(4)
+    fusion = f1.segmented_control("Fusion", ["rrf", "weighted"], default=defaults.search.fusion, key="fusion",
+                                  required=True, disabled=not hybrid, **bound)
+    rrf_k = f2.number_input("RRF k", 1, 10_000, defaults.search.rrf_k, key="rrf_k",
+                            disabled=not hybrid or fusion != "rrf", **bound)
+    dense_weight = f3.slider("dense weight", 0.0, 1.0, float(defaults.search.dense_weight), 0.05,
+                             key="dense_weight", disabled=not hybrid, **bound)
+    bm25_weight = f4.slider("bm25 weight", 0.0, 1.0, float(defaults.search.bm25_weight), 0.05,
+                            key="bm25_weight", disabled=not hybrid, **bound)
+    st.caption("RRF scores a hit by Σ weight / (k + rank) over the channels; weighted fusion min-max normalises "
+               "each channel's scores and sums them with the weights.")
+
+if not query.strip():
+    st.info("Type a query to see the raw hits, the evidence the agent gets, and why anything was dropped.",
+            icon="⌨️")
+    st.stop()
+
+if return_n > retrieve_k:
+    st.warning(f"return-n ({return_n}) is larger than retrieve-k ({retrieve_k}); using return-n = {retrieve_k}.")
+    return_n = retrieve_k
+try:
+    search = SearchOptions(mode=mode, fusion=fusion, rrf_k=int(rrf_k), dense_weight=dense_weight,
+                           bm25_weight=bm25_weight) if mode == "hybrid" else replace(defaults.search, mode=mode)
+    params = wb.retriever.params(retrieve_k=retrieve_k, return_n=return_n, max_chunks_per_document=cap, search=search)
+    result, from_cache = cached_lookup(wb.retriever, query, params, st.session_state.setdefault("dbg.fetched", {}))
+except RagError as exc:
+    st.error(str(exc), icon="🛑")
+    st.stop()
+
+data = result.to_dict()
+counts = fate_counts(data)
+metric_row([("Raw hits", len(result.traces)), ("Evidence blocks", len(result.evidence)),
+            ("Duplicates", counts["duplicate"]), ("Per-document cap", counts["doc_cap"]),
+            ("Beyond return-n", counts["beyond_return_n"]), ("Total ms", f"{result.timings['total']:.0f}")])
+st.caption("Hits reused from the previous search; only post-processing ran." if from_cache
+           else f"Searched the knowledge base ({params.search.mode}).")
+
+hits_col, evidence_col = st.columns([7, 5], gap="medium")
+with hits_col:
+    st.subheader(f"Raw hits ({len(result.traces)})")
+    hits_table(data, key="dbg.hits")
+with evidence_col:
+    st.subheader(f"Evidence ({len(result.evidence)})")
+    evidence_table(data, key="dbg.evidence")
+
+dropped = [h for h in data["raw_hits"] if h["fate"] != "kept"]
+if dropped:
+    with st.expander(f"Why {len(dropped)} hits were dropped", expanded=False):
+        st.markdown("\n".join(f"- #{h['rank']} `{h['evidence_key']}` — {describe_status(h['status'], return_n)}"
+                              for h in dropped))
+
+chart_col, timing_col = st.columns([3, 1], gap="medium")
+with chart_col:
+    st.markdown("**Scores by rank, coloured by fate**")
+    st.plotly_chart(score_by_rank_figure(data), key="dbg.scores", config={"displaylogo": False})
+with timing_col:
+    st.markdown("**Stage timings (ms)**")
+    st.dataframe(timings_frame(result.timings), hide_index=True, width="stretch", key="dbg.timings")
+
+with st.expander("Evidence blocks in full", expanded=False):
+    for i, e in enumerate(data["evidence"]):
+        chunk_card(ChunkView(index=e["chunk_index"] if e["chunk_index"] is not None else i, text=e["content"],
+                             heading_path=e.get("heading_path", ""), doc_id=e.get("doc_id") or e["evidence_key"],
+                             score=e["score"]), alt=bool(i % 2))
+
+with st.expander(f"Agent projection — exactly what the agent's tool returns ({len(data['projection'])} items)"):
+    st.json(agent_view(result), expanded=3)
+    if data["projection_left_out"]:
+        st.caption("Left out by the projection budgets: " + ", ".join(
+            f"`{x['evidence_key']}` ({x['reason']})" for x in data["projection_left_out"]))
+
+with st.expander("Full lookup result (JSON)"):
+    st.json(data, expanded=1)

@@ -1,0 +1,100 @@
+"""Knowledge base: upload documents (with progress), the document list, delete and re-index."""
+
+import streamlit as st
+
+from rag_core.errors import RagError
+from rag_core.loaders import SUPPORTED_EXTENSIONS
+from ui.components import ingest_summary, run_ingest
+from ui.state import workbench_or_stop
+from ui.tables import documents_frame
+
+st.title("📚 Knowledge base")
+wb = workbench_or_stop()
+ss = st.session_state
+ss.setdefault("kb.uploader_round", 0)
+
+# ------------------------------------------------------------------------------------------ upload
+st.subheader("Add documents")
+st.caption(f"Markdown, text, PDF or Word; up to {wb.settings['loader.max-file-mb']:g} MB per file. "
+           "A document with the same id is replaced; unchanged content is skipped.")
+left, right = st.columns([3, 2])
+with left:
+    files = st.file_uploader("Files", accept_multiple_files=True, type=list(SUPPORTED_EXTENSIONS),
+                             key=f"kb.files.{ss['kb.uploader_round']}")
+with right:
+    prefix = st.text_input("Folder inside the knowledge base (optional)", key="kb.prefix", placeholder="runbooks",
+                           help="Put in front of each file name to form its doc_id: cpu_high.md with folder "
+                                "runbooks becomes runbooks/cpu_high.md — the same document as when the "
+                                "folder is ingested from the command line.")
+    if files:
+        folder = prefix.strip().strip("/\\")
+        st.caption("Will be indexed as: " + ", ".join(f"`{folder + '/' if folder else ''}{f.name}`" for f in files[:5])
+                   + (f" and {len(files) - 5} more" if len(files) > 5 else ""))
+    ingest = st.button(f"Ingest {len(files)} file{'s' if len(files) != 1 else ''}" if files else "Ingest",
+                       type="primary", disabled=not files, key="kb.ingest")
+
+if ingest and files:
+    uploads = [(f.name, f.getvalue()) for f in files]
+    reports = run_ingest(lambda progress: wb.ingestor.ingest_uploads(uploads, prefix=prefix, progress=progress),
+                         names=[name for name, _ in uploads])
+    ss["kb.reports"] = reports
+    ss["kb.uploader_round"] += 1  # a fresh, empty uploader
+    st.rerun()
+
+if reports := ss.get("kb.reports"):
+    ingest_summary(reports)
+
+# ------------------------------------------------------------------------------------------ documents
+st.subheader("Documents")
+try:
+    docs = wb.store.list_documents()
+except RagError as exc:
+    st.error(str(exc))
+    st.stop()
+if not docs:
+    st.info("No documents yet: upload some above, or load the sample on the Home page.", icon="📭")
+    st.stop()
+
+st.caption(f"{len(docs)} documents, {sum(d.chunks for d in docs)} chunks. Re-indexing re-chunks and re-embeds "
+           f"from the kept originals with the current settings (max {wb.settings['chunk.max-size']}, "
+           f"overlap {wb.settings['chunk.overlap']}).")
+st.dataframe(documents_frame(docs), hide_index=True, width="stretch", key="kb.docs", column_config={
+    "doc_id": st.column_config.TextColumn("doc_id", width="large"),
+    "size (KB)": st.column_config.NumberColumn("size (KB)", format="%.1f"),
+})
+
+ids = [d.doc_id for d in docs]
+ss["kb.selected"] = [i for i in ss.get("kb.selected", []) if i in ids]  # forget deleted documents
+selected = st.multiselect("Select documents", ids, key="kb.selected", placeholder="Choose documents to delete "
+                          "or re-index")
+c1, c2, c3, _ = st.columns([1.2, 1.2, 1.2, 3])
+reindex_selected = c1.button("Re-index selected", disabled=not selected, key="kb.reindex_selected", icon="🔄")
+reindex_all = c2.button("Re-index all", key="kb.reindex_all", icon="🔁")
+with c3.popover("Delete selected", disabled=not selected, icon="🗑️"):
+    st.write(f"Delete {len(selected)} document{'s' if len(selected) != 1 else ''} and their chunks? "
+             "This cannot be undone.")
+    delete = st.button("Delete", type="primary", key="kb.delete_confirm")
+
+if reindex_selected or reindex_all:
+    targets = list(selected) if reindex_selected else None
+    try:
+        reports = run_ingest(lambda progress: wb.ingestor.reindex(targets, progress=progress),
+                             names=targets or ())
+    except RagError as exc:
+        st.error(str(exc))
+    else:
+        missing = sorted(set(targets or ()) - {r.doc_id for r in reports})
+        ss["kb.reports"] = reports
+        ss["kb.missing"] = missing
+        st.rerun()
+if missing := ss.pop("kb.missing", None):
+    st.warning("No kept original for " + ", ".join(f"`{m}`" for m in missing)
+               + ": upload those files again to re-index them.")
+
+if delete and selected:
+    removed = [doc_id for doc_id in selected if wb.ingestor.delete(doc_id)]
+    ss["kb.deleted"] = removed
+    ss.pop("kb.reports", None)
+    st.rerun()
+if removed := ss.pop("kb.deleted", None):
+    st.toast(f"Deleted {len(removed)} document{'s' if len(removed) != 1 else ''}.", icon="🗑️")

@@ -1,0 +1,62 @@
+"""The fake OpenAI-compatible chat server, streaming one SSE event at a time.
+
+`tests.servers.chat.OpenAIChatServer` writes a whole event stream at once, which a browser cannot tell
+apart from a non-streamed answer. This subclass sends the same bytes event by event, `gap` seconds
+apart, so an end-to-end test can watch the answer grow on the page.
+"""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from tests.servers import RecordedRequest
+from tests.servers.chat import OpenAIChatServer
+
+
+class SlowOpenAIChatServer(OpenAIChatServer):
+    def __init__(self, *args: Any, gap: float = 0.3, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.gap = gap
+
+    def start(self) -> "SlowOpenAIChatServer":
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:  # noqa: N802 - stdlib name
+                length = int(self.headers.get("Content-Length") or 0)
+                request = RecordedRequest(self.command, self.path, {k.lower(): v for k, v in self.headers.items()},
+                                          self.rfile.read(length) if length else b"")
+                reply = server._respond(request)
+                streamed = reply.headers.get("Content-Type", "").startswith("text/event-stream")
+                pieces = [e + b"\n\n" for e in reply.body.split(b"\n\n") if e] if streamed else [reply.body]
+                try:
+                    self.send_response(reply.status)
+                    for name, value in reply.headers.items():
+                        self.send_header(name, value)
+                    self.send_header("Content-Length", str(sum(len(p) for p in pieces)))
+                    self.end_headers()
+                    for piece in pieces:
+                        self.wfile.write(piece)
+                        self.wfile.flush()
+                        if streamed and server._stopping.wait(server.gap):
+                            return
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                pass
+
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+
+        self._stopping.clear()
+        self._httpd = Server(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name=f"SlowOpenAIChatServer:{self.port}", daemon=True)
+        self._thread.start()
+        return self
+

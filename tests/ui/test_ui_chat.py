@@ -1,0 +1,123 @@
+"""Agent chat page (AppTest): offline answers with citations, a model behind a local OpenAI-compatible
+server (the real `openai` SDK) with a visible tool call, errors shown as messages, clear conversation."""
+
+import json
+from urllib.parse import parse_qs
+
+import pytest
+
+from tests.servers.chat import Completion, OpenAIChatServer, tool_call
+from tests.ui.apptest_helpers import app_at, texts
+
+PAGE = "pages/chat.py"
+
+
+def ask(at, question):
+    at.chat_input(key="chat.input").set_value(question).run()
+    assert not at.exception, at.exception
+
+
+def assistants(at):
+    return [m for m in at.chat_message if m.name == "assistant"]
+
+
+def popover_labels(at):
+    return [b.proto.popover.label for b in at.get("popover")]
+
+
+def debugger_links(at):
+    return [parse_qs(link.proto.query_string) for link in at.get("page_link") if "debugger" in link.proto.page]
+
+
+def test_offline_answer_with_tool_call_evidence_and_citations(kb):
+    at = app_at(PAGE)
+    assert "**Offline**" in texts(at, "caption") and "Offline mode" in texts(at, "info")
+    ask(at, "How do I free disk space when a node disk is full?")
+    (answer,) = assistants(at)
+    assert "[disk_full.md#chunk-" in texts(answer)
+    (status,) = at.status
+    assert status.label.startswith("🔎 Searched the knowledge base: “How do I free disk space")
+    assert "evidence blocks" in status.label
+    assert '"query"' in status.code[0].value  # the arguments
+    evidence = status.dataframe[0].value
+    assert list(evidence.columns) == ["evidenceKey", "score", "hit reasons", "content"]
+    cited = popover_labels(at)
+    assert cited and all(key in set(evidence["evidenceKey"]) for key in cited)
+    assert any(key.startswith("disk_full.md#chunk-") for key in cited)
+    (link,) = debugger_links(at)
+    assert link["q"] == ["How do I free disk space when a node disk is full?"] and link["retrieve_k"] == ["20"]
+    # the cited chunk opens in its chip
+    assert any("chunk-card" in h.value for h in at.get("popover")[0].get("html"))
+
+
+def test_history_is_kept_and_cleared(kb):
+    at = app_at(PAGE)
+    assert at.button(key="chat.clear").disabled
+    ask(at, "CPU usage high")
+    ask(at, "磁盘满了怎么办")
+    assert [m.markdown[0].value for m in at.chat_message if m.name == "user"] == ["CPU usage high", "磁盘满了怎么办"]
+    assert len(assistants(at)) == 2 and len(at.status) == 2
+    at.switch_page("pages/home.py").run()
+    at.switch_page(PAGE).run()
+    assert len(assistants(at)) == 2  # kept for this browser session across pages
+    at.button(key="chat.clear").click().run()
+    assert not at.exception and not at.chat_message
+    assert len(at.session_state["chat.session"]) == 0
+
+
+@pytest.fixture
+def chat_server(monkeypatch):
+    with OpenAIChatServer() as server:
+        monkeypatch.setenv("RAG_CHAT_PROVIDER", "openai")
+        monkeypatch.setenv("RAG_CHAT_BASE_URL", server.base_url)
+        monkeypatch.setenv("RAG_CHAT_MODEL", "test-chat")
+        monkeypatch.setenv("RAG_CHAT_MAX_RETRIES", "0")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-chat-test")
+        yield server
+
+
+def first_key(request) -> str:
+    tool = [m for m in request.json["messages"] if m["role"] == "tool"][-1]
+    return json.loads(tool["content"])["results"][0]["document_id"]
+
+
+def test_model_answer_streams_after_a_visible_tool_call(kb, chat_server):
+    chat_server.reply(
+        Completion.calls(tool_call("search_knowledge_base", {"query": "disk full cleanup"}, parts=4)),
+        lambda req: Completion.say(f"Clean the systemd journal first [{first_key(req)}]. "
+                                   "Never delete database files [made/up.md#chunk-9].", parts=6),
+    )
+    at = app_at(PAGE)
+    assert "OpenAI-compatible" in texts(at, "caption") and "test-chat" in texts(at, "caption")
+    assert not at.info
+    ask(at, "The disk is full, what now?")
+    (status,) = at.status
+    assert "“disk full cleanup”" in status.label
+    assert json.loads(status.code[0].value) == {"query": "disk full cleanup"}
+    (answer,) = assistants(at)
+    shown = texts(answer)
+    assert "Clean the systemd journal first [disk_full.md#chunk-" in shown
+    assert popover_labels(at) == [first_key_from(at)]
+    assert "made/up.md#chunk-9" in texts(at, "warning")  # cited but never returned: flagged
+    requests = chat_server.chat_requests()
+    assert len(requests) == 2 and requests[0]["stream"] is True
+    assert requests[1]["messages"][-1]["role"] == "tool"
+
+
+def first_key_from(at) -> str:
+    return at.status[0].dataframe[0].value["evidenceKey"][0]
+
+
+def test_model_failure_is_a_message_not_a_traceback(kb, chat_server):
+    chat_server.reply(chat_server.server_error(500))
+    at = app_at(PAGE)
+    ask(at, "anything")
+    assert "kept failing (HTTP 500)" in texts(at, "error")
+    assert not at.exception
+    assert len(at.session_state["chat.session"]) == 0  # a failed turn is not recorded
+
+
+def test_bad_chat_settings_are_explained(kb, monkeypatch):
+    monkeypatch.setenv("RAG_CHAT_PROVIDER", "openai")
+    at = app_at(PAGE)
+    assert "needs chat.model" in texts(at, "error")

@@ -1,0 +1,113 @@
+"""Retrieval debugger (AppTest): query parameters pre-fill and run, raw hits next to capped evidence
+with every drop explained, and sliders other than retrieve-k re-run only post-processing."""
+
+import pytest
+
+from tests.ui.apptest_helpers import app_at, texts
+
+PAGE = "pages/debugger.py"
+QUERY = "CPU usage high alert"
+
+
+@pytest.fixture
+def searches(kb, monkeypatch):
+    """Counts calls into the store's search channels (what a fetch costs)."""
+    calls = {"dense": 0, "bm25": 0}
+    for channel in calls:
+        original = getattr(kb.store, f"search_{channel}")
+
+        def counted(*args, _original=original, _channel=channel, **kwargs):
+            calls[_channel] += 1
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(kb.store, f"search_{channel}", counted)
+    return calls
+
+
+def frames(at):
+    hits = next(d.value for d in at.dataframe if "dense #" in d.value.columns)
+    evidence = next(d.value for d in at.dataframe if list(d.value.columns) == ["evidenceKey", "score", "hit reasons", "content"])
+    return hits, evidence
+
+
+def metrics(at):
+    return {m.label: m.value for m in at.metric}
+
+
+def test_query_params_prefill_and_run(kb, searches):
+    at = app_at(PAGE, q=QUERY, retrieve_k="12", return_n="3", max_chunks_per_document="1", mode="hybrid")
+    assert at.text_input(key="q").value == QUERY
+    assert (at.slider(key="retrieve_k").value, at.slider(key="return_n").value,
+            at.slider(key="max_chunks_per_document").value) == (12, 3, 1)
+    hits, evidence = frames(at)
+    assert len(hits) == 12 and len(evidence) <= 3
+    assert searches == {"dense": 1, "bm25": 1}
+    # capped: at most one block per document, each with its evidenceKey
+    docs = [key.split("#chunk-")[0] for key in evidence["evidenceKey"]]
+    assert len(docs) == len(set(docs))
+    assert all("#chunk-" in key for key in evidence["evidenceKey"])
+    # every dropped hit says why
+    dropped = hits[hits["fate"] != "kept"]
+    assert len(dropped) == 12 - len(evidence)
+    assert all(s.startswith(("duplicate of", "per-document cap (", "beyond return-n (")) for s in dropped["status"])
+    assert "per-document cap (1)" in set(hits["status"])
+    assert "per-document cap: cpu_high.md already has 1" in texts(at)  # the full reason, in the drop list
+    # channel ranks are shown for the fused ranking
+    assert hits["dense #"].notna().any() and hits["bm25 #"].notna().any()
+    shown = metrics(at)
+    assert shown["Raw hits"] == "12" and shown["Evidence blocks"] == str(len(evidence))
+    assert "Searched the knowledge base (hybrid)" in texts(at, "caption")
+    assert at.json  # the projection and the full result, in expanders
+
+
+def test_post_processing_sliders_do_not_search_again(kb, searches):
+    at = app_at(PAGE, q=QUERY)
+    assert searches == {"dense": 1, "bm25": 1}
+    _, evidence = frames(at)
+    assert len(evidence) == 5
+
+    at.slider(key="return_n").set_value(2).run()
+    at.slider(key="max_chunks_per_document").set_value(1).run()
+    assert not at.exception
+    assert searches == {"dense": 1, "bm25": 1}
+    assert "Hits reused from the previous search" in texts(at, "caption")
+    _, evidence = frames(at)
+    assert len(evidence) == 2
+
+    at.slider(key="retrieve_k").set_value(30).run()
+    assert not at.exception and searches == {"dense": 2, "bm25": 2}
+    at.segmented_control(key="mode").set_value("bm25").run()
+    assert not at.exception and searches == {"dense": 2, "bm25": 3}
+    hits, _ = frames(at)
+    assert hits["dense #"].isna().all()
+    at.segmented_control(key="mode").set_value("hybrid").run()  # back to a cached fetch
+    assert searches == {"dense": 2, "bm25": 3}
+
+
+def test_fusion_controls_reach_the_search(kb, searches):
+    at = app_at(PAGE, q=QUERY)
+    rrf_scores = frames(at)[0]["score"]
+    assert rrf_scores.max() < 0.05  # RRF: weight / (k + rank)
+    at.number_input(key="rrf_k").set_value(10).run()
+    assert not at.exception and searches == {"dense": 2, "bm25": 2}
+    at.segmented_control(key="fusion").set_value("weighted").run()
+    assert not at.exception and searches == {"dense": 3, "bm25": 3}
+    assert at.number_input(key="rrf_k").disabled  # only meaningful for RRF
+    assert frames(at)[0]["score"].max() > 0.5  # weighted: normalised scores
+    at.slider(key="dense_weight").set_value(1.0).run()
+    assert not at.exception and searches == {"dense": 4, "bm25": 4}
+
+
+def test_return_n_larger_than_retrieve_k_is_clamped_with_a_warning(kb):
+    at = app_at(PAGE, q=QUERY, retrieve_k="3", return_n="8")
+    assert "using return-n = 3" in texts(at, "warning")
+    _, evidence = frames(at)
+    assert len(evidence) <= 3
+
+
+def test_no_query_asks_for_one_and_an_empty_kb_says_so(fresh_kb):
+    at = app_at(PAGE)
+    assert "Type a query" in texts(at, "info")
+    at.text_input(key="q").set_value("anything").run()
+    assert not at.exception
+    assert "knowledge base is empty" in texts(at, "error")

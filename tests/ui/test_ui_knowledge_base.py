@@ -1,0 +1,81 @@
+"""Knowledge base page (AppTest): upload with a folder prefix, bad files reported with nothing lost,
+the document list, delete and re-index."""
+
+from tests.ui.apptest_helpers import app_at, texts
+
+PAGE = "pages/knowledge_base.py"
+GOOD_A = ("cpu.md", "# CPU\n\nWhen CPU is high, check the top pods first. Then look at throttling.\n".encode(), "text/markdown")
+GOOD_B = ("notes.txt", "Disk full: clean the journal, never /var/lib/mysql.\n".encode(), "text/plain")
+
+
+def uploader(at):
+    (widget,) = [w for w in at.file_uploader if w.key.startswith("kb.files.")]
+    return widget
+
+
+def docs_table(at):
+    (frame,) = [d.value for d in at.dataframe if "ingested at" in d.value.columns]
+    return frame
+
+
+def test_upload_two_files_into_a_folder(fresh_kb):
+    at = app_at(PAGE)
+    assert "No documents yet" in texts(at, "info")
+    uploader(at).set_value([GOOD_A, GOOD_B])
+    at.text_input(key="kb.prefix").set_value("runbooks")
+    at.run()
+    assert "`runbooks/cpu.md`" in texts(at, "caption")
+    at.button(key="kb.ingest").click().run()
+    assert not at.exception
+    assert "2 added" in texts(at, "success")
+    report = at.dataframe[0].value
+    assert list(report["doc_id"]) == ["runbooks/cpu.md", "runbooks/notes.txt"]
+    assert list(report["status"]) == ["added", "added"]
+    table = docs_table(at)
+    assert list(table["doc_id"]) == ["runbooks/cpu.md", "runbooks/notes.txt"]
+    assert list(table["type"]) == ["md", "txt"] and all(table["chunks"] >= 1)
+    assert not uploader(at).value  # a fresh, empty uploader after ingesting
+
+    # the same upload again is unchanged; changed content replaces
+    uploader(at).set_value([GOOD_A, ("notes.txt", b"Disk full: new advice.\n", "text/plain")])
+    at.text_input(key="kb.prefix").set_value("runbooks")
+    at.run()
+    at.button(key="kb.ingest").click().run()
+    assert list(at.dataframe[0].value["status"]) == ["unchanged", "replaced"]
+
+
+def test_bad_files_are_reported_and_nothing_is_lost(fresh_kb):
+    at = app_at(PAGE)
+    uploader(at).set_value([GOOD_A, ("empty.md", b"", "text/markdown"),
+                            ("fake.pdf", b"this is not a pdf", "application/pdf")])
+    at.run()
+    at.button(key="kb.ingest").click().run()
+    assert not at.exception
+    assert "1 added, 2 failed" in texts(at, "warning")
+    errors = texts(at, "error")
+    assert "empty.md" in errors and "the file is empty" in errors
+    assert "fake.pdf" in errors and "not a PDF" in errors
+    report = at.dataframe[0].value
+    assert list(report["status"]) == ["added", "failed", "failed"]
+    assert [d.doc_id for d in fresh_kb.store.list_documents()] == ["cpu.md"]
+
+
+def test_delete_and_reindex_selected_documents(fresh_kb):
+    fresh_kb.ingestor.ingest_uploads([GOOD_A[:2], GOOD_B[:2]])
+    at = app_at(PAGE)
+    assert list(docs_table(at)["doc_id"]) == ["cpu.md", "notes.txt"]
+    at.multiselect(key="kb.selected").set_value(["notes.txt"]).run()
+    at.button(key="kb.reindex_selected").click().run()
+    assert not at.exception
+    assert list(at.dataframe[0].value["status"]) == ["replaced"]
+
+    at.multiselect(key="kb.selected").set_value(["cpu.md"]).run()
+    at.button(key="kb.delete_confirm").click().run()
+    assert not at.exception
+    assert list(docs_table(at)["doc_id"]) == ["notes.txt"]
+    assert at.multiselect(key="kb.selected").value == []
+    assert fresh_kb.ingestor.original("cpu.md") is None
+
+    at.button(key="kb.reindex_all").click().run()
+    assert not at.exception
+    assert list(at.dataframe[0].value["doc_id"]) == ["notes.txt"]

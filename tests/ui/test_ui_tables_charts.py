@@ -1,0 +1,120 @@
+"""Tables, plotly figures and the debugger's fetch cache, on real retrieval records (no Milvus)."""
+
+from rag_core.agent import Toolbox, knowledge_base_tool
+from rag_core.chunking import chunk_text
+from rag_core.records import IngestReport, SearchHit, StoredDocument
+from rag_core.retrieval import KnowledgeRetriever, LookupParams, SearchOptions
+from ui.charts import FATE_COLORS, chunk_length_histogram, score_by_rank_figure
+from ui.lookup import agent_view, cached_lookup, debugger_query_params, debugger_url
+from ui.tables import describe_status, documents_frame, evidence_frame, hits_frame, ingest_frame, timings_frame
+
+
+def hit(doc: str, index: int, score: float, hit_id: str | None = None) -> SearchHit:
+    return SearchHit(id=hit_id or f"{doc}-{index}", score=score, content=f"text of {doc} chunk {index} " * 3,
+                     metadata={"docId": doc, "chunkIndex": index, "headingPath": "H"},
+                     channels={"dense": (1, score), "bm25": (2, score * 10)})
+
+
+class FakePort:
+    """A KnowledgeSearchPort with fixed hits; counts calls."""
+
+    def __init__(self, hits):
+        self.hits = hits
+        self.calls = 0
+
+    def search(self, query, k, filters=None):
+        self.calls += 1
+        return list(self.hits[:k])
+
+
+HITS = [hit("a.md", 0, 0.9), hit("a.md", 0, 0.85, "dup"), hit("a.md", 1, 0.8), hit("a.md", 2, 0.7),
+        hit("b.md", 0, 0.6), hit("c.md", 0, 0.5), hit("d.md", 0, 0.4)]
+
+
+def lookup(return_n=3, cap=2):
+    retriever = KnowledgeRetriever(FakePort(HITS))
+    return retriever.lookup("q", retrieve_k=7, return_n=return_n, max_chunks_per_document=cap).to_dict()
+
+
+def test_hits_frame_has_one_row_per_raw_hit_with_reason_in_words():
+    frame = hits_frame(lookup())
+    assert list(frame["rank"]) == [1, 2, 3, 4, 5, 6, 7]
+    assert list(frame["status"]) == ["kept", "duplicate of a.md#chunk-0", "kept",
+                                     "per-document cap (2)", "kept",
+                                     "beyond return-n (3)", "beyond return-n (3)"]
+    assert list(frame["evidenceKey"])[:2] == ["a.md#chunk-0", "a.md#chunk-0"]
+    assert frame.loc[0, "dense #"] == 1 and frame.loc[0, "bm25 #"] == 2
+
+
+def test_evidence_frame_is_the_kept_blocks_in_order():
+    frame = evidence_frame(lookup())
+    assert list(frame["evidenceKey"]) == ["a.md#chunk-0", "a.md#chunk-1", "b.md#chunk-0"]
+    assert frame.loc[0, "hit reasons"] == "dense, bm25"
+
+
+def test_describe_status_covers_every_fate():
+    assert describe_status("kept") == "kept"
+    assert describe_status("duplicate_of x#chunk-1") == "duplicate of x#chunk-1"
+    assert describe_status("doc_cap (dir/a b.md already has 2)") == "per-document cap: dir/a b.md already has 2"
+    assert describe_status("doc_cap (dir/a b.md already has 2)", short=True) == "per-document cap (2)"
+    assert describe_status("beyond_return_n", 5) == "beyond return-n (5)"
+    assert describe_status("something new") == "something new"
+
+
+def test_score_figure_has_one_trace_per_fate_with_all_hits():
+    fig = score_by_rank_figure(lookup())
+    names = {t.name: list(t.x) for t in fig.data}
+    assert names == {"kept": [1, 3, 5], "duplicate": [2], "per-document cap": [4], "beyond return-n": [6, 7]}
+    assert {t.marker.color for t in fig.data} <= set(FATE_COLORS.values())
+
+
+def test_histogram_counts_every_chunk_and_marks_max_size():
+    chunks = chunk_text("Sentence. " * 300, 120, 20)
+    fig = chunk_length_histogram(chunks, 120)
+    assert list(fig.data[0].x) == [len(c.text) for c in chunks]
+    assert fig.layout.shapes[0].x0 == 120
+
+
+def test_cached_lookup_fetches_once_per_query_k_and_search_options():
+    port = FakePort(HITS)
+    retriever = KnowledgeRetriever(port)
+    cache: dict = {}
+    params = retriever.params(retrieve_k=7, return_n=3)
+    first, cached = cached_lookup(retriever, "q", params, cache)
+    assert (cached, port.calls) == (False, 1)
+    second, cached = cached_lookup(retriever, " q ", retriever.params(retrieve_k=7, return_n=1,
+                                                                       max_chunks_per_document=1), cache)
+    assert (cached, port.calls) == (True, 1)
+    assert len(second.evidence) == 1 and len(first.evidence) == 3
+    cached_lookup(retriever, "q", retriever.params(retrieve_k=6, return_n=3), cache)
+    cached_lookup(retriever, "q", retriever.params(retrieve_k=7, return_n=3, search=SearchOptions(mode="bm25")), cache)
+    assert port.calls == 3
+    for i in range(20):
+        cached_lookup(retriever, f"q{i}", params, cache)
+    assert len(cache) == 8
+
+
+def test_debugger_links_carry_the_lookup():
+    params = LookupParams(retrieve_k=30, return_n=4, max_chunks_per_document=1, search=SearchOptions(mode="bm25"))
+    assert debugger_query_params("cpu 高", params) == {"q": "cpu 高", "retrieve_k": "30", "return_n": "4",
+                                                       "max_chunks_per_document": "1", "mode": "bm25"}
+    assert debugger_query_params("x") == {"q": "x"}
+    assert debugger_url("a b", {"retrieve_k": 5}) == "debugger?q=a+b&retrieve_k=5"
+
+
+def test_documents_and_ingest_frames():
+    docs = [StoredDocument("r/a.md", "a.md", "md", 2048, 3, "h", "v", "2026-01-02T03:04:05+00:00")]
+    frame = documents_frame(docs)
+    assert frame.to_dict("records") == [{"doc_id": "r/a.md", "file name": "a.md", "type": "md", "size (KB)": 2.0,
+                                         "chunks": 3, "ingested at": "2026-01-02 03:04:05 UTC"}]
+    reports = [IngestReport("a.md", "a.md", "added", 3, 0.5), IngestReport("b.pdf", "", "failed", 0, 0.1, "bad")]
+    assert list(ingest_frame(reports)["reason"]) == ["", "bad"]
+    assert list(timings_frame({"total": 3.0, "search": 2.0, "embed": 1.0})["stage"]) == ["embed", "search", "total"]
+
+
+def test_agent_view_is_exactly_what_the_tool_returns():
+    retriever = KnowledgeRetriever(FakePort(HITS))
+    for hits in (HITS, []):
+        retriever.port.hits = hits
+        run = Toolbox([knowledge_base_tool(retriever)]).run("search_knowledge_base", {"query": "q"})
+        assert agent_view(retriever.lookup("q")) == run.output.data

@@ -1,0 +1,47 @@
+"""Pure plotly figure builders (AppTest cannot see figures, so these are unit-tested directly)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import plotly.graph_objects as go
+
+from rag_core.records import Chunk
+
+from .tables import FATE_LABELS, describe_status
+
+FATE_COLORS = {"kept": "#2e7d32", "duplicate": "#9e9e9e", "doc_cap": "#ef6c00", "beyond_return_n": "#64b5f6"}
+# No figure titles: pages put a caption above each chart, like every other block.
+_LAYOUT = dict(template="plotly_white", margin=dict(l=10, r=10, t=30, b=10), height=320,
+               legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
+
+
+def chunk_length_histogram(chunks: Sequence[Chunk], max_size: int | None = None) -> go.Figure:
+    """Chunk lengths in characters, with the max-size limit as a dashed line."""
+    lengths = [len(c.text) for c in chunks]
+    fig = go.Figure(go.Histogram(x=lengths, nbinsx=min(40, max(5, len(lengths))), marker_color="#4c78a8",
+                                 hovertemplate="%{x} chars: %{y} chunks<extra></extra>", name="chunks"))
+    if max_size:
+        fig.add_vline(x=max_size, line_dash="dash", line_color="#c62828",
+                      annotation_text=f"max size {max_size}", annotation_position="top left")
+    fig.update_layout(xaxis_title="characters", yaxis_title="chunks", bargap=0.05,
+                      showlegend=False, **_LAYOUT)
+    return fig
+
+
+def score_by_rank_figure(result: Mapping[str, Any]) -> go.Figure:
+    """Score of every raw hit by its rank, one trace per fate (kept, duplicate, cap, beyond return-n)."""
+    return_n = (result.get("params") or {}).get("return_n")
+    fig = go.Figure()
+    hits = result.get("raw_hits", [])
+    for fate, label in FATE_LABELS.items():
+        group = [h for h in hits if h.get("fate") == fate]
+        if not group:
+            continue
+        fig.add_trace(go.Bar(
+            x=[h["rank"] for h in group], y=[h["score"] for h in group], name=label, marker_color=FATE_COLORS[fate],
+            customdata=[[h["evidence_key"], describe_status(h["status"], return_n)] for h in group],
+            hovertemplate="rank %{x} · score %{y:.4f}<br>%{customdata[0]}<br>%{customdata[1]}<extra></extra>"))
+    fig.update_layout(xaxis_title="rank", yaxis_title="score",
+                      xaxis=dict(dtick=1 if len(hits) <= 30 else None), **_LAYOUT)
+    return fig

@@ -1,0 +1,216 @@
+"""The chat page's transcript: agent events -> a plain record per turn, rendered live and again from
+session state on every rerun, with the same components as the debugger (evidence table, chunk card)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import streamlit as st
+
+from rag_core.agent import ContentEvent, DoneEvent, ErrorEvent, Event, NoticeEvent, ToolCallEvent, ToolResultEvent
+from rag_core.agent.kb_tool import TOOL_NAME as KB_TOOL
+
+from .components import chunk_card, evidence_table
+from .html import ChunkView
+from .lookup import DEBUGGER_PAGE, debugger_query_params
+
+CURSOR = " ▌"
+
+
+@dataclass
+class ToolStep:
+    call_id: str
+    name: str
+    arguments: dict[str, Any] | None
+    raw_arguments: str
+    ok: bool | None = None  # None while running
+    error: str | None = None
+    seconds: float = 0.0
+    result: Any = None
+    lookup: dict[str, Any] | None = None  # LookupResult.to_dict() for the knowledge-base tool
+
+    @property
+    def query(self) -> str:
+        if self.lookup:
+            return self.lookup["query"]
+        return str((self.arguments or {}).get("query", ""))
+
+    def label(self) -> str:
+        if self.name == KB_TOOL:
+            head = f"🔎 Searched the knowledge base: “{self.query}”"
+        else:
+            args = ", ".join(f"{k}={v!r}" for k, v in (self.arguments or {}).items())
+            head = f"🔧 {self.name}({args})"
+        if self.ok is None:
+            return head + " …"
+        if not self.ok:
+            return head + " — failed"
+        if self.lookup is not None:
+            n = len(self.lookup["evidence"])
+            return head + f" — {n} evidence block{'s' if n != 1 else ''} · {self.seconds:.2f} s"
+        return head + f" · {self.seconds:.2f} s"
+
+
+@dataclass
+class AssistantTurn:
+    """What one answer showed, in order: text pieces and tool steps; then citations, notices, error."""
+
+    parts: list[ToolStep | str] = field(default_factory=list)
+    citations: tuple[str, ...] = ()
+    unverified: tuple[str, ...] = ()
+    notices: list[str] = field(default_factory=list)
+    error: str | None = None
+    mode: str = ""
+
+    @property
+    def text(self) -> str:
+        return "".join(p for p in self.parts if isinstance(p, str))
+
+    def tools(self) -> list[ToolStep]:
+        return [p for p in self.parts if isinstance(p, ToolStep)]
+
+    def evidence(self) -> dict[str, dict[str, Any]]:
+        """Every evidence block the tools returned this turn, by evidence key (first wins)."""
+        found: dict[str, dict[str, Any]] = {}
+        for step in self.tools():
+            for block in (step.lookup or {}).get("evidence", []):
+                found.setdefault(block["evidence_key"], block)
+        return found
+
+    def apply(self, event: Event) -> ToolStep | None:
+        """Fold one event into the record; returns the tool step it touched, if any."""
+        if isinstance(event, ToolCallEvent):
+            step = ToolStep(event.call_id, event.name, dict(event.arguments) if event.arguments is not None else None,
+                            event.raw_arguments)
+            self.parts.append(step)
+            return step
+        if isinstance(event, ToolResultEvent):
+            step = next((s for s in reversed(self.tools()) if s.call_id == event.call_id), None)
+            if step is None:
+                step = ToolStep(event.call_id, event.name, None, "")
+                self.parts.append(step)
+            step.ok, step.error, step.seconds, step.result = event.ok, event.error, event.seconds, event.result
+            step.lookup = event.lookup.to_dict() if event.lookup is not None else None
+            return step
+        if isinstance(event, ContentEvent):
+            if self.parts and isinstance(self.parts[-1], str):
+                self.parts[-1] += event.text
+            else:
+                self.parts.append(event.text)
+        elif isinstance(event, NoticeEvent):
+            self.notices.append(event.message)
+        elif isinstance(event, DoneEvent):
+            self.citations, self.unverified, self.mode = tuple(event.citations), tuple(event.unverified_citations), event.mode
+        elif isinstance(event, ErrorEvent):
+            self.error = event.message
+        return None
+
+
+# ---------------------------------------------------------------------------------------- rendering
+def _render_arguments(step: ToolStep) -> None:
+    st.caption("Arguments")
+    st.code(json.dumps(step.arguments if step.arguments is not None else step.raw_arguments, ensure_ascii=False,
+                       indent=2), language="json")
+
+
+def _render_result(step: ToolStep, key: str) -> None:
+    if step.ok is None:
+        return
+    if not step.ok:
+        st.error(step.error or "The tool failed.")
+    elif step.lookup is not None:
+        params = step.lookup["params"]
+        dropped = len(step.lookup["raw_hits"]) - len(step.lookup["evidence"])
+        st.caption(f"retrieve-k {params['retrieve_k']} → {len(step.lookup['raw_hits'])} hits → "
+                   f"{len(step.lookup['evidence'])} evidence blocks ({dropped} dropped; "
+                   f"max {params['max_chunks_per_document']} per document, return-n {params['return_n']})")
+        evidence_table(step.lookup, key=f"{key}.evidence")
+        st.page_link(DEBUGGER_PAGE, label="Replay this lookup in the retrieval debugger", icon="🔎",
+                     query_params=debugger_query_params(step.lookup["query"], params))
+    else:
+        st.caption("Result")
+        st.json(step.result, expanded=False)
+
+
+def _state(step: ToolStep) -> str:
+    return "running" if step.ok is None else ("complete" if step.ok else "error")
+
+
+def render_tool(step: ToolStep, key: str) -> None:
+    """A tool call as a status block: its arguments, then its result (the evidence table for lookups)."""
+    with st.status(step.label(), state=_state(step), expanded=False):
+        _render_arguments(step)
+        _render_result(step, key)
+
+
+def render_citations(turn: AssistantTurn, key: str) -> None:
+    """Cited evidence keys as chips; each opens the cited chunk. Unverified citations are flagged."""
+    if not turn.citations and not turn.unverified:
+        return
+    evidence = turn.evidence()
+    with st.container(horizontal=True, gap="small", key=f"{key}.citations"):
+        st.caption("Sources:", width="content")
+        for i, cited in enumerate(turn.citations):
+            with st.popover(cited, icon="📄", key=f"{key}.cite.{i}"):
+                block = evidence.get(cited)
+                if block is None:
+                    st.write("The tool returned this key, but its content is not in this turn's lookups.")
+                    continue
+                chunk_card(ChunkView(index=block["chunk_index"] if block["chunk_index"] is not None else 0,
+                                     text=block["content"], heading_path=block.get("heading_path", ""),
+                                     doc_id=block.get("doc_id") or cited, score=block["score"]))
+    if turn.unverified:
+        st.warning("Cited but not returned by a tool this turn (check these): "
+                   + ", ".join(f"`{k}`" for k in turn.unverified), icon="⚠️")
+
+
+def render_turn(turn: AssistantTurn, key: str) -> None:
+    """An answered turn, as it looked when it finished."""
+    for i, part in enumerate(turn.parts):
+        if isinstance(part, ToolStep):
+            render_tool(part, f"{key}.tool{i}")
+        elif part.strip():
+            st.markdown(part)
+    for notice in turn.notices:
+        st.caption(f"ℹ️ {notice}")
+    if turn.error:
+        st.error(turn.error, icon="🛑")
+    render_citations(turn, key)
+
+
+def stream_turn(events: Iterable[Event], key: str) -> AssistantTurn:
+    """Render a turn while its events arrive (the answer streams into place); return its record."""
+    turn = AssistantTurn()
+    statuses: dict[str, Any] = {}
+    text_slot: Any = None
+    for event in events:
+        step = turn.apply(event)
+        if isinstance(event, ToolCallEvent) and step is not None:
+            text_slot = None  # text after a tool call goes below it
+            statuses[step.call_id] = status = st.status(step.label(), state="running", expanded=False)
+            with status:
+                _render_arguments(step)
+        elif isinstance(event, ToolResultEvent) and step is not None:
+            step_key = f"{key}.tool{next(i for i, p in enumerate(turn.parts) if p is step)}"
+            status = statuses.get(step.call_id)
+            if status is None:
+                render_tool(step, step_key)
+                continue
+            with status:
+                _render_result(step, step_key)
+            status.update(label=step.label(), state=_state(step))
+        elif isinstance(event, ContentEvent):
+            if text_slot is None:
+                text_slot = st.empty()
+            text_slot.markdown(turn.parts[-1] + CURSOR)  # apply() left the text piece last
+        elif isinstance(event, NoticeEvent):
+            st.caption(f"ℹ️ {event.message}")
+        elif isinstance(event, (DoneEvent, ErrorEvent)):
+            if text_slot is not None and isinstance(turn.parts[-1], str):
+                text_slot.markdown(turn.parts[-1])
+            if isinstance(event, ErrorEvent):
+                st.error(event.message, icon="🛑")
+    render_citations(turn, key)
+    return turn

@@ -1,0 +1,128 @@
+"""Streamlit rendering helpers shared by the pages, so the same thing looks the same everywhere."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Sequence
+
+import streamlit as st
+
+from rag_core.ingest import IngestProgress
+from rag_core.records import IngestReport
+
+from .html import ChunkView, chunk_card_html
+from .tables import evidence_frame, hits_frame, ingest_frame
+
+FATE_ROW_STYLE = {"kept": "", "duplicate": "color: #8a8a8a", "doc_cap": "background-color: #fff3e0",
+                  "beyond_return_n": "background-color: #eef5fc"}
+
+
+def evidence_table(result: Mapping[str, Any], *, key: str | None = None) -> None:
+    """The final evidence blocks (evidenceKey, score, hit reasons, content) — debugger and chat."""
+    frame = evidence_frame(result)
+    if frame.empty:
+        st.info("No evidence: the search returned nothing.")
+        return
+    st.dataframe(frame, hide_index=True, key=key, width="stretch", column_config={
+        "evidenceKey": st.column_config.TextColumn("evidenceKey", width=200),
+        "score": st.column_config.NumberColumn("score", format="%.4f", width=70),
+        "hit reasons": st.column_config.TextColumn("hit reasons", width=100),
+        "content": st.column_config.TextColumn("content", width="large"),
+    })
+
+
+def hits_table(result: Mapping[str, Any], *, key: str | None = None) -> None:
+    """Every raw hit with its fused rank, channel ranks and fate; dropped rows are tinted."""
+    frame = hits_frame(result)
+    if frame.empty:
+        st.info("The search returned no hits.")
+        return
+    styled = frame.style.apply(lambda row: [FATE_ROW_STYLE.get(row["fate"], "")] * len(row), axis=1)
+    st.dataframe(styled, hide_index=True, key=key, width="stretch",
+                 column_order=["rank", "score", "evidenceKey", "status", "dense #", "bm25 #", "doc_id", "chunk", "snippet"],
+                 column_config={
+                     "rank": st.column_config.NumberColumn("rank", help="Fused rank (the port's order)", width=50),
+                     "score": st.column_config.NumberColumn("score", format="%.4f", width=70),
+                     "evidenceKey": st.column_config.TextColumn("evidenceKey", width=200),
+                     "status": st.column_config.TextColumn("status", help="Kept, or why it was dropped", width=170),
+                     "dense #": st.column_config.NumberColumn("dense #", help="Rank in the dense channel", width=65),
+                     "bm25 #": st.column_config.NumberColumn("bm25 #", help="Rank in the BM25 channel", width=65),
+                     "doc_id": st.column_config.TextColumn("doc_id", width=160),
+                     "chunk": st.column_config.NumberColumn("chunk", width=55),
+                     "snippet": st.column_config.TextColumn("snippet", width="large"),
+                 })
+
+
+def chunk_card(view: ChunkView, *, alt: bool = False) -> None:
+    st.html(chunk_card_html(view, alt=alt))
+
+
+def chunk_cards(views: Sequence[ChunkView], *, limit: int = 60) -> None:
+    for i, view in enumerate(views[:limit]):
+        chunk_card(view, alt=bool(i % 2))
+    if len(views) > limit:
+        st.caption(f"Showing the first {limit} of {len(views)} chunks.")
+
+
+class IngestProgressView:
+    """An overall bar plus one bar per file, driven by `IngestProgress` callbacks."""
+
+    def __init__(self, names: Sequence[str] = ()) -> None:
+        self.overall = st.progress(0.0, text="Starting…")
+        self.area = st.container()
+        self.bars: dict[int, Any] = {}
+        for i, name in enumerate(names):
+            self.bars[i] = self.area.progress(0.0, text=f"{name} — waiting")
+
+    def __call__(self, p: IngestProgress) -> None:
+        bar = self.bars.get(p.file_index)
+        if bar is None:
+            bar = self.bars[p.file_index] = self.area.progress(0.0, text=p.name)
+        if p.stage == "embedding":
+            within, text = (p.done / p.total if p.total else 0.0), f"{p.name} — embedding {p.done}/{p.total} chunks"
+        elif p.stage == "done":
+            within, text = 1.0, f"✅ {p.name} — {p.total} chunks"
+        elif p.stage == "failed":
+            within, text = 1.0, f"❌ {p.name} — failed"
+        else:
+            within, text = 0.0, f"{p.name} — {p.stage}"
+        bar.progress(within, text=text)
+        self.overall.progress(p.fraction, text=f"Overall: file {min(p.file_index + 1, p.files_total)} of "
+                                               f"{p.files_total} ({p.fraction:.0%})")
+
+    def finish(self) -> None:
+        self.overall.progress(1.0, text="Overall: done")
+
+
+def run_ingest(job: Callable[[Callable[[IngestProgress], None]], list[IngestReport]],
+               names: Sequence[str] = ()) -> list[IngestReport]:
+    """Run an ingest job (given a progress callback) under progress bars."""
+    view = IngestProgressView(names)
+    reports = job(view)
+    view.finish()
+    return reports
+
+
+def ingest_summary(reports: Sequence[IngestReport]) -> None:
+    """Counts, a clear error per failed file, and the result table."""
+    counts = {s: sum(r.status == s for r in reports) for s in ("added", "replaced", "unchanged", "failed")}
+    text = ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "nothing to do"
+    if counts["failed"]:
+        st.warning(f"Ingest finished: {text}. Failed files were not indexed; everything else is unchanged.",
+                   icon="⚠️")
+        for r in reports:
+            if r.status == "failed":  # loader messages usually start with the name already
+                named = r.path in r.error or bool(r.doc_id and r.doc_id in r.error)
+                st.error(r.error if named else f"**{r.path}**: {r.error}")
+    else:
+        st.success(f"Ingest finished: {text}.", icon="✅")
+    st.dataframe(ingest_frame(reports), hide_index=True, width="stretch", column_config={
+        "seconds": st.column_config.NumberColumn("seconds", format="%.2f"),
+        "reason": st.column_config.TextColumn("reason", width="large"),
+    })
+
+
+def metric_row(items: Sequence[tuple[str, Any]], *, help: Mapping[str, str] | None = None) -> None:
+    cols = st.columns(len(items))
+    for col, (label, value) in zip(cols, items):
+        col.metric(label, value, help=(help or {}).get(label))
+

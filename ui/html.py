@@ -1,0 +1,194 @@
+"""Pure HTML builders: the chunked document with overlap highlighting, and chunk cards.
+
+Every piece of document text goes through `html.escape`, so a document containing `<script>` or
+`<img onerror=...>` is shown as text and never runs. Styles are inline so each fragment stands alone.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from rag_core.records import Chunk
+
+# Two alternating chunk backgrounds, the overlap colour (shared by two chunks) and the marker colour.
+CHUNK_BG = ("#e3effd", "#e6f4e3")
+OVERLAP_BG = "#ffd166"
+OVERLAP_BORDER = "#c98a00"
+MARKER = "#35506b"
+
+_DOC_STYLE = ("white-space:pre-wrap;word-break:break-word;line-height:1.65;font-size:0.92rem;"
+              "padding:0.75rem 1rem;border:1px solid #d5dbe3;border-radius:0.5rem;background:#fff;"
+              "max-height:640px;overflow-y:auto;font-family:ui-sans-serif,system-ui,sans-serif")
+_BADGE_STYLE = (f"display:inline-block;margin:0 2px 0 1px;padding:0 5px;border-radius:0.6rem;background:{MARKER};"
+                "color:#fff;font-size:0.7rem;font-weight:600;line-height:1.35;vertical-align:1px;"
+                "font-family:ui-monospace,monospace;user-select:none")
+_END_STYLE = f"display:inline-block;width:0;border-right:2px solid {MARKER};height:1.1em;vertical-align:-3px;margin:0 1px"
+
+
+def esc(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+@dataclass(frozen=True)
+class ChunkView:
+    """What a chunk card shows; built from a chunking `Chunk` or from a stored chunk row."""
+
+    index: int
+    text: str
+    start: int | None = None
+    end: int | None = None
+    heading_path: str = ""
+    overlap_chars: int | None = None  # None: not known (a cited chunk)
+    boundary: str = ""
+    doc_id: str = ""
+    score: float | None = None
+
+    @property
+    def length(self) -> int:
+        return len(self.text)
+
+    @classmethod
+    def of(cls, chunk: Chunk, doc_id: str = "") -> ChunkView:
+        return cls(chunk.chunk_index, chunk.text, chunk.start, chunk.end, chunk.heading_path_text,
+                   chunk.overlap_chars, chunk.boundary, doc_id)
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> ChunkView:
+        """A row of `MilvusStore.get_chunks` (metadata carries offsets and overlap)."""
+        meta = row.get("metadata") or {}
+        return cls(int(row.get("chunk_index", meta.get("chunkIndex", 0))), row.get("content", ""),
+                   meta.get("start"), meta.get("end"), meta.get("headingPath", ""),
+                   int(meta.get("overlapChars") or 0), "", row.get("doc_id", meta.get("docId", "")))
+
+
+def _segments(text_len: int, chunks: Sequence[Chunk]) -> list[tuple[int, int, list[int]]]:
+    """Cut [0, text_len) at every chunk start and end: (start, end, indexes of the chunks covering it)."""
+    points = sorted({0, text_len, *(c.start for c in chunks), *(c.end for c in chunks)})
+    out = []
+    ordered = sorted(range(len(chunks)), key=lambda i: chunks[i].start)
+    active: list[int] = []
+    nxt = 0
+    for a, b in zip(points, points[1:]):
+        if a >= text_len:
+            break
+        while nxt < len(ordered) and chunks[ordered[nxt]].start <= a:
+            active.append(ordered[nxt])
+            nxt += 1
+        active = [i for i in active if chunks[i].end > a]
+        out.append((a, b, sorted(active)))
+    return out
+
+
+def document_html(text: str, chunks: Sequence[Chunk], *, max_chars: int | None = None) -> str:
+    """The document with chunk boundaries (a numbered badge where a chunk starts, a bar where it
+    ends), alternating chunk backgrounds and every overlap region highlighted.
+
+    `max_chars` renders only the beginning of a long document (a note says how much is shown).
+    """
+    shown_len = len(text) if max_chars is None else min(len(text), max_chars)
+    starts: dict[int, list[int]] = {}
+    ends: dict[int, list[int]] = {}
+    for i, c in enumerate(chunks):
+        starts.setdefault(c.start, []).append(i)
+        ends.setdefault(c.end, []).append(i)
+    parts: list[str] = [f'<div class="chunked-doc" style="{_DOC_STYLE}">']
+    for a, b, covering in _segments(shown_len, chunks):
+        for i in ends.get(a, []):
+            parts.append(f'<span class="chunk-end" title="end of chunk {chunks[i].chunk_index}" style="{_END_STYLE}"></span>')
+        for i in starts.get(a, []):
+            c = chunks[i]
+            parts.append(f'<span class="chunk-start" title="chunk {c.chunk_index} [{c.start}:{c.end}]" '
+                         f'style="{_BADGE_STYLE}">{c.chunk_index}</span>')
+        piece = esc(text[a:b])
+        if len(covering) >= 2:
+            names = " and ".join(str(chunks[i].chunk_index) for i in covering)
+            parts.append(f'<mark class="overlap" title="overlap: in chunks {names} ({b - a} chars)" '
+                         f'style="background:{OVERLAP_BG};border-bottom:2px solid {OVERLAP_BORDER};'
+                         f'padding:0;color:inherit">{piece}</mark>')
+        elif covering:
+            bg = CHUNK_BG[chunks[covering[0]].chunk_index % 2]
+            parts.append(f'<span class="chunk" style="background:{bg}">{piece}</span>')
+        else:
+            parts.append(f'<span class="gap">{piece}</span>')
+    for i in ends.get(shown_len, []):
+        parts.append(f'<span class="chunk-end" title="end of chunk {chunks[i].chunk_index}" style="{_END_STYLE}"></span>')
+    if shown_len < len(text):
+        parts.append(f'<div class="truncated" style="margin-top:0.75rem;color:#6b7280;font-style:italic">'
+                     f'… showing the first {shown_len:,} of {len(text):,} characters.</div>')
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def legend_html() -> str:
+    def swatch(bg: str, label: str, extra: str = "") -> str:
+        return (f'<span style="display:inline-flex;align-items:center;gap:4px;margin-right:14px">'
+                f'<span style="display:inline-block;width:14px;height:14px;border-radius:3px;background:{bg};{extra}">'
+                f'</span>{esc(label)}</span>')
+
+    return ('<div style="font-size:0.85rem;color:#374151;margin:0.25rem 0 0.5rem">'
+            + swatch(CHUNK_BG[0], "even chunk") + swatch(CHUNK_BG[1], "odd chunk")
+            + swatch(OVERLAP_BG, "overlap (in two chunks)", f"border-bottom:2px solid {OVERLAP_BORDER}")
+            + f'<span style="{_BADGE_STYLE}">n</span> chunk n starts '
+            + f'<span style="{_END_STYLE}"></span> a chunk ends</div>')
+
+
+def boundary_label(boundary: str) -> str:
+    if boundary.startswith("no-overlap: "):
+        return "no overlap: " + boundary.removeprefix("no-overlap: ")
+    return {"first": "first chunk", "section": "new section (overlap never crosses sections)",
+            "overlap": "overlap"}.get(boundary, boundary)
+
+
+def chunk_card_html(view: ChunkView, *, alt: bool = False) -> str:
+    """One chunk: index, heading path, offsets, length, overlap and boundary; the overlap prefix of
+    its text highlighted."""
+    facts = [f"{view.length:,} chars"]
+    if view.start is not None and view.end is not None:
+        facts.insert(0, f"[{view.start:,}:{view.end:,}]")
+    if view.overlap_chars is not None:
+        facts.append(f"overlap {view.overlap_chars}")
+    if view.boundary:
+        facts.append(boundary_label(view.boundary))
+    if view.score is not None:
+        facts.append(f"score {view.score:.4f}")
+    title = f"#{view.index}"
+    if view.doc_id:
+        title = f"{view.doc_id} #{view.index}"
+    head = esc(view.heading_path) if view.heading_path else '<span style="color:#9ca3af">(no heading)</span>'
+    overlap = min(view.overlap_chars or 0, len(view.text))
+    body = ""
+    if overlap:
+        body += (f'<mark class="overlap" style="background:{OVERLAP_BG};border-bottom:2px solid {OVERLAP_BORDER};'
+                 f'padding:0;color:inherit">{esc(view.text[:overlap])}</mark>')
+    body += esc(view.text[overlap:])
+    bg = CHUNK_BG[1] if alt else CHUNK_BG[0]
+    return (f'<div class="chunk-card" style="border:1px solid #d5dbe3;border-left:4px solid {MARKER};'
+            f'border-radius:0.5rem;margin:0 0 0.6rem;background:#fff">'
+            f'<div style="padding:0.35rem 0.75rem;background:{bg};border-radius:0.5rem 0.5rem 0 0;font-size:0.85rem">'
+            f'<b style="font-family:ui-monospace,monospace">{esc(title)}</b> · {head}'
+            f'<div style="color:#4b5563;font-size:0.78rem">{esc(" · ".join(facts))}</div></div>'
+            f'<div style="white-space:pre-wrap;word-break:break-word;padding:0.5rem 0.75rem;font-size:0.88rem;'
+            f'line-height:1.55;max-height:320px;overflow-y:auto">{body}</div></div>')
+
+
+def overlap_summary_lines(summary: Mapping[str, Any]) -> list[str]:
+    """The "effective overlap" panel as short sentences (markdown-safe: no document text)."""
+    boundaries = summary["boundaries"]
+    if not boundaries:
+        return ["One chunk: there is no boundary to overlap."]
+    lines = [f"**{summary['with_overlap']} of {boundaries}** boundaries carry overlap"
+             + (f" (mean {summary['mean_overlap_chars']:.0f} chars, min {summary['min_overlap_chars']}, "
+                f"max {summary['max_overlap_chars']})." if summary["with_overlap"] else ".")]
+    if summary["section_starts"]:
+        lines.append(f"{summary['section_starts']} start a new heading section: overlap never crosses sections.")
+    for reason, count in summary["no_overlap_reasons"].items():
+        lines.append(f"{count} without overlap: {reason}.")
+    return lines
+
+
+def chips_html(labels: Iterable[str]) -> str:
+    return "".join(f'<span style="display:inline-block;margin:0 4px 4px 0;padding:1px 8px;border-radius:0.8rem;'
+                   f'background:#eef2f7;border:1px solid #d5dbe3;font-size:0.8rem">{esc(label)}</span>'
+                   for label in labels)

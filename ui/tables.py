@@ -1,0 +1,113 @@
+"""Pure table builders (pandas) for the pages: raw hits, evidence, documents, ingest reports.
+
+They take the plain dicts of `LookupResult.to_dict()` (what the agent's tool result carries too), so
+the debugger and the chat page build their tables from the same data in the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Iterable, Mapping, Sequence
+
+import pandas as pd
+
+from rag_core import chunking
+from rag_core.records import Chunk, IngestReport, StoredDocument
+
+FATE_LABELS = {"kept": "kept", "duplicate": "duplicate", "doc_cap": "per-document cap",
+               "beyond_return_n": "beyond return-n"}
+_DOC_CAP = re.compile(r"^doc_cap \((?P<doc>.*) already has (?P<n>\d+)\)$")
+
+
+def snippet(text: str, limit: int = 160) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def describe_status(status: str, return_n: int | None = None, *, short: bool = False) -> str:
+    """A trace status in words: why a raw hit was kept or dropped (`short`: for a table column)."""
+    if status == "kept":
+        return "kept"
+    if status.startswith("duplicate_of "):
+        return "duplicate of " + status.removeprefix("duplicate_of ")
+    match = _DOC_CAP.match(status)
+    if match:
+        if short:
+            return f"per-document cap ({match['n']})"
+        return f"per-document cap: {match['doc']} already has {match['n']}"
+    if status == "beyond_return_n":
+        return f"beyond return-n ({return_n})" if return_n else "beyond return-n"
+    return status
+
+
+def _channel(hit: Mapping[str, Any], name: str, part: str) -> Any:
+    value = (hit.get("channels") or {}).get(name)
+    return value.get(part) if value else None
+
+
+def hits_frame(result: Mapping[str, Any]) -> pd.DataFrame:
+    """One row per raw hit, in ranking order: its fused rank, its rank in each channel, its fate."""
+    return_n = (result.get("params") or {}).get("return_n")
+    rows = [{
+        "rank": h["rank"],
+        "score": h["score"],
+        "evidenceKey": h["evidence_key"],
+        "doc_id": h.get("doc_id"),
+        "chunk": h.get("chunk_index"),
+        "dense #": _channel(h, "dense", "rank"),
+        "bm25 #": _channel(h, "bm25", "rank"),
+        "snippet": snippet(h.get("content", "")),
+        "status": describe_status(h["status"], return_n, short=True),
+        "fate": h.get("fate", ""),
+    } for h in result.get("raw_hits", [])]
+    columns = ["rank", "score", "evidenceKey", "doc_id", "chunk", "dense #", "bm25 #", "snippet", "status", "fate"]
+    frame = pd.DataFrame(rows, columns=columns)
+    for col in ("dense #", "bm25 #", "chunk"):
+        frame[col] = frame[col].astype("Int64")
+    return frame
+
+
+def evidence_frame(result: Mapping[str, Any]) -> pd.DataFrame:
+    """The final evidence blocks, in order: what post-processing kept."""
+    rows = [{
+        "evidenceKey": e["evidence_key"],
+        "score": e["score"],
+        "hit reasons": ", ".join(e.get("hit_reasons", [])),
+        "content": snippet(e.get("content", ""), 400),
+    } for e in result.get("evidence", [])]
+    return pd.DataFrame(rows, columns=["evidenceKey", "score", "hit reasons", "content"])
+
+
+def fate_counts(result: Mapping[str, Any]) -> dict[str, int]:
+    counts = {fate: 0 for fate in FATE_LABELS}
+    for h in result.get("raw_hits", []):
+        counts[h.get("fate", "kept")] = counts.get(h.get("fate", "kept"), 0) + 1
+    return counts
+
+
+def timings_frame(timings: Mapping[str, float]) -> pd.DataFrame:
+    order = ["embed", "dense_search", "bm25_search", "fusion", "search", "postprocess", "projection", "total"]
+    names = [k for k in order if k in timings] + [k for k in timings if k not in order]
+    return pd.DataFrame({"stage": names, "ms": [round(float(timings[k]), 2) for k in names]})
+
+
+def documents_frame(docs: Sequence[StoredDocument]) -> pd.DataFrame:
+    rows = [{"doc_id": d.doc_id, "file name": d.file_name, "type": d.extension, "size (KB)": round(d.size_bytes / 1024, 1),
+             "chunks": d.chunks, "ingested at": d.ingested_at.replace("T", " ").replace("+00:00", " UTC")}
+            for d in docs]
+    return pd.DataFrame(rows, columns=["doc_id", "file name", "type", "size (KB)", "chunks", "ingested at"])
+
+
+def ingest_frame(reports: Iterable[IngestReport]) -> pd.DataFrame:
+    rows = [{"file": r.path, "doc_id": r.doc_id, "status": r.status, "chunks": r.chunks,
+             "seconds": round(r.seconds, 2), "reason": r.error} for r in reports]
+    return pd.DataFrame(rows, columns=["file", "doc_id", "status", "chunks", "seconds", "reason"])
+
+
+def chunks_download(name: str, text: str, max_size: int, overlap: int, chunks: Sequence[Chunk]) -> tuple[str, str]:
+    """(file name, JSON) for the chunk preview's download: parameters, overlap summary, every chunk."""
+    payload = {"doc_id": name, "max_size": max_size, "overlap": overlap, "characters": len(text),
+               "summary": chunking.overlap_summary(chunks), "chunks": chunking.chunks_to_json(chunks)}
+    stem = name.rsplit("/", 1)[-1].rsplit(".", 1)[0] or "chunks"
+    return f"{stem}.chunks.json", json.dumps(payload, ensure_ascii=False, indent=2)
