@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from . import chunking, loaders
 from .config import Settings, describe_keys, load_settings
@@ -175,9 +175,6 @@ def cmd_config(args: argparse.Namespace, settings: Settings) -> int:
 
 
 # ---------------------------------------------------------------------------------------- parser
-Command = Callable[[argparse.Namespace, Settings], int]
-EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []  # chat, eval register here
-
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m rag_core", description="Knowledge-base workbench for RAG.")
@@ -232,10 +229,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_config)
 
     from .agent.cli import register as register_chat
+    from .evaluation.cli import register as register_eval
 
     register_chat(sub)
-    for register in EXTRA_COMMANDS:
-        register(sub)
+    register_eval(sub)
     return parser
 
 

@@ -2,8 +2,7 @@
 
 Without a question it reads questions from stdin, one per line, keeping the conversation history
 (chat.history-pairs). `--json` prints every event as one JSON line instead (the full lookup result
-included), `--offline` answers extractively without a chat model. Wired in by
-`rag_core.cli.EXTRA_COMMANDS.append(rag_core.agent.cli.register)`.
+included), `--offline` answers extractively without a chat model.
 """
 
 from __future__ import annotations

@@ -1,0 +1,154 @@
+"""Shared bench pieces: the machine, tables with ratios, timing, result files, corpora, BM25 tokens."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "bench" / "results"
+SHARED_EVAL = Path(os.environ.get("RAG_EVAL_DIR") or REPO.parent / "shared" / "eval")
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        kb = int(next(l for l in Path("/proc/meminfo").read_text().splitlines() if l.startswith("MemTotal")).split()[1])
+        mem = f", {kb / 1024 / 1024:.0f} GB RAM"
+    except (OSError, StopIteration, ValueError):
+        pass
+    return (f"{cpu}, {os.cpu_count()} cores{mem}; {platform.system()} {platform.release()}; "
+            f"Python {platform.python_version()}")
+
+
+def load_note() -> str:
+    """The 1-minute load average: other work on the machine skews timings (reported with each table)."""
+    try:
+        return f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
+    except OSError:
+        return "load average unknown"
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        if value != value:  # NaN
+            return "–"
+        return f"{value:,.{digits}f}" if abs(value) < 1000 else f"{value:,.0f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def ratio(ours: float | None, baseline: float | None) -> float | None:
+    if ours is None or baseline is None or baseline == 0:
+        return None
+    return ours / baseline
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], digits: int = 3) -> str:
+    """A Markdown table (readable in a terminal, pasteable into the README)."""
+    cells = [[fmt(v, digits) for v in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    line = lambda vals: "| " + " | ".join(v.ljust(w) if i == 0 else v.rjust(w)  # noqa: E731
+                                          for i, (v, w) in enumerate(zip(vals, widths))) + " |"
+    sep = "|" + "|".join(("-" * (w + 2)) if i == 0 else ("-" * (w + 1) + ":") for i, w in enumerate(widths)) + "|"
+    return "\n".join([line(headers), sep, *(line(r) for r in cells)])
+
+
+def best_of(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    """Fastest wall time of `repeat` calls (seconds) and the last result."""
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        started = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - started)
+    return best, result
+
+
+def percentiles(values_ms: Sequence[float]) -> tuple[float, float]:
+    import numpy as np
+
+    arr = np.asarray(values_ms, dtype=float)
+    return float(np.percentile(arr, 50)), float(np.percentile(arr, 95))
+
+
+def save(name: str, payload: dict[str, Any], markdown: str) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    data = {"benchmark": name, "machine": machine(), "load": load_note(), "timestamp": stamp, **payload}
+    (RESULTS / f"{name}.json").write_text(json.dumps(data, ensure_ascii=False, indent=1, default=str),
+                                          encoding="utf-8")
+    (RESULTS / f"{name}.md").write_text(f"<!-- {stamp} on {machine()} -->\n{markdown}\n", encoding="utf-8")
+    return RESULTS / f"{name}.json"
+
+
+def emit(title: str, body: str) -> str:
+    text = f"\n### {title}\n\n{body}\n\n_{machine()}; {load_note()} at the end of the run._\n"
+    print(text, flush=True)
+    return text
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def need_set(name: str) -> Path:
+    folder = SHARED_EVAL / name
+    if not (folder / "corpus.jsonl").is_file():
+        raise SystemExit(f"{folder} not found: set RAG_EVAL_DIR to the folder holding the BEIR sets.")
+    return folder
+
+
+# ---------------------------------------------------------------------------------------- BM25 baseline
+_WORD = re.compile(r"\w+", re.UNICODE)
+_CJK = re.compile(r"[\u3400-\u9fff]")
+
+
+def bm25_tokens(text: str) -> list[str]:
+    """Lower-cased words without English stop words; Chinese segmented with jieba (as Milvus's analyzer
+    does), no stemming."""
+    from bm25s.stopwords import STOPWORDS_EN
+
+    text = text.lower()
+    if _CJK.search(text):
+        import jieba
+
+        jieba.setLogLevel(60)
+        words = [w for w in jieba.lcut(text) if _WORD.fullmatch(w)]
+    else:
+        words = _WORD.findall(text)
+    stop = set(STOPWORDS_EN)
+    return [w for w in words if w not in stop]
+
+
+class BM25Baseline:
+    """bm25s over a list of texts; `search` returns (index, score) best first, matches only."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        import bm25s
+
+        self.retriever = bm25s.BM25()
+        self.retriever.index([bm25_tokens(t) or ["\x00"] for t in texts], show_progress=False)
+        self.size = len(texts)
+
+    def search(self, query: str, k: int) -> list[tuple[int, float]]:
+        tokens = bm25_tokens(query) or ["\x00"]
+        ids, scores = self.retriever.retrieve([tokens], k=min(k, self.size), show_progress=False)
+        return [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if s > 0]

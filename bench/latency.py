@@ -1,0 +1,153 @@
+"""Lookup latency at 10k and 100k chunks in Milvus Lite, and memory (RSS).
+
+Ours = `KnowledgeRetriever.lookup` (embed the query + search + identity/post-processing + projection), in
+dense, BM25 and hybrid mode, retrieve-k 20 / return-n 5 / max 2 chunks per document. Baseline = the bare
+pymilvus `MilvusClient.search` on the same collection with the same k and output fields (dense: with the
+query vector already computed; BM25: raw query text), i.e. the floor any wrapper around Milvus pays.
+
+The chunks are real text (SciFact abstracts chunked at 800/100, repeated to reach the size, so BM25 has
+real words to score) with SYNTHETIC random unit vectors written directly through `store.replace_document`
+(embedding 100k chunks would take ~10 minutes); queries are the SciFact test claims, embedded for real.
+Dense search over random vectors costs the same as over real ones (FLAT is exhaustive).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bench.common import emit, log, need_set, percentiles, ratio, save, table
+from rag_core.chunking import chunk_text
+from rag_core.embedding.local import LocalUSEEmbedder
+from rag_core.records import Chunk, Document
+from rag_core.retrieval import KnowledgeRetriever, LookupParams, MilvusSearchPort, SearchOptions
+from rag_core.store.milvus import CHUNK_FIELDS, MilvusStore
+
+PER_DOC = 100
+
+
+def rss_mb(pid: int) -> float:
+    try:
+        import psutil
+
+        return psutil.Process(pid).memory_info().rss / 1e6
+    except ImportError:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1e3
+    return float("nan")
+
+
+def milvus_pids(db: Path) -> list[int]:
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmd = (proc / "cmdline").read_bytes().replace(b"\x00", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if "milvus_lite" in cmd and str(db) in cmd:
+                pids.append(int(proc.name))
+    return pids
+
+
+def texts_pool() -> list[str]:
+    pool = []
+    with (need_set("scifact") / "corpus.jsonl").open(encoding="utf-8") as fh:
+        for line in fh:
+            rec = json.loads(line)
+            pool += [c.text for c in chunk_text(rec["title"] + "\n\n" + rec["text"], 800, 100)]
+    return pool
+
+
+def fill(store: MilvusStore, pool: list[str], start: int, stop: int, rng: np.random.Generator) -> None:
+    for first in range(start, stop, PER_DOC):
+        n = min(PER_DOC, stop - first)
+        doc_id = f"synthetic/{first // PER_DOC:05d}.txt"
+        chunks = [Chunk(chunk_index=i, text=pool[(first + i) % len(pool)], start=i * 800, end=i * 800 + 800,
+                        title="", heading_path=(), overlap_chars=0) for i in range(n)]
+        vectors = rng.standard_normal((n, 512)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        doc = Document(doc_id, "", doc_id.rsplit("/", 1)[-1], "txt", 0, hashlib.sha256(doc_id.encode()).hexdigest())
+        store.replace_document(doc, chunks, vectors, "synthetic")
+
+
+def run(quick: bool = False) -> str:
+    embedder = LocalUSEEmbedder()
+    queries = []
+    with (need_set("scifact") / "queries.jsonl").open(encoding="utf-8") as fh:
+        queries = [json.loads(line)["text"] for line in fh][: 60 if quick else 300]
+    vectors = {q: embedder.embed_query(q) for q in queries}
+    pool = texts_pool()
+    rng = np.random.default_rng(0)
+    rows, payload = [], {"queries": len(queries), "sizes": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "latency.db"
+        store = MilvusStore(str(db), "bench")
+        store.open(embedder.name, embedder.dim)
+        filled = 0
+        for size in (10_000, 100_000):
+            log(f"latency: filling to {size:,} chunks ...")
+            started = time.perf_counter()
+            fill(store, pool, filled, size, rng)
+            filled = size
+            store.client.flush("bench")  # seal the new segments now, not during the measurement
+            log(f"  ... {time.perf_counter() - started:.1f}s")
+            assert store.count_chunks() == size
+            payload["sizes"][size] = {}
+            for mode in ("dense", "bm25", "hybrid"):
+                params = LookupParams(retrieve_k=20, return_n=5, max_chunks_per_document=2,
+                                      search=SearchOptions(mode=mode))
+                retriever = KnowledgeRetriever(MilvusSearchPort(store, embedder, params.search), params)
+                for q in queries[:10]:  # warm up
+                    retriever.lookup(q)
+                ours, embed, post, bare = [], [], [], []
+                # Interleaved per query, so load from elsewhere on the machine hits both sides alike.
+                for q in queries:
+                    t = time.perf_counter()
+                    result = retriever.lookup(q)
+                    ours.append((time.perf_counter() - t) * 1000)
+                    embed.append(result.timings.get("embed", 0.0))
+                    post.append(result.timings["postprocess"] + result.timings["projection"])
+                    t = time.perf_counter()
+                    if mode in ("dense", "hybrid"):
+                        store.client.search("bench", data=[vectors[q].tolist()], anns_field="vector", limit=20,
+                                            output_fields=CHUNK_FIELDS)
+                    if mode in ("bm25", "hybrid"):
+                        store.client.search("bench", data=[q], anns_field="sparse", limit=20,
+                                            output_fields=CHUNK_FIELDS)
+                    bare.append((time.perf_counter() - t) * 1000)
+                o50, o95 = percentiles(ours)
+                b50, b95 = percentiles(bare)
+                e50, _ = percentiles(embed)
+                p50, _ = percentiles(post)
+                rows.append([f"{size:,}", mode, o50, o95, e50, p50, b50, b95, ratio(o50, b50)])
+                payload["sizes"][size][mode] = {"ours_p50": o50, "ours_p95": o95, "embed_p50": e50,
+                                                "post_p50": p50, "bare_p50": b50, "bare_p95": b95}
+            app = rss_mb(os.getpid())
+            server = sum(rss_mb(pid) for pid in milvus_pids(db))
+            payload["sizes"][size]["rss_mb"] = {"python": app, "milvus_lite": server}
+            rows.append([f"{size:,}", "RSS (MB)", f"python {app:,.0f}", f"milvus {server:,.0f}", "", "", "", "", ""])
+        store.close()
+    md = table(["chunks", "mode", "ours p50 ms", "ours p95 ms", "of which embed p50", "post+projection p50",
+                "bare pymilvus p50 ms", "bare p95 ms", "ratio p50 (ours / bare)"], rows, 2)
+    md += (f"\n\n{len(queries)} SciFact queries per cell; retrieve-k 20, return-n 5, cap 2. SYNTHETIC random unit "
+           "vectors (real chunk texts for BM25), inserted directly; the bare baseline searches with a precomputed "
+           "query vector (no embedding) and does no post-processing — hybrid = both bare searches. "
+           "RSS: this Python process (incl. the embedding model) and the Milvus Lite server process.")
+    text = emit("Lookup latency and memory at 10k / 100k chunks (Milvus Lite)", md)
+    save("latency" + ("-quick" if quick else ""), payload, text)
+    return text
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    run(parser.parse_args().quick)

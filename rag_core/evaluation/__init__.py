@@ -1,0 +1,34 @@
+"""Retrieval evaluation: labelled sets, metrics, runs and sweeps through the one lookup path.
+
+    from rag_core.config import load_settings
+    from rag_core.evaluation import Grid, load_set, run_evaluation, save_run
+
+    settings = load_settings()
+    eval_set = load_set("cmrc2018", limit=50)
+    run = run_evaluation(eval_set, Grid.from_settings(settings, retrieve_k=[20, 50], mode=["dense", "bm25"]),
+                         settings, progress=print)
+    save_run(run, "data/eval/runs/my-run")
+"""
+
+from .datasets import (
+    Answer,
+    EvalQuery,
+    EvalSet,
+    bundled_sets,
+    load_beir,
+    load_folder_corpus,
+    load_set,
+    load_user_set,
+    parse_user_set,
+)
+from .indexing import bulk_index, collection_name, eval_db_path
+from .metrics import answer_found, chunk_contains, document_ranking, mrr_at_k, ndcg_at_k, recall_at_k
+from .results import list_runs, load_run, runs_dir, save_run
+from .runner import EvalProgress, EvalRun, Grid, PointResult, SweepPoint, run_evaluation
+
+__all__ = [
+    "Answer", "EvalProgress", "EvalQuery", "EvalRun", "EvalSet", "Grid", "PointResult", "SweepPoint",
+    "answer_found", "bulk_index", "bundled_sets", "chunk_contains", "collection_name", "document_ranking",
+    "eval_db_path", "list_runs", "load_beir", "load_folder_corpus", "load_run", "load_set", "load_user_set",
+    "mrr_at_k", "ndcg_at_k", "parse_user_set", "recall_at_k", "run_evaluation", "runs_dir", "save_run",
+]

@@ -1,0 +1,435 @@
+"""Labelled evaluation sets: the BEIR layout and a simple format a person can write by hand.
+
+BEIR layout (a folder): `corpus.jsonl` (`_id`, `title`, `text`), `queries.jsonl` (`_id`, `text`,
+optional `metadata.answers` = [{doc_id, start, text}]), `qrels/<split>.tsv` (`query-id`, `corpus-id`,
+`score`, with a header line). Relevance is `score > 0`; the score is the graded gain used by nDCG.
+
+A corpus record becomes a `Document` with `doc_id = _id` and text `title + "\\n\\n" + text`, so the title
+is indexed like a heading. When the text already starts with the title (COVID-QA papers, most CMRC
+passages) it is not repeated. Answer offsets in `metadata.answers` are offsets into the record's `text`
+(checked for every answer of CMRC 2018 and COVID-QA), so they are shifted by the length of whatever was
+put in front of it; `Answer.start` is always an offset into `Document.text`.
+
+Simple format (JSONL or CSV), one query per line/row:
+
+    {"query": "...", "relevant": ["runbooks/cpu_high.md"], "answer": "an exact substring"}
+
+`relevant` is a list of doc ids (in CSV: `;`-separated); `answer` is optional (a string or a list of
+strings) and has no offset: a chunk contains it when it belongs to a relevant document and its text
+contains the answer verbatim. `id` is optional (default `q<line>`).
+
+`--limit N` takes the first N queries of the split in `queries.jsonl` order. A limited run on a BEIR
+corpus indexes a slice of it: every document relevant to (or holding an answer of) those queries, plus
+a deterministic sample of the others — the `corpus_sample` documents with the smallest
+sha256(doc_id), by default max(100, 10 x N). A sliced corpus is easier than the whole one: the slice is
+recorded with the run (`corpus.sliced`, `corpus.documents`) so figures are never compared by mistake.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+from ..errors import EvaluationError
+from ..records import Document
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SAMPLE_KB = REPO_ROOT / "examples" / "kb"
+SAMPLE_QUERIES = REPO_ROOT / "examples" / "kb_queries.jsonl"
+SAMPLE_NAME = "sample"
+EVAL_DIR_ENV = "RAG_EVAL_DIR"
+DEFAULT_SAMPLE_PER_QUERY = 10
+MIN_DEFAULT_SAMPLE = 100
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An answer span. `start` is an offset into `Document.text` of `doc_id`, or None (text only)."""
+
+    text: str
+    doc_id: str | None = None
+    start: int | None = None
+
+    @property
+    def end(self) -> int | None:
+        return None if self.start is None else self.start + len(self.text)
+
+
+@dataclass(frozen=True)
+class EvalQuery:
+    query_id: str
+    text: str
+    relevant: Mapping[str, int]  # doc_id -> graded relevance (> 0)
+    answers: tuple[Answer, ...] = ()
+
+
+@dataclass(frozen=True)
+class EvalSet:
+    """Queries with their labels, and the corpus to index (None: evaluate an existing knowledge base)."""
+
+    name: str
+    queries: tuple[EvalQuery, ...]
+    documents: tuple[Document, ...] | None
+    info: Mapping[str, Any] = field(default_factory=dict)  # source, split, limit, corpus slice
+
+    @property
+    def has_answers(self) -> bool:
+        return any(q.answers for q in self.queries)
+
+
+# ------------------------------------------------------------------------------------------ helpers
+def make_document(doc_id: str, text: str, extension: str = "txt") -> Document:
+    data = text.encode("utf-8")
+    return Document(doc_id=doc_id, text=text, file_name=doc_id.rsplit("/", 1)[-1], extension=extension,
+                    size_bytes=len(data), content_hash=hashlib.sha256(data).hexdigest())
+
+
+def beir_document(record: Mapping[str, Any]) -> tuple[Document, int]:
+    """A corpus record -> (Document, shift): `shift` is added to answer offsets into the record's text."""
+    title = str(record.get("title") or "").strip()
+    text = str(record.get("text") or "")
+    if title and not text.startswith(title):
+        prefix = title + "\n\n"
+        return make_document(str(record["_id"]), prefix + text), len(prefix)
+    return make_document(str(record["_id"]), text), 0
+
+
+def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        fh = path.open(encoding="utf-8")
+    except FileNotFoundError:
+        raise EvaluationError(f"{path} does not exist.") from None
+    with fh:
+        for line_no, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise EvaluationError(f"{path}, line {line_no}: not valid JSON ({exc.msg}).") from None
+            if not isinstance(value, dict):
+                raise EvaluationError(f"{path}, line {line_no}: expected a JSON object, got {type(value).__name__}.")
+            yield line_no, value
+
+
+def sample_order(doc_id: str) -> str:
+    """The deterministic order in which non-relevant documents are sampled into a corpus slice."""
+    return hashlib.sha256(doc_id.encode("utf-8")).hexdigest()
+
+
+# ------------------------------------------------------------------------------------------ BEIR
+def beir_splits(folder: Path) -> list[str]:
+    qrels = Path(folder) / "qrels"
+    return sorted(p.stem for p in qrels.glob("*.tsv")) if qrels.is_dir() else []
+
+
+def default_split(folder: Path) -> str:
+    splits = beir_splits(folder)
+    if not splits:
+        raise EvaluationError(f"{folder} has no qrels/<split>.tsv: it is not a BEIR-layout evaluation set.")
+    for preferred in ("test", "dev"):
+        if preferred in splits:
+            return preferred
+    return splits[0]
+
+
+def read_qrels(path: Path) -> dict[str, dict[str, int]]:
+    """query id -> {doc id: score > 0}, in file order."""
+    if not path.is_file():
+        raise EvaluationError(f"{path} does not exist.")
+    qrels: dict[str, dict[str, int]] = {}
+    with path.open(encoding="utf-8") as fh:
+        for line_no, line in enumerate(fh, start=1):
+            parts = line.rstrip("\n").split("\t")
+            if not line.strip() or (line_no == 1 and parts[0] == "query-id"):
+                continue
+            if len(parts) < 3:
+                raise EvaluationError(f"{path}, line {line_no}: expected query-id<TAB>corpus-id<TAB>score.")
+            try:
+                score = int(float(parts[2]))
+            except ValueError:
+                raise EvaluationError(f"{path}, line {line_no}: score {parts[2]!r} is not a number.") from None
+            if score > 0:
+                qrels.setdefault(parts[0], {})[parts[1]] = score
+    return qrels
+
+
+def load_beir(folder: str | os.PathLike[str], *, split: str | None = None, limit: int | None = None,
+              corpus_sample: int | None = None, name: str | None = None) -> EvalSet:
+    """A BEIR-layout folder -> EvalSet (see the module docstring for `limit` and the corpus slice)."""
+    folder = Path(folder)
+    if not (folder / "corpus.jsonl").is_file():
+        raise EvaluationError(f"{folder} has no corpus.jsonl: it is not a BEIR-layout evaluation set.")
+    split = split or default_split(folder)
+    if split not in beir_splits(folder):
+        raise EvaluationError(f"{folder} has no split {split!r}; it has: {', '.join(beir_splits(folder))}.")
+    if limit is not None and limit < 1:
+        raise EvaluationError(f"--limit must be at least 1 (got {limit}).")
+    qrels = read_qrels(folder / "qrels" / f"{split}.tsv")
+
+    raw_queries: list[tuple[str, str, list[dict[str, Any]]]] = []
+    for line_no, rec in _jsonl(folder / "queries.jsonl"):
+        qid = str(rec.get("_id", ""))
+        if qid not in qrels:
+            continue
+        text = str(rec.get("text") or "").strip()
+        if not text:
+            raise EvaluationError(f"{folder / 'queries.jsonl'}, line {line_no}: query {qid!r} has no text.")
+        answers = (rec.get("metadata") or {}).get("answers") or []
+        raw_queries.append((qid, text, answers if isinstance(answers, list) else []))
+        if limit is not None and len(raw_queries) >= limit:
+            break
+    if not raw_queries:
+        raise EvaluationError(f"{folder}: no query of queries.jsonl has judgements in qrels/{split}.tsv.")
+
+    records: dict[str, dict[str, Any]] = {}
+    for line_no, rec in _jsonl(folder / "corpus.jsonl"):
+        if "_id" not in rec:
+            raise EvaluationError(f"{folder / 'corpus.jsonl'}, line {line_no}: a record has no _id.")
+        records[str(rec["_id"])] = rec
+
+    needed: set[str] = set()
+    for qid, _, answers in raw_queries:
+        needed.update(qrels[qid])
+        needed.update(str(a.get("doc_id")) for a in answers if isinstance(a, dict) and a.get("doc_id") is not None)
+    missing = sorted(needed - records.keys())
+    if missing:
+        raise EvaluationError(f"{folder}: qrels or answers name documents missing from corpus.jsonl: "
+                              f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}.")
+    if corpus_sample is None and limit is not None:
+        corpus_sample = max(MIN_DEFAULT_SAMPLE, DEFAULT_SAMPLE_PER_QUERY * limit)
+    sliced = corpus_sample is not None and len(needed) + corpus_sample < len(records)
+    if sliced:
+        others = sorted((d for d in records if d not in needed), key=sample_order)[:corpus_sample]
+        keep = needed | set(others)
+        ids = [d for d in records if d in keep]  # corpus order
+    else:
+        ids = list(records)
+    documents, shifts = [], {}
+    for doc_id in ids:
+        doc, shift = beir_document(records[doc_id])
+        documents.append(doc)
+        shifts[doc_id] = shift
+    texts = {d.doc_id: d.text for d in documents}
+
+    queries = []
+    for qid, text, raw_answers in raw_queries:
+        answers = []
+        for a in raw_answers:
+            if not isinstance(a, dict) or not a.get("text") or a.get("doc_id") is None:
+                continue
+            doc_id, answer_text = str(a["doc_id"]), str(a["text"])
+            start = a.get("start")
+            if isinstance(start, int) and start >= 0:
+                start += shifts[doc_id]
+                if texts[doc_id][start:start + len(answer_text)] != answer_text:
+                    raise EvaluationError(f"{folder}: query {qid!r}: the answer {answer_text[:40]!r} is not at "
+                                          f"offset {a['start']} of document {doc_id!r}.")
+            else:
+                start = None
+            answers.append(Answer(answer_text, doc_id, start))
+        queries.append(EvalQuery(qid, text, dict(qrels[qid]), tuple(answers)))
+
+    info = {"format": "beir", "source": str(folder), "split": split, "limit": limit,
+            "corpus": {"documents": len(documents), "total_documents": len(records), "sliced": sliced,
+                       "sample": corpus_sample if sliced else None,
+                       "rule": ("relevant + answer documents of the queries, plus the corpus_sample others "
+                                "with the smallest sha256(doc_id)") if sliced else "whole corpus"}}
+    return EvalSet(name or folder.name, tuple(queries), tuple(documents), info)
+
+
+# ------------------------------------------------------------------------------------------ simple format
+def _as_list(value: Any, where: str, what: str, csv_row: bool) -> list[str]:
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        items = value.split(";") if csv_row else [value]
+    elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+        items = value
+    else:
+        raise EvaluationError(f"{where}: `{what}` must be a list of strings"
+                              f"{' (or one string)' if what == 'answer' else ''}, got {json.dumps(value)[:60]}.")
+    return [i.strip() for i in items if i.strip()]
+
+
+def _user_query(row: Mapping[str, Any], where: str, default_id: str, csv_row: bool) -> EvalQuery:
+    unknown = set(row) - {"id", "query", "relevant", "answer"}
+    if unknown:
+        raise EvaluationError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}; "
+                              "use query, relevant, answer and optionally id.")
+    text = row.get("query")
+    if not isinstance(text, str) or not text.strip():
+        raise EvaluationError(f"{where}: `query` is missing or empty.")
+    relevant = _as_list(row.get("relevant"), where, "relevant", csv_row)
+    if not relevant:
+        raise EvaluationError(f"{where}: `relevant` is missing or empty: list the doc ids that answer the query "
+                              "(paths inside the knowledge base, e.g. runbooks/cpu_high.md).")
+    answers = _as_list(row.get("answer"), where, "answer", False)
+    qid = str(row.get("id") or "").strip() or default_id
+    return EvalQuery(qid, text.strip(), {d: 1 for d in relevant}, tuple(Answer(a) for a in answers))
+
+
+def parse_user_set(data: bytes | str, name: str) -> list[EvalQuery]:
+    """JSONL or CSV (chosen by `name`'s extension) -> queries. Errors name the line and the field."""
+    text = data.decode("utf-8-sig") if isinstance(data, bytes) else data
+    ext = Path(name).suffix.lower()
+    queries: list[EvalQuery] = []
+    if ext in (".jsonl", ".json", ".ndjson"):
+        for line_no, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            where = f"{name}, line {line_no}"
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise EvaluationError(f"{where}: not valid JSON ({exc.msg}). Write one JSON object per line.") from None
+            if not isinstance(row, dict):
+                raise EvaluationError(f"{where}: expected a JSON object with query and relevant.")
+            queries.append(_user_query(row, where, f"q{line_no}", False))
+    elif ext in (".csv", ".tsv"):
+        reader = csv.DictReader(io.StringIO(text), delimiter="\t" if ext == ".tsv" else ",")
+        if not reader.fieldnames or not {"query", "relevant"} <= {f.strip() for f in reader.fieldnames}:
+            raise EvaluationError(f"{name}: the header must name the columns query and relevant "
+                                  "(and optionally answer, id).")
+        for row_no, row in enumerate(reader, start=2):
+            if None in row:
+                raise EvaluationError(f"{name}, line {row_no}: more values than columns (quote fields with commas).")
+            clean = {k.strip(): (v or "") for k, v in row.items()}
+            if not any(v.strip() for v in clean.values()):
+                continue
+            queries.append(_user_query(clean, f"{name}, line {row_no}", f"q{row_no}", True))
+    else:
+        raise EvaluationError(f"{name}: use a .jsonl or .csv file (query, relevant, optional answer).")
+    if not queries:
+        raise EvaluationError(f"{name} contains no queries.")
+    seen: set[str] = set()
+    for q in queries:
+        if q.query_id in seen:
+            raise EvaluationError(f"{name}: query id {q.query_id!r} appears twice.")
+        seen.add(q.query_id)
+    return queries
+
+
+def load_folder_corpus(folder: str | os.PathLike[str]) -> tuple[Document, ...]:
+    """Every supported file of a folder as Documents, doc ids relative to it (as `ingest FOLDER` does)."""
+    from .. import loaders
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise EvaluationError(f"Corpus folder {folder} does not exist.")
+    docs = tuple(loaders.load_path(path, root) for path, root in loaders.iter_files([folder]))
+    if not docs:
+        raise EvaluationError(f"Corpus folder {folder} has no supported files.")
+    return docs
+
+
+def load_user_set(source: str | os.PathLike[str] | bytes, *, name: str | None = None,
+                  corpus: str | os.PathLike[str] | Sequence[Document] | None = None,
+                  limit: int | None = None) -> EvalSet:
+    """A hand-written set (a path, or bytes with `name`), with its corpus folder or documents; without
+    a corpus the set is meant for an existing knowledge base (`run_evaluation(..., live=True)`)."""
+    if isinstance(source, bytes):
+        if not name:
+            raise EvaluationError("An uploaded evaluation set needs its file name (.jsonl or .csv).")
+        data, label = source, name
+    else:
+        path = Path(source)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise EvaluationError(f"Evaluation set {path} does not exist.") from None
+        label = name or path.name
+    queries = parse_user_set(data, label)
+    if limit is not None:
+        if limit < 1:
+            raise EvaluationError(f"--limit must be at least 1 (got {limit}).")
+        queries = queries[:limit]
+    documents: tuple[Document, ...] | None
+    if corpus is None:
+        documents = None
+    elif isinstance(corpus, (str, os.PathLike)):
+        documents = load_folder_corpus(corpus)
+    else:
+        documents = tuple(corpus)
+    info = {"format": "simple", "source": label if isinstance(source, bytes) else str(source), "split": None,
+            "limit": limit,
+            "corpus": {"documents": len(documents) if documents is not None else None,
+                       "folder": str(corpus) if isinstance(corpus, (str, os.PathLike)) else None,
+                       "sliced": False, "rule": "whole folder" if documents is not None else "live knowledge base"}}
+    return EvalSet(Path(label).stem, tuple(queries), documents, info)
+
+
+def answers_located(eval_set: EvalSet) -> list[str]:
+    """Warnings for labels that cannot be right: relevant ids missing from the corpus, answers not found."""
+    if eval_set.documents is None:
+        return []
+    texts = {d.doc_id: d.text for d in eval_set.documents}
+    warnings = []
+    for q in eval_set.queries:
+        absent = [d for d in q.relevant if d not in texts]
+        if absent:
+            warnings.append(f"query {q.query_id}: relevant document(s) not in the corpus: {', '.join(absent)}")
+        for a in q.answers:
+            if a.start is None and not any(a.text in texts.get(d, "") for d in q.relevant):
+                warnings.append(f"query {q.query_id}: answer {a.text[:40]!r} is not in any relevant document")
+    return warnings
+
+
+# ------------------------------------------------------------------------------------------ bundled sets
+def eval_sets_dir(env: Mapping[str, str] | None = None) -> Path | None:
+    """Where the bundled BEIR sets live: $RAG_EVAL_DIR, else ../shared/eval next to the repository."""
+    env = os.environ if env is None else env
+    for candidate in (env.get(EVAL_DIR_ENV, ""), str(REPO_ROOT.parent / "shared" / "eval")):
+        if candidate and Path(candidate).is_dir():
+            return Path(candidate)
+    return None
+
+
+def bundled_sets(env: Mapping[str, str] | None = None) -> dict[str, Path]:
+    """Set name -> location: "sample" (examples/kb_queries.jsonl over examples/kb) and each BEIR folder."""
+    sets = {SAMPLE_NAME: SAMPLE_QUERIES} if SAMPLE_QUERIES.is_file() else {}
+    root = eval_sets_dir(env)
+    if root is not None:
+        for folder in sorted(root.iterdir()):
+            if (folder / "corpus.jsonl").is_file() and beir_splits(folder):
+                sets[folder.name] = folder
+    return sets
+
+
+def load_set(spec: str, *, split: str | None = None, limit: int | None = None, corpus_sample: int | None = None,
+             corpus: str | os.PathLike[str] | None = None, live: bool = False,
+             env: Mapping[str, str] | None = None) -> EvalSet:
+    """A bundled set name, a BEIR folder, or a JSONL/CSV file -> EvalSet.
+
+    The sample set's corpus is examples/kb unless `corpus` is given; `live` evaluates a simple-format set
+    against the configured knowledge base instead of indexing a corpus."""
+    sets = bundled_sets(env)
+    path = sets.get(spec) or Path(spec)
+    if path.is_dir():
+        if live or corpus:
+            raise EvaluationError("A BEIR-layout set brings its own corpus: --live and --corpus apply to "
+                                  "JSONL/CSV sets only.")
+        return load_beir(path, split=split, limit=limit, corpus_sample=corpus_sample,
+                         name=spec if spec in sets else None)
+    if not path.exists():
+        names = ", ".join(sets) or "(none found)"
+        raise EvaluationError(f"No evaluation set {spec!r}: give a bundled set ({names}), a BEIR folder or a "
+                              ".jsonl/.csv file.")
+    if split:
+        raise EvaluationError("--split applies to BEIR-layout sets only.")
+    if live:
+        corpus_arg = None
+    else:
+        corpus_arg = corpus or (SAMPLE_KB if path.resolve() == SAMPLE_QUERIES.resolve() else None)
+        if corpus_arg is None:
+            raise EvaluationError(f"{path}: say which documents to evaluate against: --corpus FOLDER "
+                                  "(indexed into the isolated evaluation database) or --live (the knowledge base).")
+    eval_set = load_user_set(path, corpus=corpus_arg, limit=limit)
+    return EvalSet(spec if spec in sets else eval_set.name, eval_set.queries, eval_set.documents, eval_set.info)
+

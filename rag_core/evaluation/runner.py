@@ -1,0 +1,373 @@
+"""Runs and sweeps: index (or reuse) a corpus, send every query through the one lookup path, score.
+
+A sweep is a grid over index settings (chunk size, overlap), search settings (mode, fusion, RRF k,
+channel weights, retrieve-k) and post-processing settings (return-n, max chunks per document). Work is
+shared where the pipeline allows it and nowhere else:
+
+* one index (an isolated collection, see `indexing`) per (chunk size, overlap);
+* one `KnowledgeRetriever.fetch` per query per distinct search setting *including retrieve-k*. Fetching
+  once at the largest k and cutting the list would be exact for one channel, but not for hybrid
+  fusion (the top 20 of an RRF over two top-100 lists is not the RRF of two top-20 lists), and the
+  latency of a wider fetch is not the latency of the narrower one;
+* one `assemble` per post-processing setting on the same fetched hits — post-processing needs no new
+  search, and that is exactly how the debugger re-runs.
+
+Latency per query = wall time of `fetch` (embed + search + fusion) + `assemble` (identity,
+post-processing, projection) for that point. Everything else is deterministic: exact (FLAT) dense
+search, BM25 and the pure post-processing give the same results on every run.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime, timezone
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from ..config import Settings
+from ..embedding import Embedder
+from ..errors import EvaluationError
+from ..retrieval import KnowledgeRetriever, LookupParams, MilvusSearchPort, SearchOptions, params_from_settings
+from ..retrieval.ports import FUSIONS, SEARCH_MODES
+from . import metrics as m
+from .datasets import EvalQuery, EvalSet, answers_located
+from .indexing import IndexStats, bulk_index, collection_name, eval_db_path, open_eval_store
+
+INDEX_KEYS = ("chunk_size", "overlap")
+SEARCH_KEYS = ("mode", "fusion", "rrf_k", "dense_weight", "bm25_weight", "retrieve_k")
+POST_KEYS = ("return_n", "max_chunks_per_document")
+PARAM_KEYS = INDEX_KEYS + SEARCH_KEYS + POST_KEYS
+FAILED_RULE = ("no relevant document among the evidence, or (for sets with answers) no evidence chunk "
+               "contains an answer")
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    chunk_size: int
+    overlap: int
+    mode: str
+    fusion: str
+    rrf_k: int
+    dense_weight: float
+    bm25_weight: float
+    retrieve_k: int
+    return_n: int
+    max_chunks_per_document: int
+
+    def search_options(self) -> SearchOptions:
+        return SearchOptions(mode=self.mode, fusion=self.fusion, rrf_k=self.rrf_k, dense_weight=self.dense_weight,
+                             bm25_weight=self.bm25_weight)
+
+    def relevant(self, key: str) -> bool:
+        """Whether a parameter changes anything at this point (fusion settings only matter for hybrid)."""
+        if key in ("fusion", "dense_weight", "bm25_weight"):
+            return self.mode == "hybrid"
+        if key == "rrf_k":
+            return self.mode == "hybrid" and self.fusion == "rrf"
+        return True
+
+    def to_dict(self) -> dict[str, Any]:
+        """Parameters; those that do not apply at this point are None."""
+        return {k: (getattr(self, k) if self.relevant(k) else None) for k in PARAM_KEYS}
+
+    def key(self, keys: Sequence[str]) -> tuple[Any, ...]:
+        return tuple(getattr(self, k) for k in keys)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Lists of values to sweep; a single value each is a single run."""
+
+    chunk_size: tuple[int, ...] = (800,)
+    overlap: tuple[int, ...] = (100,)
+    mode: tuple[str, ...] = ("hybrid",)
+    fusion: tuple[str, ...] = ("rrf",)
+    rrf_k: tuple[int, ...] = (60,)
+    dense_weight: tuple[float, ...] = (0.2,)
+    bm25_weight: tuple[float, ...] = (1.0,)
+    retrieve_k: tuple[int, ...] = (20,)
+    return_n: tuple[int, ...] = (5,)
+    max_chunks_per_document: tuple[int, ...] = (2,)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **values: Iterable[Any] | Any | None) -> Grid:
+        """Settings' values for every parameter not given (lookup defaults as `params_from_settings`)."""
+        params = params_from_settings(settings)
+        defaults = {"chunk_size": settings["chunk.max-size"], "overlap": settings["chunk.overlap"],
+                    "mode": params.search.mode, "fusion": params.search.fusion, "rrf_k": params.search.rrf_k,
+                    "dense_weight": params.search.dense_weight, "bm25_weight": params.search.bm25_weight,
+                    "retrieve_k": params.retrieve_k, "return_n": params.return_n,
+                    "max_chunks_per_document": params.max_chunks_per_document}
+        unknown = set(values) - set(defaults)
+        if unknown:
+            raise EvaluationError(f"Unknown sweep parameter(s): {', '.join(sorted(unknown))}.")
+        fields: dict[str, tuple[Any, ...]] = {}
+        for name, default in defaults.items():
+            given = values.get(name)
+            if isinstance(given, (str, int, float)):
+                given = (given,)
+            given = tuple(dict.fromkeys(given or ()))  # unique, in the order given
+            fields[name] = given or (default,)
+        return cls(**fields)
+
+    def validate(self) -> None:
+        for name in ("chunk_size", "rrf_k", "retrieve_k", "return_n", "max_chunks_per_document"):
+            for v in getattr(self, name):
+                if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                    raise EvaluationError(f"{name.replace('_', '-')} values must be whole numbers >= 1 (got {v!r}).")
+        for v in self.overlap:
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise EvaluationError(f"overlap values must be whole numbers >= 0 (got {v!r}).")
+        for v in self.mode:
+            if v not in SEARCH_MODES:
+                raise EvaluationError(f"Unknown search mode {v!r}; use {', '.join(SEARCH_MODES)}.")
+        for v in self.fusion:
+            if v not in FUSIONS:
+                raise EvaluationError(f"Unknown fusion {v!r}; use {', '.join(FUSIONS)}.")
+        for name in ("dense_weight", "bm25_weight"):
+            for v in getattr(self, name):
+                if not 0.0 <= float(v) <= 1.0:
+                    raise EvaluationError(f"{name.replace('_', '-')} values must lie in [0, 1] (got {v!r}).")
+
+    def points(self) -> tuple[list[SweepPoint], list[str]]:
+        """Every valid combination once, in grid order, and why the others were skipped."""
+        self.validate()
+        points: list[SweepPoint] = []
+        skipped: list[str] = []
+        seen: set[SweepPoint] = set()
+        names = [f.name for f in SweepPoint.__dataclass_fields__.values()]  # type: ignore[attr-defined]
+        for combo in itertools.product(*(getattr(self, n) for n in names)):
+            point = SweepPoint(**dict(zip(names, combo)))
+            # Parameters that do not apply are pinned to the grid's first value, so they do not multiply runs.
+            canonical = replace(point, **{k: getattr(self, k)[0] for k in names if not point.relevant(k)})
+            if canonical in seen:
+                continue
+            seen.add(canonical)
+            if point.overlap >= point.chunk_size:
+                skipped.append(f"overlap {point.overlap} >= chunk size {point.chunk_size}")
+            elif point.return_n > point.retrieve_k:
+                skipped.append(f"return-n {point.return_n} > retrieve-k {point.retrieve_k}")
+            elif point.mode == "hybrid" and point.dense_weight + point.bm25_weight <= 0:
+                skipped.append("hybrid with both channel weights 0")
+            else:
+                points.append(canonical)
+        if not points:
+            raise EvaluationError("No valid parameter combination: " + "; ".join(sorted(set(skipped))))
+        return points, sorted(set(skipped))
+
+    def varying(self) -> list[str]:
+        return [k for k in PARAM_KEYS if len(getattr(self, k)) > 1]
+
+
+@dataclass(frozen=True)
+class EvalProgress:
+    """One step of a run, for progress bars: `stage` is "indexing" (chunks) or "querying" (queries)."""
+
+    stage: str
+    done: int
+    total: int
+    detail: str = ""
+
+    @property
+    def fraction(self) -> float:
+        return min(1.0, self.done / self.total) if self.total else 0.0
+
+
+ProgressCallback = Callable[[EvalProgress], None]
+
+
+@dataclass
+class PointResult:
+    point: SweepPoint
+    metrics: dict[str, Any]
+    queries: list[dict[str, Any]]
+
+
+@dataclass
+class EvalRun:
+    set_name: str
+    set_info: Mapping[str, Any]
+    config: dict[str, Any]
+    versions: dict[str, str]
+    started_at: str
+    seconds: float
+    index: list[dict[str, Any]]
+    points: list[PointResult]
+    skipped: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def summary_rows(self) -> list[dict[str, Any]]:
+        return [{**p.point.to_dict(), **p.metrics} for p in self.points]
+
+    def query_rows(self) -> list[dict[str, Any]]:
+        return [{"point": i, **p.point.to_dict(), **q} for i, p in enumerate(self.points) for q in p.queries]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"set": self.set_name, "set_info": dict(self.set_info), "config": self.config,
+                "versions": self.versions, "started_at": self.started_at, "seconds": round(self.seconds, 3),
+                "index": self.index, "skipped": self.skipped, "warnings": self.warnings,
+                "points": [{"params": p.point.to_dict(), "metrics": p.metrics, "queries": p.queries}
+                           for p in self.points]}
+
+
+# ---------------------------------------------------------------------------------------- scoring
+def score_query(query: EvalQuery, result: Any, latency_ms: float) -> dict[str, Any]:
+    """One query's record at one point, from a `LookupResult`."""
+    evidence_docs = m.document_ranking(c.doc_id for c in result.evidence)
+    raw_docs = m.document_ranking(c.doc_id for c in result.candidates)
+    record: dict[str, Any] = {"query_id": query.query_id, "query": query.text, "relevant": sorted(query.relevant)}
+    record.update(m.document_metrics(evidence_docs, query.relevant))
+    record.update(m.document_metrics(raw_docs, query.relevant, prefix="raw_"))
+    record["first_relevant_rank"] = m.first_relevant_rank(evidence_docs, query.relevant)
+    if query.answers:
+        found = m.answer_found(map(m.returned_chunk, result.evidence), query.answers, query.relevant)
+        raw_found = m.answer_found(map(m.returned_chunk, result.candidates), query.answers, query.relevant)
+        record.update(answer_found=found, raw_answer_found=raw_found, answer_lost=raw_found and not found)
+    else:
+        record.update(answer_found=None, raw_answer_found=None, answer_lost=None)
+    record["distinct_docs"] = len(evidence_docs)
+    record["evidence_blocks"] = len(result.evidence)
+    record["latency_ms"] = round(latency_ms, 3)
+    record["failed"] = record["first_relevant_rank"] is None or record["answer_found"] is False
+    record["evidence_keys"] = [c.evidence_key for c in result.evidence]
+    record["raw_docs"] = raw_docs[:10]
+    return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in record.items()}
+
+
+def summarize(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Means over queries (answer figures over the queries that have answers) and latency percentiles."""
+    summary: dict[str, Any] = {"queries": len(records)}
+    keys = [f"ndcg@{m.NDCG_K}", *(f"recall@{k}" for k in m.RECALL_KS), f"mrr@{m.MRR_K}"]
+    for prefix in ("", "raw_"):
+        for key in keys:
+            summary[prefix + key] = m.mean(r[prefix + key] for r in records)
+    with_answers = [r for r in records if r["answer_found"] is not None]
+    summary["queries_with_answers"] = len(with_answers)
+    summary["answer_recall"] = m.mean(float(r["answer_found"]) for r in with_answers)
+    summary["raw_answer_recall"] = m.mean(float(r["raw_answer_found"]) for r in with_answers)
+    raw_found = [r for r in with_answers if r["raw_answer_found"]]
+    summary["answers_lost"] = m.mean(float(r["answer_lost"]) for r in raw_found)
+    summary["answers_lost_count"] = sum(bool(r["answer_lost"]) for r in with_answers)
+    summary["distinct_docs"] = m.mean(r["distinct_docs"] for r in records)
+    summary["evidence_blocks"] = m.mean(r["evidence_blocks"] for r in records)
+    latencies = [r["latency_ms"] for r in records]
+    summary["latency_p50_ms"] = round(m.percentile(latencies, 50), 3)
+    summary["latency_p95_ms"] = round(m.percentile(latencies, 95), 3)
+    summary["failed"] = sum(bool(r["failed"]) for r in records)
+    return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in summary.items()}
+
+
+# ---------------------------------------------------------------------------------------- running
+def _group(points: Sequence[SweepPoint], keys: Sequence[str]) -> dict[tuple[Any, ...], list[SweepPoint]]:
+    groups: dict[tuple[Any, ...], list[SweepPoint]] = {}
+    for p in points:
+        groups.setdefault(p.key(keys), []).append(p)
+    return groups
+
+
+def run_evaluation(eval_set: EvalSet, grid: Grid, settings: Settings, *, embedder: Embedder | None = None,
+                   live: bool = False, reindex: bool = False,
+                   progress: ProgressCallback | None = None) -> EvalRun:
+    """Evaluate every point of `grid` on `eval_set` (see the module docstring).
+
+    `live=True` searches the configured knowledge base (settings' Milvus URI and collection) instead of
+    indexing the set's corpus; it cannot sweep chunking, which is fixed by what was ingested."""
+    from ..bootstrap import build_embedder, build_store
+    from .results import versions
+
+    started = time.perf_counter()
+    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    report = progress or (lambda _: None)
+    points, skipped = grid.points()
+    embedder = embedder or build_embedder(settings)
+    defaults = params_from_settings(settings)
+    if not eval_set.queries:
+        raise EvaluationError(f"The evaluation set {eval_set.name!r} has no queries.")
+    if live:
+        if len(grid.chunk_size) > 1 or len(grid.overlap) > 1:
+            raise EvaluationError("A live knowledge base is chunked already: sweep chunk size and overlap on an "
+                                  "indexed corpus instead (--corpus FOLDER), not with --live.")
+        points = [replace(p, chunk_size=settings["chunk.max-size"], overlap=settings["chunk.overlap"]) for p in points]
+    elif eval_set.documents is None:
+        raise EvaluationError(f"The evaluation set {eval_set.name!r} has no corpus: give a corpus folder, "
+                              "or evaluate it against the live knowledge base.")
+
+    warnings = [] if live else answers_located(eval_set)
+    search_groups = {ik: _group(ps, SEARCH_KEYS) for ik, ps in _group(points, INDEX_KEYS).items()}
+    total_fetches = len(eval_set.queries) * sum(len(g) for g in search_groups.values())
+    fetches = 0
+    results: list[PointResult] = []
+    index_stats: list[dict[str, Any]] = []
+    for (chunk_size, overlap), groups in search_groups.items():
+        index_started = time.perf_counter()
+        if live:
+            store = build_store(settings, embedder)
+            try:
+                listed = store.list_documents()
+            except BaseException:
+                store.close()
+                raise
+            stored = {d.doc_id for d in listed}
+            for q in eval_set.queries:
+                absent = sorted(set(q.relevant) - stored)
+                if absent:
+                    warnings.append(f"query {q.query_id}: relevant document(s) not in the knowledge base: "
+                                    f"{', '.join(absent)}")
+            stats = IndexStats(store.collection, len(stored), sum(d.chunks for d in listed), 0, 0, 0.0)
+        else:
+            assert eval_set.documents is not None
+            name = collection_name(eval_set.documents, chunk_size, overlap, embedder.name)
+            store = open_eval_store(settings, name, embedder)
+            if reindex:
+                store.drop()
+                store.open(embedder.name, embedder.dim)
+            detail = f"indexing {len(eval_set.documents)} documents (chunk {chunk_size}/{overlap})"
+            try:
+                chunks, written_docs, written_chunks = bulk_index(
+                    store, embedder, eval_set.documents, chunk_size=chunk_size, overlap=overlap,
+                    batch_size=settings["embedding.batch-size"],
+                    progress=lambda done, total: report(EvalProgress("indexing", done, total, detail)))
+            except BaseException:
+                store.close()
+                raise
+            stats = IndexStats(name, len(eval_set.documents), chunks, written_docs, written_chunks,
+                               time.perf_counter() - index_started)
+        index_stats.append({**asdict(stats), "seconds": round(stats.seconds, 3),
+                            "uri": "live" if live else str(eval_db_path(settings)),
+                            "chunk_size": chunk_size, "overlap": overlap})
+        try:
+            retriever = KnowledgeRetriever(MilvusSearchPort(store, embedder), defaults)
+            # Warm up (model load on first use, first search) so latency figures are steady-state.
+            first = next(iter(groups.values()))[0]
+            retriever.fetch(eval_set.queries[0].text, LookupParams(retrieve_k=first.retrieve_k, return_n=1,
+                                                                   search=first.search_options()))
+            for group in groups.values():
+                records: list[list[dict[str, Any]]] = [[] for _ in group]
+                params = [LookupParams(retrieve_k=p.retrieve_k, return_n=p.return_n,
+                                       max_chunks_per_document=p.max_chunks_per_document,
+                                       search=p.search_options(),
+                                       budgets=replace(defaults.budgets, max_items=p.return_n)) for p in group]
+                for query in eval_set.queries:
+                    t0 = time.perf_counter()
+                    fetched = retriever.fetch(query.text, params[0])
+                    fetch_ms = (time.perf_counter() - t0) * 1000
+                    for i, p in enumerate(params):
+                        t1 = time.perf_counter()
+                        result = retriever.assemble(fetched, p)
+                        latency = fetch_ms + (time.perf_counter() - t1) * 1000
+                        records[i].append(score_query(query, result, latency))
+                    fetches += 1
+                    report(EvalProgress("querying", fetches, total_fetches,
+                                        f"{group[0].mode} retrieve-k {group[0].retrieve_k}"))
+                results.extend(PointResult(p, summarize(r), r) for p, r in zip(group, records))
+        finally:
+            store.close()
+    order = {p: i for i, p in enumerate(points)}
+    results.sort(key=lambda r: order[r.point])
+    config = {"grid": {k: list(getattr(grid, k)) for k in PARAM_KEYS}, "varying": grid.varying(), "live": live,
+              "reindex": reindex, "embedder": embedder.name, "projection": asdict(defaults.budgets),
+              "failed_rule": FAILED_RULE}
+    return EvalRun(eval_set.name, dict(eval_set.info), config, versions(embedder.name), started_at,
+                   time.perf_counter() - started, index_stats, results, skipped, warnings)
+

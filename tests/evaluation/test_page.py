@@ -1,0 +1,79 @@
+"""The Evaluation page through AppTest: a bundled run, an uploaded set with a failing query, comparison."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.helpers import REPO
+
+PAGE = str(REPO / "pages" / "evaluation.py")
+
+
+@pytest.fixture
+def page(eval_data_dir, monkeypatch) -> AppTest:
+    monkeypatch.setenv("RAG_DATA_DIR", str(eval_data_dir))
+    monkeypatch.delenv("RAG_CONFIG", raising=False)
+    at = AppTest.from_file(PAGE, default_timeout=90)
+    at.run()
+    assert not at.exception
+    return at
+
+
+def _frames(at: AppTest) -> list:
+    return [d.value for d in at.dataframe]
+
+
+def test_bundled_sweep_then_upload_then_compare(page: AppTest) -> None:
+    at = page
+    assert at.selectbox(key="eval_set").value == "sample"
+    at.number_input(key="eval_limit").set_value(4)
+    at.multiselect(key="eval_mode").set_value(["dense"])
+    at.text_input(key="eval_return_n").set_value("3,5")
+    at.button(key="eval_run").click().run()
+    assert not at.exception, at.exception
+    saved = at.session_state["eval_last_run"]["run"]
+    assert saved["set"] == "sample" and len(saved["points"]) == 2
+    summary = _frames(at)[0]
+    assert list(summary["return_n"]) == [3, 5] and "ndcg@10" in summary.columns
+    assert not at.error
+
+    at.radio(key="eval_source").set_value("Upload a set").run()
+    assert not at.exception
+    at.file_uploader(key="eval_upload").set_value((
+        "mine.jsonl",
+        b'{"query": "When does HighCPUUsageCritical fire?", "relevant": ["runbooks/cpu_high.md"]}\n'
+        b'{"query": "What is the weather on Mars?", "relevant": ["nowhere.md"]}\n',
+        "application/json")).run()
+    assert not at.exception
+    at.text_input(key="eval_return_n").set_value("5")
+    at.button(key="eval_run").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["eval_last_run"]["run"]["set"] == "mine"
+    assert any("nowhere.md" in w.value for w in at.warning)
+    failed = next(f for f in _frames(at) if "debugger" in f.columns)
+    assert list(failed["query"]) == ["What is the weather on Mars?"]
+    link = urlsplit(failed["debugger"][0])
+    assert link.path == "debugger"  # relative to the app's root, like every page's URL
+    assert parse_qs(link.query) == {"q": ["What is the weather on Mars?"], "retrieve_k": ["20"], "return_n": ["5"],
+                                    "max_chunks_per_document": ["2"], "mode": ["dense"]}
+
+    assert at.selectbox(key="eval_cmp_a").value != at.selectbox(key="eval_cmp_b").value
+    diff = next(f for f in _frames(at) if "B − A" in f.columns)
+    assert "ndcg@10" in list(diff["metric"])
+
+
+def test_bad_parameter_is_an_error_not_a_traceback(page: AppTest) -> None:
+    page.text_input(key="eval_retrieve_k").set_value("twenty").run()
+    assert not page.exception
+    assert "retrieve-k: 'twenty' is not a valid int" in page.error[0].value
+
+
+def test_sample_set_against_an_empty_live_knowledge_base_says_so(page: AppTest) -> None:
+    page.number_input(key="eval_limit").set_value(2)
+    page.radio(key="eval_target").set_value("Live knowledge base")
+    page.button(key="eval_run").click().run()
+    assert not page.exception
+    assert any("knowledge base is empty" in e.value for e in page.error), [e.value for e in page.error]
