@@ -55,11 +55,12 @@ def build_embedder(settings: Settings, env: Mapping[str, str] | None = None) -> 
                                 batch_size=settings["embedding.batch-size"], **common)
 
 
-def build_store(settings: Settings, embedder: Embedder, env: Mapping[str, str] | None = None) -> MilvusStore:
+def build_store(settings: Settings, embedder: Embedder, env: Mapping[str, str] | None = None, *,
+                migrate: bool = False) -> MilvusStore:
     store = MilvusStore(settings.milvus_uri, settings["milvus.collection"], token=secret("MILVUS_TOKEN", env),
                         timeout=settings["milvus.timeout"])
     try:
-        store.open(embedder.name, embedder.dim)
+        store.open(embedder.name, embedder.dim, migrate=migrate)
     except BaseException:
         store.close()
         raise
@@ -81,9 +82,10 @@ class Workbench:
 
 
 def build_workbench(settings: Settings, env: Mapping[str, str] | None = None,
-                    embedder: Embedder | None = None) -> Workbench:
+                    embedder: Embedder | None = None, *, migrate: bool = False) -> Workbench:
+    """`migrate`: rebuild a collection created by an older version instead of refusing to open it."""
     embedder = embedder or build_embedder(settings, env)
-    store = build_store(settings, embedder, env)
+    store = build_store(settings, embedder, env, migrate=migrate)
     ingestor = Ingestor(store, embedder, max_size=settings["chunk.max-size"], overlap=settings["chunk.overlap"],
                         max_bytes=int(settings["loader.max-file-mb"] * 1024 * 1024),
                         batch_size=settings["embedding.batch-size"], uploads_dir=settings.uploads_dir)

@@ -164,6 +164,18 @@ def cmd_reindex(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_FAILED_FILES if any(r.status == "failed" for r in reports) else 0
 
 
+def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
+    from .bootstrap import build_workbench
+
+    wb = build_workbench(settings, migrate=True)
+    try:
+        docs = wb.store.list_documents()
+    finally:
+        wb.close()
+    print(f"{settings['milvus.collection']}: up to date ({len(docs)} documents, {sum(d.chunks for d in docs)} chunks)")
+    return 0
+
+
 def cmd_config(args: argparse.Namespace, settings: Settings) -> int:
     values = settings.public()
     if args.json:
@@ -223,6 +235,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_reindex)
+
+    p = sub.add_parser("migrate", help="rebuild a collection made by an older version (keeps the vectors)")
+    p.set_defaults(func=cmd_migrate)
 
     p = sub.add_parser("config", help="show every setting with its value, default and variable")
     p.add_argument("--json", action="store_true")

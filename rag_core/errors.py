@@ -35,6 +35,10 @@ class StoreLockedError(StoreError):
     """The Milvus Lite database file is held by another process."""
 
 
+class StoreMigrationNeeded(StoreError):
+    """The collection was created by an older version; `python -m rag_core migrate` rebuilds it."""
+
+
 class RetrievalError(RagError):
     """A lookup could not run: bad query or parameters, or nothing to search."""
 

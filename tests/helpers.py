@@ -13,7 +13,7 @@ SAMPLE_KB = REPO / "examples" / "kb"
 SHARED = REPO.parent / "shared"
 
 
-def make_workbench(data_dir: Path, embedder: Any = None, **overrides: Any) -> Workbench:
+def make_workbench(data_dir: Path, embedder: Any = None, migrate: bool = False, **overrides: Any) -> Workbench:
     """A real workbench (Milvus Lite + the local embedder unless given) in an isolated data dir."""
     settings = load_settings(data_dir=data_dir, env={}, config_file=None, overrides=overrides or None)
-    return build_workbench(settings, env={}, embedder=embedder)
+    return build_workbench(settings, env={}, embedder=embedder, migrate=migrate)

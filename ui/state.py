@@ -18,7 +18,7 @@ import streamlit as st
 
 from rag_core.bootstrap import DEFAULT_KEY_ENV, Workbench, build_workbench
 from rag_core.config import KEYS, Settings, load_settings
-from rag_core.errors import RagError
+from rag_core.errors import RagError, StoreMigrationNeeded
 
 if TYPE_CHECKING:
     from rag_core.agent import Agent
@@ -59,6 +59,14 @@ def workbench_or_stop() -> Workbench:
     """The shared workbench, or the error's message on the page and the script stops here."""
     try:
         return get_workbench()
+    except StoreMigrationNeeded as exc:
+        st.warning(str(exc), icon="🧱")
+        if st.button("Migrate now", type="primary", key="migrate_store"):
+            with st.spinner("Rebuilding the collection (vectors are kept)…"):
+                build_workbench(get_settings(), migrate=True).close()
+            st.rerun()
+        st.stop()
+        raise  # unreachable: st.stop() raises
     except RagError as exc:
         st.error(str(exc), icon="🛑")
         st.stop()

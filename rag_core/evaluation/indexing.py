@@ -64,7 +64,7 @@ def collection_name(documents: Sequence[Document], chunk_size: int, overlap: int
 def open_eval_store(settings: Settings, collection: str, embedder: Embedder) -> MilvusStore:
     store = MilvusStore(str(eval_db_path(settings)), collection)
     try:
-        store.open(embedder.name, embedder.dim)
+        store.open(embedder.name, embedder.dim, migrate=True)  # an evaluation index is a cache: upgrade it
     except BaseException:
         store.close()
         raise

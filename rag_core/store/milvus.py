@@ -30,18 +30,24 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import StoreError, StoreLockedError
+from ..errors import StoreError, StoreLockedError, StoreMigrationNeeded
 from ..records import Chunk, Document, SearchHit, StoredDocument
 from . import filters, lite_lock
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1  # of both collections; bump when a field or analyzer changes
-# jieba segments Chinese; lowercase + English stemming + stop words make English terms match too.
+# Of the chunk collection; bump when a field or the analyzer changes (then `migrate` rebuilds it).
+# 1: jieba + lowercase + stemmer + stop. 2: punctuation tokens dropped (cnalphanumonly).
+SCHEMA_VERSION = 2
+# jieba segments Chinese; cnalphanumonly drops the punctuation and whitespace tokens jieba emits (they
+# skewed BM25 length normalisation: COVID-QA nDCG@10 0.757 -> 0.821, CMRC 2018 0.957 -> 0.977);
+# lowercase + English stemming + stop words make English terms match as they do in bm25s.
 ANALYZER: dict[str, Any] = {
     "tokenizer": "jieba",
-    "filter": ["lowercase", {"type": "stemmer", "language": "english"}, {"type": "stop", "stop_words": ["_english_"]}],
+    "filter": ["cnalphanumonly", "lowercase", {"type": "stemmer", "language": "english"},
+               {"type": "stop", "stop_words": ["_english_"]}],
 }
+MIGRATING = "__migrating"  # suffix of the temporary copy a schema migration builds
 CHUNK_FIELDS = ["id", "content", "doc_id", "chunk_index", "source", "title", "version", "metadata"]
 REGISTRY_FIELDS = [
     "key", "doc_id", "version", "state", "committed_ns", "file_name", "extension", "size_bytes", "chunks",
@@ -135,34 +141,34 @@ class MilvusStore:
         return json.dumps({"app": "rag-workbench", "schema": SCHEMA_VERSION, "embedder": self.embedder_name,
                            "dim": self.dim, "analyzer": ANALYZER}, ensure_ascii=False)
 
-    def open(self, embedder_name: str, dim: int) -> None:
-        """Create or check the collections for this embedder, then finish any interrupted write."""
+    def open(self, embedder_name: str, dim: int, *, migrate: bool = False) -> None:
+        """Create or check the collections for this embedder, then finish any interrupted write.
+        An older collection layout raises StoreMigrationNeeded, unless `migrate` rebuilds it now."""
         self.embedder_name, self.dim = embedder_name, dim
         client = self.client
+        if client.has_collection(self.collection + MIGRATING):
+            self._finish_migration()
         if client.has_collection(self.collection):
-            self._check_existing()
+            self._check_existing(migrate)
         else:
-            self._create_chunks()
+            self._create_chunks(self.collection)
         if not client.has_collection(self.registry):
             self._create_registry()
         client.load_collection(self.collection)
         client.load_collection(self.registry)
         self.recover()
 
-    def _check_existing(self) -> None:
-        info = self.client.describe_collection(self.collection)
+    def _meta(self, name: str) -> dict[str, Any]:
         try:
-            meta = json.loads(info.get("description") or "{}")
+            return json.loads(self.client.describe_collection(name).get("description") or "{}")
         except json.JSONDecodeError:
-            meta = {}
+            return {}
+
+    def _check_existing(self, migrate: bool) -> None:
+        meta = self._meta(self.collection)
         if meta.get("app") != "rag-workbench":
             raise StoreError(f"Collection {self.collection!r} exists but was not created by this workbench; "
                              "choose another milvus.collection.")
-        if meta.get("schema") != SCHEMA_VERSION:
-            raise StoreError(
-                f"Collection {self.collection!r} uses an older layout (schema {meta.get('schema')}). Rebuild it into "
-                f"a new collection: `python -m rag_core --set milvus.collection=NEW reindex --from {self.collection}`."
-            )
         if (meta.get("embedder"), meta.get("dim")) != (self.embedder_name, self.dim):
             raise StoreError(
                 f"Collection {self.collection!r} was indexed with {meta.get('embedder')} ({meta.get('dim')}-d), but "
@@ -170,8 +176,67 @@ class MilvusStore:
                 "cannot be compared. Either set embedding.provider back, or re-embed everything into a new "
                 f"collection: `python -m rag_core --set milvus.collection=NEW reindex --from {self.collection}`."
             )
+        if meta.get("schema") != SCHEMA_VERSION:
+            if not migrate:
+                raise StoreMigrationNeeded(
+                    f"Collection {self.collection!r} was created by an older version of the workbench (layout "
+                    f"{meta.get('schema')}; this version uses {SCHEMA_VERSION}, with a better full-text analyzer). "
+                    "Run `python -m rag_core migrate` once (or press Migrate on the Home page): it rebuilds the "
+                    "collection and keeps every vector, nothing is embedded again."
+                )
+            self.migrate()
 
-    def _create_chunks(self) -> None:
+    # ---------------------------------------------------------------- schema migration
+    def migrate(self) -> int:
+        """Rebuild the chunk collection with the current layout, copying every row (vectors included;
+        the BM25 vectors are recomputed by Milvus). Returns the number of rows, 0 when nothing to do.
+
+        The rows are first copied to `<collection>__migrating`; only when that copy is complete is the
+        old collection dropped and recreated from it, so a failure at any point loses nothing and the
+        next `open` finishes the job."""
+        client = self.client
+        if self._meta(self.collection).get("schema") == SCHEMA_VERSION:
+            return 0
+        temporary = self.collection + MIGRATING
+        if client.has_collection(temporary):  # an earlier attempt that never reached the swap
+            client.drop_collection(temporary)
+        self._create_chunks(temporary)
+        client.load_collection(self.collection)
+        self._copy_rows(self.collection, temporary)
+        client.drop_collection(self.collection)  # from here on the temporary copy is the only full one
+        return self._finish_migration()
+
+    def _finish_migration(self) -> int:
+        client = self.client
+        temporary = self.collection + MIGRATING
+        if client.has_collection(self.collection):
+            if self._meta(self.collection).get("schema") != SCHEMA_VERSION:
+                client.drop_collection(temporary)  # the old collection is intact: the copy was not finished
+                return 0
+            client.drop_collection(self.collection)  # a copy back that was interrupted: start it again
+        self._create_chunks(self.collection)
+        client.load_collection(temporary)
+        rows = self._copy_rows(temporary, self.collection)
+        client.drop_collection(temporary)
+        log.info("migrated %d rows of %s to layout %d", rows, self.collection, SCHEMA_VERSION)
+        return rows
+
+    def _copy_rows(self, source: str, target: str) -> int:
+        fields = [f for f in CHUNK_FIELDS if f != "id"] + ["vector"]
+        iterator = self.client.query_iterator(source, batch_size=1000, filter="", output_fields=fields)
+        copied = 0
+        try:
+            while batch := iterator.next():
+                self._insert_batch([{name: row[name] for name in ["id", *fields]} for row in batch], target)
+                copied += len(batch)
+        finally:
+            iterator.close()
+        expected = self.client.query(source, filter="", output_fields=["count(*)"])[0]["count(*)"]
+        if copied != expected:
+            raise StoreError(f"Migration copied {copied} of {expected} rows from {source}; run it again.")
+        return copied
+
+    def _create_chunks(self, name: str) -> None:
         from pymilvus import DataType, Function, FunctionType
 
         client = self.client
@@ -193,7 +258,7 @@ class MilvusStore:
         # FLAT is exact and fast enough in Lite (31 ms at 100k x 512-d); a server picks its own.
         index.add_index("vector", index_type="FLAT" if is_lite(self.uri) else "AUTOINDEX", metric_type="COSINE")
         index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
-        client.create_collection(self.collection, schema=schema, index_params=index)
+        client.create_collection(name, schema=schema, index_params=index)
 
     def _create_registry(self) -> None:
         from pymilvus import DataType
@@ -318,9 +383,9 @@ class MilvusStore:
         self._delete_registry_rows(doc.doc_id, keep_key=key)
         return WriteResult(version=version, replaced=old is not None)
 
-    def _insert_batch(self, rows: list[dict[str, Any]]) -> None:
+    def _insert_batch(self, rows: list[dict[str, Any]], collection: str = "") -> None:
         """One insert call; a seam for tests that interrupt a write."""
-        self.client.insert(self.collection, rows)
+        self.client.insert(collection or self.collection, rows)
 
     @staticmethod
     def _chunk_row(doc: Document, chunk: Chunk, vector: np.ndarray, version: str, total: int,
@@ -348,8 +413,8 @@ class MilvusStore:
         return True
 
     def drop(self) -> None:
-        """Drop both collections (tests and `reset`)."""
-        for name in (self.collection, self.registry):
+        """Drop the collections (tests)."""
+        for name in (self.collection, self.registry, self.collection + MIGRATING):
             if self.client.has_collection(name):
                 self.client.drop_collection(name)
 

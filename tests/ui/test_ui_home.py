@@ -91,3 +91,23 @@ def test_a_locked_knowledge_base_shows_the_message_not_a_traceback(monkeypatch, 
     finally:
         holder.stdin.close()
         holder.wait(timeout=30)
+
+
+def test_an_old_collection_offers_migrate_now(monkeypatch, tmp_path):
+    from rag_core.store import milvus
+    from tests.helpers import SAMPLE_KB
+    from tests.store.test_migration import OLD_ANALYZER
+
+    monkeypatch.setenv("RAG_DATA_DIR", str(tmp_path))
+    with monkeypatch.context() as m:  # a knowledge base written by a version-1 workbench
+        m.setattr(milvus, "SCHEMA_VERSION", 1)
+        m.setattr(milvus, "ANALYZER", OLD_ANALYZER)
+        wb = ui.state.build_workbench(ui.state.get_settings())
+        wb.ingestor.ingest_paths([SAMPLE_KB / "runbooks" / "cpu_high.md"])
+        wb.close()
+    at = app_at()
+    assert "python -m rag_core migrate" in texts(at, "warning")
+    at.button(key="migrate_store").click().run()
+    assert not at.exception and not at.warning
+    assert metrics(at)["Documents"] == "1"
+    ui.state.clear_workbench()
