@@ -155,7 +155,7 @@ def execute(settings: Any) -> None:
     bar = st.progress(0.0, text="Starting…")
 
     def on_progress(p: Any) -> None:
-        unit = "chunks embedded" if p.stage == "indexing" else "queries"
+        unit = "documents indexed" if p.stage == "indexing" else "queries"
         bar.progress(p.fraction, text=f"{p.stage}: {p.done}/{p.total} {unit} — {p.detail}")
 
     run = run_evaluation(eval_set, grid, run_settings, embedder=embedder_for(provider), live=live,

@@ -10,8 +10,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from . import chunking, loaders
 from .config import Settings, describe_keys, load_settings
@@ -42,33 +43,32 @@ def _workbench(settings: Settings):  # noqa: ANN202 - imported lazily: `chunk` a
     return build_workbench(settings)
 
 
-def _progress_bar(enabled: bool):  # noqa: ANN202
+@contextmanager
+def _progress_bar(enabled: bool) -> Iterator[Callable[[Any], None]]:
     """An ingest progress callback drawing a tqdm bar on stderr (chunks of the current file)."""
     if not enabled:
-        return lambda _: None
+        yield lambda _: None
+        return
     from tqdm import tqdm
 
-    bar = tqdm(total=0, unit="chunk", file=sys.stderr, dynamic_ncols=True)
+    with tqdm(total=0, unit="chunk", file=sys.stderr, dynamic_ncols=True) as bar:
+        def update(p) -> None:  # noqa: ANN001
+            bar.set_description(f"[{p.file_index + 1}/{p.files_total}] {p.stage} {p.name[-40:]}")
+            if p.stage == "embedding":
+                if p.done == 0:
+                    bar.reset(total=p.total)
+                bar.n = p.done
+            bar.refresh()
 
-    def update(p) -> None:  # noqa: ANN001
-        bar.set_description(f"[{p.file_index + 1}/{p.files_total}] {p.stage} {p.name[-40:]}")
-        if p.stage == "embedding":
-            if p.done == 0:
-                bar.reset(total=p.total)
-            bar.n = p.done
-        bar.refresh()
-        if p.stage in ("done", "failed") and p.file_index + 1 == p.files_total:
-            bar.close()
-
-    return update
+        yield update
 
 
 # ---------------------------------------------------------------------------------------- commands
 def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     wb = _workbench(settings)
     try:
-        reports = wb.ingestor.ingest_paths(args.paths, prefix=args.prefix, force=args.force,
-                                           progress=_progress_bar(not args.quiet))
+        with _progress_bar(not args.quiet) as progress:
+            reports = wb.ingestor.ingest_paths(args.paths, prefix=args.prefix, force=args.force, progress=progress)
     finally:
         wb.close()
     if args.json:
@@ -152,8 +152,9 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_reindex(args: argparse.Namespace, settings: Settings) -> int:
     wb = _workbench(settings)
     try:
-        reports = wb.ingestor.reindex(args.doc_ids or None, from_collection=args.from_collection,
-                                      progress=_progress_bar(not args.quiet))
+        with _progress_bar(not args.quiet) as progress:
+            reports = wb.ingestor.reindex(args.doc_ids or None, from_collection=args.from_collection,
+                                          progress=progress)
     finally:
         wb.close()
     if args.json:

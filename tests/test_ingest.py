@@ -117,3 +117,39 @@ def test_reindex_into_a_new_collection_for_a_new_embedder(tmp_path: Path, local_
             "incident_response.md", "oncall_zh.md", "release_zh.md"]
     finally:
         wb.close()
+
+
+def test_small_documents_are_written_in_groups_and_a_bad_one_fails_alone(wb, monkeypatch) -> None:
+    from rag_core.errors import EmbeddingError
+    from rag_core.store.milvus import MilvusStore
+
+    real_embed = wb.embedder.embed_documents
+
+    def picky_embed(texts):
+        if any("POISON" in t for t in texts):
+            raise EmbeddingError("The embedding service rejected an input (HTTP 400).")
+        return real_embed(texts)
+
+    monkeypatch.setattr(wb.embedder, "embed_documents", picky_embed)
+    writes = []
+    real_replace = MilvusStore.replace_documents
+    monkeypatch.setattr(MilvusStore, "replace_documents",
+                        lambda self, items: writes.append(len(items)) or real_replace(self, items))
+    uploads = [(f"doc{i}.md", f"# Doc {i}\n\nShort text number {i}.\n".encode()) for i in range(6)]
+    assert {r.status for r in wb.ingestor.ingest_uploads(uploads)} == {"added"}
+    assert writes == [6]  # one write for the whole group
+    uploads = [(name, data + b"\nmore") for name, data in uploads]
+    uploads.insert(3, ("bad.md", b"# Bad\n\nPOISON in here.\n"))
+    events = []
+    reports = wb.ingestor.ingest_uploads(uploads, progress=events.append)
+    assert [r.status for r in reports] == ["replaced"] * 3 + ["failed"] + ["replaced"] * 3
+    assert "HTTP 400" in reports[3].error
+    assert len({d.doc_id for d in wb.store.list_documents()}) == 6
+    fractions = [e.fraction for e in events]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+
+
+def test_the_same_doc_id_twice_in_one_run(wb) -> None:
+    reports = wb.ingestor.ingest_uploads([("a.md", b"# A\n\nfirst"), ("a.md", b"# A\n\nsecond")])
+    assert [r.status for r in reports] == ["added", "replaced"]
+    assert "second" in wb.store.get_chunks("a.md")[0]["content"]

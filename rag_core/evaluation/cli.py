@@ -78,7 +78,7 @@ def _progress(enabled: bool):  # noqa: ANN202
     def update(p) -> None:  # noqa: ANN001
         if (p.stage, p.total) != (state["stage"], bar.total):
             state["stage"] = p.stage
-            bar.unit = "chunk" if p.stage == "indexing" else "query"
+            bar.unit = "doc" if p.stage == "indexing" else "query"
             bar.set_description(p.detail[:50], refresh=False)
             bar.reset(total=p.total)
         bar.n = p.done

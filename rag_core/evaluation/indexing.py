@@ -7,15 +7,9 @@ its slice), chunk size, overlap, chunker version and embedder — so a repeated 
 skips indexing, another query set over the same documents (e.g. an uploaded set over the sample KB)
 reuses it, and an interrupted run resumes with the documents that are missing.
 
-`bulk_index` is the ingest pipeline (chunk -> embed -> `store.replace_document`) batched across
-documents. Embedding batches must hold texts of similar length: the local USE model pads a batch to its
-longest text, so 32 chunks mixed from many documents embed at ~40 chunks/s where the same chunks sorted
-by length run at ~250-300 chunks/s (2 cores; one document's chunks are similar already, which is why
-`Ingestor` batches per document). So chunks are sorted by length across documents before batching; the
-registry is listed once instead of queried per document (the collection name already pins chunking and
-embedder, so a stored content hash is enough); and each document is still written with the store's
-versioned replace, with the fingerprint `Ingestor` would give it. Measured end to end (bench/README.md):
-~0.6x the embedder's own speed, against ~0.4x for per-document ingest.
+`bulk_index` runs the ingest pipeline itself (`Ingestor.ingest_documents`: chunks embedded in
+length-sorted batches across documents, written with the store's versioned replace), so what is
+evaluated is exactly what the knowledge base would hold.
 """
 
 from __future__ import annotations
@@ -25,17 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-import numpy as np
-
-from .. import chunking
 from ..config import Settings
 from ..embedding import Embedder
 from ..errors import EvaluationError
 from ..ingest import CHUNKER_VERSION, Ingestor
-from ..records import Chunk, Document
+from ..records import Document
 from ..store.milvus import MilvusStore
 
-GROUP_CHUNKS = 1024  # chunks embedded before their documents are written (resume granularity)
+GROUP_CHUNKS = 1024  # chunks embedded together before their documents are written (resume granularity)
 
 
 @dataclass(frozen=True)
@@ -71,62 +62,22 @@ def open_eval_store(settings: Settings, collection: str, embedder: Embedder) -> 
     return store
 
 
-def embed_sorted(embedder: Embedder, texts: Sequence[str], batch_size: int,
-                 on_embedded: Callable[[int], None] = lambda n: None) -> np.ndarray:
-    """Embed texts in batches of similar length (much faster for padded models), in input order."""
-    order = sorted(range(len(texts)), key=lambda i: (len(texts[i]), i))
-    vectors = np.zeros((len(texts), embedder.dim), dtype=np.float32)
-    for start in range(0, len(order), batch_size):
-        idx = order[start:start + batch_size]
-        part = np.asarray(embedder.embed_documents([texts[i] for i in idx]), dtype=np.float32)
-        if part.shape != (len(idx), embedder.dim):
-            raise EvaluationError(f"The embedder returned vectors of shape {part.shape}, "
-                                  f"expected ({len(idx)}, {embedder.dim}).")
-        vectors[idx] = part
-        on_embedded(len(idx))
-    return vectors
-
-
 def bulk_index(store: MilvusStore, embedder: Embedder, documents: Sequence[Document], *, chunk_size: int,
                overlap: int, batch_size: int = 32,
                progress: Callable[[int, int], None] = lambda done, total: None) -> tuple[int, int, int]:
     """Make `store` hold exactly `documents` chunked at (chunk_size, overlap); documents already stored
-    with the same content are kept (the collection name already pins chunking and embedder).
-
-    Returns (total chunks, documents written, chunks written). `progress(done, total)` counts chunks."""
-    fingerprints = Ingestor(store, embedder, max_size=chunk_size, overlap=overlap)
+    with the same content are kept. Returns (total chunks, documents written, chunks written).
+    `progress(done, total)` counts documents."""
     wanted = {d.doc_id for d in documents}
-    stored = {d.doc_id: d for d in store.list_documents()}
-    for doc_id in sorted(stored.keys() - wanted):
+    for doc_id in sorted({d.doc_id for d in store.list_documents()} - wanted):
         store.delete_document(doc_id)
-    todo = [d for d in documents if d.doc_id not in stored or stored[d.doc_id].content_hash != d.content_hash]
-    todo_ids = {d.doc_id for d in todo}
-    kept_chunks = sum(stored[d.doc_id].chunks for d in documents if d.doc_id in stored and d.doc_id not in todo_ids)
-    chunked = [(d, chunking.chunk_text(d.text, chunk_size, overlap)) for d in todo]
-    empty = [d.doc_id for d, cs in chunked if not cs]
-    if empty:
-        raise EvaluationError(f"Documents with no text to index: {', '.join(empty[:5])}.")
-    total = sum(len(cs) for _, cs in chunked)
-    done = 0
+    ingestor = Ingestor(store, embedder, max_size=chunk_size, overlap=overlap, batch_size=batch_size,
+                        max_bytes=2**62, group_chunks=GROUP_CHUNKS)
+    total = len(documents)
     progress(0, total)
-
-    def tick(n: int) -> None:
-        nonlocal done
-        done += n
-        progress(done, total)
-
-    group: list[tuple[Document, list[Chunk]]] = []
-    group_size = 0
-    for position, (doc, chunks) in enumerate(chunked):
-        group.append((doc, chunks))
-        group_size += len(chunks)
-        if group_size < GROUP_CHUNKS and position + 1 < len(chunked):
-            continue
-        vectors = embed_sorted(embedder, [c.text for _, cs in group for c in cs], batch_size, tick)
-        offset = 0
-        for gdoc, gchunks in group:
-            store.replace_document(gdoc, gchunks, vectors[offset:offset + len(gchunks)],
-                                   fingerprints.fingerprint(gdoc))
-            offset += len(gchunks)
-        group, group_size = [], 0
-    return kept_chunks + total, len(chunked), total
+    reports = ingestor.ingest_documents(documents, progress=lambda p: progress(round(p.fraction * total), total))
+    failed = [r for r in reports if r.status == "failed"]
+    if failed:
+        raise EvaluationError(f"{len(failed)} document(s) could not be indexed; first: {failed[0].error}")
+    written = [r for r in reports if r.status in ("added", "replaced")]
+    return sum(r.chunks for r in reports), len(written), sum(r.chunks for r in written)

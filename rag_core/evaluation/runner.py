@@ -162,7 +162,7 @@ class Grid:
 
 @dataclass(frozen=True)
 class EvalProgress:
-    """One step of a run, for progress bars: `stage` is "indexing" (chunks) or "querying" (queries)."""
+    """One step of a run, for progress bars: `stage` is "indexing" (documents) or "querying" (queries)."""
 
     stage: str
     done: int

@@ -8,7 +8,9 @@ fall into the gap). Replacing a document:
 1. registry: insert a `pending` row for the new version (the old version's `active` row stays);
 2. insert the new version's chunks (already embedded by the caller);
 3. registry: insert an `active` row for the new version  <- the commit point;
-4. delete the chunks of every other version, then every other registry row of the document.
+4. delete the old version's chunks, then the pending row and the old version's registry row.
+
+`replace_documents` does this for a batch of documents with one round trip per step.
 
 The active version of a document is its newest `active` row. Searches drop chunk rows of any other
 version, so a reader sees the old version until step 3 and the new one after it: never zero chunks,
@@ -55,6 +57,16 @@ REGISTRY_FIELDS = [
 ]
 INSERT_BATCH = 500
 QUERY_LIMIT = 16384  # Milvus's cap on one query/search window
+
+
+@dataclass(frozen=True)
+class NewVersion:
+    """A complete new version of a document, embedded and ready to write."""
+
+    doc: Document
+    chunks: Sequence[Chunk]
+    vectors: np.ndarray
+    fingerprint: str
 
 
 @dataclass(frozen=True)
@@ -311,22 +323,25 @@ class MilvusStore:
     def _active_row(self, doc_id: str) -> dict[str, Any] | None:
         return self._newest_active(self._registry_rows(filters.equals("doc_id", doc_id))).get(doc_id)
 
-    def _registry_insert(self, doc: Document | Mapping[str, Any], version: str, state: str, **fields: Any) -> str:
-        doc_id = doc.doc_id if isinstance(doc, Document) else doc["doc_id"]
-        key = hashlib.sha256(f"{doc_id}\x00{version}\x00{state}".encode()).hexdigest()[:32]
-        row = {"key": key, "doc_id": doc_id, "version": version, "state": state, "committed_ns": 0,
-               "file_name": "", "extension": "", "size_bytes": 0, "chunks": 0, "content_hash": "",
-               "fingerprint": "", "ingested_at": "", "_unused": [0.0, 0.0], **fields}
-        self.client.insert(self.registry, [row])
-        return key
+    @staticmethod
+    def _registry_row(doc: Document, version: str, state: str, **fields: Any) -> dict[str, Any]:
+        key = hashlib.sha256(f"{doc.doc_id}\x00{version}\x00{state}".encode()).hexdigest()[:32]
+        return {"key": key, "doc_id": doc.doc_id, "version": version, "state": state, "committed_ns": 0,
+                "file_name": "", "extension": "", "size_bytes": 0, "chunks": 0, "content_hash": "",
+                "fingerprint": "", "ingested_at": "", "_unused": [0.0, 0.0], **fields}
 
-    def _delete_rows(self, doc_id: str, keep_version: str | None = None, only_version: str | None = None) -> None:
+    def _registry_insert(self, rows: list[dict[str, Any]]) -> list[str]:
+        self.client.insert(self.registry, rows)
+        return [row["key"] for row in rows]
+
+    def _delete_rows(self, doc_id: str, keep_version: str | None = None) -> None:
         clauses = [filters.equals("doc_id", doc_id)]
         if keep_version is not None:
             clauses.append(filters.not_equals("version", keep_version))
-        if only_version is not None:
-            clauses.append(filters.equals("version", only_version))
         self.client.delete(self.collection, filter=filters.all_of(*clauses))
+
+    def _delete_versions(self, versions: list[str]) -> None:
+        self.client.delete(self.collection, filter=filters.one_of("version", versions))
 
     def _delete_registry_rows(self, doc_id: str, keep_key: str | None = None) -> None:
         clauses = [filters.equals("doc_id", doc_id)]
@@ -354,34 +369,51 @@ class MilvusStore:
         return len(stale)
 
     # ---------------------------------------------------------------- writes
-    def fingerprint_of(self, doc_id: str) -> str:
-        """The fingerprint of the active version, "" when the document is not indexed."""
-        row = self._active_row(doc_id)
-        return row["fingerprint"] if row else ""
+    def fingerprints(self, doc_ids: Iterable[str]) -> dict[str, tuple[str, int]]:
+        """doc_id -> (fingerprint, chunks) of the active version, for the indexed ones among `doc_ids`."""
+        ids = sorted(set(doc_ids))
+        if not ids:
+            return {}
+        rows = self._registry_rows(filters.all_of(filters.one_of("doc_id", ids), 'state == "active"'))
+        return {d: (r["fingerprint"], int(r["chunks"])) for d, r in self._newest_active(rows).items()}
 
     def replace_document(self, doc: Document, chunks: Sequence[Chunk], vectors: np.ndarray,
                          fingerprint: str) -> WriteResult:
         """Write a new complete version of `doc` and retire the old one (see the module docstring)."""
-        if len(chunks) != len(vectors):
-            raise StoreError(f"{doc.doc_id}: {len(chunks)} chunks but {len(vectors)} vectors.")
-        if not chunks:
-            raise StoreError(f"{doc.doc_id}: nothing to index (no chunks).")
-        version = uuid.uuid4().hex[:16]
-        old = self._active_row(doc.doc_id)
-        self._registry_insert(doc, version, "pending")  # 1
+        return self.replace_documents([NewVersion(doc, chunks, vectors, fingerprint)])[0]
+
+    def replace_documents(self, items: Sequence[NewVersion]) -> list[WriteResult]:
+        """`replace_document` for several documents with one round trip per step instead of one per
+        document. Each document still switches versions atomically at its own commit row."""
+        doc_ids = [item.doc.doc_id for item in items]
+        if len(set(doc_ids)) != len(doc_ids):
+            raise StoreError("replace_documents: a document appears twice in one batch.")
+        for item in items:
+            if len(item.chunks) != len(item.vectors):
+                raise StoreError(f"{item.doc.doc_id}: {len(item.chunks)} chunks but {len(item.vectors)} vectors.")
+            if not item.chunks:
+                raise StoreError(f"{item.doc.doc_id}: nothing to index (no chunks).")
+        ids = sorted(set(doc_ids))
+        old = self._newest_active(self._registry_rows(filters.one_of("doc_id", ids))) if ids else {}
+        versions = [uuid.uuid4().hex[:16] for _ in items]
+        pending = self._registry_insert([self._registry_row(item.doc, v, "pending")  # 1
+                                         for item, v in zip(items, versions)])
         ingested_at = utc_now()
-        rows = [self._chunk_row(doc, chunk, vector, version, len(chunks), ingested_at)
-                for chunk, vector in zip(chunks, vectors)]
+        rows = [self._chunk_row(item.doc, chunk, vector, version, len(item.chunks), ingested_at)
+                for item, version in zip(items, versions) for chunk, vector in zip(item.chunks, item.vectors)]
         for start in range(0, len(rows), INSERT_BATCH):  # 2
             self._insert_batch(rows[start:start + INSERT_BATCH])
-        key = self._registry_insert(  # 3: the commit point
-            doc, version, "active", committed_ns=time.time_ns(), file_name=doc.file_name,
-            extension=doc.extension, size_bytes=doc.size_bytes, chunks=len(chunks),
-            content_hash=doc.content_hash, fingerprint=fingerprint, ingested_at=ingested_at)
-        if old is not None:
-            self._delete_rows(doc.doc_id, keep_version=version)  # 4
-        self._delete_registry_rows(doc.doc_id, keep_key=key)
-        return WriteResult(version=version, replaced=old is not None)
+        committed_ns = time.time_ns()
+        self._registry_insert([self._registry_row(  # 3: the commit point
+            item.doc, version, "active", committed_ns=committed_ns, file_name=item.doc.file_name,
+            extension=item.doc.extension, size_bytes=item.doc.size_bytes, chunks=len(item.chunks),
+            content_hash=item.doc.content_hash, fingerprint=item.fingerprint, ingested_at=ingested_at)
+            for item, version in zip(items, versions)])
+        retired = list(old.values())
+        if retired:  # 4
+            self._delete_versions([r["version"] for r in retired])
+        self.client.delete(self.registry, filter=filters.one_of("key", pending + [r["key"] for r in retired]))
+        return [WriteResult(version=v, replaced=item.doc.doc_id in old) for item, v in zip(items, versions)]
 
     def _insert_batch(self, rows: list[dict[str, Any]], collection: str = "") -> None:
         """One insert call; a seam for tests that interrupt a write."""

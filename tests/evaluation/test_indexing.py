@@ -9,7 +9,8 @@ import pytest
 
 from rag_core.config import load_settings
 from rag_core.evaluation.datasets import make_document
-from rag_core.evaluation.indexing import bulk_index, collection_name, embed_sorted, eval_db_path, open_eval_store
+from rag_core.evaluation.indexing import bulk_index, collection_name, eval_db_path, open_eval_store
+from rag_core.ingest import embed_by_length
 
 DOCS = [make_document(f"d{i}.txt", f"Document {i}. " + "Words about disks and CPUs. " * (3 + 10 * i))
         for i in range(4)]
@@ -28,8 +29,8 @@ def test_collection_name_follows_content_chunking_and_embedder() -> None:
 def test_embed_sorted_keeps_input_order(local_embedder) -> None:
     texts = ["a much longer text about memory leaks in the order service", "short", "medium length text"]
     done = []
-    vectors = embed_sorted(local_embedder, texts, 2, done.append)
-    assert done == [2, 1]
+    vectors = embed_by_length(local_embedder, texts, 2, done.append)
+    assert done == [2, 3]
     expected = local_embedder.embed_documents(texts)
     assert np.allclose(vectors, expected, atol=1e-5)
 
@@ -42,7 +43,7 @@ def test_bulk_index_reuses_and_resumes(tmp_path: Path, local_embedder) -> None:
         ticks = []
         total, docs, chunks = bulk_index(store, local_embedder, DOCS, chunk_size=200, overlap=20,
                                          progress=lambda d, t: ticks.append((d, t)))
-        assert docs == 4 and chunks == total > 4 and ticks[-1] == (total, total)
+        assert docs == 4 and chunks == total > 4 and ticks[-1] == (4, 4)
         assert eval_db_path(settings).is_file()
         assert bulk_index(store, local_embedder, DOCS, chunk_size=200, overlap=20) == (total, 0, 0)
         store.delete_document("d2.txt")  # as if the run had stopped before d2 was written
@@ -64,7 +65,7 @@ def test_empty_document_is_an_error(tmp_path: Path, local_embedder) -> None:
     settings = load_settings(data_dir=tmp_path, env={}, config_file=None)
     store = open_eval_store(settings, "eval_empty", local_embedder)
     try:
-        with pytest.raises(EvaluationError, match="no text to index: blank.txt"):
+        with pytest.raises(EvaluationError, match="blank.txt"):
             bulk_index(store, local_embedder, [make_document("blank.txt", "   ")], chunk_size=200, overlap=20)
     finally:
         store.close()

@@ -216,14 +216,14 @@ def test_failure_while_inserting_keeps_the_old_version(wb, monkeypatch) -> None:
 
 def test_failure_after_commit_serves_the_new_version_and_recovers(wb, monkeypatch) -> None:
     wb.ingestor.ingest_uploads([("doc.md", doc_bytes("old", 4))])
-    real_delete = MilvusStore._delete_rows
+    real_delete = MilvusStore._delete_versions
 
     def failing_delete(self, *args, **kwargs):
         raise Boom("connection lost")
 
-    monkeypatch.setattr(MilvusStore, "_delete_rows", failing_delete)
+    monkeypatch.setattr(MilvusStore, "_delete_versions", failing_delete)
     assert wb.ingestor.ingest_uploads([("doc.md", doc_bytes("new", 2))])[0].status == "failed"
-    monkeypatch.setattr(MilvusStore, "_delete_rows", real_delete)
+    monkeypatch.setattr(MilvusStore, "_delete_versions", real_delete)
     [doc] = wb.store.list_documents()
     assert {h.metadata["version"] for h in wb.store.search_bm25("Paragraph", 100)} == {doc.version}
     assert len(versions_in_store(wb.store, "doc.md")) == 2
