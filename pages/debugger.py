@@ -8,12 +8,13 @@ from dataclasses import replace
 
 import streamlit as st
 
+from rag_core.agent.kb_tool import tool_payload
 from rag_core.errors import RagError
 from rag_core.retrieval import SearchOptions
 from ui.charts import score_by_rank_figure
 from ui.components import chunk_card, evidence_table, hits_table, metric_row
 from ui.html import ChunkView
-from ui.lookup import agent_view, cached_lookup
+from ui.lookup import cached_lookup
 from ui.state import workbench_or_stop
 from ui.tables import describe_status, fate_counts, timings_frame
 
@@ -103,7 +104,7 @@ with st.expander("Evidence blocks in full", expanded=False):
                              score=e["score"]), alt=bool(i % 2))
 
 with st.expander(f"Agent projection — exactly what the agent's tool returns ({len(data['projection'])} items)"):
-    st.json(agent_view(result), expanded=3)
+    st.json(tool_payload(result), expanded=3)
     if data["projection_left_out"]:
         st.caption("Left out by the projection budgets: " + ", ".join(
             f"`{x['evidence_key']}` ({x['reason']})" for x in data["projection_left_out"]))

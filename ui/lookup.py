@@ -38,19 +38,6 @@ def cached_lookup(retriever: KnowledgeRetriever, query: str, params: LookupParam
     return retriever.assemble(fetched, params), hit
 
 
-def agent_view(result: LookupResult) -> dict[str, Any]:
-    """The JSON object the agent's knowledge-base tool returns to the model for this lookup
-    (`rag_core.agent.kb_tool`; a test keeps the two identical)."""
-    from rag_core.agent.kb_tool import NO_RESULTS
-
-    items = [{"document_id": p.document_id, "source": p.source, "content": p.content, "score": p.score,
-              "truncated": p.truncated} for p in result.projection.items]
-    data: dict[str, Any] = {"query": result.query, "results": items}
-    if not items:
-        data["message"] = NO_RESULTS
-    return data
-
-
 def debugger_query_params(query: str, params: LookupParams | Mapping[str, Any] | None = None) -> dict[str, str]:
     """Query parameters that open the retrieval debugger pre-filled with this lookup
     (`st.page_link(DEBUGGER_PAGE, query_params=...)`, or `?` + urlencode for a plain link)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import RagError
-from ..retrieval import KnowledgeRetriever
+from ..retrieval import KnowledgeRetriever, LookupResult
 from .tools import Tool, ToolOutput
 
 TOOL_NAME = "search_knowledge_base"
@@ -17,6 +17,16 @@ TOOL_NAME = "search_knowledge_base"
 NO_RESULTS = ("No results in the knowledge base for this query. Try other keywords or the other language "
               "(Chinese/English) once; if there is still nothing, tell the person the knowledge base does not "
               "cover it.")
+
+
+def tool_payload(result: LookupResult) -> dict[str, Any]:
+    """The JSON object the model receives for a lookup (the debugger shows the same)."""
+    items = [{"document_id": p.document_id, "source": p.source, "content": p.content, "score": p.score,
+              "truncated": p.truncated} for p in result.projection.items]
+    data: dict[str, Any] = {"query": result.query, "results": items}
+    if not items:
+        data["message"] = NO_RESULTS
+    return data
 
 
 def knowledge_base_tool(retriever: KnowledgeRetriever, **lookup_overrides: Any) -> Tool:
@@ -42,12 +52,7 @@ def knowledge_base_tool(retriever: KnowledgeRetriever, **lookup_overrides: Any) 
             result = retriever.lookup(query, **lookup_overrides)
         except RagError as exc:
             return ToolOutput.failure(f"The knowledge base search failed: {exc}")
-        items = [{"document_id": p.document_id, "source": p.source, "content": p.content, "score": p.score,
-                  "truncated": p.truncated} for p in result.projection.items]
         keys = tuple(p.document_id for p in result.projection.items)
-        data: dict[str, Any] = {"query": result.query, "results": items}
-        if not items:
-            data["message"] = NO_RESULTS
-        return ToolOutput(data, lookup=result, evidence_keys=keys)
+        return ToolOutput(tool_payload(result), lookup=result, evidence_keys=keys)
 
     return Tool.from_function(search_knowledge_base, TOOL_NAME)

@@ -5,7 +5,8 @@ from rag_core.chunking import chunk_text
 from rag_core.records import IngestReport, SearchHit, StoredDocument
 from rag_core.retrieval import KnowledgeRetriever, LookupParams, SearchOptions
 from ui.charts import FATE_COLORS, chunk_length_histogram, score_by_rank_figure
-from ui.lookup import agent_view, cached_lookup, debugger_query_params, debugger_url
+from rag_core.agent.kb_tool import tool_payload
+from ui.lookup import cached_lookup, debugger_query_params, debugger_url
 from ui.tables import describe_status, documents_frame, evidence_frame, hits_frame, ingest_frame, timings_frame
 
 
@@ -112,9 +113,9 @@ def test_documents_and_ingest_frames():
     assert list(timings_frame({"total": 3.0, "search": 2.0, "embed": 1.0})["stage"]) == ["embed", "search", "total"]
 
 
-def test_agent_view_is_exactly_what_the_tool_returns():
+def test_the_debugger_shows_exactly_what_the_tool_returns():
     retriever = KnowledgeRetriever(FakePort(HITS))
     for hits in (HITS, []):
         retriever.port.hits = hits
         run = Toolbox([knowledge_base_tool(retriever)]).run("search_knowledge_base", {"query": "q"})
-        assert agent_view(retriever.lookup("q")) == run.output.data
+        assert tool_payload(retriever.lookup("q")) == run.output.data
