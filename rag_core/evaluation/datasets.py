@@ -174,13 +174,15 @@ def load_beir(folder: str | os.PathLike[str], *, split: str | None = None, limit
     qrels = read_qrels(folder / "qrels" / f"{split}.tsv")
 
     raw_queries: list[tuple[str, str, list[dict[str, Any]]]] = []
+    skipped: list[str] = []  # judged queries without text (CMRC 2018's trial split has one): nothing to ask
     for line_no, rec in _jsonl(folder / "queries.jsonl"):
         qid = str(rec.get("_id", ""))
         if qid not in qrels:
             continue
         text = str(rec.get("text") or "").strip()
         if not text:
-            raise EvaluationError(f"{folder / 'queries.jsonl'}, line {line_no}: query {qid!r} has no text.")
+            skipped.append(qid)
+            continue
         answers = (rec.get("metadata") or {}).get("answers") or []
         raw_queries.append((qid, text, answers if isinstance(answers, list) else []))
         if limit is not None and len(raw_queries) >= limit:
@@ -236,7 +238,7 @@ def load_beir(folder: str | os.PathLike[str], *, split: str | None = None, limit
             answers.append(Answer(answer_text, doc_id, start))
         queries.append(EvalQuery(qid, text, dict(qrels[qid]), tuple(answers)))
 
-    info = {"format": "beir", "source": str(folder), "split": split, "limit": limit,
+    info = {"format": "beir", "source": str(folder), "split": split, "limit": limit, "skipped_queries": skipped,
             "corpus": {"documents": len(documents), "total_documents": len(records), "sliced": sliced,
                        "sample": corpus_sample if sliced else None,
                        "rule": ("relevant + answer documents of the queries, plus the corpus_sample others "
@@ -370,7 +372,9 @@ def answers_located(eval_set: EvalSet) -> list[str]:
     if eval_set.documents is None:
         return []
     texts = {d.doc_id: d.text for d in eval_set.documents}
-    warnings = []
+    skipped = eval_set.info.get("skipped_queries") or []
+    warnings = [f"{len(skipped)} judged quer{'y' if len(skipped) == 1 else 'ies'} without text skipped: "
+                f"{', '.join(skipped[:5])}"] if skipped else []
     for q in eval_set.queries:
         absent = [d for d in q.relevant if d not in texts]
         if absent:

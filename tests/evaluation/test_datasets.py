@@ -179,3 +179,18 @@ def test_grid_skips_invalid_points_and_does_not_multiply_inapplicable_parameters
         Grid(chunk_size=(100,), overlap=(100,)).points()
     with pytest.raises(EvaluationError, match="Unknown search mode"):
         Grid(mode=("vector",)).points()
+
+
+def test_a_judged_query_without_text_is_skipped_with_a_warning(tmp_path) -> None:
+    import json
+
+    from rag_core.evaluation.datasets import answers_located, load_beir
+
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "corpus.jsonl").write_text(json.dumps({"_id": "d1", "title": "", "text": "some text"}) + "\n")
+    (tmp_path / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "some"}) + "\n"
+                                            + json.dumps({"_id": "q2", "text": " "}) + "\n")
+    (tmp_path / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td1\t1\n")
+    eval_set = load_beir(tmp_path)
+    assert [q.query_id for q in eval_set.queries] == ["q1"]
+    assert answers_located(eval_set) == ["1 judged query without text skipped: q2"]
