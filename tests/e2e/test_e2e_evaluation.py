@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import app_server, browser, page  # noqa: F401 - the e2e fixtures, reused
 from tests.e2e.helpers import open_page, wait_idle
 from ui.lookup import debugger_url
 
@@ -18,7 +17,7 @@ pytestmark = pytest.mark.e2e
 FAILING = "What is the weather on Mars?"
 
 
-def test_upload_run_and_open_a_failed_query_in_the_debugger(page, app_server, tmp_path: Path) -> None:  # noqa: F811
+def test_upload_run_and_open_a_failed_query_in_the_debugger(page, app_server, tmp_path: Path) -> None:
     queries = tmp_path / "mine.jsonl"
     queries.write_text(
         '{"query": "When does HighCPUUsageCritical fire?", "relevant": ["runbooks/cpu_high.md"], "answer": "95%"}\n'
