@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
@@ -37,10 +38,17 @@ def _parse_sets(pairs: Sequence[str]) -> dict[str, str]:
     return overrides
 
 
-def _workbench(settings: Settings):  # noqa: ANN202 - imported lazily: `chunk` and `config` need no Milvus
+@contextmanager
+def _workbench(settings: Settings, migrate: bool = False) -> Iterator[Any]:
+    """The workbench, closed afterwards (releasing Milvus Lite). Imported lazily: `chunk` and `config`
+    need no Milvus."""
     from .bootstrap import build_workbench
 
-    return build_workbench(settings)
+    wb = build_workbench(settings, migrate=migrate)
+    try:
+        yield wb
+    finally:
+        wb.close()
 
 
 @contextmanager
@@ -65,12 +73,8 @@ def _progress_bar(enabled: bool) -> Iterator[Callable[[Any], None]]:
 
 # ---------------------------------------------------------------------------------------- commands
 def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
-    wb = _workbench(settings)
-    try:
-        with _progress_bar(not args.quiet) as progress:
-            reports = wb.ingestor.ingest_paths(args.paths, prefix=args.prefix, force=args.force, progress=progress)
-    finally:
-        wb.close()
+    with _workbench(settings) as wb, _progress_bar(not args.quiet) as progress:
+        reports = wb.ingestor.ingest_paths(args.paths, prefix=args.prefix, force=args.force, progress=progress)
     if args.json:
         _print_json([r.__dict__ for r in reports])
     else:
@@ -100,11 +104,8 @@ def cmd_chunk(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_docs(args: argparse.Namespace, settings: Settings) -> int:
-    wb = _workbench(settings)
-    try:
+    with _workbench(settings) as wb:
         docs = wb.store.list_documents()
-    finally:
-        wb.close()
     if args.json:
         _print_json([d.__dict__ for d in docs])
     else:
@@ -115,11 +116,8 @@ def cmd_docs(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
-    wb = _workbench(settings)
-    try:
+    with _workbench(settings) as wb:
         deleted = wb.ingestor.delete(args.doc_id)
-    finally:
-        wb.close()
     if not deleted:
         raise RagError(f"No document {args.doc_id!r} in the knowledge base (`docs` lists them).")
     print(f"deleted {args.doc_id}")
@@ -127,17 +125,12 @@ def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
-    wb = _workbench(settings)
-    try:
+    with _workbench(settings) as wb:
         search = wb.retriever.defaults.search
         if args.mode:
-            from dataclasses import replace
-
             search = replace(search, mode=args.mode)
         result = wb.retriever.lookup(args.query, retrieve_k=args.retrieve_k, return_n=args.return_n,
                                      max_chunks_per_document=args.max_chunks_per_document, search=search)
-    finally:
-        wb.close()
     if args.json:
         _print_json(result.to_dict())
         return 0
@@ -150,13 +143,8 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_reindex(args: argparse.Namespace, settings: Settings) -> int:
-    wb = _workbench(settings)
-    try:
-        with _progress_bar(not args.quiet) as progress:
-            reports = wb.ingestor.reindex(args.doc_ids or None, from_collection=args.from_collection,
-                                          progress=progress)
-    finally:
-        wb.close()
+    with _workbench(settings) as wb, _progress_bar(not args.quiet) as progress:
+        reports = wb.ingestor.reindex(args.doc_ids or None, from_collection=args.from_collection, progress=progress)
     if args.json:
         _print_json([r.__dict__ for r in reports])
     else:
@@ -166,13 +154,8 @@ def cmd_reindex(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
-    from .bootstrap import build_workbench
-
-    wb = build_workbench(settings, migrate=True)
-    try:
+    with _workbench(settings, migrate=True) as wb:
         docs = wb.store.list_documents()
-    finally:
-        wb.close()
     print(f"{settings['milvus.collection']}: up to date ({len(docs)} documents, {sum(d.chunks for d in docs)} chunks)")
     return 0
 

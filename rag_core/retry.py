@@ -98,3 +98,18 @@ def _parse_retry_after(value: Any) -> float | None:
     if when is None:
         return None
     return max(0.0, when.timestamp() - time.time())
+
+
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+
+
+def openai_retryable(exc: BaseException) -> bool:
+    """For clients built on the `openai` SDK: timeouts, 408/409/429 and 5xx are worth another try.
+    A refused connection is not: a server that is not running will not start by waiting."""
+    import openai
+
+    if isinstance(exc, openai.APITimeoutError):
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in RETRYABLE_STATUS or exc.status_code >= 500
+    return False

@@ -27,13 +27,12 @@ from typing import Any, Callable, Generator, Mapping, Sequence
 
 from ..config import redact_uri
 from ..errors import AgentError
-from ..retry import backoff_delay, retry_after_seconds
+from ..retry import RETRYABLE_STATUS, backoff_delay, openai_retryable, retry_after_seconds
 
 log = logging.getLogger(__name__)
 
 DASHSCOPE_BASE_URL = "https://dashscope.aliyuncs.com/compatible-mode/v1"
 DASHSCOPE_DEFAULT_MODEL = "qwen-plus"
-_RETRYABLE_STATUS = {408, 409, 429}
 _PROVIDER_NAMES = {"dashscope": "DashScope", "openai": "OpenAI-compatible"}
 
 
@@ -239,7 +238,7 @@ class ChatModel:
                     response.close()
                 return acc.reply(step)
             except openai.OpenAIError as exc:
-                if shown or retries >= c.max_retries or not _retryable(exc):
+                if shown or retries >= c.max_retries or not openai_retryable(exc):
                     raise self._explain(exc, shown, retries) from None
                 failure = exc
             retries += 1
@@ -296,7 +295,7 @@ class ChatModel:
             if status == 429:
                 return ChatModelError(f"{where} is rate limiting requests (HTTP 429), still after {attempts}. "
                                       "Wait a minute and try again.", "rate_limit")
-            if status >= 500 or status in _RETRYABLE_STATUS:
+            if status >= 500 or status in RETRYABLE_STATUS:
                 return ChatModelError(f"{where} kept failing (HTTP {status}) after {attempts}. Try again later.",
                                       "server")
             detail = self._server_message(exc)
@@ -329,14 +328,6 @@ class ChatModel:
         return False
 
 
-def _retryable(exc: Exception) -> bool:
-    import openai
-
-    if isinstance(exc, openai.APITimeoutError):
-        return True
-    if isinstance(exc, openai.APIStatusError):
-        return exc.status_code in _RETRYABLE_STATUS or exc.status_code >= 500
-    return False
 
 
 def _connection_reason(exc: BaseException) -> str:

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import EmbeddingError
 from ..retry import call_with_retries
+from ._remote import clip as _clip, redact as _redact, refuse_empty as _refuse_empty, texts as _texts
 
 log = logging.getLogger(__name__)
 
@@ -214,25 +215,3 @@ class DashScopeEmbedder:
         if isinstance(exc, (requests.RequestException, DashScopeException)):
             return EmbeddingError(f"DashScope embedding failed: {self._describe(exc)}")
         return None
-
-
-def _refuse_empty(texts: Sequence[str], what: str) -> None:
-    # An empty text has no meaning to embed; the APIs reject it, and a stored placeholder vector
-    # would only produce junk hits. Chunking never yields one, so this points at a caller's bug.
-    for i, text in enumerate(texts):
-        if not isinstance(text, str) or not text.strip():
-            where = "" if len(texts) == 1 else f" (item {i + 1} of {len(texts)})"
-            raise EmbeddingError(f"Cannot embed an empty {what}{where}.")
-
-
-def _texts(n: int) -> str:
-    return f"{n} text" if n == 1 else f"{n} texts"
-
-
-def _clip(text: str, limit: int = 300) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _redact(text: str, secret: str) -> str:
-    return text.replace(secret, "***") if secret else text
