@@ -59,7 +59,9 @@ if return_n > retrieve_k:
     st.warning(f"return-n ({return_n}) is larger than retrieve-k ({retrieve_k}); using return-n = {retrieve_k}.")
     return_n = retrieve_k
 try:
-    search = SearchOptions(mode=mode, fusion=fusion, rrf_k=int(rrf_k), dense_weight=dense_weight,
+    # RRF k only matters to RRF: keeping the default otherwise lets a cached fetch be reused.
+    search = SearchOptions(mode=mode, fusion=fusion, rrf_k=int(rrf_k) if fusion == "rrf" else defaults.search.rrf_k,
+                           dense_weight=dense_weight,
                            bm25_weight=bm25_weight) if mode == "hybrid" else replace(defaults.search, mode=mode)
     params = wb.retriever.params(retrieve_k=retrieve_k, return_n=return_n, max_chunks_per_document=cap, search=search)
     result, from_cache = cached_lookup(wb.retriever, query, params, st.session_state.setdefault("dbg.fetched", {}))

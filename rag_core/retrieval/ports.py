@@ -35,9 +35,9 @@ class Hits(list):  # type: ignore[type-arg]
 @dataclass(frozen=True)
 class SearchOptions:
     mode: str = "hybrid"
-    fusion: str = "rrf"
+    fusion: str = "weighted"
     rrf_k: int = 60
-    dense_weight: float = 0.2
+    dense_weight: float = 0.5
     bm25_weight: float = 1.0
 
     def __post_init__(self) -> None:

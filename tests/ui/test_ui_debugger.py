@@ -86,14 +86,14 @@ def test_post_processing_sliders_do_not_search_again(kb, searches):
 
 def test_fusion_controls_reach_the_search(kb, searches):
     at = app_at(PAGE, q=QUERY)
-    rrf_scores = frames(at)[0]["score"]
-    assert rrf_scores.max() < 0.05  # RRF: weight / (k + rank)
-    at.number_input(key="rrf_k").set_value(10).run()
+    assert frames(at)[0]["score"].max() > 0.5  # the default, weighted fusion: normalised scores
+    at.segmented_control(key="fusion").set_value("rrf").run()
     assert not at.exception and searches == {"dense": 2, "bm25": 2}
-    at.segmented_control(key="fusion").set_value("weighted").run()
+    assert frames(at)[0]["score"].max() < 0.05  # RRF: weight / (k + rank)
+    at.number_input(key="rrf_k").set_value(10).run()
     assert not at.exception and searches == {"dense": 3, "bm25": 3}
+    at.segmented_control(key="fusion").set_value("weighted").run()
     assert at.number_input(key="rrf_k").disabled  # only meaningful for RRF
-    assert frames(at)[0]["score"].max() > 0.5  # weighted: normalised scores
     at.slider(key="dense_weight").set_value(1.0).run()
     assert not at.exception and searches == {"dense": 4, "bm25": 4}
 
