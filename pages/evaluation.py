@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 import ui  # noqa: F401 - every page imports ui first (see ui/__init__.py: direct page URLs)
+from ui.components import embedder_tradeoff
 from ui.lookup import debugger_url
 
 from rag_core.config import KEYS, load_settings
@@ -131,6 +132,8 @@ def choose_grid(settings: Any) -> tuple[Grid, str, bool]:
         providers = list(KEYS["embedding.provider"].choices)
         embedder = st.selectbox("Embedder", providers, index=providers.index(settings["embedding.provider"]),
                                 key="eval_embedder")
+        with st.popover("Embedders: quality vs ingest time (measured)"):
+            embedder_tradeoff(embedder)
         reindex = st.checkbox("Rebuild the index even if it is complete", key="eval_reindex")
     grid = Grid.from_settings(
         settings, mode=modes, fusion=fusion, retrieve_k=parse_list(retrieve_k, int, "retrieve-k"),

