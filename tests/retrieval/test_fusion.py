@@ -96,3 +96,17 @@ def test_our_rrf_orders_like_milvus_hybrid_search(sample_wb) -> None:
     assert above == {i for i, s in our_scores.items() if s > floor} and len(above) > k // 2
     for hit_id in above:
         assert our_scores[hit_id] == pytest.approx(native_scores[hit_id], rel=1e-4)
+
+
+@pytest.mark.parametrize("fusion", ["rrf", "weighted"])
+def test_dedup_and_caps_hold_on_fused_results(sample_wb, fusion: str) -> None:
+    result = sample_wb.retriever.lookup("向量检索 召回 incident escalation", retrieve_k=30, return_n=8,
+                                        max_chunks_per_document=2, search=SearchOptions(mode="hybrid", fusion=fusion))
+    counts: dict[str, int] = {}
+    for block in result.evidence:
+        counts[block.doc_id] = counts.get(block.doc_id, 0) + 1
+    assert max(counts.values()) <= 2 and len(result.evidence) <= 8
+    assert len(result.traces) == len(result.candidates) == 30
+    assert any(t.status.startswith("doc_cap (") for t in result.traces)
+    assert [t.rank for t in result.traces] == list(range(1, 31))  # the fused ranking, every hit accounted for
+    assert all(c.channels for c in result.candidates)  # each raw hit knows its rank per channel
