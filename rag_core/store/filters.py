@@ -35,10 +35,6 @@ def equals(field: str, value: str) -> str:
     return f"{_field(field)} == {literal(value)}"
 
 
-def not_equals(field: str, value: str) -> str:
-    return f"{_field(field)} != {literal(value)}"
-
-
 def one_of(field: str, values: Iterable[str]) -> str:
     items = ", ".join(literal(v) for v in values)
     return f"{_field(field)} in [{items}]"

@@ -50,6 +50,7 @@ ANALYZER: dict[str, Any] = {
                {"type": "stop", "stop_words": ["_english_"]}],
 }
 MIGRATING = "__migrating"  # suffix of the temporary copy a schema migration builds
+ABANDONED_AFTER_S = 6 * 3600  # on a shared server, a pending version this old is a crashed writer's
 CHUNK_FIELDS = ["id", "content", "doc_id", "chunk_index", "source", "title", "version", "metadata"]
 REGISTRY_FIELDS = [
     "key", "doc_id", "version", "state", "committed_ns", "file_name", "extension", "size_bytes", "chunks",
@@ -284,7 +285,7 @@ class MilvusStore:
         schema.add_field("doc_id", DataType.VARCHAR, max_length=1024)
         for name in ("version", "state", "content_hash", "fingerprint", "ingested_at"):
             schema.add_field(name, DataType.VARCHAR, max_length=128)
-        schema.add_field("committed_ns", DataType.INT64)
+        schema.add_field("committed_ns", DataType.INT64)  # when the row was written (active: the commit)
         schema.add_field("file_name", DataType.VARCHAR, max_length=1024)
         schema.add_field("extension", DataType.VARCHAR, max_length=32)
         schema.add_field("size_bytes", DataType.INT64)
@@ -334,39 +335,34 @@ class MilvusStore:
         self.client.insert(self.registry, rows)
         return [row["key"] for row in rows]
 
-    def _delete_rows(self, doc_id: str, keep_version: str | None = None) -> None:
-        clauses = [filters.equals("doc_id", doc_id)]
-        if keep_version is not None:
-            clauses.append(filters.not_equals("version", keep_version))
-        self.client.delete(self.collection, filter=filters.all_of(*clauses))
 
     def _delete_versions(self, versions: list[str]) -> None:
         self.client.delete(self.collection, filter=filters.one_of("version", versions))
 
-    def _delete_registry_rows(self, doc_id: str, keep_key: str | None = None) -> None:
-        clauses = [filters.equals("doc_id", doc_id)]
-        if keep_key is not None:
-            clauses.append(filters.not_equals("key", keep_key))
-        self.client.delete(self.registry, filter=filters.all_of(*clauses))
 
     def recover(self) -> int:
-        """Finish what interrupted writes left behind. Returns how many documents needed it."""
-        by_doc: dict[str, list[dict[str, Any]]] = {}
-        for row in self._registry_rows('doc_id != ""'):
-            by_doc.setdefault(row["doc_id"], []).append(row)
-        active = self._newest_active(r for rows in by_doc.values() for r in rows)
-        stale = [doc_id for doc_id, rows in by_doc.items() if len(rows) > 1 or rows[0]["state"] != "active"]
-        for doc_id in stale:
-            keep = active.get(doc_id)
-            if keep is None:  # no version was ever committed
-                self._delete_rows(doc_id)
-                self._delete_registry_rows(doc_id)
-            else:
-                self._delete_rows(doc_id, keep_version=keep["version"])
-                self._delete_registry_rows(doc_id, keep_key=keep["key"])
-        if stale:
-            log.info("recovered %d interrupted document writes", len(stale))
-        return len(stale)
+        """Remove what interrupted writes left behind: versions superseded by a newer active one, and
+        pending versions that were never committed. On Milvus Lite nobody else can be writing (one
+        process per file), so every pending version is abandoned; on a shared server another process
+        may be writing right now, so only pending versions older than ABANDONED_AFTER_S are.
+        Returns how many documents needed it."""
+        now = time.time_ns()
+
+        def abandoned(row: Mapping[str, Any]) -> bool:
+            return is_lite(self.uri) or now - int(row["committed_ns"]) > ABANDONED_AFTER_S * 1_000_000_000
+
+        rows = self._registry_rows('doc_id != ""')
+        active = self._newest_active(rows)
+        dead = [r for r in rows if (r["state"] == "active" and r["key"] != active[r["doc_id"]]["key"])
+                or (r["state"] == "pending" and abandoned(r))]
+        if dead:
+            # A pending row whose version was committed only lost its clean-up: keep those chunks.
+            live = {r["version"] for r in active.values()}
+            if versions := sorted({r["version"] for r in dead} - live):
+                self._delete_versions(versions)
+            self.client.delete(self.registry, filter=filters.one_of("key", [r["key"] for r in dead]))
+            log.info("recovered %d interrupted document writes", len({r["doc_id"] for r in dead}))
+        return len({r["doc_id"] for r in dead})
 
     # ---------------------------------------------------------------- writes
     def fingerprints(self, doc_ids: Iterable[str]) -> dict[str, tuple[str, int]]:
@@ -396,7 +392,7 @@ class MilvusStore:
         ids = sorted(set(doc_ids))
         old = self._newest_active(self._registry_rows(filters.one_of("doc_id", ids))) if ids else {}
         versions = [uuid.uuid4().hex[:16] for _ in items]
-        pending = self._registry_insert([self._registry_row(item.doc, v, "pending")  # 1
+        pending = self._registry_insert([self._registry_row(item.doc, v, "pending", committed_ns=time.time_ns())  # 1
                                          for item, v in zip(items, versions)])
         ingested_at = utc_now()
         rows = [self._chunk_row(item.doc, chunk, vector, version, len(item.chunks), ingested_at)
@@ -440,8 +436,8 @@ class MilvusStore:
         """Remove a document and all its chunks. Returns False when it was not indexed."""
         if self._active_row(doc_id) is None:
             return False
-        self._delete_rows(doc_id)
-        self._delete_registry_rows(doc_id)
+        self.client.delete(self.collection, filter=filters.equals("doc_id", doc_id))
+        self.client.delete(self.registry, filter=filters.equals("doc_id", doc_id))
         return True
 
     def drop(self) -> None:
