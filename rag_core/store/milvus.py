@@ -478,17 +478,27 @@ class MilvusStore:
             return {}
         rows = self.client.query(self.registry, filter=filters.all_of(filters.one_of("doc_id", ids),
                                                                       'state == "active"'),
-                                 output_fields=["doc_id", "version", "state", "committed_ns"], limit=QUERY_LIMIT)
+                                 output_fields=["doc_id", "version", "state", "committed_ns"], limit=QUERY_LIMIT,
+                                 consistency_level="Strong")
         return {doc_id: row["version"] for doc_id, row in self._newest_active(rows).items()}
 
     def _search(self, channel: str, data: Any, field: str, k: int, expr: str) -> list[SearchHit]:
-        """One channel's top-k over active versions, best first, scores higher-is-better."""
-        limit = k
+        """One channel's top-k over active versions, best first, scores higher-is-better.
+
+        The registry is read after the search, so a document whose new version was committed while the
+        search ran can show only old-version hits that the registry no longer calls active. Searching
+        again then finds the new version (it was written before its commit; reads are Strong), so a
+        reader never loses a document to a concurrent re-index."""
+        limit, retries = k, 0
         while True:
             result = self.client.search(self.collection, data=[data], anns_field=field, limit=min(limit, QUERY_LIMIT),
-                                        filter=expr, output_fields=CHUNK_FIELDS)[0]
+                                        filter=expr, output_fields=CHUNK_FIELDS, consistency_level="Strong")[0]
             active = self._active_versions(h["entity"]["doc_id"] for h in result)
             kept = [h for h in result if active.get(h["entity"]["doc_id"]) == h["entity"]["version"]]
+            switched = {h["entity"]["doc_id"] for h in result} - {h["entity"]["doc_id"] for h in kept}
+            if switched & active.keys() and retries < 2:
+                retries += 1
+                continue
             if len(kept) >= k or len(result) < limit or limit >= QUERY_LIMIT:
                 break
             limit = min(QUERY_LIMIT, limit * 2 + (len(result) - len(kept)))  # stale rows crowded the window

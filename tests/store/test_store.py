@@ -173,7 +173,7 @@ def test_readers_never_see_zero_chunks_or_a_mix_during_replace(wb) -> None:
     thread = threading.Thread(target=reader)
     thread.start()
     try:
-        for i in range(4):
+        for i in range(12):
             report = wb.ingestor.ingest_uploads([("doc.md", doc_bytes(f"round{i}", 3 + 3 * (i % 2)))])[0]
             assert report.status == "replaced"
     finally:
@@ -343,3 +343,23 @@ def test_recovery_on_a_shared_server_spares_a_fresh_pending_write(wb, monkeypatc
     monkeypatch.setattr(milvus, "is_lite", lambda uri: True)  # on Lite nobody else can be writing
     assert wb.store.recover() == 1
     assert [d.doc_id for d in wb.store.list_documents()] == ["doc.md"]
+
+
+def test_a_commit_between_search_and_registry_read_does_not_hide_the_document(wb, monkeypatch) -> None:
+    """The race the retry in `_search` closes, made deterministic: the new version is committed (and the
+    old one deleted) after the search looked at the chunks but before it read the registry."""
+    wb.ingestor.ingest_uploads([("doc.md", doc_bytes("old", 3))])
+    real = MilvusStore._active_versions
+    calls = {"n": 0}
+
+    def commit_first(self, doc_ids):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            monkeypatch.setattr(MilvusStore, "_active_versions", real)
+            assert wb.ingestor.ingest_uploads([("doc.md", doc_bytes("new", 5))])[0].status == "replaced"
+        return real(self, doc_ids)
+
+    monkeypatch.setattr(MilvusStore, "_active_versions", commit_first)
+    hits = wb.store.search_bm25("Paragraph operations", 50)
+    [doc] = wb.store.list_documents()
+    assert hits and {h.metadata["version"] for h in hits} == {doc.version}
