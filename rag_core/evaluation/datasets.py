@@ -34,7 +34,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from ..errors import EvaluationError
 from ..records import Document
@@ -100,22 +100,28 @@ def beir_document(record: Mapping[str, Any]) -> tuple[Document, int]:
     return make_document(str(record["_id"]), text), 0
 
 
+def _json_objects(lines: Iterable[str], label: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line; a clear error names the line that is not one."""
+    for line_no, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise EvaluationError(f"{label}, line {line_no}: not valid JSON ({exc.msg}). "
+                                  "Write one JSON object per line.") from None
+        if not isinstance(value, dict):
+            raise EvaluationError(f"{label}, line {line_no}: expected a JSON object, got {type(value).__name__}.")
+        yield line_no, value
+
+
 def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     try:
         fh = path.open(encoding="utf-8")
     except FileNotFoundError:
         raise EvaluationError(f"{path} does not exist.") from None
     with fh:
-        for line_no, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise EvaluationError(f"{path}, line {line_no}: not valid JSON ({exc.msg}).") from None
-            if not isinstance(value, dict):
-                raise EvaluationError(f"{path}, line {line_no}: expected a JSON object, got {type(value).__name__}.")
-            yield line_no, value
+        yield from _json_objects(fh, str(path))
 
 
 def sample_order(doc_id: str) -> str:
@@ -283,17 +289,8 @@ def parse_user_set(data: bytes | str, name: str) -> list[EvalQuery]:
     ext = Path(name).suffix.lower()
     queries: list[EvalQuery] = []
     if ext in (".jsonl", ".json", ".ndjson"):
-        for line_no, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            where = f"{name}, line {line_no}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise EvaluationError(f"{where}: not valid JSON ({exc.msg}). Write one JSON object per line.") from None
-            if not isinstance(row, dict):
-                raise EvaluationError(f"{where}: expected a JSON object with query and relevant.")
-            queries.append(_user_query(row, where, f"q{line_no}", False))
+        for line_no, row in _json_objects(text.splitlines(), name):
+            queries.append(_user_query(row, f"{name}, line {line_no}", f"q{line_no}", False))
     elif ext in (".csv", ".tsv"):
         reader = csv.DictReader(io.StringIO(text), delimiter="\t" if ext == ".tsv" else ",")
         if not reader.fieldnames or not {"query", "relevant"} <= {f.strip() for f in reader.fieldnames}:
