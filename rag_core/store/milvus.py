@@ -99,6 +99,7 @@ class MilvusStore:
         self._token = token
         self._timeout = timeout
         self._client: Any = None
+        self._has_rows = False  # known to hold chunks (set by writes and hits; reset by deletes)
         self.embedder_name = ""
         self.dim = 0
 
@@ -409,6 +410,7 @@ class MilvusStore:
         if retired:  # 4
             self._delete_versions([r["version"] for r in retired])
         self.client.delete(self.registry, filter=filters.one_of("key", pending + [r["key"] for r in retired]))
+        self._has_rows = True
         return [WriteResult(version=v, replaced=item.doc.doc_id in old) for item, v in zip(items, versions)]
 
     def _insert_batch(self, rows: list[dict[str, Any]], collection: str = "") -> None:
@@ -438,6 +440,7 @@ class MilvusStore:
             return False
         self.client.delete(self.collection, filter=filters.equals("doc_id", doc_id))
         self.client.delete(self.registry, filter=filters.equals("doc_id", doc_id))
+        self._has_rows = False  # maybe the last one: check again before the next BM25 search
         return True
 
     def drop(self) -> None:
@@ -518,5 +521,20 @@ class MilvusStore:
         return self._search("dense", np.asarray(vector, dtype=np.float32).tolist(), "vector", k, expr)
 
     def search_bm25(self, text: str, k: int, expr: str = "") -> list[SearchHit]:
-        # BM25 on a collection without rows divides by a zero average length inside Milvus.
-        return [] if self.is_empty() else self._search("bm25", text, "sparse", k, expr)
+        # BM25 on a collection without rows divides by a zero average length inside Milvus (an error,
+        # and a line on stdout from the Lite server). The emptiness check runs only until the store has
+        # seen rows, so a knowledge base in use pays nothing; another process emptying a shared server
+        # is still caught below.
+        from pymilvus.exceptions import MilvusException
+
+        if not self._has_rows and self.is_empty():
+            return []
+        try:
+            hits = self._search("bm25", text, "sparse", k, expr)
+        except MilvusException as exc:
+            if "NaN or Inf" in str(exc) and self.is_empty():
+                self._has_rows = False
+                return []
+            raise
+        self._has_rows = True
+        return hits

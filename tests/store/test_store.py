@@ -363,3 +363,15 @@ def test_a_commit_between_search_and_registry_read_does_not_hide_the_document(wb
     hits = wb.store.search_bm25("Paragraph operations", 50)
     [doc] = wb.store.list_documents()
     assert hits and {h.metadata["version"] for h in hits} == {doc.version}
+
+
+def test_bm25_after_the_last_document_is_deleted(wb) -> None:
+    from rag_core.errors import RetrievalError
+    from rag_core.retrieval import SearchOptions
+
+    wb.ingestor.ingest_uploads([("doc.md", doc_bytes("only", 2))])
+    assert wb.store.search_bm25("Paragraph", 5)
+    assert wb.ingestor.delete("doc.md")
+    assert wb.store.search_bm25("Paragraph", 5) == []
+    with pytest.raises(RetrievalError, match="The knowledge base is empty"):
+        wb.retriever.lookup("Paragraph", search=SearchOptions(mode="bm25"))
