@@ -4,13 +4,13 @@ session state on every rerun, with the same components as the debugger (evidence
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import streamlit as st
 
 from rag_core.agent import ContentEvent, DoneEvent, ErrorEvent, Event, NoticeEvent, ToolCallEvent, ToolResultEvent
 from rag_core.agent.kb_tool import TOOL_NAME as KB_TOOL
+from rag_core.agent.turn import AssistantTurn, ToolStep
 
 from .components import chunk_card, evidence_table
 from .html import ChunkView
@@ -19,93 +19,21 @@ from .lookup import DEBUGGER_PAGE, debugger_query_params
 CURSOR = " ▌"
 
 
-@dataclass
-class ToolStep:
-    call_id: str
-    name: str
-    arguments: dict[str, Any] | None
-    raw_arguments: str
-    ok: bool | None = None  # None while running
-    error: str | None = None
-    seconds: float = 0.0
-    result: Any = None
-    lookup: dict[str, Any] | None = None  # LookupResult.to_dict() for the knowledge-base tool
-
-    @property
-    def query(self) -> str:
-        if self.lookup:
-            return self.lookup["query"]
-        return str((self.arguments or {}).get("query", ""))
-
-    def label(self) -> str:
-        if self.name == KB_TOOL:
-            head = f"🔎 Searched the knowledge base: “{self.query}”"
-        else:
-            args = ", ".join(f"{k}={v!r}" for k, v in (self.arguments or {}).items())
-            head = f"🔧 {self.name}({args})"
-        if self.ok is None:
-            return head + " …"
-        if not self.ok:
-            return head + " — failed"
-        if self.lookup is not None:
-            n = len(self.lookup["evidence"])
-            return head + f" — {n} evidence block{'s' if n != 1 else ''} · {self.seconds:.2f} s"
-        return head + f" · {self.seconds:.2f} s"
-
-
-@dataclass
-class AssistantTurn:
-    """What one answer showed, in order: text pieces and tool steps; then citations, notices, error."""
-
-    parts: list[ToolStep | str] = field(default_factory=list)
-    citations: tuple[str, ...] = ()
-    unverified: tuple[str, ...] = ()
-    notices: list[str] = field(default_factory=list)
-    error: str | None = None
-    mode: str = ""
-
-    @property
-    def text(self) -> str:
-        return "".join(p for p in self.parts if isinstance(p, str))
-
-    def tools(self) -> list[ToolStep]:
-        return [p for p in self.parts if isinstance(p, ToolStep)]
-
-    def evidence(self) -> dict[str, dict[str, Any]]:
-        """Every evidence block the tools returned this turn, by evidence key (first wins)."""
-        found: dict[str, dict[str, Any]] = {}
-        for step in self.tools():
-            for block in (step.lookup or {}).get("evidence", []):
-                found.setdefault(block["evidence_key"], block)
-        return found
-
-    def apply(self, event: Event) -> ToolStep | None:
-        """Fold one event into the record; returns the tool step it touched, if any."""
-        if isinstance(event, ToolCallEvent):
-            step = ToolStep(event.call_id, event.name, dict(event.arguments) if event.arguments is not None else None,
-                            event.raw_arguments)
-            self.parts.append(step)
-            return step
-        if isinstance(event, ToolResultEvent):
-            step = next((s for s in reversed(self.tools()) if s.call_id == event.call_id), None)
-            if step is None:
-                step = ToolStep(event.call_id, event.name, None, "")
-                self.parts.append(step)
-            step.ok, step.error, step.seconds, step.result = event.ok, event.error, event.seconds, event.result
-            step.lookup = event.lookup.to_dict() if event.lookup is not None else None
-            return step
-        if isinstance(event, ContentEvent):
-            if self.parts and isinstance(self.parts[-1], str):
-                self.parts[-1] += event.text
-            else:
-                self.parts.append(event.text)
-        elif isinstance(event, NoticeEvent):
-            self.notices.append(event.message)
-        elif isinstance(event, DoneEvent):
-            self.citations, self.unverified, self.mode = tuple(event.citations), tuple(event.unverified_citations), event.mode
-        elif isinstance(event, ErrorEvent):
-            self.error = event.message
-        return None
+def step_label(step: ToolStep) -> str:
+    """A tool step's one-line title in the transcript."""
+    if step.name == KB_TOOL:
+        head = f"🔎 Searched the knowledge base: “{step.query}”"
+    else:
+        args = ", ".join(f"{k}={v!r}" for k, v in (step.arguments or {}).items())
+        head = f"🔧 {step.name}({args})"
+    if step.ok is None:
+        return head + " …"
+    if not step.ok:
+        return head + " — failed"
+    if step.lookup is not None:
+        n = len(step.lookup["evidence"])
+        return head + f" — {n} evidence block{'s' if n != 1 else ''} · {step.seconds:.2f} s"
+    return head + f" · {step.seconds:.2f} s"
 
 
 # ---------------------------------------------------------------------------------------- rendering
@@ -140,7 +68,7 @@ def _state(step: ToolStep) -> str:
 
 def render_tool(step: ToolStep, key: str) -> None:
     """A tool call as a status block: its arguments, then its result (the evidence table for lookups)."""
-    with st.status(step.label(), state=_state(step), expanded=False):
+    with st.status(step_label(step), state=_state(step), expanded=False):
         _render_arguments(step)
         _render_result(step, key)
 
@@ -189,7 +117,7 @@ def stream_turn(events: Iterable[Event], key: str) -> AssistantTurn:
         step = turn.apply(event)
         if isinstance(event, ToolCallEvent) and step is not None:
             text_slot = None  # text after a tool call goes below it
-            statuses[step.call_id] = status = st.status(step.label(), state="running", expanded=False)
+            statuses[step.call_id] = status = st.status(step_label(step), state="running", expanded=False)
             with status:
                 _render_arguments(step)
         elif isinstance(event, ToolResultEvent) and step is not None:
@@ -200,7 +128,7 @@ def stream_turn(events: Iterable[Event], key: str) -> AssistantTurn:
                 continue
             with status:
                 _render_result(step, step_key)
-            status.update(label=step.label(), state=_state(step))
+            status.update(label=step_label(step), state=_state(step))
         elif isinstance(event, ContentEvent):
             if text_slot is None:
                 text_slot = st.empty()

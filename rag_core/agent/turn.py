@@ -1,0 +1,91 @@
+"""One agent turn folded from its events into a plain record: the text pieces and tool steps in the
+order they happened, then citations, notices and the error. The chat page renders it, the HTTP service
+answers `/api/chat` with it, so every entry point reads a turn the same way."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from .events import ContentEvent, DoneEvent, ErrorEvent, Event, NoticeEvent, ToolCallEvent, ToolResultEvent
+
+
+@dataclass
+class ToolStep:
+    call_id: str
+    name: str
+    arguments: dict[str, Any] | None
+    raw_arguments: str
+    ok: bool | None = None  # None while running
+    error: str | None = None
+    seconds: float = 0.0
+    result: Any = None
+    lookup: dict[str, Any] | None = None  # LookupResult.to_dict() for the knowledge-base tool
+
+    @property
+    def query(self) -> str:
+        if self.lookup:
+            return self.lookup["query"]
+        return str((self.arguments or {}).get("query", ""))
+
+
+@dataclass
+class AssistantTurn:
+    """What one answer showed, in order: text pieces and tool steps; then citations, notices, error."""
+
+    parts: list[ToolStep | str] = field(default_factory=list)
+    citations: tuple[str, ...] = ()
+    unverified: tuple[str, ...] = ()
+    notices: list[str] = field(default_factory=list)
+    error: str | None = None
+    mode: str = ""
+
+    @property
+    def text(self) -> str:
+        return "".join(p for p in self.parts if isinstance(p, str))
+
+    def tools(self) -> list[ToolStep]:
+        return [p for p in self.parts if isinstance(p, ToolStep)]
+
+    def evidence(self) -> dict[str, dict[str, Any]]:
+        """Every evidence block the tools returned this turn, by evidence key (first wins)."""
+        found: dict[str, dict[str, Any]] = {}
+        for step in self.tools():
+            for block in (step.lookup or {}).get("evidence", []):
+                found.setdefault(block["evidence_key"], block)
+        return found
+
+    @classmethod
+    def from_events(cls, events: Iterable[Event]) -> AssistantTurn:
+        turn = cls()
+        for event in events:
+            turn.apply(event)
+        return turn
+
+    def apply(self, event: Event) -> ToolStep | None:
+        """Fold one event into the record; returns the tool step it touched, if any."""
+        if isinstance(event, ToolCallEvent):
+            step = ToolStep(event.call_id, event.name, dict(event.arguments) if event.arguments is not None else None,
+                            event.raw_arguments)
+            self.parts.append(step)
+            return step
+        if isinstance(event, ToolResultEvent):
+            step = next((s for s in reversed(self.tools()) if s.call_id == event.call_id), None)
+            if step is None:
+                step = ToolStep(event.call_id, event.name, None, "")
+                self.parts.append(step)
+            step.ok, step.error, step.seconds, step.result = event.ok, event.error, event.seconds, event.result
+            step.lookup = event.lookup.to_dict() if event.lookup is not None else None
+            return step
+        if isinstance(event, ContentEvent):
+            if self.parts and isinstance(self.parts[-1], str):
+                self.parts[-1] += event.text
+            else:
+                self.parts.append(event.text)
+        elif isinstance(event, NoticeEvent):
+            self.notices.append(event.message)
+        elif isinstance(event, DoneEvent):
+            self.citations, self.unverified, self.mode = tuple(event.citations), tuple(event.unverified_citations), event.mode
+        elif isinstance(event, ErrorEvent):
+            self.error = event.message
+        return None
