@@ -1,12 +1,12 @@
-"""The KnowledgeSearchPort boundary and its Milvus adapter (dense, BM25 or hybrid)."""
+"""The Milvus adapter of the KnowledgeSearchPort (dense, BM25 or hybrid); the port is in rag_core.ports."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Mapping, Protocol, runtime_checkable
+from typing import Any, Mapping
 
-from ..embedding import Embedder
+from ..ports import Embedder, KnowledgeSearchPort
 from ..errors import RetrievalError
 from ..records import SearchHit
 from ..store import filters as store_filters
@@ -15,13 +15,6 @@ from . import fusion
 
 SEARCH_MODES = ("dense", "bm25", "hybrid")
 FUSIONS = ("rrf", "weighted")
-
-
-@runtime_checkable
-class KnowledgeSearchPort(Protocol):
-    """Fetches up to `k` hits for `query`, best first, scores higher-is-better."""
-
-    def search(self, query: str, k: int, filters: Mapping[str, Any] | None = None) -> list[SearchHit]: ...
 
 
 class Hits(list):  # type: ignore[type-arg]

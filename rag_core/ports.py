@@ -1,0 +1,54 @@
+"""Every port of the workbench, in one place: the `typing.Protocol`s that adapters implement.
+
+An adapter is correct when it passes its port's contract-test mixin in `tests/contracts/` (as in
+haystack's `testing/`): every adapter and an in-memory fake run the same mixin. Only `bootstrap.py`
+builds real adapters; everything else depends on these Protocols.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from .records import SearchHit
+
+
+# ---------------------------------------------------------------------------------------- embedding
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into vectors of a fixed size.
+
+    `name` ("provider:model") and `dim` are recorded with the collection, so an index is never
+    searched with vectors from another model.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """(len(texts), dim) float32 for texts that will be stored."""
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """(dim,) float32 for a search query."""
+        ...
+
+
+# ---------------------------------------------------------------------------------------- search
+@runtime_checkable
+class KnowledgeSearchPort(Protocol):
+    """Fetches up to `k` hits for `query`, best first, scores higher-is-better."""
+
+    def search(self, query: str, k: int, filters: Mapping[str, Any] | None = None) -> list[SearchHit]: ...
+
+
+# ---------------------------------------------------------------------------------------- store
+# (the chunk store's Protocol goes here)
+
+
+# ---------------------------------------------------------------------------------------- remote clients
+# (chat model, reranker, logs and metrics clients go here)
