@@ -11,7 +11,7 @@ from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from .records import SearchHit
+from .records import RerankResult, SearchHit
 
 
 # ---------------------------------------------------------------------------------------- embedding
@@ -50,5 +50,19 @@ class KnowledgeSearchPort(Protocol):
 # (the chunk store's Protocol goes here)
 
 
+# ---------------------------------------------------------------------------------------- rerank
+@runtime_checkable
+class Reranker(Protocol):
+    """Scores documents for a query with a cross-encoder-style model (the stage between fetch and
+    post-processing). `name` is "provider:model"."""
+
+    @property
+    def name(self) -> str: ...
+
+    def rerank(self, query: str, documents: Sequence[str]) -> RerankResult:
+        """One score per document, in input order (an empty list gives no scores)."""
+        ...
+
+
 # ---------------------------------------------------------------------------------------- remote clients
-# (chat model, reranker, logs and metrics clients go here)
+# (chat model, logs and metrics clients go here)

@@ -121,3 +121,11 @@ class Projected:
     content: str
     score: float
     truncated: bool = False
+
+
+@dataclass(frozen=True)
+class RerankResult:
+    """A reranker's verdict on a list of documents for one query."""
+
+    scores: tuple[float, ...]  # one per input document, in input order; higher is more relevant
+    notes: tuple[str, ...] = ()  # what the adapter had to do, for the trace: "2 documents truncated to 4,000 tokens"
