@@ -11,7 +11,7 @@ from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from .records import RerankResult, SearchHit
+from .records import RerankResult, SearchOptions, SearchResult
 
 
 # ---------------------------------------------------------------------------------------- embedding
@@ -41,9 +41,18 @@ class Embedder(Protocol):
 # ---------------------------------------------------------------------------------------- search
 @runtime_checkable
 class KnowledgeSearchPort(Protocol):
-    """Fetches up to `k` hits for `query`, best first, scores higher-is-better."""
+    """Finds candidate chunks for a query (the `fetch` half of the one lookup path).
 
-    def search(self, query: str, k: int, filters: Mapping[str, Any] | None = None) -> list[SearchHit]: ...
+    Contract (tests/contracts/search_port.py): `search` returns at most `k` hits, best first, scores
+    higher-is-better, each hit's `channels` giving its 1-based rank and raw score in every channel that
+    found it; `filters` (e.g. {"doc_id": "a.md"}) restrict the hits exactly; an empty knowledge base is
+    a RetrievalError, not an empty result. `configured` returns a port searching with other options
+    (itself when they are the same) and never changes the port it is called on.
+    """
+
+    def configured(self, options: SearchOptions) -> KnowledgeSearchPort: ...
+
+    def search(self, query: str, k: int, filters: Mapping[str, Any] | None = None) -> SearchResult: ...
 
 
 # ---------------------------------------------------------------------------------------- store

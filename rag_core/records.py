@@ -5,6 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from .errors import RetrievalError
+
+SEARCH_MODES = ("dense", "bm25", "hybrid")
+FUSIONS = ("rrf", "weighted")
+
 
 @dataclass(frozen=True)
 class Document:
@@ -66,6 +71,35 @@ class SearchHit:
     content: str
     metadata: Mapping[str, Any]
     channels: Mapping[str, tuple[int, float]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """How a KnowledgeSearchPort finds candidates: which channels, and how hybrid mode fuses them."""
+
+    mode: str = "hybrid"
+    fusion: str = "weighted"
+    rrf_k: int = 60
+    dense_weight: float = 0.5
+    bm25_weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.mode not in SEARCH_MODES:
+            raise RetrievalError(f"Unknown search mode {self.mode!r}; use one of {', '.join(SEARCH_MODES)}.")
+        if self.fusion not in FUSIONS:
+            raise RetrievalError(f"Unknown fusion {self.fusion!r}; use one of {', '.join(FUSIONS)}.")
+        if self.rrf_k < 1:
+            raise RetrievalError("RRF k must be at least 1.")
+        if min(self.dense_weight, self.bm25_weight) < 0 or self.dense_weight + self.bm25_weight <= 0:
+            raise RetrievalError("Channel weights must be non-negative and not both zero.")
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """What a KnowledgeSearchPort returns: at most k hits, best first, and what each stage cost (ms)."""
+
+    hits: tuple[SearchHit, ...]
+    timings: Mapping[str, float] = field(default_factory=dict)  # e.g. embed, dense_search, bm25_search, fusion
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,9 @@ from typing import Any, Mapping
 
 from ..config import Settings
 from ..errors import RetrievalError
-from ..records import Candidate, HitTrace, SearchHit
+from ..ports import KnowledgeSearchPort
+from ..records import Candidate, HitTrace, SearchHit, SearchOptions
 from .identity import to_candidate
-from .ports import KnowledgeSearchPort, SearchOptions
 from .postprocess import PostProcessed, postprocess
 from .projection import Budgets, Projection, project
 
@@ -156,13 +156,10 @@ class KnowledgeRetriever:
         if len(query) > MAX_QUERY_CHARS:
             raise RetrievalError(f"The query has {len(query)} characters; the limit is {MAX_QUERY_CHARS}.")
         params.validate()
-        port = self.port
-        if hasattr(port, "configured"):
-            port = port.configured(params.search)
         started = time.perf_counter()
-        hits = port.search(query, params.retrieve_k, params.filters)
-        timings = {**getattr(hits, "timings", {}), "search": (time.perf_counter() - started) * 1000}
-        return Fetched(query, params.retrieve_k, params.search, params.filters, tuple(hits[: params.retrieve_k]), timings)
+        found = self.port.configured(params.search).search(query, params.retrieve_k, params.filters)
+        timings = {**found.timings, "search": (time.perf_counter() - started) * 1000}
+        return Fetched(query, params.retrieve_k, params.search, params.filters, found.hits[: params.retrieve_k], timings)
 
     def assemble(self, fetched: Fetched, params: LookupParams) -> LookupResult:
         """Identity, post-processing and projection for already fetched hits."""

@@ -9,26 +9,7 @@ import pytest
 from rag_core.errors import RetrievalError
 from rag_core.records import SearchHit
 from rag_core.retrieval import KnowledgeRetriever, LookupParams, MilvusSearchPort, SearchOptions
-
-
-class SpyPort:
-    """Wraps a real port and records what it was asked for."""
-
-    def __init__(self, inner) -> None:
-        self.inner = inner
-        self.asked: list[int] = []
-
-    def search(self, query, k, filters=None):
-        self.asked.append(k)
-        return self.inner.search(query, k, filters)
-
-
-class ScriptedPort:
-    def __init__(self, hits: list[SearchHit]) -> None:
-        self.hits = hits
-
-    def search(self, query, k, filters=None):
-        return self.hits[:k]
+from tests.retrieval.fakes import ScriptedPort, SpyPort
 
 
 def dense_port(wb) -> MilvusSearchPort:
@@ -122,7 +103,7 @@ def test_projected_document_id_is_chunk_scoped(sample_wb) -> None:
 
 def test_default_dense_adapter_goes_through_the_port(sample_wb) -> None:
     port = dense_port(sample_wb)
-    hits = port.search("memory leak", 5)
+    hits = port.search("memory leak", 5).hits
     assert len(hits) == 5 and all(h.channels.keys() == {"dense"} for h in hits)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     result = KnowledgeRetriever(port).lookup("memory leak", search=SearchOptions(mode="dense"))

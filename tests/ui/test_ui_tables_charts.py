@@ -6,6 +6,7 @@ from rag_core.records import IngestReport, SearchHit, StoredDocument
 from rag_core.retrieval import KnowledgeRetriever, LookupParams, SearchOptions
 from ui.charts import FATE_COLORS, chunk_length_histogram, score_by_rank_figure
 from rag_core.agent.kb_tool import tool_payload
+from tests.retrieval.fakes import ScriptedPort
 from ui.lookup import cached_lookup, debugger_query_params, debugger_url
 from ui.tables import describe_status, documents_frame, evidence_frame, hits_frame, ingest_frame, timings_frame
 
@@ -16,24 +17,12 @@ def hit(doc: str, index: int, score: float, hit_id: str | None = None) -> Search
                      channels={"dense": (1, score), "bm25": (2, score * 10)})
 
 
-class FakePort:
-    """A KnowledgeSearchPort with fixed hits; counts calls."""
-
-    def __init__(self, hits):
-        self.hits = hits
-        self.calls = 0
-
-    def search(self, query, k, filters=None):
-        self.calls += 1
-        return list(self.hits[:k])
-
-
 HITS = [hit("a.md", 0, 0.9), hit("a.md", 0, 0.85, "dup"), hit("a.md", 1, 0.8), hit("a.md", 2, 0.7),
         hit("b.md", 0, 0.6), hit("c.md", 0, 0.5), hit("d.md", 0, 0.4)]
 
 
 def lookup(return_n=3, cap=2):
-    retriever = KnowledgeRetriever(FakePort(HITS))
+    retriever = KnowledgeRetriever(ScriptedPort(HITS))
     return retriever.lookup("q", retrieve_k=7, return_n=return_n, max_chunks_per_document=cap).to_dict()
 
 
@@ -77,7 +66,7 @@ def test_histogram_counts_every_chunk_and_marks_max_size():
 
 
 def test_cached_lookup_fetches_once_per_query_k_and_search_options():
-    port = FakePort(HITS)
+    port = ScriptedPort(HITS)
     retriever = KnowledgeRetriever(port)
     cache: dict = {}
     params = retriever.params(retrieve_k=7, return_n=3)
@@ -114,7 +103,7 @@ def test_documents_and_ingest_frames():
 
 
 def test_the_debugger_shows_exactly_what_the_tool_returns():
-    retriever = KnowledgeRetriever(FakePort(HITS))
+    retriever = KnowledgeRetriever(ScriptedPort(HITS))
     for hits in (HITS, []):
         retriever.port.hits = hits
         run = Toolbox([knowledge_base_tool(retriever)]).run("search_knowledge_base", {"query": "q"})
