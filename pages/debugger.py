@@ -16,7 +16,7 @@ from ui.components import chunk_card, evidence_table, hits_table, metric_row
 from ui.html import ChunkView
 from ui.lookup import cached_lookup
 from ui.state import workbench_or_stop
-from ui.tables import describe_status, fate_counts, timings_frame
+from ui.tables import describe_drop, fate_counts, timings_frame
 
 st.title("🔎 Retrieval debugger")
 st.caption("The same lookup the agent's tool runs: recall `retrieve-k` candidates, deduplicate by evidenceKey, "
@@ -88,7 +88,7 @@ with evidence_col:
 dropped = [h for h in data["raw_hits"] if h["fate"] != "kept"]
 if dropped:
     with st.expander(f"Why {len(dropped)} hits were dropped", expanded=False):
-        st.markdown("\n".join(f"- #{h['rank']} `{h['evidence_key']}` — {describe_status(h['status'], return_n)}"
+        st.markdown("\n".join(f"- #{h['rank']} `{h['evidence_key']}` — {describe_drop(h['drop'])}"
                               for h in dropped))
 
 chart_col, timing_col = st.columns([3, 1], gap="medium")

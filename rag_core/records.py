@@ -132,9 +132,40 @@ class Candidate:
     channels: Mapping[str, tuple[int, float]] = field(default_factory=dict)  # channel -> (rank, raw score)
 
 
+FATES = ("kept", "duplicate", "doc_cap", "beyond_return_n")
+
+
+@dataclass(frozen=True)
+class DropReason:
+    """Why post-processing dropped a raw hit, as data (the UI and explain read the fields, never text).
+
+    * `duplicate`: `key` is the evidence key a higher-ranked hit already holds (`by` = that key);
+    * `doc_cap`: `doc_id` already had `count` blocks (= the cap), namely the evidence keys in `by`;
+    * `beyond_return_n`: `count` = return-n blocks were already accepted.
+    """
+
+    kind: str  # "duplicate" | "doc_cap" | "beyond_return_n"
+    key: str | None = None
+    doc_id: str | None = None
+    count: int = 0
+    by: tuple[str, ...] = ()
+
+    @property
+    def status(self) -> str:
+        """The status string of `search --json` (kept stable for existing clients)."""
+        if self.kind == "duplicate":
+            return f"duplicate_of {self.key}"
+        if self.kind == "doc_cap":
+            return f"doc_cap ({self.doc_id} already has {self.count})"
+        return self.kind
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "key": self.key, "doc_id": self.doc_id, "count": self.count, "by": list(self.by)}
+
+
 @dataclass(frozen=True)
 class HitTrace:
-    """The fate of one raw hit: exactly one per hit, in ranking order."""
+    """The fate of one raw hit: exactly one per hit, in ranking order. `drop` is None when it was kept."""
 
     rank: int
     id: str | None
@@ -142,8 +173,17 @@ class HitTrace:
     doc_id: str | None
     chunk_index: int | None
     evidence_key: str
-    fate: str  # "kept" | "duplicate" | "doc_cap" | "beyond_return_n"
-    status: str  # "kept", "duplicate_of <key>", "doc_cap (<doc_id> already has N)", "beyond_return_n"
+    drop: DropReason | None = None
+
+    @property
+    def fate(self) -> str:
+        """ "kept" | "duplicate" | "doc_cap" | "beyond_return_n" """
+        return "kept" if self.drop is None else self.drop.kind
+
+    @property
+    def status(self) -> str:
+        """ "kept", "duplicate_of <key>", "doc_cap (<doc_id> already has N)" or "beyond_return_n" """
+        return "kept" if self.drop is None else self.drop.status
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 
 from rag_core.records import Chunk
 
-from .tables import FATE_LABELS, describe_status
+from .tables import FATE_LABELS, describe_drop
 
 FATE_COLORS = {"kept": "#2e7d32", "duplicate": "#9e9e9e", "doc_cap": "#ef6c00", "beyond_return_n": "#64b5f6"}
 # No figure titles: pages put a caption above each chart, like every other block.
@@ -31,7 +31,6 @@ def chunk_length_histogram(chunks: Sequence[Chunk], max_size: int | None = None)
 
 def score_by_rank_figure(result: Mapping[str, Any]) -> go.Figure:
     """Score of every raw hit by its rank, one trace per fate (kept, duplicate, cap, beyond return-n)."""
-    return_n = (result.get("params") or {}).get("return_n")
     fig = go.Figure()
     hits = result.get("raw_hits", [])
     for fate, label in FATE_LABELS.items():
@@ -40,7 +39,7 @@ def score_by_rank_figure(result: Mapping[str, Any]) -> go.Figure:
             continue
         fig.add_trace(go.Bar(
             x=[h["rank"] for h in group], y=[h["score"] for h in group], name=label, marker_color=FATE_COLORS[fate],
-            customdata=[[h["evidence_key"], describe_status(h["status"], return_n)] for h in group],
+            customdata=[[h["evidence_key"], describe_drop(h.get("drop"))] for h in group],
             hovertemplate="rank %{x} · score %{y:.4f}<br>%{customdata[0]}<br>%{customdata[1]}<extra></extra>"))
     fig.update_layout(xaxis_title="rank", yaxis_title="score",
                       xaxis=dict(dtick=1 if len(hits) <= 30 else None), **_LAYOUT)

@@ -7,7 +7,6 @@ the debugger and the chat page build their tables from the same data in the same
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
@@ -17,7 +16,6 @@ from rag_core.records import Chunk, IngestReport, StoredDocument
 
 FATE_LABELS = {"kept": "kept", "duplicate": "duplicate", "doc_cap": "per-document cap",
                "beyond_return_n": "beyond return-n"}
-_DOC_CAP = re.compile(r"^doc_cap \((?P<doc>.*) already has (?P<n>\d+)\)$")
 
 
 def snippet(text: str, limit: int = 160) -> str:
@@ -25,20 +23,22 @@ def snippet(text: str, limit: int = 160) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def describe_status(status: str, return_n: int | None = None, *, short: bool = False) -> str:
-    """A trace status in words: why a raw hit was kept or dropped (`short`: for a table column)."""
-    if status == "kept":
+def describe_drop(drop: Mapping[str, Any] | None, *, short: bool = False) -> str:
+    """A raw hit's structured drop reason (`raw_hits[i]["drop"]`) in words; None = kept. `short`: for a
+    table column."""
+    if not drop:
         return "kept"
-    if status.startswith("duplicate_of "):
-        return "duplicate of " + status.removeprefix("duplicate_of ")
-    match = _DOC_CAP.match(status)
-    if match:
+    kind, count = drop.get("kind"), drop.get("count")
+    if kind == "duplicate":
+        return f"duplicate of {drop.get('key')}"
+    if kind == "doc_cap":
         if short:
-            return f"per-document cap ({match['n']})"
-        return f"per-document cap: {match['doc']} already has {match['n']}"
-    if status == "beyond_return_n":
-        return f"beyond return-n ({return_n})" if return_n else "beyond return-n"
-    return status
+            return f"per-document cap ({count})"
+        by = ", ".join(f"`{k}`" for k in drop.get("by") or ())
+        return f"per-document cap: {drop.get('doc_id')} already has {count}" + (f" ({by})" if by else "")
+    if kind == "beyond_return_n":
+        return f"beyond return-n ({count})" if count else "beyond return-n"
+    return str(kind)
 
 
 def _channel(hit: Mapping[str, Any], name: str, part: str) -> Any:
@@ -48,7 +48,6 @@ def _channel(hit: Mapping[str, Any], name: str, part: str) -> Any:
 
 def hits_frame(result: Mapping[str, Any]) -> pd.DataFrame:
     """One row per raw hit, in ranking order: its fused rank, its rank in each channel, its fate."""
-    return_n = (result.get("params") or {}).get("return_n")
     rows = [{
         "rank": h["rank"],
         "score": h["score"],
@@ -58,7 +57,7 @@ def hits_frame(result: Mapping[str, Any]) -> pd.DataFrame:
         "dense #": _channel(h, "dense", "rank"),
         "bm25 #": _channel(h, "bm25", "rank"),
         "snippet": snippet(h.get("content", "")),
-        "status": describe_status(h["status"], return_n, short=True),
+        "status": describe_drop(h.get("drop"), short=True),
         "fate": h.get("fate", ""),
     } for h in result.get("raw_hits", [])]
     columns = ["rank", "score", "evidenceKey", "doc_id", "chunk", "dense #", "bm25 #", "snippet", "status", "fate"]

@@ -114,7 +114,8 @@ class LookupResult:
             c = by_rank[t.rank]
             raw_hits.append({
                 "rank": t.rank, "id": t.id, "score": t.score, "doc_id": t.doc_id, "chunk_index": t.chunk_index,
-                "evidence_key": t.evidence_key, "status": t.status, "fate": t.fate, "source": c.source,
+                "evidence_key": t.evidence_key, "status": t.status, "fate": t.fate,
+                "drop": t.drop.to_dict() if t.drop else None, "source": c.source,
                 "hit_reasons": list(c.hit_reasons),
                 "channels": {ch: {"rank": r, "score": s} for ch, (r, s) in c.channels.items()},
                 "title": c.metadata.get("title", ""), "heading_path": c.metadata.get("headingPath", ""),
@@ -130,8 +131,8 @@ class LookupResult:
             "params": self.params.to_dict(),
             "raw_hits": raw_hits,
             "evidence": evidence,
-            "dropped": [{"evidence_key": t.evidence_key, "reason": t.status, "rank": t.rank}
-                        for t in self.post.dropped],
+            "dropped": [{"evidence_key": t.evidence_key, "reason": t.status, "rank": t.rank,
+                         "drop": t.drop.to_dict() if t.drop else None} for t in self.post.dropped],
             "projection": [asdict(p) for p in self.projection.items],
             "projection_left_out": [{"evidence_key": k, "reason": r} for k, r in self.projection.left_out],
             "timings": {k: round(v, 3) for k, v in self.timings.items()},

@@ -54,7 +54,8 @@ def test_true_duplicate_keys_merge_without_replacing_higher_ranked_content() -> 
     assert result.evidence_keys == ["docA#chunk-2", "docB#chunk-0"]
     assert result.evidence[0].content == "higher" and result.evidence[0].hit_reasons == ("dense", "bm25")
     assert result.to_dict()["dropped"] == [{"evidence_key": "docA#chunk-2", "reason": "duplicate_of docA#chunk-2",
-                                            "rank": 3}]
+                                            "rank": 3, "drop": {"kind": "duplicate", "key": "docA#chunk-2",
+                                                                "doc_id": None, "count": 0, "by": ["docA#chunk-2"]}}]
 
 
 @pytest.mark.parametrize("cap", [1, 2, 3])

@@ -2,13 +2,13 @@
 
 from rag_core.agent import Toolbox, knowledge_base_tool
 from rag_core.chunking import chunk_text
-from rag_core.records import IngestReport, SearchHit, StoredDocument
+from rag_core.records import DropReason, IngestReport, SearchHit, StoredDocument
 from rag_core.retrieval import KnowledgeRetriever, LookupParams, SearchOptions
 from ui.charts import FATE_COLORS, chunk_length_histogram, score_by_rank_figure
 from rag_core.agent.kb_tool import tool_payload
 from tests.retrieval.fakes import ScriptedPort
 from ui.lookup import cached_lookup, debugger_query_params, debugger_url
-from ui.tables import describe_status, documents_frame, evidence_frame, hits_frame, ingest_frame, timings_frame
+from ui.tables import describe_drop, documents_frame, evidence_frame, hits_frame, ingest_frame, timings_frame
 
 
 def hit(doc: str, index: int, score: float, hit_id: str | None = None) -> SearchHit:
@@ -42,13 +42,16 @@ def test_evidence_frame_is_the_kept_blocks_in_order():
     assert frame.loc[0, "hit reasons"] == "dense, bm25"
 
 
-def test_describe_status_covers_every_fate():
-    assert describe_status("kept") == "kept"
-    assert describe_status("duplicate_of x#chunk-1") == "duplicate of x#chunk-1"
-    assert describe_status("doc_cap (dir/a b.md already has 2)") == "per-document cap: dir/a b.md already has 2"
-    assert describe_status("doc_cap (dir/a b.md already has 2)", short=True) == "per-document cap (2)"
-    assert describe_status("beyond_return_n", 5) == "beyond return-n (5)"
-    assert describe_status("something new") == "something new"
+def test_describe_drop_reads_the_structured_reason_of_every_fate():
+    drop = lambda **kw: DropReason(**kw).to_dict()  # noqa: E731
+    assert describe_drop(None) == "kept"
+    assert describe_drop(drop(kind="duplicate", key="x#chunk-1", by=("x#chunk-1",))) == "duplicate of x#chunk-1"
+    # a doc_id that looks like the old status text is not misparsed: nothing is parsed any more
+    cap = drop(kind="doc_cap", doc_id="dir/a (b) already has 9).md", count=2, by=("k#chunk-0", "k#chunk-3"))
+    assert describe_drop(cap) == "per-document cap: dir/a (b) already has 9).md already has 2 (`k#chunk-0`, `k#chunk-3`)"
+    assert describe_drop(cap, short=True) == "per-document cap (2)"
+    assert describe_drop(drop(kind="beyond_return_n", count=5)) == "beyond return-n (5)"
+    assert describe_drop({"kind": "something new"}) == "something new"
 
 
 def test_score_figure_has_one_trace_per_fate_with_all_hits():
