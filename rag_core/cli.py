@@ -129,13 +129,21 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
         search = wb.retriever.defaults.search
         if args.mode:
             search = replace(search, mode=args.mode)
+        rerank = replace(wb.retriever.defaults.rerank, enabled=False) if args.no_rerank else None
         result = wb.retriever.lookup(args.query, retrieve_k=args.retrieve_k, return_n=args.return_n,
-                                     max_chunks_per_document=args.max_chunks_per_document, search=search)
+                                     max_chunks_per_document=args.max_chunks_per_document, search=search,
+                                     rerank=rerank)
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     if args.json:
         _print_json(result.to_dict())
         return 0
+    from .retrieval.rerank import movement
+
     for t in result.traces:
-        print(f"{t.rank:>3} {t.score:8.4f} {t.evidence_key:<50} {t.status}")
+        reranked = "" if t.rerank_score is None else \
+            f"  rerank {t.rerank_score:.4f}, fused #{t.fused_rank} {movement(t.fused_rank, t.rank)}"
+        print(f"{t.rank:>3} {t.score:8.4f} {t.evidence_key:<50} {t.status}{reranked}")
     print("\nEvidence:")
     for c in result.evidence:
         print(f"- [{c.evidence_key}] ({', '.join(c.hit_reasons)}) {c.content[:160]!r}")
@@ -210,6 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--return-n", type=int)
     p.add_argument("--max-chunks-per-document", type=int)
     p.add_argument("--mode", choices=("dense", "bm25", "hybrid"))
+    p.add_argument("--no-rerank", action="store_true", help="skip the reranker (rerank.provider) for this search")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_search)
 

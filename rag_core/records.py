@@ -119,7 +119,7 @@ class Candidate:
     """A search hit with chunk-level identity (see retrieval.identity). Kept candidates are the
     evidence blocks; their `hit_reasons` and `channels` include those of merged duplicates."""
 
-    rank: int  # 1-based position in the port's ranking
+    rank: int  # 1-based position in the ranking post-processing walks (after the rerank stage, if any)
     id: str | None  # vector (row) id
     doc_id: str | None
     chunk_index: int | None
@@ -130,6 +130,12 @@ class Candidate:
     metadata: Mapping[str, Any]
     hit_reasons: tuple[str, ...]  # channels that found it: "dense", "bm25"
     channels: Mapping[str, tuple[int, float]] = field(default_factory=dict)  # channel -> (rank, raw score)
+    fused_rank: int = 0  # 1-based position in the port's (fused) ranking, before the rerank stage; 0 = rank
+    rerank_score: float | None = None  # the reranker's score; None when it was not reranked
+
+    @property
+    def rank_before_rerank(self) -> int:
+        return self.fused_rank or self.rank
 
 
 FATES = ("kept", "duplicate", "doc_cap", "beyond_return_n")
@@ -174,6 +180,8 @@ class HitTrace:
     chunk_index: int | None
     evidence_key: str
     drop: DropReason | None = None
+    fused_rank: int = 0  # rank before the rerank stage
+    rerank_score: float | None = None
 
     @property
     def fate(self) -> str:
@@ -195,6 +203,27 @@ class Projected:
     content: str
     score: float
     truncated: bool = False
+
+
+@dataclass(frozen=True)
+class RerankOutcome:
+    """What the rerank stage did to one fetched ranking (see retrieval.rerank).
+
+    `order` lists indexes into the fetched hits in the new order (every hit exactly once); `scores`
+    holds one score per fetched hit in fetched order, None for hits not sent to the model (beyond
+    `candidates`) or when the model failed. `error` is set when the model failed and the fused order
+    was kept (on-error = fallback)."""
+
+    reranker: str  # "provider:model"
+    candidates: int  # hits sent to the model
+    order: tuple[int, ...]
+    scores: tuple[float | None, ...]
+    notes: tuple[str, ...] = ()
+    error: str = ""
+
+    @property
+    def applied(self) -> bool:
+        return not self.error
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 
 `KnowledgeRetriever.fetch` (the search port: embedding + Milvus) is the expensive half; `assemble`
 (identity, dedup, caps, return-n, projection) is pure and fast. The fetched hits are cached under
-everything that decides them — the query, retrieve-k, the search options and filters — so moving the
-return-n or per-document-cap slider runs `assemble` only.
+everything that decides them — the query, retrieve-k, the search options, filters and rerank settings —
+so moving the return-n or per-document-cap slider runs `assemble` only (no search, no reranker call).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ DEBUGGER_URL_PATH = "debugger"
 
 def fetch_key(query: str, params: LookupParams) -> Hashable:
     filters = tuple(sorted(params.filters.items())) if params.filters else None
-    return (query.strip(), params.retrieve_k, params.search, filters)
+    return (query.strip(), params.retrieve_k, params.search, filters, params.rerank)
 
 
 def cached_lookup(retriever: KnowledgeRetriever, query: str, params: LookupParams,

@@ -39,7 +39,8 @@ def _merge(kept: Candidate, dup: Candidate) -> Candidate:
 
 def _trace(c: Candidate, drop: DropReason | None = None) -> HitTrace:
     return HitTrace(rank=c.rank, id=c.id, score=c.score, doc_id=c.doc_id, chunk_index=c.chunk_index,
-                    evidence_key=c.evidence_key, drop=drop)
+                    evidence_key=c.evidence_key, drop=drop, fused_rank=c.rank_before_rerank,
+                    rerank_score=c.rerank_score)
 
 
 def postprocess(candidates: Sequence[Candidate], *, return_n: int, max_chunks_per_document: int) -> PostProcessed:
