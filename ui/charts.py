@@ -44,3 +44,26 @@ def score_by_rank_figure(result: Mapping[str, Any]) -> go.Figure:
     fig.update_layout(xaxis_title="rank", yaxis_title="score",
                       xaxis=dict(dtick=1 if len(hits) <= 30 else None), **_LAYOUT)
     return fig
+
+
+def rerank_movement_figure(result: Mapping[str, Any]) -> go.Figure:
+    """Rank before the rerank stage (x) against rank after it (y), one marker per reranked hit, coloured
+    by fate: points above the diagonal moved up. Hits beyond the rerank candidates are left out."""
+    fig = go.Figure()
+    hits = [h for h in result.get("raw_hits", []) if h.get("rerank_score") is not None]
+    top = max([1] + [max(h["rank"], h.get("fused_rank", h["rank"])) for h in hits])
+    fig.add_trace(go.Scatter(x=[1, top], y=[1, top], mode="lines", name="unchanged",
+                             line=dict(color="#bdbdbd", dash="dot"), hoverinfo="skip"))
+    for fate, label in FATE_LABELS.items():
+        group = [h for h in hits if h.get("fate") == fate]
+        if not group:
+            continue
+        fig.add_trace(go.Scatter(
+            x=[h["fused_rank"] for h in group], y=[h["rank"] for h in group], mode="markers", name=label,
+            marker=dict(color=FATE_COLORS[fate], size=9),
+            customdata=[[h["evidence_key"], h["rerank_score"], describe_drop(h.get("drop"))] for h in group],
+            hovertemplate="fused #%{x} → #%{y}<br>%{customdata[0]}<br>rerank score %{customdata[1]:.4f}"
+                          "<br>%{customdata[2]}<extra></extra>"))
+    fig.update_layout(xaxis_title="rank before rerank (fused)", yaxis_title="rank after rerank",
+                      yaxis=dict(autorange="reversed"), xaxis=dict(rangemode="tozero"), **_LAYOUT)
+    return fig

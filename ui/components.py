@@ -10,7 +10,7 @@ from rag_core.ingest import IngestProgress
 from rag_core.records import IngestReport
 
 from .html import ChunkView, chunk_card_html
-from .tables import evidence_frame, hits_frame, ingest_frame
+from .tables import evidence_frame, hits_frame, ingest_frame, reranked
 
 FATE_ROW_STYLE = {"kept": "", "duplicate": "color: #8a8a8a", "doc_cap": "background-color: #fff3e0",
                   "beyond_return_n": "background-color: #eef5fc"}
@@ -37,10 +37,17 @@ def hits_table(result: Mapping[str, Any], *, key: str | None = None) -> None:
         st.info("The search returned no hits.")
         return
     styled = frame.style.apply(lambda row: [FATE_ROW_STYLE.get(row["fate"], "")] * len(row), axis=1)
+    rerank_columns = ["fused #", "move", "rerank score"] if reranked(result) else []
     st.dataframe(styled, hide_index=True, key=key, width="stretch",
-                 column_order=["rank", "score", "evidenceKey", "status", "dense #", "bm25 #", "doc_id", "chunk", "snippet"],
+                 column_order=["rank", *rerank_columns, "score", "evidenceKey", "status", "dense #", "bm25 #", "doc_id",
+                               "chunk", "snippet"],
                  column_config={
-                     "rank": st.column_config.NumberColumn("rank", help="Fused rank (the port's order)", width=50),
+                     "rank": st.column_config.NumberColumn("rank", help="The order post-processing walked: after "
+                                                           "the reranker when one ran, else the port's fused order",
+                                                           width=50),
+                     "fused #": st.column_config.NumberColumn("fused #", help="Rank before the rerank stage", width=60),
+                     "move": st.column_config.TextColumn("move", help="How far the reranker moved it", width=55),
+                     "rerank score": st.column_config.NumberColumn("rerank score", format="%.4f", width=80),
                      "score": st.column_config.NumberColumn("score", format="%.4f", width=70),
                      "evidenceKey": st.column_config.TextColumn("evidenceKey", width=200),
                      "status": st.column_config.TextColumn("status", help="Kept, or why it was dropped", width=170),

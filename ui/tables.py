@@ -13,6 +13,7 @@ import pandas as pd
 
 from rag_core import chunking
 from rag_core.records import Chunk, IngestReport, StoredDocument
+from rag_core.retrieval.rerank import movement
 
 FATE_LABELS = {"kept": "kept", "duplicate": "duplicate", "doc_cap": "per-document cap",
                "beyond_return_n": "beyond return-n"}
@@ -46,10 +47,19 @@ def _channel(hit: Mapping[str, Any], name: str, part: str) -> Any:
     return value.get(part) if value else None
 
 
+def reranked(result: Mapping[str, Any]) -> bool:
+    """Whether the rerank stage reordered this result (a reranker ran and did not fail)."""
+    return bool((result.get("rerank") or {}).get("applied"))
+
+
 def hits_frame(result: Mapping[str, Any]) -> pd.DataFrame:
-    """One row per raw hit, in ranking order: its fused rank, its rank in each channel, its fate."""
+    """One row per raw hit, in the order post-processing walked: its rank, its rank before the rerank
+    stage and how far the reranker moved it, its rank in each channel, its fate."""
     rows = [{
         "rank": h["rank"],
+        "fused #": h.get("fused_rank", h["rank"]),
+        "move": movement(h.get("fused_rank", h["rank"]), h["rank"]) if h.get("rerank_score") is not None else "",
+        "rerank score": h.get("rerank_score"),
         "score": h["score"],
         "evidenceKey": h["evidence_key"],
         "doc_id": h.get("doc_id"),
@@ -60,9 +70,11 @@ def hits_frame(result: Mapping[str, Any]) -> pd.DataFrame:
         "status": describe_drop(h.get("drop"), short=True),
         "fate": h.get("fate", ""),
     } for h in result.get("raw_hits", [])]
-    columns = ["rank", "score", "evidenceKey", "doc_id", "chunk", "dense #", "bm25 #", "snippet", "status", "fate"]
+    columns = ["rank", "fused #", "move", "rerank score", "score", "evidenceKey", "doc_id", "chunk", "dense #",
+               "bm25 #", "snippet", "status", "fate"]
     frame = pd.DataFrame(rows, columns=columns)
-    for col in ("dense #", "bm25 #", "chunk"):
+    frame["rerank score"] = frame["rerank score"].astype("Float64")
+    for col in ("dense #", "bm25 #", "chunk", "fused #"):
         frame[col] = frame[col].astype("Int64")
     return frame
 
@@ -86,7 +98,7 @@ def fate_counts(result: Mapping[str, Any]) -> dict[str, int]:
 
 
 def timings_frame(timings: Mapping[str, float]) -> pd.DataFrame:
-    order = ["embed", "dense_search", "bm25_search", "fusion", "search", "postprocess", "projection", "total"]
+    order = ["embed", "dense_search", "bm25_search", "fusion", "search", "rerank", "postprocess", "projection", "total"]
     names = [k for k in order if k in timings] + [k for k in timings if k not in order]
     return pd.DataFrame({"stage": names, "ms": [round(float(timings[k]), 2) for k in names]})
 

@@ -111,3 +111,53 @@ def test_no_query_asks_for_one_and_an_empty_kb_says_so(fresh_kb):
     at.text_input(key="q").set_value("anything").run()
     assert not at.exception
     assert "knowledge base is empty" in texts(at, "error")
+
+
+# ------------------------------------------------------------------------------------ rerank stage
+@pytest.fixture
+def reranker(kb, monkeypatch):
+    """A scripted reranker on the shared workbench: prefers chunks that mention "top"."""
+    from tests.retrieval.fakes import FakeReranker
+
+    model = FakeReranker(lambda q, d: d.lower().count("top") + 0.001 * len(d))
+    monkeypatch.setattr(kb.retriever, "reranker", model)
+    return model
+
+
+def test_a_reranker_reorders_the_evidence_and_the_movement_is_shown(kb, reranker):
+    at = app_at(PAGE, q=QUERY, retrieve_k="12", return_n="5")
+    assert at.toggle(key="rerank").label == "Rerank with fake:scripted" and at.toggle(key="rerank").value
+    assert len(reranker.calls) == 1 and len(reranker.calls[0][1]) == 12  # default candidates 20 > retrieve-k
+    hits, evidence = frames(at)
+    assert list(hits["rank"]) == list(range(1, 13))
+    assert hits["rerank score"].is_monotonic_decreasing and (hits["move"] != "").all()
+    assert any(m.startswith("▲") for m in hits["move"]) and any(m.startswith("▼") for m in hits["move"])
+    assert "What the reranker changed" in texts(at)
+    assert "reranked the top 12 with fake:scripted" in texts(at, "caption")
+    # return-n / cap reuse the reranked fetch: the model is not called again
+    at.slider(key="return_n").set_value(3).run()
+    assert not at.exception and len(reranker.calls) == 1
+    # fewer candidates: only those are scored and moved
+    at.slider(key="rerank_candidates").set_value(4).run()
+    hits, _ = frames(at)
+    assert len(reranker.calls[-1][1]) == 4 and (hits["move"] != "").sum() == 4
+    # switched off: the fused order, no rerank columns' data
+    at.toggle(key="rerank").set_value(False).run()
+    hits, _ = frames(at)
+    assert hits["rerank score"].isna().all() and list(hits["fused #"]) == list(range(1, 13))
+    assert "What the reranker changed" not in texts(at)
+
+
+def test_a_failing_reranker_shows_a_warning_and_the_fused_order(kb, reranker):
+    from rag_core.errors import RagError
+
+    reranker.error = RagError("HTTP 503 from the rerank endpoint")
+    at = app_at(PAGE, q=QUERY, retrieve_k="10")
+    assert "Reranking with fake:scripted failed (HTTP 503 from the rerank endpoint)" in texts(at, "warning")
+    hits, _ = frames(at)
+    assert list(hits["fused #"]) == list(range(1, 11)) and hits["rerank score"].isna().all()
+
+
+def test_without_a_reranker_the_page_says_how_to_configure_one(kb):
+    at = app_at(PAGE, q=QUERY)
+    assert not at.toggle and "set `rerank.provider`" in texts(at, "caption")

@@ -111,3 +111,27 @@ def test_the_debugger_shows_exactly_what_the_tool_returns():
         retriever.port.hits = hits
         run = Toolbox([knowledge_base_tool(retriever)]).run("search_knowledge_base", {"query": "q"})
         assert tool_payload(retriever.lookup("q")) == run.output.data
+
+
+def test_hits_frame_and_movement_chart_after_a_rerank():
+    from rag_core.retrieval.rerank import RerankParams
+    from tests.retrieval.fakes import FakeReranker
+    from ui.charts import rerank_movement_figure
+    from ui.tables import reranked
+
+    hits = [hit(doc, 0, 1.0 - i / 10) for i, doc in enumerate("abcdefg")]
+    # the model reverses the top 5 (a..e); f and g are beyond the candidates and keep their place
+    model = FakeReranker(lambda q, d: float("abcde".index(d[8])))
+    data = KnowledgeRetriever(ScriptedPort(hits), reranker=model).lookup(
+        "q", retrieve_k=7, return_n=3, rerank=RerankParams(candidates=5)).to_dict()
+    frame = hits_frame(data)
+    assert reranked(data) and not reranked(lookup())
+    assert list(frame["evidenceKey"])[:3] == ["e#chunk-0", "d#chunk-0", "c#chunk-0"]
+    assert list(frame["fused #"]) == [5, 4, 3, 2, 1, 6, 7]
+    assert list(frame["move"]) == ["▲ 4", "▲ 2", "=", "▼ 2", "▼ 4", "", ""]
+    assert frame["rerank score"].isna().sum() == 2
+    fig = rerank_movement_figure(data)
+    assert fig.data[0].name == "unchanged"
+    points = sorted((x, y) for t in fig.data[1:] for x, y in zip(t.x, t.y))
+    assert points == [(1, 5), (2, 4), (3, 3), (4, 2), (5, 1)]
+    assert fig.layout.yaxis.autorange == "reversed"
