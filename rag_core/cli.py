@@ -1,4 +1,4 @@
-"""`python -m rag_core ...`: ingest, chunk, docs, delete, search, reindex, config (and chat, eval).
+"""`python -m rag_core ...`: ingest, chunk, docs, delete, search, explain, reindex, config (and chat, eval).
 
 Global options come before the command: `--data-dir` (or RAG_DATA_DIR) isolates a run, `--config`
 names a rag.toml, `--set key=value` overrides any setting. `--json` prints machine-readable output on
@@ -150,6 +150,36 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
+    from .retrieval.explain import explain
+
+    with _workbench(settings) as wb:
+        search = replace(wb.retriever.defaults.search, mode=args.mode) if args.mode else None
+        rerank = replace(wb.retriever.defaults.rerank, enabled=False) if args.no_rerank else None
+        e = explain(wb.retriever, wb.store, args.query, args.expect, args.answer, retrieve_k=args.retrieve_k,
+                    return_n=args.return_n, max_chunks_per_document=args.max_chunks_per_document, search=search,
+                    rerank=rerank)
+    if args.json:
+        _print_json(e.to_dict())
+        return 0
+    print(e.verdict)
+    if e.answer is not None:
+        print(e.answer.describe(e.expect.doc_id))
+        for span in e.answer.spans:
+            if span.boundary:
+                print(f"  boundary: …{span.boundary['context']}…")
+    for note in [*e.notes, *e.lookup.warnings]:
+        print(f"note: {note}")
+    print(f"\n  {'chunk':<44} {'dense':>12} {'bm25':>12} {'fused':>6} {'rank':>5}  fate")
+    for c in e.chunks:
+        fused = f"#{c.fused_rank}" if c.fused_rank else "—"
+        rank = f"#{c.rank}" if c.rank else "—"
+        print(f"{'*' if c.target else ' '} {c.evidence_key:<44} {c.channels['dense'].describe():>12} "
+              f"{c.channels['bm25'].describe():>12} {fused:>6} {rank:>5}  {c.cause(e.params)}")
+    print("\n* = a chunk the question is about (the expected chunk, the chunks holding the answer, or all).")
+    return 0
+
+
 def cmd_reindex(args: argparse.Namespace, settings: Settings) -> int:
     with _workbench(settings) as wb, _progress_bar(not args.quiet) as progress:
         reports = wb.ingestor.reindex(args.doc_ids or None, from_collection=args.from_collection, progress=progress)
@@ -221,6 +251,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-rerank", action="store_true", help="skip the reranker (rerank.provider) for this search")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("explain", help="why an expected document, chunk or answer is (not) in a query's evidence")
+    p.add_argument("query")
+    p.add_argument("--expect", metavar="DOC_ID[#chunk-N]", help="the document (or chunk) that should be retrieved")
+    p.add_argument("--answer", metavar="TEXT", help="the expected answer text: which chunk holds it, split or not")
+    p.add_argument("--retrieve-k", type=int)
+    p.add_argument("--return-n", type=int)
+    p.add_argument("--max-chunks-per-document", type=int)
+    p.add_argument("--mode", choices=("dense", "bm25", "hybrid"))
+    p.add_argument("--no-rerank", action="store_true", help="skip the reranker (rerank.provider)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("reindex", help="re-chunk and re-embed from the kept originals")
     p.add_argument("doc_ids", nargs="*", help="only these documents (default: all)")
