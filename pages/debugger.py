@@ -13,9 +13,9 @@ from rag_core.agent.kb_tool import tool_payload
 from rag_core.errors import RagError
 from rag_core.retrieval import SearchOptions
 from ui.charts import rerank_movement_figure, score_by_rank_figure
-from ui.components import chunk_card, evidence_table, hits_table, metric_row
+from ui.components import chunk_card, evidence_table, explanation_view, hits_table, metric_row
 from ui.html import ChunkView
-from ui.lookup import cached_lookup
+from ui.lookup import cached_explanation, cached_lookup, debugger_query_params
 from ui.state import workbench_or_stop
 from ui.tables import describe_drop, fate_counts, reranked, timings_frame
 
@@ -106,6 +106,34 @@ if dropped:
     with st.expander(f"Why {len(dropped)} hits were dropped", expanded=False):
         st.markdown("\n".join(f"- #{h['rank']} `{h['evidence_key']}` — {describe_drop(h['drop'])}"
                               for h in dropped))
+
+expected_url = st.query_params.get("expect", "")
+with st.expander("Why wasn't it retrieved?", expanded=bool(expected_url)):
+    st.caption("Pick the document you expected (optionally one of its chunks, or the answer text it should give): "
+               "each chunk's exact rank in both channels over the whole knowledge base, what cut it, and the "
+               "smallest change of retrieve-k / cap / return-n that brings it in.")
+    doc_ids = [d.doc_id for d in wb.store.list_documents()]
+    e1, e2, e3 = st.columns([3, 1, 3])
+    # A document named in the URL (e.g. from the Evaluation page) is offered even if the live knowledge
+    # base lacks it, so the panel can say so instead of silently dropping it.
+    options = ["", *doc_ids, *([expected_url] if expected_url and expected_url not in doc_ids else [])]
+    expect = e1.selectbox("Expected document", options, key="expect", format_func=lambda d: d or "—", **bound)
+    chunk = e2.number_input("chunk (optional)", min_value=0, value=None, step=1, key="expect_chunk",
+                            placeholder="any", **bound)
+    answer = e3.text_input("Expected answer text (optional)", key="answer", **bound)
+    if expect or answer.strip():
+        target = f"{expect}#chunk-{int(chunk)}" if expect and chunk is not None else expect
+        try:
+            explanation = cached_explanation(wb.retriever, wb.store, query, params, target, answer,
+                                             st.session_state.setdefault("dbg.explained", {}))
+        except RagError as exc:
+            st.error(str(exc), icon="🛑")
+        else:
+            fix = explanation.get("fix")
+            link = fix and debugger_query_params(query, {**params.to_dict(), **fix["changes"]}, explanation["doc_id"],
+                                                 expect_chunk=None if chunk is None else int(chunk),
+                                                 answer=answer.strip())
+            explanation_view(explanation, link or None)
 
 chart_col, timing_col = st.columns([3, 1], gap="medium")
 with chart_col:

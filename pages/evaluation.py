@@ -53,10 +53,11 @@ def parse_list(text: str, kind: type, name: str) -> list[Any]:
     return values
 
 
-def debugger_link(query: str, params: dict[str, Any]) -> str:
-    """A link that opens the query in the retrieval debugger with this point's parameters."""
+def debugger_link(query: str, params: dict[str, Any], expect: str | None = None) -> str:
+    """A link that opens the query in the retrieval debugger with this point's parameters (and `expect`
+    pre-filled in its "Why wasn't it retrieved?" panel)."""
     return debugger_url(query, {k: params.get(k) for k in ("retrieve_k", "return_n", "max_chunks_per_document",
-                                                          "mode")})
+                                                          "mode")}, expect)
 
 
 def shown_columns(rows: Sequence[dict[str, Any]], varying: Sequence[str]) -> list[str]:
@@ -207,7 +208,8 @@ def render_run(saved: dict[str, Any], key: str) -> None:
             "query": q["query"], "relevant": "; ".join(q["relevant"]),
             "first relevant rank": q["first_relevant_rank"], "answer found": q["answer_found"],
             "in raw hits": q["raw_answer_found"] if q["answer_found"] is not None else q["raw_recall@20"] > 0,
-            "evidence": "; ".join(q["evidence_keys"][:5]), "debugger": debugger_link(q["query"], point["params"]),
+            "evidence": "; ".join(q["evidence_keys"][:5]),
+            "debugger": debugger_link(q["query"], point["params"], (q["relevant"] or [None])[0]),
         } for q in failed])
         st.dataframe(table, hide_index=True, key=f"{key}_failed",
                      column_config={"debugger": st.column_config.LinkColumn("debugger", display_text="open")})

@@ -10,7 +10,7 @@ from rag_core.ingest import IngestProgress
 from rag_core.records import IngestReport
 
 from .html import ChunkView, chunk_card_html
-from .tables import evidence_frame, hits_frame, ingest_frame, reranked
+from .tables import evidence_frame, explain_frame, hits_frame, ingest_frame, reranked
 
 FATE_ROW_STYLE = {"kept": "", "duplicate": "color: #8a8a8a", "doc_cap": "background-color: #fff3e0",
                   "beyond_return_n": "background-color: #eef5fc"}
@@ -57,6 +57,40 @@ def hits_table(result: Mapping[str, Any], *, key: str | None = None) -> None:
                      "chunk": st.column_config.NumberColumn("chunk", width=55),
                      "snippet": st.column_config.TextColumn("snippet", width="large"),
                  })
+
+
+def explanation_view(data: Mapping[str, Any], fix_link: Mapping[str, str] | None = None) -> None:
+    """The answer to "why wasn't it retrieved?" (`Explanation.to_dict()`): the verdict, the fix as a link
+    that re-runs the debugger with it (`fix_link`: its query parameters), where the answer text is, and
+    every chunk's ranks and fate."""
+    from .lookup import DEBUGGER_PAGE
+
+    (st.success if data["retrieved"] else st.warning)(data["verdict"], icon="✅" if data["retrieved"] else "🔍")
+    if fix_link and data.get("fix"):
+        st.page_link(DEBUGGER_PAGE, label=f"Apply {data['fix']['text']}", icon="🛠️", query_params=dict(fix_link))
+    answer = data.get("answer")
+    if answer:
+        (st.info if answer["found"] and not answer["split"] else st.warning)(answer["summary"], icon="📍")
+        for span in answer["spans"]:
+            if span.get("boundary"):
+                st.code(span["boundary"]["context"], language=None, wrap_lines=True)
+    for note in [*data.get("notes", []), *data.get("warnings", [])]:
+        st.caption(note)
+    st.dataframe(explain_frame(data), hide_index=True, width="stretch", key="dbg.explain", column_config={
+        "target": st.column_config.TextColumn("", help="A chunk the question is about", width=30),
+        "evidenceKey": st.column_config.TextColumn("evidenceKey", width=200),
+        "dense #": st.column_config.NumberColumn("dense #", help=f"Exact rank over the knowledge base (searched "
+                                                 f"to #{data['depth']:,})", width=65),
+        "dense score": st.column_config.NumberColumn("dense score", format="%.4f", width=80),
+        "bm25 #": st.column_config.NumberColumn("bm25 #", help="Exact rank; empty: no shared term, or deeper",
+                                                width=65),
+        "bm25 score": st.column_config.NumberColumn("bm25 score", format="%.3f", width=80),
+        "fused #": st.column_config.NumberColumn("fused #", help="Rank in this lookup before the rerank stage",
+                                                 width=60),
+        "rank": st.column_config.NumberColumn("rank", help="Rank post-processing walked", width=50),
+        "rerank score": st.column_config.NumberColumn("rerank score", format="%.4f", width=80),
+        "what happened": st.column_config.TextColumn("what happened", width="large"),
+    })
 
 
 def chunk_card(view: ChunkView, *, alt: bool = False) -> None:

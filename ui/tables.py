@@ -122,3 +122,31 @@ def chunks_download(name: str, text: str, max_size: int, overlap: int, chunks: S
                "summary": chunking.overlap_summary(chunks), "chunks": chunking.chunks_to_json(chunks)}
     stem = name.rsplit("/", 1)[-1].rsplit(".", 1)[0] or "chunks"
     return f"{stem}.chunks.json", json.dumps(payload, ensure_ascii=False, indent=2)
+
+
+def explain_frame(explanation: Mapping[str, Any]) -> pd.DataFrame:
+    """One row per chunk of the expected document (`Explanation.to_dict()`): its channel ranks over the
+    whole knowledge base, its ranks in the lookup, and what happened to it."""
+    def channel(c: Mapping[str, Any], name: str, part: str) -> Any:
+        return (c["channels"].get(name) or {}).get(part)
+
+    rows = [{
+        "target": "★" if c["target"] else "",
+        "evidenceKey": c["evidence_key"],
+        "dense #": channel(c, "dense", "rank"),
+        "dense score": channel(c, "dense", "score"),
+        "bm25 #": channel(c, "bm25", "rank"),
+        "bm25 score": channel(c, "bm25", "score"),
+        "fused #": c["fused_rank"],
+        "rank": c["rank"],
+        "rerank score": c["rerank_score"],
+        "what happened": c["cause"],
+    } for c in explanation.get("chunks", [])]
+    columns = ["target", "evidenceKey", "dense #", "dense score", "bm25 #", "bm25 score", "fused #", "rank",
+               "rerank score", "what happened"]
+    frame = pd.DataFrame(rows, columns=columns)
+    for col in ("dense #", "bm25 #", "fused #", "rank"):
+        frame[col] = frame[col].astype("Int64")
+    for col in ("dense score", "bm25 score", "rerank score"):
+        frame[col] = frame[col].astype("Float64")
+    return frame

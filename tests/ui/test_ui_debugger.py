@@ -161,3 +161,40 @@ def test_a_failing_reranker_shows_a_warning_and_the_fused_order(kb, reranker):
 def test_without_a_reranker_the_page_says_how_to_configure_one(kb):
     at = app_at(PAGE, q=QUERY)
     assert not at.toggle and "set `rerank.provider`" in texts(at, "caption")
+
+
+# ------------------------------------------------------------------------------------ why wasn't it retrieved?
+def explain_frame_of(at):
+    return next(d.value for d in at.dataframe if "what happened" in d.value.columns)
+
+
+def test_the_expected_document_from_the_url_is_explained_with_a_fix_link(kb):
+    at = app_at(PAGE, q="disk full cleanup", retrieve_k="3", return_n="2", expect="cpu_high.md")
+    assert at.selectbox(key="expect").value == "cpu_high.md"
+    verdict = texts(at, "warning")
+    assert "cpu_high.md is not in the evidence" in verdict and "Smallest change: retrieve-k ≥" in verdict
+    frame = explain_frame_of(at)
+    n_chunks = next(d.chunks for d in kb.store.list_documents() if d.doc_id == "cpu_high.md")
+    assert len(frame) == n_chunks and (frame["target"] == "★").all()
+    assert frame["dense #"].notna().all()  # exact ranks over the whole knowledge base
+    assert frame["what happened"].str.startswith("beyond retrieve-k (3)").all()
+    link = next(e for e in at.get("page_link") if e.proto.label.startswith("Apply retrieve-k ≥"))
+    assert link.proto.page == "debugger"
+    assert "q=disk+full+cleanup&expect=cpu_high.md&retrieve_k=" in link.proto.query_string
+
+
+def test_a_chunk_and_an_answer_text(kb):
+    at = app_at(PAGE, q="disk full cleanup", expect="disk_full.md")
+    assert "disk_full.md is in the evidence" in texts(at, "success")
+    at.number_input(key="expect_chunk").set_value(0).run()
+    frame = explain_frame_of(at)
+    assert list(frame["target"]) == ["★"] + [""] * (len(frame) - 1)
+    at.number_input(key="expect_chunk").set_value(None).run()
+    at.text_input(key="answer").set_value("this sentence is not in the runbook").run()
+    assert not at.exception
+    assert "does not occur in disk_full.md" in texts(at, "warning")
+
+
+def test_an_expected_document_missing_from_the_live_knowledge_base_says_so(kb):
+    at = app_at(PAGE, q="disk", expect="eval/only-in-the-eval-corpus.md")
+    assert "No document 'eval/only-in-the-eval-corpus.md' in the knowledge base" in texts(at, "error")
