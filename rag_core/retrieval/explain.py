@@ -320,14 +320,18 @@ def _document_text(rows: Sequence[tuple[int, str, int | None, int | None]]) -> s
     return "".join(chars)
 
 
-def locate_answer(rows: Sequence[tuple[int, str, int | None, int | None]], answer: str) -> AnswerLocation:
-    """Where `answer` occurs in the document made of `rows`, and which chunks hold it."""
+def locate_answer(rows: Sequence[tuple[int, str, int | None, int | None]], answer: str,
+                  start: int | None = None) -> AnswerLocation:
+    """Where `answer` occurs in the document made of `rows`, and which chunks hold it. `start`: the
+    answer's known offset in the document (labelled sets), when only that occurrence counts."""
     answer = answer.strip()
     doc = _document_text(rows)
     if doc is None:  # no offsets (rows from an older writer): look inside each chunk only
         holders = tuple(i for i, text, _, _ in rows if answer in text)
         return AnswerLocation(answer, (AnswerSpan(-1, -1, holders, holders),) if holders else (), "exact" if holders else "none")
     spans: list[tuple[int, int]] = []
+    if start is not None and doc[start:start + len(answer)] == answer:
+        return _located(rows, doc, answer, [(start, start + len(answer))], "exact")
     pos = doc.find(answer)
     while pos >= 0 and answer:
         spans.append((pos, pos + len(answer)))
@@ -341,6 +345,11 @@ def locate_answer(rows: Sequence[tuple[int, str, int | None, int | None]], answe
             spans.append((offsets[pos], offsets[pos + len(norm_answer) - 1] + 1))
             pos = norm_doc.find(norm_answer, pos + 1)
         match = "normalized" if spans else "none"
+    return _located(rows, doc, answer, spans, match)
+
+
+def _located(rows: Sequence[tuple[int, str, int | None, int | None]], doc: str, answer: str,
+             spans: Sequence[tuple[int, int]], match: str) -> AnswerLocation:
     located = []
     for a, b in spans:
         inside = tuple(i for i, _, s, e in rows if s <= a and b <= e)  # type: ignore[operator]
@@ -483,10 +492,11 @@ def _answer_document(retriever: KnowledgeRetriever, source: ChunkSource, answer:
 
 
 def explain(retriever: KnowledgeRetriever, source: ChunkSource, query: str, expect: str | Expectation | None = None,
-            answer: str | None = None, **overrides: Any) -> Explanation:
+            answer: str | None = None, *, answer_start: int | None = None, **overrides: Any) -> Explanation:
     """Why the expected document / chunk / answer is or is not in the evidence of `query` (see the module
-    docstring). `overrides` are lookup settings (retrieve_k, return_n, max_chunks_per_document, search,
-    rerank, filters), as for `KnowledgeRetriever.lookup`. Raises RetrievalError for bad input."""
+    docstring). `answer_start`: the answer's offset in the document, when known (labelled sets).
+    `overrides` are lookup settings (retrieve_k, return_n, max_chunks_per_document, search, rerank,
+    filters), as for `KnowledgeRetriever.lookup`. Raises RetrievalError for bad input."""
     params = retriever.params(**overrides)
     answer = (answer or "").strip() or None
     notes: list[str] = []
@@ -508,7 +518,7 @@ def explain(retriever: KnowledgeRetriever, source: ChunkSource, query: str, expe
                              f"chunk-{expectation.chunk_index}.")
     result = retriever.lookup(query, **_overrides(params))
     ranked, ranks = _channel_ranks(retriever, query, params, expectation.doc_id, len(rows))
-    located = locate_answer(rows, answer) if answer else None
+    located = locate_answer(rows, answer, answer_start) if answer else None
 
     def key(i: int) -> str:
         return f"{expectation.doc_id}#chunk-{i}"

@@ -182,6 +182,16 @@ def test_answer_matching_ignores_case_and_whitespace_and_says_when_absent():
     assert not absent.found and "does not occur in doc.md" in absent.describe("doc.md")
 
 
+def test_a_known_answer_offset_picks_that_occurrence():
+    text = "alpha beta. " * 10 + "the answer is 42. " + "gamma delta. " * 10 + "the answer is 42 again."
+    rows = [(0, text[:100], 0, 100), (1, text[100:200], 100, 200), (2, text[200:], 200, len(text))]
+    both = locate_answer(rows, "the answer is 42")
+    assert [s.chunks for s in both.spans] == [(1,), (2,)]
+    second = text.rindex("the answer is 42")
+    only = locate_answer(rows, "the answer is 42", start=second)
+    assert [s.chunks for s in only.spans] == [(2,)] and only.spans[0].start == second
+
+
 def test_explain_with_an_answer_finds_the_document_and_targets_its_chunks():
     cut = SPLIT_DOC.index("with the flag")
     logs = [Chunk(0, SPLIT_DOC[:cut], 0, cut, "", (), 0), Chunk(1, SPLIT_DOC[cut:], cut, len(SPLIT_DOC), "", (), 0)]

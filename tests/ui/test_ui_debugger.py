@@ -198,3 +198,23 @@ def test_a_chunk_and_an_answer_text(kb):
 def test_an_expected_document_missing_from_the_live_knowledge_base_says_so(kb):
     at = app_at(PAGE, q="disk", expect="eval/only-in-the-eval-corpus.md")
     assert "No document 'eval/only-in-the-eval-corpus.md' in the knowledge base" in texts(at, "error")
+
+
+def test_a_fix_beyond_the_sliders_is_given_as_a_command():
+    from streamlit.testing.v1 import AppTest
+
+    def script(retrieve_k: int) -> None:
+        from ui.components import explanation_view
+
+        data = {"query": "disk full", "retrieved": False, "verdict": "a.md is not in the evidence.", "depth": 1000,
+                "params": {"retrieve_k": 20, "return_n": 5, "max_chunks_per_document": 2},
+                "fix": {"target": "a.md#chunk-0", "changes": {"retrieve_k": retrieve_k, "return_n": 9},
+                        "text": f"retrieve-k ≥ {retrieve_k} and return-n ≥ 9", "verified": True},
+                "answer": None, "chunks": [], "notes": [], "warnings": []}
+        explanation_view(data, {"q": "disk full"}, {"retrieve_k": 200, "return_n": 50})
+
+    far = AppTest.from_function(script, args=(450,)).run()
+    assert not far.exception
+    assert ('try `python -m rag_core search "disk full" --retrieve-k 450 --return-n 9 --max-chunks-per-document 2`'
+            in texts(far, "caption"))
+    assert not far.get("page_link")  # within the sliders it is a link (test_the_expected_document_from_the_url...)
