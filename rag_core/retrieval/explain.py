@@ -308,15 +308,14 @@ def _normalized(text: str) -> tuple[str, list[int]]:
 
 
 def _document_text(rows: Sequence[tuple[int, str, int | None, int | None]]) -> str | None:
-    """The document rebuilt from its chunks' offsets (gaps between sections become spaces)."""
-    if not rows or any(start is None or end is None for _, _, start, end in rows):
+    """The document rebuilt from its chunks' offsets (gaps between sections become spaces); None when a
+    chunk has no offsets or offsets that do not fit its text."""
+    spans = [(text, start, end) for _, text, start, end in rows if start is not None and end is not None]
+    if not rows or len(spans) != len(rows) or any(end - start != len(text) for text, start, end in spans):
         return None
-    size = max(end for _, _, _, end in rows)  # type: ignore[type-var]
-    chars = [" "] * size
-    for _, text, start, end in rows:
-        if end - start != len(text):  # type: ignore[operator]
-            return None
-        chars[start:end] = text  # type: ignore[misc]
+    chars = [" "] * max(end for _, _, end in spans)
+    for text, start, end in spans:
+        chars[start:end] = text
     return "".join(chars)
 
 
@@ -324,11 +323,14 @@ def locate_answer(rows: Sequence[tuple[int, str, int | None, int | None]], answe
                   start: int | None = None) -> AnswerLocation:
     """Where `answer` occurs in the document made of `rows`, and which chunks hold it. `start`: the
     answer's known offset in the document (labelled sets), when only that occurrence counts."""
+    if start is not None:  # labels often keep surrounding spaces: the offset moves with the strip
+        start += len(answer) - len(answer.lstrip())
     answer = answer.strip()
     doc = _document_text(rows)
     if doc is None:  # no offsets (rows from an older writer): look inside each chunk only
         holders = tuple(i for i, text, _, _ in rows if answer in text)
-        return AnswerLocation(answer, (AnswerSpan(-1, -1, holders, holders),) if holders else (), "exact" if holders else "none")
+        spans = (AnswerSpan(-1, -1, holders, holders),) if holders else ()
+        return AnswerLocation(answer, spans, "exact" if holders else "none")
     spans: list[tuple[int, int]] = []
     if start is not None and doc[start:start + len(answer)] == answer:
         return _located(rows, doc, answer, [(start, start + len(answer))], "exact")
@@ -350,18 +352,19 @@ def locate_answer(rows: Sequence[tuple[int, str, int | None, int | None]], answe
 
 def _located(rows: Sequence[tuple[int, str, int | None, int | None]], doc: str, answer: str,
              spans: Sequence[tuple[int, int]], match: str) -> AnswerLocation:
+    """Which chunks hold each span (rows have offsets here: `doc` was rebuilt from them)."""
+    bounds = [(i, start or 0, end or 0) for i, _, start, end in rows]
     located = []
     for a, b in spans:
-        inside = tuple(i for i, _, s, e in rows if s <= a and b <= e)  # type: ignore[operator]
-        touching = tuple(i for i, _, s, e in rows if s < b and a < e)  # type: ignore[operator]
+        inside = tuple(i for i, s, e in bounds if s <= a and b <= e)
+        touching = [(i, s, e) for i, s, e in bounds if s < b and a < e]
         boundary = None
         if not inside and len(touching) > 1:
-            left = next(r for r in rows if r[0] == touching[0])
-            right = next(r for r in rows if r[0] == touching[1])
-            boundary = {"left_chunk": left[0], "left_end": left[3], "right_chunk": right[0], "right_start": right[2],
-                        "left_text": doc[a:left[3]], "right_text": doc[max(a, right[2]):b],  # type: ignore[index,call-overload]
-                        "context": doc[max(0, a - 40):left[3]] + " ⟦chunk boundary⟧ " + doc[left[3]:min(len(doc), b + 40)]}  # type: ignore[index,misc]
-        located.append(AnswerSpan(a, b, inside, touching, boundary))
+            (left, _, left_end), (right, right_start, _) = touching[0], touching[1]
+            boundary = {"left_chunk": left, "left_end": left_end, "right_chunk": right, "right_start": right_start,
+                        "left_text": doc[a:left_end], "right_text": doc[max(a, right_start):b],
+                        "context": f"{doc[max(0, a - 40):left_end]} ⟦chunk boundary⟧ {doc[left_end:b + 40]}"}
+        located.append(AnswerSpan(a, b, inside, tuple(i for i, _, _ in touching), boundary))
     return AnswerLocation(answer, tuple(located), match)
 
 

@@ -190,6 +190,8 @@ def test_a_known_answer_offset_picks_that_occurrence():
     second = text.rindex("the answer is 42")
     only = locate_answer(rows, "the answer is 42", start=second)
     assert [s.chunks for s in only.spans] == [(2,)] and only.spans[0].start == second
+    padded = locate_answer(rows, " the answer is 42 ", start=second - 1)  # a label with its spaces
+    assert [s.chunks for s in padded.spans] == [(2,)] and padded.spans[0].start == second
 
 
 def test_explain_with_an_answer_finds_the_document_and_targets_its_chunks():
