@@ -19,11 +19,15 @@ from typing import Any
 from bench.common import RESULTS, log, main, need_set, record_and_print, section, table
 
 SETS = (("scifact", "test"), ("cmrc2018", "dev"), ("covidqa", "test"))
-CAUSES = ("beyond_return_n", "doc_cap", "beyond_retrieve_k", "no_channel", "not_found", "in_evidence")
+CAUSES = ("beyond_return_n", "doc_cap", "beyond_retrieve_k", "no_channel", "answer_split", "not_found", "in_evidence")
+SHOWN = 5  # the causes with a column; the rest are "other"
 LABELS = {"beyond_return_n": "beyond return-n", "doc_cap": "per-document cap",
           "beyond_retrieve_k": "beyond retrieve-k", "no_channel": "no channel in top 1,000",
-          "not_found": "answer text not in the chunks", "in_evidence": "found by explain"}
-ORDER = {c: i for i, c in enumerate(("in_evidence", *CAUSES[:5]))}
+          "answer_split": "answer split by a chunk boundary", "not_found": "answer text not in the chunks",
+          "in_evidence": "found by explain"}
+# For a query with several relevant documents or answers, the one closest to the evidence is explained.
+ORDER = {c: i for i, c in enumerate(("in_evidence", "beyond_return_n", "doc_cap", "beyond_retrieve_k", "answer_split",
+                                     "no_channel", "not_found"))}
 QUICK_LIMIT = 30
 
 
@@ -97,20 +101,21 @@ def render(record: dict[str, Any]) -> str:
             t = s.get(level)
             if not t:
                 continue
-            other = t["causes"]["not_found"] + t["causes"]["in_evidence"]
+            other = sum(t["causes"].get(c, 0) for c in CAUSES[SHOWN:])
             rows.append([name, label, total, share(t["missed"], total),
-                         *(share(t["causes"][c], t["missed"]) for c in CAUSES[:4]), share(other, t["missed"]),
-                         t["median_retrieve_k"], t["median_return_n"], t["median_cap"]])
+                         *(share(t["causes"].get(c, 0), t["missed"]) for c in CAUSES[:SHOWN]),
+                         share(other, t["missed"]), t["median_retrieve_k"], t["median_return_n"], t["median_cap"]])
     p = record["params"]
-    md = table(["set", "missing", "queries", "missed", *(LABELS[c] for c in CAUSES[:4]), "other",
+    md = table(["set", "missing", "queries", "missed", *(LABELS[c] for c in CAUSES[:SHOWN]), "other",
                 "median retrieve-k fix", "median return-n fix", "median cap fix"], rows, 0)
     md += (f"\n\nAt the app defaults: {p['search_mode']} ({p['fusion']}, dense {p['dense_weight']:g} / BM25 "
            f"{p['bm25_weight']:g}), retrieve-k {p['retrieve_k']}, return-n {p['return_n']}, max "
            f"{p['max_chunks_per_document']} chunks per document; local USE embedder, chunks 800/100. Each miss is "
            "explained by `python -m rag_core explain` logic: causes are shares of the misses; the median fixes are "
            "over the misses a setting change brings in (the smallest verified change; empty when none needed that "
-           "setting). Other: the answer text is not in the rebuilt chunks, or explain finds it in the evidence where "
-           "the metric did not. A relevant *document* can never be cut by the per-document cap (its best chunk is "
+           "setting). Split: no chunk holds the whole answer span (chunking, not retrieval). Other: the answer text "
+           "is not in the chunks, or explain finds it whole in the evidence where the metric, which also counts a "
+           "label's surrounding spaces, did not. A relevant *document* can never be cut by the per-document cap (its best chunk is "
            "its first); an answer chunk can." + (f" Quick run: first {record['quick_limit']} queries, sliced corpora."
                                      if record["quick"] else ""))
     return section("Why relevant documents and answers were missed (causes)", md, record)

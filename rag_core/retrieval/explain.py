@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
+from typing import Any, Mapping, Protocol, Sequence
 
 from ..errors import RetrievalError
 from ..records import Candidate, DropReason, SearchHit
@@ -205,14 +205,22 @@ class Explanation:
 
     @property
     def retrieved(self) -> bool:
-        """Whether the expected chunk (or an answer chunk, or any chunk of the document) is evidence."""
-        return any(c.fate == "kept" for c in self.targets)
+        """Whether the expected chunk (or a chunk holding the whole answer, or any chunk of the document)
+        is evidence. An answer split across chunks is never retrieved whole."""
+        return not self.split and any(c.fate == "kept" for c in self.targets)
+
+    @property
+    def split(self) -> bool:
+        return self.answer is not None and self.answer.split
 
     @property
     def cause(self) -> str:
-        """"in_evidence" | "beyond_retrieve_k" | "doc_cap" | "beyond_return_n" | "no_channel" | "not_found"."""
+        """"in_evidence" | "answer_split" | "beyond_retrieve_k" | "doc_cap" | "beyond_return_n" |
+        "no_channel" | "not_found"."""
         if self.retrieved:
             return "in_evidence"
+        if self.split:
+            return "answer_split"
         if not self.targets:
             return "not_found"
         best = min(self.targets, key=_closeness)
@@ -229,6 +237,10 @@ class Explanation:
         if not self.targets:
             return f"{what}: no chunk to look for ({self.answer.describe(self.expect.doc_id) if self.answer else ''})"
         best = min(self.targets, key=_closeness)
+        if self.split:
+            parts = ", ".join(f"{c.evidence_key} ({c.cause(self.params)})" for c in self.targets)
+            return (f"{what} is split across a chunk boundary, so no evidence block holds all of it: a chunking "
+                    f"problem (a larger chunk.overlap keeps it whole). Its parts: {parts}.")
         text = f"{what} is not in the evidence. Closest: {best.evidence_key}, {best.cause(self.params)}."
         if self.fix is not None:
             text += (f" Smallest change: {self.fix.text}, which brings in {self.fix.target}"
@@ -558,11 +570,3 @@ def explain_dict(workbench: Any, query: str, expect: str | None = None, answer: 
                  **overrides: Any) -> dict[str, Any]:
     """`explain` over a Workbench (its retriever and store), as a JSON-ready dict: for `GET /v1/explain`."""
     return explain(workbench.retriever, workbench.store, query, expect, answer, **overrides).to_dict()
-
-
-def causes(explanations: Iterable[Explanation]) -> dict[str, int]:
-    """How many explanations end in each cause (for the bench table)."""
-    counts: dict[str, int] = {}
-    for e in explanations:
-        counts[e.cause] = counts.get(e.cause, 0) + 1
-    return counts

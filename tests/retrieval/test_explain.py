@@ -247,3 +247,15 @@ def test_real_queries_on_the_sample_knowledge_base(sample_wb, all_chunks, query,
     assert e.fix.target in applied.evidence_keys
     data = e.to_dict()
     assert data["verdict"] == e.verdict and data["fix"]["text"] in e.verdict and data["chunks"]
+
+
+def test_a_split_answer_is_a_chunking_cause_even_when_its_parts_are_evidence():
+    cut = SPLIT_DOC.index("with the flag")
+    logs = [Chunk(0, SPLIT_DOC[:cut], 0, cut, "", (), 0), Chunk(1, SPLIT_DOC[cut:], cut, len(SPLIT_DOC), "", (), 0)]
+    port = InMemorySearchPort({"logs.md": logs})
+    e = explain(KnowledgeRetriever(port), port, "cleanup job flag", "logs.md",
+                answer="run the cleanup job with the flag --force-purge-archives", search=BM25, retrieve_k=2,
+                return_n=2)
+    assert all(c.fate == "kept" for c in e.targets)  # both parts are evidence...
+    assert not e.retrieved and e.cause == "answer_split" and e.fix is None  # ...but no block holds the answer
+    assert "split across a chunk boundary" in e.verdict and "chunk.overlap" in e.verdict
