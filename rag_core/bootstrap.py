@@ -99,6 +99,7 @@ from typing import TYPE_CHECKING  # noqa: E402 - this section was appended; kept
 
 if TYPE_CHECKING:
     from .agent import Agent, ChatModel
+    from .agent.triage import Triage
 
 
 def resolve_chat_provider(settings: Settings, env: Mapping[str, str] | None = None) -> str:
@@ -160,3 +161,16 @@ def build_agent(workbench: Workbench, env: Mapping[str, str] | None = None) -> A
         tools.append(prometheus_alerts_tool(settings["prometheus.url"], settings["prometheus.timeout"]))
     return Agent(Toolbox(tools), build_chat_model(settings, env), max_steps=settings["chat.max-steps"],
                  history_pairs=settings["chat.history-pairs"])
+
+
+def build_triage(workbench: Workbench, model: ChatModel | None) -> Triage:
+    """Alert triage over this workbench (the HTTP service's /api/ai_ops): Prometheus alerts when prometheus.url
+    is set (else the triage answers with one clear error), runbooks through the agent's knowledge-base tool,
+    and `model` (the agent's, None = offline) to write the report."""
+    from .agent import knowledge_base_tool, prometheus_alerts_tool
+    from .agent.triage import ToolAlertFeed, Triage
+
+    settings = workbench.settings
+    alerts = (ToolAlertFeed(prometheus_alerts_tool(settings["prometheus.url"], settings["prometheus.timeout"]))
+              if settings["prometheus.url"] else None)
+    return Triage(alerts, knowledge_base_tool(workbench.retriever), model)

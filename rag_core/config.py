@@ -81,6 +81,13 @@ KEYS: dict[str, Key] = _keys(
     Key("chat.timezone", str, "Asia/Shanghai", "Time zone of the date-time tool."),
     Key("prometheus.url", str, "", "Prometheus base URL; enables the alerts tool when set."),
     Key("prometheus.timeout", float, 10.0, "Seconds before a Prometheus call times out.", min=0.1),
+    # The HTTP service (`python -m rag_core serve`). Its token is a secret, so it is not a setting: RAG_API_TOKEN.
+    Key("api.host", str, "127.0.0.1", "Address the HTTP API binds; a non-loopback one needs RAG_API_TOKEN."),
+    Key("api.port", int, 8000, "Port of the HTTP API.", min=1, max=65535),
+    Key("api.cors-origins", str, "", "Browser origins allowed to call the HTTP API (comma-separated); empty = none."),
+    Key("api.max-sessions", int, 1000, "Chat sessions the HTTP API keeps; the least recently used goes first.",
+        min=1, max=1_000_000),
+    Key("api.max-body-mb", float, 60.0, "Largest request body the HTTP API reads (uploads included).", min=0.001),
 )
 
 ENV_ALIASES = {"MILVUS_URI": "milvus.uri"}
