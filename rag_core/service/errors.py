@@ -90,7 +90,10 @@ def validation_message(errors: list[dict[str, Any]]) -> str:
     """One line from pydantic's errors: `retrieve_k: Input should be a valid integer (got 'abc')`."""
     parts = []
     for err in errors[:3]:
-        where = ".".join(str(p) for p in err.get("loc", ()) if p not in ("body", "query", "path", "header", "form"))
+        loc = tuple(err.get("loc", ()))
+        if loc and loc[0] in ("body", "query", "path", "header", "form", "cookie"):
+            loc = loc[1:]  # where it came from; the field name follows
+        where = ".".join(str(p) for p in loc)
         text = str(err.get("msg", "invalid"))
         if err.get("type") == "json_invalid":
             parts.append(f"The body is not valid JSON ({(err.get('ctx') or {}).get('error', 'decode error')} at "
