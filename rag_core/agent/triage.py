@@ -259,6 +259,22 @@ def extractive_report(sections: Sequence[Section], skipped: int = 0, pending: in
         yield HINT_EN + "\n"
 
 
+def diverse_quotes(query: str, evidence: Sequence[Any], name: str = "", limit: int = QUOTES_PER_ALERT) -> list[Any]:
+    """The best sentences for the alert: those naming the alert first (runbooks list the alerts they cover), one
+    per source document first (three rows of an on-call table must not hide the runbook itself)."""
+    ranked = pick_quotes(query, evidence, max_quotes=10 * limit)
+    named = name.lower()
+    ranked.sort(key=lambda q: (not (named and named in q.text.lower()), -q.score))
+    chosen: list[Any] = []
+    sources: set[str] = set()
+    for q in ranked:
+        if q.score > 0 and evidence[q.rank].source not in sources and len(chosen) < limit:
+            chosen.append(q)
+            sources.add(evidence[q.rank].source)
+    chosen += [q for q in ranked if q not in chosen and q.score > 0][: limit - len(chosen)]
+    return chosen or ranked[:1]
+
+
 def _extractive_section(n: int, s: Section) -> Iterator[str]:
     a = s.alert
     since = f" for {a['duration']}" if a.get("duration") else ""
@@ -269,7 +285,7 @@ def _extractive_section(n: int, s: Section) -> Iterator[str]:
     if s.search_error:
         yield f"Runbook search failed: {s.search_error}\n\n"
     else:
-        quotes = pick_quotes(s.query, s.evidence, QUOTES_PER_ALERT)
+        quotes = diverse_quotes(s.query, s.evidence, str(a.get("name") or ""))
         if quotes:
             yield "**From the runbooks:**\n" + "".join(f"- \"{q.text}\" [{q.document_id}]\n" for q in quotes) + "\n"
         else:
