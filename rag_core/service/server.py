@@ -76,4 +76,7 @@ def serve(settings: Settings, *, host: str, port: int, allow_no_token: bool = Fa
     print(f"RAG workbench API on http://{shown}:{port} (OpenAPI: /docs; "
           f"{'token required' if token else 'no token'}; {app.state.service.agent.describe()})", file=sys.stderr)
     config = uvicorn.Config(app, log_level=log_level, lifespan="on", timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
-    uvicorn.Server(config).run(sockets=[sock])
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn re-raises Ctrl-C after its graceful shutdown: a normal way to stop
+        print("stopped", file=sys.stderr)
