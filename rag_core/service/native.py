@@ -36,7 +36,7 @@ def search(svc: Annotated[Service, Depends(service_of)],
            dense_weight: Annotated[float | None, Query(ge=0, le=1)] = None,
            bm25_weight: Annotated[float | None, Query(ge=0, le=1)] = None,
            doc_id: Annotated[list[str] | None, Query(description="Only these documents (repeatable).")] = None,
-           ) -> dict[str, Any]:
+           ) -> JSONResponse:
     """Exactly what `python -m rag_core search QUERY --json` prints (same keys, same values; only the
     timings differ). Unset parameters take the server's settings."""
     retriever = svc.workbench.retriever
@@ -46,7 +46,8 @@ def search(svc: Annotated[Service, Depends(service_of)],
     result = retriever.lookup(query, retrieve_k=retrieve_k, return_n=return_n,
                               max_chunks_per_document=max_chunks_per_document, search=options,
                               filters={"doc_id": doc_id} if doc_id else None)
-    return result.to_dict()
+    # Already plain JSON types: a JSONResponse skips FastAPI's jsonable_encoder walk (~1 ms of a 28 KB answer).
+    return JSONResponse(result.to_dict())
 
 
 @router.get("/documents", summary="Indexed documents (as `docs --json`)")
