@@ -16,8 +16,7 @@ from starlette.responses import StreamingResponse
 from ..agent.turn import AssistantTurn
 from .app import Service, service_of
 from .errors import ApiError, refusal_status
-from .models import (ChatAnswer, ChatEnvelope, ChatRequest, ClearRequest, HistoryPair, SessionEnvelope,
-                     SessionInfo, TextEnvelope, ToolCallInfo, UploadEnvelope, UploadInfo)
+from .models import ChatAnswer, ChatRequest, ClearRequest, Envelope, HistoryPair, SessionInfo, ToolCallInfo, UploadInfo
 from .sessions import DEFAULT_USER
 from .streaming import sse
 
@@ -47,14 +46,14 @@ def chat_answer(turn: AssistantTurn, session_id: str) -> ChatAnswer:
                       evidence=list(turn.evidence().values()), notices=list(turn.notices))
 
 
-@router.post("/chat", response_model=ChatEnvelope, summary="Ask the agent; the whole answer at once")
+@router.post("/chat", response_model=Envelope[ChatAnswer], summary="Ask the agent; the whole answer at once")
 def chat(body: ChatRequest, svc: Annotated[Service, Depends(service_of)],
-         x_user_id: Annotated[str | None, Header()] = None) -> ChatEnvelope:
+         x_user_id: Annotated[str | None, Header()] = None) -> Envelope[ChatAnswer]:
     """SuperBizAgent's `/api/chat`. An empty question or a failed turn answers `success: false` with
     `errorMessage` (HTTP 200, as the seed does); `data` also lists citations, tool calls and evidence."""
     session = svc.sessions.get_or_create(_user(body.user_id, x_user_id), _session_id(body.id))
     turn = AssistantTurn.from_events(svc.agent.run(body.question or "", session))
-    return ChatEnvelope(data=chat_answer(turn, session.id))
+    return Envelope[ChatAnswer](data=chat_answer(turn, session.id))
 
 
 @router.post("/chat_stream", summary="Ask the agent; the answer as server-sent events",
@@ -72,9 +71,9 @@ async def chat_stream(body: ChatRequest, svc: Annotated[Service, Depends(service
     return StreamingResponse(stream, media_type="text/event-stream; charset=utf-8", headers=SSE_HEADERS)
 
 
-@router.post("/chat/clear", response_model=TextEnvelope, summary="Forget a session's history")
+@router.post("/chat/clear", response_model=Envelope[str], summary="Forget a session's history")
 def clear(body: ClearRequest, svc: Annotated[Service, Depends(service_of)],
-          x_user_id: Annotated[str | None, Header()] = None) -> TextEnvelope:
+          x_user_id: Annotated[str | None, Header()] = None) -> Envelope[str]:
     sid = _session_id(body.id)
     if sid is None:
         raise ApiError(400, "bad_request", "Id is required: the session whose history to clear.")
@@ -82,12 +81,12 @@ def clear(body: ClearRequest, svc: Annotated[Service, Depends(service_of)],
     if session is None:
         raise ApiError(404, "not_found", f"No session {sid!r} (sessions live in memory until the server restarts).")
     session.clear()
-    return TextEnvelope(data="history cleared")
+    return Envelope[str](data="history cleared")
 
 
-@router.get("/chat/session/{session_id}", response_model=SessionEnvelope, summary="A session's history")
+@router.get("/chat/session/{session_id}", response_model=Envelope[SessionInfo], summary="A session's history")
 def session_info(session_id: str, svc: Annotated[Service, Depends(service_of)],
-                 x_user_id: Annotated[str | None, Header()] = None) -> SessionEnvelope:
+                 x_user_id: Annotated[str | None, Header()] = None) -> Envelope[SessionInfo]:
     """SuperBizAgent's session info (`sessionId`, `messagePairCount`, `createTime`) plus the kept pairs
     (the last chat.history-pairs, as sent to the model)."""
     session = svc.sessions.get(_user(None, x_user_id), session_id)
@@ -97,14 +96,14 @@ def session_info(session_id: str, svc: Annotated[Service, Depends(service_of)],
     turns = session.snapshot()
     history = [HistoryPair(question=t.question, answer=t.answer, citations=list(t.citations), createdAt=t.created_at)
                for t in turns]
-    return SessionEnvelope(data=SessionInfo(sessionId=session.id, messagePairCount=len(turns),
+    return Envelope[SessionInfo](data=SessionInfo(sessionId=session.id, messagePairCount=len(turns),
                                             createTime=session.created_ms, history=history))
 
 
-@router.post("/upload", response_model=UploadEnvelope, summary="Index one file (multipart `file`)",
+@router.post("/upload", response_model=Envelope[UploadInfo], summary="Index one file (multipart `file`)",
              responses={400: {}, 413: {}, 415: {}, 422: {}})
 async def upload(svc: Annotated[Service, Depends(service_of)], file: Annotated[UploadFile, File()],
-                 folder: Annotated[str, Form(max_length=1000)] = "") -> UploadEnvelope:
+                 folder: Annotated[str, Form(max_length=1000)] = "") -> Envelope[UploadInfo]:
     """The upload page's ingest: doc_id = `folder/file name` (the same rules as a folder ingest), versioned
     swap, original kept. A refused file answers its status (413 too large, 415 unsupported or binary,
     422 undecodable or empty, 400 bad name) with `code` equal to it and the reason in `message`."""
@@ -116,7 +115,7 @@ async def upload(svc: Annotated[Service, Depends(service_of)], file: Annotated[U
         code = getattr(report, "error_code", "")
         raise ApiError(refusal_status(code), code or "refused", report.error,
                        {"fileName": name, "fileSize": len(data), "docId": report.doc_id, "errorCode": code})
-    return UploadEnvelope(data=UploadInfo(fileName=name, filePath=report.doc_id, fileSize=len(data),
+    return Envelope[UploadInfo](data=UploadInfo(fileName=name, filePath=report.doc_id, fileSize=len(data),
                                           docId=report.doc_id, status=report.status, chunks=report.chunks,
                                           seconds=round(report.seconds, 3)))
 

@@ -3,9 +3,19 @@ answers); `/v1` uses the snake_case of the CLI's JSON."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+
+T = TypeVar("T")
+
+
+class Envelope(BaseModel, Generic[T]):
+    """SuperBizAgent's ApiResponse: `{"code": 200, "message": "success", "data": ...}`."""
+
+    code: int = 200
+    message: str = "success"
+    data: T
 
 
 # ------------------------------------------------------------------------------------------ /api
@@ -52,12 +62,6 @@ class ChatAnswer(BaseModel):
     notices: list[str] = []
 
 
-class ChatEnvelope(BaseModel):
-    code: int = 200
-    message: str = "success"
-    data: ChatAnswer
-
-
 class HistoryPair(BaseModel):
     question: str
     answer: str
@@ -72,18 +76,6 @@ class SessionInfo(BaseModel):
     history: list[HistoryPair]
 
 
-class SessionEnvelope(BaseModel):
-    code: int = 200
-    message: str = "success"
-    data: SessionInfo
-
-
-class TextEnvelope(BaseModel):
-    code: int = 200
-    message: str = "success"
-    data: str
-
-
 class UploadInfo(BaseModel):
     """SuperBizAgent's FileUploadRes (`fileName`, `filePath`, `fileSize`) plus our ingest report.
     `filePath` is the document's path inside the knowledge base (its doc_id), never a server path."""
@@ -95,16 +87,6 @@ class UploadInfo(BaseModel):
     status: str = Field(description="added, replaced or unchanged")
     chunks: int
     seconds: float
-
-
-class UploadEnvelope(BaseModel):
-    code: int = 200
-    message: str = "success"
-    data: UploadInfo
-
-
-class AiOpsRequest(BaseModel):
-    model_config = ConfigDict(extra="ignore")
 
 
 # ------------------------------------------------------------------------------------------ /v1
@@ -122,17 +104,6 @@ class IngestReportOut(BaseModel):
 class IngestAnswer(BaseModel):
     reports: list[IngestReportOut]
     counts: dict[str, int]
-
-
-class DocumentOut(BaseModel):
-    doc_id: str
-    file_name: str
-    extension: str
-    size_bytes: int
-    chunks: int
-    content_hash: str
-    version: str
-    ingested_at: str
 
 
 class ChunkOut(BaseModel):

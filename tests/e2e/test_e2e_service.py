@@ -17,7 +17,7 @@ from rag_core.service.app import create_app
 from tests.e2e.conftest import REPO, SEED_FILES
 from tests.e2e.helpers import SCREENSHOTS
 from tests.e2e.slow_chat import SlowOpenAIChatServer
-from tests.helpers import make_workbench
+from tests.helpers import indexed_workbench
 from tests.servers.chat import Completion, tool_call
 from tests.service import live
 
@@ -92,8 +92,7 @@ class PageServer:
 
 @pytest.fixture(scope="module")
 def setup(browser, tmp_path_factory: pytest.TempPathFactory, local_embedder) -> Iterator[tuple[Any, ...]]:
-    wb = make_workbench(tmp_path_factory.mktemp("e2e-service"), local_embedder)
-    assert all(r.status == "added" for r in wb.ingestor.ingest_paths([REPO / f for f in SEED_FILES]))
+    wb = indexed_workbench(tmp_path_factory.mktemp("e2e-service"), local_embedder, [REPO / f for f in SEED_FILES])
     with PageServer() as page_server, SlowOpenAIChatServer(api_key=KEY, gap=0.25) as model:
         settings = wb.settings.with_overrides({"chat.provider": "openai", "chat.base-url": model.base_url,
                                                "chat.model": "test-chat", "chat.max-retries": 0,

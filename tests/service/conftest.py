@@ -11,7 +11,7 @@ import pytest
 
 from rag_core.bootstrap import Workbench
 from rag_core.service.app import create_app
-from tests.helpers import SAMPLE_KB, make_workbench
+from tests.helpers import indexed_workbench
 from tests.service import live
 
 CHAT_KEY = "sk-service-SECRET-9d2c41"
@@ -19,9 +19,7 @@ CHAT_KEY = "sk-service-SECRET-9d2c41"
 
 @pytest.fixture(scope="session")
 def kb(tmp_path_factory: pytest.TempPathFactory, local_embedder) -> Iterator[Workbench]:
-    wb = make_workbench(tmp_path_factory.mktemp("service-kb"), local_embedder)
-    reports = wb.ingestor.ingest_paths([SAMPLE_KB])
-    assert reports and all(r.status == "added" for r in reports), [r.error for r in reports if r.error]
+    wb = indexed_workbench(tmp_path_factory.mktemp("service-kb"), local_embedder)
     yield wb
     wb.close()
 
@@ -53,5 +51,4 @@ def offline_server(kb: Workbench) -> Iterator[live.LiveServer]:
 
 @pytest.fixture
 def client(offline_server: live.LiveServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=offline_server.url, timeout=60) as c:
-        yield c
+    yield from live.clients(offline_server)

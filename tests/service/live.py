@@ -51,6 +51,12 @@ def start(app: Any, timeout: float = 20.0) -> LiveServer:
     return LiveServer(app, f"http://127.0.0.1:{port}", server, thread)
 
 
+def clients(server: LiveServer) -> Iterator[httpx.Client]:
+    """For fixtures: `yield from live.clients(server)`."""
+    with httpx.Client(base_url=server.url, timeout=60) as client:
+        yield client
+
+
 def sse_events(response: httpx.Response) -> Iterator[dict[str, Any]]:
     """Parse a text/event-stream response the way SuperBizAgent's front end does: line by line, `data:` lines
     hold one JSON object each; blank lines separate events."""

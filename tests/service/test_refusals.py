@@ -34,8 +34,7 @@ def small(kb) -> Iterator[live.LiveServer]:
 
 @pytest.fixture
 def small_client(small: live.LiveServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=small.url, timeout=60) as c:
-        yield c
+    yield from live.clients(small)
 
 
 def upload(client: httpx.Client, name: str, data: bytes) -> httpx.Response:

@@ -36,8 +36,7 @@ def model_server(kb, slow_model: SlowOpenAIChatServer) -> Iterator[live.LiveServ
 def model_client(model_server: live.LiveServer, slow_model: SlowOpenAIChatServer) -> Iterator[httpx.Client]:
     slow_model.reset()
     slow_model.finished.clear()
-    with httpx.Client(base_url=model_server.url, timeout=60) as c:
-        yield c
+    yield from live.clients(model_server)
 
 
 def wait_for(predicate: Any, timeout: float = 15.0) -> bool:
