@@ -39,7 +39,11 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
 def bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not the default 0: asyncio turns Nagle's algorithm off (TCP_NODELAY) only on connections of
+    # a socket that says it is TCP. With Nagle on, the body write of every answer waited for the client's
+    # delayed ACK: measured +40 ms on every /v1/search (p50 63 ms over HTTP vs 20 ms in-process).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host.strip("[]"), port))
