@@ -10,8 +10,8 @@ per level (loopback only), SciFact test claims as queries; latency per request, 
 The collection is 10k chunks of real text (SciFact abstracts at 800/100) with SYNTHETIC random vectors (as
 in `bench.latency`): the work per search is the same as with real vectors (FLAT is exhaustive).
 
-Streaming. A stub chat model (the loopback OpenAI-compatible server of the tests, answering at once) is
-asked through `/api/chat_stream`: one knowledge-base tool call, then a short answer. Ours = time to the
+Streaming. A stub chat model (the tests' loopback OpenAI-compatible server, in a process of its own, answering
+at once) is asked through `/api/chat_stream`: one knowledge-base tool call, then a short answer. Ours = time to the
 first byte of the response (the `session` event) and to the first `content` event; baseline = the same
 turn in-process, `Agent.run` until its first ContentEvent.
 """
@@ -180,51 +180,66 @@ def search_rows(data_dir: Path, qs: list[str], requests: dict[int, int]) -> tupl
     return rows, payload
 
 
+STUB = """
+import sys
+from tests.servers.chat import Completion, OpenAIChatServer, tool_call
+
+
+class Stub(OpenAIChatServer):
+    # Every turn: a knowledge-base call first, then (once the tool answered) a short answer.
+    def handle(self, request):
+        body = request.json or {}
+        if any(m.get("role") == "tool" for m in body.get("messages", [])):
+            completion = Completion.say("Short answer from the stub model.", parts=4)
+        else:
+            completion = Completion.calls(tool_call("search_knowledge_base", {"query": "cpu usage high"}))
+        problem = self.validate(body)
+        return problem or self.render(completion, body["model"], stream=bool(body.get("stream")))
+
+
+server = Stub(api_key=sys.argv[1]).start()
+print(server.base_url, flush=True)
+sys.stdin.read()  # until the bench closes our stdin
+"""
+
+
 def stream_rows(data_dir: Path, qs: list[str], n: int) -> tuple[list[list[Any]], dict[str, Any]]:
+    """The stub runs in a process of its own, so it competes with neither side for this process's GIL."""
+    from rag_core.agent.events import ContentEvent
     from rag_core.bootstrap import build_agent, build_workbench
     from rag_core.config import load_settings
-    from rag_core.agent.events import ContentEvent
-    from tests.servers.chat import Completion, OpenAIChatServer, tool_call
 
-    def script(stub: OpenAIChatServer, count: int) -> None:
-        for q in qs[:count]:
-            stub.reply(Completion.calls(tool_call("search_knowledge_base", {"query": q[:80]})),
-                       Completion.say("Short answer from the stub model.", parts=4))
-
-    with OpenAIChatServer(api_key=KEY) as stub:
-        env = {"RAG_CHAT_PROVIDER": "openai", "RAG_CHAT_BASE_URL": stub.base_url, "RAG_CHAT_MODEL": "test-chat",
+    stub = subprocess.Popen([sys.executable, "-c", STUB, KEY], cwd=REPO, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        base_url = stub.stdout.readline().strip()  # type: ignore[union-attr]
+        env = {"RAG_CHAT_PROVIDER": "openai", "RAG_CHAT_BASE_URL": base_url, "RAG_CHAT_MODEL": "test-chat",
                "OPENAI_API_KEY": KEY}
-        settings = load_settings(data_dir=data_dir, env=env)
-        wb = build_workbench(settings, env=env)
+        wb = build_workbench(load_settings(data_dir=data_dir, env=env), env=env)
         inproc: list[float] = []
         try:
             agent = build_agent(wb, env=env)
-            script(stub, n + 5)
             for i, q in enumerate(qs[: n + 5]):
                 started = time.perf_counter()
                 for event in agent.run(q):
                     if isinstance(event, ContentEvent):
                         if i >= 5:  # the first five warm up
                             inproc.append((time.perf_counter() - started) * 1000)
-                        break
-                # the turn's generator is closed here, as a client that leaves closes a stream
+                        break  # the turn's generator closes here, as when a client leaves a stream
         finally:
             wb.close()
-        stub.reset()
         proc, port = start_server(data_dir, env, data_dir / "serve-stream.log")
         first_byte: list[float] = []
         first_content: list[float] = []
         try:
-            script(stub, n + 5)
             for i, q in enumerate(qs[: n + 5]):
                 conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
                 body = json.dumps({"Id": f"bench-{i}", "Question": q})
                 started = time.perf_counter()
                 conn.request("POST", "/api/chat_stream", body, {"Content-Type": "application/json"})
                 response = conn.getresponse()
-                byte = response.read(1)
+                buffer = response.read(1)
                 t_byte = (time.perf_counter() - started) * 1000
-                buffer = byte
                 while b'"type": "content"' not in buffer:
                     chunk = response.read1(4096)
                     if not chunk:
@@ -237,6 +252,9 @@ def stream_rows(data_dir: Path, qs: list[str], n: int) -> tuple[list[list[Any]],
                     first_content.append(t_content)
         finally:
             stop_server(proc)
+    finally:
+        stub.stdin.close()  # type: ignore[union-attr]
+        stub.wait(timeout=30)
     b50, b95 = percentiles(first_byte)
     c50, c95 = percentiles(first_content)
     i50, i95 = percentiles(inproc)
