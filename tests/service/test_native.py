@@ -9,7 +9,10 @@ import httpx
 import pytest
 
 from rag_core import cli
+from rag_core.bootstrap import build_workbench
+from rag_core.config import load_settings
 from tests.helpers import make_workbench
+from tests.servers.embeddings import OpenAIEmbeddingServer
 from tests.service import live
 from tests.service.conftest import serve
 
@@ -153,3 +156,27 @@ def test_openapi_page_lists_every_route(offline_server: live.LiveServer):
             "/api/ai_ops", "/v1/search", "/v1/documents", "/v1/documents/{doc_id}", "/v1/documents/{doc_id}/chunks",
             "/v1/health"} <= set(schema["paths"])
     assert httpx.get(f"{offline_server.url}/docs").status_code == 200
+
+
+def test_a_failing_remote_embedder_is_503_and_health_still_answers(kb):
+    key = "sk-embed-SECRET-77aa01"
+    with OpenAIEmbeddingServer(api_key=key) as remote:
+        model = next(iter(remote.models))
+        settings = {"embedding.provider": "openai", "embedding.base-url": remote.base_url, "embedding.model": model,
+                    "embedding.max-retries": 0, "embedding.timeout": 5, "milvus.collection": "service_remote"}
+        wb = build_workbench(load_settings(data_dir=kb.settings.data_dir, env={}, overrides=settings),
+                             env={"OPENAI_API_KEY": key})
+        server = serve(wb)
+        try:
+            files = {"files": ("note.md", b"# Note\n\nThe rollback window is 30 minutes.")}
+            assert httpx.post(f"{server.url}/v1/documents", files=files).status_code == 200
+            assert httpx.get(f"{server.url}/v1/search", params={"query": "rollback"}).status_code == 200
+            remote.always(remote.server_error(500))
+            r = httpx.get(f"{server.url}/v1/search", params={"query": "rollback"})
+            assert r.status_code == 503 and r.json()["error"]["code"] == "unavailable"
+            assert key not in r.text and "\n" not in r.json()["error"]["message"]
+            assert httpx.get(f"{server.url}/v1/health").status_code == 200  # the store still answers
+        finally:
+            server.stop()
+            wb.store.drop()
+            wb.close()
