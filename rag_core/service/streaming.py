@@ -14,11 +14,13 @@ ends with `done`, also after an `error`.
 The agent is a blocking generator (model HTTP calls, embedding, Milvus). `EventPump` advances it one
 event at a time in a worker thread; when the client goes away, `stop()` closes the generator (from the
 worker thread if it is busy, as soon as its current step returns), which closes the model's HTTP stream and
-ends the turn: nothing more is computed for a reader who left.
+ends the turn: nothing more is computed for a reader who left. A step that takes long is covered by
+`: keep-alive` comment lines every 15 s.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import threading
@@ -31,6 +33,8 @@ from ..agent.events import ContentEvent, DoneEvent, ErrorEvent, Event
 log = logging.getLogger(__name__)
 
 _END = object()
+KEEPALIVE_S = 15.0
+KEEPALIVE = b": keep-alive\n\n"
 
 
 def frame(payload: dict[str, Any]) -> bytes:
@@ -91,17 +95,25 @@ class EventPump:
 
 
 async def sse(events: Iterator[Event], first: list[dict[str, Any]] | None = None,
-              on_open: Callable[[], None] = lambda: None,
-              on_close: Callable[[], None] = lambda: None) -> AsyncIterator[bytes]:
-    """The response body of a streamed turn. Cancelled (client gone) -> the turn is stopped."""
+              on_open: Callable[[], None] = lambda: None, on_close: Callable[[], None] = lambda: None,
+              keepalive: float = KEEPALIVE_S) -> AsyncIterator[bytes]:
+    """The response body of a streamed turn. Cancelled (client gone) -> the turn is stopped. While a step
+    takes longer than `keepalive` seconds (a slow model, a long search), a comment line goes out, so proxies
+    that close idle connections keep this one: SSE clients, SuperBizAgent's front end included, skip it."""
     pump = EventPump(events)
     ended = False
+    step: asyncio.Future[Any] | None = None
     on_open()
     try:
         for payload in first or []:
             yield frame(payload)
         while True:
-            event = await anyio.to_thread.run_sync(pump.next, abandon_on_cancel=True)
+            step = asyncio.ensure_future(anyio.to_thread.run_sync(pump.next))
+            while not step.done():
+                await asyncio.wait({step}, timeout=keepalive)
+                if not step.done():
+                    yield KEEPALIVE
+            event, step = step.result(), None
             if event is _END:
                 break
             for payload in payloads(event):
@@ -116,6 +128,8 @@ async def sse(events: Iterator[Event], first: list[dict[str, Any]] | None = None
             yield frame({"type": "done", "data": None})
     finally:
         pump.stop()
+        if step is not None:  # the client left during a step: it finishes in its thread, then the pump closes
+            step.add_done_callback(lambda done: done.cancelled() or done.exception())
         on_close()
     if not ended:
         yield frame({"type": "done", "data": None})

@@ -61,7 +61,7 @@ def sse_events(response: httpx.Response) -> Iterator[dict[str, Any]]:
     """Parse a text/event-stream response the way SuperBizAgent's front end does: line by line, `data:` lines
     hold one JSON object each; blank lines separate events."""
     for line in response.iter_lines():
-        if not line.strip():
+        if not line.strip() or line.startswith(":"):  # blank lines end events; ":" lines are comments
             continue
         assert line.startswith("data: "), f"not an SSE data line: {line!r}"
         yield json.loads(line[len("data: "):])

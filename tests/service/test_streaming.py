@@ -185,3 +185,21 @@ def test_terminal_events_end_with_done():
     assert payloads(ContentEvent("piece", 1)) == [{"type": "content", "data": "piece"}]
     assert payloads(NoticeEvent("retry", "waiting", 1))[0] == {"type": "notice", "data": {"kind": "retry",
                                                                                         "message": "waiting", "step": 1}}
+
+
+def test_a_long_step_is_covered_by_keepalive_comments():
+    import asyncio
+
+    from rag_core.service.streaming import KEEPALIVE, sse
+
+    def slow() -> Iterator[Any]:
+        time.sleep(0.5)
+        yield ContentEvent("late", 1)
+
+    async def collect() -> list[bytes]:
+        return [chunk async for chunk in sse(slow(), keepalive=0.1)]
+
+    chunks = asyncio.run(collect())
+    assert chunks.count(KEEPALIVE) >= 2 and chunks.index(KEEPALIVE) < chunks.index(b'data: {"type": "content", '
+                                                                                   b'"data": "late"}\n\n')
+    assert chunks[-1] == b'data: {"type": "done", "data": null}\n\n'
