@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from rag_core.retry import backoff_delay, call_with_retries, retry_after_seconds
+from rag_core.retry import Attempts, RetryPolicy, backoff_delay, call_with_retries, retry_after_seconds
 
 
 class Flaky(Exception):
@@ -141,3 +141,48 @@ def test_a_short_retry_after_does_not_shorten_the_backoff() -> None:
     call_with_retries(fn, retryable=is_flaky, max_retries=1, base_delay=0.5, sleep=sleeps.append,
                       jitter=lambda: 0.0)
     assert sleeps == [0.5]
+
+
+# ------------------------------------------------------------------------- Attempts: the deadline-aware loop
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_policy_deadline_is_every_attempt_plus_the_backoff_schedule() -> None:
+    assert RetryPolicy(timeout=3, max_retries=0).deadline == 3
+    assert RetryPolicy(timeout=3, max_retries=3).deadline == 12 + 0.5 + 1 + 2
+    with pytest.raises(ValueError):
+        RetryPolicy(timeout=0)
+
+
+def test_attempts_follow_the_backoff_and_stop_after_max_retries() -> None:
+    clock = FakeClock()
+    attempts = Attempts(RetryPolicy(timeout=2, max_retries=2), clock, jitter=lambda: 0.0)
+    assert attempts.next_timeout() == 2
+    assert attempts.delay_before_retry(True) == 0.5
+    assert attempts.next_timeout() == 2
+    assert attempts.delay_before_retry(False) is None  # not retryable
+    assert attempts.delay_before_retry(True, hint=1.5) == 1.5  # Retry-After lengthens the wait
+    assert attempts.next_timeout() == 2
+    assert attempts.delay_before_retry(True) is None  # retries used up
+    assert attempts.made == 3
+
+
+def test_a_long_retry_after_cannot_stretch_the_call_beyond_its_deadline() -> None:
+    clock = FakeClock()
+    attempts = Attempts(RetryPolicy(timeout=1, max_retries=3), clock, jitter=lambda: 0.0)  # deadline 7.5 s
+    attempts.next_timeout()
+    assert attempts.delay_before_retry(True, hint=8) is None  # 8 s would end after the deadline
+
+
+def test_the_last_attempt_is_shortened_to_end_by_the_deadline() -> None:
+    clock = FakeClock()
+    attempts = Attempts(RetryPolicy(timeout=2, max_retries=1), clock, jitter=lambda: 0.0)  # deadline 4.5 s
+    attempts.next_timeout()
+    clock.now += 2.0  # the first attempt used its whole timeout
+    assert attempts.delay_before_retry(True, hint=2.0) == 2.0  # waits count even when the sleep is fake
+    assert attempts.next_timeout() == pytest.approx(0.5)
