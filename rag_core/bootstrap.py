@@ -160,3 +160,38 @@ def build_agent(workbench: Workbench, env: Mapping[str, str] | None = None) -> A
         tools.append(prometheus_alerts_tool(settings["prometheus.url"], settings["prometheus.timeout"]))
     return Agent(Toolbox(tools), build_chat_model(settings, env), max_steps=settings["chat.max-steps"],
                  history_pairs=settings["chat.history-pairs"])
+
+
+# ---------------------------------------------------------------------------------------- remote clients
+if TYPE_CHECKING:
+    from .ports import Reranker
+
+
+def build_reranker(settings: Settings, env: Mapping[str, str] | None = None) -> Reranker | None:
+    """The configured reranker, or None when rerank.provider = none. The key is read here."""
+    provider = settings["rerank.provider"]
+    if provider == "none":
+        return None
+    common = dict(timeout=settings["rerank.timeout"], max_retries=settings["rerank.max-retries"])
+    key_env = settings["rerank.api-key-env"] or ("DASHSCOPE_API_KEY" if provider == "dashscope" else "")
+    key = secret(key_env, env) if key_env else ""
+    model, base_url = settings["rerank.model"], settings["rerank.base-url"]
+    if provider == "dashscope":
+        from .rerank.dashscope import DashScopeReranker
+
+        if not key:
+            raise ConfigError(f"rerank.provider = dashscope needs an API key in ${key_env}. Set it, or set "
+                              "rerank.provider = none.")
+        return DashScopeReranker(key, model or "gte-rerank-v2", base_url or None, api_key_env=key_env, **common)
+    if provider == "openai":
+        from .rerank.openai_compat import OpenAICompatReranker
+
+        if not base_url or not model:
+            raise ConfigError("rerank.provider = openai needs rerank.base-url and rerank.model (e.g. "
+                              "http://localhost:8000/v1 and BAAI/bge-reranker-v2-m3).")
+        return OpenAICompatReranker(base_url, model, key, api_key_env=key_env, **common)
+    from .rerank.tei import TEIReranker
+
+    if not base_url:
+        raise ConfigError("rerank.provider = tei needs rerank.base-url (the server's root, e.g. http://localhost:8080).")
+    return TEIReranker(base_url, model, key, api_key_env=key_env, **common)
