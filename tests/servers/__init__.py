@@ -143,6 +143,7 @@ class FakeServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"  # keep-alive, as the SDKs' pooled sessions expect
+            disable_nagle_algorithm = True  # headers and body go in two writes: no 40 ms delayed-ACK stall
 
             def _serve(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
