@@ -67,10 +67,11 @@ class RemoteAdapter:
             return stop.value
 
     def _retrying(self, attempt: Callable[[float], Generator[Y, None, T]], *,
-                  may_retry: Callable[[], bool] = lambda: True) -> Generator[Y | Retrying, None, T]:
+                  may_retry: Callable[[], bool] = lambda: True,
+                  explain: Callable[[Failure, int], Exception] | None = None) -> Generator[Y | Retrying, None, T]:
         """Run `attempt(seconds)` (a generator: a streamed call yields as it reads) until it returns,
         yielding a `Retrying` notice before each wait. `may_retry()` False forbids retrying the failure
-        at hand (a streamed answer already shown in part)."""
+        at hand (a streamed answer already shown in part); `explain` replaces `_explain` for this call."""
         attempts = Attempts(self.policy, self._clock, self._jitter)
         while True:
             try:
@@ -81,7 +82,7 @@ class RemoteAdapter:
                     raise
                 delay = attempts.delay_before_retry(failure.retryable and may_retry(), failure.retry_after)
                 if delay is None:
-                    raise self._explain(failure, attempts.made) from None
+                    raise (explain or self._explain)(failure, attempts.made) from None
                 reason = self._reason(failure)
                 log.warning("%s: %s; retry %d/%d in %.1f s", self.endpoint.subject, reason, attempts.made,
                             self.policy.max_retries, delay)

@@ -72,7 +72,7 @@ class MalformedReply(Exception):
 def classify(exc: BaseException) -> Failure | None:
     """The failure `exc` stands for, or None when it is not a remote failure (a bug: let it surface)."""
     if isinstance(exc, DeadlineExceeded):
-        return Failure("timeout", retryable=exc.phase in ("attempt", "first"), detail=f"no answer within "
+        return Failure("timeout", retryable=exc.phase != "total", detail=f"no answer within "
                        f"{exc.seconds:g} s", phase=exc.phase)
     if isinstance(exc, MalformedReply):
         return Failure("malformed", detail=clip(exc.what))
@@ -136,17 +136,17 @@ def clip(text: Any, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def not_json(body: bytes | str, content_type: str = "") -> str:
+def not_json(body: bytes | str, content_type: str = "", instead: str = "the API's JSON") -> str:
     """"answered with an HTML page (text/html) instead of JSON: '<html>...'" and the like."""
     text = body.decode("utf-8", "replace") if isinstance(body, (bytes, bytearray)) else str(body or "")
     kind = content_type.split(";")[0].strip()
     shown = f" ({kind})" if kind else ""
     if not text.strip():
-        return f"answered with an empty body{shown} instead of JSON"
+        return f"answered with an empty body{shown} instead of {instead}"
     what = "an HTML page" if "html" in kind or text.lstrip()[:1] == "<" else "text that is not JSON"
     if what == "text that is not JSON" and text.lstrip()[:1] in "{[":
         what = "broken JSON"
-    return f"answered with {what}{shown} instead of the API's JSON: {clip(text, 60)!r}"
+    return f"answered with {what}{shown} instead of {instead}: {clip(text, 60)!r}"
 
 
 def connection_reason(exc: BaseException) -> str:

@@ -52,6 +52,8 @@ def explain(failure: Failure, endpoint: Endpoint, tries: int, timeout: float) ->
     if f.kind == "timeout":
         if f.phase == "idle":
             text = f"{s} stopped sending its answer (nothing for {timeout:g} s). Try again."
+        elif f.phase == "total":
+            text = f"{s} was still answering when the time for it ran out ({p}.deadline). Try again, or raise it."
         else:
             text = (f"{s} did not answer within {timeout:g} s ({attempts(tries)}). Try again, or raise "
                     f"{p}.timeout.")
@@ -62,7 +64,8 @@ def explain(failure: Failure, endpoint: Endpoint, tries: int, timeout: float) ->
         if endpoint.key_env and not endpoint.has_key:
             text = f"{s} needs an API key ({status}): set {endpoint.key_env}."
         elif endpoint.key_env:
-            text = f"{s} rejected the API key ({status}{detail}). Check {endpoint.key_env}{endpoint.auth_hint}."
+            # Not the server's words here: some quote part of the key back ("sk-***c3b").
+            text = f"{s} rejected the API key ({status}). Check {endpoint.key_env}{endpoint.auth_hint}."
         else:
             text = f"{s} refused access ({status}{detail}). Check the credentials it needs."
     elif f.kind == "not_found":

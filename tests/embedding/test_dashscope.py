@@ -122,13 +122,13 @@ def test_missing_key_says_which_variable_to_set_and_sends_nothing(server, sleeps
 def test_rejected_key_is_reported_and_not_retried(server, sleeps) -> None:
     with pytest.raises(EmbeddingError) as info:
         make(server, sleeps, api_key="sk-wrong-key-123456").embed_documents(TEXTS)
-    assert "rejected the API key (HTTP 401: Invalid API-key provided.)" in str(info.value)
+    assert "rejected the API key (HTTP 401)." in str(info.value)
     assert "Check DASHSCOPE_API_KEY, that the key belongs to the endpoint's region" in str(info.value)
     assert "sk-wrong-key-123456" not in str(info.value)
     assert len(server.requests) == 1 and sleeps == []
 
     server.script(DashScopeEmbeddingServer.error(403, "AccessDenied", "Access denied."))
-    with pytest.raises(EmbeddingError, match=r"rejected the API key \(HTTP 403: Access denied.\)"):
+    with pytest.raises(EmbeddingError, match=r"rejected the API key \(HTTP 403\)"):
         make(server, sleeps).embed_query("x")
 
 

@@ -113,8 +113,8 @@ def test_permanent_server_errors(server, sleeps) -> None:
 def test_rejected_key(server, sleeps) -> None:
     with pytest.raises(EmbeddingError) as info:
         make(server, sleeps, api_key="sk-not-the-right-one").embed_query("x")
-    assert str(info.value) == (f"The embedding service at {server.base_url} rejected the API key (HTTP 401: "
-                               "Incorrect API key provided: sk-***one.). Check OPENAI_API_KEY.")
+    assert str(info.value) == (f"The embedding service at {server.base_url} rejected the API key (HTTP 401). "
+                               "Check OPENAI_API_KEY.")
     assert len(server.requests) == 1 and sleeps == []
 
 
