@@ -1,19 +1,19 @@
-"""Retries with exponential backoff, jitter and deadlines, shared by every remote client (embedders,
-chat model, rerankers, Prometheus, Loki).
+"""Backoff, `Retry-After` and deadlines for every remote client (embedders, chat model, rerankers,
+Prometheus, Loki); the loop that uses them is `rag_core.remote.RemoteAdapter._retrying`.
 
-Kept here rather than taken from `tenacity` or from the SDKs: the SDKs disagree (the `openai` SDK retries
-with per-read timeouts and no overall bound; `dashscope` does not retry HTTP errors at all), and with
-tenacity we would still write the parts that matter here: reading `Retry-After` from either SDK's
-errors, shortening the last attempt to fit the overall deadline, and a loop the streamed chat can step
-through itself (it shows each wait to the person as it happens). That is this module, ~100 lines.
+Ours rather than `tenacity` or the SDKs' own retries (decided by reading both): the SDKs disagree (the
+`openai` SDK retries with per-read timeouts and no overall bound; `dashscope` does not retry HTTP errors at
+all), and with tenacity we would still write the parts that matter here: reading `Retry-After` from any
+SDK's errors, shortening the last attempt to fit the overall deadline, and a loop that the streamed chat
+steps through itself so the person sees each wait as it happens. That is this module and one loop.
 
 Two bounds per call:
-- `timeout`: one attempt, from connecting to the last byte (the callers enforce it as a total, not per
-  socket read; see `rag_core.remote.deadline`);
-- the overall deadline: `timeout * (max_retries + 1)` plus the backoff waits of a full schedule
-  (0.5 s, 1 s, 2 s, ... without jitter). A retry that cannot start before it is not made, and the last
-  attempt is shortened to end by it, so a slow server answering 503 with long `Retry-After` hints
-  cannot stretch a call beyond it.
+- `timeout`: one attempt, from connecting to the last byte (enforced as a total, not per socket read;
+  see `rag_core.remote.deadline`);
+- the overall deadline: `timeout * (max_retries + 1)` plus the waits of the full backoff schedule
+  (0.5 s, 1 s, 2 s, ... without jitter). A retry whose wait would end after it is not made, and the last
+  attempt is shortened to end by it, so a slow server answering 503 with long `Retry-After` hints cannot
+  stretch a call beyond it.
 """
 
 from __future__ import annotations
@@ -22,12 +22,7 @@ import email.utils
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, TypeVar
-
-T = TypeVar("T")
-
-OnRetry = Callable[[int, Exception, float], None]
-"""Called before each wait with (retry number starting at 1, the exception, seconds about to sleep)."""
+from typing import Any, Callable, Mapping
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 
@@ -94,61 +89,10 @@ class Attempts:
         return self._ends - self.clock() - self._waited
 
 
-def call_with_retries(
-    fn: Callable[[], T],
-    *,
-    retryable: Callable[[Exception], bool],
-    max_retries: int,
-    base_delay: float = 0.5,
-    max_delay: float = 8.0,
-    sleep: Callable[[float], None] = time.sleep,
-    on_retry: OnRetry | None = None,
-    jitter: Callable[[], float] = random.random,
-) -> T:
-    """Run `fn()`; on a retryable exception wait and try again, at most `max_retries` more times.
-
-    The wait before retry n (n = 1, 2, ...) is `base_delay * 2**(n-1)` capped at `max_delay`, shortened
-    by up to 25 % at random so that many clients do not retry in lockstep. A `Retry-After` hint
-    lengthens the wait (never beyond `max_delay`, so a person is not kept waiting for minutes).
-    The last exception is re-raised unchanged; the caller turns it into a message. (No deadline here:
-    remote clients use `Attempts` through `rag_core.remote.RemoteAdapter`, which has one.)
-    """
-    if max_retries < 0:
-        raise ValueError("max_retries must be >= 0")
-    retries = 0
-    while True:
-        try:
-            return fn()
-        except Exception as exc:
-            if retries >= max_retries or not retryable(exc):
-                raise
-            retries += 1
-            delay = backoff_delay(retries, base_delay, max_delay, jitter())
-            hint = retry_after_seconds(exc)
-            if hint is not None:
-                delay = max(delay, min(hint, max_delay))
-            if on_retry is not None:
-                on_retry(retries, exc, delay)
-            sleep(delay)
-
-
 def backoff_delay(retry: int, base_delay: float, max_delay: float, jitter: float = 0.0) -> float:
     """Seconds to wait before retry number `retry` (1-based); `jitter` in [0, 1) trims up to 25 %."""
     delay = min(max_delay, base_delay * (2 ** (retry - 1)))
     return max(0.0, delay * (1.0 - 0.25 * jitter))
-
-
-def retry_after_seconds(exc: BaseException) -> float | None:
-    """The server's requested wait carried by `exc`, in seconds, or None."""
-    value = getattr(exc, "retry_after", None)
-    if value is not None:
-        return _parse_retry_after(value)
-    headers = getattr(getattr(exc, "response", None), "headers", None)
-    if headers is None:
-        headers = getattr(exc, "headers", None)
-    if headers is not None:
-        return retry_after_from_headers(headers)
-    return None
 
 
 def retry_after_from_headers(headers: Mapping[str, Any]) -> float | None:

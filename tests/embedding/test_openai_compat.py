@@ -260,3 +260,22 @@ def test_retry_after_hints_cannot_stretch_a_call_beyond_its_overall_deadline(ser
     with pytest.raises(EmbeddingError, match=r"rate limiting requests \(HTTP 429\), still after 3 attempts"):
         make(server, sleeps, timeout=0.5, max_retries=3).embed_query("x")
     assert sleeps == [2.0, 2.0] and len(server.requests) == 3
+
+
+def test_the_cli_exits_2_with_one_line_for_garbage_json(tmp_path, capsys, monkeypatch) -> None:
+    from rag_core import cli
+
+    for var in ("RAG_CONFIG", "RAG_EMBEDDING_PROVIDER", "MILVUS_URI"):
+        monkeypatch.delenv(var, raising=False)
+    with OpenAIEmbeddingServer(api_key=None) as server:
+        url = server.base_url
+        server.always(Reply(200, b'{"object": "list", "data": [{"emb', {"Content-Type": "application/json"}))
+        code = cli.main(["--data-dir", str(tmp_path), "--set", "embedding.provider=openai",
+                         "--set", f"embedding.base-url={url}", "--set", f"embedding.model={MODEL}",
+                         "search", "disk full"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert err.strip().splitlines()[-1] == (
+        f"error: The embedding service at {url} answered with broken JSON (application/json) instead "
+        "of the API's JSON: '{\"object\": \"list\", \"data\": [{\"emb'. Check embedding.base-url (it usually ends "
+        "in /v1).")
