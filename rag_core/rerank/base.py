@@ -20,6 +20,7 @@ from typing import Any, Sequence
 from ..errors import RerankError
 from ..records import RerankResult
 from ..remote import Endpoint, MalformedReply, RemoteAdapter
+from ..remote.http import request_json
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 
@@ -82,6 +83,11 @@ class RemoteReranker(RemoteAdapter):
     @abstractmethod
     def _score_batch(self, query: str, documents: list[str]) -> list[float]:
         """One request: a score per document, in the order given."""
+
+    def _post_json(self, url: str, body: Any) -> Any:
+        """POST `body` to a JSON rerank API, with the key (if any) as a Bearer token."""
+        headers = {"Authorization": f"Bearer {self._secret}"} if self._secret else {}
+        return request_json("POST", url, timeout=self.policy.timeout, headers=headers, json_body=body)
 
     def rerank(self, query: str, documents: Sequence[str]) -> RerankResult:
         docs = check_inputs(query, documents)

@@ -9,7 +9,6 @@ from typing import Any
 from ..config import redact_uri
 from ..errors import RerankError
 from ..remote import Endpoint
-from ..remote.http import request_json
 from .base import RemoteReranker, scores_by_index
 
 
@@ -24,7 +23,6 @@ class OpenAICompatReranker(RemoteReranker):
                               "and rerank.model.", "config")
         self._url = base_url.rstrip("/") + "/rerank"
         self._model = model
-        self._api_key = api_key
         endpoint = Endpoint(f"The reranker at {redact_uri(base_url.rstrip('/'))}", "rerank", RerankError,
                             path="rerank", model=model, key_env=api_key_env, has_key=bool(api_key),
                             url_hint=" (it usually ends in /v1; the client adds /rerank)",
@@ -36,9 +34,7 @@ class OpenAICompatReranker(RemoteReranker):
         return f"OpenAICompatReranker(url={redact_uri(self._url)!r}, model={self._model!r})"
 
     def _score_batch(self, query: str, documents: list[str]) -> list[float]:
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        answer = request_json("POST", self._url, timeout=self.policy.timeout, headers=headers,
-                              json_body={"model": self._model, "query": query, "documents": documents,
-                                         "top_n": len(documents)})
+        answer = self._post_json(self._url, {"model": self._model, "query": query, "documents": documents,
+                                             "top_n": len(documents)})
         results = answer.get("results") if isinstance(answer, dict) else None
         return scores_by_index(results, len(documents))

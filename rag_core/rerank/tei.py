@@ -10,7 +10,6 @@ from typing import Any
 from ..config import redact_uri
 from ..errors import RerankError
 from ..remote import Endpoint
-from ..remote.http import request_json
 from .base import RemoteReranker, scores_by_index
 
 
@@ -24,7 +23,6 @@ class TEIReranker(RemoteReranker):
             raise RerankError("The TEI reranker needs rerank.base-url (the server's root, e.g. "
                               "http://localhost:8080).", "config")
         self._url = base_url.rstrip("/") + "/rerank"
-        self._api_key = api_key
         self.max_documents = batch_size
         endpoint = Endpoint(f"The TEI reranker at {redact_uri(base_url.rstrip('/'))}", "rerank", RerankError,
                             path="rerank", key_env=api_key_env, has_key=bool(api_key),
@@ -38,7 +36,5 @@ class TEIReranker(RemoteReranker):
         return f"TEIReranker(url={redact_uri(self._url)!r})"
 
     def _score_batch(self, query: str, documents: list[str]) -> list[float]:
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        answer = request_json("POST", self._url, timeout=self.policy.timeout, headers=headers,
-                              json_body={"query": query, "texts": documents, "truncate": True})
+        answer = self._post_json(self._url, {"query": query, "texts": documents, "truncate": True})
         return scores_by_index(answer, len(documents), score="score")

@@ -23,7 +23,19 @@ def chat_model(base_url: str, model: str, provider: str = "openai", **kw) -> Cha
                                      **config), KEY, jitter=lambda: 0.0, **kw)
 
 
-class TestOpenAICompatible(ChatModelContract, RemoteFailuresContract):
+class ServerTests(ChatModelContract):
+    """The real model against a loopback server (a subclass provides `server` and `model`)."""
+
+    @pytest.fixture
+    def script(self, server):
+        return server.reply
+
+    @pytest.fixture
+    def sent(self, server):
+        return server.chat_requests
+
+
+class TestOpenAICompatible(ServerTests, RemoteFailuresContract):
     error = ChatModelError
 
     @pytest.fixture
@@ -39,19 +51,11 @@ class TestOpenAICompatible(ChatModelContract, RemoteFailuresContract):
         return make()
 
     @pytest.fixture
-    def script(self, server):
-        return server.reply
-
-    @pytest.fixture
-    def sent(self, server):
-        return server.chat_requests
-
-    @pytest.fixture
     def call(self):
         return lambda model: drain(model.stream(MESSAGES))
 
 
-class TestDashScopeCompatibleMode(ChatModelContract):
+class TestDashScopeCompatibleMode(ServerTests):
     @pytest.fixture
     def server(self):
         yield from DashScopeChatServer(api_key=KEY).serve()
@@ -59,14 +63,6 @@ class TestDashScopeCompatibleMode(ChatModelContract):
     @pytest.fixture
     def model(self, server):
         return chat_model(server.base_url, "qwen-plus", provider="dashscope")
-
-    @pytest.fixture
-    def script(self, server):
-        return server.reply
-
-    @pytest.fixture
-    def sent(self, server):
-        return server.chat_requests
 
 
 class TestScriptedFake(ChatModelContract):

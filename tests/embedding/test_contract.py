@@ -20,8 +20,18 @@ from tests.servers.embeddings import DashScopeEmbeddingServer, OpenAIEmbeddingSe
 KEY = "sk-embed-SECRET-7d1c"
 
 
-def call(embedder) -> None:
-    assert embedder.embed_query("x").shape == (embedder.dim,)
+class RemoteEmbedderTests(EmbedderContract, RemoteFailuresContract):
+    """Both contracts for an adapter; a subclass provides `server` and `make`."""
+
+    error = EmbeddingError
+
+    @pytest.fixture
+    def embedder(self, make):
+        return make(timeout=5, max_retries=0)
+
+    @pytest.fixture
+    def call(self):
+        return lambda embedder: embedder.embed_query("x")
 
 
 class TestLocalUSE(EmbedderContract):
@@ -47,9 +57,7 @@ class TestFake(EmbedderContract):
         return FakeEmbedder()
 
 
-class TestDashScope(EmbedderContract, RemoteFailuresContract):
-    error = EmbeddingError
-
+class TestDashScope(RemoteEmbedderTests):
     @pytest.fixture
     def server(self):
         yield from DashScopeEmbeddingServer(api_key=KEY).serve()
@@ -60,18 +68,8 @@ class TestDashScope(EmbedderContract, RemoteFailuresContract):
             return DashScopeEmbedder(KEY, dimension=64, base_url=f"{url or server.url}/api/v1", **kw)
         return make
 
-    @pytest.fixture
-    def embedder(self, make):
-        return make(timeout=5, max_retries=0)
 
-    @pytest.fixture
-    def call(self):
-        return call
-
-
-class TestOpenAICompat(EmbedderContract, RemoteFailuresContract):
-    error = EmbeddingError
-
+class TestOpenAICompat(RemoteEmbedderTests):
     @pytest.fixture
     def server(self):
         yield from OpenAIEmbeddingServer(api_key=KEY, models={"test-embed": 32}).serve()
@@ -81,14 +79,6 @@ class TestOpenAICompat(EmbedderContract, RemoteFailuresContract):
         def make(url=None, **kw):
             return OpenAICompatEmbedder(f"{url or server.url}/v1", "test-embed", KEY, batch_size=4, **kw)
         return make
-
-    @pytest.fixture
-    def embedder(self, make):
-        return make(timeout=5, max_retries=0)
-
-    @pytest.fixture
-    def call(self):
-        return call
 
 
 # ------------------------------------------------------------------ shared model, loaded once

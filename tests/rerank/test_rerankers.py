@@ -21,19 +21,27 @@ from tests.servers.rerank import DashScopeRerankServer, OpenAIRerankServer, TEIR
 KEY = "sk-rerank-SECRET-0c9d2e"
 
 
-def call(reranker) -> None:
-    assert len(reranker.rerank("disk is full", DOCS).scores) == len(DOCS)
-
-
 class TestFakeReranker(RerankerContract):
     @pytest.fixture
     def reranker(self):
         return FakeReranker()
 
 
-class TestDashScopeReranker(RerankerContract, RemoteFailuresContract):
+class RemoteRerankerTests(RerankerContract, RemoteFailuresContract):
+    """Both contracts for an adapter; a subclass provides `server` and `make`."""
+
     error = RerankError
 
+    @pytest.fixture
+    def reranker(self, make):
+        return make(timeout=5, max_retries=0)
+
+    @pytest.fixture
+    def call(self):
+        return lambda reranker: reranker.rerank("disk is full", DOCS)
+
+
+class TestDashScopeReranker(RemoteRerankerTests):
     @pytest.fixture
     def server(self):
         yield from DashScopeRerankServer(api_key=KEY).serve()
@@ -43,14 +51,6 @@ class TestDashScopeReranker(RerankerContract, RemoteFailuresContract):
         def make(url=None, **kw):
             return DashScopeReranker(KEY, base_url=f"{url or server.url}/api/v1", **kw)
         return make
-
-    @pytest.fixture
-    def reranker(self, make):
-        return make(timeout=5, max_retries=0)
-
-    @pytest.fixture
-    def call(self):
-        return call
 
     def test_the_request_through_the_real_sdk(self, server, reranker) -> None:
         assert reranker.name == "dashscope:gte-rerank-v2"
@@ -91,9 +91,7 @@ class TestDashScopeReranker(RerankerContract, RemoteFailuresContract):
             DashScopeReranker(KEY, "nope", base_url=server.base_url).rerank("q", ["d"])
 
 
-class TestOpenAICompatReranker(RerankerContract, RemoteFailuresContract):
-    error = RerankError
-
+class TestOpenAICompatReranker(RemoteRerankerTests):
     @pytest.fixture
     def server(self):
         yield from OpenAIRerankServer(api_key=KEY).serve()
@@ -104,14 +102,6 @@ class TestOpenAICompatReranker(RerankerContract, RemoteFailuresContract):
             return OpenAICompatReranker(f"{url or server.url}/v1", "test-rerank", KEY, api_key_env="JINA_API_KEY",
                                         **kw)
         return make
-
-    @pytest.fixture
-    def reranker(self, make):
-        return make(timeout=5, max_retries=0)
-
-    @pytest.fixture
-    def call(self):
-        return call
 
     def test_the_request(self, server, reranker) -> None:
         assert reranker.name == "openai:test-rerank"
@@ -138,9 +128,7 @@ class TestOpenAICompatReranker(RerankerContract, RemoteFailuresContract):
             OpenAICompatReranker(server.url, "test-rerank", KEY).rerank("q", ["d"])
 
 
-class TestTEIReranker(RerankerContract, RemoteFailuresContract):
-    error = RerankError
-
+class TestTEIReranker(RemoteRerankerTests):
     @pytest.fixture
     def server(self):
         yield from TEIRerankServer().serve()
@@ -150,14 +138,6 @@ class TestTEIReranker(RerankerContract, RemoteFailuresContract):
         def make(url=None, **kw):
             return TEIReranker(url or server.url, "bge-reranker-base", **kw)
         return make
-
-    @pytest.fixture
-    def reranker(self, make):
-        return make(timeout=5, max_retries=0)
-
-    @pytest.fixture
-    def call(self):
-        return call
 
     def test_batches_of_32_as_tei_accepts(self, server, reranker) -> None:
         assert reranker.name == "tei:bge-reranker-base"
