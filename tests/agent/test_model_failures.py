@@ -223,3 +223,19 @@ def test_the_cli_exits_2_with_one_line_for_a_malformed_reply(kb, chat_server, ca
     (line,) = [x for x in err.splitlines() if x.startswith("error:")]
     assert line == (f"error: The chat model at {chat_server.base_url} sent an event that is not JSON: '{{not json'. "
                     "Check chat.base-url (it usually ends in /v1).")
+
+
+def test_questions_from_stdin_exit_2_when_a_turn_failed(kb, chat_server, capsys, monkeypatch) -> None:
+    import argparse
+    import io
+
+    from rag_core.agent.cli import cmd_chat
+
+    monkeypatch.setenv("TEST_CHAT_KEY", KEY)
+    monkeypatch.setattr("sys.stdin", io.StringIO("first\nsecond\n"))
+    settings = kb.settings.with_overrides({"chat.provider": "openai", "chat.base-url": chat_server.base_url,
+                                           "chat.model": "test-chat", "chat.api-key-env": "TEST_CHAT_KEY"})
+    chat_server.reply(Completion.say(""), Completion.say("fine"))  # the first answer is empty
+    assert cmd_chat(argparse.Namespace(question=[], offline=False, json=False), settings, workbench=kb) == 2
+    out, err = capsys.readouterr()
+    assert out == "fine\n" and "sent an empty answer" in err

@@ -15,8 +15,6 @@ the deadline.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
-
 import pytest
 
 from rag_core.errors import RemoteError
@@ -80,5 +78,3 @@ class RemoteFailuresContract:
         assert info.value.kind == "connection" and sleeps == []
         assert "did not answer (connection refused)" in one_line(info.value)
 
-
-Make = Callable[..., Any]
