@@ -103,8 +103,9 @@ KEYS: dict[str, Key] = _keys(
     Key("rerank.candidates", int, 20, "How many of the retrieve-k hits go to the reranker.", min=1, max=1000),
     Key("rerank.on-error", str, "fallback", "When the reranker fails: keep the fused order with a warning, or fail.",
         choices=("fallback", "fail")),
-    Key("rerank.timeout", float, 10.0, "Seconds before a rerank call times out (whole answer).", min=0.1),
-    Key("rerank.max-retries", int, 2, "Retries on 429/5xx/timeouts, with exponential backoff.", min=0, max=20),
+    Key("rerank.timeout", float, 5.0, "Seconds before a rerank call times out (whole answer); searches wait for it.",
+        min=0.1),
+    Key("rerank.max-retries", int, 1, "Retries on 429/5xx/timeouts, with exponential backoff.", min=0, max=20),
 )
 
 ENV_ALIASES = {"MILVUS_URI": "milvus.uri"}

@@ -26,7 +26,7 @@ class DashScopeReranker(RemoteReranker):
     limits_name = "DashScope's"
 
     def __init__(self, api_key: str, model: str = DEFAULT_MODEL, base_url: str | None = None, *,
-                 timeout: float = 10.0, max_retries: int = 2, api_key_env: str = "DASHSCOPE_API_KEY",
+                 timeout: float = 5.0, max_retries: int = 1, api_key_env: str = "DASHSCOPE_API_KEY",
                  **adapter: Any) -> None:
         if not api_key:
             raise RerankError(f"The DashScope reranker needs an API key: set {api_key_env}.", "config")

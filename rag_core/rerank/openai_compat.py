@@ -16,8 +16,8 @@ class OpenAICompatReranker(RemoteReranker):
     max_documents = 1000  # no documented limit; retrieve-k is at most 1,000
     limits_name = "the service"
 
-    def __init__(self, base_url: str, model: str, api_key: str = "", *, timeout: float = 10.0,
-                 max_retries: int = 2, api_key_env: str = "", **adapter: Any) -> None:
+    def __init__(self, base_url: str, model: str, api_key: str = "", *, timeout: float = 5.0,
+                 max_retries: int = 1, api_key_env: str = "", **adapter: Any) -> None:
         if not base_url or not model:
             raise RerankError("An OpenAI-compatible reranker needs rerank.base-url (e.g. http://localhost:8000/v1) "
                               "and rerank.model.", "config")

@@ -18,7 +18,7 @@ class TEIReranker(RemoteReranker):
     limits_name = "TEI's default --max-client-batch-size"
 
     def __init__(self, base_url: str, model: str = "", api_key: str = "", *, batch_size: int = 32,
-                 timeout: float = 10.0, max_retries: int = 2, api_key_env: str = "", **adapter: Any) -> None:
+                 timeout: float = 5.0, max_retries: int = 1, api_key_env: str = "", **adapter: Any) -> None:
         if not base_url:
             raise RerankError("The TEI reranker needs rerank.base-url (the server's root, e.g. "
                               "http://localhost:8080).", "config")
