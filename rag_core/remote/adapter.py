@@ -1,7 +1,7 @@
 """`RemoteAdapter`: what every remote client shares, written once (as in simonw/llm): deadlines, retries
 with backoff, the translation of any failure into one message, and the secret kept out of all of it.
 
-A provider subclass implements its one small abstract method (`_embed_batch`, `_score_batch`, ...) as a
+A provider subclass implements its one small abstract method (`_request_batch`, `_score_batch`, ...) as a
 single plain request that raises whatever its SDK raises (or `HTTPFailure` / `MalformedReply`); it calls
 it through `self._call(...)` and gets the answer or the subsystem's error with one clear message.
 """
