@@ -221,7 +221,7 @@ def test_the_key_never_appears_in_messages_or_logs(server, sleeps, caplog, capsy
      "answered with broken JSON (application/json) instead of the API's JSON: "
      "'{\"object\": \"list\", \"data\": [{\"index\": 0, \"embedd'"),
     (Reply(200, b"", {"Content-Type": "application/json"}),
-     "answered with an empty body (application/json) instead of JSON"),
+     "answered with an empty body (application/json) instead of the API's JSON"),
     (Reply.json(200, {"output": {}}), "answered without embeddings (no 'data' list in the JSON)"),
     (Reply.json(200, {"data": [{"index": 0, "embedding": "AAAA"}]}),
      "answered with an embedding that is not a list of numbers"),
