@@ -63,6 +63,7 @@ class Service:
     agent: Agent
     sessions: SessionStore
     auth: bool
+    env: Mapping[str, str] | None = None  # where secrets are read (None: the process environment)
     streams: Streams = field(default_factory=Streams)
 
 
@@ -80,7 +81,7 @@ def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] 
 
     settings = workbench.settings
     service = Service(workbench, agent or build_agent(workbench, env),
-                      SessionStore(settings["api.max-sessions"], settings["chat.history-pairs"]), bool(token))
+                      SessionStore(settings["api.max-sessions"], settings["chat.history-pairs"]), bool(token), env)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -124,11 +124,11 @@ async def upload(svc: Annotated[Service, Depends(service_of)], file: Annotated[U
              responses={200: {"content": {"text/event-stream": {}}}})
 async def ai_ops(svc: Annotated[Service, Depends(service_of)]) -> StreamingResponse:
     """SuperBizAgent's AI Ops: the firing alerts from Prometheus, for each the runbooks from the knowledge base
-    (and recent logs when a logs source is configured), then a Markdown report citing evidence keys, streamed
+    (and its recent logs from Loki when logs.loki-url is set), then a Markdown report citing evidence keys, streamed
     like `/api/chat_stream`. Without prometheus.url: one `error` event. Without a chat model the report is
     extractive and says so. The request body, if any, is ignored."""
     from ..bootstrap import build_triage
 
-    triage = build_triage(svc.workbench, svc.agent.model)
+    triage = build_triage(svc.workbench, svc.agent.model, svc.env)
     stream = sse(triage.run(), on_open=svc.streams.opened, on_close=svc.streams.closed)
     return StreamingResponse(stream, media_type="text/event-stream; charset=utf-8", headers=SSE_HEADERS)

@@ -4,15 +4,20 @@ either no chat model (extractive) or one behind the loopback OpenAI-compatible s
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator, Mapping
+from datetime import datetime, timedelta, timezone
+from typing import Any, Iterator
 
 import httpx
 import pytest
 
 from rag_core.agent import knowledge_base_tool
+from rag_core.agent.loki import LogQuery
+from rag_core.agent.prometheus import Alert
 from rag_core.agent.triage import Triage
-from rag_core.errors import AgentError
+from rag_core.errors import LogsError
+from tests.fakes.metrics import FakeMetricsClient
 from tests.servers.chat import Completion, OpenAIChatServer
+from tests.servers.loki import LokiServer
 from tests.servers.prometheus import PrometheusServer, alert
 from tests.service import live
 from tests.service.conftest import CHAT_KEY, model_settings, serve
@@ -36,7 +41,7 @@ def chat_model() -> Iterator[OpenAIChatServer]:
 
 @pytest.fixture(scope="module")
 def offline_ops(kb, prometheus: PrometheusServer) -> Iterator[live.LiveServer]:
-    server = serve(kb, prometheus__url=prometheus.url, prometheus__timeout=5)
+    server = serve(kb, prometheus__url=prometheus.url, prometheus__timeout=5, prometheus__max_retries=0)
     yield server
     server.stop()
 
@@ -44,7 +49,7 @@ def offline_ops(kb, prometheus: PrometheusServer) -> Iterator[live.LiveServer]:
 @pytest.fixture(scope="module")
 def model_ops(kb, prometheus: PrometheusServer, chat_model: OpenAIChatServer) -> Iterator[live.LiveServer]:
     server = serve(kb, env={"OPENAI_API_KEY": CHAT_KEY}, prometheus__url=prometheus.url, prometheus__timeout=5,
-                   **model_settings(chat_model.base_url))
+                   prometheus__max_retries=0, **model_settings(chat_model.base_url))
     yield server
     server.stop()
 
@@ -81,7 +86,7 @@ def test_offline_triage_quotes_runbooks_with_citations(offline_ops: live.LiveSer
     assert any(k.startswith("runbooks/disk_full.md#chunk-") for k in citations["citations"])
     assert citations["unverified_citations"] == [] and citations["mode"] == "offline"
     assert all(f"[{k}]" in report for k in citations["citations"])
-    assert "Recent logs: no logs source is configured." in report
+    assert "Recent logs: no logs source is configured (logs.loki-url)." in report
 
 
 def test_no_firing_alerts(offline_ops: live.LiveServer, prometheus: PrometheusServer):
@@ -94,7 +99,7 @@ def test_prometheus_failure_is_an_error_event(offline_ops: live.LiveServer, prom
     prometheus.script(PrometheusServer.error(503, "unavailable", "query engine overloaded"))
     events = ai_ops(offline_ops)
     assert [e["type"] for e in events] == ["tool_call", "tool_result", "error", "done"]
-    assert "HTTP 503" in events[2]["data"] and "query engine overloaded" in events[2]["data"]
+    assert "Prometheus at" in events[2]["data"] and "HTTP 503" in events[2]["data"]
 
 
 def test_model_writes_the_report_from_the_evidence(model_ops: live.LiveServer, prometheus: PrometheusServer,
@@ -132,46 +137,57 @@ def test_model_failure_falls_back_to_the_extractive_report(model_ops: live.LiveS
     assert events[-2]["data"]["mode"] == "offline" and events[-1]["type"] == "done"
 
 
-# ------------------------------------------------------------------------- logs, through the triage port
-class FakeAlerts:
-    name = "fake_alerts"
-
-    def __init__(self, alerts: list[dict[str, Any]]) -> None:
-        self.alerts = alerts
-
-    def firing(self) -> list[dict[str, Any]]:
-        return self.alerts
+# ------------------------------------------------------------------------- logs, and the ports' fakes
+def ns(when: datetime) -> str:
+    return str(int(when.timestamp() * 1e9))
 
 
-class FakeLogs:
-    name = "fake_logs"
+def test_triage_reads_each_alerts_logs_from_loki(kb, prometheus: PrometheusServer):
+    now = datetime.now(timezone.utc)
+    streams = [{"stream": {"app": "order-service", "level": "error"},
+                "values": [[ns(now - timedelta(minutes=2)), "order-service: worker pool saturated (512/512)"]]},
+               {"stream": {"app": "payment"}, "values": [[ns(now - timedelta(minutes=1)), "payment: all good"]]}]
+    prometheus.alerts = [alert("HighCPUUsage", "CPU above 85% on node-3",
+                               active_at=(now - timedelta(minutes=20)).isoformat().replace("+00:00", "Z"),
+                               labels={"app": "order-service", "instance": "node-3"}),
+                         alert("DiskSpaceLow", "disk full", labels={"instance": "node-7"})]
+    with LokiServer(streams) as loki:
+        server = serve(kb, prometheus__url=prometheus.url, prometheus__max_retries=0, logs__loki_url=loki.url)
+        try:
+            events = ai_ops(server)
+        finally:
+            server.stop()
+        queries = loki.queries()
+    assert [q["query"] for q in queries] == ['{app="order-service"}', '{instance="node-7"}']
+    assert int(queries[0]["limit"]) == 5
+    calls = [e["data"]["name"] for e in events if e["type"] == "tool_call"]
+    assert calls == ["query_prometheus_alerts", "search_knowledge_base", "query_logs", "search_knowledge_base",
+                     "query_logs"]
+    report = live.content_of(events)
+    assert "order-service: worker pool saturated (512/512)" in report and "payment: all good" not in report
+    assert "Recent logs: no log lines" not in report.split("## 2.")[0]
+    # the second alert carries only `instance`, which the streams do not have: no lines, and the report says so
+    assert "no log lines for {instance=\"node-7\"}" in report, report[-600:]
 
-    def __init__(self, fail_for: str = "") -> None:
-        self.fail_for = fail_for
 
-    def recent(self, alert: Mapping[str, Any]) -> list[dict[str, Any]]:
-        if alert["name"] == self.fail_for:
-            raise AgentError("Loki at http://127.0.0.1:3100 answered HTTP 500.")
-        return [{"time": "2026-05-10T08:01:00Z", "line": f"{alert['name']}: worker pool saturated"}]
+def test_triage_with_the_ports_fakes_reports_a_failing_logs_source(kb):
+    class FailingLogs:
+        where = "fake://logs"
 
+        def query_range(self, query: LogQuery) -> Any:
+            raise LogsError("Loki at fake://logs answered HTTP 500.", "server")
 
-def test_triage_reads_logs_per_alert_and_reports_a_failing_logs_source(kb):
-    alerts = [{"name": "HighCPUUsage", "description": "CPU above 85%", "state": "firing", "duration": "2h"},
-              {"name": "DiskSpaceLow", "description": "disk full", "state": "firing"}]
-    triage = Triage(FakeAlerts(alerts), knowledge_base_tool(kb.retriever), None, FakeLogs(fail_for="DiskSpaceLow"))
-    events = list(triage.run())
-    names = [e.name for e in events if e.type == "tool_call"]
-    assert names == ["fake_alerts", "search_knowledge_base", "fake_logs", "search_knowledge_base", "fake_logs"]
-    logs_results = [e for e in events if e.type == "tool_result" and e.name == "fake_logs"]
-    assert [r.ok for r in logs_results] == [True, False]
-    text = events[-1].text
-    assert "HighCPUUsage: worker pool saturated" in text and "logs unavailable: Loki at" in text
-    assert "## 1. HighCPUUsage (firing for 2h)" in text
+    metrics = FakeMetricsClient([Alert({"alertname": "HighCPUUsage", "app": "order-service"},
+                                       {"description": "CPU above 85%"}, "firing", "2026-05-10T08:00:00Z")])
+    events = list(Triage(metrics, knowledge_base_tool(kb.retriever), None, FailingLogs()).run())
+    logs = [e for e in events if e.type == "tool_result" and e.name == "query_logs"]
+    assert [r.ok for r in logs] == [False]
+    assert "Recent logs: logs unavailable: Loki at fake://logs answered HTTP 500." in events[-1].text
+    assert "## 1. HighCPUUsage (firing for" in events[-1].text
 
 
 def test_triage_caps_the_alerts_it_investigates(kb):
-    alerts = [{"name": f"Alert{n}", "description": "", "state": "firing"} for n in range(5)]
-    triage = Triage(FakeAlerts(alerts), knowledge_base_tool(kb.retriever), None, max_alerts=2)
-    events = list(triage.run())
+    metrics = FakeMetricsClient([Alert({"alertname": f"Alert{n}"}, {}, "firing") for n in range(5)])
+    events = list(Triage(metrics, knowledge_base_tool(kb.retriever), None, max_alerts=2).run())
     assert sum(e.type == "tool_call" for e in events) == 3
     assert "5 alert(s) firing: `Alert0`, `Alert1` and 3 more." in events[-1].text

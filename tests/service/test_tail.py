@@ -17,8 +17,9 @@ def test_a_query_embeds_with_one_blas_thread_and_a_batch_with_the_configured_cou
     embedder = LocalUSEEmbedder(threads=3)
     embedder.embed_query("load the model")
     seen: list[int] = []
-    encode = embedder._model.encode
-    embedder._model.encode = lambda texts: (seen.append(blas_threads()), encode(texts))[1]  # type: ignore[union-attr]
+    model = embedder._model.get()
+    encode = model.encode
+    model.encode = lambda texts: (seen.append(blas_threads()), encode(texts))[1]
     vector = embedder.embed_query("磁盘空间不足")
     embedder.embed_documents(["one document", "another"])
     assert seen == [1, 3]
