@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, AsyncIterator, Mapping
 
+import anyio
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     from ..bootstrap import Workbench
 
 log = logging.getLogger(__name__)
+
+STREAM_THREADS = 100  # streamed turns at once, each mostly waiting for its model
 
 API_TITLE = "RAG workbench API"
 DESCRIPTION = """\
@@ -65,6 +68,9 @@ class Service:
     auth: bool
     env: Mapping[str, str] | None = None  # where secrets are read (None: the process environment)
     streams: Streams = field(default_factory=Streams)
+    # Streamed turns run their steps in threads of their own (see streaming.sse), not in the default pool that
+    # searches, uploads and health checks use.
+    stream_threads: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(STREAM_THREADS))
 
 
 def service_of(request: Request) -> Service:

@@ -67,7 +67,7 @@ async def chat_stream(body: ChatRequest, svc: Annotated[Service, Depends(service
     session = svc.sessions.get_or_create(_user(body.user_id, x_user_id), _session_id(body.id))
     events = svc.agent.run(body.question or "", session)  # a generator: nothing runs before the first pull
     stream = sse(events, first=[{"type": "session", "data": {"id": session.id, "mode": svc.agent.mode}}],
-                 on_open=svc.streams.opened, on_close=svc.streams.closed)
+                 on_open=svc.streams.opened, on_close=svc.streams.closed, limiter=svc.stream_threads)
     return StreamingResponse(stream, media_type="text/event-stream; charset=utf-8", headers=SSE_HEADERS)
 
 
@@ -130,5 +130,5 @@ async def ai_ops(svc: Annotated[Service, Depends(service_of)]) -> StreamingRespo
     from ..bootstrap import build_triage
 
     triage = build_triage(svc.workbench, svc.agent.model, svc.env)
-    stream = sse(triage.run(), on_open=svc.streams.opened, on_close=svc.streams.closed)
+    stream = sse(triage.run(), on_open=svc.streams.opened, on_close=svc.streams.closed, limiter=svc.stream_threads)
     return StreamingResponse(stream, media_type="text/event-stream; charset=utf-8", headers=SSE_HEADERS)

@@ -96,10 +96,13 @@ class EventPump:
 
 async def sse(events: Iterator[Event], first: list[dict[str, Any]] | None = None,
               on_open: Callable[[], None] = lambda: None, on_close: Callable[[], None] = lambda: None,
-              keepalive: float = KEEPALIVE_S) -> AsyncIterator[bytes]:
+              keepalive: float = KEEPALIVE_S, limiter: anyio.CapacityLimiter | None = None) -> AsyncIterator[bytes]:
     """The response body of a streamed turn. Cancelled (client gone) -> the turn is stopped. While a step
     takes longer than `keepalive` seconds (a slow model, a long search), a comment line goes out, so proxies
-    that close idle connections keep this one: SSE clients, SuperBizAgent's front end included, skip it."""
+    that close idle connections keep this one: SSE clients, SuperBizAgent's front end included, skip it.
+
+    `limiter`: the threads the steps run in. A step can wait for the model for a minute; on the default pool
+    (40 threads, shared with every other route) 40 open streams would make searches wait behind them."""
     pump = EventPump(events)
     ended = False
     step: asyncio.Future[Any] | None = None
@@ -108,7 +111,7 @@ async def sse(events: Iterator[Event], first: list[dict[str, Any]] | None = None
         for payload in first or []:
             yield frame(payload)
         while True:
-            step = asyncio.ensure_future(anyio.to_thread.run_sync(pump.next))
+            step = asyncio.ensure_future(anyio.to_thread.run_sync(pump.next, limiter=limiter))
             while not step.done():
                 await asyncio.wait({step}, timeout=keepalive)
                 if not step.done():
