@@ -48,7 +48,7 @@ def decode_legacy(data: bytes, name: str, utf8_error: UnicodeDecodeError) -> tup
         raise LoaderError(
             f"{name}: the file is UTF-8 except for {broken} invalid byte sequence{'s' if broken > 1 else ''}, "
             f"the first at line {_line_of(data, bad_at)} (byte {bad_at}); fix those characters or re-save "
-            "the file as UTF-8"
+            "the file as UTF-8", code="undecodable"
         )
 
     korean = _strict(data, "euc-kr") or _strict(data, "cp949")
@@ -85,7 +85,7 @@ def decode_legacy(data: bytes, name: str, utf8_error: UnicodeDecodeError) -> tup
     raise LoaderError(
         f"{name}: the text is not UTF-8 (first invalid byte at line {_line_of(data, bad_at)}) and its "
         "encoding could not be recognised (tried GB18030/GBK, Big5, Windows-1252 and automatic "
-        "detection); re-save the file as UTF-8"
+        "detection); re-save the file as UTF-8", code="undecodable"
     )
 
 
@@ -205,7 +205,7 @@ def _charset_normalizer(data: bytes) -> tuple[str, str] | None:
     if best is None:
         return None
     codec = best.encoding.replace("_", "-")
-    # UTF-16/32 (BOM or NUL pattern), Chinese and Korean were judged already with better rules; the
+    # UTF-16/32 (only with a BOM), Chinese and Korean were judged already with better rules; the
     # same families guessed here are mojibake.
     if codec.startswith(("utf", "gb", "big5", "cp950", "hz", "euc-kr", "cp949", "johab", "iso2022-kr")):
         return None

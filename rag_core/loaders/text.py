@@ -1,7 +1,7 @@
 """Decoding the bytes of a text file (.md, .markdown, .txt), and refusing what is not text.
 
 Decoded in this order: byte-order mark (UTF-8, UTF-16, UTF-32); strict UTF-8; then legacy encodings
-(`legacy.decode_legacy`). Known binary formats (by magic bytes) and data with many control
+(`legacy.decode_legacy`). Data with a NUL byte is binary unless a byte-order mark declares UTF-16/32. Known binary formats (by magic bytes) and data with many control
 characters are refused with a message saying what the file seems to be.
 """
 
@@ -47,7 +47,7 @@ _BINARY_CONTROL_SHARE = 0.01  # more than 1% control characters: not text
 
 def _not_text(name: str, what: str, advice: str = "") -> LoaderError:
     advice = advice or "only text (.md, .markdown, .txt), .pdf and .docx files can be indexed"
-    return LoaderError(f"{name}: looks like a binary file ({what}), not text; {advice}")
+    return LoaderError(f"{name}: looks like a binary file ({what}), not text; {advice}", code="binary")
 
 
 def _check_controls(sample: str, pattern: re.Pattern[str], name: str) -> None:
@@ -70,48 +70,27 @@ def decode_text(data: bytes, name: str) -> tuple[str, str]:
             except UnicodeDecodeError as exc:
                 raise LoaderError(
                     f"{name}: starts with a {unicode_name} byte-order mark but is not valid "
-                    f"{unicode_name} (bad bytes at offset {exc.start}); re-save the file as UTF-8"
-                ) from None
+                    f"{unicode_name} (bad bytes at offset {exc.start}); re-save the file as UTF-8",
+                    code="undecodable") from None
             if _junk_share(text[:SAMPLE]) > _JUNK_SHARE:
                 raise LoaderError(
                     f"{name}: starts with a {unicode_name} byte-order mark but does not decode to text "
-                    "(unassigned or private-use characters); it is probably a binary file"
-                )
+                    "(unassigned or private-use characters); it is probably a binary file", code="binary")
             break
     else:
         if b"\x00" in data:
-            text, label = _bomless_utf16(data, name)
-        else:
-            _check_controls(data[:SAMPLE].decode("latin-1"), _RAW_CONTROL, name)
-            try:
-                text, label = data.decode("utf-8"), "utf-8"
-            except UnicodeDecodeError as exc:
-                text, label = decode_legacy(data, name, exc)
+            # No text contains NUL. UTF-16/32 do, but they must say so with a byte-order mark: guessing
+            # them from a NUL pattern read ASCII-with-NULs as UTF-16 and indexed it as nonsense CJK.
+            raise _not_text(name, "it contains NUL bytes and no byte-order mark declares UTF-16 or UTF-32",
+                            "if it is UTF-16 or UTF-32 text, save it as UTF-8 or with a byte-order mark")
+        _check_controls(data[:SAMPLE].decode("latin-1"), _RAW_CONTROL, name)
+        try:
+            text, label = data.decode("utf-8"), "utf-8"
+        except UnicodeDecodeError as exc:
+            text, label = decode_legacy(data, name, exc)
     _check_controls(text[:SAMPLE], TEXT_CONTROL, name)
     text = text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
     return text, label
-
-
-def _bomless_utf16(data: bytes, name: str) -> tuple[str, str]:
-    """UTF-16 without a byte-order mark shows as NUL in every other byte of ASCII-range text."""
-    sample = data[: SAMPLE - SAMPLE % 2]
-    half = len(sample) // 2
-    even_nul, odd_nul = sample[0::2].count(0), sample[1::2].count(0)
-    codec = ""
-    if len(data) % 2 == 0 and half:
-        if odd_nul >= 0.3 * half and even_nul <= 0.01 * half:
-            codec = "utf-16-le"
-        elif even_nul >= 0.3 * half and odd_nul <= 0.01 * half:
-            codec = "utf-16-be"
-    if codec:
-        try:
-            text = data.decode(codec)
-        except UnicodeDecodeError:
-            pass
-        else:
-            if _junk_share(text[:SAMPLE]) <= _JUNK_SHARE:
-                return text, codec
-    raise _not_text(name, "it contains NUL bytes")
 
 
 _JUNK_SHARE = 0.02
