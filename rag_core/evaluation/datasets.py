@@ -283,36 +283,71 @@ def _user_query(row: Mapping[str, Any], where: str, default_id: str, csv_row: bo
     return EvalQuery(qid, text.strip(), {d: 1 for d in relevant}, tuple(Answer(a) for a in answers))
 
 
-def parse_user_set(data: bytes | str, name: str) -> list[EvalQuery]:
-    """JSONL or CSV (chosen by `name`'s extension) -> queries. Errors name the line and the field."""
+def _rows(data: bytes | str, name: str, required: set[str],
+          columns: str) -> Iterator[tuple[str, Mapping[str, Any], bool]]:
+    """(where, row, is_csv) for each record of a JSONL or CSV file (chosen by `name`'s extension); blank
+    lines and rows are skipped; a CSV header must name the `required` columns (`columns` says which)."""
     text = data.decode("utf-8-sig") if isinstance(data, bytes) else data
     ext = Path(name).suffix.lower()
-    queries: list[EvalQuery] = []
     if ext in (".jsonl", ".json", ".ndjson"):
         for line_no, row in _json_objects(text.splitlines(), name):
-            queries.append(_user_query(row, f"{name}, line {line_no}", f"q{line_no}", False))
+            yield f"{name}, line {line_no}", row, False
     elif ext in (".csv", ".tsv"):
         reader = csv.DictReader(io.StringIO(text), delimiter="\t" if ext == ".tsv" else ",")
-        if not reader.fieldnames or not {"query", "relevant"} <= {f.strip() for f in reader.fieldnames}:
-            raise EvaluationError(f"{name}: the header must name the columns query and relevant "
-                                  "(and optionally answer, id).")
+        if not reader.fieldnames or not required <= {f.strip() for f in reader.fieldnames}:
+            raise EvaluationError(f"{name}: the header must name the columns {columns}.")
         for row_no, row in enumerate(reader, start=2):
             if None in row:
                 raise EvaluationError(f"{name}, line {row_no}: more values than columns (quote fields with commas).")
             clean = {k.strip(): (v or "") for k, v in row.items()}
-            if not any(v.strip() for v in clean.values()):
-                continue
-            queries.append(_user_query(clean, f"{name}, line {row_no}", f"q{row_no}", True))
+            if any(v.strip() for v in clean.values()):
+                yield f"{name}, line {row_no}", clean, True
     else:
+        raise EvaluationError(f"{name}: use a .jsonl or .csv file.")
+
+
+def _unique_ids(ids: Sequence[str], name: str) -> None:
+    seen: set[str] = set()
+    for qid in ids:
+        if qid in seen:
+            raise EvaluationError(f"{name}: query id {qid!r} appears twice.")
+        seen.add(qid)
+
+
+def parse_user_set(data: bytes | str, name: str) -> list[EvalQuery]:
+    """JSONL or CSV (chosen by `name`'s extension) -> queries. Errors name the line and the field."""
+    if Path(name).suffix.lower() not in (".jsonl", ".json", ".ndjson", ".csv", ".tsv"):
         raise EvaluationError(f"{name}: use a .jsonl or .csv file (query, relevant, optional answer).")
+    queries = [_user_query(row, where, "q" + where.rsplit(" ", 1)[-1], is_csv)
+               for where, row, is_csv in _rows(data, name, {"query", "relevant"},
+                                                "query and relevant (and optionally answer, id)")]
     if not queries:
         raise EvaluationError(f"{name} contains no queries.")
-    seen: set[str] = set()
-    for q in queries:
-        if q.query_id in seen:
-            raise EvaluationError(f"{name}: query id {q.query_id!r} appears twice.")
-        seen.add(q.query_id)
+    _unique_ids([q.query_id for q in queries], name)
     return queries
+
+
+def read_query_file(path: Path) -> list[tuple[str, str]]:
+    """(id, query) pairs of a query list for `search --queries`: .jsonl objects with `query` and optional
+    `id`, or a .csv with a `query` column and optional `id`. Other fields are ignored, so an evaluation
+    set works as a query list. The default id is `q<line>`."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise EvaluationError(f"Query file {path} does not exist.") from None
+    except IsADirectoryError:
+        raise EvaluationError(f"Query file {path} is a folder; give a .jsonl or .csv file.") from None
+    out: list[tuple[str, str]] = []
+    for where, row, _ in _rows(data, str(path), {"query"}, "query (and optionally id)"):
+        text = row.get("query")
+        if not isinstance(text, str) or not text.strip():
+            raise EvaluationError(f"{where}: `query` is missing or empty.")
+        qid = str(row.get("id") or "").strip() or "q" + where.rsplit(" ", 1)[-1]
+        out.append((qid, text.strip()))
+    if not out:
+        raise EvaluationError(f"{path} contains no queries.")
+    _unique_ids([qid for qid, _ in out], str(path))
+    return out
 
 
 def load_folder_corpus(folder: str | os.PathLike[str]) -> tuple[Document, ...]:
