@@ -1,8 +1,15 @@
 """Labelled evaluation sets: the BEIR layout and a simple format a person can write by hand.
 
 BEIR layout (a folder): `corpus.jsonl` (`_id`, `title`, `text`), `queries.jsonl` (`_id`, `text`,
-optional `metadata.answers` = [{doc_id, start, text}]), `qrels/<split>.tsv` (`query-id`, `corpus-id`,
-`score`, with a header line). Relevance is `score > 0`; the score is the graded gain used by nDCG.
+optional `metadata.answers` = [{doc_id, start, text}] and `metadata.spans` = [{doc_id, start, end}]),
+`qrels/<split>.tsv` (`query-id`, `corpus-id`, `score`, with a header line). Relevance is `score > 0`;
+the score is the graded gain used by nDCG.
+
+Span labels: a gold *span* is a character range of a document that holds the evidence, with no answer
+text (sets labelled at chunk or passage level). It is given in `metadata.spans`, or as an entry of
+`metadata.answers` with `start` and `end` but no `text`. Spans are scored at chunk level (see
+`metrics.chunk_overlaps_span`). A label that cannot be used (no text and no span, a span outside its
+document) is dropped with a warning, never silently.
 
 A corpus record becomes a `Document` with `doc_id = _id` and text `title + "\\n\\n" + text`, so the title
 is indexed like a heading. When the text already starts with the title (COVID-QA papers, most CMRC
@@ -18,11 +25,15 @@ Simple format (JSONL or CSV), one query per line/row:
 strings) and has no offset: a chunk contains it when it belongs to a relevant document and its text
 contains the answer verbatim. `id` is optional (default `q<line>`).
 
-`--limit N` takes the first N queries of the split in `queries.jsonl` order. A limited run on a BEIR
-corpus indexes a slice of it: every document relevant to (or holding an answer of) those queries, plus
-a deterministic sample of the others — the `corpus_sample` documents with the smallest
-sha256(doc_id), by default max(100, 10 x N). A sliced corpus is easier than the whole one: the slice is
-recorded with the run (`corpus.sliced`, `corpus.documents`) so figures are never compared by mistake.
+Subsets: `sample=N` (with `seed`, default 0) takes a seeded random sample of N queries, kept in file
+order, the same for the same set, N and seed; `limit=N` takes the first N in file order. Prefer the
+sample: sets are often ordered by document (the first 150 queries of a set may touch 6 documents where
+a random 150 touch 26), so the first N say little about the whole. Either run on a BEIR corpus indexes
+a slice of it that follows the chosen queries: every document relevant to (or holding an answer or
+span of) them, plus a deterministic sample of the others — the `corpus_sample` documents with the
+smallest sha256(doc_id), by default max(100, 10 x N). A sliced corpus is easier than the whole one: the
+slice and the query subset are recorded with the run (`corpus.sliced`, `corpus.documents`, `queries`)
+so figures are never compared by mistake.
 """
 
 from __future__ import annotations
@@ -32,6 +43,7 @@ import hashlib
 import io
 import json
 import os
+import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
@@ -46,6 +58,7 @@ SAMPLE_NAME = "sample"
 EVAL_DIR_ENV = "RAG_EVAL_DIR"
 DEFAULT_SAMPLE_PER_QUERY = 10
 MIN_DEFAULT_SAMPLE = 100
+DEFAULT_SEED = 0
 
 
 @dataclass(frozen=True)
@@ -62,11 +75,21 @@ class Answer:
 
 
 @dataclass(frozen=True)
+class Span:
+    """A gold evidence span: characters [start, end) of `Document.text` of `doc_id`."""
+
+    doc_id: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
 class EvalQuery:
     query_id: str
     text: str
     relevant: Mapping[str, int]  # doc_id -> graded relevance (> 0)
     answers: tuple[Answer, ...] = ()
+    spans: tuple[Span, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -81,6 +104,10 @@ class EvalSet:
     @property
     def has_answers(self) -> bool:
         return any(q.answers for q in self.queries)
+
+    @property
+    def has_spans(self) -> bool:
+        return any(q.spans for q in self.queries)
 
 
 # ------------------------------------------------------------------------------------------ helpers
@@ -129,6 +156,29 @@ def sample_order(doc_id: str) -> str:
     return hashlib.sha256(doc_id.encode("utf-8")).hexdigest()
 
 
+def choose_queries(items: Sequence[Any], *, limit: int | None = None, sample: int | None = None,
+                   seed: int | None = None) -> tuple[list[Any], dict[str, Any]]:
+    """The queries to run and how they were chosen (recorded with the run): a seeded random sample of
+    `sample` (kept in file order), the first `limit`, or all."""
+    if limit is not None and sample is not None:
+        raise EvaluationError("--limit and --sample exclude each other: --sample N takes a random N "
+                              "(reproducible with --seed), --limit N the first N in file order.")
+    if seed is not None and sample is None:
+        raise EvaluationError("--seed applies to --sample only.")
+    for name, value in (("--limit", limit), ("--sample", sample)):
+        if value is not None and value < 1:
+            raise EvaluationError(f"{name} must be at least 1 (got {value}).")
+    total = len(items)
+    if sample is not None:
+        seed = DEFAULT_SEED if seed is None else seed
+        picked = sorted(random.Random(seed).sample(range(total), min(sample, total)))
+        return [items[i] for i in picked], {"rule": "sample", "sample": sample, "seed": seed, "chosen": len(picked),
+                                            "of": total}
+    if limit is not None:
+        return list(items[:limit]), {"rule": "first", "limit": limit, "chosen": min(limit, total), "of": total}
+    return list(items), {"rule": "all", "chosen": total, "of": total}
+
+
 # ------------------------------------------------------------------------------------------ BEIR
 def beir_splits(folder: Path) -> list[str]:
     qrels = Path(folder) / "qrels"
@@ -167,19 +217,18 @@ def read_qrels(path: Path) -> dict[str, dict[str, int]]:
 
 
 def load_beir(folder: str | os.PathLike[str], *, split: str | None = None, limit: int | None = None,
-              corpus_sample: int | None = None, name: str | None = None) -> EvalSet:
-    """A BEIR-layout folder -> EvalSet (see the module docstring for `limit` and the corpus slice)."""
+              sample: int | None = None, seed: int | None = None, corpus_sample: int | None = None,
+              name: str | None = None) -> EvalSet:
+    """A BEIR-layout folder -> EvalSet (see the module docstring for subsets, spans and the corpus slice)."""
     folder = Path(folder)
     if not (folder / "corpus.jsonl").is_file():
         raise EvaluationError(f"{folder} has no corpus.jsonl: it is not a BEIR-layout evaluation set.")
     split = split or default_split(folder)
     if split not in beir_splits(folder):
         raise EvaluationError(f"{folder} has no split {split!r}; it has: {', '.join(beir_splits(folder))}.")
-    if limit is not None and limit < 1:
-        raise EvaluationError(f"--limit must be at least 1 (got {limit}).")
     qrels = read_qrels(folder / "qrels" / f"{split}.tsv")
 
-    raw_queries: list[tuple[str, str, list[dict[str, Any]]]] = []
+    judged: list[tuple[str, str, Mapping[str, Any]]] = []
     skipped: list[str] = []  # judged queries without text (CMRC 2018's trial split has one): nothing to ask
     for line_no, rec in _jsonl(folder / "queries.jsonl"):
         qid = str(rec.get("_id", ""))
@@ -189,12 +238,15 @@ def load_beir(folder: str | os.PathLike[str], *, split: str | None = None, limit
         if not text:
             skipped.append(qid)
             continue
-        answers = (rec.get("metadata") or {}).get("answers") or []
-        raw_queries.append((qid, text, answers if isinstance(answers, list) else []))
-        if limit is not None and len(raw_queries) >= limit:
-            break
-    if not raw_queries:
+        metadata = rec.get("metadata")
+        judged.append((qid, text, metadata if isinstance(metadata, dict) else {}))
+        if limit is not None and sample is None and len(judged) >= limit:
+            break  # the first N: no need to read further
+    if not judged:
         raise EvaluationError(f"{folder}: no query of queries.jsonl has judgements in qrels/{split}.tsv.")
+    chosen, subset = choose_queries(judged, limit=limit, sample=sample, seed=seed)
+    if limit is not None:
+        subset["of"] = None  # reading stopped at the first N: the total is not known
 
     records: dict[str, dict[str, Any]] = {}
     for line_no, rec in _jsonl(folder / "corpus.jsonl"):
@@ -202,16 +254,20 @@ def load_beir(folder: str | os.PathLike[str], *, split: str | None = None, limit
             raise EvaluationError(f"{folder / 'corpus.jsonl'}, line {line_no}: a record has no _id.")
         records[str(rec["_id"])] = rec
 
+    labels = [(qid, text, _raw_labels(qid, metadata)) for qid, text, metadata in chosen]
+    warnings = [w for _, _, (_, _, ws) in labels for w in ws]
     needed: set[str] = set()
-    for qid, _, answers in raw_queries:
+    for qid, _, (answers, spans, _) in labels:
         needed.update(qrels[qid])
-        needed.update(str(a.get("doc_id")) for a in answers if isinstance(a, dict) and a.get("doc_id") is not None)
+        needed.update(str(a["doc_id"]) for a in answers if a.get("doc_id") is not None)
     missing = sorted(needed - records.keys())
     if missing:
         raise EvaluationError(f"{folder}: qrels or answers name documents missing from corpus.jsonl: "
                               f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}.")
-    if corpus_sample is None and limit is not None:
-        corpus_sample = max(MIN_DEFAULT_SAMPLE, DEFAULT_SAMPLE_PER_QUERY * limit)
+    needed.update(s["doc_id"] for _, _, (_, spans, _) in labels for s in spans if s["doc_id"] in records)
+    n = len(chosen)
+    if corpus_sample is None and subset["rule"] != "all":
+        corpus_sample = max(MIN_DEFAULT_SAMPLE, DEFAULT_SAMPLE_PER_QUERY * n)
     sliced = corpus_sample is not None and len(needed) + corpus_sample < len(records)
     if sliced:
         others = sorted((d for d in records if d not in needed), key=sample_order)[:corpus_sample]
@@ -227,14 +283,12 @@ def load_beir(folder: str | os.PathLike[str], *, split: str | None = None, limit
     texts = {d.doc_id: d.text for d in documents}
 
     queries = []
-    for qid, text, raw_answers in raw_queries:
+    for qid, text, (raw_answers, raw_spans, _) in labels:
         answers = []
         for a in raw_answers:
-            if not isinstance(a, dict) or not a.get("text") or a.get("doc_id") is None:
-                continue
             doc_id, answer_text = str(a["doc_id"]), str(a["text"])
             start = a.get("start")
-            if isinstance(start, int) and start >= 0:
+            if isinstance(start, int) and not isinstance(start, bool) and start >= 0:
                 start += shifts[doc_id]
                 if texts[doc_id][start:start + len(answer_text)] != answer_text:
                     raise EvaluationError(f"{folder}: query {qid!r}: the answer {answer_text[:40]!r} is not at "
@@ -242,14 +296,60 @@ def load_beir(folder: str | os.PathLike[str], *, split: str | None = None, limit
             else:
                 start = None
             answers.append(Answer(answer_text, doc_id, start))
-        queries.append(EvalQuery(qid, text, dict(qrels[qid]), tuple(answers)))
+        spans = []
+        for s in raw_spans:
+            doc_id = s["doc_id"]
+            if doc_id not in texts:
+                warnings.append(f"query {qid}: span {s['start']}-{s['end']} names document {doc_id!r}, which is not "
+                                "in corpus.jsonl: the span is ignored")
+                continue
+            start, end = s["start"] + shifts[doc_id], s["end"] + shifts[doc_id]
+            if end > len(texts[doc_id]):
+                warnings.append(f"query {qid}: span {s['start']}-{s['end']} ends after document {doc_id!r} "
+                                f"({len(texts[doc_id]) - shifts[doc_id]} characters): the span is ignored")
+                continue
+            spans.append(Span(doc_id, start, end))
+        queries.append(EvalQuery(qid, text, dict(qrels[qid]), tuple(answers), tuple(spans)))
 
-    info = {"format": "beir", "source": str(folder), "split": split, "limit": limit, "skipped_queries": skipped,
+    info = {"format": "beir", "source": str(folder), "split": split, "limit": limit, "queries": subset,
+            "skipped_queries": skipped, "label_warnings": warnings,
             "corpus": {"documents": len(documents), "total_documents": len(records), "sliced": sliced,
                        "sample": corpus_sample if sliced else None,
-                       "rule": ("relevant + answer documents of the queries, plus the corpus_sample others "
-                                "with the smallest sha256(doc_id)") if sliced else "whole corpus"}}
+                       "rule": ("relevant, answer and span documents of the chosen queries, plus the corpus_sample "
+                                "others with the smallest sha256(doc_id)") if sliced else "whole corpus"}}
     return EvalSet(name or folder.name, tuple(queries), tuple(documents), info)
+
+
+def _offset(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _raw_labels(qid: str, metadata: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+    """(answers with text, spans, warnings) of one query's metadata. An answer entry with `start` and `end`
+    but no text is a span; an entry that is neither is reported, not dropped silently."""
+    answers: list[dict[str, Any]] = []
+    spans: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    raw_answers = metadata.get("answers") or []
+    raw_spans = metadata.get("spans") or []
+    for field_name, entries in (("answers", raw_answers), ("spans", raw_spans)):
+        if not isinstance(entries, list):
+            warnings.append(f"query {qid}: metadata.{field_name} is not a list: ignored")
+            continue
+        for entry in entries:
+            if not isinstance(entry, dict) or entry.get("doc_id") is None:
+                warnings.append(f"query {qid}: a label in metadata.{field_name} has no doc_id: ignored "
+                                f"({json.dumps(entry, ensure_ascii=False)[:80]})")
+                continue
+            start, end = _offset(entry.get("start")), _offset(entry.get("end"))
+            if field_name == "answers" and entry.get("text"):
+                answers.append(entry)
+            elif start is not None and end is not None and end > start:
+                spans.append({"doc_id": str(entry["doc_id"]), "start": start, "end": end})
+            else:
+                warnings.append(f"query {qid}: a label in metadata.{field_name} has neither answer text nor a span "
+                                f"(start < end): ignored ({json.dumps(entry, ensure_ascii=False)[:80]})")
+    return answers, spans, warnings
 
 
 # ------------------------------------------------------------------------------------------ simple format
@@ -365,7 +465,7 @@ def load_folder_corpus(folder: str | os.PathLike[str]) -> tuple[Document, ...]:
 
 def load_user_set(source: str | os.PathLike[str] | bytes, *, name: str | None = None,
                   corpus: str | os.PathLike[str] | Sequence[Document] | None = None,
-                  limit: int | None = None) -> EvalSet:
+                  limit: int | None = None, sample: int | None = None, seed: int | None = None) -> EvalSet:
     """A hand-written set (a path, or bytes with `name`), with its corpus folder or documents; without
     a corpus the set is meant for an existing knowledge base (`run_evaluation(..., live=True)`)."""
     if isinstance(source, bytes):
@@ -379,11 +479,7 @@ def load_user_set(source: str | os.PathLike[str] | bytes, *, name: str | None = 
         except FileNotFoundError:
             raise EvaluationError(f"Evaluation set {path} does not exist.") from None
         label = name or path.name
-    queries = parse_user_set(data, label)
-    if limit is not None:
-        if limit < 1:
-            raise EvaluationError(f"--limit must be at least 1 (got {limit}).")
-        queries = queries[:limit]
+    queries, subset = choose_queries(parse_user_set(data, label), limit=limit, sample=sample, seed=seed)
     documents: tuple[Document, ...] | None
     if corpus is None:
         documents = None
@@ -392,7 +488,7 @@ def load_user_set(source: str | os.PathLike[str] | bytes, *, name: str | None = 
     else:
         documents = tuple(corpus)
     info = {"format": "simple", "source": label if isinstance(source, bytes) else str(source), "split": None,
-            "limit": limit,
+            "limit": limit, "queries": subset,
             "corpus": {"documents": len(documents) if documents is not None else None,
                        "folder": str(corpus) if isinstance(corpus, (str, os.PathLike)) else None,
                        "sliced": False, "rule": "whole folder" if documents is not None else "live knowledge base"}}
@@ -400,13 +496,15 @@ def load_user_set(source: str | os.PathLike[str] | bytes, *, name: str | None = 
 
 
 def answers_located(eval_set: EvalSet) -> list[str]:
-    """Warnings for labels that cannot be right: relevant ids missing from the corpus, answers not found."""
+    """Warnings for labels that cannot be right or used: relevant ids missing from the corpus, answers not
+    found, labels dropped while loading (no text and no span, a span outside its document)."""
     if eval_set.documents is None:
         return []
     texts = {d.doc_id: d.text for d in eval_set.documents}
     skipped = eval_set.info.get("skipped_queries") or []
     warnings = [f"{len(skipped)} judged quer{'y' if len(skipped) == 1 else 'ies'} without text skipped: "
                 f"{', '.join(skipped[:5])}"] if skipped else []
+    warnings += list(eval_set.info.get("label_warnings") or [])
     for q in eval_set.queries:
         absent = [d for d in q.relevant if d not in texts]
         if absent:
@@ -438,9 +536,9 @@ def bundled_sets(env: Mapping[str, str] | None = None) -> dict[str, Path]:
     return sets
 
 
-def load_set(spec: str, *, split: str | None = None, limit: int | None = None, corpus_sample: int | None = None,
-             corpus: str | os.PathLike[str] | None = None, live: bool = False,
-             env: Mapping[str, str] | None = None) -> EvalSet:
+def load_set(spec: str, *, split: str | None = None, limit: int | None = None, sample: int | None = None,
+             seed: int | None = None, corpus_sample: int | None = None, corpus: str | os.PathLike[str] | None = None,
+             live: bool = False, env: Mapping[str, str] | None = None) -> EvalSet:
     """A bundled set name, a BEIR folder, or a JSONL/CSV file -> EvalSet.
 
     The sample set's corpus is examples/kb unless `corpus` is given; `live` evaluates a simple-format set
@@ -451,7 +549,7 @@ def load_set(spec: str, *, split: str | None = None, limit: int | None = None, c
         if live or corpus:
             raise EvaluationError("A BEIR-layout set brings its own corpus: --live and --corpus apply to "
                                   "JSONL/CSV sets only.")
-        return load_beir(path, split=split, limit=limit, corpus_sample=corpus_sample,
+        return load_beir(path, split=split, limit=limit, sample=sample, seed=seed, corpus_sample=corpus_sample,
                          name=spec if spec in sets else None)
     if not path.exists():
         names = ", ".join(sets) or "(none found)"
@@ -466,6 +564,6 @@ def load_set(spec: str, *, split: str | None = None, limit: int | None = None, c
         if corpus_arg is None:
             raise EvaluationError(f"{path}: say which documents to evaluate against: --corpus FOLDER "
                                   "(indexed into the isolated evaluation database) or --live (the knowledge base).")
-    eval_set = load_user_set(path, corpus=corpus_arg, limit=limit)
+    eval_set = load_user_set(path, corpus=corpus_arg, limit=limit, sample=sample, seed=seed)
     return EvalSet(spec if spec in sets else eval_set.name, eval_set.queries, eval_set.documents, eval_set.info)
 
