@@ -269,7 +269,7 @@ def cmd_config(args: argparse.Namespace, settings: Settings) -> int:
 
 def _setting_help(key: str, extra: str = "") -> str:
     """An option's help is the help of the setting it overrides (one text, also in `config` and the README)."""
-    return f"{KEYS[key].help.rstrip('.')}{extra} (default: the setting {key})"
+    return f"{KEYS[key].help.rstrip('.')}{extra}; default: the setting {key}"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -292,8 +292,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("chunk", help="preview how a file is chunked (nothing is indexed)")
     p.add_argument("file", help="a .md, .markdown, .txt, .pdf or .docx file")
-    p.add_argument("--max-size", type=int, help=_setting_help("chunk.max-size", ""))
-    p.add_argument("--overlap", type=int, help=_setting_help("chunk.overlap", ""))
+    p.add_argument("--max-size", type=int, metavar="N", help=_setting_help("chunk.max-size"))
+    p.add_argument("--overlap", type=int, metavar="N", help=_setting_help("chunk.overlap"))
     p.add_argument("--json", action="store_true", help="print the chunks with offsets and the overlap summary as JSON")
     p.set_defaults(func=cmd_chunk)
 
@@ -314,14 +314,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--queries", metavar="FILE",
                    help="run every query of a .jsonl ({\"query\": ..., \"id\": ...} per line) or .csv (query[,id] "
                         "columns) file in one process; with --json one result per line")
-    p.add_argument("--retrieve-k", type=int, help=_setting_help("rag.retrieve-k"))
-    p.add_argument("--return-n", type=int, help=_setting_help("rag.return-n"))
-    p.add_argument("--max-chunks-per-document", type=int, help=_setting_help("rag.max-chunks-per-document"))
+    p.add_argument("--retrieve-k", type=int, metavar="N", help=_setting_help("rag.retrieve-k"))
+    p.add_argument("--return-n", type=int, metavar="N", help=_setting_help("rag.return-n"))
+    p.add_argument("--max-chunks-per-document", type=int, metavar="N",
+                   help=_setting_help("rag.max-chunks-per-document"))
     p.add_argument("--mode", choices=KEYS["rag.search-mode"].choices, help=_setting_help("rag.search-mode"))
     p.add_argument("--fusion", choices=KEYS["rag.fusion"].choices, help=_setting_help("rag.fusion", " (hybrid only)"))
-    p.add_argument("--rrf-k", type=int, help=_setting_help("rag.rrf-k", " (hybrid with rrf only)"))
-    p.add_argument("--dense-weight", type=float, help=_setting_help("rag.dense-weight"))
-    p.add_argument("--bm25-weight", type=float, help=_setting_help("rag.bm25-weight"))
+    p.add_argument("--rrf-k", type=int, metavar="N", help=_setting_help("rag.rrf-k", " (hybrid with rrf only)"))
+    p.add_argument("--dense-weight", type=float, metavar="W", help=_setting_help("rag.dense-weight"))
+    p.add_argument("--bm25-weight", type=float, metavar="W", help=_setting_help("rag.bm25-weight"))
     p.add_argument("--json", action="store_true", help="print the full lookup result as JSON (one line per query "
                                                         "with --queries)")
     p.add_argument("--quiet", action="store_true", help="no progress bar (with --queries)")

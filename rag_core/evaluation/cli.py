@@ -152,7 +152,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=int, metavar="N",
                    help="only the first N queries in file order (sets are often ordered by document: prefer --sample)")
     p.add_argument("--corpus-sample", type=int,
-                   help="non-relevant documents added to the corpus slice (default with --sample/--limit N: max(100, 10N))")
+                   help="non-relevant documents added to the corpus slice "
+                        "(default with --sample/--limit N: max(100, 10N))")
     p.add_argument("--corpus", help="folder of documents for a .jsonl/.csv set (indexed in isolation)")
     p.add_argument("--live", action="store_true", help="evaluate against the configured knowledge base")
     p.add_argument("--embedder", choices=KEYS["embedding.provider"].choices,
@@ -163,7 +164,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar = "|".join(key.choices) + "[,...]" if key.choices else ("W[,W...]" if kind is float else "N[,N...]")
         p.add_argument("--" + name.replace("_", "-"), dest=name, metavar=metavar,
                        type=_list_of(kind, LABELS[name], key.choices or None),
-                       help=f"{key.help.rstrip('.')}; a comma-separated list sweeps it (default: the setting {key.name})")
+                       help=f"{key.help.rstrip('.')}; a comma-separated list sweeps it; "
+                            f"default: the setting {key.name}")
     p.add_argument("--reindex", action="store_true", help="rebuild the isolated index even if it is complete")
     p.add_argument("--out", help="folder for run.json / summary.csv / queries.csv "
                                  "(default <data-dir>/eval/runs/<time>-<set>)")

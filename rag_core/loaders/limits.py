@@ -51,7 +51,8 @@ def markup_limit(max_text_chars: int) -> int:
 
 def too_much_markup(name: str, what: str, size: int, max_text_chars: int) -> LoaderError:
     return LoaderError(
-        f"{name}: {what} expands to {mb(size)} MB ({size:,} bytes), more than the {mb(markup_limit(max_text_chars))} MB "
+        f"{name}: {what} expands to {mb(size)} MB ({size:,} bytes), more than the "
+        f"{mb(markup_limit(max_text_chars))} MB "
         f"allowed for {max_text_chars:,} characters of text; it may be a decompression bomb. If the document is "
         f"genuine, {_ADVICE}", code="too_much_text")
 

@@ -1,8 +1,9 @@
 """Decoding the bytes of a text file (.md, .markdown, .txt), and refusing what is not text.
 
 Decoded in this order: byte-order mark (UTF-8, UTF-16, UTF-32); strict UTF-8; then legacy encodings
-(`legacy.decode_legacy`). Data with a NUL byte is binary unless a byte-order mark declares UTF-16/32. Known binary formats (by magic bytes) and data with many control
-characters are refused with a message saying what the file seems to be.
+(`legacy.decode_legacy`). Data with a NUL byte is binary unless a byte-order mark declares UTF-16/32.
+Known binary formats (by magic bytes) and data with many control characters are refused with a
+message saying what the file seems to be.
 """
 
 from __future__ import annotations
