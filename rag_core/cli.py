@@ -176,16 +176,17 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
                        "not both and not neither.")
     given = {key: getattr(args, name) for name, key in {**SEARCH_OPTIONS, **WIDTH_OPTIONS}.items()
              if getattr(args, name) is not None}
-    checked = settings.with_overrides(given, "search options")
+    search = params_from_settings(settings.with_overrides(given, "search options")).search  # checked values
+    # Widths and search options are passed to the lookup as the debugger passes its sliders; everything
+    # else (projection budgets) stays as configured, so both show the same result.
     widths = {name: getattr(args, name) for name in WIDTH_OPTIONS}
-    search = params_from_settings(checked).search
     if args.queries:
         from .evaluation.datasets import read_query_file
 
         queries = read_query_file(Path(args.queries))
-        with _workbench(checked, warm_embedder=search.mode != "bm25") as wb:
+        with _workbench(settings, warm_embedder=search.mode != "bm25") as wb:
             return _search_batch(wb, queries, widths, search, args)
-    with _workbench(checked, warm_embedder=search.mode != "bm25") as wb:
+    with _workbench(settings, warm_embedder=search.mode != "bm25") as wb:
         result = wb.retriever.lookup(args.query, search=search, **widths)
     if args.json:
         _print_json(result.to_dict())

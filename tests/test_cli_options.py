@@ -75,6 +75,24 @@ def test_search_fusion_and_weights_take_effect(kb: Path, capsys) -> None:
     assert code == 0 and without_timings(json.loads(out2)) == without_timings(json.loads(out))
 
 
+def test_search_json_is_what_the_debugger_computes(kb: Path, capsys) -> None:
+    # The debugger passes its sliders to the lookup and keeps the configured projection budgets; so does search.
+    from rag_core.retrieval import SearchOptions
+    from tests.helpers import make_workbench
+
+    code, out, _ = run(capsys, "--data-dir", str(kb), "search", "restart the service", "--mode", "bm25",
+                       "--retrieve-k", "30", "--return-n", "8", "--max-chunks-per-document", "3", "--json")
+    assert code == 0
+    wb = make_workbench(kb)
+    try:
+        expected = wb.retriever.lookup("restart the service", retrieve_k=30, return_n=8, max_chunks_per_document=3,
+                                       search=SearchOptions(mode="bm25")).to_dict()
+    finally:
+        wb.close()
+    assert without_timings(json.loads(out)) == without_timings(expected)
+    assert len(expected["projection"]) <= 5 < len(expected["evidence"])  # the budget, not return-n
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["--dense-weight", "nan"], "rag.dense-weight = nan (from search options) is not a finite number"),
     (["--bm25-weight", "2"], "rag.bm25-weight = 2.0 (from search options) must be at most 1"),

@@ -27,8 +27,8 @@ contains the answer verbatim. `id` is optional (default `q<line>`).
 
 Subsets: `sample=N` (with `seed`, default 0) takes a seeded random sample of N queries, kept in file
 order, the same for the same set, N and seed; `limit=N` takes the first N in file order. Prefer the
-sample: sets are often ordered by document (the first 150 queries of a set may touch 6 documents where
-a random 150 touch 26), so the first N say little about the whole. Either run on a BEIR corpus indexes
+sample: sets are often ordered by document (the first 150 queries of CMRC 2018 dev have 40 relevant
+documents, a sample of 150 has 139), so the first N say little about the whole. Either run on a BEIR corpus indexes
 a slice of it that follows the chosen queries: every document relevant to (or holding an answer or
 span of) them, plus a deterministic sample of the others — the `corpus_sample` documents with the
 smallest sha256(doc_id), by default max(100, 10 x N). A sliced corpus is easier than the whole one: the
