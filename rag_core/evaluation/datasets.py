@@ -450,17 +450,28 @@ def read_query_file(path: Path) -> list[tuple[str, str]]:
     return out
 
 
-def load_folder_corpus(folder: str | os.PathLike[str]) -> tuple[Document, ...]:
-    """Every supported file of a folder as Documents, doc ids relative to it (as `ingest FOLDER` does)."""
+def load_folder_corpus(folder: str | os.PathLike[str], refused: list[str] | None = None) -> tuple[Document, ...]:
+    """Every supported file of a folder as Documents, doc ids relative to it (as `ingest FOLDER` does).
+    A file ingest would refuse (binary, empty, a link out of the folder, ...) raises, or, when a
+    `refused` list is given, is left out and its reason appended there, as ingest reports it and goes on."""
     from .. import loaders
+    from ..errors import LoaderError
 
     folder = Path(folder)
     if not folder.is_dir():
         raise EvaluationError(f"Corpus folder {folder} does not exist.")
-    docs = tuple(loaders.load_path(path, root) for path, root in loaders.iter_files([folder]))
+    docs = []
+    for path, root in loaders.iter_files([folder]):
+        try:
+            docs.append(loaders.load_path(path, root))
+        except LoaderError as exc:
+            if refused is None:
+                raise
+            refused.append(str(exc))
     if not docs:
-        raise EvaluationError(f"Corpus folder {folder} has no supported files.")
-    return docs
+        raise EvaluationError(f"Corpus folder {folder} has no supported files"
+                              + (f" that can be read (first refusal: {refused[0]})." if refused else "."))
+    return tuple(docs)
 
 
 def load_user_set(source: str | os.PathLike[str] | bytes, *, name: str | None = None,
@@ -481,14 +492,16 @@ def load_user_set(source: str | os.PathLike[str] | bytes, *, name: str | None = 
         label = name or path.name
     queries, subset = choose_queries(parse_user_set(data, label), limit=limit, sample=sample, seed=seed)
     documents: tuple[Document, ...] | None
+    refused: list[str] = []
     if corpus is None:
         documents = None
     elif isinstance(corpus, (str, os.PathLike)):
-        documents = load_folder_corpus(corpus)
+        documents = load_folder_corpus(corpus, refused)
     else:
         documents = tuple(corpus)
     info = {"format": "simple", "source": label if isinstance(source, bytes) else str(source), "split": None,
             "limit": limit, "queries": subset,
+            "label_warnings": [f"corpus file not indexed: {reason}" for reason in refused],
             "corpus": {"documents": len(documents) if documents is not None else None,
                        "folder": str(corpus) if isinstance(corpus, (str, os.PathLike)) else None,
                        "sliced": False, "rule": "whole folder" if documents is not None else "live knowledge base"}}

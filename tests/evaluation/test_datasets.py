@@ -243,3 +243,19 @@ def test_a_judged_query_without_text_is_skipped_with_a_warning(tmp_path) -> None
     eval_set = load_beir(tmp_path)
     assert [q.query_id for q in eval_set.queries] == ["q1"]
     assert answers_located(eval_set) == ["1 judged query without text skipped: q2"]
+
+
+def test_a_corpus_folder_leaves_out_what_ingest_would_refuse_and_says_so(tmp_path: Path) -> None:
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# A\n\nalpha text\n", encoding="utf-8")
+    (corpus / "blob.txt").write_bytes(b"abc\x00" * 20)
+    (tmp_path / "outside.md").write_text("outside", encoding="utf-8")
+    (corpus / "link.md").symlink_to(tmp_path / "outside.md")
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"query": "alpha", "relevant": ["a.md"]}\n', encoding="utf-8")
+    s = load_user_set(queries, corpus=corpus)
+    assert [d.doc_id for d in s.documents] == ["a.md"]
+    warnings = answers_located(s)
+    assert len(warnings) == 2 and all(w.startswith("corpus file not indexed: ") for w in warnings)
+    assert any("NUL bytes" in w for w in warnings) and any("symbolic link" in w for w in warnings)
