@@ -131,4 +131,3 @@ def test_readme_configuration_table_is_generated_from_the_settings() -> None:
 def test_every_setting_has_a_one_line_help() -> None:
     for key in KEYS.values():
         assert key.help.strip() and "\n" not in key.help, key.name
-        assert key.help.endswith("."), key.name
