@@ -45,9 +45,10 @@ from rag_core.evaluation.results import new_run_dir, summary_rows
 
 LAST_RUN = "eval_last_run"
 PICKS = {"Random sample": "sample", "First N": "limit", "All": "all"}
-# Links shown next to each failed query: name -> (query, the point's parameters) -> URL.
-FAILED_QUERY_LINKS: dict[str, Callable[[str, dict[str, Any]], str]] = {
-    "debugger": lambda query, params: debugger_url(query, {k: params.get(k) for k in (
+# Links shown next to each failed query: column name -> (the saved query record, the point's parameters)
+# -> URL. The record has the query, its relevant doc_ids, answers found or not, evidence keys.
+FAILED_QUERY_LINKS: dict[str, Callable[[dict[str, Any], dict[str, Any]], str]] = {
+    "debugger": lambda q, params: debugger_url(q["query"], {k: params.get(k) for k in (
         "retrieve_k", "return_n", "max_chunks_per_document", "mode")}),
 }
 
@@ -228,11 +229,12 @@ def render_run(saved: dict[str, Any], key: str) -> None:
     st.plotly_chart(plots.per_query_distribution(point["queries"], metric), key=f"{key}_dist")
 
     failed = failed_queries(point)
+    records = [q for q in point["queries"] if q["failed"]]  # the same queries, in the same order
     st.subheader(f"Failed queries ({len(failed)} of {len(point['queries'])})")
     st.caption(saved["config"].get("failed_rule", "") + ". The debugger searches the live knowledge base.")
     if failed:
-        table = pd.DataFrame([{**row, **{name: link(row["query"], point["params"])
-                                         for name, link in FAILED_QUERY_LINKS.items()}} for row in failed])
+        table = pd.DataFrame([{**row, **{name: link(q, point["params"]) for name, link in FAILED_QUERY_LINKS.items()}}
+                              for row, q in zip(failed, records)])
         st.dataframe(table, hide_index=True, key=f"{key}_failed", column_config={
             name: st.column_config.LinkColumn(name, display_text="open") for name in FAILED_QUERY_LINKS})
 

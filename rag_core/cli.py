@@ -150,26 +150,32 @@ WIDTH_OPTIONS = {"retrieve_k": "rag.retrieve-k", "return_n": "rag.return-n",
                  "max_chunks_per_document": "rag.max-chunks-per-document"}
 
 
-def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
+def _lookup_overrides(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
+    """The lookup settings given on the command line, as `lookup(...)` keyword arguments (None = the
+    configured default). They reach the lookup as the debugger's sliders do; everything else (projection
+    budgets) stays as configured, so `search --json` is what the debugger shows. Values are checked by the
+    rules of the setting each option overrides (choices, range, finite) before anything is opened."""
     from .retrieval import params_from_settings
 
+    given = {key: getattr(args, name) for name, key in {**SEARCH_OPTIONS, **WIDTH_OPTIONS}.items()
+             if getattr(args, name) is not None}
+    checked = settings.with_overrides(given, "search options")
+    return {**{name: getattr(args, name) for name in WIDTH_OPTIONS}, "search": params_from_settings(checked).search}
+
+
+def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     if bool(args.query) == bool(args.queries):
         raise RagError("search: give one query, or --queries FILE (.jsonl or .csv with a `query` column), "
                        "not both and not neither.")
-    given = {key: getattr(args, name) for name, key in {**SEARCH_OPTIONS, **WIDTH_OPTIONS}.items()
-             if getattr(args, name) is not None}
-    search = params_from_settings(settings.with_overrides(given, "search options")).search  # checked values
-    # Widths and search options are passed to the lookup as the debugger passes its sliders; everything
-    # else (projection budgets) stays as configured, so both show the same result.
-    widths = {name: getattr(args, name) for name in WIDTH_OPTIONS}
+    overrides = _lookup_overrides(args, settings)
     if args.queries:
         from .evaluation.datasets import read_query_file
 
         queries = read_query_file(Path(args.queries))
         with _workbench(settings) as wb:
-            return _search_batch(wb, queries, widths, search, args)
+            return _search_batch(wb, queries, overrides, args)
     with _workbench(settings) as wb:
-        result = wb.retriever.lookup(args.query, search=search, **widths)
+        result = wb.retriever.lookup(args.query, **overrides)
     if args.json:
         _print_json(result.to_dict())
         return 0
@@ -185,7 +191,7 @@ def _print_result(result: Any) -> None:
         print(f"- [{c.evidence_key}] ({', '.join(c.hit_reasons)}) {c.content[:160]!r}")
 
 
-def _search_batch(wb: Any, queries: Sequence[tuple[str, str]], widths: dict[str, Any], search: Any,
+def _search_batch(wb: Any, queries: Sequence[tuple[str, str]], overrides: dict[str, Any],
                   args: argparse.Namespace) -> int:
     """One lookup per query in one process (one start-up, one model load); with --json one result per line,
     `{"id": ..., <what search --json prints>}`, or `{"id", "query", "error"}` for a query that was refused."""
@@ -195,7 +201,7 @@ def _search_batch(wb: Any, queries: Sequence[tuple[str, str]], widths: dict[str,
     with _count_bar(len(queries), "query", enabled=not args.quiet) as bar:
         for qid, query in queries:
             try:
-                result = wb.retriever.lookup(query, search=search, **widths)
+                result = wb.retriever.lookup(query, **overrides)
             except RetrievalError as exc:  # this query is bad; the others still run
                 failed += 1
                 record: dict[str, Any] = {"id": qid, "query": query, "error": str(exc)}
@@ -255,6 +261,19 @@ def _setting_help(key: str, extra: str = "") -> str:
     return f"{KEYS[key].help.rstrip('.')}{extra}; default: the setting {key}"
 
 
+def _lookup_arguments(p: argparse.ArgumentParser) -> None:
+    """Every control of the retrieval debugger, as options (`_lookup_overrides` reads them)."""
+    p.add_argument("--retrieve-k", type=int, metavar="N", help=_setting_help("rag.retrieve-k"))
+    p.add_argument("--return-n", type=int, metavar="N", help=_setting_help("rag.return-n"))
+    p.add_argument("--max-chunks-per-document", type=int, metavar="N",
+                   help=_setting_help("rag.max-chunks-per-document"))
+    p.add_argument("--mode", choices=KEYS["rag.search-mode"].choices, help=_setting_help("rag.search-mode"))
+    p.add_argument("--fusion", choices=KEYS["rag.fusion"].choices, help=_setting_help("rag.fusion", " (hybrid only)"))
+    p.add_argument("--rrf-k", type=int, metavar="N", help=_setting_help("rag.rrf-k", " (hybrid with rrf only)"))
+    p.add_argument("--dense-weight", type=float, metavar="W", help=_setting_help("rag.dense-weight"))
+    p.add_argument("--bm25-weight", type=float, metavar="W", help=_setting_help("rag.bm25-weight"))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m rag_core", description="Knowledge-base workbench for RAG.")
     parser.add_argument("--data-dir", help="where milvus.db and kept originals live (default ./data, $RAG_DATA_DIR)")
@@ -297,15 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--queries", metavar="FILE",
                    help="run every query of a .jsonl ({\"query\": ..., \"id\": ...} per line) or .csv (query[,id] "
                         "columns) file in one process; with --json one result per line")
-    p.add_argument("--retrieve-k", type=int, metavar="N", help=_setting_help("rag.retrieve-k"))
-    p.add_argument("--return-n", type=int, metavar="N", help=_setting_help("rag.return-n"))
-    p.add_argument("--max-chunks-per-document", type=int, metavar="N",
-                   help=_setting_help("rag.max-chunks-per-document"))
-    p.add_argument("--mode", choices=KEYS["rag.search-mode"].choices, help=_setting_help("rag.search-mode"))
-    p.add_argument("--fusion", choices=KEYS["rag.fusion"].choices, help=_setting_help("rag.fusion", " (hybrid only)"))
-    p.add_argument("--rrf-k", type=int, metavar="N", help=_setting_help("rag.rrf-k", " (hybrid with rrf only)"))
-    p.add_argument("--dense-weight", type=float, metavar="W", help=_setting_help("rag.dense-weight"))
-    p.add_argument("--bm25-weight", type=float, metavar="W", help=_setting_help("rag.bm25-weight"))
+    _lookup_arguments(p)
     p.add_argument("--json", action="store_true", help="print the full lookup result as JSON (one line per query "
                                                         "with --queries)")
     p.add_argument("--quiet", action="store_true", help="no progress bar (with --queries)")
