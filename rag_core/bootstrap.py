@@ -88,6 +88,7 @@ def build_workbench(settings: Settings, env: Mapping[str, str] | None = None,
     store = build_store(settings, embedder, env, migrate=migrate)
     ingestor = Ingestor(store, embedder, max_size=settings["chunk.max-size"], overlap=settings["chunk.overlap"],
                         max_bytes=int(settings["loader.max-file-mb"] * 1024 * 1024),
+                        max_text_chars=settings["loader.max-text-chars"],
                         batch_size=settings["embedding.batch-size"], uploads_dir=settings.uploads_dir)
     params = params_from_settings(settings)
     retriever = KnowledgeRetriever(MilvusSearchPort(store, embedder, params.search), params)

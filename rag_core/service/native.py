@@ -5,7 +5,8 @@ chunks as `docs --json` and the store list them. Errors: `{"error": {"code", "me
 from __future__ import annotations
 
 import platform
-from dataclasses import asdict, replace
+from types import SimpleNamespace
+from dataclasses import asdict
 from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any, Literal
 
@@ -39,13 +40,14 @@ def search(svc: Annotated[Service, Depends(service_of)],
            ) -> JSONResponse:
     """Exactly what `python -m rag_core search QUERY --json` prints (same keys, same values; only the
     timings differ). Unset parameters take the server's settings."""
-    retriever = svc.workbench.retriever
-    changes = {k: v for k, v in {"mode": mode, "fusion": fusion, "rrf_k": rrf_k, "dense_weight": dense_weight,
-                                 "bm25_weight": bm25_weight}.items() if v is not None}
-    options = replace(retriever.defaults.search, **changes) if changes else retriever.defaults.search
-    result = retriever.lookup(query, retrieve_k=retrieve_k, return_n=return_n,
-                              max_chunks_per_document=max_chunks_per_document, search=options,
-                              filters={"doc_id": doc_id} if doc_id else None)
+    # The CLI's `search` turns the same options into lookup arguments, checked by the rules of the settings
+    # they override: one implementation, so both answer alike.
+    from ..cli import _lookup_overrides
+
+    options = SimpleNamespace(mode=mode, fusion=fusion, rrf_k=rrf_k, dense_weight=dense_weight, bm25_weight=bm25_weight,
+                              retrieve_k=retrieve_k, return_n=return_n, max_chunks_per_document=max_chunks_per_document)
+    result = svc.workbench.retriever.lookup(query, **_lookup_overrides(options, svc.workbench.settings),
+                                            filters={"doc_id": doc_id} if doc_id else None)
     # Already plain JSON types: a JSONResponse skips FastAPI's jsonable_encoder walk (~1 ms of a 28 KB answer).
     return JSONResponse(result.to_dict())
 
