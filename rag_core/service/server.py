@@ -27,7 +27,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, help="port (default api.port, 8000)")
     p.add_argument("--allow-no-token", action="store_true",
                    help="serve a non-loopback address without RAG_API_TOKEN (only on a trusted network)")
-    p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
+    p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"),
+                   help="uvicorn's log level (default: info: one line per request)")
     p.set_defaults(func=cmd_serve)
 
 
