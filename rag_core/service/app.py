@@ -12,6 +12,7 @@ import logging
 import threading
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, AsyncIterator, Mapping
 
 import anyio
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+DOCS_STATIC = "/docs/static"
 STREAM_THREADS = 100  # streamed turns at once, each mostly waiting for its model
 
 API_TITLE = "RAG workbench API"
@@ -96,7 +98,8 @@ def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] 
             workbench.close()
 
     app = FastAPI(title=API_TITLE, description=DESCRIPTION, version=_version(), lifespan=lifespan,
-                  redoc_url=None)
+                  docs_url=None, redoc_url=None)
+    _mount_docs(app)
     app.state.service = service
     app.include_router(compat_router)
     app.include_router(native_router)
@@ -140,6 +143,26 @@ def _install_error_handlers(app: FastAPI) -> None:
         log.exception("%s %s failed", request.method, request.url.path)
         return error_response(request.url.path, 500, "internal", "An unexpected error happened; the details are "
                               "in the server log.")
+
+
+def _mount_docs(app: FastAPI) -> None:
+    """/docs with Swagger UI's files served from the `fastapi-offline` package (Swagger UI 5, which reads the
+    OpenAPI 3.1 schema FastAPI writes): FastAPI's default page loads them from a CDN, which leaves it blank on a
+    machine without internet."""
+    from fastapi.openapi.docs import get_swagger_ui_html
+    from starlette.responses import HTMLResponse
+    from starlette.staticfiles import StaticFiles
+    import fastapi_offline
+
+    static = Path(fastapi_offline.__file__).parent / "static"
+    app.mount(DOCS_STATIC, StaticFiles(directory=static), name="swagger-ui")
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title=f"{API_TITLE} — docs",
+                                   swagger_js_url=f"{DOCS_STATIC}/swagger-ui-bundle.js",
+                                   swagger_css_url=f"{DOCS_STATIC}/swagger-ui.css",
+                                   swagger_favicon_url=f"{DOCS_STATIC}/favicon.png")
 
 
 def _declare_bearer(app: FastAPI, enabled: bool) -> None:

@@ -56,7 +56,8 @@ class BearerAuth:
         self._expected = f"Bearer {token}".encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not self._expected or scope["path"] in OPEN_PATHS:
+        if (scope["type"] != "http" or not self._expected or scope["path"] in OPEN_PATHS
+                or scope["path"].startswith("/docs/static/")):
             await self.app(scope, receive, send)
             return
         given = dict(scope.get("headers") or []).get(b"authorization", b"")

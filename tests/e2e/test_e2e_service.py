@@ -151,3 +151,19 @@ def test_the_page_shows_an_error_event(browser, setup):
         assert KEY not in page.content()
     finally:
         context.close()
+
+
+def test_the_openapi_page_renders_without_internet(browser, setup):
+    """/docs draws every route with Swagger UI files served by the service itself (no CDN on this machine)."""
+    _, _, server = setup
+    context = browser.new_context()
+    page = context.new_page()
+    failed: list[str] = []
+    page.on("requestfailed", lambda request: failed.append(request.url))
+    try:
+        page.goto(f"{server.url}/docs")
+        expect(page.get_by_text("/api/chat_stream", exact=True)).to_be_visible(timeout=30_000)
+        expect(page.get_by_text("/v1/search", exact=True)).to_be_visible()
+        assert not failed
+    finally:
+        context.close()

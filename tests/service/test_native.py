@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import httpx
@@ -155,7 +156,13 @@ def test_openapi_page_lists_every_route(offline_server: live.LiveServer):
     assert {"/api/chat", "/api/chat_stream", "/api/chat/clear", "/api/chat/session/{session_id}", "/api/upload",
             "/api/ai_ops", "/v1/search", "/v1/documents", "/v1/documents/{doc_id}", "/v1/documents/{doc_id}/chunks",
             "/v1/health"} <= set(schema["paths"])
-    assert httpx.get(f"{offline_server.url}/docs").status_code == 200
+    page = httpx.get(f"{offline_server.url}/docs")
+    assert page.status_code == 200
+    # Swagger UI's own files come from this server, not a CDN: the page works without internet.
+    assets = re.findall(r'(?:src|href)="([^"]+\.(?:js|css))"', page.text)
+    assert assets and all(a.startswith("/docs/static/") for a in assets)
+    for asset in assets:
+        assert httpx.get(f"{offline_server.url}{asset}").status_code == 200
 
 
 def test_a_failing_remote_embedder_is_503_and_health_still_answers(kb):

@@ -61,6 +61,8 @@ def test_health_and_the_openapi_pages_need_no_token(guarded: live.LiveServer):
     schema = httpx.get(f"{guarded.url}/openapi.json")
     assert schema.status_code == 200 and schema.json()["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
     assert httpx.get(f"{guarded.url}/docs").status_code == 200
+    assert httpx.get(f"{guarded.url}/docs/static/swagger-ui-bundle.js").status_code == 200
+    assert httpx.get(f"{guarded.url}/v1/documents").status_code == 401  # the exemption is only the docs'
 
 
 def test_cors_allows_only_the_configured_origins(guarded: live.LiveServer, offline_server: live.LiveServer):
