@@ -1,11 +1,12 @@
 """`python -m bench` (`make bench`): every benchmark, each printing our figure next to its baseline's from
 the same run. `--quick` for a short smoke run; `--only NAME` (repeatable) for some of them. Each is also
-runnable alone: `python -m bench.chunking|ingest|latency|quality|tradeoff|explain [--quick]`.
+runnable alone: `python -m bench.chunking|ingest|latency|quality|tradeoff|explain|startup|api [--quick]`.
 
 A full run writes each result record to bench/results/<name>.json (the trade-off to
 rag_core/embedding/tradeoff.json, which the app reads) and then rewrites the tables in README.md and
-bench/README.md from them (`python -m bench.publish`). A quick run writes bench/results/quick/ (git-ignored)
-and bench/results/quick/latest.md, and publishes nothing.
+bench/README.md from them (`python -m bench.publish`); bench/api.py still prints its tables the older way
+(bench/results/api.md). A quick run writes bench/results/quick/ (git-ignored) and
+bench/results/quick/latest.md, and publishes nothing.
 """
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ from __future__ import annotations
 import argparse
 import time
 
-from bench import chunking, explain, ingest, latency, quality, tradeoff
+from bench import api, chunking, explain, ingest, latency, quality, startup, tradeoff
 from bench.common import RESULTS, load_note, log, machine
 from bench.publish import publish
 
 # In this order: tradeoff reads the ingest record of the same run; explain reuses quality's indexes.
 BENCHMARKS = {"chunking": chunking.run, "ingest": ingest.run, "latency": latency.run, "quality": quality.run,
-              "tradeoff": tradeoff.run, "explain": explain.run}
+              "tradeoff": tradeoff.run, "explain": explain.run, "startup": startup.run, "api": api.run}
 
 
 def main() -> None:

@@ -98,7 +98,7 @@ def result_path(name: str, quick: bool = False) -> Path:
     return (RESULTS / "quick" if quick else RESULTS) / f"{name}.json"
 
 
-def save(name: str, quick: bool, data: dict[str, Any], path: Path | None = None) -> dict[str, Any]:
+def save_record(name: str, quick: bool, data: dict[str, Any], path: Path | None = None) -> dict[str, Any]:
     """Write a benchmark's result record (the figures plus machine, load and time) and return it."""
     record = {"benchmark": name, "quick": quick, "machine": machine(), "load": load_note(),
               "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"), **data}
@@ -116,7 +116,7 @@ def load(name: str, quick: bool = False, path: Path | None = None) -> dict[str, 
 def record_and_print(name: str, quick: bool, data: dict[str, Any], render: Callable[[dict[str, Any]], str],
                      path: Path | None = None) -> str:
     """Save a run's figures as its result record, print the rendered tables and return them."""
-    text = render(save(name, quick, data, path))
+    text = render(save_record(name, quick, data, path))
     print(text, flush=True)
     return text
 
@@ -128,6 +128,25 @@ def main(run: Callable[[bool], Any], doc: str | None) -> None:
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small inputs: a smoke run (bench/results/quick/)")
     run(parser.parse_args().quick)
+
+
+def save(name: str, payload: dict[str, Any], markdown: str) -> Path:
+    """The older way (bench/api.py): figures and their printed tables side by side, not rendered from a
+    record, so `bench.publish` cannot regenerate them. Prefer `record_and_print` with a `render`."""
+    folder = RESULTS / "quick" if name.endswith("-quick") else RESULTS
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    data = {"benchmark": name, "machine": machine(), "load": load_note(), "timestamp": stamp, **payload}
+    (folder / f"{name}.json").write_text(json.dumps(data, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
+    (folder / f"{name}.md").write_text(f"<!-- {stamp} on {machine()} -->\n{markdown}\n", encoding="utf-8")
+    return folder / f"{name}.json"
+
+
+def emit(title: str, body: str) -> str:
+    """Print a table the older way (bench/api.py); `section` renders from a record."""
+    text = f"\n### {title}\n\n{body}\n\n_{machine()}; {load_note()} at the end of the run._\n"
+    print(text, flush=True)
+    return text
 
 
 def section(title: str, body: str, record: dict[str, Any]) -> str:

@@ -14,12 +14,12 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from bench import chunking, explain, ingest, latency, quality, tradeoff
+from bench import chunking, explain, ingest, latency, quality, startup, tradeoff
 from bench.common import REPO, load
 
 READMES = (REPO / "README.md", REPO / "bench" / "README.md")
 RESULTS = (("chunking", chunking.render), ("ingest", ingest.render), ("latency", latency.render),
-           ("quality", quality.render))
+           ("startup", startup.render), ("quality", quality.render))
 
 
 def _results() -> str:

@@ -23,7 +23,7 @@ import numpy as np
 
 from . import chunking, loaders
 from .embedding import Embedder
-from .errors import RagError
+from .errors import SKIPPED_CODES, RagError
 from .records import Chunk, Document, IngestReport
 from .store.milvus import MilvusStore, NewVersion
 
@@ -59,7 +59,7 @@ class IngestProgress:
     file_index: int  # 0-based
     files_total: int
     name: str  # doc_id when known, else the path or upload name
-    stage: str  # "loading" | "embedding" | "done" | "failed"
+    stage: str  # "loading" | "embedding" | "done" | "failed" | "skipped"
     done: int = 0  # chunks embedded so far in this file
     total: int = 0  # chunks in this file
     fraction: float = 0.0  # overall progress across all files, 0..1, never decreasing
@@ -87,12 +87,13 @@ class Source:
 class Ingestor:
     def __init__(self, store: MilvusStore, embedder: Embedder, *, max_size: int = 800, overlap: int = 100,
                  max_bytes: int = 50 * 1024 * 1024, batch_size: int = 32, uploads_dir: Path | None = None,
-                 group_chunks: int = GROUP_CHUNKS) -> None:
+                 group_chunks: int = GROUP_CHUNKS, max_text_chars: int = loaders.DEFAULT_MAX_TEXT_CHARS) -> None:
         self.store = store
         self.embedder = embedder
         self.max_size = max_size
         self.overlap = overlap
         self.max_bytes = max_bytes
+        self.max_text_chars = max_text_chars
         self.batch_size = batch_size
         self.uploads_dir = uploads_dir
         self.group_chunks = group_chunks
@@ -204,12 +205,12 @@ class Ingestor:
         if source.data is not None:
             # An upload's name is used as given (normalised, `..` and absolute paths refused), so a
             # browser upload of "cpu_high.md" into folder "runbooks" gets "runbooks/cpu_high.md".
-            folder = prefix.strip().strip("/\\")
-            doc_id = loaders.normalize_doc_id(f"{folder}/{source.name}" if folder else source.name)
-            return loaders.load_bytes(source.data, doc_id, max_bytes=self.max_bytes)
+            doc_id = loaders.join_doc_id(prefix, source.name)
+            return loaders.load_bytes(source.data, doc_id, max_bytes=self.max_bytes, max_text_chars=self.max_text_chars)
         if source.path is None:
             raise RagError(source.error)
-        return loaders.load_path(source.path, source.root, prefix=prefix, max_bytes=self.max_bytes)
+        return loaders.load_path(source.path, source.root, prefix=prefix, max_bytes=self.max_bytes,
+                                 max_text_chars=self.max_text_chars)
 
     def fingerprint(self, doc: Document) -> str:
         """What makes an indexed version current: content, chunking and embedder."""
@@ -294,8 +295,9 @@ class _Run:
         if not isinstance(exc, RagError):
             log.exception("ingesting %s failed", name)
         message = str(exc) if isinstance(exc, RagError) else f"unexpected error ({type(exc).__name__}: {exc})"
-        self.reports[index] = IngestReport(name, doc_id, "failed", 0, seconds, message)
-        self.tick(index, doc_id or name, "failed")
+        status = "skipped" if getattr(exc, "code", "") in SKIPPED_CODES else "failed"
+        self.reports[index] = IngestReport(name, doc_id, status, 0, seconds, message)
+        self.tick(index, doc_id or name, status)
 
     def ordered_reports(self) -> list[IngestReport]:
         return [self.reports[i] for i in sorted(self.reports)]

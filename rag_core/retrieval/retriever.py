@@ -15,7 +15,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Mapping
 
-from ..config import KEYS, Settings
+from ..config import Settings
 from ..errors import RetrievalError
 from ..ports import KnowledgeSearchPort, Reranker
 from ..records import Candidate, HitTrace, RerankOutcome, SearchHit, SearchOptions
@@ -65,9 +65,6 @@ def params_from_settings(settings: Settings) -> LookupParams:
         return settings[key] if settings.is_set(key) or not top_k else top_k
 
     return_n = width("rag.return-n")
-    rerank = RerankParams()
-    if "rerank.candidates" in KEYS:  # the rerank settings arrive with the rerank adapters (another branch)
-        rerank = RerankParams(candidates=settings["rerank.candidates"], on_error=settings["rerank.on-error"])
     return LookupParams(
         retrieve_k=width("rag.retrieve-k"),
         return_n=return_n,
@@ -78,7 +75,7 @@ def params_from_settings(settings: Settings) -> LookupParams:
         budgets=Budgets(max_items=settings["projection.max-items"] or return_n,
                         max_chars_per_item=settings["projection.max-chars-per-item"],
                         max_total_chars=settings["projection.max-total-chars"]),
-        rerank=rerank,
+        rerank=RerankParams(candidates=settings["rerank.candidates"], on_error=settings["rerank.on-error"]),
     )
 
 
