@@ -161,7 +161,7 @@ def _lookup_overrides(args: argparse.Namespace, settings: Settings) -> dict[str,
              if getattr(args, name) is not None}
     params = params_from_settings(settings.with_overrides(given, "search options"))
     return {**{name: getattr(args, name) for name in WIDTH_OPTIONS}, "search": params.search,
-            "rerank": replace(params.rerank, enabled=False) if args.no_rerank else None}
+            "rerank": replace(params.rerank, enabled=False) if getattr(args, "no_rerank", False) else None}
 
 
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
