@@ -36,11 +36,15 @@ def _close(workbench: Workbench) -> None:
     workbench.close()
 
 
+AGENT_ONLY = ("chat.", "prometheus.", "logs.")  # settings read when the agent is built, not the workbench
+
+
 def workbench_key(settings: Settings) -> tuple[Any, ...]:
-    """What identifies a workbench: the database and collection, and the embedder (every embedding.*
-    setting, since each one changes the vectors)."""
-    return (str(settings.data_dir.resolve()), settings.milvus_uri, settings["milvus.collection"],
-            *((k, settings[k]) for k in sorted(KEYS) if k.startswith("embedding.")))
+    """What a workbench is built from: the database, and every setting but the agent's (the embedder, the
+    reranker, chunking, the lookup defaults). Changing one (rag.toml edited while the app runs) builds a
+    new workbench; the old one stays open until the cache is cleared (Milvus Lite is shared in-process)."""
+    return (str(settings.data_dir.resolve()), settings.milvus_uri,
+            *((k, repr(settings[k])) for k in sorted(KEYS) if not k.startswith(AGENT_ONLY)))
 
 
 def agent_key(settings: Settings, env: Mapping[str, str] | None = None) -> tuple[Any, ...]:

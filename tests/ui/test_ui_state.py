@@ -34,9 +34,10 @@ def test_every_setting_is_in_the_agent_cache_key(tmp_path, name):
     assert agent_key(changed, env={}) != agent_key(base, env={})
 
 
-def test_the_embedder_is_part_of_both_keys_and_the_chat_only_of_the_agent(tmp_path):
+def test_the_embedder_and_reranker_are_part_of_both_keys_and_the_chat_only_of_the_agent(tmp_path):
     base = load_settings(data_dir=tmp_path, env={}, config_file=None)
-    for name in ("embedding.provider", "embedding.model", "embedding.dimension"):
+    for name in ("embedding.provider", "embedding.model", "embedding.dimension", "rerank.provider",
+                 "rerank.candidates", "rag.retrieve-k"):
         changed = base.with_overrides({name: other_value(name)})
         assert workbench_key(changed) != workbench_key(base), name
         assert agent_key(changed, env={})[0] != agent_key(base, env={})[0], name
