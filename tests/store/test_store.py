@@ -191,7 +191,7 @@ class Boom(RuntimeError):
 def test_failure_while_inserting_keeps_the_old_version(wb, monkeypatch) -> None:
     wb.ingestor.ingest_uploads([("doc.md", doc_bytes("old", 4))])
     old_rows = wb.store.get_chunks("doc.md")
-    monkeypatch.setattr("rag_core.store.milvus.INSERT_BATCH", 1)
+    monkeypatch.setattr("rag_core.store.writes.INSERT_BATCH", 1)
     calls = {"n": 0}
     real_insert = MilvusStore._insert_batch
 
@@ -255,12 +255,12 @@ KILL_SCRIPT = textwrap.dedent("""
     import os, signal, sys
     from pathlib import Path
     sys.path.insert(0, {repo!r})
-    from rag_core.store import milvus
+    from rag_core.store import milvus, writes
     from tests.helpers import make_workbench
     from tests.store.test_store import doc_bytes
 
     wb = make_workbench(Path({data!r}))
-    milvus.INSERT_BATCH = 2
+    writes.INSERT_BATCH = 2
     calls = 0
     real_insert = milvus.MilvusStore._insert_batch
     def insert_then_die(self, rows):
@@ -329,18 +329,18 @@ def test_vectors_must_match_chunks(wb) -> None:
 
 def test_recovery_on_a_shared_server_spares_a_fresh_pending_write(wb, monkeypatch) -> None:
     """Another process may be writing right now: only old pending versions are abandoned."""
-    from rag_core.store import milvus
+    from rag_core.store import registry
 
     wb.ingestor.ingest_uploads([("doc.md", doc_bytes("old", 3))])
     doc = make_doc("doc.md", "in flight")
     fresh = wb.store._registry_row(doc, "fresh00000000000", "pending", committed_ns=time.time_ns())
     stale = wb.store._registry_row(doc, "stale00000000000", "pending", committed_ns=time.time_ns() - 7 * 3600 * 10**9)
     wb.store._registry_insert([fresh, stale])
-    monkeypatch.setattr(milvus, "is_lite", lambda uri: False)  # behave as on a server
+    monkeypatch.setattr(registry, "is_lite", lambda uri: False)  # behave as on a server
     assert wb.store.recover() == 1
     states = {r["version"]: r["state"] for r in wb.store._registry_rows('doc_id == "doc.md"')}
     assert "fresh00000000000" in states and "stale00000000000" not in states
-    monkeypatch.setattr(milvus, "is_lite", lambda uri: True)  # on Lite nobody else can be writing
+    monkeypatch.setattr(registry, "is_lite", lambda uri: True)  # on Lite nobody else can be writing
     assert wb.store.recover() == 1
     assert [d.doc_id for d in wb.store.list_documents()] == ["doc.md"]
 

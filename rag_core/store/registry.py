@@ -1,0 +1,131 @@
+"""The document registry (`<collection>_docs`): which version of each document is active, and recovery.
+
+Rows are only ever inserted or deleted, never updated in place (see store.milvus for the protocol).
+The active version of a document is its newest `active` row; `recover` removes what interrupted writes
+left behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from typing import Any, Iterable, Mapping
+
+from ..records import Document, StoredDocument
+from . import filters
+from .connection import is_lite
+from .schema import QUERY_LIMIT, REGISTRY_FIELDS
+
+log = logging.getLogger(__name__)
+
+ABANDONED_AFTER_S = 6 * 3600  # on a shared server, a pending version this old is a crashed writer's
+
+
+class RegistryMixin:
+    """Reading and writing registry rows, listing documents, recovery (part of MilvusStore)."""
+
+    client: Any
+    uri: str
+    collection: str
+    registry: str
+
+    def _registry_rows(self, expr: str) -> list[dict[str, Any]]:
+        rows = self.client.query(self.registry, filter=expr, output_fields=REGISTRY_FIELDS, limit=QUERY_LIMIT)
+        if len(rows) < QUERY_LIMIT:
+            return rows
+        rows = []  # more than one window: page through all of them
+        iterator = self.client.query_iterator(self.registry, batch_size=1000, filter=expr,
+                                              output_fields=REGISTRY_FIELDS)
+        try:
+            while batch := iterator.next():
+                rows.extend(batch)
+        finally:
+            iterator.close()
+        return rows
+
+    @staticmethod
+    def _newest_active(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+        """doc_id -> its newest active registry row."""
+        active: dict[str, dict[str, Any]] = {}
+        for row in rows:
+            if row["state"] == "active":
+                seen = active.get(row["doc_id"])
+                if seen is None or (row["committed_ns"], row["version"]) > (seen["committed_ns"], seen["version"]):
+                    active[row["doc_id"]] = dict(row)
+        return active
+
+    def _active_row(self, doc_id: str) -> dict[str, Any] | None:
+        return self._newest_active(self._registry_rows(filters.equals("doc_id", doc_id))).get(doc_id)
+
+    @staticmethod
+    def _registry_row(doc: Document, version: str, state: str, **fields: Any) -> dict[str, Any]:
+        key = hashlib.sha256(f"{doc.doc_id}\x00{version}\x00{state}".encode()).hexdigest()[:32]
+        return {"key": key, "doc_id": doc.doc_id, "version": version, "state": state, "committed_ns": 0,
+                "file_name": "", "extension": "", "size_bytes": 0, "chunks": 0, "content_hash": "",
+                "fingerprint": "", "ingested_at": "", "_unused": [0.0, 0.0], **fields}
+
+    def _registry_insert(self, rows: list[dict[str, Any]]) -> list[str]:
+        self.client.insert(self.registry, rows)
+        return [row["key"] for row in rows]
+
+    def _delete_versions(self, versions: list[str]) -> None:
+        self.client.delete(self.collection, filter=filters.one_of("version", versions))
+
+    def recover(self) -> int:
+        """Remove what interrupted writes left behind: versions superseded by a newer active one, and
+        pending versions that were never committed. On Milvus Lite nobody else can be writing (one
+        process per file), so every pending version is abandoned; on a shared server another process
+        may be writing right now, so only pending versions older than ABANDONED_AFTER_S are.
+        Returns how many documents needed it."""
+        now = time.time_ns()
+
+        def abandoned(row: Mapping[str, Any]) -> bool:
+            return is_lite(self.uri) or now - int(row["committed_ns"]) > ABANDONED_AFTER_S * 1_000_000_000
+
+        rows = self._registry_rows('doc_id != ""')
+        active = self._newest_active(rows)
+        dead = [r for r in rows if (r["state"] == "active" and r["key"] != active[r["doc_id"]]["key"])
+                or (r["state"] == "pending" and abandoned(r))]
+        if dead:
+            # A pending row whose version was committed only lost its clean-up: keep those chunks.
+            live = {r["version"] for r in active.values()}
+            if versions := sorted({r["version"] for r in dead} - live):
+                self._delete_versions(versions)
+            self.client.delete(self.registry, filter=filters.one_of("key", [r["key"] for r in dead]))
+            log.info("recovered %d interrupted document writes", len({r["doc_id"] for r in dead}))
+        return len({r["doc_id"] for r in dead})
+
+    def fingerprints(self, doc_ids: Iterable[str]) -> dict[str, tuple[str, int]]:
+        """doc_id -> (fingerprint, chunks) of the active version, for the indexed ones among `doc_ids`."""
+        ids = sorted(set(doc_ids))
+        if not ids:
+            return {}
+        rows = self._registry_rows(filters.all_of(filters.one_of("doc_id", ids), 'state == "active"'))
+        return {d: (r["fingerprint"], int(r["chunks"])) for d, r in self._newest_active(rows).items()}
+
+    # ---------------------------------------------------------------- reads
+    def list_documents(self) -> list[StoredDocument]:
+        rows = self._newest_active(self._registry_rows('state == "active"')).values()
+        docs = [StoredDocument(doc_id=r["doc_id"], file_name=r["file_name"], extension=r["extension"],
+                               size_bytes=int(r["size_bytes"]), chunks=int(r["chunks"]),
+                               content_hash=r["content_hash"], version=r["version"],
+                               ingested_at=r["ingested_at"]) for r in rows]
+        return sorted(docs, key=lambda d: d.doc_id)
+
+    def is_empty(self) -> bool:
+        return not self.client.query(self.registry, filter='state == "active"', output_fields=["doc_id"], limit=1)
+
+    def count_chunks(self) -> int:
+        return sum(d.chunks for d in self.list_documents())
+
+    def _active_versions(self, doc_ids: Iterable[str]) -> dict[str, str]:
+        ids = sorted(set(doc_ids))
+        if not ids:
+            return {}
+        rows = self.client.query(self.registry, filter=filters.all_of(filters.one_of("doc_id", ids),
+                                                                      'state == "active"'),
+                                 output_fields=["doc_id", "version", "state", "committed_ns"], limit=QUERY_LIMIT,
+                                 consistency_level="Strong")
+        return {doc_id: row["version"] for doc_id, row in self._newest_active(rows).items()}
+

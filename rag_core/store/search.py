@@ -1,0 +1,84 @@
+"""Reading chunks back and searching them (dense and BM25), only ever the active version of a document."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..records import SearchHit
+from . import filters
+from .schema import CHUNK_FIELDS, QUERY_LIMIT
+
+
+class SearchMixin:
+    """Chunk reads and the two search channels (part of MilvusStore)."""
+
+    client: Any
+    collection: str
+    _has_rows: bool
+
+    def get_chunks(self, doc_id: str) -> list[dict[str, Any]]:
+        """The active version's chunk rows of one document, in order."""
+        row = self._active_row(doc_id)
+        if row is None:
+            return []
+        rows = self.client.query(
+            self.collection, filter=filters.all_of(filters.equals("doc_id", doc_id),
+                                                   filters.equals("version", row["version"])),
+            output_fields=CHUNK_FIELDS, limit=QUERY_LIMIT)
+        return sorted(rows, key=lambda r: r["chunk_index"])
+
+    def _search(self, channel: str, data: Any, field: str, k: int, expr: str) -> list[SearchHit]:
+        """One channel's top-k over active versions, best first, scores higher-is-better.
+
+        The registry is read after the search, so a document whose new version was committed while the
+        search ran can show only old-version hits that the registry no longer calls active. Searching
+        again then finds the new version (it was written before its commit; reads are Strong), so a
+        reader never loses a document to a concurrent re-index."""
+        limit, retries = k, 0
+        while True:
+            result = self.client.search(self.collection, data=[data], anns_field=field, limit=min(limit, QUERY_LIMIT),
+                                        filter=expr, output_fields=CHUNK_FIELDS, consistency_level="Strong")[0]
+            active = self._active_versions(h["entity"]["doc_id"] for h in result)
+            kept = [h for h in result if active.get(h["entity"]["doc_id"]) == h["entity"]["version"]]
+            switched = {h["entity"]["doc_id"] for h in result} - {h["entity"]["doc_id"] for h in kept}
+            if switched & active.keys() and retries < 2:
+                retries += 1
+                continue
+            if len(kept) >= k or len(result) < limit or limit >= QUERY_LIMIT:
+                break
+            limit = min(QUERY_LIMIT, limit * 2 + (len(result) - len(kept)))  # stale rows crowded the window
+        return [self._hit(h, channel, rank) for rank, h in enumerate(kept[:k], start=1)]
+
+    @staticmethod
+    def _hit(raw: Mapping[str, Any], channel: str, rank: int) -> SearchHit:
+        entity = raw["entity"]
+        metadata = dict(entity.get("metadata") or {})
+        for name in ("doc_id", "chunk_index", "source", "title", "version"):
+            metadata.setdefault(name, entity.get(name))
+        score = float(raw["distance"])  # COSINE similarity and BM25 are both higher-is-better
+        return SearchHit(id=str(raw["id"]), score=score, content=entity.get("content", ""), metadata=metadata,
+                         channels={channel: (rank, score)})
+
+    def search_dense(self, vector: np.ndarray, k: int, expr: str = "") -> list[SearchHit]:
+        return self._search("dense", np.asarray(vector, dtype=np.float32).tolist(), "vector", k, expr)
+
+    def search_bm25(self, text: str, k: int, expr: str = "") -> list[SearchHit]:
+        # BM25 on a collection without rows divides by a zero average length inside Milvus (an error,
+        # and a line on stdout from the Lite server). The emptiness check runs only until the store has
+        # seen rows, so a knowledge base in use pays nothing; another process emptying a shared server
+        # is still caught below.
+        from pymilvus.exceptions import MilvusException
+
+        if not self._has_rows and self.is_empty():
+            return []
+        try:
+            hits = self._search("bm25", text, "sparse", k, expr)
+        except MilvusException as exc:
+            if "NaN or Inf" in str(exc) and self.is_empty():
+                self._has_rows = False
+                return []
+            raise
+        self._has_rows = True
+        return hits

@@ -1,0 +1,128 @@
+"""Writing versions of documents: versioned replace (see store.milvus for the protocol), delete, drop."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import StoreError
+from ..records import Chunk, Document
+from . import filters
+from .schema import MIGRATING
+
+INSERT_BATCH = 500
+
+
+@dataclass(frozen=True)
+class NewVersion:
+    """A complete new version of a document, embedded and ready to write."""
+
+    doc: Document
+    chunks: Sequence[Chunk]
+    vectors: np.ndarray
+    fingerprint: str
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    version: str
+    replaced: bool  # True when a previous version was superseded
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def chunk_row_id(doc_id: str, version: str, chunk_index: int) -> str:
+    digest = hashlib.sha256(f"{doc_id}\x00{version}\x00{chunk_index}".encode()).hexdigest()
+    return digest[:32]
+
+
+class WritesMixin:
+    """Versioned replace, delete and drop (part of MilvusStore)."""
+
+    client: Any
+    collection: str
+    registry: str
+    _has_rows: bool
+
+    def replace_document(self, doc: Document, chunks: Sequence[Chunk], vectors: np.ndarray,
+                         fingerprint: str) -> WriteResult:
+        """Write a new complete version of `doc` and retire the old one (see store.milvus)."""
+        return self.replace_documents([NewVersion(doc, chunks, vectors, fingerprint)])[0]
+
+    def replace_documents(self, items: Sequence[NewVersion]) -> list[WriteResult]:
+        """`replace_document` for several documents with one round trip per step instead of one per
+        document. Each document still switches versions atomically at its own commit row."""
+        doc_ids = [item.doc.doc_id for item in items]
+        if len(set(doc_ids)) != len(doc_ids):
+            raise StoreError("replace_documents: a document appears twice in one batch.")
+        for item in items:
+            if len(item.chunks) != len(item.vectors):
+                raise StoreError(f"{item.doc.doc_id}: {len(item.chunks)} chunks but {len(item.vectors)} vectors.")
+            if not item.chunks:
+                raise StoreError(f"{item.doc.doc_id}: nothing to index (no chunks).")
+        ids = sorted(set(doc_ids))
+        old = self._newest_active(self._registry_rows(filters.one_of("doc_id", ids))) if ids else {}
+        versions = [uuid.uuid4().hex[:16] for _ in items]
+        pending = self._registry_insert([self._registry_row(item.doc, v, "pending", committed_ns=time.time_ns())  # 1
+                                         for item, v in zip(items, versions)])
+        ingested_at = utc_now()
+        rows = [self._chunk_row(item.doc, chunk, vector, version, len(item.chunks), ingested_at)
+                for item, version in zip(items, versions) for chunk, vector in zip(item.chunks, item.vectors)]
+        for start in range(0, len(rows), INSERT_BATCH):  # 2
+            self._insert_batch(rows[start:start + INSERT_BATCH])
+        committed_ns = time.time_ns()
+        self._registry_insert([self._registry_row(  # 3: the commit point
+            item.doc, version, "active", committed_ns=committed_ns, file_name=item.doc.file_name,
+            extension=item.doc.extension, size_bytes=item.doc.size_bytes, chunks=len(item.chunks),
+            content_hash=item.doc.content_hash, fingerprint=item.fingerprint, ingested_at=ingested_at)
+            for item, version in zip(items, versions)])
+        retired = list(old.values())
+        if retired:  # 4
+            self._delete_versions([r["version"] for r in retired])
+        self.client.delete(self.registry, filter=filters.one_of("key", pending + [r["key"] for r in retired]))
+        self._has_rows = True
+        return [WriteResult(version=v, replaced=item.doc.doc_id in old) for item, v in zip(items, versions)]
+
+    def _insert_batch(self, rows: list[dict[str, Any]], collection: str = "") -> None:
+        """One insert call; a seam for tests that interrupt a write."""
+        self.client.insert(collection or self.collection, rows)
+
+    @staticmethod
+    def _chunk_row(doc: Document, chunk: Chunk, vector: np.ndarray, version: str, total: int,
+                   ingested_at: str) -> dict[str, Any]:
+        metadata = {
+            "_source": doc.doc_id, "_extension": doc.extension, "_file_name": doc.file_name,
+            "chunkIndex": chunk.chunk_index, "totalChunks": total, "title": chunk.title,
+            "docId": doc.doc_id, "headingPath": chunk.heading_path_text, "start": chunk.start, "end": chunk.end,
+            "overlapChars": chunk.overlap_chars, "docHash": doc.content_hash,
+            "chunkHash": hashlib.sha256(chunk.text.encode()).hexdigest(), "ingestedAt": ingested_at,
+            "version": version,
+        }
+        return {
+            "id": chunk_row_id(doc.doc_id, version, chunk.chunk_index), "vector": np.asarray(vector).tolist(),
+            "content": chunk.text, "doc_id": doc.doc_id, "chunk_index": chunk.chunk_index,
+            "source": doc.doc_id, "title": chunk.title[:300], "version": version, "metadata": metadata,
+        }
+
+    def delete_document(self, doc_id: str) -> bool:
+        """Remove a document and all its chunks. Returns False when it was not indexed."""
+        if self._active_row(doc_id) is None:
+            return False
+        self.client.delete(self.collection, filter=filters.equals("doc_id", doc_id))
+        self.client.delete(self.registry, filter=filters.equals("doc_id", doc_id))
+        self._has_rows = False  # maybe the last one: check again before the next BM25 search
+        return True
+
+    def drop(self) -> None:
+        """Drop the collections (tests)."""
+        for name in (self.collection, self.registry, self.collection + MIGRATING):
+            if self.client.has_collection(name):
+                self.client.drop_collection(name)
