@@ -14,6 +14,7 @@ from .config import Settings
 from .embedding import Embedder
 from .errors import ConfigError
 from .ingest import Ingestor
+from .ports import ChunkStore
 from .retrieval import KnowledgeRetriever, MilvusSearchPort, params_from_settings
 from .store import MilvusStore
 
@@ -57,8 +58,15 @@ def build_embedder(settings: Settings, env: Mapping[str, str] | None = None) -> 
 
 def build_store(settings: Settings, embedder: Embedder, env: Mapping[str, str] | None = None, *,
                 migrate: bool = False) -> MilvusStore:
-    store = MilvusStore(settings.milvus_uri, settings["milvus.collection"], token=secret("MILVUS_TOKEN", env),
-                        timeout=settings["milvus.timeout"])
+    """The knowledge base's store (Milvus Lite in the data dir, or the server in MILVUS_URI), opened."""
+    return open_store(settings.milvus_uri, settings["milvus.collection"], embedder, migrate=migrate,
+                      token=secret("MILVUS_TOKEN", env), timeout=settings["milvus.timeout"])
+
+
+def open_store(uri: str, collection: str, embedder: Embedder, *, migrate: bool = False, token: str = "",
+               timeout: float = 60.0) -> MilvusStore:
+    """A Milvus store opened for `embedder`; closed again if opening fails (releasing Milvus Lite)."""
+    store = MilvusStore(uri, collection, token=token, timeout=timeout)
     try:
         store.open(embedder.name, embedder.dim, migrate=migrate)
     except BaseException:
@@ -73,7 +81,7 @@ class Workbench:
 
     settings: Settings
     embedder: Embedder
-    store: MilvusStore
+    store: ChunkStore
     ingestor: Ingestor
     retriever: KnowledgeRetriever
 

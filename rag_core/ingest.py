@@ -1,7 +1,7 @@
 """load -> chunk -> embed -> store, with progress and a report per file.
 
 A document is embedded completely before anything is written, and the store swaps versions atomically
-(see store.milvus), so a failure at any step leaves the previous version complete and searchable.
+(see rag_core.store.milvus), so a failure at any step leaves the previous version complete and searchable.
 Small documents are embedded and written in groups (up to GROUP_CHUNKS chunks): one Milvus round
 trip per step for the group instead of per document. If a group fails, its documents are retried one
 by one, so a bad document fails alone.
@@ -22,10 +22,9 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from . import chunking, loaders
-from .embedding import Embedder
 from .errors import RagError
-from .records import Chunk, Document, IngestReport
-from .store.milvus import MilvusStore, NewVersion
+from .ports import ChunkStore, Embedder
+from .records import Chunk, Document, IngestReport, NewVersion
 
 CHUNKER_VERSION = "1"
 log = logging.getLogger(__name__)
@@ -85,7 +84,7 @@ class Source:
 
 
 class Ingestor:
-    def __init__(self, store: MilvusStore, embedder: Embedder, *, max_size: int = 800, overlap: int = 100,
+    def __init__(self, store: ChunkStore, embedder: Embedder, *, max_size: int = 800, overlap: int = 100,
                  max_bytes: int = 50 * 1024 * 1024, batch_size: int = 32, uploads_dir: Path | None = None,
                  group_chunks: int = GROUP_CHUNKS) -> None:
         self.store = store
@@ -169,10 +168,10 @@ class Ingestor:
         started = time.perf_counter()
         try:
             current = {} if force else self.store.fingerprints(g.doc.doc_id for g in group)
-            unchanged = [g for g in group if current.get(g.doc.doc_id, ("", 0))[0] == g.fingerprint]
+            unchanged = [g for g in group if g.doc.doc_id in current and current[g.doc.doc_id].fingerprint == g.fingerprint]
             for g in unchanged:
                 self._keep_original(g.doc.doc_id, g.source)
-                run.finish(g, "unchanged", current[g.doc.doc_id][1], 0.0)
+                run.finish(g, "unchanged", current[g.doc.doc_id].chunks, 0.0)
             todo = [g for g in group if g not in unchanged]
             if not todo:
                 return

@@ -12,7 +12,7 @@ import logging
 import time
 from typing import Any, Iterable, Mapping
 
-from ..records import Document, StoredDocument
+from ..records import Document, IndexedVersion, StoredDocument
 from . import filters
 from .connection import is_lite
 from .schema import QUERY_LIMIT, REGISTRY_FIELDS
@@ -96,13 +96,13 @@ class RegistryMixin:
             log.info("recovered %d interrupted document writes", len({r["doc_id"] for r in dead}))
         return len({r["doc_id"] for r in dead})
 
-    def fingerprints(self, doc_ids: Iterable[str]) -> dict[str, tuple[str, int]]:
-        """doc_id -> (fingerprint, chunks) of the active version, for the indexed ones among `doc_ids`."""
+    def fingerprints(self, doc_ids: Iterable[str]) -> dict[str, IndexedVersion]:
+        """doc_id -> its active version, for the indexed ones among `doc_ids`."""
         ids = sorted(set(doc_ids))
         if not ids:
             return {}
         rows = self._registry_rows(filters.all_of(filters.one_of("doc_id", ids), 'state == "active"'))
-        return {d: (r["fingerprint"], int(r["chunks"])) for d, r in self._newest_active(rows).items()}
+        return {d: IndexedVersion(r["fingerprint"], int(r["chunks"])) for d, r in self._newest_active(rows).items()}
 
     # ---------------------------------------------------------------- reads
     def list_documents(self) -> list[StoredDocument]:

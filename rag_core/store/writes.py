@@ -5,34 +5,17 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Sequence
 
 import numpy as np
 
 from ..errors import StoreError
-from ..records import Chunk, Document
+from ..records import Chunk, Document, NewVersion, WriteResult
 from . import filters
 from .schema import MIGRATING
 
 INSERT_BATCH = 500
-
-
-@dataclass(frozen=True)
-class NewVersion:
-    """A complete new version of a document, embedded and ready to write."""
-
-    doc: Document
-    chunks: Sequence[Chunk]
-    vectors: np.ndarray
-    fingerprint: str
-
-
-@dataclass(frozen=True)
-class WriteResult:
-    version: str
-    replaced: bool  # True when a previous version was superseded
 
 
 def utc_now() -> str:

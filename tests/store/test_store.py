@@ -78,7 +78,7 @@ def test_odd_doc_ids_round_trip_and_never_widen_a_delete(wb) -> None:
     assert {d.doc_id for d in wb.store.list_documents()} == (set(ODD_IDS) | {"keep.md"}) - {'x" or id != ".md'}
     assert wb.store.get_chunks("keep.md")
     # A raw value shaped like an injection used as a filter matches nothing else either.
-    hits = wb.store.search_bm25("operations", 50, filters.equals("doc_id", 'keep.md" or doc_id != "'))
+    hits = wb.store.search_bm25("operations", 50, {"doc_id": 'keep.md" or doc_id != "'})
     assert hits == []
     for doc_id in ODD_IDS[:-1]:
         assert wb.ingestor.delete(doc_id)
