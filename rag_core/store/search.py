@@ -9,6 +9,7 @@ import numpy as np
 from ..ports import STORE_FILTER_FIELDS, StoreFilters
 from ..records import SearchHit, StoredChunk
 from . import filters
+from .rows import search_hit
 from .schema import CHUNK_FIELDS, QUERY_LIMIT
 
 
@@ -56,12 +57,12 @@ class SearchMixin:
     @staticmethod
     def _hit(raw: Mapping[str, Any], channel: str, rank: int) -> SearchHit:
         entity = raw["entity"]
-        metadata = dict(entity.get("metadata") or {})
-        for name in ("doc_id", "chunk_index", "source", "title", "version"):
-            metadata.setdefault(name, entity.get(name))
-        score = float(raw["distance"])  # COSINE similarity and BM25 are both higher-is-better
-        return SearchHit(id=str(raw["id"]), score=score, content=entity.get("content", ""), metadata=metadata,
-                         channels={channel: (rank, score)})
+        chunk = StoredChunk(id=str(raw["id"]), doc_id=entity.get("doc_id"), chunk_index=entity.get("chunk_index"),
+                            content=entity.get("content", ""), source=entity.get("source"),
+                            title=entity.get("title"), version=entity.get("version"),
+                            metadata=entity.get("metadata") or {})
+        # COSINE similarity and BM25 are both higher-is-better
+        return search_hit(chunk, float(raw["distance"]), channel, rank)
 
     def search_dense(self, vector: np.ndarray, k: int, filters: StoreFilters | None = None) -> list[SearchHit]:
         return self._search("dense", np.asarray(vector, dtype=np.float32).tolist(), "vector", k,
