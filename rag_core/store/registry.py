@@ -72,16 +72,23 @@ class RegistryMixin:
     def _delete_versions(self, versions: list[str]) -> None:
         self.client.delete(self.collection, filter=filters.one_of("version", versions))
 
+    def exclusive_access(self) -> bool:
+        """Whether no other process can be writing to this store now. Recovery abandons every pending
+        write only then; otherwise only those older than ABANDONED_AFTER_S. The one place that decides.
+
+        On Milvus Lite nobody else can write (one process per file, behind our lock); through a server,
+        other processes may be writing right now."""
+        return is_lite(self.uri)
+
     def recover(self) -> int:
         """Remove what interrupted writes left behind: versions superseded by a newer active one, and
-        pending versions that were never committed. On Milvus Lite nobody else can be writing (one
-        process per file), so every pending version is abandoned; on a shared server another process
-        may be writing right now, so only pending versions older than ABANDONED_AFTER_S are.
+        pending versions that were never committed (see `exclusive_access` for which are abandoned).
         Returns how many documents needed it."""
         now = time.time_ns()
+        exclusive = self.exclusive_access()
 
         def abandoned(row: Mapping[str, Any]) -> bool:
-            return is_lite(self.uri) or now - int(row["committed_ns"]) > ABANDONED_AFTER_S * 1_000_000_000
+            return exclusive or now - int(row["committed_ns"]) > ABANDONED_AFTER_S * 1_000_000_000
 
         rows = self._registry_rows('doc_id != ""')
         active = self._newest_active(rows)

@@ -300,18 +300,16 @@ def test_vectors_must_match_chunks(wb) -> None:
 
 def test_recovery_on_a_shared_server_spares_a_fresh_pending_write(wb, monkeypatch) -> None:
     """Another process may be writing right now: only old pending versions are abandoned."""
-    from rag_core.store import registry
-
     wb.ingestor.ingest_uploads([("doc.md", doc_bytes("old", 3))])
     doc = make_doc("doc.md", "in flight")
     fresh = wb.store._registry_row(doc, "fresh00000000000", "pending", committed_ns=time.time_ns())
     stale = wb.store._registry_row(doc, "stale00000000000", "pending", committed_ns=time.time_ns() - 7 * 3600 * 10**9)
     wb.store._registry_insert([fresh, stale])
-    monkeypatch.setattr(registry, "is_lite", lambda uri: False)  # behave as on a server
+    monkeypatch.setattr(MilvusStore, "exclusive_access", lambda self: False)  # as on a server
     assert wb.store.recover() == 1
     states = {r["version"]: r["state"] for r in wb.store._registry_rows('doc_id == "doc.md"')}
     assert "fresh00000000000" in states and "stale00000000000" not in states
-    monkeypatch.setattr(registry, "is_lite", lambda uri: True)  # on Lite nobody else can be writing
+    monkeypatch.setattr(MilvusStore, "exclusive_access", lambda self: True)  # as on Lite
     assert wb.store.recover() == 1
     assert [d.doc_id for d in wb.store.list_documents()] == ["doc.md"]
 
