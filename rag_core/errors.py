@@ -15,8 +15,24 @@ class ConfigError(RagError):
     """A setting is missing, malformed or out of range."""
 
 
+# Why a file was refused, for programs (the HTTP API maps them to 413/415/422/400; ingest reports
+# carry them as `error_code`). The message stays the text for people.
+LOADER_ERROR_CODES = ("too_large", "unsupported", "binary", "undecodable", "bad_name", "empty", "too_much_text",
+                      "symlink_outside")
+# Refusals that are a rule applied on purpose, not a broken file: ingest reports them as "skipped".
+SKIPPED_CODES = frozenset({"symlink_outside"})
+
+
 class LoaderError(RagError):
-    """A file could not be turned into a document (type, size, encoding, path)."""
+    """A file could not be turned into a document (type, size, encoding, path).
+
+    `code` is one of LOADER_ERROR_CODES, or "" when none fits (a missing or unreadable file)."""
+
+    def __init__(self, message: str, code: str = "") -> None:
+        super().__init__(message)
+        if code and code not in LOADER_ERROR_CODES:
+            raise ValueError(f"unknown loader error code {code!r}")
+        self.code = code
 
 
 class ChunkingError(RagError):
@@ -61,3 +77,25 @@ class AgentError(RagError):
 
 class EvaluationError(RagError):
     """An evaluation set is malformed or a run could not complete."""
+
+
+class RemoteError(RagError):
+    """A remote service (embedding, chat, rerank, metrics or logs endpoint) failed or answered something
+    unusable. `kind` names the failure for a UI or an HTTP status: "timeout", "connection", "auth",
+    "not_found", "rate_limit", "server", "bad_request", "malformed", "config"."""
+
+    def __init__(self, message: str, kind: str = "server") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class RerankError(RemoteError):
+    """The reranking model failed or is misconfigured."""
+
+
+class MetricsError(RemoteError):
+    """The metrics server (Prometheus) failed or is misconfigured."""
+
+
+class LogsError(RemoteError):
+    """The logs server (Loki) failed, refused the query, or is misconfigured."""

@@ -25,7 +25,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from . import chunking, loaders
-from .errors import NotIndexed, OriginalMissing, RagError
+from .errors import SKIPPED_CODES, NotIndexed, OriginalMissing, RagError
 from .ports import ChunkStore, Embedder
 from .records import Chunk, Document, IngestReport, NewVersion, WriteResult
 
@@ -61,7 +61,7 @@ class IngestProgress:
     file_index: int  # 0-based
     files_total: int
     name: str  # doc_id when known, else the path or upload name
-    stage: str  # "loading" | "embedding" | "done" | "failed"
+    stage: str  # "loading" | "embedding" | "done" | "failed" | "skipped"
     done: int = 0  # chunks embedded so far in this file
     total: int = 0  # chunks in this file
     fraction: float = 0.0  # overall progress across all files, 0..1, never decreasing
@@ -130,12 +130,13 @@ class Source:
 class Ingestor:
     def __init__(self, store: ChunkStore, embedder: Embedder, *, max_size: int = 800, overlap: int = 100,
                  max_bytes: int = 50 * 1024 * 1024, batch_size: int = 32,
-                 group_chunks: int = GROUP_CHUNKS) -> None:
+                 group_chunks: int = GROUP_CHUNKS, max_text_chars: int = loaders.DEFAULT_MAX_TEXT_CHARS) -> None:
         self.store = store
         self.embedder = embedder
         self.max_size = max_size
         self.overlap = overlap
         self.max_bytes = max_bytes
+        self.max_text_chars = max_text_chars
         self.batch_size = batch_size
         self.group_chunks = group_chunks
         self._locks = DocLocks()
@@ -283,17 +284,20 @@ class Ingestor:
                 raise OriginalMissing(f"{source.name}: its original file is not kept (lost, or it was indexed "
                                       "from text), so it cannot be rebuilt; ingest it again from its file")
             # The kept original keeps its doc_id exactly, even one ingest would now spell differently.
-            return replace(loaders.load_bytes(data, source.name, max_bytes=self.max_bytes), doc_id=source.name), data
+            return replace(self._load_bytes(data, source.name), doc_id=source.name), data
         if source.data is not None:
             # An upload's name is used as given (normalised, `..` and absolute paths refused), so a
             # browser upload of "cpu_high.md" into folder "runbooks" gets "runbooks/cpu_high.md".
-            folder = prefix.strip().strip("/\\")
-            doc_id = loaders.normalize_doc_id(f"{folder}/{source.name}" if folder else source.name)
-            return loaders.load_bytes(source.data, doc_id, max_bytes=self.max_bytes), source.data
+            doc_id = loaders.join_doc_id(prefix, source.name)
+            return self._load_bytes(source.data, doc_id), source.data
         if source.path is None:
             raise source.failure or RagError(f"{source.name}: nothing to read")
-        doc = loaders.load_path(source.path, source.root, prefix=prefix, max_bytes=self.max_bytes)
-        return doc, source.path.read_bytes()
+        # The bytes decoded are the bytes kept: the file is read once (a second read could see another file).
+        doc_id, data = loaders.read_path(source.path, source.root, prefix=prefix, max_bytes=self.max_bytes)
+        return self._load_bytes(data, doc_id), data
+
+    def _load_bytes(self, data: bytes, doc_id: str) -> Document:
+        return loaders.load_bytes(data, doc_id, max_bytes=self.max_bytes, max_text_chars=self.max_text_chars)
 
     def fingerprint(self, doc: Document) -> str:
         """What makes an indexed version current: content, chunking and embedder."""
@@ -358,9 +362,10 @@ class _Run:
             log.exception("ingesting %s failed", name)
         message = str(exc) if isinstance(exc, RagError) else f"unexpected error ({type(exc).__name__}: {exc})"
         code = getattr(exc, "code", "")  # e.g. a loader's "too_large": the HTTP API maps it to a status
-        self.reports[index] = IngestReport(name, doc_id, "failed", 0, seconds, message,
-                                           code if isinstance(code, str) else "")
-        self.tick(index, doc_id or name, "failed")
+        code = code if isinstance(code, str) else ""
+        status = "skipped" if code in SKIPPED_CODES else "failed"
+        self.reports[index] = IngestReport(name, doc_id, status, 0, seconds, message, code)
+        self.tick(index, doc_id or name, status)
 
     def ordered_reports(self) -> list[IngestReport]:
         return [self.reports[i] for i in sorted(self.reports)]

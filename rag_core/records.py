@@ -137,7 +137,7 @@ class IngestReport:
 
     path: str
     doc_id: str
-    status: str  # "added" | "replaced" | "unchanged" | "failed"
+    status: str  # "added" | "replaced" | "unchanged" | "failed" | "skipped" (a link out of the folder)
     chunks: int = 0
     seconds: float = 0.0
     error: str = ""
