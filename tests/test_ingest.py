@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import json
 import threading
 from pathlib import Path
 
@@ -23,23 +24,25 @@ def wb(tmp_path: Path, local_embedder):
 
 
 @pytest.mark.parametrize(
-    ("name", "data", "fragment"),
+    ("name", "data", "fragment", "code"),
     [
-        ("empty.md", b"", "empty"),
-        ("blank.md", b"  \n\n\t ", "only whitespace"),
-        ("binary.md", b"\x7fELF\x02\x01\x01" + bytes(200), "binary"),
-        ("big.md", b"# big\n\n" + b"word " * 4000, "loader.max-file-mb"),
-        ("tool.exe", b"MZ", "unsupported file type"),
-        ("../escape.md", b"# x\n\ntext", ".."),
+        ("empty.md", b"", "empty", "empty"),
+        ("blank.md", b"  \n\n\t ", "only whitespace", "empty"),
+        ("binary.md", b"\x7fELF\x02\x01\x01" + bytes(200), "binary", "binary"),
+        ("big.md", b"# big\n\n" + b"word " * 4000, "loader.max-file-mb", "too_large"),
+        ("tool.exe", b"MZ", "unsupported file type", "unsupported"),
+        ("../escape.md", b"# x\n\ntext", "..", "bad_name"),
     ],
 )
-def test_bad_input_is_refused_and_the_previous_version_survives(wb, name: str, data: bytes, fragment: str) -> None:
+def test_bad_input_is_refused_and_the_previous_version_survives(wb, name: str, data: bytes, fragment: str,
+                                                                code: str) -> None:
     target = "escape.md" if name.startswith("..") else name
     first = wb.ingestor.ingest_uploads([(target if target.endswith(".md") else "tool.md", GOOD.encode())])[0]
-    assert first.status == "added"
+    assert first.status == "added" and first.error_code == ""
     before = wb.store.list_documents()
     [report] = wb.ingestor.ingest_uploads([(name, data)])
     assert report.status == "failed" and fragment in report.error, report
+    assert report.error_code == code  # the refusal's code, for programs (the HTTP API's status)
     assert wb.store.list_documents() == before  # nothing lost, nothing half-written
 
 
@@ -201,3 +204,19 @@ def test_two_sessions_ingesting_one_document_do_not_both_commit(wb) -> None:
     assert wb.ingestor.embedder.calls == 1
     assert wb.store.recover() == 0  # no second commit left a superseded version behind
     assert len(wb.store.list_documents()) == 1
+
+
+def test_cli_ingest_json_carries_error_codes_and_the_prefix_is_normalised(tmp_path: Path, capsys) -> None:
+    from rag_core.cli import main
+
+    folder = tmp_path / "src"
+    folder.mkdir()
+    (folder / "a.md").write_text(GOOD, encoding="utf-8")
+    (folder / "empty.md").write_bytes(b"")
+    code = main(["--data-dir", str(tmp_path / "d"), "ingest", str(folder), "--prefix", ".\\runbooks/", "--json",
+                 "--quiet"])
+    reports = {Path(r["path"]).name: r for r in json.loads(capsys.readouterr().out)}
+    assert code == 1  # a file failed
+    assert (reports["a.md"]["doc_id"], reports["a.md"]["status"], reports["a.md"]["error_code"]) == (
+        "runbooks/a.md", "added", "")
+    assert (reports["empty.md"]["status"], reports["empty.md"]["error_code"]) == ("failed", "empty")
