@@ -220,3 +220,31 @@ def test_cli_ingest_json_carries_error_codes_and_the_prefix_is_normalised(tmp_pa
     assert (reports["a.md"]["doc_id"], reports["a.md"]["status"], reports["a.md"]["error_code"]) == (
         "runbooks/a.md", "added", "")
     assert (reports["empty.md"]["status"], reports["empty.md"]["error_code"]) == ("failed", "empty")
+
+
+def test_the_ingestor_on_the_in_memory_store() -> None:
+    """The Ingestor needs only the ChunkStore port: the in-memory fake runs it in milliseconds."""
+    import hashlib
+
+    from rag_core.ingest import Ingestor
+    from rag_core.records import Document
+    from rag_core.store.memory import InMemoryChunkStore
+    from tests.fakes.embedder import FakeEmbedder
+
+    embedder, store = FakeEmbedder(), InMemoryChunkStore()
+    store.open(embedder.name, embedder.dim)
+    ingestor = Ingestor(store, embedder)
+    assert [r.status for r in ingestor.ingest_uploads([("a.md", GOOD.encode())], prefix="./kb")] == ["added"]
+    assert [r.status for r in ingestor.ingest_uploads([("kb/a.md", GOOD.encode())])] == ["unchanged"]
+    text = "# From text\n\nNo file behind this one.\n"
+    doc = Document("kb/text.md", text, "text.md", "md", len(text), hashlib.sha256(text.encode()).hexdigest())
+    assert [r.status for r in ingestor.ingest_documents([doc])] == ["added"]
+    assert ingestor.original("kb/a.md") == GOOD.encode() and ingestor.original("kb/text.md") is None
+    reports = ingestor.reindex()
+    assert [(r.doc_id, r.status, r.error_code) for r in reports] == [
+        ("kb/a.md", "replaced", ""), ("kb/text.md", "failed", "no_original")]
+    reports = ingestor.reindex(["./kb/a.md", "kb\\a.md", "nope.md"])
+    assert [(r.doc_id or r.path, r.status, r.error_code) for r in reports] == [
+        ("kb/a.md", "replaced", ""), ("kb/a.md", "replaced", ""), ("nope.md", "failed", "not_found")]
+    assert ingestor.delete("./kb/a.md") and store.read_original("kb/a.md") is None
+    assert [d.doc_id for d in store.list_documents()] == ["kb/text.md"]
