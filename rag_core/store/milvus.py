@@ -32,7 +32,7 @@ from ..records import NewVersion, WriteResult
 from . import connection
 from .originals import OriginalFiles
 from .registry import RegistryMixin
-from .schema import CHUNK_FIELDS, MIGRATING, SchemaMixin
+from .schema import CHUNK_FIELDS, MIGRATING, SchemaMixin, check_collection_name
 from .search import SearchMixin
 from .writes import WritesMixin
 
@@ -52,7 +52,7 @@ class MilvusStore(SchemaMixin, RegistryMixin, WritesMixin, SearchMixin):
         """`originals`: the folder for this collection's kept originals (None: keep none);
         `legacy_originals`: where older versions kept them (`uploads/<collection>`), adopted on open."""
         self.uri = uri
-        self.collection = collection
+        self.collection = check_collection_name(collection)
         self.registry = f"{collection}_docs"
         self.originals = OriginalFiles(originals) if originals is not None else None
         self.legacy_originals = legacy_originals
