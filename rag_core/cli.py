@@ -356,9 +356,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .agent.cli import register as register_chat
     from .evaluation.cli import register as register_eval
+    from .service.server import register as register_serve
 
     register_chat(sub)
     register_eval(sub)
+    register_serve(sub)
     return parser
 
 
