@@ -30,13 +30,14 @@ from typing import Any
 from ..errors import StoreError
 from ..records import NewVersion, WriteResult
 from . import connection
+from .connection import is_lite  # noqa: F401 - re-exported: which kind of Milvus a URI names
 from .originals import OriginalFiles
 from .registry import RegistryMixin
 from .schema import CHUNK_FIELDS, MIGRATING, SchemaMixin, check_collection_name
 from .search import SearchMixin
 from .writes import WritesMixin
 
-__all__ = ["CHUNK_FIELDS", "MilvusStore", "NewVersion", "WriteResult"]
+__all__ = ["CHUNK_FIELDS", "MilvusStore", "NewVersion", "WriteResult", "is_lite"]
 
 
 class MilvusStore(SchemaMixin, RegistryMixin, WritesMixin, SearchMixin):
