@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Mapping
 
 from .config import Settings
 from .embedding import Embedder
 from .errors import ConfigError
 from .ingest import Ingestor
+from .ports import ChunkStore
 from .retrieval import KnowledgeRetriever, MilvusSearchPort, params_from_settings
 from .store import MilvusStore
 
@@ -57,8 +59,39 @@ def build_embedder(settings: Settings, env: Mapping[str, str] | None = None) -> 
 
 def build_store(settings: Settings, embedder: Embedder, env: Mapping[str, str] | None = None, *,
                 migrate: bool = False) -> MilvusStore:
-    store = MilvusStore(settings.milvus_uri, settings["milvus.collection"], token=secret("MILVUS_TOKEN", env),
-                        timeout=settings["milvus.timeout"])
+    """The knowledge base's store (Milvus Lite in the data dir, or the server in MILVUS_URI), opened,
+    keeping originals in the data dir."""
+    collection = settings["milvus.collection"]
+    return open_store(settings.milvus_uri, collection, embedder, migrate=migrate, token=secret("MILVUS_TOKEN", env),
+                      timeout=settings["milvus.timeout"], **originals_dirs(settings, collection))
+
+
+def open_source_store(settings: Settings, collection: str, env: Mapping[str, str] | None = None) -> MilvusStore:
+    """Another knowledge base of this data dir, opened only to read its documents and kept originals
+    (`reindex --from`: it may have been made with another embedder). Close it after use."""
+    store = MilvusStore(settings.milvus_uri, collection, token=secret("MILVUS_TOKEN", env),
+                        timeout=settings["milvus.timeout"], **originals_dirs(settings, collection))
+    try:
+        store.open_to_read()
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
+def originals_dirs(settings: Settings, collection: str) -> dict[str, Path]:
+    """Where a collection's originals are kept (`<data-dir>/originals/<collection>/<version>`), and where
+    releases before that kept them (`<data-dir>/uploads/<collection>/<doc_id>`, adopted on open)."""
+    return {"originals": settings.data_dir / "originals" / collection,
+            "legacy_originals": settings.uploads_dir / collection}
+
+
+def open_store(uri: str, collection: str, embedder: Embedder, *, migrate: bool = False, token: str = "",
+               timeout: float = 60.0, originals: Path | None = None,
+               legacy_originals: Path | None = None) -> MilvusStore:
+    """A Milvus store opened for `embedder`; closed again if opening fails (releasing Milvus Lite)."""
+    store = MilvusStore(uri, collection, token=token, timeout=timeout, originals=originals,
+                        legacy_originals=legacy_originals)
     try:
         store.open(embedder.name, embedder.dim, migrate=migrate)
     except BaseException:
@@ -73,7 +106,7 @@ class Workbench:
 
     settings: Settings
     embedder: Embedder
-    store: MilvusStore
+    store: ChunkStore
     ingestor: Ingestor
     retriever: KnowledgeRetriever
 
@@ -90,7 +123,7 @@ def build_workbench(settings: Settings, env: Mapping[str, str] | None = None,
     ingestor = Ingestor(store, embedder, max_size=settings["chunk.max-size"], overlap=settings["chunk.overlap"],
                         max_bytes=int(settings["loader.max-file-mb"] * 1024 * 1024),
                         max_text_chars=settings["loader.max-text-chars"],
-                        batch_size=settings["embedding.batch-size"], uploads_dir=settings.uploads_dir)
+                        batch_size=settings["embedding.batch-size"])
     params = params_from_settings(settings)
     retriever = KnowledgeRetriever(MilvusSearchPort(store, embedder, params.search), params, reranker)
     return Workbench(settings, embedder, store, ingestor, retriever)

@@ -128,17 +128,25 @@ def cmd_docs(args: argparse.Namespace, settings: Settings) -> int:
         _print_json([d.__dict__ for d in docs])
     else:
         for d in docs:
-            print(f"{d.doc_id}  {d.chunks} chunks  {d.size_bytes} bytes  {d.ingested_at}")
+            kept = "" if d.has_original else "  (no kept original)"
+            print(f"{d.doc_id}  {d.chunks} chunks  {d.size_bytes} bytes  {d.ingested_at}{kept}")
         print(f"{len(docs)} documents, {sum(d.chunks for d in docs)} chunks")
+    missing = [d.doc_id for d in docs if not d.has_original]
+    if missing:  # on stderr, so `docs --json` stays one JSON document
+        print(f"{len(missing)} document(s) have no kept original, so `reindex` cannot rebuild them; ingest them "
+              f"again from their files: {', '.join(missing[:10])}{' ...' if len(missing) > 10 else ''}",
+              file=sys.stderr)
     return 0
 
 
 def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
     with _workbench(settings) as wb:
-        deleted = wb.ingestor.delete(args.doc_id)
+        doc_id = wb.ingestor.resolve_doc_id(args.doc_id)
+        deleted = wb.ingestor.delete(doc_id)
     if not deleted:
-        raise RagError(f"No document {args.doc_id!r} in the knowledge base (`docs` lists them).")
-    print(f"deleted {args.doc_id}")
+        named = f"{args.doc_id!r}" + (f" ({doc_id!r})" if doc_id != args.doc_id else "")
+        raise RagError(f"No document {named} in the knowledge base (`docs` lists them).")
+    print(f"deleted {doc_id}")
     return 0
 
 
@@ -259,13 +267,22 @@ def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_reindex(args: argparse.Namespace, settings: Settings) -> int:
+    from .bootstrap import open_source_store
+
     with _workbench(settings) as wb, _progress_bar(not args.quiet) as progress:
-        reports = wb.ingestor.reindex(args.doc_ids or None, from_collection=args.from_collection, progress=progress)
+        source = open_source_store(settings, args.from_collection) if args.from_collection else None
+        try:
+            reports = wb.ingestor.reindex(args.doc_ids or None, source=source, progress=progress)
+        finally:
+            if source is not None:
+                source.close()
     if args.json:
         _print_json([r.__dict__ for r in reports])
     else:
         for r in reports:
             print(f"{r.status:<9} {r.doc_id or r.path}  {r.error or f'{r.chunks} chunks'}")
+        failed = sum(r.status == "failed" for r in reports)
+        print(f"{len(reports) - failed} rebuilt, {failed} could not be rebuilt")
     return EXIT_FAILED_FILES if any(r.status == "failed" for r in reports) else 0
 
 

@@ -55,6 +55,18 @@ class StoreMigrationNeeded(StoreError):
     """The collection was created by an older version; `python -m rag_core migrate` rebuilds it."""
 
 
+class NotIndexed(StoreError):
+    """A doc_id names no document in the knowledge base."""
+
+    code = "not_found"
+
+
+class OriginalMissing(StoreError):
+    """A document's original file is not kept, so it cannot be re-indexed."""
+
+    code = "no_original"
+
+
 class RetrievalError(RagError):
     """A lookup could not run: bad query or parameters, or nothing to search."""
 

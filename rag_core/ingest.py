@@ -1,12 +1,13 @@
 """load -> chunk -> embed -> store, with progress and a report per file.
 
 A document is embedded completely before anything is written, and the store swaps versions atomically
-(see store.milvus), so a failure at any step leaves the previous version complete and searchable.
+(see rag_core.store.milvus), so a failure at any step leaves the previous version complete and searchable.
 Small documents are embedded and written in groups (up to GROUP_CHUNKS chunks): one Milvus round
 trip per step for the group instead of per document. If a group fails, its documents are retried one
 by one, so a bad document fails alone.
-The original bytes of every indexed document are kept under `<data-dir>/uploads/<collection>/<doc_id>`
-so the knowledge base can be re-indexed (new chunk settings, new embedder) without the source folder.
+The original bytes of every document read from a file or an upload go to the store with its new
+version (kept originals, see rag_core.store.originals), so the knowledge base can be re-indexed (new
+chunk settings, new embedder) without the source folder.
 """
 
 from __future__ import annotations
@@ -14,18 +15,19 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import threading
 import time
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from . import chunking, loaders
-from .embedding import Embedder
-from .errors import SKIPPED_CODES, RagError
-from .records import Chunk, Document, IngestReport
-from .store.milvus import MilvusStore, NewVersion
+from .errors import SKIPPED_CODES, NotIndexed, OriginalMissing, RagError
+from .ports import ChunkStore, Embedder
+from .records import Chunk, Document, IngestReport, NewVersion, WriteResult
 
 CHUNKER_VERSION = "1"
 log = logging.getLogger(__name__)
@@ -72,21 +74,62 @@ def _ignore(_: IngestProgress) -> None:
     pass
 
 
+class DocLocks:
+    """One lock per doc_id, made on demand and dropped when no run holds or waits for it.
+
+    Streamlit sessions share one cached workbench, so one Ingestor: two sessions replacing the same
+    document would both read the old fingerprint, both embed and both commit (the first version left
+    behind until the next recovery, and an unchanged re-upload written twice). Holding the document's
+    lock from the fingerprint check to the commit makes the second wait, then find it unchanged.
+    This serialises writers in one process; other processes are the store's business (its recovery)."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, tuple[threading.Lock, int]] = {}  # doc_id -> (lock, runs holding or waiting)
+
+    @contextmanager
+    def hold(self, doc_ids: Iterable[str]) -> Iterator[None]:
+        ids = sorted(set(doc_ids))  # one global order, so two runs never wait for each other in a circle
+        with self._guard:
+            for doc_id in ids:
+                lock, users = self._locks.get(doc_id, (threading.Lock(), 0))
+                self._locks[doc_id] = (lock, users + 1)
+            locks = [self._locks[doc_id][0] for doc_id in ids]
+        taken: list[threading.Lock] = []
+        try:
+            for lock in locks:
+                lock.acquire()
+                taken.append(lock)
+            yield
+        finally:
+            for lock in reversed(taken):
+                lock.release()
+            with self._guard:
+                for doc_id in ids:
+                    lock, users = self._locks[doc_id]
+                    if users == 1:
+                        del self._locks[doc_id]
+                    else:
+                        self._locks[doc_id] = (lock, users - 1)
+
+
 @dataclass(frozen=True)
 class Source:
-    """Something to ingest: a file on disk (with the folder it was found in) or uploaded bytes."""
+    """Something to ingest: a file on disk (with the folder it was found in), uploaded bytes, a loaded
+    document, or a document to rebuild from its kept original."""
 
-    name: str  # shown in reports: a path or an upload name
+    name: str  # shown in reports: a path, an upload name, or the doc_id of a kept original
     path: Path | None = None
     root: Path | None = None
     data: bytes | None = None
     document: Document | None = None  # already loaded
-    error: str = ""  # set when the path itself could not be listed
+    kept_in: ChunkStore | None = None  # rebuild `name` from its original kept in this store
+    failure: Exception | None = None  # why it cannot even be read (a path that could not be listed ...)
 
 
 class Ingestor:
-    def __init__(self, store: MilvusStore, embedder: Embedder, *, max_size: int = 800, overlap: int = 100,
-                 max_bytes: int = 50 * 1024 * 1024, batch_size: int = 32, uploads_dir: Path | None = None,
+    def __init__(self, store: ChunkStore, embedder: Embedder, *, max_size: int = 800, overlap: int = 100,
+                 max_bytes: int = 50 * 1024 * 1024, batch_size: int = 32,
                  group_chunks: int = GROUP_CHUNKS, max_text_chars: int = loaders.DEFAULT_MAX_TEXT_CHARS) -> None:
         self.store = store
         self.embedder = embedder
@@ -95,8 +138,8 @@ class Ingestor:
         self.max_bytes = max_bytes
         self.max_text_chars = max_text_chars
         self.batch_size = batch_size
-        self.uploads_dir = uploads_dir
         self.group_chunks = group_chunks
+        self._locks = DocLocks()
 
     # ------------------------------------------------------------------ entry points
     def ingest_paths(self, paths: Sequence[str | os.PathLike[str]], *, prefix: str = "",
@@ -107,7 +150,7 @@ class Ingestor:
             try:
                 sources += [Source(str(f), path=f, root=root) for f, root in loaders.iter_files([Path(raw)])]
             except RagError as exc:
-                sources.append(Source(str(raw), error=str(exc)))
+                sources.append(Source(str(raw), failure=exc))
         return self._run(sources, prefix, progress, force)
 
     def ingest_uploads(self, uploads: Iterable[tuple[str, bytes]], *, prefix: str = "",
@@ -120,24 +163,47 @@ class Ingestor:
         """Already loaded documents (e.g. an evaluation corpus). No originals are kept for them."""
         return self._run([Source(d.doc_id, document=d) for d in docs], "", progress, force)
 
-    def reindex(self, doc_ids: Iterable[str] | None = None, *, from_collection: str | None = None,
+    def reindex(self, doc_ids: Iterable[str] | None = None, *, source: ChunkStore | None = None,
                 progress: ProgressCallback = _ignore) -> list[IngestReport]:
-        """Re-chunk and re-embed documents from their kept originals (all when doc_ids is None)."""
-        folder = self._uploads(from_collection or self.store.collection)
-        if folder is None or not folder.is_dir():
-            raise RagError(f"No kept originals in {folder}: ingest the documents again from their files.")
-        wanted = set(doc_ids) if doc_ids is not None else None
-        sources = [Source(f.relative_to(folder).as_posix(), path=f, root=folder)
-                   for f, _ in loaders.iter_files([folder])
-                   if wanted is None or f.relative_to(folder).as_posix() in wanted]
+        """Re-chunk and re-embed documents from their kept originals in `source` (default: this knowledge
+        base; another one to copy it, e.g. into a collection for a new embedder): all of its documents, or
+        the named ones. Every document that cannot be rebuilt (not indexed there, no kept original, an
+        original that no longer loads) is reported as failed with the reason."""
+        source = self.store if source is None else source
+        listed = {d.doc_id for d in source.list_documents()}
+        sources: list[Source] = []
+        for raw in sorted(listed) if doc_ids is None else doc_ids:
+            try:
+                doc_id = self._resolve(raw, listed)
+            except RagError as exc:
+                sources.append(Source(raw, failure=exc))
+                continue
+            if doc_id in listed:
+                sources.append(Source(doc_id, kept_in=source))
+            else:
+                sources.append(Source(raw, failure=NotIndexed(
+                    f"{raw}: no such document in the knowledge base (`docs` lists them)")))
         return self._run(sources, "", progress, force=True)
 
+    def resolve_doc_id(self, raw: str) -> str:
+        """The doc_id a user's argument names: itself when a document has exactly that id, else the id
+        ingest gives a file of that name (`./a.md` -> `a.md`, `back\\slash.md` -> `back/slash.md`).
+        Raises LoaderError for a name ingest would refuse (`../x.md`)."""
+        return self._resolve(raw, self.store.fingerprints([raw]))
+
+    @staticmethod
+    def _resolve(raw: str, indexed: Iterable[str]) -> str:
+        return raw if raw in indexed else loaders.normalize_doc_id(raw)
+
     def delete(self, doc_id: str) -> bool:
-        deleted = self.store.delete_document(doc_id)
-        kept = self._original_path(doc_id)
-        if kept is not None and kept.is_file():
-            kept.unlink()
-        return deleted
+        """Remove a document (named as `resolve_doc_id` reads it) with its chunks and kept original."""
+        doc_id = self.resolve_doc_id(doc_id)
+        with self._locks.hold([doc_id]):
+            return self.store.delete_document(doc_id)
+
+    def original(self, doc_id: str) -> bytes | None:
+        """The kept original of a document's indexed version, None when none is kept."""
+        return self.store.read_original(doc_id)
 
     # ------------------------------------------------------------------ the pipeline
     def _run(self, sources: list[Source], prefix: str, progress: ProgressCallback, force: bool) -> list[IngestReport]:
@@ -146,9 +212,9 @@ class Ingestor:
         for index, source in enumerate(sources):
             run.tick(index, source.name, "loading")
             started = time.perf_counter()
-            doc_id = ""
+            doc_id = source.name if source.kept_in is not None else ""  # a kept original is named by it
             try:
-                doc = self._load(source, prefix)
+                doc, original = self._load(source, prefix)
                 doc_id = doc.doc_id
                 chunks = chunking.chunk_text(doc.text, self.max_size, self.overlap)
                 if not chunks:
@@ -156,7 +222,8 @@ class Ingestor:
             except Exception as exc:  # noqa: BLE001 - one file's failure must not stop the others
                 run.fail(index, source.name, doc_id, time.perf_counter() - started, exc)
                 continue
-            item = _Prepared(index, source, doc, chunks, self.fingerprint(doc), time.perf_counter() - started)
+            item = _Prepared(index, source, doc, chunks, self.fingerprint(doc), original,
+                             time.perf_counter() - started)
             if any(g.doc.doc_id == doc.doc_id for g in group) or sum(len(g.chunks) for g in group) + len(chunks) > self.group_chunks:
                 self._ingest_group(group, run, force)
                 group = []
@@ -169,19 +236,8 @@ class Ingestor:
             return
         started = time.perf_counter()
         try:
-            current = {} if force else self.store.fingerprints(g.doc.doc_id for g in group)
-            unchanged = [g for g in group if current.get(g.doc.doc_id, ("", 0))[0] == g.fingerprint]
-            for g in unchanged:
-                self._keep_original(g.doc.doc_id, g.source)
-                run.finish(g, "unchanged", current[g.doc.doc_id][1], 0.0)
-            todo = [g for g in group if g not in unchanged]
-            if not todo:
-                return
-            vectors = self._embed([c.text for g in todo for c in g.chunks], run.embedding_ticker(todo))
-            offsets = np.cumsum([0] + [len(g.chunks) for g in todo])
-            results = self.store.replace_documents([
-                NewVersion(g.doc, g.chunks, vectors[offsets[i]:offsets[i + 1]], g.fingerprint)
-                for i, g in enumerate(todo)])
+            with self._locks.hold(g.doc.doc_id for g in group):
+                written = self._write_group(group, run, force)
         except Exception as exc:  # noqa: BLE001
             if len(group) > 1:  # find the culprit: the others should not fail with it
                 for g in group:
@@ -190,54 +246,63 @@ class Ingestor:
             g = group[0]
             run.fail(g.index, g.source.name, g.doc.doc_id, g.load_seconds + time.perf_counter() - started, exc)
             return
-        elapsed, chunks = time.perf_counter() - started, sum(len(g.chunks) for g in todo)
-        for g, result in zip(todo, results):
-            self._keep_original(g.doc.doc_id, g.source)
+        elapsed, chunks = time.perf_counter() - started, sum(len(g.chunks) for g, _ in written)
+        for g, result in written:
             # A file's share of the group's time, by chunks.
             run.finish(g, "replaced" if result.replaced else "added", len(g.chunks), elapsed * len(g.chunks) / chunks)
+
+    def _write_group(self, group: list[_Prepared], run: _Run, force: bool) -> list[tuple[_Prepared, WriteResult]]:
+        """Unchanged documents are reported; the others embedded and written. Runs holding the group's
+        doc_id locks, so the fingerprints read here are still current when the new versions commit."""
+        current = {} if force else self.store.fingerprints(g.doc.doc_id for g in group)
+        # Unchanged: the same fingerprint, and the original kept when there is one to keep (a version
+        # indexed without it, e.g. by an older release, gets a new version that keeps it).
+        unchanged = [g for g in group if g.doc.doc_id in current and current[g.doc.doc_id].fingerprint == g.fingerprint
+                     and (g.original is None or current[g.doc.doc_id].has_original)]
+        for g in unchanged:
+            run.finish(g, "unchanged", current[g.doc.doc_id].chunks, 0.0)
+        todo = [g for g in group if g not in unchanged]
+        if not todo:
+            return []
+        vectors = self._embed([c.text for g in todo for c in g.chunks], run.embedding_ticker(todo))
+        offsets = np.cumsum([0] + [len(g.chunks) for g in todo])
+        results = self.store.replace_documents([
+            NewVersion(g.doc, g.chunks, vectors[offsets[i]:offsets[i + 1]], g.fingerprint, g.original)
+            for i, g in enumerate(todo)])
+        return list(zip(todo, results))
 
     def _embed(self, texts: list[str], on_embedded: Callable[[int], None]) -> np.ndarray:
         return embed_by_length(self.embedder, texts, self.batch_size, on_embedded)
 
-    def _load(self, source: Source, prefix: str) -> Document:
+    def _load(self, source: Source, prefix: str) -> tuple[Document, bytes | None]:
+        """The document and the bytes to keep as its original (None: loaded already, nothing to keep)."""
         if source.document is not None:
-            return source.document
+            return source.document, None
+        if source.kept_in is not None:
+            data = source.kept_in.read_original(source.name)
+            if data is None:
+                raise OriginalMissing(f"{source.name}: its original file is not kept (lost, or it was indexed "
+                                      "from text), so it cannot be rebuilt; ingest it again from its file")
+            # The kept original keeps its doc_id exactly, even one ingest would now spell differently.
+            return replace(self._load_bytes(data, source.name), doc_id=source.name), data
         if source.data is not None:
             # An upload's name is used as given (normalised, `..` and absolute paths refused), so a
             # browser upload of "cpu_high.md" into folder "runbooks" gets "runbooks/cpu_high.md".
             doc_id = loaders.join_doc_id(prefix, source.name)
-            return loaders.load_bytes(source.data, doc_id, max_bytes=self.max_bytes, max_text_chars=self.max_text_chars)
+            return self._load_bytes(source.data, doc_id), source.data
         if source.path is None:
-            raise RagError(source.error)
-        return loaders.load_path(source.path, source.root, prefix=prefix, max_bytes=self.max_bytes,
-                                 max_text_chars=self.max_text_chars)
+            raise source.failure or RagError(f"{source.name}: nothing to read")
+        # The bytes decoded are the bytes kept: the file is read once (a second read could see another file).
+        doc_id, data = loaders.read_path(source.path, source.root, prefix=prefix, max_bytes=self.max_bytes)
+        return self._load_bytes(data, doc_id), data
+
+    def _load_bytes(self, data: bytes, doc_id: str) -> Document:
+        return loaders.load_bytes(data, doc_id, max_bytes=self.max_bytes, max_text_chars=self.max_text_chars)
 
     def fingerprint(self, doc: Document) -> str:
         """What makes an indexed version current: content, chunking and embedder."""
         key = f"{doc.content_hash}|{self.max_size}|{self.overlap}|{self.embedder.name}|{CHUNKER_VERSION}"
         return hashlib.sha256(key.encode()).hexdigest()[:32]
-
-    # ------------------------------------------------------------------ kept originals
-    def _uploads(self, collection: str) -> Path | None:
-        return self.uploads_dir / collection if self.uploads_dir is not None else None
-
-    def _original_path(self, doc_id: str) -> Path | None:
-        folder = self._uploads(self.store.collection)
-        return folder / doc_id if folder is not None else None
-
-    def _keep_original(self, doc_id: str, source: Source) -> None:
-        target = self._original_path(doc_id)
-        if target is None or source.document is not None or (source.path is not None and source.path.resolve() == target.resolve()):
-            return
-        data = source.data if source.data is not None else source.path.read_bytes()  # type: ignore[union-attr]
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(target.name + ".partial")
-        partial.write_bytes(data)
-        os.replace(partial, target)  # atomic: a kept original is always a whole file
-
-    def original(self, doc_id: str) -> bytes | None:
-        path = self._original_path(doc_id)
-        return path.read_bytes() if path is not None and path.is_file() else None
 
 
 @dataclass(frozen=True)
@@ -249,6 +314,7 @@ class _Prepared:
     doc: Document
     chunks: list[Chunk]
     fingerprint: str
+    original: bytes | None  # to keep with the new version
     load_seconds: float
 
 
@@ -295,8 +361,10 @@ class _Run:
         if not isinstance(exc, RagError):
             log.exception("ingesting %s failed", name)
         message = str(exc) if isinstance(exc, RagError) else f"unexpected error ({type(exc).__name__}: {exc})"
-        status = "skipped" if getattr(exc, "code", "") in SKIPPED_CODES else "failed"
-        self.reports[index] = IngestReport(name, doc_id, status, 0, seconds, message)
+        code = getattr(exc, "code", "")  # e.g. a loader's "too_large": the HTTP API maps it to a status
+        code = code if isinstance(code, str) else ""
+        status = "skipped" if code in SKIPPED_CODES else "failed"
+        self.reports[index] = IngestReport(name, doc_id, status, 0, seconds, message, code)
         self.tick(index, doc_id or name, status)
 
     def ordered_reports(self) -> list[IngestReport]:

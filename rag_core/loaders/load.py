@@ -29,6 +29,14 @@ def load_path(
 
     With a `root` (a folder being ingested), a symbolic link is followed only when its target is inside
     that folder: a link out of it (`passwd.md -> /etc/passwd`) is refused with code "symlink_outside"."""
+    doc_id, data = read_path(path, root, prefix=prefix, max_bytes=max_bytes)
+    return load_bytes(data, doc_id, max_bytes=max_bytes, max_text_chars=max_text_chars)
+
+
+def read_path(path: Path, root: Path | None = None, *, prefix: str = "",
+              max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[str, bytes]:
+    """(doc_id, bytes) of one file, with `load_path`'s checks: for callers that keep the bytes read
+    (ingest keeps them as the document's original) instead of reading the file a second time."""
     path = Path(path)
     target = _inside(path, root) if root is not None else None
     doc_id = doc_id_for(path, root, prefix)
@@ -61,7 +69,7 @@ def load_path(
         raise LoaderError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
     if len(data) > max_bytes:
         raise too_big(str(path), len(data), max_bytes)
-    return load_bytes(data, doc_id, max_bytes=max_bytes, max_text_chars=max_text_chars)
+    return doc_id, data
 
 
 def load_bytes(data: bytes, doc_id: str, *, max_bytes: int = DEFAULT_MAX_BYTES,

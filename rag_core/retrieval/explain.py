@@ -40,7 +40,10 @@ _EXPECT = re.compile(r"^(?P<doc>.+?)(?:#chunk-(?P<chunk>\d+))?$")
 
 
 class ChunkSource(Protocol):
-    def get_chunks(self, doc_id: str) -> list[dict[str, Any]]: ...
+    """What explain needs of a store: a document's chunks in order (the ChunkStore's `get_chunks`; rows
+    are read as mappings with `chunk_index`, `content` and `metadata` offsets)."""
+
+    def get_chunks(self, doc_id: str) -> Sequence[Mapping[str, Any]]: ...
 
 
 # ---------------------------------------------------------------------------------------- records

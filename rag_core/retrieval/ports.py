@@ -7,10 +7,8 @@ from dataclasses import replace
 from typing import Any, Mapping
 
 from ..errors import RetrievalError
-from ..ports import Embedder, KnowledgeSearchPort
+from ..ports import ChunkStore, Embedder, KnowledgeSearchPort
 from ..records import FUSIONS, SEARCH_MODES, SearchHit, SearchOptions, SearchResult
-from ..store import filters as store_filters
-from ..store.milvus import MilvusStore
 from . import fusion
 
 __all__ = ["FUSIONS", "SEARCH_MODES", "KnowledgeSearchPort", "MilvusSearchPort", "SearchOptions", "fuse"]
@@ -27,7 +25,7 @@ def fuse(ranked: Mapping[str, list[SearchHit]], options: SearchOptions, k: int) 
 class MilvusSearchPort:
     """Dense (embedder + COSINE), BM25 (Milvus full-text) or both fused (see fusion.py)."""
 
-    def __init__(self, store: MilvusStore, embedder: Embedder, options: SearchOptions = SearchOptions()) -> None:
+    def __init__(self, store: ChunkStore, embedder: Embedder, options: SearchOptions = SearchOptions()) -> None:
         self.store = store
         self.embedder = embedder
         self.options = options
@@ -39,7 +37,6 @@ class MilvusSearchPort:
         return self.configured(replace(self.options, **changes))
 
     def search(self, query: str, k: int, filters: Mapping[str, Any] | None = None) -> SearchResult:
-        expr = store_filters.from_mapping(filters)
         timings: dict[str, float] = {}
         ranked: dict[str, list[SearchHit]] = {}
         mode = self.options.mode
@@ -48,11 +45,11 @@ class MilvusSearchPort:
             vector = self.embedder.embed_query(query)
             timings["embed"] = (time.perf_counter() - started) * 1000
             started = time.perf_counter()
-            ranked["dense"] = self.store.search_dense(vector, k, expr)
+            ranked["dense"] = self.store.search_dense(vector, k, filters)
             timings["dense_search"] = (time.perf_counter() - started) * 1000
         if mode in ("bm25", "hybrid"):
             started = time.perf_counter()
-            ranked["bm25"] = self.store.search_bm25(query, k, expr)
+            ranked["bm25"] = self.store.search_bm25(query, k, filters)
             timings["bm25_search"] = (time.perf_counter() - started) * 1000
         if mode == "hybrid":
             started = time.perf_counter()

@@ -43,8 +43,9 @@ class SpyPort:
         return self.inner.search(query, k, filters)
 
 
-class FakeReranker:
-    """Scores documents with `score(query, document)`; can be told to fail. Records every call."""
+class ScriptedReranker:
+    """Scores documents with `score(query, document)`; can be told to fail. Records every call. (The
+    term-overlap fake that matches the loopback rerank servers is tests/fakes/reranker.py.)"""
 
     def __init__(self, score: Callable[[str, str], float], *, name: str = "fake:scripted",
                  error: Exception | None = None, notes: tuple[str, ...] = ()) -> None:

@@ -13,7 +13,7 @@ from rag_core.retrieval import KnowledgeRetriever
 from rag_core.retrieval.explain import DEPTH, explain, locate_answer, parse_expect
 from rag_core.retrieval.memory import InMemorySearchPort
 from rag_core.retrieval.rerank import RerankParams
-from tests.retrieval.fakes import FakeReranker
+from tests.retrieval.fakes import ScriptedReranker
 
 
 def document(paragraphs: list[str]) -> list[Chunk]:
@@ -115,7 +115,7 @@ def test_hybrid_mode_finds_the_entry_width_through_fusion(port):
 
 def test_the_reranker_is_part_of_the_story(port):
     """A reranker that loves x3.md lifts it from fused #7... once it is a candidate."""
-    model = FakeReranker(lambda q, d: 10.0 if d == alpha(3) else 0.0)
+    model = ScriptedReranker(lambda q, d: 10.0 if d == alpha(3) else 0.0)
     retriever = KnowledgeRetriever(port, reranker=model)
     e = explain(retriever, port, "alpha", "x3.md", **PARAMS, rerank=RerankParams(candidates=20))
     assert e.fix.changes == {"retrieve_k": 7} and e.fix.verified  # reranked to #1 once fetched

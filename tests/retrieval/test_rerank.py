@@ -12,7 +12,7 @@ from rag_core.errors import RagError, RetrievalError
 from rag_core.records import RerankResult, SearchHit, SearchOptions
 from rag_core.retrieval import KnowledgeRetriever
 from rag_core.retrieval.rerank import RerankParams
-from tests.retrieval.fakes import FakeReranker, ScriptedPort
+from tests.retrieval.fakes import ScriptedReranker, ScriptedPort
 from ui.lookup import cached_lookup
 
 
@@ -24,7 +24,7 @@ def hit(doc: str, index: int, score: float, content: str) -> SearchHit:
 # fused order a0, a1, b0, c0, a2, d0, e0; the "model" prefers the text with the most "!"
 HITS = [hit("a", 0, 0.9, "a0"), hit("a", 1, 0.8, "a1 !!"), hit("b", 0, 0.7, "b0 !!!!"), hit("c", 0, 0.6, "c0 !"),
         hit("a", 2, 0.5, "a2 !!!!!"), hit("d", 0, 0.4, "d0 !!!!!!"), hit("e", 0, 0.3, "e0")]
-BANGS = FakeReranker(lambda q, d: float(d.count("!")))
+BANGS = ScriptedReranker(lambda q, d: float(d.count("!")))
 
 
 def retriever(reranker=BANGS) -> KnowledgeRetriever:
@@ -56,7 +56,7 @@ def test_evidence_follows_the_reranker_and_every_hit_keeps_both_ranks():
 
 
 def test_only_the_top_candidates_go_to_the_model_and_the_rest_follow_in_fused_order():
-    model = FakeReranker(lambda q, d: float(d.count("!")))
+    model = ScriptedReranker(lambda q, d: float(d.count("!")))
     result = lookup(retriever(model), retrieve_k=7, return_n=7, max_chunks_per_document=7,
                     rerank=RerankParams(candidates=3))
     assert model.calls == [("q", ("a0", "a1 !!", "b0 !!!!"))]
@@ -73,12 +73,12 @@ def test_only_the_top_candidates_go_to_the_model_and_the_rest_follow_in_fused_or
 ])
 def test_fallback_keeps_the_fused_order_with_a_visible_warning(failure):
     if failure == "wrong count":
-        model = FakeReranker(lambda q, d: 1.0)
+        model = ScriptedReranker(lambda q, d: 1.0)
         model.rerank = lambda query, documents: RerankResult((1.0,))  # one score for seven documents
     elif failure == "nan":
-        model = FakeReranker(lambda q, d: math.nan)
+        model = ScriptedReranker(lambda q, d: math.nan)
     else:
-        model = FakeReranker(lambda q, d: 0.0, error=failure)
+        model = ScriptedReranker(lambda q, d: 0.0, error=failure)
     result = lookup(retriever(model), retrieve_k=7, return_n=3)
     assert [c.fused_rank for c in result.candidates] == list(range(1, 8))
     assert all(c.rerank_score is None for c in result.candidates)
@@ -90,7 +90,7 @@ def test_fallback_keeps_the_fused_order_with_a_visible_warning(failure):
 
 
 def test_on_error_fail_fails_the_lookup_with_one_clear_line():
-    model = FakeReranker(lambda q, d: 0.0, error=RagError("HTTP 401: the API key was rejected"))
+    model = ScriptedReranker(lambda q, d: 0.0, error=RagError("HTTP 401: the API key was rejected"))
     with pytest.raises(RetrievalError) as info:
         lookup(retriever(model), rerank=RerankParams(on_error="fail"))
     message = str(info.value)
@@ -107,7 +107,7 @@ def test_bad_rerank_params_are_refused(params, message):
 
 
 def test_disabled_or_absent_reranker_leaves_the_fused_order():
-    model = FakeReranker(lambda q, d: float(d.count("!")))
+    model = ScriptedReranker(lambda q, d: float(d.count("!")))
     off = lookup(retriever(model), rerank=RerankParams(enabled=False))
     none = lookup(retriever(None))
     assert model.calls == [] and off.rerank is None and none.rerank is None
@@ -116,7 +116,7 @@ def test_disabled_or_absent_reranker_leaves_the_fused_order():
 
 
 def test_post_processing_reruns_never_call_the_model_again():
-    model = FakeReranker(lambda q, d: float(d.count("!")))
+    model = ScriptedReranker(lambda q, d: float(d.count("!")))
     r = retriever(model)
     cache: dict = {}
     params = r.params(retrieve_k=7, return_n=5, search=SearchOptions(mode="dense"))
@@ -130,7 +130,7 @@ def test_post_processing_reruns_never_call_the_model_again():
 
 
 def test_the_agent_tool_gets_the_reranked_evidence():
-    tool = knowledge_base_tool(retriever(FakeReranker(lambda q, d: float(d.count("!")))))
+    tool = knowledge_base_tool(retriever(ScriptedReranker(lambda q, d: float(d.count("!")))))
     output = tool.fn("q")
     assert [item["document_id"] for item in output.data["results"]][:2] == ["d#chunk-0", "a#chunk-2"]
     assert output.lookup.rerank is not None
@@ -138,7 +138,7 @@ def test_the_agent_tool_gets_the_reranked_evidence():
 
 def test_a_real_knowledge_base_reranked_by_a_model_preferring_chinese(sample_wb):
     """Real Milvus Lite hits, a scripted model: the evidence order is the model's, movements recorded."""
-    zh = FakeReranker(lambda q, d: sum("\u4e00" <= ch <= "\u9fff" for ch in d) / max(1, len(d)))
+    zh = ScriptedReranker(lambda q, d: sum("\u4e00" <= ch <= "\u9fff" for ch in d) / max(1, len(d)))
     base = sample_wb.retriever
     result = KnowledgeRetriever(base.port, base.defaults, zh).lookup(
         "how to handle alerts 告警处理", retrieve_k=20, return_n=5, rerank=RerankParams(candidates=20))

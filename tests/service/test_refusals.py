@@ -25,8 +25,7 @@ needs_codes = pytest.mark.skipif("error_code" not in IngestReport.__dataclass_fi
 @pytest.fixture(scope="module")
 def small(kb) -> Iterator[live.LiveServer]:
     """A server with small limits: files over 4 KB are refused by the loader, bodies over 20 KB by the server."""
-    wb = dataclasses.replace(kb, ingestor=Ingestor(kb.store, kb.embedder, max_bytes=LOADER_LIMIT,
-                                                   uploads_dir=kb.settings.uploads_dir))
+    wb = dataclasses.replace(kb, ingestor=Ingestor(kb.store, kb.embedder, max_bytes=LOADER_LIMIT))  # originals: the store's
     server = serve(wb, api__max_body_mb=0.02)
     yield server
     server.stop()

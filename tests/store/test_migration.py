@@ -9,7 +9,7 @@ import pytest
 
 from rag_core.cli import main
 from rag_core.errors import StoreMigrationNeeded
-from rag_core.store import milvus
+from rag_core.store import schema
 from rag_core.store.milvus import MilvusStore
 from tests.helpers import SAMPLE_KB, make_workbench
 
@@ -26,8 +26,8 @@ def vectors(store: MilvusStore) -> dict[str, list[float]]:
 def old_kb(tmp_path: Path, local_embedder, monkeypatch) -> Path:
     """A knowledge base written by a version-1 workbench (old analyzer)."""
     with monkeypatch.context() as m:
-        m.setattr(milvus, "SCHEMA_VERSION", 1)
-        m.setattr(milvus, "ANALYZER", OLD_ANALYZER)
+        m.setattr(schema, "SCHEMA_VERSION", 1)
+        m.setattr(schema, "ANALYZER", OLD_ANALYZER)
         wb = make_workbench(tmp_path, embedder=local_embedder)
         assert {r.status for r in wb.ingestor.ingest_paths([SAMPLE_KB / "runbooks"])} == {"added"}
         wb.close()
@@ -41,8 +41,8 @@ def test_an_old_collection_is_refused_with_the_fix(old_kb: Path, local_embedder)
 
 def test_migrate_keeps_documents_and_vectors(old_kb: Path, local_embedder, monkeypatch) -> None:
     with monkeypatch.context() as m:
-        m.setattr(milvus, "SCHEMA_VERSION", 1)
-        m.setattr(milvus, "ANALYZER", OLD_ANALYZER)
+        m.setattr(schema, "SCHEMA_VERSION", 1)
+        m.setattr(schema, "ANALYZER", OLD_ANALYZER)
         wb = make_workbench(old_kb, embedder=local_embedder)
         before_docs, before_vectors = wb.store.list_documents(), vectors(wb.store)
         wb.close()
@@ -51,9 +51,9 @@ def test_migrate_keeps_documents_and_vectors(old_kb: Path, local_embedder, monke
     try:
         assert wb.store.list_documents() == before_docs
         assert vectors(wb.store) == before_vectors
-        assert wb.store._meta(wb.store.collection)["schema"] == milvus.SCHEMA_VERSION
+        assert wb.store._meta(wb.store.collection)["schema"] == schema.SCHEMA_VERSION
         assert wb.retriever.lookup("DiskSpaceLow", search=wb.retriever.defaults.search).evidence
-        assert not wb.store.client.has_collection(wb.store.collection + milvus.MIGRATING)
+        assert not wb.store.client.has_collection(wb.store.collection + schema.MIGRATING)
     finally:
         wb.close()
     wb = make_workbench(old_kb, embedder=local_embedder)  # opens normally now
@@ -72,8 +72,8 @@ def test_cli_migrate(old_kb: Path, capsys) -> None:
 def test_a_failed_migration_loses_nothing_and_the_next_open_finishes(old_kb: Path, local_embedder, monkeypatch,
                                                                      fail_on_copy: int) -> None:
     with monkeypatch.context() as m:
-        m.setattr(milvus, "SCHEMA_VERSION", 1)
-        m.setattr(milvus, "ANALYZER", OLD_ANALYZER)
+        m.setattr(schema, "SCHEMA_VERSION", 1)
+        m.setattr(schema, "ANALYZER", OLD_ANALYZER)
         wb = make_workbench(old_kb, embedder=local_embedder)
         before = vectors(wb.store)
         wb.close()
@@ -101,6 +101,6 @@ def test_a_failed_migration_loses_nothing_and_the_next_open_finishes(old_kb: Pat
         wb = make_workbench(old_kb, embedder=local_embedder)
     try:
         assert vectors(wb.store) == before
-        assert not wb.store.client.has_collection(wb.store.collection + milvus.MIGRATING)
+        assert not wb.store.client.has_collection(wb.store.collection + schema.MIGRATING)
     finally:
         wb.close()

@@ -125,9 +125,9 @@ def test_bad_chat_settings_are_explained(kb, monkeypatch):
 
 def test_the_tool_call_shows_the_rerank_stage_and_its_failure(kb, monkeypatch):
     from rag_core.errors import RagError
-    from tests.retrieval.fakes import FakeReranker
+    from tests.retrieval.fakes import ScriptedReranker
 
-    model = FakeReranker(lambda q, d: float(len(d)))
+    model = ScriptedReranker(lambda q, d: float(len(d)))
     monkeypatch.setattr(kb.retriever, "reranker", model)
     at = app_at(PAGE)
     ask(at, "How do I free disk space when a node disk is full?")

@@ -117,9 +117,9 @@ def test_no_query_asks_for_one_and_an_empty_kb_says_so(fresh_kb):
 @pytest.fixture
 def reranker(kb, monkeypatch):
     """A scripted reranker on the shared workbench: prefers chunks that mention "top"."""
-    from tests.retrieval.fakes import FakeReranker
+    from tests.retrieval.fakes import ScriptedReranker
 
-    model = FakeReranker(lambda q, d: d.lower().count("top") + 0.001 * len(d))
+    model = ScriptedReranker(lambda q, d: d.lower().count("top") + 0.001 * len(d))
     monkeypatch.setattr(kb.retriever, "reranker", model)
     return model
 

@@ -115,13 +115,13 @@ def test_the_debugger_shows_exactly_what_the_tool_returns():
 
 def test_hits_frame_and_movement_chart_after_a_rerank():
     from rag_core.retrieval.rerank import RerankParams
-    from tests.retrieval.fakes import FakeReranker
+    from tests.retrieval.fakes import ScriptedReranker
     from ui.charts import rerank_movement_figure
     from ui.tables import reranked
 
     hits = [hit(doc, 0, 1.0 - i / 10) for i, doc in enumerate("abcdefg")]
     # the model reverses the top 5 (a..e); f and g are beyond the candidates and keep their place
-    model = FakeReranker(lambda q, d: float("abcde".index(d[8])))
+    model = ScriptedReranker(lambda q, d: float("abcde".index(d[8])))
     data = KnowledgeRetriever(ScriptedPort(hits), reranker=model).lookup(
         "q", retrieve_k=7, return_n=3, rerank=RerankParams(candidates=5)).to_dict()
     frame = hits_frame(data)

@@ -1,0 +1,97 @@
+"""Writing versions of documents: versioned replace (see store.milvus for the protocol), delete, drop."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..records import Chunk, Document, NewVersion, WriteResult
+from . import filters
+from .originals import OriginalFiles
+from .rows import check_new_versions, stored_chunk, utc_now
+from .schema import MIGRATING
+
+INSERT_BATCH = 500
+
+
+class WritesMixin:
+    """Versioned replace, delete and drop (part of MilvusStore)."""
+
+    client: Any
+    collection: str
+    registry: str
+    dim: int
+    originals: OriginalFiles | None
+    _has_rows: bool
+
+    def replace_document(self, doc: Document, chunks: Sequence[Chunk], vectors: np.ndarray,
+                         fingerprint: str) -> WriteResult:
+        """Write a new complete version of `doc` and retire the old one (see store.milvus)."""
+        return self.replace_documents([NewVersion(doc, chunks, vectors, fingerprint)])[0]
+
+    def replace_documents(self, items: Sequence[NewVersion]) -> list[WriteResult]:
+        """`replace_document` for several documents with one round trip per step instead of one per
+        document. Each document still switches versions atomically at its own commit row."""
+        check_new_versions(items, self.dim)
+        ids = sorted({item.doc.doc_id for item in items})
+        old = self._newest_active(self._registry_rows(filters.one_of("doc_id", ids))) if ids else {}
+        versions = [uuid.uuid4().hex[:16] for _ in items]
+        pending = self._registry_insert([self._registry_row(item.doc, v, "pending", committed_ns=time.time_ns())  # 1
+                                         for item, v in zip(items, versions)])
+        if self.originals is not None:  # the originals are part of the versions: written before the commit
+            for item, version in zip(items, versions):
+                if item.original is not None:
+                    self.originals.write(version, item.original)
+        ingested_at = utc_now()
+        rows = [self._chunk_row(item.doc, chunk, vector, version, len(item.chunks), ingested_at)
+                for item, version in zip(items, versions) for chunk, vector in zip(item.chunks, item.vectors)]
+        for start in range(0, len(rows), INSERT_BATCH):  # 2
+            self._insert_batch(rows[start:start + INSERT_BATCH])
+        committed_ns = time.time_ns()
+        self._registry_insert([self._registry_row(  # 3: the commit point
+            item.doc, version, "active", committed_ns=committed_ns, file_name=item.doc.file_name,
+            extension=item.doc.extension, size_bytes=item.doc.size_bytes, chunks=len(item.chunks),
+            content_hash=item.doc.content_hash, fingerprint=item.fingerprint, ingested_at=ingested_at)
+            for item, version in zip(items, versions)])
+        retired = list(old.values())
+        if retired:  # 4
+            self._delete_versions([r["version"] for r in retired])
+        self.client.delete(self.registry, filter=filters.one_of("key", pending + [r["key"] for r in retired]))
+        if self.originals is not None:
+            self.originals.remove(r["version"] for r in retired)
+        self._has_rows = True
+        return [WriteResult(version=v, replaced=item.doc.doc_id in old) for item, v in zip(items, versions)]
+
+    def _insert_batch(self, rows: list[dict[str, Any]], collection: str = "") -> None:
+        """One insert call; a seam for tests that interrupt a write."""
+        self.client.insert(collection or self.collection, rows)
+
+    @staticmethod
+    def _chunk_row(doc: Document, chunk: Chunk, vector: np.ndarray, version: str, total: int,
+                   ingested_at: str) -> dict[str, Any]:
+        row = dict(stored_chunk(doc, chunk, version, total, ingested_at))
+        row["vector"] = np.asarray(vector).tolist()
+        return row
+
+    def delete_document(self, doc_id: str) -> bool:
+        """Remove a document and all its chunks. Returns False when it was not indexed."""
+        rows = self._registry_rows(filters.equals("doc_id", doc_id))
+        if doc_id not in self._newest_active(rows):
+            return False
+        self.client.delete(self.collection, filter=filters.equals("doc_id", doc_id))
+        self.client.delete(self.registry, filter=filters.equals("doc_id", doc_id))
+        self._has_rows = False  # maybe the last one: check again before the next BM25 search
+        if self.originals is not None:
+            self.originals.remove(r["version"] for r in rows)
+        return True
+
+    def drop(self) -> None:
+        """Drop the collections and the kept originals (an evaluation index rebuilt, tests)."""
+        for name in (self.collection, self.registry, self.collection + MIGRATING):
+            if self.client.has_collection(name):
+                self.client.drop_collection(name)
+        if self.originals is not None:
+            self.originals.clear()
