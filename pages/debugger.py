@@ -1,4 +1,5 @@
-"""Retrieval debugger: raw hits next to the deduplicated, capped evidence, and why each hit was dropped.
+"""Retrieval debugger: raw hits next to the deduplicated, capped evidence, and why each hit was dropped;
+how the reranker moved them, when one is configured.
 
 Every widget is bound to a URL query parameter (`?q=...&retrieve_k=20&return_n=5&max_chunks_per_document=2
 &mode=hybrid`), so other pages link here with a lookup pre-filled and it runs at once.
@@ -11,16 +12,18 @@ import streamlit as st
 from rag_core.agent.kb_tool import tool_payload
 from rag_core.errors import RagError
 from rag_core.retrieval import SearchOptions
-from ui.charts import score_by_rank_figure
-from ui.components import chunk_card, evidence_table, hits_table, metric_row
+from ui.charts import rerank_movement_figure, score_by_rank_figure
+from ui.components import chunk_card, evidence_table, explanation_view, hits_table, metric_row
 from ui.html import ChunkView
-from ui.lookup import cached_lookup
+from ui.lookup import cached_explanation, cached_lookup, debugger_query_params
 from ui.state import workbench_or_stop
-from ui.tables import describe_status, fate_counts, timings_frame
+from ui.tables import describe_drop, fate_counts, reranked, timings_frame
 
 st.title("🔎 Retrieval debugger")
 st.caption("The same lookup the agent's tool runs: recall `retrieve-k` candidates, deduplicate by evidenceKey, "
            "cap per document, keep `return-n`. Sliders other than retrieve-k and search re-run only post-processing.")
+
+LIMITS = {"retrieve_k": 200, "return_n": 50, "max_chunks_per_document": 10}  # the sliders' maxima
 
 wb = workbench_or_stop()
 defaults = wb.retriever.defaults
@@ -32,9 +35,10 @@ query = query_col.text_input("Query", key="q", placeholder="e.g. CPU 使用率�
 mode = mode_col.segmented_control("Search", ["hybrid", "dense", "bm25"], default=defaults.search.mode, key="mode",
                                   required=True, **bound)
 k_col, n_col, cap_col = st.columns(3)
-retrieve_k = k_col.slider("retrieve-k (recall width)", 1, 200, defaults.retrieve_k, key="retrieve_k", **bound)
-return_n = n_col.slider("return-n (evidence blocks)", 1, 50, defaults.return_n, key="return_n", **bound)
-cap = cap_col.slider("max chunks per document", 1, 10, defaults.max_chunks_per_document,
+retrieve_k = k_col.slider("retrieve-k (recall width)", 1, LIMITS["retrieve_k"], defaults.retrieve_k, key="retrieve_k",
+                          **bound)
+return_n = n_col.slider("return-n (evidence blocks)", 1, LIMITS["return_n"], defaults.return_n, key="return_n", **bound)
+cap = cap_col.slider("max chunks per document", 1, LIMITS["max_chunks_per_document"], defaults.max_chunks_per_document,
                      key="max_chunks_per_document", **bound)
 with st.expander("Hybrid fusion", expanded=False):
     hybrid = mode == "hybrid"
@@ -49,6 +53,16 @@ with st.expander("Hybrid fusion", expanded=False):
                             key="bm25_weight", disabled=not hybrid, **bound)
     st.caption("RRF scores a hit by Σ weight / (k + rank) over the channels; weighted fusion min-max normalises "
                "each channel's scores and sums them with the weights.")
+reranker = wb.retriever.reranker
+rerank = replace(defaults.rerank, enabled=False)
+if reranker is not None:
+    r1, r2 = st.columns([1, 2], vertical_alignment="bottom")
+    use_rerank = r1.toggle(f"Rerank with {reranker.name}", value=defaults.rerank.enabled, key="rerank", **bound)
+    candidates = r2.slider("rerank candidates (top hits sent to the model)", 1, 200, defaults.rerank.candidates,
+                           key="rerank_candidates", disabled=not use_rerank, **bound)
+    rerank = replace(defaults.rerank, enabled=use_rerank, candidates=candidates)
+else:
+    st.caption("No reranker: set `rerank.provider` to reorder the candidates with a reranking model.")
 
 if not query.strip():
     st.info("Type a query to see the raw hits, the evidence the agent gets, and why anything was dropped.",
@@ -63,19 +77,24 @@ try:
     search = SearchOptions(mode=mode, fusion=fusion, rrf_k=int(rrf_k) if fusion == "rrf" else defaults.search.rrf_k,
                            dense_weight=dense_weight,
                            bm25_weight=bm25_weight) if mode == "hybrid" else replace(defaults.search, mode=mode)
-    params = wb.retriever.params(retrieve_k=retrieve_k, return_n=return_n, max_chunks_per_document=cap, search=search)
+    params = wb.retriever.params(retrieve_k=retrieve_k, return_n=return_n, max_chunks_per_document=cap, search=search,
+                                 rerank=rerank)
     result, from_cache = cached_lookup(wb.retriever, query, params, st.session_state.setdefault("dbg.fetched", {}))
 except RagError as exc:
     st.error(str(exc), icon="🛑")
     st.stop()
 
 data = result.to_dict()
+for warning in result.warnings:
+    st.warning(warning, icon="⚠️")
 counts = fate_counts(data)
 metric_row([("Raw hits", len(result.traces)), ("Evidence blocks", len(result.evidence)),
             ("Duplicates", counts["duplicate"]), ("Per-document cap", counts["doc_cap"]),
             ("Beyond return-n", counts["beyond_return_n"]), ("Total ms", f"{result.timings['total']:.0f}")])
 st.caption("Hits reused from the previous search; only post-processing ran." if from_cache
-           else f"Searched the knowledge base ({params.search.mode}).")
+           else f"Searched the knowledge base ({params.search.mode})"
+                + (f", reranked the top {result.rerank.candidates} with {result.rerank.reranker}." if reranked(data)
+                   else "."))
 
 hits_col, evidence_col = st.columns([7, 5], gap="medium")
 with hits_col:
@@ -88,8 +107,36 @@ with evidence_col:
 dropped = [h for h in data["raw_hits"] if h["fate"] != "kept"]
 if dropped:
     with st.expander(f"Why {len(dropped)} hits were dropped", expanded=False):
-        st.markdown("\n".join(f"- #{h['rank']} `{h['evidence_key']}` — {describe_status(h['status'], return_n)}"
+        st.markdown("\n".join(f"- #{h['rank']} `{h['evidence_key']}` — {describe_drop(h['drop'])}"
                               for h in dropped))
+
+expected_url = st.query_params.get("expect", "")
+with st.expander("Why wasn't it retrieved?", expanded=bool(expected_url)):
+    st.caption("Pick the document you expected (optionally one of its chunks, or the answer text it should give): "
+               "each chunk's exact rank in both channels over the whole knowledge base, what cut it, and the "
+               "smallest change of retrieve-k / cap / return-n that brings it in.")
+    doc_ids = [d.doc_id for d in wb.store.list_documents()]
+    e1, e2, e3 = st.columns([3, 1, 3])
+    # A document named in the URL (e.g. from the Evaluation page) is offered even if the live knowledge
+    # base lacks it, so the panel can say so instead of silently dropping it.
+    options = ["", *doc_ids, *([expected_url] if expected_url and expected_url not in doc_ids else [])]
+    expect = e1.selectbox("Expected document", options, key="expect", format_func=lambda d: d or "—", **bound)
+    chunk = e2.number_input("chunk (optional)", min_value=0, value=None, step=1, key="expect_chunk",
+                            placeholder="any", **bound)
+    answer = e3.text_input("Expected answer text (optional)", key="answer", **bound)
+    if expect or answer.strip():
+        target = f"{expect}#chunk-{int(chunk)}" if expect and chunk is not None else expect
+        try:
+            explanation = cached_explanation(wb.retriever, wb.store, query, params, target, answer,
+                                             st.session_state.setdefault("dbg.explained", {}))
+        except RagError as exc:
+            st.error(str(exc), icon="🛑")
+        else:
+            fix = explanation.get("fix")
+            link = fix and debugger_query_params(query, {**params.to_dict(), **fix["changes"]}, explanation["doc_id"],
+                                                 expect_chunk=None if chunk is None else int(chunk),
+                                                 answer=answer.strip())
+            explanation_view(explanation, link or None, LIMITS)
 
 chart_col, timing_col = st.columns([3, 1], gap="medium")
 with chart_col:
@@ -98,6 +145,14 @@ with chart_col:
 with timing_col:
     st.markdown("**Stage timings (ms)**")
     st.dataframe(timings_frame(result.timings), hide_index=True, width="stretch", key="dbg.timings")
+
+if reranked(data):
+    moved = [h for h in data["raw_hits"] if h["rerank_score"] is not None and h["fused_rank"] != h["rank"]]
+    st.markdown(f"**What the reranker changed** — {len(moved)} of {result.rerank.candidates} candidates moved; "
+                "points above the diagonal moved up")
+    st.plotly_chart(rerank_movement_figure(data), key="dbg.rerank", config={"displaylogo": False})
+    if result.rerank.notes:
+        st.caption("Reranker notes: " + "; ".join(result.rerank.notes))
 
 with st.expander("Evidence blocks in full", expanded=False):
     for i, e in enumerate(data["evidence"]):

@@ -48,8 +48,9 @@ PICKS = {"Random sample": "sample", "First N": "limit", "All": "all"}
 # Links shown next to each failed query: column name -> (the saved query record, the point's parameters)
 # -> URL. The record has the query, its relevant doc_ids, answers found or not, evidence keys.
 FAILED_QUERY_LINKS: dict[str, Callable[[dict[str, Any], dict[str, Any]], str]] = {
+    # the debugger with the query, and its first relevant document in "Why wasn't it retrieved?"
     "debugger": lambda q, params: debugger_url(q["query"], {k: params.get(k) for k in (
-        "retrieve_k", "return_n", "max_chunks_per_document", "mode")}),
+        "retrieve_k", "return_n", "max_chunks_per_document", "mode")}, (q.get("relevant") or [None])[0]),
 }
 
 

@@ -118,13 +118,14 @@ def build_workbench(settings: Settings, env: Mapping[str, str] | None = None,
                     embedder: Embedder | None = None, *, migrate: bool = False) -> Workbench:
     """`migrate`: rebuild a collection created by an older version instead of refusing to open it."""
     embedder = embedder or build_embedder(settings, env)
+    reranker = build_reranker(settings, env)  # before the store: a bad rerank setting leaves nothing open
     store = build_store(settings, embedder, env, migrate=migrate)
     ingestor = Ingestor(store, embedder, max_size=settings["chunk.max-size"], overlap=settings["chunk.overlap"],
                         max_bytes=int(settings["loader.max-file-mb"] * 1024 * 1024),
                         max_text_chars=settings["loader.max-text-chars"],
                         batch_size=settings["embedding.batch-size"])
     params = params_from_settings(settings)
-    retriever = KnowledgeRetriever(MilvusSearchPort(store, embedder, params.search), params)
+    retriever = KnowledgeRetriever(MilvusSearchPort(store, embedder, params.search), params, reranker)
     return Workbench(settings, embedder, store, ingestor, retriever)
 
 

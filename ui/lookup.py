@@ -2,8 +2,8 @@
 
 `KnowledgeRetriever.fetch` (the search port: embedding + Milvus) is the expensive half; `assemble`
 (identity, dedup, caps, return-n, projection) is pure and fast. The fetched hits are cached under
-everything that decides them — the query, retrieve-k, the search options and filters — so moving the
-return-n or per-document-cap slider runs `assemble` only.
+everything that decides them — the query, retrieve-k, the search options, filters and rerank settings —
+so moving the return-n or per-document-cap slider runs `assemble` only (no search, no reranker call).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any, Hashable, Mapping, MutableMapping
 from urllib.parse import urlencode
 
 from rag_core.retrieval import Fetched, KnowledgeRetriever, LookupParams, LookupResult
+from rag_core.retrieval.explain import ChunkSource, explain
 
 CACHE_SIZE = 8
 DEBUGGER_PAGE = "pages/debugger.py"
@@ -20,7 +21,7 @@ DEBUGGER_URL_PATH = "debugger"
 
 def fetch_key(query: str, params: LookupParams) -> Hashable:
     filters = tuple(sorted(params.filters.items())) if params.filters else None
-    return (query.strip(), params.retrieve_k, params.search, filters)
+    return (query.strip(), params.retrieve_k, params.search, filters, params.rerank)
 
 
 def cached_lookup(retriever: KnowledgeRetriever, query: str, params: LookupParams,
@@ -38,10 +39,32 @@ def cached_lookup(retriever: KnowledgeRetriever, query: str, params: LookupParam
     return retriever.assemble(fetched, params), hit
 
 
-def debugger_query_params(query: str, params: LookupParams | Mapping[str, Any] | None = None) -> dict[str, str]:
+def cached_explanation(retriever: KnowledgeRetriever, source: ChunkSource, query: str, params: LookupParams,
+                       expect: str | None, answer: str | None,
+                       cache: MutableMapping[Hashable, dict[str, Any]]) -> dict[str, Any]:
+    """`explain(...).to_dict()`, kept per (query, settings, expectation) in a session dict: moving an
+    unrelated widget does not search again. Raises RagError for bad input (a missing document...)."""
+    key = (fetch_key(query, params), params.return_n, params.max_chunks_per_document, expect or "", answer or "")
+    if key not in cache:
+        cache[key] = explain(retriever, source, query, expect or None, answer or None,
+                             retrieve_k=params.retrieve_k, return_n=params.return_n,
+                             max_chunks_per_document=params.max_chunks_per_document, search=params.search,
+                             rerank=params.rerank, filters=params.filters).to_dict()
+    while len(cache) > CACHE_SIZE:
+        cache.pop(next(iter(cache)))
+    return cache[key]
+
+
+def debugger_query_params(query: str, params: LookupParams | Mapping[str, Any] | None = None,
+                          expect: str | None = None, **extra: Any) -> dict[str, str]:
     """Query parameters that open the retrieval debugger pre-filled with this lookup
-    (`st.page_link(DEBUGGER_PAGE, query_params=...)`, or `?` + urlencode for a plain link)."""
+    (`st.page_link(DEBUGGER_PAGE, query_params=...)`, or `?` + urlencode for a plain link); `expect`
+    (a doc_id) opens its "Why wasn't it retrieved?" panel on that document; `extra`: more widget values
+    by key (None and "" are left out)."""
     out = {"q": query}
+    if expect:
+        out["expect"] = expect
+    out.update({k: str(v) for k, v in extra.items() if v is not None and v != ""})
     if params is None:
         return out
     if isinstance(params, LookupParams):
@@ -55,6 +78,7 @@ def debugger_query_params(query: str, params: LookupParams | Mapping[str, Any] |
     return out
 
 
-def debugger_url(query: str, params: LookupParams | Mapping[str, Any] | None = None) -> str:
-    """A relative URL to the debugger for this lookup, e.g. for a markdown link."""
-    return f"{DEBUGGER_URL_PATH}?{urlencode(debugger_query_params(query, params))}"
+def debugger_url(query: str, params: LookupParams | Mapping[str, Any] | None = None,
+                 expect: str | None = None, **extra: Any) -> str:
+    """A relative URL to the debugger for this lookup, e.g. for a link column (it opens a new tab)."""
+    return f"{DEBUGGER_URL_PATH}?{urlencode(debugger_query_params(query, params, expect, **extra))}"

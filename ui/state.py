@@ -36,18 +36,37 @@ def _close(workbench: Workbench) -> None:
     workbench.close()
 
 
+AGENT_ONLY = ("chat.", "prometheus.", "logs.")  # settings read when the agent is built, not the workbench
+
+
+def workbench_key(settings: Settings) -> tuple[Any, ...]:
+    """What a workbench is built from: the database, and every setting but the agent's (the embedder, the
+    reranker, chunking, the lookup defaults). Changing one (rag.toml edited while the app runs) builds a
+    new workbench; the old one stays open until the cache is cleared (Milvus Lite is shared in-process)."""
+    return (str(settings.data_dir.resolve()), settings.milvus_uri,
+            *((k, repr(settings[k])) for k in sorted(KEYS) if not k.startswith(AGENT_ONLY)))
+
+
+def agent_key(settings: Settings, env: Mapping[str, str] | None = None) -> tuple[Any, ...]:
+    """The agent's cache key: its workbench, every setting (so none the agent depends on can be missing,
+    whoever adds one), and a digest of the API keys it may read (never the keys themselves)."""
+    env = os.environ if env is None else env
+    key_vars = sorted({*DEFAULT_KEY_ENV.values(), *(settings[k] for k in KEYS if k.endswith(".api-key-env"))} - {""})
+    digest = hashlib.sha256("\0".join(f"{v}={env.get(v, '')}" for v in key_vars).encode()).hexdigest()[:16]
+    values = tuple(sorted((k, repr(v)) for k, v in settings.public().items()))
+    return workbench_key(settings), values, digest
+
+
 @st.cache_resource(show_spinner="Opening the knowledge base…", on_release=_close)
-def _workbench(data_dir: str, milvus_uri: str, collection: str, embedder: str) -> Workbench:
-    # The arguments are the cache key: one workbench per database. Everything else is read again
-    # from the same environment by load_settings, so they agree.
-    return build_workbench(load_settings(data_dir=data_dir))
+def _workbench(key: tuple[Any, ...]) -> Workbench:
+    # The argument is the cache key (workbench_key): one workbench per database and embedder. Everything
+    # else is read again from the same environment by load_settings, so they agree.
+    return build_workbench(load_settings(data_dir=key[0]))
 
 
 def get_workbench() -> Workbench:
     """The shared workbench for the current settings. Raises RagError (e.g. StoreLockedError)."""
-    settings = get_settings()
-    return _workbench(str(settings.data_dir.resolve()), settings.milvus_uri, settings["milvus.collection"],
-                      settings["embedding.provider"])
+    return _workbench(workbench_key(get_settings()))
 
 
 def clear_workbench() -> None:
@@ -102,9 +121,9 @@ def chat_mode(settings: Settings, env: Mapping[str, str] | None = None) -> ChatM
 
 
 @st.cache_resource(show_spinner=False)
-def _agent(workbench_key: tuple[str, ...], chat: tuple[Any, ...], key_digest: str) -> Agent:
-    # Cached per workbench and chat configuration; `key_digest` (a hash, never the key) makes a new
-    # key take effect without keeping the key itself anywhere but the client.
+def _agent(key: tuple[Any, ...]) -> Agent:
+    # Cached per agent_key: a changed setting or API key builds a new agent, the key digest (a hash,
+    # never the key) making a new key take effect without keeping it anywhere but the client.
     from dataclasses import replace
 
     from rag_core.bootstrap import build_agent
@@ -115,9 +134,4 @@ def _agent(workbench_key: tuple[str, ...], chat: tuple[Any, ...], key_digest: st
 
 def get_agent() -> Agent:
     """The chat agent over the shared workbench. Raises RagError (a locked store, a bad chat setting)."""
-    settings = get_settings()
-    chat = tuple((k, settings[k]) for k in sorted(KEYS) if k.startswith(("chat.", "prometheus.")))
-    key_vars = sorted({settings["chat.api-key-env"] or "", *DEFAULT_KEY_ENV.values()} - {""})
-    digest = hashlib.sha256("\0".join(os.environ.get(v, "") for v in key_vars).encode()).hexdigest()[:16]
-    workbench_key = (str(settings.data_dir.resolve()), settings.milvus_uri, settings["milvus.collection"])
-    return _agent(workbench_key, chat, digest)
+    return _agent(agent_key(get_settings()))

@@ -7,17 +7,16 @@ the debugger and the chat page build their tables from the same data in the same
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
 from rag_core import chunking
 from rag_core.records import Chunk, IngestReport, StoredDocument
+from rag_core.retrieval.rerank import movement
 
 FATE_LABELS = {"kept": "kept", "duplicate": "duplicate", "doc_cap": "per-document cap",
                "beyond_return_n": "beyond return-n"}
-_DOC_CAP = re.compile(r"^doc_cap \((?P<doc>.*) already has (?P<n>\d+)\)$")
 
 
 def snippet(text: str, limit: int = 160) -> str:
@@ -25,20 +24,22 @@ def snippet(text: str, limit: int = 160) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def describe_status(status: str, return_n: int | None = None, *, short: bool = False) -> str:
-    """A trace status in words: why a raw hit was kept or dropped (`short`: for a table column)."""
-    if status == "kept":
+def describe_drop(drop: Mapping[str, Any] | None, *, short: bool = False) -> str:
+    """A raw hit's structured drop reason (`raw_hits[i]["drop"]`) in words; None = kept. `short`: for a
+    table column."""
+    if not drop:
         return "kept"
-    if status.startswith("duplicate_of "):
-        return "duplicate of " + status.removeprefix("duplicate_of ")
-    match = _DOC_CAP.match(status)
-    if match:
+    kind, count = drop.get("kind"), drop.get("count")
+    if kind == "duplicate":
+        return f"duplicate of {drop.get('key')}"
+    if kind == "doc_cap":
         if short:
-            return f"per-document cap ({match['n']})"
-        return f"per-document cap: {match['doc']} already has {match['n']}"
-    if status == "beyond_return_n":
-        return f"beyond return-n ({return_n})" if return_n else "beyond return-n"
-    return status
+            return f"per-document cap ({count})"
+        by = ", ".join(f"`{k}`" for k in drop.get("by") or ())
+        return f"per-document cap: {drop.get('doc_id')} already has {count}" + (f" ({by})" if by else "")
+    if kind == "beyond_return_n":
+        return f"beyond return-n ({count})" if count else "beyond return-n"
+    return str(kind)
 
 
 def _channel(hit: Mapping[str, Any], name: str, part: str) -> Any:
@@ -46,11 +47,19 @@ def _channel(hit: Mapping[str, Any], name: str, part: str) -> Any:
     return value.get(part) if value else None
 
 
+def reranked(result: Mapping[str, Any]) -> bool:
+    """Whether the rerank stage reordered this result (a reranker ran and did not fail)."""
+    return bool((result.get("rerank") or {}).get("applied"))
+
+
 def hits_frame(result: Mapping[str, Any]) -> pd.DataFrame:
-    """One row per raw hit, in ranking order: its fused rank, its rank in each channel, its fate."""
-    return_n = (result.get("params") or {}).get("return_n")
+    """One row per raw hit, in the order post-processing walked: its rank, its rank before the rerank
+    stage and how far the reranker moved it, its rank in each channel, its fate."""
     rows = [{
         "rank": h["rank"],
+        "fused #": h.get("fused_rank", h["rank"]),
+        "move": movement(h.get("fused_rank", h["rank"]), h["rank"]) if h.get("rerank_score") is not None else "",
+        "rerank score": h.get("rerank_score"),
         "score": h["score"],
         "evidenceKey": h["evidence_key"],
         "doc_id": h.get("doc_id"),
@@ -58,12 +67,14 @@ def hits_frame(result: Mapping[str, Any]) -> pd.DataFrame:
         "dense #": _channel(h, "dense", "rank"),
         "bm25 #": _channel(h, "bm25", "rank"),
         "snippet": snippet(h.get("content", "")),
-        "status": describe_status(h["status"], return_n, short=True),
+        "status": describe_drop(h.get("drop"), short=True),
         "fate": h.get("fate", ""),
     } for h in result.get("raw_hits", [])]
-    columns = ["rank", "score", "evidenceKey", "doc_id", "chunk", "dense #", "bm25 #", "snippet", "status", "fate"]
+    columns = ["rank", "fused #", "move", "rerank score", "score", "evidenceKey", "doc_id", "chunk", "dense #",
+               "bm25 #", "snippet", "status", "fate"]
     frame = pd.DataFrame(rows, columns=columns)
-    for col in ("dense #", "bm25 #", "chunk"):
+    frame["rerank score"] = frame["rerank score"].astype("Float64")
+    for col in ("dense #", "bm25 #", "chunk", "fused #"):
         frame[col] = frame[col].astype("Int64")
     return frame
 
@@ -87,7 +98,7 @@ def fate_counts(result: Mapping[str, Any]) -> dict[str, int]:
 
 
 def timings_frame(timings: Mapping[str, float]) -> pd.DataFrame:
-    order = ["embed", "dense_search", "bm25_search", "fusion", "search", "postprocess", "projection", "total"]
+    order = ["embed", "dense_search", "bm25_search", "fusion", "search", "rerank", "postprocess", "projection", "total"]
     names = [k for k in order if k in timings] + [k for k in timings if k not in order]
     return pd.DataFrame({"stage": names, "ms": [round(float(timings[k]), 2) for k in names]})
 
@@ -111,3 +122,31 @@ def chunks_download(name: str, text: str, max_size: int, overlap: int, chunks: S
                "summary": chunking.overlap_summary(chunks), "chunks": chunking.chunks_to_json(chunks)}
     stem = name.rsplit("/", 1)[-1].rsplit(".", 1)[0] or "chunks"
     return f"{stem}.chunks.json", json.dumps(payload, ensure_ascii=False, indent=2)
+
+
+def explain_frame(explanation: Mapping[str, Any]) -> pd.DataFrame:
+    """One row per chunk of the expected document (`Explanation.to_dict()`): its channel ranks over the
+    whole knowledge base, its ranks in the lookup, and what happened to it."""
+    def channel(c: Mapping[str, Any], name: str, part: str) -> Any:
+        return (c["channels"].get(name) or {}).get(part)
+
+    rows = [{
+        "target": "★" if c["target"] else "",
+        "evidenceKey": c["evidence_key"],
+        "dense #": channel(c, "dense", "rank"),
+        "dense score": channel(c, "dense", "score"),
+        "bm25 #": channel(c, "bm25", "rank"),
+        "bm25 score": channel(c, "bm25", "score"),
+        "fused #": c["fused_rank"],
+        "rank": c["rank"],
+        "rerank score": c["rerank_score"],
+        "what happened": c["cause"],
+    } for c in explanation.get("chunks", [])]
+    columns = ["target", "evidenceKey", "dense #", "dense score", "bm25 #", "bm25 score", "fused #", "rank",
+               "rerank score", "what happened"]
+    frame = pd.DataFrame(rows, columns=columns)
+    for col in ("dense #", "bm25 #", "fused #", "rank"):
+        frame[col] = frame[col].astype("Int64")
+    for col in ("dense score", "bm25 score", "rerank score"):
+        frame[col] = frame[col].astype("Float64")
+    return frame

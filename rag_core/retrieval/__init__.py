@@ -1,8 +1,11 @@
-"""Retrieval: identity, post-processing, projection and the one lookup path."""
+"""Retrieval: identity, post-processing, projection, the rerank stage and the one lookup path; the
+"why wasn't it retrieved?" explanation is `rag_core.retrieval.explain`."""
 
-from .ports import KnowledgeSearchPort, MilvusSearchPort, SearchOptions
+from ..records import SearchOptions, SearchResult
+from .ports import KnowledgeSearchPort, MilvusSearchPort
 from .projection import Budgets
+from .rerank import RerankParams
 from .retriever import Fetched, KnowledgeRetriever, LookupParams, LookupResult, params_from_settings
 
 __all__ = ["Budgets", "Fetched", "KnowledgeRetriever", "KnowledgeSearchPort", "LookupParams", "LookupResult",
-           "MilvusSearchPort", "SearchOptions", "params_from_settings"]
+           "MilvusSearchPort", "RerankParams", "SearchOptions", "SearchResult", "params_from_settings"]

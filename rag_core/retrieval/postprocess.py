@@ -8,6 +8,9 @@ Pure functions. Walking the ranking once, each candidate is, in this order of ch
    already accepted. Candidates without a doc_id are not capped (they have no document to count).
 3. `beyond_return_n` when return-n blocks were already accepted.
 4. `kept` otherwise.
+
+Each drop is a `records.DropReason` (kind, key, doc_id, count and the evidence keys that caused it);
+the status strings above are rendered from it.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Sequence
 
-from ..records import Candidate, HitTrace
+from ..records import Candidate, DropReason, HitTrace
 
 
 @dataclass(frozen=True)
@@ -25,7 +28,7 @@ class PostProcessed:
 
     @property
     def dropped(self) -> tuple[HitTrace, ...]:
-        return tuple(t for t in self.traces if t.fate != "kept")
+        return tuple(t for t in self.traces if t.drop is not None)
 
 
 def _merge(kept: Candidate, dup: Candidate) -> Candidate:
@@ -34,9 +37,10 @@ def _merge(kept: Candidate, dup: Candidate) -> Candidate:
     return replace(kept, hit_reasons=reasons, channels=channels)
 
 
-def _trace(c: Candidate, fate: str, status: str) -> HitTrace:
+def _trace(c: Candidate, drop: DropReason | None = None) -> HitTrace:
     return HitTrace(rank=c.rank, id=c.id, score=c.score, doc_id=c.doc_id, chunk_index=c.chunk_index,
-                    evidence_key=c.evidence_key, fate=fate, status=status)
+                    evidence_key=c.evidence_key, drop=drop, fused_rank=c.rank_before_rerank,
+                    rerank_score=c.rerank_score)
 
 
 def postprocess(candidates: Sequence[Candidate], *, return_n: int, max_chunks_per_document: int) -> PostProcessed:
@@ -45,26 +49,28 @@ def postprocess(candidates: Sequence[Candidate], *, return_n: int, max_chunks_pe
         raise ValueError("return_n and max_chunks_per_document must be at least 1")
     first_seen: dict[str, int] = {}  # evidence key -> index in `accepted` (or -1 when it was dropped)
     accepted: list[Candidate] = []
-    per_doc: dict[str, int] = {}
+    per_doc: dict[str, list[str]] = {}  # doc_id -> evidence keys accepted so far
     traces: list[HitTrace] = []
     for cand in sorted(candidates, key=lambda c: c.rank):
         key = cand.evidence_key
         if key in first_seen:
             if first_seen[key] >= 0:
                 accepted[first_seen[key]] = _merge(accepted[first_seen[key]], cand)
-            traces.append(_trace(cand, "duplicate", f"duplicate_of {key}"))
+            traces.append(_trace(cand, DropReason("duplicate", key=key, by=(key,))))
             continue
-        if cand.doc_id is not None and per_doc.get(cand.doc_id, 0) >= max_chunks_per_document:
+        kept_of_doc = per_doc.get(cand.doc_id, []) if cand.doc_id is not None else []
+        if len(kept_of_doc) >= max_chunks_per_document:
             first_seen[key] = -1
-            traces.append(_trace(cand, "doc_cap", f"doc_cap ({cand.doc_id} already has {per_doc[cand.doc_id]})"))
+            traces.append(_trace(cand, DropReason("doc_cap", doc_id=cand.doc_id, count=len(kept_of_doc),
+                                                  by=tuple(kept_of_doc))))
             continue
         if len(accepted) >= return_n:
             first_seen[key] = -1
-            traces.append(_trace(cand, "beyond_return_n", "beyond_return_n"))
+            traces.append(_trace(cand, DropReason("beyond_return_n", count=return_n)))
             continue
         first_seen[key] = len(accepted)
         accepted.append(cand)
         if cand.doc_id is not None:
-            per_doc[cand.doc_id] = per_doc.get(cand.doc_id, 0) + 1
-        traces.append(_trace(cand, "kept", "kept"))
+            per_doc.setdefault(cand.doc_id, []).append(key)
+        traces.append(_trace(cand))
     return PostProcessed(evidence=tuple(accepted), traces=tuple(traces))

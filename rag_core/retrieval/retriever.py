@@ -1,10 +1,12 @@
-"""The one lookup path. The retrieval debugger, the CLI's `search` and the agent's tool all call
-`KnowledgeRetriever.lookup` (or its two halves, `fetch` + `assemble`), so what the debugger shows is
-exactly what the agent got.
+"""The one lookup path. The retrieval debugger, the CLI's `search`, the HTTP API and the agent's tool
+all call `KnowledgeRetriever.lookup` (or its two halves, `fetch` + `assemble`), so what the debugger
+shows is exactly what the agent got.
 
-`fetch` asks the port for `retrieve_k` candidates; `assemble` normalises them into candidates with
-identity, post-processes (dedup, per-document cap, return-n) and projects the evidence for the agent.
-Changing return-n or the cap only needs `assemble` again, which is how the debugger re-runs instantly.
+`fetch` asks the port for `retrieve_k` candidates and, when the retriever has a reranker, runs the
+rerank stage on them (rerank.py); `assemble` normalises them into candidates with identity, in the
+reranked order, post-processes (dedup, per-document cap, return-n) and projects the evidence for the
+agent. Changing return-n or the cap only needs `assemble` again, which is how the debugger re-runs
+instantly (and never calls the reranker again).
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ from typing import Any, Mapping
 
 from ..config import Settings
 from ..errors import RetrievalError
-from ..records import Candidate, HitTrace, SearchHit
+from ..ports import KnowledgeSearchPort, Reranker
+from ..records import Candidate, HitTrace, RerankOutcome, SearchHit, SearchOptions
 from .identity import to_candidate
-from .ports import KnowledgeSearchPort, SearchOptions
 from .postprocess import PostProcessed, postprocess
 from .projection import Budgets, Projection, project
+from .rerank import RerankParams, rerank_hits
 
 MAX_QUERY_CHARS = 4000
 
@@ -32,6 +35,7 @@ class LookupParams:
     search: SearchOptions = field(default_factory=SearchOptions)
     budgets: Budgets = field(default_factory=Budgets)
     filters: Mapping[str, Any] | None = None
+    rerank: RerankParams = field(default_factory=RerankParams)
 
     def validate(self) -> None:
         for name in ("retrieve_k", "return_n", "max_chunks_per_document"):
@@ -41,13 +45,14 @@ class LookupParams:
         if self.return_n > self.retrieve_k:
             raise RetrievalError(f"return-n ({self.return_n}) cannot be larger than retrieve-k ({self.retrieve_k}): "
                                  "post-processing can only drop candidates, never add them.")
+        self.rerank.validate()
 
     def to_dict(self) -> dict[str, Any]:
         return {"retrieve_k": self.retrieve_k, "return_n": self.return_n,
                 "max_chunks_per_document": self.max_chunks_per_document, "search_mode": self.search.mode,
                 "fusion": self.search.fusion, "rrf_k": self.search.rrf_k, "dense_weight": self.search.dense_weight,
                 "bm25_weight": self.search.bm25_weight, "projection": asdict(self.budgets),
-                "filters": dict(self.filters) if self.filters else None}
+                "filters": dict(self.filters) if self.filters else None, "rerank": asdict(self.rerank)}
 
 
 def params_from_settings(settings: Settings) -> LookupParams:
@@ -70,12 +75,14 @@ def params_from_settings(settings: Settings) -> LookupParams:
         budgets=Budgets(max_items=settings["projection.max-items"] or return_n,
                         max_chars_per_item=settings["projection.max-chars-per-item"],
                         max_total_chars=settings["projection.max-total-chars"]),
+        rerank=RerankParams(candidates=settings["rerank.candidates"], on_error=settings["rerank.on-error"]),
     )
 
 
 @dataclass(frozen=True)
 class Fetched:
-    """What the port returned for one query at one recall width."""
+    """What the port returned for one query at one recall width (`hits`, in the port's fused order),
+    and what the rerank stage made of it (None: no reranker, or reranking off)."""
 
     query: str
     retrieve_k: int
@@ -83,6 +90,14 @@ class Fetched:
     filters: Mapping[str, Any] | None
     hits: tuple[SearchHit, ...]
     timings: Mapping[str, float]
+    rerank_params: RerankParams = field(default_factory=RerankParams)
+    rerank: RerankOutcome | None = None
+
+    def ordered(self) -> list[tuple[SearchHit, int, float | None]]:
+        """(hit, fused rank, rerank score) in the order post-processing walks."""
+        if self.rerank is None:
+            return [(hit, i, None) for i, hit in enumerate(self.hits, start=1)]
+        return [(self.hits[i], i + 1, self.rerank.scores[i]) for i in self.rerank.order]
 
 
 @dataclass(frozen=True)
@@ -93,6 +108,15 @@ class LookupResult:
     post: PostProcessed
     projection: Projection
     timings: Mapping[str, float]
+    rerank: RerankOutcome | None = None
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the person should know about how this result was made (e.g. the reranker failed)."""
+        if self.rerank is not None and self.rerank.error:
+            return (f"Reranking with {self.rerank.reranker} failed ({self.rerank.error}); the evidence is in the "
+                    "fused order.",)
+        return ()
 
     @property
     def evidence(self) -> tuple[Candidate, ...]:
@@ -114,7 +138,9 @@ class LookupResult:
             c = by_rank[t.rank]
             raw_hits.append({
                 "rank": t.rank, "id": t.id, "score": t.score, "doc_id": t.doc_id, "chunk_index": t.chunk_index,
-                "evidence_key": t.evidence_key, "status": t.status, "fate": t.fate, "source": c.source,
+                "fused_rank": c.rank_before_rerank, "rerank_score": c.rerank_score,
+                "evidence_key": t.evidence_key, "status": t.status, "fate": t.fate,
+                "drop": t.drop.to_dict() if t.drop else None, "source": c.source,
                 "hit_reasons": list(c.hit_reasons),
                 "channels": {ch: {"rank": r, "score": s} for ch, (r, s) in c.channels.items()},
                 "title": c.metadata.get("title", ""), "heading_path": c.metadata.get("headingPath", ""),
@@ -122,7 +148,8 @@ class LookupResult:
             })
         evidence = [{
             "evidence_key": c.evidence_key, "doc_id": c.doc_id, "chunk_index": c.chunk_index, "source": c.source,
-            "score": c.score, "rank": c.rank, "content": c.content, "hit_reasons": list(c.hit_reasons),
+            "score": c.score, "rank": c.rank, "fused_rank": c.rank_before_rerank, "rerank_score": c.rerank_score,
+            "content": c.content, "hit_reasons": list(c.hit_reasons),
             "heading_path": c.metadata.get("headingPath", ""),
         } for c in self.evidence]
         return {
@@ -130,18 +157,28 @@ class LookupResult:
             "params": self.params.to_dict(),
             "raw_hits": raw_hits,
             "evidence": evidence,
-            "dropped": [{"evidence_key": t.evidence_key, "reason": t.status, "rank": t.rank}
-                        for t in self.post.dropped],
+            "dropped": [{"evidence_key": t.evidence_key, "reason": t.status, "rank": t.rank,
+                         "drop": t.drop.to_dict() if t.drop else None} for t in self.post.dropped],
             "projection": [asdict(p) for p in self.projection.items],
             "projection_left_out": [{"evidence_key": k, "reason": r} for k, r in self.projection.left_out],
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
+            "rerank": None if self.rerank is None else {
+                "reranker": self.rerank.reranker, "candidates": self.rerank.candidates,
+                "applied": self.rerank.applied, "notes": list(self.rerank.notes), "error": self.rerank.error},
+            "warnings": list(self.warnings),
         }
 
 
 class KnowledgeRetriever:
-    def __init__(self, port: KnowledgeSearchPort, defaults: LookupParams = LookupParams()) -> None:
+    def __init__(self, port: KnowledgeSearchPort, defaults: LookupParams = LookupParams(),
+                 reranker: Reranker | None = None) -> None:
         self.port = port
         self.defaults = defaults
+        self.reranker = reranker
+
+    def with_reranker(self, reranker: Reranker | None) -> KnowledgeRetriever:
+        """The same retriever with another reranker (None: without one), e.g. for a sweep comparing them."""
+        return KnowledgeRetriever(self.port, self.defaults, reranker)
 
     def params(self, **overrides: Any) -> LookupParams:
         """Defaults with the given fields replaced (None values are ignored), validated."""
@@ -156,21 +193,26 @@ class KnowledgeRetriever:
         if len(query) > MAX_QUERY_CHARS:
             raise RetrievalError(f"The query has {len(query)} characters; the limit is {MAX_QUERY_CHARS}.")
         params.validate()
-        port = self.port
-        if hasattr(port, "configured"):
-            port = port.configured(params.search)
         started = time.perf_counter()
-        hits = port.search(query, params.retrieve_k, params.filters)
-        timings = {**getattr(hits, "timings", {}), "search": (time.perf_counter() - started) * 1000}
-        return Fetched(query, params.retrieve_k, params.search, params.filters, tuple(hits[: params.retrieve_k]), timings)
+        found = self.port.configured(params.search).search(query, params.retrieve_k, params.filters)
+        hits = found.hits[: params.retrieve_k]
+        timings = {**found.timings, "search": (time.perf_counter() - started) * 1000}
+        outcome = None
+        if self.reranker is not None and params.rerank.enabled and hits:
+            started = time.perf_counter()
+            outcome = rerank_hits(self.reranker, query, hits, params.rerank)
+            timings["rerank"] = (time.perf_counter() - started) * 1000
+        return Fetched(query, params.retrieve_k, params.search, params.filters, hits, timings, params.rerank, outcome)
 
     def assemble(self, fetched: Fetched, params: LookupParams) -> LookupResult:
         """Identity, post-processing and projection for already fetched hits."""
         params.validate()
-        if (params.retrieve_k, params.search, params.filters) != (fetched.retrieve_k, fetched.search, fetched.filters):
+        if ((params.retrieve_k, params.search, params.filters, params.rerank)
+                != (fetched.retrieve_k, fetched.search, fetched.filters, fetched.rerank_params)):
             raise RetrievalError("These hits were fetched with other search settings; fetch again.")
         started = time.perf_counter()
-        candidates = tuple(to_candidate(hit, rank) for rank, hit in enumerate(fetched.hits, start=1))
+        candidates = tuple(replace(to_candidate(hit, rank), fused_rank=fused_rank, rerank_score=score)
+                           for rank, (hit, fused_rank, score) in enumerate(fetched.ordered(), start=1))
         post = postprocess(candidates, return_n=params.return_n,
                            max_chunks_per_document=params.max_chunks_per_document)
         after_post = time.perf_counter()
@@ -178,8 +220,9 @@ class KnowledgeRetriever:
         done = time.perf_counter()
         timings = {**fetched.timings, "postprocess": (after_post - started) * 1000,
                    "projection": (done - after_post) * 1000}
-        timings["total"] = timings["search"] + timings["postprocess"] + timings["projection"]
-        return LookupResult(fetched.query, params, candidates, post, projection, timings)
+        timings["total"] = (timings["search"] + timings.get("rerank", 0.0) + timings["postprocess"]
+                            + timings["projection"])
+        return LookupResult(fetched.query, params, candidates, post, projection, timings, fetched.rerank)
 
     def lookup(self, query: str, **overrides: Any) -> LookupResult:
         params = self.params(**overrides)

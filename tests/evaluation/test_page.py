@@ -65,7 +65,8 @@ def test_bundled_sweep_then_upload_then_compare(page: AppTest) -> None:
     link = urlsplit(failed["debugger"][0])
     assert link.path == "debugger"  # relative to the app's root, like every page's URL
     assert parse_qs(link.query) == {"q": ["What is the weather on Mars?"], "retrieve_k": ["20"], "return_n": ["5"],
-                                    "max_chunks_per_document": ["2"], "mode": ["dense"]}
+                                    "max_chunks_per_document": ["2"], "mode": ["dense"],
+                                    "expect": ["nowhere.md"]}  # opens "Why wasn't it retrieved?" on it
 
     assert at.selectbox(key="eval_cmp_a").value != at.selectbox(key="eval_cmp_b").value
     diff = next(f for f in _frames(at) if "B − A" in f.columns)

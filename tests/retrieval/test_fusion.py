@@ -89,7 +89,7 @@ def test_our_rrf_orders_like_milvus_hybrid_search(sample_wb) -> None:
     ours = MilvusSearchPort(store, embedder, SearchOptions(mode="hybrid", fusion="rrf", dense_weight=1.0, bm25_weight=1.0)).search(
         query, k)
     native_scores = {h["id"]: h["distance"] for h in native}
-    our_scores = {h.id: h.score for h in ours}
+    our_scores = {h.id: h.score for h in ours.hits}
     # Hits tied with the last place may be cut differently; everything above it must agree exactly.
     floor = min(native_scores.values()) + 1e-9
     above = {i for i, s in native_scores.items() if s > floor}

@@ -3,7 +3,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag_core.records import Candidate
+from rag_core.records import Candidate, DropReason
 from rag_core.retrieval.postprocess import postprocess
 
 
@@ -49,6 +49,18 @@ def test_return_n_and_every_fate() -> None:
     assert [t.fate for t in out.dropped] == ["duplicate", "doc_cap", "beyond_return_n", "beyond_return_n"]
 
 
+def test_drop_reasons_are_structured_and_render_the_status_strings() -> None:
+    ranked = [cand(1, "A", 0), cand(2, "A", 0), cand(3, "A", 1), cand(4, "A", 2), cand(5, "B", 0), cand(6, "C", 0)]
+    out = postprocess(ranked, return_n=2, max_chunks_per_document=2)
+    assert [t.drop for t in out.traces] == [
+        None, DropReason("duplicate", key="A#chunk-0", by=("A#chunk-0",)), None,
+        DropReason("doc_cap", doc_id="A", count=2, by=("A#chunk-0", "A#chunk-1")),
+        DropReason("beyond_return_n", count=2), DropReason("beyond_return_n", count=2)]
+    assert all(t.status == (t.drop.status if t.drop else "kept") for t in out.traces)
+    assert out.traces[3].drop.to_dict() == {"kind": "doc_cap", "key": None, "doc_id": "A", "count": 2,
+                                            "by": ["A#chunk-0", "A#chunk-1"]}
+
+
 def test_duplicate_of_a_dropped_block_is_still_a_duplicate() -> None:
     out = postprocess([cand(1, "A", 0), cand(2, "A", 1), cand(3, "B", 0), cand(4, "A", 1)],
                       return_n=5, max_chunks_per_document=1)
@@ -78,6 +90,9 @@ def test_properties(ranked, return_n, cap) -> None:
     ranks = [b.rank for b in out.evidence]
     assert ranks == sorted(ranks) and set(ranks) <= {c.rank for c in ranked}  # a subsequence of the ranking
     assert len(out.evidence) <= return_n
+    for t in out.traces:  # a cap drop names exactly the cap's worth of the document's kept blocks
+        if t.fate == "doc_cap":
+            assert len(t.drop.by) == cap and all(k.startswith(f"{t.doc_id}#") for k in t.drop.by)
     assert [t.rank for t in out.traces] == [c.rank for c in ranked]  # every raw hit accounted for, once
     assert sum(t.fate == "kept" for t in out.traces) == len(out.evidence)
     again = postprocess(out.evidence, return_n=return_n, max_chunks_per_document=cap)

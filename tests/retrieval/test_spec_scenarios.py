@@ -9,26 +9,7 @@ import pytest
 from rag_core.errors import RetrievalError
 from rag_core.records import SearchHit
 from rag_core.retrieval import KnowledgeRetriever, LookupParams, MilvusSearchPort, SearchOptions
-
-
-class SpyPort:
-    """Wraps a real port and records what it was asked for."""
-
-    def __init__(self, inner) -> None:
-        self.inner = inner
-        self.asked: list[int] = []
-
-    def search(self, query, k, filters=None):
-        self.asked.append(k)
-        return self.inner.search(query, k, filters)
-
-
-class ScriptedPort:
-    def __init__(self, hits: list[SearchHit]) -> None:
-        self.hits = hits
-
-    def search(self, query, k, filters=None):
-        return self.hits[:k]
+from tests.retrieval.fakes import ScriptedPort, SpyPort
 
 
 def dense_port(wb) -> MilvusSearchPort:
@@ -73,7 +54,8 @@ def test_true_duplicate_keys_merge_without_replacing_higher_ranked_content() -> 
     assert result.evidence_keys == ["docA#chunk-2", "docB#chunk-0"]
     assert result.evidence[0].content == "higher" and result.evidence[0].hit_reasons == ("dense", "bm25")
     assert result.to_dict()["dropped"] == [{"evidence_key": "docA#chunk-2", "reason": "duplicate_of docA#chunk-2",
-                                            "rank": 3}]
+                                            "rank": 3, "drop": {"kind": "duplicate", "key": "docA#chunk-2",
+                                                                "doc_id": None, "count": 0, "by": ["docA#chunk-2"]}}]
 
 
 @pytest.mark.parametrize("cap", [1, 2, 3])
@@ -122,7 +104,7 @@ def test_projected_document_id_is_chunk_scoped(sample_wb) -> None:
 
 def test_default_dense_adapter_goes_through_the_port(sample_wb) -> None:
     port = dense_port(sample_wb)
-    hits = port.search("memory leak", 5)
+    hits = port.search("memory leak", 5).hits
     assert len(hits) == 5 and all(h.channels.keys() == {"dense"} for h in hits)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     result = KnowledgeRetriever(port).lookup("memory leak", search=SearchOptions(mode="dense"))

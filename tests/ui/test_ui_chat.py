@@ -121,3 +121,18 @@ def test_bad_chat_settings_are_explained(kb, monkeypatch):
     monkeypatch.setenv("RAG_CHAT_PROVIDER", "openai")
     at = app_at(PAGE)
     assert "needs chat.model" in texts(at, "error")
+
+
+def test_the_tool_call_shows_the_rerank_stage_and_its_failure(kb, monkeypatch):
+    from rag_core.errors import RagError
+    from tests.retrieval.fakes import ScriptedReranker
+
+    model = ScriptedReranker(lambda q, d: float(len(d)))
+    monkeypatch.setattr(kb.retriever, "reranker", model)
+    at = app_at(PAGE)
+    ask(at, "How do I free disk space when a node disk is full?")
+    (status,) = at.status
+    assert "reranked the top 20 with fake:scripted" in texts(status, "caption") and model.calls
+    model.error = RagError("HTTP 503 from the rerank endpoint")
+    ask(at, "What does HighCPUUsage mean?")
+    assert "Reranking with fake:scripted failed (HTTP 503 from the rerank endpoint)" in texts(at.status[1], "warning")

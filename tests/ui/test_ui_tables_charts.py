@@ -2,12 +2,13 @@
 
 from rag_core.agent import Toolbox, knowledge_base_tool
 from rag_core.chunking import chunk_text
-from rag_core.records import IngestReport, SearchHit, StoredDocument
+from rag_core.records import DropReason, IngestReport, SearchHit, StoredDocument
 from rag_core.retrieval import KnowledgeRetriever, LookupParams, SearchOptions
 from ui.charts import FATE_COLORS, chunk_length_histogram, score_by_rank_figure
 from rag_core.agent.kb_tool import tool_payload
+from tests.retrieval.fakes import ScriptedPort
 from ui.lookup import cached_lookup, debugger_query_params, debugger_url
-from ui.tables import describe_status, documents_frame, evidence_frame, hits_frame, ingest_frame, timings_frame
+from ui.tables import describe_drop, documents_frame, evidence_frame, hits_frame, ingest_frame, timings_frame
 
 
 def hit(doc: str, index: int, score: float, hit_id: str | None = None) -> SearchHit:
@@ -16,24 +17,12 @@ def hit(doc: str, index: int, score: float, hit_id: str | None = None) -> Search
                      channels={"dense": (1, score), "bm25": (2, score * 10)})
 
 
-class FakePort:
-    """A KnowledgeSearchPort with fixed hits; counts calls."""
-
-    def __init__(self, hits):
-        self.hits = hits
-        self.calls = 0
-
-    def search(self, query, k, filters=None):
-        self.calls += 1
-        return list(self.hits[:k])
-
-
 HITS = [hit("a.md", 0, 0.9), hit("a.md", 0, 0.85, "dup"), hit("a.md", 1, 0.8), hit("a.md", 2, 0.7),
         hit("b.md", 0, 0.6), hit("c.md", 0, 0.5), hit("d.md", 0, 0.4)]
 
 
 def lookup(return_n=3, cap=2):
-    retriever = KnowledgeRetriever(FakePort(HITS))
+    retriever = KnowledgeRetriever(ScriptedPort(HITS))
     return retriever.lookup("q", retrieve_k=7, return_n=return_n, max_chunks_per_document=cap).to_dict()
 
 
@@ -53,13 +42,16 @@ def test_evidence_frame_is_the_kept_blocks_in_order():
     assert frame.loc[0, "hit reasons"] == "dense, bm25"
 
 
-def test_describe_status_covers_every_fate():
-    assert describe_status("kept") == "kept"
-    assert describe_status("duplicate_of x#chunk-1") == "duplicate of x#chunk-1"
-    assert describe_status("doc_cap (dir/a b.md already has 2)") == "per-document cap: dir/a b.md already has 2"
-    assert describe_status("doc_cap (dir/a b.md already has 2)", short=True) == "per-document cap (2)"
-    assert describe_status("beyond_return_n", 5) == "beyond return-n (5)"
-    assert describe_status("something new") == "something new"
+def test_describe_drop_reads_the_structured_reason_of_every_fate():
+    drop = lambda **kw: DropReason(**kw).to_dict()  # noqa: E731
+    assert describe_drop(None) == "kept"
+    assert describe_drop(drop(kind="duplicate", key="x#chunk-1", by=("x#chunk-1",))) == "duplicate of x#chunk-1"
+    # a doc_id that looks like the old status text is not misparsed: nothing is parsed any more
+    cap = drop(kind="doc_cap", doc_id="dir/a (b) already has 9).md", count=2, by=("k#chunk-0", "k#chunk-3"))
+    assert describe_drop(cap) == "per-document cap: dir/a (b) already has 9).md already has 2 (`k#chunk-0`, `k#chunk-3`)"
+    assert describe_drop(cap, short=True) == "per-document cap (2)"
+    assert describe_drop(drop(kind="beyond_return_n", count=5)) == "beyond return-n (5)"
+    assert describe_drop({"kind": "something new"}) == "something new"
 
 
 def test_score_figure_has_one_trace_per_fate_with_all_hits():
@@ -77,7 +69,7 @@ def test_histogram_counts_every_chunk_and_marks_max_size():
 
 
 def test_cached_lookup_fetches_once_per_query_k_and_search_options():
-    port = FakePort(HITS)
+    port = ScriptedPort(HITS)
     retriever = KnowledgeRetriever(port)
     cache: dict = {}
     params = retriever.params(retrieve_k=7, return_n=3)
@@ -114,8 +106,32 @@ def test_documents_and_ingest_frames():
 
 
 def test_the_debugger_shows_exactly_what_the_tool_returns():
-    retriever = KnowledgeRetriever(FakePort(HITS))
+    retriever = KnowledgeRetriever(ScriptedPort(HITS))
     for hits in (HITS, []):
         retriever.port.hits = hits
         run = Toolbox([knowledge_base_tool(retriever)]).run("search_knowledge_base", {"query": "q"})
         assert tool_payload(retriever.lookup("q")) == run.output.data
+
+
+def test_hits_frame_and_movement_chart_after_a_rerank():
+    from rag_core.retrieval.rerank import RerankParams
+    from tests.retrieval.fakes import ScriptedReranker
+    from ui.charts import rerank_movement_figure
+    from ui.tables import reranked
+
+    hits = [hit(doc, 0, 1.0 - i / 10) for i, doc in enumerate("abcdefg")]
+    # the model reverses the top 5 (a..e); f and g are beyond the candidates and keep their place
+    model = ScriptedReranker(lambda q, d: float("abcde".index(d[8])))
+    data = KnowledgeRetriever(ScriptedPort(hits), reranker=model).lookup(
+        "q", retrieve_k=7, return_n=3, rerank=RerankParams(candidates=5)).to_dict()
+    frame = hits_frame(data)
+    assert reranked(data) and not reranked(lookup())
+    assert list(frame["evidenceKey"])[:3] == ["e#chunk-0", "d#chunk-0", "c#chunk-0"]
+    assert list(frame["fused #"]) == [5, 4, 3, 2, 1, 6, 7]
+    assert list(frame["move"]) == ["▲ 4", "▲ 2", "=", "▼ 2", "▼ 4", "", ""]
+    assert frame["rerank score"].isna().sum() == 2
+    fig = rerank_movement_figure(data)
+    assert fig.data[0].name == "unchanged"
+    points = sorted((x, y) for t in fig.data[1:] for x, y in zip(t.x, t.y))
+    assert points == [(1, 5), (2, 4), (3, 3), (4, 2), (5, 1)]
+    assert fig.layout.yaxis.autorange == "reversed"

@@ -1,0 +1,575 @@
+"""Why wasn't it retrieved? The fate of an expected document, chunk or answer in one lookup, and the
+smallest change of retrieve-k / max-chunks-per-document / return-n that brings it into the evidence.
+
+For each chunk of the expected document:
+* its exact rank in the dense and in the BM25 channel over the whole knowledge base, down to DEPTH (the
+  largest retrieve-k the settings allow): one search per channel at that depth gives the ranking, one
+  search filtered on the document gives each chunk's own score (a chunk deeper than DEPTH is reported
+  with its score and the score at DEPTH; a BM25 score of none means it shares no term with the query);
+* its fused rank and its rank after the rerank stage in the lookup as configured, and its fate there:
+  kept, beyond retrieve-k, dropped by the per-document cap (and by which chunks), beyond return-n.
+
+The fix is found the way the lookup works: the smallest retrieve-k at which a target chunk enters the
+candidates (single channel: its channel rank; hybrid: the channel rankings cut at each width and fused
+as the port fuses them, searched by bisection), then, on a real fetch at that width (reranked when a
+reranker is on), the cap and return-n that post-processing needs to keep it. The proposed settings are
+checked with a real lookup (`verified`). Targets: the expected chunk; else the chunks holding the
+expected answer; else any chunk of the document. Among targets, the fix changing the fewest settings
+(then the smallest values) wins.
+
+With an expected answer text, the document is searched for it (exactly, then ignoring case and
+whitespace): which chunks contain it, and when no chunk does, the chunk boundary that splits it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping, Protocol, Sequence
+
+from ..errors import RetrievalError
+from ..records import Candidate, DropReason, SearchHit
+from .identity import to_candidate
+from .ports import fuse
+from .postprocess import postprocess
+from .retriever import KnowledgeRetriever, LookupParams, LookupResult
+
+DEPTH = 1000  # channel ranks are exact down to here; = the largest rag.retrieve-k
+CHANNELS = ("dense", "bm25")
+_EXPECT = re.compile(r"^(?P<doc>.+?)(?:#chunk-(?P<chunk>\d+))?$")
+
+
+class ChunkSource(Protocol):
+    """What explain needs of a store: a document's chunks in order (the ChunkStore's `get_chunks`; rows
+    are read as mappings with `chunk_index`, `content` and `metadata` offsets)."""
+
+    def get_chunks(self, doc_id: str) -> Sequence[Mapping[str, Any]]: ...
+
+
+# ---------------------------------------------------------------------------------------- records
+@dataclass(frozen=True)
+class Expectation:
+    doc_id: str
+    chunk_index: int | None = None
+
+    @property
+    def label(self) -> str:
+        return self.doc_id if self.chunk_index is None else f"{self.doc_id}#chunk-{self.chunk_index}"
+
+
+def parse_expect(text: str) -> Expectation:
+    """"runbooks/cpu_high.md" or "runbooks/cpu_high.md#chunk-3"."""
+    match = _EXPECT.match((text or "").strip())
+    if not match:
+        raise RetrievalError("--expect needs a document id, optionally with #chunk-N "
+                             "(e.g. runbooks/cpu_high.md#chunk-3).")
+    chunk = match["chunk"]
+    return Expectation(match["doc"], int(chunk) if chunk is not None else None)
+
+
+@dataclass(frozen=True)
+class ChannelRank:
+    rank: int | None  # exact 1-based rank over the knowledge base; None: deeper than `depth`, or no match
+    score: float | None  # the chunk's own score; None: the channel does not match it at all (BM25, no shared term)
+    depth: int  # how deep the channel was searched
+    floor: float | None  # the score at `depth` (what a deeper chunk would have to beat); None when fewer hits
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rank": self.rank, "score": self.score, "depth": self.depth, "score_at_depth": self.floor}
+
+    def describe(self) -> str:
+        if self.rank is not None:
+            return f"#{self.rank}"
+        if self.score is None:
+            return "no match"
+        return f"beyond #{self.depth:,}"
+
+
+@dataclass(frozen=True)
+class Fix:
+    """Settings that bring a target chunk into the evidence (only the ones that change)."""
+
+    target: str  # the evidence key it brings in
+    changes: Mapping[str, int]  # retrieve_k / max_chunks_per_document / return_n -> new value
+    verified: bool  # a real lookup with these settings keeps the target
+
+    @property
+    def text(self) -> str:
+        names = {"retrieve_k": "retrieve-k", "max_chunks_per_document": "max-chunks-per-document",
+                 "return_n": "return-n"}
+        return " and ".join(f"{names[k]} ≥ {v}" for k, v in self.changes.items()) or "no change"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"target": self.target, "changes": dict(self.changes), "text": self.text, "verified": self.verified}
+
+
+@dataclass(frozen=True)
+class ChunkFate:
+    evidence_key: str
+    chunk_index: int
+    start: int | None
+    end: int | None
+    text: str
+    channels: Mapping[str, ChannelRank]
+    fused_rank: int | None  # rank before rerank in the lookup; None: beyond retrieve-k
+    rank: int | None  # rank post-processing walked (after rerank); None: beyond retrieve-k
+    rerank_score: float | None
+    fate: str  # "kept" | "doc_cap" | "beyond_return_n" | "duplicate" | "beyond_retrieve_k" | "no_channel"
+    drop: DropReason | None
+    target: bool  # one of the chunks the question is about
+
+    def cause(self, params: LookupParams) -> str:
+        if self.fate == "kept":
+            return f"in the evidence (#{self.rank})"
+        if self.fate == "doc_cap" and self.drop:
+            return (f"dropped by the per-document cap ({params.max_chunks_per_document}): "
+                    f"{', '.join(self.drop.by)} came first")
+        if self.fate == "beyond_return_n":
+            return f"beyond return-n: {params.return_n} blocks were accepted before it (rank #{self.rank})"
+        if self.fate == "duplicate" and self.drop:
+            return f"duplicate of {self.drop.key}"
+        if self.fate == "no_channel":
+            return f"no channel ranks it in the top {DEPTH:,}"
+        ranks = ", ".join(f"{ch} {r.describe()}" for ch, r in self.channels.items()
+                          if ch in _mode_channels(params.search.mode))
+        where = " in the fused ranking" if params.search.mode == "hybrid" else ""
+        return f"beyond retrieve-k ({params.retrieve_k}){where}: {ranks}"
+
+    def to_dict(self, params: LookupParams) -> dict[str, Any]:
+        return {"evidence_key": self.evidence_key, "chunk_index": self.chunk_index, "start": self.start,
+                "end": self.end, "channels": {ch: r.to_dict() for ch, r in self.channels.items()},
+                "fused_rank": self.fused_rank, "rank": self.rank, "rerank_score": self.rerank_score,
+                "fate": self.fate, "drop": self.drop.to_dict() if self.drop else None, "cause": self.cause(params),
+                "target": self.target}
+
+
+@dataclass(frozen=True)
+class AnswerSpan:
+    start: int
+    end: int
+    chunks: tuple[int, ...]  # chunk indexes containing the whole span
+    overlapping: tuple[int, ...]  # chunk indexes holding part of it
+    boundary: Mapping[str, Any] | None = None  # when split: where, and the parts on each side
+
+    @property
+    def split(self) -> bool:
+        return not self.chunks and len(self.overlapping) > 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"start": self.start, "end": self.end, "chunks": list(self.chunks),
+                "overlapping": list(self.overlapping), "split": self.split, "boundary": self.boundary}
+
+
+@dataclass(frozen=True)
+class AnswerLocation:
+    text: str
+    spans: tuple[AnswerSpan, ...]
+    match: str  # "exact" | "normalized" (case and whitespace ignored) | "none"
+
+    @property
+    def found(self) -> bool:
+        return bool(self.spans)
+
+    @property
+    def split(self) -> bool:
+        return self.found and all(s.split for s in self.spans)
+
+    def describe(self, doc_id: str) -> str:
+        if not self.found:
+            return (f"The answer text does not occur in {doc_id} (searched exactly, then ignoring case and "
+                    "whitespace).")
+        if self.split:
+            b = self.spans[0].boundary or {}
+            return (f"The answer is split across a chunk boundary: chunk-{b.get('left_chunk')} ends with "
+                    f"“{b.get('left_text')}” and chunk-{b.get('right_chunk')} goes on with “{b.get('right_text')}”; "
+                    "no chunk contains all of it (a chunking problem: a larger chunk.overlap keeps it whole).")
+        holders = sorted({i for s in self.spans for i in s.chunks})
+        return f"The answer is in {', '.join(f'chunk-{i}' for i in holders)}."
+
+    def to_dict(self, doc_id: str) -> dict[str, Any]:
+        return {"text": self.text, "found": self.found, "match": self.match, "split": self.split,
+                "spans": [s.to_dict() for s in self.spans], "summary": self.describe(doc_id)}
+
+
+@dataclass(frozen=True)
+class Explanation:
+    query: str
+    expect: Expectation
+    params: LookupParams
+    chunks: tuple[ChunkFate, ...]
+    fix: Fix | None
+    answer: AnswerLocation | None
+    lookup: LookupResult = field(repr=False)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def targets(self) -> tuple[ChunkFate, ...]:
+        return tuple(c for c in self.chunks if c.target)
+
+    @property
+    def retrieved(self) -> bool:
+        """Whether the expected chunk (or a chunk holding the whole answer, or any chunk of the document)
+        is evidence. An answer split across chunks is never retrieved whole."""
+        return not self.split and any(c.fate == "kept" for c in self.targets)
+
+    @property
+    def split(self) -> bool:
+        return self.answer is not None and self.answer.split
+
+    @property
+    def cause(self) -> str:
+        """"in_evidence" | "answer_split" | "beyond_retrieve_k" | "doc_cap" | "beyond_return_n" |
+        "no_channel" | "not_found"."""
+        if self.retrieved:
+            return "in_evidence"
+        if self.split:
+            return "answer_split"
+        if not self.targets:
+            return "not_found"
+        best = min(self.targets, key=_closeness)
+        return best.fate if best.fate != "duplicate" else "beyond_return_n"
+
+    @property
+    def verdict(self) -> str:
+        what = self.expect.label
+        if self.answer is not None and self.expect.chunk_index is None:
+            what = f"the answer in {self.expect.doc_id}"
+        if self.retrieved:
+            kept = sorted((c for c in self.targets if c.fate == "kept"), key=lambda c: c.rank or 0)
+            return f"{what} is in the evidence: {', '.join(f'{c.evidence_key} (#{c.rank})' for c in kept)}."
+        if not self.targets:
+            return f"{what}: no chunk to look for ({self.answer.describe(self.expect.doc_id) if self.answer else ''})"
+        best = min(self.targets, key=_closeness)
+        if self.split:
+            parts = ", ".join(f"{c.evidence_key} ({c.cause(self.params)})" for c in self.targets)
+            return (f"{what} is split across a chunk boundary, so no evidence block holds all of it: a chunking "
+                    f"problem (a larger chunk.overlap keeps it whole). Its parts: {parts}.")
+        text = f"{what} is not in the evidence. Closest: {best.evidence_key}, {best.cause(self.params)}."
+        if self.fix is not None:
+            text += (f" Smallest change: {self.fix.text}, which brings in {self.fix.target}"
+                     + ("" if self.fix.verified else " (not confirmed by a lookup)") + ".")
+        elif best.fate == "no_channel":
+            text += f" No setting brings it in: no channel ranks it in the top {DEPTH:,}{_dissimilar(best)}."
+        else:
+            text += f" No retrieve-k up to {DEPTH:,} brings it into the fused candidates."
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (the CLI's --json, the HTTP API's /v1/explain)."""
+        return {
+            "query": self.query, "expect": self.expect.label, "doc_id": self.expect.doc_id,
+            "chunk_index": self.expect.chunk_index, "params": self.params.to_dict(), "depth": DEPTH,
+            "retrieved": self.retrieved, "cause": self.cause, "verdict": self.verdict,
+            "fix": self.fix.to_dict() if self.fix else None,
+            "answer": self.answer.to_dict(self.expect.doc_id) if self.answer else None,
+            "chunks": [c.to_dict(self.params) for c in self.chunks],
+            "evidence": self.lookup.evidence_keys, "warnings": list(self.lookup.warnings), "notes": list(self.notes),
+        }
+
+
+# ---------------------------------------------------------------------------------------- helpers
+def _mode_channels(mode: str) -> tuple[str, ...]:
+    return CHANNELS if mode == "hybrid" else (mode,)
+
+
+def _closeness(c: ChunkFate) -> tuple[int, int]:
+    order = {"kept": 0, "beyond_return_n": 1, "doc_cap": 1, "duplicate": 1, "beyond_retrieve_k": 2, "no_channel": 3}
+    best_channel = min((r.rank for r in c.channels.values() if r.rank is not None), default=DEPTH + 1)
+    return order[c.fate], c.rank or best_channel
+
+
+def _dissimilar(c: ChunkFate) -> str:
+    parts = []
+    bm25, dense = c.channels.get("bm25"), c.channels.get("dense")
+    if bm25 is not None and bm25.score is None:
+        parts.append("the query and the chunk share no terms")
+    if dense is not None and dense.score is not None and dense.rank is None:
+        floor = f"; #{dense.depth:,} has {dense.floor:.3f}" if dense.floor is not None else ""
+        parts.append(f"the embedder finds them dissimilar (cosine {dense.score:.3f}{floor})")
+    return (": " + " and ".join(parts)) if parts else ""
+
+
+def _key(hit: SearchHit) -> str:
+    return to_candidate(hit, 1).evidence_key
+
+
+def _rows(source: ChunkSource, doc_id: str) -> list[tuple[int, str, int | None, int | None]]:
+    """(chunk_index, text, start, end) of the document's active chunks, in order."""
+    out = []
+    for row in source.get_chunks(doc_id):
+        meta = row.get("metadata") or {}
+        start, end = meta.get("start"), meta.get("end")
+        out.append((int(row["chunk_index"]), row.get("content", ""),
+                    int(start) if isinstance(start, int) else None, int(end) if isinstance(end, int) else None))
+    return sorted(out)
+
+
+# ---------------------------------------------------------------------------------------- the answer
+def _normalized(text: str) -> tuple[str, list[int]]:
+    """Case-folded text with whitespace runs collapsed to one space, and each character's original offset."""
+    chars, offsets, space = [], [], False
+    for i, ch in enumerate(text):
+        if ch.isspace():
+            if not space and chars:
+                chars.append(" ")
+                offsets.append(i)
+            space = True
+            continue
+        space = False
+        for folded in ch.casefold():
+            chars.append(folded)
+            offsets.append(i)
+    return "".join(chars), offsets
+
+
+def _document_text(rows: Sequence[tuple[int, str, int | None, int | None]]) -> str | None:
+    """The document rebuilt from its chunks' offsets (gaps between sections become spaces); None when a
+    chunk has no offsets or offsets that do not fit its text."""
+    spans = [(text, start, end) for _, text, start, end in rows if start is not None and end is not None]
+    if not rows or len(spans) != len(rows) or any(end - start != len(text) for text, start, end in spans):
+        return None
+    chars = [" "] * max(end for _, _, end in spans)
+    for text, start, end in spans:
+        chars[start:end] = text
+    return "".join(chars)
+
+
+def locate_answer(rows: Sequence[tuple[int, str, int | None, int | None]], answer: str,
+                  start: int | None = None) -> AnswerLocation:
+    """Where `answer` occurs in the document made of `rows`, and which chunks hold it. `start`: the
+    answer's known offset in the document (labelled sets), when only that occurrence counts."""
+    if start is not None:  # labels often keep surrounding spaces: the offset moves with the strip
+        start += len(answer) - len(answer.lstrip())
+    answer = answer.strip()
+    doc = _document_text(rows)
+    if doc is None:  # no offsets (rows from an older writer): look inside each chunk only
+        holders = tuple(i for i, text, _, _ in rows if answer in text)
+        spans = (AnswerSpan(-1, -1, holders, holders),) if holders else ()
+        return AnswerLocation(answer, spans, "exact" if holders else "none")
+    spans: list[tuple[int, int]] = []
+    if start is not None and doc[start:start + len(answer)] == answer:
+        return _located(rows, doc, answer, [(start, start + len(answer))], "exact")
+    pos = doc.find(answer)
+    while pos >= 0 and answer:
+        spans.append((pos, pos + len(answer)))
+        pos = doc.find(answer, pos + 1)
+    match = "exact"
+    if not spans:
+        norm_doc, offsets = _normalized(doc)
+        norm_answer, _ = _normalized(answer)
+        pos = norm_doc.find(norm_answer) if norm_answer else -1
+        while pos >= 0:
+            spans.append((offsets[pos], offsets[pos + len(norm_answer) - 1] + 1))
+            pos = norm_doc.find(norm_answer, pos + 1)
+        match = "normalized" if spans else "none"
+    return _located(rows, doc, answer, spans, match)
+
+
+def _located(rows: Sequence[tuple[int, str, int | None, int | None]], doc: str, answer: str,
+             spans: Sequence[tuple[int, int]], match: str) -> AnswerLocation:
+    """Which chunks hold each span (rows have offsets here: `doc` was rebuilt from them)."""
+    bounds = [(i, start or 0, end or 0) for i, _, start, end in rows]
+    located = []
+    for a, b in spans:
+        inside = tuple(i for i, s, e in bounds if s <= a and b <= e)
+        touching = [(i, s, e) for i, s, e in bounds if s < b and a < e]
+        boundary = None
+        if not inside and len(touching) > 1:
+            (left, _, left_end), (right, right_start, _) = touching[0], touching[1]
+            boundary = {"left_chunk": left, "left_end": left_end, "right_chunk": right, "right_start": right_start,
+                        "left_text": doc[a:left_end], "right_text": doc[max(a, right_start):b],
+                        "context": f"{doc[max(0, a - 40):left_end]} ⟦chunk boundary⟧ {doc[left_end:b + 40]}"}
+        located.append(AnswerSpan(a, b, inside, tuple(i for i, _, _ in touching), boundary))
+    return AnswerLocation(answer, tuple(located), match)
+
+
+# ---------------------------------------------------------------------------------------- the fix
+def _needed(candidates: Sequence[Candidate], key: str, params: LookupParams) -> tuple[int, int] | None:
+    """(cap, return-n) post-processing needs to keep `key` from these ranked candidates; None if absent."""
+    position = next((i for i, c in enumerate(candidates) if c.evidence_key == key), None)
+    if position is None:
+        return None
+    target = candidates[position]
+    above = {c.evidence_key for c in candidates[:position] if c.doc_id == target.doc_id and c.doc_id is not None}
+    cap = max(params.max_chunks_per_document, len(above) + 1)
+    walked = postprocess(candidates, return_n=len(candidates), max_chunks_per_document=cap)
+    accepted = [c.evidence_key for c in walked.evidence]
+    return cap, max(params.return_n, accepted.index(key) + 1)
+
+
+def _changes(params: LookupParams, k: int, cap: int, n: int) -> dict[str, int]:
+    changes = {}
+    if k > params.retrieve_k:
+        changes["retrieve_k"] = k
+    if cap > params.max_chunks_per_document:
+        changes["max_chunks_per_document"] = cap
+    if n > params.return_n:
+        changes["return_n"] = n
+    return changes
+
+
+class _Simulation:
+    """The candidates' evidence keys at any retrieve-k, from the channel rankings at DEPTH, cut and fused
+    as the port does it (no search, no reranker: the rerank stage reorders, it never adds or removes)."""
+
+    def __init__(self, ranked: Mapping[str, list[SearchHit]], params: LookupParams) -> None:
+        self.ranked = ranked
+        self.params = params
+        self.channels = _mode_channels(params.search.mode)
+        self._memo: dict[int, set[str]] = {}
+
+    def keys(self, k: int) -> set[str]:
+        if k not in self._memo:
+            if len(self.channels) == 1:
+                hits = self.ranked[self.channels[0]][:k]
+            else:
+                hits = fuse({ch: self.ranked[ch][:k] for ch in self.channels}, self.params.search, k)
+            self._memo[k] = {_key(h) for h in hits}
+        return self._memo[k]
+
+    def entry_width(self, targets: set[str], low: int) -> int | None:
+        """The smallest retrieve-k ≥ low at which a target is a candidate (bisection), None up to DEPTH."""
+        high = DEPTH
+        if low > high or not self.keys(high) & targets:
+            return None
+        while low < high:
+            mid = (low + high) // 2
+            if self.keys(mid) & targets:
+                high = mid
+            else:
+                low = mid + 1
+        return low
+
+
+def _find_fix(retriever: KnowledgeRetriever, query: str, params: LookupParams, result: LookupResult,
+              targets: set[str], sim: _Simulation) -> Fix | None:
+    options: list[tuple[tuple[int, int, int, int], str, int, int, int, LookupParams]] = []
+
+    def consider(candidates: Sequence[Candidate], k: int) -> None:
+        for key in targets:
+            needed = _needed(candidates, key, params)
+            if needed is not None:
+                cap, n = needed
+                changes = _changes(params, k, cap, n)
+                options.append(((len(changes), k, cap, n), key, k, cap, n, params))
+
+    consider(result.candidates, params.retrieve_k)
+    if not options:
+        k = sim.entry_width(targets, params.retrieve_k + 1)
+        if k is None:
+            return None
+        wider = replace(params, retrieve_k=k)
+        fetched = retriever.fetch(query, wider)
+        consider(retriever.assemble(fetched, wider).candidates, k)
+        if not options:  # the simulation and the port disagree (e.g. ties cut differently)
+            return Fix(sorted(targets)[0], {"retrieve_k": k}, verified=False)
+    _, key, k, cap, n, _ = min(options)
+    proposed = replace(params, retrieve_k=max(k, params.retrieve_k), max_chunks_per_document=cap, return_n=n)
+    verified = key in retriever.lookup(query, **_overrides(proposed)).evidence_keys
+    return Fix(key, _changes(params, k, cap, n), verified)
+
+
+def _overrides(params: LookupParams) -> dict[str, Any]:
+    return {"retrieve_k": params.retrieve_k, "return_n": params.return_n,
+            "max_chunks_per_document": params.max_chunks_per_document, "search": params.search,
+            "filters": params.filters, "rerank": params.rerank, "budgets": params.budgets}
+
+
+# ---------------------------------------------------------------------------------------- entry point
+def _channel_ranks(retriever: KnowledgeRetriever, query: str, params: LookupParams, doc_id: str,
+                   size: int) -> tuple[dict[str, list[SearchHit]], dict[str, dict[str, ChannelRank]]]:
+    ranked: dict[str, list[SearchHit]] = {}
+    ranks: dict[str, dict[str, ChannelRank]] = {}
+    for channel in CHANNELS:
+        port = retriever.port.configured(replace(params.search, mode=channel))
+        full = list(port.search(query, DEPTH, params.filters).hits)
+        own = port.search(query, max(size, 1), {**(params.filters or {}), "doc_id": doc_id}).hits
+        position = {}
+        for rank, hit in enumerate(full, start=1):
+            position.setdefault(_key(hit), rank)
+        floor = full[-1].score if len(full) >= DEPTH else None
+        ranked[channel] = full
+        ranks[channel] = {_key(h): ChannelRank(position.get(_key(h)), h.score, DEPTH, floor) for h in own}
+    return ranked, ranks
+
+
+def _answer_document(retriever: KnowledgeRetriever, source: ChunkSource, answer: str,
+                     params: LookupParams) -> tuple[str, list[str]]:
+    """The documents containing `answer`, found among those whose chunks best match its words (BM25)."""
+    port = retriever.port.configured(replace(params.search, mode="bm25"))
+    docs: list[str] = []
+    for hit in port.search(answer, 200, params.filters).hits:
+        doc_id = to_candidate(hit, 1).doc_id
+        if doc_id and doc_id not in docs:
+            docs.append(doc_id)
+    found = [d for d in docs[:30] if locate_answer(_rows(source, d), answer).found]
+    if not found:
+        raise RetrievalError("The answer text was not found in the documents that best match its words; "
+                             "name the expected document with --expect DOC_ID.")
+    return found[0], found[1:]
+
+
+def explain(retriever: KnowledgeRetriever, source: ChunkSource, query: str, expect: str | Expectation | None = None,
+            answer: str | None = None, *, answer_start: int | None = None, **overrides: Any) -> Explanation:
+    """Why the expected document / chunk / answer is or is not in the evidence of `query` (see the module
+    docstring). `answer_start`: the answer's offset in the document, when known (labelled sets).
+    `overrides` are lookup settings (retrieve_k, return_n, max_chunks_per_document, search, rerank,
+    filters), as for `KnowledgeRetriever.lookup`. Raises RetrievalError for bad input."""
+    params = retriever.params(**overrides)
+    answer = (answer or "").strip() or None
+    notes: list[str] = []
+    if expect is None or (isinstance(expect, str) and not expect.strip()):
+        if answer is None:
+            raise RetrievalError("Say what was expected: a document (DOC_ID or DOC_ID#chunk-N), an answer text, or both.")
+        doc_id, others = _answer_document(retriever, source, answer, params)
+        expectation = Expectation(doc_id)
+        if others:
+            notes.append(f"The answer text also occurs in {', '.join(others)}.")
+    else:
+        expectation = expect if isinstance(expect, Expectation) else parse_expect(expect)
+    rows = _rows(source, expectation.doc_id)
+    if not rows:
+        raise RetrievalError(f"No document {expectation.doc_id!r} in the knowledge base (`docs` lists them).")
+    indexes = [i for i, _, _, _ in rows]
+    if expectation.chunk_index is not None and expectation.chunk_index not in indexes:
+        raise RetrievalError(f"{expectation.doc_id} has chunks 0 to {max(indexes)}; there is no "
+                             f"chunk-{expectation.chunk_index}.")
+    result = retriever.lookup(query, **_overrides(params))
+    ranked, ranks = _channel_ranks(retriever, query, params, expectation.doc_id, len(rows))
+    located = locate_answer(rows, answer, answer_start) if answer else None
+
+    def key(i: int) -> str:
+        return f"{expectation.doc_id}#chunk-{i}"
+
+    if expectation.chunk_index is not None:
+        targets = {key(expectation.chunk_index)}
+    elif located is not None and located.found:
+        targets = {key(i) for s in located.spans for i in (s.chunks or s.overlapping)}
+    elif located is not None:
+        targets = set()
+    else:
+        targets = {key(i) for i in indexes}
+    first_trace = {}
+    for t in result.traces:
+        first_trace.setdefault(t.evidence_key, t)
+    mode_channels = _mode_channels(params.search.mode)
+    fates = []
+    for i, text, start, end in rows:
+        channels = {ch: ranks[ch].get(key(i), ChannelRank(None, None, DEPTH, None)) for ch in CHANNELS}
+        trace = first_trace.get(key(i))
+        if trace is not None:
+            fate, drop, fused, rank, score = trace.fate, trace.drop, trace.fused_rank, trace.rank, trace.rerank_score
+        else:
+            seen = any(channels[ch].rank is not None for ch in mode_channels)
+            fate, drop, fused, rank, score = ("beyond_retrieve_k" if seen else "no_channel"), None, None, None, None
+        fates.append(ChunkFate(key(i), i, start, end, text, channels, fused, rank, score, fate, drop, key(i) in targets))
+    fix = None
+    if targets and not any(f.fate == "kept" for f in fates if f.target):
+        fix = _find_fix(retriever, result.query, params, result, targets, _Simulation(ranked, params))
+    return Explanation(result.query, expectation, params, tuple(fates), fix, located, result, tuple(notes))
+
+
+def explain_dict(workbench: Any, query: str, expect: str | None = None, answer: str | None = None,
+                 **overrides: Any) -> dict[str, Any]:
+    """`explain` over a Workbench (its retriever and store), as a JSON-ready dict: for `GET /v1/explain`."""
+    return explain(workbench.retriever, workbench.store, query, expect, answer, **overrides).to_dict()

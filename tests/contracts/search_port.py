@@ -1,0 +1,118 @@
+"""Contract of the KnowledgeSearchPort (rag_core.ports): what the lookup path relies on.
+
+A test module subclasses `SearchPortContract` and provides two fixtures:
+* `search_port`: the adapter over `CORPUS` (each document chunked at CHUNK_SIZE / CHUNK_OVERLAP);
+* `empty_search_port`: the adapter over an empty knowledge base.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_core.errors import RetrievalError
+from rag_core.records import SearchHit, SearchOptions, SearchResult
+from rag_core.retrieval.identity import chunk_index_of, doc_id_of
+
+CHUNK_SIZE, CHUNK_OVERLAP = 300, 0
+LONG = "\n\n".join(
+    f"Section {i}. The zebrafish hatchery keeps tank {i} at a steady temperature; the filter pump of tank {i} "
+    f"is cleaned every {i + 2} days and the water is tested for ammonia and nitrite before feeding."
+    for i in range(6))
+CORPUS = {
+    "ops/disk.md": "# Disk full\n\nWhen the disk usage alert DiskSpaceLow fires, delete old log files under "
+                   "/var/log and rotate them with logrotate.",
+    "ops/cpu.md": "# CPU high\n\nHighCPUUsage means a process keeps the processor busy; find it with top and "
+                  "profile it before restarting the service.",
+    "zh/内存.md": "# 内存泄漏\n\n内存泄漏时先用 jmap 导出堆转储，再分析哪些对象没有被回收。",
+    "lab/zebrafish.md": LONG,
+    'odd/x" or id != ".md': "A document whose name looks like a filter injection, about quartz watches.",
+}
+MODES = ("dense", "bm25", "hybrid")
+INJECTION = 'x" or id != "'
+
+
+def _doc(hit: SearchHit) -> str | None:
+    return doc_id_of(hit.metadata)
+
+
+class SearchPortContract:
+    @pytest.fixture(params=MODES)
+    def mode(self, request) -> str:
+        return request.param
+
+    @pytest.fixture
+    def port(self, mode, search_port):
+        return search_port.configured(SearchOptions(mode=mode))
+
+    def test_search_returns_a_typed_result(self, port) -> None:
+        result = port.search("disk usage alert", 3)
+        assert isinstance(result, SearchResult) and isinstance(result.hits, tuple)
+        assert result.hits and all(isinstance(h, SearchHit) for h in result.hits)
+        assert all(isinstance(name, str) and value >= 0 for name, value in result.timings.items())
+
+    @pytest.mark.parametrize("k", [1, 2, 5])
+    def test_at_most_k_hits_best_first(self, port, k: int) -> None:
+        hits = port.search("zebrafish tank filter pump", k).hits
+        assert 0 < len(hits) <= k
+        scores = [h.score for h in hits]
+        assert scores == sorted(scores, reverse=True)
+
+    def test_every_hit_has_chunk_identity_and_content(self, port) -> None:
+        for hit in port.search("zebrafish tank temperature", 20).hits:
+            assert _doc(hit) in CORPUS and chunk_index_of(hit.metadata) is not None
+            assert hit.content and hit.content in CORPUS[_doc(hit)]
+            assert hit.id
+
+    def test_channels_carry_one_based_ranks_of_the_mode(self, port, mode) -> None:
+        hits = port.search("disk log files", 10).hits
+        for position, hit in enumerate(hits, start=1):
+            assert hit.channels and set(hit.channels) <= {"dense", "bm25"}
+            for rank, _score in hit.channels.values():
+                assert isinstance(rank, int) and rank >= 1
+            if mode in ("dense", "bm25"):
+                assert set(hit.channels) == {mode} and hit.channels[mode][0] == position
+                assert hit.channels[mode][1] == pytest.approx(hit.score)
+
+    def test_a_distinctive_term_finds_its_document_first(self, search_port) -> None:
+        for mode in ("bm25", "hybrid"):
+            port = search_port.configured(SearchOptions(mode=mode))
+            assert _doc(port.search("DiskSpaceLow logrotate", 5).hits[0]) == "ops/disk.md"
+            assert _doc(port.search("jmap 堆转储", 5).hits[0]) == "zh/内存.md"
+
+    def test_filters_restrict_to_exactly_that_document(self, port) -> None:
+        hits = port.search("tank", 50, {"doc_id": "lab/zebrafish.md"}).hits
+        assert hits and {_doc(h) for h in hits} == {"lab/zebrafish.md"}
+        both = port.search("tank disk", 50, {"doc_id": ["lab/zebrafish.md", "ops/disk.md"]}).hits
+        assert {_doc(h) for h in both} <= {"lab/zebrafish.md", "ops/disk.md"}
+
+    def test_dense_filtered_search_returns_every_chunk_of_the_document(self, search_port) -> None:
+        port = search_port.configured(SearchOptions(mode="dense"))
+        hits = port.search("anything at all", 1000, {"doc_id": "lab/zebrafish.md"}).hits
+        indexes = sorted(chunk_index_of(h.metadata) for h in hits)
+        assert len(indexes) > 2 and indexes == list(range(len(indexes)))
+
+    def test_an_injection_shaped_doc_id_matches_only_itself(self, port) -> None:
+        assert port.search("tank quartz", 50, {"doc_id": INJECTION}).hits == ()
+        own = port.search("quartz watches", 50, {"doc_id": 'odd/x" or id != ".md'}).hits
+        assert own and {_doc(h) for h in own} == {'odd/x" or id != ".md'}
+
+    def test_bm25_returns_only_matching_chunks(self, search_port) -> None:
+        port = search_port.configured(SearchOptions(mode="bm25"))
+        assert port.search("xylophone", 10).hits == ()
+
+    def test_configured_leaves_the_original_alone(self, search_port) -> None:
+        before = [h.id for h in search_port.search("disk alert", 5).hits]
+        other = search_port.configured(SearchOptions(mode="bm25", fusion="rrf"))
+        assert all(set(h.channels) == {"bm25"} for h in other.search("disk alert", 5).hits)
+        assert [h.id for h in search_port.search("disk alert", 5).hits] == before
+        assert [h.id for h in search_port.configured(SearchOptions()).search("disk alert", 5).hits] == \
+            [h.id for h in search_port.configured(SearchOptions()).search("disk alert", 5).hits]
+
+    def test_searches_are_deterministic(self, port) -> None:
+        first = [(h.id, h.score) for h in port.search("water ammonia nitrite", 8).hits]
+        assert first == [(h.id, h.score) for h in port.search("water ammonia nitrite", 8).hits]
+
+    def test_an_empty_knowledge_base_is_an_error_not_an_empty_result(self, empty_search_port) -> None:
+        for mode in MODES:
+            with pytest.raises(RetrievalError, match="empty"):
+                empty_search_port.configured(SearchOptions(mode=mode)).search("anything", 5)

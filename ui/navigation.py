@@ -1,0 +1,45 @@
+"""The app's pages, and the guard that sends a page URL opened first on a fresh server through app.py.
+
+Streamlit starts a server whose entry script has a folder named `pages/` next to it in its legacy
+"pages directory" mode, until `st.navigation` has been called once in that process (as documented:
+st.navigation makes Streamlit ignore the `pages/` directory). A first request straight to a page URL (a
+bookmarked `/debugger?q=...`) would run that page alone: no app.py, no wide layout, a sidebar listing
+"app" and raw file names. So app.py marks the session before it imports `ui` (ENTERED), and the first page
+run that finds no mark calls `st.navigation` itself and reruns: app.py then runs and picks the page from
+the URL as usual. Public API only; tests/e2e/test_e2e_pages.py opens a page URL first on a fresh server
+and fails loudly if a Streamlit release changes this.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+PAGES = [
+    ("pages/home.py", "Home", "🏠"),
+    ("pages/knowledge_base.py", "Knowledge base", "📚"),
+    ("pages/chunk_preview.py", "Chunk preview", "✂️"),
+    ("pages/debugger.py", "Retrieval debugger", "🔎"),
+    ("pages/chat.py", "Agent chat", "💬"),
+    ("pages/evaluation.py", "Evaluation", "📏"),
+]
+ENTERED = "_app.entered"  # the session-state key app.py sets first (it cannot import it: that would import ui)
+
+
+def pages() -> list[st.Page]:
+    # Absolute paths: the guard below may run with a page as the main script (AppTest on one page).
+    # A page whose file is not there yet (built in parallel) is left out rather than breaking the app.
+    return [st.Page(REPO_ROOT / path, title=title, icon=icon, default=(path == "pages/home.py"))
+            for path, title, icon in PAGES if (REPO_ROOT / path).is_file()]
+
+
+def run_through_app() -> None:
+    """Called when `ui` is first imported: a page running without app.py (see the module docstring)
+    ends the legacy mode with st.navigation and reruns. A no-op outside a Streamlit run."""
+    if not st.runtime.exists() or st.session_state.get(ENTERED):
+        return
+    st.session_state[ENTERED] = True  # once: a page run as the main script (AppTest) then just runs
+    st.navigation(pages(), position="hidden")
+    st.rerun()
