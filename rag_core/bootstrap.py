@@ -16,6 +16,7 @@ from .embedding import Embedder
 from .errors import ConfigError
 from .ingest import Ingestor
 from .ports import ChunkStore
+from .records import KnowledgeBase
 from .retrieval import KnowledgeRetriever, MilvusSearchPort, params_from_settings
 from .store import MilvusStore
 
@@ -102,31 +103,74 @@ def open_store(uri: str, collection: str, embedder: Embedder, *, migrate: bool =
 
 @dataclass
 class Workbench:
-    """Everything wired together; what the CLI, the app and the tests use."""
+    """Everything wired together for one knowledge base; what the CLI, the app and the tests use. `settings`
+    are the knowledge base's (its own values applied, milvus.collection naming it)."""
 
     settings: Settings
     embedder: Embedder
     store: ChunkStore
     ingestor: Ingestor
     retriever: KnowledgeRetriever
+    kb: KnowledgeBase | None = None  # the catalog entry it was opened from
 
     def close(self) -> None:
         self.store.close()
 
 
 def build_workbench(settings: Settings, env: Mapping[str, str] | None = None,
-                    embedder: Embedder | None = None, *, migrate: bool = False) -> Workbench:
-    """`migrate`: rebuild a collection created by an older version instead of refusing to open it."""
-    embedder = embedder or build_embedder(settings, env)
-    reranker = build_reranker(settings, env)  # before the store: a bad rerank setting leaves nothing open
-    store = build_store(settings, embedder, env, migrate=migrate)
+                    embedder: Embedder | None = None, *, migrate: bool = False,
+                    kb: KnowledgeBase | None = None) -> Workbench:
+    """The knowledge base `settings` choose (`settings.kb_name`: the default one, made on first use, or one
+    the catalog lists), opened with its own settings. `embedder`: one already loaded for it (tests, a page
+    that shares the model). `migrate`: rebuild a collection created by an older version instead of refusing.
+    `kb`: its catalog entry when the caller holds it already (a copy being filled is not listed yet)."""
+    from .kb.catalog import MilvusCatalog
+    from .kb.resolve import resolve
+    from .kb.settings import apply
+
+    kb_store = MilvusStore(settings.milvus_uri, check_kb_name(settings.kb_name), token=secret("MILVUS_TOKEN", env),
+                           timeout=settings["milvus.timeout"], **originals_dirs(settings, settings.kb_name))
+    try:  # the store's connection reads the catalog first: the knowledge base's settings decide the rest
+        kb = kb or resolve(MilvusCatalog(kb_store.client), settings, kb_store.client)
+        settings = apply(settings, kb)
+        embedder = embedder or build_embedder(settings, env)
+        reranker = build_reranker(settings, env)
+        kb_store.open(embedder.name, embedder.dim, migrate=migrate)
+    except BaseException:
+        kb_store.close()
+        raise
+    return _wire(settings, embedder, kb_store, reranker, kb)
+
+
+def _wire(settings: Settings, embedder: Embedder, store: ChunkStore, reranker: Reranker | None,
+          kb: KnowledgeBase | None) -> Workbench:
     ingestor = Ingestor(store, embedder, max_size=settings["chunk.max-size"], overlap=settings["chunk.overlap"],
                         max_bytes=int(settings["loader.max-file-mb"] * 1024 * 1024),
                         max_text_chars=settings["loader.max-text-chars"],
                         batch_size=settings["embedding.batch-size"])
     params = params_from_settings(settings)
     retriever = KnowledgeRetriever(MilvusSearchPort(store, embedder, params.search), params, reranker)
-    return Workbench(settings, embedder, store, ingestor, retriever)
+    return Workbench(settings, embedder, store, ingestor, retriever, kb)
+
+
+def check_kb_name(name: str) -> str:
+    from .kb.resolve import check_name
+
+    return check_name(name)
+
+
+def open_catalog(settings: Settings, env: Mapping[str, str] | None = None) -> MilvusCatalog:
+    """The catalog of knowledge bases of the configured database (rag_core.kb.catalog), on a connection of its
+    own that `close()` releases."""
+    from .kb.catalog import MilvusCatalog
+
+    connection = MilvusStore(settings.milvus_uri, settings["milvus.collection"], token=secret("MILVUS_TOKEN", env),
+                             timeout=settings["milvus.timeout"])  # never opened: only its connection is used
+    try:
+        return MilvusCatalog(connection.client, on_close=connection.close)
+    except BaseException:
+        connection.close()
+        raise
 
 
 # ---------------------------------------------------------------------------------------- agent
@@ -135,6 +179,7 @@ from typing import TYPE_CHECKING  # noqa: E402 - this section was appended; kept
 if TYPE_CHECKING:
     from .agent import Agent, ChatModel
     from .agent.triage import Triage
+    from .kb.catalog import MilvusCatalog
 
 
 def resolve_chat_provider(settings: Settings, env: Mapping[str, str] | None = None) -> str:

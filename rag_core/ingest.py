@@ -301,8 +301,13 @@ class Ingestor:
 
     def fingerprint(self, doc: Document) -> str:
         """What makes an indexed version current: content, chunking and embedder."""
-        key = f"{doc.content_hash}|{self.max_size}|{self.overlap}|{self.embedder.name}|{CHUNKER_VERSION}"
-        return hashlib.sha256(key.encode()).hexdigest()[:32]
+        return fingerprint(doc.content_hash, self.max_size, self.overlap, self.embedder.name)
+
+
+def fingerprint(content_hash: str, max_size: int, overlap: int, embedder_name: str) -> str:
+    """An indexed version's fingerprint (registry `fingerprint`): content, chunking, embedder, chunker."""
+    key = f"{content_hash}|{max_size}|{overlap}|{embedder_name}|{CHUNKER_VERSION}"
+    return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
 @dataclass(frozen=True)

@@ -296,3 +296,17 @@ class RerankResult:
 
     scores: tuple[float, ...]  # one per input document, in input order; higher is more relevant
     notes: tuple[str, ...] = ()  # what the adapter had to do, for the trace: "2 documents truncated to 4,000 tokens"
+
+
+@dataclass(frozen=True)
+class KnowledgeBase:
+    """A knowledge base as the catalog holds it (rag_core.ports.KnowledgeBaseCatalog): its name (also the name
+    of its collections), the settings it owns (`rag_core.kb.settings.KB_KEYS` -> value: chunking, embedder,
+    search defaults), and the state of its catalog entry."""
+
+    name: str
+    settings: Mapping[str, Any]
+    state: str = "active"  # "active" | "creating" (a copy being filled) | "deleted" (being removed)
+    created_at: str = ""  # ISO-8601 UTC, when the knowledge base was first made
+    note: str = ""  # where it came from, e.g. "copy of biz", "adopted from an existing collection"
+    committed_ns: int = 0  # when this entry was written; the newest entry of a name is the one that counts

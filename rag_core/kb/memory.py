@@ -1,0 +1,52 @@
+"""The catalog of knowledge bases in memory: the fake that passes the same contract as MilvusCatalog
+(tests/contracts/catalog.py), for fast tests of what sits above it. Same write protocol (insert the new
+entry, then retire the older ones of its name); thread-safe; nothing survives the process."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from dataclasses import replace
+
+from ..records import KnowledgeBase
+from .catalog import STATES, newest
+
+
+class InMemoryCatalog:
+    def __init__(self) -> None:
+        self._rows: list[tuple[str, KnowledgeBase]] = []
+        self._keys = itertools.count()
+        self._lock = threading.Lock()
+
+    def _entries(self) -> dict[str, KnowledgeBase]:
+        with self._lock:
+            return newest(list(self._rows))
+
+    def list_knowledge_bases(self) -> list[KnowledgeBase]:
+        return sorted((kb for kb in self._entries().values() if kb.state == "active"), key=lambda kb: kb.name)
+
+    def get(self, name: str) -> KnowledgeBase | None:
+        kb = self._entries().get(name)
+        return kb if kb is not None and kb.state == "active" else None
+
+    def unfinished(self) -> list[KnowledgeBase]:
+        return sorted((kb for kb in self._entries().values() if kb.state != "active"), key=lambda kb: kb.committed_ns)
+
+    def write(self, kb: KnowledgeBase) -> KnowledgeBase:
+        if kb.state not in STATES:
+            raise ValueError(f"unknown catalog state {kb.state!r}")
+        with self._lock:
+            old = [row for row in self._rows if row[1].name == kb.name]
+            kb = replace(kb, settings=dict(kb.settings),
+                         committed_ns=max([time.time_ns(), *(e.committed_ns + 1 for _, e in old)]))
+            self._rows.append((f"{next(self._keys):016d}", kb))
+            self._rows = [row for row in self._rows if row not in old]
+        return kb
+
+    def forget(self, name: str) -> None:
+        with self._lock:
+            self._rows = [row for row in self._rows if row[1].name != name]
+
+    def close(self) -> None:
+        pass
