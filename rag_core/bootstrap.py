@@ -153,6 +153,20 @@ def _wire(settings: Settings, embedder: Embedder, store: ChunkStore, reranker: R
     return Workbench(settings, embedder, store, ingestor, retriever, kb)
 
 
+def kb_settings(settings: Settings, env: Mapping[str, str] | None = None) -> Settings:
+    """`settings` with the chosen knowledge base's own values applied, read from the catalog (nothing else is
+    opened): what `chunk --kb` and `config --kb` show."""
+    from .kb.resolve import resolve
+    from .kb.settings import apply
+
+    check_kb_name(settings.kb_name)
+    catalog = open_catalog(settings, env)
+    try:
+        return apply(settings, resolve(catalog, settings, catalog.client))
+    finally:
+        catalog.close()
+
+
 def check_kb_name(name: str) -> str:
     from .kb.resolve import check_name
 

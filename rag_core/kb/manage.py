@@ -244,6 +244,13 @@ class KnowledgeBases:
                 _running.discard(key)
         return CopyResult(kb, reports)
 
+    def adopt(self) -> list[str]:
+        """Collections made before knowledge bases that the catalog does not list yet, made knowledge bases."""
+        from .resolve import adopt_collections
+
+        client = getattr(self.catalog, "client", None)
+        return adopt_collections(self.catalog, client, self.settings) if client is not None else []
+
     # ---------------------------------------------------------------- recovery
     def _remove(self, kb: KnowledgeBase) -> None:
         """Tombstone, storage, entries: each step can be repeated, so an interrupted removal is finished later."""
