@@ -11,7 +11,6 @@ import argparse
 import json
 import sys
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
@@ -104,10 +103,12 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     with _workbench(settings, asked=getattr(args, "asked", ())) as wb, ingest_progress_bar(not args.quiet) as progress:
         reports = wb.ingestor.ingest_paths(args.paths, prefix=args.prefix, force=args.force, progress=progress)
     if args.json:
-        _print_json([r.__dict__ for r in reports])
+        _print_json([r.to_dict() for r in reports])
     else:
         for r in reports:
             detail = r.error if r.status in ("failed", "skipped") else f"{r.chunks} chunks"
+            if r.status == "replaced" and r.diff is not None:
+                detail += f": {len(r.diff.added)} added, {len(r.diff.removed)} removed, {r.diff.unchanged} unchanged"
             print(f"{r.status:<9} {r.doc_id or r.path}  ({detail}, {r.seconds:.2f}s)")
         counts = {s: sum(r.status == s for r in reports)
                   for s in ("added", "replaced", "unchanged", "failed", "skipped")}
@@ -166,41 +167,28 @@ def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-# The debugger's knobs, as `search` options: each is the setting it overrides for this command, so values
-# are checked by the setting's own rules (choices, range, finite) and its help text is the option's help.
-SEARCH_OPTIONS = {"mode": "rag.search-mode", "fusion": "rag.fusion", "rrf_k": "rag.rrf-k",
-                  "dense_weight": "rag.dense-weight", "bm25_weight": "rag.bm25-weight"}
-WIDTH_OPTIONS = {"retrieve_k": "rag.retrieve-k", "return_n": "rag.return-n",
-                 "max_chunks_per_document": "rag.max-chunks-per-document"}
-
-
 def _lookup_overrides(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
-    """The lookup settings given on the command line, as `lookup(...)` keyword arguments (None = the
-    configured default). They reach the lookup as the debugger's sliders do; everything else (projection
-    budgets) stays as configured, so `search --json` is what the debugger shows. Values are checked by the
-    rules of the setting each option overrides (choices, range, finite) before anything is opened."""
-    from .retrieval import params_from_settings
+    """The lookup options given on the command line as `lookup(...)` arguments over `settings` (the knowledge
+    base's), checked by the rules of the settings they override (rag_core.retrieval.options)."""
+    from .retrieval.options import OPTIONS, lookup_overrides
 
-    given = {key: getattr(args, name) for name, key in {**SEARCH_OPTIONS, **WIDTH_OPTIONS}.items()
-             if getattr(args, name) is not None}
-    params = params_from_settings(settings.with_overrides(given, "search options"))
-    return {**{name: getattr(args, name) for name in WIDTH_OPTIONS}, "search": params.search,
-            "rerank": replace(params.rerank, enabled=False) if getattr(args, "no_rerank", False) else None}
+    return lookup_overrides(settings, no_rerank=getattr(args, "no_rerank", False),
+                            **{name: getattr(args, name, None) for name in OPTIONS})
 
 
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     if bool(args.query) == bool(args.queries):
         raise RagError("search: give one query, or --queries FILE (.jsonl or .csv with a `query` column), "
                        "not both and not neither.")
-    overrides = _lookup_overrides(args, settings)
+    _lookup_overrides(args, settings)  # bad values are refused before anything is opened
     if args.queries:
         from .evaluation.datasets import read_query_file
 
         queries = read_query_file(Path(args.queries))
         with _workbench(settings, asked=getattr(args, "asked", ())) as wb:
-            return _search_batch(wb, queries, overrides, args)
+            return _search_batch(wb, queries, _lookup_overrides(args, wb.settings), args)
     with _workbench(settings, asked=getattr(args, "asked", ())) as wb:
-        result = wb.retriever.lookup(args.query, **overrides)
+        result = wb.retriever.lookup(args.query, **_lookup_overrides(args, wb.settings))
     if args.json:
         for warning in result.warnings:
             print(f"warning: {warning}", file=sys.stderr)
@@ -259,8 +247,9 @@ def _search_batch(wb: Any, queries: Sequence[tuple[str, str]], overrides: dict[s
 def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
     from .retrieval.explain import explain
 
+    _lookup_overrides(args, settings)  # bad values are refused before anything is opened
     with _workbench(settings, asked=getattr(args, "asked", ())) as wb:
-        e = explain(wb.retriever, wb.store, args.query, args.expect, args.answer, **_lookup_overrides(args, settings))
+        e = explain(wb.retriever, wb.store, args.query, args.expect, args.answer, **_lookup_overrides(args, wb.settings))
     if args.json:
         _print_json(e.to_dict())
         return 0
@@ -293,7 +282,7 @@ def cmd_reindex(args: argparse.Namespace, settings: Settings) -> int:
             if source is not None:
                 source.close()
     if args.json:
-        _print_json([r.__dict__ for r in reports])
+        _print_json([r.to_dict() for r in reports])
     else:
         for r in reports:
             print(f"{r.status:<9} {r.doc_id or r.path}  {r.error or f'{r.chunks} chunks'}")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import shutil
 import threading
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
 from ..config import Settings
@@ -66,7 +66,7 @@ class CopyResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"knowledge_base": self.kb.name, "settings": dict(self.kb.settings),
-                "reports": [asdict(r) for r in self.reports],
+                "reports": [r.to_dict() for r in self.reports],
                 "counts": {s: sum(r.status == s for r in self.reports) for s in ("added", "failed")}}
 
 
