@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from .config import Settings
 from .embedding import Embedder
@@ -151,6 +151,21 @@ def _wire(settings: Settings, embedder: Embedder, store: ChunkStore, reranker: R
     params = params_from_settings(settings)
     retriever = KnowledgeRetriever(MilvusSearchPort(store, embedder, params.search), params, reranker)
     return Workbench(settings, embedder, store, ingestor, retriever, kb)
+
+
+def multi_kb_workbench(workbenches: Sequence[Workbench]) -> Workbench:
+    """One workbench searching several knowledge bases at once (the agent over the knowledge bases chosen on
+    the chat page): the first one's, with a retriever over all of them (rag_core.retrieval.multi: evidence
+    keys carry the knowledge base's name). One knowledge base: its own workbench, keys unchanged."""
+    from dataclasses import replace
+
+    from .retrieval.multi import MultiKnowledgeBasePort
+
+    if len(workbenches) == 1:
+        return workbenches[0]
+    first = workbenches[0]
+    port = MultiKnowledgeBasePort({wb.settings.kb_name: wb.retriever.port for wb in workbenches})
+    return replace(first, retriever=KnowledgeRetriever(port, first.retriever.defaults, first.retriever.reranker))
 
 
 def kb_settings(settings: Settings, env: Mapping[str, str] | None = None) -> Settings:
