@@ -79,7 +79,9 @@ try:
                            bm25_weight=bm25_weight) if mode == "hybrid" else replace(defaults.search, mode=mode)
     params = wb.retriever.params(retrieve_k=retrieve_k, return_n=return_n, max_chunks_per_document=cap, search=search,
                                  rerank=rerank)
-    result, from_cache = cached_lookup(wb.retriever, query, params, st.session_state.setdefault("dbg.fetched", {}))
+    # Fetched hits are kept per knowledge base: the same query on another one is another search.
+    result, from_cache = cached_lookup(wb.retriever, query, params,
+                                       st.session_state.setdefault("dbg.fetched", {}).setdefault(wb.settings.kb_name, {}))
 except RagError as exc:
     st.error(str(exc), icon="🛑")
     st.stop()
@@ -128,7 +130,8 @@ with st.expander("Why wasn't it retrieved?", expanded=bool(expected_url)):
         target = f"{expect}#chunk-{int(chunk)}" if expect and chunk is not None else expect
         try:
             explanation = cached_explanation(wb.retriever, wb.store, query, params, target, answer,
-                                             st.session_state.setdefault("dbg.explained", {}))
+                                             st.session_state.setdefault("dbg.explained", {}).setdefault(
+                                                 wb.settings.kb_name, {}))
         except RagError as exc:
             st.error(str(exc), icon="🛑")
         else:

@@ -192,3 +192,16 @@ def chips_html(labels: Iterable[str]) -> str:
     return "".join(f'<span style="display:inline-block;margin:0 4px 4px 0;padding:1px 8px;border-radius:0.8rem;'
                    f'background:#eef2f7;border:1px solid #d5dbe3;font-size:0.8rem">{esc(label)}</span>'
                    for label in labels)
+
+
+DIFF_STYLE = {"added": ("#e6f4e3", "#2e7d32", "+"), "removed": ("#fdecea", "#c62828", "−")}
+
+
+def changed_chunk_html(index: int, text: str, kind: str) -> str:
+    """A chunk a re-upload added or removed, in green or red (text escaped)."""
+    bg, border, sign = DIFF_STYLE[kind]
+    return (f'<div class="chunk-{kind}" style="border:1px solid {border};border-left:4px solid {border};'
+            f'border-radius:0.4rem;margin:0 0 0.5rem;background:{bg}">'
+            f'<div style="padding:0.2rem 0.6rem;font-size:0.8rem;font-family:ui-monospace,monospace;color:{border}">'
+            f'{sign} chunk #{index}</div><div style="white-space:pre-wrap;word-break:break-word;padding:0.3rem 0.6rem;'
+            f'font-size:0.85rem;max-height:220px;overflow-y:auto">{esc(text)}</div></div>')
