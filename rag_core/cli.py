@@ -11,7 +11,6 @@ import argparse
 import json
 import sys
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
@@ -152,24 +151,11 @@ def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
 
 # The debugger's knobs, as `search` options: each is the setting it overrides for this command, so values
 # are checked by the setting's own rules (choices, range, finite) and its help text is the option's help.
-SEARCH_OPTIONS = {"mode": "rag.search-mode", "fusion": "rag.fusion", "rrf_k": "rag.rrf-k",
-                  "dense_weight": "rag.dense-weight", "bm25_weight": "rag.bm25-weight"}
-WIDTH_OPTIONS = {"retrieve_k": "rag.retrieve-k", "return_n": "rag.return-n",
-                 "max_chunks_per_document": "rag.max-chunks-per-document"}
-
-
 def _lookup_overrides(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
-    """The lookup settings given on the command line, as `lookup(...)` keyword arguments (None = the
-    configured default). They reach the lookup as the debugger's sliders do; everything else (projection
-    budgets) stays as configured, so `search --json` is what the debugger shows. Values are checked by the
-    rules of the setting each option overrides (choices, range, finite) before anything is opened."""
-    from .retrieval import params_from_settings
+    """The lookup options of `_lookup_arguments`, as `lookup(...)` keyword arguments."""
+    from .retrieval.options import lookup_overrides
 
-    given = {key: getattr(args, name) for name, key in {**SEARCH_OPTIONS, **WIDTH_OPTIONS}.items()
-             if getattr(args, name) is not None}
-    params = params_from_settings(settings.with_overrides(given, "search options"))
-    return {**{name: getattr(args, name) for name in WIDTH_OPTIONS}, "search": params.search,
-            "rerank": replace(params.rerank, enabled=False) if getattr(args, "no_rerank", False) else None}
+    return lookup_overrides(vars(args), settings, no_rerank=getattr(args, "no_rerank", False))
 
 
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:

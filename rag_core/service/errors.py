@@ -70,6 +70,8 @@ def error_response(path: str, status: int, code: str, message: str, data: Any = 
 def from_rag_error(exc: RagError) -> ApiError:
     """The status of a failure raised by rag_core while serving a request."""
     message = str(exc)
+    if getattr(exc, "code", "") == "not_found":  # a doc_id that names no document (errors.NotIndexed)
+        return ApiError(404, "not_found", message)
     if isinstance(exc, RetrievalError):
         if "knowledge base is empty" in message:
             return ApiError(409, "empty_knowledge_base", message)

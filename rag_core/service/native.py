@@ -5,7 +5,6 @@ chunks as `docs --json` and the store list them. Errors: `{"error": {"code", "me
 from __future__ import annotations
 
 import platform
-from types import SimpleNamespace
 from dataclasses import asdict
 from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any, Literal
@@ -17,6 +16,7 @@ from starlette.responses import JSONResponse
 from .. import loaders
 from ..errors import LoaderError, RagError
 from ..retrieval.identity import evidence_key
+from ..retrieval.options import lookup_overrides
 from ..store.milvus import is_lite
 from .app import Service, service_of
 from .errors import ApiError, refusal_status
@@ -25,31 +25,52 @@ from .models import ChunkOut, ChunksAnswer, DeletedAnswer, IngestAnswer
 router = APIRouter(prefix="/v1", tags=["native"])
 
 
-@router.get("/search", summary="The lookup path: every hit's fate, the evidence, the agent's projection")
-def search(svc: Annotated[Service, Depends(service_of)],
-           query: Annotated[str, Query(description="What to look for.")],
-           retrieve_k: Annotated[int | None, Query(ge=1, le=1000)] = None,
-           return_n: Annotated[int | None, Query(ge=1, le=1000)] = None,
-           max_chunks_per_document: Annotated[int | None, Query(ge=1, le=1000)] = None,
-           mode: Literal["dense", "bm25", "hybrid"] | None = None,
-           fusion: Literal["weighted", "rrf"] | None = None,
-           rrf_k: Annotated[int | None, Query(ge=1)] = None,
-           dense_weight: Annotated[float | None, Query(ge=0, le=1)] = None,
-           bm25_weight: Annotated[float | None, Query(ge=0, le=1)] = None,
-           doc_id: Annotated[list[str] | None, Query(description="Only these documents (repeatable).")] = None,
-           ) -> JSONResponse:
-    """Exactly what `python -m rag_core search QUERY --json` prints (same keys, same values; only the
-    timings differ). Unset parameters take the server's settings."""
-    # The CLI's `search` turns the same options into lookup arguments, checked by the rules of the settings
-    # they override: one implementation, so both answer alike.
-    from ..cli import _lookup_overrides
+def lookup_options(
+        svc: Annotated[Service, Depends(service_of)],
+        retrieve_k: Annotated[int | None, Query(ge=1, le=1000)] = None,
+        return_n: Annotated[int | None, Query(ge=1, le=1000)] = None,
+        max_chunks_per_document: Annotated[int | None, Query(ge=1, le=1000)] = None,
+        mode: Literal["dense", "bm25", "hybrid"] | None = None,
+        fusion: Literal["weighted", "rrf"] | None = None,
+        rrf_k: Annotated[int | None, Query(ge=1)] = None,
+        dense_weight: Annotated[float | None, Query(ge=0, le=1)] = None,
+        bm25_weight: Annotated[float | None, Query(ge=0, le=1)] = None,
+        no_rerank: Annotated[bool, Query(description="Skip the configured reranker for this lookup.")] = False,
+        doc_id: Annotated[list[str] | None, Query(description="Only these documents (repeatable).")] = None,
+) -> dict[str, Any]:
+    """The debugger's controls as query parameters (unset = the server's settings), turned into lookup arguments
+    by the same function as the CLI's options, so both answer alike."""
+    options = {"retrieve_k": retrieve_k, "return_n": return_n, "max_chunks_per_document": max_chunks_per_document,
+               "mode": mode, "fusion": fusion, "rrf_k": rrf_k, "dense_weight": dense_weight,
+               "bm25_weight": bm25_weight}
+    return {**lookup_overrides(options, svc.workbench.settings, no_rerank=no_rerank),
+            "filters": {"doc_id": doc_id} if doc_id else None}
 
-    options = SimpleNamespace(mode=mode, fusion=fusion, rrf_k=rrf_k, dense_weight=dense_weight, bm25_weight=bm25_weight,
-                              retrieve_k=retrieve_k, return_n=return_n, max_chunks_per_document=max_chunks_per_document)
-    result = svc.workbench.retriever.lookup(query, **_lookup_overrides(options, svc.workbench.settings),
-                                            filters={"doc_id": doc_id} if doc_id else None)
+
+@router.get("/search", summary="The lookup path: every hit's fate, the evidence, the agent's projection")
+def search(svc: Annotated[Service, Depends(service_of)], options: Annotated[dict[str, Any], Depends(lookup_options)],
+           query: Annotated[str, Query(description="What to look for.")]) -> JSONResponse:
+    """Exactly what `python -m rag_core search QUERY --json` prints (same keys, same values; only the
+    timings differ)."""
+    result = svc.workbench.retriever.lookup(query, **options)
     # Already plain JSON types: a JSONResponse skips FastAPI's jsonable_encoder walk (~1 ms of a 28 KB answer).
     return JSONResponse(result.to_dict())
+
+
+@router.get("/explain", summary="Why wasn't it retrieved? The fate of an expected document, chunk or answer")
+def explain(svc: Annotated[Service, Depends(service_of)], options: Annotated[dict[str, Any], Depends(lookup_options)],
+            query: Annotated[str, Query(description="The question.")],
+            expect: Annotated[str | None, Query(description="The expected document `doc_id`, or one chunk "
+                                                            "`doc_id#chunk-N`.")] = None,
+            answer: Annotated[str | None, Query(description="An expected answer text: which chunks hold it, and "
+                                                            "whether a chunk boundary splits it.")] = None,
+            ) -> JSONResponse:
+    """Exactly what `python -m rag_core explain QUERY --expect ... --json` prints: each chunk's rank in every
+    channel over the whole knowledge base, what cut it, and the smallest change that brings it in."""
+    from ..retrieval.explain import explain_dict
+
+    options.pop("filters")  # explain ranks over the whole knowledge base
+    return JSONResponse(explain_dict(svc.workbench, query, expect, answer, **options))
 
 
 @router.get("/documents", summary="Indexed documents (as `docs --json`)")
