@@ -16,6 +16,7 @@ from .errors import ConfigError
 from .ingest import Ingestor
 from .retrieval import KnowledgeRetriever, MilvusSearchPort, params_from_settings
 from .store import MilvusStore
+from .store.connection import LiteOptions
 
 DEFAULT_KEY_ENV = {"dashscope": "DASHSCOPE_API_KEY", "openai": "OPENAI_API_KEY"}
 
@@ -55,10 +56,15 @@ def build_embedder(settings: Settings, env: Mapping[str, str] | None = None) -> 
                                 batch_size=settings["embedding.batch-size"], **common)
 
 
+def lite_options(settings: Settings) -> LiteOptions:
+    """How this process reaches a Milvus Lite file: through the store host (shared) or alone."""
+    return LiteOptions(settings["milvus.lite-mode"], settings["milvus.host-idle"], settings["milvus.collection"])
+
+
 def build_store(settings: Settings, embedder: Embedder, env: Mapping[str, str] | None = None, *,
                 migrate: bool = False) -> MilvusStore:
     store = MilvusStore(settings.milvus_uri, settings["milvus.collection"], token=secret("MILVUS_TOKEN", env),
-                        timeout=settings["milvus.timeout"])
+                        timeout=settings["milvus.timeout"], lite=lite_options(settings))
     try:
         store.open(embedder.name, embedder.dim, migrate=migrate)
     except BaseException:

@@ -38,8 +38,11 @@ class MilvusStore(SchemaMixin, RegistryMixin, WritesMixin, SearchMixin):
     checks, migration), registry (active versions, recovery), writes (versioned replace, delete) and
     search (chunk reads, dense and BM25)."""
 
-    def __init__(self, uri: str, collection: str, token: str = "", timeout: float = 60.0) -> None:
+    def __init__(self, uri: str, collection: str, token: str = "", timeout: float = 60.0,
+                 lite: connection.LiteOptions | None = None) -> None:
         self.uri = uri
+        # How a Milvus Lite file is reached (shared through the store host, or exclusive): see connection.
+        self.lite = lite or connection.LiteOptions(collection=collection)
         self.collection = collection
         self.registry = f"{collection}_docs"
         self._token = token
@@ -52,7 +55,7 @@ class MilvusStore(SchemaMixin, RegistryMixin, WritesMixin, SearchMixin):
     @property
     def client(self) -> Any:
         if self._client is None:
-            self._client = connection.connect(self.uri, self._token, self._timeout)
+            self._client = connection.connect(self.uri, self._token, self._timeout, self.lite)
         return self._client
 
     def close(self) -> None:

@@ -26,23 +26,33 @@ class ProcessId:
         return cls(os.getpid(), start_ticks(os.getpid()))
 
     def alive(self) -> bool:
-        """True while this very process runs (a reused pid has another start time)."""
+        """True while this very process runs (a reused pid has another start time; a zombie, a process
+        that exited but was not yet reaped by its parent, does not run)."""
         try:
             os.kill(self.pid, 0)
         except ProcessLookupError:
             return False
         except PermissionError:
             pass  # exists, owned by someone else
-        return self.start == 0 or start_ticks(self.pid) == self.start
+        fields = _stat(self.pid)
+        if not fields:
+            return not Path("/proc/self").exists()  # gone meanwhile, or no /proc to ask (then: it runs)
+        return fields[0] != "Z" and (self.start == 0 or int(fields[19]) == self.start)
 
 
-def start_ticks(pid: int) -> int:
+def _stat(pid: int) -> list[str]:
+    """Fields 3.. of /proc/<pid>/stat (state first), or [] without /proc."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
-        return 0
+        return []
     # The command name (field 2) is in parentheses and may contain spaces: count after the last ")".
-    return int(stat.rsplit(")", 1)[1].split()[19])
+    return stat.rsplit(")", 1)[1].split()
+
+
+def start_ticks(pid: int) -> int:
+    fields = _stat(pid)
+    return int(fields[19]) if fields else 0
 
 
 @cache
@@ -65,9 +75,10 @@ def machine_id() -> str:
 
 def program_name() -> str:
     """This program's name: `streamlit`, `rag_core`, `pytest`... (`python -m pkg` runs pkg/__main__.py)."""
-    argv0 = Path(sys.argv[0]) if sys.argv and sys.argv[0] else Path("python")
-    name = argv0.parent.name if argv0.name == "__main__.py" else argv0.name
-    return name or "python"
+    if not sys.argv or sys.argv[0] in ("", "-c", "-"):
+        return "python"
+    argv0 = Path(sys.argv[0])
+    return (argv0.parent.name if argv0.name == "__main__.py" else argv0.name) or "python"
 
 
 def program_of(pid: int) -> str:
