@@ -13,13 +13,11 @@ import time
 from typing import Any, Iterable, Mapping
 
 from ..records import Document, StoredDocument
-from . import filters
+from . import filters, writers
 from .connection import is_lite
 from .schema import QUERY_LIMIT, REGISTRY_FIELDS
 
 log = logging.getLogger(__name__)
-
-ABANDONED_AFTER_S = 6 * 3600  # on a shared server, a pending version this old is a crashed writer's
 
 
 class RegistryMixin:
@@ -27,6 +25,7 @@ class RegistryMixin:
 
     client: Any
     uri: str
+    lite: Any  # connection.LiteOptions
     collection: str
     registry: str
 
@@ -74,14 +73,13 @@ class RegistryMixin:
 
     def recover(self) -> int:
         """Remove what interrupted writes left behind: versions superseded by a newer active one, and
-        pending versions that were never committed. On Milvus Lite nobody else can be writing (one
-        process per file), so every pending version is abandoned; on a shared server another process
-        may be writing right now, so only pending versions older than ABANDONED_AFTER_S are.
-        Returns how many documents needed it."""
+        pending versions whose writer is gone (the rule is `writers.abandoned`: another process may be
+        writing right now, through the store host or a shared server). Returns how many documents needed it."""
         now = time.time_ns()
+        exclusive = is_lite(self.uri) and self.lite.mode == "exclusive"
 
         def abandoned(row: Mapping[str, Any]) -> bool:
-            return is_lite(self.uri) or now - int(row["committed_ns"]) > ABANDONED_AFTER_S * 1_000_000_000
+            return writers.abandoned(row, exclusive=exclusive, now_ns=now)
 
         rows = self._registry_rows('doc_id != ""')
         active = self._newest_active(rows)

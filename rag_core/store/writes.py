@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import StoreError
 from ..records import Chunk, Document
-from . import filters
+from . import filters, writers
 from .schema import MIGRATING
 
 INSERT_BATCH = 500
@@ -57,6 +57,7 @@ class WritesMixin:
         """Write a new complete version of `doc` and retire the old one (see store.milvus)."""
         return self.replace_documents([NewVersion(doc, chunks, vectors, fingerprint)])[0]
 
+    @writers.tracked  # recovery in this process spares its pending versions while it runs
     def replace_documents(self, items: Sequence[NewVersion]) -> list[WriteResult]:
         """`replace_document` for several documents with one round trip per step instead of one per
         document. Each document still switches versions atomically at its own commit row."""
@@ -71,7 +72,8 @@ class WritesMixin:
         ids = sorted(set(doc_ids))
         old = self._newest_active(self._registry_rows(filters.one_of("doc_id", ids))) if ids else {}
         versions = [uuid.uuid4().hex[:16] for _ in items]
-        pending = self._registry_insert([self._registry_row(item.doc, v, "pending", committed_ns=time.time_ns())  # 1
+        pending = self._registry_insert([self._registry_row(item.doc, v, "pending", committed_ns=time.time_ns(),  # 1
+                                                            **writers.pending_fields())
                                          for item, v in zip(items, versions)])
         ingested_at = utc_now()
         rows = [self._chunk_row(item.doc, chunk, vector, version, len(item.chunks), ingested_at)
