@@ -23,7 +23,7 @@ import numpy as np
 
 from . import chunking, loaders
 from .embedding import Embedder
-from .errors import RagError
+from .errors import RagError, StoreUnavailableError
 from .records import Chunk, Document, IngestReport
 from .store.milvus import MilvusStore, NewVersion
 
@@ -142,6 +142,15 @@ class Ingestor:
     def _run(self, sources: list[Source], prefix: str, progress: ProgressCallback, force: bool) -> list[IngestReport]:
         run = _Run(len(sources), progress)
         group: list[_Prepared] = []
+        try:
+            self._run_sources(sources, prefix, force, run, group)
+        except StoreUnavailableError as exc:
+            # The store went away (its server died or was stopped): one failure, not one per file.
+            run.stop(sources, group, exc)
+        return run.ordered_reports()
+
+    def _run_sources(self, sources: list[Source], prefix: str, force: bool, run: _Run,
+                     group: list[_Prepared]) -> None:
         for index, source in enumerate(sources):
             run.tick(index, source.name, "loading")
             started = time.perf_counter()
@@ -158,10 +167,9 @@ class Ingestor:
             item = _Prepared(index, source, doc, chunks, self.fingerprint(doc), time.perf_counter() - started)
             if any(g.doc.doc_id == doc.doc_id for g in group) or sum(len(g.chunks) for g in group) + len(chunks) > self.group_chunks:
                 self._ingest_group(group, run, force)
-                group = []
+                group.clear()
             group.append(item)
         self._ingest_group(group, run, force)
-        return run.ordered_reports()
 
     def _ingest_group(self, group: list[_Prepared], run: _Run, force: bool) -> None:
         if not group:
@@ -182,6 +190,8 @@ class Ingestor:
                 NewVersion(g.doc, g.chunks, vectors[offsets[i]:offsets[i + 1]], g.fingerprint)
                 for i, g in enumerate(todo)])
         except Exception as exc:  # noqa: BLE001
+            if isinstance(exc, StoreUnavailableError):
+                raise  # no culprit to find: the store is gone (see _run)
             if len(group) > 1:  # find the culprit: the others should not fail with it
                 for g in group:
                     self._ingest_group([g], run, force)
@@ -296,6 +306,21 @@ class _Run:
         message = str(exc) if isinstance(exc, RagError) else f"unexpected error ({type(exc).__name__}: {exc})"
         self.reports[index] = IngestReport(name, doc_id, "failed", 0, seconds, message)
         self.tick(index, doc_id or name, "failed")
+
+    def stop(self, sources: Sequence[Source], group: list[_Prepared], exc: StoreUnavailableError) -> None:
+        """The store failed: its message once (on the first file being written), the other files of that
+        write as not written, the rest as not attempted."""
+        message = str(exc)
+        for g in group:
+            if g.index not in self.reports:
+                self.reports[g.index] = IngestReport(g.source.name, g.doc.doc_id, "failed", 0, g.load_seconds,
+                                                     message or "not written: the store failed during this write")
+                message = ""
+        for index, source in enumerate(sources):
+            if index not in self.reports:
+                self.reports[index] = IngestReport(source.name, "", "failed", 0, 0.0,
+                                                   message or "not attempted: the store failed earlier in this run")
+                message = ""
 
     def ordered_reports(self) -> list[IngestReport]:
         return [self.reports[i] for i in sorted(self.reports)]
