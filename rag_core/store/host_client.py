@@ -197,3 +197,12 @@ def stop_started(timeout: float = 15.0) -> int:
             stopped += 1
     _children.clear()
     return stopped
+
+
+def stop_all_under(folder: Path) -> int:
+    """Stop every host serving a database under `folder` (test sessions clean up their temporary dirs)."""
+    stopped = 0
+    for endpoint in folder.rglob(".*.db.host"):
+        if stop(endpoint.parent / endpoint.name[1:-len(".host")]) is not None:
+            stopped += 1
+    return stopped

@@ -31,10 +31,10 @@ def owner_file(db: Path) -> Path:
 
 def _locked_message(db: Path, holder: str) -> str:
     if HOST_ROLE in holder:
-        pid = holder.split()[1] if holder.startswith("pid ") else "?"
-        return (f"The knowledge base {db} is served by the workbench's store host (pid {pid}), and this process asked "
-                "for it alone (milvus.lite-mode = exclusive). Use milvus.lite-mode = shared (the default) to "
-                f"share it, or stop the host first: `python -m rag_core --data-dir {db.parent} host stop`.")
+        return (f"The knowledge base {db} is already open in {holder}, which serves it to every workbench "
+                "process in shared mode, and this process asked for it alone (milvus.lite-mode = exclusive). "
+                "Use milvus.lite-mode = shared (the default), or another data dir (--data-dir / RAG_DATA_DIR), or "
+                f"stop the host first: `python -m rag_core --data-dir {db.parent} host stop`.")
     return (f"The knowledge base {db} is already open in {holder}, which opened it for itself "
             "(milvus.lite-mode = exclusive): Milvus Lite allows one process per database file. Close that "
             "process, or run every process in shared mode (the default), or point this one at another data "

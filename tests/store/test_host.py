@@ -230,7 +230,8 @@ def test_status_stop_and_lock_messages(shared_wb, capsys) -> None:
     out = capsys.readouterr().out
     assert f"store host pid {endpoint.host_pid}" in out and f"pid {os.getpid()} (" in out  # this client
     # A process asking for the file alone is told who serves it and what to do.
-    with pytest.raises(StoreLockedError, match=r"served by the workbench's store host \(pid \d+\).*host stop"):
+    with pytest.raises(StoreLockedError, match=rf"already open in pid {endpoint.host_pid} \(store host\), which serves "
+                                               r"it to every workbench process.*host stop"):
         make_workbench(Path(data), embedder=shared_wb.embedder)
     assert main(["--data-dir", data, "host", "stop"]) == 0
     assert f"stopped store host pid {endpoint.host_pid}" in capsys.readouterr().out
