@@ -14,6 +14,7 @@ from .config import Settings
 from .embedding import Embedder
 from .errors import ConfigError
 from .ingest import Ingestor
+from .ports import ChunkStore
 from .retrieval import KnowledgeRetriever, MilvusSearchPort, params_from_settings
 from .store import MilvusStore
 from .store.connection import LiteOptions
@@ -63,8 +64,17 @@ def lite_options(settings: Settings) -> LiteOptions:
 
 def build_store(settings: Settings, embedder: Embedder, env: Mapping[str, str] | None = None, *,
                 migrate: bool = False) -> MilvusStore:
-    store = MilvusStore(settings.milvus_uri, settings["milvus.collection"], token=secret("MILVUS_TOKEN", env),
-                        timeout=settings["milvus.timeout"], lite=lite_options(settings))
+    """The knowledge base's store (Milvus Lite in the data dir, or the server in MILVUS_URI), opened."""
+    return open_store(settings.milvus_uri, settings["milvus.collection"], embedder, migrate=migrate,
+                      token=secret("MILVUS_TOKEN", env), timeout=settings["milvus.timeout"],
+                      lite=lite_options(settings))
+
+
+def open_store(uri: str, collection: str, embedder: Embedder, *, migrate: bool = False, token: str = "",
+               timeout: float = 60.0, lite: LiteOptions | None = None) -> MilvusStore:
+    """A Milvus store opened for `embedder`; closed again if opening fails (releasing Milvus Lite).
+    `lite`: how a Milvus Lite file is reached (shared through the store host, or exclusive)."""
+    store = MilvusStore(uri, collection, token=token, timeout=timeout, lite=lite)
     try:
         store.open(embedder.name, embedder.dim, migrate=migrate)
     except BaseException:
@@ -79,7 +89,7 @@ class Workbench:
 
     settings: Settings
     embedder: Embedder
-    store: MilvusStore
+    store: ChunkStore
     ingestor: Ingestor
     retriever: KnowledgeRetriever
 

@@ -1,7 +1,7 @@
 """load -> chunk -> embed -> store, with progress and a report per file.
 
 A document is embedded completely before anything is written, and the store swaps versions atomically
-(see store.milvus), so a failure at any step leaves the previous version complete and searchable.
+(see rag_core.store.milvus), so a failure at any step leaves the previous version complete and searchable.
 Small documents are embedded and written in groups (up to GROUP_CHUNKS chunks): one Milvus round
 trip per step for the group instead of per document. If a group fails, its documents are retried one
 by one, so a bad document fails alone.
@@ -14,18 +14,19 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from . import chunking, loaders
-from .embedding import Embedder
 from .errors import RagError, StoreUnavailableError
-from .records import Chunk, Document, IngestReport
-from .store.milvus import MilvusStore, NewVersion
+from .ports import ChunkStore, Embedder
+from .records import Chunk, Document, IngestReport, NewVersion, WriteResult
 
 CHUNKER_VERSION = "1"
 log = logging.getLogger(__name__)
@@ -72,6 +73,45 @@ def _ignore(_: IngestProgress) -> None:
     pass
 
 
+class DocLocks:
+    """One lock per doc_id, made on demand and dropped when no run holds or waits for it.
+
+    Streamlit sessions share one cached workbench, so one Ingestor: two sessions replacing the same
+    document would both read the old fingerprint, both embed and both commit (the first version left
+    behind until the next recovery, and an unchanged re-upload written twice). Holding the document's
+    lock from the fingerprint check to the commit makes the second wait, then find it unchanged.
+    This serialises writers in one process; other processes are the store's business (its recovery)."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, tuple[threading.Lock, int]] = {}  # doc_id -> (lock, runs holding or waiting)
+
+    @contextmanager
+    def hold(self, doc_ids: Iterable[str]) -> Iterator[None]:
+        ids = sorted(set(doc_ids))  # one global order, so two runs never wait for each other in a circle
+        with self._guard:
+            for doc_id in ids:
+                lock, users = self._locks.get(doc_id, (threading.Lock(), 0))
+                self._locks[doc_id] = (lock, users + 1)
+            locks = [self._locks[doc_id][0] for doc_id in ids]
+        taken: list[threading.Lock] = []
+        try:
+            for lock in locks:
+                lock.acquire()
+                taken.append(lock)
+            yield
+        finally:
+            for lock in reversed(taken):
+                lock.release()
+            with self._guard:
+                for doc_id in ids:
+                    lock, users = self._locks[doc_id]
+                    if users == 1:
+                        del self._locks[doc_id]
+                    else:
+                        self._locks[doc_id] = (lock, users - 1)
+
+
 @dataclass(frozen=True)
 class Source:
     """Something to ingest: a file on disk (with the folder it was found in) or uploaded bytes."""
@@ -85,7 +125,7 @@ class Source:
 
 
 class Ingestor:
-    def __init__(self, store: MilvusStore, embedder: Embedder, *, max_size: int = 800, overlap: int = 100,
+    def __init__(self, store: ChunkStore, embedder: Embedder, *, max_size: int = 800, overlap: int = 100,
                  max_bytes: int = 50 * 1024 * 1024, batch_size: int = 32, uploads_dir: Path | None = None,
                  group_chunks: int = GROUP_CHUNKS) -> None:
         self.store = store
@@ -96,6 +136,7 @@ class Ingestor:
         self.batch_size = batch_size
         self.uploads_dir = uploads_dir
         self.group_chunks = group_chunks
+        self._locks = DocLocks()
 
     # ------------------------------------------------------------------ entry points
     def ingest_paths(self, paths: Sequence[str | os.PathLike[str]], *, prefix: str = "",
@@ -132,7 +173,8 @@ class Ingestor:
         return self._run(sources, "", progress, force=True)
 
     def delete(self, doc_id: str) -> bool:
-        deleted = self.store.delete_document(doc_id)
+        with self._locks.hold([doc_id]):
+            deleted = self.store.delete_document(doc_id)
         kept = self._original_path(doc_id)
         if kept is not None and kept.is_file():
             kept.unlink()
@@ -176,19 +218,8 @@ class Ingestor:
             return
         started = time.perf_counter()
         try:
-            current = {} if force else self.store.fingerprints(g.doc.doc_id for g in group)
-            unchanged = [g for g in group if current.get(g.doc.doc_id, ("", 0))[0] == g.fingerprint]
-            for g in unchanged:
-                self._keep_original(g.doc.doc_id, g.source)
-                run.finish(g, "unchanged", current[g.doc.doc_id][1], 0.0)
-            todo = [g for g in group if g not in unchanged]
-            if not todo:
-                return
-            vectors = self._embed([c.text for g in todo for c in g.chunks], run.embedding_ticker(todo))
-            offsets = np.cumsum([0] + [len(g.chunks) for g in todo])
-            results = self.store.replace_documents([
-                NewVersion(g.doc, g.chunks, vectors[offsets[i]:offsets[i + 1]], g.fingerprint)
-                for i, g in enumerate(todo)])
+            with self._locks.hold(g.doc.doc_id for g in group):
+                written = self._write_group(group, run, force)
         except Exception as exc:  # noqa: BLE001
             if isinstance(exc, StoreUnavailableError):
                 raise  # no culprit to find: the store is gone (see _run)
@@ -199,11 +230,29 @@ class Ingestor:
             g = group[0]
             run.fail(g.index, g.source.name, g.doc.doc_id, g.load_seconds + time.perf_counter() - started, exc)
             return
-        elapsed, chunks = time.perf_counter() - started, sum(len(g.chunks) for g in todo)
-        for g, result in zip(todo, results):
+        elapsed, chunks = time.perf_counter() - started, sum(len(g.chunks) for g, _ in written)
+        for g, result in written:
             self._keep_original(g.doc.doc_id, g.source)
             # A file's share of the group's time, by chunks.
             run.finish(g, "replaced" if result.replaced else "added", len(g.chunks), elapsed * len(g.chunks) / chunks)
+
+    def _write_group(self, group: list[_Prepared], run: _Run, force: bool) -> list[tuple[_Prepared, WriteResult]]:
+        """Unchanged documents are reported; the others embedded and written. Runs holding the group's
+        doc_id locks, so the fingerprints read here are still current when the new versions commit."""
+        current = {} if force else self.store.fingerprints(g.doc.doc_id for g in group)
+        unchanged = [g for g in group if g.doc.doc_id in current and current[g.doc.doc_id].fingerprint == g.fingerprint]
+        for g in unchanged:
+            self._keep_original(g.doc.doc_id, g.source)
+            run.finish(g, "unchanged", current[g.doc.doc_id].chunks, 0.0)
+        todo = [g for g in group if g not in unchanged]
+        if not todo:
+            return []
+        vectors = self._embed([c.text for g in todo for c in g.chunks], run.embedding_ticker(todo))
+        offsets = np.cumsum([0] + [len(g.chunks) for g in todo])
+        results = self.store.replace_documents([
+            NewVersion(g.doc, g.chunks, vectors[offsets[i]:offsets[i + 1]], g.fingerprint)
+            for i, g in enumerate(todo)])
+        return list(zip(todo, results))
 
     def _embed(self, texts: list[str], on_embedded: Callable[[int], None]) -> np.ndarray:
         return embed_by_length(self.embedder, texts, self.batch_size, on_embedded)

@@ -7,11 +7,12 @@ builds real adapters; everything else depends on these Protocols.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Iterable, Mapping, Protocol, Sequence, Union, runtime_checkable
 
 import numpy as np
 
-from .records import RerankResult, SearchHit
+from .records import (IndexedVersion, NewVersion, RerankResult, SearchHit, StoredChunk, StoredDocument,
+                      WriteResult)
 
 
 # ---------------------------------------------------------------------------------------- embedding
@@ -47,7 +48,70 @@ class KnowledgeSearchPort(Protocol):
 
 
 # ---------------------------------------------------------------------------------------- store
-# (the chunk store's Protocol goes here)
+# Search filters: field -> one value or any of several, e.g. {"doc_id": "a.md"} or {"doc_id": ["a.md", "b.md"]}.
+# Fields: doc_id, source. Values are compared exactly (never parsed), so any string is safe.
+StoreFilters = Mapping[str, Union[str, Sequence[str]]]
+STORE_FILTER_FIELDS = ("doc_id", "source")
+
+
+@runtime_checkable
+class ChunkStore(Protocol):
+    """Versioned chunks of documents: what the Ingestor writes and the search port reads.
+
+    Contract (tests/contracts/store.py), on every adapter:
+    - `replace_documents` writes each document's new version completely, then makes it the active one at
+      once (its commit); readers see the old version or the new one, never zero chunks or a mix. A write
+      that fails leaves the previous version active and complete; `recover` removes what it left behind.
+    - Searches return at most `k` hits of active versions, best first, scores higher-is-better, each hit
+      with `channels[channel] == (rank, score)`; `filters` restrict them exactly. An empty store gives [].
+    - `delete_document` removes exactly the named document, whatever characters its doc_id contains.
+    - `open` creates or checks the store for an embedder (name and dimension) and runs `recover`; `close`
+      releases it. Every other method needs an open store.
+    """
+
+    def open(self, embedder_name: str, dim: int, *, migrate: bool = False) -> None: ...
+
+    def close(self) -> None: ...
+
+    def drop(self) -> None:
+        """Remove everything, the store's collections included (an evaluation index being rebuilt)."""
+        ...
+
+    def recover(self) -> int:
+        """Remove what interrupted writes left behind; returns how many documents needed it."""
+        ...
+
+    def fingerprints(self, doc_ids: Iterable[str]) -> dict[str, IndexedVersion]:
+        """The active version of each indexed document among `doc_ids`."""
+        ...
+
+    def replace_documents(self, items: Sequence[NewVersion]) -> list[WriteResult]:
+        """Write a new version of each document (one per doc_id) and retire the previous ones."""
+        ...
+
+    def delete_document(self, doc_id: str) -> bool:
+        """Remove a document with all its versions; False when it was not indexed."""
+        ...
+
+    def list_documents(self) -> list[StoredDocument]:
+        """Every indexed document's active version, sorted by doc_id."""
+        ...
+
+    def get_chunks(self, doc_id: str) -> list[StoredChunk]:
+        """The active version's chunks of one document in chunk order; [] when it is not indexed."""
+        ...
+
+    def is_empty(self) -> bool: ...
+
+    def count_chunks(self) -> int: ...
+
+    def search_dense(self, vector: np.ndarray, k: int, filters: StoreFilters | None = None) -> list[SearchHit]:
+        """The `k` chunks most similar to `vector` (cosine similarity, higher is better)."""
+        ...
+
+    def search_bm25(self, text: str, k: int, filters: StoreFilters | None = None) -> list[SearchHit]:
+        """The `k` best full-text (BM25) matches for `text`; chunks without a matching term are not hits."""
+        ...
 
 
 # ---------------------------------------------------------------------------------------- rerank

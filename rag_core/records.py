@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Mapping
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,63 @@ class StoredDocument:
     content_hash: str
     version: str
     ingested_at: str  # ISO-8601 UTC
+
+
+@dataclass(frozen=True)
+class StoredChunk(Mapping[str, Any]):
+    """One chunk of a document's active version as the store holds it, in `get_chunks` order.
+
+    Read it by attribute. It is also a read-only mapping with the same keys (`row["content"]`), for
+    code written when `get_chunks` returned raw Milvus rows (the UI's chunk views).
+    """
+
+    id: str
+    doc_id: str
+    chunk_index: int
+    content: str
+    source: str
+    title: str
+    version: str
+    metadata: Mapping[str, Any]  # the seed's keys plus offsets (start, end, overlapChars), hashes, ingestedAt
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._keys():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys())
+
+    def __len__(self) -> int:
+        return len(self._keys())
+
+    @classmethod
+    def _keys(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+
+@dataclass(frozen=True)
+class IndexedVersion:
+    """What the store knows about a document's active version, to tell whether a new ingest changes it."""
+
+    fingerprint: str  # content, chunk settings and embedder (see Ingestor.fingerprint)
+    chunks: int
+
+
+@dataclass(frozen=True)
+class NewVersion:
+    """A complete new version of a document, embedded and ready to write."""
+
+    doc: Document
+    chunks: Sequence[Chunk]
+    vectors: np.ndarray  # (len(chunks), dim)
+    fingerprint: str
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    version: str
+    replaced: bool  # True when a previous version was superseded
 
 
 @dataclass(frozen=True)

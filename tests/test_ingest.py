@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import threading
 from pathlib import Path
 
 import pytest
@@ -153,3 +154,43 @@ def test_the_same_doc_id_twice_in_one_run(wb) -> None:
     reports = wb.ingestor.ingest_uploads([("a.md", b"# A\n\nfirst"), ("a.md", b"# A\n\nsecond")])
     assert [r.status for r in reports] == ["added", "replaced"]
     assert "second" in wb.store.get_chunks("a.md")[0]["content"]
+
+
+class Rendezvous:
+    """The real embedder, except that the first caller waits (up to 2 s) for a second one. Without the
+    Ingestor's per-document lock, two sessions ingesting one document both get here before either commits."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.name, self.dim = inner, inner.name, inner.dim
+        self.calls, self.guard, self.second = 0, threading.Lock(), threading.Event()
+
+    def embed_documents(self, texts):
+        with self.guard:
+            self.calls += 1
+            first = self.calls == 1
+        if first:
+            self.second.wait(timeout=2)
+        else:
+            self.second.set()
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text):
+        return self.inner.embed_query(text)
+
+
+def test_two_sessions_ingesting_one_document_do_not_both_commit(wb) -> None:
+    wb.ingestor.embedder = Rendezvous(wb.embedder)  # Streamlit sessions share this one workbench
+    statuses: list[str] = []
+
+    def session() -> None:
+        statuses.extend(r.status for r in wb.ingestor.ingest_uploads([("shared.md", GOOD.encode())]))
+
+    threads = [threading.Thread(target=session) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(statuses) == ["added", "unchanged"]  # the second waited, then found it indexed
+    assert wb.ingestor.embedder.calls == 1
+    assert wb.store.recover() == 0  # no second commit left a superseded version behind
+    assert len(wb.store.list_documents()) == 1

@@ -19,12 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+from ..bootstrap import open_store
 from ..config import Settings
 from ..embedding import Embedder
 from ..errors import EvaluationError
 from ..ingest import CHUNKER_VERSION, Ingestor
+from ..ports import ChunkStore
 from ..records import Document
-from ..store.milvus import MilvusStore
+from ..store import MilvusStore
 
 GROUP_CHUNKS = 1024  # chunks embedded together before their documents are written (resume granularity)
 
@@ -53,16 +55,11 @@ def collection_name(documents: Sequence[Document], chunk_size: int, overlap: int
 
 
 def open_eval_store(settings: Settings, collection: str, embedder: Embedder) -> MilvusStore:
-    store = MilvusStore(str(eval_db_path(settings)), collection)
-    try:
-        store.open(embedder.name, embedder.dim, migrate=True)  # an evaluation index is a cache: upgrade it
-    except BaseException:
-        store.close()
-        raise
-    return store
+    # An evaluation index is a cache: upgrade an old layout instead of refusing it.
+    return open_store(str(eval_db_path(settings)), collection, embedder, migrate=True)
 
 
-def bulk_index(store: MilvusStore, embedder: Embedder, documents: Sequence[Document], *, chunk_size: int,
+def bulk_index(store: ChunkStore, embedder: Embedder, documents: Sequence[Document], *, chunk_size: int,
                overlap: int, batch_size: int = 32,
                progress: Callable[[int, int], None] = lambda done, total: None) -> tuple[int, int, int]:
     """Make `store` hold exactly `documents` chunked at (chunk_size, overlap); documents already stored

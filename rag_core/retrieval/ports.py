@@ -6,11 +6,9 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
-from ..ports import Embedder, KnowledgeSearchPort
+from ..ports import ChunkStore, Embedder, KnowledgeSearchPort
 from ..errors import RetrievalError
 from ..records import SearchHit
-from ..store import filters as store_filters
-from ..store.milvus import MilvusStore
 from . import fusion
 
 SEARCH_MODES = ("dense", "bm25", "hybrid")
@@ -47,7 +45,7 @@ class SearchOptions:
 class MilvusSearchPort:
     """Dense (embedder + COSINE), BM25 (Milvus full-text) or both fused (see fusion.py)."""
 
-    def __init__(self, store: MilvusStore, embedder: Embedder, options: SearchOptions = SearchOptions()) -> None:
+    def __init__(self, store: ChunkStore, embedder: Embedder, options: SearchOptions = SearchOptions()) -> None:
         self.store = store
         self.embedder = embedder
         self.options = options
@@ -59,7 +57,6 @@ class MilvusSearchPort:
         return self.configured(replace(self.options, **changes))
 
     def search(self, query: str, k: int, filters: Mapping[str, Any] | None = None) -> Hits:
-        expr = store_filters.from_mapping(filters)
         timings: dict[str, float] = {}
         ranked: dict[str, list[SearchHit]] = {}
         mode = self.options.mode
@@ -68,11 +65,11 @@ class MilvusSearchPort:
             vector = self.embedder.embed_query(query)
             timings["embed"] = (time.perf_counter() - started) * 1000
             started = time.perf_counter()
-            ranked["dense"] = self.store.search_dense(vector, k, expr)
+            ranked["dense"] = self.store.search_dense(vector, k, filters)
             timings["dense_search"] = (time.perf_counter() - started) * 1000
         if mode in ("bm25", "hybrid"):
             started = time.perf_counter()
-            ranked["bm25"] = self.store.search_bm25(query, k, expr)
+            ranked["bm25"] = self.store.search_bm25(query, k, filters)
             timings["bm25_search"] = (time.perf_counter() - started) * 1000
         if mode == "hybrid":
             started = time.perf_counter()

@@ -198,15 +198,24 @@ class Client:
             self._link.close()
 
 
+def _loopback(uri: str) -> bool:
+    from urllib.parse import urlparse
+
+    return (urlparse(uri).hostname or "") in ("127.0.0.1", "localhost", "::1")
+
+
 def connect(uri: str, token: str, timeout: float, lite: LiteOptions | None = None) -> Client:
     from pymilvus.exceptions import MilvusException
 
     if not is_lite(uri):
         from ..config import redact_uri
 
+        # A server on this machine gets no keepalive pings either (see LOCAL_GRPC_OPTIONS); a remote one
+        # keeps pymilvus's, which find a connection that died on the way (a NAT, a firewall).
+        options = {"grpc_options": LOCAL_GRPC_OPTIONS} if _loopback(uri) else {}
         try:
             return Client(f"Milvus at {redact_uri(uri)}",
-                          lambda _: _milvus_client(uri, token=token, timeout=timeout))
+                          lambda _: _milvus_client(uri, token=token, timeout=timeout, **options))
         except MilvusException as exc:
             raise StoreError(f"Could not connect to Milvus at {redact_uri(uri)}: {exc.message}. "
                              "Check MILVUS_URI / MILVUS_TOKEN and that the server is running.") from None

@@ -9,7 +9,7 @@ filtered (JSON-key filters are slow and limited).
 from __future__ import annotations
 
 import json
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import StoreError
 
@@ -44,11 +44,24 @@ def all_of(*clauses: str) -> str:
     return " and ".join(f"({c})" for c in clauses if c)
 
 
-def from_mapping(filters: Mapping[str, str | Sequence[str]] | None) -> str:
+def normalize(filters: Mapping[str, Any] | None,
+              allowed: Sequence[str] = FILTERABLE_FIELDS) -> dict[str, tuple[str, ...]]:
+    """{"doc_id": "a.md"} or {"doc_id": ["a.md", "b.md"]} -> {"doc_id": ("a.md", "b.md")}, checked: only
+    `allowed` fields, only string values. Every store reads filters through this, so all agree."""
+    out: dict[str, tuple[str, ...]] = {}
+    for name, value in sorted((filters or {}).items()):
+        if name not in allowed:
+            raise StoreError(f"Cannot filter on {name!r}; filterable fields: {', '.join(allowed)}.")
+        values = (value,) if isinstance(value, str) else value
+        if not isinstance(values, (list, tuple, set, frozenset)) or not all(isinstance(v, str) for v in values):
+            raise StoreError(f"Filter {name!r}: expected a string or a list of strings, got {value!r}.")
+        out[name] = tuple(sorted(values)) if isinstance(values, (set, frozenset)) else tuple(values)
+    return out
+
+
+def from_mapping(filters: Mapping[str, Any] | None, allowed: Sequence[str] = FILTERABLE_FIELDS) -> str:
     """{"doc_id": "a.md"} or {"doc_id": ["a.md", "b.md"], "source": "x"} -> a safe expression."""
-    if not filters:
-        return ""
     clauses = []
-    for name, value in sorted(filters.items()):
-        clauses.append(equals(name, value) if isinstance(value, str) else one_of(name, value))
+    for name, values in normalize(filters, allowed).items():
+        clauses.append(equals(name, values[0]) if len(values) == 1 else one_of(name, values))
     return all_of(*clauses)

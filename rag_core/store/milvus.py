@@ -22,17 +22,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..records import NewVersion, WriteResult
 from . import connection
 from .registry import RegistryMixin
 from .schema import CHUNK_FIELDS, MIGRATING, SchemaMixin
 from .search import SearchMixin
-from .writes import NewVersion, WriteResult, WritesMixin
+from .writes import WritesMixin
 
 __all__ = ["CHUNK_FIELDS", "MilvusStore", "NewVersion", "WriteResult"]
 
 
 class MilvusStore(SchemaMixin, RegistryMixin, WritesMixin, SearchMixin):
-    """The chunk collection and its registry. Built by `bootstrap`; connects lazily.
+    """The chunk collection and its registry: the ChunkStore (rag_core.ports) on Milvus. Built by
+    `bootstrap`; connects lazily.
 
     Each responsibility lives in its own module: connection (Milvus Lite or a server), schema (layout,
     checks, migration), registry (active versions, recovery), writes (versioned replace, delete) and

@@ -12,7 +12,7 @@ import logging
 import time
 from typing import Any, Iterable, Mapping
 
-from ..records import Document, StoredDocument
+from ..records import Document, IndexedVersion, StoredDocument
 from . import filters, writers
 from .connection import is_lite
 from .schema import QUERY_LIMIT, REGISTRY_FIELDS
@@ -71,12 +71,18 @@ class RegistryMixin:
     def _delete_versions(self, versions: list[str]) -> None:
         self.client.delete(self.collection, filter=filters.one_of("version", versions))
 
+    def exclusive_access(self) -> bool:
+        """Whether no other process can be writing to this store now: a Milvus Lite file this process
+        opened alone (milvus.lite-mode = exclusive, behind our lock). Through the store host (shared mode)
+        or a server, other processes may be writing right now. Recovery's rule is `writers.abandoned`."""
+        return is_lite(self.uri) and self.lite.mode == "exclusive"
+
     def recover(self) -> int:
         """Remove what interrupted writes left behind: versions superseded by a newer active one, and
         pending versions whose writer is gone (the rule is `writers.abandoned`: another process may be
         writing right now, through the store host or a shared server). Returns how many documents needed it."""
         now = time.time_ns()
-        exclusive = is_lite(self.uri) and self.lite.mode == "exclusive"
+        exclusive = self.exclusive_access()
 
         def abandoned(row: Mapping[str, Any]) -> bool:
             return writers.abandoned(row, exclusive=exclusive, now_ns=now)
@@ -94,13 +100,13 @@ class RegistryMixin:
             log.info("recovered %d interrupted document writes", len({r["doc_id"] for r in dead}))
         return len({r["doc_id"] for r in dead})
 
-    def fingerprints(self, doc_ids: Iterable[str]) -> dict[str, tuple[str, int]]:
-        """doc_id -> (fingerprint, chunks) of the active version, for the indexed ones among `doc_ids`."""
+    def fingerprints(self, doc_ids: Iterable[str]) -> dict[str, IndexedVersion]:
+        """doc_id -> its active version, for the indexed ones among `doc_ids`."""
         ids = sorted(set(doc_ids))
         if not ids:
             return {}
         rows = self._registry_rows(filters.all_of(filters.one_of("doc_id", ids), 'state == "active"'))
-        return {d: (r["fingerprint"], int(r["chunks"])) for d, r in self._newest_active(rows).items()}
+        return {d: IndexedVersion(r["fingerprint"], int(r["chunks"])) for d, r in self._newest_active(rows).items()}
 
     # ---------------------------------------------------------------- reads
     def list_documents(self) -> list[StoredDocument]:

@@ -6,9 +6,11 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..records import SearchHit
+from ..ports import STORE_FILTER_FIELDS, StoreFilters
+from ..records import SearchHit, StoredChunk
 from . import filters
 from .lite_internals import is_empty_bm25_error
+from .rows import search_hit
 from .schema import CHUNK_FIELDS, QUERY_LIMIT
 
 
@@ -19,8 +21,8 @@ class SearchMixin:
     collection: str
     _has_rows: bool
 
-    def get_chunks(self, doc_id: str) -> list[dict[str, Any]]:
-        """The active version's chunk rows of one document, in order."""
+    def get_chunks(self, doc_id: str) -> list[StoredChunk]:
+        """The active version's chunks of one document, in order."""
         row = self._active_row(doc_id)
         if row is None:
             return []
@@ -28,7 +30,8 @@ class SearchMixin:
             self.collection, filter=filters.all_of(filters.equals("doc_id", doc_id),
                                                    filters.equals("version", row["version"])),
             output_fields=CHUNK_FIELDS, limit=QUERY_LIMIT)
-        return sorted(rows, key=lambda r: r["chunk_index"])
+        return [StoredChunk(**{name: row[name] for name in CHUNK_FIELDS})
+                for row in sorted(rows, key=lambda r: r["chunk_index"])]
 
     def _search(self, channel: str, data: Any, field: str, k: int, expr: str) -> list[SearchHit]:
         """One channel's top-k over active versions, best first, scores higher-is-better.
@@ -55,21 +58,23 @@ class SearchMixin:
     @staticmethod
     def _hit(raw: Mapping[str, Any], channel: str, rank: int) -> SearchHit:
         entity = raw["entity"]
-        metadata = dict(entity.get("metadata") or {})
-        for name in ("doc_id", "chunk_index", "source", "title", "version"):
-            metadata.setdefault(name, entity.get(name))
-        score = float(raw["distance"])  # COSINE similarity and BM25 are both higher-is-better
-        return SearchHit(id=str(raw["id"]), score=score, content=entity.get("content", ""), metadata=metadata,
-                         channels={channel: (rank, score)})
+        chunk = StoredChunk(id=str(raw["id"]), doc_id=entity.get("doc_id"), chunk_index=entity.get("chunk_index"),
+                            content=entity.get("content", ""), source=entity.get("source"),
+                            title=entity.get("title"), version=entity.get("version"),
+                            metadata=entity.get("metadata") or {})
+        # COSINE similarity and BM25 are both higher-is-better
+        return search_hit(chunk, float(raw["distance"]), channel, rank)
 
-    def search_dense(self, vector: np.ndarray, k: int, expr: str = "") -> list[SearchHit]:
-        return self._search("dense", np.asarray(vector, dtype=np.float32).tolist(), "vector", k, expr)
+    def search_dense(self, vector: np.ndarray, k: int, filters: StoreFilters | None = None) -> list[SearchHit]:
+        return self._search("dense", np.asarray(vector, dtype=np.float32).tolist(), "vector", k,
+                            _expression(filters))
 
-    def search_bm25(self, text: str, k: int, expr: str = "") -> list[SearchHit]:
+    def search_bm25(self, text: str, k: int, filters: StoreFilters | None = None) -> list[SearchHit]:
         # BM25 on a collection without rows divides by a zero average length inside Milvus (an error,
         # and a line on stdout from the Lite server). The emptiness check runs only until the store has
         # seen rows, so a knowledge base in use pays nothing; another process emptying a shared server
         # is still caught below.
+        expr = _expression(filters)
         if not self._has_rows and self.is_empty():
             return []
         try:
@@ -81,3 +86,7 @@ class SearchMixin:
             raise
         self._has_rows = True
         return hits
+
+
+def _expression(mapping: StoreFilters | None) -> str:
+    return filters.from_mapping(mapping, STORE_FILTER_FIELDS)

@@ -2,46 +2,18 @@
 
 from __future__ import annotations
 
-import hashlib
 import time
 import uuid
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import StoreError
-from ..records import Chunk, Document
+from ..records import Chunk, Document, NewVersion, WriteResult
 from . import filters, writers
+from .rows import check_new_versions, stored_chunk, utc_now
 from .schema import MIGRATING
 
 INSERT_BATCH = 500
-
-
-@dataclass(frozen=True)
-class NewVersion:
-    """A complete new version of a document, embedded and ready to write."""
-
-    doc: Document
-    chunks: Sequence[Chunk]
-    vectors: np.ndarray
-    fingerprint: str
-
-
-@dataclass(frozen=True)
-class WriteResult:
-    version: str
-    replaced: bool  # True when a previous version was superseded
-
-
-def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def chunk_row_id(doc_id: str, version: str, chunk_index: int) -> str:
-    digest = hashlib.sha256(f"{doc_id}\x00{version}\x00{chunk_index}".encode()).hexdigest()
-    return digest[:32]
 
 
 class WritesMixin:
@@ -50,6 +22,7 @@ class WritesMixin:
     client: Any
     collection: str
     registry: str
+    dim: int
     _has_rows: bool
 
     def replace_document(self, doc: Document, chunks: Sequence[Chunk], vectors: np.ndarray,
@@ -61,15 +34,8 @@ class WritesMixin:
     def replace_documents(self, items: Sequence[NewVersion]) -> list[WriteResult]:
         """`replace_document` for several documents with one round trip per step instead of one per
         document. Each document still switches versions atomically at its own commit row."""
-        doc_ids = [item.doc.doc_id for item in items]
-        if len(set(doc_ids)) != len(doc_ids):
-            raise StoreError("replace_documents: a document appears twice in one batch.")
-        for item in items:
-            if len(item.chunks) != len(item.vectors):
-                raise StoreError(f"{item.doc.doc_id}: {len(item.chunks)} chunks but {len(item.vectors)} vectors.")
-            if not item.chunks:
-                raise StoreError(f"{item.doc.doc_id}: nothing to index (no chunks).")
-        ids = sorted(set(doc_ids))
+        check_new_versions(items, self.dim)
+        ids = sorted({item.doc.doc_id for item in items})
         old = self._newest_active(self._registry_rows(filters.one_of("doc_id", ids))) if ids else {}
         versions = [uuid.uuid4().hex[:16] for _ in items]
         pending = self._registry_insert([self._registry_row(item.doc, v, "pending", committed_ns=time.time_ns(),  # 1
@@ -100,19 +66,9 @@ class WritesMixin:
     @staticmethod
     def _chunk_row(doc: Document, chunk: Chunk, vector: np.ndarray, version: str, total: int,
                    ingested_at: str) -> dict[str, Any]:
-        metadata = {
-            "_source": doc.doc_id, "_extension": doc.extension, "_file_name": doc.file_name,
-            "chunkIndex": chunk.chunk_index, "totalChunks": total, "title": chunk.title,
-            "docId": doc.doc_id, "headingPath": chunk.heading_path_text, "start": chunk.start, "end": chunk.end,
-            "overlapChars": chunk.overlap_chars, "docHash": doc.content_hash,
-            "chunkHash": hashlib.sha256(chunk.text.encode()).hexdigest(), "ingestedAt": ingested_at,
-            "version": version,
-        }
-        return {
-            "id": chunk_row_id(doc.doc_id, version, chunk.chunk_index), "vector": np.asarray(vector).tolist(),
-            "content": chunk.text, "doc_id": doc.doc_id, "chunk_index": chunk.chunk_index,
-            "source": doc.doc_id, "title": chunk.title[:300], "version": version, "metadata": metadata,
-        }
+        row = dict(stored_chunk(doc, chunk, version, total, ingested_at))
+        row["vector"] = np.asarray(vector).tolist()
+        return row
 
     def delete_document(self, doc_id: str) -> bool:
         """Remove a document and all its chunks. Returns False when it was not indexed."""

@@ -3,12 +3,6 @@ stands in for a Milvus server (the real server speaks the same protocol)."""
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -18,36 +12,7 @@ from rag_core.bootstrap import build_workbench
 from rag_core.config import load_settings
 from rag_core.errors import StoreError
 from tests.helpers import SAMPLE_KB
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def milvus_server(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("server")
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
-        import time
-        from milvus_lite.server import Server
-        server = Server({str(folder / 'milvus.db')!r}, "127.0.0.1:{port}")
-        assert server.init() and server.start()
-        print("up", flush=True)
-        time.sleep(3600)
-    """)], stdout=subprocess.PIPE, text=True, start_new_session=True)
-    assert proc.stdout.readline().strip() == "up"
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}"
-    os.killpg(proc.pid, signal.SIGKILL)  # the wrapper and its `milvus` child
-    proc.wait()
+from tests.store.conftest import free_port
 
 
 def test_ingest_search_delete_through_a_server_uri(milvus_server: str, tmp_path: Path, local_embedder) -> None:

@@ -1,0 +1,200 @@
+"""The ChunkStore in memory: the fake that passes the same contract as MilvusStore
+(tests/contracts/store.py), for fast tests of everything above the store (ingest, the search port,
+pages, routes) without Milvus. Nothing survives the process; `close` keeps the data, like a database
+that is opened again.
+
+It follows MilvusStore's write protocol (a pending version, its chunks, the commit that makes it active,
+then the old version retired), so an interrupted write and `recover` behave as they do on Milvus Lite.
+Channels: dense is cosine similarity; bm25 is Okapi BM25 (k1 1.2, b 0.75, Milvus's idf) over lower-cased
+words and single CJK characters, counted over the active versions' chunks. Thread-safe.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import threading
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from ..errors import StoreError
+from ..ports import STORE_FILTER_FIELDS, StoreFilters
+from ..records import (Document, IndexedVersion, NewVersion, SearchHit, StoredChunk, StoredDocument,
+                       WriteResult)
+from . import filters as store_filters
+from .rows import check_new_versions, search_hit, stored_chunk, utc_now
+
+_TOKEN = re.compile(r"[\u3400-\u9fff]|[^\W_]+", re.UNICODE)
+K1, B = 1.2, 0.75
+
+
+def tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower())
+
+
+@dataclass
+class _Version:
+    doc: Document
+    chunks: list[StoredChunk]
+    vectors: np.ndarray  # unit rows, for cosine similarity
+    fingerprint: str
+    ingested_at: str
+    state: str = "pending"  # "pending" until the commit makes it "active"
+    committed: int = 0  # commit order; the newest active version of a document is its active one
+    terms: list[Counter] = field(default_factory=list)
+
+
+class InMemoryChunkStore:
+    """See the module docstring."""
+
+    def __init__(self, name: str = "memory") -> None:
+        self.collection = name
+        self.embedder_name = ""
+        self.dim = 0
+        self._versions: dict[str, _Version] = {}
+        self._commits = itertools.count(1)
+        self._lock = threading.RLock()
+
+    # ---------------------------------------------------------------- lifecycle
+    def open(self, embedder_name: str, dim: int, *, migrate: bool = False) -> None:
+        with self._lock:
+            if self._versions and (self.embedder_name, self.dim) != (embedder_name, dim):
+                raise StoreError(
+                    f"Store {self.collection!r} was indexed with {self.embedder_name} ({self.dim}-d), but the "
+                    f"configured embedder is {embedder_name} ({dim}-d); vectors from different models cannot "
+                    "be compared.")
+            self.embedder_name, self.dim = embedder_name, dim
+            self.recover()
+
+    def close(self) -> None:
+        pass
+
+    def drop(self) -> None:
+        with self._lock:
+            self._versions.clear()
+
+    def recover(self) -> int:
+        """One process owns this store, so every pending version is abandoned."""
+        with self._lock:
+            active = self._active()
+            dead = [v for v, ver in self._versions.items()
+                    if ver.state == "pending" or active.get(ver.doc.doc_id) is not ver]
+            docs = {self._versions[v].doc.doc_id for v in dead}
+            for version in dead:
+                del self._versions[version]
+            return len(docs)
+
+    # ---------------------------------------------------------------- writes
+    def fingerprints(self, doc_ids: Iterable[str]) -> dict[str, IndexedVersion]:
+        active = self._active()
+        return {d: IndexedVersion(active[d].fingerprint, len(active[d].chunks)) for d in set(doc_ids) if d in active}
+
+    def replace_documents(self, items: Sequence[NewVersion]) -> list[WriteResult]:
+        check_new_versions(items, self.dim)
+        old = self._active()
+        ingested_at = utc_now()
+        versions = []
+        with self._lock:  # the pending versions, complete with their chunks
+            for item in items:
+                version = uuid.uuid4().hex[:16]
+                vectors = np.asarray(item.vectors, dtype=np.float32)
+                norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+                chunks = [stored_chunk(item.doc, c, version, len(item.chunks), ingested_at) for c in item.chunks]
+                self._versions[version] = _Version(item.doc, chunks, vectors / np.where(norms == 0, 1, norms),
+                                                   item.fingerprint, ingested_at,
+                                                   terms=[Counter(tokens(c.text)) for c in item.chunks])
+                versions.append(version)
+        self._commit(versions)
+        with self._lock:  # retire the versions that were active before
+            for item in items:
+                previous = old.get(item.doc.doc_id)
+                if previous is not None:
+                    self._versions = {v: ver for v, ver in self._versions.items() if ver is not previous}
+        return [WriteResult(version=v, replaced=item.doc.doc_id in old) for item, v in zip(items, versions)]
+
+    def _commit(self, versions: list[str]) -> None:
+        """Make the pending versions active at once (a seam for tests that interrupt a write)."""
+        with self._lock:
+            for version in versions:
+                self._versions[version].state = "active"
+                self._versions[version].committed = next(self._commits)
+
+    def delete_document(self, doc_id: str) -> bool:
+        with self._lock:
+            found = doc_id in self._active()
+            self._versions = {v: ver for v, ver in self._versions.items() if ver.doc.doc_id != doc_id}
+            return found
+
+    # ---------------------------------------------------------------- reads
+    def _active(self) -> dict[str, _Version]:
+        with self._lock:
+            active: dict[str, _Version] = {}
+            for ver in self._versions.values():
+                seen = active.get(ver.doc.doc_id)
+                if ver.state == "active" and (seen is None or ver.committed > seen.committed):
+                    active[ver.doc.doc_id] = ver
+            return active
+
+    def list_documents(self) -> list[StoredDocument]:
+        return [StoredDocument(doc_id=d, file_name=v.doc.file_name, extension=v.doc.extension,
+                               size_bytes=v.doc.size_bytes, chunks=len(v.chunks), content_hash=v.doc.content_hash,
+                               version=v.chunks[0].version, ingested_at=v.ingested_at)
+                for d, v in sorted(self._active().items())]
+
+    def get_chunks(self, doc_id: str) -> list[StoredChunk]:
+        version = self._active().get(doc_id)
+        return list(version.chunks) if version is not None else []
+
+    def is_empty(self) -> bool:
+        return not self._active()
+
+    def count_chunks(self) -> int:
+        return sum(len(v.chunks) for v in self._active().values())
+
+    def search_dense(self, vector: np.ndarray, k: int, filters: StoreFilters | None = None) -> list[SearchHit]:
+        query = np.asarray(vector, dtype=np.float32)
+        norm = float(np.linalg.norm(query))
+        query = query / norm if norm else query
+        scored = [(float(ver.vectors[i] @ query), chunk) for ver, i, chunk in self._chunks(filters)]
+        return self._ranked("dense", scored, k)
+
+    def search_bm25(self, text: str, k: int, filters: StoreFilters | None = None) -> list[SearchHit]:
+        everything = self._chunks(None)  # one snapshot: the statistics and the hits from the same versions
+        if not everything:
+            return []
+        wanted = store_filters.normalize(filters, STORE_FILTER_FIELDS)
+        n = len(everything)
+        lengths = {chunk.id: sum(ver.terms[i].values()) for ver, i, chunk in everything}
+        avg = sum(lengths.values()) / n or 1.0
+        df = Counter(t for ver, i, _ in everything for t in ver.terms[i])
+        terms = set(tokens(text))
+        scored = []
+        for ver, i, chunk in everything:
+            if not _matches(chunk, wanted):
+                continue
+            tf = ver.terms[i]
+            score = sum(math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) * tf[t] * (K1 + 1)
+                        / (tf[t] + K1 * (1 - B + B * lengths[chunk.id] / avg)) for t in terms if tf[t])
+            if score > 0:  # full-text search returns matching chunks only
+                scored.append((score, chunk))
+        return self._ranked("bm25", scored, k)
+
+    def _chunks(self, filters: StoreFilters | None) -> list[tuple[_Version, int, StoredChunk]]:
+        """The active versions' chunks that pass `filters`, from one consistent view of the store."""
+        wanted = store_filters.normalize(filters, STORE_FILTER_FIELDS)
+        return [(ver, i, chunk) for _, ver in sorted(self._active().items()) for i, chunk in enumerate(ver.chunks)
+                if _matches(chunk, wanted)]
+
+    @staticmethod
+    def _ranked(channel: str, scored: list[tuple[float, StoredChunk]], k: int) -> list[SearchHit]:
+        scored.sort(key=lambda pair: (-pair[0], pair[1].id))
+        return [search_hit(chunk, score, channel, rank) for rank, (score, chunk) in enumerate(scored[:k], start=1)]
+
+
+def _matches(chunk: StoredChunk, wanted: dict[str, tuple[str, ...]]) -> bool:
+    return all(getattr(chunk, name) in values for name, values in wanted.items())

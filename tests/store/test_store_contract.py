@@ -1,0 +1,75 @@
+"""The ChunkStore contract on every adapter: MilvusStore on Milvus Lite, MilvusStore through a server URI
+(Milvus Lite's gRPC server on a loopback port), and the in-memory fake."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rag_core.store import MilvusStore
+from rag_core.store.memory import InMemoryChunkStore
+from tests.contracts.store import DIM, EMBEDDER, ChunkStoreContract, InterruptedWrite
+
+
+def _fail_on_commit(self, rows):
+    if any(row["state"] == "active" for row in rows):
+        raise InterruptedWrite("killed before the commit")
+    return REAL_REGISTRY_INSERT(self, rows)
+
+
+REAL_REGISTRY_INSERT = MilvusStore._registry_insert
+
+
+@pytest.fixture(scope="module")
+def lite_store(tmp_path_factory) -> MilvusStore:
+    store = MilvusStore(str(Path(tmp_path_factory.mktemp("lite")) / "milvus.db"), "contract")
+    store.open(EMBEDDER, DIM)
+    yield store
+    store.close()
+
+
+@pytest.fixture(scope="module")
+def server_store(milvus_server: str) -> MilvusStore:
+    store = MilvusStore(milvus_server, "contract", token="root:Milvus", timeout=30)
+    store.open(EMBEDDER, DIM)
+    yield store
+    store.close()
+
+
+@pytest.fixture(scope="module")
+def memory_store() -> InMemoryChunkStore:
+    store = InMemoryChunkStore()
+    store.open(EMBEDDER, DIM)
+    return store
+
+
+class MilvusContract(ChunkStoreContract):
+    def break_commit(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(MilvusStore, "_registry_insert", _fail_on_commit)
+
+
+class TestMilvusLite(MilvusContract):
+    @pytest.fixture
+    def store(self, lite_store: MilvusStore) -> MilvusStore:
+        return lite_store
+
+
+class TestMilvusServer(MilvusContract):
+    EXCLUSIVE = False  # other processes may be writing through the same server
+
+    @pytest.fixture
+    def store(self, server_store: MilvusStore) -> MilvusStore:
+        return server_store
+
+
+class TestInMemory(ChunkStoreContract):
+    @pytest.fixture
+    def store(self, memory_store: InMemoryChunkStore) -> InMemoryChunkStore:
+        return memory_store
+
+    def break_commit(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        def interrupted(self, versions):
+            raise InterruptedWrite("killed before the commit")
+
+        monkeypatch.setattr(InMemoryChunkStore, "_commit", interrupted)
