@@ -4,8 +4,9 @@
    unit vectors, as in bench.latency): one opened by this process alone (exclusive mode, what the
    workbench did before the host), one reached through a store host process (shared mode, the default).
    Both are gRPC over a Unix socket to a Lite server; the only difference is which process started it.
-   `KnowledgeRetriever.lookup` and the bare `MilvusClient.search` on each, interleaved per query so load
-   from elsewhere on the machine hits both alike; p50 / p95 and the ratio host / in-process.
+   `KnowledgeRetriever.lookup` and the bare `MilvusClient.search` on each, interleaved per query (which
+   goes first alternates) so load from elsewhere on the machine hits both alike; p50 / p95, ratio host /
+   in-process.
 2. Start-up of one CLI command (`python -m rag_core docs --json`, a fresh process each time): exclusive
    (opens Lite itself), shared with no host running (starts one, then connects), shared with a host
    already running (connects). Median of N runs each, same data dir.
@@ -46,8 +47,10 @@ def _lookups(queries: list[str], embedder: LocalUSEEmbedder, stores: dict[str, M
         for q in queries[:10]:  # warm up
             for retriever in retrievers.values():
                 retriever.lookup(q)
-        for q in queries:
-            for name, store in stores.items():
+        names = list(stores)
+        for i, q in enumerate(queries):
+            for name in names[i % 2:] + names[:i % 2]:  # alternate which goes first: no order bias
+                store = stores[name]
                 t = time.perf_counter()
                 retrievers[name].lookup(q)
                 timings[(name, "lookup")].append((time.perf_counter() - t) * 1000)

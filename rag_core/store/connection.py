@@ -69,13 +69,15 @@ _servers: dict[str, tuple[LiteServer, int]] = {}  # resolved path -> (server, us
 _servers_guard = threading.Lock()
 
 
-def _start_server(db: Path, collection: str) -> LiteServer:
+def start_server(db: Path, collection: str, messages: str = "on stderr above") -> LiteServer:
+    """Milvus Lite's server for `db`, run by this process (which holds our lock on it): the file is
+    checked first, and a failure says why (another program has it, the file is damaged) when it can."""
     lite_file.check(db, collection)
     server = LiteServer(db)
     if not server.start():
-        lite_lock.probe_lite_lock(db)
+        lite_lock.probe_lite_lock(db)  # another program took Lite's own lock
         raise lite_file.diagnose(db, collection) or StoreError(
-            f"Milvus Lite could not open {db} (its messages are on stderr above).")
+            f"Milvus Lite could not start for {db}; its messages are {messages}.")
     return server
 
 
@@ -87,7 +89,7 @@ class _OwnServer:
         lite_lock.acquire(db)
         try:
             with _servers_guard:
-                server, users = _servers.get(self._key) or (_start_server(db, collection), 0)
+                server, users = _servers.get(self._key) or (start_server(db, collection), 0)
                 _servers[self._key] = (server, users + 1)
         except BaseException:
             lite_lock.release(db)
@@ -102,7 +104,7 @@ class _OwnServer:
             server, users = _servers[self._key]
             if not server.running():
                 server.stop()
-                server = _start_server(self.db, self.collection)
+                server = start_server(self.db, self.collection)
                 _servers[self._key] = (server, users)
         self.uri = server.uri
         return self.uri

@@ -169,7 +169,7 @@ def _log(message: str) -> None:
 
 
 def serve(db: Path, idle_s: float, collection: str = "biz") -> int:
-    from .lite_internals import LiteServer
+    from .connection import start_server
 
     files = HostFiles(db)
     stopping: list[str] = []
@@ -179,12 +179,7 @@ def serve(db: Path, idle_s: float, collection: str = "biz") -> int:
     try:
         _acquire(db)
         _stop_leftover_server(files)
-        lite_file.check(db, collection)
-        server = LiteServer(db)
-        if not server.start():
-            lite_lock.probe_lite_lock(db)  # another program took Lite's own lock meanwhile
-            raise lite_file.diagnose(db, collection) or RagError(
-                f"Milvus Lite could not start for {db}; its messages are in {files.log}.")
+        server = start_server(db, collection, f"in {files.log}")
     except RagError as exc:
         _log(f"not started: {exc}")
         _answer({"error": str(exc), "kind": _kind(exc)})
