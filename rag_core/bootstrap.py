@@ -167,12 +167,77 @@ def build_chat_model(settings: Settings, env: Mapping[str, str] | None = None) -
 
 def build_agent(workbench: Workbench, env: Mapping[str, str] | None = None) -> Agent:
     """The chat agent over this workbench's retriever: the knowledge-base and date-time tools, the
-    Prometheus alerts tool when prometheus.url is set, and the configured model (None = offline)."""
+    Prometheus alerts tool when prometheus.url is set, the Loki logs tool when logs.loki-url is set, and the
+    configured model (None = offline)."""
     from .agent import Agent, Toolbox, clock_tool, knowledge_base_tool, prometheus_alerts_tool
+    from .agent.clock import zone
+    from .agent.loki import logs_tool
 
     settings = workbench.settings
     tools = [knowledge_base_tool(workbench.retriever), clock_tool(settings["chat.timezone"])]
-    if settings["prometheus.url"]:
-        tools.append(prometheus_alerts_tool(settings["prometheus.url"], settings["prometheus.timeout"]))
+    metrics = build_metrics_client(settings, env)
+    if metrics is not None:
+        tools.append(prometheus_alerts_tool(metrics))
+    logs = build_logs_client(settings, env)
+    if logs is not None:
+        tools.append(logs_tool(logs, zone(settings["chat.timezone"])))
     return Agent(Toolbox(tools), build_chat_model(settings, env), max_steps=settings["chat.max-steps"],
-                 history_pairs=settings["chat.history-pairs"])
+                 history_pairs=settings["chat.history-pairs"], deadline=settings["chat.deadline"])
+
+
+# ---------------------------------------------------------------------------------------- remote clients
+if TYPE_CHECKING:
+    from .ports import LogsClient, MetricsClient, Reranker
+
+
+def build_reranker(settings: Settings, env: Mapping[str, str] | None = None) -> Reranker | None:
+    """The configured reranker, or None when rerank.provider = none. The key is read here."""
+    provider = settings["rerank.provider"]
+    if provider == "none":
+        return None
+    common = dict(timeout=settings["rerank.timeout"], max_retries=settings["rerank.max-retries"])
+    key_env = settings["rerank.api-key-env"] or ("DASHSCOPE_API_KEY" if provider == "dashscope" else "")
+    key = secret(key_env, env) if key_env else ""
+    model, base_url = settings["rerank.model"], settings["rerank.base-url"]
+    if provider == "dashscope":
+        from .rerank.dashscope import DashScopeReranker
+
+        if not key:
+            raise ConfigError(f"rerank.provider = dashscope needs an API key in ${key_env}. Set it, or set "
+                              "rerank.provider = none.")
+        return DashScopeReranker(key, model or "gte-rerank-v2", base_url or None, api_key_env=key_env, **common)
+    if provider == "openai":
+        from .rerank.openai_compat import OpenAICompatReranker
+
+        if not base_url or not model:
+            raise ConfigError("rerank.provider = openai needs rerank.base-url and rerank.model (e.g. "
+                              "http://localhost:8000/v1 and BAAI/bge-reranker-v2-m3).")
+        return OpenAICompatReranker(base_url, model, key, api_key_env=key_env, **common)
+    from .rerank.tei import TEIReranker
+
+    if not base_url:
+        raise ConfigError("rerank.provider = tei needs rerank.base-url (the server's root, e.g. http://localhost:8080).")
+    return TEIReranker(base_url, model, key, api_key_env=key_env, **common)
+
+
+def build_metrics_client(settings: Settings, env: Mapping[str, str] | None = None) -> MetricsClient | None:
+    """The Prometheus client (for the alerts tool, alert triage, ...), or None when prometheus.url is unset."""
+    if not settings["prometheus.url"]:
+        return None
+    from .agent.prometheus import PrometheusClient
+
+    return PrometheusClient(settings["prometheus.url"], timeout=settings["prometheus.timeout"],
+                            max_retries=settings["prometheus.max-retries"])
+
+
+def build_logs_client(settings: Settings, env: Mapping[str, str] | None = None) -> LogsClient | None:
+    """The Loki client (for the query_logs tool, alert triage, ...), or None when logs.loki-url is unset.
+    The bearer token, if any, is read here from the variable named by logs.token-env."""
+    if not settings["logs.loki-url"]:
+        return None
+    from .agent.loki import LokiClient
+
+    token_env = settings["logs.token-env"]
+    return LokiClient(settings["logs.loki-url"], token=secret(token_env, env) if token_env else "",
+                      token_env=token_env, tenant=settings["logs.tenant"], timeout=settings["logs.timeout"],
+                      max_retries=settings["logs.max-retries"])

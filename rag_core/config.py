@@ -54,7 +54,8 @@ KEYS: dict[str, Key] = _keys(
     Key("embedding.base-url", str, "", "Base URL of an OpenAI-compatible or DashScope endpoint."),
     Key("embedding.api-key-env", str, "", "Environment variable holding the API key; empty = provider default."),
     Key("embedding.batch-size", int, 32, "Texts per embedding call.", min=1, max=2048),
-    Key("embedding.timeout", float, 30.0, "Seconds before an embedding call times out.", min=0.1),
+    Key("embedding.timeout", float, 30.0, "Seconds one embedding request may take (whole answer, not per read).",
+        min=0.1),
     Key("embedding.max-retries", int, 4, "Retries on 429/5xx/timeouts, with exponential backoff.", min=0, max=20),
     Key("rag.retrieve-k", int, 20, "Recall width: candidates asked of the search port.", min=1, max=1000),
     Key("rag.return-n", int, 5, "Maximum evidence blocks after post-processing.", min=1, max=1000),
@@ -79,13 +80,37 @@ KEYS: dict[str, Key] = _keys(
     Key("chat.api-key-env", str, "", "Environment variable holding the chat API key; empty = provider default."),
     Key("chat.temperature", float, 0.3, "Sampling temperature.", min=0.0, max=2.0),
     Key("chat.max-tokens", int, 1024, "Maximum tokens per model reply.", min=1),
-    Key("chat.timeout", float, 60.0, "Seconds before a model call times out.", min=0.1),
+    Key("chat.timeout", float, 60.0, "Seconds to wait for a model answer to start, and the longest silence "
+        "while it streams (keep-alives do not count).", min=0.1),
     Key("chat.max-retries", int, 3, "Retries on 429/5xx/timeouts, with exponential backoff.", min=0, max=20),
     Key("chat.history-pairs", int, 6, "Question/answer pairs of history sent to the model.", min=0, max=100),
     Key("chat.max-steps", int, 6, "Most model calls per turn (tool-calling loop limit).", min=1, max=50),
     Key("chat.timezone", str, "Asia/Shanghai", "Time zone of the date-time tool."),
     Key("prometheus.url", str, "", "Prometheus base URL; enables the alerts tool when set."),
-    Key("prometheus.timeout", float, 10.0, "Seconds before a Prometheus call times out.", min=0.1),
+    Key("prometheus.timeout", float, 10.0, "Seconds one Prometheus request may take (whole answer).", min=0.1),
+    # Remote clients (embedding.*, chat.*, rerank.*, prometheus.*, logs.*): `timeout` bounds one attempt
+    # from connecting to the last byte (not one socket read); a call with its retries and waits never
+    # exceeds timeout x (max-retries + 1) plus the backoff schedule (0.5 s, 1 s, 2 s, ...).
+    Key("chat.deadline", float, 300.0, "Seconds one agent turn may take in all (model calls, tools, retries).",
+        min=1.0),
+    Key("prometheus.max-retries", int, 1, "Retries on 429/5xx/timeouts, with exponential backoff.", min=0, max=20),
+    Key("logs.loki-url", str, "", "Grafana Loki base URL; enables the query_logs tool when set."),
+    Key("logs.token-env", str, "LOKI_TOKEN", "Environment variable holding a bearer token for Loki (unset = none)."),
+    Key("logs.tenant", str, "", "Loki tenant (X-Scope-OrgID header) for multi-tenant Loki; empty = none."),
+    Key("logs.timeout", float, 10.0, "Seconds before a Loki call times out (whole answer).", min=0.1),
+    Key("logs.max-retries", int, 1, "Retries on 429/5xx/timeouts, with exponential backoff.", min=0, max=20),
+    Key("rerank.provider", str, "none", "Reranking model between recall and post-processing; none = off.",
+        choices=("none", "dashscope", "openai", "tei")),
+    Key("rerank.model", str, "", "Rerank model; empty = gte-rerank-v2 on DashScope (openai needs one)."),
+    Key("rerank.base-url", str, "", "Base URL of the rerank service (openai: .../v1; tei: the server root)."),
+    Key("rerank.api-key-env", str, "", "Environment variable holding the rerank API key; empty = "
+        "DASHSCOPE_API_KEY for dashscope, none otherwise."),
+    Key("rerank.candidates", int, 20, "How many of the retrieve-k hits go to the reranker.", min=1, max=1000),
+    Key("rerank.on-error", str, "fallback", "When the reranker fails: keep the fused order with a warning, or fail.",
+        choices=("fallback", "fail")),
+    Key("rerank.timeout", float, 5.0, "Seconds before a rerank call times out (whole answer); searches wait for it.",
+        min=0.1),
+    Key("rerank.max-retries", int, 1, "Retries on 429/5xx/timeouts, with exponential backoff.", min=0, max=20),
 )
 
 ENV_ALIASES = {"MILVUS_URI": "milvus.uri"}

@@ -55,3 +55,25 @@ class AgentError(RagError):
 
 class EvaluationError(RagError):
     """An evaluation set is malformed or a run could not complete."""
+
+
+class RemoteError(RagError):
+    """A remote service (embedding, chat, rerank, metrics or logs endpoint) failed or answered something
+    unusable. `kind` names the failure for a UI or an HTTP status: "timeout", "connection", "auth",
+    "not_found", "rate_limit", "server", "bad_request", "malformed", "config"."""
+
+    def __init__(self, message: str, kind: str = "server") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class RerankError(RemoteError):
+    """The reranking model failed or is misconfigured."""
+
+
+class MetricsError(RemoteError):
+    """The metrics server (Prometheus) failed or is misconfigured."""
+
+
+class LogsError(RemoteError):
+    """The logs server (Loki) failed, refused the query, or is misconfigured."""

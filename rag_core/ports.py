@@ -7,12 +7,18 @@ builds real adapters; everything else depends on these Protocols.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Protocol, Sequence, Union, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generator, Iterable, Mapping, Protocol, Sequence, Union, runtime_checkable
 
 import numpy as np
 
 from .records import (IndexedVersion, NewVersion, RerankResult, SearchHit, StoredChunk, StoredDocument,
                       WriteResult)
+
+if TYPE_CHECKING:  # records of the remote clients, defined next to their adapters
+    from .agent.loki import LogQuery, LogResult
+    from .agent.model import AssistantReply
+    from .agent.prometheus import Alert
+    from .remote import Retrying
 
 
 # ---------------------------------------------------------------------------------------- embedding
@@ -129,4 +135,49 @@ class Reranker(Protocol):
 
 
 # ---------------------------------------------------------------------------------------- remote clients
-# (chat model, logs and metrics clients go here)
+# Built by `rag_core.bootstrap` (build_chat_model, build_metrics_client, build_logs_client); their
+# records live next to the adapters (agent/model.py, agent/prometheus.py, agent/loki.py). Every failure
+# is a `RemoteError` subclass with one clear line and a `kind` (errors.py).
+@runtime_checkable
+class ChatModel(Protocol):
+    """A streamed chat-completions model with tool calling.
+
+    `stream` is a generator: it yields answer text as it arrives (and `Retrying` notices while it backs
+    off) and returns the complete `AssistantReply`: `reply = yield from model.stream(messages, tools)`.
+    Deadlines: the answer must start within the model's timeout, never go silent longer than it while
+    streaming, and end by `until` (a `time.monotonic()` value: the agent turn's deadline). Failures raise
+    `ChatModelError` (an AgentError); nothing is retried once text has been yielded.
+    """
+
+    def describe(self) -> str:
+        """One line for people: "qwen-plus via DashScope (https://...)"; never a key."""
+        ...
+
+    def stream(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] = (),
+               step: int = 1, until: float | None = None) -> Generator[str | Retrying, None, AssistantReply]: ...
+
+
+@runtime_checkable
+class MetricsClient(Protocol):
+    """Reads the alerts a metrics server (Prometheus) holds. Raises `MetricsError`."""
+
+    @property
+    def where(self) -> str:
+        """The server's URL without credentials, for messages."""
+        ...
+
+    def alerts(self) -> list[Alert]:
+        """Every active (firing or pending) alert, as the server lists them."""
+        ...
+
+
+@runtime_checkable
+class LogsClient(Protocol):
+    """Searches a log store (Grafana Loki). Raises `LogsError` (a refused query says why)."""
+
+    @property
+    def where(self) -> str: ...
+
+    def query_range(self, query: LogQuery) -> LogResult:
+        """Log lines matching `query` in its time range, at most `query.limit`, newest first by default."""
+        ...

@@ -14,13 +14,15 @@ from .kb_tool import knowledge_base_tool
 from .loop import Agent
 from .model import (DASHSCOPE_BASE_URL, DASHSCOPE_DEFAULT_MODEL, AssistantReply, ChatModel, ChatModelConfig,
                     ChatModelError, StreamAccumulator, ToolCallRequest)
-from .prometheus import prometheus_alerts_tool
+from .loki import LogQuery, LogResult, LokiClient, logs_tool
+from .prometheus import Alert, PrometheusClient, prometheus_alerts_tool
 from .prompt import SYSTEM_PROMPT
 from .session import Session, Turn
 from .tools import Tool, Toolbox, ToolOutput
 
-__all__ = ["Agent", "AssistantReply", "ChatModel", "ChatModelConfig", "ChatModelError", "ContentEvent",
+__all__ = ["Agent", "Alert", "AssistantReply", "ChatModel", "ChatModelConfig", "ChatModelError", "ContentEvent",
            "DASHSCOPE_BASE_URL", "DASHSCOPE_DEFAULT_MODEL", "DoneEvent", "ErrorEvent", "Event", "NoticeEvent",
            "SYSTEM_PROMPT", "Session", "StreamAccumulator", "Tool", "ToolCallEvent", "ToolCallRequest", "ToolOutput",
            "ToolResultEvent", "Toolbox", "Turn", "check_citations", "clock_tool", "extract_citations",
-           "knowledge_base_tool", "prometheus_alerts_tool"]
+           "knowledge_base_tool", "LogQuery", "LogResult", "LokiClient", "logs_tool", "PrometheusClient",
+           "prometheus_alerts_tool"]

@@ -47,13 +47,14 @@ def cmd_chat(args: argparse.Namespace, settings: Settings, workbench: Workbench 
         if question:
             return 0 if render_turn(agent.run(question), json_lines=args.json) else EXIT_ERROR
         session = Session()
+        failed = False
         for line in sys.stdin if not sys.stdin.isatty() else _prompt():
             line = line.strip()
             if line.lower() in ("exit", "quit", ":q"):
                 break
             if line:
-                render_turn(agent.run(line, session), json_lines=args.json)
-        return 0
+                failed |= not render_turn(agent.run(line, session), json_lines=args.json)
+        return EXIT_ERROR if failed else 0  # a script piping questions learns that a turn failed
     finally:
         if own:
             workbench.close()

@@ -118,8 +118,10 @@ class ErrorEvent(_Event):
     """The turn failed. `message` is for the person: what happened and what to do, no internals.
 
     kinds: from the chat model "connection", "timeout", "auth", "rate_limit", "server", "not_found",
-    "bad_request", "broken_stream"; "question" (empty or too long); "tool" (offline mode: the knowledge-base
-    search itself failed, e.g. nothing is ingested); "internal" (a bug; details only in the log).
+    "bad_request", "broken_stream", "malformed" (an answer that is not the API's: an HTML page, an event
+    that is not JSON, a stream closed without events); "empty" (the model answered nothing: no text, no
+    tool call); "question" (empty or too long); "tool" (offline mode: the knowledge-base search itself
+    failed, e.g. nothing is ingested); "internal" (a bug; details only in the log).
     """
 
     message: str

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Generator, Iterator, Mapping
+import time
+from typing import Any, Callable, Generator, Iterator, Mapping
 
 from .citations import check_citations
 from .events import ContentEvent, DoneEvent, ErrorEvent, Event, NoticeEvent, ToolCallEvent, ToolResultEvent
 from .kb_tool import TOOL_NAME as KB_TOOL
-from .model import AssistantReply, ChatModel, ChatModelError, Retrying, ToolCallRequest
+from ..ports import ChatModel
+from .model import AssistantReply, ChatModelError, Retrying, ToolCallRequest
 from .offline import compose
 from .prompt import SYSTEM_PROMPT
 from .session import Session, Turn
@@ -32,7 +34,9 @@ class Agent:
     """`run(question, session)` yields the events of one turn. Reusable across turns and sessions."""
 
     def __init__(self, toolbox: Toolbox, model: ChatModel | None = None, *, max_steps: int = 6,
-                 history_pairs: int = 6, system_prompt: str = SYSTEM_PROMPT) -> None:
+                 history_pairs: int = 6, system_prompt: str = SYSTEM_PROMPT, deadline: float = 300.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        """`deadline`: seconds one turn may take in all (chat.deadline): model calls, tools, retries."""
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         self.toolbox = toolbox
@@ -40,6 +44,8 @@ class Agent:
         self.max_steps = max_steps
         self.history_pairs = history_pairs
         self.system_prompt = system_prompt
+        self.deadline = deadline
+        self._clock = clock
 
     @property
     def mode(self) -> str:
@@ -81,9 +87,15 @@ class Agent:
         specs = self.toolbox.specs()
         texts: list[str] = []
         returned: dict[str, None] = {}  # evidence keys returned this turn, in order
+        until = self._clock() + self.deadline
         for step in range(1, self.max_steps + 1):
+            if step > 1 and self._clock() >= until:
+                yield ErrorEvent(f"This turn reached chat.deadline ({self.deadline:g} s) before the model could "
+                                 "answer; the tools took the time. Ask a narrower question, or raise chat.deadline.",
+                                 "timeout", step)
+                return
             step_started = False
-            stream = model.stream(messages, specs, step)
+            stream = model.stream(messages, specs, step, until)
             try:
                 while True:
                     try:
@@ -107,6 +119,13 @@ class Agent:
             finally:
                 stream.close()  # a consumer that stops early must not leave the HTTP response open
 
+            if not reply.tool_calls and not reply.content.strip():
+                # Never an empty answer shown as success: the person would see nothing and no reason.
+                yield ErrorEvent(f"{model.describe()} sent an empty answer (no text and no tool call"
+                                 f"{', finish reason ' + repr(reply.finish_reason) if reply.finish_reason else ''}). "
+                                 "Try again; if it keeps happening, check the model and chat.max-tokens.",
+                                 "empty", step)
+                return
             if not reply.tool_calls:
                 if reply.finish_reason == "length":
                     yield NoticeEvent("length", "The answer was cut off at chat.max-tokens; raise it for longer "

@@ -2,23 +2,28 @@
 
 DashScope is used through its OpenAI-compatible mode, so one client covers DashScope, OpenAI, vLLM,
 Ollama and llama.cpp servers. `ChatModel.stream` is a generator: it yields answer text as it arrives
-(and `Retrying` notes while it backs off) and *returns* the complete `AssistantReply`:
+(and `Retrying` notices while it backs off) and *returns* the complete `AssistantReply`:
 
     reply = yield from model.stream(messages, tools)
 
-Retries: the SDK's own retries are off (`max_retries=0`). A request is retried on 408/409/429/5xx and
-timeouts, honouring `Retry-After`, with `rag_core.retry`'s backoff; but only while nothing of the
-answer has been shown, because a retry after streamed text would show it twice. The loop is written
-out here rather than through `call_with_retries` so that the person sees each wait as it happens.
-A refused connection is not retried: a server that is not running will not start by waiting.
+Deadlines (`chat.timeout`, `chat.deadline`): the SDK's timeouts are per socket read, so a server sending
+SSE keep-alives or one byte at a time would hold a turn forever. The stream is read by a worker thread
+(`rag_core.remote.stream_within`) and the answer must start within `chat.timeout` (keep-alive comments
+do not count), may never go silent longer than `chat.timeout` while it streams, and must end by the
+turn's deadline (`until`, from `chat.deadline`).
 
-Failures become `ChatModelError`: a message for the person (where, what, what to do), never the key,
-never a stack trace.
+Retries (`RemoteAdapter`, the SDK's own are off): 408/409/429/5xx and timeouts, honouring `Retry-After`,
+but only while nothing of the answer has been shown, because a retry after streamed text would show it
+twice. A refused connection is not retried: a server that is not running will not start by waiting.
+
+Failures become `ChatModelError`: one line for the person (where, what, what to do), never the key. A
+reply that is not the API's (an HTML page with status 200, an event that is not JSON, a stream that
+closes without a single event) is named as such.
 """
 
 from __future__ import annotations
 
-import logging
+import json
 import random
 import threading
 import time
@@ -26,22 +31,23 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Mapping, Sequence
 
 from ..config import redact_uri
-from ..errors import AgentError
-from ..retry import RETRYABLE_STATUS, backoff_delay, openai_retryable, retry_after_seconds
+from ..errors import AgentError, RemoteError
+from ..remote import (Endpoint, Failure, MalformedReply, RemoteAdapter, Retrying, clip, explain, not_json,
+                      stream_within)
 
-log = logging.getLogger(__name__)
+__all__ = ["AssistantReply", "ChatModel", "ChatModelConfig", "ChatModelError", "DASHSCOPE_BASE_URL",
+           "DASHSCOPE_DEFAULT_MODEL", "Retrying", "StreamAccumulator", "ToolCallRequest"]
 
 DASHSCOPE_BASE_URL = "https://dashscope.aliyuncs.com/compatible-mode/v1"
 DASHSCOPE_DEFAULT_MODEL = "qwen-plus"
 _PROVIDER_NAMES = {"dashscope": "DashScope", "openai": "OpenAI-compatible"}
 
 
-class ChatModelError(AgentError):
-    """The chat model failed; `kind` names the failure for a UI ("connection", "auth", ...)."""
+class ChatModelError(AgentError, RemoteError):
+    """The chat model failed; `kind` names the failure for a UI ("connection", "auth", "malformed", ...)."""
 
     def __init__(self, message: str, kind: str) -> None:
-        super().__init__(message)
-        self.kind = kind
+        super().__init__(message, kind)
 
 
 @dataclass(frozen=True, repr=False)
@@ -75,16 +81,6 @@ class AssistantReply:
     content: str
     tool_calls: tuple[ToolCallRequest, ...] = ()
     finish_reason: str | None = None
-
-
-@dataclass(frozen=True)
-class Retrying:
-    """The model call failed in a way worth another try; waiting `delay` seconds before retry `retry`."""
-
-    retry: int
-    max_retries: int
-    delay: float
-    reason: str
 
 
 @dataclass
@@ -172,21 +168,26 @@ class StreamAccumulator:
         return AssistantReply("".join(self.content), tuple(calls), self.finish_reason)
 
 
-class ChatModel:
-    """One configured chat endpoint. The client is built on first use; the key is never shown."""
+class ChatModel(RemoteAdapter):
+    """One configured chat endpoint (the `ChatModel` port). The client is built on first use; the key is
+    never shown."""
 
     def __init__(self, config: ChatModelConfig, api_key: str | None, *, sleep: Callable[[float], None] = time.sleep,
-                 jitter: Callable[[], float] = random.random) -> None:
+                 jitter: Callable[[], float] = random.random, clock: Callable[[], float] = time.monotonic) -> None:
         if not config.base_url:
             raise ChatModelError("The chat model needs a base URL (chat.base-url).", "config")
         if not config.model:
             raise ChatModelError("The chat model needs a model name (chat.model).", "config")
         self.config = config
         self._api_key = api_key or ""
-        self._sleep = sleep
-        self._jitter = jitter
         self._client: Any = None
         self._lock = threading.Lock()
+        endpoint = Endpoint(f"The chat model at {self.where}", "chat", ChatModelError, path="chat-completions",
+                            model=config.model, key_env=config.api_key_env or "the API key variable",
+                            has_key=bool(self._api_key), url_hint=" (it usually ends in /v1)",
+                            connection_hint=" or switch to offline mode (chat.provider = offline)")
+        super().__init__(endpoint, timeout=config.timeout, max_retries=config.max_retries, secret=self._api_key,
+                         sleep=sleep, jitter=jitter, clock=clock)
 
     def __repr__(self) -> str:
         c = self.config
@@ -212,7 +213,7 @@ class ChatModel:
             return self._client
 
     def stream(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] = (),
-               step: int = 1) -> Generator[str | Retrying, None, AssistantReply]:
+               step: int = 1, until: float | None = None) -> Generator[str | Retrying, None, AssistantReply]:
         import openai
 
         c = self.config
@@ -222,128 +223,51 @@ class ChatModel:
             kwargs["tools"] = list(tools)
         if not self._api_key:
             kwargs["extra_headers"] = {"Authorization": openai.omit}  # keyless local servers
-        retries = 0
-        while True:
+        shown = False
+
+        def attempt(seconds: float) -> Generator[str, None, AssistantReply]:
+            nonlocal shown
             acc = StreamAccumulator()
-            shown = False
-            try:
-                response = self._get_client().chat.completions.create(**kwargs)
-                try:
-                    for chunk in response:
-                        text = acc.feed(chunk)
-                        if text:
-                            shown = True
-                            yield text
-                finally:
-                    response.close()
-                return acc.reply(step)
-            except openai.OpenAIError as exc:
-                if shown or retries >= c.max_retries or not openai_retryable(exc):
-                    raise self._explain(exc, shown, retries) from None
-                failure = exc
-            retries += 1
-            delay = backoff_delay(retries, 0.5, 8.0, self._jitter())
-            hint = retry_after_seconds(failure)
-            if hint is not None:
-                delay = max(delay, min(hint, 8.0))
-            reason = self._describe(failure)
-            log.warning("Chat via %s: %s; retry %d/%d in %.1f s", self.where, reason, retries, c.max_retries, delay)
-            yield Retrying(retries, c.max_retries, delay, reason)
-            self._sleep(delay)
+            events = 0
+            for chunk in stream_within(lambda: self._open(kwargs), first=seconds, idle=c.timeout, until=until,
+                                       clock=self._clock):
+                events += 1
+                text = acc.feed(chunk)
+                if text:
+                    shown = True
+                    yield text
+            if events == 0:
+                raise MalformedReply("closed the answer's event stream without sending a single event")
+            return acc.reply(step)
 
-    # -------------------------------------------------------------------------------- messages
-    def _describe(self, exc: Exception) -> str:
-        import openai
-
-        if isinstance(exc, openai.APITimeoutError):
-            return f"no answer within {self.config.timeout:g} s"
-        if isinstance(exc, openai.APIStatusError):
-            return f"HTTP {exc.status_code}"
-        return type(exc).__name__
-
-    def _explain(self, exc: Exception, shown: bool, retries: int) -> ChatModelError:
-        import openai
-
-        c = self.config
-        where = f"The chat model at {self.where}"
-        attempts = f"{retries + 1} attempt{'s' if retries else ''}"
-        if isinstance(exc, openai.APITimeoutError):
-            if shown:
-                return ChatModelError(f"{where} stopped sending its answer (no data within {c.timeout:g} s). "
-                                      "Try again.", "timeout")
-            return ChatModelError(f"{where} did not answer within {c.timeout:g} s ({attempts}). Try again, "
-                                  "or raise chat.timeout.", "timeout")
-        if isinstance(exc, openai.APIConnectionError):
-            if shown:
+        def explain_failure(failure: Failure, tries: int) -> Exception:
+            if shown and failure.kind == "connection":
                 return ChatModelError(f"The connection to the chat model at {self.where} broke during the answer. "
                                       "Try again.", "broken_stream")
-            return ChatModelError(f"{where} did not answer ({_connection_reason(exc)}). Check chat.base-url "
-                                  "or switch to offline mode (chat.provider = offline).", "connection")
-        if isinstance(exc, openai.APIStatusError):
-            status = exc.status_code
-            if status in (401, 403):
-                env = c.api_key_env or "the API key variable"
-                if not self._api_key:
-                    return ChatModelError(f"{where} needs an API key (HTTP {status}): set {env}.", "auth")
-                return ChatModelError(f"{where} rejected the API key (HTTP {status}). Check {env}.", "auth")
-            if status == 404:
-                if self._mentions_model(exc):
-                    return ChatModelError(f"{where} has no model '{c.model}' (HTTP 404). Check chat.model.",
-                                          "not_found")
-                return ChatModelError(f"{where} has no chat-completions endpoint (HTTP 404). Check chat.base-url "
-                                      "(it usually ends in /v1).", "not_found")
-            if status == 429:
-                return ChatModelError(f"{where} is rate limiting requests (HTTP 429), still after {attempts}. "
-                                      "Wait a minute and try again.", "rate_limit")
-            if status >= 500 or status in RETRYABLE_STATUS:
-                return ChatModelError(f"{where} kept failing (HTTP {status}) after {attempts}. Try again later.",
-                                      "server")
-            detail = self._server_message(exc)
-            return ChatModelError(f"{where} refused the request (HTTP {status}{': ' + detail if detail else ''}).",
-                                  "bad_request")
-        if isinstance(exc, openai.APIError):  # an error event inside the stream
-            detail = self._server_message(exc)
-            return ChatModelError(f"{where} reported an error{' during the answer' if shown else ''}"
-                                  f"{': ' + detail if detail else ''}. Try again.", "server")
-        return ChatModelError(f"{where} failed ({type(exc).__name__}). Try again.", "server")
+            error = explain(failure, self.endpoint, tries, c.timeout)
+            if failure.kind == "stream_error":
+                error.kind = "server"
+            return error
 
-    def _server_message(self, exc: Any) -> str:
-        body = getattr(exc, "body", None)
-        message = ""
-        if isinstance(body, dict):
-            inner = body.get("error") if isinstance(body.get("error"), dict) else body
-            message = str(inner.get("message") or "")
-        elif isinstance(body, str):
-            message = body
-        message = " ".join(message.split())
-        if self._api_key:
-            message = message.replace(self._api_key, "***")
-        return message[:200] + ("…" if len(message) > 200 else "")
+        return (yield from self._retrying(attempt, may_retry=lambda: not shown, explain=explain_failure))
 
-    def _mentions_model(self, exc: Any) -> bool:
-        body = getattr(exc, "body", None)
-        inner = body.get("error") if isinstance(body, dict) and isinstance(body.get("error"), dict) else body
-        if isinstance(inner, dict):
-            return inner.get("code") in ("model_not_found", "ModelNotFound") or self.config.model in str(inner.get("message", ""))
-        return False
+    def _open(self, kwargs: Mapping[str, Any]) -> Any:
+        """The SDK's event stream, once the answer's headers say it is one (runs in the worker)."""
+        stream = self._get_client().chat.completions.create(**kwargs)
+        content_type = stream.response.headers.get("content-type", "")
+        if content_type and "event-stream" not in content_type:
+            try:
+                head = next(stream.response.iter_bytes(), b"")[:2048]
+            finally:
+                stream.close()
+            if head.lstrip().startswith(b"{"):
+                raise MalformedReply(f"answered with one JSON document ({content_type.split(';')[0]}) instead of an "
+                                     f"event stream (does it support stream=true?): "
+                                     f"{clip(head.decode('utf-8', 'replace'), 60)!r}")
+            raise MalformedReply(not_json(head, content_type, instead="an event stream"))
+        return stream
 
-
-
-
-def _connection_reason(exc: BaseException) -> str:
-    seen: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and current not in seen and len(seen) < 10:
-        seen.append(current)
-        current = current.__cause__ or current.__context__
-    if any(isinstance(e, ConnectionRefusedError) for e in seen):
-        return "connection refused"
-    text = " ".join(str(e) for e in seen).lower()
-    if "refused" in text:
-        return "connection refused"
-    if any(s in text for s in ("name or service not known", "nodename nor servname", "getaddrinfo",
-                               "name resolution", "no address associated")):
-        return "host not found"
-    if "reset" in text:
-        return "connection reset"
-    return "could not connect"
+    def _classify(self, exc: BaseException) -> Failure | None:
+        if isinstance(exc, json.JSONDecodeError):  # the SDK parsing an SSE `data:` line
+            return Failure("malformed", detail=f"sent an event that is not JSON: {clip(exc.doc, 60)!r}")
+        return super()._classify(exc)

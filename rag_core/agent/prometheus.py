@@ -1,26 +1,92 @@
-"""`query_prometheus_alerts`: the seed's QueryMetricsTools, against the real Prometheus HTTP API.
+"""Prometheus: `PrometheusClient` (the `MetricsClient` port: alerts over the real HTTP API, usable outside
+the agent, e.g. by alert triage) and `query_prometheus_alerts`, the seed's QueryMetricsTools.
 
 `GET <prometheus.url>/api/v1/alerts` answers `{"status": "success", "data": {"alerts": [...]}}`, each alert
 with `labels` (`alertname`, ...), `annotations` (`description`, `summary`), `state`, `activeAt` and
-`value`. As in the seed, only the first alert of each `alertname` is kept (one line per kind of
-problem, not one per pod). Failures go back to the model as an error object.
+`value`. The tool keeps the first alert of each `alertname`, as the seed does (one line per kind of
+problem, not one per pod). Failures reach the model as an error object with the client's message.
 """
 
 from __future__ import annotations
 
-import json
 import re
-import socket
-import urllib.error
-import urllib.request
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from ..config import redact_uri
+from ..errors import MetricsError
+from ..ports import MetricsClient
+from ..remote import Endpoint, MalformedReply, RemoteAdapter
+from ..remote.http import request_json
 from .tools import Tool, ToolOutput
 
 
-def _parse_time(value: str) -> datetime | None:
+@dataclass(frozen=True)
+class Alert:
+    """One alert as Prometheus lists it."""
+
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    state: str = ""  # "firing" | "pending"
+    active_at: str = ""  # as Prometheus wrote it (RFC 3339, nanoseconds)
+    value: str = ""
+
+    @property
+    def name(self) -> str:
+        return str(self.labels.get("alertname") or "(unnamed alert)")
+
+    @property
+    def description(self) -> str:
+        return str(self.annotations.get("description") or self.annotations.get("summary") or "")
+
+    @property
+    def started(self) -> datetime | None:
+        return parse_time(self.active_at)
+
+
+class PrometheusClient(RemoteAdapter):
+    """Prometheus's HTTP API at `url` (its base URL, without /api/v1)."""
+
+    def __init__(self, url: str, *, timeout: float = 10.0, max_retries: int = 1, **adapter: Any) -> None:
+        if not url:
+            raise MetricsError("Prometheus needs prometheus.url (e.g. http://localhost:9090).", "config")
+        self._base = url.rstrip("/")
+        endpoint = Endpoint(f"Prometheus at {self.where}", "prometheus", MetricsError, path="alerts API",
+                            url_setting="prometheus.url", url_hint=" (the server's base URL, without /api/v1)")
+        super().__init__(endpoint, timeout=timeout, max_retries=max_retries, **adapter)
+
+    def __repr__(self) -> str:
+        return f"PrometheusClient({self.where!r})"
+
+    @property
+    def where(self) -> str:
+        return redact_uri(self._base)
+
+    def alerts(self) -> list[Alert]:
+        return self._call(self._get_alerts)
+
+    def _get_alerts(self) -> list[Alert]:
+        payload = request_json("GET", f"{self._base}/api/v1/alerts", timeout=self.policy.timeout)
+        if isinstance(payload, dict) and payload.get("status") == "error":
+            raise MetricsError(f"{self.endpoint.subject} reported an error: {str(payload.get('error'))[:200]}.",
+                               "server")
+        data = payload.get("data") if isinstance(payload, dict) else None
+        alerts = data.get("alerts") if isinstance(data, dict) else None
+        if not isinstance(alerts, list):
+            raise MalformedReply("answered without the alerts API's data")
+        return [_alert(a) for a in alerts if isinstance(a, dict)]
+
+
+def _alert(raw: Mapping[str, Any]) -> Alert:
+    def strings(value: Any) -> dict[str, str]:
+        return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+    return Alert(strings(raw.get("labels")), strings(raw.get("annotations")), str(raw.get("state") or ""),
+                 str(raw.get("activeAt") or ""), str(raw.get("value") or ""))
+
+
+def parse_time(value: str) -> datetime | None:
     # Prometheus writes nanoseconds ("2026-05-10T08:12:31.123456789Z"); Python reads at most microseconds.
     m = re.match(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:?\d\d)?$", value or "")
     if not m:
@@ -49,32 +115,29 @@ def human_duration(seconds: float) -> str:
     return " ".join(parts)
 
 
-def simplify_alerts(alerts: list[dict[str, Any]], now: datetime) -> list[dict[str, str]]:
+def simplify_alerts(alerts: list[Alert], now: datetime) -> list[dict[str, str]]:
+    """The first alert of each name: name, description, state, since when and for how long."""
     seen: set[str] = set()
     out = []
     for alert in alerts:
-        labels = alert.get("labels") or {}
-        name = str(labels.get("alertname") or "(unnamed alert)")
-        if name in seen:
+        if alert.name in seen:
             continue
-        seen.add(name)
-        annotations = alert.get("annotations") or {}
-        active_at = str(alert.get("activeAt") or "")
-        started = _parse_time(active_at)
+        seen.add(alert.name)
+        started = alert.started
         out.append({
-            "name": name,
-            "description": str(annotations.get("description") or annotations.get("summary") or ""),
-            "state": str(alert.get("state") or ""),
-            "active_since": active_at,
+            "name": alert.name,
+            "description": alert.description,
+            "state": alert.state,
+            "active_since": alert.active_at,
             "duration": human_duration((now - started).total_seconds()) if started else "",
         })
     return out
 
 
-def prometheus_alerts_tool(url: str, timeout: float = 10.0, now: Callable[[], datetime] | None = None) -> Tool:
-    base = url.rstrip("/")
-    endpoint = f"{base}/api/v1/alerts"
-    where = f"Prometheus at {redact_uri(base)}"
+def prometheus_alerts_tool(client: MetricsClient | str, timeout: float = 10.0,
+                           now: Callable[[], datetime] | None = None) -> Tool:
+    """The tool over a metrics client (or, for convenience, a Prometheus URL)."""
+    metrics = PrometheusClient(client, timeout=timeout) if isinstance(client, str) else client
     clock = now or (lambda: datetime.now(timezone.utc))
 
     def query_prometheus_alerts() -> ToolOutput:
@@ -82,45 +145,10 @@ def prometheus_alerts_tool(url: str, timeout: float = 10.0, now: Callable[[], da
         and for how long. Use it when the person asks what is alerting or broken right now, or before
         diagnosing a production problem; then search the knowledge base for the runbook of each alert.
         查询 Prometheus 当前活跃的告警。"""
-        request = urllib.request.Request(endpoint, headers={"Accept": "application/json"})
-        try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - configured URL
-                body = response.read()
-        except urllib.error.HTTPError as exc:
-            detail = _prometheus_error(exc.read())
-            return ToolOutput.failure(f"{where} answered HTTP {exc.code}{': ' + detail if detail else ''}. "
-                                      "Check prometheus.url.")
-        except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError) as exc:
-            reason = getattr(exc, "reason", exc)
-            if isinstance(reason, (socket.timeout, TimeoutError)):
-                text = f"did not answer within {timeout:g} s"
-            elif isinstance(reason, ConnectionRefusedError):
-                text = "did not answer (connection refused)"
-            else:
-                text = "could not be reached"
-            return ToolOutput.failure(f"{where} {text}; alerts are unavailable. Check prometheus.url.")
-        try:
-            payload = json.loads(body)
-            if payload.get("status") != "success":
-                detail = str(payload.get("error") or "status is not success")
-                return ToolOutput.failure(f"{where} reported an error: {detail[:200]}.")
-            alerts = payload["data"]["alerts"]
-            if not isinstance(alerts, list):
-                raise TypeError
-        except (ValueError, KeyError, TypeError, AttributeError):
-            return ToolOutput.failure(f"{where} did not return the alerts API's JSON; check prometheus.url "
-                                      "(the server's base URL, without /api/v1).")
-        simplified = simplify_alerts([a for a in alerts if isinstance(a, dict)], clock())
+        simplified = simplify_alerts(metrics.alerts(), clock())  # a MetricsError reaches the model as an error
         data: dict[str, Any] = {"alerts": simplified, "count": len(simplified)}
         if not simplified:
             data["message"] = "No alerts are active in Prometheus."
         return ToolOutput(data)
 
     return Tool.from_function(query_prometheus_alerts)
-
-
-def _prometheus_error(body: bytes) -> str:
-    try:
-        return str(json.loads(body).get("error") or "")[:200]
-    except (ValueError, AttributeError):
-        return ""

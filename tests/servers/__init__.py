@@ -41,12 +41,34 @@ class RecordedRequest:
 
 @dataclass(frozen=True)
 class Reply:
-    """One canned HTTP answer. `delay` seconds pass before anything is sent (for client timeouts)."""
+    """One canned HTTP answer. `delay` seconds pass before anything is sent (for client timeouts).
+
+    `parts`: the body sent in pieces, each after its own pause: `((pause, bytes), ...)`; the headers
+    (with the full Content-Length) go out at once. For servers that drip bytes or keep a stream alive
+    with SSE comments; see `drip` and `keepalives`.
+    """
 
     status: int = 200
     body: bytes = b""
     headers: Mapping[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    parts: tuple[tuple[float, bytes], ...] = ()
+
+    @classmethod
+    def drip(cls, reply: "Reply", every: float = 1.0) -> "Reply":
+        """`reply`, sent one byte every `every` seconds."""
+        body = reply.body
+        return cls(reply.status, body, reply.headers, reply.delay,
+                   tuple((every if i else 0.0, body[i:i + 1]) for i in range(len(body))))
+
+    @classmethod
+    def keepalives(cls, count: int, every: float = 0.2, *, then: bytes = b"") -> "Reply":
+        """An SSE stream of `count` comment lines (`: keep-alive`), `every` seconds apart, then `then`
+        (raw SSE text; nothing by default: the stream ends without a single event)."""
+        parts = tuple((every if i else 0.0, b": keep-alive\n\n") for i in range(count))
+        if then:
+            parts += ((every, then),)
+        return cls(200, b"".join(p for _, p in parts), {"Content-Type": "text/event-stream"}, 0.0, parts)
 
     @classmethod
     def json(cls, status: int, payload: Any, *, headers: Mapping[str, str] | None = None,
@@ -121,6 +143,7 @@ class FakeServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"  # keep-alive, as the SDKs' pooled sessions expect
+            disable_nagle_algorithm = True  # headers and body go in two writes: no 40 ms delayed-ACK stall
 
             def _serve(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
@@ -140,7 +163,11 @@ class FakeServer:
                         self.send_header(name, value)
                     self.send_header("Content-Length", str(len(reply.body)))
                     self.end_headers()
-                    self.wfile.write(reply.body)
+                    for pause, piece in reply.parts or ((0.0, reply.body),):
+                        if pause and server._stopping.wait(pause):
+                            return
+                        self.wfile.write(piece)
+                        self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (its timeout); nothing to report
 

@@ -30,7 +30,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from . import FakeServer, RecordedRequest, Reply
 
-__all__ = ["Completion", "DashScopeChatServer", "OpenAIChatServer", "ToolCallSpec", "tool_call"]
+__all__ = ["Completion", "DashScopeChatServer", "OpenAIChatServer", "ToolCallSpec", "paced", "split_text", "tool_call"]
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,8 @@ class Completion:
 Scripted = Completion | Reply | Callable[[RecordedRequest], "Completion | Reply"]
 
 
-def _split(text: str, parts: int) -> list[str]:
+def split_text(text: str, parts: int) -> list[str]:
+    """`text` in `parts` pieces, as the servers (and the scripted fake model) stream it."""
     if not text:
         return []
     parts = max(1, min(parts, len(text)))
@@ -247,13 +248,13 @@ class OpenAIChatServer(FakeServer):
                     "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]}
 
         events: list[Any] = [chunk({"role": "assistant", "content": ""})]
-        events += [chunk({"content": piece}) for piece in _split(completion.text, completion.text_parts)]
+        events += [chunk({"content": piece}) for piece in split_text(completion.text, completion.text_parts)]
         if completion.stream_error:
             events.append({"error": {"message": completion.stream_error, "type": "server_error", "code": None}})
         else:
             fragments: list[list[dict[str, Any]]] = []
             for n, (call_id, call) in enumerate(zip(ids, completion.tool_calls)):
-                pieces = _split(call.arguments, call.parts) or [""]
+                pieces = split_text(call.arguments, call.parts) or [""]
                 frags = [self.first_fragment(n, call_id, call.name, pieces[0] if self.name_with_first_piece else "")]
                 rest = pieces[1:] if self.name_with_first_piece else pieces
                 frags += [self.continuation(n, p) for p in rest if p]
@@ -270,6 +271,21 @@ class OpenAIChatServer(FakeServer):
         return Reply(200, body.encode("utf-8"), {"Content-Type": "text/event-stream; charset=utf-8",
                                                  "Cache-Control": "no-cache"})
 
+
+
+def paced(reply: Reply, every: float, *, keepalive: float = 0.0) -> Reply:
+    """A streamed reply sent one SSE event every `every` seconds (the first at once); with `keepalive`, an
+    SSE comment line goes out every `keepalive` seconds while waiting, as proxies and some servers do."""
+    events = [e + b"\n\n" for e in reply.body.split(b"\n\n") if e]
+    parts: list[tuple[float, bytes]] = []
+    for i, event in enumerate(events):
+        wait = every if i else 0.0
+        if keepalive:
+            while wait > keepalive:
+                parts.append((keepalive, b": keep-alive\n\n"))
+                wait -= keepalive
+        parts.append((wait, event))
+    return Reply(reply.status, b"".join(p for _, p in parts), reply.headers, reply.delay, tuple(parts))
 
 
 def _round_robin(rows: list[list[Any]]) -> list[list[Any]]:

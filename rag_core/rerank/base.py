@@ -1,0 +1,170 @@
+"""What every reranker does the same way: input checks, limits (truncation and batching, said in the
+notes), putting scores back in input order and checking them; plus `RemoteAdapter`'s deadlines, retries
+and messages. A provider implements `_score_batch`: one plain request, scores in the batch's order.
+
+The contract (tests/contracts/reranker.py runs it on every adapter):
+- `rerank(query, documents)` gives one finite score per document, in input order (higher is more
+  relevant), whatever order the service answers in and however the documents were batched;
+- `[]` gives no scores without a request; a blank query or document is refused with `RerankError`
+  naming it; one `str` instead of a list, or an item that is not a `str`, is a `TypeError`;
+- every failure is a `RerankError` with one clear line and a `kind` (see `RemoteError`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from abc import abstractmethod
+from typing import Any, Sequence
+
+from ..errors import RerankError
+from ..records import RerankResult
+from ..remote import Endpoint, MalformedReply, RemoteAdapter
+from ..remote.http import request_json
+
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
+
+
+def estimate_tokens(text: str) -> int:
+    """A conservative token count without the model's tokenizer: one per CJK character, one per three
+    other characters (real tokenizers give fewer for both)."""
+    cjk = len(_CJK.findall(text))
+    return cjk + math.ceil((len(text) - cjk) / 3)
+
+
+def truncate_to_tokens(text: str, limit: int) -> str:
+    """The longest prefix of `text` whose estimate is within `limit`."""
+    if estimate_tokens(text) <= limit:
+        return text
+    low, high = 0, len(text)
+    while low < high:  # binary search on the prefix length
+        mid = (low + high + 1) // 2
+        if estimate_tokens(text[:mid]) <= limit:
+            low = mid
+        else:
+            high = mid - 1
+    return text[:low]
+
+
+def check_inputs(query: str, documents: Sequence[str]) -> list[str]:
+    if not isinstance(query, str):
+        raise TypeError(f"The query to rerank for must be str, got {type(query).__name__}.")
+    if isinstance(documents, (str, bytes)):
+        raise TypeError("rerank takes a sequence of documents, not one string")
+    docs = list(documents)
+    if not query.strip():
+        raise RerankError("Cannot rerank for an empty query.", "bad_request")
+    for i, doc in enumerate(docs):
+        if not isinstance(doc, str):
+            raise TypeError(f"Documents to rerank must be str, got {type(doc).__name__} (item {i + 1} of {len(docs)}).")
+        if not doc.strip():
+            raise RerankError(f"Cannot rerank an empty document (item {i + 1} of {len(docs)}).", "bad_request")
+    return docs
+
+
+class RemoteReranker(RemoteAdapter):
+    """Limits per request, when the service has them: `max_documents`, `max_document_tokens` (longer
+    documents are truncated), `max_request_tokens` (query + documents; more are sent in several
+    requests). Scores of a cross-encoder depend on the (query, document) pair only, so batches compare."""
+
+    max_documents: int = 100
+    max_document_tokens: int | None = None
+    max_request_tokens: int | None = None
+    limits_name: str = "the service"  # in notes: "DashScope's limit"
+
+    def __init__(self, endpoint: Endpoint, name: str, **adapter: Any) -> None:
+        super().__init__(endpoint, **adapter)
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @abstractmethod
+    def _score_batch(self, query: str, documents: list[str]) -> list[float]:
+        """One request: a score per document, in the order given."""
+
+    def _post_json(self, url: str, body: Any) -> Any:
+        """POST `body` to a JSON rerank API, with the key (if any) as a Bearer token."""
+        headers = {"Authorization": f"Bearer {self._secret}"} if self._secret else {}
+        return request_json("POST", url, timeout=self.policy.timeout, headers=headers, json_body=body)
+
+    def rerank(self, query: str, documents: Sequence[str]) -> RerankResult:
+        docs = check_inputs(query, documents)
+        if not docs:
+            return RerankResult(())
+        notes: list[str] = []
+        if self.max_document_tokens is not None:
+            query = self._truncated_query(query, notes)
+            docs = self._truncated(docs, notes)
+        batches = self._batches(query, docs)
+        if len(batches) > 1:
+            notes.append(f"sent in {len(batches)} requests ({self._limits()} per request)")
+        scores: list[float] = []
+        for batch in batches:
+            scores.extend(self._call(lambda b=batch: self._checked(self._score_batch(query, b), len(b))))
+        return RerankResult(tuple(scores), tuple(notes))
+
+    # ------------------------------------------------------------------------------------------
+    def _truncated_query(self, query: str, notes: list[str]) -> str:
+        assert self.max_document_tokens is not None
+        short = truncate_to_tokens(query, self.max_document_tokens)
+        if short != query:
+            notes.append(f"the query was truncated to ~{self.max_document_tokens:,} tokens ({self.limits_name} limit)")
+        return short
+
+    def _truncated(self, docs: list[str], notes: list[str]) -> list[str]:
+        assert self.max_document_tokens is not None
+        out = [truncate_to_tokens(d, self.max_document_tokens) for d in docs]
+        cut = sum(1 for a, b in zip(docs, out) if a != b)
+        if cut:
+            notes.append(f"{cut} document{'s' if cut > 1 else ''} truncated to ~{self.max_document_tokens:,} "
+                         f"tokens ({self.limits_name} per-document limit)")
+        return out
+
+    def _batches(self, query: str, docs: list[str]) -> list[list[str]]:
+        batches: list[list[str]] = [[]]
+        used = 0
+        q = estimate_tokens(query)
+        for doc in docs:
+            cost = q + estimate_tokens(doc)  # counted per pair: the model reads the query with every document
+            full = len(batches[-1]) >= self.max_documents or (
+                self.max_request_tokens is not None and batches[-1] and used + cost > self.max_request_tokens)
+            if full:
+                batches.append([])
+                used = 0
+            batches[-1].append(doc)
+            used += cost
+        return batches
+
+    def _limits(self) -> str:
+        parts = [f"{self.limits_name} allows {self.max_documents:,} documents"]
+        if self.max_request_tokens is not None:
+            parts.append(f"~{self.max_request_tokens:,} tokens")
+        return " and ".join(parts)
+
+    @staticmethod
+    def _checked(scores: list[float], n: int) -> list[float]:
+        if len(scores) != n:
+            raise MalformedReply(f"answered with {len(scores)} scores for {n} documents")
+        for s in scores:
+            if isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s):
+                raise MalformedReply(f"answered with a score that is not a finite number ({s!r})")
+        return [float(s) for s in scores]
+
+
+def scores_by_index(results: Any, n: int, *, index: str = "index", score: str = "relevance_score") -> list[float]:
+    """Scores in input order from `[{index, score}, ...]` in any order (services sort by relevance).
+    Every index 0..n-1 must appear exactly once."""
+    if not isinstance(results, list):
+        raise MalformedReply("answered without a list of results")
+    out: list[Any] = [None] * n
+    for item in results:
+        i = item.get(index) if isinstance(item, dict) else None
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n or out[i] is not None:
+            raise MalformedReply(f"answered with a bad {index} ({i!r}) for {n} documents")
+        out[i] = item.get(score)
+    missing = sum(1 for s in out if s is None)
+    if missing:
+        raise MalformedReply(f"answered with scores for {n - missing} of {n} documents")
+    return out
