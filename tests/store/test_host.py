@@ -53,8 +53,10 @@ def wait_gone(pid: int, timeout: float = 30) -> None:
 
 def test_two_cli_processes_at_once_share_one_host(tmp_path: Path, local_embedder) -> None:
     data = tmp_path / "data"
-    first = cli(data, "ingest", str(SAMPLE_KB / "runbooks"), "--prefix", "runbooks", "--quiet", "--json")
-    second = cli(data, "ingest", str(SAMPLE_KB / "policies"), "--prefix", "policies", "--quiet", "--json")
+    first = cli(data, "ingest", str(SAMPLE_KB / "runbooks" / "disk_full.md"), "--prefix", "runbooks", "--quiet",
+                "--json")
+    second = cli(data, "ingest", str(SAMPLE_KB / "policies" / "oncall_zh.md"), "--prefix", "policies", "--quiet",
+                 "--json")
     for process in (first, second):
         code, out, err = finished(process)
         assert code == 0, err
