@@ -1,11 +1,12 @@
 """Evaluation page: pick or upload a labelled set, choose parameters or a sweep, run with progress, see
 metric tables and charts, open failed queries in the retrieval debugger, compare two saved runs.
-All work is done by rag_core.evaluation; this page reads widgets and renders."""
+Widgets and rendering only: parsing, running, scoring, columns and comparisons are rag_core.evaluation's
+(the `eval` command uses the same functions)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable
 
 import pandas as pd
 import streamlit as st
@@ -13,8 +14,9 @@ import streamlit as st
 import ui  # noqa: F401 - every page imports ui first (see ui/__init__.py: direct page URLs)
 from ui.components import embedder_tradeoff
 from ui.lookup import debugger_url
+from ui.state import get_settings, get_workbench
 
-from rag_core.config import KEYS, load_settings
+from rag_core.config import KEYS
 from rag_core.errors import RagError
 from rag_core.evaluation import (
     Grid,
@@ -28,67 +30,80 @@ from rag_core.evaluation import (
     save_run,
 )
 from rag_core.evaluation import plots
-from rag_core.evaluation.datasets import SAMPLE_KB, SAMPLE_NAME, beir_splits, default_split
+from rag_core.evaluation.datasets import DEFAULT_SEED, SAMPLE_KB, SAMPLE_NAME, beir_splits, default_split
+from rag_core.evaluation.params import LABELS, PARAM_SETTINGS, parse_values
+from rag_core.evaluation.report import (
+    PER_QUERY,
+    best_point,
+    compare_best,
+    failed_queries,
+    point_names,
+    shown_columns,
+    shown_metrics,
+)
 from rag_core.evaluation.results import new_run_dir, summary_rows
 
-HEADLINE = ["ndcg@10", "recall@1", "recall@5", "recall@10", "recall@20", "mrr@10", "raw_ndcg@10", "raw_recall@20",
-            "answer_recall", "raw_answer_recall", "answers_lost", "distinct_docs", "latency_p50_ms",
-            "latency_p95_ms", "failed"]
-PER_QUERY = ["ndcg@10", "recall@5", "mrr@10", "raw_ndcg@10", "first_relevant_rank", "distinct_docs", "latency_ms"]
 LAST_RUN = "eval_last_run"
+PICKS = {"Random sample": "sample", "First N": "limit", "All": "all"}
+# Links shown next to each failed query: column name -> (the saved query record, the point's parameters)
+# -> URL. The record has the query, its relevant doc_ids, answers found or not, evidence keys.
+FAILED_QUERY_LINKS: dict[str, Callable[[dict[str, Any], dict[str, Any]], str]] = {
+    "debugger": lambda q, params: debugger_url(q["query"], {k: params.get(k) for k in (
+        "retrieve_k", "return_n", "max_chunks_per_document", "mode")}),
+}
 
 
-# ------------------------------------------------------------------------------------------ helpers
-def parse_list(text: str, kind: type, name: str) -> list[Any]:
-    values = []
-    for part in str(text).split(","):
-        if part.strip():
-            try:
-                values.append(kind(part.strip()))
-            except ValueError:
-                raise RagError(f"{name}: {part.strip()!r} is not a valid {kind.__name__}; "
-                               "give one value or a comma-separated list.") from None
-    if not values:
-        raise RagError(f"{name}: give at least one value.")
-    return values
-
-
-def debugger_link(query: str, params: dict[str, Any]) -> str:
-    """A link that opens the query in the retrieval debugger with this point's parameters."""
-    return debugger_url(query, {k: params.get(k) for k in ("retrieve_k", "return_n", "max_chunks_per_document",
-                                                          "mode")})
-
-
-def shown_columns(rows: Sequence[dict[str, Any]], varying: Sequence[str]) -> list[str]:
-    params = list(varying) or ["mode", "retrieve_k", "return_n", "max_chunks_per_document"]
-    metrics = [m for m in HEADLINE if any(r.get(m) is not None for r in rows)]
-    return params + metrics
-
-
-def point_names(rows: Sequence[dict[str, Any]], varying: Sequence[str]) -> list[str]:
-    return [f"#{i + 1} {plots.point_label(r, varying)}" for i, r in enumerate(rows)]
-
-
+# ------------------------------------------------------------------------------------------ resources
 @st.cache_resource(show_spinner="Loading the embedding model…")
-def embedder_for(provider: str):  # noqa: ANN201 - one model per provider, shared by reruns
+def _own_embedder(provider: str):  # noqa: ANN202 - only for a provider the knowledge base does not use
     from rag_core.bootstrap import build_embedder
 
-    return build_embedder(load_settings(overrides={"embedding.provider": provider}))
+    return build_embedder(get_settings().with_overrides({"embedding.provider": provider}, "the Evaluation page"))
+
+
+def run_resources(provider: str, live: bool) -> tuple[Any, Any]:
+    """(embedder, store) for a run. The shared workbench's embedder, so the model is in memory once for
+    every page; a live run searches the workbench's own store (Milvus Lite allows one open per file)."""
+    settings = get_settings()
+    if live:
+        if provider != settings["embedding.provider"]:
+            raise RagError(f"The live knowledge base is indexed with the {settings['embedding.provider']} embedder: "
+                           "choose it to evaluate the knowledge base.")
+        wb = get_workbench()
+        return wb.embedder, wb.store
+    if provider == settings["embedding.provider"]:
+        try:
+            return get_workbench().embedder, None
+        except RagError:
+            pass  # the knowledge base cannot be opened now (held by another process): load the model alone
+    return _own_embedder(provider), None
 
 
 @st.cache_resource(max_entries=4, show_spinner="Reading the evaluation set…")
-def bundled_set(name: str, split: str | None, limit: int | None, live: bool):  # noqa: ANN201 - frozen, shareable
-    return load_set(name, split=split, limit=limit, live=live)
+def bundled_set(name: str, split: str | None, subset: tuple[str, int | None, int | None], live: bool):  # noqa: ANN201
+    pick, n, seed = subset
+    return load_set(name, split=split, live=live, limit=n if pick == "limit" else None,
+                    sample=n if pick == "sample" else None, seed=seed if pick == "sample" else None)
 
 
 # ------------------------------------------------------------------------------------------ run
+def choose_subset() -> tuple[str, int | None, int | None]:
+    c1, c2, c3 = st.columns([2, 1, 1])
+    pick = PICKS[c1.radio("Queries", list(PICKS), horizontal=True, key="eval_pick",
+                          help="A random sample (reproducible with its seed) says more about a set than its first "
+                               "N queries: sets are often ordered by document. A run on a large corpus indexes the "
+                               "documents of the chosen queries plus a deterministic sample of the others "
+                               "(max(100, 10 N)).")]
+    n = int(c2.number_input("N", min_value=1, value=50, step=10, key="eval_limit", disabled=pick == "all"))
+    seed = int(c3.number_input("Seed", min_value=0, value=DEFAULT_SEED, key="eval_seed", disabled=pick != "sample"))
+    return pick, (None if pick == "all" else n), (seed if pick == "sample" else None)
+
+
 def choose_set() -> tuple[Any, bool]:
     """Widgets for the set; returns (EvalSet, live)."""
     sets = bundled_sets()
     source = st.radio("Evaluation set", ["Bundled set", "Upload a set"], horizontal=True, key="eval_source")
-    limit = int(st.number_input("Queries (first N; 0 = all)", min_value=0, value=50, step=10, key="eval_limit",
-                                help="A limited run on a large corpus indexes the relevant documents plus a "
-                                     "deterministic sample of the others (max(100, 10 N))."))
+    subset = choose_subset()
     targets = ["Sample knowledge base (examples/kb, indexed separately)", "Live knowledge base"]
     if source == "Bundled set":
         if not sets:
@@ -99,10 +114,10 @@ def choose_set() -> tuple[Any, bool]:
         if sets[name].is_dir():
             splits = beir_splits(sets[name])
             split = st.selectbox("Split", splits, index=splits.index(default_split(sets[name])), key="eval_split")
-            return bundled_set(name, split, limit or None, False), False
+            return bundled_set(name, split, subset, False), False
         live = st.radio("Evaluate against", targets, key="eval_target",
                         help="The live knowledge base must hold examples/kb (Home: load the sample).") == targets[1]
-        return bundled_set(name, None, limit or None, live), live
+        return bundled_set(name, None, subset, live), live
     upload = st.file_uploader("Queries (.jsonl or .csv: query, relevant, optional answer)", type=["jsonl", "csv"],
                               key="eval_upload")
     live = st.radio("Evaluate against", targets, key="eval_target") == targets[1]
@@ -110,37 +125,40 @@ def choose_set() -> tuple[Any, bool]:
         st.info('Upload a file with one query per line, e.g. `{"query": "...", "relevant": ["runbooks/cpu_high.md"], '
                 '"answer": "an exact substring"}` (CSV: `relevant` separated by `;`).')
         return None, False
+    pick, n, seed = subset
     return load_user_set(upload.getvalue(), name=upload.name, corpus=None if live else SAMPLE_KB,
-                         limit=limit or None), live
+                         limit=n if pick == "limit" else None, sample=n if pick == "sample" else None,
+                         seed=seed), live
 
 
 def choose_grid(settings: Any) -> tuple[Grid, str, bool]:
     base = Grid.from_settings(settings)
+
+    def values(column: Any, name: str, kind: type) -> list[Any]:
+        text = column.text_input(LABELS[name], ",".join(map(str, getattr(base, name))), key=f"eval_{name}",
+                                 help=KEYS[PARAM_SETTINGS[name]].help)
+        return parse_values(text, kind, LABELS[name])
+
     with st.expander("Parameters (comma-separated lists sweep every combination)", expanded=True):
         c1, c2, c3 = st.columns(3)
         modes = c1.multiselect("Search mode", ["dense", "bm25", "hybrid"], default=list(base.mode), key="eval_mode")
-        retrieve_k = c1.text_input("retrieve-k", ",".join(map(str, base.retrieve_k)), key="eval_retrieve_k")
-        return_n = c1.text_input("return-n", ",".join(map(str, base.return_n)), key="eval_return_n")
-        cap = c2.text_input("max chunks per document", ",".join(map(str, base.max_chunks_per_document)),
-                            key="eval_cap")
-        chunk_size = c2.text_input("chunk size", ",".join(map(str, base.chunk_size)), key="eval_chunk_size")
-        overlap = c2.text_input("overlap", ",".join(map(str, base.overlap)), key="eval_overlap")
+        retrieve_k, return_n = values(c1, "retrieve_k", int), values(c1, "return_n", int)
+        cap = parse_values(c2.text_input(LABELS["max_chunks_per_document"],
+                                         ",".join(map(str, base.max_chunks_per_document)), key="eval_cap"),
+                           int, LABELS["max_chunks_per_document"])
+        chunk_size, overlap = values(c2, "chunk_size", int), values(c2, "overlap", int)
         fusion = c3.multiselect("Fusion (hybrid)", ["rrf", "weighted"], default=list(base.fusion), key="eval_fusion")
-        rrf_k = c3.text_input("RRF k", ",".join(map(str, base.rrf_k)), key="eval_rrf_k")
-        dense_w = c3.text_input("dense weight", ",".join(map(str, base.dense_weight)), key="eval_dense_weight")
-        bm25_w = c3.text_input("BM25 weight", ",".join(map(str, base.bm25_weight)), key="eval_bm25_weight")
+        rrf_k, dense_w, bm25_w = values(c3, "rrf_k", int), values(c3, "dense_weight", float), values(
+            c3, "bm25_weight", float)
         providers = list(KEYS["embedding.provider"].choices)
         embedder = st.selectbox("Embedder", providers, index=providers.index(settings["embedding.provider"]),
                                 key="eval_embedder")
         with st.popover("Embedders: quality vs ingest time (measured)"):
             embedder_tradeoff(embedder)
         reindex = st.checkbox("Rebuild the index even if it is complete", key="eval_reindex")
-    grid = Grid.from_settings(
-        settings, mode=modes, fusion=fusion, retrieve_k=parse_list(retrieve_k, int, "retrieve-k"),
-        return_n=parse_list(return_n, int, "return-n"), max_chunks_per_document=parse_list(cap, int, "max chunks"),
-        chunk_size=parse_list(chunk_size, int, "chunk size"), overlap=parse_list(overlap, int, "overlap"),
-        rrf_k=parse_list(rrf_k, int, "RRF k"), dense_weight=parse_list(dense_w, float, "dense weight"),
-        bm25_weight=parse_list(bm25_w, float, "BM25 weight"))
+    grid = Grid.from_settings(settings, mode=modes, fusion=fusion, retrieve_k=retrieve_k, return_n=return_n,
+                              max_chunks_per_document=cap, chunk_size=chunk_size, overlap=overlap, rrf_k=rrf_k,
+                              dense_weight=dense_w, bm25_weight=bm25_w)
     return grid, embedder, reindex
 
 
@@ -155,29 +173,39 @@ def execute(settings: Any) -> None:
     if not st.button("Run evaluation", type="primary", key="eval_run"):
         return
     run_settings = settings.with_overrides({"embedding.provider": provider}, "the Evaluation page")
+    embedder, store = run_resources(provider, live)
     bar = st.progress(0.0, text="Starting…")
 
     def on_progress(p: Any) -> None:
         unit = "documents indexed" if p.stage == "indexing" else "queries"
         bar.progress(p.fraction, text=f"{p.stage}: {p.done}/{p.total} {unit} — {p.detail}")
 
-    run = run_evaluation(eval_set, grid, run_settings, embedder=embedder_for(provider), live=live,
-                         reindex=reindex, progress=on_progress)
+    run = run_evaluation(eval_set, grid, run_settings, embedder=embedder, live=live, store=store, reindex=reindex,
+                         progress=on_progress)
     paths = save_run(run, new_run_dir(runs_dir(settings), eval_set.name))
     bar.progress(1.0, text=f"Done in {run.seconds:.1f} s — saved to {paths['json'].parent}")
     st.session_state[LAST_RUN] = {"run": run.to_dict(), "dir": str(paths["json"].parent)}
 
 
 # ------------------------------------------------------------------------------------------ results
+def describe(saved: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    corpus = saved["set_info"].get("corpus", {})
+    subset = saved["set_info"].get("queries") or {}
+    chosen = (f", a random sample of {subset['of']} (seed {subset['seed']})" if subset.get("rule") == "sample"
+              else ", the first in file order" if subset.get("rule") == "first" else "")
+    return (f"**{saved['set']}** — {rows[0]['queries']} queries{chosen}, corpus "
+            f"{corpus.get('documents') or 'live'} documents{' (sliced)' if corpus.get('sliced') else ''}, "
+            f"embedder `{saved['config']['embedder']}`, {saved['started_at']}")
+
+
 def render_run(saved: dict[str, Any], key: str) -> None:
     rows = summary_rows(saved)
     varying = saved["config"].get("varying", [])
-    corpus = saved["set_info"].get("corpus", {})
-    st.markdown(f"**{saved['set']}** — {rows[0]['queries']} queries, corpus "
-                f"{corpus.get('documents') or 'live'} documents{' (sliced)' if corpus.get('sliced') else ''}, "
-                f"embedder `{saved['config']['embedder']}`, {saved['started_at']}")
+    st.markdown(describe(saved, rows))
     for warning in saved.get("warnings", [])[:5]:
         st.warning(warning)
+    if len(saved.get("warnings", [])) > 5:
+        st.caption(f"… and {len(saved['warnings']) - 5} more warnings (run.json)")
     st.dataframe(pd.DataFrame(rows)[shown_columns(rows, varying)], hide_index=True, key=f"{key}_summary")
     names = point_names(rows, varying)
     charts = st.columns(2)
@@ -186,31 +214,29 @@ def render_run(saved: dict[str, Any], key: str) -> None:
     if varying:
         c1, c2 = st.columns([1, 3])
         parameter = c1.selectbox("Parameter", varying, key=f"{key}_param")
-        metrics = c2.multiselect("Metrics", [m for m in HEADLINE if rows[0].get(m) is not None],
-                                 default=["ndcg@10", "recall@5"] + (["answer_recall"]
-                                                                    if rows[0].get("answer_recall") is not None else []),
-                                 key=f"{key}_metrics")
+        available = shown_metrics(rows)
+        metrics = c2.multiselect("Metrics", available, key=f"{key}_metrics",
+                                 default=[m for m in ("ndcg@10", "recall@5", "answer_recall", "span_recall@5")
+                                          if m in available])
         if metrics:
             st.plotly_chart(plots.metric_vs_parameter(rows, parameter, metrics, varying), key=f"{key}_vs")
 
     c1, c2 = st.columns(2)
     chosen = c1.selectbox("Sweep point", names, key=f"{key}_point")
     point = saved["points"][names.index(chosen)]
-    metric = c2.selectbox("Per-query value", PER_QUERY, key=f"{key}_per_query")
+    per_query = [m for m in PER_QUERY if any(q.get(m) is not None for q in point["queries"])]
+    metric = c2.selectbox("Per-query value", per_query, key=f"{key}_per_query")
     st.plotly_chart(plots.per_query_distribution(point["queries"], metric), key=f"{key}_dist")
 
-    failed = [q for q in point["queries"] if q["failed"]]
+    failed = failed_queries(point)
+    records = [q for q in point["queries"] if q["failed"]]  # the same queries, in the same order
     st.subheader(f"Failed queries ({len(failed)} of {len(point['queries'])})")
     st.caption(saved["config"].get("failed_rule", "") + ". The debugger searches the live knowledge base.")
     if failed:
-        table = pd.DataFrame([{
-            "query": q["query"], "relevant": "; ".join(q["relevant"]),
-            "first relevant rank": q["first_relevant_rank"], "answer found": q["answer_found"],
-            "in raw hits": q["raw_answer_found"] if q["answer_found"] is not None else q["raw_recall@20"] > 0,
-            "evidence": "; ".join(q["evidence_keys"][:5]), "debugger": debugger_link(q["query"], point["params"]),
-        } for q in failed])
-        st.dataframe(table, hide_index=True, key=f"{key}_failed",
-                     column_config={"debugger": st.column_config.LinkColumn("debugger", display_text="open")})
+        table = pd.DataFrame([{**row, **{name: link(q, point["params"]) for name, link in FAILED_QUERY_LINKS.items()}}
+                              for row, q in zip(failed, records)])
+        st.dataframe(table, hide_index=True, key=f"{key}_failed", column_config={
+            name: st.column_config.LinkColumn(name, display_text="open") for name in FAILED_QUERY_LINKS})
 
 
 def compare(settings: Any) -> None:
@@ -223,30 +249,27 @@ def compare(settings: Any) -> None:
     c1, c2 = st.columns(2)
     a = c1.selectbox("Run A", names, index=1, key="eval_cmp_a")
     b = c2.selectbox("Run B", names, index=0, key="eval_cmp_b")
-    runs = {"A": load_run(saved_runs[names.index(a)]), "B": load_run(saved_runs[names.index(b)])}
-    best = {}
-    for (label, run), col in zip(runs.items(), (c1, c2)):
-        rows = summary_rows(run)
-        varying = run["config"].get("varying", [])
+    rows = {}
+    for label, name, col in (("A", a, c1), ("B", b, c2)):
+        run = load_run(saved_runs[names.index(name)])
+        rows[label] = summary_rows(run)
         col.caption(f"{run['set']} · {run['config']['embedder']} · {run['started_at']}")
-        col.dataframe(pd.DataFrame(rows)[shown_columns(rows, varying)], hide_index=True, key=f"eval_cmp_tab_{label}")
-        best[label] = max(rows, key=lambda r: r.get("ndcg@10") or 0.0)
-    metrics = [m for m in HEADLINE[:-3] if best["A"].get(m) is not None and best["B"].get(m) is not None]
+        col.dataframe(pd.DataFrame(rows[label])[shown_columns(rows[label], run["config"].get("varying", []))],
+                      hide_index=True, key=f"eval_cmp_tab_{label}")
+    diff = compare_best(rows["A"], rows["B"])
     st.markdown("Best point of each run (by nDCG@10):")
-    diff = pd.DataFrame([{"metric": m, "A": best["A"][m], "B": best["B"][m], "B − A": best["B"][m] - best["A"][m]}
-                         for m in metrics])
-    st.dataframe(diff, hide_index=True, key="eval_cmp_diff")
-    st.plotly_chart(plots.compare_runs({f"A: {a}": best["A"], f"B: {b}": best["B"]},
-                                       [m for m in metrics if not m.startswith("latency")]), key="eval_cmp_chart")
+    st.dataframe(pd.DataFrame(diff), hide_index=True, key="eval_cmp_diff")
+    st.plotly_chart(plots.compare_runs({f"A: {a}": best_point(rows["A"]), f"B: {b}": best_point(rows["B"])},
+                                       [d["metric"] for d in diff]), key="eval_cmp_chart")
 
 
 # ------------------------------------------------------------------------------------------ page
 st.title("📏 Evaluation")
 st.caption("Measure retrieval on a labelled set: document nDCG/recall/MRR, whether the evidence contains the "
-           "answer, what post-processing lost, latency. Corpora are indexed into an isolated database "
-           "(`<data-dir>/eval/milvus.db`) and reused across runs.")
+           "answer or hits the gold span, what post-processing lost, latency. Corpora are indexed into an "
+           "isolated database (`<data-dir>/eval/milvus.db`) and reused across runs.")
 try:
-    page_settings = load_settings()
+    page_settings = get_settings()
     tab_run, tab_compare = st.tabs(["Run", "Compare runs"])
     with tab_run:
         execute(page_settings)

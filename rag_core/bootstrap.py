@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Mapping
 
 from .config import Settings
@@ -64,17 +65,42 @@ def lite_options(settings: Settings) -> LiteOptions:
 
 def build_store(settings: Settings, embedder: Embedder, env: Mapping[str, str] | None = None, *,
                 migrate: bool = False) -> MilvusStore:
-    """The knowledge base's store (Milvus Lite in the data dir, or the server in MILVUS_URI), opened."""
-    return open_store(settings.milvus_uri, settings["milvus.collection"], embedder, migrate=migrate,
-                      token=secret("MILVUS_TOKEN", env), timeout=settings["milvus.timeout"],
-                      lite=lite_options(settings))
+    """The knowledge base's store (Milvus Lite in the data dir, or the server in MILVUS_URI), opened,
+    keeping originals in the data dir."""
+    collection = settings["milvus.collection"]
+    return open_store(settings.milvus_uri, collection, embedder, migrate=migrate, token=secret("MILVUS_TOKEN", env),
+                      timeout=settings["milvus.timeout"], lite=lite_options(settings),
+                      **originals_dirs(settings, collection))
+
+
+def open_source_store(settings: Settings, collection: str, env: Mapping[str, str] | None = None) -> MilvusStore:
+    """Another knowledge base of this data dir, opened only to read its documents and kept originals
+    (`reindex --from`: it may have been made with another embedder). Close it after use."""
+    store = MilvusStore(settings.milvus_uri, collection, token=secret("MILVUS_TOKEN", env),
+                        timeout=settings["milvus.timeout"], lite=lite_options(settings),
+                        **originals_dirs(settings, collection))
+    try:
+        store.open_to_read()
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
+def originals_dirs(settings: Settings, collection: str) -> dict[str, Path]:
+    """Where a collection's originals are kept (`<data-dir>/originals/<collection>/<version>`), and where
+    releases before that kept them (`<data-dir>/uploads/<collection>/<doc_id>`, adopted on open)."""
+    return {"originals": settings.data_dir / "originals" / collection,
+            "legacy_originals": settings.uploads_dir / collection}
 
 
 def open_store(uri: str, collection: str, embedder: Embedder, *, migrate: bool = False, token: str = "",
-               timeout: float = 60.0, lite: LiteOptions | None = None) -> MilvusStore:
+               timeout: float = 60.0, lite: LiteOptions | None = None, originals: Path | None = None,
+               legacy_originals: Path | None = None) -> MilvusStore:
     """A Milvus store opened for `embedder`; closed again if opening fails (releasing Milvus Lite).
     `lite`: how a Milvus Lite file is reached (shared through the store host, or exclusive)."""
-    store = MilvusStore(uri, collection, token=token, timeout=timeout, lite=lite)
+    store = MilvusStore(uri, collection, token=token, timeout=timeout, lite=lite, originals=originals,
+                        legacy_originals=legacy_originals)
     try:
         store.open(embedder.name, embedder.dim, migrate=migrate)
     except BaseException:
@@ -104,7 +130,8 @@ def build_workbench(settings: Settings, env: Mapping[str, str] | None = None,
     store = build_store(settings, embedder, env, migrate=migrate)
     ingestor = Ingestor(store, embedder, max_size=settings["chunk.max-size"], overlap=settings["chunk.overlap"],
                         max_bytes=int(settings["loader.max-file-mb"] * 1024 * 1024),
-                        batch_size=settings["embedding.batch-size"], uploads_dir=settings.uploads_dir)
+                        max_text_chars=settings["loader.max-text-chars"],
+                        batch_size=settings["embedding.batch-size"])
     params = params_from_settings(settings)
     retriever = KnowledgeRetriever(MilvusSearchPort(store, embedder, params.search), params)
     return Workbench(settings, embedder, store, ingestor, retriever)

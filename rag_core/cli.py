@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from . import chunking, loaders
-from .config import Settings, describe_keys, load_settings
+from .config import KEYS, Settings, describe_keys, load_settings, settings_table
 from .errors import RagError
 
 EXIT_FAILED_FILES = 1
@@ -54,6 +54,22 @@ def _workbench(settings: Settings, migrate: bool = False) -> Iterator[Any]:
 
 
 @contextmanager
+def _count_bar(total: int, unit: str, enabled: bool) -> Iterator[Any]:
+    """A tqdm bar on stderr counting `unit`s (a no-op object when disabled)."""
+    if not enabled:
+        class _Quiet:
+            def update(self, n: int) -> None:
+                pass
+
+        yield _Quiet()
+        return
+    from tqdm import tqdm
+
+    with tqdm(total=total, unit=unit, file=sys.stderr, dynamic_ncols=True) as bar:
+        yield bar
+
+
+@contextmanager
 def _progress_bar(enabled: bool) -> Iterator[Callable[[Any], None]]:
     """An ingest progress callback drawing a tqdm bar on stderr (chunks of the current file)."""
     if not enabled:
@@ -81,9 +97,10 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
         _print_json([r.__dict__ for r in reports])
     else:
         for r in reports:
-            detail = r.error if r.status == "failed" else f"{r.chunks} chunks"
+            detail = r.error if r.status in ("failed", "skipped") else f"{r.chunks} chunks"
             print(f"{r.status:<9} {r.doc_id or r.path}  ({detail}, {r.seconds:.2f}s)")
-        counts = {s: sum(r.status == s for r in reports) for s in ("added", "replaced", "unchanged", "failed")}
+        counts = {s: sum(r.status == s for r in reports)
+                  for s in ("added", "replaced", "unchanged", "failed", "skipped")}
         print(", ".join(f"{n} {s}" for s, n in counts.items()))
     return EXIT_FAILED_FILES if any(r.status == "failed" for r in reports) else 0
 
@@ -92,7 +109,8 @@ def cmd_chunk(args: argparse.Namespace, settings: Settings) -> int:
     max_size = args.max_size or settings["chunk.max-size"]
     overlap = settings["chunk.overlap"] if args.overlap is None else args.overlap
     path = Path(args.file)
-    doc = loaders.load_path(path, None, max_bytes=int(settings["loader.max-file-mb"] * 1024 * 1024))
+    doc = loaders.load_path(path, None, max_bytes=int(settings["loader.max-file-mb"] * 1024 * 1024),
+                            max_text_chars=settings["loader.max-text-chars"])
     chunks = chunking.chunk_text(doc.text, max_size, overlap)
     if args.json:
         _print_json({"doc_id": doc.doc_id, "max_size": max_size, "overlap": overlap, "characters": len(doc.text),
@@ -112,46 +130,126 @@ def cmd_docs(args: argparse.Namespace, settings: Settings) -> int:
         _print_json([d.__dict__ for d in docs])
     else:
         for d in docs:
-            print(f"{d.doc_id}  {d.chunks} chunks  {d.size_bytes} bytes  {d.ingested_at}")
+            kept = "" if d.has_original else "  (no kept original)"
+            print(f"{d.doc_id}  {d.chunks} chunks  {d.size_bytes} bytes  {d.ingested_at}{kept}")
         print(f"{len(docs)} documents, {sum(d.chunks for d in docs)} chunks")
+    missing = [d.doc_id for d in docs if not d.has_original]
+    if missing:  # on stderr, so `docs --json` stays one JSON document
+        print(f"{len(missing)} document(s) have no kept original, so `reindex` cannot rebuild them; ingest them "
+              f"again from their files: {', '.join(missing[:10])}{' ...' if len(missing) > 10 else ''}",
+              file=sys.stderr)
     return 0
 
 
 def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
     with _workbench(settings) as wb:
-        deleted = wb.ingestor.delete(args.doc_id)
+        doc_id = wb.ingestor.resolve_doc_id(args.doc_id)
+        deleted = wb.ingestor.delete(doc_id)
     if not deleted:
-        raise RagError(f"No document {args.doc_id!r} in the knowledge base (`docs` lists them).")
-    print(f"deleted {args.doc_id}")
+        named = f"{args.doc_id!r}" + (f" ({doc_id!r})" if doc_id != args.doc_id else "")
+        raise RagError(f"No document {named} in the knowledge base (`docs` lists them).")
+    print(f"deleted {doc_id}")
     return 0
 
 
+# The debugger's knobs, as `search` options: each is the setting it overrides for this command, so values
+# are checked by the setting's own rules (choices, range, finite) and its help text is the option's help.
+SEARCH_OPTIONS = {"mode": "rag.search-mode", "fusion": "rag.fusion", "rrf_k": "rag.rrf-k",
+                  "dense_weight": "rag.dense-weight", "bm25_weight": "rag.bm25-weight"}
+WIDTH_OPTIONS = {"retrieve_k": "rag.retrieve-k", "return_n": "rag.return-n",
+                 "max_chunks_per_document": "rag.max-chunks-per-document"}
+
+
+def _lookup_overrides(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
+    """The lookup settings given on the command line, as `lookup(...)` keyword arguments (None = the
+    configured default). They reach the lookup as the debugger's sliders do; everything else (projection
+    budgets) stays as configured, so `search --json` is what the debugger shows. Values are checked by the
+    rules of the setting each option overrides (choices, range, finite) before anything is opened."""
+    from .retrieval import params_from_settings
+
+    given = {key: getattr(args, name) for name, key in {**SEARCH_OPTIONS, **WIDTH_OPTIONS}.items()
+             if getattr(args, name) is not None}
+    checked = settings.with_overrides(given, "search options")
+    return {**{name: getattr(args, name) for name in WIDTH_OPTIONS}, "search": params_from_settings(checked).search}
+
+
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
+    if bool(args.query) == bool(args.queries):
+        raise RagError("search: give one query, or --queries FILE (.jsonl or .csv with a `query` column), "
+                       "not both and not neither.")
+    overrides = _lookup_overrides(args, settings)
+    if args.queries:
+        from .evaluation.datasets import read_query_file
+
+        queries = read_query_file(Path(args.queries))
+        with _workbench(settings) as wb:
+            return _search_batch(wb, queries, overrides, args)
     with _workbench(settings) as wb:
-        search = wb.retriever.defaults.search
-        if args.mode:
-            search = replace(search, mode=args.mode)
-        result = wb.retriever.lookup(args.query, retrieve_k=args.retrieve_k, return_n=args.return_n,
-                                     max_chunks_per_document=args.max_chunks_per_document, search=search)
+        result = wb.retriever.lookup(args.query, **overrides)
     if args.json:
         _print_json(result.to_dict())
         return 0
+    _print_result(result)
+    return 0
+
+
+def _print_result(result: Any) -> None:
     for t in result.traces:
         print(f"{t.rank:>3} {t.score:8.4f} {t.evidence_key:<50} {t.status}")
     print("\nEvidence:")
     for c in result.evidence:
         print(f"- [{c.evidence_key}] ({', '.join(c.hit_reasons)}) {c.content[:160]!r}")
+
+
+def _search_batch(wb: Any, queries: Sequence[tuple[str, str]], overrides: dict[str, Any],
+                  args: argparse.Namespace) -> int:
+    """One lookup per query in one process (one start-up, one model load); with --json one result per line,
+    `{"id": ..., <what search --json prints>}`, or `{"id", "query", "error"}` for a query that was refused."""
+    from .errors import RetrievalError
+
+    failed = 0
+    with _count_bar(len(queries), "query", enabled=not args.quiet) as bar:
+        for qid, query in queries:
+            try:
+                result = wb.retriever.lookup(query, **overrides)
+            except RetrievalError as exc:  # this query is bad; the others still run
+                failed += 1
+                record: dict[str, Any] = {"id": qid, "query": query, "error": str(exc)}
+                if args.json:
+                    print(json.dumps(record, ensure_ascii=False, default=str), flush=True)
+                else:
+                    print(f"== {qid}: {query}\nerror: {exc}\n", flush=True)
+            else:
+                if args.json:
+                    print(json.dumps({"id": qid, **result.to_dict()}, ensure_ascii=False, default=str), flush=True)
+                else:
+                    print(f"== {qid}: {query}")
+                    _print_result(result)
+                    print(flush=True)
+            bar.update(1)
+    if failed:
+        print(f"error: {failed} of {len(queries)} queries were refused (see their lines)", file=sys.stderr)
+        return EXIT_FAILED_FILES
     return 0
 
 
 def cmd_reindex(args: argparse.Namespace, settings: Settings) -> int:
+    from .bootstrap import open_source_store
+
     with _workbench(settings) as wb, _progress_bar(not args.quiet) as progress:
-        reports = wb.ingestor.reindex(args.doc_ids or None, from_collection=args.from_collection, progress=progress)
+        source = open_source_store(settings, args.from_collection) if args.from_collection else None
+        try:
+            reports = wb.ingestor.reindex(args.doc_ids or None, source=source, progress=progress)
+        finally:
+            if source is not None:
+                source.close()
     if args.json:
         _print_json([r.__dict__ for r in reports])
     else:
         for r in reports:
             print(f"{r.status:<9} {r.doc_id or r.path}  {r.error or f'{r.chunks} chunks'}")
+        failed = sum(r.status == "failed" for r in reports)
+        print(f"{len(reports) - failed} rebuilt, {failed} could not be rebuilt")
     return EXIT_FAILED_FILES if any(r.status == "failed" for r in reports) else 0
 
 
@@ -163,6 +261,9 @@ def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_config(args: argparse.Namespace, settings: Settings) -> int:
+    if args.markdown:
+        sys.stdout.write(settings_table())
+        return 0
     values = settings.public()
     if args.json:
         _print_json({"data_dir": str(settings.data_dir), "settings": values})
@@ -174,59 +275,85 @@ def cmd_config(args: argparse.Namespace, settings: Settings) -> int:
 
 # ---------------------------------------------------------------------------------------- parser
 
+def _setting_help(key: str, extra: str = "") -> str:
+    """An option's help is the help of the setting it overrides (one text, also in `config` and the README)."""
+    return f"{KEYS[key].help.rstrip('.')}{extra}; default: the setting {key}"
+
+
+def _lookup_arguments(p: argparse.ArgumentParser) -> None:
+    """Every control of the retrieval debugger, as options (`_lookup_overrides` reads them)."""
+    p.add_argument("--retrieve-k", type=int, metavar="N", help=_setting_help("rag.retrieve-k"))
+    p.add_argument("--return-n", type=int, metavar="N", help=_setting_help("rag.return-n"))
+    p.add_argument("--max-chunks-per-document", type=int, metavar="N",
+                   help=_setting_help("rag.max-chunks-per-document"))
+    p.add_argument("--mode", choices=KEYS["rag.search-mode"].choices, help=_setting_help("rag.search-mode"))
+    p.add_argument("--fusion", choices=KEYS["rag.fusion"].choices, help=_setting_help("rag.fusion", " (hybrid only)"))
+    p.add_argument("--rrf-k", type=int, metavar="N", help=_setting_help("rag.rrf-k", " (hybrid with rrf only)"))
+    p.add_argument("--dense-weight", type=float, metavar="W", help=_setting_help("rag.dense-weight"))
+    p.add_argument("--bm25-weight", type=float, metavar="W", help=_setting_help("rag.bm25-weight"))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m rag_core", description="Knowledge-base workbench for RAG.")
     parser.add_argument("--data-dir", help="where milvus.db and kept originals live (default ./data, $RAG_DATA_DIR)")
     parser.add_argument("--config", help="a rag.toml (default ./rag.toml when present, $RAG_CONFIG)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a setting, e.g. --set chunk.max-size=600 (repeatable)")
+                        help="override a setting, e.g. --set chunk.max-size=600 (repeatable; `config` lists them)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of unexpected errors")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    json_help = "print machine-readable JSON on stdout"
 
     p = sub.add_parser("ingest", help="index files or folders (recursive)")
-    p.add_argument("paths", nargs="+")
+    p.add_argument("paths", nargs="+", help="files and folders; a folder's files get doc_ids relative to it")
     p.add_argument("--prefix", default="", help="folder inside the knowledge base to put the documents in")
     p.add_argument("--force", action="store_true", help="re-index even when unchanged")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print one report per file as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_ingest)
 
     p = sub.add_parser("chunk", help="preview how a file is chunked (nothing is indexed)")
-    p.add_argument("file")
-    p.add_argument("--max-size", type=int)
-    p.add_argument("--overlap", type=int)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("file", help="a .md, .markdown, .txt, .pdf or .docx file")
+    p.add_argument("--max-size", type=int, metavar="N", help=_setting_help("chunk.max-size"))
+    p.add_argument("--overlap", type=int, metavar="N", help=_setting_help("chunk.overlap"))
+    p.add_argument("--json", action="store_true", help="print the chunks with offsets and the overlap summary as JSON")
     p.set_defaults(func=cmd_chunk)
 
     p = sub.add_parser("docs", help="list indexed documents")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=json_help)
     p.set_defaults(func=cmd_docs)
 
     p = sub.add_parser("delete", help="remove a document and its chunks")
-    p.add_argument("doc_id")
+    p.add_argument("doc_id", help="the document's id as `docs` lists it, e.g. runbooks/cpu_high.md")
     p.set_defaults(func=cmd_delete)
 
-    p = sub.add_parser("search", help="run the lookup path and show every hit's fate")
-    p.add_argument("query")
-    p.add_argument("--retrieve-k", type=int)
-    p.add_argument("--return-n", type=int)
-    p.add_argument("--max-chunks-per-document", type=int)
-    p.add_argument("--mode", choices=("dense", "bm25", "hybrid"))
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser(
+        "search", help="run the lookup path and show every hit's fate",
+        description="Run the one lookup path (what the retrieval debugger shows and the agent's tool gets) for "
+                    "one query, or for every query of a file in one process (--queries). Every debugger control "
+                    "is an option here.")
+    p.add_argument("query", nargs="?", help="the query (omit it with --queries)")
+    p.add_argument("--queries", metavar="FILE",
+                   help="run every query of a .jsonl ({\"query\": ..., \"id\": ...} per line) or .csv (query[,id] "
+                        "columns) file in one process; with --json one result per line")
+    _lookup_arguments(p)
+    p.add_argument("--json", action="store_true", help="print the full lookup result as JSON (one line per query "
+                                                        "with --queries)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (with --queries)")
     p.set_defaults(func=cmd_search)
 
     p = sub.add_parser("reindex", help="re-chunk and re-embed from the kept originals")
     p.add_argument("doc_ids", nargs="*", help="only these documents (default: all)")
     p.add_argument("--from", dest="from_collection", help="copy all documents of another collection")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--json", action="store_true", help="print one report per document as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_reindex)
 
     p = sub.add_parser("migrate", help="rebuild a collection made by an older version (keeps the vectors)")
     p.set_defaults(func=cmd_migrate)
 
     p = sub.add_parser("config", help="show every setting with its value, default and variable")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the data dir and every value as JSON")
+    p.add_argument("--markdown", action="store_true", help="print the settings table of the README (Markdown)")
     p.set_defaults(func=cmd_config)
 
     from .agent.cli import register as register_chat

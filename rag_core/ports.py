@@ -70,6 +70,8 @@ class ChunkStore(Protocol):
       that fails leaves the previous version active and complete; `recover` removes what it left behind.
     - Searches return at most `k` hits of active versions, best first, scores higher-is-better, each hit
       with `channels[channel] == (rank, score)`; `filters` restrict them exactly. An empty store gives [].
+    - A version's original bytes (`NewVersion.original`) are kept with it: written before its commit,
+      served by `read_original` while it is active, removed with it. No two doc_ids share an original.
     - `delete_document` removes exactly the named document, whatever characters its doc_id contains.
     - `open` creates or checks the store for an embedder (name and dimension) and runs `recover`; `close`
       releases it. Every other method needs an open store.
@@ -105,6 +107,10 @@ class ChunkStore(Protocol):
 
     def get_chunks(self, doc_id: str) -> list[StoredChunk]:
         """The active version's chunks of one document in chunk order; [] when it is not indexed."""
+        ...
+
+    def read_original(self, doc_id: str) -> bytes | None:
+        """The bytes the active version was indexed from; None when none are kept."""
         ...
 
     def is_empty(self) -> bool: ...

@@ -54,6 +54,7 @@ class StoredDocument:
     content_hash: str
     version: str
     ingested_at: str  # ISO-8601 UTC
+    has_original: bool = False  # the bytes it was indexed from are kept (reindex can rebuild it)
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,7 @@ class IndexedVersion:
 
     fingerprint: str  # content, chunk settings and embedder (see Ingestor.fingerprint)
     chunks: int
+    has_original: bool = False  # its original bytes are kept
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,7 @@ class NewVersion:
     chunks: Sequence[Chunk]
     vectors: np.ndarray  # (len(chunks), dim)
     fingerprint: str
+    original: bytes | None = None  # the file's bytes, kept with the version (None: indexed from text)
 
 
 @dataclass(frozen=True)
@@ -134,10 +137,11 @@ class IngestReport:
 
     path: str
     doc_id: str
-    status: str  # "added" | "replaced" | "unchanged" | "failed"
+    status: str  # "added" | "replaced" | "unchanged" | "failed" | "skipped" (a link out of the folder)
     chunks: int = 0
     seconds: float = 0.0
     error: str = ""
+    error_code: str = ""  # why it failed, for programs: the failing exception's `code` ("too_large", ...)
 
 
 @dataclass(frozen=True)

@@ -522,9 +522,9 @@ def test_a_23k_char_paper_chunks_fast_and_roughly_linearly() -> None:
     def best_of(text: str, runs: int = 5) -> float:
         times = []
         for _ in range(runs):
-            t0 = time.perf_counter()
+            t0 = time.process_time()  # CPU time: other processes on a busy machine do not inflate it
             chunk_text(text)
-            times.append(time.perf_counter() - t0)
+            times.append(time.process_time() - t0)
         return min(times)
 
     small = best_of(paper)
@@ -551,11 +551,14 @@ def test_a_23k_char_paper_chunks_fast_and_roughly_linearly() -> None:
          "fences", "heading-only", "many-sections"],
 )
 def test_pathological_inputs_stay_linear(text: str) -> None:
-    t0 = time.perf_counter()
+    # A guard against catastrophic (quadratic) regex backtracking, not a speed claim: on these 50-100k
+    # character inputs a quadratic path takes minutes, linear ones ~0.1 s. CPU time of this process, so a
+    # busy machine does not fail it.
+    t0 = time.process_time()
     chunks = chunk_text(text, 800, 100)
-    elapsed = time.perf_counter() - t0
+    elapsed = time.process_time() - t0
     check_invariants(text, chunks, 800, 100)
-    assert elapsed < 1.0, f"{elapsed:.2f}s for {len(text)} chars"
+    assert elapsed < 3.0, f"{elapsed:.2f}s of CPU for {len(text)} chars"
 
 
 def test_heading_titles_drop_only_a_real_closing_sequence() -> None:

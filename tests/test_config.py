@@ -80,3 +80,54 @@ def test_projection_items_default_to_return_n(tmp_path: Path) -> None:
 def test_redact_uri() -> None:
     assert redact_uri("https://root:Milvus@example:19530/db") == "https://***@example:19530/db"
     assert redact_uri("./data/milvus.db") == "./data/milvus.db"
+
+
+@pytest.mark.parametrize("raw", ["nan", "inf", "-inf", "NaN", "Infinity", float("nan"), float("inf")])
+@pytest.mark.parametrize("key", [k for k, v in KEYS.items() if v.type is float])
+def test_non_finite_numbers_are_refused_for_every_float_setting(tmp_path: Path, key: str, raw) -> None:
+    with pytest.raises(ConfigError, match=f"{key} = .* is not a finite number"):
+        load_settings(tmp_path, env={}, overrides={key: raw})
+
+
+def test_non_finite_numbers_from_toml_and_environment(tmp_path: Path) -> None:
+    cfg = tmp_path / "rag.toml"
+    cfg.write_text("[rag]\ndense-weight = nan\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"rag.dense-weight = nan \(from .*rag.toml\) is not a finite number"):
+        load_settings(tmp_path, cfg, env={})
+    with pytest.raises(ConfigError, match=r"\$RAG_BM25_WEIGHT\) is not a finite number"):
+        load_settings(tmp_path, env={"RAG_BM25_WEIGHT": "inf"})
+    cfg.write_text("[chunk]\nmax-size = inf\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="not a valid int"):
+        load_settings(tmp_path, cfg, env={})
+
+
+def test_config_file_that_is_a_folder_and_data_dir_that_is_a_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="is a folder; give the path of a rag.toml file"):
+        load_settings(tmp_path, tmp_path, env={})
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("x")
+    with pytest.raises(ConfigError, match=r"notes.txt \(--data-dir or \$RAG_DATA_DIR\) is a file, not a folder"):
+        load_settings(a_file, env={})
+    with pytest.raises(ConfigError, match="which is a file"):
+        load_settings(a_file / "sub", env={})
+    with pytest.raises(ConfigError, match="is a file"):
+        load_settings(env={"RAG_DATA_DIR": str(a_file)})
+    assert load_settings(tmp_path / "new" / "dir", env={}).data_dir == tmp_path / "new" / "dir"  # created later
+
+
+def test_readme_configuration_table_is_generated_from_the_settings() -> None:
+    from rag_core.config import settings_table
+    from tests.helpers import REPO
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    begin = readme.index("| key | default | environment | meaning |")
+    end = readme.index("<!-- end of settings table -->")
+    assert readme[begin:end] == settings_table(), (
+        "README's configuration table differs from the settings: replace it with the output of "
+        "`python -m rag_core config --markdown`")
+    assert "`chat.provider` | `'auto'`" in readme and "chat.base-url and its key are set" in readme
+
+
+def test_every_setting_has_a_one_line_help() -> None:
+    for key in KEYS.values():
+        assert key.help.strip() and "\n" not in key.help, key.name

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from rag_core.bootstrap import open_source_store
+from rag_core.errors import StoreError
 from tests.helpers import SAMPLE_KB, make_workbench
 
 GOOD = "# 运维手册\n\n当 CPU 使用率超过 85% 时，先检查最近的发布。\n\n## Steps\n\nRun top and check the pods.\n"
@@ -111,12 +113,17 @@ def test_reindex_into_a_new_collection_for_a_new_embedder(tmp_path: Path, local_
     wb.ingestor.ingest_paths([SAMPLE_KB / "policies"])
     wb.close()
     wb = make_workbench(data, embedder=local_embedder, **{"milvus.collection": "biz_v2"})
+    source = open_source_store(wb.settings, "biz")
     try:
-        reports = wb.ingestor.reindex(from_collection="biz")
+        reports = wb.ingestor.reindex(source=source)
         assert {r.status for r in reports} == {"added"} and len(reports) == 3
         assert [d.doc_id for d in wb.store.list_documents()] == [
             "incident_response.md", "oncall_zh.md", "release_zh.md"]
+        assert all(d.has_original for d in wb.store.list_documents())  # the copy keeps its own originals
+        with pytest.raises(StoreError, match="no knowledge base collection 'nope'"):
+            open_source_store(wb.settings, "nope")
     finally:
+        source.close()
         wb.close()
 
 

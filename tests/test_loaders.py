@@ -25,6 +25,7 @@ from rag_core.loaders import (
     SUPPORTED_EXTENSIONS,
     doc_id_for,
     iter_files,
+    join_doc_id,
     load_bytes,
     load_path,
     normalize_doc_id,
@@ -81,6 +82,11 @@ def make_pdf(pages: list[str | None]) -> bytes:
             ops = "BT /F1 12 Tf 14 TL 72 720 Td " + " T* ".join(f"({ln}) Tj" for ln in lines) + " ET"
         stream = ops.encode("latin-1")
         objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
+    return pdf_file(objects)
+
+
+def pdf_file(objects: list[bytes]) -> bytes:
+    """A PDF of these numbered objects (1 = the catalog), with a correct cross-reference table."""
     out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
     offsets = []
     for number, body in enumerate(objects, start=1):
@@ -304,11 +310,20 @@ def test_utf32_with_bom(bom: bytes, codec: str) -> None:
     assert doc.encoding == "utf-32"
 
 
-@pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be"])
-def test_utf16_without_bom_is_recognised_by_its_nul_pattern(codec: str) -> None:
-    doc = load_bytes("hello 世界\r\nsecond line\r\n".encode(codec), "a.txt")
-    assert doc.text == "hello 世界\nsecond line\n"
-    assert doc.encoding == codec
+@pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be", "utf-32-le"])
+def test_utf16_and_32_without_bom_are_binary(codec: str) -> None:
+    # Text with NUL bytes is binary unless a byte-order mark declares UTF-16/32 (#10 item 8).
+    message = refused(load_bytes, "hello 世界\r\nsecond line\r\n".encode(codec), "a.txt",
+                      expect=("a.txt", "binary", "NUL bytes", "byte-order mark"))
+    assert "save it as UTF-8" in message
+
+
+@pytest.mark.parametrize("data", [b"abc\x00" * 100, b"log line\x00\x00 with padding\n" * 40, b"a\x00" * 300])
+def test_ascii_with_nul_bytes_is_binary_not_utf16(data: bytes) -> None:
+    # b"abc\x00" used to be read as UTF-16 and indexed as "扡c扡c..."
+    with pytest.raises(LoaderError) as info:
+        load_bytes(data, "notes.txt")
+    assert info.value.code == "binary" and "NUL bytes" in str(info.value)
 
 
 def test_utf16_bom_with_invalid_content_is_refused() -> None:
@@ -706,3 +721,258 @@ def test_corrupt_docx() -> None:
     with zipfile.ZipFile(buf, "w") as zf:
         zf.writestr("hello.txt", "not a word document")
     refused(load_bytes, buf.getvalue(), "zip.docx", expect=("zip.docx", "could not read the Word document"))
+
+
+# --------------------------------------------------------------------------------------------------
+# Decompression bombs: bounded extraction (#10 item 4)
+
+W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+
+
+def docx_bomb(chars: int, *, runs: int = 1, filler: bytes = b"") -> bytes:
+    """A real .docx (python-docx's template) whose body holds `chars` characters of text in `runs` runs
+    (plus optional `filler` markup), written through the deflate stream: a few KB on disk."""
+    import docx
+
+    template = io.BytesIO()
+    docx.Document().save(template)
+    src = zipfile.ZipFile(io.BytesIO(template.getvalue()))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
+        for info in src.infolist():
+            if info.filename != "word/document.xml":
+                z.writestr(info, src.read(info.filename))
+                continue
+            with z.open("word/document.xml", "w") as fh:
+                fh.write(b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<w:document xmlns:w="'
+                         + W_NS.encode() + b'"><w:body>')
+                per_run = chars // runs
+                block = b"A" * min(per_run, 1 << 20)
+                for _ in range(runs):
+                    fh.write(b"<w:p><w:r><w:t>")
+                    left = per_run
+                    while left > 0:
+                        fh.write(block[:left])
+                        left -= len(block)
+                    fh.write(b"</w:t></w:r></w:p>")
+                fh.write(filler + b"</w:body></w:document>")
+    return out.getvalue()
+
+
+def pdf_bomb(lines: int, pages: int = 1) -> bytes:
+    """A PDF whose one FlateDecode content stream draws `lines` lines of 100 characters, shared by
+    `pages` pages: tens of KB on disk, `lines * pages * 100` characters of text."""
+    import zlib
+
+    packer = zlib.compressobj(9)
+    line = b"(" + b"A" * 100 + b") '\n"
+    stream = packer.compress(b"BT /F1 12 Tf 14 TL 72 720 Td\n") + b"".join(
+        packer.compress(line) for _ in range(lines)) + packer.compress(b"ET\n") + packer.flush()
+    page_ids = [5 + i for i in range(pages)]
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>",
+               b"<< /Type /Pages /Kids [" + b" ".join(b"%d 0 R" % i for i in page_ids) + b"] /Count %d >>" % pages,
+               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
+               b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream"]
+    objects += [b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> "
+                b"/Contents 4 0 R >>"] * pages
+    return pdf_file(objects)
+
+
+def refused_within(budget_mb: float, call, *args, **kwargs) -> LoaderError:
+    """Assert `call` raises LoaderError while Python allocates at most `budget_mb` MB at its peak."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(LoaderError) as info:
+            call(*args, **kwargs)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < budget_mb * 1024 * 1024, f"peak {peak / 1e6:.0f} MB"
+    return info.value
+
+
+def test_docx_text_bomb_stops_at_the_limit() -> None:
+    bomb = docx_bomb(12_000_000)  # 12 M characters in ~25 KB (under the XML bound: the text count stops it)
+    assert len(bomb) < 64 * 1024
+    error = refused_within(16, load_bytes, bomb, "bomb.docx", max_text_chars=100_000)
+    assert error.code == "too_much_text"
+    assert "more than 100,000 characters" in str(error) and "loader.max-text-chars" in str(error)
+
+
+def test_docx_bomb_is_refused_at_the_default_limit_too() -> None:
+    # The issue's case: a few hundred KB expanding past 100 M characters; refused after ~10 M, quickly.
+    bomb = docx_bomb(110_000_000, runs=11)
+    assert len(bomb) < 256 * 1024
+    error = refused_within(16, load_bytes, bomb, "big.docx")
+    assert error.code == "too_much_text" and "more than 10,000,000 characters" in str(error)
+
+
+def test_docx_markup_bomb_is_refused_before_parsing() -> None:
+    # Little text, a mountain of empty paragraphs: python-docx would build the whole tree in memory.
+    bomb = docx_bomb(10, filler=b"<w:p/>" * 4_000_000)  # 24 MB of XML
+    error = refused_within(16, load_bytes, bomb, "markup.docx", max_text_chars=100_000)
+    assert error.code == "too_much_text" and "its XML expands to" in str(error) and "decompression bomb" in str(error)
+
+
+def test_pdf_content_bomb_is_refused_before_pypdf_parses_it() -> None:
+    bomb = pdf_bomb(200_000)  # one page, 21 MB of drawing instructions, ~70 KB on disk
+    assert len(bomb) < 128 * 1024
+    error = refused_within(64, load_bytes, bomb, "bomb.pdf", max_text_chars=100_000)
+    assert error.code == "too_much_text" and "its page content expands to" in str(error)
+
+
+def test_pdf_text_bomb_over_many_pages_stops_at_the_limit() -> None:
+    bomb = pdf_bomb(1_000, pages=400)  # 400 pages sharing one stream: 40 M characters
+    error = refused_within(16, load_bytes, bomb, "pages.pdf", max_text_chars=50_000)
+    assert error.code == "too_much_text" and "more than 50,000 characters" in str(error)
+
+
+def test_documents_within_the_text_limit_load_and_text_files_are_bounded_too() -> None:
+    assert load_bytes(docx_bomb(5_000), "ok.docx", max_text_chars=5_000).text == "A" * 5_000
+    assert len(load_bytes(pdf_bomb(3), "ok.pdf", max_text_chars=1_000).text) > 300
+    error = refused(load_bytes, b"x" * 1_001, "long.txt", max_text_chars=1_000,
+                    expect=("long.txt", "1,001 characters", "1,000-character limit", "loader.max-text-chars"))
+    assert error
+    assert load_bytes(b"x" * 1_000, "fits.txt", max_text_chars=1_000).text == "x" * 1_000
+
+
+# --------------------------------------------------------------------------------------------------
+# Refusal codes for programs (the HTTP API maps them to statuses; ingest reports carry them)
+
+
+@pytest.mark.parametrize(
+    ("data", "name", "kwargs", "code"),
+    [
+        (b"x" * 11, "big.md", {"max_bytes": 10}, "too_large"),
+        (b"x", "setup.exe", {}, "unsupported"),
+        (b"x", "README", {}, "unsupported"),
+        (b"plain text", "fake.pdf", {}, "unsupported"),
+        (b"plain text", "fake.docx", {}, "unsupported"),
+        (b"\x89PNG\r\n\x1a\n" + bytes(64), "image.md", {}, "binary"),
+        (b"abc\x00" * 50, "nul.txt", {}, "binary"),
+        (bytes(range(1, 32)) * 40, "controls.txt", {}, "binary"),
+        (codecs.BOM_UTF16_LE + b"a\x00\x00\xd8b\x00", "bad.txt", {}, "undecodable"),
+        ("héllo wörld ".encode("utf-8") * 30 + b"\xff", "almost.md", {}, "undecodable"),
+        (b"%PDF-1.4\nnot really a pdf", "damaged.pdf", {}, "undecodable"),
+        (b"PK\x03\x04 not a zip", "damaged.docx", {}, "undecodable"),
+        (b"x", "../escape.md", {}, "bad_name"),
+        (b"x", "/etc/passwd.md", {}, "bad_name"),
+        (b"", "empty.md", {}, "empty"),
+        (b"  \n\t ", "blank.md", {}, "empty"),
+        (b"x" * 20, "long.md", {"max_text_chars": 10}, "too_much_text"),
+    ],
+)
+def test_every_refusal_carries_a_code(data: bytes, name: str, kwargs: dict, code: str) -> None:
+    with pytest.raises(LoaderError) as info:
+        load_bytes(data, name, **kwargs)
+    assert info.value.code == code, str(info.value)
+
+
+def test_refusal_codes_from_files_on_disk(tmp_path: Path) -> None:
+    with pytest.raises(LoaderError) as info:
+        load_path(tmp_path / "missing.md")
+    assert info.value.code == ""  # nothing a program could act on beyond the message
+    (tmp_path / "folder.md").mkdir()
+    with pytest.raises(LoaderError) as info:
+        load_path(tmp_path / "folder.md")
+    assert info.value.code == "unsupported"
+    with pytest.raises(LoaderError) as info:
+        load_bytes(make_pdf([None]), "scan.pdf")
+    assert info.value.code == "empty"
+
+
+def test_loader_error_codes_are_a_closed_set() -> None:
+    from rag_core.errors import LOADER_ERROR_CODES
+
+    assert set(LOADER_ERROR_CODES) == {"too_large", "unsupported", "binary", "undecodable", "bad_name", "empty",
+                                       "too_much_text", "symlink_outside"}
+    assert LoaderError("plain").code == ""
+    with pytest.raises(ValueError):
+        LoaderError("x", code="typo")
+
+
+# --------------------------------------------------------------------------------------------------
+# Symbolic links never lead out of the folder being ingested (#10 item 9)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symlinks")
+def test_symlinks_out_of_the_folder_are_listed_and_refused(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("# Secret\n\nnot part of the knowledge base\n")
+    kb = tmp_path / "kb"
+    (kb / "docs").mkdir(parents=True)
+    (kb / "docs" / "real.md").write_text("# Real\n\ninside\n")
+    (kb / "passwd.md").symlink_to(outside / "secret.md")  # a file link out
+    (kb / "elsewhere").symlink_to(outside, target_is_directory=True)  # a folder link out
+    (kb / "alias.md").symlink_to(kb / "docs" / "real.md")  # a link inside: followed
+    (kb / "docs" / "up").symlink_to(kb, target_is_directory=True)  # a loop inside: not walked again
+    listed = [f.relative_to(kb).as_posix() for f, _ in iter_files([kb])]
+    assert listed == ["alias.md", "docs/real.md", "elsewhere", "passwd.md"]
+
+    loaded, refusals = {}, {}
+    for f, root in iter_files([kb]):
+        try:
+            loaded[f.name] = load_path(f, root).text
+        except LoaderError as exc:
+            refusals[f.name] = exc
+    assert loaded == {"alias.md": "# Real\n\ninside\n", "real.md": "# Real\n\ninside\n"}
+    assert {n: e.code for n, e in refusals.items()} == {"elsewhere": "symlink_outside", "passwd.md": "symlink_outside"}
+    message = str(refusals["passwd.md"])
+    assert "skipped" in message and str(outside / "secret.md") in message and "outside the folder" in message
+    # Named explicitly (no folder), a link is the person's choice and is read.
+    assert load_path(kb / "passwd.md").text.startswith("# Secret")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symlinks")
+def test_a_link_through_a_linked_folder_and_a_dangling_link(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "x.md").write_text("x")
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "via").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(LoaderError) as info:  # a path that passes through a linked folder
+        load_path(kb / "via" / "x.md", kb)
+    assert info.value.code == "symlink_outside"
+    (kb / "gone.md").symlink_to(kb / "nothing.md")
+    refused(load_path, kb / "gone.md", kb, expect=("gone.md", "file not found"))
+
+
+# --------------------------------------------------------------------------------------------------
+# One normalisation for doc_id arguments (#10 item 12)
+
+
+@pytest.mark.parametrize("spelling", ["runbooks\\cpu_high.md", "./runbooks/cpu_high.md", "runbooks//cpu_high.md",
+                                      " runbooks/cpu_high.md\n", ".\\runbooks\\.\\cpu_high.md",
+                                      "runbooks/./cpu_high.md"])
+def test_doc_id_arguments_name_what_ingest_created(tmp_path: Path, spelling: str) -> None:
+    (tmp_path / "kb" / "runbooks").mkdir(parents=True)
+    (tmp_path / "kb" / "runbooks" / "cpu_high.md").write_text("x")
+    created = doc_id_for(tmp_path / "kb" / "runbooks" / "cpu_high.md", tmp_path / "kb")
+    assert normalize_doc_id(spelling) == created == "runbooks/cpu_high.md"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX file names")
+def test_a_backslash_file_name_and_its_argument_agree(tmp_path: Path) -> None:
+    (tmp_path / "back\\slash.md").write_text("x")
+    assert load_path(tmp_path / "back\\slash.md", tmp_path).doc_id == normalize_doc_id("back\\slash.md") == "back/slash.md"
+    nfd = "cafe\u0301.md"
+    (tmp_path / nfd).write_text("x")
+    assert load_path(tmp_path / nfd, tmp_path).doc_id == normalize_doc_id("caf\u00e9.md")
+
+
+@pytest.mark.parametrize(("folder", "expected"), [("", "a.md"), ("runbooks", "runbooks/a.md"),
+                                                  ("./runbooks/", "runbooks/a.md"), ("runbooks\\ops\\", "runbooks/ops/a.md"),
+                                                  (" /runbooks ", "runbooks/a.md"), (".", "a.md")])
+def test_join_doc_id_prefix_forms(folder: str, expected: str) -> None:
+    assert join_doc_id(folder, "a.md") == expected
+    assert doc_id_for(Path("/tmp/a.md"), None, folder) == expected
+
+
+def test_join_doc_id_refuses_a_prefix_out_of_the_knowledge_base() -> None:
+    with pytest.raises(LoaderError) as info:
+        join_doc_id("../up", "a.md")
+    assert info.value.code == "bad_name"

@@ -1,12 +1,14 @@
 """`python -m rag_core eval`: run or sweep an evaluation from the command line.
 
     python -m rag_core eval                                  # the sample KB's queries over examples/kb
-    python -m rag_core eval scifact --limit 50               # a bundled BEIR set, quick
-    python -m rag_core eval cmrc2018 --mode dense,bm25,hybrid --retrieve-k 20,50 --return-n 5,10
+    python -m rag_core eval scifact --sample 100             # a bundled BEIR set: a random 100 (seed 0)
+    python -m rag_core eval cmrc2018 --sample 200 --mode dense,bm25,hybrid --retrieve-k 20,50 --return-n 5,10
     python -m rag_core eval my_queries.csv --live            # a hand-written set against the knowledge base
     python -m rag_core eval my_queries.jsonl --corpus docs/  # ... against a folder, indexed in isolation
 
 Every numeric or choice option takes a comma-separated list; the run covers every combination.
+Use --sample N (not --limit N) for a quick run that says something about the whole set: sets are
+often ordered by document, so the first N queries can touch only a few documents.
 The table goes to stdout (or the whole run as JSON with --json); the progress bar to stderr.
 """
 
@@ -19,33 +21,25 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..config import KEYS, Settings
+from ..errors import EvaluationError
+from .params import LABELS, PARAM_KEYS, PARAM_SETTINGS, parse_values
+from .report import DEFAULT_PARAMS, shown_metrics
 
-TABLE_METRICS = ("ndcg@10", "recall@1", "recall@5", "recall@10", "recall@20", "mrr@10", "raw_ndcg@10",
-                 "raw_recall@20", "answer_recall", "raw_answer_recall", "answers_lost", "distinct_docs",
-                 "latency_p50_ms", "latency_p95_ms")
 SHORT = {"max_chunks_per_document": "cap", "retrieve_k": "k", "return_n": "n", "chunk_size": "size",
          "dense_weight": "w_dense", "bm25_weight": "w_bm25", "latency_p50_ms": "p50_ms", "latency_p95_ms": "p95_ms",
          "answer_recall": "ans_rec", "raw_answer_recall": "raw_ans", "answers_lost": "ans_lost",
-         "distinct_docs": "docs"}
+         "distinct_docs": "docs", "span_recall@1": "span@1", "span_recall@5": "span@5", "span_recall@10": "span@10",
+         "raw_span_recall@20": "raw_span@20"}
 
 
-def _list_of(kind: Callable[[str], Any], choices: Sequence[str] | None = None) -> Callable[[str], list[Any]]:
+def _list_of(kind: Callable[[str], Any], name: str,
+             choices: Sequence[str] | None = None) -> Callable[[str], list[Any]]:
+    """An argparse type for a comma-separated list, parsed by the one parser the page uses too."""
     def parse(text: str) -> list[Any]:
-        values = []
-        for part in text.split(","):
-            part = part.strip()
-            if not part:
-                continue
-            try:
-                value = kind(part)
-            except ValueError:
-                raise argparse.ArgumentTypeError(f"{part!r} is not a valid {kind.__name__}") from None
-            if choices and value not in choices:
-                raise argparse.ArgumentTypeError(f"{part!r}: choose from {', '.join(choices)}")
-            values.append(value)
-        if not values:
-            raise argparse.ArgumentTypeError("give at least one value")
-        return values
+        try:
+            return parse_values(text, kind, name, choices)
+        except EvaluationError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
 
     return parse
 
@@ -73,14 +67,16 @@ def _progress(enabled: bool):  # noqa: ANN202
     from tqdm import tqdm
 
     bar = tqdm(total=0, file=sys.stderr, dynamic_ncols=True, unit="step")
-    state = {"stage": ""}
+    state = {"stage": "", "detail": ""}
 
     def update(p) -> None:  # noqa: ANN001
         if (p.stage, p.total) != (state["stage"], bar.total):
             state["stage"] = p.stage
             bar.unit = "doc" if p.stage == "indexing" else "query"
-            bar.set_description(p.detail[:50], refresh=False)
             bar.reset(total=p.total)
+        if p.detail != state["detail"]:  # the combination being run changes during a sweep
+            state["detail"] = p.detail
+            bar.set_description(p.detail[:60], refresh=False)
         bar.n = p.done
         bar.refresh()
 
@@ -91,12 +87,12 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     from ..bootstrap import build_embedder
     from .datasets import load_set
     from .results import new_run_dir, runs_dir, save_run
-    from .runner import PARAM_KEYS, Grid, run_evaluation
+    from .runner import Grid, run_evaluation
 
     if args.embedder:
         settings = settings.with_overrides({"embedding.provider": args.embedder}, "--embedder")
-    eval_set = load_set(args.eval_set, split=args.split, limit=args.limit, corpus_sample=args.corpus_sample,
-                        corpus=args.corpus, live=args.live)
+    eval_set = load_set(args.eval_set, split=args.split, limit=args.limit, sample=args.sample, seed=args.seed,
+                        corpus_sample=args.corpus_sample, corpus=args.corpus, live=args.live)
     grid = Grid.from_settings(settings, **{k: getattr(args, k) for k in PARAM_KEYS})
     progress, close = _progress(not args.quiet)
     try:
@@ -112,7 +108,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         sys.stdout.write("\n")
         return 0
     corpus = run.set_info.get("corpus", {})
-    print(f"{eval_set.name}: {len(eval_set.queries)} queries"
+    print(f"{eval_set.name}: {len(eval_set.queries)} queries{_subset(run.set_info.get('queries') or {})}"
           f"{' (split ' + str(run.set_info['split']) + ')' if run.set_info.get('split') else ''}, "
           f"corpus {corpus.get('documents') or 'live'} documents{' (sliced)' if corpus.get('sliced') else ''}, "
           f"embedder {run.config['embedder']}")
@@ -120,11 +116,9 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         print(f"  index {idx['collection']}: {idx['documents']} docs, {idx['chunks']} chunks "
               f"(chunk {idx['chunk_size']}/{idx['overlap']}; {idx['indexed_chunks']} chunks embedded in "
               f"{idx['seconds']:.1f}s)")
-    shown = grid.varying() or ["mode", "retrieve_k", "return_n", "max_chunks_per_document"]
-    has_answers = eval_set.has_answers
-    metrics = [c for c in TABLE_METRICS if has_answers or "ans" not in c]
+    rows = run.summary_rows()
     print()
-    print(format_table(run.summary_rows(), [*shown, *metrics]))
+    print(format_table(rows, [*(grid.varying() or DEFAULT_PARAMS), *shown_metrics(rows)]))
     for note in run.skipped:
         print(f"skipped: {note}")
     for warning in run.warnings[:10]:
@@ -136,32 +130,42 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _subset(subset: dict[str, Any]) -> str:
+    if subset.get("rule") == "sample":
+        return f" (random sample of {subset['of']}, seed {subset['seed']})"
+    if subset.get("rule") == "first":
+        return " (the first in file order: prefer --sample N)"
+    return ""
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `eval` command to `python -m rag_core`."""
     p = subparsers.add_parser(
-        "eval", help="evaluate retrieval on a labelled set (document and answer metrics, sweeps)",
+        "eval", help="evaluate retrieval on a labelled set (document, answer and span metrics, sweeps)",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("eval_set", nargs="?", default="sample", metavar="SET",
                    help="bundled set (sample, scifact, cmrc2018, covidqa), a BEIR folder, or a .jsonl/.csv file")
     p.add_argument("--split", help="BEIR split (default: test, else dev)")
-    p.add_argument("--limit", type=int, help="only the first N queries (and a slice of a large corpus)")
+    p.add_argument("--sample", type=int, metavar="N",
+                   help="a seeded random sample of N queries (recorded in the run); the corpus slice follows them")
+    p.add_argument("--seed", type=int, help="seed of --sample (default 0): the same seed, the same queries")
+    p.add_argument("--limit", type=int, metavar="N",
+                   help="only the first N queries in file order (sets are often ordered by document: prefer --sample)")
     p.add_argument("--corpus-sample", type=int,
-                   help="non-relevant documents sampled into the corpus slice (default with --limit: max(100, 10N))")
+                   help="non-relevant documents added to the corpus slice "
+                        "(default with --sample/--limit N: max(100, 10N))")
     p.add_argument("--corpus", help="folder of documents for a .jsonl/.csv set (indexed in isolation)")
     p.add_argument("--live", action="store_true", help="evaluate against the configured knowledge base")
     p.add_argument("--embedder", choices=KEYS["embedding.provider"].choices,
                    help="embedding provider (default: the embedding.provider setting)")
-    ints, floats = _list_of(int), _list_of(float)
-    p.add_argument("--chunk-size", dest="chunk_size", type=ints, metavar="N[,N...]")
-    p.add_argument("--overlap", type=ints, metavar="N[,N...]")
-    p.add_argument("--mode", type=_list_of(str, ("dense", "bm25", "hybrid")), metavar="dense|bm25|hybrid[,...]")
-    p.add_argument("--fusion", type=_list_of(str, ("rrf", "weighted")), metavar="rrf|weighted[,...]")
-    p.add_argument("--rrf-k", dest="rrf_k", type=ints, metavar="K[,K...]")
-    p.add_argument("--dense-weight", dest="dense_weight", type=floats, metavar="W[,W...]")
-    p.add_argument("--bm25-weight", dest="bm25_weight", type=floats, metavar="W[,W...]")
-    p.add_argument("--retrieve-k", dest="retrieve_k", type=ints, metavar="K[,K...]")
-    p.add_argument("--return-n", dest="return_n", type=ints, metavar="N[,N...]")
-    p.add_argument("--max-chunks-per-document", dest="max_chunks_per_document", type=ints, metavar="N[,N...]")
+    for name in PARAM_KEYS:
+        key = KEYS[PARAM_SETTINGS[name]]
+        kind = {int: int, float: float}.get(key.type, str)
+        metavar = "|".join(key.choices) + "[,...]" if key.choices else ("W[,W...]" if kind is float else "N[,N...]")
+        p.add_argument("--" + name.replace("_", "-"), dest=name, metavar=metavar,
+                       type=_list_of(kind, LABELS[name], key.choices or None),
+                       help=f"{key.help.rstrip('.')}; a comma-separated list sweeps it; "
+                            f"default: the setting {key.name}")
     p.add_argument("--reindex", action="store_true", help="rebuild the isolated index even if it is complete")
     p.add_argument("--out", help="folder for run.json / summary.csv / queries.csv "
                                  "(default <data-dir>/eval/runs/<time>-<set>)")

@@ -1,8 +1,15 @@
 """Labelled evaluation sets: the BEIR layout and a simple format a person can write by hand.
 
 BEIR layout (a folder): `corpus.jsonl` (`_id`, `title`, `text`), `queries.jsonl` (`_id`, `text`,
-optional `metadata.answers` = [{doc_id, start, text}]), `qrels/<split>.tsv` (`query-id`, `corpus-id`,
-`score`, with a header line). Relevance is `score > 0`; the score is the graded gain used by nDCG.
+optional `metadata.answers` = [{doc_id, start, text}] and `metadata.spans` = [{doc_id, start, end}]),
+`qrels/<split>.tsv` (`query-id`, `corpus-id`, `score`, with a header line). Relevance is `score > 0`;
+the score is the graded gain used by nDCG.
+
+Span labels: a gold *span* is a character range of a document that holds the evidence, with no answer
+text (sets labelled at chunk or passage level). It is given in `metadata.spans`, or as an entry of
+`metadata.answers` with `start` and `end` but no `text`. Spans are scored at chunk level (see
+`metrics.chunk_overlaps_span`). A label that cannot be used (no text and no span, a span outside its
+document) is dropped with a warning, never silently.
 
 A corpus record becomes a `Document` with `doc_id = _id` and text `title + "\\n\\n" + text`, so the title
 is indexed like a heading. When the text already starts with the title (COVID-QA papers, most CMRC
@@ -18,11 +25,15 @@ Simple format (JSONL or CSV), one query per line/row:
 strings) and has no offset: a chunk contains it when it belongs to a relevant document and its text
 contains the answer verbatim. `id` is optional (default `q<line>`).
 
-`--limit N` takes the first N queries of the split in `queries.jsonl` order. A limited run on a BEIR
-corpus indexes a slice of it: every document relevant to (or holding an answer of) those queries, plus
-a deterministic sample of the others — the `corpus_sample` documents with the smallest
-sha256(doc_id), by default max(100, 10 x N). A sliced corpus is easier than the whole one: the slice is
-recorded with the run (`corpus.sliced`, `corpus.documents`) so figures are never compared by mistake.
+Subsets: `sample=N` (with `seed`, default 0) takes a seeded random sample of N queries, kept in file
+order, the same for the same set, N and seed; `limit=N` takes the first N in file order. Prefer the
+sample: sets are often ordered by document (the first 150 queries of CMRC 2018 dev have 40 relevant
+documents, a sample of 150 has 139), so the first N say little about the whole. Either run on a BEIR corpus indexes
+a slice of it that follows the chosen queries: every document relevant to (or holding an answer or
+span of) them, plus a deterministic sample of the others — the `corpus_sample` documents with the
+smallest sha256(doc_id), by default max(100, 10 x N). A sliced corpus is easier than the whole one: the
+slice and the query subset are recorded with the run (`corpus.sliced`, `corpus.documents`, `queries`)
+so figures are never compared by mistake.
 """
 
 from __future__ import annotations
@@ -32,6 +43,7 @@ import hashlib
 import io
 import json
 import os
+import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
@@ -46,6 +58,7 @@ SAMPLE_NAME = "sample"
 EVAL_DIR_ENV = "RAG_EVAL_DIR"
 DEFAULT_SAMPLE_PER_QUERY = 10
 MIN_DEFAULT_SAMPLE = 100
+DEFAULT_SEED = 0
 
 
 @dataclass(frozen=True)
@@ -62,11 +75,21 @@ class Answer:
 
 
 @dataclass(frozen=True)
+class Span:
+    """A gold evidence span: characters [start, end) of `Document.text` of `doc_id`."""
+
+    doc_id: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
 class EvalQuery:
     query_id: str
     text: str
     relevant: Mapping[str, int]  # doc_id -> graded relevance (> 0)
     answers: tuple[Answer, ...] = ()
+    spans: tuple[Span, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -81,6 +104,10 @@ class EvalSet:
     @property
     def has_answers(self) -> bool:
         return any(q.answers for q in self.queries)
+
+    @property
+    def has_spans(self) -> bool:
+        return any(q.spans for q in self.queries)
 
 
 # ------------------------------------------------------------------------------------------ helpers
@@ -129,6 +156,29 @@ def sample_order(doc_id: str) -> str:
     return hashlib.sha256(doc_id.encode("utf-8")).hexdigest()
 
 
+def choose_queries(items: Sequence[Any], *, limit: int | None = None, sample: int | None = None,
+                   seed: int | None = None) -> tuple[list[Any], dict[str, Any]]:
+    """The queries to run and how they were chosen (recorded with the run): a seeded random sample of
+    `sample` (kept in file order), the first `limit`, or all."""
+    if limit is not None and sample is not None:
+        raise EvaluationError("--limit and --sample exclude each other: --sample N takes a random N "
+                              "(reproducible with --seed), --limit N the first N in file order.")
+    if seed is not None and sample is None:
+        raise EvaluationError("--seed applies to --sample only.")
+    for name, value in (("--limit", limit), ("--sample", sample)):
+        if value is not None and value < 1:
+            raise EvaluationError(f"{name} must be at least 1 (got {value}).")
+    total = len(items)
+    if sample is not None:
+        seed = DEFAULT_SEED if seed is None else seed
+        picked = sorted(random.Random(seed).sample(range(total), min(sample, total)))
+        return [items[i] for i in picked], {"rule": "sample", "sample": sample, "seed": seed, "chosen": len(picked),
+                                            "of": total}
+    if limit is not None:
+        return list(items[:limit]), {"rule": "first", "limit": limit, "chosen": min(limit, total), "of": total}
+    return list(items), {"rule": "all", "chosen": total, "of": total}
+
+
 # ------------------------------------------------------------------------------------------ BEIR
 def beir_splits(folder: Path) -> list[str]:
     qrels = Path(folder) / "qrels"
@@ -167,19 +217,18 @@ def read_qrels(path: Path) -> dict[str, dict[str, int]]:
 
 
 def load_beir(folder: str | os.PathLike[str], *, split: str | None = None, limit: int | None = None,
-              corpus_sample: int | None = None, name: str | None = None) -> EvalSet:
-    """A BEIR-layout folder -> EvalSet (see the module docstring for `limit` and the corpus slice)."""
+              sample: int | None = None, seed: int | None = None, corpus_sample: int | None = None,
+              name: str | None = None) -> EvalSet:
+    """A BEIR-layout folder -> EvalSet (see the module docstring for subsets, spans and the corpus slice)."""
     folder = Path(folder)
     if not (folder / "corpus.jsonl").is_file():
         raise EvaluationError(f"{folder} has no corpus.jsonl: it is not a BEIR-layout evaluation set.")
     split = split or default_split(folder)
     if split not in beir_splits(folder):
         raise EvaluationError(f"{folder} has no split {split!r}; it has: {', '.join(beir_splits(folder))}.")
-    if limit is not None and limit < 1:
-        raise EvaluationError(f"--limit must be at least 1 (got {limit}).")
     qrels = read_qrels(folder / "qrels" / f"{split}.tsv")
 
-    raw_queries: list[tuple[str, str, list[dict[str, Any]]]] = []
+    judged: list[tuple[str, str, Mapping[str, Any]]] = []
     skipped: list[str] = []  # judged queries without text (CMRC 2018's trial split has one): nothing to ask
     for line_no, rec in _jsonl(folder / "queries.jsonl"):
         qid = str(rec.get("_id", ""))
@@ -189,12 +238,15 @@ def load_beir(folder: str | os.PathLike[str], *, split: str | None = None, limit
         if not text:
             skipped.append(qid)
             continue
-        answers = (rec.get("metadata") or {}).get("answers") or []
-        raw_queries.append((qid, text, answers if isinstance(answers, list) else []))
-        if limit is not None and len(raw_queries) >= limit:
-            break
-    if not raw_queries:
+        metadata = rec.get("metadata")
+        judged.append((qid, text, metadata if isinstance(metadata, dict) else {}))
+        if limit is not None and sample is None and len(judged) >= limit:
+            break  # the first N: no need to read further
+    if not judged:
         raise EvaluationError(f"{folder}: no query of queries.jsonl has judgements in qrels/{split}.tsv.")
+    chosen, subset = choose_queries(judged, limit=limit, sample=sample, seed=seed)
+    if limit is not None:
+        subset["of"] = None  # reading stopped at the first N: the total is not known
 
     records: dict[str, dict[str, Any]] = {}
     for line_no, rec in _jsonl(folder / "corpus.jsonl"):
@@ -202,16 +254,20 @@ def load_beir(folder: str | os.PathLike[str], *, split: str | None = None, limit
             raise EvaluationError(f"{folder / 'corpus.jsonl'}, line {line_no}: a record has no _id.")
         records[str(rec["_id"])] = rec
 
+    labels = [(qid, text, _raw_labels(qid, metadata)) for qid, text, metadata in chosen]
+    warnings = [w for _, _, (_, _, ws) in labels for w in ws]
     needed: set[str] = set()
-    for qid, _, answers in raw_queries:
+    for qid, _, (answers, spans, _) in labels:
         needed.update(qrels[qid])
-        needed.update(str(a.get("doc_id")) for a in answers if isinstance(a, dict) and a.get("doc_id") is not None)
+        needed.update(str(a["doc_id"]) for a in answers if a.get("doc_id") is not None)
     missing = sorted(needed - records.keys())
     if missing:
         raise EvaluationError(f"{folder}: qrels or answers name documents missing from corpus.jsonl: "
                               f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}.")
-    if corpus_sample is None and limit is not None:
-        corpus_sample = max(MIN_DEFAULT_SAMPLE, DEFAULT_SAMPLE_PER_QUERY * limit)
+    needed.update(s["doc_id"] for _, _, (_, spans, _) in labels for s in spans if s["doc_id"] in records)
+    n = len(chosen)
+    if corpus_sample is None and subset["rule"] != "all":
+        corpus_sample = max(MIN_DEFAULT_SAMPLE, DEFAULT_SAMPLE_PER_QUERY * n)
     sliced = corpus_sample is not None and len(needed) + corpus_sample < len(records)
     if sliced:
         others = sorted((d for d in records if d not in needed), key=sample_order)[:corpus_sample]
@@ -227,14 +283,12 @@ def load_beir(folder: str | os.PathLike[str], *, split: str | None = None, limit
     texts = {d.doc_id: d.text for d in documents}
 
     queries = []
-    for qid, text, raw_answers in raw_queries:
+    for qid, text, (raw_answers, raw_spans, _) in labels:
         answers = []
         for a in raw_answers:
-            if not isinstance(a, dict) or not a.get("text") or a.get("doc_id") is None:
-                continue
             doc_id, answer_text = str(a["doc_id"]), str(a["text"])
             start = a.get("start")
-            if isinstance(start, int) and start >= 0:
+            if isinstance(start, int) and not isinstance(start, bool) and start >= 0:
                 start += shifts[doc_id]
                 if texts[doc_id][start:start + len(answer_text)] != answer_text:
                     raise EvaluationError(f"{folder}: query {qid!r}: the answer {answer_text[:40]!r} is not at "
@@ -242,14 +296,60 @@ def load_beir(folder: str | os.PathLike[str], *, split: str | None = None, limit
             else:
                 start = None
             answers.append(Answer(answer_text, doc_id, start))
-        queries.append(EvalQuery(qid, text, dict(qrels[qid]), tuple(answers)))
+        spans = []
+        for s in raw_spans:
+            doc_id = s["doc_id"]
+            if doc_id not in texts:
+                warnings.append(f"query {qid}: span {s['start']}-{s['end']} names document {doc_id!r}, which is not "
+                                "in corpus.jsonl: the span is ignored")
+                continue
+            start, end = s["start"] + shifts[doc_id], s["end"] + shifts[doc_id]
+            if end > len(texts[doc_id]):
+                warnings.append(f"query {qid}: span {s['start']}-{s['end']} ends after document {doc_id!r} "
+                                f"({len(texts[doc_id]) - shifts[doc_id]} characters): the span is ignored")
+                continue
+            spans.append(Span(doc_id, start, end))
+        queries.append(EvalQuery(qid, text, dict(qrels[qid]), tuple(answers), tuple(spans)))
 
-    info = {"format": "beir", "source": str(folder), "split": split, "limit": limit, "skipped_queries": skipped,
+    info = {"format": "beir", "source": str(folder), "split": split, "limit": limit, "queries": subset,
+            "skipped_queries": skipped, "label_warnings": warnings,
             "corpus": {"documents": len(documents), "total_documents": len(records), "sliced": sliced,
                        "sample": corpus_sample if sliced else None,
-                       "rule": ("relevant + answer documents of the queries, plus the corpus_sample others "
-                                "with the smallest sha256(doc_id)") if sliced else "whole corpus"}}
+                       "rule": ("relevant, answer and span documents of the chosen queries, plus the corpus_sample "
+                                "others with the smallest sha256(doc_id)") if sliced else "whole corpus"}}
     return EvalSet(name or folder.name, tuple(queries), tuple(documents), info)
+
+
+def _offset(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _raw_labels(qid: str, metadata: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+    """(answers with text, spans, warnings) of one query's metadata. An answer entry with `start` and `end`
+    but no text is a span; an entry that is neither is reported, not dropped silently."""
+    answers: list[dict[str, Any]] = []
+    spans: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    raw_answers = metadata.get("answers") or []
+    raw_spans = metadata.get("spans") or []
+    for field_name, entries in (("answers", raw_answers), ("spans", raw_spans)):
+        if not isinstance(entries, list):
+            warnings.append(f"query {qid}: metadata.{field_name} is not a list: ignored")
+            continue
+        for entry in entries:
+            if not isinstance(entry, dict) or entry.get("doc_id") is None:
+                warnings.append(f"query {qid}: a label in metadata.{field_name} has no doc_id: ignored "
+                                f"({json.dumps(entry, ensure_ascii=False)[:80]})")
+                continue
+            start, end = _offset(entry.get("start")), _offset(entry.get("end"))
+            if field_name == "answers" and entry.get("text"):
+                answers.append(entry)
+            elif start is not None and end is not None and end > start:
+                spans.append({"doc_id": str(entry["doc_id"]), "start": start, "end": end})
+            else:
+                warnings.append(f"query {qid}: a label in metadata.{field_name} has neither answer text nor a span "
+                                f"(start < end): ignored ({json.dumps(entry, ensure_ascii=False)[:80]})")
+    return answers, spans, warnings
 
 
 # ------------------------------------------------------------------------------------------ simple format
@@ -283,54 +383,100 @@ def _user_query(row: Mapping[str, Any], where: str, default_id: str, csv_row: bo
     return EvalQuery(qid, text.strip(), {d: 1 for d in relevant}, tuple(Answer(a) for a in answers))
 
 
-def parse_user_set(data: bytes | str, name: str) -> list[EvalQuery]:
-    """JSONL or CSV (chosen by `name`'s extension) -> queries. Errors name the line and the field."""
+def _rows(data: bytes | str, name: str, required: set[str],
+          columns: str) -> Iterator[tuple[str, Mapping[str, Any], bool]]:
+    """(where, row, is_csv) for each record of a JSONL or CSV file (chosen by `name`'s extension); blank
+    lines and rows are skipped; a CSV header must name the `required` columns (`columns` says which)."""
     text = data.decode("utf-8-sig") if isinstance(data, bytes) else data
     ext = Path(name).suffix.lower()
-    queries: list[EvalQuery] = []
     if ext in (".jsonl", ".json", ".ndjson"):
         for line_no, row in _json_objects(text.splitlines(), name):
-            queries.append(_user_query(row, f"{name}, line {line_no}", f"q{line_no}", False))
+            yield f"{name}, line {line_no}", row, False
     elif ext in (".csv", ".tsv"):
         reader = csv.DictReader(io.StringIO(text), delimiter="\t" if ext == ".tsv" else ",")
-        if not reader.fieldnames or not {"query", "relevant"} <= {f.strip() for f in reader.fieldnames}:
-            raise EvaluationError(f"{name}: the header must name the columns query and relevant "
-                                  "(and optionally answer, id).")
+        if not reader.fieldnames or not required <= {f.strip() for f in reader.fieldnames}:
+            raise EvaluationError(f"{name}: the header must name the columns {columns}.")
         for row_no, row in enumerate(reader, start=2):
             if None in row:
                 raise EvaluationError(f"{name}, line {row_no}: more values than columns (quote fields with commas).")
             clean = {k.strip(): (v or "") for k, v in row.items()}
-            if not any(v.strip() for v in clean.values()):
-                continue
-            queries.append(_user_query(clean, f"{name}, line {row_no}", f"q{row_no}", True))
+            if any(v.strip() for v in clean.values()):
+                yield f"{name}, line {row_no}", clean, True
     else:
+        raise EvaluationError(f"{name}: use a .jsonl or .csv file.")
+
+
+def _unique_ids(ids: Sequence[str], name: str) -> None:
+    seen: set[str] = set()
+    for qid in ids:
+        if qid in seen:
+            raise EvaluationError(f"{name}: query id {qid!r} appears twice.")
+        seen.add(qid)
+
+
+def parse_user_set(data: bytes | str, name: str) -> list[EvalQuery]:
+    """JSONL or CSV (chosen by `name`'s extension) -> queries. Errors name the line and the field."""
+    if Path(name).suffix.lower() not in (".jsonl", ".json", ".ndjson", ".csv", ".tsv"):
         raise EvaluationError(f"{name}: use a .jsonl or .csv file (query, relevant, optional answer).")
+    queries = [_user_query(row, where, "q" + where.rsplit(" ", 1)[-1], is_csv)
+               for where, row, is_csv in _rows(data, name, {"query", "relevant"},
+                                                "query and relevant (and optionally answer, id)")]
     if not queries:
         raise EvaluationError(f"{name} contains no queries.")
-    seen: set[str] = set()
-    for q in queries:
-        if q.query_id in seen:
-            raise EvaluationError(f"{name}: query id {q.query_id!r} appears twice.")
-        seen.add(q.query_id)
+    _unique_ids([q.query_id for q in queries], name)
     return queries
 
 
-def load_folder_corpus(folder: str | os.PathLike[str]) -> tuple[Document, ...]:
-    """Every supported file of a folder as Documents, doc ids relative to it (as `ingest FOLDER` does)."""
+def read_query_file(path: Path) -> list[tuple[str, str]]:
+    """(id, query) pairs of a query list for `search --queries`: .jsonl objects with `query` and optional
+    `id`, or a .csv with a `query` column and optional `id`. Other fields are ignored, so an evaluation
+    set works as a query list. The default id is `q<line>`."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise EvaluationError(f"Query file {path} does not exist.") from None
+    except IsADirectoryError:
+        raise EvaluationError(f"Query file {path} is a folder; give a .jsonl or .csv file.") from None
+    out: list[tuple[str, str]] = []
+    for where, row, _ in _rows(data, str(path), {"query"}, "query (and optionally id)"):
+        text = row.get("query")
+        if not isinstance(text, str) or not text.strip():
+            raise EvaluationError(f"{where}: `query` is missing or empty.")
+        qid = str(row.get("id") or "").strip() or "q" + where.rsplit(" ", 1)[-1]
+        out.append((qid, text.strip()))
+    if not out:
+        raise EvaluationError(f"{path} contains no queries.")
+    _unique_ids([qid for qid, _ in out], str(path))
+    return out
+
+
+def load_folder_corpus(folder: str | os.PathLike[str], refused: list[str] | None = None) -> tuple[Document, ...]:
+    """Every supported file of a folder as Documents, doc ids relative to it (as `ingest FOLDER` does).
+    A file ingest would refuse (binary, empty, a link out of the folder, ...) raises, or, when a
+    `refused` list is given, is left out and its reason appended there, as ingest reports it and goes on."""
     from .. import loaders
+    from ..errors import LoaderError
 
     folder = Path(folder)
     if not folder.is_dir():
         raise EvaluationError(f"Corpus folder {folder} does not exist.")
-    docs = tuple(loaders.load_path(path, root) for path, root in loaders.iter_files([folder]))
+    docs = []
+    for path, root in loaders.iter_files([folder]):
+        try:
+            docs.append(loaders.load_path(path, root))
+        except LoaderError as exc:
+            if refused is None:
+                raise
+            refused.append(str(exc))
     if not docs:
-        raise EvaluationError(f"Corpus folder {folder} has no supported files.")
-    return docs
+        raise EvaluationError(f"Corpus folder {folder} has no supported files"
+                              + (f" that can be read (first refusal: {refused[0]})." if refused else "."))
+    return tuple(docs)
 
 
 def load_user_set(source: str | os.PathLike[str] | bytes, *, name: str | None = None,
                   corpus: str | os.PathLike[str] | Sequence[Document] | None = None,
-                  limit: int | None = None) -> EvalSet:
+                  limit: int | None = None, sample: int | None = None, seed: int | None = None) -> EvalSet:
     """A hand-written set (a path, or bytes with `name`), with its corpus folder or documents; without
     a corpus the set is meant for an existing knowledge base (`run_evaluation(..., live=True)`)."""
     if isinstance(source, bytes):
@@ -344,20 +490,18 @@ def load_user_set(source: str | os.PathLike[str] | bytes, *, name: str | None = 
         except FileNotFoundError:
             raise EvaluationError(f"Evaluation set {path} does not exist.") from None
         label = name or path.name
-    queries = parse_user_set(data, label)
-    if limit is not None:
-        if limit < 1:
-            raise EvaluationError(f"--limit must be at least 1 (got {limit}).")
-        queries = queries[:limit]
+    queries, subset = choose_queries(parse_user_set(data, label), limit=limit, sample=sample, seed=seed)
     documents: tuple[Document, ...] | None
+    refused: list[str] = []
     if corpus is None:
         documents = None
     elif isinstance(corpus, (str, os.PathLike)):
-        documents = load_folder_corpus(corpus)
+        documents = load_folder_corpus(corpus, refused)
     else:
         documents = tuple(corpus)
     info = {"format": "simple", "source": label if isinstance(source, bytes) else str(source), "split": None,
-            "limit": limit,
+            "limit": limit, "queries": subset,
+            "label_warnings": [f"corpus file not indexed: {reason}" for reason in refused],
             "corpus": {"documents": len(documents) if documents is not None else None,
                        "folder": str(corpus) if isinstance(corpus, (str, os.PathLike)) else None,
                        "sliced": False, "rule": "whole folder" if documents is not None else "live knowledge base"}}
@@ -365,13 +509,15 @@ def load_user_set(source: str | os.PathLike[str] | bytes, *, name: str | None = 
 
 
 def answers_located(eval_set: EvalSet) -> list[str]:
-    """Warnings for labels that cannot be right: relevant ids missing from the corpus, answers not found."""
+    """Warnings for labels that cannot be right or used: relevant ids missing from the corpus, answers not
+    found, labels dropped while loading (no text and no span, a span outside its document)."""
     if eval_set.documents is None:
         return []
     texts = {d.doc_id: d.text for d in eval_set.documents}
     skipped = eval_set.info.get("skipped_queries") or []
     warnings = [f"{len(skipped)} judged quer{'y' if len(skipped) == 1 else 'ies'} without text skipped: "
                 f"{', '.join(skipped[:5])}"] if skipped else []
+    warnings += list(eval_set.info.get("label_warnings") or [])
     for q in eval_set.queries:
         absent = [d for d in q.relevant if d not in texts]
         if absent:
@@ -403,9 +549,9 @@ def bundled_sets(env: Mapping[str, str] | None = None) -> dict[str, Path]:
     return sets
 
 
-def load_set(spec: str, *, split: str | None = None, limit: int | None = None, corpus_sample: int | None = None,
-             corpus: str | os.PathLike[str] | None = None, live: bool = False,
-             env: Mapping[str, str] | None = None) -> EvalSet:
+def load_set(spec: str, *, split: str | None = None, limit: int | None = None, sample: int | None = None,
+             seed: int | None = None, corpus_sample: int | None = None, corpus: str | os.PathLike[str] | None = None,
+             live: bool = False, env: Mapping[str, str] | None = None) -> EvalSet:
     """A bundled set name, a BEIR folder, or a JSONL/CSV file -> EvalSet.
 
     The sample set's corpus is examples/kb unless `corpus` is given; `live` evaluates a simple-format set
@@ -416,7 +562,7 @@ def load_set(spec: str, *, split: str | None = None, limit: int | None = None, c
         if live or corpus:
             raise EvaluationError("A BEIR-layout set brings its own corpus: --live and --corpus apply to "
                                   "JSONL/CSV sets only.")
-        return load_beir(path, split=split, limit=limit, corpus_sample=corpus_sample,
+        return load_beir(path, split=split, limit=limit, sample=sample, seed=seed, corpus_sample=corpus_sample,
                          name=spec if spec in sets else None)
     if not path.exists():
         names = ", ".join(sets) or "(none found)"
@@ -431,6 +577,6 @@ def load_set(spec: str, *, split: str | None = None, limit: int | None = None, c
         if corpus_arg is None:
             raise EvaluationError(f"{path}: say which documents to evaluate against: --corpus FOLDER "
                                   "(indexed into the isolated evaluation database) or --live (the knowledge base).")
-    eval_set = load_user_set(path, corpus=corpus_arg, limit=limit)
+    eval_set = load_user_set(path, corpus=corpus_arg, limit=limit, sample=sample, seed=seed)
     return EvalSet(spec if spec in sets else eval_set.name, eval_set.queries, eval_set.documents, eval_set.info)
 

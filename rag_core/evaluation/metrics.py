@@ -13,6 +13,12 @@ Definitions (also in bench/README.md):
   [start, end) cover [answer.start, answer.start + len(answer.text)). An answer without an offset (the
   hand-written format) is contained when the chunk belongs to a relevant document and its text holds
   the answer verbatim. A query's answer is found when any returned chunk contains any of its answers.
+* A chunk hits a gold span (a character range of a document, with no answer text) when it belongs to
+  the span's document and they overlap by at least half of the shorter of the two
+  (`SPAN_MIN_OVERLAP`): a 60-character span must lie at least 30 characters inside the chunk, and a
+  2,000-character span must cover at least half of an 800-character chunk. A chunk that only shares
+  its overlap region with a span does not count. span recall@k = |gold spans hit by the first k
+  chunks| / |gold spans| (chunk-level: k counts evidence blocks, not documents).
 """
 
 from __future__ import annotations
@@ -23,9 +29,10 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .datasets import Answer
+from .datasets import Answer, Span
 
 RECALL_KS = (1, 5, 10, 20)
+SPAN_MIN_OVERLAP = 0.5
 NDCG_K = 10
 MRR_K = 10
 
@@ -103,6 +110,21 @@ def answer_found(chunks: Iterable[ReturnedChunk], answers: Sequence[Answer],
                  relevant: Mapping[str, int] | None = None) -> bool:
     chunks = list(chunks)
     return any(chunk_contains(c, a, relevant) for a in answers for c in chunks)
+
+
+def chunk_overlaps_span(chunk: ReturnedChunk, span: Span) -> bool:
+    if chunk.doc_id != span.doc_id or chunk.start is None or chunk.end is None:
+        return False
+    overlap = min(chunk.end, span.end) - max(chunk.start, span.start)
+    shorter = min(chunk.end - chunk.start, span.end - span.start)
+    return overlap > 0 and overlap >= SPAN_MIN_OVERLAP * shorter
+
+
+def span_recall_at_k(chunks: Sequence[ReturnedChunk], spans: Sequence[Span], k: int) -> float:
+    if not spans:
+        return 0.0
+    top = chunks[:k]
+    return sum(any(chunk_overlaps_span(c, s) for c in top) for s in spans) / len(spans)
 
 
 def _offset(metadata: Mapping[str, Any], key: str) -> int | None:

@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 import plotly.graph_objects as go
 
 from .metrics import RECALL_KS
-from .runner import PARAM_KEYS
+from .report import point_label
 
 METRIC_LABELS = {"ndcg@10": "nDCG@10", "mrr@10": "MRR@10", "answer_recall": "answer recall",
                  "raw_answer_recall": "answer recall (raw hits)", "answers_lost": "answers lost by post-processing",
@@ -21,12 +21,6 @@ METRIC_LABELS = {"ndcg@10": "nDCG@10", "mrr@10": "MRR@10", "answer_recall": "ans
 
 def label(metric: str) -> str:
     return METRIC_LABELS.get(metric, metric.replace("_", " "))
-
-
-def point_label(row: Mapping[str, Any], keys: Sequence[str]) -> str:
-    """"mode=dense k=20" from the parameters `keys` of a summary row (all parameters when none vary)."""
-    shown = [k for k in keys if row.get(k) is not None] or [k for k in PARAM_KEYS if row.get(k) is not None]
-    return " ".join(f"{k}={row[k]}" for k in shown)
 
 
 def _layout(fig: go.Figure, title: str, x: str, y: str) -> go.Figure:

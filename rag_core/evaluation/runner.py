@@ -33,13 +33,11 @@ from ..retrieval.ports import FUSIONS, SEARCH_MODES
 from . import metrics as m
 from .datasets import EvalQuery, EvalSet, answers_located
 from .indexing import IndexStats, bulk_index, collection_name, eval_db_path, open_eval_store
+from .params import INDEX_KEYS, PARAM_KEYS, POST_KEYS, SEARCH_KEYS  # noqa: F401 - POST_KEYS re-exported
 
-INDEX_KEYS = ("chunk_size", "overlap")
-SEARCH_KEYS = ("mode", "fusion", "rrf_k", "dense_weight", "bm25_weight", "retrieve_k")
-POST_KEYS = ("return_n", "max_chunks_per_document")
-PARAM_KEYS = INDEX_KEYS + SEARCH_KEYS + POST_KEYS
+RAW_SPAN_K = 20
 FAILED_RULE = ("no relevant document among the evidence, or (for sets with answers) no evidence chunk "
-               "contains an answer")
+               "contains an answer, or (for sets with spans) no evidence chunk hits a gold span")
 
 
 @dataclass(frozen=True)
@@ -220,16 +218,28 @@ def score_query(query: EvalQuery, result: Any, latency_ms: float) -> dict[str, A
     record.update(m.document_metrics(evidence_docs, query.relevant))
     record.update(m.document_metrics(raw_docs, query.relevant, prefix="raw_"))
     record["first_relevant_rank"] = m.first_relevant_rank(evidence_docs, query.relevant)
+    evidence = [m.returned_chunk(c) for c in result.evidence]
+    raw = [m.returned_chunk(c) for c in result.candidates]
     if query.answers:
-        found = m.answer_found(map(m.returned_chunk, result.evidence), query.answers, query.relevant)
-        raw_found = m.answer_found(map(m.returned_chunk, result.candidates), query.answers, query.relevant)
+        found = m.answer_found(evidence, query.answers, query.relevant)
+        raw_found = m.answer_found(raw, query.answers, query.relevant)
         record.update(answer_found=found, raw_answer_found=raw_found, answer_lost=raw_found and not found)
     else:
         record.update(answer_found=None, raw_answer_found=None, answer_lost=None)
+    if query.spans:
+        for k in m.RECALL_KS:
+            record[f"span_recall@{k}"] = m.span_recall_at_k(evidence, query.spans, k)
+        record[f"raw_span_recall@{RAW_SPAN_K}"] = m.span_recall_at_k(raw, query.spans, RAW_SPAN_K)
+        record["span_found"] = m.span_recall_at_k(evidence, query.spans, len(evidence)) > 0
+        record["raw_span_found"] = m.span_recall_at_k(raw, query.spans, len(raw)) > 0
+    else:
+        record.update({f"span_recall@{k}": None for k in m.RECALL_KS})
+        record.update({f"raw_span_recall@{RAW_SPAN_K}": None, "span_found": None, "raw_span_found": None})
     record["distinct_docs"] = len(evidence_docs)
     record["evidence_blocks"] = len(result.evidence)
     record["latency_ms"] = round(latency_ms, 3)
-    record["failed"] = record["first_relevant_rank"] is None or record["answer_found"] is False
+    record["failed"] = (record["first_relevant_rank"] is None or record["answer_found"] is False
+                        or record["span_found"] is False)
     record["evidence_keys"] = [c.evidence_key for c in result.evidence]
     record["raw_docs"] = raw_docs[:10]
     return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in record.items()}
@@ -249,6 +259,10 @@ def summarize(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     raw_found = [r for r in with_answers if r["raw_answer_found"]]
     summary["answers_lost"] = m.mean(float(r["answer_lost"]) for r in raw_found)
     summary["answers_lost_count"] = sum(bool(r["answer_lost"]) for r in with_answers)
+    with_spans = [r for r in records if r.get("span_found") is not None]
+    summary["queries_with_spans"] = len(with_spans)
+    for key in (*(f"span_recall@{k}" for k in m.RECALL_KS), f"raw_span_recall@{RAW_SPAN_K}"):
+        summary[key] = m.mean(r[key] for r in with_spans)
     summary["distinct_docs"] = m.mean(r["distinct_docs"] for r in records)
     summary["evidence_blocks"] = m.mean(r["evidence_blocks"] for r in records)
     latencies = [r["latency_ms"] for r in records]
@@ -267,107 +281,150 @@ def _group(points: Sequence[SweepPoint], keys: Sequence[str]) -> dict[tuple[Any,
 
 
 def run_evaluation(eval_set: EvalSet, grid: Grid, settings: Settings, *, embedder: Embedder | None = None,
-                   live: bool = False, reindex: bool = False,
+                   live: bool = False, store: Any = None, reindex: bool = False,
                    progress: ProgressCallback | None = None) -> EvalRun:
     """Evaluate every point of `grid` on `eval_set` (see the module docstring).
 
     `live=True` searches the configured knowledge base (settings' Milvus URI and collection) instead of
-    indexing the set's corpus; it cannot sweep chunking, which is fixed by what was ingested."""
-    from ..bootstrap import build_embedder, build_store
+    indexing the set's corpus; it cannot sweep chunking, which is fixed by what was ingested. `store`:
+    that knowledge base's store when the caller holds it open already (the app's shared workbench: Milvus
+    Lite allows one open per file); it is used as is and not closed, and `embedder` must be its embedder."""
+    from ..bootstrap import build_embedder
     from .results import versions
 
     started = time.perf_counter()
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     report = progress or (lambda _: None)
     points, skipped = grid.points()
+    _check_runnable(eval_set, grid, live)
     embedder = embedder or build_embedder(settings)
     defaults = params_from_settings(settings)
-    if not eval_set.queries:
-        raise EvaluationError(f"The evaluation set {eval_set.name!r} has no queries.")
     if live:
-        if len(grid.chunk_size) > 1 or len(grid.overlap) > 1:
-            raise EvaluationError("A live knowledge base is chunked already: sweep chunk size and overlap on an "
-                                  "indexed corpus instead (--corpus FOLDER), not with --live.")
         points = [replace(p, chunk_size=settings["chunk.max-size"], overlap=settings["chunk.overlap"]) for p in points]
-    elif eval_set.documents is None:
-        raise EvaluationError(f"The evaluation set {eval_set.name!r} has no corpus: give a corpus folder, "
-                              "or evaluate it against the live knowledge base.")
-
     warnings = [] if live else answers_located(eval_set)
-    search_groups = {ik: _group(ps, SEARCH_KEYS) for ik, ps in _group(points, INDEX_KEYS).items()}
-    total_fetches = len(eval_set.queries) * sum(len(g) for g in search_groups.values())
-    fetches = 0
+    plan = _Plan(points, grid, len(eval_set.queries))
     results: list[PointResult] = []
     index_stats: list[dict[str, Any]] = []
-    for (chunk_size, overlap), groups in search_groups.items():
+    for (chunk_size, overlap), groups in plan.indexes.items():
         index_started = time.perf_counter()
-        if live:
-            store = build_store(settings, embedder)
-            try:
-                listed = store.list_documents()
-            except BaseException:
-                store.close()
-                raise
-            stored = {d.doc_id for d in listed}
-            for q in eval_set.queries:
-                absent = sorted(set(q.relevant) - stored)
-                if absent:
-                    warnings.append(f"query {q.query_id}: relevant document(s) not in the knowledge base: "
-                                    f"{', '.join(absent)}")
-            stats = IndexStats(store.collection, len(stored), sum(d.chunks for d in listed), 0, 0, 0.0)
-        else:
-            assert eval_set.documents is not None
-            name = collection_name(eval_set.documents, chunk_size, overlap, embedder.name)
-            store = open_eval_store(settings, name, embedder)
-            if reindex:
-                store.drop()
-                store.open(embedder.name, embedder.dim)
-            detail = f"indexing {len(eval_set.documents)} documents (chunk {chunk_size}/{overlap})"
-            try:
-                chunks, written_docs, written_chunks = bulk_index(
-                    store, embedder, eval_set.documents, chunk_size=chunk_size, overlap=overlap,
-                    batch_size=settings["embedding.batch-size"],
-                    progress=lambda done, total: report(EvalProgress("indexing", done, total, detail)))
-            except BaseException:
-                store.close()
-                raise
-            stats = IndexStats(name, len(eval_set.documents), chunks, written_docs, written_chunks,
-                               time.perf_counter() - index_started)
-        index_stats.append({**asdict(stats), "seconds": round(stats.seconds, 3),
-                            "uri": "live" if live else str(eval_db_path(settings)),
-                            "chunk_size": chunk_size, "overlap": overlap})
+        target = (store if store is not None else _open_live(settings, embedder)) if live else None
         try:
-            retriever = KnowledgeRetriever(MilvusSearchPort(store, embedder), defaults)
-            # Warm up (model load on first use, first search) so latency figures are steady-state.
-            first = next(iter(groups.values()))[0]
-            retriever.fetch(eval_set.queries[0].text, LookupParams(retrieve_k=first.retrieve_k, return_n=1,
-                                                                   search=first.search_options()))
+            if live:
+                stats = _live_stats(target, eval_set, warnings)
+            else:
+                target, stats = _index_corpus(eval_set, settings, embedder, chunk_size, overlap, reindex, report)
+            index_stats.append({**asdict(stats), "seconds": round(time.perf_counter() - index_started, 3),
+                                "uri": "live" if live else str(eval_db_path(settings)),
+                                "chunk_size": chunk_size, "overlap": overlap})
+            retriever = KnowledgeRetriever(MilvusSearchPort(target, embedder), defaults)
+            _warm_up(retriever, eval_set, next(iter(groups.values()))[0])
             for group in groups.values():
-                records: list[list[dict[str, Any]]] = [[] for _ in group]
-                params = [LookupParams(retrieve_k=p.retrieve_k, return_n=p.return_n,
-                                       max_chunks_per_document=p.max_chunks_per_document,
-                                       search=p.search_options(),
-                                       budgets=replace(defaults.budgets, max_items=p.return_n)) for p in group]
-                for query in eval_set.queries:
-                    t0 = time.perf_counter()
-                    fetched = retriever.fetch(query.text, params[0])
-                    fetch_ms = (time.perf_counter() - t0) * 1000
-                    for i, p in enumerate(params):
-                        t1 = time.perf_counter()
-                        result = retriever.assemble(fetched, p)
-                        latency = fetch_ms + (time.perf_counter() - t1) * 1000
-                        records[i].append(score_query(query, result, latency))
-                    fetches += 1
-                    report(EvalProgress("querying", fetches, total_fetches,
-                                        f"{group[0].mode} retrieve-k {group[0].retrieve_k}"))
-                results.extend(PointResult(p, summarize(r), r) for p, r in zip(group, records))
+                results += _run_group(retriever, eval_set, group, defaults, plan, report)
         finally:
-            store.close()
+            if target is not None and target is not store:
+                target.close()
     order = {p: i for i, p in enumerate(points)}
     results.sort(key=lambda r: order[r.point])
     config = {"grid": {k: list(getattr(grid, k)) for k in PARAM_KEYS}, "varying": grid.varying(), "live": live,
               "reindex": reindex, "embedder": embedder.name, "projection": asdict(defaults.budgets),
-              "failed_rule": FAILED_RULE}
+              "failed_rule": FAILED_RULE, "span_min_overlap": m.SPAN_MIN_OVERLAP}
     return EvalRun(eval_set.name, dict(eval_set.info), config, versions(embedder.name), started_at,
                    time.perf_counter() - started, index_stats, results, skipped, warnings)
 
+
+def _check_runnable(eval_set: EvalSet, grid: Grid, live: bool) -> None:
+    if not eval_set.queries:
+        raise EvaluationError(f"The evaluation set {eval_set.name!r} has no queries.")
+    if live and (len(grid.chunk_size) > 1 or len(grid.overlap) > 1):
+        raise EvaluationError("A live knowledge base is chunked already: sweep chunk size and overlap on an "
+                              "indexed corpus instead (--corpus FOLDER), not with --live.")
+    if not live and eval_set.documents is None:
+        raise EvaluationError(f"The evaluation set {eval_set.name!r} has no corpus: give a corpus folder, "
+                              "or evaluate it against the live knowledge base.")
+
+
+class _Plan:
+    """The points grouped as they run (one index per chunking, one fetch per search setting), and the
+    progress: queries fetched so far and a label naming the combination being run."""
+
+    def __init__(self, points: Sequence[SweepPoint], grid: Grid, queries: int) -> None:
+        self.indexes = {ik: _group(ps, SEARCH_KEYS) for ik, ps in _group(points, INDEX_KEYS).items()}
+        self.combinations = sum(len(g) for g in self.indexes.values())
+        self.total = queries * self.combinations
+        self.done = 0
+        self.started = 0
+        self.varying = [k for k in grid.varying() if k in INDEX_KEYS + SEARCH_KEYS]
+
+    def next_label(self, point: SweepPoint) -> str:
+        self.started += 1
+        keys = [k for k in self.varying if point.relevant(k)] or ["mode", "retrieve_k"]
+        shown = " ".join(f"{k}={getattr(point, k)}" for k in keys)
+        return f"{shown} (combination {self.started}/{self.combinations})"
+
+
+def _open_live(settings: Settings, embedder: Embedder) -> Any:
+    from ..bootstrap import build_store
+
+    return build_store(settings, embedder)
+
+
+def _live_stats(store: Any, eval_set: EvalSet, warnings: list[str]) -> IndexStats:
+    """What the live knowledge base holds; warns about relevant documents it does not hold."""
+    listed = store.list_documents()
+    stored = {d.doc_id for d in listed}
+    for q in eval_set.queries:
+        absent = sorted(set(q.relevant) - stored)
+        if absent:
+            warnings.append(f"query {q.query_id}: relevant document(s) not in the knowledge base: {', '.join(absent)}")
+    return IndexStats(store.collection, len(stored), sum(d.chunks for d in listed), 0, 0, 0.0)
+
+
+def _index_corpus(eval_set: EvalSet, settings: Settings, embedder: Embedder, chunk_size: int, overlap: int,
+                  reindex: bool, report: ProgressCallback) -> tuple[Any, IndexStats]:
+    """The isolated index of the set's corpus at this chunking, built or resumed (or reused as is)."""
+    assert eval_set.documents is not None
+    started = time.perf_counter()
+    name = collection_name(eval_set.documents, chunk_size, overlap, embedder.name)
+    store = open_eval_store(settings, name, embedder)
+    detail = f"indexing {len(eval_set.documents)} documents (chunk {chunk_size}/{overlap})"
+    try:
+        if reindex:
+            store.drop()
+            store.open(embedder.name, embedder.dim)
+        chunks, written_docs, written_chunks = bulk_index(
+            store, embedder, eval_set.documents, chunk_size=chunk_size, overlap=overlap,
+            batch_size=settings["embedding.batch-size"],
+            progress=lambda done, total: report(EvalProgress("indexing", done, total, detail)))
+    except BaseException:
+        store.close()
+        raise
+    return store, IndexStats(name, len(eval_set.documents), chunks, written_docs, written_chunks,
+                             time.perf_counter() - started)
+
+
+def _warm_up(retriever: KnowledgeRetriever, eval_set: EvalSet, first: SweepPoint) -> None:
+    """Model load on first use and the first search, so that latency figures are steady-state."""
+    retriever.fetch(eval_set.queries[0].text, LookupParams(retrieve_k=first.retrieve_k, return_n=1,
+                                                           search=first.search_options()))
+
+
+def _run_group(retriever: KnowledgeRetriever, eval_set: EvalSet, group: Sequence[SweepPoint],
+               defaults: LookupParams, plan: _Plan, report: ProgressCallback) -> list[PointResult]:
+    """One fetch per query for the group's search setting; every post-processing point assembles it."""
+    label = plan.next_label(group[0])
+    records: list[list[dict[str, Any]]] = [[] for _ in group]
+    params = [LookupParams(retrieve_k=p.retrieve_k, return_n=p.return_n,
+                           max_chunks_per_document=p.max_chunks_per_document, search=p.search_options(),
+                           budgets=replace(defaults.budgets, max_items=p.return_n)) for p in group]
+    report(EvalProgress("querying", plan.done, plan.total, label))
+    for query in eval_set.queries:
+        t0 = time.perf_counter()
+        fetched = retriever.fetch(query.text, params[0])
+        fetch_ms = (time.perf_counter() - t0) * 1000
+        for i, p in enumerate(params):
+            t1 = time.perf_counter()
+            result = retriever.assemble(fetched, p)
+            records[i].append(score_query(query, result, fetch_ms + (time.perf_counter() - t1) * 1000))
+        plan.done += 1
+        report(EvalProgress("querying", plan.done, plan.total, label))
+    return [PointResult(p, summarize(r), r) for p, r in zip(group, records)]

@@ -31,12 +31,21 @@ class DamagedDatabase(StoreError):
 
 def _damaged(db: Path, what: str, collection: str = "biz") -> DamagedDatabase:
     data_dir = db.parent
-    return DamagedDatabase(
-        f"The knowledge base {db} is damaged ({what}); Milvus Lite cannot open it. Nothing was changed. "
-        f"Rebuild the index from the kept originals into a fresh data dir: `python -m rag_core --data-dir "
-        f"{data_dir}-rebuilt ingest {data_dir / 'uploads' / collection}` (same document ids), then use that "
-        f"data dir (RAG_DATA_DIR={data_dir}-rebuilt), or move {db.name} aside and run the same ingest with "
-        f"--data-dir {data_dir}.")
+    legacy = data_dir / "uploads" / collection  # kept originals named by doc_id (releases before versions)
+    if legacy.is_dir():
+        rebuild = (f"Rebuild the index from the kept originals into a fresh data dir: `python -m rag_core "
+                   f"--data-dir {data_dir}-rebuilt ingest {legacy}` (same document ids), then use that data dir "
+                   f"(RAG_DATA_DIR={data_dir}-rebuilt), or move {db.name} aside and run the same ingest with "
+                   f"--data-dir {data_dir}.")
+    else:
+        # Kept originals are named by version (data/originals/<collection>/<version>); which document a
+        # version is lives in the database's registry, so without the database they cannot be named.
+        rebuild = (f"Rebuild it from your source folders into a fresh data dir: `python -m rag_core --data-dir "
+                   f"{data_dir}-rebuilt ingest FOLDER` (the kept originals in {data_dir / 'originals' / collection} "
+                   "are named by version and cannot be matched to their documents without the database), then use "
+                   f"that data dir (RAG_DATA_DIR={data_dir}-rebuilt).")
+    return DamagedDatabase(f"The knowledge base {db} is damaged ({what}); Milvus Lite cannot open it. Nothing was "
+                           f"changed. {rebuild}")
 
 
 def check(db: Path, collection: str = "biz") -> None:

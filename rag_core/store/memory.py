@@ -44,6 +44,7 @@ class _Version:
     vectors: np.ndarray  # unit rows, for cosine similarity
     fingerprint: str
     ingested_at: str
+    original: bytes | None = None  # kept with the version, as MilvusStore keeps it in a file
     state: str = "pending"  # "pending" until the commit makes it "active"
     committed: int = 0  # commit order; the newest active version of a document is its active one
     terms: list[Counter] = field(default_factory=list)
@@ -92,7 +93,8 @@ class InMemoryChunkStore:
     # ---------------------------------------------------------------- writes
     def fingerprints(self, doc_ids: Iterable[str]) -> dict[str, IndexedVersion]:
         active = self._active()
-        return {d: IndexedVersion(active[d].fingerprint, len(active[d].chunks)) for d in set(doc_ids) if d in active}
+        return {d: IndexedVersion(active[d].fingerprint, len(active[d].chunks), active[d].original is not None)
+                for d in set(doc_ids) if d in active}
 
     def replace_documents(self, items: Sequence[NewVersion]) -> list[WriteResult]:
         check_new_versions(items, self.dim)
@@ -106,7 +108,7 @@ class InMemoryChunkStore:
                 norms = np.linalg.norm(vectors, axis=1, keepdims=True)
                 chunks = [stored_chunk(item.doc, c, version, len(item.chunks), ingested_at) for c in item.chunks]
                 self._versions[version] = _Version(item.doc, chunks, vectors / np.where(norms == 0, 1, norms),
-                                                   item.fingerprint, ingested_at,
+                                                   item.fingerprint, ingested_at, item.original,
                                                    terms=[Counter(tokens(c.text)) for c in item.chunks])
                 versions.append(version)
         self._commit(versions)
@@ -143,12 +145,17 @@ class InMemoryChunkStore:
     def list_documents(self) -> list[StoredDocument]:
         return [StoredDocument(doc_id=d, file_name=v.doc.file_name, extension=v.doc.extension,
                                size_bytes=v.doc.size_bytes, chunks=len(v.chunks), content_hash=v.doc.content_hash,
-                               version=v.chunks[0].version, ingested_at=v.ingested_at)
+                               version=v.chunks[0].version, ingested_at=v.ingested_at,
+                               has_original=v.original is not None)
                 for d, v in sorted(self._active().items())]
 
     def get_chunks(self, doc_id: str) -> list[StoredChunk]:
         version = self._active().get(doc_id)
         return list(version.chunks) if version is not None else []
+
+    def read_original(self, doc_id: str) -> bytes | None:
+        version = self._active().get(doc_id)
+        return version.original if version is not None else None
 
     def is_empty(self) -> bool:
         return not self._active()

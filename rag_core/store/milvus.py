@@ -16,14 +16,21 @@ The active version of a document is its newest `active` row. Searches drop chunk
 version, so a reader sees the old version until step 3 and the new one after it: never zero chunks,
 never a mix. A process killed at any step leaves the previous version complete and searchable;
 `recover()` (run when the store opens) deletes what was left behind.
+
+The bytes a version was indexed from (its kept original, see store.originals) are written between
+steps 1 and 3 and removed in step 4 with the old version, so the kept original is always the active
+version's.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from ..errors import StoreError
 from ..records import NewVersion, WriteResult
 from . import connection
+from .originals import OriginalFiles
 from .registry import RegistryMixin
 from .schema import CHUNK_FIELDS, MIGRATING, SchemaMixin
 from .search import SearchMixin
@@ -40,13 +47,18 @@ class MilvusStore(SchemaMixin, RegistryMixin, WritesMixin, SearchMixin):
     checks, migration), registry (active versions, recovery), writes (versioned replace, delete) and
     search (chunk reads, dense and BM25)."""
 
-    def __init__(self, uri: str, collection: str, token: str = "", timeout: float = 60.0,
-                 lite: connection.LiteOptions | None = None) -> None:
+    def __init__(self, uri: str, collection: str, token: str = "", timeout: float = 60.0, *,
+                 lite: connection.LiteOptions | None = None, originals: Path | None = None,
+                 legacy_originals: Path | None = None) -> None:
+        """`lite`: how a Milvus Lite file is reached (shared through the store host, or exclusive: see
+        connection); `originals`: the folder for this collection's kept originals (None: keep none);
+        `legacy_originals`: where older versions kept them (`uploads/<collection>`), adopted on open."""
         self.uri = uri
-        # How a Milvus Lite file is reached (shared through the store host, or exclusive): see connection.
         self.lite = lite or connection.LiteOptions(collection=collection)
         self.collection = collection
         self.registry = f"{collection}_docs"
+        self.originals = OriginalFiles(originals) if originals is not None else None
+        self.legacy_originals = legacy_originals
         self._token = token
         self._timeout = timeout
         self._client: Any = None
@@ -81,4 +93,15 @@ class MilvusStore(SchemaMixin, RegistryMixin, WritesMixin, SearchMixin):
         client.load_collection(self.collection)
         client.load_collection(self.registry)
         self.recover()
+        self._adopt_legacy_originals()
+
+    def open_to_read(self) -> None:
+        """Open an existing knowledge base only to read its documents and kept originals (`reindex
+        --from`), whatever embedder it was made with."""
+        client = self.client
+        if not (client.has_collection(self.collection) and client.has_collection(self.registry)):
+            raise StoreError(f"There is no knowledge base collection {self.collection!r} here; check the name "
+                             "(milvus.collection of the knowledge base you copy from).")
+        client.load_collection(self.registry)
+        self._adopt_legacy_originals()
 

@@ -10,27 +10,32 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from ..records import Document, IndexedVersion, StoredDocument
 from . import filters, writers
 from .connection import is_lite
+from .originals import OriginalFiles, adopt_legacy
 from .schema import QUERY_LIMIT, REGISTRY_FIELDS
 
 log = logging.getLogger(__name__)
 
 
 class RegistryMixin:
-    """Reading and writing registry rows, listing documents, recovery (part of MilvusStore)."""
+    """Reading and writing registry rows, listing documents, recovery, kept originals (part of MilvusStore)."""
 
     client: Any
     uri: str
     lite: Any  # connection.LiteOptions
     collection: str
     registry: str
+    originals: OriginalFiles | None
+    legacy_originals: Path | None
 
     def _registry_rows(self, expr: str) -> list[dict[str, Any]]:
-        rows = self.client.query(self.registry, filter=expr, output_fields=REGISTRY_FIELDS, limit=QUERY_LIMIT)
+        rows = self.client.query(self.registry, filter=expr, output_fields=REGISTRY_FIELDS, limit=QUERY_LIMIT,
+                                 consistency_level="Strong")  # a server's default may not show the last commit
         if len(rows) < QUERY_LIMIT:
             return rows
         rows = []  # more than one window: page through all of them
@@ -98,7 +103,22 @@ class RegistryMixin:
                 self._delete_versions(versions)
             self.client.delete(self.registry, filter=filters.one_of("key", [r["key"] for r in dead]))
             log.info("recovered %d interrupted document writes", len({r["doc_id"] for r in dead}))
+        if self.originals is not None:
+            dead_keys = {r["key"] for r in dead}
+            self.originals.reconcile({r["version"] for r in rows if r["key"] not in dead_keys},
+                                     min_age_s=0.0 if exclusive else writers.ABANDONED_AFTER_S)
         return len({r["doc_id"] for r in dead})
+
+    def _adopt_legacy_originals(self) -> None:
+        """Existing data dirs kept originals as `uploads/<collection>/<doc_id>`: move them into place."""
+        if self.originals is None or self.legacy_originals is None or not self.legacy_originals.is_dir():
+            return
+        rows = self._newest_active(self._registry_rows('state == "active"'))
+        missing = {d: (r["version"], r["content_hash"]) for d, r in rows.items() if not self.originals.has(r["version"])}
+        try:
+            adopt_legacy(self.legacy_originals, self.originals, missing, _text_hash)
+        except OSError as exc:  # the documents stay listed without an original; nothing is lost
+            log.warning("could not adopt the kept originals in %s: %s", self.legacy_originals, exc)
 
     def fingerprints(self, doc_ids: Iterable[str]) -> dict[str, IndexedVersion]:
         """doc_id -> its active version, for the indexed ones among `doc_ids`."""
@@ -106,7 +126,8 @@ class RegistryMixin:
         if not ids:
             return {}
         rows = self._registry_rows(filters.all_of(filters.one_of("doc_id", ids), 'state == "active"'))
-        return {d: IndexedVersion(r["fingerprint"], int(r["chunks"])) for d, r in self._newest_active(rows).items()}
+        return {d: IndexedVersion(r["fingerprint"], int(r["chunks"]), self._has_original(r["version"]))
+                for d, r in self._newest_active(rows).items()}
 
     # ---------------------------------------------------------------- reads
     def list_documents(self) -> list[StoredDocument]:
@@ -114,11 +135,22 @@ class RegistryMixin:
         docs = [StoredDocument(doc_id=r["doc_id"], file_name=r["file_name"], extension=r["extension"],
                                size_bytes=int(r["size_bytes"]), chunks=int(r["chunks"]),
                                content_hash=r["content_hash"], version=r["version"],
-                               ingested_at=r["ingested_at"]) for r in rows]
+                               ingested_at=r["ingested_at"], has_original=self._has_original(r["version"]))
+                for r in rows]
         return sorted(docs, key=lambda d: d.doc_id)
 
+    def read_original(self, doc_id: str) -> bytes | None:
+        row = self._active_row(doc_id)
+        if row is None or self.originals is None:
+            return None
+        return self.originals.read(row["version"])
+
+    def _has_original(self, version: str) -> bool:
+        return self.originals is not None and self.originals.has(version)
+
     def is_empty(self) -> bool:
-        return not self.client.query(self.registry, filter='state == "active"', output_fields=["doc_id"], limit=1)
+        return not self.client.query(self.registry, filter='state == "active"', output_fields=["doc_id"], limit=1,
+                                     consistency_level="Strong")
 
     def count_chunks(self) -> int:
         return sum(d.chunks for d in self.list_documents())
@@ -133,3 +165,9 @@ class RegistryMixin:
                                  consistency_level="Strong")
         return {doc_id: row["version"] for doc_id, row in self._newest_active(rows).items()}
 
+
+def _text_hash(data: bytes, doc_id: str) -> str:
+    """The content hash of the text `data` decodes to, exactly as ingest computes it."""
+    from ..loaders import load_bytes  # the store needs the loader only to adopt old-layout originals
+
+    return load_bytes(data, doc_id, max_bytes=len(data)).content_hash

@@ -22,14 +22,21 @@ class SearchMixin:
     _has_rows: bool
 
     def get_chunks(self, doc_id: str) -> list[StoredChunk]:
-        """The active version's chunks of one document, in order."""
-        row = self._active_row(doc_id)
-        if row is None:
-            return []
-        rows = self.client.query(
-            self.collection, filter=filters.all_of(filters.equals("doc_id", doc_id),
-                                                   filters.equals("version", row["version"])),
-            output_fields=CHUNK_FIELDS, limit=QUERY_LIMIT)
+        """The active version's chunks of one document, in order.
+
+        A new version committed between the registry read and the chunk query retires the version read
+        (its chunks are deleted): the query then finds none, and reading the registry again finds the new
+        version, whose chunks were written before its commit. So a reader never sees zero chunks."""
+        for _ in range(3):
+            row = self._active_row(doc_id)
+            if row is None:
+                return []
+            rows = self.client.query(
+                self.collection, filter=filters.all_of(filters.equals("doc_id", doc_id),
+                                                       filters.equals("version", row["version"])),
+                output_fields=CHUNK_FIELDS, limit=QUERY_LIMIT, consistency_level="Strong")
+            if rows:
+                break
         return [StoredChunk(**{name: row[name] for name in CHUNK_FIELDS})
                 for row in sorted(rows, key=lambda r: r["chunk_index"])]
 

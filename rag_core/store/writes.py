@@ -10,6 +10,7 @@ import numpy as np
 
 from ..records import Chunk, Document, NewVersion, WriteResult
 from . import filters, writers
+from .originals import OriginalFiles
 from .rows import check_new_versions, stored_chunk, utc_now
 from .schema import MIGRATING
 
@@ -23,6 +24,7 @@ class WritesMixin:
     collection: str
     registry: str
     dim: int
+    originals: OriginalFiles | None
     _has_rows: bool
 
     def replace_document(self, doc: Document, chunks: Sequence[Chunk], vectors: np.ndarray,
@@ -41,6 +43,10 @@ class WritesMixin:
         pending = self._registry_insert([self._registry_row(item.doc, v, "pending", committed_ns=time.time_ns(),  # 1
                                                             **writers.pending_fields())
                                          for item, v in zip(items, versions)])
+        if self.originals is not None:  # the originals are part of the versions: written before the commit
+            for item, version in zip(items, versions):
+                if item.original is not None:
+                    self.originals.write(version, item.original)
         ingested_at = utc_now()
         rows = [self._chunk_row(item.doc, chunk, vector, version, len(item.chunks), ingested_at)
                 for item, version in zip(items, versions) for chunk, vector in zip(item.chunks, item.vectors)]
@@ -56,6 +62,8 @@ class WritesMixin:
         if retired:  # 4
             self._delete_versions([r["version"] for r in retired])
         self.client.delete(self.registry, filter=filters.one_of("key", pending + [r["key"] for r in retired]))
+        if self.originals is not None:
+            self.originals.remove(r["version"] for r in retired)
         self._has_rows = True
         return [WriteResult(version=v, replaced=item.doc.doc_id in old) for item, v in zip(items, versions)]
 
@@ -72,15 +80,20 @@ class WritesMixin:
 
     def delete_document(self, doc_id: str) -> bool:
         """Remove a document and all its chunks. Returns False when it was not indexed."""
-        if self._active_row(doc_id) is None:
+        rows = self._registry_rows(filters.equals("doc_id", doc_id))
+        if doc_id not in self._newest_active(rows):
             return False
         self.client.delete(self.collection, filter=filters.equals("doc_id", doc_id))
         self.client.delete(self.registry, filter=filters.equals("doc_id", doc_id))
         self._has_rows = False  # maybe the last one: check again before the next BM25 search
+        if self.originals is not None:
+            self.originals.remove(r["version"] for r in rows)
         return True
 
     def drop(self) -> None:
-        """Drop the collections (tests)."""
+        """Drop the collections and the kept originals (an evaluation index rebuilt, tests)."""
         for name in (self.collection, self.registry, self.collection + MIGRATING):
             if self.client.has_collection(name):
                 self.client.drop_collection(name)
+        if self.originals is not None:
+            self.originals.clear()

@@ -5,6 +5,7 @@ on every adapter. A test module subclasses `ChunkStoreContract` once per adapter
   doc_ids, so they do not see each other's documents; `empty_store` drops it first);
 - `break_commit(monkeypatch)`: make the next `replace_documents` raise `InterruptedWrite` after the new
   version's chunks are written but before its commit (as a killed process would stop);
+- (a store keeps originals: Milvus stores are given a folder for them);
 - `EXCLUSIVE`: False when other processes may write to the same store (a shared Milvus server), where
   recovery must spare pending writes that may still be running.
 
@@ -51,10 +52,10 @@ def text_of(topic: str, paragraphs: int = 3) -> str:
     return f"# {topic}\n\n{body}\n"
 
 
-def new_version(doc_id: str, text: str, fingerprint: str = "fp-1") -> NewVersion:
+def new_version(doc_id: str, text: str, fingerprint: str = "fp-1", original: bytes | None = None) -> NewVersion:
     doc = document(doc_id, text)
     chunks = chunk_text(text, 200, 20)
-    return NewVersion(doc, chunks, np.stack([vector(c.text) for c in chunks]), fingerprint)
+    return NewVersion(doc, chunks, np.stack([vector(c.text) for c in chunks]), fingerprint, original)
 
 
 class ChunkStoreContract:
@@ -177,6 +178,27 @@ class ChunkStoreContract:
         assert all(hits > 0 and versions == 1 and chunks > 0 and chunk_versions == 1
                    for hits, versions, chunks, chunk_versions in seen), seen[:10]
 
+    # ------------------------------------------------------------------ kept originals
+    def test_originals_are_kept_with_their_version(self, store: ChunkStore) -> None:
+        store.replace_documents([new_version("orig/a.md", text_of("one"), original=b"bytes of one"),
+                                 new_version("orig/text.md", text_of("two"))])  # indexed from text: none kept
+        assert store.read_original("orig/a.md") == b"bytes of one"
+        assert store.read_original("orig/text.md") is None and store.read_original("orig/absent.md") is None
+        listed = {d.doc_id: d.has_original for d in store.list_documents() if d.doc_id.startswith("orig/")}
+        assert listed == {"orig/a.md": True, "orig/text.md": False}
+        assert store.fingerprints(["orig/a.md"])["orig/a.md"].has_original
+        assert not store.fingerprints(["orig/text.md"])["orig/text.md"].has_original
+        store.replace_documents([new_version("orig/a.md", text_of("one, edited"), original=b"bytes, edited")])
+        assert store.read_original("orig/a.md") == b"bytes, edited"
+        assert store.delete_document("orig/a.md") and store.read_original("orig/a.md") is None
+
+    def test_a_document_and_a_folder_of_the_same_name_both_keep_their_originals(self, store: ChunkStore) -> None:
+        store.replace_documents([new_version("same/a.md", text_of("file"), original=b"the file a.md"),
+                                 new_version("same/a.md/b.md", text_of("inside"), original=b"the file a.md/b.md")])
+        assert store.read_original("same/a.md") == b"the file a.md"
+        assert store.read_original("same/a.md/b.md") == b"the file a.md/b.md"
+        assert store.delete_document("same/a.md") and store.read_original("same/a.md/b.md") == b"the file a.md/b.md"
+
     # ------------------------------------------------------------------ delete
     def test_delete_removes_exactly_the_named_document(self, store: ChunkStore) -> None:
         odd = [INJECTION, 'quote"d.md', "back\\slash.md", "it's.md", "中文/运维手册.md"]
@@ -245,12 +267,13 @@ class ChunkStoreContract:
     # ------------------------------------------------------------------ failure and recovery
     def test_an_interrupted_write_leaves_the_old_version_and_recovery_cleans_up(self, store: ChunkStore,
                                                                                  monkeypatch) -> None:
-        [old] = store.replace_documents([new_version("crash.md", text_of("before", 3), "fp-before")])
+        [old] = store.replace_documents([new_version("crash.md", text_of("before", 3), "fp-before", b"before")])
         with monkeypatch.context() as m:
             self.break_commit(m)
             with pytest.raises(InterruptedWrite):
-                store.replace_documents([new_version("crash.md", text_of("after", 2), "fp-after")])
+                store.replace_documents([new_version("crash.md", text_of("after", 2), "fp-after", b"after")])
         assert [d.version for d in store.list_documents() if d.doc_id == "crash.md"] == [old.version]
+        assert store.read_original("crash.md") == b"before"
         assert {c.version for c in store.get_chunks("crash.md")} == {old.version}
         assert store.fingerprints(["crash.md"])["crash.md"].fingerprint == "fp-before"
         hits = store.search_bm25("after before paragraph", 100, {"doc_id": "crash.md"})
@@ -259,8 +282,10 @@ class ChunkStoreContract:
         # it whoever else shares the store (another live writer's would be spared: rag_core.store.writers).
         assert store.recover() == 1
         assert store.recover() == 0
-        [new] = store.replace_documents([new_version("crash.md", text_of("after", 2), "fp-after")])
+        assert store.read_original("crash.md") == b"before"
+        [new] = store.replace_documents([new_version("crash.md", text_of("after", 2), "fp-after", b"after")])
         assert new.replaced and {c.version for c in store.get_chunks("crash.md")} == {new.version}
+        assert store.read_original("crash.md") == b"after"
 
     def test_an_interrupted_first_version_is_invisible(self, store: ChunkStore, monkeypatch) -> None:
         with monkeypatch.context() as m:

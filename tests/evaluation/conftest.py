@@ -1,4 +1,5 @@
-"""Shared pieces for evaluation tests: paths to the read-only shared sets and tiny BEIR folders."""
+"""Shared pieces for evaluation tests: the BEIR-layout fixtures shipped in tests/evaluation/fixtures (so the
+tests run in any clone), the optional read-only shared sets, and a writer for throw-away BEIR folders."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ import pytest
 from tests.helpers import SHARED
 
 EVAL = SHARED / "eval"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+TINY = FIXTURES / "tiny_beir"  # answers with offsets, titles, graded qrels, test + dev splits
+SPANS = FIXTURES / "span_beir"  # chunk-level gold spans, no answer text, two unusable labels
 
 
 def needs_shared(name: str) -> Path:

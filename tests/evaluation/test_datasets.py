@@ -19,54 +19,103 @@ from rag_core.evaluation.datasets import (
     parse_user_set,
 )
 from rag_core.evaluation.runner import Grid
-from tests.evaluation.conftest import needs_shared, write_beir
+from tests.evaluation.conftest import FIXTURES, SPANS, TINY, needs_shared, write_beir
 
 
-def test_cmrc_slice_shifts_answer_offsets_past_the_prepended_title() -> None:
-    folder = needs_shared("cmrc2018")
-    s = load_beir(folder, split="dev", limit=5, corpus_sample=10)
-    assert [q.query_id for q in s.queries] == ["DEV_0_QUERY_0", "DEV_0_QUERY_1", "DEV_0_QUERY_2",
-                                               "DEV_1_QUERY_0", "DEV_1_QUERY_1"]
+def test_beir_answers_shift_past_a_prepended_title_and_titles_in_the_text_are_not_repeated() -> None:
+    s = load_beir(TINY)
     docs = {d.doc_id: d for d in s.documents}
-    assert {"DEV_0", "DEV_1"} <= docs.keys() and len(docs) == 12
-    assert s.info["corpus"]["sliced"] and s.info["corpus"]["total_documents"] == 1104
-    # DEV_0's text does not start with its title "战国无双3": the title is prepended, offsets shift by 7
-    assert docs["DEV_0"].text.startswith("战国无双3\n\n《战国无双3》")
+    assert len(docs) == 14 and s.info["split"] == "test" and not s.info["corpus"]["sliced"]
+    assert docs["disk"].text.startswith("Disk space runbook\n\nWhen a volume passes 90%")
+    assert docs["memory"].text.startswith("Memory leaks in the order service show")  # title already in the text
+    assert docs["noise2"].text.startswith("The canteen")  # no title
     first = s.queries[0].answers[0]
-    assert (first.doc_id, first.text, first.start) == ("DEV_0", "光荣和ω-force", 11 + len("战国无双3\n\n"))
+    raw = json.loads((TINY / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert (first.doc_id, first.text) == ("disk", "/var/lib/mysql")
+    assert first.start == raw["text"].index("/var/lib/mysql") + len("Disk space runbook\n\n")
+    for q in s.queries:
+        for a in q.answers:
+            if a.start is not None:
+                assert docs[a.doc_id].text[a.start:a.end] == a.text
+    dns = next(q for q in s.queries if q.query_id == "q6")
+    assert dns.answers[0].start is None and dns.answers[0].text == "thirty seconds"  # text only: matched verbatim
+    assert next(q for q in s.queries if q.query_id == "q8").relevant == {"redis": 1}  # score 0 is not relevant
+    assert next(q for q in s.queries if q.query_id == "q1").relevant == {"disk": 2}  # graded
+    assert s.info["skipped_queries"] == ["q12"] and answers_located(s) == ["1 judged query without text skipped: q12"]
+    assert [q.query_id for q in load_beir(TINY, split="dev").queries] == ["d1", "d2"]
+
+
+def test_a_limited_slice_is_deterministic_and_holds_every_relevant_document() -> None:
+    one = load_beir(TINY, limit=3, corpus_sample=2)
+    assert one == load_beir(TINY, limit=3, corpus_sample=2)
+    ids = {d.doc_id for d in one.documents}
+    assert [q.query_id for q in one.queries] == ["q1", "q2", "q3"]
+    assert ids >= {"disk", "cpu", "memory"} and len(ids) == 3 + 2
+    assert one.info["corpus"]["sliced"] and one.info["corpus"]["total_documents"] == 14
+    assert one.info["queries"] == {"rule": "first", "limit": 3, "chosen": 3, "of": None}
+
+
+def test_a_seeded_sample_is_reproducible_differs_from_limit_and_the_slice_follows_it() -> None:
+    sampled = load_beir(TINY, sample=4, seed=7, corpus_sample=1)
+    again = load_beir(TINY, sample=4, seed=7, corpus_sample=1)
+    assert sampled == again  # the same seed, the same queries and the same corpus slice
+    ids = [q.query_id for q in sampled.queries]
+    assert ids != ["q1", "q2", "q3", "q4"]  # not the first four
+    assert ids == [q for q in [f"q{i}" for i in range(1, 12)] if q in ids]  # kept in file order
+    assert ids != [q.query_id for q in load_beir(TINY, sample=4, seed=8).queries]  # another seed, another sample
+    docs = {d.doc_id for d in sampled.documents}
+    assert all(set(q.relevant) <= docs for q in sampled.queries) and len(docs) == len(
+        {d for q in sampled.queries for d in q.relevant}) + 1
+    assert sampled.info["queries"] == {"rule": "sample", "sample": 4, "seed": 7, "chosen": 4, "of": 11}
+    assert load_beir(TINY, sample=100).info["queries"]["chosen"] == 11  # more than the set: all of it
+    assert load_beir(TINY, sample=3).info["queries"]["seed"] == 0  # the default seed, recorded
+
+
+def test_sample_and_limit_mistakes_are_clear(tmp_path: Path) -> None:
+    with pytest.raises(EvaluationError, match="--limit and --sample exclude each other"):
+        load_beir(TINY, limit=2, sample=2)
+    with pytest.raises(EvaluationError, match="--seed applies to --sample only"):
+        load_beir(TINY, seed=3)
+    with pytest.raises(EvaluationError, match="--sample must be at least 1"):
+        load_beir(TINY, sample=0)
+    path = tmp_path / "q.jsonl"
+    path.write_text("".join(f'{{"query": "q {i}", "relevant": ["d.md"]}}\n' for i in range(10)), encoding="utf-8")
+    s = load_user_set(path, sample=3, seed=1)
+    assert [q.query_id for q in s.queries] == [q.query_id for q in load_user_set(path, sample=3, seed=1).queries]
+    assert s.info["queries"]["rule"] == "sample" and len(s.queries) == 3
+
+
+def test_span_labels_load_and_unusable_labels_are_reported() -> None:
+    s = load_beir(SPANS)
+    assert s.has_spans and not s.has_answers
+    docs = {d.doc_id: d for d in s.documents}
+    by_id = {q.query_id: q for q in s.queries}
+    timeout = by_id["s1"].spans[0]
+    assert docs["gateway"].text[timeout.start:timeout.end].startswith("Each acquirer call has a timeout")
+    # an answer entry with start/end and no text is a span too
+    refund = by_id["s2"].spans[0]
+    assert docs["gateway"].text[refund.start:refund.end] == "one hundred and eighty days" and not by_id["s2"].answers
+    assert len(by_id["s8"].spans) == 1  # the span past the end of the document was dropped ...
+    warnings = answers_located(s)
+    assert any("query s8: span 10-99999 ends after document 'search'" in w for w in warnings)  # ... and reported
+    assert any("query s7: a label in metadata.answers has neither answer text nor a span" in w for w in warnings)
+
+
+def test_bundled_sets_include_the_sample_and_every_beir_folder_of_the_eval_dir() -> None:
+    sets = bundled_sets(env={"RAG_EVAL_DIR": str(FIXTURES)})
+    assert sets["sample"].name == "kb_queries.jsonl"
+    assert {"tiny_beir", "span_beir"} <= sets.keys()
+    assert load_set("tiny_beir", sample=2, env={"RAG_EVAL_DIR": str(FIXTURES)}).name == "tiny_beir"
+
+
+def test_the_shared_sets_when_present() -> None:
+    folder = needs_shared("cmrc2018")  # optional: the larger sets next to the repository
+    s = load_beir(folder, split="dev", sample=5, seed=0, corpus_sample=10)
+    docs = {d.doc_id: d for d in s.documents}
     for q in s.queries:
         for a in q.answers:
             assert docs[a.doc_id].text[a.start:a.end] == a.text
-    assert s.queries[0].relevant == {"DEV_0": 1}
-
-
-def test_covidqa_titles_already_in_the_text_are_not_repeated() -> None:
-    folder = needs_shared("covidqa")
-    s = load_beir(folder, limit=2, corpus_sample=0)
-    docs = {d.doc_id: d for d in s.documents}
-    assert set(docs) == {"630"}
-    raw = json.loads((folder / "corpus.jsonl").open(encoding="utf-8").readline())
-    assert docs["630"].text == raw["text"]
-    a = s.queries[0].answers[0]
-    assert a.start == 370 and docs["630"].text[a.start:a.end] == a.text
-
-
-def test_scifact_slice_is_deterministic_and_holds_every_relevant_document() -> None:
-    folder = needs_shared("scifact")
-    one = load_beir(folder, limit=3)
-    two = load_beir(folder, limit=3)
-    assert one == two
-    ids = {d.doc_id for d in one.documents}
-    assert all(set(q.relevant) <= ids for q in one.queries)
-    assert len(ids) == 100 + len({d for q in one.queries for d in q.relevant})  # default sample: max(100, 10N)
-    assert one.info["split"] == "test" and not one.has_answers
-
-
-def test_bundled_sets_include_the_sample_and_the_shared_sets() -> None:
-    sets = bundled_sets()
-    assert sets["sample"].name == "kb_queries.jsonl"
-    needs_shared("scifact")
-    assert {"scifact", "cmrc2018", "covidqa"} <= sets.keys()
+    assert s.info["corpus"]["total_documents"] == 1104 and s.info["queries"]["of"] == 3219
 
 
 def test_beir_folder_errors_name_file_and_line(tmp_path: Path) -> None:
@@ -194,3 +243,19 @@ def test_a_judged_query_without_text_is_skipped_with_a_warning(tmp_path) -> None
     eval_set = load_beir(tmp_path)
     assert [q.query_id for q in eval_set.queries] == ["q1"]
     assert answers_located(eval_set) == ["1 judged query without text skipped: q2"]
+
+
+def test_a_corpus_folder_leaves_out_what_ingest_would_refuse_and_says_so(tmp_path: Path) -> None:
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# A\n\nalpha text\n", encoding="utf-8")
+    (corpus / "blob.txt").write_bytes(b"abc\x00" * 20)
+    (tmp_path / "outside.md").write_text("outside", encoding="utf-8")
+    (corpus / "link.md").symlink_to(tmp_path / "outside.md")
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"query": "alpha", "relevant": ["a.md"]}\n', encoding="utf-8")
+    s = load_user_set(queries, corpus=corpus)
+    assert [d.doc_id for d in s.documents] == ["a.md"]
+    warnings = answers_located(s)
+    assert len(warnings) == 2 and all(w.startswith("corpus file not indexed: ") for w in warnings)
+    assert any("NUL bytes" in w for w in warnings) and any("symbolic link" in w for w in warnings)

@@ -120,3 +120,34 @@ def test_summary_counts_answers_lost_among_those_the_raw_hits_had() -> None:
 def test_summary_without_answers_reports_none() -> None:
     s = summarize([_record(1.0, None, None, 1.0)])
     assert s["answer_recall"] is None and s["answers_lost"] is None and s["queries_with_answers"] == 0
+
+
+def test_a_chunk_hits_a_span_when_they_overlap_by_half_of_the_shorter() -> None:
+    from rag_core.evaluation.datasets import Span
+    from rag_core.evaluation.metrics import SPAN_MIN_OVERLAP, chunk_overlaps_span
+
+    assert SPAN_MIN_OVERLAP == 0.5
+    chunk = ReturnedChunk("d", 100, 900, "x" * 800)
+    short = Span("d", 500, 560)  # 60 characters, all inside the chunk
+    assert chunk_overlaps_span(chunk, short)
+    assert chunk_overlaps_span(ReturnedChunk("d", 530, 1330, ""), short)  # 30 of 60 inside: exactly half counts
+    assert not chunk_overlaps_span(ReturnedChunk("d", 531, 1331, ""), short)  # 29 of 60
+    assert not chunk_overlaps_span(ReturnedChunk("e", 100, 900, ""), short)  # another document
+    assert not chunk_overlaps_span(ReturnedChunk("d", None, None, "x"), short)  # no offsets: cannot tell
+    long = Span("d", 0, 2000)
+    assert chunk_overlaps_span(chunk, long)  # the whole chunk lies in the span
+    # a chunk that only shares its 100-character overlap region with a span does not count
+    assert not chunk_overlaps_span(ReturnedChunk("d", 800, 1600, ""), Span("d", 0, 900))
+    assert not chunk_overlaps_span(ReturnedChunk("d", 900, 1000, ""), Span("d", 0, 900))  # touching is not overlapping
+
+
+def test_span_recall_at_k_counts_spans_hit_by_the_first_k_chunks() -> None:
+    from rag_core.evaluation.datasets import Span
+    from rag_core.evaluation.metrics import span_recall_at_k
+
+    spans = [Span("d", 0, 100), Span("d", 1000, 1100)]
+    chunks = [ReturnedChunk("x", 0, 800, ""), ReturnedChunk("d", 0, 800, ""), ReturnedChunk("d", 900, 1700, "")]
+    assert span_recall_at_k(chunks, spans, 1) == 0.0
+    assert span_recall_at_k(chunks, spans, 2) == 0.5
+    assert span_recall_at_k(chunks, spans, 3) == 1.0
+    assert span_recall_at_k(chunks, [], 3) == 0.0

@@ -2,24 +2,27 @@
 
 from __future__ import annotations
 
+from typing import Iterator
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.helpers import REPO
+from ui.state import clear_workbench, get_workbench
 
 PAGE = str(REPO / "pages" / "evaluation.py")
 
 
 @pytest.fixture
-def page(eval_data_dir, monkeypatch) -> AppTest:
+def page(eval_data_dir, monkeypatch) -> Iterator[AppTest]:
     monkeypatch.setenv("RAG_DATA_DIR", str(eval_data_dir))
     monkeypatch.delenv("RAG_CONFIG", raising=False)
     at = AppTest.from_file(PAGE, default_timeout=90)
     at.run()
     assert not at.exception
-    return at
+    yield at
+    clear_workbench()  # the page opened the shared workbench: release its Milvus Lite file
 
 
 def _frames(at: AppTest) -> list:
@@ -37,6 +40,9 @@ def test_bundled_sweep_then_upload_then_compare(page: AppTest) -> None:
     assert not at.exception, at.exception
     saved = at.session_state["eval_last_run"]["run"]
     assert saved["set"] == "sample" and len(saved["points"]) == 2
+    assert saved["set_info"]["queries"] == {"rule": "sample", "sample": 4, "seed": 0, "chosen": 4, "of": 36}
+    # the run used the shared workbench's embedder (one model in memory for every page), not a copy
+    assert get_workbench().embedder._model is not None
     summary = _frames(at)[0]
     assert list(summary["return_n"]) == [3, 5] and "ndcg@10" in summary.columns
     assert not at.error
@@ -78,3 +84,24 @@ def test_sample_set_against_an_empty_live_knowledge_base_says_so(page: AppTest) 
     page.button(key="eval_run").click().run()
     assert not page.exception
     assert any("knowledge base is empty" in e.value for e in page.error), [e.value for e in page.error]
+
+
+def test_first_n_and_a_seed_are_choices_and_recorded(page: AppTest) -> None:
+    at = page
+    at.radio(key="eval_pick").set_value("First N")
+    at.number_input(key="eval_limit").set_value(3)
+    at.multiselect(key="eval_mode").set_value(["bm25"])
+    at.button(key="eval_run").click().run()
+    assert not at.exception, at.exception
+    first = at.session_state["eval_last_run"]["run"]
+    assert first["set_info"]["queries"]["rule"] == "first"
+    assert [q["query_id"] for q in first["points"][0]["queries"]] == ["q1", "q2", "q3"]
+    assert any("the first in file order" in m.value for m in at.markdown)
+
+    at.radio(key="eval_pick").set_value("Random sample").run()
+    at.number_input(key="eval_seed").set_value(5)
+    at.button(key="eval_run").click().run()
+    assert not at.exception, at.exception
+    sampled = at.session_state["eval_last_run"]["run"]
+    assert sampled["set_info"]["queries"] == {"rule": "sample", "sample": 3, "seed": 5, "chosen": 3, "of": 36}
+    assert [q["query_id"] for q in sampled["points"][0]["queries"]] != ["q1", "q2", "q3"]

@@ -1,5 +1,5 @@
-"""A `.db` that is not a Milvus Lite database is refused untouched; a damaged one is reported with the
-command that rebuilds the knowledge base from its kept originals (never as "open in another program")."""
+"""A `.db` that is not a Milvus Lite database is refused untouched; a damaged one is reported as damaged
+with what to do (never as "open in another program")."""
 
 from __future__ import annotations
 
@@ -68,8 +68,7 @@ def test_a_file_that_is_not_sqlite_is_refused_by_the_cli(tmp_path: Path, capsys)
 
 
 @pytest.mark.parametrize("damage", ["truncated", "zeroed"])
-def test_damage_is_reported_with_the_rebuild_command_which_works(good_data: Path, tmp_path: Path, damage: str,
-                                                                  capsys) -> None:
+def test_damage_is_reported_with_what_to_do(good_data: Path, tmp_path: Path, damage: str, capsys) -> None:
     data = tmp_path / "data"
     shutil.copytree(good_data, data)
     db = data / "milvus.db"
@@ -79,16 +78,31 @@ def test_damage_is_reported_with_the_rebuild_command_which_works(good_data: Path
     assert main(["--data-dir", str(data), "--set", "milvus.lite-mode=shared", "docs"]) == 2
     err = capsys.readouterr().err
     assert "is damaged" in err and "already open" not in err and "another program" not in err
-    rebuilt = tmp_path / "data-rebuilt"
-    command = f"python -m rag_core --data-dir {rebuilt} ingest {data / 'uploads' / 'biz'}"
-    assert command in err
-    assert digest(db) == before
-    if damage != "truncated":
-        return
-    # The command it gives rebuilds the knowledge base, with the same document ids.
+    assert digest(db) == before and not (data / ".milvus.db.host").exists()
+    # Originals are kept per version: without the database they cannot be named, so the advice is to
+    # ingest the sources into a fresh data dir.
+    assert f"python -m rag_core --data-dir {tmp_path / 'data-rebuilt'} ingest FOLDER" in err
+    assert str(data / "originals" / "biz") in err
+
+
+def test_damage_in_a_data_dir_of_the_older_layout_gives_a_rebuild_command_that_works(good_data: Path,
+                                                                                     tmp_path: Path, capsys) -> None:
+    """Data dirs from before versioned originals kept them as uploads/<collection>/<doc_id>."""
+    data = tmp_path / "data"
+    data.mkdir()
+    legacy = data / "uploads" / "biz"
+    for doc in DOCS:
+        (legacy / doc).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(SAMPLE_KB / doc, legacy / doc)
+    content = (good_data / "milvus.db").read_bytes()
+    (data / "milvus.db").write_bytes(content[: len(content) // 2])
+    assert main(["--data-dir", str(data), "docs"]) == 2
+    err = capsys.readouterr().err
+    command = f"python -m rag_core --data-dir {tmp_path / 'data-rebuilt'} ingest {legacy}"
+    assert "is damaged" in err and command in err
     assert main(command.split()[3:] + ["--quiet"]) == 0
     capsys.readouterr()
-    assert main(["--data-dir", str(rebuilt), "docs", "--json"]) == 0
+    assert main(["--data-dir", str(tmp_path / "data-rebuilt"), "docs", "--json"]) == 0
     assert sorted(d["doc_id"] for d in json.loads(capsys.readouterr().out)) == DOCS
 
 
@@ -101,5 +115,5 @@ def test_corruption_inside_is_found_by_diagnose(good_data: Path, tmp_path: Path)
     content[2 * page:3 * page] = b"\xa5" * page  # the third page: a b-tree page of Lite's tables
     db.write_bytes(bytes(content))
     error = lite_file.diagnose(db)
-    assert isinstance(error, lite_file.DamagedDatabase) and "Rebuild the index from the kept originals" in str(error)
+    assert isinstance(error, lite_file.DamagedDatabase) and "into a fresh data dir" in str(error)
     assert lite_file.diagnose(good_data / "milvus.db") is None

@@ -344,3 +344,24 @@ def test_bm25_after_the_last_document_is_deleted(wb) -> None:
     assert wb.store.search_bm25("Paragraph", 5) == []
     with pytest.raises(RetrievalError, match="The knowledge base is empty"):
         wb.retriever.lookup("Paragraph", search=SearchOptions(mode="bm25"))
+
+
+def test_a_commit_between_registry_read_and_chunk_query_does_not_empty_get_chunks(wb, monkeypatch) -> None:
+    """get_chunks read the active version, then a new version was committed and the old one's chunks
+    deleted before it queried them: it must read the registry again, not return zero chunks."""
+    wb.ingestor.ingest_uploads([("doc.md", doc_bytes("old", 3))])
+    real = MilvusStore._active_row
+    calls = {"n": 0}
+
+    def commit_after_read(self, doc_id):
+        row = real(self, doc_id)
+        calls["n"] += 1
+        if calls["n"] == 1:
+            monkeypatch.setattr(MilvusStore, "_active_row", real)
+            assert wb.ingestor.ingest_uploads([("doc.md", doc_bytes("new", 5))])[0].status == "replaced"
+        return row
+
+    monkeypatch.setattr(MilvusStore, "_active_row", commit_after_read)
+    chunks = wb.store.get_chunks("doc.md")
+    [doc] = wb.store.list_documents()
+    assert chunks and {c.version for c in chunks} == {doc.version} and len(chunks) == doc.chunks

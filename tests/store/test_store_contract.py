@@ -23,15 +23,17 @@ REAL_REGISTRY_INSERT = MilvusStore._registry_insert
 
 @pytest.fixture(scope="module")
 def lite_store(tmp_path_factory) -> MilvusStore:
-    store = MilvusStore(str(Path(tmp_path_factory.mktemp("lite")) / "milvus.db"), "contract")
+    folder = Path(tmp_path_factory.mktemp("lite"))
+    store = MilvusStore(str(folder / "milvus.db"), "contract", originals=folder / "originals")
     store.open(EMBEDDER, DIM)
     yield store
     store.close()
 
 
 @pytest.fixture(scope="module")
-def server_store(milvus_server: str) -> MilvusStore:
-    store = MilvusStore(milvus_server, "contract", token="root:Milvus", timeout=30)
+def server_store(milvus_server: str, tmp_path_factory) -> MilvusStore:
+    store = MilvusStore(milvus_server, "contract", token="root:Milvus", timeout=30,
+                        originals=Path(tmp_path_factory.mktemp("server-originals")))
     store.open(EMBEDDER, DIM)
     yield store
     store.close()

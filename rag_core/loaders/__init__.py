@@ -1,0 +1,27 @@
+"""Files -> `Document`s: document ids, walking folders, text decoding, PDF and DOCX extraction.
+
+One module per reason to change:
+
+    doc_ids    the canonical doc_id of a path or name (`normalize_doc_id`, `doc_id_for`)
+    folders    files and folders -> the files to load (`iter_files`)
+    formats    supported types
+    limits     bytes and characters one document may cost (decompression bombs)
+    load       bytes or a path -> Document (`load_bytes`, `load_path`): checks, then a decoder
+    text       text files: BOMs, UTF-8, binary detection
+    legacy     text that is not UTF-8 (GB18030/GBK, Big5, EUC-KR, Windows-1252, ...)
+    pdf, word  PDF and DOCX extraction (`extracted` holds what they share)
+
+Everything other modules use is importable from `rag_core.loaders`. Every refusal is a `LoaderError`
+whose `code` says why, for programs (`rag_core.errors.LOADER_ERROR_CODES`).
+"""
+
+from .doc_ids import MAX_DOC_ID_BYTES, doc_id_for, join_doc_id, normalize_doc_id
+from .folders import iter_files
+from .formats import SUPPORTED_EXTENSIONS, TEXT_EXTENSIONS
+from .limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_TEXT_CHARS
+from .load import load_bytes, load_path, read_path
+
+__all__ = [
+    "DEFAULT_MAX_BYTES", "DEFAULT_MAX_TEXT_CHARS", "MAX_DOC_ID_BYTES", "SUPPORTED_EXTENSIONS", "TEXT_EXTENSIONS",
+    "doc_id_for", "iter_files", "join_doc_id", "load_bytes", "load_path", "normalize_doc_id", "read_path",
+]
