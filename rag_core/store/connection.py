@@ -59,6 +59,8 @@ class _Link(Protocol):
 
     def describe(self) -> str: ...
 
+    def alive(self) -> bool: ...
+
     def reconnect(self) -> str: ...
 
     def close(self) -> None: ...
@@ -98,6 +100,10 @@ class _OwnServer:
 
     def describe(self) -> str:
         return "Milvus Lite's server (in this process)"
+
+    def alive(self) -> bool:
+        with _servers_guard:
+            return self._key in _servers and _servers[self._key][0].running()
 
     def reconnect(self) -> str:
         with _servers_guard:
@@ -154,7 +160,9 @@ class Client:
             try:
                 result = getattr(self._client, name)(*args, **kwargs)
             except Exception as exc:
-                if not is_connection_lost(exc):
+                # The error says the connection is gone, or it says something else (a reset stream, a
+                # cancelled call) while the server is in fact gone: either way, reconnect.
+                if not is_connection_lost(exc) and (self._link is None or self._link.alive()):
                     raise
                 self._reconnect(generation, name, exc)
                 if name not in _READS:

@@ -51,6 +51,9 @@ class Attachment:
     def describe(self) -> str:
         return f"the store host (pid {self.endpoint.host_pid})"
 
+    def alive(self) -> bool:
+        return self.endpoint.alive()
+
     def reconnect(self) -> str:
         """After the connection was lost: the running host's URI, starting a new host if needed."""
         self.endpoint = _running_or_started(self.files, self.idle_s, self.collection)

@@ -115,6 +115,7 @@ def check_stopped_at_first_failure(reports, caplog) -> None:
     assert sum("lost during a write" in r.error for r in reports) == 1  # one message, not one per file
     assert {r.error.split(":")[0] for r in failed[1:]} <= {"not written", "not attempted"}
     assert any(r.error.startswith("not attempted") for r in failed)
+    assert failed[0].error_code == "store_unavailable" and {r.error_code for r in failed[1:]} == {"not_attempted"}
     assert "unexpected" not in " ".join(r.error for r in reports) and "Traceback" not in caplog.text
 
 
