@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast bench sample clean
+.PHONY: run serve test test-fast bench sample clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -14,6 +14,9 @@ $(STAMP): pyproject.toml
 
 run: $(STAMP)  ## start the app on http://127.0.0.1:8501 (Milvus Lite + local embedder, no key)
 	$(PY) -m streamlit run app.py --server.address 127.0.0.1 --server.port 8501
+
+serve: $(STAMP)  ## start the HTTP API on http://127.0.0.1:8000 (OpenAPI at /docs; RAG_API_TOKEN to require a token)
+	$(PY) -m rag_core serve
 
 test: $(STAMP)  ## the whole suite: unit, Milvus Lite, AppTest and real-browser tests
 	$(PY) -m pytest -q

@@ -1,6 +1,6 @@
 """`python -m bench` (`make bench`): every benchmark, each printing our figure next to its baseline's from
 the same run. `--quick` for a short smoke run; `--only NAME` (repeatable) for some of them. Each is also
-runnable alone: `python -m bench.chunking|ingest|latency|quality|startup|host [--quick]`.
+runnable alone: `python -m bench.chunking|ingest|latency|quality|startup|api|host [--quick]`.
 
 Tables are printed and written to bench/results/<name>[-quick].md / .json, and the latest of each to
 bench/results/latest[-quick].md (bench/results/ is git-ignored; copy the tables into bench/README.md).
@@ -11,11 +11,11 @@ from __future__ import annotations
 import argparse
 import time
 
-from bench import chunking, host, ingest, latency, quality, startup
+from bench import api, chunking, host, ingest, latency, quality, startup
 from bench.common import RESULTS, load_note, log, machine
 
 BENCHMARKS = {"chunking": chunking.run, "ingest": ingest.run, "latency": latency.run, "quality": quality.run,
-              "startup": startup.run, "host": host.run}
+              "startup": startup.run, "api": api.run, "host": host.run}
 
 
 def main() -> None:

@@ -142,6 +142,7 @@ from typing import TYPE_CHECKING  # noqa: E402 - this section was appended; kept
 
 if TYPE_CHECKING:
     from .agent import Agent, ChatModel
+    from .agent.triage import Triage
 
 
 def resolve_chat_provider(settings: Settings, env: Mapping[str, str] | None = None) -> str:
@@ -268,3 +269,15 @@ def build_logs_client(settings: Settings, env: Mapping[str, str] | None = None) 
     return LokiClient(settings["logs.loki-url"], token=secret(token_env, env) if token_env else "",
                       token_env=token_env, tenant=settings["logs.tenant"], timeout=settings["logs.timeout"],
                       max_retries=settings["logs.max-retries"])
+
+
+def build_triage(workbench: Workbench, model: ChatModel | None, env: Mapping[str, str] | None = None) -> Triage:
+    """Alert triage over this workbench (the HTTP service's /api/ai_ops): the metrics client (None when
+    prometheus.url is unset: the triage then answers with one clear error), runbooks through the agent's
+    knowledge-base tool, the logs client when logs.loki-url is set, and `model` (the agent's; None = offline)."""
+    from .agent import knowledge_base_tool
+    from .agent.triage import Triage
+
+    settings = workbench.settings
+    return Triage(build_metrics_client(settings, env), knowledge_base_tool(workbench.retriever), model,
+                  build_logs_client(settings, env))

@@ -358,10 +358,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .agent.cli import register as register_chat
     from .evaluation.cli import register as register_eval
+    from .service.server import register as register_serve
     from .store.host_cli import register as register_host
 
     register_chat(sub)
     register_eval(sub)
+    register_serve(sub)
     register_host(sub)
     return parser
 

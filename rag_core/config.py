@@ -129,6 +129,13 @@ KEYS: dict[str, Key] = _keys(
     Key("rerank.timeout", float, 5.0, "Seconds before a rerank call times out (whole answer); searches wait for it.",
         min=0.1),
     Key("rerank.max-retries", int, 1, "Retries on 429/5xx/timeouts, with exponential backoff.", min=0, max=20),
+    # The HTTP service (`python -m rag_core serve`). Its token is a secret, so it is not a setting: RAG_API_TOKEN.
+    Key("api.host", str, "127.0.0.1", "Address the HTTP API binds; a non-loopback one needs RAG_API_TOKEN."),
+    Key("api.port", int, 8000, "Port of the HTTP API.", min=1, max=65535),
+    Key("api.cors-origins", str, "", "Browser origins allowed to call the HTTP API (comma-separated); empty = none."),
+    Key("api.max-sessions", int, 1000, "Chat sessions the HTTP API keeps; the least recently used goes first.",
+        min=1, max=100_000),
+    Key("api.max-body-mb", float, 60.0, "Largest request body the HTTP API reads (uploads included).", min=0.001),
 )
 
 ENV_ALIASES = {"MILVUS_URI": "milvus.uri"}

@@ -221,7 +221,7 @@ class Ingestor:
         for index, source in enumerate(sources):
             run.tick(index, source.name, "loading")
             started = time.perf_counter()
-            doc_id = ""
+            doc_id = source.name if source.kept_in is not None else ""  # a kept original is named by it
             try:
                 doc, original = self._load(source, prefix)
                 doc_id = doc.doc_id

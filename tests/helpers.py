@@ -19,3 +19,13 @@ def make_workbench(data_dir: Path, embedder: Any = None, migrate: bool = False, 
     overrides = {"milvus.lite-mode": "exclusive", **overrides}
     settings = load_settings(data_dir=data_dir, env={}, config_file=None, overrides=overrides)
     return build_workbench(settings, env={}, embedder=embedder, migrate=migrate)
+
+
+def indexed_workbench(data_dir: Path, embedder: Any = None, paths: list[Path] | None = None) -> Workbench:
+    """A workbench with `paths` (default: the sample knowledge base) ingested, every file added."""
+    wb = make_workbench(data_dir, embedder)
+    reports = wb.ingestor.ingest_paths(paths or [SAMPLE_KB])
+    if not reports or any(r.status != "added" for r in reports):
+        wb.close()
+        raise AssertionError([r.error or r.status for r in reports])
+    return wb

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import json
 import threading
 from pathlib import Path
 
@@ -23,23 +24,25 @@ def wb(tmp_path: Path, local_embedder):
 
 
 @pytest.mark.parametrize(
-    ("name", "data", "fragment"),
+    ("name", "data", "fragment", "code"),
     [
-        ("empty.md", b"", "empty"),
-        ("blank.md", b"  \n\n\t ", "only whitespace"),
-        ("binary.md", b"\x7fELF\x02\x01\x01" + bytes(200), "binary"),
-        ("big.md", b"# big\n\n" + b"word " * 4000, "loader.max-file-mb"),
-        ("tool.exe", b"MZ", "unsupported file type"),
-        ("../escape.md", b"# x\n\ntext", ".."),
+        ("empty.md", b"", "empty", "empty"),
+        ("blank.md", b"  \n\n\t ", "only whitespace", "empty"),
+        ("binary.md", b"\x7fELF\x02\x01\x01" + bytes(200), "binary", "binary"),
+        ("big.md", b"# big\n\n" + b"word " * 4000, "loader.max-file-mb", "too_large"),
+        ("tool.exe", b"MZ", "unsupported file type", "unsupported"),
+        ("../escape.md", b"# x\n\ntext", "..", "bad_name"),
     ],
 )
-def test_bad_input_is_refused_and_the_previous_version_survives(wb, name: str, data: bytes, fragment: str) -> None:
+def test_bad_input_is_refused_and_the_previous_version_survives(wb, name: str, data: bytes, fragment: str,
+                                                                code: str) -> None:
     target = "escape.md" if name.startswith("..") else name
     first = wb.ingestor.ingest_uploads([(target if target.endswith(".md") else "tool.md", GOOD.encode())])[0]
-    assert first.status == "added"
+    assert first.status == "added" and first.error_code == ""
     before = wb.store.list_documents()
     [report] = wb.ingestor.ingest_uploads([(name, data)])
     assert report.status == "failed" and fragment in report.error, report
+    assert report.error_code == code  # the refusal's code, for programs (the HTTP API's status)
     assert wb.store.list_documents() == before  # nothing lost, nothing half-written
 
 
@@ -201,3 +204,47 @@ def test_two_sessions_ingesting_one_document_do_not_both_commit(wb) -> None:
     assert wb.ingestor.embedder.calls == 1
     assert wb.store.recover() == 0  # no second commit left a superseded version behind
     assert len(wb.store.list_documents()) == 1
+
+
+def test_cli_ingest_json_carries_error_codes_and_the_prefix_is_normalised(tmp_path: Path, capsys) -> None:
+    from rag_core.cli import main
+
+    folder = tmp_path / "src"
+    folder.mkdir()
+    (folder / "a.md").write_text(GOOD, encoding="utf-8")
+    (folder / "empty.md").write_bytes(b"")
+    code = main(["--data-dir", str(tmp_path / "d"), "ingest", str(folder), "--prefix", ".\\runbooks/", "--json",
+                 "--quiet"])
+    reports = {Path(r["path"]).name: r for r in json.loads(capsys.readouterr().out)}
+    assert code == 1  # a file failed
+    assert (reports["a.md"]["doc_id"], reports["a.md"]["status"], reports["a.md"]["error_code"]) == (
+        "runbooks/a.md", "added", "")
+    assert (reports["empty.md"]["status"], reports["empty.md"]["error_code"]) == ("failed", "empty")
+
+
+def test_the_ingestor_on_the_in_memory_store() -> None:
+    """The Ingestor needs only the ChunkStore port: the in-memory fake runs it in milliseconds."""
+    import hashlib
+
+    from rag_core.ingest import Ingestor
+    from rag_core.records import Document
+    from rag_core.store.memory import InMemoryChunkStore
+    from tests.fakes.embedder import FakeEmbedder
+
+    embedder, store = FakeEmbedder(), InMemoryChunkStore()
+    store.open(embedder.name, embedder.dim)
+    ingestor = Ingestor(store, embedder)
+    assert [r.status for r in ingestor.ingest_uploads([("a.md", GOOD.encode())], prefix="./kb")] == ["added"]
+    assert [r.status for r in ingestor.ingest_uploads([("kb/a.md", GOOD.encode())])] == ["unchanged"]
+    text = "# From text\n\nNo file behind this one.\n"
+    doc = Document("kb/text.md", text, "text.md", "md", len(text), hashlib.sha256(text.encode()).hexdigest())
+    assert [r.status for r in ingestor.ingest_documents([doc])] == ["added"]
+    assert ingestor.original("kb/a.md") == GOOD.encode() and ingestor.original("kb/text.md") is None
+    reports = ingestor.reindex()
+    assert [(r.doc_id, r.status, r.error_code) for r in reports] == [
+        ("kb/a.md", "replaced", ""), ("kb/text.md", "failed", "no_original")]
+    reports = ingestor.reindex(["./kb/a.md", "kb\\a.md", "nope.md"])
+    assert [(r.doc_id or r.path, r.status, r.error_code) for r in reports] == [
+        ("kb/a.md", "replaced", ""), ("kb/a.md", "replaced", ""), ("nope.md", "failed", "not_found")]
+    assert ingestor.delete("./kb/a.md") and store.read_original("kb/a.md") is None
+    assert [d.doc_id for d in store.list_documents()] == ["kb/text.md"]

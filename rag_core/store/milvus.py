@@ -30,13 +30,14 @@ from typing import Any
 from ..errors import StoreError
 from ..records import NewVersion, WriteResult
 from . import connection
+from .connection import is_lite  # noqa: F401 - re-exported: which kind of Milvus a URI names
 from .originals import OriginalFiles
 from .registry import RegistryMixin
-from .schema import CHUNK_FIELDS, MIGRATING, SchemaMixin
+from .schema import CHUNK_FIELDS, MIGRATING, SchemaMixin, check_collection_name
 from .search import SearchMixin
 from .writes import WritesMixin
 
-__all__ = ["CHUNK_FIELDS", "MilvusStore", "NewVersion", "WriteResult"]
+__all__ = ["CHUNK_FIELDS", "MilvusStore", "NewVersion", "WriteResult", "is_lite"]
 
 
 class MilvusStore(SchemaMixin, RegistryMixin, WritesMixin, SearchMixin):
@@ -55,7 +56,7 @@ class MilvusStore(SchemaMixin, RegistryMixin, WritesMixin, SearchMixin):
         `legacy_originals`: where older versions kept them (`uploads/<collection>`), adopted on open."""
         self.uri = uri
         self.lite = lite or connection.LiteOptions(collection=collection)
-        self.collection = collection
+        self.collection = check_collection_name(collection)
         self.registry = f"{collection}_docs"
         self.originals = OriginalFiles(originals) if originals is not None else None
         self.legacy_originals = legacy_originals

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from typing import Any
 
 from ..errors import StoreError, StoreMigrationNeeded
@@ -34,6 +35,16 @@ REGISTRY_FIELDS = [
     "content_hash", "fingerprint", "ingested_at",
 ]
 QUERY_LIMIT = 16384  # Milvus's cap on one query/search window
+# Milvus's rule for collection names; checked before Milvus sees a name (its error is an RPC failure).
+COLLECTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
+
+
+def check_collection_name(name: str) -> str:
+    # The registry is `<name>_docs` and a migration copy `<name>__migrating`: those must fit too.
+    if not isinstance(name, str) or not COLLECTION_NAME.fullmatch(name + MIGRATING):
+        raise StoreError(f"{name!r} is not a valid Milvus collection name: use letters, digits and underscores, "
+                         "starting with a letter or underscore (at most 244 characters).")
+    return name
 
 
 class SchemaMixin:

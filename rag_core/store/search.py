@@ -73,8 +73,10 @@ class SearchMixin:
         return search_hit(chunk, float(raw["distance"]), channel, rank)
 
     def search_dense(self, vector: np.ndarray, k: int, filters: StoreFilters | None = None) -> list[SearchHit]:
-        return self._search("dense", np.asarray(vector, dtype=np.float32).tolist(), "vector", k,
-                            _expression(filters))
+        expr = _expression(filters)
+        if expr is None:
+            return []
+        return self._search("dense", np.asarray(vector, dtype=np.float32).tolist(), "vector", k, expr)
 
     def search_bm25(self, text: str, k: int, filters: StoreFilters | None = None) -> list[SearchHit]:
         # BM25 on a collection without rows divides by a zero average length inside Milvus (an error,
@@ -82,7 +84,7 @@ class SearchMixin:
         # seen rows, so a knowledge base in use pays nothing; another process emptying a shared server
         # is still caught below.
         expr = _expression(filters)
-        if not self._has_rows and self.is_empty():
+        if expr is None or (not self._has_rows and self.is_empty()):
             return []
         try:
             hits = self._search("bm25", text, "sparse", k, expr)
@@ -95,5 +97,9 @@ class SearchMixin:
         return hits
 
 
-def _expression(mapping: StoreFilters | None) -> str:
+def _expression(mapping: StoreFilters | None) -> str | None:
+    """The filter expression, or None when a filter allows no value at all (`{"doc_id": []}`): nothing
+    can match, and Milvus Lite fails on `doc_id in []` with an internal assertion."""
+    if any(not values for values in filters.normalize(mapping, STORE_FILTER_FIELDS).values()):
+        return None
     return filters.from_mapping(mapping, STORE_FILTER_FIELDS)

@@ -231,6 +231,8 @@ class ChunkStoreContract:
         by_source = store.search_dense(vector(target.text), 50, {"source": ["dense/red.md", "dense/blue.md"]})
         assert {h.metadata["doc_id"] for h in by_source} == {"dense/red.md", "dense/blue.md"}
         assert store.search_dense(vector(target.text), 5, {"doc_id": f'dense/red.md" or doc_id != "'}) == []
+        assert store.search_dense(vector(target.text), 5, {"doc_id": []}) == []  # allows nothing
+        assert store.search_bm25("red green blue", 5, {"doc_id": []}) == []
 
     def test_bm25_search_best_first_matches_only(self, store: ChunkStore) -> None:
         items = [new_version("bm25/disk.md", "# Disk\n\nThe disk is full. Clean the disk logs.\n"),

@@ -19,6 +19,7 @@ class SlowOpenAIChatServer(OpenAIChatServer):
     def __init__(self, *args: Any, gap: float = 0.3, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.gap = gap
+        self.finished: list[bool] = []  # per answered request: all of it written (False: the client hung up)
 
     def start(self) -> "SlowOpenAIChatServer":
         server = self
@@ -44,8 +45,9 @@ class SlowOpenAIChatServer(OpenAIChatServer):
                         self.wfile.flush()
                         if streamed and server._stopping.wait(server.gap):
                             return
+                    server.finished.append(True)
                 except (BrokenPipeError, ConnectionResetError):
-                    pass
+                    server.finished.append(False)
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 pass

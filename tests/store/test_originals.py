@@ -195,6 +195,10 @@ def test_reindex_and_delete_name_documents_as_ingest_does(data: Path, local_embe
     assert "'..' is not allowed" in lines[3] and lines[3].startswith("failed")
     assert lines[-1] == "2 rebuilt, 2 could not be rebuilt"
 
+    assert main(["--data-dir", str(data), "reindex", "--from", "../other"]) == 2
+    err = capsys.readouterr().err
+    assert "'../other' is not a valid Milvus collection name" in err and "unexpected" not in err
+
     assert main(["--data-dir", str(data), "delete", ".\\dir/x.md"]) == 0
     assert capsys.readouterr().out.strip() == "deleted dir/x.md"
     assert main(["--data-dir", str(data), "delete", "./dir/x.md"]) == 2

@@ -1,0 +1,134 @@
+"""`/api`: SuperBizAgent's routes, with its field names and envelope, over our ingest, lookup and agent.
+
+A front end written for SuperBizAgent works unchanged: chat (`success`/`answer`/`errorMessage`), the SSE
+chat stream (content/error/done), session clear and info, upload, and AI Ops. What we add (citations,
+tool calls, evidence, the ingest report) sits in extra fields and extra event types it can ignore.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, File, Form, Header, UploadFile
+from fastapi.concurrency import run_in_threadpool
+from starlette.responses import StreamingResponse
+
+from ..agent.turn import AssistantTurn
+from .app import Service, service_of
+from .errors import ApiError, refusal_status
+from .models import ChatAnswer, ChatRequest, ClearRequest, Envelope, HistoryPair, SessionInfo, ToolCallInfo, UploadInfo
+from .sessions import DEFAULT_USER
+from .streaming import sse
+
+router = APIRouter(prefix="/api", tags=["SuperBizAgent compatible"])
+
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}  # no proxy buffering of the stream
+
+
+def _user(body_user: str | None, header_user: str | None) -> str:
+    return (header_user or body_user or "").strip() or DEFAULT_USER
+
+
+def _session_id(raw: str | None) -> str | None:
+    return (raw or "").strip() or None
+
+
+def chat_answer(turn: AssistantTurn, session_id: str) -> ChatAnswer:
+    tools = [ToolCallInfo(name=s.name, arguments=s.arguments, ok=s.ok, error=s.error, seconds=s.seconds,
+                          evidenceKeys=[p["document_id"] for p in (s.lookup or {}).get("projection", [])])
+             for s in turn.tools()]
+    ok = turn.error is None
+    # A failed turn keeps whatever text streamed before the failure (None when there was none).
+    answer = turn.text if ok else (turn.text or None)
+    return ChatAnswer(success=ok, answer=answer, errorMessage=turn.error,
+                      sessionId=session_id, mode=turn.mode, citations=list(turn.citations),
+                      unverifiedCitations=list(turn.unverified), toolCalls=tools,
+                      evidence=list(turn.evidence().values()), notices=list(turn.notices))
+
+
+@router.post("/chat", response_model=Envelope[ChatAnswer], summary="Ask the agent; the whole answer at once")
+def chat(body: ChatRequest, svc: Annotated[Service, Depends(service_of)],
+         x_user_id: Annotated[str | None, Header()] = None) -> Envelope[ChatAnswer]:
+    """SuperBizAgent's `/api/chat`. An empty question or a failed turn answers `success: false` with
+    `errorMessage` (HTTP 200, as the seed does); `data` also lists citations, tool calls and evidence."""
+    session = svc.sessions.get_or_create(_user(body.user_id, x_user_id), _session_id(body.id))
+    turn = AssistantTurn.from_events(svc.agent.run(body.question or "", session))
+    return Envelope[ChatAnswer](data=chat_answer(turn, session.id))
+
+
+@router.post("/chat_stream", summary="Ask the agent; the answer as server-sent events",
+             responses={200: {"content": {"text/event-stream": {}},
+                              "description": "`data: {\"type\": \"content\"|\"error\"|\"done\"|..., \"data\": ...}`"}})
+async def chat_stream(body: ChatRequest, svc: Annotated[Service, Depends(service_of)],
+                      x_user_id: Annotated[str | None, Header()] = None) -> StreamingResponse:
+    """SuperBizAgent's `/api/chat_stream`: `content` pieces, then `done`; `error` (then `done`) on failure.
+    Extra event types: `session`, `tool_call`, `tool_result`, `notice`, `citations`. When the client
+    disconnects, the agent turn stops."""
+    session = svc.sessions.get_or_create(_user(body.user_id, x_user_id), _session_id(body.id))
+    events = svc.agent.run(body.question or "", session)  # a generator: nothing runs before the first pull
+    stream = sse(events, first=[{"type": "session", "data": {"id": session.id, "mode": svc.agent.mode}}],
+                 on_open=svc.streams.opened, on_close=svc.streams.closed, limiter=svc.stream_threads)
+    return StreamingResponse(stream, media_type="text/event-stream; charset=utf-8", headers=SSE_HEADERS)
+
+
+@router.post("/chat/clear", response_model=Envelope[str], summary="Forget a session's history")
+def clear(body: ClearRequest, svc: Annotated[Service, Depends(service_of)],
+          x_user_id: Annotated[str | None, Header()] = None) -> Envelope[str]:
+    sid = _session_id(body.id)
+    if sid is None:
+        raise ApiError(400, "bad_request", "Id is required: the session whose history to clear.")
+    session = svc.sessions.get(_user(body.user_id, x_user_id), sid)
+    if session is None:
+        raise ApiError(404, "not_found", f"No session {sid!r} (sessions live in memory until the server restarts).")
+    session.clear()
+    return Envelope[str](data="history cleared")
+
+
+@router.get("/chat/session/{session_id}", response_model=Envelope[SessionInfo], summary="A session's history")
+def session_info(session_id: str, svc: Annotated[Service, Depends(service_of)],
+                 x_user_id: Annotated[str | None, Header()] = None) -> Envelope[SessionInfo]:
+    """SuperBizAgent's session info (`sessionId`, `messagePairCount`, `createTime`) plus the kept pairs
+    (the last chat.history-pairs, as sent to the model)."""
+    session = svc.sessions.get(_user(None, x_user_id), session_id)
+    if session is None:
+        raise ApiError(404, "not_found", f"No session {session_id!r} (sessions live in memory until the server "
+                       "restarts).")
+    turns = session.snapshot()
+    history = [HistoryPair(question=t.question, answer=t.answer, citations=list(t.citations), createdAt=t.created_at)
+               for t in turns]
+    return Envelope[SessionInfo](data=SessionInfo(sessionId=session.id, messagePairCount=len(turns),
+                                            createTime=session.created_ms, history=history))
+
+
+@router.post("/upload", response_model=Envelope[UploadInfo], summary="Index one file (multipart `file`)",
+             responses={400: {}, 413: {}, 415: {}, 422: {}})
+async def upload(svc: Annotated[Service, Depends(service_of)], file: Annotated[UploadFile, File()],
+                 folder: Annotated[str, Form(max_length=1000)] = "") -> Envelope[UploadInfo]:
+    """The upload page's ingest: doc_id = `folder/file name` (the same rules as a folder ingest), versioned
+    swap, original kept. A refused file answers its status (413 too large, 415 unsupported or binary,
+    422 undecodable or empty, 400 bad name) with `code` equal to it and the reason in `message`."""
+    name = file.filename or ""
+    data = await file.read()
+    reports = await run_in_threadpool(svc.workbench.ingestor.ingest_uploads, [(name, data)], prefix=folder)
+    report = reports[0]
+    if report.status == "failed":
+        code = getattr(report, "error_code", "")
+        raise ApiError(refusal_status(code), code or "refused", report.error,
+                       {"fileName": name, "fileSize": len(data), "docId": report.doc_id, "errorCode": code})
+    return Envelope[UploadInfo](data=UploadInfo(fileName=name, filePath=report.doc_id, fileSize=len(data),
+                                          docId=report.doc_id, status=report.status, chunks=report.chunks,
+                                          seconds=round(report.seconds, 3)))
+
+
+@router.post("/ai_ops", summary="Alert triage as server-sent events",
+             responses={200: {"content": {"text/event-stream": {}}}})
+async def ai_ops(svc: Annotated[Service, Depends(service_of)]) -> StreamingResponse:
+    """SuperBizAgent's AI Ops: the firing alerts from Prometheus, for each the runbooks from the knowledge base
+    (and its recent logs from Loki when logs.loki-url is set), then a Markdown report citing evidence keys, streamed
+    like `/api/chat_stream`. Without prometheus.url: one `error` event. Without a chat model the report is
+    extractive and says so. The request body, if any, is ignored."""
+    from ..bootstrap import build_triage
+
+    triage = build_triage(svc.workbench, svc.agent.model, svc.env)
+    stream = sse(triage.run(), on_open=svc.streams.opened, on_close=svc.streams.closed, limiter=svc.stream_threads)
+    return StreamingResponse(stream, media_type="text/event-stream; charset=utf-8", headers=SSE_HEADERS)

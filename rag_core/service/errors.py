@@ -1,0 +1,108 @@
+"""Errors as HTTP answers: which status each failure gets, and the two body shapes.
+
+`/api` routes answer in SuperBizAgent's envelope, `{"code": <status>, "message": "...", "data": ...}`;
+every other route answers `{"error": {"code": "<machine-readable>", "message": "..."}}`. Messages are the
+ones written for people everywhere else in the workbench (they never carry keys or tokens); an unexpected
+failure says only that it happened, the traceback goes to the server log.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from starlette.exceptions import HTTPException
+from starlette.responses import JSONResponse
+
+from ..errors import (AgentError, ConfigError, EmbeddingError, LoaderError, RagError, RetrievalError, StoreError)
+
+log = logging.getLogger(__name__)
+
+# A refused file's `code` (LoaderError.code, copied into IngestReport.error_code) -> the HTTP status.
+REFUSAL_STATUS: dict[str, int] = {
+    "too_large": 413,
+    "too_much_text": 413,
+    "unsupported": 415,
+    "binary": 415,
+    "undecodable": 422,
+    "empty": 422,
+    "bad_name": 400,
+    "symlink_outside": 400,
+}
+UNKNOWN_REFUSAL_STATUS = 422  # a failed file whose report carries no code: the file could not be indexed
+
+
+def refusal_status(code: str) -> int:
+    return REFUSAL_STATUS.get(code, UNKNOWN_REFUSAL_STATUS)
+
+
+class ApiError(HTTPException):
+    """An answer other than success, raised by a route (or the request-size guard) and rendered by path.
+    An HTTPException, so FastAPI's body parsing lets it through unchanged."""
+
+    def __init__(self, status: int, code: str, message: str, data: Any = None) -> None:
+        super().__init__(status, message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+STATUS_CODES = {400: "bad_request", 401: "unauthorized", 404: "not_found", 405: "method_not_allowed",
+                409: "conflict", 413: "too_large", 415: "unsupported", 422: "unprocessable", 503: "unavailable"}
+
+
+def is_compat(path: str) -> bool:
+    return path == "/api" or path.startswith("/api/")
+
+
+def error_response(path: str, status: int, code: str, message: str, data: Any = None,
+                   headers: dict[str, str] | None = None) -> JSONResponse:
+    if is_compat(path):
+        body: dict[str, Any] = {"code": status, "message": message, "data": data}
+    else:
+        body = {"error": {"code": code, "message": message}}
+        if data is not None:
+            body["error"]["data"] = data
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def from_rag_error(exc: RagError) -> ApiError:
+    """The status of a failure raised by rag_core while serving a request."""
+    message = str(exc)
+    if isinstance(exc, RetrievalError):
+        if "knowledge base is empty" in message:
+            return ApiError(409, "empty_knowledge_base", message)
+        return ApiError(400, "bad_request", message)
+    if isinstance(exc, LoaderError):
+        code = getattr(exc, "code", "")
+        return ApiError(refusal_status(code), code or "refused", message)
+    if isinstance(exc, (StoreError, EmbeddingError)):
+        return ApiError(503, "unavailable", message)
+    if isinstance(exc, AgentError):
+        return ApiError(502, "upstream_failed", message)
+    if isinstance(exc, ConfigError):
+        return ApiError(400, "bad_request", message)
+    return ApiError(400, "bad_request", message)
+
+
+def validation_message(errors: list[dict[str, Any]]) -> str:
+    """One line from pydantic's errors: `retrieve_k: Input should be a valid integer (got 'abc')`."""
+    parts = []
+    for err in errors[:3]:
+        loc = tuple(err.get("loc", ()))
+        if loc and loc[0] in ("body", "query", "path", "header", "form", "cookie"):
+            loc = loc[1:]  # where it came from; the field name follows
+        where = ".".join(str(p) for p in loc)
+        text = str(err.get("msg", "invalid"))
+        if err.get("type") == "json_invalid":
+            parts.append(f"The body is not valid JSON ({(err.get('ctx') or {}).get('error', 'decode error')} at "
+                         f"character {err.get('loc', ('', '?'))[-1]})")
+            continue
+        if err.get("type") == "missing":
+            text = "is required"
+        elif "input" in err and not isinstance(err["input"], (dict, list)) and err["input"] is not None:
+            text += f" (got {str(err['input'])[:60]!r})"
+        parts.append(f"{where or 'request'}: {text}")
+    more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+    return "; ".join(parts) + more + "."

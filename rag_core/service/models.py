@@ -1,0 +1,127 @@
+"""Request and response bodies. `/api` keeps SuperBizAgent's field names (`Id`, `Question`, camelCase in
+answers); `/v1` uses the snake_case of the CLI's JSON."""
+
+from __future__ import annotations
+
+from typing import Any, Generic, TypeVar
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+
+T = TypeVar("T")
+
+
+class Envelope(BaseModel, Generic[T]):
+    """SuperBizAgent's ApiResponse: `{"code": 200, "message": "success", "data": ...}`."""
+
+    code: int = 200
+    message: str = "success"
+    data: T
+
+
+# ------------------------------------------------------------------------------------------ /api
+class ChatRequest(BaseModel):
+    """SuperBizAgent's chat body: `{"Id": "<session>", "Question": "..."}` (lower-case names work too)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str | None = Field(None, validation_alias=AliasChoices("Id", "id", "ID", "sessionId"), max_length=200,
+                           description="Session id; a new one is made when absent (returned in the answer).")
+    question: str | None = Field(None, validation_alias=AliasChoices("Question", "question", "QUESTION"))
+    user_id: str | None = Field(None, validation_alias=AliasChoices("UserId", "userId", "user_id"), max_length=200,
+                                description="Whose session this is; the X-User-Id header works too.")
+
+
+class ClearRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    id: str | None = Field(None, validation_alias=AliasChoices("Id", "id", "ID", "sessionId"), max_length=200)
+    user_id: str | None = Field(None, validation_alias=AliasChoices("UserId", "userId", "user_id"), max_length=200)
+
+
+class ToolCallInfo(BaseModel):
+    name: str
+    arguments: dict[str, Any] | None
+    ok: bool | None
+    error: str | None = None
+    seconds: float = 0.0
+    evidenceKeys: list[str] = []
+
+
+class ChatAnswer(BaseModel):
+    """SuperBizAgent's ChatResponse (`success`, `answer`, `errorMessage`) plus what the turn rested on."""
+
+    success: bool
+    answer: str | None
+    errorMessage: str | None
+    sessionId: str
+    mode: str = ""
+    citations: list[str] = []
+    unverifiedCitations: list[str] = []
+    toolCalls: list[ToolCallInfo] = []
+    evidence: list[dict[str, Any]] = []
+    notices: list[str] = []
+
+
+class HistoryPair(BaseModel):
+    question: str
+    answer: str
+    citations: list[str]
+    createdAt: str
+
+
+class SessionInfo(BaseModel):
+    sessionId: str
+    messagePairCount: int
+    createTime: int = Field(description="Milliseconds since the epoch, as in SuperBizAgent.")
+    history: list[HistoryPair]
+
+
+class UploadInfo(BaseModel):
+    """SuperBizAgent's FileUploadRes (`fileName`, `filePath`, `fileSize`) plus our ingest report.
+    `filePath` is the document's path inside the knowledge base (its doc_id), never a server path."""
+
+    fileName: str
+    filePath: str
+    fileSize: int
+    docId: str
+    status: str = Field(description="added, replaced or unchanged")
+    chunks: int
+    seconds: float
+
+
+# ------------------------------------------------------------------------------------------ /v1
+class IngestReportOut(BaseModel):
+    path: str
+    doc_id: str
+    status: str
+    chunks: int
+    seconds: float
+    error: str
+    error_code: str = ""
+    http_status: int = Field(200, description="What this file alone would have been answered with.")
+
+
+class IngestAnswer(BaseModel):
+    reports: list[IngestReportOut]
+    counts: dict[str, int]
+
+
+class ChunkOut(BaseModel):
+    evidence_key: str
+    chunk_index: int
+    id: str
+    title: str
+    heading_path: str
+    start: int | None
+    end: int | None
+    content: str
+
+
+class ChunksAnswer(BaseModel):
+    doc_id: str
+    version: str
+    chunks: list[ChunkOut]
+
+
+class DeletedAnswer(BaseModel):
+    deleted: str

@@ -1,0 +1,171 @@
+"""`/v1`: the workbench's own routes. `/v1/search` answers exactly the object `search --json` prints (every raw
+hit with its fate, the evidence, what was dropped and why, the agent's projection, timings); documents and
+chunks as `docs --json` and the store list them. Errors: `{"error": {"code", "message"}}`."""
+
+from __future__ import annotations
+
+import platform
+from types import SimpleNamespace
+from dataclasses import asdict
+from importlib.metadata import PackageNotFoundError, version
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, File, Form, Query, UploadFile
+from fastapi.concurrency import run_in_threadpool
+from starlette.responses import JSONResponse
+
+from .. import loaders
+from ..errors import LoaderError, RagError
+from ..retrieval.identity import evidence_key
+from ..store.milvus import is_lite
+from .app import Service, service_of
+from .errors import ApiError, refusal_status
+from .models import ChunkOut, ChunksAnswer, DeletedAnswer, IngestAnswer
+
+router = APIRouter(prefix="/v1", tags=["native"])
+
+
+@router.get("/search", summary="The lookup path: every hit's fate, the evidence, the agent's projection")
+def search(svc: Annotated[Service, Depends(service_of)],
+           query: Annotated[str, Query(description="What to look for.")],
+           retrieve_k: Annotated[int | None, Query(ge=1, le=1000)] = None,
+           return_n: Annotated[int | None, Query(ge=1, le=1000)] = None,
+           max_chunks_per_document: Annotated[int | None, Query(ge=1, le=1000)] = None,
+           mode: Literal["dense", "bm25", "hybrid"] | None = None,
+           fusion: Literal["weighted", "rrf"] | None = None,
+           rrf_k: Annotated[int | None, Query(ge=1)] = None,
+           dense_weight: Annotated[float | None, Query(ge=0, le=1)] = None,
+           bm25_weight: Annotated[float | None, Query(ge=0, le=1)] = None,
+           doc_id: Annotated[list[str] | None, Query(description="Only these documents (repeatable).")] = None,
+           ) -> JSONResponse:
+    """Exactly what `python -m rag_core search QUERY --json` prints (same keys, same values; only the
+    timings differ). Unset parameters take the server's settings."""
+    # The CLI's `search` turns the same options into lookup arguments, checked by the rules of the settings
+    # they override: one implementation, so both answer alike.
+    from ..cli import _lookup_overrides
+
+    options = SimpleNamespace(mode=mode, fusion=fusion, rrf_k=rrf_k, dense_weight=dense_weight, bm25_weight=bm25_weight,
+                              retrieve_k=retrieve_k, return_n=return_n, max_chunks_per_document=max_chunks_per_document)
+    result = svc.workbench.retriever.lookup(query, **_lookup_overrides(options, svc.workbench.settings),
+                                            filters={"doc_id": doc_id} if doc_id else None)
+    # Already plain JSON types: a JSONResponse skips FastAPI's jsonable_encoder walk (~1 ms of a 28 KB answer).
+    return JSONResponse(result.to_dict())
+
+
+@router.get("/documents", summary="Indexed documents (as `docs --json`)")
+def list_documents(svc: Annotated[Service, Depends(service_of)]) -> list[dict[str, Any]]:
+    return [asdict(d) for d in svc.workbench.store.list_documents()]
+
+
+@router.post("/documents", response_model=IngestAnswer, summary="Index several files (multipart `files`)",
+             responses={207: {"model": IngestAnswer, "description": "Some files failed"}, 409: {}, 413: {}, 415: {}, 422: {}})
+async def add_documents(svc: Annotated[Service, Depends(service_of)],
+                        files: Annotated[list[UploadFile], File(description="One or more files.")],
+                        folder: Annotated[str, Form(max_length=1000)] = "",
+                        force: Annotated[bool, Form()] = False) -> JSONResponse:
+    """The upload page's ingest for each file (doc_id = `folder/name`). 200 when every file was added,
+    replaced or unchanged; 207 when some failed (each report has its `error`, `error_code` and the
+    `http_status` it would have alone); when all failed, the first failure's status (413/415/422/400)."""
+    uploads = [(f.filename or "", await f.read()) for f in files]
+    _refuse_duplicates([name for name, _ in uploads], folder)
+    reports = await run_in_threadpool(svc.workbench.ingestor.ingest_uploads, uploads, prefix=folder, force=force)
+    out = []
+    for r in reports:
+        row = asdict(r)
+        row.setdefault("error_code", "")
+        row["http_status"] = refusal_status(row["error_code"]) if r.status == "failed" else 200
+        out.append(row)
+    counts = {s: sum(r.status == s for r in reports) for s in ("added", "replaced", "unchanged", "failed")}
+    body = IngestAnswer(reports=out, counts=counts).model_dump()
+    failed = [row for row in out if row["status"] == "failed"]
+    if failed and len(failed) == len(out):
+        first = failed[0]
+        raise ApiError(first["http_status"], first["error_code"] or "refused", first["error"], body)
+    return JSONResponse(body, status_code=207 if failed else 200)
+
+
+def _refuse_duplicates(names: list[str], folder: str) -> None:
+    seen: dict[str, str] = {}
+    for name in names:
+        try:
+            doc_id = loaders.normalize_doc_id(f"{folder.strip().strip('/')}/{name}" if folder.strip() else name)
+        except LoaderError:
+            continue  # reported per file by the ingest
+        if doc_id in seen:
+            raise ApiError(409, "conflict", f"Two files in this request name the same document {doc_id!r} "
+                           f"({seen[doc_id]!r} and {name!r}); send them in separate requests.")
+        seen[doc_id] = name
+
+
+def _doc_id(raw: str) -> str:
+    try:
+        return loaders.normalize_doc_id(raw)
+    except LoaderError as exc:
+        raise ApiError(400, "bad_request", str(exc)) from None
+
+
+@router.get("/documents/{doc_id:path}/chunks", response_model=ChunksAnswer,
+            summary="A document's chunks in order (its active version)")
+def document_chunks(doc_id: str, svc: Annotated[Service, Depends(service_of)]) -> ChunksAnswer:
+    """doc_ids contain slashes: `/v1/documents/runbooks/cpu_high.md/chunks`."""
+    doc_id = _doc_id(doc_id)
+    rows = svc.workbench.store.get_chunks(doc_id)
+    if not rows:
+        raise ApiError(404, "not_found", f"No document {doc_id!r} in the knowledge base (GET /v1/documents lists them).")
+    chunks = []
+    for row in rows:
+        meta = row.get("metadata") or {}
+        chunks.append(ChunkOut(evidence_key=evidence_key(doc_id, row["chunk_index"], row["id"], row["content"]),
+                               chunk_index=row["chunk_index"], id=row["id"], title=row.get("title", ""),
+                               heading_path=meta.get("headingPath", ""), start=meta.get("start"),
+                               end=meta.get("end"), content=row["content"]))
+    return ChunksAnswer(doc_id=doc_id, version=rows[0].get("version", ""), chunks=chunks)
+
+
+@router.delete("/documents/{doc_id:path}", response_model=DeletedAnswer, summary="Remove a document")
+def delete_document(doc_id: str, svc: Annotated[Service, Depends(service_of)]) -> DeletedAnswer:
+    """Its chunks, its registry entry and its kept original. doc_ids contain slashes:
+    `DELETE /v1/documents/runbooks/cpu_high.md`."""
+    doc_id = _doc_id(doc_id)
+    if not svc.workbench.ingestor.delete(doc_id):
+        raise ApiError(404, "not_found", f"No document {doc_id!r} in the knowledge base (GET /v1/documents lists them).")
+    return DeletedAnswer(deleted=doc_id)
+
+
+@router.get("/health", summary="Store, embedder, chat mode, versions (no token needed)")
+def health(svc: Annotated[Service, Depends(service_of)]) -> JSONResponse:
+    """200 when the store answers, 503 (with the reason) when it does not. Shows no paths or secrets."""
+    wb = svc.workbench
+    store: dict[str, Any] = {"kind": "milvus-lite" if is_lite(wb.store.uri) else "milvus-server",
+                             "collection": wb.store.collection}
+    status = 200
+    try:
+        docs = wb.store.list_documents()
+        store.update(ok=True, documents=len(docs), chunks=sum(d.chunks for d in docs))
+    except RagError as exc:
+        store.update(ok=False, error=str(exc))
+        status = 503
+    except Exception:  # noqa: BLE001 - health must answer, whatever the store does
+        store.update(ok=False, error="The store did not answer; see the server log.")
+        status = 503
+    body = {
+        "status": "ok" if status == 200 else "unavailable",
+        "store": store,
+        "embedder": {"name": wb.embedder.name, "dim": wb.embedder.dim},
+        "chat": {"mode": svc.agent.mode, "model": svc.agent.describe()},
+        "auth": svc.auth,
+        "sessions": len(svc.sessions),
+        "active_streams": svc.streams.active,
+        "versions": _versions(),
+    }
+    return JSONResponse(body, status_code=status)
+
+
+def _versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in ("rag-workbench", "pymilvus", "milvus-lite", "fastapi", "uvicorn"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "not installed"
+    return out

@@ -1,0 +1,88 @@
+"""`python -m rag_core serve`: the HTTP API on uvicorn, over a workbench opened like the app's.
+
+Everything that can fail for a reason a person can fix happens before uvicorn starts, so it is one clear
+line, not a traceback: a non-loopback bind without a token, a port in use, a knowledge base held by another
+process (StoreLockedError), a collection that needs migrating. The embedder is loaded before the first
+request. One process, one worker: Milvus Lite allows one process per database file, and the blocking work
+(embedding, Milvus, the agent) runs in a thread pool, so one worker serves concurrent requests. uvicorn
+parses HTTP with httptools (a dependency): measured here, 0.6 ms less server CPU per /v1/search than h11.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import sys
+from typing import Mapping
+
+from ..config import Settings
+from ..errors import RagError
+
+GRACEFUL_SHUTDOWN_S = 5  # open streams get this long to finish after Ctrl-C
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("serve", help="start the HTTP API (SuperBizAgent's /api routes and /v1)")
+    p.add_argument("--host", help="address to bind (default api.host, 127.0.0.1)")
+    p.add_argument("--port", type=int, help="port (default api.port, 8000)")
+    p.add_argument("--allow-no-token", action="store_true",
+                   help="serve a non-loopback address without RAG_API_TOKEN (only on a trusted network)")
+    p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"),
+                   help="uvicorn's log level (default: info: one line per request)")
+    p.set_defaults(func=cmd_serve)
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    serve(settings, host=args.host or settings["api.host"], port=args.port or settings["api.port"],
+          allow_no_token=args.allow_no_token, log_level=args.log_level)
+    return 0
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP, not the default 0: asyncio turns Nagle's algorithm off (TCP_NODELAY) only on connections of
+    # a socket that says it is TCP. With Nagle on, the body write of every answer waited for the client's
+    # delayed ACK: measured +40 ms on every /v1/search (p50 63 ms over HTTP vs 20 ms in-process).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        reason = "is already in use" if exc.errno in (98, 48) else f"cannot be bound ({exc.strerror})"
+        raise RagError(f"Port {port} on {host} {reason}: stop what holds it or pick another with --port.") from None
+    return sock
+
+
+def serve(settings: Settings, *, host: str, port: int, allow_no_token: bool = False,
+          env: Mapping[str, str] | None = None, log_level: str = "info") -> None:
+    import uvicorn
+
+    from ..bootstrap import build_workbench, secret
+    from .app import create_app
+    from .security import check_bind
+
+    token = secret("RAG_API_TOKEN", env)
+    check_bind(host, token, allow_no_token)
+    sock = bind(host, port)
+    try:
+        workbench = build_workbench(settings, env)
+    except BaseException:
+        sock.close()
+        raise
+    try:
+        workbench.embedder.embed_query("warm-up")  # load the model now, not during the first request
+        app = create_app(workbench, token=token, env=env)
+    except BaseException:
+        workbench.close()
+        sock.close()
+        raise
+    shown = f"[{host}]" if ":" in host else host
+    print(f"RAG workbench API on http://{shown}:{port} (OpenAPI: /docs; "
+          f"{'token required' if token else 'no token'}; {app.state.service.agent.describe()})", file=sys.stderr)
+    config = uvicorn.Config(app, log_level=log_level, lifespan="on", timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn re-raises Ctrl-C after its graceful shutdown: a normal way to stop
+        print("stopped", file=sys.stderr)

@@ -1,0 +1,107 @@
+"""Tail-latency guards for the HTTP service's search path (the figures are in bench/api.py's table)."""
+
+from __future__ import annotations
+
+from threadpoolctl import threadpool_info
+
+from rag_core.embedding.local import LocalUSEEmbedder
+
+
+def blas_threads() -> int:
+    return max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+
+
+def test_a_query_embeds_with_one_blas_thread_and_a_batch_with_the_configured_count():
+    # A second BLAS thread spins on a single short text: measured on 2 busy cores, embed_query took 28 ms of
+    # CPU (p95 240 ms) with OpenBLAS's default of one thread per core, 2.3 ms (p95 10 ms) with one.
+    embedder = LocalUSEEmbedder(threads=3)
+    embedder.embed_query("load the model")
+    seen: list[int] = []
+    model = embedder._model.get()
+    encode = model.encode
+    model.encode = lambda texts: (seen.append(blas_threads()), encode(texts))[1]
+    vector = embedder.embed_query("磁盘空间不足")
+    embedder.embed_documents(["one document", "another"])
+    assert seen == [1, 3]
+    assert vector.shape == (512,)
+
+
+def test_the_serve_socket_gets_tcp_nodelay_on_every_connection():
+    # Without it every answer's body waited for the client's delayed ACK (+40 ms per request, measured).
+    import asyncio
+    import socket
+
+    from rag_core.service.server import bind
+
+    listening = bind("127.0.0.1", 0)
+    port = listening.getsockname()[1]
+    flags: list[int] = []
+
+    async def main() -> None:
+        accepted = asyncio.Event()
+
+        class Probe(asyncio.Protocol):
+            def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                sock = transport.get_extra_info("socket")
+                flags.append(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+                transport.close()
+                accepted.set()
+
+        server = await asyncio.get_running_loop().create_server(Probe, sock=listening)
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        await asyncio.wait_for(accepted.wait(), 10)
+        writer.close()
+        server.close()
+        await server.wait_closed()
+
+    asyncio.run(main())
+    assert flags and flags[0] != 0
+
+
+def test_open_streams_do_not_take_the_threads_searches_run_in(kb):
+    # Streams waiting for a slow model each hold a thread for the whole wait. The default pool is shrunk to two
+    # threads here: three such streams would leave a search waiting ~5 s for a thread if they shared it.
+    import asyncio
+    import threading
+    import time
+
+    import anyio
+    import httpx
+
+    from tests.e2e.slow_chat import SlowOpenAIChatServer
+    from tests.servers.chat import Completion
+    from tests.service import live
+    from tests.service.conftest import CHAT_KEY, model_settings, serve
+
+    with SlowOpenAIChatServer(api_key=CHAT_KEY, gap=5.0) as model:
+        model.reply(*[Completion.say("slow answer", parts=2)] * 3)
+        server = serve(kb, env={"OPENAI_API_KEY": CHAT_KEY}, **model_settings(model.base_url))
+        try:
+            async def shrink() -> None:
+                anyio.to_thread.current_default_thread_limiter().total_tokens = 2
+
+            asyncio.run_coroutine_threadsafe(shrink(), server.server.servers[0].get_loop()).result(10)
+            waiting = threading.Barrier(4)
+            stop = threading.Event()
+
+            def stream(i: int) -> None:
+                with httpx.Client(base_url=server.url, timeout=60) as c, \
+                        c.stream("POST", "/api/chat_stream", json={"Id": f"busy-{i}", "Question": "hi"}) as r:
+                    next(live.sse_events(r))  # the session event: the turn now waits for the model
+                    waiting.wait(20)
+                    stop.wait(20)  # then leave, which stops the turn
+
+            threads = [threading.Thread(target=stream, args=(i,)) for i in range(3)]
+            for t in threads:
+                t.start()
+            waiting.wait(20)
+            time.sleep(0.3)  # the three turns are inside their first model call
+            started = time.monotonic()
+            r = httpx.get(f"{server.url}/v1/search", params={"query": "disk full"}, timeout=30)
+            elapsed = time.monotonic() - started
+            stop.set()
+            for t in threads:
+                t.join(30)
+            assert r.status_code == 200 and elapsed < 2.5, elapsed
+        finally:
+            server.stop()
