@@ -6,7 +6,8 @@ Milvus Lite lets one process open a file, so there are two ways to reach one (`m
   starts it; it stops after `milvus.host-idle` seconds without clients.
 - `exclusive`: this process runs Milvus Lite's server itself, behind our lock (see lite_lock); another
   process gets a clear "already open" message. Tests use it (no process to start per temporary database).
-Both speak gRPC over a Unix socket to Lite's server, as pymilvus's own embedded mode does.
+Both speak gRPC over a Unix socket to Lite's server, as pymilvus's own embedded mode does. A process
+that already serves a file itself (exclusive) serves its shared-mode stores on that file too.
 
 The client is wrapped so that a lost connection (the server or the host died, was stopped, or stopped
 after idling) becomes one clear `StoreUnavailableError`, after reconnecting: reads are retried once on
@@ -81,6 +82,11 @@ def start_server(db: Path, collection: str, messages: str = "on stderr above") -
         raise lite_file.diagnose(db, collection) or StoreError(
             f"Milvus Lite could not start for {db}; its messages are {messages}.")
     return server
+
+
+def _serves_here(db: Path) -> bool:
+    with _servers_guard:
+        return str(db.resolve()) in _servers
 
 
 class _OwnServer:
@@ -240,7 +246,7 @@ def connect(uri: str, token: str, timeout: float, lite: LiteOptions | None = Non
     except OSError as exc:
         raise StoreError(f"Cannot create the folder of {path}: {exc.strerror}.") from None
     path = path.absolute()
-    if lite.mode == "exclusive":
+    if lite.mode == "exclusive" or _serves_here(path):  # this process already serves it: join that
         link: _Link = _OwnServer(path, lite.collection)
     else:
         from .host_client import attach

@@ -265,3 +265,16 @@ def test_an_exclusive_holder_is_named_without_its_arguments(tmp_path: Path, loca
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_process_serving_a_file_alone_serves_its_own_shared_stores_too(tmp_path: Path, local_embedder) -> None:
+    data = tmp_path / "data"
+    alone = make_workbench(data, embedder=local_embedder)
+    shared = make_workbench(data, embedder=local_embedder, **SHARED)  # no host: this process has the file
+    try:
+        alone.ingestor.ingest_uploads([("one.md", b"# One\n\nThe first note.\n")])
+        assert [d.doc_id for d in shared.store.list_documents()] == ["one.md"]
+        assert read_endpoint(HostFiles((data / "milvus.db").absolute())) is None
+    finally:
+        shared.close()
+        alone.close()
