@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +21,7 @@ from .errors import RagError
 
 EXIT_FAILED_FILES = 1
 EXIT_ERROR = 2
+EXIT_OUTPUT_CLOSED = 141  # 128 + SIGPIPE: what `yes | head` reports for `yes`
 
 
 def _print_json(value: Any) -> None:
@@ -391,24 +393,39 @@ def build_parser() -> argparse.ArgumentParser:
     from .agent.cli import register as register_chat
     from .evaluation.cli import register as register_eval
     from .service.server import register as register_serve
+    from .store.host_cli import register as register_host
 
     register_chat(sub)
     register_eval(sub)
     register_serve(sub)
+    register_host(sub)
     return parser
+
+
+def _output_closed() -> int:
+    """The reader of stdout went away (`... --json | head`): stop quietly, like other Unix tools.
+    Whatever Python still holds for stdout goes to /dev/null, so its flush at exit cannot complain."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_OUTPUT_CLOSED
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         settings = load_settings(args.data_dir, args.config, overrides=_parse_sets(args.set))
-        return args.func(args, settings)
+        code = args.func(args, settings)
+        sys.stdout.flush()  # a closed pipe shows here, where it is handled, not in Python's flush at exit
+        return code
     except RagError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return _output_closed()
     except Exception as exc:  # noqa: BLE001 - a bug or an unexpected service failure
         if args.debug:
             raise

@@ -25,7 +25,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from . import chunking, loaders
-from .errors import SKIPPED_CODES, NotIndexed, OriginalMissing, RagError
+from .errors import SKIPPED_CODES, NotIndexed, OriginalMissing, RagError, StoreUnavailableError
 from .ports import ChunkStore, Embedder
 from .records import Chunk, Document, IngestReport, NewVersion, WriteResult
 
@@ -209,6 +209,15 @@ class Ingestor:
     def _run(self, sources: list[Source], prefix: str, progress: ProgressCallback, force: bool) -> list[IngestReport]:
         run = _Run(len(sources), progress)
         group: list[_Prepared] = []
+        try:
+            self._run_sources(sources, prefix, force, run, group)
+        except StoreUnavailableError as exc:
+            # The store went away (its server died or was stopped): one failure, not one per file.
+            run.stop(sources, group, exc)
+        return run.ordered_reports()
+
+    def _run_sources(self, sources: list[Source], prefix: str, force: bool, run: _Run,
+                     group: list[_Prepared]) -> None:
         for index, source in enumerate(sources):
             run.tick(index, source.name, "loading")
             started = time.perf_counter()
@@ -226,10 +235,9 @@ class Ingestor:
                              time.perf_counter() - started)
             if any(g.doc.doc_id == doc.doc_id for g in group) or sum(len(g.chunks) for g in group) + len(chunks) > self.group_chunks:
                 self._ingest_group(group, run, force)
-                group = []
+                group.clear()
             group.append(item)
         self._ingest_group(group, run, force)
-        return run.ordered_reports()
 
     def _ingest_group(self, group: list[_Prepared], run: _Run, force: bool) -> None:
         if not group:
@@ -239,6 +247,8 @@ class Ingestor:
             with self._locks.hold(g.doc.doc_id for g in group):
                 written = self._write_group(group, run, force)
         except Exception as exc:  # noqa: BLE001
+            if isinstance(exc, StoreUnavailableError):
+                raise  # no culprit to find: the store is gone (see _run)
             if len(group) > 1:  # find the culprit: the others should not fail with it
                 for g in group:
                     self._ingest_group([g], run, force)
@@ -366,6 +376,23 @@ class _Run:
         status = "skipped" if code in SKIPPED_CODES else "failed"
         self.reports[index] = IngestReport(name, doc_id, status, 0, seconds, message, code)
         self.tick(index, doc_id or name, status)
+
+    def stop(self, sources: Sequence[Source], group: list[_Prepared], exc: StoreUnavailableError) -> None:
+        """The store failed: its message once (on the first file being written), the other files of that
+        write as not written, the rest as not attempted."""
+        message, code = str(exc), exc.code
+        for g in group:
+            if g.index not in self.reports:
+                self.reports[g.index] = IngestReport(g.source.name, g.doc.doc_id, "failed", 0, g.load_seconds,
+                                                     message or "not written: the store failed during this write",
+                                                     code or "not_attempted")
+                message, code = "", ""
+        for index, source in enumerate(sources):
+            if index not in self.reports:
+                self.reports[index] = IngestReport(source.name, "", "failed", 0, 0.0,
+                                                   message or "not attempted: the store failed earlier in this run",
+                                                   code or "not_attempted")
+                message, code = "", ""
 
     def ordered_reports(self) -> list[IngestReport]:
         return [self.reports[i] for i in sorted(self.reports)]

@@ -14,14 +14,12 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from ..records import Document, IndexedVersion, StoredDocument
-from . import filters
+from . import filters, writers
 from .connection import is_lite
 from .originals import OriginalFiles, adopt_legacy
 from .schema import QUERY_LIMIT, REGISTRY_FIELDS
 
 log = logging.getLogger(__name__)
-
-ABANDONED_AFTER_S = 6 * 3600  # on a shared server, a pending version this old is a crashed writer's
 
 
 class RegistryMixin:
@@ -29,6 +27,7 @@ class RegistryMixin:
 
     client: Any
     uri: str
+    lite: Any  # connection.LiteOptions
     collection: str
     registry: str
     originals: OriginalFiles | None
@@ -78,22 +77,20 @@ class RegistryMixin:
         self.client.delete(self.collection, filter=filters.one_of("version", versions))
 
     def exclusive_access(self) -> bool:
-        """Whether no other process can be writing to this store now. Recovery abandons every pending
-        write only then; otherwise only those older than ABANDONED_AFTER_S. The one place that decides.
-
-        On Milvus Lite nobody else can write (one process per file, behind our lock); through a server,
-        other processes may be writing right now."""
-        return is_lite(self.uri)
+        """Whether no other process can be writing to this store now: a Milvus Lite file this process
+        opened alone (milvus.lite-mode = exclusive, behind our lock). Through the store host (shared mode)
+        or a server, other processes may be writing right now. Recovery's rule is `writers.abandoned`."""
+        return is_lite(self.uri) and self.lite.mode == "exclusive"
 
     def recover(self) -> int:
         """Remove what interrupted writes left behind: versions superseded by a newer active one, and
-        pending versions that were never committed (see `exclusive_access` for which are abandoned).
-        Returns how many documents needed it."""
+        pending versions whose writer is gone (the rule is `writers.abandoned`: another process may be
+        writing right now, through the store host or a shared server). Returns how many documents needed it."""
         now = time.time_ns()
         exclusive = self.exclusive_access()
 
         def abandoned(row: Mapping[str, Any]) -> bool:
-            return exclusive or now - int(row["committed_ns"]) > ABANDONED_AFTER_S * 1_000_000_000
+            return writers.abandoned(row, exclusive=exclusive, now_ns=now)
 
         rows = self._registry_rows('doc_id != ""')
         active = self._newest_active(rows)
@@ -109,7 +106,7 @@ class RegistryMixin:
         if self.originals is not None:
             dead_keys = {r["key"] for r in dead}
             self.originals.reconcile({r["version"] for r in rows if r["key"] not in dead_keys},
-                                     min_age_s=0.0 if exclusive else ABANDONED_AFTER_S)
+                                     min_age_s=0.0 if exclusive else writers.ABANDONED_AFTER_S)
         return len({r["doc_id"] for r in dead})
 
     def _adopt_legacy_originals(self) -> None:

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..records import Chunk, Document, NewVersion, WriteResult
-from . import filters
+from . import filters, writers
 from .originals import OriginalFiles
 from .rows import check_new_versions, stored_chunk, utc_now
 from .schema import MIGRATING
@@ -32,6 +32,7 @@ class WritesMixin:
         """Write a new complete version of `doc` and retire the old one (see store.milvus)."""
         return self.replace_documents([NewVersion(doc, chunks, vectors, fingerprint)])[0]
 
+    @writers.tracked  # recovery in this process spares its pending versions while it runs
     def replace_documents(self, items: Sequence[NewVersion]) -> list[WriteResult]:
         """`replace_document` for several documents with one round trip per step instead of one per
         document. Each document still switches versions atomically at its own commit row."""
@@ -39,7 +40,8 @@ class WritesMixin:
         ids = sorted({item.doc.doc_id for item in items})
         old = self._newest_active(self._registry_rows(filters.one_of("doc_id", ids))) if ids else {}
         versions = [uuid.uuid4().hex[:16] for _ in items]
-        pending = self._registry_insert([self._registry_row(item.doc, v, "pending", committed_ns=time.time_ns())  # 1
+        pending = self._registry_insert([self._registry_row(item.doc, v, "pending", committed_ns=time.time_ns(),  # 1
+                                                            **writers.pending_fields())
                                          for item, v in zip(items, versions)])
         if self.originals is not None:  # the originals are part of the versions: written before the commit
             for item, version in zip(items, versions):
