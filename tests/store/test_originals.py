@@ -26,8 +26,14 @@ def originals_dir(data: Path, collection: str = "biz") -> Path:
 
 
 def kept_files(data: Path) -> set[str]:
+    """The names in the originals folder, sidecars left out."""
     folder = originals_dir(data)
-    return {p.name for p in folder.iterdir()} if folder.is_dir() else set()
+    return {p.name for p in folder.iterdir() if not p.name.endswith(".json")} if folder.is_dir() else set()
+
+
+def sidecar_files(data: Path) -> set[str]:
+    folder = originals_dir(data)
+    return {p.name for p in folder.iterdir() if p.name.endswith(".json")} if folder.is_dir() else set()
 
 
 @pytest.fixture
@@ -75,6 +81,8 @@ def test_killed_right_after_the_commit_the_kept_originals_are_the_new_versions(d
         assert "Paragraph 0 of new" in wb.store.get_chunks("doc.md")[0]["content"]  # the index is on the new version
         assert wb.ingestor.original("doc.md") == new and wb.ingestor.original("fresh.md") == fresh
         assert indexed["doc.md"].has_original and indexed["fresh.md"].has_original
+        # Killed before their sidecars were renamed committed: recovery did it; the old version's are gone.
+        assert sidecar_files(data) == {f"{d.version}.json" for d in indexed.values()}
         reports = wb.ingestor.reindex()
         assert [(r.doc_id, r.status) for r in reports] == [("doc.md", "replaced"), ("fresh.md", "replaced")]
         assert "Paragraph 0 of new" in wb.store.get_chunks("doc.md")[0]["content"]
