@@ -33,6 +33,7 @@ import json
 import logging
 import os
 import re
+import shlex
 import shutil
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -235,9 +236,9 @@ class OriginalFiles:
         if described:
             log.info("wrote the sidecars of %d kept originals", described)
         if foreign:
-            log.warning("%d kept originals in %s are committed versions this database does not have (it was "
-                        "replaced or lost); kept: `python -m rag_core rebuild --from DATA_DIR` restores them",
-                        foreign, self.root)
+            log.warning("%d kept originals in %s are of documents this database does not have (it was replaced "
+                        "or lost); they are kept: `python -m rag_core [--data-dir DIR] rebuild --from %s` restores "
+                        "them, or delete them", foreign, self.root, shlex.quote(str(self.root)))
         return removed
 
     def _describe(self, kept: KeptVersion, files: VersionFiles) -> int:

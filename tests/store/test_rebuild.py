@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from rag_core.cli import main
+from rag_core.store.host_client import stop
 from rag_core.store.originals import KeptVersion, OriginalFiles
 from tests.helpers import REPO, make_workbench
 from tests.store.test_store import doc_bytes
@@ -66,10 +67,11 @@ def test_the_whole_story_from_the_damage_message_to_the_same_chunks(tmp_path: Pa
     rebuilt = tmp_path / "data-rebuilt"
     assert command == f"python -m rag_core --data-dir {rebuilt} rebuild --from {data} --collection biz"
 
-    # The command exactly as the message names it, in a process of its own, as a person would run it.
+    # The command exactly as the message names it, in a process of its own, as a person would run it (in
+    # the users' default mode: through a store host).
     argv = shlex.split(command)
     out = subprocess.run([sys.executable, *argv[1:]], cwd=REPO, capture_output=True, text=True, timeout=300,
-                         env={**os.environ, "PYTHONPATH": str(REPO)})
+                         env={**os.environ, "PYTHONPATH": str(REPO), "RAG_MILVUS_LITE_MODE": "shared"})
     assert out.returncode == 0, out.stderr[-2000:]
     lines = out.stdout.splitlines()
     assert sorted(line.split()[1] for line in lines[:-1]) == sorted(listed)
@@ -78,7 +80,7 @@ def test_the_whole_story_from_the_damage_message_to_the_same_chunks(tmp_path: Pa
     assert "[4/4]" in out.stderr and "Traceback" not in out.stderr  # the progress bar
     assert snapshot(data) == damaged  # the damaged data dir is left exactly as it was
 
-    wb = make_workbench(rebuilt, embedder=local_embedder)
+    wb = make_workbench(rebuilt, embedder=local_embedder, **{"milvus.lite-mode": "shared"})
     try:
         assert {d.doc_id: (d.file_name, d.extension, d.size_bytes, d.content_hash, d.chunks)
                 for d in wb.store.list_documents()} == listed
@@ -89,6 +91,7 @@ def test_the_whole_story_from_the_damage_message_to_the_same_chunks(tmp_path: Pa
         assert top.doc_id == "runbooks/alpha.md"
     finally:
         wb.close()
+        stop(rebuilt / "milvus.db")
 
 
 def kept(doc_id: str, version: str, written_ns: int, state: str = "committed", **fields: Any) -> KeptVersion:
