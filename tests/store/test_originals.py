@@ -107,12 +107,14 @@ def test_recovery_removes_originals_no_version_refers_to(data: Path, local_embed
         monkeypatch.setattr(MilvusStore, "_registry_insert", real)
         [doc] = wb.store.list_documents()
         assert len(kept_files(data)) == 2 and wb.ingestor.original("doc.md") == doc_bytes("one", 2)
+        [pending] = kept_files(data) - {doc.version}
+        assert sidecar_files(data) == {f"{doc.version}.json", f"{pending}.pending.json"}  # never committed
         folder = originals_dir(data)
         (folder / "0123456789abcdef").write_bytes(b"left by a crash")
         (folder / "fedcba9876543210.partial").write_bytes(b"half written")
         (folder / "notes.txt").write_bytes(b"not ours")  # only version-named files are ours to remove
         assert wb.store.recover() == 1
-        assert kept_files(data) == {doc.version, "notes.txt"}
+        assert kept_files(data) == {doc.version, "notes.txt"} and sidecar_files(data) == {f"{doc.version}.json"}
         # Through a shared server another process may be writing: a young unreferenced original is spared.
         monkeypatch.setattr(MilvusStore, "exclusive_access", lambda self: False)
         young, old = folder / "1111111111111111", folder / "2222222222222222"

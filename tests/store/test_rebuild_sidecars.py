@@ -42,6 +42,7 @@ def data(tmp_path: Path) -> Path:
 
 def test_a_write_killed_before_its_original_leaves_a_pending_sidecar_that_recovery_removes(
         data: Path, local_embedder, monkeypatch) -> None:
+    """(Killed after the original, before the commit: tests/store/test_originals.py.)"""
     wb = make_workbench(data, embedder=local_embedder)
     try:
         wb.ingestor.ingest_uploads([("doc.md", doc_bytes("one"))])
@@ -59,31 +60,6 @@ def test_a_write_killed_before_its_original_leaves_a_pending_sidecar_that_recove
         [pending] = [n for n in names(data) if n.endswith(".pending.json")]
         assert names(data) == committed(doc.version) | {pending}
         assert read_folder(folder(data)).list_documents()[0].version == doc.version  # never offered
-        wb.store.recover()
-        assert names(data) == committed(doc.version)
-    finally:
-        wb.close()
-
-
-def test_a_write_killed_before_its_commit_is_removed_with_its_sidecar(data: Path, local_embedder,
-                                                                      monkeypatch) -> None:
-    wb = make_workbench(data, embedder=local_embedder)
-    try:
-        wb.ingestor.ingest_uploads([("doc.md", doc_bytes("one"))])
-        [doc] = wb.store.list_documents()
-        real = MilvusStore._registry_insert
-
-        def killed_before_commit(self, rows):
-            if any(row["state"] == "active" for row in rows):
-                raise Killed("killed")
-            return real(self, rows)
-
-        monkeypatch.setattr(MilvusStore, "_registry_insert", killed_before_commit)
-        assert wb.ingestor.ingest_uploads([("doc.md", doc_bytes("two"))])[0].status == "failed"
-        monkeypatch.undo()
-        [pending] = {n for n in names(data) if n.endswith(".pending.json")}
-        new = pending.split(".")[0]
-        assert names(data) == committed(doc.version) | {new, pending}
         wb.store.recover()
         assert names(data) == committed(doc.version)
     finally:
