@@ -18,7 +18,8 @@ content hashes, how it was indexed, when), whose name says where the version is 
 A rename is atomic, so a kill leaves each version in one state. `reconcile` (recovery, on open) removes
 the files of versions no registry row refers to when they are pending (an interrupted write) or retired
 (an interrupted removal), and keeps committed ones: those belong to a database that no longer has them
-(it was lost, or moved aside and replaced), which is exactly what `rebuild --from` restores. For the
+(it was lost, or moved aside and replaced), which is exactly what `rebuild --from` restores (through a
+Milvus server, where other machines delete documents whose originals are here, they are removed). For the
 versions the registry does refer to it writes any missing sidecar (data dirs from before sidecars: a
 migration) and marks pending/retired ones committed (a kill between the commit and the rename).
 
@@ -205,15 +206,18 @@ class OriginalFiles:
     def clear(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
 
-    def reconcile(self, live: Mapping[str, KeptVersion], spare: Iterable[str] = (), min_age_s: float = 0.0) -> int:
+    def reconcile(self, live: Mapping[str, KeptVersion], spare: Iterable[str] = (), min_age_s: float = 0.0,
+                  keep_committed: bool = True) -> int:
         """After recovery: `live` is version -> what the registry says of each active version; `spare`, every
         version a registry row refers to (pending ones too: their writes may still be running).
 
         Removes the files of versions it does not refer to that are pending or retired (or have no sidecar,
         as before sidecars), and half-written files, if at least `min_age_s` old (on a shared server, a
         younger one may belong to a write still running). Keeps unreferenced committed versions (a lost
-        database's: see the module docstring). Gives referenced versions with an original a committed
-        sidecar. Returns how many versions' files were removed."""
+        database's: see the module docstring) when `keep_committed`, else removes them too (through a
+        server, other machines delete and replace documents whose originals this folder holds). Gives
+        referenced versions with an original a committed sidecar. Returns how many versions' files were
+        removed."""
         now, removed, foreign, described, spare = time.time(), 0, 0, 0, set(spare) | set(live)
         for version, files in scan(self.root).items():
             old_enough = now - files.mtime >= min_age_s
@@ -224,10 +228,8 @@ class OriginalFiles:
                 described += self._describe(live[version], files)
             elif version in spare:
                 continue
-            elif files.state == "committed":
+            elif files.state == "committed" and keep_committed:
                 foreign += int(files.original)
-                if "pending" in files.sidecars:  # a kill between writing the committed name and the rename
-                    self.sidecar(version, "pending").unlink(missing_ok=True)
             elif old_enough and (files.original or files.sidecars):
                 self.remove([version])
                 removed += 1

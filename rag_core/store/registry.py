@@ -107,9 +107,13 @@ class RegistryMixin:
             log.info("recovered %d interrupted document writes", len({r["doc_id"] for r in dead}))
         if self.originals is not None:
             dead_keys = {r["key"] for r in dead}
+            # Milvus Lite: the database and the originals share a data dir, so a committed version it does
+            # not have is a lost database's. A server: other machines delete documents whose originals are
+            # here; only a server that has no document at all (its data lost) leaves them.
             self.originals.reconcile({r["version"]: kept_version(r) for r in active.values()},
                                      spare={r["version"] for r in rows if r["key"] not in dead_keys},
-                                     min_age_s=0.0 if exclusive else writers.ABANDONED_AFTER_S)
+                                     min_age_s=0.0 if exclusive else writers.ABANDONED_AFTER_S,
+                                     keep_committed=is_lite(self.uri) or not rows)
         return len({r["doc_id"] for r in dead})
 
     def _adopt_legacy_originals(self) -> None:

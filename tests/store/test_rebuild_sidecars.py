@@ -6,6 +6,8 @@ document each version is, and never offers one that was deleted or replaced."""
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ import pytest
 from rag_core.store import MilvusStore
 from rag_core.store.originals import OriginalFiles
 from rag_core.store.originals_folder import read_folder
+from tests.contracts.store import DIM, EMBEDDER, new_version, text_of
 from tests.helpers import make_workbench
 from tests.store.test_originals import make_legacy
 from tests.store.test_store import doc_bytes
@@ -165,3 +168,31 @@ def test_data_dirs_kept_before_sidecars_get_them_on_open(data: Path, local_embed
     restorable = read_folder(folder(data))
     assert [d.doc_id for d in restorable.list_documents()] == ["a.md", "b.md", "dir/x.md"]
     assert restorable.read_original("a.md") == files["a.md"] and restorable.notes == []
+
+
+def test_through_a_server_versions_other_machines_deleted_are_not_kept(milvus_server: str, tmp_path: Path) -> None:
+    """Through a Milvus server each process keeps originals in its own data dir, and another machine may
+    delete or replace a document whose original is here: its committed version is removed after 6 hours
+    (a Lite database shares its data dir with its originals: there it is a lost database's, and kept).
+    A server that has no document at all (its data lost) leaves them for `rebuild`."""
+    here = MilvusStore(milvus_server, "sidecars", token="root:Milvus", timeout=30, originals=tmp_path / "here")
+    there = MilvusStore(milvus_server, "sidecars", token="root:Milvus", timeout=30, originals=tmp_path / "there")
+    try:
+        for store in (here, there):
+            store.open(EMBEDDER, DIM)
+        here.replace_documents([new_version(doc_id, text_of(doc_id), original=doc_id.encode())
+                                for doc_id in ("x.md", "y.md")])
+        versions = {d.doc_id: d.version for d in here.list_documents()}
+        assert there.delete_document("x.md")  # another machine
+        hours_ago = time.time() - 7 * 3600
+        for path in (tmp_path / "here").iterdir():
+            os.utime(path, (hours_ago, hours_ago))
+        here.recover()
+        assert {p.name for p in (tmp_path / "here").iterdir()} == committed(versions["y.md"])
+        assert there.delete_document("y.md")  # now the server has no document at all
+        here.recover()
+        assert {p.name for p in (tmp_path / "here").iterdir()} == committed(versions["y.md"])
+    finally:
+        here.drop()
+        here.close()
+        there.close()
