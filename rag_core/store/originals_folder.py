@@ -17,7 +17,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Collection
 
-from ..errors import OriginalMissing, StoreError
+from ..errors import LoaderError, OriginalMissing, StoreError
+from ..loaders.doc_ids import normalize_doc_id
 from ..records import StoredDocument
 from .originals import STATES, KeptVersion, OriginalFiles, scan
 
@@ -125,7 +126,8 @@ def read_folder(root: Path, exclude: Collection[str] = ()) -> KeptOriginalsFolde
             kept = KeptVersion.from_json(sidecar.read_bytes(), files.state)
             if kept.version != version:
                 raise ValueError(f"it describes version {kept.version}")
-        except (OSError, ValueError) as exc:
+            normalize_doc_id(kept.doc_id)  # a damaged (or forged) sidecar never names `../x` or `/etc/x`
+        except (OSError, ValueError, LoaderError) as exc:
             unusable.append(Unusable(str(sidecar), f"a damaged sidecar ({exc}), so the original {path} cannot be "
                                      "named: ingest its file again", "bad_sidecar"))
             continue

@@ -123,6 +123,7 @@ def crafted(tmp_path_factory) -> Path:
     files.write("0000000000000014", doc_bytes("small chunks"),
                 kept("small.md", "", 1, indexed_with={"chunk.max-size": 300, "chunk.overlap": 30,
                                                        "embedder": "local:use-multilingual-v3", "chunker": "1"}))
+    files.write("0000000000000015", doc_bytes("escape"), kept("../escape.md", "", 1))
     return data
 
 
@@ -135,11 +136,12 @@ def test_every_kept_file_is_restored_or_reported_with_the_reason(crafted: Path, 
         "kept.md": ("added", ""), "pending.md": ("added", ""), "small.md": ("added", ""),
         "tampered.md": ("failed", "damaged_original"), "lost.md": ("failed", "no_original"),
         "binary.md": ("failed", "binary"), "000000000000000f": ("failed", "unnamed"),
-        "0000000000000010.json": ("failed", "bad_sidecar")}  # deleted.md (retired) and half.md: never restored
+        "0000000000000010.json": ("failed", "bad_sidecar"), "0000000000000015.json": ("failed", "bad_sidecar")}  # deleted.md (retired) and half.md: never restored
     assert "is damaged" in reports["tampered.md"]["error"] and "ingest it again" in reports["tampered.md"]["error"]
     assert "is missing" in reports["lost.md"]["error"]
     assert "without a sidecar" in reports["000000000000000f"]["error"]
     assert "damaged sidecar (not JSON" in reports["0000000000000010.json"]["error"]
+    assert "'..' is not allowed" in reports["0000000000000015.json"]["error"]
     notes = "\n".join(result["notes"])
     assert "kept.md: restored the last committed version (version 000000000000000a" in notes
     assert "pending.md: its only kept version" in notes and "restored anyway" in notes
@@ -157,7 +159,7 @@ def test_every_kept_file_is_restored_or_reported_with_the_reason(crafted: Path, 
     assert main(["--data-dir", str(tmp_path / "other"), "rebuild", "--from", str(crafted / "originals"),
                  "--quiet"]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert out[-1].startswith("3 restored, 5 could not be restored")
+    assert out[-1].startswith("3 restored, 6 could not be restored")
     assert any(line.startswith("note: kept.md: restored the last committed version") for line in out)
     assert any(line.startswith("failed    tampered.md  tampered.md: its kept original") for line in out)
 
