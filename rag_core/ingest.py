@@ -167,8 +167,9 @@ class Ingestor:
                 progress: ProgressCallback = _ignore) -> list[IngestReport]:
         """Re-chunk and re-embed documents from their kept originals in `source` (default: this knowledge
         base; another one to copy it, e.g. into a collection for a new embedder; a folder of kept originals
-        to rebuild a lost one, see rag_core.rebuild): all of its documents, or the named ones. Every document that cannot be rebuilt (not indexed there, no kept original, an
-        original that no longer loads) is reported as failed with the reason."""
+        to rebuild a lost one, see rag_core.rebuild): all of its documents, or the named ones. Every
+        document that cannot be rebuilt (not indexed there, no kept original, an original that no longer
+        loads) is reported as failed with the reason."""
         source = self.store if source is None else source
         listed = {d.doc_id for d in source.list_documents()}
         sources: list[Source] = []

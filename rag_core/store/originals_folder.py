@@ -82,7 +82,8 @@ class KeptOriginalsFolder:
             raise OriginalMissing(f"{doc_id}: its kept original {choice.path} is missing (only its sidecar is "
                                   "left); ingest it again from its file") from None
         except OSError as exc:
-            raise OriginalMissing(f"{doc_id}: its kept original {choice.path} cannot be read ({exc.strerror})") from None
+            raise OriginalMissing(f"{doc_id}: its kept original {choice.path} cannot be read "
+                                  f"({exc.strerror})") from None
         expected = choice.kept.original_sha256
         if expected and hashlib.sha256(data).hexdigest() != expected:
             raise OriginalDamaged(f"{doc_id}: its kept original {choice.path} is damaged (its bytes are not the "

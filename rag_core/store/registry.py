@@ -110,7 +110,7 @@ class RegistryMixin:
             # Milvus Lite: the database and the originals share a data dir, so a committed version it does
             # not have is a lost database's. A server: other machines delete documents whose originals are
             # here; only a server that has no document at all (its data lost) leaves them.
-            self.originals.reconcile({r["version"]: kept_version(r) for r in active.values()},
+            self.originals.reconcile({r["version"]: kept_of_row(r) for r in active.values()},
                                      spare={r["version"] for r in rows if r["key"] not in dead_keys},
                                      min_age_s=0.0 if exclusive else writers.ABANDONED_AFTER_S,
                                      keep_committed=is_lite(self.uri) or not rows)
@@ -121,7 +121,7 @@ class RegistryMixin:
         if self.originals is None or self.legacy_originals is None or not self.legacy_originals.is_dir():
             return
         rows = self._newest_active(self._registry_rows('state == "active"'))
-        missing = {d: kept_version(r) for d, r in rows.items() if not self.originals.has(r["version"])}
+        missing = {d: kept_of_row(r) for d, r in rows.items() if not self.originals.has(r["version"])}
         try:
             adopt_legacy(self.legacy_originals, self.originals, missing, _text_hash)
         except OSError as exc:  # the documents stay listed without an original; nothing is lost
@@ -180,7 +180,7 @@ def _text_hash(data: bytes, doc_id: str) -> str:
     return load_bytes(data, doc_id, max_bytes=len(data)).content_hash
 
 
-def kept_version(row: Mapping[str, Any]) -> KeptVersion:
+def kept_of_row(row: Mapping[str, Any]) -> KeptVersion:
     """What the registry says of a version, as its kept original's sidecar says it (a committed one)."""
     return KeptVersion(doc_id=row["doc_id"], version=row["version"], file_name=row["file_name"],
                        extension=row["extension"], size_bytes=int(row["size_bytes"]),

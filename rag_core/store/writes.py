@@ -51,7 +51,7 @@ class WritesMixin:
             written_ns = time.time_ns()
             for item, version in zip(items, versions):
                 if item.original is not None:
-                    self.originals.write(version, item.original, kept_version(item, version, ingested_at, written_ns))
+                    self.originals.write(version, item.original, kept_of_new(item, version, ingested_at, written_ns))
         rows = [self._chunk_row(item.doc, chunk, vector, version, len(item.chunks), ingested_at)
                 for item, version in zip(items, versions) for chunk, vector in zip(item.chunks, item.vectors)]
         for start in range(0, len(rows), INSERT_BATCH):  # 2
@@ -114,7 +114,7 @@ class WritesMixin:
             self.originals.clear()
 
 
-def kept_version(item: NewVersion, version: str, ingested_at: str, written_ns: int) -> KeptVersion:
+def kept_of_new(item: NewVersion, version: str, ingested_at: str, written_ns: int) -> KeptVersion:
     """The sidecar of a new version's kept original."""
     doc = item.doc
     return KeptVersion(doc_id=doc.doc_id, version=version, file_name=doc.file_name, extension=doc.extension,

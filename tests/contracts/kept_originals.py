@@ -1,7 +1,8 @@
 """The KeptOriginals contract (rag_core.ports.KeptOriginals): what `reindex` and `rebuild` read documents
 and their original bytes from. A test module subclasses `KeptOriginalsContract` once per adapter and
-provides a `source` fixture holding `FILES` (or its own `FILES`; each doc_id with exactly those bytes kept) and, when the
-adapter can list a document without its bytes, `WITHOUT_BYTES` listed with `has_original` False.
+provides a `source` fixture holding `FILES` (or its own `FILES`), each doc_id with exactly those bytes
+kept, and, when the adapter can list a document without its bytes (`LISTS_WITHOUT_BYTES`),
+`WITHOUT_BYTES` listed with `has_original` False.
 """
 
 from __future__ import annotations

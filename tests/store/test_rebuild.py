@@ -136,7 +136,8 @@ def test_every_kept_file_is_restored_or_reported_with_the_reason(crafted: Path, 
         "kept.md": ("added", ""), "pending.md": ("added", ""), "small.md": ("added", ""),
         "tampered.md": ("failed", "damaged_original"), "lost.md": ("failed", "no_original"),
         "binary.md": ("failed", "binary"), "000000000000000f": ("failed", "unnamed"),
-        "0000000000000010.json": ("failed", "bad_sidecar"), "0000000000000015.json": ("failed", "bad_sidecar")}  # deleted.md (retired) and half.md: never restored
+        "0000000000000010.json": ("failed", "bad_sidecar"), "0000000000000015.json": ("failed", "bad_sidecar"),
+    }  # deleted.md (retired) and half.md (no original): never restored
     assert "is damaged" in reports["tampered.md"]["error"] and "ingest it again" in reports["tampered.md"]["error"]
     assert "is missing" in reports["lost.md"]["error"]
     assert "without a sidecar" in reports["000000000000000f"]["error"]

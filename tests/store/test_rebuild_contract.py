@@ -13,7 +13,7 @@ from rag_core.store import MilvusStore
 from rag_core.store.memory import InMemoryChunkStore
 from rag_core.store.originals import OriginalFiles
 from rag_core.store.originals_folder import KeptOriginalsFolder, read_folder, read_legacy_folder
-from rag_core.store.writes import kept_version
+from rag_core.store.writes import kept_of_new
 from tests.contracts.kept_originals import FILES, WITHOUT_BYTES, KeptOriginalsContract
 from tests.contracts.store import DIM, EMBEDDER, new_version, text_of
 
@@ -62,7 +62,7 @@ class TestFolderOfVersions(KeptOriginalsContract):
         files = OriginalFiles(lite_store.originals.root)
         gone = new_version(WITHOUT_BYTES, text_of("gone"), original=b"soon lost")
         files.write("00000000000000aa", b"soon lost", dataclasses.replace(
-            kept_version(gone, "00000000000000aa", "2026-01-01T00:00:00+00:00", 1), state="committed"))
+            kept_of_new(gone, "00000000000000aa", "2026-01-01T00:00:00+00:00", 1), state="committed"))
         files.path("00000000000000aa").unlink()
         try:
             yield read_folder(files.root)
