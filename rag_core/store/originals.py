@@ -289,13 +289,13 @@ def adopt_legacy(legacy_root: Path, originals: OriginalFiles, active: Mapping[st
         originals.write(kept.version, data, replace(kept, state="committed"))
         legacy.unlink()
         adopted += 1
-    _remove_empty_folders(legacy_root)
+    remove_empty_folders(legacy_root)
     if adopted:
         log.info("adopted %d kept originals from %s", adopted, legacy_root)
     return adopted
 
 
-def _remove_empty_folders(root: Path) -> None:
+def remove_empty_folders(root: Path) -> None:
     for folder, _, _ in sorted(os.walk(root), key=lambda entry: -len(entry[0])):
         try:
             os.rmdir(folder)  # only succeeds when empty

@@ -20,7 +20,7 @@ from typing import Collection
 from ..errors import LoaderError, OriginalMissing, StoreError
 from ..loaders.doc_ids import normalize_doc_id
 from ..records import StoredDocument
-from .originals import STATES, KeptVersion, OriginalFiles, scan
+from .originals import STATES, KeptVersion, OriginalFiles, remove_empty_folders, scan
 
 
 class OriginalDamaged(StoreError):
@@ -77,6 +77,8 @@ class KeptOriginalsFolder:
         if choice is None:
             return None
         try:
+            if not choice.has_bytes:  # not there when listed (or not a plain file: never followed)
+                raise FileNotFoundError
             data = choice.path.read_bytes()
         except FileNotFoundError:
             raise OriginalMissing(f"{doc_id}: its kept original {choice.path} is missing (only its sidecar is "
@@ -91,13 +93,19 @@ class KeptOriginalsFolder:
         return data
 
     def discard(self, doc_ids: list[str]) -> None:
-        """Remove every version found of these documents (retired first, as the store removes versions).
-        Only for a rebuild into the data dir the folder belongs to, once they are indexed again."""
+        """Remove every version found of these documents (retired first, as the store removes versions),
+        or their files of the older layout. Only for a rebuild into the data dir the folder belongs to,
+        once they are indexed again (and so kept again, in their new versions)."""
         files = OriginalFiles(self.root)
         for doc_id in doc_ids:
+            if self.layout == "uploads" and doc_id in self._chosen:
+                self._chosen[doc_id].path.unlink(missing_ok=True)
+                continue
             versions = self._versions.get(doc_id, [])
             files.retire(versions)
             files.remove(versions)
+        if self.layout == "uploads":
+            remove_empty_folders(self.root)
 
 
 def holds_versions(folder: Path) -> bool:

@@ -236,6 +236,16 @@ def test_a_data_dir_of_the_older_layout(tmp_path: Path, local_embedder, capsys) 
     assert {(r["doc_id"], r["status"], r["error_code"]) for r in reports} == {("a.md", "added", "")} | {
         (d, "failed", "not_adopted") for d in DOCS}
 
+    # In place (its database moved aside): the files of the older layout become versions with sidecars.
+    inplace = tmp_path / "inplace"
+    for doc_id, data in DOCS.items():
+        (inplace / "uploads" / "biz" / doc_id).parent.mkdir(parents=True, exist_ok=True)
+        (inplace / "uploads" / "biz" / doc_id).write_bytes(data)
+    assert main(["--data-dir", str(inplace), "rebuild", "--from", str(inplace), "--quiet"]) == 0
+    capsys.readouterr()
+    assert not (inplace / "uploads" / "biz").exists()
+    assert len(list((inplace / "originals" / "biz").glob("*.json"))) == len(DOCS)
+
 
 def test_rebuilding_into_the_data_dir_whose_database_was_moved_aside(tmp_path: Path, local_embedder,
                                                                      capsys) -> None:
