@@ -107,7 +107,17 @@ class VersionFiles:
     original: bool = False
     sidecars: tuple[str, ...] = ()  # states whose sidecar exists ("pending", "committed", "retired")
     partial: tuple[str, ...] = ()  # names of half-written files
-    mtime: float = 0.0  # the newest of its files
+    names: tuple[str, ...] = ()  # all of its files
+
+    def age_s(self, root: Path, now: float) -> float:
+        """Seconds since its newest file was written (stat only when asked: most versions never are)."""
+        newest = 0.0
+        for name in self.names:
+            try:
+                newest = max(newest, (root / name).stat(follow_symlinks=False).st_mtime)
+            except FileNotFoundError:
+                continue
+        return now - newest
 
     @property
     def state(self) -> str:
@@ -126,14 +136,14 @@ def scan(root: Path) -> dict[str, VersionFiles]:
             continue
         version = match["version"]
         files = found.get(version) or VersionFiles(version)
-        mtime = max(files.mtime, entry.stat(follow_symlinks=False).st_mtime)
+        files = replace(files, names=files.names + (entry.name,))
         if match["partial"]:
-            files = replace(files, partial=files.partial + (entry.name,), mtime=mtime)
+            files = replace(files, partial=files.partial + (entry.name,))
         elif match["suffix"]:
             state = next(s for s, suffix in STATES.items() if suffix == match["suffix"])
-            files = replace(files, sidecars=files.sidecars + (state,), mtime=mtime)
+            files = replace(files, sidecars=files.sidecars + (state,))
         else:
-            files = replace(files, original=True, mtime=mtime)
+            files = replace(files, original=True)
         found[version] = files
     return found
 
@@ -220,17 +230,16 @@ class OriginalFiles:
         removed."""
         now, removed, foreign, described, spare = time.time(), 0, 0, 0, set(spare) | set(live)
         for version, files in scan(self.root).items():
-            old_enough = now - files.mtime >= min_age_s
-            if files.partial and old_enough:
-                for name in files.partial:
-                    (self.root / name).unlink(missing_ok=True)
             if version in live:
                 described += self._describe(live[version], files)
-            elif version in spare:
+            if files.partial and files.age_s(self.root, now) >= min_age_s:  # half-written, whoever wrote them
+                for name in files.partial:
+                    (self.root / name).unlink(missing_ok=True)
+            if version in spare:
                 continue
-            elif files.state == "committed" and keep_committed:
+            if files.state == "committed" and keep_committed:
                 foreign += int(files.original)
-            elif old_enough and (files.original or files.sidecars):
+            elif (files.original or files.sidecars) and files.age_s(self.root, now) >= min_age_s:
                 self.remove([version])
                 removed += 1
         if removed:
