@@ -404,8 +404,9 @@ def build_parser() -> argparse.ArgumentParser:
         "rebuild", help="re-index a lost or damaged knowledge base from its kept originals",
         description="Re-chunk and re-embed, into the knowledge base of the current data dir, the newest committed "
                     "version of every document whose original --from kept (each kept original's sidecar names its "
-                    "document, so the database is not needed; another data dir is only read). Refuses a knowledge base that "
-                    "has documents unless --force. Exits 1 when any document could not be restored.")
+                    "document, so the database is not needed; another data dir is only read). Refuses a "
+                    "knowledge base that has documents unless --force. Exits 1 when any document could not be "
+                    "restored.")
     p.add_argument("--from", dest="source", required=True, metavar="DIR",
                    help="the data dir of the lost knowledge base (or its originals/ folder, or a folder of kept "
                         "originals)")
