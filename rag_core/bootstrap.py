@@ -19,6 +19,7 @@ from .ports import ChunkStore
 from .records import KnowledgeBase
 from .retrieval import KnowledgeRetriever, MilvusSearchPort, params_from_settings
 from .store import MilvusStore
+from .store.connection import LiteOptions
 
 DEFAULT_KEY_ENV = {"dashscope": "DASHSCOPE_API_KEY", "openai": "OPENAI_API_KEY"}
 
@@ -58,20 +59,27 @@ def build_embedder(settings: Settings, env: Mapping[str, str] | None = None) -> 
                                 batch_size=settings["embedding.batch-size"], **common)
 
 
+def lite_options(settings: Settings) -> LiteOptions:
+    """How this process reaches a Milvus Lite file: through the store host (shared) or alone."""
+    return LiteOptions(settings["milvus.lite-mode"], settings["milvus.host-idle"], settings["milvus.collection"])
+
+
 def build_store(settings: Settings, embedder: Embedder, env: Mapping[str, str] | None = None, *,
                 migrate: bool = False) -> MilvusStore:
     """The knowledge base's store (Milvus Lite in the data dir, or the server in MILVUS_URI), opened,
     keeping originals in the data dir."""
     collection = settings["milvus.collection"]
     return open_store(settings.milvus_uri, collection, embedder, migrate=migrate, token=secret("MILVUS_TOKEN", env),
-                      timeout=settings["milvus.timeout"], **originals_dirs(settings, collection))
+                      timeout=settings["milvus.timeout"], lite=lite_options(settings),
+                      **originals_dirs(settings, collection))
 
 
 def open_source_store(settings: Settings, collection: str, env: Mapping[str, str] | None = None) -> MilvusStore:
     """Another knowledge base of this data dir, opened only to read its documents and kept originals
     (`reindex --from`: it may have been made with another embedder). Close it after use."""
     store = MilvusStore(settings.milvus_uri, collection, token=secret("MILVUS_TOKEN", env),
-                        timeout=settings["milvus.timeout"], **originals_dirs(settings, collection))
+                        timeout=settings["milvus.timeout"], lite=lite_options(settings),
+                        **originals_dirs(settings, collection))
     try:
         store.open_to_read()
     except BaseException:
@@ -88,10 +96,11 @@ def originals_dirs(settings: Settings, collection: str) -> dict[str, Path]:
 
 
 def open_store(uri: str, collection: str, embedder: Embedder, *, migrate: bool = False, token: str = "",
-               timeout: float = 60.0, originals: Path | None = None,
+               timeout: float = 60.0, lite: LiteOptions | None = None, originals: Path | None = None,
                legacy_originals: Path | None = None) -> MilvusStore:
-    """A Milvus store opened for `embedder`; closed again if opening fails (releasing Milvus Lite)."""
-    store = MilvusStore(uri, collection, token=token, timeout=timeout, originals=originals,
+    """A Milvus store opened for `embedder`; closed again if opening fails (releasing Milvus Lite).
+    `lite`: how a Milvus Lite file is reached (shared through the store host, or exclusive)."""
+    store = MilvusStore(uri, collection, token=token, timeout=timeout, lite=lite, originals=originals,
                         legacy_originals=legacy_originals)
     try:
         store.open(embedder.name, embedder.dim, migrate=migrate)

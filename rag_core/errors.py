@@ -51,6 +51,12 @@ class StoreLockedError(StoreError):
     """The Milvus Lite database file is held by another process."""
 
 
+class StoreUnavailableError(StoreError):
+    """The connection to the store was lost (its server or the store host stopped) during a call."""
+
+    code = "store_unavailable"
+
+
 class StoreMigrationNeeded(StoreError):
     """The collection was created by an older version; `python -m rag_core migrate` rebuilds it."""
 

@@ -25,9 +25,9 @@ from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from . import chunking, loaders
-from .errors import SKIPPED_CODES, NotIndexed, OriginalMissing, RagError
-from .ports import ChunkStore, Embedder
 from .chunk_diff import chunk_diff
+from .errors import SKIPPED_CODES, NotIndexed, OriginalMissing, RagError, StoreUnavailableError
+from .ports import ChunkStore, Embedder, KeptOriginals
 from .records import Chunk, ChunkDiff, Document, IngestReport, NewVersion, WriteResult
 
 CHUNKER_VERSION = "1"
@@ -124,7 +124,7 @@ class Source:
     root: Path | None = None
     data: bytes | None = None
     document: Document | None = None  # already loaded
-    kept_in: ChunkStore | None = None  # rebuild `name` from its original kept in this store
+    kept_in: KeptOriginals | None = None  # rebuild `name` from its original kept there
     failure: Exception | None = None  # why it cannot even be read (a path that could not be listed ...)
 
 
@@ -164,12 +164,13 @@ class Ingestor:
         """Already loaded documents (e.g. an evaluation corpus). No originals are kept for them."""
         return self._run([Source(d.doc_id, document=d) for d in docs], "", progress, force)
 
-    def reindex(self, doc_ids: Iterable[str] | None = None, *, source: ChunkStore | None = None,
+    def reindex(self, doc_ids: Iterable[str] | None = None, *, source: KeptOriginals | None = None,
                 progress: ProgressCallback = _ignore) -> list[IngestReport]:
         """Re-chunk and re-embed documents from their kept originals in `source` (default: this knowledge
-        base; another one to copy it, e.g. into a collection for a new embedder): all of its documents, or
-        the named ones. Every document that cannot be rebuilt (not indexed there, no kept original, an
-        original that no longer loads) is reported as failed with the reason."""
+        base; another one to copy it, e.g. into a collection for a new embedder; a folder of kept originals
+        to rebuild a lost one, see rag_core.rebuild): all of its documents, or the named ones. Every
+        document that cannot be rebuilt (not indexed there, no kept original, an original that no longer
+        loads) is reported as failed with the reason."""
         source = self.store if source is None else source
         listed = {d.doc_id for d in source.list_documents()}
         sources: list[Source] = []
@@ -210,6 +211,15 @@ class Ingestor:
     def _run(self, sources: list[Source], prefix: str, progress: ProgressCallback, force: bool) -> list[IngestReport]:
         run = _Run(len(sources), progress)
         group: list[_Prepared] = []
+        try:
+            self._run_sources(sources, prefix, force, run, group)
+        except StoreUnavailableError as exc:
+            # The store went away (its server died or was stopped): one failure, not one per file.
+            run.stop(sources, group, exc)
+        return run.ordered_reports()
+
+    def _run_sources(self, sources: list[Source], prefix: str, force: bool, run: _Run,
+                     group: list[_Prepared]) -> None:
         for index, source in enumerate(sources):
             run.tick(index, source.name, "loading")
             started = time.perf_counter()
@@ -227,10 +237,9 @@ class Ingestor:
                              time.perf_counter() - started)
             if any(g.doc.doc_id == doc.doc_id for g in group) or sum(len(g.chunks) for g in group) + len(chunks) > self.group_chunks:
                 self._ingest_group(group, run, force)
-                group = []
+                group.clear()
             group.append(item)
         self._ingest_group(group, run, force)
-        return run.ordered_reports()
 
     def _ingest_group(self, group: list[_Prepared], run: _Run, force: bool) -> None:
         if not group:
@@ -240,6 +249,8 @@ class Ingestor:
             with self._locks.hold(g.doc.doc_id for g in group):
                 written = self._write_group(group, run, force)
         except Exception as exc:  # noqa: BLE001
+            if isinstance(exc, StoreUnavailableError):
+                raise  # no culprit to find: the store is gone (see _run)
             if len(group) > 1:  # find the culprit: the others should not fail with it
                 for g in group:
                     self._ingest_group([g], run, force)
@@ -275,7 +286,8 @@ class Ingestor:
         vectors = self._embed([c.text for g in todo for c in g.chunks], run.embedding_ticker(todo))
         offsets = np.cumsum([0] + [len(g.chunks) for g in todo])
         results = self.store.replace_documents([
-            NewVersion(g.doc, g.chunks, vectors[offsets[i]:offsets[i + 1]], g.fingerprint, g.original)
+            NewVersion(g.doc, g.chunks, vectors[offsets[i]:offsets[i + 1]], g.fingerprint, g.original,
+                       self.indexed_with())
             for i, g in enumerate(todo)])
         return list(zip(todo, results, diffs))
 
@@ -306,6 +318,11 @@ class Ingestor:
 
     def _load_bytes(self, data: bytes, doc_id: str) -> Document:
         return loaders.load_bytes(data, doc_id, max_bytes=self.max_bytes, max_text_chars=self.max_text_chars)
+
+    def indexed_with(self) -> dict[str, str | int]:
+        """The settings a new version is indexed with (what `fingerprint` hashes, besides the content)."""
+        return {"chunk.max-size": self.max_size, "chunk.overlap": self.overlap, "embedder": self.embedder.name,
+                "chunker": CHUNKER_VERSION}
 
     def fingerprint(self, doc: Document) -> str:
         """What makes an indexed version current: content, chunking and embedder."""
@@ -379,6 +396,23 @@ class _Run:
         status = "skipped" if code in SKIPPED_CODES else "failed"
         self.reports[index] = IngestReport(name, doc_id, status, 0, seconds, message, code)
         self.tick(index, doc_id or name, status)
+
+    def stop(self, sources: Sequence[Source], group: list[_Prepared], exc: StoreUnavailableError) -> None:
+        """The store failed: its message once (on the first file being written), the other files of that
+        write as not written, the rest as not attempted."""
+        message, code = str(exc), exc.code
+        for g in group:
+            if g.index not in self.reports:
+                self.reports[g.index] = IngestReport(g.source.name, g.doc.doc_id, "failed", 0, g.load_seconds,
+                                                     message or "not written: the store failed during this write",
+                                                     code or "not_attempted")
+                message, code = "", ""
+        for index, source in enumerate(sources):
+            if index not in self.reports:
+                self.reports[index] = IngestReport(source.name, "", "failed", 0, 0.0,
+                                                   message or "not attempted: the store failed earlier in this run",
+                                                   code or "not_attempted")
+                message, code = "", ""
 
     def ordered_reports(self) -> list[IngestReport]:
         return [self.reports[i] for i in sorted(self.reports)]

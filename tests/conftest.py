@@ -2,9 +2,27 @@
 
 from __future__ import annotations
 
+import os
+from typing import Iterator
+
 import pytest
 
 from rag_core.embedding.local import LocalUSEEmbedder
+
+# Milvus Lite: each test's throw-away database is opened by the test process itself (exclusive mode),
+# including CLI subprocesses, which inherit this; no store host is started per temporary database.
+# Settings built with `env={}` still get the users' default (shared, through a store host): the tests of
+# that mode ask for it, and the hosts this session started are stopped at its end.
+os.environ.setdefault("RAG_MILVUS_LITE_MODE", "exclusive")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_store_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    yield
+    from rag_core.store.host_client import stop_all_under, stop_started
+
+    stop_started()
+    stop_all_under(tmp_path_factory.getbasetemp())  # also those started by the tests' subprocesses
 
 
 @pytest.fixture(scope="session")

@@ -14,8 +14,10 @@ SHARED = REPO.parent / "shared"
 
 
 def make_workbench(data_dir: Path, embedder: Any = None, migrate: bool = False, **overrides: Any) -> Workbench:
-    """A real workbench (Milvus Lite + the local embedder unless given) in an isolated data dir."""
-    settings = load_settings(data_dir=data_dir, env={}, config_file=None, overrides=overrides or None)
+    """A real workbench (Milvus Lite + the local embedder unless given) in an isolated data dir, opened by
+    this process alone unless `milvus.lite-mode` says otherwise (`**{"milvus.lite-mode": "shared"}`)."""
+    overrides = {"milvus.lite-mode": "exclusive", **overrides}
+    settings = load_settings(data_dir=data_dir, env={}, config_file=None, overrides=overrides)
     return build_workbench(settings, env={}, embedder=embedder, migrate=migrate)
 
 

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Protocol, Sequence
 
-from ..errors import RetrievalError
+from ..errors import NotIndexed, RetrievalError
 from ..records import Candidate, DropReason, SearchHit
 from .identity import to_candidate
 from .ports import fuse
@@ -529,7 +529,7 @@ def explain(retriever: KnowledgeRetriever, source: ChunkSource, query: str, expe
         expectation = expect if isinstance(expect, Expectation) else parse_expect(expect)
     rows = _rows(source, expectation.doc_id)
     if not rows:
-        raise RetrievalError(f"No document {expectation.doc_id!r} in the knowledge base (`docs` lists them).")
+        raise NotIndexed(f"No document {expectation.doc_id!r} in the knowledge base (`docs` lists them).")
     indexes = [i for i, _, _, _ in rows]
     if expectation.chunk_index is not None and expectation.chunk_index not in indexes:
         raise RetrievalError(f"{expectation.doc_id} has chunks 0 to {max(indexes)}; there is no "

@@ -74,6 +74,8 @@ def from_rag_error(exc: RagError) -> ApiError:
     if isinstance(exc, KnowledgeBaseError):
         status = {"bad_name": 400, "bad_settings": 400, "exists": 409, "not_found": 404}.get(exc.code, 409)
         return ApiError(status, exc.code, message)
+    if getattr(exc, "code", "") == "not_found":  # a doc_id that names no document (errors.NotIndexed)
+        return ApiError(404, "not_found", message)
     if isinstance(exc, RetrievalError):
         if "knowledge base is empty" in message:
             return ApiError(409, "empty_knowledge_base", message)

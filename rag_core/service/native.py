@@ -5,7 +5,7 @@ chunks as `docs --json` and the store list them. Errors: `{"error": {"code", "me
 from __future__ import annotations
 
 import platform
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any, Callable, Literal
 
@@ -38,6 +38,37 @@ def path_kb(svc: Annotated[Service, Depends(service_of)], kb: str) -> Workbench:
     return svc.workbench_of(kb)
 
 
+@dataclass(frozen=True)
+class LookupOptions:
+    """The debugger's controls as query parameters (unset = the knowledge base's settings)."""
+    given: dict[str, Any]
+    no_rerank: bool
+    doc_id: list[str] | None
+
+    def arguments(self, wb: Workbench) -> dict[str, Any]:
+        """`lookup(...)` arguments over `wb`'s settings, by the same function as the CLI's options (so both
+        answer alike), each value checked by the rules of the setting it overrides."""
+        return {**lookup_overrides(self.given, wb.settings, no_rerank=self.no_rerank),
+                "filters": {"doc_id": self.doc_id} if self.doc_id else None}
+
+
+def lookup_options(
+        retrieve_k: Annotated[int | None, Query(ge=1, le=1000)] = None,
+        return_n: Annotated[int | None, Query(ge=1, le=1000)] = None,
+        max_chunks_per_document: Annotated[int | None, Query(ge=1, le=1000)] = None,
+        mode: Literal["dense", "bm25", "hybrid"] | None = None,
+        fusion: Literal["weighted", "rrf"] | None = None,
+        rrf_k: Annotated[int | None, Query(ge=1)] = None,
+        dense_weight: Annotated[float | None, Query(ge=0, le=1)] = None,
+        bm25_weight: Annotated[float | None, Query(ge=0, le=1)] = None,
+        no_rerank: Annotated[bool, Query(description="Skip the configured reranker for this lookup.")] = False,
+        doc_id: Annotated[list[str] | None, Query(description="Only these documents (repeatable).")] = None,
+) -> LookupOptions:
+    given = {"retrieve_k": retrieve_k, "return_n": return_n, "max_chunks_per_document": max_chunks_per_document,
+             "mode": mode, "fusion": fusion, "rrf_k": rrf_k, "dense_weight": dense_weight, "bm25_weight": bm25_weight}
+    return LookupOptions(given, no_rerank, doc_id)
+
+
 def kb_routes(router: APIRouter, prefix: str, chosen: Callable[..., Workbench]) -> None:
     """Search and documents routes on the knowledge base `chosen` picks, under `prefix`."""
     # A default, not an Annotated alias: these annotations are strings, read in the module's namespace.
@@ -47,26 +78,29 @@ def kb_routes(router: APIRouter, prefix: str, chosen: Callable[..., Workbench]) 
     @router.get(f"{prefix}/search", summary=f"The lookup path on {where}: every hit's fate, the evidence, the "
                 "agent's projection")
     def search(query: Annotated[str, Query(description="What to look for.")],
-               retrieve_k: Annotated[int | None, Query(ge=1, le=1000)] = None,
-               return_n: Annotated[int | None, Query(ge=1, le=1000)] = None,
-               max_chunks_per_document: Annotated[int | None, Query(ge=1, le=1000)] = None,
-               mode: Literal["dense", "bm25", "hybrid"] | None = None,
-               fusion: Literal["weighted", "rrf"] | None = None,
-               rrf_k: Annotated[int | None, Query(ge=1)] = None,
-               dense_weight: Annotated[float | None, Query(ge=0, le=1)] = None,
-               bm25_weight: Annotated[float | None, Query(ge=0, le=1)] = None,
-               doc_id: Annotated[list[str] | None, Query(description="Only these documents (repeatable).")] = None,
-               wb: Workbench = chosen_kb) -> JSONResponse:
+               options: Annotated[LookupOptions, Depends(lookup_options)], wb: Workbench = chosen_kb) -> JSONResponse:
         """Exactly what `python -m rag_core search QUERY --json` prints (same keys, same values; only the
         timings differ). Unset parameters take the knowledge base's settings."""
-        # The CLI's `search` builds its lookup arguments with the same function, checked by the rules of the
-        # settings they override: one implementation, so both answer alike.
-        options = lookup_overrides(wb.settings, mode=mode, fusion=fusion, rrf_k=rrf_k, dense_weight=dense_weight,
-                                   bm25_weight=bm25_weight, retrieve_k=retrieve_k, return_n=return_n,
-                                   max_chunks_per_document=max_chunks_per_document)
-        result = wb.retriever.lookup(query, **options, filters={"doc_id": doc_id} if doc_id else None)
+        result = wb.retriever.lookup(query, **options.arguments(wb))
         # Already plain JSON types: a JSONResponse skips FastAPI's jsonable_encoder walk (~1 ms of a 28 KB answer).
         return JSONResponse(result.to_dict())
+
+    @router.get(f"{prefix}/explain", summary=f"Why wasn't it retrieved? The fate of an expected document, chunk or "
+                f"answer in {where}")
+    def explain(query: Annotated[str, Query(description="The question.")],
+                options: Annotated[LookupOptions, Depends(lookup_options)],
+                expect: Annotated[str | None, Query(description="The expected document `doc_id`, or one chunk "
+                                                                "`doc_id#chunk-N`.")] = None,
+                answer: Annotated[str | None, Query(description="An expected answer text: which chunks hold it, "
+                                                                "and whether a chunk boundary splits it.")] = None,
+                wb: Workbench = chosen_kb) -> JSONResponse:
+        """Exactly what `python -m rag_core explain QUERY --expect ... --json` prints: each chunk's rank in every
+        channel over the whole knowledge base, what cut it, and the smallest change that brings it in."""
+        from ..retrieval.explain import explain_dict
+
+        arguments = options.arguments(wb)
+        arguments.pop("filters")  # explain ranks over the whole knowledge base
+        return JSONResponse(explain_dict(wb, query, expect, answer, **arguments))
 
     @router.get(f"{prefix}/documents", summary=f"Documents of {where} (as `docs --json`)")
     def list_documents(wb: Workbench = chosen_kb) -> list[dict[str, Any]]:

@@ -49,10 +49,13 @@ class MilvusStore(SchemaMixin, RegistryMixin, WritesMixin, SearchMixin):
     search (chunk reads, dense and BM25)."""
 
     def __init__(self, uri: str, collection: str, token: str = "", timeout: float = 60.0, *,
-                 originals: Path | None = None, legacy_originals: Path | None = None) -> None:
-        """`originals`: the folder for this collection's kept originals (None: keep none);
+                 lite: connection.LiteOptions | None = None, originals: Path | None = None,
+                 legacy_originals: Path | None = None) -> None:
+        """`lite`: how a Milvus Lite file is reached (shared through the store host, or exclusive: see
+        connection); `originals`: the folder for this collection's kept originals (None: keep none);
         `legacy_originals`: where older versions kept them (`uploads/<collection>`), adopted on open."""
         self.uri = uri
+        self.lite = lite or connection.LiteOptions(collection=collection)
         self.collection = check_collection_name(collection)
         self.registry = f"{collection}_docs"
         self.originals = OriginalFiles(originals) if originals is not None else None
@@ -67,7 +70,7 @@ class MilvusStore(SchemaMixin, RegistryMixin, WritesMixin, SearchMixin):
     @property
     def client(self) -> Any:
         if self._client is None:
-            self._client = connection.connect(self.uri, self._token, self._timeout)
+            self._client = connection.connect(self.uri, self._token, self._timeout, self.lite)
         return self._client
 
     def close(self) -> None:

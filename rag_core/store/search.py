@@ -9,6 +9,7 @@ import numpy as np
 from ..ports import STORE_FILTER_FIELDS, StoreFilters
 from ..records import SearchHit, StoredChunk
 from . import filters
+from .lite_internals import is_empty_bm25_error
 from .rows import search_hit
 from .schema import CHUNK_FIELDS, QUERY_LIMIT
 
@@ -82,15 +83,13 @@ class SearchMixin:
         # and a line on stdout from the Lite server). The emptiness check runs only until the store has
         # seen rows, so a knowledge base in use pays nothing; another process emptying a shared server
         # is still caught below.
-        from pymilvus.exceptions import MilvusException
-
         expr = _expression(filters)
         if expr is None or (not self._has_rows and self.is_empty()):
             return []
         try:
             hits = self._search("bm25", text, "sparse", k, expr)
-        except MilvusException as exc:
-            if "NaN or Inf" in str(exc) and self.is_empty():
+        except Exception as exc:
+            if is_empty_bm25_error(exc) and self.is_empty():
                 self._has_rows = False
                 return []
             raise

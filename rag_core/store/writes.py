@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from typing import Any, Sequence
@@ -9,12 +10,13 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..records import Chunk, Document, NewVersion, WriteResult
-from . import filters
-from .originals import OriginalFiles
+from . import filters, writers
+from .originals import KeptVersion, OriginalFiles
 from .rows import check_new_versions, stored_chunk, utc_now
 from .schema import MIGRATING
 
 INSERT_BATCH = 500
+log = logging.getLogger(__name__)
 
 
 class WritesMixin:
@@ -32,6 +34,7 @@ class WritesMixin:
         """Write a new complete version of `doc` and retire the old one (see store.milvus)."""
         return self.replace_documents([NewVersion(doc, chunks, vectors, fingerprint)])[0]
 
+    @writers.tracked  # recovery in this process spares its pending versions while it runs
     def replace_documents(self, items: Sequence[NewVersion]) -> list[WriteResult]:
         """`replace_document` for several documents with one round trip per step instead of one per
         document. Each document still switches versions atomically at its own commit row."""
@@ -39,13 +42,16 @@ class WritesMixin:
         ids = sorted({item.doc.doc_id for item in items})
         old = self._newest_active(self._registry_rows(filters.one_of("doc_id", ids))) if ids else {}
         versions = [uuid.uuid4().hex[:16] for _ in items]
-        pending = self._registry_insert([self._registry_row(item.doc, v, "pending", committed_ns=time.time_ns())  # 1
+        pending = self._registry_insert([self._registry_row(item.doc, v, "pending", committed_ns=time.time_ns(),  # 1
+                                                            **writers.pending_fields())
                                          for item, v in zip(items, versions)])
+        ingested_at = utc_now()
+        kept = [v for item, v in zip(items, versions) if item.original is not None]
         if self.originals is not None:  # the originals are part of the versions: written before the commit
+            written_ns = time.time_ns()
             for item, version in zip(items, versions):
                 if item.original is not None:
-                    self.originals.write(version, item.original)
-        ingested_at = utc_now()
+                    self.originals.write(version, item.original, kept_of_new(item, version, ingested_at, written_ns))
         rows = [self._chunk_row(item.doc, chunk, vector, version, len(item.chunks), ingested_at)
                 for item, version in zip(items, versions) for chunk, vector in zip(item.chunks, item.vectors)]
         for start in range(0, len(rows), INSERT_BATCH):  # 2
@@ -56,14 +62,23 @@ class WritesMixin:
             extension=item.doc.extension, size_bytes=item.doc.size_bytes, chunks=len(item.chunks),
             content_hash=item.doc.content_hash, fingerprint=item.fingerprint, ingested_at=ingested_at)
             for item, version in zip(items, versions)])
+        results = [WriteResult(version=v, replaced=item.doc.doc_id in old) for item, v in zip(items, versions)]
+        self._has_rows = True
         retired = list(old.values())
+        if self.originals is not None:
+            try:
+                self.originals.commit(kept)
+                # Before the registry forgets them, so a kill cannot leave them looking like a lost database's.
+                self.originals.retire(r["version"] for r in retired)
+            except OSError as exc:  # committed all the same: the next open's recovery finishes the clean-up
+                log.warning("could not mark kept originals after a commit (%s); recovery will", exc)
+                return results
         if retired:  # 4
             self._delete_versions([r["version"] for r in retired])
         self.client.delete(self.registry, filter=filters.one_of("key", pending + [r["key"] for r in retired]))
         if self.originals is not None:
             self.originals.remove(r["version"] for r in retired)
-        self._has_rows = True
-        return [WriteResult(version=v, replaced=item.doc.doc_id in old) for item, v in zip(items, versions)]
+        return results
 
     def _insert_batch(self, rows: list[dict[str, Any]], collection: str = "") -> None:
         """One insert call; a seam for tests that interrupt a write."""
@@ -81,6 +96,8 @@ class WritesMixin:
         rows = self._registry_rows(filters.equals("doc_id", doc_id))
         if doc_id not in self._newest_active(rows):
             return False
+        if self.originals is not None:  # see replace_documents: retired before the registry forgets them
+            self.originals.retire(r["version"] for r in rows)
         self.client.delete(self.collection, filter=filters.equals("doc_id", doc_id))
         self.client.delete(self.registry, filter=filters.equals("doc_id", doc_id))
         self._has_rows = False  # maybe the last one: check again before the next BM25 search
@@ -95,3 +112,11 @@ class WritesMixin:
                 self.client.drop_collection(name)
         if self.originals is not None:
             self.originals.clear()
+
+
+def kept_of_new(item: NewVersion, version: str, ingested_at: str, written_ns: int) -> KeptVersion:
+    """The sidecar of a new version's kept original."""
+    doc = item.doc
+    return KeptVersion(doc_id=doc.doc_id, version=version, file_name=doc.file_name, extension=doc.extension,
+                       size_bytes=doc.size_bytes, content_hash=doc.content_hash, fingerprint=item.fingerprint,
+                       ingested_at=ingested_at, written_ns=written_ns, indexed_with=dict(item.indexed_with))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rag_core.errors import RetrievalError
+from rag_core.errors import RagError
 from rag_core.records import Chunk, SearchOptions
 from rag_core.retrieval import KnowledgeRetriever
 from rag_core.retrieval.explain import DEPTH, explain, locate_answer, parse_expect
@@ -131,7 +131,7 @@ def test_the_reranker_is_part_of_the_story(port):
     ("", "Say what was expected"),
 ])
 def test_bad_expectations_get_one_clear_line(port, expect, message):
-    with pytest.raises(RetrievalError, match=message):
+    with pytest.raises(RagError, match=message):  # an unknown document is NotIndexed (a 404 over HTTP)
         why(port, expect)
 
 

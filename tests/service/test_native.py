@@ -63,6 +63,33 @@ def test_search_bad_input_is_400_with_one_line(client: httpx.Client, params: dic
     assert error["code"] == "bad_request" and words in error["message"] and "\n" not in error["message"]
 
 
+@pytest.mark.parametrize(("query", "args"), [
+    ("磁盘空间不足怎么办", {"expect": "runbooks/disk_full.md"}),
+    ("HighCPUUsage runbook", {"expect": "runbooks/disk_full.md", "retrieve_k": 5, "return_n": 2}),
+    ("How do I free disk space?", {"expect": "runbooks/disk_full.md#chunk-1", "mode": "bm25"}),
+])
+def test_explain_equals_the_cli_json(client: httpx.Client, kb, capsys, query: str, args: dict[str, Any]):
+    over_http = client.get("/v1/explain", params={"query": query, **args})
+    assert over_http.status_code == 200, over_http.text
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in args.items()]
+    assert cli.main(["--data-dir", str(kb.settings.data_dir), "explain", query, *flags, "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert over_http.json() == printed
+    assert over_http.json()["chunks"] and over_http.json()["doc_id"] == "runbooks/disk_full.md"
+
+
+@pytest.mark.parametrize(("params", "status", "words"), [
+    ({"query": "disk"}, 400, "Say what was expected"),
+    ({"query": "disk", "expect": "no/such.md"}, 404, "no/such.md"),
+    ({"query": "disk", "expect": "runbooks/disk_full.md", "retrieve_k": 0}, 400, "retrieve_k"),
+])
+def test_explain_bad_input_is_one_line(client: httpx.Client, params: dict[str, Any], status: int, words: str):
+    r = client.get("/v1/explain", params=params)
+    assert r.status_code == status, r.text
+    message = r.json()["error"]["message"]
+    assert words in message and "\n" not in message
+
+
 def test_search_of_an_empty_knowledge_base_is_409(kb):
     empty = make_workbench(kb.settings.data_dir, kb.embedder, **{"milvus.collection": "service_empty"})
     server = serve(empty)

@@ -163,10 +163,11 @@ def test_serve_runs_answers_and_releases_the_knowledge_base_on_ctrl_c(tmp_path: 
     assert proc.returncode == 0, output
     assert f"RAG workbench API on http://127.0.0.1:{port}" in output and "token required" in output
     assert TOKEN not in output and "Traceback" not in output
-    # the Lite database was closed: another process (this one) can open it now
+    # serve let go of the knowledge base: another process (this one) can use it now (through the store
+    # host that serve started, which keeps the file for milvus.host-idle seconds: shared mode)
     from tests.helpers import make_workbench
 
-    wb = make_workbench(tmp_path)
+    wb = make_workbench(tmp_path, **{"milvus.lite-mode": "shared"})
     try:
         assert [d.doc_id for d in wb.store.list_documents()] == ["note.md"]
     finally:

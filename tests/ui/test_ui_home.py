@@ -71,7 +71,8 @@ def test_a_locked_knowledge_base_shows_the_message_not_a_traceback(monkeypatch, 
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys; from rag_core.bootstrap import build_store; "
          "from rag_core.config import load_settings; from rag_core.embedding.local import LocalUSEEmbedder; "
-         f"s = build_store(load_settings(data_dir={str(data)!r}, env={{}}), LocalUSEEmbedder()); "
+         f"s = build_store(load_settings(data_dir={str(data)!r}, env={{'RAG_MILVUS_LITE_MODE': 'exclusive'}}), "
+         "LocalUSEEmbedder()); "
          "print('ready', flush=True); sys.stdin.read()"],
         cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
