@@ -205,3 +205,39 @@ def changed_chunk_html(index: int, text: str, kind: str) -> str:
             f'<div style="padding:0.2rem 0.6rem;font-size:0.8rem;font-family:ui-monospace,monospace;color:{border}">'
             f'{sign} chunk #{index}</div><div style="white-space:pre-wrap;word-break:break-word;padding:0.3rem 0.6rem;'
             f'font-size:0.85rem;max-height:220px;overflow-y:auto">{esc(text)}</div></div>')
+
+
+# The compare views' marks: found by both sides, or by one only (the side's own colour).
+MARK_STYLE = {"both": ("#e6f4e3", "#2e7d32"), "only A": ("#e3effd", "#1e5aa8"), "only B": ("#fdf0e3", "#a04f00")}
+
+
+def mark_badge_html(mark: str, prefix: str = "") -> str:
+    """A small badge "both" / "only A" / "only B" (`prefix`, e.g. "doc ", names the level)."""
+    bg, fg = MARK_STYLE[mark]
+    return (f'<span class="mark-badge mark-{mark.replace(" ", "-")}" style="display:inline-block;padding:0 6px;'
+            f'border-radius:0.6rem;background:{bg};color:{fg};border:1px solid {fg};font-size:0.72rem;'
+            f'font-weight:600;white-space:nowrap">{esc(prefix + mark)}</span>')
+
+
+def compared_evidence_html(blocks: Sequence[Any], *, snippet_chars: int = 240) -> str:
+    """One side of a lookup comparison (`rag_core.retrieval.compare.ComparedBlock`s): each evidence block with
+    its chunk-level and document-level marks, what it was matched with on the other side, and its text."""
+    if not blocks:
+        return '<div class="compared-evidence" style="color:#6b7280">No evidence.</div>'
+    rows = []
+    for x in blocks:
+        bg, fg = MARK_STYLE[x.mark]
+        # By text, name what it was matched with (a key alone says nothing when the chunking differs).
+        matched = (f'<div style="padding:0 0.6rem;color:#4b5563;font-size:0.75rem">≈ other side\'s '
+                   f'{esc(", ".join(x.matches))}</div>' if x.matches and x.matches != (x.evidence_key,) else "")
+        text = x.content if len(x.content) <= snippet_chars else x.content[:snippet_chars] + "…"
+        rows.append(
+            f'<div class="compared-block" data-mark="{esc(x.mark)}" style="border:1px solid #d5dbe3;'
+            f'border-left:4px solid {fg};border-radius:0.4rem;margin:0 0 0.45rem;background:#fff">'
+            f'<div style="padding:0.25rem 0.6rem;background:{bg};font-size:0.82rem;display:flex;gap:6px;'
+            f'align-items:center;flex-wrap:wrap"><b>#{x.position}</b>{mark_badge_html(x.mark)}'
+            f'{mark_badge_html(x.doc_mark, "doc ")}<code style="font-size:0.8rem">{esc(x.evidence_key)}</code>'
+            f'<span style="margin-left:auto;color:#4b5563">{x.score:.4f}</span></div>{matched}'
+            f'<div style="white-space:pre-wrap;word-break:break-word;padding:0.3rem 0.6rem;font-size:0.84rem;'
+            f'max-height:160px;overflow-y:auto">{esc(text)}</div></div>')
+    return '<div class="compared-evidence">' + "".join(rows) + "</div>"
