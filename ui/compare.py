@@ -14,7 +14,7 @@ from rag_core.retrieval import LookupParams, LookupResult
 from rag_core.retrieval.compare import BOTH, ONLY_A, ONLY_B, LookupComparison
 
 from .components import metric_row
-from .html import compared_evidence_html, mark_badge_html
+from .html import aligned_chunkings_html, compared_evidence_html, mark_badge_html
 from .state import get_workbench, knowledge_bases, selected_kb
 
 
@@ -97,3 +97,35 @@ def comparison_view(comparison: LookupComparison, a: Side, b: Side) -> None:
             for warning in side.result.warnings:
                 st.warning(warning, icon="⚠️")
             st.html(compared_evidence_html(blocks))
+
+
+# ------------------------------------------------------------------------------------- chunk preview compare
+def chunking_b_controls(a: tuple[int, int]) -> tuple[int, int]:
+    """B's max size and overlap for the chunk preview's compare mode. They start at the chunking of a knowledge
+    base picked here (by default the first one chunking otherwise than `a`), so two knowledge bases' chunkings
+    are one click apart; the sliders then set any other configuration."""
+    chunkings = {kb.name: (kb.settings["chunk.max-size"], kb.settings["chunk.overlap"])
+                 for kb in knowledge_bases().list()}
+    names = list(chunkings)
+    differs = [n for n in names if chunkings[n] != a]
+    base = st.selectbox("B starts from the chunking of", names, index=names.index(differs[0]) if differs else 0,
+                        format_func=lambda n: f"{n} ({chunkings[n][0]}/{chunkings[n][1]})", key="cp.b_from")
+    size, overlap = chunkings.get(base, a)
+    c1, c2 = st.columns(2)
+    size = c1.slider("B: max chunk size", 50, 4000, size, step=10, key=f"cp.{base}.max_size_b")
+    overlap = c2.slider("B: overlap", 0, 1000, overlap, step=10, key=f"cp.{base}.overlap_b")
+    return size, overlap
+
+
+def chunking_comparison_view(text: str, comparison: Any, a: tuple[int, int], b: tuple[int, int],
+                             max_chars: int) -> None:
+    """Counts for both configurations, then the text with both chunkings' boundaries aligned row by row."""
+    counts = comparison.counts()
+    metric_row([(f"A chunks ({a[0]}/{a[1]})", len(comparison.a)), (f"B chunks ({b[0]}/{b[1]})", len(comparison.b)),
+                ("Cuts in both", counts[BOTH]), ("Cuts only in A", counts[ONLY_A]), ("Cuts only in B", counts[ONLY_B])],
+               help={"Cuts in both": "Offsets inside the text where both configurations start or end a chunk."})
+    st.html(f'<div style="font-size:0.85rem;color:#374151">A line across a row marks a cut: '
+            f'{mark_badge_html(BOTH)} both configurations cut there, {mark_badge_html(ONLY_A)} or '
+            f'{mark_badge_html(ONLY_B)} one does. Chunk numbers start where a chunk starts; the yellow gutter is '
+            'that side\'s overlap (two chunks).</div>')
+    st.html(aligned_chunkings_html(text, comparison, max_chars=max_chars))

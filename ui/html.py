@@ -241,3 +241,42 @@ def compared_evidence_html(blocks: Sequence[Any], *, snippet_chars: int = 240) -
             f'<div style="white-space:pre-wrap;word-break:break-word;padding:0.3rem 0.6rem;font-size:0.84rem;'
             f'max-height:160px;overflow-y:auto">{esc(text)}</div></div>')
     return '<div class="compared-evidence">' + "".join(rows) + "</div>"
+
+
+def aligned_chunkings_html(text: str, comparison: Any, *, max_chars: int | None = None) -> str:
+    """Two chunkings of `text` aligned by character offset (`rag_core.chunk_compare.ChunkingComparison`): the
+    text in the middle, cut into rows at every boundary of either; A's chunks on the left, B's on the right
+    (their number where they start, "end n" where they end, the overlap colour where two cover a row); a line
+    across the row where a boundary falls, green when both chunkings cut there, A's or B's colour when one does."""
+    def gutter(chunks: tuple[int, ...], starts: tuple[int, ...], ends: tuple[int, ...], line: str) -> str:
+        bg = OVERLAP_BG if len(chunks) >= 2 else CHUNK_BG[chunks[0] % 2] if chunks else "#f3f4f6"
+        marks = "".join(f'<span class="chunk-start" style="{_BADGE_STYLE}">{i}</span>' for i in starts)
+        marks += "".join(f'<span class="chunk-end" style="color:{MARKER};font-size:0.7rem">end {i}</span> '
+                         for i in ends)
+        title = f"chunks {', '.join(map(str, chunks))}" if chunks else "in no chunk"
+        return (f'<td title="{esc(title)}" style="background:{bg};width:88px;vertical-align:top;padding:2px 4px;'
+                f'{line}">{marks}</td>')
+
+    shown = len(text) if max_chars is None else min(len(text), max_chars)
+    out = ['<table class="aligned-chunkings" style="border-collapse:collapse;width:100%;font-size:0.88rem;'
+           'table-layout:fixed"><thead><tr><th style="width:88px">A</th><th>text (same for both)</th>'
+           '<th style="width:88px">B</th></tr></thead><tbody>']
+    for row in comparison.rows:
+        if row.start >= shown:
+            break
+        b = row.boundary
+        inner = b is not None and 0 < b.offset < comparison.length
+        line = f"border-top:2px solid {MARK_STYLE[b.mark][1]}" if inner else "border-top:1px solid #eef0f3"
+        badge = (f'<span style="float:right;margin-left:6px">{mark_badge_html(b.mark)}</span>' if inner else "")
+        cells = [gutter(row.a_chunks, b.a_starts if b else (), b.a_ends if b else (), line),
+                 f'<td style="white-space:pre-wrap;word-break:break-word;vertical-align:top;padding:2px 8px;{line}">'
+                 f'{badge}{esc(text[row.start:min(row.end, shown)])}</td>',
+                 gutter(row.b_chunks, b.b_starts if b else (), b.b_ends if b else (), line)]
+        out.append(f'<tr class="aligned-row" data-offset="{row.start}" data-mark="{esc(b.mark) if inner else ""}">'
+                   + "".join(cells) + "</tr>")
+    out.append("</tbody></table>")
+    if shown < len(text):
+        out.append(f'<div class="truncated" style="margin-top:0.5rem;color:#6b7280;font-style:italic">… showing the '
+                   f'first {shown:,} of {len(text):,} characters.</div>')
+    return '<div style="max-height:720px;overflow-y:auto;border:1px solid #d5dbe3;border-radius:0.5rem">' + \
+        "".join(out) + "</div>"

@@ -14,10 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ..records import Candidate
+from ..records import BOTH, ONLY_A, ONLY_B, Candidate
 from .retriever import LookupResult
 
-BOTH, ONLY_A, ONLY_B = "both", "only A", "only B"
 MIN_SHARED = 0.5  # by text: the overlap needed, as a fraction of the shorter chunk
 
 
