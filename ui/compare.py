@@ -40,6 +40,10 @@ def side_b_controls(limits: Mapping[str, int]) -> tuple[Workbench, dict[str, Any
     keyword arguments. Raises RagError when the knowledge base cannot be opened."""
     names = knowledge_bases().names()
     current = selected_kb()
+    asked = st.session_state.get("kb_b") or st.query_params.get("kb_b")
+    if asked and asked not in names:  # a stale link, or deleted since
+        st.warning(f"Knowledge base `{asked}` does not exist (any more); B is `{current}`.", icon="⚠️")
+        st.session_state["kb_b"] = current
     c1, c2, c3 = st.columns([3, 2, 2], vertical_alignment="bottom")
     kb = c1.selectbox("B: knowledge base", names, index=names.index(current) if current in names else 0,
                       key="kb_b", bind="query-params",
