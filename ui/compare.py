@@ -1,5 +1,6 @@
-"""The retrieval debugger's compare mode: the second side's controls (a knowledge base and its lookup
-parameters) and the two evidence lists side by side, marked by `rag_core.retrieval.compare`."""
+"""The compare modes. Retrieval debugger: the second side's controls (a knowledge base and its lookup
+parameters) and the two evidence lists side by side, marked by `rag_core.retrieval.compare`. Chunk preview: the
+second chunking's controls and both chunkings aligned by offset (`rag_core.chunk_compare`)."""
 
 from __future__ import annotations
 
@@ -56,10 +57,12 @@ def side_b_controls(limits: Mapping[str, int]) -> tuple[Workbench, dict[str, Any
     fusion = c3.segmented_control("B: fusion", ["rrf", "weighted"], default=d.search.fusion, key=key + "fusion",
                                   required=True, disabled=mode != "hybrid")
     c1, c2, c3 = st.columns(3)
-    retrieve_k = c1.slider("B: retrieve-k", 1, limits["retrieve_k"], d.retrieve_k, key=key + "retrieve_k")
-    return_n = c2.slider("B: return-n", 1, limits["return_n"], d.return_n, key=key + "return_n")
-    cap = c3.slider("B: max chunks per document", 1, limits["max_chunks_per_document"], d.max_chunks_per_document,
-                    key=key + "cap")
+    def width(col: Any, label: str, name: str, value: int) -> int:  # a default beyond the slider starts at its end
+        return col.slider(label, 1, limits[name], min(value, limits[name]), key=key + name)
+
+    retrieve_k = width(c1, "B: retrieve-k", "retrieve_k", d.retrieve_k)
+    return_n = width(c2, "B: return-n", "return_n", d.return_n)
+    cap = width(c3, "B: max chunks per document", "max_chunks_per_document", d.max_chunks_per_document)
     if return_n > retrieve_k:
         st.warning(f"B: return-n ({return_n}) is larger than retrieve-k ({retrieve_k}); using return-n = {retrieve_k}.")
         return_n = retrieve_k

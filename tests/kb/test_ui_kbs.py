@@ -143,7 +143,7 @@ def test_debugger_compare_mode_marks_what_both_or_one_found(local_embedder) -> N
     # the same knowledge base with a wider cap and return-n: B's extra evidence is "only B", A's all "both"
     at.selectbox(key="kb_b").set_value("biz").run()
     at.slider(key="cmp.biz.return_n").set_value(8)
-    at.slider(key="cmp.biz.cap").set_value(4).run()
+    at.slider(key="cmp.biz.max_chunks_per_document").set_value(4).run()
     assert not at.exception, at.exception
     page = html_of(at)
     assert 'data-mark="only B"' in page and 'data-mark="only A"' not in page
