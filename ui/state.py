@@ -59,7 +59,7 @@ def agent_key(settings: Settings, env: Mapping[str, str] | None = None) -> tuple
     """The agent's cache key: its workbench, every setting (so none the agent depends on can be missing,
     whoever adds one), and a digest of the API keys it may read (never the keys themselves)."""
     env = os.environ if env is None else env
-    key_vars = sorted({*DEFAULT_KEY_ENV.values(), *(settings[k] for k in KEYS if k.endswith(".api-key-env"))} - {""})
+    key_vars = sorted({*DEFAULT_KEY_ENV.values(), *(settings[k] for k in KEYS if k.endswith("-env"))} - {""})
     digest = hashlib.sha256("\0".join(f"{v}={env.get(v, '')}" for v in key_vars).encode()).hexdigest()[:16]
     values = tuple(sorted((k, repr(v)) for k, v in settings.public().items()))
     return workbench_key(settings), values, digest
