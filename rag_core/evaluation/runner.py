@@ -135,6 +135,13 @@ class Grid:
         fields["given"] = frozenset(k for k in defaults if values.get(k) not in (None, (), []))
         return cls(**fields)
 
+    @classmethod
+    def from_form(cls, settings: Settings, **values: Iterable[Any] | Any | None) -> Grid:
+        """A grid from a form whose fields show the settings' values (the Evaluation page): a field left at
+        that value is not `given`, so a run on knowledge bases takes each one's own value for it."""
+        base, grid = cls.from_settings(settings), cls.from_settings(settings, **values)
+        return replace(grid, given=frozenset(k for k in grid.given if getattr(grid, k) != getattr(base, k)))
+
     def rebased(self, settings: Settings) -> Grid:
         """This grid with `settings`' values (a knowledge base's own) for the parameters not given."""
         return Grid.from_settings(settings, **{k: getattr(self, k) for k in self.given})
