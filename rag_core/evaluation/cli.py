@@ -32,7 +32,7 @@ from typing import Any, Callable, Sequence
 from ..config import KEYS, Settings
 from ..errors import EvaluationError
 from .params import LABELS, PARAM_KEYS, PARAM_SETTINGS, choices_of, parse_kb_names, parse_values
-from .report import DEFAULT_PARAMS, PER_QUERY_METRICS, neighbour_pairs, point_label, shown_metrics, wins_losses
+from .report import DEFAULT_PARAMS, PER_QUERY_METRICS, point_comparisons, shown_metrics, wins_losses
 
 SHORT = {"max_chunks_per_document": "cap", "retrieve_k": "k", "return_n": "n", "chunk_size": "size",
          "dense_weight": "w_dense", "bm25_weight": "w_bm25", "latency_p50_ms": "p50_ms", "latency_p95_ms": "p95_ms",
@@ -135,7 +135,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
                                                                                                 eval_set.name))
     comparisons = point_comparisons(run.to_dict(), args.by)
     if args.json:
-        json.dump({**run.to_dict(), "comparisons": [c for _, c in comparisons],
+        json.dump({**run.to_dict(), "comparisons": comparisons,
                    "files": {k: str(v) for k, v in paths.items()}}, sys.stdout, ensure_ascii=False, indent=1)
         sys.stdout.write("\n")
         return 0
@@ -172,32 +172,18 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
 MAX_PRINTED_PAIRS = 12
 
 
-def point_comparisons(saved: dict[str, Any], by: str | None) -> list[tuple[str, dict[str, Any]]]:
-    """Per-query wins and losses for every pair of rows of a run that differ in one varying parameter (two
-    rows: that pair): ("#1 kb=small vs #2 kb=wide", WinsLosses.to_dict() with the rows' numbers)."""
-    points = saved["points"]
-    rows = [p["params"] for p in points]
-    varying = saved["config"].get("varying", [])
-    out = []
-    for i, j in ([(0, 1)] if len(points) == 2 else neighbour_pairs(rows, varying)):
-        labels = (f"#{i + 1} {point_label(rows[i], varying)}", f"#{j + 1} {point_label(rows[j], varying)}")
-        result = wins_losses(points[i]["queries"], points[j]["queries"], by, labels)
-        out.append((f"{labels[0]} vs {labels[1]}", {"a_point": i + 1, "b_point": j + 1, **result.to_dict()}))
-    return out
-
-
-def print_comparisons(comparisons: list[tuple[str, dict[str, Any]]]) -> None:
+def print_comparisons(comparisons: list[dict[str, Any]]) -> None:
     if not comparisons:
         return
-    print(f"\nper query (by {comparisons[0][1]['metric']}): B better / A better / same")
-    for title, c in comparisons[:MAX_PRINTED_PAIRS]:
+    print(f"\nper query (by {comparisons[0]['metric']}): B better / A better / same")
+    for c in comparisons[:MAX_PRINTED_PAIRS]:
         n = c["counts"]
-        print(f"  {title}: {n['b_better']} / {n['a_better']} / {n['ties']}"
+        print(f"  {c['A']} vs {c['B']}: {n['b_better']} / {n['a_better']} / {n['ties']}"
               + (f" ({n['unpaired']} unpaired)" if n["unpaired"] else ""))
     if len(comparisons) > MAX_PRINTED_PAIRS:
         print(f"  ... and {len(comparisons) - MAX_PRINTED_PAIRS} more pairs (--json, or compare-runs)")
     if len(comparisons) == 1:
-        print_outcomes(comparisons[0][1])
+        print_outcomes(comparisons[0])
 
 
 def print_outcomes(c: dict[str, Any], limit: int = 10) -> None:

@@ -179,11 +179,28 @@ def wins_losses(a_queries: Sequence[Mapping[str, Any]], b_queries: Sequence[Mapp
     return WinsLosses(metric, labels[0], labels[1], tuple(better_b), tuple(better_a), tuple(ties), unpaired)
 
 
-def neighbour_pairs(rows: Sequence[Mapping[str, Any]], varying: Sequence[str]) -> list[tuple[int, int]]:
-    """The pairs of sweep points (indexes, i < j) that differ in exactly one varying parameter: the comparisons
-    that say what that one parameter does (e.g. knowledge base a vs b at the same reranker)."""
+def neighbour_pairs(rows: Sequence[Mapping[str, Any]], axes: Sequence[str]) -> list[tuple[int, int]]:
+    """The pairs of sweep points (indexes, i < j) that differ on exactly one axis of the sweep (a run's
+    config["swept"]: "kb" counts as one axis with the settings each knowledge base brings): the comparisons
+    that say what that one choice does (e.g. knowledge base a vs b at the same reranker)."""
     pairs = []
     for i, j in itertools.combinations(range(len(rows)), 2):
-        if sum(rows[i].get(k) != rows[j].get(k) for k in varying) == 1:
+        if sum(rows[i].get(k) != rows[j].get(k) for k in axes) == 1:
             pairs.append((i, j))
     return pairs
+
+
+def point_comparisons(saved: Mapping[str, Any], metric: str | None = None) -> list[dict[str, Any]]:
+    """Per-query wins and losses (`WinsLosses.to_dict()`, with the rows' numbers `a_point`, `b_point`) for the
+    pairs of rows of a saved run that differ on one axis of the sweep (two rows: that pair); labels name the
+    rows by the sweep's axes ("#1 kb=small rerank=none"). What `eval` prints after its table and puts in its JSON."""
+    points = saved["points"]
+    rows = [p["params"] for p in points]
+    varying = saved["config"].get("varying", [])
+    axes = saved["config"].get("swept", varying)
+    out = []
+    for i, j in ([(0, 1)] if len(points) == 2 else neighbour_pairs(rows, axes)):
+        labels = (f"#{i + 1} {point_label(rows[i], axes)}", f"#{j + 1} {point_label(rows[j], axes)}")
+        result = wins_losses(points[i]["queries"], points[j]["queries"], metric, labels)
+        out.append({"a_point": i + 1, "b_point": j + 1, **result.to_dict()})
+    return out

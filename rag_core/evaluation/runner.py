@@ -380,7 +380,7 @@ def run_evaluation(eval_set: EvalSet, grid: Grid, settings: Settings, *, embedde
             try:
                 defaults = params_from_settings(target_settings)
                 retriever = KnowledgeRetriever(MilvusSearchPort(target_store, target_embedder), defaults)
-                _warm_up(retriever, eval_set, next(iter(groups.values()))[0])
+                _warm_up(retriever, eval_set, [g[0] for g in groups.values()])
                 for group in groups.values():
                     results += _run_group(retriever.with_reranker(rerankers.get(group[0].rerank)), eval_set, group,
                                           defaults, plan, report, warnings)
@@ -393,7 +393,11 @@ def run_evaluation(eval_set: EvalSet, grid: Grid, settings: Settings, *, embedde
     order = {p: i for i, p in enumerate(points)}
     results.sort(key=lambda r: order[r.point])
     defaults = params_from_settings(settings)
-    config = {"grid": {k: list(getattr(grid, k)) for k in PARAM_KEYS}, "varying": varying, "live": on_kbs,
+    # swept: the axes of the sweep (the parameters given several values, and the knowledge base with everything
+    # it sets); varying: every parameter whose value differs between rows (a knowledge base's own included).
+    swept = (["kb"] if len(targets) > 1 else []) + grid.varying()
+    config = {"grid": {k: list(getattr(grid, k)) for k in PARAM_KEYS}, "varying": varying, "swept": swept,
+              "live": on_kbs,
               "knowledge_bases": [t.name for t in targets], "reindex": reindex, "embedder": ", ".join(embedders),
               "rerankers": {p: r.name for p, r in rerankers.items()}, "projection": asdict(defaults.budgets),
               "failed_rule": FAILED_RULE, "span_min_overlap": m.SPAN_MIN_OVERLAP}
@@ -539,10 +543,12 @@ def _index_corpus(eval_set: EvalSet, settings: Settings, embedder: Embedder, chu
                              time.perf_counter() - started)
 
 
-def _warm_up(retriever: KnowledgeRetriever, eval_set: EvalSet, first: SweepPoint) -> None:
-    """Model load on first use and the first search, so that latency figures are steady-state."""
-    retriever.fetch(eval_set.queries[0].text, LookupParams(retrieve_k=first.retrieve_k, return_n=1,
-                                                           search=first.search_options()))
+def _warm_up(retriever: KnowledgeRetriever, eval_set: EvalSet, points: Sequence[SweepPoint]) -> None:
+    """Model load on first use and the first search of each mode, so that latency figures are steady-state
+    (a bm25 group first would leave the embedder's load to the first dense query)."""
+    for first in {p.mode: p for p in reversed(points)}.values():
+        retriever.fetch(eval_set.queries[0].text, LookupParams(retrieve_k=first.retrieve_k, return_n=1,
+                                                               search=first.search_options()))
 
 
 def _run_group(retriever: KnowledgeRetriever, eval_set: EvalSet, group: Sequence[SweepPoint],
