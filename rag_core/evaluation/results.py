@@ -114,7 +114,7 @@ def load_point(spec: str | Path) -> tuple[dict[str, Any], int]:
     from .report import best_point
 
     text = str(spec)
-    folder, sep, number = text.rpartition("#") if "#" in text else (text, "", "")
+    folder, sep, number = text.rpartition("#") if "#" in text and not Path(text).exists() else (text, "", "")
     run = load_run(folder)
     points = run["points"]
     if not points:
