@@ -161,7 +161,8 @@ def wins_losses(a_queries: Sequence[Mapping[str, Any]], b_queries: Sequence[Mapp
     shared = [qid for qid in a_by if qid in b_by]
     if not shared:
         raise EvaluationError("The two points share no query: compare runs of the same evaluation set.")
-    available = [m for m in per_query_metrics([a_by[q] for q in shared]) if m in per_query_metrics([b_by[q] for q in shared])]
+    in_b = per_query_metrics([b_by[q] for q in shared])
+    available = [m for m in per_query_metrics([a_by[q] for q in shared]) if m in in_b]
     metric = metric or (available[0] if available else "")
     if metric not in available:
         raise EvaluationError(f"Cannot compare queries by {metric!r}: use one of {', '.join(available) or '(none)'}.")
