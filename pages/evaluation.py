@@ -51,9 +51,11 @@ PICKS = {"Random sample": "sample", "First N": "limit", "All": "all"}
 # Links shown next to each failed query: column name -> (the saved query record, the point's parameters)
 # -> URL. The record has the query, its relevant doc_ids, answers found or not, evidence keys.
 FAILED_QUERY_LINKS: dict[str, Callable[[dict[str, Any], dict[str, Any]], str]] = {
-    # the debugger with the query, and its first relevant document in "Why wasn't it retrieved?"
+    # the debugger with the query, and its first relevant document in "Why wasn't it retrieved?"; on the
+    # knowledge base the row searched (?kb= selects it in the sidebar), if any
     "debugger": lambda q, params: debugger_url(q["query"], {k: params.get(k) for k in (
-        "retrieve_k", "return_n", "max_chunks_per_document", "mode")}, (q.get("relevant") or [None])[0]),
+        "retrieve_k", "return_n", "max_chunks_per_document", "mode")}, (q.get("relevant") or [None])[0],
+        kb=params.get("kb")),
 }
 
 
@@ -89,8 +91,9 @@ def choose_target(key: str, help: str | None = None) -> list[str] | None:
     targets = ["Sample knowledge base (examples/kb, indexed separately)", "Knowledge bases (as they are)"]
     if st.radio("Evaluate against", targets, key=key, help=help) == targets[0]:
         return None
-    return st.multiselect("Knowledge bases", knowledge_bases().names(), default=[selected_kb()], key="eval_kbs",
-                          help="Each is searched as it is: its documents, chunking and embedder, and its own search "
+    names = knowledge_bases().names()
+    return st.multiselect("Knowledge bases", names, default=[n for n in [selected_kb()] if n in names],
+                          key="eval_kbs", help="Each is searched as it is: its documents, chunking and embedder, and its own search "
                                "settings for the parameters left at their defaults below. One row per knowledge "
                                "base (and per combination); the set's relevant ids must be their doc_ids.")
 

@@ -5,6 +5,7 @@ changed from its default applying to both, and the query-by-query comparison of 
 from __future__ import annotations
 
 from typing import Iterator
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -47,7 +48,7 @@ def test_knowledge_bases_with_and_without_the_reranker_then_wins_and_losses(page
     at.radio(key="eval_target").set_value("Knowledge bases (as they are)").run()
     assert at.multiselect(key="eval_kbs").value == ["biz"]  # the one selected in the sidebar
     at.multiselect(key="eval_kbs").set_value(["biz", "small"])
-    at.number_input(key="eval_limit").set_value(4)
+    at.number_input(key="eval_limit").set_value(10)
     at.multiselect(key="eval_rerank").set_value(["none", "openai"])
     server.reset()
     at.button(key="eval_run").click().run()
@@ -57,7 +58,12 @@ def test_knowledge_bases_with_and_without_the_reranker_then_wins_and_losses(page
     assert [(p["params"]["kb"], p["params"]["rerank"], p["params"]["chunk_size"], p["params"]["return_n"])
             for p in saved["points"]] == [("biz", "none", 800, 5), ("biz", "openai", 800, 5),
                                           ("small", "none", 300, 3), ("small", "openai", 300, 3)]
-    assert len(server.requests) == 2 * 4  # one per query on each knowledge base, with the reranker only
+    assert len(server.requests) == 2 * 10  # one per query on each knowledge base, with the reranker only
+
+    # a failed query opens the debugger on the knowledge base its row searched
+    [failed] = [d.value for d in at.dataframe if "debugger" in d.value.columns]  # of the point shown first, #1
+    assert len(failed) == saved["points"][0]["metrics"]["failed"] > 0
+    assert all(parse_qs(urlsplit(url).query)["kb"] == ["biz"] for url in failed["debugger"])
 
     # wins and losses between two rows of the run: #1 and #2 first, then #1 against #3 (biz vs small)
     assert at.selectbox(key="eval_last_wl_a").value.startswith("#1 kb=biz")
@@ -90,4 +96,4 @@ def test_knowledge_bases_with_and_without_the_reranker_then_wins_and_losses(page
     assert (len(rows_a.options), len(rows_b.options)) == (4, 2)  # run A: the first sweep, run B: the second
     compare_tab = at.tabs[1]
     shown = {m.label: int(m.value) for m in compare_tab.metric}
-    assert set(shown) == {"B better", "A better", "Same"} and sum(shown.values()) == 4
+    assert set(shown) == {"B better", "A better", "Same"} and sum(shown.values()) == 10
