@@ -12,11 +12,12 @@ import json
 import os
 import sys
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from . import chunking, loaders
-from .config import KEYS, Settings, describe_keys, load_settings, settings_table
+from .config import KEYS, Settings, describe_keys, env_keys, load_settings, settings_table
 from .errors import RagError
 
 EXIT_FAILED_FILES = 1
@@ -486,6 +487,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         overrides = _parse_sets(args.set)
         args.asked = sorted(overrides)
         settings = load_settings(args.data_dir, args.config, overrides=overrides).for_kb(args.kb)
+        settings = replace(settings, per_command=frozenset(overrides) | frozenset(env_keys(os.environ)))
         code = args.func(args, settings)
         sys.stdout.flush()  # a closed pipe shows here, where it is handled, not in Python's flush at exit
         return code

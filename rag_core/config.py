@@ -146,6 +146,12 @@ def env_name(key: str) -> str:
     return "RAG_" + re.sub(r"[.\-]", "_", stem).upper()
 
 
+def env_keys(env: Mapping[str, str]) -> dict[str, str]:
+    """setting -> the environment variable that sets it in `env` (empty variables set nothing)."""
+    by_env = {env_name(name): name for name in KEYS} | ENV_ALIASES
+    return {name: var for var, name in by_env.items() if env.get(var, "") != ""}
+
+
 def _coerce(key: Key, value: Any, origin: str) -> Any:
     try:
         if key.type is bool:
@@ -209,6 +215,9 @@ class Settings:
     # The knowledge base chosen for this run (`--kb`, the app's switcher); "" = the default one, whose name
     # is milvus.collection. Once opened (rag_core.kb.settings.apply), both name it and the values are its own.
     knowledge_base: str = ""
+    # The keys given to this one command (--set, the environment; the CLI fills it): its search settings beat a
+    # knowledge base's own search defaults, as the command's --fusion etc. flags do (kb.settings.apply).
+    per_command: frozenset[str] = frozenset()
 
     def __getitem__(self, key: str) -> Any:
         if key not in KEYS:
@@ -224,7 +233,7 @@ class Settings:
             if name not in KEYS:
                 raise _unknown(name, origin)
             values[name] = _coerce(KEYS[name], raw, origin)
-        settings = Settings(values, self.data_dir, self.explicit | frozenset(overrides), self.knowledge_base)
+        settings = replace(self, values=values, explicit=self.explicit | frozenset(overrides))
         settings.validate(origin)
         return settings
 
@@ -304,11 +313,9 @@ def load_settings(
             values[name] = _coerce(KEYS[name], raw, str(path))
             explicit.add(name)
 
-    by_env = {env_name(name): name for name in KEYS} | ENV_ALIASES
-    for var, name in by_env.items():
-        if env.get(var, "") != "":
-            values[name] = _coerce(KEYS[name], env[var], f"${var}")
-            explicit.add(name)
+    for name, var in env_keys(env).items():
+        values[name] = _coerce(KEYS[name], env[var], f"${var}")
+        explicit.add(name)
 
     root = Path(data_dir or env.get("RAG_DATA_DIR") or "data")
     _check_data_dir(root)

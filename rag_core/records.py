@@ -343,3 +343,8 @@ class KnowledgeBase:
     created_at: str = ""  # ISO-8601 UTC, when the knowledge base was first made
     note: str = ""  # where it came from, e.g. "copy of biz", "adopted from an existing collection"
     committed_ns: int = 0  # when this entry was written; the newest entry of a name is the one that counts
+
+
+# Marks of a side-by-side comparison (rag_core.retrieval.compare, rag_core.chunk_compare): found or made by both
+# sides, or by one of them only.
+BOTH, ONLY_A, ONLY_B = "both", "only A", "only B"

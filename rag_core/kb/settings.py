@@ -3,7 +3,9 @@
 A knowledge base keeps its chunking, its embedder and its search defaults in the catalog, so whoever opens
 it later (another process, the app after a restart) uses them. `rag.toml`, the environment and flags give
 the values for knowledge bases created from now on; for an existing one its own values win (`apply`), and a
-flag that asks for something else is reported (`ignored`), never silently taken or dropped.
+flag that asks for another chunking or embedder is reported (`ignored`), never silently taken or dropped.
+Search settings are different: a command's own (`--set rag.fusion=rrf`, `RAG_FUSION=rrf`, in
+`Settings.per_command`) are lookup options for that command, like its `--fusion` flag, and apply to it.
 """
 
 from __future__ import annotations
@@ -52,22 +54,30 @@ def checked(settings: Settings, changes: Mapping[str, Any], origin: str) -> dict
 
 def apply(settings: Settings, kb: KnowledgeBase) -> Settings:
     """`settings` for working on `kb`: its own values replace the configured ones, and milvus.collection names
-    it (so everything that reads the settings works on this knowledge base)."""
-    values = {key: value for key, value in kb.settings.items() if key in KEYS}
+    it (so everything that reads the settings works on this knowledge base). The search settings given to this
+    command (`settings.per_command`) stay: they are this command's lookup options."""
+    values = {key: value for key, value in kb.settings.items() if key in KEYS and key not in per_command(settings)}
     opened = settings.with_overrides({**values, "milvus.collection": kb.name}, f"knowledge base {kb.name}")
     return opened.for_kb(kb.name)
 
 
 def ignored(kb: KnowledgeBase, settings: Settings, asked: Iterable[str]) -> list[str]:
     """One line per key in `asked` (e.g. the command line's --set) whose value in `settings` (before `apply`)
-    differs from the one `kb` keeps, which wins."""
+    differs from the one `kb` keeps, which wins (the command's own search settings apply instead: not named)."""
     notes = []
     for key in asked:
+        if key in per_command(settings):
+            continue
         if key in KB_KEYS and key in kb.settings and settings[key] != kb.settings[key]:
             notes.append(f"{key} = {settings[key]!r} does not apply to the existing knowledge base {kb.name!r}, which "
                          f"keeps {kb.settings[key]!r}; change it with `kb set {kb.name} ...` (then `reindex` for "
                          "chunking), or make another knowledge base with `kb copy`.")
     return notes
+
+
+def per_command(settings: Settings) -> frozenset[str]:
+    """The search settings this command was given (--set, environment), which beat the knowledge base's."""
+    return settings.per_command & frozenset(SEARCH_KEYS)
 
 
 def embedder_of(meta: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:

@@ -54,6 +54,29 @@ def test_two_knowledge_bases_with_different_chunk_sizes_both_answer_search(data:
     assert code == 0 and "note: chunk.max-size = 500 does not apply to the existing knowledge base 'small'" in err
 
 
+def test_search_settings_given_to_a_command_are_its_lookup_options(data: Path, capsys, monkeypatch) -> None:
+    # A knowledge base keeps its search defaults, but a command's --set / environment search settings apply to that
+    # command's lookups (as --fusion does) and are not reported; a chunk setting is still the knowledge base's.
+    code, _, _ = run(data, capsys, "kb", "create", "tuned", "--fusion", "weighted", "--retrieve-k", "12",
+                     "--return-n", "4")
+    assert code == 0
+    assert run(data, capsys, "--kb", "tuned", "ingest", DISK, "--quiet")[0] == 0
+    code, out, err = run(data, capsys, "--kb", "tuned", "search", "disk full", "--json")
+    assert code == 0 and json.loads(out)["params"]["fusion"] == "weighted" and "note:" not in err
+    code, out, err = run(data, capsys, "--kb", "tuned", "--set", "rag.fusion=rrf", "--set", "rag.return-n=2",
+                         "--set", "chunk.overlap=7", "search", "disk full", "--json")
+    params = json.loads(out)["params"]
+    assert code == 0 and (params["fusion"], params["retrieve_k"], params["return_n"]) == ("rrf", 12, 2)
+    assert "rag.fusion" not in err and "rag.return-n" not in err
+    assert "note: chunk.overlap = 7 does not apply to the existing knowledge base 'tuned'" in err
+    monkeypatch.setenv("RAG_RETRIEVE_K", "9")
+    code, out, err = run(data, capsys, "--kb", "tuned", "search", "disk full", "--json")
+    assert code == 0 and json.loads(out)["params"]["retrieve_k"] == 9 and "note:" not in err
+    monkeypatch.delenv("RAG_RETRIEVE_K")
+    code, out, _ = run(data, capsys, "kb", "show", "tuned", "--json")  # the knowledge base itself is unchanged
+    assert (json.loads(out)["settings"]["rag.fusion"], json.loads(out)["settings"]["rag.return-n"]) == ("weighted", 4)
+
+
 def test_copy_set_show_and_delete(data: Path, capsys, monkeypatch) -> None:
     code, out, err = run(data, capsys, "kb", "copy", "biz", "wide", "--max-size", "1600", "--overlap", "160",
                          "--return-n", "3", "--json")

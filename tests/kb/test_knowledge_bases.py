@@ -198,7 +198,8 @@ def test_copy_rechunks_from_the_kept_originals_and_delete_removes_everything(kbs
     assert fine.documents == 2 and fine.chunks > source_chunks - 1 and fine.without_original == 0
     assert kbs.info("biz").documents == 3  # the source is as it was
     originals = originals_dirs(kbs.settings, "fine")["originals"]
-    assert originals.is_dir() and len([p for p in originals.iterdir() if p.is_dir()]) == 2  # a version each (and its sidecar)
+    versions = sorted(p.name for p in originals.iterdir())  # an original per version (a file), and its sidecar
+    assert len(versions) == 4 and [v for v in versions if not v.endswith(".json")] == [v[:-5] for v in versions if v.endswith(".json")]
 
     kbs.delete("fine")
     assert kbs.names() == ["biz"] and not originals.exists()

@@ -119,3 +119,32 @@ def test_an_unknown_knowledge_base_in_the_url_falls_back_to_the_default() -> Non
     at.run()  # app.py itself (its sidebar): the switcher falls back and says so
     assert not at.exception, at.exception
     assert "`nope` does not exist" in texts(at, "warning") and at.selectbox(key="kb").value == "biz"
+
+
+def html_of(at) -> str:
+    return "".join(str(h.proto.body) for h in at.get("html"))
+
+
+def test_debugger_compare_mode_marks_what_both_or_one_found(local_embedder) -> None:
+    from ui.state import get_workbench, knowledge_bases
+
+    knowledge_bases().create("small", {"chunk.max-size": 300, "chunk.overlap": 30})
+    for name in ("biz", "small"):
+        [report] = get_workbench(name).ingestor.ingest_paths([SAMPLE_KB / "runbooks" / "disk_full.md"])
+        assert report.status == "added"
+    # two knowledge bases chunked differently: matched by text, both timings shown
+    at = app_at("pages/debugger.py", q="How do I free disk space?", compare="true", kb_b="small")
+    assert at.toggle(key="compare").value and at.selectbox(key="kb_b").value == "small"
+    shown = {m.label: m.value for m in at.metric}
+    assert float(shown["A lookup ms"]) > 0 and float(shown["B lookup ms"]) > 0
+    page = html_of(at)
+    assert 'data-mark="both"' in page and "300/30" in texts(at, "info") and "≈ other side" in page
+    assert not at.dataframe  # the single-lookup tables are not drawn in compare mode
+    # the same knowledge base with a wider cap and return-n: B's extra evidence is "only B", A's all "both"
+    at.selectbox(key="kb_b").set_value("biz").run()
+    at.slider(key="cmp.biz.return_n").set_value(8)
+    at.slider(key="cmp.biz.cap").set_value(4).run()
+    assert not at.exception, at.exception
+    page = html_of(at)
+    assert 'data-mark="only B"' in page and 'data-mark="only A"' not in page
+    assert "return-n 8, cap 4" in texts(at, "caption") and "return-n 5, cap 2" in texts(at, "caption")
