@@ -138,8 +138,7 @@ def build_workbench(settings: Settings, env: Mapping[str, str] | None = None,
     from .kb.settings import apply
 
     kb_store = MilvusStore(settings.milvus_uri, check_kb_name(settings.kb_name), token=secret("MILVUS_TOKEN", env),
-                           timeout=settings["milvus.timeout"], lite=lite_options(settings),
-                           **originals_dirs(settings, settings.kb_name))
+                           timeout=settings["milvus.timeout"], **originals_dirs(settings, settings.kb_name))
     try:  # the store's connection reads the catalog first: the knowledge base's settings decide the rest
         kb = kb or resolve(MilvusCatalog(kb_store.client), settings, kb_store.client)
         settings = apply(settings, kb)
@@ -204,7 +203,7 @@ def open_catalog(settings: Settings, env: Mapping[str, str] | None = None) -> Mi
     from .kb.catalog import MilvusCatalog
 
     connection = MilvusStore(settings.milvus_uri, settings["milvus.collection"], token=secret("MILVUS_TOKEN", env),
-                             timeout=settings["milvus.timeout"], lite=lite_options(settings))  # only its connection
+                             timeout=settings["milvus.timeout"])  # never opened: only its connection is used
     try:
         return MilvusCatalog(connection.client, on_close=connection.close)
     except BaseException:
