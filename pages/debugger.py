@@ -95,7 +95,7 @@ try:
     result, from_cache = cached_lookup(wb.retriever, query, params,
                                        st.session_state.setdefault("dbg.fetched", {}).setdefault(wb.settings.kb_name, {}))
     if compare:
-        params_b = wb_b.retriever.params(**overrides_b, rerank=rerank if wb_b.retriever.reranker else None)
+        params_b = wb_b.retriever.params(**overrides_b, rerank=rerank)  # A's rerank choice (one reranker per process)
         result_b, from_cache_b = cached_lookup(wb_b.retriever, query, params_b, st.session_state["dbg.fetched"]
                                                .setdefault(wb_b.settings.kb_name, {}))
 except RagError as exc:

@@ -74,12 +74,19 @@ def build_store(settings: Settings, embedder: Embedder, env: Mapping[str, str] |
                       **originals_dirs(settings, collection))
 
 
+def connect_store(settings: Settings, collection: str, env: Mapping[str, str] | None = None) -> MilvusStore:
+    """A store on `collection` of the configured database, not opened yet (it connects on first use): token,
+    deadline, how a Milvus Lite file is reached (through the store host by default) and where its originals are
+    kept, all from `settings`. Every store but `open_store`'s is made here, so none reaches the file another way."""
+    return MilvusStore(settings.milvus_uri, collection, token=secret("MILVUS_TOKEN", env),
+                       timeout=settings["milvus.timeout"], lite=lite_options(settings),
+                       **originals_dirs(settings, collection))
+
+
 def open_source_store(settings: Settings, collection: str, env: Mapping[str, str] | None = None) -> MilvusStore:
     """Another knowledge base of this data dir, opened only to read its documents and kept originals
     (`reindex --from`: it may have been made with another embedder). Close it after use."""
-    store = MilvusStore(settings.milvus_uri, collection, token=secret("MILVUS_TOKEN", env),
-                        timeout=settings["milvus.timeout"], lite=lite_options(settings),
-                        **originals_dirs(settings, collection))
+    store = connect_store(settings, collection, env)
     try:
         store.open_to_read()
     except BaseException:
@@ -137,8 +144,7 @@ def build_workbench(settings: Settings, env: Mapping[str, str] | None = None,
     from .kb.resolve import resolve
     from .kb.settings import apply
 
-    kb_store = MilvusStore(settings.milvus_uri, check_kb_name(settings.kb_name), token=secret("MILVUS_TOKEN", env),
-                           timeout=settings["milvus.timeout"], **originals_dirs(settings, settings.kb_name))
+    kb_store = connect_store(settings, check_kb_name(settings.kb_name), env)
     try:  # the store's connection reads the catalog first: the knowledge base's settings decide the rest
         kb = kb or resolve(MilvusCatalog(kb_store.client), settings, kb_store.client)
         settings = apply(settings, kb)
@@ -202,8 +208,7 @@ def open_catalog(settings: Settings, env: Mapping[str, str] | None = None) -> Mi
     own that `close()` releases."""
     from .kb.catalog import MilvusCatalog
 
-    connection = MilvusStore(settings.milvus_uri, settings["milvus.collection"], token=secret("MILVUS_TOKEN", env),
-                             timeout=settings["milvus.timeout"])  # never opened: only its connection is used
+    connection = connect_store(settings, settings["milvus.collection"], env)  # never opened: only its connection
     try:
         return MilvusCatalog(connection.client, on_close=connection.close)
     except BaseException:

@@ -101,6 +101,11 @@ def ingest_progress_bar(enabled: bool) -> Iterator[Callable[[Any], None]]:
             bar.close()
 
 
+def report_line(r: Any) -> str:
+    """One IngestReport of a rebuild (reindex, rebuild, kb copy) as a line: status, document, chunks or error."""
+    return f"{r.status:<9} {r.doc_id or r.path}  {r.error or f'{r.chunks} chunks'}"
+
+
 # ---------------------------------------------------------------------------------------- commands
 def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     with _workbench(settings, asked=getattr(args, "asked", ())) as wb, ingest_progress_bar(not args.quiet) as progress:
@@ -288,7 +293,7 @@ def cmd_reindex(args: argparse.Namespace, settings: Settings) -> int:
         _print_json([r.to_dict() for r in reports])
     else:
         for r in reports:
-            print(f"{r.status:<9} {r.doc_id or r.path}  {r.error or f'{r.chunks} chunks'}")
+            print(report_line(r))
         failed = sum(r.status == "failed" for r in reports)
         print(f"{len(reports) - failed} rebuilt, {failed} could not be rebuilt")
     return EXIT_FAILED_FILES if any(r.status == "failed" for r in reports) else 0
@@ -304,7 +309,7 @@ def cmd_rebuild(args: argparse.Namespace, settings: Settings) -> int:
         _print_json(result.to_dict())
     else:
         for r in result.reports:
-            print(f"{r.status:<9} {r.doc_id or r.path}  {r.error or f'{r.chunks} chunks'}")
+            print(report_line(r))
         for note in result.notes:
             print(f"note: {note}")
         print(f"{len(result.reports) - result.failed} restored, {result.failed} could not be restored "

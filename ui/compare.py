@@ -40,20 +40,25 @@ def side_b_controls(limits: Mapping[str, int]) -> tuple[Workbench, dict[str, Any
     keyword arguments. Raises RagError when the knowledge base cannot be opened."""
     names = knowledge_bases().names()
     current = selected_kb()
-    kb = st.selectbox("B: knowledge base", names, index=names.index(current) if current in names else 0,
+    asked = st.session_state.get("kb_b") or st.query_params.get("kb_b")
+    if asked and asked not in names:  # a stale link, or deleted since
+        st.warning(f"Knowledge base `{asked}` does not exist (any more); B is `{current}`.", icon="⚠️")
+        st.session_state["kb_b"] = current
+    c1, c2, c3 = st.columns([3, 2, 2], vertical_alignment="bottom")
+    kb = c1.selectbox("B: knowledge base", names, index=names.index(current) if current in names else 0,
                       key="kb_b", bind="query-params",
                       help="Another knowledge base, or the same one with other parameters below.")
     wb = get_workbench(kb)
     d = wb.retriever.defaults
     key = f"cmp.{kb}."  # per knowledge base: choosing another one starts from its own defaults
-    c1, c2, c3, c4, c5 = st.columns([2, 2, 3, 3, 3], vertical_alignment="bottom")
-    mode = c1.segmented_control("B: search", ["hybrid", "dense", "bm25"], default=d.search.mode, key=key + "mode",
+    mode = c2.segmented_control("B: search", ["hybrid", "dense", "bm25"], default=d.search.mode, key=key + "mode",
                                 required=True)
-    fusion = c2.segmented_control("B: fusion", ["rrf", "weighted"], default=d.search.fusion, key=key + "fusion",
+    fusion = c3.segmented_control("B: fusion", ["rrf", "weighted"], default=d.search.fusion, key=key + "fusion",
                                   required=True, disabled=mode != "hybrid")
-    retrieve_k = c3.slider("B: retrieve-k", 1, limits["retrieve_k"], d.retrieve_k, key=key + "retrieve_k")
-    return_n = c4.slider("B: return-n", 1, limits["return_n"], d.return_n, key=key + "return_n")
-    cap = c5.slider("B: max chunks per document", 1, limits["max_chunks_per_document"], d.max_chunks_per_document,
+    c1, c2, c3 = st.columns(3)
+    retrieve_k = c1.slider("B: retrieve-k", 1, limits["retrieve_k"], d.retrieve_k, key=key + "retrieve_k")
+    return_n = c2.slider("B: return-n", 1, limits["return_n"], d.return_n, key=key + "return_n")
+    cap = c3.slider("B: max chunks per document", 1, limits["max_chunks_per_document"], d.max_chunks_per_document,
                     key=key + "cap")
     if return_n > retrieve_k:
         st.warning(f"B: return-n ({return_n}) is larger than retrieve-k ({retrieve_k}); using return-n = {retrieve_k}.")

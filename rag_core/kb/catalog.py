@@ -37,6 +37,24 @@ def newest(rows: Iterable[tuple[str, KnowledgeBase]]) -> dict[str, KnowledgeBase
     return {name: kb for name, (_, kb) in found.items()}
 
 
+def active(entries: Mapping[str, KnowledgeBase]) -> list[KnowledgeBase]:
+    """The listed knowledge bases among `entries` (name -> newest entry), by name."""
+    return sorted((kb for kb in entries.values() if kb.state == "active"), key=lambda kb: kb.name)
+
+
+def unfinished_of(entries: Mapping[str, KnowledgeBase]) -> list[KnowledgeBase]:
+    """Copies still being made and deletes not finished, oldest first (what recovery looks at)."""
+    return sorted((kb for kb in entries.values() if kb.state != "active"), key=lambda kb: kb.committed_ns)
+
+
+def stamped(kb: KnowledgeBase, older: Iterable[KnowledgeBase]) -> KnowledgeBase:
+    """`kb` as the newest entry of its name: written after every `older` one, even when the clock is behind."""
+    if kb.state not in STATES:
+        raise ValueError(f"unknown catalog state {kb.state!r}")
+    return replace(kb, settings=dict(kb.settings),
+                   committed_ns=max([time.time_ns(), *(e.committed_ns + 1 for e in older)]))
+
+
 class MilvusCatalog:
     """The KnowledgeBaseCatalog (rag_core.ports) in a Milvus collection, through an open client (see the module
     docstring). `on_close` releases the connection it was given, if it owns one."""
@@ -95,21 +113,18 @@ class MilvusCatalog:
         return newest(self._rows('name != ""'))
 
     def list_knowledge_bases(self) -> list[KnowledgeBase]:
-        return sorted((kb for kb in self._entries().values() if kb.state == "active"), key=lambda kb: kb.name)
+        return active(self._entries())
 
     def get(self, name: str) -> KnowledgeBase | None:
-        kb = newest(self._rows(filters.equals("name", name))).get(name)
-        return kb if kb is not None and kb.state == "active" else None
+        return next(iter(active(newest(self._rows(filters.equals("name", name))))), None)
 
     def unfinished(self) -> list[KnowledgeBase]:
-        return sorted((kb for kb in self._entries().values() if kb.state != "active"), key=lambda kb: kb.committed_ns)
+        return unfinished_of(self._entries())
 
     # ---------------------------------------------------------------- writes
     def write(self, kb: KnowledgeBase) -> KnowledgeBase:
-        if kb.state not in STATES:
-            raise ValueError(f"unknown catalog state {kb.state!r}")
         old = self._rows(filters.equals("name", kb.name))
-        kb = replace(kb, committed_ns=max([time.time_ns(), *(e.committed_ns + 1 for _, e in old)]))
+        kb = stamped(kb, (e for _, e in old))
         key = hashlib.sha256(f"{kb.name}\x00{kb.state}\x00{uuid.uuid4().hex}".encode()).hexdigest()[:32]
         self.client.insert(CATALOG, [{"key": key, "name": kb.name, "state": kb.state,
                                       "settings": json.dumps(dict(kb.settings), ensure_ascii=False, sort_keys=True),

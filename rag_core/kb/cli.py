@@ -13,10 +13,10 @@ environment and --set (create) or from the source knowledge base (copy).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
+from ..cli import _print_json
 from ..config import KEYS, Settings
 from ..errors import KnowledgeBaseError
 from .settings import KB_KEYS, describe
@@ -28,11 +28,6 @@ OPTIONS = {"max_size": "chunk.max-size", "overlap": "chunk.overlap", "embedder":
            "bm25_weight": "rag.bm25-weight", "retrieve_k": "rag.retrieve-k", "return_n": "rag.return-n",
            "max_chunks_per_document": "rag.max-chunks-per-document"}
 assert set(OPTIONS.values()) == set(KB_KEYS)
-
-
-def _print_json(value: Any) -> None:
-    json.dump(value, sys.stdout, ensure_ascii=False, indent=2, default=str)
-    sys.stdout.write("\n")
 
 
 def changes(args: argparse.Namespace) -> dict[str, Any]:
@@ -106,7 +101,7 @@ def cmd_set(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_copy(args: argparse.Namespace, settings: Settings) -> int:
-    from ..cli import EXIT_FAILED_FILES, ingest_progress_bar
+    from ..cli import EXIT_FAILED_FILES, ingest_progress_bar, report_line
 
     with _manager(settings) as kbs, ingest_progress_bar(not args.quiet) as progress:
         result = kbs.copy(args.source, args.name, changes(args), progress=progress)
@@ -114,7 +109,7 @@ def cmd_copy(args: argparse.Namespace, settings: Settings) -> int:
         _print_json(result.to_dict())
     else:
         for r in result.reports:
-            print(f"{r.status:<9} {r.doc_id or r.path}  {r.error or f'{r.chunks} chunks'}")
+            print(report_line(r))
         print(f"copied {len(result.reports) - len(result.failed)} of {len(result.reports)} documents into "
               f"{result.kb.name}  [{describe(result.kb)}]")
     return EXIT_FAILED_FILES if result.failed else 0

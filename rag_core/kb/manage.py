@@ -261,24 +261,21 @@ class KnowledgeBases:
 
     def _drop_storage(self, name: str) -> None:
         from .. import bootstrap
-        from ..store import MilvusStore
 
         if getattr(self.catalog, "client", None) is None:
             return  # a catalog without a database (tests): nothing stored
-        dirs = bootstrap.originals_dirs(self.settings, name)
-        store = MilvusStore(self.settings.milvus_uri, name, token=bootstrap.secret("MILVUS_TOKEN", self.env),
-                            timeout=self.settings["milvus.timeout"], originals=dirs["originals"])
+        store = bootstrap.connect_store(self.settings, name, self.env)
         try:
             store.drop()
         finally:
             store.close()
-        shutil.rmtree(dirs["legacy_originals"], ignore_errors=True)
+        shutil.rmtree(bootstrap.originals_dirs(self.settings, name)["legacy_originals"], ignore_errors=True)
 
     def _exclusive(self) -> bool:
         """Whether no other process can be changing this database (then every unfinished copy is abandoned)."""
-        from ..store import MilvusStore
+        from .. import bootstrap
 
-        return MilvusStore(self.settings.milvus_uri, self.default).exclusive_access()
+        return bootstrap.connect_store(self.settings, self.default, self.env).exclusive_access()  # never connects
 
     def recover(self) -> list[str]:
         """Finish interrupted deletes and undo abandoned copies; returns their names."""

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import itertools
 import threading
-import time
-from dataclasses import replace
 
 from ..records import KnowledgeBase
-from .catalog import STATES, newest
+from .catalog import active, newest, stamped, unfinished_of
 
 
 class InMemoryCatalog:
@@ -24,22 +22,18 @@ class InMemoryCatalog:
             return newest(list(self._rows))
 
     def list_knowledge_bases(self) -> list[KnowledgeBase]:
-        return sorted((kb for kb in self._entries().values() if kb.state == "active"), key=lambda kb: kb.name)
+        return active(self._entries())
 
     def get(self, name: str) -> KnowledgeBase | None:
-        kb = self._entries().get(name)
-        return kb if kb is not None and kb.state == "active" else None
+        return next((kb for kb in active(self._entries()) if kb.name == name), None)
 
     def unfinished(self) -> list[KnowledgeBase]:
-        return sorted((kb for kb in self._entries().values() if kb.state != "active"), key=lambda kb: kb.committed_ns)
+        return unfinished_of(self._entries())
 
     def write(self, kb: KnowledgeBase) -> KnowledgeBase:
-        if kb.state not in STATES:
-            raise ValueError(f"unknown catalog state {kb.state!r}")
         with self._lock:
             old = [row for row in self._rows if row[1].name == kb.name]
-            kb = replace(kb, settings=dict(kb.settings),
-                         committed_ns=max([time.time_ns(), *(e.committed_ns + 1 for _, e in old)]))
+            kb = stamped(kb, (e for _, e in old))
             self._rows.append((f"{next(self._keys):016d}", kb))
             self._rows = [row for row in self._rows if row not in old]
         return kb

@@ -40,4 +40,7 @@ def counting(local_embedder) -> CountingEmbedder:
 
 
 def settings_for(data: Path, **overrides: Any) -> Settings:
-    return load_settings(data_dir=data, env={}, config_file=None, overrides=overrides or None)
+    """Settings of a test's data dir, opened by this process alone (no store host) unless `milvus.lite-mode`
+    says otherwise."""
+    overrides = {"milvus.lite-mode": "exclusive", **overrides}
+    return load_settings(data_dir=data, env={}, config_file=None, overrides=overrides)

@@ -263,3 +263,26 @@ def _interrupted(settings, local_embedder) -> None:
         assert not kbs.catalog.client.has_collection("gone") and not kbs.catalog.client.has_collection("half")
         assert not originals_dirs(settings, "gone")["originals"].exists()
         kbs.create("gone")  # the names are free again
+
+
+@pytest.mark.parametrize("mode", ["shared", "exclusive"])
+def test_knowledge_bases_reach_a_lite_file_the_configured_way(tmp_path: Path, local_embedder, mode: str) -> None:
+    # Every store the knowledge-base code makes (catalog, workbench, drop, recovery's check) follows
+    # milvus.lite-mode: shared (the default) goes through the store host, so the app, the API and CLI commands
+    # use one database at once; recovery must then not take another process's copy in progress for abandoned.
+    from rag_core.store.host import HostFiles, read_endpoint
+
+    data = tmp_path / "data"
+    with KnowledgeBases(settings_for(data, **{"milvus.lite-mode": mode, "milvus.host-idle": 30}), {},
+                        load_embedder=lambda s: local_embedder) as kbs:
+        kbs.create("small", {"chunk.max-size": 300, "chunk.overlap": 30})
+        wb = kbs.open("small")
+        try:
+            assert wb.store.lite.mode == mode
+        finally:
+            wb.close()
+        assert kbs._exclusive() == (mode == "exclusive")
+        kbs.delete("small")
+        assert kbs.names() == ["biz"]
+    endpoint = read_endpoint(HostFiles((data / "milvus.db").absolute()))
+    assert (endpoint is not None and endpoint.alive()) == (mode == "shared")
