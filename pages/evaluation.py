@@ -1,5 +1,6 @@
-"""Evaluation page: pick or upload a labelled set, choose parameters or a sweep, run with progress, see
-metric tables and charts, open failed queries in the retrieval debugger, compare two saved runs.
+"""Evaluation page: pick or upload a labelled set, choose parameters or a sweep (knowledge bases and the
+reranker included), run with progress, see metric tables and charts, open failed queries in the retrieval
+debugger, compare two saved runs or two rows query by query (wins and losses).
 Widgets and rendering only: parsing, running, scoring, columns and comparisons are rag_core.evaluation's
 (the `eval` command uses the same functions)."""
 
@@ -14,7 +15,7 @@ import streamlit as st
 import ui  # noqa: F401 - every page imports ui first (see ui/__init__.py: direct page URLs)
 from ui.components import embedder_tradeoff
 from ui.lookup import debugger_url
-from ui.state import get_settings, get_workbench
+from ui.state import get_settings, get_workbench, knowledge_bases, selected_kb, shared_embedder
 
 from rag_core.config import KEYS
 from rag_core.errors import RagError
@@ -37,9 +38,11 @@ from rag_core.evaluation.report import (
     best_point,
     compare_best,
     failed_queries,
+    per_query_metrics,
     point_names,
     shown_columns,
     shown_metrics,
+    wins_losses,
 )
 from rag_core.evaluation.results import new_run_dir, summary_rows
 
@@ -48,36 +51,19 @@ PICKS = {"Random sample": "sample", "First N": "limit", "All": "all"}
 # Links shown next to each failed query: column name -> (the saved query record, the point's parameters)
 # -> URL. The record has the query, its relevant doc_ids, answers found or not, evidence keys.
 FAILED_QUERY_LINKS: dict[str, Callable[[dict[str, Any], dict[str, Any]], str]] = {
-    # the debugger with the query, and its first relevant document in "Why wasn't it retrieved?"
+    # the debugger with the query, and its first relevant document in "Why wasn't it retrieved?"; on the
+    # knowledge base the row searched (?kb= selects it in the sidebar), if any
     "debugger": lambda q, params: debugger_url(q["query"], {k: params.get(k) for k in (
-        "retrieve_k", "return_n", "max_chunks_per_document", "mode")}, (q.get("relevant") or [None])[0]),
+        "retrieve_k", "return_n", "max_chunks_per_document", "mode")}, (q.get("relevant") or [None])[0],
+        kb=params.get("kb")),
 }
 
 
 # ------------------------------------------------------------------------------------------ resources
-@st.cache_resource(show_spinner="Loading the embedding model…")
-def _own_embedder(provider: str):  # noqa: ANN202 - only for a provider the knowledge base does not use
-    from rag_core.bootstrap import build_embedder
-
-    return build_embedder(get_settings().with_overrides({"embedding.provider": provider}, "the Evaluation page"))
-
-
-def run_resources(provider: str, live: bool) -> tuple[Any, Any]:
-    """(embedder, store) for a run. The shared workbench's embedder, so the model is in memory once for
-    every page; a live run searches the workbench's own store (Milvus Lite allows one open per file)."""
-    settings = get_settings()
-    if live:
-        if provider != settings["embedding.provider"]:
-            raise RagError(f"The live knowledge base is indexed with the {settings['embedding.provider']} embedder: "
-                           "choose it to evaluate the knowledge base.")
-        wb = get_workbench()
-        return wb.embedder, wb.store
-    if provider == settings["embedding.provider"]:
-        try:
-            return get_workbench().embedder, None
-        except RagError:
-            pass  # the knowledge base cannot be opened now (held by another process): load the model alone
-    return _own_embedder(provider), None
+def run_resources(provider: str) -> Any:
+    """The embedder of a run on a separately indexed corpus: the model shared by every page and knowledge base
+    that uses the same embedder, so it is in memory once."""
+    return shared_embedder(get_settings().with_overrides({"embedding.provider": provider}, "the Evaluation page"))
 
 
 @st.cache_resource(max_entries=4, show_spinner="Reading the evaluation set…")
@@ -100,12 +86,23 @@ def choose_subset() -> tuple[str, int | None, int | None]:
     return pick, (None if pick == "all" else n), (seed if pick == "sample" else None)
 
 
-def choose_set() -> tuple[Any, bool]:
-    """Widgets for the set; returns (EvalSet, live)."""
+def choose_target(key: str, help: str | None = None) -> list[str] | None:
+    """The knowledge bases to evaluate against (None: the set's corpus, indexed separately)."""
+    targets = ["Sample knowledge base (examples/kb, indexed separately)", "Knowledge bases (as they are)"]
+    if st.radio("Evaluate against", targets, key=key, help=help) == targets[0]:
+        return None
+    names = knowledge_bases().names()
+    return st.multiselect("Knowledge bases", names, default=[n for n in [selected_kb()] if n in names],
+                          key="eval_kbs", help="Each is searched as it is: its documents, chunking and embedder, and its own search "
+                               "settings for the parameters left at their defaults below. One row per knowledge "
+                               "base (and per combination); the set's relevant ids must be their doc_ids.")
+
+
+def choose_set() -> tuple[Any, list[str] | None]:
+    """Widgets for the set; returns (EvalSet, the knowledge bases to run against: None for an isolated index)."""
     sets = bundled_sets()
     source = st.radio("Evaluation set", ["Bundled set", "Upload a set"], horizontal=True, key="eval_source")
     subset = choose_subset()
-    targets = ["Sample knowledge base (examples/kb, indexed separately)", "Live knowledge base"]
     if source == "Bundled set":
         if not sets:
             raise RagError("No bundled sets found (examples/kb_queries.jsonl, or set RAG_EVAL_DIR).")
@@ -115,21 +112,20 @@ def choose_set() -> tuple[Any, bool]:
         if sets[name].is_dir():
             splits = beir_splits(sets[name])
             split = st.selectbox("Split", splits, index=splits.index(default_split(sets[name])), key="eval_split")
-            return bundled_set(name, split, subset, False), False
-        live = st.radio("Evaluate against", targets, key="eval_target",
-                        help="The live knowledge base must hold examples/kb (Home: load the sample).") == targets[1]
-        return bundled_set(name, None, subset, live), live
+            return bundled_set(name, split, subset, False), None
+        kbs = choose_target("eval_target", "A knowledge base must hold examples/kb (Home: load the sample).")
+        return bundled_set(name, None, subset, kbs is not None), kbs
     upload = st.file_uploader("Queries (.jsonl or .csv: query, relevant, optional answer)", type=["jsonl", "csv"],
                               key="eval_upload")
-    live = st.radio("Evaluate against", targets, key="eval_target") == targets[1]
+    kbs = choose_target("eval_target")
     if upload is None:
         st.info('Upload a file with one query per line, e.g. `{"query": "...", "relevant": ["runbooks/cpu_high.md"], '
                 '"answer": "an exact substring"}` (CSV: `relevant` separated by `;`).')
-        return None, False
+        return None, kbs
     pick, n, seed = subset
-    return load_user_set(upload.getvalue(), name=upload.name, corpus=None if live else SAMPLE_KB,
+    return load_user_set(upload.getvalue(), name=upload.name, corpus=None if kbs is not None else SAMPLE_KB,
                          limit=n if pick == "limit" else None, sample=n if pick == "sample" else None,
-                         seed=seed), live
+                         seed=seed), kbs
 
 
 def choose_grid(settings: Any) -> tuple[Grid, str, bool]:
@@ -151,38 +147,51 @@ def choose_grid(settings: Any) -> tuple[Grid, str, bool]:
         fusion = c3.multiselect("Fusion (hybrid)", ["rrf", "weighted"], default=list(base.fusion), key="eval_fusion")
         rrf_k, dense_w, bm25_w = values(c3, "rrf_k", int), values(c3, "dense_weight", float), values(
             c3, "bm25_weight", float)
+        rerank = c3.multiselect("Reranker", list(KEYS["rerank.provider"].choices), default=list(base.rerank),
+                                key="eval_rerank", help="none and a provider: every combination without and with "
+                                                        "the reranker (rerank.model, rerank.base-url and the key's "
+                                                        "variable configure it).")
         providers = list(KEYS["embedding.provider"].choices)
         embedder = st.selectbox("Embedder", providers, index=providers.index(settings["embedding.provider"]),
-                                key="eval_embedder")
+                                key="eval_embedder", help="For the separately indexed corpus; a knowledge base is "
+                                                          "searched with its own embedder.")
         with st.popover("Embedders: quality vs ingest time (measured)"):
             embedder_tradeoff(embedder)
         reindex = st.checkbox("Rebuild the index even if it is complete", key="eval_reindex")
-    grid = Grid.from_settings(settings, mode=modes, fusion=fusion, retrieve_k=retrieve_k, return_n=return_n,
-                              max_chunks_per_document=cap, chunk_size=chunk_size, overlap=overlap, rrf_k=rrf_k,
-                              dense_weight=dense_w, bm25_weight=bm25_w)
+    grid = Grid.from_form(settings, mode=modes, fusion=fusion, retrieve_k=retrieve_k, return_n=return_n,
+                          max_chunks_per_document=cap, chunk_size=chunk_size, overlap=overlap, rrf_k=rrf_k,
+                          dense_weight=dense_w, bm25_weight=bm25_w, rerank=rerank)
     return grid, embedder, reindex
 
 
 def execute(settings: Any) -> None:
-    eval_set, live = choose_set()
+    eval_set, kbs = choose_set()
     grid, provider, reindex = choose_grid(settings)
     if eval_set is None:
         return
-    points, skipped = grid.points()
-    st.caption(f"{len(eval_set.queries)} queries, {len(points)} parameter combination(s)"
-               + (f"; skipped: {'; '.join(skipped)}" if skipped else ""))
+    if kbs == []:
+        st.info("Choose at least one knowledge base to evaluate against.")
+        return
+    if kbs:
+        st.caption(f"{len(eval_set.queries)} queries on {len(kbs)} knowledge base(s), each with its own chunking, "
+                   "embedder and search settings for the parameters left at their defaults")
+    else:
+        points, skipped = grid.points()
+        st.caption(f"{len(eval_set.queries)} queries, {len(points)} parameter combination(s)"
+                   + (f"; skipped: {'; '.join(skipped)}" if skipped else ""))
     if not st.button("Run evaluation", type="primary", key="eval_run"):
         return
     run_settings = settings.with_overrides({"embedding.provider": provider}, "the Evaluation page")
-    embedder, store = run_resources(provider, live)
+    workbenches = [get_workbench(name) for name in kbs or []]  # the shared ones: Milvus Lite allows one open per file
+    embedder = None if kbs else run_resources(provider)
     bar = st.progress(0.0, text="Starting…")
 
     def on_progress(p: Any) -> None:
         unit = "documents indexed" if p.stage == "indexing" else "queries"
         bar.progress(p.fraction, text=f"{p.stage}: {p.done}/{p.total} {unit} — {p.detail}")
 
-    run = run_evaluation(eval_set, grid, run_settings, embedder=embedder, live=live, store=store, reindex=reindex,
-                         progress=on_progress)
+    run = run_evaluation(eval_set, grid, run_settings, embedder=embedder, reindex=reindex,
+                         progress=on_progress, knowledge_bases=workbenches)
     paths = save_run(run, new_run_dir(runs_dir(settings), eval_set.name))
     bar.progress(1.0, text=f"Done in {run.seconds:.1f} s — saved to {paths['json'].parent}")
     st.session_state[LAST_RUN] = {"run": run.to_dict(), "dir": str(paths["json"].parent)}
@@ -229,6 +238,13 @@ def render_run(saved: dict[str, Any], key: str) -> None:
     metric = c2.selectbox("Per-query value", per_query, key=f"{key}_per_query")
     st.plotly_chart(plots.per_query_distribution(point["queries"], metric), key=f"{key}_dist")
 
+    if len(names) >= 2:
+        st.subheader("Query by query: two rows")
+        c1, c2 = st.columns(2)
+        a = c1.selectbox("Row A", names, index=0, key=f"{key}_wl_a")
+        b = c2.selectbox("Row B", names, index=1, key=f"{key}_wl_b")
+        render_wins_losses(saved["points"][names.index(a)], saved["points"][names.index(b)], (a, b), f"{key}_wl")
+
     failed = failed_queries(point)
     records = [q for q in point["queries"] if q["failed"]]  # the same queries, in the same order
     st.subheader(f"Failed queries ({len(failed)} of {len(point['queries'])})")
@@ -238,6 +254,28 @@ def render_run(saved: dict[str, Any], key: str) -> None:
                               for row, q in zip(failed, records)])
         st.dataframe(table, hide_index=True, key=f"{key}_failed", column_config={
             name: st.column_config.LinkColumn(name, display_text="open") for name in FAILED_QUERY_LINKS})
+
+
+def render_wins_losses(a_point: dict[str, Any], b_point: dict[str, Any], labels: tuple[str, str], key: str) -> None:
+    """Which queries point B answers better than point A, which worse, which the same (rag_core's
+    report.wins_losses), as counts, a chart of the differences and a table."""
+    metrics = [m for m in per_query_metrics(a_point["queries"]) if m in per_query_metrics(b_point["queries"])]
+    metric = st.selectbox("Compare queries by", metrics, key=f"{key}_by",
+                          help="A query is a win for the row with the higher value, a tie when both are equal.")
+    try:
+        result = wins_losses(a_point["queries"], b_point["queries"], metric, labels)
+    except RagError as exc:
+        st.info(str(exc))
+        return
+    c1, c2, c3 = st.columns(3)
+    c1.metric("B better", len(result.b_better))
+    c2.metric("A better", len(result.a_better))
+    c3.metric("Same", len(result.ties))
+    if result.unpaired:
+        st.caption(f"{result.unpaired} queries are not compared (only one side has them, or no {metric} value).")
+    if result.rows():
+        st.plotly_chart(plots.wins_losses(result), key=f"{key}_chart")
+        st.dataframe(pd.DataFrame(result.rows()), hide_index=True, key=f"{key}_table")
 
 
 def compare(settings: Any) -> None:
@@ -250,9 +288,9 @@ def compare(settings: Any) -> None:
     c1, c2 = st.columns(2)
     a = c1.selectbox("Run A", names, index=1, key="eval_cmp_a")
     b = c2.selectbox("Run B", names, index=0, key="eval_cmp_b")
-    rows = {}
+    rows, runs = {}, {}
     for label, name, col in (("A", a, c1), ("B", b, c2)):
-        run = load_run(saved_runs[names.index(name)])
+        run = runs[label] = load_run(saved_runs[names.index(name)])
         rows[label] = summary_rows(run)
         col.caption(f"{run['set']} · {run['config']['embedder']} · {run['started_at']}")
         col.dataframe(pd.DataFrame(rows[label])[shown_columns(rows[label], run["config"].get("varying", []))],
@@ -262,6 +300,15 @@ def compare(settings: Any) -> None:
     st.dataframe(pd.DataFrame(diff), hide_index=True, key="eval_cmp_diff")
     st.plotly_chart(plots.compare_runs({f"A: {a}": best_point(rows["A"]), f"B: {b}": best_point(rows["B"])},
                                        [d["metric"] for d in diff]), key="eval_cmp_chart")
+
+    st.subheader("Query by query")
+    picked = []
+    for label, col in (("A", c1), ("B", c2)):
+        points = point_names(rows[label], runs[label]["config"].get("varying", []))
+        best = rows[label].index(best_point(rows[label]))
+        chosen = col.selectbox(f"Row of run {label}", points, index=best, key=f"eval_cmp_row_{label}")
+        picked.append((runs[label]["points"][points.index(chosen)], f"{label}: {chosen}"))
+    render_wins_losses(picked[0][0], picked[1][0], (picked[0][1], picked[1][1]), "eval_cmp_wl")
 
 
 # ------------------------------------------------------------------------------------------ page

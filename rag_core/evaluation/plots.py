@@ -89,3 +89,20 @@ def compare_runs(runs: Mapping[str, Mapping[str, Any]], metrics: Sequence[str]) 
                              textposition="outside"))
     fig.update_layout(barmode="group")
     return _layout(fig, "Run comparison", "metric", "value")
+
+
+def wins_losses(result: Any) -> go.Figure:
+    """Per-query difference B − A of the compared metric (a `report.WinsLosses`), one bar per query that
+    differs: B's wins to the right, A's to the left, largest first; the query text on hover."""
+    outcomes = [*result.b_better, *reversed(result.a_better)]
+    fig = go.Figure(go.Bar(
+        x=[o.delta for o in outcomes], y=[o.query_id for o in outcomes], orientation="h",
+        marker_color=["#2ca02c" if o.delta > 0 else "#d62728" for o in outcomes],
+        customdata=[[o.query[:120], o.a, o.b] for o in outcomes],
+        hovertemplate="%{y}: %{customdata[0]}<br>A %{customdata[1]:.3f} → B %{customdata[2]:.3f}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed", type="category")
+    fig.update_layout(height=max(260, 22 * len(outcomes) + 120), showlegend=False)
+    counts = result.counts()
+    title = (f"Per-query {label(result.metric)}: B better on {counts['b_better']}, A better on {counts['a_better']}, "
+             f"same on {counts['ties']}")
+    return _layout(fig, title, f"B − A ({label(result.metric)})", "query")

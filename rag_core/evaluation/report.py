@@ -1,9 +1,13 @@
 """What a run's results look like to people, shared by the CLI, the Evaluation page and the API: which
-metrics headline a table, which columns a table shows, how a sweep point is named, how two runs compare.
-Pure functions over the rows of `EvalRun.summary_rows()` / `results.summary_rows(saved)`."""
+metrics headline a table, which columns a table shows, how a sweep point is named, how two runs compare
+(their best points metric by metric, and two points query by query: wins and losses).
+Pure functions over the rows of `EvalRun.summary_rows()` / `results.summary_rows(saved)` and the points'
+per-query records."""
 
 from __future__ import annotations
 
+import itertools
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from .params import PARAM_KEYS
@@ -73,3 +77,131 @@ def failed_queries(point: Mapping[str, Any]) -> list[dict[str, Any]]:
         row["evidence"] = "; ".join(q["evidence_keys"][:5])
         rows.append(row)
     return rows
+
+
+# ---------------------------------------------------------------------------------------- per query
+# Per-query values two points can be compared by: the first a query set has values for is the default.
+PER_QUERY_METRICS = ("ndcg@10", "mrr@10", "recall@1", "recall@5", "recall@10", "span_recall@5", "answer_found")
+TIE = 1e-9
+
+
+@dataclass(frozen=True)
+class QueryOutcome:
+    """One query's value of the compared metric at point A and at point B."""
+
+    query_id: str
+    query: str
+    a: float
+    b: float
+
+    @property
+    def delta(self) -> float:
+        return self.b - self.a
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"query_id": self.query_id, "query": self.query, "A": self.a, "B": self.b,
+                "B − A": round(self.delta, 6)}
+
+
+@dataclass(frozen=True)
+class WinsLosses:
+    """Which queries point B answers better than point A by one per-query metric, which worse, which the same.
+    `b_better` and `a_better` are sorted by the size of the difference, largest first. `unpaired`: queries only
+    one side has, or without a value of the metric on a side (e.g. no answer label)."""
+
+    metric: str
+    a: str
+    b: str
+    b_better: tuple[QueryOutcome, ...]
+    a_better: tuple[QueryOutcome, ...]
+    ties: tuple[QueryOutcome, ...]
+    unpaired: int
+
+    def counts(self) -> dict[str, int]:
+        return {"b_better": len(self.b_better), "a_better": len(self.a_better), "ties": len(self.ties),
+                "unpaired": self.unpaired}
+
+    def summary(self) -> str:
+        """"B better on 5, A better on 2, same on 29 (by ndcg@10)"."""
+        return (f"B better on {len(self.b_better)}, A better on {len(self.a_better)}, same on {len(self.ties)}"
+                f"{f', {self.unpaired} unpaired' if self.unpaired else ''} (by {self.metric})")
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every query that differs, B's wins first: a table for the page and the CLI."""
+        return ([{"better": "B", **o.to_dict()} for o in self.b_better]
+                + [{"better": "A", **o.to_dict()} for o in self.a_better])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"metric": self.metric, "A": self.a, "B": self.b, "counts": self.counts(),
+                "b_better": [o.to_dict() for o in self.b_better], "a_better": [o.to_dict() for o in self.a_better],
+                "ties": [o.query_id for o in self.ties]}
+
+
+def _value(query: Mapping[str, Any], metric: str) -> float | None:
+    value = query.get(metric)
+    if value is None:
+        return None
+    return float(value)  # answer_found is a bool: found (1) beats not found (0)
+
+
+def per_query_metrics(queries: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The per-query metrics these query records have values for, in PER_QUERY_METRICS order."""
+    return [m for m in PER_QUERY_METRICS if any(q.get(m) is not None for q in queries)]
+
+
+def wins_losses(a_queries: Sequence[Mapping[str, Any]], b_queries: Sequence[Mapping[str, Any]],
+                metric: str | None = None, labels: tuple[str, str] = ("A", "B")) -> WinsLosses:
+    """Per-query wins and losses of point B against point A (their `queries` records, paired by query id) by
+    `metric` (default: the first of PER_QUERY_METRICS both have). Raises EvaluationError when the two share no
+    query (different sets) or the metric is not a per-query value they have."""
+    from ..errors import EvaluationError
+
+    a_by = {q["query_id"]: q for q in a_queries}
+    b_by = {q["query_id"]: q for q in b_queries}
+    shared = [qid for qid in a_by if qid in b_by]
+    if not shared:
+        raise EvaluationError("The two points share no query: compare runs of the same evaluation set.")
+    in_b = per_query_metrics([b_by[q] for q in shared])
+    available = [m for m in per_query_metrics([a_by[q] for q in shared]) if m in in_b]
+    metric = metric or (available[0] if available else "")
+    if metric not in available:
+        raise EvaluationError(f"Cannot compare queries by {metric!r}: use one of {', '.join(available) or '(none)'}.")
+    better_b, better_a, ties = [], [], []
+    unpaired = len(a_by) + len(b_by) - 2 * len(shared)
+    for qid in shared:
+        a, b = _value(a_by[qid], metric), _value(b_by[qid], metric)
+        if a is None or b is None:
+            unpaired += 1
+            continue
+        outcome = QueryOutcome(qid, a_by[qid].get("query", ""), a, b)
+        (ties if abs(outcome.delta) <= TIE else better_b if outcome.delta > 0 else better_a).append(outcome)
+    better_b.sort(key=lambda o: -o.delta)
+    better_a.sort(key=lambda o: o.delta)
+    return WinsLosses(metric, labels[0], labels[1], tuple(better_b), tuple(better_a), tuple(ties), unpaired)
+
+
+def neighbour_pairs(rows: Sequence[Mapping[str, Any]], axes: Sequence[str]) -> list[tuple[int, int]]:
+    """The pairs of sweep points (indexes, i < j) that differ on exactly one axis of the sweep (a run's
+    config["swept"]: "kb" counts as one axis with the settings each knowledge base brings): the comparisons
+    that say what that one choice does (e.g. knowledge base a vs b at the same reranker)."""
+    pairs = []
+    for i, j in itertools.combinations(range(len(rows)), 2):
+        if sum(rows[i].get(k) != rows[j].get(k) for k in axes) == 1:
+            pairs.append((i, j))
+    return pairs
+
+
+def point_comparisons(saved: Mapping[str, Any], metric: str | None = None) -> list[dict[str, Any]]:
+    """Per-query wins and losses (`WinsLosses.to_dict()`, with the rows' numbers `a_point`, `b_point`) for the
+    pairs of rows of a saved run that differ on one axis of the sweep (two rows: that pair); labels name the
+    rows by the sweep's axes ("#1 kb=small rerank=none"). What `eval` prints after its table and puts in its JSON."""
+    points = saved["points"]
+    rows = [p["params"] for p in points]
+    varying = saved["config"].get("varying", [])
+    axes = saved["config"].get("swept", varying)
+    out = []
+    for i, j in ([(0, 1)] if len(points) == 2 else neighbour_pairs(rows, axes)):
+        labels = (f"#{i + 1} {point_label(rows[i], axes)}", f"#{j + 1} {point_label(rows[j], axes)}")
+        result = wins_losses(points[i]["queries"], points[j]["queries"], metric, labels)
+        out.append({"a_point": i + 1, "b_point": j + 1, **result.to_dict()})
+    return out

@@ -107,3 +107,21 @@ def list_runs(root: Path) -> list[Path]:
 def summary_rows(run: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One row per point (parameters + metrics) of a saved run dict."""
     return [{**p["params"], **p["metrics"]} for p in run["points"]]
+
+
+def load_point(spec: str | Path) -> tuple[dict[str, Any], int]:
+    """"RUN[#N]" -> (the saved run, the index of its N-th point); without #N its best point by nDCG@10."""
+    from .report import best_point
+
+    text = str(spec)
+    folder, sep, number = text.rpartition("#") if "#" in text and not Path(text).exists() else (text, "", "")
+    run = load_run(folder)
+    points = run["points"]
+    if not points:
+        raise EvaluationError(f"{folder} has no points.")
+    if not sep:
+        rows = summary_rows(run)
+        return run, rows.index(best_point(rows))
+    if not number.isdigit() or not 1 <= int(number) <= len(points):
+        raise EvaluationError(f"{text}: #{number} is not a row of that run (it has rows #1 to #{len(points)}).")
+    return run, int(number) - 1

@@ -1,11 +1,15 @@
 """Runs and sweeps: index (or reuse) a corpus, send every query through the one lookup path, score.
 
 A sweep is a grid over index settings (chunk size, overlap), search settings (mode, fusion, RRF k,
-channel weights, retrieve-k) and post-processing settings (return-n, max chunks per document). Work is
-shared where the pipeline allows it and nowhere else:
+channel weights, retrieve-k), the reranker (none, or a provider: the rerank stage between fetch and
+post-processing) and post-processing settings (return-n, max chunks per document). Work is shared where
+the pipeline allows it and nowhere else:
 
-* one index (an isolated collection, see `indexing`) per (chunk size, overlap);
-* one `KnowledgeRetriever.fetch` per query per distinct search setting *including retrieve-k*. Fetching
+* one index (an isolated collection, see `indexing`) per (chunk size, overlap); or, against existing
+  knowledge bases (`knowledge_bases=`, `live=True`), each knowledge base as it is: its own chunking and
+  embedder, its search settings as the defaults of the parameters the caller did not give (`Grid.given`);
+* one `KnowledgeRetriever.fetch` per query per distinct search setting *including retrieve-k* and the
+  reranker (the rerank stage runs inside the fetch). Fetching
   once at the largest k and cutting the list would be exact for one channel, but not for hybrid
   fusion (the top 20 of an RRF over two top-100 lists is not the RRF of two top-20 lists), and the
   latency of a wider fetch is not the latency of the narrower one;
@@ -23,17 +27,28 @@ import itertools
 import time
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
-from ..config import Settings
+from ..config import KEYS, Settings
 from ..embedding import Embedder
-from ..errors import EvaluationError
+from ..errors import EvaluationError, RagError
+from ..ports import Reranker
 from ..retrieval import KnowledgeRetriever, LookupParams, MilvusSearchPort, SearchOptions, params_from_settings
 from ..retrieval.ports import FUSIONS, SEARCH_MODES
 from . import metrics as m
 from .datasets import EvalQuery, EvalSet, answers_located
 from .indexing import IndexStats, bulk_index, collection_name, eval_db_path, open_eval_store
-from .params import INDEX_KEYS, PARAM_KEYS, POST_KEYS, SEARCH_KEYS  # noqa: F401 - POST_KEYS re-exported
+from .params import (  # noqa: F401 - POST_KEYS, SEARCH_KEYS re-exported
+    CONFIGURED,
+    FETCH_KEYS,
+    INDEX_KEYS,
+    PARAM_KEYS,
+    POST_KEYS,
+    SEARCH_KEYS,
+)
+
+if TYPE_CHECKING:
+    from ..bootstrap import Workbench
 
 RAW_SPAN_K = 20
 FAILED_RULE = ("no relevant document among the evidence, or (for sets with answers) no evidence chunk "
@@ -52,6 +67,8 @@ class SweepPoint:
     retrieve_k: int
     return_n: int
     max_chunks_per_document: int
+    rerank: str = "none"  # "none", or the rerank provider whose model reorders the fetched hits
+    kb: str | None = None  # the knowledge base searched; None: the set's corpus in an isolated index
 
     def search_options(self) -> SearchOptions:
         return SearchOptions(mode=self.mode, fusion=self.fusion, rrf_k=self.rrf_k, dense_weight=self.dense_weight,
@@ -66,8 +83,9 @@ class SweepPoint:
         return True
 
     def to_dict(self) -> dict[str, Any]:
-        """Parameters; those that do not apply at this point are None."""
-        return {k: (getattr(self, k) if self.relevant(k) else None) for k in PARAM_KEYS}
+        """Parameters; those that do not apply at this point are None. `kb` first, for runs on knowledge bases."""
+        params = {k: (getattr(self, k) if self.relevant(k) else None) for k in PARAM_KEYS}
+        return params if self.kb is None else {"kb": self.kb, **params}
 
     def key(self, keys: Sequence[str]) -> tuple[Any, ...]:
         return tuple(getattr(self, k) for k in keys)
@@ -87,27 +105,46 @@ class Grid:
     retrieve_k: tuple[int, ...] = (20,)
     return_n: tuple[int, ...] = (5,)
     max_chunks_per_document: tuple[int, ...] = (2,)
+    rerank: tuple[str, ...] = ("none",)
+    # The parameters the caller chose; the others hold the settings' values. A run on knowledge bases
+    # takes each knowledge base's own values for those (`rebased`).
+    given: frozenset[str] = frozenset()
 
     @classmethod
     def from_settings(cls, settings: Settings, **values: Iterable[Any] | Any | None) -> Grid:
-        """Settings' values for every parameter not given (lookup defaults as `params_from_settings`)."""
+        """Settings' values for every parameter not given (lookup defaults as `params_from_settings`; the
+        reranker: rerank.provider, which `configured` names too)."""
         params = params_from_settings(settings)
         defaults = {"chunk_size": settings["chunk.max-size"], "overlap": settings["chunk.overlap"],
                     "mode": params.search.mode, "fusion": params.search.fusion, "rrf_k": params.search.rrf_k,
                     "dense_weight": params.search.dense_weight, "bm25_weight": params.search.bm25_weight,
-                    "retrieve_k": params.retrieve_k, "return_n": params.return_n,
-                    "max_chunks_per_document": params.max_chunks_per_document}
+                    "retrieve_k": params.retrieve_k, "rerank": settings["rerank.provider"],
+                    "return_n": params.return_n, "max_chunks_per_document": params.max_chunks_per_document}
         unknown = set(values) - set(defaults)
         if unknown:
             raise EvaluationError(f"Unknown sweep parameter(s): {', '.join(sorted(unknown))}.")
-        fields: dict[str, tuple[Any, ...]] = {}
+        fields: dict[str, Any] = {}
         for name, default in defaults.items():
             given = values.get(name)
             if isinstance(given, (str, int, float)):
                 given = (given,)
+            if name == "rerank" and given:
+                given = tuple(_configured_reranker(settings) if v == CONFIGURED else v for v in given)
             given = tuple(dict.fromkeys(given or ()))  # unique, in the order given
             fields[name] = given or (default,)
+        fields["given"] = frozenset(k for k in defaults if values.get(k) not in (None, (), []))
         return cls(**fields)
+
+    @classmethod
+    def from_form(cls, settings: Settings, **values: Iterable[Any] | Any | None) -> Grid:
+        """A grid from a form whose fields show the settings' values (the Evaluation page): a field left at
+        that value is not `given`, so a run on knowledge bases takes each one's own value for it."""
+        base, grid = cls.from_settings(settings), cls.from_settings(settings, **values)
+        return replace(grid, given=frozenset(k for k in grid.given if getattr(grid, k) != getattr(base, k)))
+
+    def rebased(self, settings: Settings) -> Grid:
+        """This grid with `settings`' values (a knowledge base's own) for the parameters not given."""
+        return Grid.from_settings(settings, **{k: getattr(self, k) for k in self.given})
 
     def validate(self) -> None:
         for name in ("chunk_size", "rrf_k", "retrieve_k", "return_n", "max_chunks_per_document"):
@@ -127,6 +164,10 @@ class Grid:
             for v in getattr(self, name):
                 if not 0.0 <= float(v) <= 1.0:
                     raise EvaluationError(f"{name.replace('_', '-')} values must lie in [0, 1] (got {v!r}).")
+        for v in self.rerank:
+            if v not in KEYS["rerank.provider"].choices:
+                raise EvaluationError(f"Unknown reranker {v!r}; use {', '.join(KEYS['rerank.provider'].choices)} "
+                                      f"or {CONFIGURED} (the rerank.provider setting).")
 
     def points(self) -> tuple[list[SweepPoint], list[str]]:
         """Every valid combination once, in grid order, and why the others were skipped."""
@@ -134,7 +175,7 @@ class Grid:
         points: list[SweepPoint] = []
         skipped: list[str] = []
         seen: set[SweepPoint] = set()
-        names = [f.name for f in SweepPoint.__dataclass_fields__.values()]  # type: ignore[attr-defined]
+        names = [f for f in SweepPoint.__dataclass_fields__ if f != "kb"]  # type: ignore[attr-defined]
         for combo in itertools.product(*(getattr(self, n) for n in names)):
             point = SweepPoint(**dict(zip(names, combo)))
             # Parameters that do not apply are pinned to the grid's first value, so they do not multiply runs.
@@ -282,78 +323,179 @@ def _group(points: Sequence[SweepPoint], keys: Sequence[str]) -> dict[tuple[Any,
 
 def run_evaluation(eval_set: EvalSet, grid: Grid, settings: Settings, *, embedder: Embedder | None = None,
                    live: bool = False, store: Any = None, reindex: bool = False,
-                   progress: ProgressCallback | None = None) -> EvalRun:
+                   progress: ProgressCallback | None = None,
+                   knowledge_bases: Sequence[Workbench] = ()) -> EvalRun:
     """Evaluate every point of `grid` on `eval_set` (see the module docstring).
 
-    `live=True` searches the configured knowledge base (settings' Milvus URI and collection) instead of
-    indexing the set's corpus; it cannot sweep chunking, which is fixed by what was ingested. `store`:
-    that knowledge base's store when the caller holds it open already (the app's shared workbench: Milvus
-    Lite allows one open per file); it is used as is and not closed, and `embedder` must be its embedder."""
+    `knowledge_bases`: open workbenches of existing knowledge bases to evaluate against, one after the other
+    (their content, not the set's corpus: the set's relevant ids must be their doc_ids); each with its own
+    chunking and embedder, and its own search settings for the parameters `grid` was not given. `live=True`:
+    the knowledge base `settings` choose, opened here (or `store`, when the caller holds it open already,
+    with `embedder` its embedder: Milvus Lite allows one open per file); used as is and not closed.
+    Neither can sweep chunking, which is fixed by what was ingested. Every reranker the grid names is built
+    before any work (a bad rerank setting fails at once)."""
     from ..bootstrap import build_embedder
     from .results import versions
 
     started = time.perf_counter()
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     report = progress or (lambda _: None)
+    on_kbs = bool(knowledge_bases) or live
     points, skipped = grid.points()
-    _check_runnable(eval_set, grid, live)
-    embedder = embedder or build_embedder(settings)
-    defaults = params_from_settings(settings)
-    if live:
-        points = [replace(p, chunk_size=settings["chunk.max-size"], overlap=settings["chunk.overlap"]) for p in points]
-    warnings = [] if live else answers_located(eval_set)
-    plan = _Plan(points, grid, len(eval_set.queries))
-    results: list[PointResult] = []
-    index_stats: list[dict[str, Any]] = []
-    for (chunk_size, overlap), groups in plan.indexes.items():
-        index_started = time.perf_counter()
-        target = (store if store is not None else _open_live(settings, embedder)) if live else None
-        try:
-            if live:
-                stats = _live_stats(target, eval_set, warnings)
+    _check_runnable(eval_set, grid, on_kbs)
+    rerankers = build_rerankers(settings, grid.rerank)
+    opened: list[Any] = []
+    try:
+        if on_kbs:
+            targets = _kb_targets(knowledge_bases, settings, store, embedder, opened)
+            points, skipped = _kb_points(grid, targets)
+            warnings: list[str] = []
+            stats = {t.name: _live_stats(t, eval_set, warnings, several=len(targets) > 1) for t in targets}
+            embedders = list(dict.fromkeys(t.embedder.name for t in targets))
+            varying = _varying(points, several=len(targets) > 1)
+        else:
+            embedder = embedder or build_embedder(settings)
+            targets, stats, embedders, varying = [], {}, [embedder.name], grid.varying()
+            warnings = answers_located(eval_set)
+        plan = _Plan(points, varying, len(eval_set.queries), ("kb",) if on_kbs else INDEX_KEYS)
+        results: list[PointResult] = []
+        index_stats: list[dict[str, Any]] = []
+        by_name = {t.name: t for t in targets}
+        for key, groups in plan.indexes.items():
+            index_started = time.perf_counter()
+            opened_here = None
+            if on_kbs:
+                target = by_name[key[0]]
+                target_store, target_embedder, target_settings = target.store, target.embedder, target.settings
+                index = {**asdict(stats[target.name]), "kb": target.name, "uri": "live",
+                         "chunk_size": target.settings["chunk.max-size"], "overlap": target.settings["chunk.overlap"],
+                         "embedder": target.embedder.name}
             else:
-                target, stats = _index_corpus(eval_set, settings, embedder, chunk_size, overlap, reindex, report)
-            index_stats.append({**asdict(stats), "seconds": round(time.perf_counter() - index_started, 3),
-                                "uri": "live" if live else str(eval_db_path(settings)),
-                                "chunk_size": chunk_size, "overlap": overlap})
-            retriever = KnowledgeRetriever(MilvusSearchPort(target, embedder), defaults)
-            _warm_up(retriever, eval_set, next(iter(groups.values()))[0])
-            for group in groups.values():
-                results += _run_group(retriever, eval_set, group, defaults, plan, report)
-        finally:
-            if target is not None and target is not store:
-                target.close()
+                target_embedder, target_settings = embedder, settings
+                target_store, index_stat = _index_corpus(eval_set, settings, embedder, *key, reindex, report)
+                opened_here = target_store
+                index = {**asdict(index_stat), "uri": str(eval_db_path(settings)), "chunk_size": key[0],
+                         "overlap": key[1]}
+            index_stats.append({**index, "seconds": round(time.perf_counter() - index_started, 3)})
+            try:
+                defaults = params_from_settings(target_settings)
+                retriever = KnowledgeRetriever(MilvusSearchPort(target_store, target_embedder), defaults)
+                _warm_up(retriever, eval_set, [g[0] for g in groups.values()])
+                for group in groups.values():
+                    results += _run_group(retriever.with_reranker(rerankers.get(group[0].rerank)), eval_set, group,
+                                          defaults, plan, report, warnings)
+            finally:
+                if opened_here is not None:  # one isolated index open at a time
+                    opened_here.close()
+    finally:
+        for thing in opened:
+            thing.close()
     order = {p: i for i, p in enumerate(points)}
     results.sort(key=lambda r: order[r.point])
-    config = {"grid": {k: list(getattr(grid, k)) for k in PARAM_KEYS}, "varying": grid.varying(), "live": live,
-              "reindex": reindex, "embedder": embedder.name, "projection": asdict(defaults.budgets),
+    defaults = params_from_settings(settings)
+    # swept: the axes of the sweep (the parameters given several values, and the knowledge base with everything
+    # it sets); varying: every parameter whose value differs between rows (a knowledge base's own included).
+    swept = (["kb"] if len(targets) > 1 else []) + grid.varying()
+    config = {"grid": {k: list(getattr(grid, k)) for k in PARAM_KEYS}, "varying": varying, "swept": swept,
+              "live": on_kbs,
+              "knowledge_bases": [t.name for t in targets], "reindex": reindex, "embedder": ", ".join(embedders),
+              "rerankers": {p: r.name for p, r in rerankers.items()}, "projection": asdict(defaults.budgets),
               "failed_rule": FAILED_RULE, "span_min_overlap": m.SPAN_MIN_OVERLAP}
-    return EvalRun(eval_set.name, dict(eval_set.info), config, versions(embedder.name), started_at,
+    return EvalRun(eval_set.name, dict(eval_set.info), config, versions(", ".join(embedders)), started_at,
                    time.perf_counter() - started, index_stats, results, skipped, warnings)
 
 
-def _check_runnable(eval_set: EvalSet, grid: Grid, live: bool) -> None:
+def build_rerankers(settings: Settings, providers: Iterable[str]) -> dict[str, Reranker]:
+    """provider -> its reranker, configured by the rerank.* settings, for each provider but "none"."""
+    from ..bootstrap import build_reranker
+
+    built: dict[str, Reranker] = {}
+    for provider in providers:
+        if provider != "none" and provider not in built:
+            reranker = build_reranker(settings.with_overrides({"rerank.provider": provider}, "--rerank"))
+            assert reranker is not None
+            built[provider] = reranker
+    return built
+
+
+def _configured_reranker(settings: Settings) -> str:
+    provider = settings["rerank.provider"]
+    if provider == "none":
+        raise EvaluationError(f"reranker: {CONFIGURED!r} means the rerank.provider setting, which is none: set it "
+                              "(with rerank.model and rerank.base-url), or name a provider (dashscope, openai, tei).")
+    return provider
+
+
+def _check_runnable(eval_set: EvalSet, grid: Grid, on_kbs: bool) -> None:
     if not eval_set.queries:
         raise EvaluationError(f"The evaluation set {eval_set.name!r} has no queries.")
-    if live and (len(grid.chunk_size) > 1 or len(grid.overlap) > 1):
-        raise EvaluationError("A live knowledge base is chunked already: sweep chunk size and overlap on an "
-                              "indexed corpus instead (--corpus FOLDER), not with --live.")
-    if not live and eval_set.documents is None:
+    if on_kbs and (len(grid.chunk_size) > 1 or len(grid.overlap) > 1 or {"chunk_size", "overlap"} & grid.given):
+        raise EvaluationError("A knowledge base is chunked already: sweep chunk size and overlap on an indexed "
+                              "corpus instead (--corpus FOLDER), not with --live or --kb (or compare knowledge "
+                              "bases made with `kb copy --max-size ...`).")
+    if not on_kbs and eval_set.documents is None:
         raise EvaluationError(f"The evaluation set {eval_set.name!r} has no corpus: give a corpus folder, "
                               "or evaluate it against the live knowledge base.")
 
 
-class _Plan:
-    """The points grouped as they run (one index per chunking, one fetch per search setting), and the
-    progress: queries fetched so far and a label naming the combination being run."""
+@dataclass(frozen=True)
+class _KB:
+    """A knowledge base evaluated as it is."""
 
-    def __init__(self, points: Sequence[SweepPoint], grid: Grid, queries: int) -> None:
-        self.indexes = {ik: _group(ps, SEARCH_KEYS) for ik, ps in _group(points, INDEX_KEYS).items()}
+    name: str
+    settings: Settings  # its own values applied
+    store: Any
+    embedder: Embedder
+
+
+def _kb_targets(knowledge_bases: Sequence[Workbench], settings: Settings, store: Any, embedder: Embedder | None,
+                opened: list[Any]) -> list[_KB]:
+    if knowledge_bases:
+        return [_KB(wb.settings.kb_name, wb.settings, wb.store, wb.embedder) for wb in knowledge_bases]
+    if store is not None:
+        from ..bootstrap import build_embedder
+
+        return [_KB(settings.kb_name, settings, store, embedder or build_embedder(settings))]
+    from ..bootstrap import build_workbench
+
+    wb = build_workbench(settings, embedder=embedder)
+    opened.append(wb)
+    return [_KB(wb.settings.kb_name, wb.settings, wb.store, wb.embedder)]
+
+
+def _kb_points(grid: Grid, targets: Sequence[_KB]) -> tuple[list[SweepPoint], list[str]]:
+    """Every knowledge base's points: the grid with its own values for what was not given, its chunking."""
+    points: list[SweepPoint] = []
+    skipped: list[str] = []
+    for t in targets:
+        try:
+            own, why = grid.rebased(t.settings).points()
+        except EvaluationError as exc:
+            raise EvaluationError(f"Knowledge base {t.name!r}: {exc}") from None
+        points += [replace(p, kb=t.name, chunk_size=t.settings["chunk.max-size"], overlap=t.settings["chunk.overlap"])
+                   for p in own]
+        skipped += [f"{t.name}: {w}" if len(targets) > 1 else w for w in why]
+    return points, skipped
+
+
+def _varying(points: Sequence[SweepPoint], several: bool) -> list[str]:
+    """The parameters whose values differ between the points (a knowledge base's own values included)."""
+    rows = [p.to_dict() for p in points]
+    return (["kb"] if several else []) + [k for k in PARAM_KEYS if len({r[k] for r in rows} - {None}) > 1]
+
+
+class _Plan:
+    """The points grouped as they run (one index or knowledge base per `target_keys`, one fetch per search
+    setting and reranker), and the progress: queries fetched so far and a label naming the combination."""
+
+    def __init__(self, points: Sequence[SweepPoint], varying: Sequence[str], queries: int,
+                 target_keys: Sequence[str]) -> None:
+        self.indexes = {ik: _group(ps, FETCH_KEYS) for ik, ps in _group(points, target_keys).items()}
         self.combinations = sum(len(g) for g in self.indexes.values())
         self.total = queries * self.combinations
         self.done = 0
         self.started = 0
-        self.varying = [k for k in grid.varying() if k in INDEX_KEYS + SEARCH_KEYS]
+        self.varying = [k for k in varying if k in ("kb", *INDEX_KEYS, *FETCH_KEYS)]
 
     def next_label(self, point: SweepPoint) -> str:
         self.started += 1
@@ -362,21 +504,20 @@ class _Plan:
         return f"{shown} (combination {self.started}/{self.combinations})"
 
 
-def _open_live(settings: Settings, embedder: Embedder) -> Any:
-    from ..bootstrap import build_store
-
-    return build_store(settings, embedder)
-
-
-def _live_stats(store: Any, eval_set: EvalSet, warnings: list[str]) -> IndexStats:
-    """What the live knowledge base holds; warns about relevant documents it does not hold."""
-    listed = store.list_documents()
+def _live_stats(target: _KB, eval_set: EvalSet, warnings: list[str], several: bool = False) -> IndexStats:
+    """What a knowledge base holds; warns about relevant documents it does not hold. An empty one is an error
+    (before any query runs: every one of its figures would be 0)."""
+    listed = target.store.list_documents()
+    if not listed:
+        raise EvaluationError(f"The knowledge base {target.name!r} is empty: ingest documents first (Knowledge "
+                              f"base page, or `python -m rag_core --kb {target.name} ingest PATH`).")
     stored = {d.doc_id for d in listed}
+    where = f"knowledge base {target.name!r}" if several else "the knowledge base"
     for q in eval_set.queries:
         absent = sorted(set(q.relevant) - stored)
         if absent:
-            warnings.append(f"query {q.query_id}: relevant document(s) not in the knowledge base: {', '.join(absent)}")
-    return IndexStats(store.collection, len(stored), sum(d.chunks for d in listed), 0, 0, 0.0)
+            warnings.append(f"query {q.query_id}: relevant document(s) not in {where}: {', '.join(absent)}")
+    return IndexStats(target.store.collection, len(stored), sum(d.chunks for d in listed), 0, 0, 0.0)
 
 
 def _index_corpus(eval_set: EvalSet, settings: Settings, embedder: Embedder, chunk_size: int, overlap: int,
@@ -402,29 +543,44 @@ def _index_corpus(eval_set: EvalSet, settings: Settings, embedder: Embedder, chu
                              time.perf_counter() - started)
 
 
-def _warm_up(retriever: KnowledgeRetriever, eval_set: EvalSet, first: SweepPoint) -> None:
-    """Model load on first use and the first search, so that latency figures are steady-state."""
-    retriever.fetch(eval_set.queries[0].text, LookupParams(retrieve_k=first.retrieve_k, return_n=1,
-                                                           search=first.search_options()))
+def _warm_up(retriever: KnowledgeRetriever, eval_set: EvalSet, points: Sequence[SweepPoint]) -> None:
+    """Model load on first use and the first search of each mode, so that latency figures are steady-state
+    (a bm25 group first would leave the embedder's load to the first dense query)."""
+    for first in {p.mode: p for p in reversed(points)}.values():
+        retriever.fetch(eval_set.queries[0].text, LookupParams(retrieve_k=first.retrieve_k, return_n=1,
+                                                               search=first.search_options()))
 
 
 def _run_group(retriever: KnowledgeRetriever, eval_set: EvalSet, group: Sequence[SweepPoint],
-               defaults: LookupParams, plan: _Plan, report: ProgressCallback) -> list[PointResult]:
-    """One fetch per query for the group's search setting; every post-processing point assembles it."""
+               defaults: LookupParams, plan: _Plan, report: ProgressCallback, warnings: list[str]) -> list[PointResult]:
+    """One fetch per query for the group's search setting and reranker; every post-processing point assembles
+    it. A reranker that failed on some queries (rerank.on-error = fallback) is a warning naming them."""
     label = plan.next_label(group[0])
     records: list[list[dict[str, Any]]] = [[] for _ in group]
+    rerank = replace(defaults.rerank, enabled=group[0].rerank != "none")
     params = [LookupParams(retrieve_k=p.retrieve_k, return_n=p.return_n,
                            max_chunks_per_document=p.max_chunks_per_document, search=p.search_options(),
-                           budgets=replace(defaults.budgets, max_items=p.return_n)) for p in group]
+                           budgets=replace(defaults.budgets, max_items=p.return_n), rerank=rerank) for p in group]
+    failures: list[tuple[str, str]] = []
     report(EvalProgress("querying", plan.done, plan.total, label))
     for query in eval_set.queries:
         t0 = time.perf_counter()
-        fetched = retriever.fetch(query.text, params[0])
+        try:
+            fetched = retriever.fetch(query.text, params[0])
+        except RagError as exc:  # e.g. the reranker failed with rerank.on-error = fail
+            raise EvaluationError(f"query {query.query_id}: {exc}") from None
         fetch_ms = (time.perf_counter() - t0) * 1000
+        if fetched.rerank is not None and fetched.rerank.error:
+            failures.append((query.query_id, fetched.rerank.error))
         for i, p in enumerate(params):
             t1 = time.perf_counter()
             result = retriever.assemble(fetched, p)
             records[i].append(score_query(query, result, fetch_ms + (time.perf_counter() - t1) * 1000))
         plan.done += 1
         report(EvalProgress("querying", plan.done, plan.total, label))
+    if failures:
+        where = f" on knowledge base {group[0].kb!r}" if group[0].kb else ""
+        warnings.append(f"reranker {group[0].rerank}{where} failed on {len(failures)} of {len(eval_set.queries)} "
+                        f"queries ({', '.join(q for q, _ in failures[:5])}{', ...' if len(failures) > 5 else ''}; "
+                        f"first: {failures[0][1]}): those are scored in the fused order (rerank.on-error = fallback)")
     return [PointResult(p, summarize(r), r) for p, r in zip(group, records)]

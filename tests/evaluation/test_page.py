@@ -81,10 +81,11 @@ def test_bad_parameter_is_an_error_not_a_traceback(page: AppTest) -> None:
 
 def test_sample_set_against_an_empty_live_knowledge_base_says_so(page: AppTest) -> None:
     page.number_input(key="eval_limit").set_value(2)
-    page.radio(key="eval_target").set_value("Live knowledge base")
+    page.radio(key="eval_target").set_value("Knowledge bases (as they are)")
     page.button(key="eval_run").click().run()
     assert not page.exception
-    assert any("knowledge base is empty" in e.value for e in page.error), [e.value for e in page.error]
+    assert page.multiselect(key="eval_kbs").value == ["biz"]  # the one selected in the sidebar
+    assert any("knowledge base 'biz' is empty" in e.value for e in page.error), [e.value for e in page.error]
 
 
 def test_first_n_and_a_seed_are_choices_and_recorded(page: AppTest) -> None:
