@@ -13,6 +13,7 @@ from . import filters, writers
 from .originals import OriginalFiles
 from .rows import check_new_versions, stored_chunk, utc_now
 from .schema import MIGRATING
+from .versions import ActiveVersions
 
 INSERT_BATCH = 500
 
@@ -26,6 +27,7 @@ class WritesMixin:
     dim: int
     originals: OriginalFiles | None
     _has_rows: bool
+    _versions: ActiveVersions
 
     def replace_document(self, doc: Document, chunks: Sequence[Chunk], vectors: np.ndarray,
                          fingerprint: str) -> WriteResult:
@@ -58,6 +60,7 @@ class WritesMixin:
             extension=item.doc.extension, size_bytes=item.doc.size_bytes, chunks=len(item.chunks),
             content_hash=item.doc.content_hash, fingerprint=item.fingerprint, ingested_at=ingested_at)
             for item, version in zip(items, versions)])
+        self._versions.forget(ids)
         retired = list(old.values())
         if retired:  # 4
             self._delete_versions([r["version"] for r in retired])
@@ -85,6 +88,7 @@ class WritesMixin:
             return False
         self.client.delete(self.collection, filter=filters.equals("doc_id", doc_id))
         self.client.delete(self.registry, filter=filters.equals("doc_id", doc_id))
+        self._versions.forget([doc_id])
         self._has_rows = False  # maybe the last one: check again before the next BM25 search
         if self.originals is not None:
             self.originals.remove(r["version"] for r in rows)
@@ -95,5 +99,6 @@ class WritesMixin:
         for name in (self.collection, self.registry, self.collection + MIGRATING):
             if self.client.has_collection(name):
                 self.client.drop_collection(name)
+        self._versions.forget()
         if self.originals is not None:
             self.originals.clear()
