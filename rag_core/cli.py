@@ -1,4 +1,4 @@
-"""`python -m rag_core ...`: ingest, chunk, docs, delete, search, explain, reindex, config (and chat, eval).
+"""`python -m rag_core ...`: ingest, chunk, docs, delete, search, explain, reindex, rebuild, config (and chat, eval).
 
 Global options come before the command: `--data-dir` (or RAG_DATA_DIR) isolates a run, `--config`
 names a rag.toml, `--set key=value` overrides any setting. `--json` prints machine-readable output on
@@ -274,6 +274,24 @@ def cmd_reindex(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_FAILED_FILES if any(r.status == "failed" for r in reports) else 0
 
 
+def cmd_rebuild(args: argparse.Namespace, settings: Settings) -> int:
+    from .rebuild import check, rebuild
+
+    check(settings, Path(args.source), args.collection)  # bad input: one line, before any progress bar
+    with _progress_bar(not args.quiet) as progress:
+        result = rebuild(settings, Path(args.source), args.collection, force=args.force, progress=progress)
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        for r in result.reports:
+            print(f"{r.status:<9} {r.doc_id or r.path}  {r.error or f'{r.chunks} chunks'}")
+        for note in result.notes:
+            print(f"note: {note}")
+        print(f"{len(result.reports) - result.failed} restored, {result.failed} could not be restored "
+              f"(kept originals read from {result.source})")
+    return EXIT_FAILED_FILES if result.failed else 0
+
+
 def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
     with _workbench(settings, migrate=True) as wb:
         docs = wb.store.list_documents()
@@ -381,6 +399,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one report per document as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_reindex)
+
+    p = sub.add_parser(
+        "rebuild", help="re-index a lost or damaged knowledge base from its kept originals",
+        description="Re-chunk and re-embed, into the knowledge base of the current data dir, the newest committed "
+                    "version of every document whose original --from kept (each kept original's sidecar names its "
+                    "document, so the database is not needed; another data dir is only read). Refuses a "
+                    "knowledge base that has documents unless --force. Exits 1 when any document could not be "
+                    "restored.")
+    p.add_argument("--from", dest="source", required=True, metavar="DIR",
+                   help="the data dir of the lost knowledge base (or its originals/ folder, or a folder of kept "
+                        "originals)")
+    p.add_argument("--collection", metavar="NAME",
+                   help="whose kept originals to read (default: the setting milvus.collection)")
+    p.add_argument("--force", action="store_true",
+                   help="rebuild into a knowledge base that has documents (those found are replaced)")
+    p.add_argument("--json", action="store_true", help="print the source, one report per document and the notes "
+                                                       "as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_rebuild)
 
     p = sub.add_parser("migrate", help="rebuild a collection made by an older version (keeps the vectors)")
     p.set_defaults(func=cmd_migrate)

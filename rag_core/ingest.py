@@ -26,7 +26,7 @@ import numpy as np
 
 from . import chunking, loaders
 from .errors import SKIPPED_CODES, NotIndexed, OriginalMissing, RagError, StoreUnavailableError
-from .ports import ChunkStore, Embedder
+from .ports import ChunkStore, Embedder, KeptOriginals
 from .records import Chunk, Document, IngestReport, NewVersion, WriteResult
 
 CHUNKER_VERSION = "1"
@@ -123,7 +123,7 @@ class Source:
     root: Path | None = None
     data: bytes | None = None
     document: Document | None = None  # already loaded
-    kept_in: ChunkStore | None = None  # rebuild `name` from its original kept in this store
+    kept_in: KeptOriginals | None = None  # rebuild `name` from its original kept there
     failure: Exception | None = None  # why it cannot even be read (a path that could not be listed ...)
 
 
@@ -163,12 +163,13 @@ class Ingestor:
         """Already loaded documents (e.g. an evaluation corpus). No originals are kept for them."""
         return self._run([Source(d.doc_id, document=d) for d in docs], "", progress, force)
 
-    def reindex(self, doc_ids: Iterable[str] | None = None, *, source: ChunkStore | None = None,
+    def reindex(self, doc_ids: Iterable[str] | None = None, *, source: KeptOriginals | None = None,
                 progress: ProgressCallback = _ignore) -> list[IngestReport]:
         """Re-chunk and re-embed documents from their kept originals in `source` (default: this knowledge
-        base; another one to copy it, e.g. into a collection for a new embedder): all of its documents, or
-        the named ones. Every document that cannot be rebuilt (not indexed there, no kept original, an
-        original that no longer loads) is reported as failed with the reason."""
+        base; another one to copy it, e.g. into a collection for a new embedder; a folder of kept originals
+        to rebuild a lost one, see rag_core.rebuild): all of its documents, or the named ones. Every
+        document that cannot be rebuilt (not indexed there, no kept original, an original that no longer
+        loads) is reported as failed with the reason."""
         source = self.store if source is None else source
         listed = {d.doc_id for d in source.list_documents()}
         sources: list[Source] = []
@@ -277,7 +278,8 @@ class Ingestor:
         vectors = self._embed([c.text for g in todo for c in g.chunks], run.embedding_ticker(todo))
         offsets = np.cumsum([0] + [len(g.chunks) for g in todo])
         results = self.store.replace_documents([
-            NewVersion(g.doc, g.chunks, vectors[offsets[i]:offsets[i + 1]], g.fingerprint, g.original)
+            NewVersion(g.doc, g.chunks, vectors[offsets[i]:offsets[i + 1]], g.fingerprint, g.original,
+                       self.indexed_with())
             for i, g in enumerate(todo)])
         return list(zip(todo, results))
 
@@ -308,6 +310,11 @@ class Ingestor:
 
     def _load_bytes(self, data: bytes, doc_id: str) -> Document:
         return loaders.load_bytes(data, doc_id, max_bytes=self.max_bytes, max_text_chars=self.max_text_chars)
+
+    def indexed_with(self) -> dict[str, str | int]:
+        """The settings a new version is indexed with (what `fingerprint` hashes, besides the content)."""
+        return {"chunk.max-size": self.max_size, "chunk.overlap": self.overlap, "embedder": self.embedder.name,
+                "chunker": CHUNKER_VERSION}
 
     def fingerprint(self, doc: Document) -> str:
         """What makes an indexed version current: content, chunking and embedder."""

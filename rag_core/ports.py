@@ -141,6 +141,23 @@ class ChunkStore(Protocol):
         ...
 
 
+@runtime_checkable
+class KeptOriginals(Protocol):
+    """Documents and the original bytes they were indexed from: what `Ingestor.reindex` rebuilds from.
+    Every ChunkStore is one (its active versions); so is a folder of kept originals read without its
+    database (`store.originals_folder`, what `rebuild --from` reads).
+
+    Contract (tests/contracts/kept_originals.py): `list_documents` lists each document once, sorted by
+    doc_id, `has_original` telling whether bytes are kept; `read_original` returns exactly the bytes kept
+    for a listed document, None for a doc_id it does not hold, and raises a StoreError with the reason
+    (never returns other bytes) when kept bytes are missing or damaged.
+    """
+
+    def list_documents(self) -> list[StoredDocument]: ...
+
+    def read_original(self, doc_id: str) -> bytes | None: ...
+
+
 # ---------------------------------------------------------------------------------------- rerank
 @runtime_checkable
 class Reranker(Protocol):

@@ -113,6 +113,8 @@ class NewVersion:
     vectors: np.ndarray  # (len(chunks), dim)
     fingerprint: str
     original: bytes | None = None  # the file's bytes, kept with the version (None: indexed from text)
+    # How it was indexed (chunk.max-size, chunk.overlap, embedder, chunker): kept in the original's sidecar.
+    indexed_with: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ Reads only, through SQLite's read-only mode: this module never changes the file.
 
 from __future__ import annotations
 
+import shlex
 import sqlite3
 from pathlib import Path
 
@@ -30,20 +31,20 @@ class DamagedDatabase(StoreError):
 
 
 def _damaged(db: Path, what: str, collection: str = "biz") -> DamagedDatabase:
-    data_dir = db.parent
-    legacy = data_dir / "uploads" / collection  # kept originals named by doc_id (releases before versions)
-    if legacy.is_dir():
-        rebuild = (f"Rebuild the index from the kept originals into a fresh data dir: `python -m rag_core "
-                   f"--data-dir {data_dir}-rebuilt ingest {legacy}` (same document ids), then use that data dir "
-                   f"(RAG_DATA_DIR={data_dir}-rebuilt), or move {db.name} aside and run the same ingest with "
-                   f"--data-dir {data_dir}.")
+    data_dir = db.absolute().parent
+    rebuilt = Path(f"{data_dir}-rebuilt")
+    kept = [data_dir / "originals" / collection, data_dir / "uploads" / collection]  # with sidecars; older layout
+    if any(folder.is_dir() for folder in kept):
+        # Each kept original's sidecar names its document, so the originals are enough without the database.
+        command = shlex.join(["python", "-m", "rag_core", "--data-dir", str(rebuilt), "rebuild", "--from",
+                              str(data_dir), "--collection", collection])
+        rebuild = (f"Rebuild it from its kept originals into a fresh data dir: `{command}` (the same document ids; "
+                   f"it reports every document it restores or cannot), then use that data dir "
+                   f"(RAG_DATA_DIR={shlex.quote(str(rebuilt))}).")
     else:
-        # Kept originals are named by version (data/originals/<collection>/<version>); which document a
-        # version is lives in the database's registry, so without the database they cannot be named.
-        rebuild = (f"Rebuild it from your source folders into a fresh data dir: `python -m rag_core --data-dir "
-                   f"{data_dir}-rebuilt ingest FOLDER` (the kept originals in {data_dir / 'originals' / collection} "
-                   "are named by version and cannot be matched to their documents without the database), then use "
-                   f"that data dir (RAG_DATA_DIR={data_dir}-rebuilt).")
+        command = shlex.join(["python", "-m", "rag_core", "--data-dir", str(rebuilt), "ingest"])
+        rebuild = (f"No kept originals are in {kept[0]}: rebuild it from your source folders into a fresh data dir "
+                   f"(`{command} FOLDER`), then use that data dir (RAG_DATA_DIR={shlex.quote(str(rebuilt))}).")
     return DamagedDatabase(f"The knowledge base {db} is damaged ({what}); Milvus Lite cannot open it. Nothing was "
                            f"changed. {rebuild}")
 

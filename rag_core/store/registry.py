@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping
 from ..records import Document, IndexedVersion, StoredDocument
 from . import filters, writers
 from .connection import is_lite
-from .originals import OriginalFiles, adopt_legacy
+from .originals import KeptVersion, OriginalFiles, adopt_legacy
 from .schema import QUERY_LIMIT, REGISTRY_FIELDS
 from .versions import ActiveVersions
 
@@ -103,13 +103,20 @@ class RegistryMixin:
             # A pending row whose version was committed only lost its clean-up: keep those chunks.
             live = {r["version"] for r in active.values()}
             if versions := sorted({r["version"] for r in dead} - live):
+                if self.originals is not None:  # see store.originals: retired before the registry forgets them
+                    self.originals.retire(versions)
                 self._delete_versions(versions)
             self.client.delete(self.registry, filter=filters.one_of("key", [r["key"] for r in dead]))
             log.info("recovered %d interrupted document writes", len({r["doc_id"] for r in dead}))
         if self.originals is not None:
             dead_keys = {r["key"] for r in dead}
-            self.originals.reconcile({r["version"] for r in rows if r["key"] not in dead_keys},
-                                     min_age_s=0.0 if exclusive else writers.ABANDONED_AFTER_S)
+            # Milvus Lite: the database and the originals share a data dir, so a committed version it does
+            # not have is a lost database's. A server: other machines delete documents whose originals are
+            # here; only a server that has no document at all (its data lost) leaves them.
+            self.originals.reconcile({r["version"]: kept_of_row(r) for r in active.values()},
+                                     spare={r["version"] for r in rows if r["key"] not in dead_keys},
+                                     min_age_s=0.0 if exclusive else writers.ABANDONED_AFTER_S,
+                                     keep_committed=is_lite(self.uri) or not rows)
         return len({r["doc_id"] for r in dead})
 
     def _adopt_legacy_originals(self) -> None:
@@ -117,7 +124,7 @@ class RegistryMixin:
         if self.originals is None or self.legacy_originals is None or not self.legacy_originals.is_dir():
             return
         rows = self._newest_active(self._registry_rows('state == "active"'))
-        missing = {d: (r["version"], r["content_hash"]) for d, r in rows.items() if not self.originals.has(r["version"])}
+        missing = {d: kept_of_row(r) for d, r in rows.items() if not self.originals.has(r["version"])}
         try:
             adopt_legacy(self.legacy_originals, self.originals, missing, _text_hash)
         except OSError as exc:  # the documents stay listed without an original; nothing is lost
@@ -178,3 +185,11 @@ def _text_hash(data: bytes, doc_id: str) -> str:
     from ..loaders import load_bytes  # the store needs the loader only to adopt old-layout originals
 
     return load_bytes(data, doc_id, max_bytes=len(data)).content_hash
+
+
+def kept_of_row(row: Mapping[str, Any]) -> KeptVersion:
+    """What the registry says of a version, as its kept original's sidecar says it (a committed one)."""
+    return KeptVersion(doc_id=row["doc_id"], version=row["version"], file_name=row["file_name"],
+                       extension=row["extension"], size_bytes=int(row["size_bytes"]),
+                       content_hash=row["content_hash"], fingerprint=row["fingerprint"],
+                       ingested_at=row["ingested_at"], written_ns=int(row["committed_ns"]), state="committed")

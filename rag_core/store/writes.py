@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from typing import Any, Sequence
@@ -10,12 +11,13 @@ import numpy as np
 
 from ..records import Chunk, Document, NewVersion, WriteResult
 from . import filters, writers
-from .originals import OriginalFiles
+from .originals import KeptVersion, OriginalFiles
 from .rows import check_new_versions, stored_chunk, utc_now
 from .schema import MIGRATING
 from .versions import ActiveVersions
 
 INSERT_BATCH = 500
+log = logging.getLogger(__name__)
 
 
 class WritesMixin:
@@ -45,11 +47,13 @@ class WritesMixin:
         pending = self._registry_insert([self._registry_row(item.doc, v, "pending", committed_ns=time.time_ns(),  # 1
                                                             **writers.pending_fields())
                                          for item, v in zip(items, versions)])
+        ingested_at = utc_now()
+        kept = [v for item, v in zip(items, versions) if item.original is not None]
         if self.originals is not None:  # the originals are part of the versions: written before the commit
+            written_ns = time.time_ns()
             for item, version in zip(items, versions):
                 if item.original is not None:
-                    self.originals.write(version, item.original)
-        ingested_at = utc_now()
+                    self.originals.write(version, item.original, kept_of_new(item, version, ingested_at, written_ns))
         rows = [self._chunk_row(item.doc, chunk, vector, version, len(item.chunks), ingested_at)
                 for item, version in zip(items, versions) for chunk, vector in zip(item.chunks, item.vectors)]
         for start in range(0, len(rows), INSERT_BATCH):  # 2
@@ -61,14 +65,23 @@ class WritesMixin:
             content_hash=item.doc.content_hash, fingerprint=item.fingerprint, ingested_at=ingested_at)
             for item, version in zip(items, versions)])
         self._versions.forget(ids)
+        results = [WriteResult(version=v, replaced=item.doc.doc_id in old) for item, v in zip(items, versions)]
+        self._has_rows = True
         retired = list(old.values())
+        if self.originals is not None:
+            try:
+                self.originals.commit(kept)
+                # Before the registry forgets them, so a kill cannot leave them looking like a lost database's.
+                self.originals.retire(r["version"] for r in retired)
+            except OSError as exc:  # committed all the same: the next open's recovery finishes the clean-up
+                log.warning("could not mark kept originals after a commit (%s); recovery will", exc)
+                return results
         if retired:  # 4
             self._delete_versions([r["version"] for r in retired])
         self.client.delete(self.registry, filter=filters.one_of("key", pending + [r["key"] for r in retired]))
         if self.originals is not None:
             self.originals.remove(r["version"] for r in retired)
-        self._has_rows = True
-        return [WriteResult(version=v, replaced=item.doc.doc_id in old) for item, v in zip(items, versions)]
+        return results
 
     def _insert_batch(self, rows: list[dict[str, Any]], collection: str = "") -> None:
         """One insert call; a seam for tests that interrupt a write."""
@@ -86,6 +99,8 @@ class WritesMixin:
         rows = self._registry_rows(filters.equals("doc_id", doc_id))
         if doc_id not in self._newest_active(rows):
             return False
+        if self.originals is not None:  # see replace_documents: retired before the registry forgets them
+            self.originals.retire(r["version"] for r in rows)
         self.client.delete(self.collection, filter=filters.equals("doc_id", doc_id))
         self.client.delete(self.registry, filter=filters.equals("doc_id", doc_id))
         self._versions.forget([doc_id])
@@ -102,3 +117,11 @@ class WritesMixin:
         self._versions.forget()
         if self.originals is not None:
             self.originals.clear()
+
+
+def kept_of_new(item: NewVersion, version: str, ingested_at: str, written_ns: int) -> KeptVersion:
+    """The sidecar of a new version's kept original."""
+    doc = item.doc
+    return KeptVersion(doc_id=doc.doc_id, version=version, file_name=doc.file_name, extension=doc.extension,
+                       size_bytes=doc.size_bytes, content_hash=doc.content_hash, fingerprint=item.fingerprint,
+                       ingested_at=ingested_at, written_ns=written_ns, indexed_with=dict(item.indexed_with))

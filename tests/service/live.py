@@ -36,6 +36,16 @@ class LiveServer:
         return self.service.streams.active
 
 
+def run_async(coroutine: Any) -> Any:
+    """`asyncio.run(coroutine)` on a thread of its own: in the full suite the e2e tests' session browser
+    (Playwright's sync API) keeps an event loop running on the main thread, where asyncio.run refuses."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
 def start(app: Any, timeout: float = 20.0) -> LiveServer:
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on",
                             timeout_graceful_shutdown=2)

@@ -188,8 +188,6 @@ def test_terminal_events_end_with_done():
 
 
 def test_a_long_step_is_covered_by_keepalive_comments():
-    import asyncio
-
     from rag_core.service.streaming import KEEPALIVE, sse
 
     def slow() -> Iterator[Any]:
@@ -199,7 +197,7 @@ def test_a_long_step_is_covered_by_keepalive_comments():
     async def collect() -> list[bytes]:
         return [chunk async for chunk in sse(slow(), keepalive=0.1)]
 
-    chunks = asyncio.run(collect())
+    chunks = live.run_async(collect())
     assert chunks.count(KEEPALIVE) >= 2 and chunks.index(KEEPALIVE) < chunks.index(b'data: {"type": "content", '
                                                                                    b'"data": "late"}\n\n')
     assert chunks[-1] == b'data: {"type": "done", "data": null}\n\n'

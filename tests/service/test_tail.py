@@ -5,6 +5,7 @@ from __future__ import annotations
 from threadpoolctl import threadpool_info
 
 from rag_core.embedding.local import LocalUSEEmbedder
+from tests.service import live
 
 
 def blas_threads() -> int:
@@ -54,7 +55,7 @@ def test_the_serve_socket_gets_tcp_nodelay_on_every_connection():
         server.close()
         await server.wait_closed()
 
-    asyncio.run(main())
+    live.run_async(main())
     assert flags and flags[0] != 0
 
 
@@ -70,7 +71,6 @@ def test_open_streams_do_not_take_the_threads_searches_run_in(kb):
 
     from tests.e2e.slow_chat import SlowOpenAIChatServer
     from tests.servers.chat import Completion
-    from tests.service import live
     from tests.service.conftest import CHAT_KEY, model_settings, serve
 
     with SlowOpenAIChatServer(api_key=CHAT_KEY, gap=5.0) as model:

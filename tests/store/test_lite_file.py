@@ -79,10 +79,14 @@ def test_damage_is_reported_with_what_to_do(good_data: Path, tmp_path: Path, dam
     err = capsys.readouterr().err
     assert "is damaged" in err and "already open" not in err and "another program" not in err
     assert digest(db) == before and not (data / ".milvus.db.host").exists()
-    # Originals are kept per version: without the database they cannot be named, so the advice is to
-    # ingest the sources into a fresh data dir.
-    assert f"python -m rag_core --data-dir {tmp_path / 'data-rebuilt'} ingest FOLDER" in err
-    assert str(data / "originals" / "biz") in err
+    # Each kept original's sidecar names its document: the advice is to rebuild from them (tests/store/
+    # test_rebuild.py runs it); without kept originals, to ingest the sources into a fresh data dir.
+    assert f"`python -m rag_core --data-dir {tmp_path / 'data-rebuilt'} rebuild --from {data} --collection biz`" in err
+    shutil.rmtree(data / "originals")
+    assert main(["--data-dir", str(data), "--set", "milvus.lite-mode=shared", "docs"]) == 2
+    err = capsys.readouterr().err
+    assert f"No kept originals are in {data / 'originals' / 'biz'}" in err
+    assert f"`python -m rag_core --data-dir {tmp_path / 'data-rebuilt'} ingest FOLDER`" in err
 
 
 def test_damage_in_a_data_dir_of_the_older_layout_gives_a_rebuild_command_that_works(good_data: Path,
@@ -98,8 +102,8 @@ def test_damage_in_a_data_dir_of_the_older_layout_gives_a_rebuild_command_that_w
     (data / "milvus.db").write_bytes(content[: len(content) // 2])
     assert main(["--data-dir", str(data), "docs"]) == 2
     err = capsys.readouterr().err
-    command = f"python -m rag_core --data-dir {tmp_path / 'data-rebuilt'} ingest {legacy}"
-    assert "is damaged" in err and command in err
+    command = f"python -m rag_core --data-dir {tmp_path / 'data-rebuilt'} rebuild --from {data} --collection biz"
+    assert "is damaged" in err and f"`{command}`" in err
     assert main(command.split()[3:] + ["--quiet"]) == 0
     capsys.readouterr()
     assert main(["--data-dir", str(tmp_path / "data-rebuilt"), "docs", "--json"]) == 0

@@ -26,8 +26,14 @@ def originals_dir(data: Path, collection: str = "biz") -> Path:
 
 
 def kept_files(data: Path) -> set[str]:
+    """The names in the originals folder, sidecars left out."""
     folder = originals_dir(data)
-    return {p.name for p in folder.iterdir()} if folder.is_dir() else set()
+    return {p.name for p in folder.iterdir() if not p.name.endswith(".json")} if folder.is_dir() else set()
+
+
+def sidecar_files(data: Path) -> set[str]:
+    folder = originals_dir(data)
+    return {p.name for p in folder.iterdir() if p.name.endswith(".json")} if folder.is_dir() else set()
 
 
 @pytest.fixture
@@ -75,6 +81,8 @@ def test_killed_right_after_the_commit_the_kept_originals_are_the_new_versions(d
         assert "Paragraph 0 of new" in wb.store.get_chunks("doc.md")[0]["content"]  # the index is on the new version
         assert wb.ingestor.original("doc.md") == new and wb.ingestor.original("fresh.md") == fresh
         assert indexed["doc.md"].has_original and indexed["fresh.md"].has_original
+        # Killed before their sidecars were renamed committed: recovery did it; the old version's are gone.
+        assert sidecar_files(data) == {f"{d.version}.json" for d in indexed.values()}
         reports = wb.ingestor.reindex()
         assert [(r.doc_id, r.status) for r in reports] == [("doc.md", "replaced"), ("fresh.md", "replaced")]
         assert "Paragraph 0 of new" in wb.store.get_chunks("doc.md")[0]["content"]
@@ -99,12 +107,14 @@ def test_recovery_removes_originals_no_version_refers_to(data: Path, local_embed
         monkeypatch.setattr(MilvusStore, "_registry_insert", real)
         [doc] = wb.store.list_documents()
         assert len(kept_files(data)) == 2 and wb.ingestor.original("doc.md") == doc_bytes("one", 2)
+        [pending] = kept_files(data) - {doc.version}
+        assert sidecar_files(data) == {f"{doc.version}.json", f"{pending}.pending.json"}  # never committed
         folder = originals_dir(data)
         (folder / "0123456789abcdef").write_bytes(b"left by a crash")
         (folder / "fedcba9876543210.partial").write_bytes(b"half written")
         (folder / "notes.txt").write_bytes(b"not ours")  # only version-named files are ours to remove
         assert wb.store.recover() == 1
-        assert kept_files(data) == {doc.version, "notes.txt"}
+        assert kept_files(data) == {doc.version, "notes.txt"} and sidecar_files(data) == {f"{doc.version}.json"}
         # Through a shared server another process may be writing: a young unreferenced original is spared.
         monkeypatch.setattr(MilvusStore, "exclusive_access", lambda self: False)
         young, old = folder / "1111111111111111", folder / "2222222222222222"
