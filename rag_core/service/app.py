@@ -9,6 +9,7 @@ server starts, as one clear line (see server.py), and closes it when the server 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from .sessions import SessionStore
 if TYPE_CHECKING:
     from ..agent import Agent
     from ..bootstrap import Workbench
+    from ..config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -73,9 +75,21 @@ class Service:
     # Streamed turns run their steps in threads of their own (see streaming.sse), not in the default pool that
     # searches, uploads and health checks use.
     stream_threads: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(STREAM_THREADS))
+    # /v1/search lookups: at most `api.lookup-threads` at once, the others queue first come first served (see
+    # lookup_threads).
+    lookup_threads: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(lookup_threads(None)))
 
 
-def service_of(request: Request) -> Service:
+def lookup_threads(settings: Settings | None) -> int:
+    """How many /v1/search lookups run at once (`api.lookup-threads`; 0 = twice the cores). A lookup is CPU in this
+    process (under one interpreter lock) and in Milvus Lite's: with every request in its own thread, 8 clients
+    share the cores all at once and each finishes late; queued in one place, the earlier ones finish first.
+    Measured with bench/api.py at concurrency 8 on 2 cores: see the `HTTP, no lookup queue` row there."""
+    configured = settings["api.lookup-threads"] if settings is not None else 0
+    return configured or 2 * (os.cpu_count() or 1)
+
+
+async def service_of(request: Request) -> Service:
     return request.app.state.service
 
 
@@ -89,7 +103,8 @@ def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] 
 
     settings = workbench.settings
     service = Service(workbench, agent or build_agent(workbench, env),
-                      SessionStore(settings["api.max-sessions"], settings["chat.history-pairs"]), bool(token), env)
+                      SessionStore(settings["api.max-sessions"], settings["chat.history-pairs"]), bool(token), env,
+                      lookup_threads=anyio.CapacityLimiter(lookup_threads(settings)))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

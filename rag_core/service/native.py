@@ -9,6 +9,7 @@ from dataclasses import asdict
 from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any, Literal
 
+import anyio
 from fastapi import APIRouter, Depends, File, Form, Query, UploadFile
 from fastapi.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse
@@ -25,7 +26,7 @@ from .models import ChunkOut, ChunksAnswer, DeletedAnswer, IngestAnswer
 router = APIRouter(prefix="/v1", tags=["native"])
 
 
-def lookup_options(
+async def lookup_options(
         svc: Annotated[Service, Depends(service_of)],
         retrieve_k: Annotated[int | None, Query(ge=1, le=1000)] = None,
         return_n: Annotated[int | None, Query(ge=1, le=1000)] = None,
@@ -48,13 +49,16 @@ def lookup_options(
 
 
 @router.get("/search", summary="The lookup path: every hit's fate, the evidence, the agent's projection")
-def search(svc: Annotated[Service, Depends(service_of)], options: Annotated[dict[str, Any], Depends(lookup_options)],
-           query: Annotated[str, Query(description="What to look for.")]) -> JSONResponse:
+async def search(svc: Annotated[Service, Depends(service_of)],
+                 options: Annotated[dict[str, Any], Depends(lookup_options)],
+                 query: Annotated[str, Query(description="What to look for.")]) -> JSONResponse:
     """Exactly what `python -m rag_core search QUERY --json` prints (same keys, same values; only the
     timings differ)."""
-    result = svc.workbench.retriever.lookup(query, **options)
-    # Already plain JSON types: a JSONResponse skips FastAPI's jsonable_encoder walk (~1 ms of a 28 KB answer).
-    return JSONResponse(result.to_dict())
+    def answer() -> JSONResponse:
+        # Already plain JSON types: a JSONResponse skips FastAPI's jsonable_encoder walk (~1 ms of a 28 KB answer).
+        return JSONResponse(svc.workbench.retriever.lookup(query, **options).to_dict())
+
+    return await anyio.to_thread.run_sync(answer, limiter=svc.lookup_threads)
 
 
 @router.get("/explain", summary="Why wasn't it retrieved? The fate of an expected document, chunk or answer")
