@@ -76,11 +76,12 @@ class Service:
     # searches, uploads and health checks use.
     stream_threads: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(STREAM_THREADS))
     # /v1/search lookups: at most `api.lookup-threads` at once, the others queue first come first served (see
-    # lookup_threads).
-    lookup_threads: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(lookup_threads(None)))
+    # lookup_thread_count).
+    lookup_threads: anyio.CapacityLimiter = field(
+        default_factory=lambda: anyio.CapacityLimiter(lookup_thread_count(None)))
 
 
-def lookup_threads(settings: Settings | None) -> int:
+def lookup_thread_count(settings: Settings | None) -> int:
     """How many /v1/search lookups run at once (`api.lookup-threads`; 0 = twice the cores). A lookup is CPU in this
     process (under one interpreter lock) and in Milvus Lite's: with every request in its own thread, 8 clients
     share the cores all at once and each finishes late; queued in one place, the earlier ones finish first.
@@ -104,7 +105,7 @@ def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] 
     settings = workbench.settings
     service = Service(workbench, agent or build_agent(workbench, env),
                       SessionStore(settings["api.max-sessions"], settings["chat.history-pairs"]), bool(token), env,
-                      lookup_threads=anyio.CapacityLimiter(lookup_threads(settings)))
+                      lookup_threads=anyio.CapacityLimiter(lookup_thread_count(settings)))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

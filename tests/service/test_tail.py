@@ -169,6 +169,6 @@ def test_lookup_threads_default_to_twice_the_cores(kb, monkeypatch):
     from rag_core.service import app
 
     monkeypatch.setattr(app.os, "cpu_count", lambda: 3)
-    assert app.lookup_threads(kb.settings.with_overrides({"api.lookup-threads": 0})) == 6
-    assert app.lookup_threads(kb.settings.with_overrides({"api.lookup-threads": 5})) == 5
-    assert app.lookup_threads(None) == 6
+    assert app.lookup_thread_count(kb.settings.with_overrides({"api.lookup-threads": 0})) == 6
+    assert app.lookup_thread_count(kb.settings.with_overrides({"api.lookup-threads": 5})) == 5
+    assert app.lookup_thread_count(None) == 6
