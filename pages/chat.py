@@ -5,14 +5,27 @@ import streamlit as st
 from rag_core.agent import Session
 from rag_core.errors import RagError
 from ui.chat import render_turn, stream_turn
-from ui.state import chat_mode, get_agent, get_settings
+from ui.state import chat_mode, get_agent, get_settings, knowledge_bases, selected_kb
 
 ss = st.session_state
 title_col, clear_col = st.columns([4, 1], vertical_alignment="bottom")
 title_col.title("💬 Agent chat")
 
 try:
-    agent = get_agent()
+    available = knowledge_bases().names()
+    current = selected_kb()
+    # The selection follows the sidebar's knowledge base until the person picks others here.
+    # (A widget's state is dropped while another page shows: then it starts again from the sidebar's.)
+    if ss.get("chat.kbs_for") != current or not ss.get("chat.kbs") or not set(ss["chat.kbs"]) <= set(available):
+        ss["chat.kbs"] = [current] if current in available else available[:1]
+        ss["chat.kbs_for"] = current
+    chosen = st.multiselect("Knowledge bases the agent searches", available, key="chat.kbs",
+                            help="With several, each is searched and the evidence merged by score; evidence keys "
+                                 "then carry the knowledge base's name (`small:runbooks/a.md#chunk-2`).")
+    if not chosen:
+        st.info("Choose at least one knowledge base for the agent to search.", icon="📚")
+        st.stop()
+    agent = get_agent(chosen)
 except RagError as exc:
     st.error(str(exc), icon="🛑")
     st.stop()

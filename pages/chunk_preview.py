@@ -1,14 +1,17 @@
-"""Chunk preview: re-chunk a document live (nothing is indexed) and see every boundary and overlap."""
+"""Chunk preview: re-chunk a document live (nothing is indexed) and see every boundary and overlap; compare
+mode: two configurations of the same document, their boundaries aligned by character offset."""
 
 import streamlit as st
 
 from rag_core import chunking, loaders
+from rag_core.chunk_compare import compare_chunkings
 from rag_core.errors import RagError
 from ui.charts import chunk_length_histogram
+from ui.compare import chunking_b_controls, chunking_comparison_view
 from ui.components import chunk_cards, metric_row
 from ui.documents import decode, indexed_text
 from ui.html import ChunkView, document_html, legend_html, overlap_summary_lines
-from ui.state import get_settings, get_workbench
+from ui.state import get_settings, get_workbench, kb_settings
 from ui.tables import chunks_download
 
 SOURCES = ["Indexed document", "Upload a file", "Paste text"]
@@ -30,7 +33,10 @@ Overlap never crosses a heading: the first chunk of a section starts at its head
 st.title("✂️ Chunk preview")
 st.caption("Move the sliders to re-chunk live. Nothing is indexed here.")
 
-settings = get_settings()
+try:  # the selected knowledge base's chunking is where the sliders start
+    settings = kb_settings()
+except RagError:
+    settings = get_settings()
 max_bytes = int(settings["loader.max-file-mb"] * 1024 * 1024)
 pick, knobs = st.columns([3, 2], gap="large")
 with knobs:
@@ -40,6 +46,10 @@ with knobs:
     overlap = st.slider("Overlap (characters)", 0, 1000, settings["chunk.overlap"], step=10, key="cp.overlap",
                         persist_state="session", help="Characters repeated from the previous chunk, "
                         "starting at a sentence; must be smaller than the max size.")
+    compare = st.toggle("Compare with a second configuration (B)", key="cp.compare", persist_state="session",
+                        help="The sliders above are A; both chunkings of the same text, boundaries aligned.")
+    if compare:
+        max_size_b, overlap_b = chunking_b_controls((max_size, overlap))
 
 text, name, note = "", "pasted.md", ""
 with pick:
@@ -65,7 +75,7 @@ with pick:
                 st.error(str(exc))
             stored = by_id[doc_id]
             st.caption(f"Indexed as {stored.chunks} chunk{'s' if stored.chunks != 1 else ''} with max {settings['chunk.max-size']} / overlap "
-                       f"{settings['chunk.overlap']} (current settings).")
+                       f"{settings['chunk.overlap']} (the knowledge base's settings).")
     elif source == "Upload a file":
         upload = st.file_uploader("File", type=list(loaders.SUPPORTED_EXTENSIONS), key="cp.upload")
         if upload is not None:
@@ -88,6 +98,16 @@ try:
 except RagError as exc:
     st.error(str(exc))
     st.stop()
+
+if compare:
+    try:
+        chunks_b = chunking.chunk_text(text, max_size_b, overlap_b)
+    except RagError as exc:
+        st.error(f"B: {exc}")
+        st.stop()
+    chunking_comparison_view(text, compare_chunkings(text, chunks, chunks_b), (max_size, overlap),
+                             (max_size_b, overlap_b), MAX_RENDER_CHARS)
+    st.stop()  # the single-configuration views below are for A alone
 
 summary = chunking.overlap_summary(chunks)
 lengths = [len(c.text) for c in chunks]

@@ -1,5 +1,6 @@
 """Retrieval debugger: raw hits next to the deduplicated, capped evidence, and why each hit was dropped;
-how the reranker moved them, when one is configured.
+how the reranker moved them, when one is configured. Compare mode: the same query against another knowledge
+base or another parameter set (B), both evidence lists side by side, what both or only one found marked.
 
 Every widget is bound to a URL query parameter (`?q=...&retrieve_k=20&return_n=5&max_chunks_per_document=2
 &mode=hybrid`), so other pages link here with a lookup pre-filled and it runs at once.
@@ -12,7 +13,9 @@ import streamlit as st
 from rag_core.agent.kb_tool import tool_payload
 from rag_core.errors import RagError
 from rag_core.retrieval import SearchOptions
+from rag_core.retrieval.compare import compare_lookups
 from ui.charts import rerank_movement_figure, score_by_rank_figure
+from ui.compare import Side, chunking_of, comparison_view, side_b_controls
 from ui.components import chunk_card, evidence_table, explanation_view, hits_table, metric_row
 from ui.html import ChunkView
 from ui.lookup import cached_explanation, cached_lookup, debugger_query_params
@@ -63,6 +66,15 @@ if reranker is not None:
     rerank = replace(defaults.rerank, enabled=use_rerank, candidates=candidates)
 else:
     st.caption("No reranker: set `rerank.provider` to reorder the candidates with a reranking model.")
+compare = st.toggle("Compare side by side", key="compare", help="Run the query a second time (B) against another "
+                    "knowledge base or with other parameters; the controls above are A.", **bound)
+if compare:
+    with st.container(border=True):
+        try:
+            wb_b, overrides_b = side_b_controls(LIMITS)
+        except RagError as exc:
+            st.error(str(exc), icon="🛑")
+            st.stop()
 
 if not query.strip():
     st.info("Type a query to see the raw hits, the evidence the agent gets, and why anything was dropped.",
@@ -79,10 +91,22 @@ try:
                            bm25_weight=bm25_weight) if mode == "hybrid" else replace(defaults.search, mode=mode)
     params = wb.retriever.params(retrieve_k=retrieve_k, return_n=return_n, max_chunks_per_document=cap, search=search,
                                  rerank=rerank)
-    result, from_cache = cached_lookup(wb.retriever, query, params, st.session_state.setdefault("dbg.fetched", {}))
+    # Fetched hits are kept per knowledge base: the same query on another one is another search.
+    result, from_cache = cached_lookup(wb.retriever, query, params,
+                                       st.session_state.setdefault("dbg.fetched", {}).setdefault(wb.settings.kb_name, {}))
+    if compare:
+        params_b = wb_b.retriever.params(**overrides_b, rerank=rerank)  # A's rerank choice (one reranker per process)
+        result_b, from_cache_b = cached_lookup(wb_b.retriever, query, params_b, st.session_state["dbg.fetched"]
+                                               .setdefault(wb_b.settings.kb_name, {}))
 except RagError as exc:
     st.error(str(exc), icon="🛑")
     st.stop()
+
+if compare:
+    a = Side("A", wb.settings.kb_name, params, result, from_cache, chunking_of(wb))
+    b = Side("B", wb_b.settings.kb_name, params_b, result_b, from_cache_b, chunking_of(wb_b))
+    comparison_view(compare_lookups(result, result_b, by_text=a.chunking != b.chunking), a, b)
+    st.stop()  # the single-lookup views below are for one side
 
 data = result.to_dict()
 for warning in result.warnings:
@@ -128,7 +152,8 @@ with st.expander("Why wasn't it retrieved?", expanded=bool(expected_url)):
         target = f"{expect}#chunk-{int(chunk)}" if expect and chunk is not None else expect
         try:
             explanation = cached_explanation(wb.retriever, wb.store, query, params, target, answer,
-                                             st.session_state.setdefault("dbg.explained", {}))
+                                             st.session_state.setdefault("dbg.explained", {}).setdefault(
+                                                 wb.settings.kb_name, {}))
         except RagError as exc:
             st.error(str(exc), icon="🛑")
         else:

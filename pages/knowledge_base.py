@@ -1,20 +1,88 @@
-"""Knowledge base: upload documents (with progress), the document list, delete and re-index."""
+"""Knowledge base: the knowledge bases (create, copy, delete), then the selected one's documents: upload (with
+progress and what changed in re-uploaded documents), the document list, delete and re-index."""
 
 import streamlit as st
 
 from rag_core.errors import RagError
+from rag_core.kb.settings import defaults_for_new, describe
 from rag_core.loaders import SUPPORTED_EXTENSIONS
 from ui.components import ingest_summary, run_ingest
-from ui.state import workbench_or_stop
-from ui.tables import documents_frame
+from ui.kbs import settings_widgets
+from ui.state import clear_workbench, get_settings, knowledge_bases, switch_kb, workbench_or_stop
+from ui.tables import documents_frame, knowledge_bases_frame
 
 st.title("📚 Knowledge base")
 wb = workbench_or_stop()
+kbs = knowledge_bases()
+name = wb.settings.kb_name
 ss = st.session_state
 ss.setdefault("kb.uploader_round", 0)
+st.markdown(f"**{name}**{' (default)' if name == kbs.default else ''} — {describe(wb.kb) if wb.kb else ''}")
+
+# ------------------------------------------------------------------------------------------ knowledge bases
+with st.expander("Knowledge bases: create, copy, delete", expanded=bool(ss.get("kb.manage_open"))):
+    try:
+        infos = [kbs.info(n) for n in kbs.names()]
+    except RagError as exc:
+        st.error(str(exc))
+        infos = []
+    st.dataframe(knowledge_bases_frame(infos), hide_index=True, width="stretch", key="kb.list")
+    create_tab, copy_tab, delete_tab = st.tabs(["Create", f"Copy {name}", f"Delete {name}"])
+    with create_tab:
+        new_name = st.text_input("Name", key="kb.new_name", placeholder="e.g. runbooks_small",
+                                 help="Letters, digits and underscores; it names Milvus collections.")
+        values = settings_widgets("kb.new", defaults_for_new(get_settings()))
+        if st.button("Create knowledge base", type="primary", key="kb.create", disabled=not new_name.strip()):
+            try:
+                with st.spinner(f"Creating {new_name.strip()}…"):
+                    made = kbs.create(new_name.strip(), values)
+            except RagError as exc:
+                st.error(str(exc), icon="🛑")
+            else:
+                ss["kb.notice"] = f"Created knowledge base {made.name}; it is selected now."
+                switch_kb(made.name)
+                st.rerun()
+    with copy_tab:
+        st.caption(f"Re-chunks and re-embeds every document of **{name}** from its kept originals into a new "
+                   f"knowledge base with the settings below; {name} is left as it is.")
+        copy_name = st.text_input("Name of the copy", key="kb.copy_name", placeholder=f"{name}_small")
+        copy_values = settings_widgets("kb.copy", dict(wb.kb.settings) if wb.kb else defaults_for_new(wb.settings))
+        if st.button(f"Copy {name}", type="primary", key="kb.copy", disabled=not copy_name.strip()):
+            done = []  # the CopyResult, from inside the progress job
+            try:
+                reports = run_ingest(lambda progress: done.append(
+                    kbs.copy(name, copy_name.strip(), copy_values, progress=progress)) or done[0].reports)
+            except RagError as exc:
+                st.error(str(exc), icon="🛑")
+            else:
+                result = done[0]
+                ss["kb.reports"] = reports
+                ss["kb.notice"] = (f"Copied {len(reports) - len(result.failed)} of {len(reports)} documents into "
+                                   f"{result.kb.name}; it is selected now.")
+                switch_kb(result.kb.name)
+                st.rerun()
+    with delete_tab:
+        if name == kbs.default:
+            st.info(f"{name} is the default knowledge base (milvus.collection) and cannot be deleted.")
+        else:
+            confirm = st.text_input(f"Type {name} to delete it with its documents and kept originals",
+                                    key="kb.delete_name")
+            if st.button(f"Delete {name}", type="primary", key="kb.delete_kb", disabled=confirm.strip() != name):
+                try:
+                    kbs.delete(name)
+                except RagError as exc:
+                    st.error(str(exc), icon="🛑")
+                else:
+                    clear_workbench()  # its store was open in the shared cache
+                    ss["kb.notice"] = f"Deleted knowledge base {name}."
+                    ss.pop("kb.reports", None)
+                    switch_kb(kbs.default)
+                    st.rerun()
+if notice := ss.pop("kb.notice", None):
+    st.success(notice, icon="📚")
 
 # ------------------------------------------------------------------------------------------ upload
-st.subheader("Add documents")
+st.subheader(f"Add documents to {name}")
 st.caption(f"Markdown, text, PDF or Word; up to {wb.settings['loader.max-file-mb']:g} MB per file. "
            "A document with the same id is replaced; unchanged content is skipped.")
 left, right = st.columns([3, 2])

@@ -9,13 +9,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from .config import Settings
 from .embedding import Embedder
 from .errors import ConfigError
 from .ingest import Ingestor
 from .ports import ChunkStore
+from .records import KnowledgeBase
 from .retrieval import KnowledgeRetriever, MilvusSearchPort, params_from_settings
 from .store import MilvusStore
 from .store.connection import LiteOptions
@@ -73,12 +74,19 @@ def build_store(settings: Settings, embedder: Embedder, env: Mapping[str, str] |
                       **originals_dirs(settings, collection))
 
 
+def connect_store(settings: Settings, collection: str, env: Mapping[str, str] | None = None) -> MilvusStore:
+    """A store on `collection` of the configured database, not opened yet (it connects on first use): token,
+    deadline, how a Milvus Lite file is reached (through the store host by default) and where its originals are
+    kept, all from `settings`. Every store but `open_store`'s is made here, so none reaches the file another way."""
+    return MilvusStore(settings.milvus_uri, collection, token=secret("MILVUS_TOKEN", env),
+                       timeout=settings["milvus.timeout"], lite=lite_options(settings),
+                       **originals_dirs(settings, collection))
+
+
 def open_source_store(settings: Settings, collection: str, env: Mapping[str, str] | None = None) -> MilvusStore:
     """Another knowledge base of this data dir, opened only to read its documents and kept originals
     (`reindex --from`: it may have been made with another embedder). Close it after use."""
-    store = MilvusStore(settings.milvus_uri, collection, token=secret("MILVUS_TOKEN", env),
-                        timeout=settings["milvus.timeout"], lite=lite_options(settings),
-                        **originals_dirs(settings, collection))
+    store = connect_store(settings, collection, env)
     try:
         store.open_to_read()
     except BaseException:
@@ -111,31 +119,101 @@ def open_store(uri: str, collection: str, embedder: Embedder, *, migrate: bool =
 
 @dataclass
 class Workbench:
-    """Everything wired together; what the CLI, the app and the tests use."""
+    """Everything wired together for one knowledge base; what the CLI, the app and the tests use. `settings`
+    are the knowledge base's (its own values applied, milvus.collection naming it)."""
 
     settings: Settings
     embedder: Embedder
     store: ChunkStore
     ingestor: Ingestor
     retriever: KnowledgeRetriever
+    kb: KnowledgeBase | None = None  # the catalog entry it was opened from
 
     def close(self) -> None:
         self.store.close()
 
 
 def build_workbench(settings: Settings, env: Mapping[str, str] | None = None,
-                    embedder: Embedder | None = None, *, migrate: bool = False) -> Workbench:
-    """`migrate`: rebuild a collection created by an older version instead of refusing to open it."""
-    embedder = embedder or build_embedder(settings, env)
-    reranker = build_reranker(settings, env)  # before the store: a bad rerank setting leaves nothing open
-    store = build_store(settings, embedder, env, migrate=migrate)
+                    embedder: Embedder | None = None, *, migrate: bool = False,
+                    kb: KnowledgeBase | None = None) -> Workbench:
+    """The knowledge base `settings` choose (`settings.kb_name`: the default one, made on first use, or one
+    the catalog lists), opened with its own settings. `embedder`: one already loaded for it (tests, a page
+    that shares the model). `migrate`: rebuild a collection created by an older version instead of refusing.
+    `kb`: its catalog entry when the caller holds it already (a copy being filled is not listed yet)."""
+    from .kb.catalog import MilvusCatalog
+    from .kb.resolve import resolve
+    from .kb.settings import apply
+
+    kb_store = connect_store(settings, check_kb_name(settings.kb_name), env)
+    try:  # the store's connection reads the catalog first: the knowledge base's settings decide the rest
+        kb = kb or resolve(MilvusCatalog(kb_store.client), settings, kb_store.client)
+        settings = apply(settings, kb)
+        embedder = embedder or build_embedder(settings, env)
+        reranker = build_reranker(settings, env)
+        kb_store.open(embedder.name, embedder.dim, migrate=migrate)
+    except BaseException:
+        kb_store.close()
+        raise
+    return _wire(settings, embedder, kb_store, reranker, kb)
+
+
+def _wire(settings: Settings, embedder: Embedder, store: ChunkStore, reranker: Reranker | None,
+          kb: KnowledgeBase | None) -> Workbench:
     ingestor = Ingestor(store, embedder, max_size=settings["chunk.max-size"], overlap=settings["chunk.overlap"],
                         max_bytes=int(settings["loader.max-file-mb"] * 1024 * 1024),
                         max_text_chars=settings["loader.max-text-chars"],
                         batch_size=settings["embedding.batch-size"])
     params = params_from_settings(settings)
     retriever = KnowledgeRetriever(MilvusSearchPort(store, embedder, params.search), params, reranker)
-    return Workbench(settings, embedder, store, ingestor, retriever)
+    return Workbench(settings, embedder, store, ingestor, retriever, kb)
+
+
+def multi_kb_workbench(workbenches: Sequence[Workbench]) -> Workbench:
+    """One workbench searching several knowledge bases at once (the agent over the knowledge bases chosen on
+    the chat page): the first one's, with a retriever over all of them (rag_core.retrieval.multi: evidence
+    keys carry the knowledge base's name). One knowledge base: its own workbench, keys unchanged."""
+    from dataclasses import replace
+
+    from .retrieval.multi import MultiKnowledgeBasePort
+
+    if len(workbenches) == 1:
+        return workbenches[0]
+    first = workbenches[0]
+    port = MultiKnowledgeBasePort({wb.settings.kb_name: wb.retriever.port for wb in workbenches})
+    return replace(first, retriever=KnowledgeRetriever(port, first.retriever.defaults, first.retriever.reranker))
+
+
+def kb_settings(settings: Settings, env: Mapping[str, str] | None = None) -> Settings:
+    """`settings` with the chosen knowledge base's own values applied, read from the catalog (nothing else is
+    opened): what `chunk --kb` and `config --kb` show."""
+    from .kb.resolve import resolve
+    from .kb.settings import apply
+
+    check_kb_name(settings.kb_name)
+    catalog = open_catalog(settings, env)
+    try:
+        return apply(settings, resolve(catalog, settings, catalog.client))
+    finally:
+        catalog.close()
+
+
+def check_kb_name(name: str) -> str:
+    from .kb.resolve import check_name
+
+    return check_name(name)
+
+
+def open_catalog(settings: Settings, env: Mapping[str, str] | None = None) -> MilvusCatalog:
+    """The catalog of knowledge bases of the configured database (rag_core.kb.catalog), on a connection of its
+    own that `close()` releases."""
+    from .kb.catalog import MilvusCatalog
+
+    connection = connect_store(settings, settings["milvus.collection"], env)  # never opened: only its connection
+    try:
+        return MilvusCatalog(connection.client, on_close=connection.close)
+    except BaseException:
+        connection.close()
+        raise
 
 
 # ---------------------------------------------------------------------------------------- agent
@@ -144,6 +222,7 @@ from typing import TYPE_CHECKING  # noqa: E402 - this section was appended; kept
 if TYPE_CHECKING:
     from .agent import Agent, ChatModel
     from .agent.triage import Triage
+    from .kb.catalog import MilvusCatalog
 
 
 def resolve_chat_provider(settings: Settings, env: Mapping[str, str] | None = None) -> str:

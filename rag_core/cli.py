@@ -12,11 +12,12 @@ import json
 import os
 import sys
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from . import chunking, loaders
-from .config import KEYS, Settings, describe_keys, load_settings, settings_table
+from .config import KEYS, Settings, describe_keys, env_keys, load_settings, settings_table
 from .errors import RagError
 
 EXIT_FAILED_FILES = 1
@@ -40,13 +41,17 @@ def _parse_sets(pairs: Sequence[str]) -> dict[str, str]:
 
 
 @contextmanager
-def _workbench(settings: Settings, migrate: bool = False) -> Iterator[Any]:
-    """The workbench, closed afterwards (releasing Milvus Lite). Imported lazily: `chunk` and `config`
-    need no Milvus."""
+def _workbench(settings: Settings, migrate: bool = False, asked: Sequence[str] = ()) -> Iterator[Any]:
+    """The workbench of the chosen knowledge base, closed afterwards (releasing Milvus Lite). Imported lazily:
+    `chunk` and `config` need no Milvus. `asked`: the settings given with --set; those the knowledge base
+    keeps at another value are named on stderr (its own values win)."""
     from .bootstrap import build_workbench
+    from .kb.settings import ignored
 
     wb = build_workbench(settings, migrate=migrate)
     try:
+        for note in ignored(wb.kb, settings, asked) if wb.kb is not None else ():
+            print(f"note: {note}", file=sys.stderr)
         yield wb
     finally:
         wb.close()
@@ -69,34 +74,49 @@ def _count_bar(total: int, unit: str, enabled: bool) -> Iterator[Any]:
 
 
 @contextmanager
-def _progress_bar(enabled: bool) -> Iterator[Callable[[Any], None]]:
+def ingest_progress_bar(enabled: bool) -> Iterator[Callable[[Any], None]]:
     """An ingest progress callback drawing a tqdm bar on stderr (chunks of the current file)."""
     if not enabled:
         yield lambda _: None
         return
     from tqdm import tqdm
 
-    with tqdm(total=0, unit="chunk", file=sys.stderr, dynamic_ncols=True) as bar:
-        def update(p) -> None:  # noqa: ANN001
-            bar.set_description(f"[{p.file_index + 1}/{p.files_total}] {p.stage} {p.name[-40:]}")
-            if p.stage == "embedding":
-                if p.done == 0:
-                    bar.reset(total=p.total)
-                bar.n = p.done
-            bar.refresh()
+    bars: list[Any] = []  # drawn at the first event: a command refused before any work draws none
 
+    def update(p) -> None:  # noqa: ANN001
+        if not bars:
+            bars.append(tqdm(total=0, unit="chunk", file=sys.stderr, dynamic_ncols=True))
+        bar = bars[0]
+        bar.set_description(f"[{p.file_index + 1}/{p.files_total}] {p.stage} {p.name[-40:]}")
+        if p.stage == "embedding":
+            if p.done == 0:
+                bar.reset(total=p.total)
+            bar.n = p.done
+        bar.refresh()
+
+    try:
         yield update
+    finally:
+        for bar in bars:
+            bar.close()
+
+
+def report_line(r: Any) -> str:
+    """One IngestReport of a rebuild (reindex, rebuild, kb copy) as a line: status, document, chunks or error."""
+    return f"{r.status:<9} {r.doc_id or r.path}  {r.error or f'{r.chunks} chunks'}"
 
 
 # ---------------------------------------------------------------------------------------- commands
 def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
-    with _workbench(settings) as wb, _progress_bar(not args.quiet) as progress:
+    with _workbench(settings, asked=getattr(args, "asked", ())) as wb, ingest_progress_bar(not args.quiet) as progress:
         reports = wb.ingestor.ingest_paths(args.paths, prefix=args.prefix, force=args.force, progress=progress)
     if args.json:
-        _print_json([r.__dict__ for r in reports])
+        _print_json([r.to_dict() for r in reports])
     else:
         for r in reports:
             detail = r.error if r.status in ("failed", "skipped") else f"{r.chunks} chunks"
+            if r.status == "replaced" and r.diff is not None:
+                detail += f": {len(r.diff.added)} added, {len(r.diff.removed)} removed, {r.diff.unchanged} unchanged"
             print(f"{r.status:<9} {r.doc_id or r.path}  ({detail}, {r.seconds:.2f}s)")
         counts = {s: sum(r.status == s for r in reports)
                   for s in ("added", "replaced", "unchanged", "failed", "skipped")}
@@ -105,6 +125,10 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_chunk(args: argparse.Namespace, settings: Settings) -> int:
+    if settings.knowledge_base:  # --kb: that knowledge base's chunking
+        from .bootstrap import kb_settings
+
+        settings = kb_settings(settings)
     max_size = args.max_size or settings["chunk.max-size"]
     overlap = settings["chunk.overlap"] if args.overlap is None else args.overlap
     path = Path(args.file)
@@ -123,7 +147,7 @@ def cmd_chunk(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_docs(args: argparse.Namespace, settings: Settings) -> int:
-    with _workbench(settings) as wb:
+    with _workbench(settings, asked=getattr(args, "asked", ())) as wb:
         docs = wb.store.list_documents()
     if args.json:
         _print_json([d.__dict__ for d in docs])
@@ -141,7 +165,7 @@ def cmd_docs(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
-    with _workbench(settings) as wb:
+    with _workbench(settings, asked=getattr(args, "asked", ())) as wb:
         doc_id = wb.ingestor.resolve_doc_id(args.doc_id)
         deleted = wb.ingestor.delete(doc_id)
     if not deleted:
@@ -164,15 +188,15 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     if bool(args.query) == bool(args.queries):
         raise RagError("search: give one query, or --queries FILE (.jsonl or .csv with a `query` column), "
                        "not both and not neither.")
-    overrides = _lookup_overrides(args, settings)
+    _lookup_overrides(args, settings)  # bad values are refused before anything is opened
     if args.queries:
         from .evaluation.datasets import read_query_file
 
         queries = read_query_file(Path(args.queries))
-        with _workbench(settings) as wb:
-            return _search_batch(wb, queries, overrides, args)
-    with _workbench(settings) as wb:
-        result = wb.retriever.lookup(args.query, **overrides)
+        with _workbench(settings, asked=getattr(args, "asked", ())) as wb:
+            return _search_batch(wb, queries, _lookup_overrides(args, wb.settings), args)
+    with _workbench(settings, asked=getattr(args, "asked", ())) as wb:
+        result = wb.retriever.lookup(args.query, **_lookup_overrides(args, wb.settings))
     if args.json:
         for warning in result.warnings:
             print(f"warning: {warning}", file=sys.stderr)
@@ -231,8 +255,9 @@ def _search_batch(wb: Any, queries: Sequence[tuple[str, str]], overrides: dict[s
 def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
     from .retrieval.explain import explain
 
-    with _workbench(settings) as wb:
-        e = explain(wb.retriever, wb.store, args.query, args.expect, args.answer, **_lookup_overrides(args, settings))
+    _lookup_overrides(args, settings)  # bad values are refused before anything is opened
+    with _workbench(settings, asked=getattr(args, "asked", ())) as wb:
+        e = explain(wb.retriever, wb.store, args.query, args.expect, args.answer, **_lookup_overrides(args, wb.settings))
     if args.json:
         _print_json(e.to_dict())
         return 0
@@ -257,7 +282,7 @@ def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_reindex(args: argparse.Namespace, settings: Settings) -> int:
     from .bootstrap import open_source_store
 
-    with _workbench(settings) as wb, _progress_bar(not args.quiet) as progress:
+    with _workbench(settings, asked=getattr(args, "asked", ())) as wb, ingest_progress_bar(not args.quiet) as progress:
         source = open_source_store(settings, args.from_collection) if args.from_collection else None
         try:
             reports = wb.ingestor.reindex(args.doc_ids or None, source=source, progress=progress)
@@ -265,10 +290,10 @@ def cmd_reindex(args: argparse.Namespace, settings: Settings) -> int:
             if source is not None:
                 source.close()
     if args.json:
-        _print_json([r.__dict__ for r in reports])
+        _print_json([r.to_dict() for r in reports])
     else:
         for r in reports:
-            print(f"{r.status:<9} {r.doc_id or r.path}  {r.error or f'{r.chunks} chunks'}")
+            print(report_line(r))
         failed = sum(r.status == "failed" for r in reports)
         print(f"{len(reports) - failed} rebuilt, {failed} could not be rebuilt")
     return EXIT_FAILED_FILES if any(r.status == "failed" for r in reports) else 0
@@ -278,13 +303,13 @@ def cmd_rebuild(args: argparse.Namespace, settings: Settings) -> int:
     from .rebuild import check, rebuild
 
     check(settings, Path(args.source), args.collection)  # bad input: one line, before any progress bar
-    with _progress_bar(not args.quiet) as progress:
+    with ingest_progress_bar(not args.quiet) as progress:
         result = rebuild(settings, Path(args.source), args.collection, force=args.force, progress=progress)
     if args.json:
         _print_json(result.to_dict())
     else:
         for r in result.reports:
-            print(f"{r.status:<9} {r.doc_id or r.path}  {r.error or f'{r.chunks} chunks'}")
+            print(report_line(r))
         for note in result.notes:
             print(f"note: {note}")
         print(f"{len(result.reports) - result.failed} restored, {result.failed} could not be restored "
@@ -293,9 +318,14 @@ def cmd_rebuild(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
-    with _workbench(settings, migrate=True) as wb:
+    from .kb.manage import KnowledgeBases
+
+    with _workbench(settings, migrate=True, asked=getattr(args, "asked", ())) as wb:
         docs = wb.store.list_documents()
-    print(f"{settings['milvus.collection']}: up to date ({len(docs)} documents, {sum(d.chunks for d in docs)} chunks)")
+    print(f"{settings.kb_name}: up to date ({len(docs)} documents, {sum(d.chunks for d in docs)} chunks)")
+    with KnowledgeBases(settings) as kbs:  # collections made before knowledge bases, if any was missed
+        for name in kbs.adopt():
+            print(f"{name}: adopted as a knowledge base")
     return 0
 
 
@@ -303,6 +333,10 @@ def cmd_config(args: argparse.Namespace, settings: Settings) -> int:
     if args.markdown:
         sys.stdout.write(settings_table())
         return 0
+    if settings.knowledge_base:  # --kb: the values that knowledge base is opened with
+        from .bootstrap import kb_settings
+
+        settings = kb_settings(settings)
     values = settings.public()
     if args.json:
         _print_json({"data_dir": str(settings.data_dir), "settings": values})
@@ -338,6 +372,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", help="a rag.toml (default ./rag.toml when present, $RAG_CONFIG)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a setting, e.g. --set chunk.max-size=600 (repeatable; `config` lists them)")
+    parser.add_argument("--kb", metavar="NAME", help="the knowledge base to work on (default: milvus.collection, "
+                                                      "`biz`; `kb list` shows them)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of unexpected errors")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     json_help = "print machine-readable JSON on stdout"
@@ -429,9 +465,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .agent.cli import register as register_chat
     from .evaluation.cli import register as register_eval
+    from .kb.cli import register as register_kb
     from .service.server import register as register_serve
     from .store.host_cli import register as register_host
 
+    register_kb(sub)
     register_chat(sub)
     register_eval(sub)
     register_serve(sub)
@@ -451,7 +489,10 @@ def _output_closed() -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        settings = load_settings(args.data_dir, args.config, overrides=_parse_sets(args.set))
+        overrides = _parse_sets(args.set)
+        args.asked = sorted(overrides)
+        settings = load_settings(args.data_dir, args.config, overrides=overrides).for_kb(args.kb)
+        settings = replace(settings, per_command=frozenset(overrides) | frozenset(env_keys(os.environ)))
         code = args.func(args, settings)
         sys.stdout.flush()  # a closed pipe shows here, where it is handled, not in Python's flush at exit
         return code

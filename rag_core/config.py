@@ -23,7 +23,7 @@ import math
 import os
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -141,12 +141,17 @@ KEYS: dict[str, Key] = _keys(
 )
 
 ENV_ALIASES = {"MILVUS_URI": "milvus.uri"}
-_COLLECTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,254}$")
 
 
 def env_name(key: str) -> str:
     stem = key[4:] if key.startswith("rag.") else key
     return "RAG_" + re.sub(r"[.\-]", "_", stem).upper()
+
+
+def env_keys(env: Mapping[str, str]) -> dict[str, str]:
+    """setting -> the environment variable that sets it in `env` (empty variables set nothing)."""
+    by_env = {env_name(name): name for name in KEYS} | ENV_ALIASES
+    return {name: var for var, name in by_env.items() if env.get(var, "") != ""}
 
 
 def _coerce(key: Key, value: Any, origin: str) -> Any:
@@ -209,6 +214,12 @@ class Settings:
     values: Mapping[str, Any]
     data_dir: Path
     explicit: frozenset[str] = field(default_factory=frozenset)  # keys set anywhere but the defaults
+    # The knowledge base chosen for this run (`--kb`, the app's switcher); "" = the default one, whose name
+    # is milvus.collection. Once opened (rag_core.kb.settings.apply), both name it and the values are its own.
+    knowledge_base: str = ""
+    # The keys given to this one command (--set, the environment; the CLI fills it): its search settings beat a
+    # knowledge base's own search defaults, as the command's --fusion etc. flags do (kb.settings.apply).
+    per_command: frozenset[str] = frozenset()
 
     def __getitem__(self, key: str) -> Any:
         if key not in KEYS:
@@ -224,7 +235,7 @@ class Settings:
             if name not in KEYS:
                 raise _unknown(name, origin)
             values[name] = _coerce(KEYS[name], raw, origin)
-        settings = Settings(values, self.data_dir, self.explicit | frozenset(overrides))
+        settings = replace(self, values=values, explicit=self.explicit | frozenset(overrides))
         settings.validate(origin)
         return settings
 
@@ -236,11 +247,19 @@ class Settings:
                 f"chunk.overlap ({self['chunk.overlap']}) must be smaller than chunk.max-size "
                 f"({self['chunk.max-size']})."
             )
-        if not _COLLECTION_NAME.match(self["milvus.collection"]):
-            raise ConfigError(
-                f"milvus.collection = {self['milvus.collection']!r} is not a valid Milvus collection name: "
-                "use letters, digits and underscores, starting with a letter or underscore."
-            )
+        from .kb.names import name_problem  # the one rule for knowledge-base (collection) names
+
+        if problem := name_problem(self["milvus.collection"]):
+            raise ConfigError(f"milvus.collection (the default knowledge base): {problem}")
+
+    @property
+    def kb_name(self) -> str:
+        """The knowledge base these settings open: the chosen one, else the default (milvus.collection)."""
+        return self.knowledge_base or self["milvus.collection"]
+
+    def for_kb(self, name: str | None) -> Settings:
+        """These settings with knowledge base `name` chosen (None or "": the default)."""
+        return replace(self, knowledge_base=name or "")
 
     @property
     def milvus_uri(self) -> str:
@@ -296,11 +315,9 @@ def load_settings(
             values[name] = _coerce(KEYS[name], raw, str(path))
             explicit.add(name)
 
-    by_env = {env_name(name): name for name in KEYS} | ENV_ALIASES
-    for var, name in by_env.items():
-        if env.get(var, "") != "":
-            values[name] = _coerce(KEYS[name], env[var], f"${var}")
-            explicit.add(name)
+    for name, var in env_keys(env).items():
+        values[name] = _coerce(KEYS[name], env[var], f"${var}")
+        explicit.add(name)
 
     root = Path(data_dir or env.get("RAG_DATA_DIR") or "data")
     _check_data_dir(root)

@@ -73,6 +73,15 @@ class OriginalMissing(StoreError):
     code = "no_original"
 
 
+class KnowledgeBaseError(RagError):
+    """A knowledge base that cannot be made, found, copied or deleted as asked. `code` says why, for programs
+    (the HTTP API maps it to a status): "bad_name", "exists", "not_found", "bad_settings", "refused"."""
+
+    def __init__(self, message: str, code: str = "refused") -> None:
+        super().__init__(message)
+        self.code = code
+
+
 class RetrievalError(RagError):
     """A lookup could not run: bad query or parameters, or nothing to search."""
 

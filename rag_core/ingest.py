@@ -25,9 +25,10 @@ from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from . import chunking, loaders
+from .chunk_diff import chunk_diff
 from .errors import SKIPPED_CODES, NotIndexed, OriginalMissing, RagError, StoreUnavailableError
 from .ports import ChunkStore, Embedder, KeptOriginals
-from .records import Chunk, Document, IngestReport, NewVersion, WriteResult
+from .records import Chunk, ChunkDiff, Document, IngestReport, NewVersion, WriteResult
 
 CHUNKER_VERSION = "1"
 log = logging.getLogger(__name__)
@@ -257,31 +258,38 @@ class Ingestor:
             g = group[0]
             run.fail(g.index, g.source.name, g.doc.doc_id, g.load_seconds + time.perf_counter() - started, exc)
             return
-        elapsed, chunks = time.perf_counter() - started, sum(len(g.chunks) for g, _ in written)
-        for g, result in written:
+        elapsed, chunks = time.perf_counter() - started, sum(len(g.chunks) for g, _, _ in written)
+        for g, result, diff in written:
             # A file's share of the group's time, by chunks.
-            run.finish(g, "replaced" if result.replaced else "added", len(g.chunks), elapsed * len(g.chunks) / chunks)
+            run.finish(g, "replaced" if result.replaced else "added", len(g.chunks), elapsed * len(g.chunks) / chunks,
+                       diff if result.replaced else None)
 
-    def _write_group(self, group: list[_Prepared], run: _Run, force: bool) -> list[tuple[_Prepared, WriteResult]]:
-        """Unchanged documents are reported; the others embedded and written. Runs holding the group's
-        doc_id locks, so the fingerprints read here are still current when the new versions commit."""
-        current = {} if force else self.store.fingerprints(g.doc.doc_id for g in group)
+    def _write_group(self, group: list[_Prepared], run: _Run,
+                     force: bool) -> list[tuple[_Prepared, WriteResult, ChunkDiff | None]]:
+        """Unchanged documents are reported; the others embedded and written, each replaced one with what changed
+        in its chunks. Runs holding the group's doc_id locks, so the fingerprints and chunks read here are still
+        current when the new versions commit."""
+        current = self.store.fingerprints(g.doc.doc_id for g in group)
         # Unchanged: the same fingerprint, and the original kept when there is one to keep (a version
         # indexed without it, e.g. by an older release, gets a new version that keeps it).
-        unchanged = [g for g in group if g.doc.doc_id in current and current[g.doc.doc_id].fingerprint == g.fingerprint
-                     and (g.original is None or current[g.doc.doc_id].has_original)]
+        unchanged = [] if force else [
+            g for g in group if g.doc.doc_id in current and current[g.doc.doc_id].fingerprint == g.fingerprint
+            and (g.original is None or current[g.doc.doc_id].has_original)]
         for g in unchanged:
-            run.finish(g, "unchanged", current[g.doc.doc_id].chunks, 0.0)
+            n = current[g.doc.doc_id].chunks
+            run.finish(g, "unchanged", n, 0.0, ChunkDiff(unchanged=n))
         todo = [g for g in group if g not in unchanged]
         if not todo:
             return []
+        diffs = [chunk_diff(self.store.get_chunks(g.doc.doc_id), g.chunks) if g.doc.doc_id in current else None
+                 for g in todo]  # read before the new versions retire the old ones
         vectors = self._embed([c.text for g in todo for c in g.chunks], run.embedding_ticker(todo))
         offsets = np.cumsum([0] + [len(g.chunks) for g in todo])
         results = self.store.replace_documents([
             NewVersion(g.doc, g.chunks, vectors[offsets[i]:offsets[i + 1]], g.fingerprint, g.original,
                        self.indexed_with())
             for i, g in enumerate(todo)])
-        return list(zip(todo, results))
+        return list(zip(todo, results, diffs))
 
     def _embed(self, texts: list[str], on_embedded: Callable[[int], None]) -> np.ndarray:
         return embed_by_length(self.embedder, texts, self.batch_size, on_embedded)
@@ -318,8 +326,13 @@ class Ingestor:
 
     def fingerprint(self, doc: Document) -> str:
         """What makes an indexed version current: content, chunking and embedder."""
-        key = f"{doc.content_hash}|{self.max_size}|{self.overlap}|{self.embedder.name}|{CHUNKER_VERSION}"
-        return hashlib.sha256(key.encode()).hexdigest()[:32]
+        return fingerprint(doc.content_hash, self.max_size, self.overlap, self.embedder.name)
+
+
+def fingerprint(content_hash: str, max_size: int, overlap: int, embedder_name: str) -> str:
+    """An indexed version's fingerprint (registry `fingerprint`): content, chunking, embedder, chunker."""
+    key = f"{content_hash}|{max_size}|{overlap}|{embedder_name}|{CHUNKER_VERSION}"
+    return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
 @dataclass(frozen=True)
@@ -368,10 +381,10 @@ class _Run:
         on_embedded(0)
         return on_embedded
 
-    def finish(self, item: _Prepared, status: str, chunks: int, seconds: float) -> None:
+    def finish(self, item: _Prepared, status: str, chunks: int, seconds: float, diff: ChunkDiff | None = None) -> None:
         self.partial = max(0.0, self.partial - 1.0)
         self.reports[item.index] = IngestReport(item.source.name, item.doc.doc_id, status, chunks,
-                                                item.load_seconds + seconds)
+                                                item.load_seconds + seconds, diff=diff)
         self.tick(item.index, item.doc.doc_id, "done", chunks, chunks)
 
     def fail(self, index: int, name: str, doc_id: str, seconds: float, exc: Exception) -> None:

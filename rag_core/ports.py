@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, Generator, Iterable, Mapping, Protocol, S
 
 import numpy as np
 
-from .records import (IndexedVersion, NewVersion, RerankResult, SearchHit, SearchOptions, SearchResult, StoredChunk,
-                      StoredDocument, WriteResult)
+from .records import (IndexedVersion, KnowledgeBase, NewVersion, RerankResult, SearchHit, SearchOptions, SearchResult,
+                      StoredChunk, StoredDocument, WriteResult)
 
 if TYPE_CHECKING:  # records of the remote clients, defined next to their adapters
     from .agent.loki import LogQuery, LogResult
@@ -139,6 +139,43 @@ class ChunkStore(Protocol):
         """`(search_dense(vector, ...), search_bm25(text, ...))` from one view of the active versions: a
         document re-indexed while they run shows the same version in both lists (a hybrid lookup fuses them)."""
         ...
+
+
+# ---------------------------------------------------------------------------------------- knowledge bases
+@runtime_checkable
+class KnowledgeBaseCatalog(Protocol):
+    """Which knowledge bases exist and the settings each owns, seen alike by every process sharing the database.
+
+    Contract (tests/contracts/catalog.py), on every adapter:
+    - Entries are written whole: `write` makes `kb` the entry of its name at once (readers see the previous
+      entry or this one, never none or a mix) and retires the previous entries of that name.
+    - `get` and `list_knowledge_bases` show only names whose entry is `active`; an entry in state `creating`
+      (a copy being filled) or `deleted` (storage being removed) is an unfinished operation, listed by
+      `unfinished` so it can be finished or undone.
+    - `forget` removes every entry of a name. Names are compared exactly.
+    """
+
+    def list_knowledge_bases(self) -> list[KnowledgeBase]:
+        """The active knowledge bases, sorted by name."""
+        ...
+
+    def get(self, name: str) -> KnowledgeBase | None:
+        """The active knowledge base of that name, or None."""
+        ...
+
+    def unfinished(self) -> list[KnowledgeBase]:
+        """Entries in state `creating` or `deleted` (the newest entry of their name), oldest first."""
+        ...
+
+    def write(self, kb: KnowledgeBase) -> KnowledgeBase:
+        """Make `kb` the entry of its name (returned with the time it was written)."""
+        ...
+
+    def forget(self, name: str) -> None:
+        """Remove every entry of `name`."""
+        ...
+
+    def close(self) -> None: ...
 
 
 @runtime_checkable

@@ -168,6 +168,30 @@ class SearchResult:
 
 
 @dataclass(frozen=True)
+class ChangedChunk:
+    """A chunk a re-ingest added or removed: its index (in the new version for added chunks, the old one for
+    removed ones), the sha256 of its text, and the text."""
+
+    chunk_index: int
+    hash: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ChunkDiff:
+    """How a re-ingested document's chunks changed, by content hash, not by index: a paragraph inserted at the
+    top shifts every index but leaves the chunks after it unchanged."""
+
+    added: tuple[ChangedChunk, ...] = ()
+    removed: tuple[ChangedChunk, ...] = ()
+    unchanged: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"added": len(self.added), "removed": len(self.removed), "unchanged": self.unchanged,
+                "added_chunks": [c.__dict__ for c in self.added], "removed_chunks": [c.__dict__ for c in self.removed]}
+
+
+@dataclass(frozen=True)
 class IngestReport:
     """The outcome of ingesting one file."""
 
@@ -178,6 +202,13 @@ class IngestReport:
     seconds: float = 0.0
     error: str = ""
     error_code: str = ""  # why it failed, for programs: the failing exception's `code` ("too_large", ...)
+    diff: ChunkDiff | None = None  # replaced and unchanged documents: their chunks against the previous version
+
+    def to_dict(self) -> dict[str, Any]:
+        """As `ingest --json` prints it and the HTTP API answers it (`diff` null for added or failed files)."""
+        return {"path": self.path, "doc_id": self.doc_id, "status": self.status, "chunks": self.chunks,
+                "seconds": self.seconds, "error": self.error, "error_code": self.error_code,
+                "diff": self.diff.to_dict() if self.diff is not None else None}
 
 
 @dataclass(frozen=True)
@@ -298,3 +329,22 @@ class RerankResult:
 
     scores: tuple[float, ...]  # one per input document, in input order; higher is more relevant
     notes: tuple[str, ...] = ()  # what the adapter had to do, for the trace: "2 documents truncated to 4,000 tokens"
+
+
+@dataclass(frozen=True)
+class KnowledgeBase:
+    """A knowledge base as the catalog holds it (rag_core.ports.KnowledgeBaseCatalog): its name (also the name
+    of its collections), the settings it owns (`rag_core.kb.settings.KB_KEYS` -> value: chunking, embedder,
+    search defaults), and the state of its catalog entry."""
+
+    name: str
+    settings: Mapping[str, Any]
+    state: str = "active"  # "active" | "creating" (a copy being filled) | "deleted" (being removed)
+    created_at: str = ""  # ISO-8601 UTC, when the knowledge base was first made
+    note: str = ""  # where it came from, e.g. "copy of biz", "adopted from an existing collection"
+    committed_ns: int = 0  # when this entry was written; the newest entry of a name is the one that counts
+
+
+# Marks of a side-by-side comparison (rag_core.retrieval.compare, rag_core.chunk_compare): found or made by both
+# sides, or by one of them only.
+BOTH, ONLY_A, ONLY_B = "both", "only A", "only B"

@@ -41,7 +41,7 @@ def test_file_then_env_then_overrides(tmp_path: Path) -> None:
         ({"chunk.max-size": 500, "chunk.overlap": 500}, "must be smaller than chunk.max-size"),
         ({"chunk.max-size": 0}, "at least 20"),
         ({"rag.search-mode": "magic"}, "must be one of: dense, bm25, hybrid"),
-        ({"milvus.collection": 'x" or 1'}, "not a valid Milvus collection name"),
+        ({"milvus.collection": 'x" or 1'}, "not a valid knowledge base name"),
         ({"rag.retrieve-k": True}, "not a valid int"),
     ],
 )

@@ -9,7 +9,7 @@ import streamlit as st
 from rag_core.ingest import IngestProgress
 from rag_core.records import IngestReport
 
-from .html import ChunkView, chunk_card_html
+from .html import ChunkView, changed_chunk_html, chunk_card_html
 from .tables import evidence_frame, explain_frame, hits_frame, ingest_frame, reranked
 
 FATE_ROW_STYLE = {"kept": "", "duplicate": "color: #8a8a8a", "doc_cap": "background-color: #fff3e0",
@@ -168,7 +168,29 @@ def ingest_summary(reports: Sequence[IngestReport]) -> None:
     st.dataframe(ingest_frame(reports), hide_index=True, width="stretch", column_config={
         "seconds": st.column_config.NumberColumn("seconds", format="%.2f"),
         "reason": st.column_config.TextColumn("reason", width="large"),
+        "chunk changes": st.column_config.TextColumn("chunk changes", help="Chunks added, removed and unchanged "
+                                                     "(compared by content, not position) against the previous version"),
     })
+    chunk_diffs(reports)
+
+
+def chunk_diffs(reports: Sequence[IngestReport]) -> None:
+    """For each re-ingested document whose chunks changed: the removed chunks next to the added ones."""
+    for i, r in enumerate(reports):
+        d = r.diff
+        if d is None or not (d.added or d.removed):
+            continue
+        with st.expander(f"Changed chunks of {r.doc_id}: {len(d.added)} added, {len(d.removed)} removed, "
+                         f"{d.unchanged} unchanged", expanded=len(reports) == 1):
+            left, right = st.columns(2)
+            with left:
+                st.caption("Removed (index in the previous version)")
+                st.html("".join(changed_chunk_html(c.chunk_index, c.text, "removed") for c in d.removed[:50])
+                        or "<i>none</i>")
+            with right:
+                st.caption("Added (index in the new version)")
+                st.html("".join(changed_chunk_html(c.chunk_index, c.text, "added") for c in d.added[:50])
+                        or "<i>none</i>")
 
 
 def metric_row(items: Sequence[tuple[str, Any]], *, help: Mapping[str, str] | None = None) -> None:

@@ -192,3 +192,91 @@ def chips_html(labels: Iterable[str]) -> str:
     return "".join(f'<span style="display:inline-block;margin:0 4px 4px 0;padding:1px 8px;border-radius:0.8rem;'
                    f'background:#eef2f7;border:1px solid #d5dbe3;font-size:0.8rem">{esc(label)}</span>'
                    for label in labels)
+
+
+DIFF_STYLE = {"added": ("#e6f4e3", "#2e7d32", "+"), "removed": ("#fdecea", "#c62828", "−")}
+
+
+def changed_chunk_html(index: int, text: str, kind: str) -> str:
+    """A chunk a re-upload added or removed, in green or red (text escaped)."""
+    bg, border, sign = DIFF_STYLE[kind]
+    return (f'<div class="chunk-{kind}" style="border:1px solid {border};border-left:4px solid {border};'
+            f'border-radius:0.4rem;margin:0 0 0.5rem;background:{bg}">'
+            f'<div style="padding:0.2rem 0.6rem;font-size:0.8rem;font-family:ui-monospace,monospace;color:{border}">'
+            f'{sign} chunk #{index}</div><div style="white-space:pre-wrap;word-break:break-word;padding:0.3rem 0.6rem;'
+            f'font-size:0.85rem;max-height:220px;overflow-y:auto">{esc(text)}</div></div>')
+
+
+# The compare views' marks: found by both sides, or by one only (the side's own colour).
+MARK_STYLE = {"both": ("#e6f4e3", "#2e7d32"), "only A": ("#e3effd", "#1e5aa8"), "only B": ("#fdf0e3", "#a04f00")}
+
+
+def mark_badge_html(mark: str, prefix: str = "") -> str:
+    """A small badge "both" / "only A" / "only B" (`prefix`, e.g. "doc ", names the level)."""
+    bg, fg = MARK_STYLE[mark]
+    return (f'<span class="mark-badge mark-{mark.replace(" ", "-")}" style="display:inline-block;padding:0 6px;'
+            f'border-radius:0.6rem;background:{bg};color:{fg};border:1px solid {fg};font-size:0.72rem;'
+            f'font-weight:600;white-space:nowrap">{esc(prefix + mark)}</span>')
+
+
+def compared_evidence_html(blocks: Sequence[Any], *, snippet_chars: int = 240) -> str:
+    """One side of a lookup comparison (`rag_core.retrieval.compare.ComparedBlock`s): each evidence block with
+    its chunk-level and document-level marks, what it was matched with on the other side, and its text."""
+    if not blocks:
+        return '<div class="compared-evidence" style="color:#6b7280">No evidence.</div>'
+    rows = []
+    for x in blocks:
+        bg, fg = MARK_STYLE[x.mark]
+        # By text, name what it was matched with (a key alone says nothing when the chunking differs).
+        matched = (f'<div style="padding:0 0.6rem;color:#4b5563;font-size:0.75rem">≈ other side\'s '
+                   f'{esc(", ".join(x.matches))}</div>' if x.matches and x.matches != (x.evidence_key,) else "")
+        text = x.content if len(x.content) <= snippet_chars else x.content[:snippet_chars] + "…"
+        rows.append(
+            f'<div class="compared-block" data-mark="{esc(x.mark)}" style="border:1px solid #d5dbe3;'
+            f'border-left:4px solid {fg};border-radius:0.4rem;margin:0 0 0.45rem;background:#fff">'
+            f'<div style="padding:0.25rem 0.6rem;background:{bg};font-size:0.82rem;display:flex;gap:6px;'
+            f'align-items:center;flex-wrap:wrap"><b>#{x.position}</b>{mark_badge_html(x.mark)}'
+            f'{mark_badge_html(x.doc_mark, "doc ")}<code style="font-size:0.8rem">{esc(x.evidence_key)}</code>'
+            f'<span style="margin-left:auto;color:#4b5563">{x.score:.4f}</span></div>{matched}'
+            f'<div style="white-space:pre-wrap;word-break:break-word;padding:0.3rem 0.6rem;font-size:0.84rem;'
+            f'max-height:160px;overflow-y:auto">{esc(text)}</div></div>')
+    return '<div class="compared-evidence">' + "".join(rows) + "</div>"
+
+
+def aligned_chunkings_html(text: str, comparison: Any, *, max_chars: int | None = None) -> str:
+    """Two chunkings of `text` aligned by character offset (`rag_core.chunk_compare.ChunkingComparison`): the
+    text in the middle, cut into rows at every boundary of either; A's chunks on the left, B's on the right
+    (their number where they start, "end n" where they end, the overlap colour where two cover a row); a line
+    across the row where a boundary falls, green when both chunkings cut there, A's or B's colour when one does."""
+    def gutter(chunks: tuple[int, ...], starts: tuple[int, ...], ends: tuple[int, ...], line: str) -> str:
+        bg = OVERLAP_BG if len(chunks) >= 2 else CHUNK_BG[chunks[0] % 2] if chunks else "#f3f4f6"
+        marks = "".join(f'<span class="chunk-start" style="{_BADGE_STYLE}">{i}</span>' for i in starts)
+        marks += "".join(f'<span class="chunk-end" style="color:{MARKER};font-size:0.7rem">end {i}</span> '
+                         for i in ends)
+        title = f"chunks {', '.join(map(str, chunks))}" if chunks else "in no chunk"
+        return (f'<td title="{esc(title)}" style="background:{bg};width:88px;vertical-align:top;padding:2px 4px;'
+                f'{line}">{marks}</td>')
+
+    shown = len(text) if max_chars is None else min(len(text), max_chars)
+    out = ['<table class="aligned-chunkings" style="border-collapse:collapse;width:100%;font-size:0.88rem;'
+           'table-layout:fixed"><thead><tr><th style="width:88px">A</th><th>text (same for both)</th>'
+           '<th style="width:88px">B</th></tr></thead><tbody>']
+    for row in comparison.rows:
+        if row.start >= shown:
+            break
+        b = row.boundary
+        inner = b is not None and 0 < b.offset < comparison.length
+        line = f"border-top:2px solid {MARK_STYLE[b.mark][1]}" if inner else "border-top:1px solid #eef0f3"
+        badge = (f'<span style="float:right;margin-left:6px">{mark_badge_html(b.mark)}</span>' if inner else "")
+        cells = [gutter(row.a_chunks, b.a_starts if b else (), b.a_ends if b else (), line),
+                 f'<td style="white-space:pre-wrap;word-break:break-word;vertical-align:top;padding:2px 8px;{line}">'
+                 f'{badge}{esc(text[row.start:min(row.end, shown)])}</td>',
+                 gutter(row.b_chunks, b.b_starts if b else (), b.b_ends if b else (), line)]
+        out.append(f'<tr class="aligned-row" data-offset="{row.start}" data-mark="{esc(b.mark) if inner else ""}">'
+                   + "".join(cells) + "</tr>")
+    out.append("</tbody></table>")
+    if shown < len(text):
+        out.append(f'<div class="truncated" style="margin-top:0.5rem;color:#6b7280;font-style:italic">… showing the '
+                   f'first {shown:,} of {len(text):,} characters.</div>')
+    return '<div style="max-height:720px;overflow-y:auto;border:1px solid #d5dbe3;border-radius:0.5rem">' + \
+        "".join(out) + "</div>"

@@ -1,9 +1,12 @@
-"""The one cached workbench shared by every page and session, and the session-level settings.
+"""The cached workbenches shared by every page and session, the selected knowledge base, and the
+session-level settings.
 
-`get_workbench()` builds the store, embedder, ingestor and retriever once per data dir and Milvus
-target (`st.cache_resource`); clearing the cache closes the store, which releases the Milvus Lite
-lock. Pages call `workbench_or_stop()`, which turns a `RagError` (a locked database, a bad setting)
-into its message on the page instead of a traceback.
+The sidebar's switcher (`kb_switcher`, drawn by app.py on every page) selects a knowledge base; it is in the
+URL (`?kb=small`), so links carry it. `get_workbench()` builds the selected knowledge base's store, ingestor and
+retriever once per data dir, Milvus target, knowledge base and settings (`st.cache_resource`); knowledge bases
+with the same embedder share one loaded model. Clearing the cache closes the stores, which releases the Milvus
+Lite lock. Pages call `workbench_or_stop()`, which turns a `RagError` (a locked database, a bad setting, a
+deleted knowledge base) into its message on the page instead of a traceback.
 """
 
 from __future__ import annotations
@@ -12,13 +15,15 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import streamlit as st
 
-from rag_core.bootstrap import DEFAULT_KEY_ENV, Workbench, build_workbench
+from rag_core.bootstrap import DEFAULT_KEY_ENV, Workbench, build_embedder, build_workbench
 from rag_core.config import KEYS, Settings, load_settings
 from rag_core.errors import RagError, StoreMigrationNeeded
+from rag_core.kb.manage import KnowledgeBases
+from rag_core.ports import Embedder
 
 if TYPE_CHECKING:
     from rag_core.agent import Agent
@@ -37,13 +42,16 @@ def _close(workbench: Workbench) -> None:
 
 
 AGENT_ONLY = ("chat.", "prometheus.", "logs.")  # settings read when the agent is built, not the workbench
+KB_PARAM = "kb"  # the selected knowledge base: session state, bound to the URL (`?kb=small`) by the switcher
+SWITCH_TO = "kb.switch_to"  # a page's request to select another knowledge base on the next run
 
 
 def workbench_key(settings: Settings) -> tuple[Any, ...]:
-    """What a workbench is built from: the database, and every setting but the agent's (the embedder, the
-    reranker, chunking, the lookup defaults). Changing one (rag.toml edited while the app runs) builds a
-    new workbench; the old one stays open until the cache is cleared (Milvus Lite is shared in-process)."""
-    return (str(settings.data_dir.resolve()), settings.milvus_uri,
+    """What a workbench is built from: the database, the knowledge base, and every setting but the agent's (the
+    embedder, the reranker, chunking, the lookup defaults; for a knowledge base, its own values). Changing one
+    (rag.toml edited, the knowledge base's settings changed) builds a new workbench; the old one stays open until
+    the cache is cleared (Milvus Lite is shared in-process)."""
+    return (str(settings.data_dir.resolve()), settings.milvus_uri, settings.kb_name,
             *((k, repr(settings[k])) for k in sorted(KEYS) if not k.startswith(AGENT_ONLY)))
 
 
@@ -51,27 +59,103 @@ def agent_key(settings: Settings, env: Mapping[str, str] | None = None) -> tuple
     """The agent's cache key: its workbench, every setting (so none the agent depends on can be missing,
     whoever adds one), and a digest of the API keys it may read (never the keys themselves)."""
     env = os.environ if env is None else env
-    key_vars = sorted({*DEFAULT_KEY_ENV.values(), *(settings[k] for k in KEYS if k.endswith(".api-key-env"))} - {""})
+    key_vars = sorted({*DEFAULT_KEY_ENV.values(), *(settings[k] for k in KEYS if k.endswith("-env"))} - {""})
     digest = hashlib.sha256("\0".join(f"{v}={env.get(v, '')}" for v in key_vars).encode()).hexdigest()[:16]
     values = tuple(sorted((k, repr(v)) for k, v in settings.public().items()))
     return workbench_key(settings), values, digest
 
 
+# ---------------------------------------------------------------------------------------- knowledge bases
+def _close_manager(manager: KnowledgeBases) -> None:
+    manager.close()
+
+
+@st.cache_resource(show_spinner="Loading the embedding model…")
+def _embedder(key: tuple[Any, ...], _settings: Settings) -> Embedder:
+    # One model per embedder in the process, shared by every knowledge base that uses it (`_settings` is not
+    # part of the cache key: `key` holds what decides the model).
+    return build_embedder(_settings)
+
+
+def shared_embedder(settings: Settings) -> Embedder:
+    from rag_core.kb.pool import embedder_key
+
+    return _embedder(embedder_key(settings), settings)
+
+
+@st.cache_resource(show_spinner=False, on_release=_close_manager)
+def _manager(key: tuple[Any, ...]) -> KnowledgeBases:
+    return KnowledgeBases(load_settings(data_dir=key[0]), load_embedder=shared_embedder)
+
+
+def knowledge_bases() -> KnowledgeBases:
+    """The knowledge bases of the configured database (list, create, copy, delete: rag_core.kb.manage), shared
+    by every page and session. Its catalog is read on every call, so knowledge bases made by another process
+    (the CLI, the HTTP API) show up at once."""
+    return _manager(workbench_key(get_settings()))
+
+
+def selected_kb() -> str:
+    """The knowledge base chosen in the sidebar (or by `?kb=` in the URL); the default one when none is."""
+    if target := st.session_state.pop(SWITCH_TO, None):  # a page run without app.py's switcher (AppTest)
+        st.session_state[KB_PARAM] = target
+    return st.session_state.get(KB_PARAM) or st.query_params.get(KB_PARAM) or get_settings()["milvus.collection"]
+
+
+def kb_settings(name: str | None = None) -> Settings:
+    """The settings of knowledge base `name` (default: the selected one), its own values applied. Raises
+    KnowledgeBaseError when it does not exist (any more)."""
+    from rag_core.kb.settings import apply
+
+    name = name or selected_kb()
+    return apply(get_settings().for_kb(name), knowledge_bases().get(name))
+
+
+def kb_switcher() -> str:
+    """The sidebar's knowledge-base selector (every page: app.py draws it); returns the selected name. A name
+    that no longer exists (deleted by another session or process, a stale link) falls back to the default."""
+    try:
+        names = knowledge_bases().names()
+    except RagError as exc:
+        st.error(str(exc), icon="🛑")
+        return get_settings()["milvus.collection"]
+    default = get_settings()["milvus.collection"]
+    if target := st.session_state.pop(SWITCH_TO, None):  # asked for by a page on the previous run
+        st.session_state[KB_PARAM] = target
+    chosen = st.session_state.get(KB_PARAM) or st.query_params.get(KB_PARAM)
+    if chosen and chosen not in names:
+        st.warning(f"Knowledge base `{chosen}` does not exist (any more); showing `{default}`.", icon="⚠️")
+        st.session_state[KB_PARAM] = default
+    name = st.selectbox("Knowledge base", names, index=names.index(default) if default in names else 0,
+                        key=KB_PARAM, bind="query-params",
+                        help="Every page works on this knowledge base; create, copy or delete them on the "
+                             "Knowledge base page.")
+    return name or default
+
+
+def switch_kb(name: str) -> None:
+    """Select knowledge base `name` from the next run on (the switcher is drawn before the page, so a page asks
+    for the change and reruns: `switch_kb(name); st.rerun()`)."""
+    st.session_state[SWITCH_TO] = name
+
+
 @st.cache_resource(show_spinner="Opening the knowledge base…", on_release=_close)
 def _workbench(key: tuple[Any, ...]) -> Workbench:
-    # The argument is the cache key (workbench_key): one workbench per database and embedder. Everything
-    # else is read again from the same environment by load_settings, so they agree.
-    return build_workbench(load_settings(data_dir=key[0]))
+    # The argument is the cache key (workbench_key): one workbench per database, knowledge base and settings.
+    # The knowledge base is opened from the catalog with the shared model of its embedder.
+    return knowledge_bases().open(key[2])
 
 
-def get_workbench() -> Workbench:
-    """The shared workbench for the current settings. Raises RagError (e.g. StoreLockedError)."""
-    return _workbench(workbench_key(get_settings()))
+def get_workbench(name: str | None = None) -> Workbench:
+    """The shared workbench of knowledge base `name` (default: the selected one). Raises RagError (e.g.
+    StoreLockedError, or KnowledgeBaseError for one that does not exist)."""
+    return _workbench(workbench_key(kb_settings(name)))
 
 
 def clear_workbench() -> None:
-    """Close and forget every cached workbench (tests; releases Milvus Lite locks)."""
+    """Close and forget every cached workbench and the catalog connection (tests; releases Milvus Lite locks)."""
     _workbench.clear()
+    _manager.clear()
 
 
 def workbench_or_stop() -> Workbench:
@@ -82,7 +166,7 @@ def workbench_or_stop() -> Workbench:
         st.warning(str(exc), icon="🧱")
         if st.button("Migrate now", type="primary", key="migrate_store"):
             with st.spinner("Rebuilding the collection (vectors are kept)…"):
-                build_workbench(get_settings(), migrate=True).close()
+                build_workbench(get_settings().for_kb(selected_kb()), migrate=True).close()
             st.rerun()
         st.stop()
         raise  # unreachable: st.stop() raises
@@ -121,17 +205,23 @@ def chat_mode(settings: Settings, env: Mapping[str, str] | None = None) -> ChatM
 
 
 @st.cache_resource(show_spinner=False)
-def _agent(key: tuple[Any, ...]) -> Agent:
-    # Cached per agent_key: a changed setting or API key builds a new agent, the key digest (a hash,
-    # never the key) making a new key take effect without keeping it anywhere but the client.
+def _agent(key: tuple[Any, ...], _names: tuple[str, ...]) -> Agent:
+    # Cached per agent_key of every knowledge base it searches: a changed setting or API key builds a new agent,
+    # the key digest (a hash, never the key) making a new key take effect without keeping it anywhere but the
+    # client. `_names` (not hashed) are the knowledge bases, whose settings are in `key`.
     from dataclasses import replace
 
-    from rag_core.bootstrap import build_agent
+    from rag_core.bootstrap import build_agent, multi_kb_workbench
 
-    # The store and retriever are the shared ones; the chat settings are read now.
-    return build_agent(replace(get_workbench(), settings=get_settings()))
+    # The stores and retrievers are the shared ones; the chat settings are read now.
+    workbench = multi_kb_workbench([get_workbench(name) for name in _names])
+    return build_agent(replace(workbench, settings=kb_settings(_names[0])))
 
 
-def get_agent() -> Agent:
-    """The chat agent over the shared workbench. Raises RagError (a locked store, a bad chat setting)."""
-    return _agent(agent_key(get_settings()))
+def get_agent(names: Sequence[str] | None = None) -> Agent:
+    """The chat agent over the shared workbenches of knowledge bases `names` (default: the selected one); with
+    several, its evidence keys carry the knowledge base's name. Raises RagError (a locked store, a bad chat
+    setting, a knowledge base that does not exist)."""
+    names = tuple(dict.fromkeys(names or [selected_kb()]))
+    key = (agent_key(kb_settings(names[0])), *(workbench_key(kb_settings(n)) for n in names[1:]))
+    return _agent(key, names)

@@ -110,10 +110,29 @@ def documents_frame(docs: Sequence[StoredDocument]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["doc_id", "file name", "type", "size (KB)", "chunks", "ingested at"])
 
 
+def chunk_changes(report: IngestReport) -> str:
+    """"+2 −1 =14": chunks added, removed and unchanged (by content) of a replaced or unchanged document."""
+    d = report.diff
+    return "" if d is None else f"+{len(d.added)} −{len(d.removed)} ={d.unchanged}"
+
+
 def ingest_frame(reports: Iterable[IngestReport]) -> pd.DataFrame:
     rows = [{"file": r.path, "doc_id": r.doc_id, "status": r.status, "chunks": r.chunks,
-             "seconds": round(r.seconds, 2), "reason": r.error} for r in reports]
-    return pd.DataFrame(rows, columns=["file", "doc_id", "status", "chunks", "seconds", "reason"])
+             "chunk changes": chunk_changes(r), "seconds": round(r.seconds, 2), "reason": r.error} for r in reports]
+    return pd.DataFrame(rows, columns=["file", "doc_id", "status", "chunks", "chunk changes", "seconds", "reason"])
+
+
+def knowledge_bases_frame(infos: Sequence[Any]) -> pd.DataFrame:
+    """One row per knowledge base (rag_core.kb.manage.KnowledgeBaseInfo)."""
+    rows = [{"knowledge base": i.kb.name + (" (default)" if i.default else ""), "documents": i.documents,
+             "chunks": i.chunks, "chunking": f"{i.kb.settings.get('chunk.max-size')}/{i.kb.settings.get('chunk.overlap')}",
+             "embedder": i.embedder or i.kb.settings.get("embedding.provider", ""),
+             "search": f"{i.kb.settings.get('rag.search-mode')} k={i.kb.settings.get('rag.retrieve-k')} "
+                       f"n={i.kb.settings.get('rag.return-n')} cap={i.kb.settings.get('rag.max-chunks-per-document')}",
+             "created": (i.kb.created_at or "").replace("T", " ").replace("+00:00", " UTC"), "note": i.kb.note}
+            for i in infos]
+    return pd.DataFrame(rows, columns=["knowledge base", "documents", "chunks", "chunking", "embedder", "search",
+                                       "created", "note"])
 
 
 def chunks_download(name: str, text: str, max_size: int, overlap: int, chunks: Sequence[Chunk]) -> tuple[str, str]:

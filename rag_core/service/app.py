@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ..agent import Agent
     from ..bootstrap import Workbench
     from ..config import Settings
+    from ..kb.pool import OpenKnowledgeBases
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ class Streams:
 
 @dataclass
 class Service:
-    workbench: Workbench
+    workbench: Workbench  # the default knowledge base's
     agent: Agent
     sessions: SessionStore
     auth: bool
@@ -75,10 +76,39 @@ class Service:
     # Streamed turns run their steps in threads of their own (see streaming.sse), not in the default pool that
     # searches, uploads and health checks use.
     stream_threads: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(STREAM_THREADS))
+    kbs: OpenKnowledgeBases | None = None  # every knowledge base, opened on first use (/v1/kbs/{name}/...)
+    _agents: dict[str, Agent] = field(default_factory=dict)
+    _agents_lock: threading.Lock = field(default_factory=threading.Lock)
     # /v1/search lookups: at most `api.lookup-threads` at once, the others queue first come first served (see
     # lookup_thread_count).
     lookup_threads: anyio.CapacityLimiter = field(
         default_factory=lambda: anyio.CapacityLimiter(lookup_thread_count(None)))
+
+    def workbench_of(self, kb: str | None) -> Workbench:
+        """The workbench of knowledge base `kb` (None or "": the default one). Raises KnowledgeBaseError."""
+        if not kb or kb == self.workbench.settings.kb_name or self.kbs is None:
+            return self.workbench
+        return self.kbs.get(kb)
+
+    def agent_of(self, kb: str | None) -> Agent:
+        """The agent searching knowledge base `kb` (None or "": the default one's agent)."""
+        from ..bootstrap import build_agent
+
+        wb = self.workbench_of(kb)
+        if wb is self.workbench:
+            return self.agent
+        with self._agents_lock:
+            name = wb.settings.kb_name
+            if name not in self._agents:
+                self._agents[name] = build_agent(wb, self.env)
+            return self._agents[name]
+
+    def forget(self, kb: str) -> None:
+        """Close knowledge base `kb` (deleted, or its settings changed: it is opened again when next used)."""
+        with self._agents_lock:
+            self._agents.pop(kb, None)
+        if self.kbs is not None and kb != self.workbench.settings.kb_name:
+            self.kbs.forget(kb)
 
 
 def lookup_thread_count(settings: Settings | None) -> int:
@@ -95,23 +125,27 @@ async def service_of(request: Request) -> Service:
 
 
 def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] | None = None,
-               agent: Agent | None = None, close_workbench: bool = True) -> FastAPI:
+               agent: Agent | None = None, close_workbench: bool = True,
+               process_settings: Settings | None = None) -> FastAPI:
     """`token`: the bearer token ("" = no auth). `agent`: defaults to `bootstrap.build_agent(workbench, env)`.
-    `close_workbench`: close it on shutdown (the server owns it)."""
+    `close_workbench`: close it on shutdown (the server owns it). `process_settings`: the process's (the values of
+    knowledge bases created over /v1/kbs; default: the workbench's)."""
     from ..bootstrap import build_agent
+    from ..kb.pool import OpenKnowledgeBases
     from .compat import router as compat_router
+    from .kbs import router as kbs_router
     from .native import router as native_router
 
     settings = workbench.settings
     service = Service(workbench, agent or build_agent(workbench, env),
                       SessionStore(settings["api.max-sessions"], settings["chat.history-pairs"]), bool(token), env,
+                      kbs=OpenKnowledgeBases(workbench, process_settings, env, own_first=close_workbench),
                       lookup_threads=anyio.CapacityLimiter(lookup_thread_count(settings)))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
-        if close_workbench:
-            workbench.close()
+        service.kbs.close_all()  # the other knowledge bases; the first too when the server owns it
 
     app = FastAPI(title=API_TITLE, description=DESCRIPTION, version=_version(), lifespan=lifespan,
                   docs_url=None, redoc_url=None)
@@ -119,6 +153,7 @@ def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] 
     app.state.service = service
     app.include_router(compat_router)
     app.include_router(native_router)
+    app.include_router(kbs_router)
     _install_error_handlers(app)
     # Outermost last: CORS answers preflights (which carry no token) and labels every answer, even a 401.
     app.add_middleware(BodyLimit, max_bytes=int(settings["api.max-body-mb"] * 1024 * 1024))

@@ -51,8 +51,9 @@ def chat(body: ChatRequest, svc: Annotated[Service, Depends(service_of)],
          x_user_id: Annotated[str | None, Header()] = None) -> Envelope[ChatAnswer]:
     """SuperBizAgent's `/api/chat`. An empty question or a failed turn answers `success: false` with
     `errorMessage` (HTTP 200, as the seed does); `data` also lists citations, tool calls and evidence."""
+    agent = svc.agent_of(body.kb)
     session = svc.sessions.get_or_create(_user(body.user_id, x_user_id), _session_id(body.id))
-    turn = AssistantTurn.from_events(svc.agent.run(body.question or "", session))
+    turn = AssistantTurn.from_events(agent.run(body.question or "", session))
     return Envelope[ChatAnswer](data=chat_answer(turn, session.id))
 
 
@@ -64,9 +65,10 @@ async def chat_stream(body: ChatRequest, svc: Annotated[Service, Depends(service
     """SuperBizAgent's `/api/chat_stream`: `content` pieces, then `done`; `error` (then `done`) on failure.
     Extra event types: `session`, `tool_call`, `tool_result`, `notice`, `citations`. When the client
     disconnects, the agent turn stops."""
+    agent = svc.agent_of(body.kb)
     session = svc.sessions.get_or_create(_user(body.user_id, x_user_id), _session_id(body.id))
-    events = svc.agent.run(body.question or "", session)  # a generator: nothing runs before the first pull
-    stream = sse(events, first=[{"type": "session", "data": {"id": session.id, "mode": svc.agent.mode}}],
+    events = agent.run(body.question or "", session)  # a generator: nothing runs before the first pull
+    stream = sse(events, first=[{"type": "session", "data": {"id": session.id, "mode": agent.mode}}],
                  on_open=svc.streams.opened, on_close=svc.streams.closed, limiter=svc.stream_threads)
     return StreamingResponse(stream, media_type="text/event-stream; charset=utf-8", headers=SSE_HEADERS)
 
@@ -103,13 +105,17 @@ def session_info(session_id: str, svc: Annotated[Service, Depends(service_of)],
 @router.post("/upload", response_model=Envelope[UploadInfo], summary="Index one file (multipart `file`)",
              responses={400: {}, 413: {}, 415: {}, 422: {}})
 async def upload(svc: Annotated[Service, Depends(service_of)], file: Annotated[UploadFile, File()],
-                 folder: Annotated[str, Form(max_length=1000)] = "") -> Envelope[UploadInfo]:
+                 folder: Annotated[str, Form(max_length=1000)] = "",
+                 kb: Annotated[str, Form(max_length=300, description="The knowledge base (default: the default "
+                                                                     "one); not in SuperBizAgent")] = ""
+                 ) -> Envelope[UploadInfo]:
     """The upload page's ingest: doc_id = `folder/file name` (the same rules as a folder ingest), versioned
     swap, original kept. A refused file answers its status (413 too large, 415 unsupported or binary,
     422 undecodable or empty, 400 bad name) with `code` equal to it and the reason in `message`."""
     name = file.filename or ""
     data = await file.read()
-    reports = await run_in_threadpool(svc.workbench.ingestor.ingest_uploads, [(name, data)], prefix=folder)
+    wb = await run_in_threadpool(svc.workbench_of, kb or None)
+    reports = await run_in_threadpool(wb.ingestor.ingest_uploads, [(name, data)], prefix=folder)
     report = reports[0]
     if report.status == "failed":
         code = getattr(report, "error_code", "")
@@ -117,7 +123,8 @@ async def upload(svc: Annotated[Service, Depends(service_of)], file: Annotated[U
                        {"fileName": name, "fileSize": len(data), "docId": report.doc_id, "errorCode": code})
     return Envelope[UploadInfo](data=UploadInfo(fileName=name, filePath=report.doc_id, fileSize=len(data),
                                           docId=report.doc_id, status=report.status, chunks=report.chunks,
-                                          seconds=round(report.seconds, 3)))
+                                          seconds=round(report.seconds, 3), knowledgeBase=wb.settings.kb_name,
+                                          diff=report.diff.to_dict() if report.diff is not None else None))
 
 
 @router.post("/ai_ops", summary="Alert triage as server-sent events",

@@ -14,7 +14,8 @@ from typing import Any
 from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 
-from ..errors import (AgentError, ConfigError, EmbeddingError, LoaderError, RagError, RetrievalError, StoreError)
+from ..errors import (AgentError, ConfigError, EmbeddingError, KnowledgeBaseError, LoaderError, RagError, RetrievalError,
+                      StoreError)
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,9 @@ def error_response(path: str, status: int, code: str, message: str, data: Any = 
 def from_rag_error(exc: RagError) -> ApiError:
     """The status of a failure raised by rag_core while serving a request."""
     message = str(exc)
+    if isinstance(exc, KnowledgeBaseError):
+        status = {"bad_name": 400, "bad_settings": 400, "exists": 409, "not_found": 404}.get(exc.code, 409)
+        return ApiError(status, exc.code, message)
     if getattr(exc, "code", "") == "not_found":  # a doc_id that names no document (errors.NotIndexed)
         return ApiError(404, "not_found", message)
     if isinstance(exc, RetrievalError):

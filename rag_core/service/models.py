@@ -29,6 +29,9 @@ class ChatRequest(BaseModel):
     question: str | None = Field(None, validation_alias=AliasChoices("Question", "question", "QUESTION"))
     user_id: str | None = Field(None, validation_alias=AliasChoices("UserId", "userId", "user_id"), max_length=200,
                                 description="Whose session this is; the X-User-Id header works too.")
+    kb: str | None = Field(None, validation_alias=AliasChoices("kb", "Kb", "KnowledgeBase", "knowledgeBase"),
+                           max_length=300, description="The knowledge base the agent searches (default: the "
+                           "default one). Not in SuperBizAgent: a client may leave it out.")
 
 
 class ClearRequest(BaseModel):
@@ -87,6 +90,9 @@ class UploadInfo(BaseModel):
     status: str = Field(description="added, replaced or unchanged")
     chunks: int
     seconds: float
+    knowledgeBase: str = ""
+    diff: dict[str, Any] | None = Field(None, description="Replaced or unchanged: chunks added, removed and unchanged "
+                                        "by content hash, with the added and removed ones.")
 
 
 # ------------------------------------------------------------------------------------------ /v1
@@ -99,6 +105,8 @@ class IngestReportOut(BaseModel):
     error: str
     error_code: str = ""
     http_status: int = Field(200, description="What this file alone would have been answered with.")
+    diff: dict[str, Any] | None = Field(None, description="Replaced or unchanged files: chunks `added`, `removed` and "
+                                        "`unchanged` by content hash, with `added_chunks` and `removed_chunks`.")
 
 
 class IngestAnswer(BaseModel):
@@ -125,3 +133,21 @@ class ChunksAnswer(BaseModel):
 
 class DeletedAnswer(BaseModel):
     deleted: str
+
+
+class KnowledgeBaseIn(BaseModel):
+    """A knowledge base to make: its name and the settings it keeps that differ from the server's."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(max_length=300, description="Letters, digits and underscores (it names Milvus collections).")
+    settings: dict[str, Any] = Field(default_factory=dict, description="Setting -> value, among chunk.max-size, "
+                                     "chunk.overlap, embedding.provider/model/dimension, rag.search-mode, rag.fusion, "
+                                     "rag.rrf-k, rag.dense-weight, rag.bm25-weight, rag.retrieve-k, rag.return-n, "
+                                     "rag.max-chunks-per-document.")
+
+
+class KnowledgeBaseChange(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    settings: dict[str, Any] = Field(description="The chunking or search settings to change (not the embedder).")

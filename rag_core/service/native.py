@@ -5,9 +5,9 @@ chunks as `docs --json` and the store list them. Errors: `{"error": {"code", "me
 from __future__ import annotations
 
 import platform
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from importlib.metadata import PackageNotFoundError, version
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Callable, Literal
 
 import anyio
 from fastapi import APIRouter, Depends, File, Form, Query, UploadFile
@@ -15,6 +15,7 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse
 
 from .. import loaders
+from ..bootstrap import Workbench
 from ..errors import LoaderError, RagError
 from ..retrieval.identity import evidence_key
 from ..retrieval.options import lookup_overrides
@@ -26,8 +27,33 @@ from .models import ChunkOut, ChunksAnswer, DeletedAnswer, IngestAnswer
 router = APIRouter(prefix="/v1", tags=["native"])
 
 
-async def lookup_options(
-        svc: Annotated[Service, Depends(service_of)],
+# The routes that work on one knowledge base are made by `kb_routes` twice: under `/v1` on the default knowledge
+# base (or `?kb=NAME`), and under `/v1/kbs/{kb}` (kbs.py). One implementation of each.
+def query_kb(svc: Annotated[Service, Depends(service_of)],
+             kb: Annotated[str | None, Query(description="A knowledge base (default: the default one).")] = None
+             ) -> Workbench:
+    return svc.workbench_of(kb)
+
+
+def path_kb(svc: Annotated[Service, Depends(service_of)], kb: str) -> Workbench:
+    return svc.workbench_of(kb)
+
+
+@dataclass(frozen=True)
+class LookupOptions:
+    """The debugger's controls as query parameters (unset = the knowledge base's settings)."""
+    given: dict[str, Any]
+    no_rerank: bool
+    doc_id: list[str] | None
+
+    def arguments(self, wb: Workbench) -> dict[str, Any]:
+        """`lookup(...)` arguments over `wb`'s settings, by the same function as the CLI's options (so both
+        answer alike), each value checked by the rules of the setting it overrides."""
+        return {**lookup_overrides(self.given, wb.settings, no_rerank=self.no_rerank),
+                "filters": {"doc_id": self.doc_id} if self.doc_id else None}
+
+
+async def lookup_options(  # async: pure parsing, no hop to a worker thread
         retrieve_k: Annotated[int | None, Query(ge=1, le=1000)] = None,
         return_n: Annotated[int | None, Query(ge=1, le=1000)] = None,
         max_chunks_per_document: Annotated[int | None, Query(ge=1, le=1000)] = None,
@@ -38,75 +64,113 @@ async def lookup_options(
         bm25_weight: Annotated[float | None, Query(ge=0, le=1)] = None,
         no_rerank: Annotated[bool, Query(description="Skip the configured reranker for this lookup.")] = False,
         doc_id: Annotated[list[str] | None, Query(description="Only these documents (repeatable).")] = None,
-) -> dict[str, Any]:
-    """The debugger's controls as query parameters (unset = the server's settings), turned into lookup arguments
-    by the same function as the CLI's options, so both answer alike."""
-    options = {"retrieve_k": retrieve_k, "return_n": return_n, "max_chunks_per_document": max_chunks_per_document,
-               "mode": mode, "fusion": fusion, "rrf_k": rrf_k, "dense_weight": dense_weight,
-               "bm25_weight": bm25_weight}
-    return {**lookup_overrides(options, svc.workbench.settings, no_rerank=no_rerank),
-            "filters": {"doc_id": doc_id} if doc_id else None}
+) -> LookupOptions:
+    given = {"retrieve_k": retrieve_k, "return_n": return_n, "max_chunks_per_document": max_chunks_per_document,
+             "mode": mode, "fusion": fusion, "rrf_k": rrf_k, "dense_weight": dense_weight, "bm25_weight": bm25_weight}
+    return LookupOptions(given, no_rerank, doc_id)
 
 
-@router.get("/search", summary="The lookup path: every hit's fate, the evidence, the agent's projection")
-async def search(svc: Annotated[Service, Depends(service_of)],
-                 options: Annotated[dict[str, Any], Depends(lookup_options)],
-                 query: Annotated[str, Query(description="What to look for.")]) -> JSONResponse:
-    """Exactly what `python -m rag_core search QUERY --json` prints (same keys, same values; only the
-    timings differ)."""
-    def answer() -> JSONResponse:
-        # Already plain JSON types: a JSONResponse skips FastAPI's jsonable_encoder walk (~1 ms of a 28 KB answer).
-        return JSONResponse(svc.workbench.retriever.lookup(query, **options).to_dict())
+def kb_routes(router: APIRouter, prefix: str, chosen: Callable[..., Workbench]) -> None:
+    """Search and documents routes on the knowledge base `chosen` picks, under `prefix`."""
+    # A default, not an Annotated alias: these annotations are strings, read in the module's namespace.
+    chosen_kb = Depends(chosen)
+    where = "the knowledge base" if not prefix else "knowledge base {kb}"
 
-    return await anyio.to_thread.run_sync(answer, limiter=svc.lookup_threads)
+    @router.get(f"{prefix}/search", summary=f"The lookup path on {where}: every hit's fate, the evidence, the "
+                "agent's projection")
+    async def search(query: Annotated[str, Query(description="What to look for.")],
+                     options: Annotated[LookupOptions, Depends(lookup_options)],
+                     svc: Annotated[Service, Depends(service_of)], wb: Workbench = chosen_kb) -> JSONResponse:
+        """Exactly what `python -m rag_core search QUERY --json` prints (same keys, same values; only the
+        timings differ). Unset parameters take the knowledge base's settings."""
+        def answer() -> JSONResponse:
+            result = wb.retriever.lookup(query, **options.arguments(wb))
+            # Already plain JSON types: a JSONResponse skips FastAPI's jsonable_encoder walk (~1 ms of a 28 KB answer).
+            return JSONResponse(result.to_dict())
+
+        # One first-come-first-served queue for every knowledge base's lookups (app.lookup_thread_count).
+        return await anyio.to_thread.run_sync(answer, limiter=svc.lookup_threads)
+
+    @router.get(f"{prefix}/explain", summary=f"Why wasn't it retrieved? The fate of an expected document, chunk or "
+                f"answer in {where}")
+    def explain(query: Annotated[str, Query(description="The question.")],
+                options: Annotated[LookupOptions, Depends(lookup_options)],
+                expect: Annotated[str | None, Query(description="The expected document `doc_id`, or one chunk "
+                                                                "`doc_id#chunk-N`.")] = None,
+                answer: Annotated[str | None, Query(description="An expected answer text: which chunks hold it, "
+                                                                "and whether a chunk boundary splits it.")] = None,
+                wb: Workbench = chosen_kb) -> JSONResponse:
+        """Exactly what `python -m rag_core explain QUERY --expect ... --json` prints: each chunk's rank in every
+        channel over the whole knowledge base, what cut it, and the smallest change that brings it in."""
+        from ..retrieval.explain import explain_dict
+
+        arguments = options.arguments(wb)
+        arguments.pop("filters")  # explain ranks over the whole knowledge base
+        return JSONResponse(explain_dict(wb, query, expect, answer, **arguments))
+
+    @router.get(f"{prefix}/documents", summary=f"Documents of {where} (as `docs --json`)")
+    def list_documents(wb: Workbench = chosen_kb) -> list[dict[str, Any]]:
+        return [asdict(d) for d in wb.store.list_documents()]
+
+    @router.post(f"{prefix}/documents", response_model=IngestAnswer,
+                 summary=f"Index several files into {where} (multipart `files`)",
+                 responses={207: {"model": IngestAnswer, "description": "Some files failed"}, 409: {}, 413: {},
+                            415: {}, 422: {}})
+    async def add_documents(files: Annotated[list[UploadFile], File(description="One or more files.")],
+                            folder: Annotated[str, Form(max_length=1000)] = "",
+                            force: Annotated[bool, Form()] = False, wb: Workbench = chosen_kb) -> JSONResponse:
+        """The upload page's ingest for each file (doc_id = `folder/name`). 200 when every file was added,
+        replaced or unchanged; 207 when some failed (each report has its `error`, `error_code` and the
+        `http_status` it would have alone); when all failed, the first failure's status (413/415/422/400).
+        A replaced or unchanged file's `diff` counts its chunks added, removed and unchanged (by content) and
+        lists the added and removed ones."""
+        uploads = [(f.filename or "", await f.read()) for f in files]
+        _refuse_duplicates([name for name, _ in uploads], folder)
+        reports = await run_in_threadpool(wb.ingestor.ingest_uploads, uploads, prefix=folder, force=force)
+        out = []
+        for r in reports:
+            row = r.to_dict()
+            row["http_status"] = refusal_status(row["error_code"]) if r.status == "failed" else 200
+            out.append(row)
+        counts = {s: sum(r.status == s for r in reports) for s in ("added", "replaced", "unchanged", "failed")}
+        body = IngestAnswer(reports=out, counts=counts).model_dump()
+        failed = [row for row in out if row["status"] == "failed"]
+        if failed and len(failed) == len(out):
+            first = failed[0]
+            raise ApiError(first["http_status"], first["error_code"] or "refused", first["error"], body)
+        return JSONResponse(body, status_code=207 if failed else 200)
+
+    @router.get(f"{prefix}/documents/{{doc_id:path}}/chunks", response_model=ChunksAnswer,
+                summary=f"A document's chunks in order (its active version) in {where}")
+    def document_chunks(doc_id: str, wb: Workbench = chosen_kb) -> ChunksAnswer:
+        """doc_ids contain slashes: `.../documents/runbooks/cpu_high.md/chunks`."""
+        doc_id = _doc_id(doc_id)
+        rows = wb.store.get_chunks(doc_id)
+        if not rows:
+            raise ApiError(404, "not_found", f"No document {doc_id!r} in the knowledge base (GET .../documents "
+                           "lists them).")
+        chunks = []
+        for row in rows:
+            meta = row.get("metadata") or {}
+            chunks.append(ChunkOut(evidence_key=evidence_key(doc_id, row["chunk_index"], row["id"], row["content"]),
+                                   chunk_index=row["chunk_index"], id=row["id"], title=row.get("title", ""),
+                                   heading_path=meta.get("headingPath", ""), start=meta.get("start"),
+                                   end=meta.get("end"), content=row["content"]))
+        return ChunksAnswer(doc_id=doc_id, version=rows[0].get("version", ""), chunks=chunks)
+
+    @router.delete(f"{prefix}/documents/{{doc_id:path}}", response_model=DeletedAnswer,
+                   summary=f"Remove a document from {where}")
+    def delete_document(doc_id: str, wb: Workbench = chosen_kb) -> DeletedAnswer:
+        """Its chunks, its registry entry and its kept original. doc_ids contain slashes:
+        `DELETE .../documents/runbooks/cpu_high.md`."""
+        doc_id = _doc_id(doc_id)
+        if not wb.ingestor.delete(doc_id):
+            raise ApiError(404, "not_found", f"No document {doc_id!r} in the knowledge base (GET .../documents "
+                           "lists them).")
+        return DeletedAnswer(deleted=doc_id)
 
 
-@router.get("/explain", summary="Why wasn't it retrieved? The fate of an expected document, chunk or answer")
-def explain(svc: Annotated[Service, Depends(service_of)], options: Annotated[dict[str, Any], Depends(lookup_options)],
-            query: Annotated[str, Query(description="The question.")],
-            expect: Annotated[str | None, Query(description="The expected document `doc_id`, or one chunk "
-                                                            "`doc_id#chunk-N`.")] = None,
-            answer: Annotated[str | None, Query(description="An expected answer text: which chunks hold it, and "
-                                                            "whether a chunk boundary splits it.")] = None,
-            ) -> JSONResponse:
-    """Exactly what `python -m rag_core explain QUERY --expect ... --json` prints: each chunk's rank in every
-    channel over the whole knowledge base, what cut it, and the smallest change that brings it in."""
-    from ..retrieval.explain import explain_dict
-
-    options.pop("filters")  # explain ranks over the whole knowledge base
-    return JSONResponse(explain_dict(svc.workbench, query, expect, answer, **options))
-
-
-@router.get("/documents", summary="Indexed documents (as `docs --json`)")
-def list_documents(svc: Annotated[Service, Depends(service_of)]) -> list[dict[str, Any]]:
-    return [asdict(d) for d in svc.workbench.store.list_documents()]
-
-
-@router.post("/documents", response_model=IngestAnswer, summary="Index several files (multipart `files`)",
-             responses={207: {"model": IngestAnswer, "description": "Some files failed"}, 409: {}, 413: {}, 415: {}, 422: {}})
-async def add_documents(svc: Annotated[Service, Depends(service_of)],
-                        files: Annotated[list[UploadFile], File(description="One or more files.")],
-                        folder: Annotated[str, Form(max_length=1000)] = "",
-                        force: Annotated[bool, Form()] = False) -> JSONResponse:
-    """The upload page's ingest for each file (doc_id = `folder/name`). 200 when every file was added,
-    replaced or unchanged; 207 when some failed (each report has its `error`, `error_code` and the
-    `http_status` it would have alone); when all failed, the first failure's status (413/415/422/400)."""
-    uploads = [(f.filename or "", await f.read()) for f in files]
-    _refuse_duplicates([name for name, _ in uploads], folder)
-    reports = await run_in_threadpool(svc.workbench.ingestor.ingest_uploads, uploads, prefix=folder, force=force)
-    out = []
-    for r in reports:
-        row = asdict(r)
-        row.setdefault("error_code", "")
-        row["http_status"] = refusal_status(row["error_code"]) if r.status == "failed" else 200
-        out.append(row)
-    counts = {s: sum(r.status == s for r in reports) for s in ("added", "replaced", "unchanged", "failed")}
-    body = IngestAnswer(reports=out, counts=counts).model_dump()
-    failed = [row for row in out if row["status"] == "failed"]
-    if failed and len(failed) == len(out):
-        first = failed[0]
-        raise ApiError(first["http_status"], first["error_code"] or "refused", first["error"], body)
-    return JSONResponse(body, status_code=207 if failed else 200)
+kb_routes(router, "", query_kb)
 
 
 def _refuse_duplicates(names: list[str], folder: str) -> None:
@@ -127,34 +191,6 @@ def _doc_id(raw: str) -> str:
         return loaders.normalize_doc_id(raw)
     except LoaderError as exc:
         raise ApiError(400, "bad_request", str(exc)) from None
-
-
-@router.get("/documents/{doc_id:path}/chunks", response_model=ChunksAnswer,
-            summary="A document's chunks in order (its active version)")
-def document_chunks(doc_id: str, svc: Annotated[Service, Depends(service_of)]) -> ChunksAnswer:
-    """doc_ids contain slashes: `/v1/documents/runbooks/cpu_high.md/chunks`."""
-    doc_id = _doc_id(doc_id)
-    rows = svc.workbench.store.get_chunks(doc_id)
-    if not rows:
-        raise ApiError(404, "not_found", f"No document {doc_id!r} in the knowledge base (GET /v1/documents lists them).")
-    chunks = []
-    for row in rows:
-        meta = row.get("metadata") or {}
-        chunks.append(ChunkOut(evidence_key=evidence_key(doc_id, row["chunk_index"], row["id"], row["content"]),
-                               chunk_index=row["chunk_index"], id=row["id"], title=row.get("title", ""),
-                               heading_path=meta.get("headingPath", ""), start=meta.get("start"),
-                               end=meta.get("end"), content=row["content"]))
-    return ChunksAnswer(doc_id=doc_id, version=rows[0].get("version", ""), chunks=chunks)
-
-
-@router.delete("/documents/{doc_id:path}", response_model=DeletedAnswer, summary="Remove a document")
-def delete_document(doc_id: str, svc: Annotated[Service, Depends(service_of)]) -> DeletedAnswer:
-    """Its chunks, its registry entry and its kept original. doc_ids contain slashes:
-    `DELETE /v1/documents/runbooks/cpu_high.md`."""
-    doc_id = _doc_id(doc_id)
-    if not svc.workbench.ingestor.delete(doc_id):
-        raise ApiError(404, "not_found", f"No document {doc_id!r} in the knowledge base (GET /v1/documents lists them).")
-    return DeletedAnswer(deleted=doc_id)
 
 
 @router.get("/health", summary="Store, embedder, chat mode, versions (no token needed)")

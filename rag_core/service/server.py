@@ -75,7 +75,7 @@ def serve(settings: Settings, *, host: str, port: int, allow_no_token: bool = Fa
         raise
     try:
         workbench.embedder.embed_query("warm-up")  # load the model now, not during the first request
-        app = create_app(workbench, token=token, env=env)
+        app = create_app(workbench, token=token, env=env, process_settings=settings)
     except BaseException:
         workbench.close()
         sock.close()

@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import StoreError
 
-FILTERABLE_FIELDS = ("doc_id", "source", "version", "id", "key")
+FILTERABLE_FIELDS = ("doc_id", "source", "version", "id", "key", "name")
 
 
 def literal(value: str) -> str:

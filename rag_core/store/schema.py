@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from typing import Any
 
 from ..errors import StoreError, StoreMigrationNeeded
+from ..kb.names import MIGRATING, name_problem  # the one name rule; MIGRATING: the migration copy's suffix
 from .connection import is_lite
 
 log = logging.getLogger(__name__)
@@ -28,22 +28,19 @@ ANALYZER: dict[str, Any] = {
     "filter": ["cnalphanumonly", "lowercase", {"type": "stemmer", "language": "english"},
                {"type": "stop", "stop_words": ["_english_"]}],
 }
-MIGRATING = "__migrating"  # suffix of the temporary copy a schema migration builds
 CHUNK_FIELDS = ["id", "content", "doc_id", "chunk_index", "source", "title", "version", "metadata"]
 REGISTRY_FIELDS = [
     "key", "doc_id", "version", "state", "committed_ns", "file_name", "extension", "size_bytes", "chunks",
     "content_hash", "fingerprint", "ingested_at",
 ]
 QUERY_LIMIT = 16384  # Milvus's cap on one query/search window
-# Milvus's rule for collection names; checked before Milvus sees a name (its error is an RPC failure).
-COLLECTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
 
 
 def check_collection_name(name: str) -> str:
-    # The registry is `<name>_docs` and a migration copy `<name>__migrating`: those must fit too.
-    if not isinstance(name, str) or not COLLECTION_NAME.fullmatch(name + MIGRATING):
-        raise StoreError(f"{name!r} is not a valid Milvus collection name: use letters, digits and underscores, "
-                         "starting with a letter or underscore (at most 244 characters).")
+    """A knowledge base's collection name, checked by the one rule (rag_core.kb.names) before Milvus sees it."""
+    problem = name_problem(name)
+    if problem:
+        raise StoreError(problem)
     return name
 
 

@@ -5,9 +5,7 @@ on every adapter. A test module subclasses `ChunkStoreContract` once per adapter
   doc_ids, so they do not see each other's documents; `empty_store` drops it first);
 - `break_commit(monkeypatch)`: make the next `replace_documents` raise `InterruptedWrite` after the new
   version's chunks are written but before its commit (as a killed process would stop);
-- (a store keeps originals: Milvus stores are given a folder for them);
-- `EXCLUSIVE`: False when other processes may write to the same store (a shared Milvus server), where
-  recovery must spare pending writes that may still be running.
+- (a store keeps originals: Milvus stores are given a folder for them).
 
 Vectors are synthetic (a seeded random unit vector per chunk text), so no embedder is needed and dense
 rankings are exact: a chunk's own vector finds that chunk first.
@@ -59,8 +57,6 @@ def new_version(doc_id: str, text: str, fingerprint: str = "fp-1", original: byt
 
 
 class ChunkStoreContract:
-    EXCLUSIVE = True
-
     @pytest.fixture
     def store(self) -> ChunkStore:
         raise NotImplementedError("a test module provides the adapter under test")

@@ -207,7 +207,7 @@ def test_reindex_and_delete_name_documents_as_ingest_does(data: Path, local_embe
 
     assert main(["--data-dir", str(data), "reindex", "--from", "../other"]) == 2
     err = capsys.readouterr().err
-    assert "'../other' is not a valid Milvus collection name" in err and "unexpected" not in err
+    assert "'../other' is not a valid knowledge base name" in err and "unexpected" not in err
 
     assert main(["--data-dir", str(data), "delete", ".\\dir/x.md"]) == 0
     assert capsys.readouterr().out.strip() == "deleted dir/x.md"

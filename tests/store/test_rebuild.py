@@ -187,7 +187,7 @@ def test_bad_sources_are_refused_in_one_line(tmp_path: Path, case: str, capsys) 
     assert err.count("\n") == 1 and err.startswith("error: ") and "Traceback" not in err, err
     expected = {"missing": "no such folder", "a file": "is a file; give the data dir",
                 "empty": "No kept originals of collection 'biz' in", "other collection": "(pass --collection)",
-                "bad collection": "is not a valid Milvus collection name",
+                "bad collection": "is not a valid knowledge base name",
                 "nothing restorable": "holds no kept original that could be restored"}[case]
     assert expected in err
     if case == "other collection":

@@ -58,8 +58,6 @@ class TestMilvusLite(MilvusContract):
 
 
 class TestMilvusServer(MilvusContract):
-    EXCLUSIVE = False  # other processes may be writing through the same server
-
     @pytest.fixture
     def store(self, server_store: MilvusStore) -> MilvusStore:
         return server_store

@@ -129,3 +129,28 @@ def test_a_document_without_its_original_is_rebuilt_from_its_chunks(fresh_kb):
     assert not at.exception
     assert "rebuilt from the stored chunks" in texts(at, "caption")
     assert metric(at, "Chunks") == str(len(chunk_text(TEXT.rstrip(), 800, 100)))
+
+
+def test_compare_two_configurations_aligned_by_offset(kb):
+    from rag_core.chunk_compare import compare_chunkings
+
+    at = app_at(PAGE)
+    paste(at, TEXT)
+    at.slider(key="cp.max_size").set_value(300).run()
+    at.slider(key="cp.overlap").set_value(30).run()
+    at.toggle(key="cp.compare").set_value(True).run()
+    assert not at.exception, at.exception
+    base = at.selectbox(key="cp.b_from").value  # the only knowledge base here: B starts at its 800/100
+    at.slider(key=f"cp.{base}.max_size_b").set_value(200).run()
+    assert not at.exception, at.exception
+    expected = compare_chunkings(TEXT, chunk_text(TEXT, 300, 30), chunk_text(TEXT, 200, 100))
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["A chunks (300/30)"] == str(len(expected.a)) and shown["B chunks (200/100)"] == str(len(expected.b))
+    assert (shown["Cuts in both"], shown["Cuts only in A"], shown["Cuts only in B"]) == tuple(
+        str(v) for v in expected.counts().values())
+    (table,) = [h.value for h in at.html if 'class="aligned-chunkings"' in h.value]
+    assert table.count('class="aligned-row"') == len(expected.rows)
+    assert 'data-mark="only B"' in table and 'data-mark="both"' in table  # the section start: both cut there
+    assert not [h for h in at.html if 'class="chunked-doc"' in h.value]  # the single view is not drawn
+    at.slider(key=f"cp.{base}.overlap_b").set_value(200).run()  # overlap >= max size: B's error, one line
+    assert not at.exception and "B: " in texts(at, "error")

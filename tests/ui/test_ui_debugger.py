@@ -161,7 +161,7 @@ def test_a_failing_reranker_shows_a_warning_and_the_fused_order(kb, reranker):
 
 def test_without_a_reranker_the_page_says_how_to_configure_one(kb):
     at = app_at(PAGE, q=QUERY)
-    assert not at.toggle and "set `rerank.provider`" in texts(at, "caption")
+    assert [t.key for t in at.toggle] == ["compare"] and "set `rerank.provider`" in texts(at, "caption")
 
 
 # ------------------------------------------------------------------------------------ why wasn't it retrieved?

@@ -96,3 +96,22 @@ def test_document_html_shows_any_text_exactly(text, size, overlap_share):
     out = document_html(text, chunks)
     assert visible_text(out) == text
     assert "<script" not in out
+
+
+def test_compare_views_escape_document_text():
+    from rag_core.chunk_compare import compare_chunkings
+    from rag_core.retrieval.compare import compare_evidence
+    from ui.html import aligned_chunkings_html, compared_evidence_html
+
+    evil = "# T\n\n<script>alert(1)</script> <img src=x onerror=alert(2)> " * 8
+    out = aligned_chunkings_html(evil, compare_chunkings(evil, chunk_text(evil, 120, 20), chunk_text(evil, 80, 10)))
+    assert "<script>" not in out and "<img" not in out and "&lt;script&gt;" in out
+    rows = re.findall(r'<td style="white-space:pre-wrap[^>]*>(?:<span style="float:right.*?</span></span>)?(.*?)</td>',
+                      out, flags=re.S)
+    assert html.unescape("".join(rows)) == evil  # the rows hold the whole text, in order, once
+    from rag_core.records import Candidate
+
+    block = Candidate(1, None, "<b>d</b>", 0, "<b>d</b>#chunk-0", 1.0, evil, "s", {}, ("dense",))
+    side = compare_evidence([block], []).a
+    out = compared_evidence_html(side)
+    assert "<script>" not in out and "<b>d</b>" not in out and 'data-mark="only A"' in out

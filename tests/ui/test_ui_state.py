@@ -52,6 +52,8 @@ def test_a_new_api_key_makes_a_new_agent_without_the_key_in_the_cache_key(tmp_pa
     assert one != two and "secret" not in repr(one) + repr(two)
     custom = settings.with_overrides({"chat.api-key-env": "MY_CHAT_KEY"})
     assert agent_key(custom, env={"MY_CHAT_KEY": "a"}) != agent_key(custom, env={"MY_CHAT_KEY": "b"})
+    # the Loki token (logs.token-env) is read by the agent's query_logs tool
+    assert agent_key(settings, env={"LOKI_TOKEN": "a"}) != agent_key(settings, env={"LOKI_TOKEN": "b"})
 
 
 def test_the_cached_agent_follows_the_settings(kb, monkeypatch):

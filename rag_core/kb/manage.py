@@ -1,0 +1,293 @@
+"""Knowledge bases as objects: list, show, create, change, copy and delete them. The one implementation
+behind `python -m rag_core kb ...`, the knowledge base page and `/v1/kbs`.
+
+Every operation is written to the catalog so that a failure or a killed process leaves either the old state
+or the new one, and what it left half-done is finished (or undone) the next time the catalog is opened here:
+
+- create: one catalog entry (the commit), then the first open creates the collections;
+- copy: an entry in state `creating` (not listed, so nobody uses a half-filled copy), the new collections
+  filled from the source's kept originals (re-chunked, re-embedded with the new settings), then the
+  `active` entry (the commit). A copy that fails is undone at once; one whose process was killed is undone
+  by the next recovery that can tell its writer is gone;
+- delete: a `deleted` entry (the commit: the knowledge base is gone for everyone), then its collections and
+  kept originals are removed, then its entries. Recovery finishes an interrupted delete.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Mapping
+
+from ..config import Settings
+from ..errors import KnowledgeBaseError, RagError
+from ..ports import Embedder, KnowledgeBaseCatalog
+from ..records import IngestReport, KnowledgeBase
+from ..store.rows import utc_now
+from .resolve import check_name, not_found, resolve
+from .settings import EMBEDDER_KEYS, apply, checked, describe
+
+ABANDONED_AFTER_S = 6 * 3600  # a copy whose writer cannot be checked (another process) this old is dead
+# Copies running in this process (database, name): recovery never undoes them.
+_running: set[tuple[str, str]] = set()
+_running_guard = threading.Lock()
+
+
+@dataclass(frozen=True)
+class KnowledgeBaseInfo:
+    """A knowledge base with what it holds (read without loading its embedder)."""
+
+    kb: KnowledgeBase
+    default: bool  # the default knowledge base (milvus.collection): cannot be deleted
+    documents: int = 0
+    chunks: int = 0
+    without_original: int = 0  # documents `reindex` / `kb copy` cannot rebuild
+    embedder: str = ""  # as recorded with its collection ("" before its first open)
+    dim: int = 0
+    error: str = ""  # why its contents could not be read
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.kb.name, "default": self.default, "settings": dict(self.kb.settings),
+                "created_at": self.kb.created_at, "note": self.kb.note, "documents": self.documents,
+                "chunks": self.chunks, "without_original": self.without_original, "embedder": self.embedder,
+                "dim": self.dim, "summary": describe(self.kb), "error": self.error}
+
+
+@dataclass(frozen=True)
+class CopyResult:
+    kb: KnowledgeBase
+    reports: list[IngestReport]
+
+    @property
+    def failed(self) -> list[IngestReport]:
+        return [r for r in self.reports if r.status == "failed"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"knowledge_base": self.kb.name, "settings": dict(self.kb.settings),
+                "reports": [r.to_dict() for r in self.reports],
+                "counts": {s: sum(r.status == s for r in self.reports) for s in ("added", "failed")}}
+
+
+class KnowledgeBases:
+    """The knowledge bases of the database `settings` name. `settings` (rag.toml, environment, flags) give the
+    values of knowledge bases created here. `catalog`: an open one to use (default: opened here, closed by
+    `close`). `load_embedder(settings)`: how to get the embedder a knowledge base's settings name (default:
+    built once per embedder by bootstrap; the app passes its cached models)."""
+
+    def __init__(self, settings: Settings, env: Mapping[str, str] | None = None, *,
+                 catalog: KnowledgeBaseCatalog | None = None,
+                 load_embedder: Callable[[Settings], Embedder] | None = None) -> None:
+        from .. import bootstrap
+
+        self.settings = settings.for_kb(None)
+        self.default = settings["milvus.collection"]
+        self.env = env
+        self._own_catalog = catalog is None
+        self.catalog = catalog if catalog is not None else bootstrap.open_catalog(settings, env)
+        self._load_embedder = load_embedder
+        self._embedders: dict[tuple[Any, ...], Embedder] = {}
+        try:
+            self.recover()
+            resolve(self.catalog, self.settings, getattr(self.catalog, "client", None))  # the default exists
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if self._own_catalog:
+            self.catalog.close()
+
+    def __enter__(self) -> KnowledgeBases:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---------------------------------------------------------------- reading
+    def list(self) -> list[KnowledgeBase]:
+        return self.catalog.list_knowledge_bases()
+
+    def names(self) -> list[str]:
+        return [kb.name for kb in self.list()]
+
+    def get(self, name: str) -> KnowledgeBase:
+        kb = self.catalog.get(check_name(name))
+        if kb is None:
+            raise not_found(self.catalog, name)
+        return kb
+
+    def info(self, name: str) -> KnowledgeBaseInfo:
+        """What a knowledge base holds, read from its registry (no embedder is loaded)."""
+        from .. import bootstrap
+        from .catalog import collection_meta
+
+        kb = self.get(name)
+        info = KnowledgeBaseInfo(kb, kb.name == self.default)
+        client = getattr(self.catalog, "client", None)
+        if client is not None and not client.has_collection(kb.name):
+            return info  # made, never opened yet: its collections are created on first use
+        try:
+            store = bootstrap.open_source_store(self.settings, kb.name, self.env)
+        except RagError as exc:
+            return replace(info, error=str(exc))
+        try:
+            docs = store.list_documents()
+            meta = collection_meta(store.client, kb.name) if client is not None else {}
+        finally:
+            store.close()
+        return replace(info, documents=len(docs), chunks=sum(d.chunks for d in docs),
+                       without_original=sum(not d.has_original for d in docs), embedder=str(meta.get("embedder", "")),
+                       dim=int(meta.get("dim") or 0))
+
+    # ---------------------------------------------------------------- opening
+    def embedder(self, settings: Settings) -> Embedder:
+        """The embedder for a knowledge base's settings, loaded once per embedder by this object."""
+        if self._load_embedder is not None:
+            return self._load_embedder(settings)
+        from .. import bootstrap
+
+        key = tuple(settings[k] for k in (*EMBEDDER_KEYS, "embedding.base-url", "embedding.api-key-env"))
+        if key not in self._embedders:
+            self._embedders[key] = bootstrap.build_embedder(settings, self.env)
+        return self._embedders[key]
+
+    def open(self, name: str, kb: KnowledgeBase | None = None) -> Any:
+        """A workbench on knowledge base `name` (close it after use)."""
+        from .. import bootstrap
+
+        kb = kb or self.get(name)
+        return bootstrap.build_workbench(self.settings.for_kb(kb.name), self.env,
+                                         self.embedder(apply(self.settings, kb)), kb=kb)
+
+    # ---------------------------------------------------------------- changing
+    def _check_free(self, name: str) -> None:
+        check_name(name)
+        if self.catalog.get(name) is not None:
+            raise KnowledgeBaseError(f"A knowledge base named {name!r} exists already; choose another name "
+                                     "(`kb list` shows them).", "exists")
+        if any(kb.name == name for kb in self.catalog.unfinished()):
+            raise KnowledgeBaseError(f"Knowledge base {name!r} is being created or deleted right now; choose "
+                                     "another name or try again when that is done.", "exists")
+        client = getattr(self.catalog, "client", None)
+        if client is not None and client.has_collection(name):
+            raise KnowledgeBaseError(f"The database already has a collection named {name!r} that is not a "
+                                     "knowledge base; choose another name.", "exists")
+
+    def create(self, name: str, changes: Mapping[str, Any] | None = None, note: str = "") -> KnowledgeBase:
+        """A new, empty knowledge base with the configured settings and `changes` (KB_KEYS -> value)."""
+        self._check_free(name)
+        values = checked(self.settings, changes or {}, f"knowledge base {name}")
+        kb = self.catalog.write(KnowledgeBase(name, values, created_at=utc_now(), note=note or "created empty"))
+        try:  # opening it creates its collections and checks its embedder can be built
+            self.open(name, kb).close()
+        except BaseException:
+            self._remove(kb)
+            raise
+        return kb
+
+    def update(self, name: str, changes: Mapping[str, Any]) -> KnowledgeBase:
+        """Change a knowledge base's chunking or search defaults. Documents keep their chunks until re-indexed
+        (`reindex`); the embedder cannot change (its vectors were made by it: `copy` re-embeds)."""
+        kb = self.get(name)
+        values = checked(apply(self.settings, kb), changes, f"knowledge base {name}")
+        changed = [k for k in EMBEDDER_KEYS if values[k] != kb.settings.get(k, values[k])]
+        if changed:
+            raise KnowledgeBaseError(f"The embedder of knowledge base {name!r} cannot change ({', '.join(changed)}): "
+                                     "its vectors were made by it. Copy it into a new knowledge base with the new "
+                                     f"embedder instead: `python -m rag_core kb copy {name} NEW --embedder ...`.",
+                                     "bad_settings")
+        return self.catalog.write(replace(kb, settings=values))
+
+    def delete(self, name: str) -> None:
+        """Remove a knowledge base: its catalog entry (at once, for every process), then its collections and
+        kept originals. The default knowledge base cannot be deleted."""
+        kb = self.get(name)
+        if kb.name == self.default:
+            raise KnowledgeBaseError(f"{name!r} is the default knowledge base (milvus.collection) and cannot be "
+                                     "deleted; delete its documents instead, or make another one the default.",
+                                     "refused")
+        self._remove(kb)
+
+    def copy(self, source: str, name: str, changes: Mapping[str, Any] | None = None,
+             progress: Callable[[Any], None] = lambda _: None) -> CopyResult:
+        """A new knowledge base `name` with `source`'s settings and `changes`, holding every document of
+        `source` re-chunked and re-embedded from its kept originals (`progress` gets the ingest's events).
+        Documents without a kept original are reported failed; `source` is left as it was."""
+        from .. import bootstrap
+
+        src = self.get(source)
+        self._check_free(name)
+        values = checked(apply(self.settings, src), changes or {}, f"knowledge base {name}")
+        key = (self.settings.milvus_uri, name)
+        with _running_guard:
+            _running.add(key)
+        try:
+            pending = self.catalog.write(KnowledgeBase(name, values, "creating", utc_now(), note=f"copy of {source}"))
+            try:
+                wb = self.open(name, pending)
+                try:
+                    source_store = bootstrap.open_source_store(self.settings, source, self.env)
+                    try:
+                        reports = wb.ingestor.reindex(source=source_store, progress=progress)
+                    finally:
+                        source_store.close()
+                finally:
+                    wb.close()
+                kb = self.catalog.write(replace(pending, state="active"))  # the commit
+            except BaseException:
+                self._remove(pending)
+                raise
+        finally:
+            with _running_guard:
+                _running.discard(key)
+        return CopyResult(kb, reports)
+
+    def adopt(self) -> list[str]:
+        """Collections made before knowledge bases that the catalog does not list yet, made knowledge bases."""
+        from .resolve import adopt_collections
+
+        client = getattr(self.catalog, "client", None)
+        return adopt_collections(self.catalog, client, self.settings) if client is not None else []
+
+    # ---------------------------------------------------------------- recovery
+    def _remove(self, kb: KnowledgeBase) -> None:
+        """Tombstone, storage, entries: each step can be repeated, so an interrupted removal is finished later."""
+        if kb.state != "deleted":
+            kb = self.catalog.write(replace(kb, state="deleted"))
+        self._drop_storage(kb.name)
+        self.catalog.forget(kb.name)
+
+    def _drop_storage(self, name: str) -> None:
+        from .. import bootstrap
+
+        if getattr(self.catalog, "client", None) is None:
+            return  # a catalog without a database (tests): nothing stored
+        store = bootstrap.connect_store(self.settings, name, self.env)
+        try:
+            store.drop()
+        finally:
+            store.close()
+        shutil.rmtree(bootstrap.originals_dirs(self.settings, name)["legacy_originals"], ignore_errors=True)
+
+    def _exclusive(self) -> bool:
+        """Whether no other process can be changing this database (then every unfinished copy is abandoned)."""
+        from .. import bootstrap
+
+        return bootstrap.connect_store(self.settings, self.default, self.env).exclusive_access()  # never connects
+
+    def recover(self) -> list[str]:
+        """Finish interrupted deletes and undo abandoned copies; returns their names."""
+        now, exclusive, done = time.time_ns(), None, []
+        for kb in self.catalog.unfinished():
+            with _running_guard:
+                if (self.settings.milvus_uri, kb.name) in _running:
+                    continue
+            if kb.state == "creating":
+                exclusive = self._exclusive() if exclusive is None else exclusive
+                if not exclusive and now - kb.committed_ns < ABANDONED_AFTER_S * 1_000_000_000:
+                    continue  # maybe another process's copy, still running
+            self._remove(kb)
+            done.append(kb.name)
+        return done

@@ -1,0 +1,34 @@
+"""The one rule for knowledge-base names, which are also Milvus collection names.
+
+A knowledge base NAME is stored in the collections NAME (chunks) and NAME_docs (its registry); a schema
+migration builds NAME__migrating for a while, and the catalog of knowledge bases is a collection too. So a
+name must be a valid Milvus collection name with room for those suffixes, and must not be one of the names
+another knowledge base's collections use. Checked before Milvus sees a name (its error is an RPC failure).
+Pure: importable by the settings (`milvus.collection` names the default knowledge base) and the store.
+"""
+
+from __future__ import annotations
+
+import re
+
+CATALOG = "rag_knowledge_bases"  # the catalog's own collection (rag_core.kb.catalog)
+REGISTRY_SUFFIX = "_docs"
+MIGRATING = "__migrating"  # suffix of the temporary copy a schema migration builds
+MAX_LENGTH = 255 - len(MIGRATING)  # Milvus allows 255 characters; the migration copy must fit
+_MILVUS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+RULE = (f"use letters, digits and underscores, starting with a letter or underscore, at most {MAX_LENGTH} "
+        f"characters, not ending in {REGISTRY_SUFFIX!r} or {MIGRATING!r}")
+
+
+def name_problem(name: object) -> str | None:
+    """Why `name` cannot name a knowledge base (a sentence naming it), or None when it can."""
+    if not isinstance(name, str) or not name:
+        return f"{name!r} is not a valid knowledge base name: give a name ({RULE})."
+    if len(name) > MAX_LENGTH or not _MILVUS_NAME.fullmatch(name):
+        return f"{name!r} is not a valid knowledge base name (it names Milvus collections): {RULE}."
+    if name.endswith(REGISTRY_SUFFIX) or name.endswith(MIGRATING):
+        return (f"{name!r} is not a valid knowledge base name: names ending in {REGISTRY_SUFFIX!r} or {MIGRATING!r} "
+                "are another knowledge base's registry or migration collections.")
+    if name == CATALOG:
+        return f"{name!r} is reserved: it is the collection holding the catalog of knowledge bases."
+    return None

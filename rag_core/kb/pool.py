@@ -1,0 +1,80 @@
+"""Several knowledge bases of one database open at once: the HTTP service's routes (`/v1/kbs/{name}/...`) and
+the agent that searches several knowledge bases. Each is opened on first use and kept open; those that use
+the same embedder share the loaded model."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any, Mapping
+
+from ..config import Settings
+from ..ports import Embedder
+from .manage import KnowledgeBases
+from .settings import EMBEDDER_KEYS
+
+if TYPE_CHECKING:
+    from ..bootstrap import Workbench
+
+
+def embedder_key(settings: Settings) -> tuple[Any, ...]:
+    return tuple(settings[k] for k in (*EMBEDDER_KEYS, "embedding.base-url", "embedding.api-key-env"))
+
+
+class OpenKnowledgeBases:
+    """`first`: an open workbench (the default knowledge base, usually), kept as is and closed by `close_all`
+    only when `own_first`. `settings`: the process's settings (the values new knowledge bases get)."""
+
+    def __init__(self, first: Workbench, settings: Settings | None = None, env: Mapping[str, str] | None = None,
+                 *, own_first: bool = True) -> None:
+        self.settings = (settings or first.settings).for_kb(None)
+        self.env = env
+        self.first = first
+        self.default = first.settings.kb_name
+        self._own_first = own_first
+        self._open: dict[str, Workbench] = {self.default: first}
+        self._embedders: dict[tuple[Any, ...], Embedder] = {embedder_key(first.settings): first.embedder}
+        self._manager: KnowledgeBases | None = None
+        self._lock = threading.RLock()
+
+    def _embedder(self, settings: Settings) -> Embedder:
+        from ..bootstrap import build_embedder
+
+        key = embedder_key(settings)
+        with self._lock:
+            if key not in self._embedders:
+                self._embedders[key] = build_embedder(settings, self.env)
+            return self._embedders[key]
+
+    @property
+    def manager(self) -> KnowledgeBases:
+        """The catalog operations (create, copy, delete, ...) on this database, opened on first use."""
+        with self._lock:
+            if self._manager is None:
+                self._manager = KnowledgeBases(self.settings, self.env, load_embedder=self._embedder)
+            return self._manager
+
+    def get(self, name: str | None) -> Workbench:
+        """The open workbench of knowledge base `name` (None or "": the default one)."""
+        name = name or self.default
+        with self._lock:
+            wb = self._open.get(name)
+            if wb is None:
+                wb = self._open[name] = self.manager.open(name)
+            return wb
+
+    def forget(self, name: str) -> None:
+        """Close a knowledge base's workbench (before it is deleted, or after its settings changed)."""
+        with self._lock:
+            wb = self._open.pop(name, None)
+        if wb is not None and (wb is not self.first or self._own_first):
+            wb.close()
+
+    def close_all(self) -> None:
+        with self._lock:
+            names = list(self._open)
+        for name in names:
+            self.forget(name)
+        with self._lock:
+            if self._manager is not None:
+                self._manager.close()
+                self._manager = None

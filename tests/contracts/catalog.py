@@ -1,0 +1,83 @@
+"""The KnowledgeBaseCatalog contract (rag_core.ports.KnowledgeBaseCatalog), checked on every adapter. A test
+module subclasses `CatalogContract` and provides a `catalog` fixture: an open, empty catalog."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from rag_core.ports import KnowledgeBaseCatalog
+from rag_core.records import KnowledgeBase
+
+SETTINGS = {"chunk.max-size": 800, "chunk.overlap": 100, "embedding.provider": "local", "rag.dense-weight": 0.5}
+
+
+def entry(name: str, state: str = "active", **settings: object) -> KnowledgeBase:
+    return KnowledgeBase(name, {**SETTINGS, **settings}, state, created_at="2026-01-01T00:00:00+00:00",
+                         note=f"test {name}")
+
+
+class CatalogContract:
+    @pytest.fixture
+    def catalog(self) -> KnowledgeBaseCatalog:
+        raise NotImplementedError("a test module provides the adapter under test")
+
+    def test_is_a_catalog(self, catalog: KnowledgeBaseCatalog) -> None:
+        assert isinstance(catalog, KnowledgeBaseCatalog)
+
+    def test_empty(self, catalog: KnowledgeBaseCatalog) -> None:
+        assert catalog.list_knowledge_bases() == [] and catalog.get("biz") is None and catalog.unfinished() == []
+
+    def test_write_and_read_back_exactly(self, catalog: KnowledgeBaseCatalog) -> None:
+        written = catalog.write(entry("b_kb", **{"embedding.model": "模型 \"x\"", "rag.bm25-weight": 0.25}))
+        catalog.write(entry("a_kb"))
+        got = catalog.get("b_kb")
+        assert got == written and got.committed_ns > 0
+        assert dict(got.settings) == {**SETTINGS, "embedding.model": "模型 \"x\"", "rag.bm25-weight": 0.25}
+        assert isinstance(got.settings["chunk.max-size"], int) and isinstance(got.settings["rag.dense-weight"], float)
+        assert [kb.name for kb in catalog.list_knowledge_bases()] == ["a_kb", "b_kb"]
+
+    def test_a_newer_entry_replaces_the_older_one(self, catalog: KnowledgeBaseCatalog) -> None:
+        first = catalog.write(entry("kb1"))
+        second = catalog.write(entry("kb1", **{"chunk.max-size": 400}))
+        assert second.committed_ns > first.committed_ns
+        assert catalog.get("kb1").settings["chunk.max-size"] == 400
+        assert [kb.name for kb in catalog.list_knowledge_bases()] == ["kb1"]
+
+    def test_unfinished_entries_are_not_listed(self, catalog: KnowledgeBaseCatalog) -> None:
+        catalog.write(entry("copying", "creating"))
+        catalog.write(entry("going"))
+        catalog.write(entry("going", "deleted"))
+        catalog.write(entry("staying"))
+        assert [kb.name for kb in catalog.list_knowledge_bases()] == ["staying"]
+        assert catalog.get("copying") is None and catalog.get("going") is None
+        assert [(kb.name, kb.state) for kb in catalog.unfinished()] == [("copying", "creating"), ("going", "deleted")]
+        catalog.write(entry("copying"))  # the commit of a copy
+        assert catalog.get("copying") is not None and [kb.name for kb in catalog.unfinished()] == ["going"]
+
+    def test_forget_removes_exactly_one_name(self, catalog: KnowledgeBaseCatalog) -> None:
+        catalog.write(entry("kb_a"))
+        catalog.write(entry("kb_ab"))
+        catalog.write(entry("kb_a", "deleted"))
+        catalog.forget("kb_a")
+        assert catalog.unfinished() == [] and [kb.name for kb in catalog.list_knowledge_bases()] == ["kb_ab"]
+
+    def test_readers_never_see_a_name_without_an_entry(self, catalog: KnowledgeBaseCatalog) -> None:
+        catalog.write(entry("busy"))
+        stop, missing = threading.Event(), []
+
+        def read() -> None:
+            while not stop.is_set():
+                if catalog.get("busy") is None:
+                    missing.append(1)
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        try:
+            for size in range(100, 120):
+                catalog.write(entry("busy", **{"chunk.max-size": size}))
+        finally:
+            stop.set()
+            reader.join()
+        assert not missing and catalog.get("busy").settings["chunk.max-size"] == 119

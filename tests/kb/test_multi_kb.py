@@ -1,0 +1,77 @@
+"""Several knowledge bases searched as one (the agent over the knowledge bases chosen on the chat page): the
+search-port contract on the merged port, and an agent turn whose evidence keys carry the knowledge base's
+name and whose citations verify."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_core.agent import DoneEvent
+from rag_core.bootstrap import Workbench, build_agent, multi_kb_workbench
+from rag_core.ingest import Ingestor
+from rag_core.kb.manage import KnowledgeBases
+from rag_core.retrieval.identity import doc_id_of
+from rag_core.retrieval.multi import MultiKnowledgeBasePort
+from rag_core.retrieval.ports import MilvusSearchPort
+from rag_core.store.memory import InMemoryChunkStore
+from tests.contracts.search_port import CHUNK_OVERLAP, CHUNK_SIZE, CORPUS, SearchPortContract
+from tests.helpers import SAMPLE_KB
+from tests.kb.conftest import settings_for
+
+PARTS = {"ops": {k: v for k, v in CORPUS.items() if k.startswith("ops/")},
+         "rest": {k: v for k, v in CORPUS.items() if not k.startswith("ops/")}}
+
+
+def memory_port(embedder, texts: dict[str, str]) -> MilvusSearchPort:
+    store = InMemoryChunkStore()
+    store.open(embedder.name, embedder.dim)
+    if texts:
+        Ingestor(store, embedder, max_size=CHUNK_SIZE, overlap=CHUNK_OVERLAP).ingest_uploads(
+            [(doc_id, text.encode()) for doc_id, text in texts.items()])
+    return MilvusSearchPort(store, embedder)
+
+
+@pytest.fixture(scope="module")
+def two_ports(local_embedder) -> MultiKnowledgeBasePort:
+    return MultiKnowledgeBasePort({name: memory_port(local_embedder, texts) for name, texts in PARTS.items()})
+
+
+class TestMultiKnowledgeBasePort(SearchPortContract):
+    def doc_of(self, hit):
+        kb, _, doc_id = doc_id_of(hit.metadata).partition(":")
+        assert kb in PARTS and doc_id in PARTS[kb] and hit.metadata["knowledgeBase"] == kb
+        return doc_id
+
+    @pytest.fixture
+    def search_port(self, two_ports):
+        return two_ports
+
+    @pytest.fixture
+    def empty_search_port(self, local_embedder):
+        return MultiKnowledgeBasePort({"a": memory_port(local_embedder, {}), "b": memory_port(local_embedder, {})})
+
+
+def test_a_filter_naming_a_knowledge_base_reaches_only_it(two_ports) -> None:
+    hits = two_ports.search("disk tank", 50, {"doc_id": ["ops:ops/disk.md", "lab/zebrafish.md"]}).hits
+    assert {doc_id_of(h.metadata) for h in hits} == {"ops:ops/disk.md", "rest:lab/zebrafish.md"}
+    assert two_ports.search("disk", 5, {"doc_id": "nope:ops/disk.md"}).hits == ()  # no such kb: a plain doc_id
+
+
+def test_the_agent_over_two_knowledge_bases_cites_keys_that_name_them(tmp_path, local_embedder) -> None:
+    settings = settings_for(tmp_path / "data", **{"chat.provider": "offline"})
+    with KnowledgeBases(settings, {}, load_embedder=lambda s: local_embedder) as kbs:
+        kbs.create("zh_ops")
+        opened: list[Workbench] = [kbs.open("biz"), kbs.open("zh_ops")]
+        try:
+            opened[0].ingestor.ingest_paths([SAMPLE_KB / "runbooks" / "cpu_high.md"])
+            opened[1].ingestor.ingest_paths([SAMPLE_KB / "runbooks" / "memory_leak_zh.md"])
+            agent = build_agent(multi_kb_workbench(opened), {})
+            events = list(agent.run("How do I handle HighCPUUsage, and 内存泄漏怎么排查?"))
+        finally:
+            for wb in opened:
+                wb.close()
+    done = next(e for e in events if isinstance(e, DoneEvent))
+    assert done.citations and not done.unverified_citations and set(done.citations) <= set(done.evidence_keys)
+    assert {c.split(":", 1)[0] for c in done.citations} == {"biz", "zh_ops"}  # evidence from both
+    assert all(c.partition(":")[2].partition("#chunk-")[0] in ("cpu_high.md", "memory_leak_zh.md")
+               for c in done.citations)

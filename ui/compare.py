@@ -1,0 +1,139 @@
+"""The compare modes. Retrieval debugger: the second side's controls (a knowledge base and its lookup
+parameters) and the two evidence lists side by side, marked by `rag_core.retrieval.compare`. Chunk preview: the
+second chunking's controls and both chunkings aligned by offset (`rag_core.chunk_compare`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import streamlit as st
+
+from rag_core.bootstrap import Workbench
+from rag_core.records import SearchOptions
+from rag_core.retrieval import LookupParams, LookupResult
+from rag_core.retrieval.compare import BOTH, ONLY_A, ONLY_B, LookupComparison
+
+from .components import metric_row
+from .html import aligned_chunkings_html, compared_evidence_html, mark_badge_html
+from .state import get_workbench, knowledge_bases, selected_kb
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of the comparison as the page ran it."""
+
+    name: str  # "A" | "B"
+    kb: str
+    params: LookupParams
+    result: LookupResult
+    from_cache: bool  # its hits were reused from an earlier search (the timing is that search's)
+    chunking: tuple[int, int]  # the knowledge base's (max size, overlap)
+
+
+def chunking_of(wb: Workbench) -> tuple[int, int]:
+    return wb.settings["chunk.max-size"], wb.settings["chunk.overlap"]
+
+
+def side_b_controls(limits: Mapping[str, int]) -> tuple[Workbench, dict[str, Any]]:
+    """B's knowledge base (default: the selected one, so B can be another parameter set on it) and its lookup
+    controls, which start at that knowledge base's own defaults. Returns its workbench and `params(...)`
+    keyword arguments. Raises RagError when the knowledge base cannot be opened."""
+    names = knowledge_bases().names()
+    current = selected_kb()
+    asked = st.session_state.get("kb_b") or st.query_params.get("kb_b")
+    if asked and asked not in names:  # a stale link, or deleted since
+        st.warning(f"Knowledge base `{asked}` does not exist (any more); B is `{current}`.", icon="⚠️")
+        st.session_state["kb_b"] = current
+    c1, c2, c3 = st.columns([3, 2, 2], vertical_alignment="bottom")
+    kb = c1.selectbox("B: knowledge base", names, index=names.index(current) if current in names else 0,
+                      key="kb_b", bind="query-params",
+                      help="Another knowledge base, or the same one with other parameters below.")
+    wb = get_workbench(kb)
+    d = wb.retriever.defaults
+    key = f"cmp.{kb}."  # per knowledge base: choosing another one starts from its own defaults
+    mode = c2.segmented_control("B: search", ["hybrid", "dense", "bm25"], default=d.search.mode, key=key + "mode",
+                                required=True)
+    fusion = c3.segmented_control("B: fusion", ["rrf", "weighted"], default=d.search.fusion, key=key + "fusion",
+                                  required=True, disabled=mode != "hybrid")
+    c1, c2, c3 = st.columns(3)
+    def width(col: Any, label: str, name: str, value: int) -> int:  # a default beyond the slider starts at its end
+        return col.slider(label, 1, limits[name], min(value, limits[name]), key=key + name)
+
+    retrieve_k = width(c1, "B: retrieve-k", "retrieve_k", d.retrieve_k)
+    return_n = width(c2, "B: return-n", "return_n", d.return_n)
+    cap = width(c3, "B: max chunks per document", "max_chunks_per_document", d.max_chunks_per_document)
+    if return_n > retrieve_k:
+        st.warning(f"B: return-n ({return_n}) is larger than retrieve-k ({retrieve_k}); using return-n = {retrieve_k}.")
+        return_n = retrieve_k
+    search = SearchOptions(mode=mode, fusion=fusion, rrf_k=d.search.rrf_k, dense_weight=d.search.dense_weight,
+                           bm25_weight=d.search.bm25_weight)
+    return wb, {"retrieve_k": retrieve_k, "return_n": return_n, "max_chunks_per_document": cap, "search": search}
+
+
+def describe_params(params: LookupParams) -> str:
+    search = params.search
+    how = search.mode + (f" ({search.fusion})" if search.mode == "hybrid" else "")
+    return (f"{how}, retrieve-k {params.retrieve_k}, return-n {params.return_n}, "
+            f"cap {params.max_chunks_per_document}" + (", reranked" if params.rerank.enabled else ""))
+
+
+def comparison_view(comparison: LookupComparison, a: Side, b: Side) -> None:
+    """The counts, then each side's evidence list with its marks and its lookup's timing."""
+    s = comparison.summary()
+    if comparison.by_text:
+        st.info(f"`{a.kb}` chunks at {a.chunking[0]}/{a.chunking[1]} and `{b.kb}` at {b.chunking[0]}/"
+                f"{b.chunking[1]}: the same evidence key names different text, so a chunk counts as found by both "
+                "when the other side has a chunk of the same document sharing at least half of its text.", icon="📐")
+        chunks = (f"found by both: {s['chunks_both_a']} of A's {len(comparison.a)}, {s['chunks_both_b']} of B's "
+                  f"{len(comparison.b)}")
+    else:
+        chunks = f"found by both: {s['chunks_both_a']}"
+    st.html(f'<div class="compare-summary" style="font-size:0.9rem;line-height:1.9"><b>Chunks</b> {chunks} · '
+            f'{mark_badge_html(ONLY_A)} {s["chunks_only_a"]} · {mark_badge_html(ONLY_B)} {s["chunks_only_b"]}'
+            f'<br><b>Documents</b> {mark_badge_html(BOTH)} {s["docs_both"]} · {mark_badge_html(ONLY_A)} '
+            f'{s["docs_only_a"]} · {mark_badge_html(ONLY_B)} {s["docs_only_b"]}</div>')
+    for col, side, blocks, ms in zip(st.columns(2, gap="medium"), (a, b), (comparison.a, comparison.b),
+                                     (comparison.a_ms, comparison.b_ms)):
+        with col:
+            st.subheader(f"{side.name} · {side.kb}")
+            st.caption(describe_params(side.params) + (" · hits reused from an earlier search, timed then"
+                                                       if side.from_cache else ""))
+            timings = side.result.timings
+            metric_row([("Evidence", len(blocks)), (f"{side.name} lookup ms", f"{ms or 0:.0f}"),
+                        ("search ms", f"{timings.get('search', 0):.0f}")])
+            for warning in side.result.warnings:
+                st.warning(warning, icon="⚠️")
+            st.html(compared_evidence_html(blocks))
+
+
+# ------------------------------------------------------------------------------------- chunk preview compare
+def chunking_b_controls(a: tuple[int, int]) -> tuple[int, int]:
+    """B's max size and overlap for the chunk preview's compare mode. They start at the chunking of a knowledge
+    base picked here (by default the first one chunking otherwise than `a`), so two knowledge bases' chunkings
+    are one click apart; the sliders then set any other configuration."""
+    chunkings = {kb.name: (kb.settings["chunk.max-size"], kb.settings["chunk.overlap"])
+                 for kb in knowledge_bases().list()}
+    names = list(chunkings)
+    differs = [n for n in names if chunkings[n] != a]
+    base = st.selectbox("B starts from the chunking of", names, index=names.index(differs[0]) if differs else 0,
+                        format_func=lambda n: f"{n} ({chunkings[n][0]}/{chunkings[n][1]})", key="cp.b_from")
+    size, overlap = chunkings.get(base, a)
+    c1, c2 = st.columns(2)
+    size = c1.slider("B: max chunk size", 50, 4000, size, step=10, key=f"cp.{base}.max_size_b")
+    overlap = c2.slider("B: overlap", 0, 1000, overlap, step=10, key=f"cp.{base}.overlap_b")
+    return size, overlap
+
+
+def chunking_comparison_view(text: str, comparison: Any, a: tuple[int, int], b: tuple[int, int],
+                             max_chars: int) -> None:
+    """Counts for both configurations, then the text with both chunkings' boundaries aligned row by row."""
+    counts = comparison.counts()
+    metric_row([(f"A chunks ({a[0]}/{a[1]})", len(comparison.a)), (f"B chunks ({b[0]}/{b[1]})", len(comparison.b)),
+                ("Cuts in both", counts[BOTH]), ("Cuts only in A", counts[ONLY_A]), ("Cuts only in B", counts[ONLY_B])],
+               help={"Cuts in both": "Offsets inside the text where both configurations start or end a chunk."})
+    st.html(f'<div style="font-size:0.85rem;color:#374151">A line across a row marks a cut: '
+            f'{mark_badge_html(BOTH)} both configurations cut there, {mark_badge_html(ONLY_A)} or '
+            f'{mark_badge_html(ONLY_B)} one does. Chunk numbers start where a chunk starts; the yellow gutter is '
+            'that side\'s overlap (two chunks).</div>')
+    st.html(aligned_chunkings_html(text, comparison, max_chars=max_chars))
