@@ -4,8 +4,7 @@ runnable alone: `python -m bench.chunking|ingest|latency|quality|tradeoff|explai
 
 A full run writes each result record to bench/results/<name>.json (the trade-off to
 rag_core/embedding/tradeoff.json, which the app reads) and then rewrites the tables in README.md and
-bench/README.md from them (`python -m bench.publish`); bench/api.py still prints its tables the older way
-(bench/results/api.md). A quick run writes bench/results/quick/ (git-ignored) and
+bench/README.md from them (`python -m bench.publish`). A quick run writes bench/results/quick/ (git-ignored) and
 bench/results/quick/latest.md, and publishes nothing.
 """
 

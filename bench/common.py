@@ -130,25 +130,6 @@ def main(run: Callable[[bool], Any], doc: str | None) -> None:
     run(parser.parse_args().quick)
 
 
-def save(name: str, payload: dict[str, Any], markdown: str) -> Path:
-    """The older way (bench/api.py): figures and their printed tables side by side, not rendered from a
-    record, so `bench.publish` cannot regenerate them. Prefer `record_and_print` with a `render`."""
-    folder = RESULTS / "quick" if name.endswith("-quick") else RESULTS
-    folder.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    data = {"benchmark": name, "machine": machine(), "load": load_note(), "timestamp": stamp, **payload}
-    (folder / f"{name}.json").write_text(json.dumps(data, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
-    (folder / f"{name}.md").write_text(f"<!-- {stamp} on {machine()} -->\n{markdown}\n", encoding="utf-8")
-    return folder / f"{name}.json"
-
-
-def emit(title: str, body: str) -> str:
-    """Print a table the older way (bench/api.py); `section` renders from a record."""
-    text = f"\n### {title}\n\n{body}\n\n_{machine()}; {load_note()} at the end of the run._\n"
-    print(text, flush=True)
-    return text
-
-
 def section(title: str, body: str, record: dict[str, Any]) -> str:
     """A rendered result: heading, table(s) and notes, and the machine and load it was measured on."""
     return f"#### {title}\n\n{body}\n\n_{record['machine']}; {record['load']} at the end of the run._\n"

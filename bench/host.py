@@ -10,11 +10,12 @@
 2. Start-up of one CLI command (`python -m rag_core docs --json`, a fresh process each time): exclusive
    (opens Lite itself), shared with no host running (starts one, then connects), shared with a host
    already running (connects). Median of N runs each, same data dir.
+
+    python -m bench.host [--quick]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -22,12 +23,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 
 import numpy as np
 
-from bench.common import REPO, emit, log, need_set, percentiles, ratio, save, table
+from bench.common import REPO, log, main, need_set, percentiles, ratio, record_and_print, section, table
 from bench.latency import fill, texts_pool
 from rag_core.embedding.local import LocalUSEEmbedder
 from rag_core.retrieval import KnowledgeRetriever, LookupParams, MilvusSearchPort, SearchOptions
@@ -36,8 +38,8 @@ from rag_core.store.connection import LiteOptions
 from rag_core.store.milvus import CHUNK_FIELDS, MilvusStore
 
 
-def _lookups(queries: list[str], embedder: LocalUSEEmbedder, stores: dict[str, MilvusStore]) -> tuple[list, dict]:
-    rows, payload = [], {}
+def _lookups(queries: list[str], embedder: LocalUSEEmbedder, stores: dict[str, MilvusStore]) -> dict:
+    payload = {}
     vectors = {q: embedder.embed_query(q).tolist() for q in queries}
     for mode in ("dense", "bm25", "hybrid"):
         params = LookupParams(retrieve_k=20, return_n=5, max_chunks_per_document=2, search=SearchOptions(mode=mode))
@@ -64,10 +66,9 @@ def _lookups(queries: list[str], embedder: LocalUSEEmbedder, stores: dict[str, M
         for kind in ("lookup", "bare"):
             own50, own95 = percentiles(timings[("in-process", kind)])
             host50, host95 = percentiles(timings[("host", kind)])
-            rows.append([mode, kind, own50, own95, host50, host95, ratio(host50, own50), ratio(host95, own95)])
             payload[f"{mode}/{kind}"] = {"in_process_p50": own50, "in_process_p95": own95, "host_p50": host50,
                                          "host_p95": host95}
-    return rows, payload
+    return payload
 
 
 def _cli_seconds(data: Path, mode: str) -> float:
@@ -82,7 +83,7 @@ def _cli_seconds(data: Path, mode: str) -> float:
     return seconds
 
 
-def _startup(data: Path, runs: int) -> tuple[list, dict]:
+def _startup(data: Path, runs: int) -> dict[str, list[float]]:
     db = (data / "milvus.db").absolute()
     timings: dict[str, list[float]] = {"exclusive": [], "shared, no host running": [],
                                        "shared, host running": []}
@@ -91,13 +92,10 @@ def _startup(data: Path, runs: int) -> tuple[list, dict]:
         timings["shared, no host running"].append(_cli_seconds(data, "shared"))  # starts a host ...
         timings["shared, host running"].append(_cli_seconds(data, "shared"))  # ... which this one finds
         host_client.stop(db)
-    base = statistics.median(timings["exclusive"])
-    rows = [[name, statistics.median(values), min(values), ratio(statistics.median(values), base)]
-            for name, values in timings.items()]
-    return rows, {name: values for name, values in timings.items()}
+    return timings
 
 
-def run(quick: bool = False) -> str:
+def measure(quick: bool = False) -> dict:
     embedder = LocalUSEEmbedder()
     with (need_set("scifact") / "queries.jsonl").open(encoding="utf-8") as fh:
         queries = [json.loads(line)["text"] for line in fh][: 60 if quick else 300]
@@ -117,26 +115,53 @@ def run(quick: bool = False) -> str:
         for store in stores.values():
             store.open(embedder.name, embedder.dim)
         try:
-            lookup_rows, lookup_payload = _lookups(queries, embedder, stores)
+            lookups = _lookups(queries, embedder, stores)
         finally:
             for store in stores.values():
                 store.close()
             host_client.stop((host_dir / "milvus.db").absolute())
         log("host: start-up of one CLI command ...")
-        startup_rows, startup_payload = _startup(own_dir, 2 if quick else 5)
+        startup = _startup(own_dir, 2 if quick else 5)
+    return {"queries": len(queries), "chunks": size, "lookups": lookups, "startup_s": startup}
+
+
+def render(record: dict) -> str:
+    rows = []
+    for key, c in record["lookups"].items():
+        mode, kind = key.split("/")
+        rows.append([mode, kind, c["in_process_p50"], c["in_process_p95"], c["host_p50"], c["host_p95"],
+                     ratio(c["host_p50"], c["in_process_p50"]), ratio(c["host_p95"], c["in_process_p95"])])
     md = table(["mode", "what", "in-process p50 ms", "in-process p95 ms", "through host p50 ms", "host p95 ms",
-                "ratio p50 (host / in-process)", "ratio p95"], lookup_rows, 2)
-    md += (f"\n\n{len(queries)} SciFact queries per cell on {size:,} chunks; retrieve-k 20, return-n 5, cap 2; lookup = "
-           "embed + search + post-processing + projection; bare = `MilvusClient.search` (hybrid: both channels).\n\n")
-    md += table(["`python -m rag_core docs --json`", "median s", "best s", "ratio (to exclusive)"], startup_rows, 2)
+                "ratio p50 (host / in-process)", "ratio p95"], rows, 2)
+    md += (f"\n\n{record['queries']} SciFact queries per cell on {record['chunks']:,} chunks; retrieve-k 20, "
+           "return-n 5, cap 2; lookup = embed + search + post-processing + projection; bare = "
+           "`MilvusClient.search` (hybrid: both channels).\n\n")
+    startup = record["startup_s"]
+    base = statistics.median(startup["exclusive"])
+    rows = [[name, statistics.median(values), min(values), ratio(statistics.median(values), base)]
+            for name, values in startup.items()]
+    md += table(["`python -m rag_core docs --json`", "median s", "best s", "ratio (to exclusive)"], rows, 2)
     md += "\n\nA fresh process per run (interpreter, imports, embedder load, store open and recovery, the listing)."
-    text = emit(f"Shared mode: lookups through the store host vs in-process, and start-up ({size:,} chunks)", md)
-    save("host" + ("-quick" if quick else ""), {"queries": len(queries), "chunks": size, "lookups": lookup_payload,
-                                                 "startup_s": startup_payload}, text)
-    return text
+    return section(f"Shared mode: lookups through the store host vs in-process, and start-up ({record['chunks']:,} "
+                   "chunks)", md, record)
+
+
+def summary(record: dict) -> str:
+    """The README's sentence on the host's cost (its store host section)."""
+    lookup = [ratio(c["host_p50"], c["in_process_p50"]) for k, c in record["lookups"].items() if k.endswith("/lookup")]
+    startup = {name: statistics.median(values) for name, values in record["startup_s"].items()}
+    text = (f"- **Same speed.** Clients speak gRPC over a Unix socket to Milvus Lite's server, as an in-process "
+            f"Milvus Lite does (pymilvus runs it as a child process too). Measured side by side (`bench/host.py`, "
+            f"table in *Evaluation and benchmarks*, {record['load']}): lookups through the host at "
+            f"{min(lookup):.2f}–{max(lookup):.2f}x the in-process p50; a CLI command takes "
+            f"{startup['shared, host running']:.2f} s with a host running vs {startup['exclusive']:.2f} s opening "
+            f"Milvus Lite itself, and {startup['shared, no host running']:.2f} s when it must start the host first.")
+    return textwrap.fill(text, width=110, subsequent_indent="  ", break_on_hyphens=False) + "\n"
+
+
+def run(quick: bool = False) -> str:
+    return record_and_print("host", quick, measure(quick), render)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true")
-    run(parser.parse_args().quick)
+    main(run, __doc__)

@@ -14,12 +14,12 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from bench import chunking, explain, ingest, latency, quality, startup, tradeoff
+from bench import api, chunking, explain, host, ingest, latency, quality, startup, tradeoff
 from bench.common import REPO, load
 
 READMES = (REPO / "README.md", REPO / "bench" / "README.md")
 RESULTS = (("chunking", chunking.render), ("ingest", ingest.render), ("latency", latency.render),
-           ("startup", startup.render), ("quality", quality.render))
+           ("startup", startup.render), ("quality", quality.render), ("host", host.render), ("api", api.render))
 
 
 def _results() -> str:
@@ -42,6 +42,9 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "results": _results,
     "tradeoff": _one("tradeoff", tradeoff.render, tradeoff.output_path(False)),
     "explain": _one("explain", explain.render),
+    # one sentence each where the README describes the feature (the tables are in the results block)
+    "summary-api": _one("api", api.summary),
+    "summary-host": _one("host", host.summary),
 }
 
 

@@ -134,6 +134,12 @@ class ChunkStore(Protocol):
         """The `k` best full-text (BM25) matches for `text`; chunks without a matching term are not hits."""
         ...
 
+    def search_both(self, vector: np.ndarray, text: str, k: int,
+                    filters: StoreFilters | None = None) -> tuple[list[SearchHit], list[SearchHit]]:
+        """`(search_dense(vector, ...), search_bm25(text, ...))` from one view of the active versions: a
+        document re-indexed while they run shows the same version in both lists (a hybrid lookup fuses them)."""
+        ...
+
 
 # ---------------------------------------------------------------------------------------- knowledge bases
 @runtime_checkable

@@ -98,7 +98,7 @@ def fate_counts(result: Mapping[str, Any]) -> dict[str, int]:
 
 
 def timings_frame(timings: Mapping[str, float]) -> pd.DataFrame:
-    order = ["embed", "dense_search", "bm25_search", "fusion", "search", "rerank", "postprocess", "projection", "total"]
+    order = ["embed", "dense_search", "bm25_search", "hybrid_search", "fusion", "search", "rerank", "postprocess", "projection", "total"]
     names = [k for k in order if k in timings] + [k for k in timings if k not in order]
     return pd.DataFrame({"stage": names, "ms": [round(float(timings[k]), 2) for k in names]})
 

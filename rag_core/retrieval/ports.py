@@ -44,13 +44,18 @@ class MilvusSearchPort:
             started = time.perf_counter()
             vector = self.embedder.embed_query(query)
             timings["embed"] = (time.perf_counter() - started) * 1000
-            started = time.perf_counter()
+        started = time.perf_counter()
+        if mode == "dense":
             ranked["dense"] = self.store.search_dense(vector, k, filters)
             timings["dense_search"] = (time.perf_counter() - started) * 1000
-        if mode in ("bm25", "hybrid"):
-            started = time.perf_counter()
+        elif mode == "bm25":
             ranked["bm25"] = self.store.search_bm25(query, k, filters)
             timings["bm25_search"] = (time.perf_counter() - started) * 1000
+        else:
+            # One call for both channels: one view of the active versions judges both lists (a document never
+            # shows two versions in one lookup) and the registry is read once, not once per channel.
+            ranked["dense"], ranked["bm25"] = self.store.search_both(vector, query, k, filters)
+            timings["hybrid_search"] = (time.perf_counter() - started) * 1000
         if mode == "hybrid":
             started = time.perf_counter()
             hits = fuse(ranked, self.options, k)

@@ -9,6 +9,7 @@ server starts, as one clear line (see server.py), and closes it when the server 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -78,6 +79,10 @@ class Service:
     kbs: OpenKnowledgeBases | None = None  # every knowledge base, opened on first use (/v1/kbs/{name}/...)
     _agents: dict[str, Agent] = field(default_factory=dict)
     _agents_lock: threading.Lock = field(default_factory=threading.Lock)
+    # /v1/search lookups: at most `api.lookup-threads` at once, the others queue first come first served (see
+    # lookup_thread_count).
+    lookup_threads: anyio.CapacityLimiter = field(
+        default_factory=lambda: anyio.CapacityLimiter(lookup_thread_count(None)))
 
     def workbench_of(self, kb: str | None) -> Workbench:
         """The workbench of knowledge base `kb` (None or "": the default one). Raises KnowledgeBaseError."""
@@ -106,7 +111,16 @@ class Service:
             self.kbs.forget(kb)
 
 
-def service_of(request: Request) -> Service:
+def lookup_thread_count(settings: Settings | None) -> int:
+    """How many /v1/search lookups run at once (`api.lookup-threads`; 0 = twice the cores). A lookup is CPU in this
+    process (under one interpreter lock) and in Milvus Lite's: with every request in its own thread, 8 clients
+    share the cores all at once and each finishes late; queued in one place, the earlier ones finish first.
+    Measured with bench/api.py at concurrency 8 on 2 cores: see the `HTTP, no lookup queue` row there."""
+    configured = settings["api.lookup-threads"] if settings is not None else 0
+    return configured or 2 * (os.cpu_count() or 1)
+
+
+async def service_of(request: Request) -> Service:
     return request.app.state.service
 
 
@@ -125,7 +139,8 @@ def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] 
     settings = workbench.settings
     service = Service(workbench, agent or build_agent(workbench, env),
                       SessionStore(settings["api.max-sessions"], settings["chat.history-pairs"]), bool(token), env,
-                      kbs=OpenKnowledgeBases(workbench, process_settings, env, own_first=close_workbench))
+                      kbs=OpenKnowledgeBases(workbench, process_settings, env, own_first=close_workbench),
+                      lookup_threads=anyio.CapacityLimiter(lookup_thread_count(settings)))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any, Callable, Literal
 
+import anyio
 from fastapi import APIRouter, Depends, File, Form, Query, UploadFile
 from fastapi.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse
@@ -52,7 +53,7 @@ class LookupOptions:
                 "filters": {"doc_id": self.doc_id} if self.doc_id else None}
 
 
-def lookup_options(
+async def lookup_options(  # async: pure parsing, no hop to a worker thread
         retrieve_k: Annotated[int | None, Query(ge=1, le=1000)] = None,
         return_n: Annotated[int | None, Query(ge=1, le=1000)] = None,
         max_chunks_per_document: Annotated[int | None, Query(ge=1, le=1000)] = None,
@@ -77,13 +78,18 @@ def kb_routes(router: APIRouter, prefix: str, chosen: Callable[..., Workbench]) 
 
     @router.get(f"{prefix}/search", summary=f"The lookup path on {where}: every hit's fate, the evidence, the "
                 "agent's projection")
-    def search(query: Annotated[str, Query(description="What to look for.")],
-               options: Annotated[LookupOptions, Depends(lookup_options)], wb: Workbench = chosen_kb) -> JSONResponse:
+    async def search(query: Annotated[str, Query(description="What to look for.")],
+                     options: Annotated[LookupOptions, Depends(lookup_options)],
+                     svc: Annotated[Service, Depends(service_of)], wb: Workbench = chosen_kb) -> JSONResponse:
         """Exactly what `python -m rag_core search QUERY --json` prints (same keys, same values; only the
         timings differ). Unset parameters take the knowledge base's settings."""
-        result = wb.retriever.lookup(query, **options.arguments(wb))
-        # Already plain JSON types: a JSONResponse skips FastAPI's jsonable_encoder walk (~1 ms of a 28 KB answer).
-        return JSONResponse(result.to_dict())
+        def answer() -> JSONResponse:
+            result = wb.retriever.lookup(query, **options.arguments(wb))
+            # Already plain JSON types: a JSONResponse skips FastAPI's jsonable_encoder walk (~1 ms of a 28 KB answer).
+            return JSONResponse(result.to_dict())
+
+        # One first-come-first-served queue for every knowledge base's lookups (app.lookup_thread_count).
+        return await anyio.to_thread.run_sync(answer, limiter=svc.lookup_threads)
 
     @router.get(f"{prefix}/explain", summary=f"Why wasn't it retrieved? The fate of an expected document, chunk or "
                 f"answer in {where}")

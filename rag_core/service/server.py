@@ -3,8 +3,10 @@
 Everything that can fail for a reason a person can fix happens before uvicorn starts, so it is one clear
 line, not a traceback: a non-loopback bind without a token, a port in use, a knowledge base held by another
 process (StoreLockedError), a collection that needs migrating. The embedder is loaded before the first
-request. One process, one worker: Milvus Lite allows one process per database file, and the blocking work
-(embedding, Milvus, the agent) runs in a thread pool, so one worker serves concurrent requests. uvicorn
+request. One process serves concurrent requests: the blocking work (embedding, Milvus, the agent) runs in
+threads, searches in a queue of their own (app.lookup_thread_count), and chat sessions live in this
+process's memory (a second worker would not see them). The store host would let several processes share
+the knowledge base; bench/api.py measures what a second `serve` process changes for searches. uvicorn
 parses HTTP with httptools (a dependency): measured here, 0.6 ms less server CPU per /v1/search than h11.
 """
 

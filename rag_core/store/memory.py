@@ -164,14 +164,28 @@ class InMemoryChunkStore:
         return sum(len(v.chunks) for v in self._active().values())
 
     def search_dense(self, vector: np.ndarray, k: int, filters: StoreFilters | None = None) -> list[SearchHit]:
+        return self._dense(self._chunks(None), vector, k, filters)
+
+    def search_bm25(self, text: str, k: int, filters: StoreFilters | None = None) -> list[SearchHit]:
+        return self._bm25(self._chunks(None), text, k, filters)
+
+    def search_both(self, vector: np.ndarray, text: str, k: int,
+                    filters: StoreFilters | None = None) -> tuple[list[SearchHit], list[SearchHit]]:
+        everything = self._chunks(None)  # one snapshot for both channels
+        return self._dense(everything, vector, k, filters), self._bm25(everything, text, k, filters)
+
+    def _dense(self, everything: list[tuple[_Version, int, StoredChunk]], vector: np.ndarray, k: int,
+               filters: StoreFilters | None) -> list[SearchHit]:
+        wanted = store_filters.normalize(filters, STORE_FILTER_FIELDS)
         query = np.asarray(vector, dtype=np.float32)
         norm = float(np.linalg.norm(query))
         query = query / norm if norm else query
-        scored = [(float(ver.vectors[i] @ query), chunk) for ver, i, chunk in self._chunks(filters)]
+        scored = [(float(ver.vectors[i] @ query), chunk) for ver, i, chunk in everything if _matches(chunk, wanted)]
         return self._ranked("dense", scored, k)
 
-    def search_bm25(self, text: str, k: int, filters: StoreFilters | None = None) -> list[SearchHit]:
-        everything = self._chunks(None)  # one snapshot: the statistics and the hits from the same versions
+    def _bm25(self, everything: list[tuple[_Version, int, StoredChunk]], text: str, k: int,
+              filters: StoreFilters | None) -> list[SearchHit]:
+        """`everything`: one snapshot of the active chunks, so the statistics and the hits come from the same versions."""
         if not everything:
             return []
         wanted = store_filters.normalize(filters, STORE_FILTER_FIELDS)

@@ -35,6 +35,7 @@ from .originals import OriginalFiles
 from .registry import RegistryMixin
 from .schema import CHUNK_FIELDS, MIGRATING, SchemaMixin, check_collection_name
 from .search import SearchMixin
+from .versions import ActiveVersions
 from .writes import WritesMixin
 
 __all__ = ["CHUNK_FIELDS", "MilvusStore", "NewVersion", "WriteResult", "is_lite"]
@@ -64,6 +65,7 @@ class MilvusStore(SchemaMixin, RegistryMixin, WritesMixin, SearchMixin):
         self._timeout = timeout
         self._client: Any = None
         self._has_rows = False  # known to hold chunks (set by writes and hits; reset by deletes)
+        self._versions = ActiveVersions()  # what the registry said a moment ago (see store.versions)
         self.embedder_name = ""
         self.dim = 0
 

@@ -18,6 +18,7 @@ from . import filters, writers
 from .connection import is_lite
 from .originals import KeptVersion, OriginalFiles, adopt_legacy
 from .schema import QUERY_LIMIT, REGISTRY_FIELDS
+from .versions import ActiveVersions
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +33,7 @@ class RegistryMixin:
     registry: str
     originals: OriginalFiles | None
     legacy_originals: Path | None
+    _versions: ActiveVersions
 
     def _registry_rows(self, expr: str) -> list[dict[str, Any]]:
         rows = self.client.query(self.registry, filter=expr, output_fields=REGISTRY_FIELDS, limit=QUERY_LIMIT,
@@ -97,6 +99,7 @@ class RegistryMixin:
         dead = [r for r in rows if (r["state"] == "active" and r["key"] != active[r["doc_id"]]["key"])
                 or (r["state"] == "pending" and abandoned(r))]
         if dead:
+            self._versions.forget(r["doc_id"] for r in dead)
             # A pending row whose version was committed only lost its clean-up: keep those chunks.
             live = {r["version"] for r in active.values()}
             if versions := sorted({r["version"] for r in dead} - live):
@@ -163,14 +166,18 @@ class RegistryMixin:
         return sum(d.chunks for d in self.list_documents())
 
     def _active_versions(self, doc_ids: Iterable[str]) -> dict[str, str]:
+        """doc_id -> its active version, read from the registry now (and remembered: store.versions)."""
         ids = sorted(set(doc_ids))
         if not ids:
             return {}
+        token = self._versions.begin_read()
         rows = self.client.query(self.registry, filter=filters.all_of(filters.one_of("doc_id", ids),
                                                                       'state == "active"'),
                                  output_fields=["doc_id", "version", "state", "committed_ns"], limit=QUERY_LIMIT,
                                  consistency_level="Strong")
-        return {doc_id: row["version"] for doc_id, row in self._newest_active(rows).items()}
+        active = {doc_id: row["version"] for doc_id, row in self._newest_active(rows).items()}
+        self._versions.remember(token, ids, active)
+        return active
 
 
 def _text_hash(data: bytes, doc_id: str) -> str:

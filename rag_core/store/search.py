@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 
@@ -12,6 +12,10 @@ from . import filters
 from .lite_internals import is_empty_bm25_error
 from .rows import search_hit
 from .schema import CHUNK_FIELDS, QUERY_LIMIT
+from .versions import ActiveVersions
+
+# Every field of a hit but `id`, which a search returns anyway (its primary key): one column fewer to decode.
+SEARCH_FIELDS = [name for name in CHUNK_FIELDS if name != "id"]
 
 
 class SearchMixin:
@@ -20,6 +24,7 @@ class SearchMixin:
     client: Any
     collection: str
     _has_rows: bool
+    _versions: ActiveVersions
 
     def get_chunks(self, doc_id: str) -> list[StoredChunk]:
         """The active version's chunks of one document, in order.
@@ -40,27 +45,52 @@ class SearchMixin:
         return [StoredChunk(**{name: row[name] for name in CHUNK_FIELDS})
                 for row in sorted(rows, key=lambda r: r["chunk_index"])]
 
-    def _search(self, channel: str, data: Any, field: str, k: int, expr: str) -> list[SearchHit]:
-        """One channel's top-k over active versions, best first, scores higher-is-better.
+    def _search(self, channels: Mapping[str, tuple[Any, str]], k: int, expr: str) -> dict[str, list[SearchHit]]:
+        """Each channel's top-k over active versions (`channels`: name -> (query data, field)), best first,
+        scores higher-is-better; one view of the registry judges the hits of every channel, so a document
+        shows one version in the whole lookup.
 
-        The registry is read after the search, so a document whose new version was committed while the
-        search ran can show only old-version hits that the registry no longer calls active. Searching
-        again then finds the new version (it was written before its commit; reads are Strong), so a
-        reader never loses a document to a concurrent re-index."""
-        limit, retries = k, 0
-        while True:
-            result = self.client.search(self.collection, data=[data], anns_field=field, limit=min(limit, QUERY_LIMIT),
-                                        filter=expr, output_fields=CHUNK_FIELDS, consistency_level="Strong")[0]
-            active = self._active_versions(h["entity"]["doc_id"] for h in result)
-            kept = [h for h in result if active.get(h["entity"]["doc_id"]) == h["entity"]["version"]]
-            switched = {h["entity"]["doc_id"] for h in result} - {h["entity"]["doc_id"] for h in kept}
-            if switched & active.keys() and retries < 2:
-                retries += 1
-                continue
-            if len(kept) >= k or len(result) < limit or limit >= QUERY_LIMIT:
-                break
-            limit = min(QUERY_LIMIT, limit * 2 + (len(result) - len(kept)))  # stale rows crowded the window
-        return [self._hit(h, channel, rank) for rank, h in enumerate(kept[:k], start=1)]
+        The registry is read after the searches, so a document whose new version was committed while they ran
+        can show only old-version hits that the registry no longer calls active. Searching again then finds
+        the new version (it was written before its commit; reads are Strong), so a reader never loses a
+        document to a concurrent re-index. A view remembered from an earlier read replaces the read when every
+        hit agrees with it (see store.versions for why that is safe)."""
+        limits = dict.fromkeys(channels, k)
+        raw: dict[str, list[Any]] = {}
+        kept: dict[str, list[Any]] = {}
+        todo, retries, first = list(channels), 0, True
+        while todo:
+            for channel in todo:
+                data, field = channels[channel]
+                raw[channel] = self.client.search(
+                    self.collection, data=[data], anns_field=field, limit=min(limits[channel], QUERY_LIMIT),
+                    filter=expr, output_fields=SEARCH_FIELDS, consistency_level="Strong")[0]
+            active = self._versions_of(raw.values(), may_recall=first)
+            first, todo, switched_any = False, [], False
+            for channel, result in raw.items():
+                kept[channel] = [h for h in result if active.get(h["entity"]["doc_id"]) == h["entity"]["version"]]
+                switched = {h["entity"]["doc_id"] for h in result} - {h["entity"]["doc_id"] for h in kept[channel]}
+                if switched & active.keys() and retries < 2:
+                    todo.append(channel)
+                    switched_any = True
+                elif len(kept[channel]) < k and len(result) >= limits[channel] and limits[channel] < QUERY_LIMIT:
+                    # stale rows crowded the window
+                    limits[channel] = min(QUERY_LIMIT, limits[channel] * 2 + (len(result) - len(kept[channel])))
+                    todo.append(channel)
+            retries += switched_any
+        return {channel: [self._hit(h, channel, rank) for rank, h in enumerate(kept[channel][:k], start=1)]
+                for channel in channels}
+
+    def _versions_of(self, results: Iterable[list[Any]], may_recall: bool) -> dict[str, str]:
+        """The active version of every document among the hits: remembered, when that is allowed and every hit
+        agrees with it, else read from the registry."""
+        hits = [h["entity"] for result in results for h in result]
+        doc_ids = {h["doc_id"] for h in hits}
+        if may_recall:
+            known = self._versions.recall(doc_ids)
+            if known is not None and all(known[h["doc_id"]] == h["version"] for h in hits):
+                return known
+        return self._active_versions(doc_ids)
 
     @staticmethod
     def _hit(raw: Mapping[str, Any], channel: str, rank: int) -> SearchHit:
@@ -76,25 +106,48 @@ class SearchMixin:
         expr = _expression(filters)
         if expr is None:
             return []
-        return self._search("dense", np.asarray(vector, dtype=np.float32).tolist(), "vector", k, expr)
+        return self._search({"dense": (_dense_data(vector), "vector")}, k, expr)["dense"]
 
     def search_bm25(self, text: str, k: int, filters: StoreFilters | None = None) -> list[SearchHit]:
+        expr = _expression(filters)
+        if expr is None or not self._may_have_rows():
+            return []
+        return self._search_with_bm25({"bm25": (text, "sparse")}, k, expr)["bm25"]
+
+    def search_both(self, vector: np.ndarray, text: str, k: int,
+                    filters: StoreFilters | None = None) -> tuple[list[SearchHit], list[SearchHit]]:
+        """`search_dense(vector)` and `search_bm25(text)` judged by one registry view (one read, or none)."""
+        expr = _expression(filters)
+        if expr is None:
+            return [], []
+        dense = (_dense_data(vector), "vector")
+        if not self._may_have_rows():
+            return self._search({"dense": dense}, k, expr)["dense"], []
+        found = self._search_with_bm25({"dense": dense, "bm25": (text, "sparse")}, k, expr)
+        return found["dense"], found["bm25"]
+
+    def _may_have_rows(self) -> bool:
         # BM25 on a collection without rows divides by a zero average length inside Milvus (an error,
         # and a line on stdout from the Lite server). The emptiness check runs only until the store has
         # seen rows, so a knowledge base in use pays nothing; another process emptying a shared server
-        # is still caught below.
-        expr = _expression(filters)
-        if expr is None or (not self._has_rows and self.is_empty()):
-            return []
+        # is still caught in _search_with_bm25.
+        return self._has_rows or not self.is_empty()
+
+    def _search_with_bm25(self, channels: Mapping[str, tuple[Any, str]], k: int,
+                          expr: str) -> dict[str, list[SearchHit]]:
         try:
-            hits = self._search("bm25", text, "sparse", k, expr)
+            found = self._search(channels, k, expr)
         except Exception as exc:
             if is_empty_bm25_error(exc) and self.is_empty():
                 self._has_rows = False
-                return []
+                return {channel: [] for channel in channels}
             raise
         self._has_rows = True
-        return hits
+        return found
+
+
+def _dense_data(vector: np.ndarray) -> list[float]:
+    return np.asarray(vector, dtype=np.float32).tolist()
 
 
 def _expression(mapping: StoreFilters | None) -> str | None:

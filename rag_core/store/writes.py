@@ -14,6 +14,7 @@ from . import filters, writers
 from .originals import KeptVersion, OriginalFiles
 from .rows import check_new_versions, stored_chunk, utc_now
 from .schema import MIGRATING
+from .versions import ActiveVersions
 
 INSERT_BATCH = 500
 log = logging.getLogger(__name__)
@@ -28,6 +29,7 @@ class WritesMixin:
     dim: int
     originals: OriginalFiles | None
     _has_rows: bool
+    _versions: ActiveVersions
 
     def replace_document(self, doc: Document, chunks: Sequence[Chunk], vectors: np.ndarray,
                          fingerprint: str) -> WriteResult:
@@ -62,6 +64,7 @@ class WritesMixin:
             extension=item.doc.extension, size_bytes=item.doc.size_bytes, chunks=len(item.chunks),
             content_hash=item.doc.content_hash, fingerprint=item.fingerprint, ingested_at=ingested_at)
             for item, version in zip(items, versions)])
+        self._versions.forget(ids)
         results = [WriteResult(version=v, replaced=item.doc.doc_id in old) for item, v in zip(items, versions)]
         self._has_rows = True
         retired = list(old.values())
@@ -100,6 +103,7 @@ class WritesMixin:
             self.originals.retire(r["version"] for r in rows)
         self.client.delete(self.collection, filter=filters.equals("doc_id", doc_id))
         self.client.delete(self.registry, filter=filters.equals("doc_id", doc_id))
+        self._versions.forget([doc_id])
         self._has_rows = False  # maybe the last one: check again before the next BM25 search
         if self.originals is not None:
             self.originals.remove(r["version"] for r in rows)
@@ -110,6 +114,7 @@ class WritesMixin:
         for name in (self.collection, self.registry, self.collection + MIGRATING):
             if self.client.has_collection(name):
                 self.client.drop_collection(name)
+        self._versions.forget()
         if self.originals is not None:
             self.originals.clear()
 

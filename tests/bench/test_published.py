@@ -8,13 +8,13 @@ import json
 
 import pytest
 
-from bench import chunking, explain, ingest, latency, quality, tradeoff
+from bench import api, chunking, explain, host, ingest, latency, quality, tradeoff
 from bench.common import RESULTS, load
 from bench.publish import BLOCKS, READMES, publish
 from rag_core.embedding import catalog
 
 RENDERS = {"chunking": chunking.render, "ingest": ingest.render, "latency": latency.render,
-           "quality": quality.render, "explain": explain.render}
+           "quality": quality.render, "explain": explain.render, "api": api.render, "host": host.render}
 
 
 def test_the_readme_tables_are_rendered_from_the_records():
@@ -41,7 +41,7 @@ def test_a_changed_figure_makes_the_check_fail(tmp_path, monkeypatch):
     changed = tmp_path / "chunking.json"
     changed.write_text(json.dumps(record), encoding="utf-8")
     monkeypatch.setattr("bench.common.RESULTS", tmp_path)
-    for other in ("ingest", "latency", "quality", "explain"):
+    for other in ("ingest", "latency", "quality", "explain", "api", "host"):
         (tmp_path / f"{other}.json").write_text((RESULTS / f"{other}.json").read_text(encoding="utf-8"))
     assert "README.md: results" in publish(check=True)
 
@@ -55,3 +55,26 @@ def test_the_app_shows_the_published_tradeoff():
         dense = next(r for r in rows if r["embedder"] == e["provider"] and r["mode"] == "dense")
         assert [dense[s] for s in data.sets] == e["dense"]
     assert tradeoff.render(record).count("\n| ") == 2 + 2 * len(record["embedders"])  # header, BM25, 2 per embedder
+
+
+def test_the_api_record_shows_the_tail_target_and_the_cpu_floor_it_implies():
+    # The floor is computed from the measured CPU per lookup (never typed in): 8 clients x CPU ms / cores.
+    record = load("api")
+    tail = record["search"]["http"]["8"]
+    assert record["cores"] >= 1 and set(tail["cpu_ms"]) == {"api", "lite", "client"}
+    assert all(tail["cpu_ms"][p] > 0 for p in ("api", "lite"))
+    assert set(record["search"]) >= {"in_process", "http", "http_no_queue", "http_two_processes", "load_during"}
+    changed = json.loads(json.dumps(record))
+    changed["cores"] = 2
+    changed["search"]["http"]["8"].update(p95=80.0, cpu_ms={"api": 9.0, "lite": 5.0, "client": 0.5})
+    text = api.render(changed)
+    assert "8 x 14.50 ms / 2 cores = 58.0 ms" in text and "measured 80.0 ms (not reached)" in text
+    assert "at most 12.5 ms of CPU per lookup" in text
+    changed["search"]["http"]["8"]["p95"] = 45.0
+    assert "measured 45.0 ms (reached)" in api.render(changed)
+    assert api.floor_ms(14.5, 8, 2) == 58.0
+
+
+def test_the_host_and_api_summaries_are_the_readme_sentences():
+    readme = (READMES[0]).read_text(encoding="utf-8")
+    assert api.summary(load("api")) in readme and host.summary(load("host")) in readme

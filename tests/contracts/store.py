@@ -80,6 +80,7 @@ class ChunkStoreContract:
         assert store.get_chunks("a.md") == [] and store.fingerprints(["a.md"]) == {}
         assert store.search_dense(vector("anything"), 5) == []
         assert store.search_bm25("anything", 5) == []
+        assert store.search_both(vector("anything"), "anything", 5) == ([], [])
         assert store.delete_document("a.md") is False
         assert store.recover() == 0
 
@@ -148,6 +149,20 @@ class ChunkStoreContract:
             store.replace_documents(batch)
         assert store.get_chunks(good.doc.doc_id) == before
 
+    def test_search_both_is_both_searches_at_once(self, store: ChunkStore) -> None:
+        items = [new_version(f"both/{name}.md", text_of(name)) for name in ("red", "green", "blue")]
+        store.replace_documents(items)
+        target = items[1].chunks[0].text
+        for k, filters in ((5, {"doc_id": [i.doc.doc_id for i in items]}), (2, {"doc_id": "both/green.md"}),
+                           (50, {"source": "both/blue.md"}), (5, {"doc_id": []}), (5, {"doc_id": "both/absent.md"})):
+            dense, bm25 = store.search_both(vector(target), "green notes paragraph", k, filters)
+            assert dense == store.search_dense(vector(target), k, filters)
+            assert bm25 == store.search_bm25("green notes paragraph", k, filters)
+        dense, bm25 = store.search_both(vector(target), "green", 5, {"doc_id": [i.doc.doc_id for i in items]})
+        assert dense[0].content == target and {h.metadata["doc_id"] for h in bm25} == {"both/green.md"}
+        assert all(h.channels == {"dense": (r, h.score)} for r, h in enumerate(dense, start=1))
+        assert all(h.channels == {"bm25": (r, h.score)} for r, h in enumerate(bm25, start=1))
+
     def test_readers_never_see_zero_chunks_or_a_mix_of_versions(self, store: ChunkStore) -> None:
         store.replace_documents([new_version("busy.md", text_of("steady", 4))])
         stop, seen, errors = threading.Event(), [], []
@@ -162,17 +177,30 @@ class ChunkStoreContract:
             except BaseException as exc:  # noqa: BLE001 - reported below
                 errors.append(exc)
 
-        thread = threading.Thread(target=reader)
-        thread.start()
+        def hybrid_reader() -> None:  # both channels of one lookup: one version between them
+            try:
+                while not stop.is_set():
+                    dense, bm25 = store.search_both(vector(text_of("steady", 2)), "steady paragraph", 100,
+                                                    {"doc_id": "busy.md"})
+                    both.append((len(dense), len(bm25), len({h.metadata["version"] for h in dense + bm25})))
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        both: list[tuple[int, int, int]] = []
+        threads = [threading.Thread(target=reader), threading.Thread(target=hybrid_reader)]
+        for thread in threads:
+            thread.start()
         try:
             for i in range(4):
                 store.replace_documents([new_version("busy.md", text_of("steady", 2 + 2 * (i % 2)), f"fp{i}")])
         finally:
             stop.set()
-            thread.join()
-        assert not errors and seen
+            for thread in threads:
+                thread.join()
+        assert not errors and seen and both
         assert all(hits > 0 and versions == 1 and chunks > 0 and chunk_versions == 1
                    for hits, versions, chunks, chunk_versions in seen), seen[:10]
+        assert all(dense > 0 and bm25 > 0 and versions == 1 for dense, bm25, versions in both), both[:10]
 
     # ------------------------------------------------------------------ kept originals
     def test_originals_are_kept_with_their_version(self, store: ChunkStore) -> None:
@@ -252,6 +280,8 @@ class ChunkStoreContract:
             store.search_bm25("filters", 5, bad)
         with pytest.raises(StoreError):
             store.search_dense(vector("filters"), 5, bad)
+        with pytest.raises(StoreError):
+            store.search_both(vector("filters"), "filters", 5, bad)
 
     @staticmethod
     def assert_ranked(hits: list, channel: str) -> None:

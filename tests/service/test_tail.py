@@ -105,3 +105,70 @@ def test_open_streams_do_not_take_the_threads_searches_run_in(kb):
             assert r.status_code == 200 and elapsed < 2.5, elapsed
         finally:
             server.stop()
+
+
+class CountingPort:
+    """The real search port, counting how many searches run at once (the most seen)."""
+
+    def __init__(self, port, counter=None) -> None:
+        import threading
+
+        self.port = port
+        self.counter = counter if counter is not None else {"now": 0, "most": 0, "lock": threading.Lock()}
+
+    def configured(self, options):
+        return CountingPort(self.port.configured(options), self.counter)
+
+    def search(self, query, k, filters=None):
+        import time
+
+        c = self.counter
+        with c["lock"]:
+            c["now"] += 1
+            c["most"] = max(c["most"], c["now"])
+        try:
+            time.sleep(0.05)  # long enough for the other requests to arrive while this one runs
+            return self.port.search(query, k, filters)
+        finally:
+            with c["lock"]:
+                c["now"] -= 1
+
+
+def test_searches_beyond_api_lookup_threads_wait_in_one_queue_and_get_their_own_answers(kb):
+    # The tail fix: /v1/search lookups run at most `api.lookup-threads` at once, the rest queue first come first
+    # served (bench/api.py measures the tail with and without). Queued requests must still get exactly their own
+    # answer, the same as in-process (timings aside).
+    import dataclasses
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    from rag_core.retrieval import KnowledgeRetriever
+    from tests.service.conftest import serve
+    from tests.service.test_native import without_timings
+
+    port = CountingPort(kb.retriever.port)
+    wb = dataclasses.replace(kb, retriever=KnowledgeRetriever(port, kb.retriever.defaults))
+    queries = ["磁盘空间不足怎么办", "HighCPUUsage runbook", "payment gateway timeout", "memory leak",
+               "disk full", "告警 处理"]
+    server = serve(wb, api__lookup_threads=1)
+    try:
+        assert server.service.lookup_threads.total_tokens == 1
+        with ThreadPoolExecutor(len(queries)) as pool:
+            answers = list(pool.map(lambda q: httpx.get(f"{server.url}/v1/search", params={"query": q}, timeout=60),
+                                    queries))
+    finally:
+        server.stop()
+    assert [a.status_code for a in answers] == [200] * len(queries)
+    assert port.counter["most"] == 1
+    for query, answer in zip(queries, answers):
+        assert without_timings(answer.json()) == without_timings(kb.retriever.lookup(query).to_dict())
+
+
+def test_lookup_threads_default_to_twice_the_cores(kb, monkeypatch):
+    from rag_core.service import app
+
+    monkeypatch.setattr(app.os, "cpu_count", lambda: 3)
+    assert app.lookup_thread_count(kb.settings.with_overrides({"api.lookup-threads": 0})) == 6
+    assert app.lookup_thread_count(kb.settings.with_overrides({"api.lookup-threads": 5})) == 5
+    assert app.lookup_thread_count(None) == 6

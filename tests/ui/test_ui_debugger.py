@@ -11,16 +11,17 @@ QUERY = "CPU usage high alert"
 
 @pytest.fixture
 def searches(kb, monkeypatch):
-    """Counts calls into the store's search channels (what a fetch costs)."""
+    """Counts calls into the store's search channels (what a fetch costs); `search_both` searches each once."""
     calls = {"dense": 0, "bm25": 0}
-    for channel in calls:
-        original = getattr(kb.store, f"search_{channel}")
+    for method, channels in (("dense", ["dense"]), ("bm25", ["bm25"]), ("both", ["dense", "bm25"])):
+        original = getattr(kb.store, f"search_{method}")
 
-        def counted(*args, _original=original, _channel=channel, **kwargs):
-            calls[_channel] += 1
+        def counted(*args, _original=original, _channels=channels, **kwargs):
+            for channel in _channels:
+                calls[channel] += 1
             return _original(*args, **kwargs)
 
-        monkeypatch.setattr(kb.store, f"search_{channel}", counted)
+        monkeypatch.setattr(kb.store, f"search_{method}", counted)
     return calls
 
 
