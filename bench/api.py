@@ -47,7 +47,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from bench.common import REPO, fmt, log, main, need_set, percentiles, ratio, record_and_print, section, table
+from bench.common import (REPO, fmt, log, main, percentiles, ratio, record_and_print, scifact_queries,
+                          section, table)
 from bench.latency import fill, texts_pool
 
 SIZE = 10_000
@@ -56,11 +57,6 @@ TAIL_LEVEL = 8  # the level of the target (issue #15): p95 <= TARGET_P95_MS
 TARGET_P95_MS = 50.0
 ROUNDS = 4  # the tail level's rounds per set-up (alternating)
 KEY = "sk-bench-stub"
-
-
-def queries(n: int) -> list[str]:
-    with (need_set("scifact") / "queries.jsonl").open(encoding="utf-8") as fh:
-        return [json.loads(line)["text"] for line in fh][:n]
 
 
 def build_collection(data_dir: Path, size: int) -> None:
@@ -397,7 +393,7 @@ def stream_rows(data_dir: Path, qs: list[str], n: int) -> dict[str, Any]:
 
 
 def measure(quick: bool = False) -> dict[str, Any]:
-    qs = queries(300)
+    qs = scifact_queries(300)
     requests = {1: 100, 8: 400, 32: 640} if not quick else {1: 30, 8: 80, 32: 128}
     with tempfile.TemporaryDirectory() as tmp:
         data_dir = Path(tmp)

@@ -146,6 +146,12 @@ def need_set(name: str) -> Path:
     return folder
 
 
+def scifact_queries(n: int) -> list[str]:
+    """The first `n` SciFact query texts: the latency benchmarks' workload."""
+    with (need_set("scifact") / "queries.jsonl").open(encoding="utf-8") as fh:
+        return [json.loads(line)["text"] for line in fh][:n]
+
+
 # ---------------------------------------------------------------------------------------- BM25 baseline
 _WORD = re.compile(r"\w+", re.UNICODE)
 _CJK = re.compile(r"[\u3400-\u9fff]")

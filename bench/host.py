@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import statistics
@@ -29,7 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import REPO, log, main, need_set, percentiles, ratio, record_and_print, section, table
+from bench.common import (REPO, log, main, percentiles, ratio, record_and_print, scifact_queries,
+                          section, table)
 from bench.latency import fill, texts_pool
 from rag_core.embedding.local import LocalUSEEmbedder
 from rag_core.retrieval import KnowledgeRetriever, LookupParams, MilvusSearchPort, SearchOptions
@@ -97,8 +97,7 @@ def _startup(data: Path, runs: int) -> dict[str, list[float]]:
 
 def measure(quick: bool = False) -> dict:
     embedder = LocalUSEEmbedder()
-    with (need_set("scifact") / "queries.jsonl").open(encoding="utf-8") as fh:
-        queries = [json.loads(line)["text"] for line in fh][: 60 if quick else 300]
+    queries = scifact_queries(60 if quick else 300)
     size = 2_000 if quick else 10_000
     with tempfile.TemporaryDirectory() as tmp:
         own_dir, host_dir = Path(tmp) / "own", Path(tmp) / "host"

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import (load, load_note, log, machine, main, need_set, percentiles, ratio, record_and_print,
-                          result_path, section, table)
+                          result_path, scifact_queries, section, table)
 from rag_core.chunking import chunk_text
 from rag_core.embedding.local import LocalUSEEmbedder
 from rag_core.records import Chunk, Document
@@ -123,8 +123,7 @@ def measure_rerank(store: MilvusStore, embedder: LocalUSEEmbedder, queries: list
 def measure(quick: bool = False) -> dict:
     embedder = LocalUSEEmbedder()
     queries = []
-    with (need_set("scifact") / "queries.jsonl").open(encoding="utf-8") as fh:
-        queries = [json.loads(line)["text"] for line in fh][: 60 if quick else 300]
+    queries = scifact_queries(60 if quick else 300)
     vectors = {q: embedder.embed_query(q) for q in queries}
     pool = texts_pool()
     rng = np.random.default_rng(0)
@@ -181,8 +180,7 @@ def measure(quick: bool = False) -> dict:
 def rerank_only(quick: bool = False) -> str:
     """Measure the rerank stage alone at 10k chunks (2k quick) and add it to the latency record."""
     embedder = LocalUSEEmbedder()
-    with (need_set("scifact") / "queries.jsonl").open(encoding="utf-8") as fh:
-        queries = [json.loads(line)["text"] for line in fh][: 60 if quick else 300]
+    queries = scifact_queries(60 if quick else 300)
     size = 2_000 if quick else 10_000
     with tempfile.TemporaryDirectory() as tmp:
         store = MilvusStore(str(Path(tmp) / "latency.db"), "bench")
