@@ -153,7 +153,9 @@ def get_workbench(name: str | None = None) -> Workbench:
 
 
 def clear_workbench() -> None:
-    """Close and forget every cached workbench and the catalog connection (tests; releases Milvus Lite locks)."""
+    """Close and forget every cached workbench, the agents over them and the catalog connection (tests; releases
+    Milvus Lite locks)."""
+    _agent.clear()  # an agent keeps its workbenches: one left cached would search a closed store
     _workbench.clear()
     _manager.clear()
 

@@ -62,3 +62,16 @@ def test_the_cached_agent_follows_the_settings(kb, monkeypatch):
     monkeypatch.setenv("RAG_CHAT_TEMPERATURE", "0.9")
     second = get_agent()
     assert second is not first and get_agent() is second
+
+
+def test_clearing_the_workbenches_drops_the_agents_over_them(kb):
+    # The Knowledge base page clears the cache after deleting a knowledge base: an agent left cached would keep
+    # searching the closed store (its key, made of settings, is the same for the reopened workbench).
+    from ui.state import clear_workbench, get_workbench
+
+    before = get_agent()
+    clear_workbench()
+    reopened = get_workbench()
+    after = get_agent()
+    assert after is not before
+    assert reopened.retriever.lookup("disk full").evidence  # the agent's workbench answers again
