@@ -18,11 +18,11 @@ run: $(STAMP)  ## start the app on http://127.0.0.1:8501 (Milvus Lite + local em
 serve: $(STAMP)  ## start the HTTP API on http://127.0.0.1:8000 (OpenAPI at /docs; RAG_API_TOKEN to require a token)
 	$(PY) -m rag_core serve
 
-test: $(STAMP)  ## the whole suite: unit, Milvus Lite, AppTest and real-browser tests
-	$(PY) -m pytest -q
+test: $(STAMP)  ## the whole suite: unit, Milvus Lite, AppTest and real-browser tests, one worker per core
+	$(PY) -m pytest -q -n auto --dist loadfile
 
 test-fast: $(STAMP)  ## everything but the real-browser tests
-	$(PY) -m pytest -q -m "not e2e"
+	$(PY) -m pytest -q -n auto --dist loadfile -m "not e2e"
 
 sample: $(STAMP)  ## index the sample knowledge base from the command line
 	$(PY) -m rag_core ingest examples/kb
