@@ -30,6 +30,7 @@ from typing import Any
 from ..errors import StoreError
 from ..records import NewVersion, WriteResult
 from . import connection
+from .coalesce import Coalescer
 from .connection import is_lite  # noqa: F401 - re-exported: which kind of Milvus a URI names
 from .originals import OriginalFiles
 from .registry import RegistryMixin
@@ -66,6 +67,7 @@ class MilvusStore(SchemaMixin, RegistryMixin, WritesMixin, SearchMixin):
         self._client: Any = None
         self._has_rows = False  # known to hold chunks (set by writes and hits; reset by deletes)
         self._versions = ActiveVersions()  # what the registry said a moment ago (see store.versions)
+        self._coalesce = Coalescer(self._search_batch)  # concurrent searches share requests (store.coalesce)
         self.embedder_name = ""
         self.dim = 0
 

@@ -9,6 +9,7 @@ import numpy as np
 from ..ports import STORE_FILTER_FIELDS, StoreFilters
 from ..records import SearchHit, StoredChunk
 from . import filters
+from .coalesce import Coalescer
 from .lite_internals import is_empty_bm25_error
 from .rows import search_hit
 from .schema import CHUNK_FIELDS, QUERY_LIMIT
@@ -25,6 +26,7 @@ class SearchMixin:
     collection: str
     _has_rows: bool
     _versions: ActiveVersions
+    _coalesce: Coalescer[list[Any], dict[str, list[Any]]]
 
     def get_chunks(self, doc_id: str) -> list[StoredChunk]:
         """The active version's chunks of one document, in order.
@@ -56,15 +58,10 @@ class SearchMixin:
         document to a concurrent re-index. A view remembered from an earlier read replaces the read when every
         hit agrees with it (see store.versions for why that is safe)."""
         limits = dict.fromkeys(channels, k)
-        raw: dict[str, list[Any]] = {}
+        raw = self._first_round(channels, k, expr)
         kept: dict[str, list[Any]] = {}
-        todo, retries, first = list(channels), 0, True
-        while todo:
-            for channel in todo:
-                data, field = channels[channel]
-                raw[channel] = self.client.search(
-                    self.collection, data=[data], anns_field=field, limit=min(limits[channel], QUERY_LIMIT),
-                    filter=expr, output_fields=SEARCH_FIELDS, consistency_level="Strong")[0]
+        retries, first = 0, True
+        while True:
             active = self._versions_of(raw.values(), may_recall=first)
             first, todo, switched_any = False, [], False
             for channel, result in raw.items():
@@ -77,9 +74,36 @@ class SearchMixin:
                     # stale rows crowded the window
                     limits[channel] = min(QUERY_LIMIT, limits[channel] * 2 + (len(result) - len(kept[channel])))
                     todo.append(channel)
+            if not todo:
+                break
             retries += switched_any
+            for channel in todo:
+                data, field = channels[channel]
+                raw[channel] = self._search_request(field, [data], limits[channel], expr)[0]
         return {channel: [self._hit(h, channel, rank) for rank, h in enumerate(kept[channel][:k], start=1)]
                 for channel in channels}
+
+    def _first_round(self, channels: Mapping[str, tuple[Any, str]], k: int, expr: str) -> dict[str, list[Any]]:
+        """Each channel's top-k window, searched together with concurrent searches of the same shape (see
+        store.coalesce: the hits are the same as alone)."""
+        shape = (k, expr, tuple((channel, field) for channel, (_, field) in channels.items()))
+        return self._coalesce(shape, [data for data, _ in channels.values()])
+
+    def _search_batch(self, shape: Any, items: list[list[Any]]) -> list[dict[str, list[Any]]]:
+        """One request per channel for every item (its query data per channel, in the shape's order)."""
+        k, expr, fields = shape
+        out: list[dict[str, list[Any]]] = [{} for _ in items]
+        for i, (channel, field) in enumerate(fields):
+            for found, hits in zip(out, self._search_request(field, [item[i] for item in items], k, expr)):
+                found[channel] = hits
+        return out
+
+    def _search_request(self, field: str, data: list[Any], limit: int, expr: str) -> list[list[Any]]:
+        """One search request: the hits of each query, decoded here (pymilvus decodes lazily, and another
+        thread may be handed them)."""
+        found = self.client.search(self.collection, data=data, anns_field=field, limit=min(limit, QUERY_LIMIT),
+                                   filter=expr, output_fields=SEARCH_FIELDS, consistency_level="Strong")
+        return [list(hits) for hits in found]
 
     def _versions_of(self, results: Iterable[list[Any]], may_recall: bool) -> dict[str, str]:
         """The active version of every document among the hits: remembered, when that is allowed and every hit
