@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 if TYPE_CHECKING:
     import numpy as np
@@ -63,12 +63,8 @@ class StoredDocument:
 
 
 @dataclass(frozen=True)
-class StoredChunk(Mapping[str, Any]):
-    """One chunk of a document's active version as the store holds it, in `get_chunks` order.
-
-    Read it by attribute. It is also a read-only mapping with the same keys (`row["content"]`), for
-    code written when `get_chunks` returned raw Milvus rows (the UI's chunk views).
-    """
+class StoredChunk:
+    """One chunk of a document's active version as the store holds it, in `get_chunks` order."""
 
     id: str
     doc_id: str
@@ -78,21 +74,6 @@ class StoredChunk(Mapping[str, Any]):
     title: str
     version: str
     metadata: Mapping[str, Any]  # the seed's keys plus offsets (start, end, overlapChars), hashes, ingestedAt
-
-    def __getitem__(self, key: str) -> Any:
-        if key not in self._keys():
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._keys())
-
-    def __len__(self) -> int:
-        return len(self._keys())
-
-    @classmethod
-    def _keys(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(cls))
 
 
 @dataclass(frozen=True)

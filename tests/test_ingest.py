@@ -60,7 +60,7 @@ def test_encodings_index_the_same_text(wb, encoding: str, data: bytes) -> None:
     wb.ingestor.ingest_uploads([("a.md", GOOD.encode())])
     [report] = wb.ingestor.ingest_uploads([("a.md", data)])
     assert report.status == "unchanged", (encoding, report)  # same decoded text, same content hash
-    assert "\r" not in "".join(r["content"] for r in wb.store.get_chunks("a.md"))
+    assert "\r" not in "".join(c.content for c in wb.store.get_chunks("a.md"))
 
 
 def test_odd_names_and_prefix(wb) -> None:
@@ -166,7 +166,7 @@ def test_small_documents_are_written_in_groups_and_a_bad_one_fails_alone(wb, mon
 def test_the_same_doc_id_twice_in_one_run(wb) -> None:
     reports = wb.ingestor.ingest_uploads([("a.md", b"# A\n\nfirst"), ("a.md", b"# A\n\nsecond")])
     assert [r.status for r in reports] == ["added", "replaced"]
-    assert "second" in wb.store.get_chunks("a.md")[0]["content"]
+    assert "second" in wb.store.get_chunks("a.md")[0].content
 
 
 class Rendezvous:

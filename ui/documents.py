@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Sequence
 
 import streamlit as st
 
 from rag_core import loaders
 from rag_core.bootstrap import Workbench
+from rag_core.records import StoredChunk
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -17,10 +18,10 @@ def decode(data: bytes, name: str, max_bytes: int) -> tuple[str, str]:
     return doc.text, doc.encoding
 
 
-def text_from_chunks(rows: Sequence[Mapping[str, Any]]) -> str:
+def text_from_chunks(chunks: Sequence[StoredChunk]) -> str:
     """An indexed document's text rebuilt from its stored chunks (offsets are in their metadata). The
     whitespace between chunks is not stored; newlines stand in for it, so headings stay at line starts."""
-    placed = [(r["metadata"]["start"], r["content"]) for r in rows if r["metadata"].get("start") is not None]
+    placed = [(c.metadata["start"], c.content) for c in chunks if c.metadata.get("start") is not None]
     end = max((start + len(text) for start, text in placed), default=0)
     buf = ["\n"] * end
     for start, text in placed:

@@ -33,7 +33,7 @@ def esc(text: Any) -> str:
 
 @dataclass(frozen=True)
 class ChunkView:
-    """What a chunk card shows; built from a chunking `Chunk` or from a stored chunk row."""
+    """What a chunk card shows; built from a chunking `Chunk` or from a cited evidence block."""
 
     index: int
     text: str
@@ -53,14 +53,6 @@ class ChunkView:
     def of(cls, chunk: Chunk, doc_id: str = "") -> ChunkView:
         return cls(chunk.chunk_index, chunk.text, chunk.start, chunk.end, chunk.heading_path_text,
                    chunk.overlap_chars, chunk.boundary, doc_id)
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> ChunkView:
-        """A row of `MilvusStore.get_chunks` (metadata carries offsets and overlap)."""
-        meta = row.get("metadata") or {}
-        return cls(int(row.get("chunk_index", meta.get("chunkIndex", 0))), row.get("content", ""),
-                   meta.get("start"), meta.get("end"), meta.get("headingPath", ""),
-                   int(meta.get("overlapChars") or 0), "", row.get("doc_id", meta.get("docId", "")))
 
 
 def _segments(text_len: int, chunks: Sequence[Chunk]) -> list[tuple[int, int, list[int]]]:

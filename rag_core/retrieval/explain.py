@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Protocol, Sequence
 
 from ..errors import NotIndexed, RetrievalError
-from ..records import Candidate, DropReason, SearchHit
+from ..records import Candidate, DropReason, SearchHit, StoredChunk
 from .identity import to_candidate
 from .ports import fuse
 from .postprocess import postprocess
@@ -40,10 +40,9 @@ _EXPECT = re.compile(r"^(?P<doc>.+?)(?:#chunk-(?P<chunk>\d+))?$")
 
 
 class ChunkSource(Protocol):
-    """What explain needs of a store: a document's chunks in order (the ChunkStore's `get_chunks`; rows
-    are read as mappings with `chunk_index`, `content` and `metadata` offsets)."""
+    """What explain needs of a store: a document's chunks in order (the ChunkStore's `get_chunks`)."""
 
-    def get_chunks(self, doc_id: str) -> Sequence[Mapping[str, Any]]: ...
+    def get_chunks(self, doc_id: str) -> Sequence[StoredChunk]: ...
 
 
 # ---------------------------------------------------------------------------------------- records
@@ -296,10 +295,9 @@ def _key(hit: SearchHit) -> str:
 def _rows(source: ChunkSource, doc_id: str) -> list[tuple[int, str, int | None, int | None]]:
     """(chunk_index, text, start, end) of the document's active chunks, in order."""
     out = []
-    for row in source.get_chunks(doc_id):
-        meta = row.get("metadata") or {}
-        start, end = meta.get("start"), meta.get("end")
-        out.append((int(row["chunk_index"]), row.get("content", ""),
+    for chunk in source.get_chunks(doc_id):
+        start, end = chunk.metadata.get("start"), chunk.metadata.get("end")
+        out.append((chunk.chunk_index, chunk.content,
                     int(start) if isinstance(start, int) else None, int(end) if isinstance(end, int) else None))
     return sorted(out)
 

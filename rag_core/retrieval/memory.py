@@ -20,7 +20,7 @@ import numpy as np
 
 from ..chunking import chunk_text
 from ..errors import RetrievalError
-from ..records import Chunk, SearchHit, SearchOptions, SearchResult
+from ..records import Chunk, SearchHit, SearchOptions, SearchResult, StoredChunk
 from .ports import fuse
 
 _TOKEN = re.compile(r"[\u3400-\u9fff]|[^\W_]+", re.UNICODE)
@@ -103,10 +103,10 @@ class InMemorySearchPort:
     def configured(self, options: SearchOptions) -> InMemorySearchPort:
         return self if options == self.options else InMemorySearchPort({}, options, _index=self._index)
 
-    def get_chunks(self, doc_id: str) -> list[dict[str, Any]]:
-        """A document's chunks in order, shaped like MilvusStore.get_chunks rows."""
-        return [{"id": r.id, "content": r.chunk.text, "doc_id": r.doc_id, "chunk_index": r.chunk.chunk_index,
-                 "source": r.doc_id, "title": r.chunk.title, "metadata": r.metadata()}
+    def get_chunks(self, doc_id: str) -> list[StoredChunk]:
+        """A document's chunks in order, as a ChunkStore's `get_chunks` returns them."""
+        return [StoredChunk(id=r.id, doc_id=r.doc_id, chunk_index=r.chunk.chunk_index, content=r.chunk.text,
+                            source=r.doc_id, title=r.chunk.title, version="", metadata=r.metadata())
                 for r in self._index.rows if r.doc_id == doc_id]
 
     def _channel(self, channel: str, query: str, k: int, filters: Mapping[str, Any] | None) -> list[SearchHit]:

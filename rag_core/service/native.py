@@ -149,14 +149,11 @@ def kb_routes(router: APIRouter, prefix: str, chosen: Callable[..., Workbench]) 
         if not rows:
             raise ApiError(404, "not_found", f"No document {doc_id!r} in the knowledge base (GET .../documents "
                            "lists them).")
-        chunks = []
-        for row in rows:
-            meta = row.get("metadata") or {}
-            chunks.append(ChunkOut(evidence_key=evidence_key(doc_id, row["chunk_index"], row["id"], row["content"]),
-                                   chunk_index=row["chunk_index"], id=row["id"], title=row.get("title", ""),
-                                   heading_path=meta.get("headingPath", ""), start=meta.get("start"),
-                                   end=meta.get("end"), content=row["content"]))
-        return ChunksAnswer(doc_id=doc_id, version=rows[0].get("version", ""), chunks=chunks)
+        chunks = [ChunkOut(evidence_key=evidence_key(doc_id, c.chunk_index, c.id, c.content), chunk_index=c.chunk_index,
+                           id=c.id, title=c.title, heading_path=c.metadata.get("headingPath", ""),
+                           start=c.metadata.get("start"), end=c.metadata.get("end"), content=c.content)
+                  for c in rows]
+        return ChunksAnswer(doc_id=doc_id, version=rows[0].version, chunks=chunks)
 
     @router.delete(f"{prefix}/documents/{{doc_id:path}}", response_model=DeletedAnswer,
                    summary=f"Remove a document from {where}")

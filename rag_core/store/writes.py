@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from dataclasses import asdict
 from typing import Any, Sequence
 
 import numpy as np
@@ -90,7 +91,7 @@ class WritesMixin:
     @staticmethod
     def _chunk_row(doc: Document, chunk: Chunk, vector: np.ndarray, version: str, total: int,
                    ingested_at: str) -> dict[str, Any]:
-        row = dict(stored_chunk(doc, chunk, version, total, ingested_at))
+        row = asdict(stored_chunk(doc, chunk, version, total, ingested_at))
         row["vector"] = np.asarray(vector).tolist()
         return row
 

@@ -53,8 +53,8 @@ def test_bulk_index_reuses_and_resumes(tmp_path: Path, local_embedder) -> None:
         # a document no longer in the corpus is removed
         assert bulk_index(store, local_embedder, DOCS[:3], chunk_size=200, overlap=20)[1] == 0
         assert len(store.list_documents()) == 3
-        rows = store.get_chunks("d1.txt")
-        assert all(DOCS[1].text[r["metadata"]["start"]:r["metadata"]["end"]] == r["content"] for r in rows)
+        chunks = store.get_chunks("d1.txt")
+        assert all(DOCS[1].text[c.metadata["start"]:c.metadata["end"]] == c.content for c in chunks)
     finally:
         store.close()
 

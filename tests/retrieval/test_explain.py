@@ -215,9 +215,9 @@ def all_chunks(sample_wb):
     """Every chunk of the sample knowledge base with its vector, embedded here from scratch."""
     texts, keys = [], []
     for d in sample_wb.store.list_documents():
-        for row in sample_wb.store.get_chunks(d.doc_id):
-            texts.append(row["content"])
-            keys.append(f"{d.doc_id}#chunk-{row['chunk_index']}")
+        for chunk in sample_wb.store.get_chunks(d.doc_id):
+            texts.append(chunk.content)
+            keys.append(f"{d.doc_id}#chunk-{chunk.chunk_index}")
     vectors = sample_wb.embedder.embed_documents(texts)
     return keys, vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 

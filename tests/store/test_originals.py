@@ -78,14 +78,14 @@ def test_killed_right_after_the_commit_the_kept_originals_are_the_new_versions(d
     wb = make_workbench(data, embedder=local_embedder)
     try:
         indexed = {d.doc_id: d for d in wb.store.list_documents()}
-        assert "Paragraph 0 of new" in wb.store.get_chunks("doc.md")[0]["content"]  # the index is on the new version
+        assert "Paragraph 0 of new" in wb.store.get_chunks("doc.md")[0].content  # the index is on the new version
         assert wb.ingestor.original("doc.md") == new and wb.ingestor.original("fresh.md") == fresh
         assert indexed["doc.md"].has_original and indexed["fresh.md"].has_original
         # Killed before their sidecars were renamed committed: recovery did it; the old version's are gone.
         assert sidecar_files(data) == {f"{d.version}.json" for d in indexed.values()}
         reports = wb.ingestor.reindex()
         assert [(r.doc_id, r.status) for r in reports] == [("doc.md", "replaced"), ("fresh.md", "replaced")]
-        assert "Paragraph 0 of new" in wb.store.get_chunks("doc.md")[0]["content"]
+        assert "Paragraph 0 of new" in wb.store.get_chunks("doc.md")[0].content
         assert kept_files(data) == {d.version for d in wb.store.list_documents()}  # the old one's is gone
     finally:
         wb.close()

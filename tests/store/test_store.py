@@ -71,7 +71,7 @@ def test_odd_doc_ids_round_trip_and_never_widen_a_delete(wb) -> None:
     listed = {d.doc_id for d in wb.store.list_documents()}
     assert listed == set(ODD_IDS) | {"keep.md"}
     for doc_id in ODD_IDS:
-        assert [r["doc_id"] for r in wb.store.get_chunks(doc_id)][:1] == [doc_id]
+        assert [c.doc_id for c in wb.store.get_chunks(doc_id)][:1] == [doc_id]
     # The injection-shaped id deletes exactly itself.
     assert wb.ingestor.delete('x" or id != ".md')
     assert {d.doc_id for d in wb.store.list_documents()} == (set(ODD_IDS) | {"keep.md"}) - {'x" or id != ".md'}
@@ -152,7 +152,7 @@ def test_unchanged_replaced_and_no_leftover_versions(wb) -> None:
     assert again.chunks == first.chunks
     [doc] = wb.store.list_documents()
     assert doc.chunks == changed.chunks and len(versions_in_store(wb.store, "doc.md")) == 1
-    assert all("v2" in r["content"] or r["chunk_index"] > 0 for r in wb.store.get_chunks("doc.md"))
+    assert all("v2" in c.content or c.chunk_index > 0 for c in wb.store.get_chunks("doc.md"))
 
 
 class Boom(RuntimeError):
@@ -176,13 +176,13 @@ def test_failure_while_inserting_keeps_the_old_version(wb, monkeypatch) -> None:
     report = wb.ingestor.ingest_uploads([("doc.md", doc_bytes("new", 4))])[0]
     assert report.status == "failed" and "Boom: disk full" in report.error
     # The old version is complete and is the only one searches return; the partial one is hidden.
-    assert [r["content"] for r in wb.store.get_chunks("doc.md")] == [r["content"] for r in old_rows]
+    assert [c.content for c in wb.store.get_chunks("doc.md")] == [c.content for c in old_rows]
     hits = wb.store.search_bm25("Paragraph", 100)
-    assert {h.metadata["version"] for h in hits} == {old_rows[0]["version"]}
+    assert {h.metadata["version"] for h in hits} == {old_rows[0].version}
     assert len(versions_in_store(wb.store, "doc.md")) == 2  # the partial rows are still there...
     monkeypatch.setattr(MilvusStore, "_insert_batch", real_insert)
     assert wb.store.recover() == 1  # ...until recovery removes them
-    assert versions_in_store(wb.store, "doc.md") == {old_rows[0]["version"]}
+    assert versions_in_store(wb.store, "doc.md") == {old_rows[0].version}
     assert wb.ingestor.ingest_uploads([("doc.md", doc_bytes("new", 4))])[0].status == "replaced"
 
 
@@ -264,13 +264,13 @@ def test_process_killed_mid_ingest_leaves_the_old_version_and_recovers(tmp_path:
     store.client.load_collection(store.registry)
     # Before recovery: the old version is complete and is all that searches return.
     assert len(versions_in_store(store, "doc.md")) == 2
-    assert [r["content"] for r in store.get_chunks("doc.md")] == [r["content"] for r in old]
+    assert [c.content for c in store.get_chunks("doc.md")] == [c.content for c in old]
     hits = store.search_dense(local_embedder.embed_query("Paragraph of old"), 100)
-    assert {h.metadata["version"] for h in hits} == {old[0]["version"]}
+    assert {h.metadata["version"] for h in hits} == {old[0].version}
     store.close()
     # Opening normally runs recovery, which removes the partial version.
     wb = make_workbench(data, embedder=local_embedder)
-    assert versions_in_store(wb.store, "doc.md") == {old[0]["version"]}
+    assert versions_in_store(wb.store, "doc.md") == {old[0].version}
     assert [d.chunks for d in wb.store.list_documents()] == [len(old)]
     wb.close()
 

@@ -5,6 +5,8 @@ import json
 import re
 
 from rag_core.chunking import chunk_text
+from rag_core.loaders import load_bytes
+from rag_core.store.rows import stored_chunk
 from tests.ui.apptest_helpers import app_at, texts
 from ui.documents import text_from_chunks
 from ui.tables import chunks_download
@@ -114,16 +116,14 @@ def test_uploaded_file_and_bad_upload(kb):
 def test_text_from_chunks_rebuilds_the_document():
     text = "# A\n\nFirst paragraph here. It goes on.\n\n## B\n\n   Second section text.\n"
     chunks = chunk_text(text, 30, 10)
-    rows = [{"content": c.text, "metadata": {"start": c.start}} for c in chunks]
-    rebuilt = text_from_chunks(rows)
+    doc = load_bytes(text.encode(), "a.md")
+    rebuilt = text_from_chunks([stored_chunk(doc, c, "v1", len(chunks), "2024-01-01T00:00:00Z") for c in chunks])
     assert [rebuilt[c.start:c.end] for c in chunks] == [c.text for c in chunks]
     assert chunk_text(rebuilt, 30, 10) == chunks  # the same chunks: headings stay at line starts
     assert text_from_chunks([]) == ""
 
 
 def test_a_document_without_its_original_is_rebuilt_from_its_chunks(fresh_kb):
-    from rag_core.loaders import load_bytes
-
     fresh_kb.ingestor.ingest_documents([load_bytes(TEXT.encode(), "kept/none.md")])  # keeps no original
     at = app_at(PAGE)
     assert not at.exception

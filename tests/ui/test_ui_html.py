@@ -69,14 +69,6 @@ def test_chunk_card_shows_facts_and_highlights_its_overlap_prefix():
     assert re.search(r'<mark class="overlap"[^>]*>overlap part. </mark>new part', card)
 
 
-def test_chunk_view_from_a_stored_row():
-    row = {"content": "abc", "doc_id": "d.md", "chunk_index": 2,
-           "metadata": {"start": 10, "end": 13, "headingPath": "A > B", "overlapChars": 1}}
-    view = ChunkView.from_row(row)
-    assert (view.index, view.start, view.end, view.heading_path, view.overlap_chars, view.doc_id) == (
-        2, 10, 13, "A > B", 1, "d.md")
-
-
 def test_overlap_summary_lines_explain_boundaries_without_overlap():
     chunks = chunk_text(DOC, 60, 30)
     lines = overlap_summary_lines(overlap_summary(chunks))
