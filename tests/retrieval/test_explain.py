@@ -49,7 +49,7 @@ def port() -> InMemorySearchPort:
 
 
 def why(port, expect, **overrides):
-    return explain(KnowledgeRetriever(port), port, "alpha", expect, **{**PARAMS, **overrides})
+    return explain(KnowledgeRetriever(port), port.store, "alpha", expect, **{**PARAMS, **overrides})
 
 
 def test_the_lookup_is_what_the_cases_assume(port):
@@ -117,11 +117,11 @@ def test_the_reranker_is_part_of_the_story(port):
     """A reranker that loves x3.md lifts it from fused #7... once it is a candidate."""
     model = ScriptedReranker(lambda q, d: 10.0 if d == alpha(3) else 0.0)
     retriever = KnowledgeRetriever(port, reranker=model)
-    e = explain(retriever, port, "alpha", "x3.md", **PARAMS, rerank=RerankParams(candidates=20))
+    e = explain(retriever, port.store, "alpha", "x3.md", **PARAMS, rerank=RerankParams(candidates=20))
     assert e.fix.changes == {"retrieve_k": 7} and e.fix.verified  # reranked to #1 once fetched
     (target,) = e.targets
     assert target.fate == "beyond_retrieve_k"
-    e = explain(retriever, port, "alpha", "x2.md", **PARAMS, rerank=RerankParams(candidates=20))
+    e = explain(retriever, port.store, "alpha", "x2.md", **PARAMS, rerank=RerankParams(candidates=20))
     assert e.targets[0].fused_rank == 6 and e.targets[0].rank == 6 and e.targets[0].rerank_score == 0.0
 
 
@@ -199,11 +199,11 @@ def test_explain_with_an_answer_finds_the_document_and_targets_its_chunks():
     logs = [Chunk(0, SPLIT_DOC[:cut], 0, cut, "", (), 0), Chunk(1, SPLIT_DOC[cut:], cut, len(SPLIT_DOC), "", (), 0)]
     docs = {"logs.md": logs, **DOCS}
     port = InMemorySearchPort(docs)
-    e = explain(KnowledgeRetriever(port), port, "how do I free disk space", None,
+    e = explain(KnowledgeRetriever(port), port.store, "how do I free disk space", None,
                 answer="compressed", search=BM25, retrieve_k=5, return_n=3)
     assert e.expect.doc_id == "logs.md" and e.answer.found and not e.answer.split
     assert [c.evidence_key for c in e.targets] == ["logs.md#chunk-0"]
-    split = explain(KnowledgeRetriever(port), port, "cleanup job flag", "logs.md",
+    split = explain(KnowledgeRetriever(port), port.store, "cleanup job flag", "logs.md",
                     answer="run the cleanup job with the flag --force-purge-archives", search=BM25)
     assert split.answer.split and {c.chunk_index for c in split.targets} == {0, 1}
     assert split.to_dict()["answer"]["split"] is True
@@ -253,7 +253,7 @@ def test_a_split_answer_is_a_chunking_cause_even_when_its_parts_are_evidence():
     cut = SPLIT_DOC.index("with the flag")
     logs = [Chunk(0, SPLIT_DOC[:cut], 0, cut, "", (), 0), Chunk(1, SPLIT_DOC[cut:], cut, len(SPLIT_DOC), "", (), 0)]
     port = InMemorySearchPort({"logs.md": logs})
-    e = explain(KnowledgeRetriever(port), port, "cleanup job flag", "logs.md",
+    e = explain(KnowledgeRetriever(port), port.store, "cleanup job flag", "logs.md",
                 answer="run the cleanup job with the flag --force-purge-archives", search=BM25, retrieve_k=2,
                 return_n=2)
     assert all(c.fate == "kept" for c in e.targets)  # both parts are evidence...

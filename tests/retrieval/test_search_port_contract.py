@@ -1,5 +1,6 @@
 """The KnowledgeSearchPort contract on every adapter: MilvusSearchPort over Milvus Lite and over the
-in-memory ChunkStore (both with the real local embedder), and the in-memory search port."""
+in-memory ChunkStore (both with the real local embedder), and the in-memory search port (the same port
+over the in-memory ChunkStore with the trigram embedder, built by its own constructors)."""
 
 from __future__ import annotations
 
