@@ -445,7 +445,7 @@ def render(record: dict) -> str:
            "ended.\n\n")
     tail = str(TAIL_LEVEL)
     cpu_rows = []
-    setups = (("HTTP (default: lookups queue beyond 2 x cores)", s["http"][tail], 1),
+    setups = (("HTTP (default: lookups queue beyond 4 x cores)", s["http"][tail], 1),
               ("HTTP, no lookup queue (api.lookup-threads 1000)", s.get("http_no_queue", {}).get(tail), 1),
               ("HTTP, two serve processes, clients split", s.get("http_two_processes", {}).get(tail), 2),
               ("in-process (as many threads)", s["in_process"][tail], 1),
