@@ -137,7 +137,7 @@ KEYS: dict[str, Key] = _keys(
         min=1, max=100_000),
     Key("api.max-body-mb", float, 60.0, "Largest request body the HTTP API reads (uploads included).", min=0.001),
     Key("api.lookup-threads", int, 0, "Searches (/v1/search) the HTTP API runs at once; more wait their turn in one "
-        "first-come-first-served queue. 0 = twice the CPU cores.", min=0, max=1000),
+        "first-come-first-served queue. 0 = four times the CPU cores.", min=0, max=1000),
 )
 
 ENV_ALIASES = {"MILVUS_URI": "milvus.uri"}

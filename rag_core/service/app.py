@@ -112,12 +112,13 @@ class Service:
 
 
 def lookup_thread_count(settings: Settings | None) -> int:
-    """How many /v1/search lookups run at once (`api.lookup-threads`; 0 = twice the cores). A lookup is CPU in this
-    process (under one interpreter lock) and in Milvus Lite's: with every request in its own thread, 8 clients
-    share the cores all at once and each finishes late; queued in one place, the earlier ones finish first.
-    Measured with bench/api.py at concurrency 8 on 2 cores: see the `HTTP, no lookup queue` row there."""
+    """How many /v1/search lookups run at once (`api.lookup-threads`; 0 = four times the cores). A lookup is CPU in
+    this process (under one interpreter lock) and in Milvus Lite's: with every request in its own thread, many
+    clients share the cores all at once and each finishes late; queued in one place, the earlier ones finish
+    first. Lookups running together share their Milvus requests (store.coalesce), so a few more than the cores
+    pay: four times beat twice at concurrency 8 and 32 on 2 cores (bench/README.md, "Tail latency")."""
     configured = settings["api.lookup-threads"] if settings is not None else 0
-    return configured or 2 * (os.cpu_count() or 1)
+    return configured or 4 * (os.cpu_count() or 1)
 
 
 async def service_of(request: Request) -> Service:

@@ -29,14 +29,22 @@ router = APIRouter(prefix="/v1", tags=["native"])
 
 # The routes that work on one knowledge base are made by `kb_routes` twice: under `/v1` on the default knowledge
 # base (or `?kb=NAME`), and under `/v1/kbs/{kb}` (kbs.py). One implementation of each.
-def query_kb(svc: Annotated[Service, Depends(service_of)],
-             kb: Annotated[str | None, Query(description="A knowledge base (default: the default one).")] = None
-             ) -> Workbench:
-    return svc.workbench_of(kb)
+async def query_kb(svc: Annotated[Service, Depends(service_of)],
+                   kb: Annotated[str | None, Query(description="A knowledge base (default: the default one).")] = None
+                   ) -> Workbench:
+    return await workbench_of(svc, kb)
 
 
-def path_kb(svc: Annotated[Service, Depends(service_of)], kb: str) -> Workbench:
-    return svc.workbench_of(kb)
+async def path_kb(svc: Annotated[Service, Depends(service_of)], kb: str) -> Workbench:
+    return await workbench_of(svc, kb)
+
+
+async def workbench_of(svc: Service, kb: str | None) -> Workbench:
+    """The default knowledge base's workbench at once; another one from a worker thread (opening it blocks).
+    Async, so that a request on the default knowledge base makes no extra hop to a worker thread."""
+    if not kb or kb == svc.workbench.settings.kb_name:
+        return svc.workbench
+    return await run_in_threadpool(svc.workbench_of, kb)
 
 
 @dataclass(frozen=True)

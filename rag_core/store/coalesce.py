@@ -4,9 +4,8 @@ Milvus searches several vectors (or texts) in one request, and each one's hits a
 of it alone: same ids, same scores, same order (tests/store/test_coalesce.py checks it on dense and BM25). What
 a request costs beyond its queries is then paid once per batch: the gRPC round trip in both processes, the
 plan, and above all the FLAT scan, which reads every vector of the collection from memory once per request
-whatever the number of queries. Measured here at 10k chunks (CPU per query, Milvus Lite + this process): a
-dense search 4.5 ms alone, 2.6 ms in a batch of 4; BM25 2.1 ms alone, 1.2 ms in a batch of 4. bench/api.py
-measures what it changes for `/v1/search` under load.
+whatever the number of queries. bench/api.py measures what it saves (Milvus Lite's CPU and this process's
+per lookup) and what it changes for latency under load: its in-process rows, coalesced against not.
 
 How: a caller whose shape has no batch running starts one at once with itself and whoever queued, so a lone
 lookup never waits. Callers arriving while a batch runs queue; when it ends, the first of them runs the next

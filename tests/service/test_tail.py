@@ -165,10 +165,10 @@ def test_searches_beyond_api_lookup_threads_wait_in_one_queue_and_get_their_own_
         assert without_timings(answer.json()) == without_timings(kb.retriever.lookup(query).to_dict())
 
 
-def test_lookup_threads_default_to_twice_the_cores(kb, monkeypatch):
+def test_lookup_threads_default_to_four_times_the_cores(kb, monkeypatch):
     from rag_core.service import app
 
     monkeypatch.setattr(app.os, "cpu_count", lambda: 3)
-    assert app.lookup_thread_count(kb.settings.with_overrides({"api.lookup-threads": 0})) == 6
+    assert app.lookup_thread_count(kb.settings.with_overrides({"api.lookup-threads": 0})) == 12
     assert app.lookup_thread_count(kb.settings.with_overrides({"api.lookup-threads": 5})) == 5
-    assert app.lookup_thread_count(None) == 6
+    assert app.lookup_thread_count(None) == 12
