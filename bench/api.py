@@ -14,9 +14,11 @@ lookups too); the machine's busy CPU time minus theirs is what other work took m
 busy, N closed-loop clients cannot wait less on average than N x (CPU per lookup) / cores (Little's law): the
 render prints that floor next to the measured figures. Where one request's CPU goes in the API process: query
 by query, an HTTP request (the server's CPU) and the same lookup's steps in this process (thread CPU time).
-A second row runs the same HTTP load against two `serve` processes on one store host (clients split
-between them): what a second worker (a second interpreter lock) would change. In-process at the tail level,
-a last row is the baseline of store.coalesce: the same lookups with each search sending its own requests.
+At the tail level two more HTTP set-ups run in alternating rounds with the default one: two `serve`
+processes on one store host (clients split between them), what a second worker (a second interpreter lock)
+would change; and `api.lookup-threads` at twice the cores, the default before searches were coalesced. In-process
+at the tail level, a last row is the baseline of store.coalesce: the same lookups with each search sending its
+own requests.
 
 The collection is 10k chunks of real text (SciFact abstracts at 800/100) with SYNTHETIC random vectors (as
 in `bench.latency`): the work per search is the same as with real vectors (FLAT is exhaustive).
@@ -293,13 +295,15 @@ def http_levels(data_dir: Path, wb: Any, qs: list[str], requests: dict[int, int]
     out: dict[str, Any] = {"http": {}}
     servers = []
     try:
-        for name, env in (("default", {}), ("second", {}), ("no_queue", {"RAG_API_LOOKUP_THREADS": "1000"})):
+        fewer = str(2 * (os.cpu_count() or 1))  # the default before searches were coalesced
+        for name, env in (("default", {}), ("second", {}), ("fewer", {"RAG_API_LOOKUP_THREADS": fewer})):
             servers.append(start_server(data_dir, env, data_dir / f"serve-{name}.log"))
-        (default, port), (second, port2), (no_queue, port3) = servers
+        (default, port), (second, port2), (fewer_threads, port3) = servers
         lite = lite_server_pid(data_dir)
         setups = {  # name -> (client, meter)
             "http": (HttpSearch(port), CpuMeter({"api": default.pid, "lite": lite, "client": os.getpid()})),
-            "http_no_queue": (HttpSearch(port3), CpuMeter({"api": no_queue.pid, "lite": lite, "client": os.getpid()})),
+            "http_fewer_threads": (HttpSearch(port3), CpuMeter({"api": fewer_threads.pid, "lite": lite,
+                                                                 "client": os.getpid()})),
             "http_two_processes": (HttpSearch(port, port2), CpuMeter({"api": [default.pid, second.pid], "lite": lite,
                                                                        "client": os.getpid()})),
         }
@@ -446,7 +450,8 @@ def render(record: dict) -> str:
     tail = str(TAIL_LEVEL)
     cpu_rows = []
     setups = (("HTTP (default: lookups queue beyond 4 x cores)", s["http"][tail], 1),
-              ("HTTP, no lookup queue (api.lookup-threads 1000)", s.get("http_no_queue", {}).get(tail), 1),
+              ("HTTP, lookups queue beyond 2 x cores (the default before coalescing)",
+               s.get("http_fewer_threads", {}).get(tail), 1),
               ("HTTP, two serve processes, clients split", s.get("http_two_processes", {}).get(tail), 2),
               ("in-process (as many threads)", s["in_process"][tail], 1),
               ("in-process, searches not coalesced (each sends its own requests)",

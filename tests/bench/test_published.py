@@ -63,7 +63,7 @@ def test_the_api_record_shows_the_tail_target_and_the_cpu_floor_it_implies():
     tail = record["search"]["http"]["8"]
     assert record["cores"] >= 1 and set(tail["cpu_ms"]) == {"api", "lite", "client"}
     assert all(tail["cpu_ms"][p] > 0 for p in ("api", "lite"))
-    assert set(record["search"]) >= {"in_process", "in_process_uncoalesced", "http", "http_no_queue",
+    assert set(record["search"]) >= {"in_process", "in_process_uncoalesced", "http", "http_fewer_threads",
                                      "http_two_processes", "load_during"}
     changed = json.loads(json.dumps(record))
     changed["cores"] = 2
