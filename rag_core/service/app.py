@@ -116,7 +116,7 @@ def lookup_thread_count(settings: Settings | None) -> int:
     this process (under one interpreter lock) and in Milvus Lite's: with every request in its own thread, many
     clients share the cores all at once and each finishes late; queued in one place, the earlier ones finish
     first. Lookups running together share their Milvus requests (store.coalesce), so a few more than the cores
-    pay: four times beat twice at concurrency 8 and 32 on 2 cores (bench/README.md, "Tail latency")."""
+    pay: bench/api.py compares four times with twice the cores (the default before)."""
     configured = settings["api.lookup-threads"] if settings is not None else 0
     return configured or 4 * (os.cpu_count() or 1)
 
