@@ -182,6 +182,47 @@ def cpu_budget(wb: Any, http: Callable[[str], None], api: CpuMeter, qs: Sequence
     return budget
 
 
+def stage_times(wb: Any, qs: Sequence[str], requests: int) -> dict[str, Any]:
+    """Where a lookup's wall time goes at the tail level, in-process: each lookup's time embedding the query and
+    in the coalesced search (waiting for the batch in flight, then its own), with its thread's CPU time in each,
+    and the Milvus requests it sent as a batch's leader. Means over every lookup and over the slowest 5 %."""
+    retriever, store, embedder = wb.retriever, wb.retriever.port.store, wb.retriever.port.embedder
+    local, rows = threading.local(), []
+
+    def timed(stage: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            started, cpu = time.perf_counter(), time.thread_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent = local.spent
+                spent[stage] += (time.perf_counter() - started) * 1000
+                spent[f"{stage}_cpu"] += (time.thread_time() - cpu) * 1000
+                spent[f"{stage}_calls"] += 1
+        return call
+
+    def lookup(query: str) -> None:
+        local.spent = dict.fromkeys((f"{stage}{part}" for stage in STAGES for part in ("", "_cpu", "_calls")), 0.0)
+        timed("lookup", retriever.lookup)(query)
+        rows.append(local.spent)
+
+    coalesce = store._coalesce
+    embedder.embed_query = timed("embed", embedder.embed_query)  # instance attributes over the methods
+    store._coalesce = timed("search", coalesce)
+    store._search_request = timed("milvus", store._search_request)
+    try:
+        load(lookup, qs, TAIL_LEVEL, requests)
+    finally:
+        del embedder.embed_query, store._search_request
+        store._coalesce = coalesce
+    slowest = sorted(rows, key=lambda row: row["lookup"])[-max(1, len(rows) // 20):]
+    mean = lambda group: {key: sum(row[key] for row in group) / len(group) for key in group[0]}  # noqa: E731
+    return {"lookups": len(rows), "all": mean(rows), "slowest": mean(slowest)}
+
+
+STAGES = ("lookup", "embed", "search", "milvus")
+
+
 class HttpSearch:
     """One keep-alive connection per client thread; with several ports, threads take them in turn."""
 
@@ -284,6 +325,8 @@ def search_levels(data_dir: Path, qs: list[str], requests: dict[int, int]) -> di
         store._coalesce = coalesced
         for name, parts in runs.items():
             out.setdefault(name, {})[str(TAIL_LEVEL)] = summarized(parts)
+        log(f"api: in-process, concurrency {TAIL_LEVEL}, where a lookup's time goes ...")
+        out["stages"] = stage_times(wb, qs, requests[TAIL_LEVEL])
         out.update(http_levels(data_dir, wb, qs, requests))
     finally:
         wb.close()
@@ -488,6 +531,29 @@ def render(record: dict) -> str:
            "matrix products run outside the lock). Other work = the machine's busy CPU time (psutil) minus these "
            "processes', over the level: the cores the lookups could not have. The load average counts this "
            "benchmark's own threads too.\n\n")
+    st = s.get("stages")
+    if st:
+        a, w = st["all"], st["slowest"]
+        rest = {group: g["lookup"] - g["embed"] - g["search"] for group, g in (("all", a), ("slowest", w))}
+        rest_cpu = {group: g["lookup_cpu"] - g["embed_cpu"] - g["search_cpu"] for group, g in (("all", a),
+                                                                                             ("slowest", w))}
+        rows = [["the lookup", a["lookup"], a["lookup_cpu"], w["lookup"], w["lookup_cpu"]],
+                ["… embedding the query", a["embed"], a["embed_cpu"], w["embed"], w["embed_cpu"]],
+                ["… the search: the batch in flight, then its own", a["search"], a["search_cpu"], w["search"],
+                 w["search_cpu"]],
+                [f"… … of which its batch's Milvus requests, when it led the batch ({fmt(a['milvus_calls'], 2)} "
+                 "per lookup)", a["milvus"], a["milvus_cpu"], w["milvus"], w["milvus_cpu"]],
+                ["… the rest: registry view, fusion, assembly", rest["all"], rest_cpu["all"], rest["slowest"],
+                 rest_cpu["slowest"]]]
+        md += table([f"where a lookup's time goes (in-process, concurrency {tail})", "wall ms (every lookup)",
+                     "CPU ms (its thread)", "wall ms (slowest 5 %)", "CPU ms (slowest 5 %)"], rows, 1)
+        md += (f"\n\nMeans over {st['lookups']} lookups and over their slowest 5 %, one more run after the rounds "
+               "above; CPU = the lookup thread's own CPU time (a batch's leader also decodes the others' hits). Wall "
+               "time minus CPU time is waiting: for a core or the interpreter lock, and in the search also for the "
+               f"batch in flight and Milvus Lite. In the slowest 5 %, the embedding took {fmt(w['embed'], 1)} ms "
+               f"for {fmt(w['embed_cpu'], 1)} ms of CPU, the search {fmt(w['search'], 1)} ms for "
+               f"{fmt(w['search_cpu'], 1)} ms; of their {fmt(w['lookup'], 1)} ms, "
+               f"{fmt(w['lookup'] - w['lookup_cpu'], 1)} ms were spent waiting.\n\n")
     b = s.get("budget_ms")
     if b:
         h1 = s["http"]["1"]["cpu_ms"]

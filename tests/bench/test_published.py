@@ -64,7 +64,7 @@ def test_the_api_record_shows_the_tail_target_and_the_cpu_floor_it_implies():
     assert record["cores"] >= 1 and set(tail["cpu_ms"]) == {"api", "lite", "client"}
     assert all(tail["cpu_ms"][p] > 0 for p in ("api", "lite"))
     assert set(record["search"]) >= {"in_process", "in_process_uncoalesced", "http", "http_fewer_threads",
-                                     "http_two_processes", "load_during"}
+                                     "http_two_processes", "load_during", "stages"}
     changed = json.loads(json.dumps(record))
     changed["cores"] = 2
     changed["search"]["http"]["8"].update(p95=80.0, cpu_ms={"api": 9.0, "lite": 5.0, "client": 0.5})
@@ -72,6 +72,8 @@ def test_the_api_record_shows_the_tail_target_and_the_cpu_floor_it_implies():
     assert "8 x 14.50 ms / 2 cores = 58.0 ms" in text and "measured 80.0 ms (not reached)" in text
     assert "well under 12.5 ms of CPU per lookup" in text
     assert "cannot serve 8 clients in less than 8 x 9.00 = 72.0 ms on average" in text  # the interpreter lock
+    changed["search"]["stages"]["slowest"].update(lookup=90.0, lookup_cpu=11.0)  # waiting = wall - CPU
+    assert "of their 90.0 ms, 79.0 ms were spent waiting" in api.render(changed)
     changed["search"]["http"]["8"]["p95"] = 45.0
     assert "measured 45.0 ms (reached)" in api.render(changed)
     assert api.floor_ms(14.5, 8, 2) == 58.0
