@@ -20,15 +20,20 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from ..errors import StoreError, StoreUnavailableError
 from . import lite_file, lite_lock
-from .lite_internals import LOCAL_GRPC_OPTIONS, LiteServer, is_connection_lost
+from .lite_internals import LOCAL_GRPC_OPTIONS, LiteServer, is_connection_lost, is_starting_up
 
 MODES = ("shared", "exclusive")
+# A Lite server that was just started listens before it is ready: on a busy machine (a full test run) its first
+# calls were seen to fail, as unavailable or as not set up yet (lite_internals.is_starting_up). Such calls are
+# tried again while the server runs, this long.
+CONNECT_WAIT_S = 30.0
 # MilvusClient methods that only read, safe to send again after reconnecting.
 _READS = frozenset({"query", "search", "hybrid_search", "get", "has_collection", "describe_collection",
                     "list_collections", "load_collection", "get_load_state", "get_collection_stats",
@@ -149,7 +154,7 @@ class Client:
         self._what = what  # "the knowledge base data/milvus.db", for messages
         self._connect = connect  # uri -> MilvusClient
         self._link = link
-        self._client = connect(link.uri) if link is not None else connect("")
+        self._client = self._connected(link.uri) if link is not None else connect("")
         self._loaded: set[str] = set()
         self._generation = 0
         self._guard = threading.Lock()
@@ -164,7 +169,7 @@ class Client:
         def call(*args: Any, **kwargs: Any) -> Any:
             generation = self._generation
             try:
-                result = getattr(self._client, name)(*args, **kwargs)
+                result = self._when_ready(name, args, kwargs)
             except Exception as exc:
                 # The error says the connection is gone, or it says something else (a reset stream, a
                 # cancelled call) while the server is in fact gone: either way, reconnect.
@@ -177,7 +182,7 @@ class Client:
                         f"{self._link.describe() if self._link else 'the server'} stopped. The write did not "
                         "complete; what was committed before is intact and a document being replaced keeps its "
                         "previous version. The store is reachable again: run the command again.") from None
-                result = getattr(self._client, name)(*args, **kwargs)
+                result = self._when_ready(name, args, kwargs)
             if name == "load_collection":
                 self._loaded.add(args[0] if args else kwargs["collection_name"])
             return result
@@ -196,7 +201,7 @@ class Client:
             except Exception:  # noqa: BLE001 - the old connection is gone anyway
                 pass
             try:
-                client = self._connect(self._link.reconnect())
+                client = self._connected(self._link.reconnect())
                 for collection in sorted(self._loaded):  # a new server has nothing loaded
                     client.load_collection(collection)
             except StoreError as again:
@@ -208,10 +213,33 @@ class Client:
                     f"({type(again).__name__}: {str(again)[:200]}).") from None
             self._client, self._generation = client, generation + 1
 
+    def _when_ready(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The client's call, again while a Lite server that just started is still setting up."""
+        return _retried(lambda: getattr(self._client, name)(*args, **kwargs),
+                        lambda exc: self._link is not None and is_starting_up(exc))
+
+    def _connected(self, uri: str) -> Any:
+        """A client on the Lite server at `uri`, once the server answers (while it runs)."""
+        link = self._link
+        assert link is not None
+        return _retried(lambda: self._connect(uri), lambda exc: is_connection_lost(exc) and link.alive())
+
     def close(self) -> None:
         self._client.close()
         if self._link is not None:
             self._link.close()
+
+
+def _retried(attempt: Callable[[], Any], transient: Callable[[Exception], bool]) -> Any:
+    """`attempt()`, again every 0.1 s while it fails with a `transient` error, for up to CONNECT_WAIT_S."""
+    deadline = time.monotonic() + CONNECT_WAIT_S
+    while True:
+        try:
+            return attempt()
+        except Exception as exc:
+            if not transient(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(0.1)
 
 
 def _loopback(uri: str) -> bool:

@@ -135,6 +135,14 @@ def is_connection_lost(exc: BaseException) -> bool:
     return False
 
 
+def is_starting_up(exc: BaseException) -> bool:
+    """A Lite server that was just started refusing a call because its storage is not set up yet (an upstream
+    race, seen here under load: create_collection failed with `Mmap manager has not been init`): try again."""
+    from pymilvus.exceptions import MilvusException
+
+    return isinstance(exc, MilvusException) and "Mmap manager has not been init" in str(exc)
+
+
 def is_empty_bm25_error(exc: BaseException) -> bool:
     """BM25 search on a collection without rows (Lite divides by a zero average length)."""
     from pymilvus.exceptions import MilvusException
