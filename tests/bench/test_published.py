@@ -64,7 +64,7 @@ def test_the_api_record_shows_the_tail_target_and_the_cpu_floor_it_implies():
     assert record["cores"] >= 1 and set(tail["cpu_ms"]) == {"api", "lite", "client"}
     assert all(tail["cpu_ms"][p] > 0 for p in ("api", "lite"))
     assert set(record["search"]) >= {"in_process", "in_process_uncoalesced", "http", "http_fewer_threads",
-                                     "http_two_processes", "load_during", "stages"}
+                                     "http_two_processes", "load_during", "stages", "busy"}
     changed = json.loads(json.dumps(record))
     changed["cores"] = 2
     changed["search"]["http"]["8"].update(p95=80.0, cpu_ms={"api": 9.0, "lite": 5.0, "client": 0.5})
@@ -74,6 +74,12 @@ def test_the_api_record_shows_the_tail_target_and_the_cpu_floor_it_implies():
     assert "cannot serve 8 clients in less than 8 x 9.00 = 72.0 ms on average" in text  # the interpreter lock
     changed["search"]["stages"]["slowest"].update(lookup=90.0, lookup_cpu=11.0)  # waiting = wall - CPU
     assert "of their 90.0 ms, 79.0 ms were spent waiting" in api.render(changed)
+    busy = changed["search"]["busy"]
+    busy["embed_default_threads"].update(cpu_ms=28.0, p95=240.0)
+    busy["embed_one_thread"].update(cpu_ms=2.3, p95=10.0)
+    assert "costs more CPU per query embedding: 28.0 ms (p95 240.0 ms) against 2.3 ms (p95 10.0 ms)" in api.render(changed)
+    busy["embed_default_threads"]["cpu_ms"] = 2.0
+    assert "costs no more CPU per query embedding: 2.0 ms" in api.render(changed)
     changed["search"]["http"]["8"]["p95"] = 45.0
     assert "measured 45.0 ms (reached)" in api.render(changed)
     assert api.floor_ms(14.5, 8, 2) == 58.0
