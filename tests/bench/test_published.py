@@ -77,7 +77,8 @@ def test_the_api_record_shows_the_tail_target_and_the_cpu_floor_it_implies():
     busy = changed["search"]["busy"]
     busy["embed_default_threads"].update(cpu_ms=28.0, p95=240.0)
     busy["embed_one_thread"].update(cpu_ms=2.3, p95=10.0)
-    assert "costs more CPU per query embedding: 28.0 ms (p95 240.0 ms) against 2.3 ms (p95 10.0 ms)" in api.render(changed)
+    text = api.render(changed)
+    assert "costs more CPU per query embedding: 28.0 ms (p95 240.0 ms) against 2.3 ms (p95 10.0 ms)" in text
     busy["embed_default_threads"]["cpu_ms"] = 2.0
     assert "costs no more CPU per query embedding: 2.0 ms" in api.render(changed)
     changed["search"]["http"]["8"]["p95"] = 45.0
