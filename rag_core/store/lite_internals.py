@@ -121,6 +121,10 @@ class LiteServer:
     def stop(self) -> None:
         """Stop the binary (waits for it, kills it after 2 s) and remove its socket and lock file."""
         self._server.stop()
+        # milvus_lite's Server removes the lock file by name, and again when it is garbage-collected: by then a new
+        # server may serve the same file (after a reconnect) with a lock file of that name, which must stay (without
+        # it, another program could open the file beside that server). Once stopped, this one's points nowhere.
+        self._server._lock_path = f"{self.uri.removeprefix('unix:')}.stopped"
 
 
 def is_connection_lost(exc: BaseException) -> bool:

@@ -3,6 +3,7 @@ fails after a version change, the workbench's Milvus Lite handling must be check
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import socket
@@ -44,6 +45,26 @@ def test_the_server_attributes_relied_on_exist(tmp_path: Path) -> None:
     for name in ("init", "start", "stop", "uds_path", "_p", "_lock_path"):
         assert hasattr(server, name), name
     assert server.uds_path.startswith("unix:") and server._lock_path.endswith("/.x.db.lock")
+
+
+def test_a_stopped_server_leaves_the_lock_file_of_the_next_one_alone(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    first = LiteServer(db)
+    assert first.start()
+    os.kill(first.pid, signal.SIGKILL)  # died (as in a reconnect), then stopped, then a new server on the file
+    first.stop()
+    second = LiteServer(db)
+    assert second.start()
+    try:
+        lock = lite_internals.lite_lock_file(db)
+        inode = lock.stat().st_ino
+        del first  # milvus_lite's Server stops again when collected, removing its lock file by name
+        gc.collect()
+        assert lock.exists() and lock.stat().st_ino == inode
+        assert second.running()
+    finally:
+        second.stop()
+    assert not lite_internals.lite_lock_file(db).exists()  # its own lock file still goes when it stops
 
 
 @pytest.fixture(scope="module")
