@@ -3,9 +3,9 @@
 Milvus searches several vectors (or texts) in one request, and each one's hits are exactly those of a search
 of it alone: same ids, same scores, same order (tests/store/test_coalesce.py checks it on dense and BM25). What
 a request costs beyond its queries is then paid once per batch: the gRPC round trip in both processes, the
-plan, and above all the FLAT scan, which reads every vector of the collection from memory once per request
-whatever the number of queries. bench/api.py measures what it saves (Milvus Lite's CPU and this process's
-per lookup) and what it changes for latency under load: its in-process rows, coalesced against not.
+plan and the result message. (Milvus Lite's FLAT scan itself is paid mostly per query: a batch of 8 costs
+several single searches.) bench/api.py measures what it saves (Milvus Lite's CPU and this process's per
+lookup) and what it changes for latency under load: its in-process rows, coalesced against not.
 
 How: a caller whose shape has no batch running starts one at once with itself and whoever queued, so a lone
 lookup never waits. Callers arriving while a batch runs queue; when it ends, the first of them runs the next
