@@ -486,9 +486,31 @@ def _output_closed() -> int:
     return EXIT_OUTPUT_CLOSED
 
 
+# The arguments that are text (not paths), as `dest -> how the error names it`. Python turns bytes of an
+# argument that are not UTF-8 into lone surrogates (surrogateescape): fine in a path, which goes back to the
+# same bytes, but text that the embedder or the JSON output would fail on (rag_core.text). Paths (--data-dir,
+# ingest's files, --queries, rebuild --from, eval's SET and --out, ...) are left out on purpose.
+TEXT_ARGUMENTS = {"query": "the query", "question": "the question", "expect": "--expect", "answer": "--answer",
+                  "doc_id": "the doc_id", "doc_ids": "the doc_ids", "prefix": "--prefix", "set": "--set",
+                  "kb": "--kb", "kbs": "--kb", "name": "the name", "from_collection": "--from",
+                  "collection": "--collection", "split": "--split", "by": "--by"}
+
+
+def _check_text_arguments(args: argparse.Namespace) -> None:
+    from .text import check_text
+
+    for dest, shown in TEXT_ARGUMENTS.items():
+        value = getattr(args, dest, None)
+        values = [value] if isinstance(value, str) else value if isinstance(value, (list, tuple)) else []
+        for i, item in enumerate(values):
+            if isinstance(item, str):
+                check_text(item, shown if len(values) == 1 else f"{shown} (argument {i + 1})")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        _check_text_arguments(args)
         overrides = _parse_sets(args.set)
         args.asked = sorted(overrides)
         settings = load_settings(args.data_dir, args.config, overrides=overrides).for_kb(args.kb)

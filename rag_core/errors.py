@@ -15,6 +15,10 @@ class ConfigError(RagError):
     """A setting is missing, malformed or out of range."""
 
 
+class InvalidText(RagError):
+    """Text from outside (a request body, an argument, a file) that is not text: see rag_core.text."""
+
+
 # Why a file was refused, for programs (the HTTP API maps them to 413/415/422/400; ingest reports
 # carry them as `error_code`). The message stays the text for people.
 LOADER_ERROR_CODES = ("too_large", "unsupported", "binary", "undecodable", "bad_name", "empty", "too_much_text",

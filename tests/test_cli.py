@@ -118,3 +118,55 @@ def test_python_dash_m_entry_point(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-m", "rag_core", "--data-dir", str(tmp_path), "docs", "--json"],
                          cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and json.loads(out.stdout) == []
+
+
+def one_error_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "unexpected" not in err, err
+    return lines[0]
+
+
+def test_an_argument_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
+    """Bytes of an argument that are not UTF-8 reach Python as lone surrogates (surrogateescape): refused before
+    anything is opened, in one line (#21 item 5). A real process, so the bytes come from the real argv."""
+    out = subprocess.run([sys.executable, "-m", "rag_core", "--data-dir", str(tmp_path), "search", b"disk \xff"],
+                         cwd=REPO, capture_output=True, timeout=120)
+    assert out.returncode == 2 and out.stdout == b""
+    assert one_error_line(out.stderr.decode()) == (
+        "error: the query: character 6 is the byte 0xFF, which is not UTF-8, near 'disk \\xff'; send it as UTF-8 "
+        "text.")
+    assert not (tmp_path / "milvus.db").exists()
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["explain", "disk", "--expect", "a\udcff.md"], "error: --expect: character 2 is the byte 0xFF"),
+    (["chat", "--offline", "disk", "full\ud800"], "error: the question (argument 2): character 5 is a lone UTF-16"),
+    (["--set", "chat.model=q\udc80", "docs"], "error: --set: character 13 is the byte 0x80"),
+])
+def test_text_arguments_are_checked(kb_dir: Path, capsys, argv: list[str], message: str) -> None:
+    code, out, err = run(capsys, "--data-dir", str(kb_dir), *argv)
+    assert code == 2 and out == "" and one_error_line(err).startswith(message)
+
+
+def test_a_query_file_with_a_lone_surrogate_is_refused_in_one_line(kb_dir: Path, tmp_path: Path, capsys) -> None:
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"query": "disk full"}\n{"id": "two", "query": "disk \\ud800"}\n', encoding="utf-8")
+    code, out, err = run(capsys, "--data-dir", str(kb_dir), "search", "--queries", str(queries), "--json", "--quiet")
+    assert code == 2 and out == ""
+    assert one_error_line(err).startswith(f"error: {queries}, line 2: query: character 6 is a lone UTF-16 surrogate")
+    csv_file = tmp_path / "q.csv"
+    csv_file.write_bytes(b"query\ndisk full\ndisk \xff\n")
+    code, out, err = run(capsys, "--data-dir", str(kb_dir), "search", "--queries", str(csv_file), "--quiet")
+    assert code == 2 and one_error_line(err) == f"error: {csv_file}, line 3: byte 0xFF is not UTF-8; save the file as UTF-8."
+
+
+def test_chat_refuses_a_stdin_line_that_is_not_utf8_and_goes_on(kb_dir: Path, capsys, monkeypatch) -> None:
+    import io
+
+    # What Python makes of piped stdin in the C locale: bytes that are not UTF-8 become surrogates.
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"disk \xff\ndisk full\n"), encoding="utf-8",
+                                                       errors="surrogateescape"))
+    code, out, err = run(capsys, "--data-dir", str(kb_dir), "chat", "--offline")
+    assert code == 2  # a turn failed: a script piping questions learns it
+    assert "error: the question on line 1: character 6 is the byte 0xFF" in err and "Traceback" not in err
+    assert "runbooks/disk_full.md#chunk-" in out  # the next question was answered

@@ -14,6 +14,7 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..config import Settings
+from ..text import text_problem
 from .events import (ContentEvent, DoneEvent, ErrorEvent, Event, NoticeEvent, ToolCallEvent, ToolResultEvent)
 from .session import Session
 
@@ -48,11 +49,15 @@ def cmd_chat(args: argparse.Namespace, settings: Settings, workbench: Workbench 
             return 0 if render_turn(agent.run(question), json_lines=args.json) else EXIT_ERROR
         session = Session()
         failed = False
-        for line in sys.stdin if not sys.stdin.isatty() else _prompt():
+        for number, line in enumerate(sys.stdin if not sys.stdin.isatty() else _prompt(), start=1):
             line = line.strip()
             if line.lower() in ("exit", "quit", ":q"):
                 break
-            if line:
+            problem = text_problem(line)
+            if problem is not None:  # stdin keeps bytes that are not UTF-8 as surrogates (rag_core.text)
+                print(f"error: the question on line {number}: {problem}; send it as UTF-8 text.", file=sys.stderr)
+                failed = True
+            elif line:
                 failed |= not render_turn(agent.run(line, session), json_lines=args.json)
         return EXIT_ERROR if failed else 0  # a script piping questions learns that a turn failed
     finally:

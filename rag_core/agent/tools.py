@@ -31,8 +31,9 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping, Sequence
 
-from ..errors import RagError
+from ..errors import InvalidText, RagError
 from ..retrieval import LookupResult
+from ..text import check_texts
 
 log = logging.getLogger(__name__)
 
@@ -171,15 +172,20 @@ def parse_arguments(raw: str | Mapping[str, Any] | None) -> tuple[dict[str, Any]
     if raw is None:
         return {}, None
     if isinstance(raw, Mapping):
-        return dict(raw), None
-    if not raw.strip():
+        value: Any = dict(raw)
+    elif not raw.strip():
         return {}, None
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        return None, f"{exc.msg} at character {exc.pos}"
+    else:
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            return None, f"{exc.msg} at character {exc.pos}"
     if not isinstance(value, dict):
         return None, f"expected a JSON object, got {type(value).__name__}"
+    try:  # a "\ud800" escape without its pair would fail the search, and the stream (rag_core.text)
+        check_texts(value)
+    except InvalidText as exc:
+        return None, str(exc)
     return value, None
 
 

@@ -48,8 +48,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from ..errors import EvaluationError
+from ..errors import EvaluationError, InvalidText
 from ..records import Document
+from ..text import check_texts
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_KB = REPO_ROOT / "examples" / "kb"
@@ -139,6 +140,10 @@ def _json_objects(lines: Iterable[str], label: str) -> Iterator[tuple[int, dict[
                                   "Write one JSON object per line.") from None
         if not isinstance(value, dict):
             raise EvaluationError(f"{label}, line {line_no}: expected a JSON object, got {type(value).__name__}.")
+        try:  # a "\ud800" escape without its pair: refused here, not deep in the embedder (rag_core.text)
+            check_texts(value)
+        except InvalidText as exc:
+            raise EvaluationError(f"{label}, line {line_no}: {exc}") from None
         yield line_no, value
 
 
@@ -148,7 +153,11 @@ def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     except FileNotFoundError:
         raise EvaluationError(f"{path} does not exist.") from None
     with fh:
-        yield from _json_objects(fh, str(path))
+        try:
+            yield from _json_objects(fh, str(path))
+        except UnicodeDecodeError as exc:
+            raise EvaluationError(f"{path}: byte 0x{exc.object[exc.start]:02X} is not UTF-8; save the file as "
+                                  "UTF-8.") from None
 
 
 def sample_order(doc_id: str) -> str:
@@ -387,7 +396,12 @@ def _rows(data: bytes | str, name: str, required: set[str],
           columns: str) -> Iterator[tuple[str, Mapping[str, Any], bool]]:
     """(where, row, is_csv) for each record of a JSONL or CSV file (chosen by `name`'s extension); blank
     lines and rows are skipped; a CSV header must name the `required` columns (`columns` says which)."""
-    text = data.decode("utf-8-sig") if isinstance(data, bytes) else data
+    try:
+        text = data.decode("utf-8-sig") if isinstance(data, bytes) else data
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise EvaluationError(f"{name}, line {line}: byte 0x{data[exc.start]:02X} is not UTF-8; save the file as "
+                              "UTF-8.") from None
     ext = Path(name).suffix.lower()
     if ext in (".jsonl", ".json", ".ndjson"):
         for line_no, row in _json_objects(text.splitlines(), name):

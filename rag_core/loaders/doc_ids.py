@@ -26,6 +26,7 @@ import unicodedata
 from pathlib import Path
 
 from ..errors import LoaderError
+from ..text import display
 
 MAX_DOC_ID_BYTES = 512
 _BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
@@ -116,12 +117,6 @@ def join_doc_id(folder: str, name: str) -> str:
     "runbooks/a.md". The folder may be spelled like any path (`./runbooks`, `runbooks\\`)."""
     folder = folder.strip().strip("/\\")
     return normalize_doc_id(f"{folder}/{name}" if folder else name)
-
-
-def display(raw: str, limit: int = 120) -> str:
-    shown = "".join(c if c.isprintable() or c == " " else f"\\x{ord(c):02x}" if ord(c) < 256
-                    else f"\\u{ord(c):04x}" for c in raw)
-    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
 
 
 def _bad_name(message: str) -> LoaderError:

@@ -5,9 +5,24 @@ from __future__ import annotations
 
 from typing import Any, Generic, TypeVar
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
+
+from ..text import check_texts
 
 T = TypeVar("T")
+
+
+class Inbound(BaseModel):
+    """A JSON request body. Every string in it (field names, values, nested settings) is checked before any
+    field is read (rag_core.text): a lone UTF-16 surrogate such as `"Question": "disk \\ud800"` is a 400 naming
+    the field, where it would otherwise run a whole turn and fail as a 500 when the answer is encoded."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _texts(cls, data: Any) -> Any:
+        # Raises InvalidText, which pydantic lets through (it wraps only ValueError and AssertionError): the
+        # app's RagError handler answers it with the message as written, in the route's error envelope.
+        return check_texts(data)
 
 
 class Envelope(BaseModel, Generic[T]):
@@ -19,7 +34,7 @@ class Envelope(BaseModel, Generic[T]):
 
 
 # ------------------------------------------------------------------------------------------ /api
-class ChatRequest(BaseModel):
+class ChatRequest(Inbound):
     """SuperBizAgent's chat body: `{"Id": "<session>", "Question": "..."}` (lower-case names work too)."""
 
     model_config = ConfigDict(extra="ignore")
@@ -34,7 +49,7 @@ class ChatRequest(BaseModel):
                            "default one). Not in SuperBizAgent: a client may leave it out.")
 
 
-class ClearRequest(BaseModel):
+class ClearRequest(Inbound):
     model_config = ConfigDict(extra="ignore")
 
     id: str | None = Field(None, validation_alias=AliasChoices("Id", "id", "ID", "sessionId"), max_length=200)
@@ -135,7 +150,7 @@ class DeletedAnswer(BaseModel):
     deleted: str
 
 
-class KnowledgeBaseIn(BaseModel):
+class KnowledgeBaseIn(Inbound):
     """A knowledge base to make: its name and the settings it keeps that differ from the server's."""
 
     model_config = ConfigDict(extra="forbid")
@@ -147,7 +162,7 @@ class KnowledgeBaseIn(BaseModel):
                                      "rag.max-chunks-per-document.")
 
 
-class KnowledgeBaseChange(BaseModel):
+class KnowledgeBaseChange(Inbound):
     model_config = ConfigDict(extra="forbid")
 
     settings: dict[str, Any] = Field(description="The chunking or search settings to change (not the embedder).")

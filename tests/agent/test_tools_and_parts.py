@@ -70,6 +70,11 @@ def test_the_toolbox_answers_mistakes_with_error_objects() -> None:
     assert 'Call it again with a JSON object such as {"city": "..."}' in bad_json.output.error
 
     assert "expected a JSON object, got list" in box.run("forecast", "[1]").output.error
+    # A "\ud800" escape without its pair is not text: the model is told, nothing runs on it (#21 item 5).
+    broken = box.run("forecast", '{"city": "Hang\\ud800"}')
+    assert broken.malformed and broken.arguments is None
+    assert "city: character 5 is a lone UTF-16 surrogate (U+D800" in broken.output.error
+    assert box.run("forecast", {"city": "x\udcff"}).malformed
     assert "must be a whole number" in box.run("forecast", {"city": "x", "days": "2"}).output.error
     assert 'must be one of "c", "f"' in box.run("forecast", {"city": "x", "unit": "k"}).output.error
     assert box.run("boom", "").output.error.startswith("The tool boom failed unexpectedly")

@@ -190,9 +190,13 @@ def test_user_jsonl_and_csv_formats(tmp_path: Path) -> None:
     ("query,relevant\nx,\n", "s.csv", r"s.csv, line 2: `relevant` is missing"),
     ("query,relevant\nx,a,b\n", "s.csv", r"more values than columns"),
     ("\n\n", "s.jsonl", r"contains no queries"),
+    ('{"query": "a", "relevant": ["d"]}\n{"query": "b \\ud800", "relevant": ["d"]}\n', "s.jsonl",
+     r"s.jsonl, line 2: query: character 3 is a lone UTF-16 surrogate \(U\+D800"),
+    ('{"query": "a", "relevant": ["d\\udcff"]}\n', "s.jsonl", r"line 1: relevant\[0\]: character 2 is the byte 0xFF"),
+    (b"query,relevant\nx\xff,d\n", "s.csv", r"s.csv, line 2: byte 0xFF is not UTF-8"),
     ("query,relevant\n", "s.txt", r"use a .jsonl or .csv file"),
 ])
-def test_malformed_user_sets_say_what_and_where(text: str, name: str, message: str | None) -> None:
+def test_malformed_user_sets_say_what_and_where(text: str | bytes, name: str, message: str | None) -> None:
     if message is None:
         assert parse_user_set(text, name)[0].relevant == {"d.md": 1}
         return
