@@ -83,7 +83,7 @@ class NoticeEvent(_Event):
 
     kinds: "retry" (a model call failed in a way worth another try; waiting), "malformed_tool_call" (the model
     sent arguments that were not JSON; it was told and the turn goes on), "length" (the answer was cut at
-    chat.max-tokens).
+    chat.max-tokens), "query_shortened" (offline mode searched for a long question's first 4,000 characters).
     """
 
     kind: str

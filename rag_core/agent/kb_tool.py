@@ -10,6 +10,7 @@ from typing import Any
 
 from ..errors import RagError
 from ..retrieval import KnowledgeRetriever, LookupResult
+from ..retrieval.retriever import MAX_QUERY_CHARS, fit_query
 from .tools import Tool, ToolOutput
 
 TOOL_NAME = "search_knowledge_base"
@@ -19,14 +20,22 @@ NO_RESULTS = ("No results in the knowledge base for this query. Try other keywor
               "cover it.")
 
 
-def tool_payload(result: LookupResult) -> dict[str, Any]:
-    """The JSON object the model receives for a lookup (the debugger shows the same)."""
+def tool_payload(result: LookupResult, asked: str | None = None) -> dict[str, Any]:
+    """The JSON object the model receives for a lookup (the debugger shows the same). `asked`: the query as the
+    caller gave it, when the search was for a shortened one (`shortened_note` says so in `note`)."""
     items = [{"document_id": p.document_id, "source": p.source, "content": p.content, "score": p.score,
               "truncated": p.truncated} for p in result.projection.items]
     data: dict[str, Any] = {"query": result.query, "results": items}
+    if asked is not None and fit_query(asked) != asked.strip():
+        data["note"] = shortened_note(asked)
     if not items:
         data["message"] = NO_RESULTS
     return data
+
+
+def shortened_note(asked: str, what: str = "query") -> str:
+    return (f"The {what} has {len(asked.strip()):,} characters; the knowledge base was searched for its first "
+            f"{len(fit_query(asked)):,} (searches take at most {MAX_QUERY_CHARS:,}).")
 
 
 def knowledge_base_tool(retriever: KnowledgeRetriever, **lookup_overrides: Any) -> Tool:
@@ -49,10 +58,12 @@ def knowledge_base_tool(retriever: KnowledgeRetriever, **lookup_overrides: Any) 
             query: What to look for: a focused question or key terms, preferably in the language of the documents (Chinese or English).
         """
         try:
-            result = retriever.lookup(query, **lookup_overrides)
+            # Shortened, not refused, when longer than a search takes: offline mode searches for the question
+            # (up to twice as long), and a model that pasted a long text is better served than told to retry.
+            result = retriever.lookup(fit_query(query) if isinstance(query, str) else query, **lookup_overrides)
         except RagError as exc:
             return ToolOutput.failure(f"The knowledge base search failed: {exc}")
         keys = tuple(p.document_id for p in result.projection.items)
-        return ToolOutput(tool_payload(result), lookup=result, evidence_keys=keys)
+        return ToolOutput(tool_payload(result, query), lookup=result, evidence_keys=keys)
 
     return Tool.from_function(search_knowledge_base, TOOL_NAME)

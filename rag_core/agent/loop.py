@@ -17,8 +17,9 @@ from typing import Any, Callable, Generator, Iterator, Mapping
 
 from .citations import check_citations
 from .events import ContentEvent, DoneEvent, ErrorEvent, Event, NoticeEvent, ToolCallEvent, ToolResultEvent
-from .kb_tool import TOOL_NAME as KB_TOOL
+from .kb_tool import TOOL_NAME as KB_TOOL, shortened_note
 from ..ports import ChatModel
+from ..retrieval.retriever import MAX_QUERY_CHARS
 from .model import AssistantReply, ChatModelError, Retrying, ToolCallRequest
 from .offline import compose
 from .prompt import SYSTEM_PROMPT
@@ -27,6 +28,8 @@ from .tools import Toolbox, ToolRun, parse_arguments
 
 log = logging.getLogger(__name__)
 
+# Twice what one search takes (retrieval.retriever.MAX_QUERY_CHARS): a model reads the question and writes its own
+# queries; offline mode searches for the question shortened to that limit, and says so (a "query_shortened" notice).
 MAX_QUESTION_CHARS = 8000
 
 
@@ -168,6 +171,8 @@ class Agent:
         if KB_TOOL not in self.toolbox:
             yield ErrorEvent("Offline mode needs the knowledge-base tool, and it is not configured.", "internal", 1)
             return
+        if len(question) > MAX_QUERY_CHARS:  # the tool searches for the question shortened (kb_tool.fit_query)
+            yield NoticeEvent("query_shortened", shortened_note(question, "question"), 1)
         run = yield from self._call_tool("offline-1", KB_TOOL, json.dumps({"query": question}, ensure_ascii=False), 1)
         if not run.output.ok:
             yield ErrorEvent(run.output.error or "The knowledge base search failed.", "tool", 1)

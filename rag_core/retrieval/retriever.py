@@ -24,7 +24,22 @@ from .postprocess import PostProcessed, postprocess
 from .projection import Budgets, Projection, project
 from .rerank import RerankParams, rerank_hits
 
+# The longest query a lookup takes, from every caller (debugger, CLI, API, the agent's tool). Questions to the
+# agent may be twice as long (agent.loop.MAX_QUESTION_CHARS: a model reads them and writes its own, shorter
+# queries); where the agent searches for text it was given (offline mode searches for the question itself, and a
+# model may paste a long text into its call) it searches for `fit_query(text)`, never past this limit.
 MAX_QUERY_CHARS = 4000
+
+
+def fit_query(text: str, limit: int = MAX_QUERY_CHARS) -> str:
+    """`text` stripped, and cut to at most `limit` characters when longer: at the last space or line break in its
+    final tenth when there is one (a whole last word), else at the limit."""
+    text = (text or "").strip()
+    if len(text) <= limit:
+        return text
+    cut = text[:limit + 1]
+    space = max(cut.rfind(" "), cut.rfind("\n"))
+    return (cut[:space] if space >= limit * 0.9 else cut[:limit]).rstrip()
 
 
 @dataclass(frozen=True)

@@ -231,3 +231,20 @@ def test_length_cut_is_noticed(kb, chat_server) -> None:
     chat_server.reply(Completion.say("A long answ", finish_reason="length"))
     events = run(make_agent(kb, make_model(chat_server)), "explain everything")
     assert [n.kind for n in of(events, NoticeEvent)] == ["length"] and events[-1].type == "done"
+
+
+def test_a_query_longer_than_a_search_takes_is_searched_for_shortened(kb, chat_server) -> None:
+    """A model that pastes a long text into its call gets results for its first 4,000 characters, and is told so,
+    instead of a failed call and another round trip (#21 item 6)."""
+    from rag_core.retrieval.retriever import MAX_QUERY_CHARS
+
+    long_query = "disk full on node " * 300  # 5,400 characters
+    chat_server.reply(Completion.calls(tool_call("search_knowledge_base", {"query": long_query})),
+                      Completion.say("Done."))
+    events = run(make_agent(kb, make_model(chat_server)), "Why is the disk full?")
+    [result] = of(events, ToolResultEvent)
+    assert result.ok and result.lookup is not None and len(result.lookup.query) <= MAX_QUERY_CHARS
+    assert result.lookup.query == long_query[:4000]  # a whole last word ("... on node disk"), the limit is a space
+    assert result.result["note"] == ("The query has 5,399 characters; the knowledge base was searched for its first "
+                                     "4,000 (searches take at most 4,000).")
+    assert tool_results(chat_server.requests[-1])[0]["note"] == result.result["note"]  # what the model read

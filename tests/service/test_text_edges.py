@@ -1,5 +1,5 @@
-"""Text that is not text (a lone UTF-16 surrogate) is refused where it enters the service: a 400 naming the field,
-in the route's error envelope, never a 500 with a traceback or an "unexpected error" stream (#21 item 5)."""
+"""Text at the service's edges (#21 items 5 and 6): text that is not text (a lone UTF-16 surrogate) is a 400 naming
+the field, never a 500 with a traceback or an "unexpected error" stream; questions longer than a search."""
 
 from __future__ import annotations
 
@@ -64,3 +64,21 @@ def test_query_strings_cannot_carry_one(client: httpx.Client) -> None:
     become U+FFFD, a character, so the search runs."""
     r = client.get("/v1/search?query=disk%ED%A0%80")
     assert r.status_code == 200 and r.json()["query"] == "disk\ufffd\ufffd\ufffd"
+
+
+def test_a_question_longer_than_a_search_is_answered_for_its_first_4000_characters(client: httpx.Client) -> None:
+    """Questions take up to 8,000 characters, searches 4,000: offline mode searches for the question's first 4,000
+    and says so, where it used to fail the turn with 'The query has 4999 characters; the limit is 4000'."""
+    question = "What do I do when the disk is full? " * 150  # 5,400 characters
+    r = client.post("/api/chat", json={"Question": question})
+    data = r.json()["data"]
+    assert r.status_code == 200 and data["success"] is True, data["errorMessage"]
+    assert data["notices"] == ["The question has 5,399 characters; the knowledge base was searched for its first "
+                               "4,000 (searches take at most 4,000)."]
+    [call] = data["toolCalls"]
+    assert call["ok"] and any(k.startswith("runbooks/disk_full.md#chunk-") for k in call["evidenceKeys"])
+
+    r = client.post("/api/chat", json={"Question": "x" * 8001})
+    assert r.json()["data"]["errorMessage"].startswith("The question has 8001 characters; the limit is 8000.")
+    r = client.get("/v1/search", params={"query": "x" * 4001})  # a search itself is never shortened unasked
+    assert r.status_code == 400 and "the limit is 4000" in r.json()["error"]["message"]
