@@ -309,12 +309,26 @@ class Ingestor:
             # An upload's name is used as given (normalised, `..` and absolute paths refused), so a
             # browser upload of "cpu_high.md" into folder "runbooks" gets "runbooks/cpu_high.md".
             doc_id = loaders.join_doc_id(prefix, source.name)
-            return self._load_bytes(source.data, doc_id), source.data
+            doc = self._load_bytes(source.data, doc_id)
+            return self._earlier_spelling(doc, loaders.legacy_doc_id(source.name, prefix)), source.data
         if source.path is None:
             raise source.failure or RagError(f"{source.name}: nothing to read")
         # The bytes decoded are the bytes kept: the file is read once (a second read could see another file).
         doc_id, data = loaders.read_path(source.path, source.root, prefix=prefix, max_bytes=self.max_bytes)
-        return self._load_bytes(data, doc_id), data
+        try:
+            legacy = loaders.doc_id_for(source.path, source.root, prefix, fold=False)
+        except RagError:
+            legacy = ""
+        return self._earlier_spelling(self._load_bytes(data, doc_id), legacy), data
+
+    def _earlier_spelling(self, doc: Document, legacy: str) -> Document:
+        """`doc`, or `doc` under the id an earlier release gave its name (`legacy`, see loaders.doc_ids) when a
+        document has that id and none has the new one: it is replaced, not joined by a twin that reads the same.
+        Asks the registry only for the few names the new rule spells differently."""
+        if not legacy or legacy == doc.doc_id:
+            return doc
+        indexed = self.store.fingerprints([doc.doc_id, legacy])
+        return replace(doc, doc_id=legacy) if legacy in indexed and doc.doc_id not in indexed else doc
 
     def _load_bytes(self, data: bytes, doc_id: str) -> Document:
         return loaders.load_bytes(data, doc_id, max_bytes=self.max_bytes, max_text_chars=self.max_text_chars)

@@ -28,6 +28,7 @@ from rag_core.loaders import (
     join_doc_id,
     load_bytes,
     load_path,
+    legacy_doc_id,
     normalize_doc_id,
 )
 
@@ -166,6 +167,20 @@ def make_docx() -> bytes:
         ("cafe\u0301.md", "caf\u00e9.md"),  # macOS NFD -> NFC
         ("a...b/x..y.md", "a...b/x..y.md"),
         ("semi;colon & ampersand #hash.md", "semi;colon & ampersand #hash.md"),
+        # Look-alikes read the same, so they are the same id (#21 item 6): NFKC, invisible characters dropped.
+        ("x\u200b.md", "x.md"),  # zero-width space
+        ("\ufeffnotes\u2060.md", "notes.md"),  # BOM, word joiner
+        ("soft\u00adhyphen.md", "softhyphen.md"),
+        ("a\uff0fb.md", "a/b.md"),  # fullwidth solidus: a folder, as it reads
+        ("runbooks\uff3ccpu.md", "runbooks/cpu.md"),  # fullwidth reverse solidus
+        ("\uff52\uff45\uff50\uff4f\uff52\uff54\uff11.md", "report1.md"),  # fullwidth letters and digit
+        ("手册\uff08第二版\uff09.md", "手册(第二版).md"),
+        ("\u3000spaced\u3000.md", "spaced .md"),  # ideographic spaces are spaces
+        ("cafe\u200b\u0301.md", "caf\u00e9.md"),  # the accent composes once the space between is gone
+        ("\U0001F3F4\U000E0067\U000E0062\U000E0065\U000E006E\U000E0067\U000E007F flag.md",  # England's flag
+         "\U0001F3F4\U000E0067\U000E0062\U000E0065\U000E006E\U000E0067\U000E007F flag.md"),
+        ("\u2764\ufe0f\u200d\U0001F525.md", "\u2764\ufe0f\u200d\U0001F525.md"),  # heart on fire: ZWJ kept
+        ("a\u200db.md", "ab.md"),  # a joiner between letters draws nothing
     ],
 )
 def test_normalize_doc_id_accepts_and_canonicalises(raw: str, expected: str) -> None:
@@ -185,6 +200,12 @@ def test_normalize_doc_id_accepts_and_canonicalises(raw: str, expected: str) -> 
         ("C:\\Users\\me\\notes.md", ("C:\\Users\\me\\notes.md", "absolute paths are not allowed")),
         ("c:notes.md", ("absolute paths are not allowed",)),
         ("\\\\server\\share\\notes.md", ("absolute paths are not allowed",)),
+        ("C:\\Windows\\x.md", ("C:\\Windows\\x.md: a Windows path", "send the file's name")),
+        ("d:/data/x.md", ("a Windows path",)),
+        ("C\uff1a\uff3cx.md", ("a Windows path",)),  # fullwidth colon and backslash read as C:\\
+        ("\u2024\u2024/x.md", ("'..'",)),  # one-dot leaders read as ..
+        ("\u200b", ("file name is empty",)),
+        ("x\u200e\u202e.md", ("text-direction control (U+202E)",)),
         ("bad\x00name.md", ("bad\\x00name.md", "NUL byte")),
         ("bad\nname.md", ("bad\\x0aname.md", "control character (U+000A)")),
         ("bad\x1bname.md", ("control character (U+001B)",)),
@@ -214,7 +235,14 @@ def test_normalize_doc_id_either_refuses_or_returns_a_safe_canonical_id(raw: str
     assert all(seg not in ("", ".", "..") for seg in doc_id.split("/"))
     assert not any(unicodedata.category(c) == "Cc" for c in doc_id)
     assert len(doc_id.encode("utf-8")) <= 512
-    assert doc_id == unicodedata.normalize("NFC", doc_id)
+    assert doc_id == unicodedata.normalize("NFKC", doc_id)
+    assert all(unicodedata.category(c) != "Cf" or c == "\u200d" or 0xE0020 <= ord(c) <= 0xE007F for c in doc_id)
+
+
+def test_an_earlier_releases_doc_id_is_known_for_names_the_rule_now_folds() -> None:
+    assert legacy_doc_id("手册\uff08第二版\uff09.md") == "手册\uff08第二版\uff09.md"
+    assert legacy_doc_id("x\u200b.md") == "x\u200b.md" and legacy_doc_id("../x.md") == ""
+    assert legacy_doc_id("cafe\u0301.md") == normalize_doc_id("cafe\u0301.md") == "caf\u00e9.md"
 
 
 def test_normalize_doc_id_length_limit_counts_utf8_bytes() -> None:

@@ -15,7 +15,7 @@ Everything other modules use is importable from `rag_core.loaders`. Every refusa
 whose `code` says why, for programs (`rag_core.errors.LOADER_ERROR_CODES`).
 """
 
-from .doc_ids import MAX_DOC_ID_BYTES, doc_id_for, join_doc_id, normalize_doc_id
+from .doc_ids import MAX_DOC_ID_BYTES, doc_id_for, join_doc_id, legacy_doc_id, normalize_doc_id
 from .folders import iter_files
 from .formats import SUPPORTED_EXTENSIONS, TEXT_EXTENSIONS
 from .limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_TEXT_CHARS
@@ -23,5 +23,5 @@ from .load import load_bytes, load_path, read_path
 
 __all__ = [
     "DEFAULT_MAX_BYTES", "DEFAULT_MAX_TEXT_CHARS", "MAX_DOC_ID_BYTES", "SUPPORTED_EXTENSIONS", "TEXT_EXTENSIONS",
-    "doc_id_for", "iter_files", "join_doc_id", "load_bytes", "load_path", "normalize_doc_id", "read_path",
+    "doc_id_for", "iter_files", "join_doc_id", "legacy_doc_id", "load_bytes", "load_path", "normalize_doc_id", "read_path",
 ]

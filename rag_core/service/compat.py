@@ -19,6 +19,7 @@ from .errors import ApiError, refusal_status
 from .models import ChatAnswer, ChatRequest, ClearRequest, Envelope, HistoryPair, SessionInfo, ToolCallInfo, UploadInfo
 from .sessions import DEFAULT_USER
 from .streaming import sse
+from .uploads import upload_name
 
 router = APIRouter(prefix="/api", tags=["SuperBizAgent compatible"])
 
@@ -112,7 +113,7 @@ async def upload(svc: Annotated[Service, Depends(service_of)], file: Annotated[U
     """The upload page's ingest: doc_id = `folder/file name` (the same rules as a folder ingest), versioned
     swap, original kept. A refused file answers its status (413 too large, 415 unsupported or binary,
     422 undecodable or empty, 400 bad name) with `code` equal to it and the reason in `message`."""
-    name = file.filename or ""
+    name = upload_name(file)  # a Windows path as sent, refused below (python-multipart cuts it: uploads.py)
     data = await file.read()
     wb = await run_in_threadpool(svc.workbench_of, kb or None)
     reports = await run_in_threadpool(wb.ingestor.ingest_uploads, [(name, data)], prefix=folder)

@@ -23,6 +23,7 @@ from ..store.milvus import is_lite
 from .app import Service, service_of
 from .errors import ApiError, refusal_status
 from .models import ChunkOut, ChunksAnswer, DeletedAnswer, IngestAnswer
+from .uploads import upload_name
 
 router = APIRouter(prefix="/v1", tags=["native"])
 
@@ -132,7 +133,7 @@ def kb_routes(router: APIRouter, prefix: str, chosen: Callable[..., Workbench]) 
         `http_status` it would have alone); when all failed, the first failure's status (413/415/422/400).
         A replaced or unchanged file's `diff` counts its chunks added, removed and unchanged (by content) and
         lists the added and removed ones."""
-        uploads = [(f.filename or "", await f.read()) for f in files]
+        uploads = [(upload_name(f), await f.read()) for f in files]
         _refuse_duplicates([name for name, _ in uploads], folder)
         reports = await run_in_threadpool(wb.ingestor.ingest_uploads, uploads, prefix=folder, force=force)
         out = []
@@ -152,7 +153,7 @@ def kb_routes(router: APIRouter, prefix: str, chosen: Callable[..., Workbench]) 
                 summary=f"A document's chunks in order (its active version) in {where}")
     def document_chunks(doc_id: str, wb: Workbench = chosen_kb) -> ChunksAnswer:
         """doc_ids contain slashes: `.../documents/runbooks/cpu_high.md/chunks`."""
-        doc_id = _doc_id(doc_id)
+        doc_id = _doc_id(wb, doc_id)
         rows = wb.store.get_chunks(doc_id)
         if not rows:
             raise ApiError(404, "not_found", f"No document {doc_id!r} in the knowledge base (GET .../documents "
@@ -168,7 +169,7 @@ def kb_routes(router: APIRouter, prefix: str, chosen: Callable[..., Workbench]) 
     def delete_document(doc_id: str, wb: Workbench = chosen_kb) -> DeletedAnswer:
         """Its chunks, its registry entry and its kept original. doc_ids contain slashes:
         `DELETE .../documents/runbooks/cpu_high.md`."""
-        doc_id = _doc_id(doc_id)
+        doc_id = _doc_id(wb, doc_id)
         if not wb.ingestor.delete(doc_id):
             raise ApiError(404, "not_found", f"No document {doc_id!r} in the knowledge base (GET .../documents "
                            "lists them).")
@@ -191,9 +192,12 @@ def _refuse_duplicates(names: list[str], folder: str) -> None:
         seen[doc_id] = name
 
 
-def _doc_id(raw: str) -> str:
+def _doc_id(wb: Workbench, raw: str) -> str:
+    """The document `raw` names: itself when one has exactly that id (one indexed under an earlier release's rule
+    keeps it, see loaders.doc_ids), else its canonical spelling."""
     try:
-        return loaders.normalize_doc_id(raw)
+        loaders.normalize_doc_id(raw)  # a name ingest refuses (`..`, a NUL) never reaches the store
+        return wb.ingestor.resolve_doc_id(raw)
     except LoaderError as exc:
         raise ApiError(400, "bad_request", str(exc)) from None
 

@@ -3,10 +3,13 @@ the field, never a 500 with a traceback or an "unexpected error" stream; questio
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import httpx
 import pytest
+
+from rag_core.loaders import load_bytes
 
 JSON = {"Content-Type": "application/json"}
 
@@ -82,3 +85,67 @@ def test_a_question_longer_than_a_search_is_answered_for_its_first_4000_characte
     assert r.json()["data"]["errorMessage"].startswith("The question has 8001 characters; the limit is 8000.")
     r = client.get("/v1/search", params={"query": "x" * 4001})  # a search itself is never shortened unasked
     assert r.status_code == 400 and "the limit is 4000" in r.json()["error"]["message"]
+
+
+# ------------------------------------------------------------------------------------------ upload names
+NOTE = "# Note\n\nThe original x.md, which nothing may replace unasked.\n".encode()
+
+
+def versions(client: httpx.Client, folder: str) -> dict[str, str]:
+    docs = client.get("/v1/documents").json()
+    return {d["doc_id"]: d["version"] for d in docs if d["doc_id"].startswith(folder + "/")}
+
+
+@pytest.fixture
+def edges(client: httpx.Client) -> str:
+    """A folder of the shared knowledge base holding `edges/x.md`; emptied again afterwards."""
+    r = client.post("/v1/documents", files={"files": ("x.md", NOTE)}, data={"folder": "edges"})
+    assert r.status_code == 200, r.text
+    yield "edges"
+    for doc_id in versions(client, "edges"):
+        assert client.delete(f"/v1/documents/{doc_id}").status_code == 200
+
+
+@pytest.mark.parametrize("name", ["C:\\Windows\\x.md", "\\\\server\\share\\x.md"])
+def test_a_windows_path_never_replaces_a_document_of_its_last_name(client: httpx.Client, edges: str, name: str) -> None:
+    """python-multipart cuts `C:\\Windows\\x.md` to `x.md` (for IE6); the name as sent is refused in one line."""
+    before = versions(client, edges)
+    other = b"# Other\n\nSomething else entirely.\n"
+    r = client.post("/v1/documents", files={"files": (name, other)}, data={"folder": edges})
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    assert error["code"] == "bad_name" and one_line(error["message"]).startswith(f"edges/{name}: a Windows path")
+    assert error["data"]["reports"][0]["path"] == name
+    r = client.post("/api/upload", files={"file": (name, other)}, data={"folder": edges})
+    assert r.status_code == 400 and r.json()["data"]["fileName"] == name and "a Windows path" in r.json()["message"]
+    assert versions(client, edges) == before  # x.md is the one it was
+    chunks = client.get(f"/v1/documents/{edges}/x.md/chunks").json()["chunks"]
+    assert "nothing may replace unasked" in chunks[0]["content"]
+
+
+def test_look_alike_names_are_the_document_they_read_as(client: httpx.Client, edges: str) -> None:
+    r = client.post("/v1/documents", files={"files": ("x\u200b.md", NOTE + b"More.\n")}, data={"folder": edges})
+    [report] = r.json()["reports"]
+    assert (report["path"], report["doc_id"], report["status"]) == ("x\u200b.md", "edges/x.md", "replaced")
+    r = client.post("/api/upload", files={"file": ("sub\uff0fy.md", NOTE)}, data={"folder": edges})
+    assert r.status_code == 200 and r.json()["data"]["docId"] == "edges/sub/y.md"  # the folder it reads as
+    assert sorted(versions(client, edges)) == ["edges/sub/y.md", "edges/x.md"]
+    # Two spellings of one document in one request are one document twice: refused before anything is written.
+    r = client.post("/v1/documents", files=[("files", ("z.md", NOTE)), ("files", ("\ufeffz.md", NOTE))],
+                    data={"folder": edges})
+    assert r.status_code == 409 and "edges/z.md" in r.json()["error"]["message"]
+
+
+def test_a_document_indexed_under_an_earlier_spelling_is_replaced_not_twinned(client: httpx.Client, kb,
+                                                                               edges: str) -> None:
+    """Earlier releases kept `（` and invisible characters in doc_ids: such a document keeps its id, and the
+    same name uploaded again replaces it (instead of adding `手册(第二版).md` next to it)."""
+    legacy = f"{edges}/手册\uff08第二版\uff09.md"
+    doc = load_bytes(NOTE, "x.md")
+    [report] = kb.ingestor.ingest_documents([dataclasses.replace(doc, doc_id=legacy)])  # as an earlier release wrote
+    assert report.status == "added" and legacy in versions(client, edges)
+    r = client.post("/api/upload", files={"file": ("手册\uff08第二版\uff09.md", NOTE + b"Second edition.\n")},
+                    data={"folder": edges})
+    assert r.status_code == 200 and (r.json()["data"]["docId"], r.json()["data"]["status"]) == (legacy, "replaced")
+    assert set(versions(client, edges)) == {legacy, f"{edges}/x.md"}
+    assert client.get(f"/v1/documents/{legacy}/chunks").status_code == 200  # reachable by the id it is listed under
