@@ -12,6 +12,7 @@ import streamlit as st
 
 from rag_core.agent.kb_tool import tool_payload
 from rag_core.errors import RagError
+from rag_core.rerank.circuit import times
 from rag_core.retrieval import SearchOptions
 from rag_core.retrieval.compare import compare_lookups
 from ui.charts import rerank_movement_figure, score_by_rank_figure
@@ -64,6 +65,10 @@ if reranker is not None:
     candidates = r2.slider("rerank candidates (top hits sent to the model)", 1, 200, defaults.rerank.candidates,
                            key="rerank_candidates", disabled=not use_rerank, **bound)
     rerank = replace(defaults.rerank, enabled=use_rerank, candidates=candidates)
+    circuit = reranker.state() if callable(getattr(reranker, "state", None)) else None  # rerank.circuit
+    if circuit is not None and circuit.state != "closed":
+        st.caption(f"Searches skip this reranker: it failed {times(circuit.failures)} in a row "
+                   f"({circuit.last_error}); tried again in {circuit.retry_in_s:.0f} s.")
 else:
     st.caption("No reranker: set `rerank.provider` to reorder the candidates with a reranking model.")
 compare = st.toggle("Compare side by side", key="compare", help="Run the query a second time (B) against another "

@@ -299,10 +299,18 @@ if TYPE_CHECKING:
 
 
 def build_reranker(settings: Settings, env: Mapping[str, str] | None = None) -> Reranker | None:
-    """The configured reranker, or None when rerank.provider = none. The key is read here."""
-    provider = settings["rerank.provider"]
-    if provider == "none":
+    """The configured reranker behind its circuit breaker (rerank.circuit), or None when rerank.provider = none.
+    The key is read here."""
+    from .rerank.circuit import GuardedReranker
+
+    if settings["rerank.provider"] == "none":
         return None
+    return GuardedReranker(_rerank_adapter(settings, env), failures=settings["rerank.circuit-failures"],
+                           cooldown=settings["rerank.circuit-cooldown"])
+
+
+def _rerank_adapter(settings: Settings, env: Mapping[str, str] | None) -> Reranker:
+    provider = settings["rerank.provider"]
     common = dict(timeout=settings["rerank.timeout"], max_retries=settings["rerank.max-retries"])
     key_env = settings["rerank.api-key-env"] or ("DASHSCOPE_API_KEY" if provider == "dashscope" else "")
     key = secret(key_env, env) if key_env else ""

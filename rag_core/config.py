@@ -129,6 +129,10 @@ KEYS: dict[str, Key] = _keys(
     Key("rerank.timeout", float, 5.0, "Seconds before a rerank call times out (whole answer); searches wait for it.",
         min=0.1),
     Key("rerank.max-retries", int, 1, "Retries on 429/5xx/timeouts, with exponential backoff.", min=0, max=20),
+    Key("rerank.circuit-failures", int, 3, "Rerank calls in a row that time out, cannot connect or get a 5xx before "
+        "searches skip the reranker for rerank.circuit-cooldown; 0 = never skip.", min=0, max=1000),
+    Key("rerank.circuit-cooldown", float, 30.0, "Seconds searches skip a failing reranker before one call tries it "
+        "again (a success ends the skipping).", min=0.1),
     # The HTTP service (`python -m rag_core serve`). Its token is a secret, so it is not a setting: RAG_API_TOKEN.
     Key("api.host", str, "127.0.0.1", "Address the HTTP API binds; a non-loopback one needs RAG_API_TOKEN."),
     Key("api.port", int, 8000, "Port of the HTTP API.", min=1, max=65535),

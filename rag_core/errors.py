@@ -101,7 +101,7 @@ class EvaluationError(RagError):
 class RemoteError(RagError):
     """A remote service (embedding, chat, rerank, metrics or logs endpoint) failed or answered something
     unusable. `kind` names the failure for a UI or an HTTP status: "timeout", "connection", "auth",
-    "not_found", "rate_limit", "server", "bad_request", "malformed", "config"."""
+    "not_found", "rate_limit", "server", "bad_request", "malformed", "config", "circuit_open" (RerankSkipped)."""
 
     def __init__(self, message: str, kind: str = "server") -> None:
         super().__init__(message)
@@ -110,6 +110,13 @@ class RemoteError(RagError):
 
 class RerankError(RemoteError):
     """The reranking model failed or is misconfigured."""
+
+
+class RerankSkipped(RerankError):
+    """The reranker was not called: its circuit is open after failures in a row (rag_core.rerank.circuit)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "circuit_open")
 
 
 class MetricsError(RemoteError):

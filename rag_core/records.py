@@ -290,7 +290,8 @@ class RerankOutcome:
     `order` lists indexes into the fetched hits in the new order (every hit exactly once); `scores`
     holds one score per fetched hit in fetched order, None for hits not sent to the model (beyond
     `candidates`) or when the model failed. `error` is set when the model failed and the fused order
-    was kept (on-error = fallback)."""
+    was kept (on-error = fallback); `skipped` when it was not even called (its circuit is open after
+    failures in a row: rerank.circuit)."""
 
     reranker: str  # "provider:model"
     candidates: int  # hits sent to the model
@@ -298,6 +299,7 @@ class RerankOutcome:
     scores: tuple[float | None, ...]
     notes: tuple[str, ...] = ()
     error: str = ""
+    skipped: bool = False
 
     @property
     def applied(self) -> bool:

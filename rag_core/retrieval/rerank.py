@@ -6,7 +6,8 @@ they are reordered by its scores, best first (ties keep the fused order), and th
 reranker. Every hit keeps its fused rank and its rerank score for the trace.
 
 When the model fails, `on_error = "fallback"` keeps the fused order and records the error (the lookup
-result shows it as a warning); `on_error = "fail"` raises it as a RetrievalError.
+result shows it as a warning); `on_error = "fail"` raises it as a RetrievalError. A reranker whose circuit is
+open (it failed several times in a row: rerank.circuit) is skipped at once, said the same two ways.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..errors import RagError, RetrievalError
+from ..errors import RagError, RerankSkipped, RetrievalError
 from ..ports import Reranker
 from ..records import RerankOutcome, SearchHit
 
@@ -64,10 +65,12 @@ def rerank_hits(reranker: Reranker, query: str, hits: Sequence[SearchHit], param
         scores, notes = _checked_scores(reranker, [h.content for h in hits[:sent]], query) if sent else ((), ())
     except Exception as exc:  # noqa: BLE001 - any failure of the model falls back or fails as configured
         reason = str(exc) if isinstance(exc, RagError) else f"{type(exc).__name__}: {exc}"
-        if params.on_error == "fail":
-            raise RetrievalError(f"Reranking with {reranker.name} failed: {reason} "
+        skipped = isinstance(exc, RerankSkipped)
+        if params.on_error == "fail":  # fails as fast when skipped: no request, no deadline
+            raise RetrievalError(f"Reranking with {reranker.name} {'was ' if skipped else 'failed: '}{reason} "
                                  "(set rerank.on-error = fallback to keep the fused order instead).") from None
-        return RerankOutcome(reranker.name, sent, tuple(range(len(hits))), (None,) * len(hits), error=reason)
+        return RerankOutcome(reranker.name, 0 if skipped else sent, tuple(range(len(hits))), (None,) * len(hits),
+                             error=reason, skipped=skipped)
     top = sorted(range(sent), key=lambda i: (-scores[i], i))
     return RerankOutcome(reranker.name, sent, tuple(top) + tuple(range(sent, len(hits))),
                          scores + (None,) * (len(hits) - sent), notes)

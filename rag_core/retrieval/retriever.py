@@ -128,6 +128,9 @@ class LookupResult:
     @property
     def warnings(self) -> tuple[str, ...]:
         """What the person should know about how this result was made (e.g. the reranker failed)."""
+        if self.rerank is not None and self.rerank.skipped:
+            return (f"Reranking with {self.rerank.reranker} was {self.rerank.error}. The evidence is in the fused "
+                    "order.",)
         if self.rerank is not None and self.rerank.error:
             return (f"Reranking with {self.rerank.reranker} failed ({self.rerank.error}); the evidence is in the "
                     "fused order.",)
@@ -179,7 +182,8 @@ class LookupResult:
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
             "rerank": None if self.rerank is None else {
                 "reranker": self.rerank.reranker, "candidates": self.rerank.candidates,
-                "applied": self.rerank.applied, "notes": list(self.rerank.notes), "error": self.rerank.error},
+                "applied": self.rerank.applied, "notes": list(self.rerank.notes), "error": self.rerank.error,
+                "skipped": self.rerank.skipped},
             "warnings": list(self.warnings),
         }
 

@@ -222,6 +222,7 @@ def health(svc: Annotated[Service, Depends(service_of)]) -> JSONResponse:
         "status": "ok" if status == 200 else "unavailable",
         "store": store,
         "embedder": {"name": wb.embedder.name, "dim": wb.embedder.dim},
+        "reranker": _reranker_health(wb),
         "chat": {"mode": svc.agent.mode, "model": svc.agent.describe()},
         "auth": svc.auth,
         "sessions": len(svc.sessions),
@@ -229,6 +230,16 @@ def health(svc: Annotated[Service, Depends(service_of)]) -> JSONResponse:
         "versions": _versions(),
     }
     return JSONResponse(body, status_code=status)
+
+
+def _reranker_health(wb: Workbench) -> dict[str, Any] | None:
+    """The default knowledge base's reranker and its circuit (rerank.circuit): "open" while searches skip it.
+    An open circuit does not make the service unhealthy: searches answer, in the fused order."""
+    reranker = wb.retriever.reranker
+    if reranker is None:
+        return None
+    state = getattr(reranker, "state", None)
+    return {"name": reranker.name, **(state().to_dict() if callable(state) else {"state": "closed"})}
 
 
 def _versions() -> dict[str, str]:

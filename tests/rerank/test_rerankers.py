@@ -164,7 +164,8 @@ def settings(**overrides):
 def test_build_reranker_from_settings() -> None:
     assert build_reranker(settings(), env={}) is None
     ds = build_reranker(settings(**{"rerank.provider": "dashscope", "rerank.timeout": 3}), env={"DASHSCOPE_API_KEY": KEY})
-    assert ds.name == "dashscope:gte-rerank-v2" and ds.policy.timeout == 3 and ds.policy.max_retries == 1
+    assert ds.name == "dashscope:gte-rerank-v2" and ds.inner.policy.timeout == 3 and ds.inner.policy.max_retries == 1
+    assert (ds.threshold, ds.cooldown) == (3, 30.0)  # behind its circuit breaker (rerank.circuit)
     oa = build_reranker(settings(**{"rerank.provider": "openai", "rerank.base-url": "http://127.0.0.1:9/v1",
                                     "rerank.model": "bge", "rerank.api-key-env": "JINA_API_KEY"}),
                         env={"JINA_API_KEY": KEY})

@@ -44,7 +44,7 @@ def wb(tmp_path_factory, local_embedder, rerank_settings):
 
 def test_settings_put_the_reranker_in_the_lookup_path(wb, server):
     server.reset()
-    assert isinstance(wb.retriever.reranker, OpenAICompatReranker)
+    assert isinstance(wb.retriever.reranker.inner, OpenAICompatReranker)  # behind its circuit breaker
     result = wb.retriever.lookup(QUERY, retrieve_k=15, return_n=5)
     assert len(server.requests) == 1 and len(server.requests[0].json["documents"]) == 10
     top = result.candidates[:10]

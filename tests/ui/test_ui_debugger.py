@@ -159,6 +159,24 @@ def test_a_failing_reranker_shows_a_warning_and_the_fused_order(kb, reranker):
     assert list(hits["fused #"]) == list(range(1, 11)) and hits["rerank score"].isna().all()
 
 
+def test_a_reranker_that_keeps_failing_is_skipped_and_the_page_says_so(kb, monkeypatch):
+    """Its circuit opens (rerank.circuit-failures, here 1): the next search skips it at once (#21 item 6)."""
+    from rag_core.errors import RerankError
+    from rag_core.rerank.circuit import GuardedReranker
+    from tests.retrieval.fakes import ScriptedReranker
+
+    model = ScriptedReranker(lambda q, d: 0.0, error=RerankError("no answer within 5 s", "timeout"))
+    monkeypatch.setattr(kb.retriever, "reranker", GuardedReranker(model, failures=1, cooldown=60))
+    at = app_at(PAGE, q=QUERY, retrieve_k="10")
+    assert "Reranking with fake:scripted failed (no answer within 5 s)" in texts(at, "warning")
+    at = app_at(PAGE, q=QUERY, retrieve_k="10")
+    assert len(model.calls) == 1
+    assert "Reranking with fake:scripted was skipped: it failed 1 time in a row" in texts(at, "warning")
+    assert "Searches skip this reranker: it failed 1 time in a row (no answer within 5 s)" in texts(at, "caption")
+    hits, _ = frames(at)
+    assert list(hits["fused #"]) == list(range(1, 11))
+
+
 def test_without_a_reranker_the_page_says_how_to_configure_one(kb):
     at = app_at(PAGE, q=QUERY)
     assert [t.key for t in at.toggle] == ["compare"] and "set `rerank.provider`" in texts(at, "caption")
