@@ -21,7 +21,10 @@ the files of versions no registry row refers to when they are pending (an interr
 (it was lost, or moved aside and replaced), which is exactly what `rebuild --from` restores (through a
 Milvus server, where other machines delete documents whose originals are here, they are removed). For the
 versions the registry does refer to it writes any missing sidecar (data dirs from before sidecars: a
-migration) and marks pending/retired ones committed (a kill between the commit and the rename).
+migration) and marks pending/retired ones committed (a kill between the commit and the rename). When other
+processes may be writing (shared mode, a server), a pending version no row refers to may be a write still
+running, so its files wait 6 hours; not when its writer is known to be gone (a killed process on this machine:
+store.writers.known_gone), nor retired ones: those go at the next start of a store.
 
 Before this layout, originals lived at `<data-dir>/uploads/<collection>/<doc_id>`, written after the
 commit; `adopt_legacy` moves them into place on open, each one only if its text is the active version's.
@@ -217,29 +220,35 @@ class OriginalFiles:
         shutil.rmtree(self.root, ignore_errors=True)
 
     def reconcile(self, live: Mapping[str, KeptVersion], spare: Iterable[str] = (), min_age_s: float = 0.0,
-                  keep_committed: bool = True) -> int:
+                  keep_committed: bool = True, gone: Iterable[str] = ()) -> int:
         """After recovery: `live` is version -> what the registry says of each active version; `spare`, every
-        version a registry row refers to (pending ones too: their writes may still be running).
+        version a registry row refers to (pending ones too: their writes may still be running); `gone`, the
+        versions whose writer is known to have stopped (store.writers.known_gone).
 
-        Removes the files of versions it does not refer to that are pending or retired (or have no sidecar,
-        as before sidecars), and half-written files, if at least `min_age_s` old (on a shared server, a
-        younger one may belong to a write still running). Keeps unreferenced committed versions (a lost
-        database's: see the module docstring) when `keep_committed`, else removes them too (through a
-        server, other machines delete and replace documents whose originals this folder holds). Gives
-        referenced versions with an original a committed sidecar. Returns how many versions' files were
-        removed."""
+        Removes the files of versions it does not refer to that are pending (or have no sidecar, as before
+        sidecars), and half-written files, if at least `min_age_s` old (on a shared server, a younger one may
+        belong to a write still running); those of `gone` versions and of unreferenced retired ones whatever
+        their age (a retired version is never used again: it was being removed when its remover stopped).
+        Keeps unreferenced committed versions (a lost database's: see the module docstring) when
+        `keep_committed`, else removes them too (through a server, other machines delete and replace documents
+        whose originals this folder holds). Gives referenced versions with an original a committed sidecar.
+        Returns how many versions' files were removed."""
         now, removed, foreign, described, spare = time.time(), 0, 0, 0, set(spare) | set(live)
+        gone = set(gone) - spare
         for version, files in scan(self.root).items():
             if version in live:
                 described += self._describe(live[version], files)
-            if files.partial and files.age_s(self.root, now) >= min_age_s:  # half-written, whoever wrote them
+            def old_enough(files: VersionFiles = files) -> bool:  # stat only when asked: most versions never are
+                return files.version in gone or files.age_s(self.root, now) >= min_age_s
+
+            if files.partial and old_enough():  # half-written, whoever wrote them
                 for name in files.partial:
                     (self.root / name).unlink(missing_ok=True)
             if version in spare:
                 continue
             if files.state == "committed" and keep_committed:
                 foreign += int(files.original)
-            elif (files.original or files.sidecars) and files.age_s(self.root, now) >= min_age_s:
+            elif (files.original or files.sidecars) and (files.state == "retired" or old_enough()):
                 self.remove([version])
                 removed += 1
         if removed:

@@ -113,10 +113,14 @@ class RegistryMixin:
             # Milvus Lite: the database and the originals share a data dir, so a committed version it does
             # not have is a lost database's. A server: other machines delete documents whose originals are
             # here; only a server that has no document at all (its data lost) leaves them.
+            # Shared mode (the store host, a server) waits 6 hours before removing files no row refers to, as
+            # their write may still run in another process; not for the versions of writers known to be gone (a
+            # killed process on this machine): those are removed now, at the next start of any store.
+            gone = {r["version"] for r in dead if r["state"] == "pending" and writers.known_gone(r, exclusive=exclusive)}
             self.originals.reconcile({r["version"]: kept_of_row(r) for r in active.values()},
                                      spare={r["version"] for r in rows if r["key"] not in dead_keys},
                                      min_age_s=0.0 if exclusive else writers.ABANDONED_AFTER_S,
-                                     keep_committed=is_lite(self.uri) or not rows)
+                                     keep_committed=is_lite(self.uri) or not rows, gone=gone)
         return len({r["doc_id"] for r in dead})
 
     def _adopt_legacy_originals(self) -> None:

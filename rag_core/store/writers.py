@@ -63,11 +63,19 @@ def abandoned(row: Mapping[str, Any], *, exclusive: bool, now_ns: int) -> bool:
     - Otherwise (another machine, or a row without a writer): gone when this process has the database to
       itself (Milvus Lite in exclusive mode: nobody else can be writing), else when older than 6 hours.
     """
+    gone = known_gone(row, exclusive=exclusive)
+    if gone is not None:
+        return gone
+    return now_ns - int(row["committed_ns"]) > ABANDONED_AFTER_S * 1_000_000_000
+
+
+def known_gone(row: Mapping[str, Any], *, exclusive: bool) -> bool | None:
+    """`abandoned` without the 6-hour guess: True or False when this process can tell whether the row's writer
+    still runs (see `abandoned`), None when it cannot (another machine, no writer named, shared access). A
+    version whose writer is known gone has its kept original and sidecar removed at once, in shared mode too."""
     writer = _writer(row)
     if writer is not None and writer[2] == ProcessId.current():
         return _writing == 0
     if writer is not None and writer[0] == (machine_id() or "-"):
         return writer[1] != (boot_id() or "-") or not writer[2].alive()
-    if exclusive:
-        return True
-    return now_ns - int(row["committed_ns"]) > ABANDONED_AFTER_S * 1_000_000_000
+    return True if exclusive else None

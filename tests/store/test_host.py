@@ -196,14 +196,22 @@ def test_recovery_spares_a_live_writer_and_cleans_a_killed_one_at_once(shared_wb
             return {r["version"] for r in rows}
 
         assert len(versions()) == 2
+        kept = data / "originals" / "biz"
+        [new] = versions() - {old.version}
+        # Its kept original and sidecar are written before its chunks (store.originals): on disk already.
+        assert {p.name for p in kept.iterdir()} == {old.version, f"{old.version}.json", new, f"{new}.pending.json"}
         assert shared_wb.store.recover() == 0  # another process is writing right now: its rows stay
         assert len(versions()) == 2 and shared_wb.store.list_documents() == [old]
+        assert (kept / new).exists() and (kept / f"{new}.pending.json").exists()  # and its files
     finally:
-        writer.kill()
+        writer.kill()  # SIGKILL
         writer.wait()
     assert shared_wb.store.recover() == 1  # its writer is dead: cleaned at once, not after 6 hours
     assert versions() == {old.version}
     assert shared_wb.store.list_documents() == [old]
+    # Its files too (#21 item 6): they waited 6 hours in shared mode, as if the writer might still run.
+    assert {p.name for p in kept.iterdir()} == {old.version, f"{old.version}.json"}
+    assert shared_wb.ingestor.original("doc.md") == b"# Old\n\nThe old version.\n"
 
 
 def test_idle_host_stops_and_the_next_client_starts_another(tmp_path: Path, local_embedder) -> None:

@@ -127,6 +127,35 @@ def test_recovery_removes_originals_no_version_refers_to(data: Path, local_embed
         wb.close()
 
 
+def test_a_removal_interrupted_after_the_commit_is_finished_at_once_in_shared_mode(data: Path, local_embedder,
+                                                                                   monkeypatch) -> None:
+    """Killed after the registry forgot the old version, before its files were removed: they are retired, so no
+    write can still want them, and the next recovery removes them at once, not 6 hours later (#21 item 6)."""
+    from rag_core.store.originals import OriginalFiles
+
+    wb = make_workbench(data, embedder=local_embedder)
+    try:
+        wb.ingestor.ingest_uploads([("doc.md", doc_bytes("one", 2))])
+        [old] = wb.store.list_documents()
+        real = OriginalFiles.remove
+
+        def killed(self, versions):
+            raise KeyboardInterrupt("killed")  # not caught by ingest, like the signal
+
+        monkeypatch.setattr(OriginalFiles, "remove", killed)
+        with pytest.raises(KeyboardInterrupt):
+            wb.ingestor.ingest_uploads([("doc.md", doc_bytes("two", 2))])
+        monkeypatch.setattr(OriginalFiles, "remove", real)
+        [new] = wb.store.list_documents()
+        assert kept_files(data) == {old.version, new.version} and f"{old.version}.retired.json" in sidecar_files(data)
+        monkeypatch.setattr(MilvusStore, "exclusive_access", lambda self: False)  # as through the store host
+        wb.store.recover()
+        assert kept_files(data) == {new.version} and sidecar_files(data) == {f"{new.version}.json"}
+        assert wb.ingestor.original("doc.md") == doc_bytes("two", 2)
+    finally:
+        wb.close()
+
+
 def test_a_document_and_a_folder_of_the_same_name_both_keep_their_originals(data: Path, local_embedder) -> None:
     wb = make_workbench(data, embedder=local_embedder)
     try:
