@@ -69,12 +69,12 @@ with st.expander("Knowledge bases: create, copy, delete", expanded=bool(ss.get("
                                     key="kb.delete_name")
             if st.button(f"Delete {name}", type="primary", key="kb.delete_kb", disabled=confirm.strip() != name):
                 try:
-                    kbs.delete(name)
+                    note = kbs.delete(name)
                 except RagError as exc:
                     st.error(str(exc), icon="🛑")
                 else:
                     clear_workbench()  # its store was open in the shared cache
-                    ss["kb.notice"] = f"Deleted knowledge base {name}."
+                    ss["kb.notice"] = f"Deleted knowledge base {name}." + (f" {note}" if note else "")
                     ss.pop("kb.reports", None)
                     switch_kb(kbs.default)
                     st.rerun()

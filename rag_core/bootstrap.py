@@ -128,6 +128,7 @@ class Workbench:
     ingestor: Ingestor
     retriever: KnowledgeRetriever
     kb: KnowledgeBase | None = None  # the catalog entry it was opened from
+    made: bool = False  # that entry was written by this open (the default knowledge base, made on first use)
 
     def close(self) -> None:
         self.store.close()
@@ -139,22 +140,46 @@ def build_workbench(settings: Settings, env: Mapping[str, str] | None = None,
     """The knowledge base `settings` choose (`settings.kb_name`: the default one, made on first use, or one
     the catalog lists), opened with its own settings. `embedder`: one already loaded for it (tests, a page
     that shares the model). `migrate`: rebuild a collection created by an older version instead of refusing.
-    `kb`: its catalog entry when the caller holds it already (a copy being filled is not listed yet)."""
+    `kb`: its catalog entry when the caller holds it already (a copy being filled is not listed yet), or one not
+    written yet (committed_ns 0), written here once the knowledge base has opened.
+
+    A default knowledge base made now is written to the catalog only once its embedder is built and its
+    collections are open: a first command whose settings cannot work records nothing (`made` says it was
+    written here, so a command that fails later can undo it: kb.manage.KnowledgeBases.discard_made)."""
     from .kb.catalog import MilvusCatalog
     from .kb.resolve import resolve
     from .kb.settings import apply
 
     kb_store = connect_store(settings, check_kb_name(settings.kb_name), env)
     try:  # the store's connection reads the catalog first: the knowledge base's settings decide the rest
-        kb = kb or resolve(MilvusCatalog(kb_store.client), settings, kb_store.client)
+        catalog = MilvusCatalog(kb_store.client)
+        kb = kb or resolve(catalog, settings, kb_store.client, record=False)
         settings = apply(settings, kb)
-        embedder = embedder or build_embedder(settings, env)
+        embedder = embedder or _kb_embedder(settings, env, kb)
         reranker = build_reranker(settings, env)
         kb_store.open(embedder.name, embedder.dim, migrate=migrate)
+        made = not kb.committed_ns
+        if made:
+            kb = catalog.write(kb)
     except BaseException:
         kb_store.close()
         raise
-    return _wire(settings, embedder, kb_store, reranker, kb)
+    wb = _wire(settings, embedder, kb_store, reranker, kb)
+    wb.made = made
+    return wb
+
+
+def _kb_embedder(settings: Settings, env: Mapping[str, str] | None, kb: KnowledgeBase) -> Embedder:
+    """The embedder knowledge base `kb` keeps. A recorded one that cannot be built says where its settings come
+    from and how to change them (a command's --set does not: the knowledge base's own values win)."""
+    try:
+        return build_embedder(settings, env)
+    except ConfigError as exc:
+        if not kb.committed_ns:
+            raise
+        raise ConfigError(f"{exc} Knowledge base {kb.name!r} keeps embedding.provider = "
+                          f"{settings['embedding.provider']!r}; while it holds no documents, `python -m rag_core kb "
+                          f"set {kb.name} --embedder ...` changes it.") from None
 
 
 def _wire(settings: Settings, embedder: Embedder, store: ChunkStore, reranker: Reranker | None,
@@ -191,8 +216,8 @@ def kb_settings(settings: Settings, env: Mapping[str, str] | None = None) -> Set
 
     check_kb_name(settings.kb_name)
     catalog = open_catalog(settings, env)
-    try:
-        return apply(settings, resolve(catalog, settings, catalog.client))
+    try:  # a default not made yet is shown with the values it would get, and not made by looking
+        return apply(settings, resolve(catalog, settings, catalog.client, record=False))
     finally:
         catalog.close()
 

@@ -41,20 +41,45 @@ def _parse_sets(pairs: Sequence[str]) -> dict[str, str]:
 
 
 @contextmanager
-def _workbench(settings: Settings, migrate: bool = False, asked: Sequence[str] = ()) -> Iterator[Any]:
+def _workbench(settings: Settings, migrate: bool = False, asked: Sequence[str] = (),
+               succeeded: Callable[[], bool] = lambda: True) -> Iterator[Any]:
     """The workbench of the chosen knowledge base, closed afterwards (releasing Milvus Lite). Imported lazily:
     `chunk` and `config` need no Milvus. `asked`: the settings given with --set; those the knowledge base
-    keeps at another value are named on stderr (its own values win)."""
+    keeps at another value are named on stderr (its own values win).
+
+    The default knowledge base made by this command (the first one on a new data dir) keeps the settings it
+    was given, --set included, and says so; when the command fails (an error, or `succeeded()` False at the
+    end: every file failed) it is undone while it holds no documents, so a failed command records nothing."""
     from .bootstrap import build_workbench
-    from .kb.settings import ignored
+    from .kb.settings import ignored, made_with
 
     wb = build_workbench(settings, migrate=migrate)
+    ok = False
     try:
         for note in ignored(wb.kb, settings, asked) if wb.kb is not None else ():
             print(f"note: {note}", file=sys.stderr)
         yield wb
+        ok = succeeded()
     finally:
         wb.close()
+        if wb.made and (ok or not _discard_made(settings, wb.kb)) and (note := made_with(wb.kb, asked)):
+            print(f"note: {note}", file=sys.stderr)
+
+
+def _discard_made(settings: Settings, kb: Any) -> bool:
+    """Undo the default knowledge base a failed command made (see _workbench). False when it is kept (it holds
+    documents, or it cannot be undone now)."""
+    from .kb.manage import KnowledgeBases
+
+    try:
+        with KnowledgeBases(settings) as kbs:
+            discarded = kbs.discard_made(kb)
+    except Exception:  # noqa: BLE001 - the command's own error is the one reported
+        return False
+    if discarded:
+        print(f"note: the default knowledge base {kb.name!r} this command made was not kept, since the command "
+              "failed; the next command makes it again with its own settings.", file=sys.stderr)
+    return discarded
 
 
 @contextmanager
@@ -108,7 +133,10 @@ def report_line(r: Any) -> str:
 
 # ---------------------------------------------------------------------------------------- commands
 def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
-    with _workbench(settings, asked=getattr(args, "asked", ())) as wb, ingest_progress_bar(not args.quiet) as progress:
+    reports: list[Any] = []
+    with _workbench(settings, asked=getattr(args, "asked", ()),
+                    succeeded=lambda: not any(r.status == "failed" for r in reports)) as wb, \
+            ingest_progress_bar(not args.quiet) as progress:
         reports = wb.ingestor.ingest_paths(args.paths, prefix=args.prefix, force=args.force, progress=progress)
     if args.json:
         _print_json([r.to_dict() for r in reports])

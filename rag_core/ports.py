@@ -90,8 +90,9 @@ class ChunkStore(Protocol):
 
     def close(self) -> None: ...
 
-    def drop(self) -> None:
-        """Remove everything, the store's collections included (an evaluation index being rebuilt)."""
+    def drop(self) -> list[str]:
+        """Remove everything, the store's collections included (an evaluation index being rebuilt). Returns the
+        collections it had to keep (one sharing its storage with another: see MilvusStore.drop)."""
         ...
 
     def recover(self) -> int:

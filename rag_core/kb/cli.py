@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from ..cli import _print_json
 from ..config import KEYS, Settings
 from ..errors import KnowledgeBaseError
-from .settings import KB_KEYS, describe
+from .settings import KB_KEYS, describe, made_with
 
 # option -> the setting it sets (the option's help is the setting's)
 OPTIONS = {"max_size": "chunk.max-size", "overlap": "chunk.overlap", "embedder": "embedding.provider",
@@ -35,14 +36,20 @@ def changes(args: argparse.Namespace) -> dict[str, Any]:
     return {key: getattr(args, name) for name, key in OPTIONS.items() if getattr(args, name, None) is not None}
 
 
-def _manager(settings: Settings) -> Any:
+@contextmanager
+def _manager(settings: Settings, args: argparse.Namespace) -> Iterator[Any]:
+    """The knowledge bases, closed afterwards. A default knowledge base made now keeps the values --set gave
+    (said on stderr); the command failing undoes it (KnowledgeBases.__exit__)."""
     from .manage import KnowledgeBases
 
-    return KnowledgeBases(settings)
+    with KnowledgeBases(settings) as kbs:
+        yield kbs
+    if kbs.made is not None and (note := made_with(kbs.made, getattr(args, "asked", ()))):
+        print(f"note: {note}", file=sys.stderr)
 
 
 def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
-    with _manager(settings) as kbs:
+    with _manager(settings, args) as kbs:
         infos = [kbs.info(name) for name in kbs.names()]
     if args.json:
         _print_json([i.to_dict() for i in infos])
@@ -55,7 +62,7 @@ def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
-    with _manager(settings) as kbs:
+    with _manager(settings, args) as kbs:
         info = kbs.info(args.name or settings.kb_name)
     if args.json:
         _print_json(info.to_dict())
@@ -74,7 +81,7 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_create(args: argparse.Namespace, settings: Settings) -> int:
-    with _manager(settings) as kbs:
+    with _manager(settings, args) as kbs:
         kb = kbs.create(args.name, changes(args))
     if args.json:
         _print_json({"name": kb.name, "settings": dict(kb.settings), "created_at": kb.created_at})
@@ -88,7 +95,7 @@ def cmd_set(args: argparse.Namespace, settings: Settings) -> int:
     if not given:
         raise KnowledgeBaseError("kb set: give at least one setting option (e.g. --retrieve-k 30); "
                                  "`python -m rag_core kb set --help` lists them.", "bad_settings")
-    with _manager(settings) as kbs:
+    with _manager(settings, args) as kbs:
         before = kbs.get(args.name)
         kb = kbs.update(args.name, given)
     if args.json:
@@ -103,7 +110,7 @@ def cmd_set(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_copy(args: argparse.Namespace, settings: Settings) -> int:
     from ..cli import EXIT_FAILED_FILES, ingest_progress_bar, report_line
 
-    with _manager(settings) as kbs, ingest_progress_bar(not args.quiet) as progress:
+    with _manager(settings, args) as kbs, ingest_progress_bar(not args.quiet) as progress:
         result = kbs.copy(args.source, args.name, changes(args), progress=progress)
     if args.json:
         _print_json(result.to_dict())
@@ -116,7 +123,7 @@ def cmd_copy(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
-    with _manager(settings) as kbs:
+    with _manager(settings, args) as kbs:
         info = kbs.info(args.name)
         if info.default:
             kbs.delete(args.name)  # refused with the reason
@@ -130,8 +137,10 @@ def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
             if answer not in ("y", "yes"):
                 print("not deleted")
                 return 1
-        kbs.delete(args.name)
+        note = kbs.delete(args.name)
     print(f"deleted {args.name}")
+    if note:
+        print(f"note: {note}", file=sys.stderr)
     return 0
 
 

@@ -10,24 +10,30 @@ or the new one, and what it left half-done is finished (or undone) the next time
   `active` entry (the commit). A copy that fails is undone at once; one whose process was killed is undone
   by the next recovery that can tell its writer is gone;
 - delete: a `deleted` entry (the commit: the knowledge base is gone for everyone), then its collections and
-  kept originals are removed, then its entries. Recovery finishes an interrupted delete.
+  kept originals are removed, then its entries. Recovery finishes an interrupted delete. A delete never drops a
+  collection whose name differs only by letter case from another knowledge base's or collection's: Milvus Lite
+  keeps those in one table (kb.names), so such a knowledge base leaves the catalog but its storage stays.
 """
 
 from __future__ import annotations
 
+import logging
 import shutil
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Collection, Mapping
 
 from ..config import Settings
 from ..errors import KnowledgeBaseError, RagError
 from ..ports import Embedder, KnowledgeBaseCatalog
 from ..records import IngestReport, KnowledgeBase
 from ..store.rows import utc_now
-from .resolve import check_name, not_found, resolve
+from .names import CATALOG, collections_of, fold
+from .resolve import case_clash, check_name, not_found, resolve
 from .settings import EMBEDDER_KEYS, apply, checked, describe
+
+log = logging.getLogger(__name__)
 
 ABANDONED_AFTER_S = 6 * 3600  # a copy whose writer cannot be checked (another process) this old is dead
 # Copies running in this process (database, name): recovery never undoes them.
@@ -74,11 +80,17 @@ class KnowledgeBases:
     """The knowledge bases of the database `settings` name. `settings` (rag.toml, environment, flags) give the
     values of knowledge bases created here. `catalog`: an open one to use (default: opened here, closed by
     `close`). `load_embedder(settings)`: how to get the embedder a knowledge base's settings name (default:
-    built once per embedder by bootstrap; the app passes its cached models)."""
+    built once per embedder by bootstrap; the app passes its cached models). `held_open`: knowledge bases this
+    process keeps open with their embedder loaded (the service's default one): their embedder cannot change here.
+
+    The default knowledge base exists once this is made: when missing it is made by opening it, as `create`
+    does (its embedder is built, its collections made), so settings that cannot work are not recorded. `made`
+    is it when made here; a `with` block that fails undoes it (`discard_made`)."""
 
     def __init__(self, settings: Settings, env: Mapping[str, str] | None = None, *,
                  catalog: KnowledgeBaseCatalog | None = None,
-                 load_embedder: Callable[[Settings], Embedder] | None = None) -> None:
+                 load_embedder: Callable[[Settings], Embedder] | None = None,
+                 held_open: Collection[str] = ()) -> None:
         from .. import bootstrap
 
         self.settings = settings.for_kb(None)
@@ -88,12 +100,26 @@ class KnowledgeBases:
         self.catalog = catalog if catalog is not None else bootstrap.open_catalog(settings, env)
         self._load_embedder = load_embedder
         self._embedders: dict[tuple[Any, ...], Embedder] = {}
+        self._held_open = frozenset(held_open)
+        self.made: KnowledgeBase | None = None
         try:
             self.recover()
-            resolve(self.catalog, self.settings, getattr(self.catalog, "client", None))  # the default exists
+            self.made = self._make_default()
         except BaseException:
             self.close()
             raise
+
+    def _make_default(self) -> KnowledgeBase | None:
+        """The default knowledge base made now (None when it exists): written once it has opened."""
+        client = getattr(self.catalog, "client", None)
+        kb = resolve(self.catalog, self.settings, client, record=False)
+        if kb.committed_ns:
+            return None
+        if client is None:
+            return self.catalog.write(kb)  # a catalog without a database (tests): nothing to open
+        wb = self.open(kb.name, kb)
+        wb.close()
+        return wb.kb
 
     def close(self) -> None:
         if self._own_catalog:
@@ -102,8 +128,33 @@ class KnowledgeBases:
     def __enter__(self) -> KnowledgeBases:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        try:
+            if kind is not None and self.made is not None:
+                self._discard_quietly(self.made)
+        finally:
+            self.close()
+
+    def _discard_quietly(self, kb: KnowledgeBase) -> None:
+        try:
+            self.discard_made(kb)
+        except Exception:  # noqa: BLE001 - never hides the failure being handled
+            log.warning("could not undo knowledge base %s made by a command that failed", kb.name, exc_info=True)
+
+    def discard_made(self, kb: KnowledgeBase) -> bool:
+        """Undo knowledge base `kb`, made by a command that then failed (the default one, made on first use), so
+        the failure leaves no settings behind: removed when its entry is still the one written then and it holds
+        no documents. Returns whether it was removed."""
+        current = self.catalog.get(kb.name)
+        if current is None or current.committed_ns != kb.committed_ns:
+            return False  # changed since (`kb set`, another process): no longer only this command's
+        info = self.info(kb.name)
+        if info.error or info.documents:
+            return False
+        self._remove(current)
+        if self.made is not None and self.made.name == kb.name:
+            self.made = None
+        return True
 
     # ---------------------------------------------------------------- reading
     def list(self) -> list[KnowledgeBase]:
@@ -163,6 +214,7 @@ class KnowledgeBases:
 
     # ---------------------------------------------------------------- changing
     def _check_free(self, name: str) -> None:
+        """`name` can name a new knowledge base: no knowledge base or collection has it, in any letter case."""
         check_name(name)
         if self.catalog.get(name) is not None:
             raise KnowledgeBaseError(f"A knowledge base named {name!r} exists already; choose another name "
@@ -171,9 +223,12 @@ class KnowledgeBases:
             raise KnowledgeBaseError(f"Knowledge base {name!r} is being created or deleted right now; choose "
                                      "another name or try again when that is done.", "exists")
         client = getattr(self.catalog, "client", None)
-        if client is not None and client.has_collection(name):
-            raise KnowledgeBaseError(f"The database already has a collection named {name!r} that is not a "
-                                     "knowledge base; choose another name.", "exists")
+        if problem := case_clash(self.catalog, client, name):
+            raise KnowledgeBaseError(problem[0].upper() + problem[1:], "exists")
+        taken = [c for c in collections_of(name) if client is not None and client.has_collection(c)]
+        if taken:
+            raise KnowledgeBaseError(f"The database already has a collection named {taken[0]!r} that is not a "
+                                     f"knowledge base; choose another name than {name!r}.", "exists")
 
     def create(self, name: str, changes: Mapping[str, Any] | None = None, note: str = "") -> KnowledgeBase:
         """A new, empty knowledge base with the configured settings and `changes` (KB_KEYS -> value)."""
@@ -189,26 +244,54 @@ class KnowledgeBases:
 
     def update(self, name: str, changes: Mapping[str, Any]) -> KnowledgeBase:
         """Change a knowledge base's chunking or search defaults. Documents keep their chunks until re-indexed
-        (`reindex`); the embedder cannot change (its vectors were made by it: `copy` re-embeds)."""
+        (`reindex`). The embedder changes only while it holds no documents (its collections, empty, are made
+        again for the new one on next open); once it has vectors, `copy` re-embeds them into a new one."""
         kb = self.get(name)
         values = checked(apply(self.settings, kb), changes, f"knowledge base {name}")
         changed = [k for k in EMBEDDER_KEYS if values[k] != kb.settings.get(k, values[k])]
         if changed:
-            raise KnowledgeBaseError(f"The embedder of knowledge base {name!r} cannot change ({', '.join(changed)}): "
-                                     "its vectors were made by it. Copy it into a new knowledge base with the new "
-                                     f"embedder instead: `python -m rag_core kb copy {name} NEW --embedder ...`.",
-                                     "bad_settings")
+            self._check_embedder_may_change(kb, changed)
+            self._drop_storage(kb.name, originals=False)  # empty, and made for the old embedder
         return self.catalog.write(replace(kb, settings=values))
 
-    def delete(self, name: str) -> None:
+    def _check_embedder_may_change(self, kb: KnowledgeBase, changed: list[str]) -> None:
+        what = f"The embedder of knowledge base {kb.name!r} cannot change ({', '.join(changed)})"
+        if kb.name in self._held_open:
+            raise KnowledgeBaseError(f"{what} while this process has it open with its embedder loaded (the "
+                                     f"service's default knowledge base); stop the service and run `python -m "
+                                     f"rag_core kb set {kb.name} ...`.", "bad_settings")
+        if getattr(self.catalog, "client", None) is None:
+            return  # a catalog without a database (tests): nothing stored
+        info = self.info(kb.name)
+        if info.error:
+            raise KnowledgeBaseError(f"{what}: whether it holds documents cannot be read ({info.error}).",
+                                     "bad_settings")
+        if info.documents:
+            raise KnowledgeBaseError(f"{what}: the vectors of its {info.documents} documents were made by it. Copy it "
+                                     "into a new knowledge base with the new embedder instead: `python -m rag_core "
+                                     f"kb copy {kb.name} NEW --embedder ...`.", "bad_settings")
+
+    def delete(self, name: str) -> str:
         """Remove a knowledge base: its catalog entry (at once, for every process), then its collections and
-        kept originals. The default knowledge base cannot be deleted."""
+        kept originals. The default knowledge base cannot be deleted. Returns a note when some of its storage
+        was kept because another knowledge base or collection shares it (names that differ only by case), else
+        ""."""
         kb = self.get(name)
         if kb.name == self.default:
             raise KnowledgeBaseError(f"{name!r} is the default knowledge base (milvus.collection) and cannot be "
                                      "deleted; delete its documents instead, or make another one the default.",
                                      "refused")
-        self._remove(kb)
+        others = self._others(kb.name)
+        kept = self._remove(kb)
+        if not kept:
+            return ""
+        sharing = sorted({o for o in others if fold(o) == fold(kb.name)})
+        with_whom = (f"knowledge base {sharing[0]!r}'s" if sharing else "those of collections whose names differ "
+                     "from them only by case")
+        return (f"{kb.name!r} is no longer a knowledge base, but its collections {', '.join(kept)} were kept: "
+                f"Milvus Lite stores them in the same tables as {with_whom} (names that differ only by case), so "
+                "dropping them would empty those too. What it held stays in that storage"
+                + (f" and shows in {sharing[0]!r}." if sharing else "."))
 
     def copy(self, source: str, name: str, changes: Mapping[str, Any] | None = None,
              progress: Callable[[Any], None] = lambda _: None) -> CopyResult:
@@ -252,24 +335,42 @@ class KnowledgeBases:
         return adopt_collections(self.catalog, client, self.settings) if client is not None else []
 
     # ---------------------------------------------------------------- recovery
-    def _remove(self, kb: KnowledgeBase) -> None:
-        """Tombstone, storage, entries: each step can be repeated, so an interrupted removal is finished later."""
+    def _remove(self, kb: KnowledgeBase) -> list[str]:
+        """Tombstone, storage, entries: each step can be repeated, so an interrupted removal is finished later.
+        Returns the collections kept (see `_drop_storage`)."""
         if kb.state != "deleted":
             kb = self.catalog.write(replace(kb, state="deleted"))
-        self._drop_storage(kb.name)
+        kept = self._drop_storage(kb.name)
         self.catalog.forget(kb.name)
+        return kept
 
-    def _drop_storage(self, name: str) -> None:
+    def _others(self, name: str) -> list[str]:
+        """The names of every other knowledge base in the catalog, being made or deleted included."""
+        return [kb.name for kb in (*self.catalog.list_knowledge_bases(), *self.catalog.unfinished())
+                if kb.name != name]
+
+    def _drop_storage(self, name: str, *, originals: bool = True) -> list[str]:
+        """Drop knowledge base `name`'s collections and (`originals`) its kept originals, checked against the
+        catalog first: a collection whose name, compared without case, is one of another knowledge base's
+        (or the catalog's) is kept, whatever the store's rules. The store also keeps any that the database has
+        in other letter case (MilvusStore.drop). Returns the collections kept."""
         from .. import bootstrap
+        from ..store.originals import shared_with_variant
 
-        if getattr(self.catalog, "client", None) is None:
-            return  # a catalog without a database (tests): nothing stored
+        client = getattr(self.catalog, "client", None)
+        if client is None:
+            return []  # a catalog without a database (tests): nothing stored
+        theirs = {fold(c) for other in self._others(name) for c in collections_of(other)} | {fold(CATALOG)}
+        spare = [c for c in collections_of(name) if fold(c) in theirs]
         store = bootstrap.connect_store(self.settings, name, self.env)
         try:
-            store.drop()
+            kept = store.drop(spare, originals=originals)
         finally:
             store.close()
-        shutil.rmtree(bootstrap.originals_dirs(self.settings, name)["legacy_originals"], ignore_errors=True)
+        legacy = bootstrap.originals_dirs(self.settings, name)["legacy_originals"]
+        if originals and not shared_with_variant(legacy, self._others(name)):
+            shutil.rmtree(legacy, ignore_errors=True)
+        return kept
 
     def _exclusive(self) -> bool:
         """Whether no other process can be changing this database (then every unfinished copy is abandoned)."""

@@ -4,12 +4,18 @@ A knowledge base NAME is stored in the collections NAME (chunks) and NAME_docs (
 migration builds NAME__migrating for a while, and the catalog of knowledge bases is a collection too. So a
 name must be a valid Milvus collection name with room for those suffixes, and must not be one of the names
 another knowledge base's collections use. Checked before Milvus sees a name (its error is an RPC failure).
+
+Names are compared without letter case: Milvus Lite keeps each collection in an SQLite table, and SQLite
+compares table names without case, so `biz` and `BIZ` are two collections sharing one table (dropping one
+empties the other; measured with milvus-lite 2.5.1). Kept originals live in folders named after
+the knowledge base, which a case-insensitive file system (macOS, Windows) shares the same way.
 Pure: importable by the settings (`milvus.collection` names the default knowledge base) and the store.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Iterable
 
 CATALOG = "rag_knowledge_bases"  # the catalog's own collection (rag_core.kb.catalog)
 REGISTRY_SUFFIX = "_docs"
@@ -20,15 +26,30 @@ RULE = (f"use letters, digits and underscores, starting with a letter or undersc
         f"characters, not ending in {REGISTRY_SUFFIX!r} or {MIGRATING!r}")
 
 
+def fold(name: str) -> str:
+    """`name` as the store compares it (names are ASCII: lower case is enough)."""
+    return name.lower()
+
+
+def collections_of(name: str) -> tuple[str, str, str]:
+    """Every collection knowledge base `name` uses: chunks, registry, a migration's temporary copy."""
+    return name, name + REGISTRY_SUFFIX, name + MIGRATING
+
+
+def same_as(name: str, others: Iterable[str]) -> str | None:
+    """The first of `others` that is `name` with other letter case (the store takes it for `name`), or None."""
+    return next((other for other in others if other != name and fold(other) == fold(name)), None)
+
+
 def name_problem(name: object) -> str | None:
     """Why `name` cannot name a knowledge base (a sentence naming it), or None when it can."""
     if not isinstance(name, str) or not name:
         return f"{name!r} is not a valid knowledge base name: give a name ({RULE})."
     if len(name) > MAX_LENGTH or not _MILVUS_NAME.fullmatch(name):
         return f"{name!r} is not a valid knowledge base name (it names Milvus collections): {RULE}."
-    if name.endswith(REGISTRY_SUFFIX) or name.endswith(MIGRATING):
+    if fold(name).endswith(REGISTRY_SUFFIX) or fold(name).endswith(MIGRATING):
         return (f"{name!r} is not a valid knowledge base name: names ending in {REGISTRY_SUFFIX!r} or {MIGRATING!r} "
-                "are another knowledge base's registry or migration collections.")
-    if name == CATALOG:
-        return f"{name!r} is reserved: it is the collection holding the catalog of knowledge bases."
+                "(in any letter case) are another knowledge base's registry or migration collections.")
+    if fold(name) == CATALOG:
+        return f"{name!r} is reserved: it is the collection holding the catalog of knowledge bases ({CATALOG})."
     return None

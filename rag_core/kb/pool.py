@@ -50,7 +50,8 @@ class OpenKnowledgeBases:
         """The catalog operations (create, copy, delete, ...) on this database, opened on first use."""
         with self._lock:
             if self._manager is None:
-                self._manager = KnowledgeBases(self.settings, self.env, load_embedder=self._embedder)
+                self._manager = KnowledgeBases(self.settings, self.env, load_embedder=self._embedder,
+                                               held_open=[self.default])  # `first` stays open as it is
             return self._manager
 
     def get(self, name: str | None) -> Workbench:

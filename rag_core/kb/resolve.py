@@ -7,7 +7,8 @@ and kept originals where they are: nothing is copied or embedded again. Its embe
 collection records, its chunking the one its documents' fingerprints were made with (found by trying the
 usual values), its search defaults the configured ones.
 The default knowledge base (`milvus.collection`) always exists: it is made on first use, like the single
-collection was.
+collection was; its catalog entry is written once it has opened (bootstrap.build_workbench), so a first command
+whose settings cannot work (an embedder that cannot be built) leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from ..ports import KnowledgeBaseCatalog
 from ..records import KnowledgeBase
 from ..store.rows import utc_now
 from .catalog import collection_meta
-from .names import REGISTRY_SUFFIX, name_problem
+from .names import REGISTRY_SUFFIX, collections_of, name_problem, same_as
 from .settings import defaults_for_new, embedder_of
 
 log = logging.getLogger(__name__)
@@ -36,10 +37,13 @@ def check_name(name: str) -> str:
     return name
 
 
-def resolve(catalog: KnowledgeBaseCatalog, settings: Settings, client: Any = None) -> KnowledgeBase:
+def resolve(catalog: KnowledgeBaseCatalog, settings: Settings, client: Any = None, *,
+            record: bool = True) -> KnowledgeBase:
     """The knowledge base `settings` choose (`settings.kb_name`). The default one is made when missing
     (adopting its collection when one exists); another name must exist. `client`: the Milvus client of that
-    database (None for a catalog without one), used to recognise collections made before the catalog."""
+    database (None for a catalog without one), used to recognise collections made before the catalog.
+    `record`: write a default made now to the catalog; when False it is returned unwritten (committed_ns 0),
+    for the caller to write once it has opened (or never, when only its values are wanted)."""
     name = check_name(settings.kb_name)
     if client is not None and getattr(catalog, "created", False):
         adopt_collections(catalog, client, settings)
@@ -48,7 +52,27 @@ def resolve(catalog: KnowledgeBaseCatalog, settings: Settings, client: Any = Non
         return kb
     if name != settings["milvus.collection"]:
         raise not_found(catalog, name)
-    return catalog.write(_default(name, settings, client))
+    if problem := case_clash(catalog, client, name):
+        raise KnowledgeBaseError(f"milvus.collection (the default knowledge base): {problem}", "exists")
+    kb = _default(name, settings, client)
+    return catalog.write(kb) if record else kb
+
+
+def case_clash(catalog: KnowledgeBaseCatalog, client: Any, name: str) -> str | None:
+    """Why a knowledge base `name` cannot be made because the store would take it for another one: a knowledge
+    base or collection whose name differs from it (or from its registry's, its migration copy's) only by letter
+    case (kb.names). A sentence naming that one, or None."""
+    entries = [kb.name for kb in (*catalog.list_knowledge_bases(), *catalog.unfinished())]
+    if other := same_as(name, entries):
+        return (f"{name!r} differs only by letter case from the knowledge base {other!r}, and Milvus Lite stores "
+                f"names that differ only by case in the same place; use {other!r}, or choose another name.")
+    if client is not None:
+        present = list(client.list_collections())
+        for mine in collections_of(name):
+            if other := same_as(mine, present):
+                return (f"the database has a collection {other!r}, which Milvus Lite takes for {mine!r} (names "
+                        f"that differ only by case share their storage); choose another name than {name!r}.")
+    return None
 
 
 def not_found(catalog: KnowledgeBaseCatalog, name: str) -> KnowledgeBaseError:
@@ -58,6 +82,9 @@ def not_found(catalog: KnowledgeBaseCatalog, name: str) -> KnowledgeBaseError:
         why = f"Knowledge base {name!r} is still being created ({unfinished.note or 'a copy in progress'})"
     elif unfinished is not None:
         why = f"Knowledge base {name!r} is being deleted"
+    elif other := same_as(name, names):
+        return KnowledgeBaseError(f"There is no knowledge base {name!r}; did you mean {other!r}? (A name is written "
+                                  "with its letter case, and none can differ from another only by case.)", "not_found")
     else:
         why = f"There is no knowledge base {name!r}"
     listed = f"the knowledge bases are {', '.join(names)}" if names else "there are none yet"
@@ -113,9 +140,17 @@ def adopt_collections(catalog: KnowledgeBaseCatalog, client: Any, settings: Sett
     """Make every collection this workbench created (with its registry) a knowledge base, unless the catalog
     has it already. Runs when the catalog is first created, and by `migrate`. Returns the names adopted."""
     names = set(client.list_collections())
+    # A collection named like a listed knowledge base in other case shares its storage (kb.names): one left
+    # behind by the delete of such a name (see manage.KnowledgeBases.delete) is not made a knowledge base again.
+    # Collections made before the catalog are all adopted, case variants included, as they were used.
+    listed = [kb.name for kb in catalog.list_knowledge_bases()]
     adopted = []
     for name in sorted(names):
         if name_problem(name) or name + REGISTRY_SUFFIX not in names or catalog.get(name) is not None:
+            continue
+        if same_as(name, listed):
+            log.warning("collection %s not adopted: knowledge base %s differs from it only by case", name,
+                        same_as(name, listed))
             continue
         meta = collection_meta(client, name)
         if meta.get("app") != APP:

