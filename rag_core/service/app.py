@@ -25,7 +25,7 @@ from starlette.responses import JSONResponse
 
 from ..errors import RagError
 from .errors import STATUS_CODES, ApiError, error_response, from_rag_error, validation_message
-from .security import BearerAuth, BodyLimit
+from .security import BearerAuth, BodyLimit, BrowserGuard, allowed_hosts
 from .sessions import SessionStore
 
 if TYPE_CHECKING:
@@ -127,10 +127,11 @@ async def service_of(request: Request) -> Service:
 
 def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] | None = None,
                agent: Agent | None = None, close_workbench: bool = True,
-               process_settings: Settings | None = None) -> FastAPI:
+               process_settings: Settings | None = None, host: str | None = None) -> FastAPI:
     """`token`: the bearer token ("" = no auth). `agent`: defaults to `bootstrap.build_agent(workbench, env)`.
     `close_workbench`: close it on shutdown (the server owns it). `process_settings`: the process's (the values of
-    knowledge bases created over /v1/kbs; default: the workbench's)."""
+    knowledge bases created over /v1/kbs; default: the workbench's). `host`: the address the server is bound to
+    (default api.host), which requests may name in their Host header."""
     from ..bootstrap import build_agent
     from ..kb.pool import OpenKnowledgeBases
     from .compat import router as compat_router
@@ -156,11 +157,14 @@ def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] 
     app.include_router(native_router)
     app.include_router(kbs_router)
     _install_error_handlers(app)
-    # Outermost last: CORS answers preflights (which carry no token) and labels every answer, even a 401.
+    # Outermost last: CORS answers preflights (which carry no token) and labels every answer, even a 401 or 403;
+    # inside it the Host and Origin checks, which refuse before anything else is read.
     app.add_middleware(BodyLimit, max_bytes=int(settings["api.max-body-mb"] * 1024 * 1024))
     if token:
         app.add_middleware(BearerAuth, token=token)
     origins = [o.strip().rstrip("/") for o in settings["api.cors-origins"].split(",") if o.strip()]
+    app.add_middleware(BrowserGuard, hosts=allowed_hosts(host or settings["api.host"], settings["api.allowed-hosts"]),
+                       origins=tuple(origins))
     if origins:
         app.add_middleware(CORSMiddleware, allow_origins=origins, allow_methods=["GET", "POST", "DELETE"],
                            allow_headers=["Authorization", "Content-Type", "X-User-Id"], max_age=600)
