@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 
 DOCS_STATIC = "/docs/static"
 STREAM_THREADS = 100  # streamed turns at once, each mostly waiting for its model
+CHAT_TURNS = 100  # the default of api.chat-turns
 
 API_TITLE = "RAG workbench API"
 DESCRIPTION = """\
@@ -66,6 +67,26 @@ class Streams:
 
 
 @dataclass
+class Capacity:
+    """At most `limit` of something at once, refused beyond it (never queued): the chat turns of /api/chat."""
+
+    limit: int
+    active: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def enter(self) -> bool:
+        with self._lock:
+            if self.active >= self.limit:
+                return False
+            self.active += 1
+            return True
+
+    def leave(self) -> None:
+        with self._lock:
+            self.active -= 1
+
+
+@dataclass
 class Service:
     workbench: Workbench  # the default knowledge base's
     agent: Agent
@@ -83,6 +104,11 @@ class Service:
     # lookup_thread_count).
     lookup_threads: anyio.CapacityLimiter = field(
         default_factory=lambda: anyio.CapacityLimiter(lookup_thread_count(None)))
+    # /api/chat turns: at most `api.chat-turns` at once (503 beyond), their steps in threads of their own, one
+    # per turn: a turn waits for its model for seconds, and in the default pool 40 of them held every thread
+    # that health checks, documents and uploads need.
+    chat_turns: Capacity = field(default_factory=lambda: Capacity(CHAT_TURNS))
+    chat_threads: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(CHAT_TURNS))
 
     def workbench_of(self, kb: str | None) -> Workbench:
         """The workbench of knowledge base `kb` (None or "": the default one). Raises KnowledgeBaseError."""
@@ -142,7 +168,9 @@ def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] 
     service = Service(workbench, agent or build_agent(workbench, env),
                       SessionStore(settings["api.max-sessions"], settings["chat.history-pairs"]), bool(token), env,
                       kbs=OpenKnowledgeBases(workbench, process_settings, env, own_first=close_workbench),
-                      lookup_threads=anyio.CapacityLimiter(lookup_thread_count(settings)))
+                      lookup_threads=anyio.CapacityLimiter(lookup_thread_count(settings)),
+                      chat_turns=Capacity(settings["api.chat-turns"]),
+                      chat_threads=anyio.CapacityLimiter(settings["api.chat-turns"]))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
