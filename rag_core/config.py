@@ -136,12 +136,18 @@ KEYS: dict[str, Key] = _keys(
     # The HTTP service (`python -m rag_core serve`). Its token is a secret, so it is not a setting: RAG_API_TOKEN.
     Key("api.host", str, "127.0.0.1", "Address the HTTP API binds; a non-loopback one needs RAG_API_TOKEN."),
     Key("api.port", int, 8000, "Port of the HTTP API.", min=1, max=65535),
-    Key("api.cors-origins", str, "", "Browser origins allowed to call the HTTP API (comma-separated); empty = none."),
+    Key("api.cors-origins", str, "", "Browser origins besides the API's own allowed to call it (comma-separated); "
+        "empty = none. Pages elsewhere can neither read its answers nor change anything."),
+    Key("api.allowed-hosts", str, "", "Host names the HTTP API answers to (comma-separated; * = any) besides "
+        "localhost, loopback addresses and the bound one (every address when bound to 0.0.0.0 or ::); the "
+        "others are refused against DNS rebinding."),
     Key("api.max-sessions", int, 1000, "Chat sessions the HTTP API keeps; the least recently used goes first.",
         min=1, max=100_000),
     Key("api.max-body-mb", float, 60.0, "Largest request body the HTTP API reads (uploads included).", min=0.001),
     Key("api.lookup-threads", int, 0, "Searches (/v1/search) the HTTP API runs at once; more wait their turn in one "
         "first-come-first-served queue. 0 = four times the CPU cores.", min=0, max=1000),
+    Key("api.chat-turns", int, 100, "Chat turns (/api/chat) the HTTP API runs at once, in threads of their own; "
+        "beyond it the answer is 503 with Retry-After.", min=1, max=1000),
 )
 
 ENV_ALIASES = {"MILVUS_URI": "milvus.uri"}

@@ -25,7 +25,7 @@ from starlette.responses import JSONResponse
 
 from ..errors import RagError
 from .errors import STATUS_CODES, ApiError, error_response, from_rag_error, validation_message
-from .security import BearerAuth, BodyLimit
+from .security import BearerAuth, BodyLimit, BrowserGuard, allowed_hosts
 from .sessions import SessionStore
 
 if TYPE_CHECKING:
@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 
 DOCS_STATIC = "/docs/static"
 STREAM_THREADS = 100  # streamed turns at once, each mostly waiting for its model
+CHAT_TURNS = 100  # the default of api.chat-turns
 
 API_TITLE = "RAG workbench API"
 DESCRIPTION = """\
@@ -66,6 +67,26 @@ class Streams:
 
 
 @dataclass
+class Capacity:
+    """At most `limit` of something at once, refused beyond it (never queued): the chat turns of /api/chat."""
+
+    limit: int
+    active: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def enter(self) -> bool:
+        with self._lock:
+            if self.active >= self.limit:
+                return False
+            self.active += 1
+            return True
+
+    def leave(self) -> None:
+        with self._lock:
+            self.active -= 1
+
+
+@dataclass
 class Service:
     workbench: Workbench  # the default knowledge base's
     agent: Agent
@@ -83,6 +104,11 @@ class Service:
     # lookup_thread_count).
     lookup_threads: anyio.CapacityLimiter = field(
         default_factory=lambda: anyio.CapacityLimiter(lookup_thread_count(None)))
+    # /api/chat turns: at most `api.chat-turns` at once (503 beyond), their steps in threads of their own, one
+    # per turn: a turn waits for its model for seconds, and in the default pool 40 of them held every thread
+    # that health checks, documents and uploads need.
+    chat_turns: Capacity = field(default_factory=lambda: Capacity(CHAT_TURNS))
+    chat_threads: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(CHAT_TURNS))
 
     def workbench_of(self, kb: str | None) -> Workbench:
         """The workbench of knowledge base `kb` (None or "": the default one). Raises KnowledgeBaseError."""
@@ -127,10 +153,11 @@ async def service_of(request: Request) -> Service:
 
 def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] | None = None,
                agent: Agent | None = None, close_workbench: bool = True,
-               process_settings: Settings | None = None) -> FastAPI:
+               process_settings: Settings | None = None, host: str | None = None) -> FastAPI:
     """`token`: the bearer token ("" = no auth). `agent`: defaults to `bootstrap.build_agent(workbench, env)`.
     `close_workbench`: close it on shutdown (the server owns it). `process_settings`: the process's (the values of
-    knowledge bases created over /v1/kbs; default: the workbench's)."""
+    knowledge bases created over /v1/kbs; default: the workbench's). `host`: the address the server is bound to
+    (default api.host), which requests may name in their Host header."""
     from ..bootstrap import build_agent
     from ..kb.pool import OpenKnowledgeBases
     from .compat import router as compat_router
@@ -141,7 +168,9 @@ def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] 
     service = Service(workbench, agent or build_agent(workbench, env),
                       SessionStore(settings["api.max-sessions"], settings["chat.history-pairs"]), bool(token), env,
                       kbs=OpenKnowledgeBases(workbench, process_settings, env, own_first=close_workbench),
-                      lookup_threads=anyio.CapacityLimiter(lookup_thread_count(settings)))
+                      lookup_threads=anyio.CapacityLimiter(lookup_thread_count(settings)),
+                      chat_turns=Capacity(settings["api.chat-turns"]),
+                      chat_threads=anyio.CapacityLimiter(settings["api.chat-turns"]))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -156,11 +185,14 @@ def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] 
     app.include_router(native_router)
     app.include_router(kbs_router)
     _install_error_handlers(app)
-    # Outermost last: CORS answers preflights (which carry no token) and labels every answer, even a 401.
+    # Outermost last: CORS answers preflights (which carry no token) and labels every answer, even a 401 or 403;
+    # inside it the Host and Origin checks, which refuse before anything else is read.
     app.add_middleware(BodyLimit, max_bytes=int(settings["api.max-body-mb"] * 1024 * 1024))
     if token:
         app.add_middleware(BearerAuth, token=token)
     origins = [o.strip().rstrip("/") for o in settings["api.cors-origins"].split(",") if o.strip()]
+    app.add_middleware(BrowserGuard, hosts=allowed_hosts(host or settings["api.host"], settings["api.allowed-hosts"]),
+                       origins=tuple(origins))
     if origins:
         app.add_middleware(CORSMiddleware, allow_origins=origins, allow_methods=["GET", "POST", "DELETE"],
                            allow_headers=["Authorization", "Content-Type", "X-User-Id"], max_age=600)

@@ -7,23 +7,29 @@ tool calls, evidence, the ingest report) sits in extra fields and extra event ty
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, File, Form, Header, UploadFile
+import anyio
+from fastapi import APIRouter, Depends, File, Form, Header, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
-from starlette.responses import StreamingResponse
+from starlette.responses import JSONResponse, StreamingResponse
 
 from ..agent.turn import AssistantTurn
 from .app import Service, service_of
-from .errors import ApiError, refusal_status
+from .errors import ApiError, error_response, refusal_status
 from .models import ChatAnswer, ChatRequest, ClearRequest, Envelope, HistoryPair, SessionInfo, ToolCallInfo, UploadInfo
 from .sessions import DEFAULT_USER
-from .streaming import sse
+from .streaming import ClientGone, collect, sse
 from .uploads import upload_name
+
+log = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/api", tags=["SuperBizAgent compatible"])
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}  # no proxy buffering of the stream
+CHAT_RETRY_AFTER_S = 5  # a busy server's hint: turns take seconds
+CLIENT_GONE = 499  # nginx's "client closed request": never read (nobody is there), but logged by status
 
 
 def _user(body_user: str | None, header_user: str | None) -> str:
@@ -47,15 +53,29 @@ def chat_answer(turn: AssistantTurn, session_id: str) -> ChatAnswer:
                       evidence=list(turn.evidence().values()), notices=list(turn.notices))
 
 
-@router.post("/chat", response_model=Envelope[ChatAnswer], summary="Ask the agent; the whole answer at once")
-def chat(body: ChatRequest, svc: Annotated[Service, Depends(service_of)],
-         x_user_id: Annotated[str | None, Header()] = None) -> Envelope[ChatAnswer]:
+@router.post("/chat", response_model=Envelope[ChatAnswer], summary="Ask the agent; the whole answer at once",
+             responses={503: {"description": "api.chat-turns turns are running; try again after Retry-After"}})
+async def chat(body: ChatRequest, request: Request, svc: Annotated[Service, Depends(service_of)],
+               x_user_id: Annotated[str | None, Header()] = None) -> Envelope[ChatAnswer] | JSONResponse:
     """SuperBizAgent's `/api/chat`. An empty question or a failed turn answers `success: false` with
-    `errorMessage` (HTTP 200, as the seed does); `data` also lists citations, tool calls and evidence."""
-    agent = svc.agent_of(body.kb)
-    session = svc.sessions.get_or_create(_user(body.user_id, x_user_id), _session_id(body.id))
-    turn = AssistantTurn.from_events(agent.run(body.question or "", session))
-    return Envelope[ChatAnswer](data=chat_answer(turn, session.id))
+    `errorMessage` (HTTP 200, as the seed does); `data` also lists citations, tool calls and evidence. At most
+    api.chat-turns turns run at once: beyond, 503 with Retry-After. When the client disconnects, the turn stops
+    and is not recorded."""
+    if not svc.chat_turns.enter():  # refused at once: a queue of turns would hold connections without bound
+        return error_response(request.url.path, 503, "busy", f"{svc.chat_turns.limit} chat turns are running "
+                              f"(api.chat-turns); try again in {CHAT_RETRY_AFTER_S} s.",
+                              headers={"Retry-After": str(CHAT_RETRY_AFTER_S)})
+    try:
+        agent = await anyio.to_thread.run_sync(svc.agent_of, body.kb, limiter=svc.chat_threads)
+        session = svc.sessions.get_or_create(_user(body.user_id, x_user_id), _session_id(body.id))
+        events = await collect(agent.run(body.question or "", session), request.receive, svc.chat_threads)
+    except ClientGone:
+        log.info("a chat turn was stopped: its client disconnected")
+        return error_response(request.url.path, CLIENT_GONE, "client_gone", "The client disconnected; the turn "
+                              "was stopped.")
+    finally:
+        svc.chat_turns.leave()
+    return Envelope[ChatAnswer](data=chat_answer(AssistantTurn.from_events(events), session.id))
 
 
 @router.post("/chat_stream", summary="Ask the agent; the answer as server-sent events",

@@ -3,7 +3,19 @@
 * Bearer token: when RAG_API_TOKEN is set (a secret: environment only, never a setting, never logged),
   every route needs `Authorization: Bearer <token>`, except `/v1/health` and the OpenAPI pages (`/docs`,
   `/openapi.json`: the schema holds no data, and a browser cannot send a header to open them; the
-  Swagger page's Authorize button then sends the token with every try).
+  Swagger page's Authorize button then sends the token with every try). The scheme is case-insensitive
+  (RFC 9110); the token needs at least MIN_TOKEN_CHARS characters, checked when `serve` starts.
+* Host: a browser lets a page on any site reach this server under the site's own name by DNS rebinding
+  (the name first resolves to the site, then to 127.0.0.1), and the Host header is the only trace of it.
+  So requests must name a host this server is: a loopback address or `localhost`, the bound address,
+  a name in `api.allowed-hosts` (`*`: any); bound to a wildcard address (0.0.0.0, ::), any IP address,
+  since an address is not a name anyone can rebind.
+* Origin: a page on another site can send a "simple" request (a form post, no preflight) that the server
+  runs before CORS decides whether the page may read the answer; without a token nothing else stops it.
+  So a request that changes something (any method but GET/HEAD/OPTIONS) that says where it comes from
+  (`Origin`, else `Referer`) must come from the server's own origin or one in `api.cors-origins`; `null`
+  (a sandboxed frame, a local file) is refused. Without either header (curl, SDKs, scripts) it passes:
+  browsers always send Origin with such requests.
 * Bind address: loopback by default; a non-loopback address without a token is refused unless the
   person says so explicitly (`serve --allow-no-token`).
 * Body size: a request whose body exceeds `api.max-body-mb` gets 413, whether it declares its length or
@@ -15,7 +27,9 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import socket
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -23,6 +37,11 @@ from ..errors import ConfigError
 from .errors import ApiError, error_response
 
 OPEN_PATHS = frozenset({"/v1/health", "/docs", "/docs/oauth2-redirect", "/openapi.json"})
+MIN_TOKEN_CHARS = 16  # `openssl rand -hex 16` gives 32; a short token can be guessed over the network
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})  # read only: a cross-site page cannot read their answers
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+WILDCARDS = frozenset({"0.0.0.0", "::"})
+DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def is_loopback(host: str) -> bool:
@@ -48,12 +67,20 @@ def check_bind(host: str, token: str, allow_no_token: bool) -> None:
         "127.0.0.1, or pass --allow-no-token if the network is trusted.")
 
 
+def check_token(token: str) -> None:
+    """A token set but shorter than MIN_TOKEN_CHARS stops `serve` (the token itself is never shown)."""
+    if token and len(token) < MIN_TOKEN_CHARS:
+        raise ConfigError(
+            f"RAG_API_TOKEN has {len(token)} characters; use at least {MIN_TOKEN_CHARS} (a short token can be "
+            "guessed), e.g. RAG_API_TOKEN=$(openssl rand -hex 16).")
+
+
 class BearerAuth:
     """ASGI middleware: 401 unless the request carries the token (constant-time comparison)."""
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
-        self._expected = f"Bearer {token}".encode()
+        self._expected = token.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (scope["type"] != "http" or not self._expected or scope["path"] in OPEN_PATHS
@@ -61,7 +88,9 @@ class BearerAuth:
             await self.app(scope, receive, send)
             return
         given = dict(scope.get("headers") or []).get(b"authorization", b"")
-        if hmac.compare_digest(given, self._expected):
+        scheme, _, credentials = given.strip().partition(b" ")
+        # The scheme is case-insensitive (RFC 9110 11.1); the token is compared in constant time.
+        if scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), self._expected):
             await self.app(scope, receive, send)
             return
         message = ("Missing or wrong token: send `Authorization: Bearer <token>` with the value of the server's "
@@ -107,3 +136,102 @@ class BodyLimit:
             return message
 
         await self.app(scope, counted, send)
+
+
+@dataclass(frozen=True)
+class Hosts:
+    """The Host header values this server answers to (see the module docstring)."""
+
+    names: frozenset[str]  # lower case, without port or brackets
+    any_address: bool = False  # bound to a wildcard address: every IP address is one of ours
+    anything: bool = False  # api.allowed-hosts has `*` (e.g. behind a proxy that checks names itself)
+
+    def allow(self, host: str) -> bool:
+        if self.anything or host in self.names:
+            return True
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            return False
+        return address.is_loopback or self.any_address
+
+
+def allowed_hosts(bound: str, configured: str) -> Hosts:
+    """The hosts of a server bound to `bound` with `api.allowed-hosts` = `configured` (comma-separated)."""
+    extra = {_host_name(h) for h in configured.split(",") if h.strip()}
+    bound_name = bound.strip().strip("[]").lower()
+    return Hosts(frozenset(LOOPBACK_NAMES | extra | {bound_name}) - {"*"}, any_address=bound_name in WILDCARDS,
+                 anything="*" in extra)
+
+
+def _host_name(value: str) -> str:
+    """`Example.COM:8000` -> `example.com`, `[::1]:8000` -> `::1`, `localhost.` -> `localhost`."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1:].partition("]")[0]
+    if value.count(":") == 1:
+        value = value.partition(":")[0]
+    return value.rstrip(".")
+
+
+def _origin(value: str, default_scheme: str = "") -> tuple[str, str, int] | None:
+    """(scheme, host, port) of an origin or URL, or of a Host header with `default_scheme`; None if it is not one."""
+    url = urlsplit(value.strip() if "//" in value else f"{default_scheme}://{value.strip()}")
+    try:
+        host, port = url.hostname, url.port
+    except ValueError:
+        return None
+    if not url.scheme or not host:
+        return None
+    return url.scheme.lower(), host.rstrip("."), port or DEFAULT_PORTS.get(url.scheme.lower(), 0)
+
+
+class BrowserGuard:
+    """ASGI middleware: 403 for a Host this server is not (DNS rebinding) and for a state-changing request
+    from a page on another origin (a cross-site form post). Inside CORSMiddleware, which answers preflights."""
+
+    def __init__(self, app: ASGIApp, hosts: Hosts, origins: tuple[str, ...] = ()) -> None:
+        self.app = app
+        self.hosts = hosts
+        self.any_origin = "*" in origins
+        self.origins = frozenset(o for o in (_origin(x) for x in origins if x != "*") if o is not None)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        refusal = self._refusal(scope, {k: headers[k].decode("latin-1") for k in (b"host", b"origin", b"referer")
+                                        if k in headers})
+        if refusal is None:
+            await self.app(scope, receive, send)
+            return
+        code, message = refusal
+        await error_response(scope["path"], 403, code, message)(scope, receive, send)
+
+    def _refusal(self, scope: Scope, headers: dict[bytes, str]) -> tuple[str, str] | None:
+        host = headers.get(b"host")
+        if host is not None and not self.hosts.allow(_host_name(host)):
+            shown = host[:100]
+            return ("host_not_allowed", f"This server does not answer to the host {shown!r} (a protection against "
+                    "DNS rebinding): call it by its address or localhost, or add the name to api.allowed-hosts.")
+        if scope["method"] in SAFE_METHODS:
+            return None
+        claimed = (headers.get(b"origin") or headers.get(b"referer") or "").strip()
+        if not claimed or self.any_origin:
+            return None
+        null = claimed.lower() == "null"
+        origin = None if null else _origin(claimed)
+        own = _origin(host, scope.get("scheme", "http")) if host is not None else None
+        if origin is not None and (origin in self.origins or origin == own):
+            return None
+        if null:
+            where = "a page without an origin (Origin: null: a sandboxed frame or a local file)"
+        elif origin is None:
+            where = f"a page whose origin cannot be read ({claimed[:100]!r})"
+        else:
+            scheme, name, port = origin
+            where = f"a page on {scheme}://{name}" + ("" if port == DEFAULT_PORTS.get(scheme) else f":{port}")
+        return ("origin_not_allowed", f"Refused {scope['method']} from {where}: only this server's own pages and the "
+                "origins in api.cors-origins may change anything here; add the page's origin to api.cors-origins "
+                "if it is yours.")

@@ -1,10 +1,10 @@
 """`python -m rag_core serve`: the HTTP API on uvicorn, over a workbench opened like the app's.
 
 Everything that can fail for a reason a person can fix happens before uvicorn starts, so it is one clear
-line, not a traceback: a non-loopback bind without a token, a port in use, a knowledge base held by another
-process (StoreLockedError), a collection that needs migrating. The embedder is loaded before the first
-request. One process serves concurrent requests: the blocking work (embedding, Milvus, the agent) runs in
-threads, searches in a queue of their own (app.lookup_thread_count), and chat sessions live in this
+line, not a traceback: a token too short, a non-loopback bind without a token, a port in use, a knowledge
+base held by another process (StoreLockedError), a collection that needs migrating. The embedder is loaded
+before the first request. One process serves concurrent requests: the blocking work (embedding, Milvus, the
+agent) runs in threads, searches in a queue of their own (app.lookup_thread_count), and chat sessions live in this
 process's memory (a second worker would not see them). The store host would let several processes share
 the knowledge base; bench/api.py measures what a second `serve` process changes for searches. uvicorn
 parses HTTP with httptools (a dependency): measured here, 0.6 ms less server CPU per /v1/search than h11.
@@ -63,9 +63,10 @@ def serve(settings: Settings, *, host: str, port: int, allow_no_token: bool = Fa
 
     from ..bootstrap import build_workbench, secret
     from .app import create_app
-    from .security import check_bind
+    from .security import check_bind, check_token
 
     token = secret("RAG_API_TOKEN", env)
+    check_token(token)
     check_bind(host, token, allow_no_token)
     sock = bind(host, port)
     try:
@@ -75,7 +76,7 @@ def serve(settings: Settings, *, host: str, port: int, allow_no_token: bool = Fa
         raise
     try:
         workbench.embedder.embed_query("warm-up")  # load the model now, not during the first request
-        app = create_app(workbench, token=token, env=env, process_settings=settings)
+        app = create_app(workbench, token=token, env=env, process_settings=settings, host=host)
     except BaseException:
         workbench.close()
         sock.close()

@@ -15,7 +15,8 @@ The agent is a blocking generator (model HTTP calls, embedding, Milvus). `EventP
 event at a time in a worker thread; when the client goes away, `stop()` closes the generator (from the
 worker thread if it is busy, as soon as its current step returns), which closes the model's HTTP stream and
 ends the turn: nothing more is computed for a reader who left. A step that takes long is covered by
-`: keep-alive` comment lines every 15 s.
+`: keep-alive` comment lines every 15 s. `collect` does the same for a turn answered all at once (`/api/chat`):
+it watches the connection while the steps run, and stops the turn when the client leaves.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import threading
 from typing import Any, AsyncIterator, Callable, Iterator
 
 import anyio
+from starlette.types import Receive
 
 from ..agent.events import ContentEvent, DoneEvent, ErrorEvent, Event
 
@@ -136,3 +138,40 @@ async def sse(events: Iterator[Event], first: list[dict[str, Any]] | None = None
         on_close()
     if not ended:
         yield frame({"type": "done", "data": None})
+
+
+class ClientGone(Exception):
+    """The client disconnected before the turn ended (the turn was stopped)."""
+
+
+async def collect(events: Iterator[Any], receive: Receive, limiter: anyio.CapacityLimiter) -> list[Any]:
+    """Every item of a blocking iterator (a whole turn), advanced one step at a time in `limiter`'s threads. When
+    the client disconnects meanwhile (`receive`, the request's, says `http.disconnect`), the turn is stopped as a
+    stream's is (closed when its current step returns: the model's HTTP stream closes, no further step runs, and
+    an agent turn that did not finish is not recorded) and ClientGone is raised."""
+    pump = EventPump(events)
+    gone = asyncio.ensure_future(_disconnect(receive))
+    step: asyncio.Future[Any] | None = None
+    items: list[Any] = []
+    try:
+        while True:
+            step = asyncio.ensure_future(anyio.to_thread.run_sync(pump.next, limiter=limiter))
+            await asyncio.wait({step, gone}, return_when=asyncio.FIRST_COMPLETED)
+            if gone.done():
+                raise ClientGone
+            item, step = step.result(), None
+            if item is _END:
+                return items
+            items.append(item)
+    finally:
+        pump.stop()
+        gone.cancel()
+        if step is not None:  # it finishes in its thread (holding its limiter token), then the pump closes
+            step.add_done_callback(lambda done: done.cancelled() or done.exception())
+
+
+async def _disconnect(receive: Receive) -> None:
+    """Returns when the client has gone. The body was read before the route ran, so what the server sends next
+    is `http.disconnect` (uvicorn: when the connection closes, or once the response is complete)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass

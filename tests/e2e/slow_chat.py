@@ -54,6 +54,7 @@ class SlowOpenAIChatServer(OpenAIChatServer):
 
         class Server(ThreadingHTTPServer):
             daemon_threads = True
+            request_queue_size = 128  # socketserver's 5 resets connections when dozens of turns start at once
 
         self._stopping.clear()
         self._httpd = Server(("127.0.0.1", 0), Handler)

@@ -167,3 +167,37 @@ def test_the_openapi_page_renders_without_internet(browser, setup):
         assert not failed
     finally:
         context.close()
+
+
+UPLOAD = """async (url) => {
+  const form = new FormData();
+  form.append("file", new Blob(["# Planted\\n\\nA page on another site put this here."], {type: "text/markdown"}),
+              "planted.md");
+  try { const r = await fetch(url, {method: "POST", body: form, mode: url.startsWith("/") ? "same-origin" : "no-cors"});
+        return r.status; } catch (e) { return "failed: " + e.message; }
+}"""
+
+
+def test_a_page_on_another_site_cannot_upload_but_the_servers_own_page_can(browser, setup):
+    """The attack of issue 21: a page posts a multipart form to the local API (a simple request: no preflight, so CORS
+    does not stop it). The browser says where it comes from; the server refuses it. /docs (the server's own
+    origin) still may."""
+    page_server, _, server = setup
+    context = browser.new_context()
+    page = context.new_page()
+
+    def doc_ids() -> list[str]:
+        return [d.doc_id for d in server.service.workbench.store.list_documents()]
+
+    try:
+        # the same page under another name: an origin that is not in api.cors-origins
+        page.goto(page_server.url.replace("127.0.0.1", "localhost") + "/")
+        assert page.evaluate(UPLOAD, f"{server.url}/api/upload") == 0  # opaque: the page learns nothing
+        assert "planted.md" not in doc_ids()
+        page.goto(f"{server.url}/docs")
+        assert page.evaluate(UPLOAD, "/api/upload") == 200
+        assert "planted.md" in doc_ids()
+    finally:
+        context.close()
+        if "planted.md" in doc_ids():
+            server.service.workbench.ingestor.delete("planted.md")

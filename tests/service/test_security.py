@@ -1,4 +1,5 @@
-"""Token, bind address, CORS, and the `serve` command as a person runs it (a real process, real signals)."""
+"""Token, bind address, CORS, Host and Origin checks, and the `serve` command as a person runs it (a real process,
+real signals)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 
 from rag_core import cli
 from rag_core.errors import ConfigError
-from rag_core.service.security import check_bind, is_loopback
+from rag_core.service.security import MIN_TOKEN_CHARS, allowed_hosts, check_bind, check_token, is_loopback
 from tests.helpers import REPO
 from tests.service import live
 from tests.service.conftest import serve
@@ -53,6 +54,32 @@ def test_the_right_token_opens_every_route(guarded: live.LiveServer):
     assert httpx.get(f"{guarded.url}/v1/search", params={"query": "cpu"}, headers=auth).status_code == 200
     r = httpx.post(f"{guarded.url}/api/chat", json={"Question": "disk full"}, headers=auth)
     assert r.status_code == 200 and r.json()["data"]["success"] is True and TOKEN not in r.text
+
+
+@pytest.mark.parametrize("header", [f"bearer {TOKEN}", f"BEARER {TOKEN}", f"Bearer  {TOKEN}"])
+def test_the_scheme_is_case_insensitive(guarded: live.LiveServer, header: str):
+    assert httpx.get(f"{guarded.url}/v1/documents", headers={"Authorization": header}).status_code == 200
+
+
+@pytest.mark.parametrize("header", [f"Basic {TOKEN}", f"bearer {TOKEN}x", f"bearer {TOKEN[:-1]}", "bearer",
+                                    f"Bearer{TOKEN}"])
+def test_other_schemes_and_tokens_are_refused(guarded: live.LiveServer, header: str):
+    assert httpx.get(f"{guarded.url}/v1/documents", headers={"Authorization": header}).status_code == 401
+
+
+def test_a_short_token_stops_serve_in_one_line(capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    short = "Zq9-short-tok"
+    monkeypatch.setenv("RAG_API_TOKEN", short)
+    with socket.socket() as busy:  # were the token accepted, serve would stop at the port, not run
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        assert cli.main(["--data-dir", str(tmp_path), "serve", "--port", str(busy.getsockname()[1])]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: RAG_API_TOKEN has {len(short)} characters; use at least {MIN_TOKEN_CHARS}")
+    assert "\n" not in err and short not in err
+    assert not (tmp_path / "milvus.db").exists()  # refused before opening anything
+    check_token("x" * MIN_TOKEN_CHARS)
+    check_token("")  # no token: no auth (loopback)
 
 
 def test_health_and_the_openapi_pages_need_no_token(guarded: live.LiveServer):
@@ -172,3 +199,119 @@ def test_serve_runs_answers_and_releases_the_knowledge_base_on_ctrl_c(tmp_path: 
         assert [d.doc_id for d in wb.store.list_documents()] == ["note.md"]
     finally:
         wb.close()
+
+
+# ------------------------------------------------------------------------ Host and Origin (cross-site requests)
+NOTE = ("note.md", b"# Note\n\nCross-site uploads must be refused.", "text/markdown")
+
+
+def documents(server: live.LiveServer) -> list[str]:
+    return [d["doc_id"] for d in httpx.get(f"{server.url}/v1/documents").json()]
+
+
+def refused(r: httpx.Response, code: str, *words: str) -> None:
+    assert r.status_code == 403, r.text
+    body = r.json()
+    message = body["message"] if "message" in body else body["error"]["message"]
+    assert "\n" not in message and all(w in message for w in words), message
+    if "error" in body:
+        assert body["error"]["code"] == code
+    else:
+        assert body["code"] == 403
+
+
+@pytest.mark.parametrize("headers", [
+    {"Origin": "http://evil.test"},
+    {"Origin": "https://evil.test:8443"},
+    {"Referer": "http://evil.test/page.html"},  # no Origin: the Referer says where the request comes from
+    {"Origin": "null"},  # a sandboxed frame, a page opened from a file
+    {"Origin": "http://127.0.0.1:5173"},  # another local port (a dev server) is another origin
+])
+def test_a_cross_site_upload_is_refused_and_adds_nothing(offline_server: live.LiveServer, headers: dict[str, str]):
+    before = documents(offline_server)
+    r = httpx.post(f"{offline_server.url}/api/upload", files={"file": NOTE}, data={"folder": "xsite"}, headers=headers)
+    refused(r, "origin_not_allowed", "api.cors-origins")
+    assert ("Origin: null" in r.json()["message"]) == (headers.get("Origin") == "null")
+    assert documents(offline_server) == before
+    for method, path in (("DELETE", "/v1/documents/runbooks/cpu_high.md"), ("POST", "/api/chat"),
+                         ("POST", "/api/chat_stream"), ("POST", "/v1/documents")):
+        refused(httpx.request(method, offline_server.url + path, json={"Question": "x"}, headers=headers),
+                "origin_not_allowed", "api.cors-origins")
+    assert documents(offline_server) == before
+
+
+def test_reads_from_another_origin_pass(offline_server: live.LiveServer):
+    # the browser does not let the page read the answer (no CORS header); refusing would break nothing either
+    r = httpx.get(f"{offline_server.url}/v1/search", params={"query": "cpu"}, headers={"Origin": "http://evil.test"})
+    assert r.status_code == 200 and "access-control-allow-origin" not in r.headers
+
+
+def test_the_servers_own_pages_curl_and_sdks_may_change_things(offline_server: live.LiveServer):
+    port = offline_server.url.rsplit(":", 1)[1]
+    own = [{"Origin": offline_server.url}, {"Referer": f"{offline_server.url}/docs"},
+           {"Origin": f"http://localhost:{port}", "Host": f"localhost:{port}"}, {}]
+    for headers in own:
+        r = httpx.post(f"{offline_server.url}/api/upload", files={"file": NOTE}, data={"folder": "own"},
+                       headers=headers)
+        assert r.status_code == 200, (headers, r.text)
+    assert httpx.delete(f"{offline_server.url}/v1/documents/own/note.md").status_code == 200
+    # curl and the requests package send no Origin
+    chat = subprocess.run(["curl", "-s", f"{offline_server.url}/api/chat", "-H", "Content-Type: application/json",
+                           "-d", '{"Question": "disk full"}'], capture_output=True, text=True, timeout=60)
+    assert '"success":true' in chat.stdout, chat.stdout
+    import requests
+
+    r = requests.post(f"{offline_server.url}/api/chat", json={"Question": "disk full"}, timeout=60)
+    assert r.status_code == 200 and r.json()["data"]["success"] is True
+
+
+def test_a_configured_origin_may_change_things_with_the_token(guarded: live.LiveServer):
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    r = httpx.post(f"{guarded.url}/api/chat", json={"Question": "disk full"},
+                   headers={"Origin": "http://app.example.test", **auth})
+    assert r.status_code == 200 and r.headers["access-control-allow-origin"] == "http://app.example.test"
+    evil = httpx.post(f"{guarded.url}/api/chat", json={"Question": "x"}, headers={"Origin": "http://evil.test", **auth})
+    refused(evil, "origin_not_allowed", "api.cors-origins")
+
+
+@pytest.mark.parametrize("host", ["evil.test", "evil.test:{port}", "127.0.0.1.nip.io:{port}", "localhost.evil.test"])
+def test_a_host_the_server_is_not_is_refused(offline_server: live.LiveServer, host: str):
+    port = offline_server.url.rsplit(":", 1)[1]
+    host = host.format(port=port)
+    refused(httpx.get(f"{offline_server.url}/v1/health", headers={"Host": host}), "host_not_allowed",
+            "api.allowed-hosts", "DNS rebinding")
+    # DNS rebinding: the page's own origin, under the attacker's name
+    before = documents(offline_server)
+    refused(httpx.post(f"{offline_server.url}/api/upload", files={"file": NOTE},
+                       headers={"Host": host, "Origin": f"http://{host}"}), "host_not_allowed", "api.allowed-hosts")
+    assert documents(offline_server) == before
+
+
+def test_loopback_names_and_configured_hosts_are_answered(kb, offline_server: live.LiveServer):
+    port = offline_server.url.rsplit(":", 1)[1]
+    for host in ("127.0.0.1", f"127.0.0.1:{port}", f"localhost:{port}", "LOCALHOST", f"[::1]:{port}", "localhost."):
+        assert httpx.get(f"{offline_server.url}/v1/health", headers={"Host": host}).status_code == 200, host
+    named = serve(kb, api__allowed_hosts="kb.example.test, Wiki.Example.Test:8000")
+    try:
+        for host in ("kb.example.test", f"kb.example.test:{port}", "wiki.example.test"):
+            assert httpx.get(f"{named.url}/v1/health", headers={"Host": host}).status_code == 200, host
+        r = httpx.post(f"{named.url}/api/chat", json={"Question": "disk"},
+                       headers={"Host": "kb.example.test", "Origin": "http://kb.example.test"})
+        assert r.status_code == 200  # its own origin under the configured name
+        assert httpx.get(f"{named.url}/v1/health", headers={"Host": "other.example.test"}).status_code == 403
+    finally:
+        named.stop()
+
+
+def test_host_rules_by_bound_address():
+    loopback = allowed_hosts("127.0.0.1", "")
+    assert all(loopback.allow(h) for h in ("127.0.0.1", "localhost", "::1", "127.0.0.2"))
+    assert not any(loopback.allow(h) for h in ("192.0.2.10", "evil.test", "example.com"))
+    public = allowed_hosts("192.0.2.10", "")
+    assert public.allow("192.0.2.10") and public.allow("localhost") and not public.allow("198.51.100.7")
+    # a wildcard: requests arrive on any of the machine's addresses; names still need api.allowed-hosts
+    for wildcard in ("0.0.0.0", "::", "[::]"):
+        hosts = allowed_hosts(wildcard, "kb.lan")
+        assert all(hosts.allow(h) for h in ("192.0.2.10", "10.1.2.3", "2001:db8::1", "kb.lan", "localhost"))
+        assert not hosts.allow("evil.test")
+    assert allowed_hosts("127.0.0.1", "*").allow("anything.example")
