@@ -222,7 +222,9 @@ class ChatModel(Protocol):
     off) and returns the complete `AssistantReply`: `reply = yield from model.stream(messages, tools)`.
     Deadlines: the answer must start within the model's timeout, never go silent longer than it while
     streaming, and end by `until` (a `time.monotonic()` value: the agent turn's deadline). Failures raise
-    `ChatModelError` (an AgentError); nothing is retried once text has been yielded.
+    `ChatModelError` (an AgentError); nothing is retried once text has been yielded. `temperature` replaces
+    the configured sampling temperature for this call (None: the configured one): test-set generation and
+    judging ask for 0, the chat keeps chat.temperature.
     """
 
     def describe(self) -> str:
@@ -230,7 +232,8 @@ class ChatModel(Protocol):
         ...
 
     def stream(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] = (),
-               step: int = 1, until: float | None = None) -> Generator[str | Retrying, None, AssistantReply]: ...
+               step: int = 1, until: float | None = None,
+               temperature: float | None = None) -> Generator[str | Retrying, None, AssistantReply]: ...
 
 
 @runtime_checkable

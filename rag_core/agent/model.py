@@ -213,12 +213,14 @@ class ChatModel(RemoteAdapter):
             return self._client
 
     def stream(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] = (),
-               step: int = 1, until: float | None = None) -> Generator[str | Retrying, None, AssistantReply]:
+               step: int = 1, until: float | None = None,
+               temperature: float | None = None) -> Generator[str | Retrying, None, AssistantReply]:
         import openai
 
         c = self.config
         kwargs: dict[str, Any] = {"model": c.model, "messages": list(messages), "stream": True,
-                                  "temperature": c.temperature, "max_tokens": c.max_tokens}
+                                  "temperature": c.temperature if temperature is None else temperature,
+                                  "max_tokens": c.max_tokens}
         if tools:
             kwargs["tools"] = list(tools)
         if not self._api_key:

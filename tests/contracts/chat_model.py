@@ -53,6 +53,13 @@ class ChatModelContract:
         request = sent()[-1]
         assert request["messages"] == MESSAGES and request["tools"] == TOOLS
 
+    def test_a_temperature_given_replaces_the_configured_one_for_that_call(self, model, script, sent) -> None:
+        script(Completion.say("ok"), Completion.say("ok"))
+        drain(model.stream(MESSAGES, temperature=0.0))
+        drain(model.stream(MESSAGES))
+        assert sent()[-2]["temperature"] == 0.0  # test-set generation and judging ask for 0
+        assert sent()[-1]["temperature"] != 0.0  # the configured one (chat.temperature) otherwise
+
     def test_tool_calls_come_back_whole_and_in_order(self, model, script) -> None:
         script(Completion.calls(tool_call("search_knowledge_base", {"query": "P1 定义"}, parts=4),
                                 tool_call("get_current_datetime", "{}")))

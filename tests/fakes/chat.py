@@ -6,7 +6,7 @@
 
 Each `stream` call takes the next item: a `Completion` (its text streamed in `text_parts` pieces, then
 its tool calls; `stream_error` raises after the text), a callable computing one from the request, or an
-exception to raise. Every call is recorded in `requests` ({"messages", "tools", "step", "until"}).
+exception to raise. Every call is recorded in `requests` ({"messages", "tools", "step", "until", "temperature"}).
 """
 
 from __future__ import annotations
@@ -34,8 +34,10 @@ class ScriptedChatModel:
         return "scripted model (tests)"
 
     def stream(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] = (),
-               step: int = 1, until: float | None = None) -> Generator[str | Retrying, None, AssistantReply]:
-        request = {"messages": [dict(m) for m in messages], "tools": list(tools), "step": step, "until": until}
+               step: int = 1, until: float | None = None,
+               temperature: float | None = None) -> Generator[str | Retrying, None, AssistantReply]:
+        request = {"messages": [dict(m) for m in messages], "tools": list(tools), "step": step, "until": until,
+                   "temperature": temperature}
         self.requests.append(request)
         if until is not None and self._clock() >= until:
             raise ChatModelError("The scripted model did not finish its answer before the deadline (chat.deadline). "
