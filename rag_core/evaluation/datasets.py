@@ -23,7 +23,10 @@ Simple format (JSONL or CSV), one query per line/row:
 
 `relevant` is a list of doc ids (in CSV: `;`-separated); `answer` is optional (a string or a list of
 strings) and has no offset: a chunk contains it when it belongs to a relevant document and its text
-contains the answer verbatim. `id` is optional (default `q<line>`).
+contains the answer verbatim. `id` is optional (default `q<line>`). The fields of a generated or reviewed
+test set (`ITEM_FIELDS`, see `testsets`) are accepted too, so such a set runs as it is: a line with
+`"should_answer": false` (no chunk answers it: `relevant` may be empty) or `"review": "dropped"` is left out
+of a retrieval run, counted in the set's `info["excluded"]`.
 
 Subsets: `sample=N` (with `seed`, default 0) takes a seeded random sample of N queries, kept in file
 order, the same for the same set, N and seed; `limit=N` takes the first N in file order. Prefer the
@@ -57,6 +60,8 @@ SAMPLE_KB = REPO_ROOT / "examples" / "kb"
 SAMPLE_QUERIES = REPO_ROOT / "examples" / "kb_queries.jsonl"
 SAMPLE_NAME = "sample"
 EVAL_DIR_ENV = "RAG_EVAL_DIR"
+# What a test set's line may carry besides query, relevant, answer and id (rag_core.evaluation.testsets).
+ITEM_FIELDS = ("source", "lang", "generator", "kind", "should_answer", "review")
 DEFAULT_SAMPLE_PER_QUERY = 10
 MIN_DEFAULT_SAMPLE = 100
 DEFAULT_SEED = 0
@@ -375,18 +380,39 @@ def _as_list(value: Any, where: str, what: str, csv_row: bool) -> list[str]:
     return [i.strip() for i in items if i.strip()]
 
 
-def _user_query(row: Mapping[str, Any], where: str, default_id: str, csv_row: bool) -> EvalQuery:
-    unknown = set(row) - {"id", "query", "relevant", "answer"}
+def should_answer_value(value: Any, where: str) -> bool:
+    """`should_answer` of a line: true unless given as false (JSON false, or false/no/0 in a CSV cell)."""
+    if value is None or value == "" or isinstance(value, bool):
+        return value is not False
+    if isinstance(value, str) and value.strip().lower() in ("true", "yes", "1", "false", "no", "0"):
+        return value.strip().lower() in ("true", "yes", "1")
+    raise EvaluationError(f"{where}: `should_answer` must be true or false, got {json.dumps(value)[:40]}.")
+
+
+def excluded_reason(row: Mapping[str, Any], where: str) -> str | None:
+    """Why a line is left out of a retrieval run: "dropped" (review), "should_not_answer", or None."""
+    if str(row.get("review") or "").strip() == "dropped":
+        return "dropped"
+    return None if should_answer_value(row.get("should_answer"), where) else "should_not_answer"
+
+
+def _user_query(row: Mapping[str, Any], where: str, default_id: str, csv_row: bool) -> EvalQuery | str:
+    """The line's query, or why it is left out of a retrieval run (`excluded_reason`)."""
+    unknown = set(row) - {"id", "query", "relevant", "answer", *ITEM_FIELDS}
     if unknown:
-        raise EvaluationError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}; "
-                              "use query, relevant, answer and optionally id.")
+        raise EvaluationError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}; use query, relevant, "
+                              f"answer and optionally id (or a test set's {', '.join(ITEM_FIELDS)}).")
     text = row.get("query")
     if not isinstance(text, str) or not text.strip():
         raise EvaluationError(f"{where}: `query` is missing or empty.")
+    excluded = excluded_reason(row, where)
     relevant = _as_list(row.get("relevant"), where, "relevant", csv_row)
+    if excluded is not None:
+        return excluded
     if not relevant:
         raise EvaluationError(f"{where}: `relevant` is missing or empty: list the doc ids that answer the query "
-                              "(paths inside the knowledge base, e.g. runbooks/cpu_high.md).")
+                              "(paths inside the knowledge base, e.g. runbooks/cpu_high.md), or mark the line "
+                              "\"should_answer\": false.")
     answers = _as_list(row.get("answer"), where, "answer", False)
     qid = str(row.get("id") or "").strip() or default_id
     return EvalQuery(qid, text.strip(), {d: 1 for d in relevant}, tuple(Answer(a) for a in answers))
@@ -430,15 +456,28 @@ def _unique_ids(ids: Sequence[str], name: str) -> None:
 
 def parse_user_set(data: bytes | str, name: str) -> list[EvalQuery]:
     """JSONL or CSV (chosen by `name`'s extension) -> queries. Errors name the line and the field."""
+    return _parse_user_set(data, name)[0]
+
+
+def _parse_user_set(data: bytes | str, name: str) -> tuple[list[EvalQuery], dict[str, int]]:
+    """(queries, lines left out by reason: see `excluded_reason`)."""
     if Path(name).suffix.lower() not in (".jsonl", ".json", ".ndjson", ".csv", ".tsv"):
         raise EvaluationError(f"{name}: use a .jsonl or .csv file (query, relevant, optional answer).")
-    queries = [_user_query(row, where, "q" + where.rsplit(" ", 1)[-1], is_csv)
-               for where, row, is_csv in _rows(data, name, {"query", "relevant"},
-                                                "query and relevant (and optionally answer, id)")]
+    queries: list[EvalQuery] = []
+    excluded: dict[str, int] = {}
+    for where, row, is_csv in _rows(data, name, {"query", "relevant"},
+                                    "query and relevant (and optionally answer, id)"):
+        parsed = _user_query(row, where, "q" + where.rsplit(" ", 1)[-1], is_csv)
+        if isinstance(parsed, str):
+            excluded[parsed] = excluded.get(parsed, 0) + 1
+        else:
+            queries.append(parsed)
     if not queries:
-        raise EvaluationError(f"{name} contains no queries.")
+        left_out = ", ".join(f"{n} {reason.replace('_', ' ')}" for reason, n in sorted(excluded.items()))
+        raise EvaluationError(f"{name} contains no queries" + (f" a retrieval run can score (left out: {left_out})."
+                                                                if excluded else "."))
     _unique_ids([q.query_id for q in queries], name)
-    return queries
+    return queries, excluded
 
 
 def read_query_file(path: Path) -> list[tuple[str, str]]:
@@ -504,7 +543,8 @@ def load_user_set(source: str | os.PathLike[str] | bytes, *, name: str | None = 
         except FileNotFoundError:
             raise EvaluationError(f"Evaluation set {path} does not exist.") from None
         label = name or path.name
-    queries, subset = choose_queries(parse_user_set(data, label), limit=limit, sample=sample, seed=seed)
+    parsed, excluded = _parse_user_set(data, label)
+    queries, subset = choose_queries(parsed, limit=limit, sample=sample, seed=seed)
     documents: tuple[Document, ...] | None
     refused: list[str] = []
     if corpus is None:
@@ -514,7 +554,7 @@ def load_user_set(source: str | os.PathLike[str] | bytes, *, name: str | None = 
     else:
         documents = tuple(corpus)
     info = {"format": "simple", "source": label if isinstance(source, bytes) else str(source), "split": None,
-            "limit": limit, "queries": subset,
+            "limit": limit, "queries": subset, "excluded": excluded,
             "label_warnings": [f"corpus file not indexed: {reason}" for reason in refused],
             "corpus": {"documents": len(documents) if documents is not None else None,
                        "folder": str(corpus) if isinstance(corpus, (str, os.PathLike)) else None,

@@ -1,0 +1,308 @@
+"""Test sets: labelled items (generated from a knowledge base, or written by hand), their review, and the
+named sets kept under the data folder.
+
+One line per item, in the simple format `eval` reads (`query`, `relevant` doc_ids, `answer`) plus what a
+generated set says about each item (`datasets.ITEM_FIELDS`):
+
+    {"id": "g001", "query": "...", "relevant": ["runbooks/cpu_high.md"], "answer": "a verbatim quote",
+     "source": "runbooks/cpu_high.md#chunk-2", "lang": "en", "generator": "model", "kind": "question",
+     "should_answer": true, "review": "unreviewed"}
+
+`source` is the evidence key of the chunk the item was made from (None for an item no chunk answers);
+`kind` is how it was made ("question": a model's question on the chunk, "title" and "terms": offline
+pseudo-queries, "unanswerable": a model's question no chunk answers); `review` is "unreviewed", "accepted",
+"edited" (the person changed the query or the answer) or "dropped" (kept in the file, left out of runs).
+
+Named sets live in `<data-dir>/eval/testsets/NAME.jsonl`, each with `NAME.meta.json` beside it (how it was
+made: generator, model, prompt version, seed, rejections, timing). Both are written aside and renamed, so
+a set on disk is always complete: a failed save leaves the previous one as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from ..config import Settings
+from ..errors import EvaluationError
+from .datasets import ITEM_FIELDS, _json_objects, should_answer_value
+
+REVIEW_STATES = ("unreviewed", "accepted", "edited", "dropped")
+KINDS = ("question", "title", "terms", "unanswerable", "")
+GENERATORS = ("model", "offline", "")  # "": written by hand
+META_SUFFIX = ".meta.json"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")
+
+
+@dataclass(frozen=True)
+class TestItem:
+    """One labelled question. `answers` are verbatim quotes of the source chunk (one for a generated item;
+    a hand-written line may give several, any of which counts)."""
+
+    __test__ = False  # not a pytest class, whatever its name
+
+    id: str
+    query: str
+    relevant: tuple[str, ...]
+    answers: tuple[str, ...] = ()
+    source: str | None = None
+    lang: str = ""
+    generator: str = ""
+    kind: str = ""
+    should_answer: bool = True
+    review: str = "unreviewed"
+
+    @property
+    def answer(self) -> str | None:
+        return self.answers[0] if self.answers else None
+
+    @property
+    def active(self) -> bool:
+        """Whether runs use it (a dropped item stays in the file, for the record, but is not asked)."""
+        return self.review != "dropped"
+
+    def to_dict(self) -> dict[str, Any]:
+        answer: str | list[str] | None = (self.answers[0] if len(self.answers) == 1 else list(self.answers)
+                                          if self.answers else None)
+        return {"id": self.id, "query": self.query, "relevant": list(self.relevant), "answer": answer,
+                "source": self.source, "lang": self.lang, "generator": self.generator, "kind": self.kind,
+                "should_answer": self.should_answer, "review": self.review}
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any], where: str, default_id: str) -> TestItem:
+        """A line of a test set (or of a hand-written simple-format set). Errors name the line and the field."""
+        unknown = set(row) - {"id", "query", "relevant", "answer", *ITEM_FIELDS}
+        if unknown:
+            raise EvaluationError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}; use query, relevant, "
+                                  f"answer and optionally id, {', '.join(ITEM_FIELDS)}.")
+        query = row.get("query")
+        if not isinstance(query, str) or not query.strip():
+            raise EvaluationError(f"{where}: `query` is missing or empty.")
+        relevant = _strings(row.get("relevant"), where, "relevant")
+        answers = _strings(row.get("answer"), where, "answer")
+        should_answer = should_answer_value(row.get("should_answer"), where)
+        if should_answer and not relevant:
+            raise EvaluationError(f"{where}: `relevant` is missing or empty: list the doc ids that answer the query, "
+                                  "or mark the line \"should_answer\": false.")
+        texts = {}
+        for name, allowed in (("lang", None), ("generator", GENERATORS), ("kind", KINDS), ("review", ("", *REVIEW_STATES))):
+            value = row.get(name)
+            value = "" if value is None else value
+            if not isinstance(value, str) or (allowed is not None and value not in allowed):
+                choices = ", ".join(a for a in (allowed or ()) if a)
+                raise EvaluationError(f"{where}: `{name}` {json.dumps(value)[:40]} is not "
+                                      f"{'one of ' + choices if choices else 'a string'}.")
+            texts[name] = value
+        source = row.get("source")
+        if source is not None and not isinstance(source, str):
+            raise EvaluationError(f"{where}: `source` must be an evidence key (a string) or null.")
+        return cls(id=str(row.get("id") or "").strip() or default_id, query=query.strip(), relevant=tuple(relevant),
+                   answers=tuple(answers), source=source or None, lang=texts["lang"], generator=texts["generator"],
+                   kind=texts["kind"], should_answer=should_answer, review=texts["review"] or "unreviewed")
+
+
+@dataclass(frozen=True)
+class TestSet:
+    """Items and how they were made (`meta`: see `generate.GenerationResult.meta`; {} for a hand-written set)."""
+
+    __test__ = False
+
+    name: str
+    items: tuple[TestItem, ...]
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+
+    @property
+    def active(self) -> tuple[TestItem, ...]:
+        return tuple(i for i in self.items if i.active)
+
+    def counts(self) -> dict[str, int]:
+        """Items by review state, and how many should not be answerable (for a list or a page header)."""
+        counts = {state: 0 for state in REVIEW_STATES}
+        for item in self.items:
+            counts[item.review] += 1
+        counts["should_not_answer"] = sum(1 for i in self.active if not i.should_answer)
+        return counts
+
+
+def _strings(value: Any, where: str, what: str) -> list[str]:
+    if value is None or value == "":
+        return []
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(v, str) for v in items):
+        raise EvaluationError(f"{where}: `{what}` must be a list of strings (or one string), "
+                              f"got {json.dumps(value, ensure_ascii=False)[:60]}.")
+    return [v.strip() for v in items if v.strip()]
+
+
+# ------------------------------------------------------------------------------------------ files
+def parse_items(text: str, label: str) -> tuple[TestItem, ...]:
+    """The items of a test set's JSONL text; ids must be unique. Errors name the line."""
+    items = tuple(TestItem.from_row(row, f"{label}, line {n}", f"q{n}") for n, row in _json_objects(text.splitlines(),
+                                                                                                     label))
+    seen: set[str] = set()
+    for item in items:
+        if item.id in seen:
+            raise EvaluationError(f"{label}: item id {item.id!r} appears twice.")
+        seen.add(item.id)
+    return items
+
+
+def meta_path(path: Path) -> Path:
+    """The sidecar of a set's file: `x.jsonl` -> `x.meta.json`."""
+    return path.with_name(path.stem + META_SUFFIX)
+
+
+def read_test_set(path: str | os.PathLike[str], name: str | None = None) -> TestSet:
+    """A test set from its JSONL file (and its sidecar, when there is one)."""
+    path = Path(path)
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except FileNotFoundError:
+        raise EvaluationError(f"Test set {path} does not exist.") from None
+    except IsADirectoryError:
+        raise EvaluationError(f"Test set {path} is a folder; give a .jsonl file.") from None
+    except UnicodeDecodeError as exc:
+        raise EvaluationError(f"{path}: byte 0x{exc.object[exc.start]:02X} is not UTF-8; save the file as "
+                              "UTF-8.") from None
+    items = parse_items(text, str(path))
+    if not items:
+        raise EvaluationError(f"{path} contains no items.")
+    meta: dict[str, Any] = {}
+    sidecar = meta_path(path)
+    if sidecar.is_file():
+        try:
+            loaded = json.loads(sidecar.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise EvaluationError(f"{sidecar} is damaged ({exc}); delete it to use the items without it.") from None
+        meta = loaded if isinstance(loaded, dict) else {}
+    return TestSet(name or path.stem, items, meta, path)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """`text` into `path`, complete or not at all: written beside it, flushed, then renamed over it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def items_jsonl(items: Iterable[TestItem]) -> str:
+    return "".join(json.dumps(i.to_dict(), ensure_ascii=False) + "\n" for i in items)
+
+
+def write_test_set(path: str | os.PathLike[str], items: Sequence[TestItem], meta: Mapping[str, Any] | None = None
+                   ) -> Path:
+    """Write the items (and `meta`, beside them) to `path`. The sidecar goes first, so a set whose items are on
+    disk always has its own description; each file is complete or not there."""
+    path = Path(path)
+    if not items:
+        raise EvaluationError(f"Nothing to write to {path}: the test set has no items.")
+    if meta is not None:
+        write_atomic(meta_path(path), json.dumps(dict(meta), ensure_ascii=False, indent=1) + "\n")
+    write_atomic(path, items_jsonl(items))
+    return path
+
+
+# ------------------------------------------------------------------------------------------ named sets
+def saved_sets_dir(settings: Settings) -> Path:
+    """Where named test sets live: next to the saved runs (`results.runs_dir`)."""
+    return settings.data_dir / "eval" / "testsets"
+
+
+def check_name(name: str) -> str:
+    name = (name or "").strip()
+    if not _NAME.match(name) or name.endswith(".meta") or name in (".", ".."):
+        raise EvaluationError(f"Test set name {name!r}: use letters, digits, '_', '-' and '.', starting with a letter "
+                              "or digit, at most 80 characters.")
+    return name
+
+
+@dataclass(frozen=True)
+class TestSetInfo:
+    """A named set as listed (without reading its items twice)."""
+
+    __test__ = False
+
+    name: str
+    path: Path
+    items: int
+    generator: str
+    modified: str  # ISO-8601 UTC of the file
+
+
+def list_test_sets(root: Path) -> list[TestSetInfo]:
+    """The named sets under `root`, sorted by name. A file that does not read as a test set is left out of the
+    list (loading it by name says why)."""
+    if not root.is_dir():
+        return []
+    found = []
+    for path in sorted(root.glob("*.jsonl")):
+        try:
+            test_set = read_test_set(path)
+        except EvaluationError:
+            continue
+        generators = sorted({i.generator for i in test_set.items} - {""})
+        modified = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).isoformat(timespec="seconds")
+        found.append(TestSetInfo(path.stem, path, len(test_set.items), ",".join(generators) or "manual", modified))
+    return found
+
+
+def load_test_set(root: Path, name: str) -> TestSet:
+    """The named set `name` under `root`; an unknown name lists the ones there are."""
+    path = root / f"{check_name(name)}.jsonl"
+    if not path.is_file():
+        names = ", ".join(s.name for s in list_test_sets(root)) or "none yet"
+        raise EvaluationError(f"No test set named {name!r} (saved sets: {names}).")
+    return read_test_set(path, name)
+
+
+def save_test_set(root: Path, name: str, items: Sequence[TestItem], meta: Mapping[str, Any] | None = None) -> Path:
+    """Save (or replace) the named set `name` under `root`; `meta` None keeps the sidecar it has."""
+    return write_test_set(root / f"{check_name(name)}.jsonl", items, meta)
+
+
+# ------------------------------------------------------------------------------------------ review
+def review_item(items: Sequence[TestItem], item_id: str, *, state: str | None = None, query: str | None = None,
+                answer: str | None = None, should_answer: bool | None = None) -> tuple[TestItem, ...]:
+    """The items with one changed: a review `state`, a new `query` or `answer` (the item becomes "edited"), or
+    marked (not) answerable. An item marked `should_answer=False` keeps its relevant documents and answer, for
+    the record; runs of retrieval leave it out and answer scoring expects a refusal."""
+    if state is not None and state not in REVIEW_STATES:
+        raise EvaluationError(f"Review state {state!r}: use one of {', '.join(REVIEW_STATES)}.")
+    out, found = [], False
+    for item in items:
+        if item.id != item_id:
+            out.append(item)
+            continue
+        found = True
+        changes: dict[str, Any] = {}
+        if query is not None:
+            if not query.strip():
+                raise EvaluationError(f"Item {item_id}: the question cannot be empty.")
+            changes["query"] = query.strip()
+        if answer is not None:
+            changes["answers"] = (answer.strip(),) if answer.strip() else ()
+        if should_answer is not None:
+            if should_answer and not item.relevant:
+                raise EvaluationError(f"Item {item_id} names no relevant document, so it cannot be marked answerable.")
+            changes["should_answer"] = should_answer
+        edited = any(changes.get(k, getattr(item, k)) != getattr(item, k) for k in ("query", "answers"))
+        changes["review"] = state or ("edited" if edited else item.review)
+        out.append(replace(item, **changes))
+    if not found:
+        raise EvaluationError(f"No item {item_id!r} in this test set.")
+    return tuple(out)
