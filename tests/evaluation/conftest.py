@@ -63,3 +63,17 @@ def two_kbs(tmp_path_factory, local_embedder) -> Path:
                 wb.close()
     yield data
     keeper.close()
+
+
+@pytest.fixture(scope="module")
+def sample_kbs(two_kbs, local_embedder):
+    """{"biz": workbench, "small": workbench}: the knowledge bases of `two_kbs` open in this process, for tests
+    that call rag_core directly (generation, answer scoring); closed when the module is done."""
+    settings = load_settings(data_dir=two_kbs, env={}, config_file=None)
+    with KnowledgeBases(settings, {}, load_embedder=lambda _: local_embedder) as kbs:
+        opened = {name: kbs.open(name) for name in ("biz", "small")}
+    try:
+        yield opened
+    finally:
+        for wb in opened.values():
+            wb.close()

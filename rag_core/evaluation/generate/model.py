@@ -32,9 +32,8 @@ from ..testsets import TestItem
 from . import prompts
 from .filters import (ANSWER_NOT_IN_CHUNK, ANSWERED_BY_KB, COPIED_QUESTION, DUPLICATE, LOOKUP_FAILED, WRONG_LANGUAGE,
                       KeepFilters, answer_in_chunk, copies_chunk, language_of)
-from .offline import LANGS, _shortfall
-from .result import GenerationProgress, GenerationResult
-from .sampling import SampledChunk, check_size, quotable_sentences, read_chunks, sample_order
+from .result import GenerationProgress, GenerationResult, shortfall_warning
+from .sampling import LANGS, SampledChunk, check_size, quotable_sentences, read_chunks, sample_order
 
 CONTEXT_CHUNKS = 3  # excerpts shown for one "should not be answerable" question
 UNANSWERABLE_TRIES = 3  # candidates per such item wanted, at most
@@ -85,7 +84,7 @@ def generate_with_model(store: ChunkStore, model: ChatModel, *, size: int, seed:
         raise EvaluationError(f"No item was kept from {run.tried} chunks asked about (rejected: {reasons}){first}.")
     warnings = []
     if answerable < size - wanted_unanswerable:
-        warnings.append(_shortfall(size - wanted_unanswerable, answerable, run.filters.counts()))
+        warnings.append(shortfall_warning(size - wanted_unanswerable, answerable, run.filters.counts()))
     if len(run.items) - answerable < wanted_unanswerable:
         warnings.append(f"Asked for {wanted_unanswerable} items that should not be answerable, made "
                         f"{len(run.items) - answerable} from {wanted_unanswerable * UNANSWERABLE_TRIES} candidates: the "

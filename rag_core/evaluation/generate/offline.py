@@ -33,11 +33,10 @@ from ...ports import ChunkStore
 from ..runner import EvalProgress
 from ..testsets import TestItem
 from .filters import DUPLICATE, NO_TERMS, KeepFilters
-from .result import OFFLINE_WARNING, GenerationProgress, GenerationResult
-from .sampling import SampledChunk, check_size, quotable_sentences, read_chunks, sample_order
+from .result import OFFLINE_WARNING, GenerationProgress, GenerationResult, shortfall_warning
+from .sampling import LANGS, SampledChunk, check_size, quotable_sentences, read_chunks, sample_order
 
 TERMS = 3
-LANGS = ("auto", "zh", "en")
 _NUMBER = re.compile(r"^[\d.,%:/\-]+$")
 _MARKUP = re.compile(r"[`*_#>|]+")
 
@@ -82,16 +81,10 @@ def generate_offline(store: ChunkStore, *, size: int, seed: int = 0, per_doc_max
         report(EvalProgress("generating", len(items), size, f"{tried} chunks tried"))
     warnings = [OFFLINE_WARNING]
     if len(items) < size:
-        warnings.append(_shortfall(size, len(items), filters.counts()))
+        warnings.append(shortfall_warning(size, len(items), filters.counts()))
     return GenerationResult(tuple(items), size, "offline", seed, kb_name, lang, per_doc_max, filters.counts(),
                             len(by_doc), len(every), len(order), tried, time.perf_counter() - started,
                             warnings=tuple(warnings))
-
-
-def _shortfall(size: int, kept: int, rejected: Mapping[str, int]) -> str:
-    reasons = ", ".join(f"{n} {reason.replace('_', ' ')}" for reason, n in rejected.items()) or "none"
-    return (f"Asked for {size} items, made {kept}: every chunk that could be asked about was tried (rejected: "
-            f"{reasons}). Lower --size, or raise --per-doc-max.")
 
 
 def _idf(chunks: Sequence[SampledChunk]) -> dict[str, float]:

@@ -21,6 +21,13 @@ OFFLINE_WARNING = ("Offline pseudo-queries are made of the documents' own words 
 GenerationProgress = Callable[[EvalProgress], None]  # stages "reading" (documents) and "generating" (items)
 
 
+def shortfall_warning(size: int, kept: int, rejected: Mapping[str, int]) -> str:
+    """What a set smaller than asked says: never a silently smaller set."""
+    reasons = ", ".join(f"{n} {reason.replace('_', ' ')}" for reason, n in rejected.items()) or "none"
+    return (f"Asked for {size} items, made {kept}: every chunk that could be asked about was tried (rejected: "
+            f"{reasons}). Lower --size, or raise --per-doc-max.")
+
+
 @dataclass(frozen=True)
 class GenerationResult:
     items: tuple[TestItem, ...]

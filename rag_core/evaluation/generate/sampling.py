@@ -17,12 +17,16 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable, Mapping, Sequence
 
 from ...agent.offline import is_chinese, sentences
 from ...errors import EvaluationError
 from ...ports import ChunkStore
 from ...retrieval.identity import evidence_key
+
+
+LANGS = ("auto", "zh", "en")  # --lang: the chunk's own language, or one forced
 
 
 @dataclass(frozen=True)
@@ -38,9 +42,11 @@ class SampledChunk:
     def evidence_key(self) -> str:
         return evidence_key(self.doc_id, self.chunk_index, None, self.content)
 
-    @property
+    @cached_property
     def lang(self) -> str:
-        return "zh" if is_chinese(self.content) else "en"
+        """The language of its prose: code blocks and tables (identifiers, YAML) do not make a Chinese chunk English."""
+        prose = " ".join([*self.heading_path, *quotable_sentences(self.content)]) or self.content
+        return "zh" if is_chinese(prose) else "en"
 
 
 def quotable_sentences(content: str) -> list[str]:

@@ -1,0 +1,80 @@
+"""The offline generator on the sample knowledge base (examples/kb in Milvus Lite, the real local embedder):
+deterministic for a seed, in Chinese and in English, every answer quoted from its chunk; and a generated set
+runs through the retrieval evaluation at once, on the knowledge base it came from and on one chunked
+differently."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from rag_core.config import load_settings
+from rag_core.errors import EvaluationError
+from rag_core.evaluation import Grid, load_user_set, run_evaluation
+from rag_core.evaluation.generate import OFFLINE_WARNING, generate_offline, generate_test_set
+from rag_core.evaluation.testsets import read_test_set
+
+
+@pytest.fixture(scope="module")
+def biz(sample_kbs):
+    return sample_kbs["biz"]
+
+
+def chunk_text(wb, key: str) -> str:
+    doc_id, _, index = key.rpartition("#chunk-")
+    return next(c.content for c in wb.store.get_chunks(doc_id) if c.chunk_index == int(index))
+
+
+@pytest.mark.parametrize(("lang", "pinned"), [
+    ("zh", [("title", "运行手册：MySQL 慢查询处理 在线变更表结构", "runbooks/slow_query_zh.md"),
+            ("terms", "主动 升级 安全", "policies/oncall_zh.md")]),
+    ("en", [("title", "Runbook: Disk Space Low Expanding a PVC", "runbooks/disk_full.md"),
+            ("terms", "changed recently history", "policies/incident_response.md")]),
+])
+def test_offline_items_are_deterministic_for_a_seed_in_chinese_and_english(biz, lang, pinned) -> None:
+    result = generate_offline(biz.store, size=8, seed=0, lang=lang, kb_name="biz")
+    assert generate_offline(biz.store, size=8, seed=0, lang=lang, kb_name="biz").items == result.items
+    assert [(i.kind, i.query, i.relevant[0]) for i in result.items[:2]] == pinned
+    assert len(result.items) == 8 and result.rejected == {} and result.warnings == (OFFLINE_WARNING,)
+    assert {i.lang for i in result.items} == {lang} and {i.generator for i in result.items} == {"offline"}
+    assert Counter(i.kind for i in result.items) == {"title": 4, "terms": 4}
+    for item in result.items:
+        assert item.relevant == (item.source.rpartition("#chunk-")[0],) and item.should_answer
+        assert item.answer in chunk_text(biz, item.source)  # verbatim: `eval` finds it as it is
+    docs = Counter(i.relevant[0] for i in result.items)
+    assert max(docs.values()) - min(docs.values()) <= 1  # round-robin: no document more than its share
+    other = generate_offline(biz.store, size=8, seed=1, lang=lang, kb_name="biz")
+    assert [i.source for i in other.items] != [i.source for i in result.items]
+    assert result.meta()["generator"] == "offline" and result.meta()["model"] is None
+
+
+def test_a_size_the_knowledge_base_cannot_give_is_one_line(biz) -> None:
+    with pytest.raises(EvaluationError, match=r"^The knowledge base 'biz' can give at most 10 items \(10 documents "
+                                              r"with 10 chunks that hold a sentence to quote, at most 1 per "
+                                              r"document \(--per-doc-max\)\): ask for --size 10 or fewer or raise "
+                                              r"--per-doc-max\.$"):
+        generate_test_set(biz.store, size=11, per_doc_max=1, kb_name="biz")
+
+
+def test_a_generated_set_runs_through_eval_on_its_knowledge_base_and_on_one_chunked_differently(
+        sample_kbs, two_kbs: Path, tmp_path: Path) -> None:
+    biz, small = sample_kbs["biz"], sample_kbs["small"]
+    result = generate_offline(biz.store, size=12, seed=0, kb_name="biz")
+    path = result.write(tmp_path / "biz-offline.jsonl")
+    assert read_test_set(path).meta["warnings"] == [OFFLINE_WARNING]
+    eval_set = load_user_set(path)
+    settings = load_settings(data_dir=two_kbs, env={}, config_file=None)
+    run = run_evaluation(eval_set, Grid.from_settings(settings, mode=["bm25", "dense"]), settings,
+                         knowledge_bases=[biz, small])
+    assert run.warnings == []  # every relevant doc_id is in both knowledge bases
+    rows = {(p.point.kb, p.point.mode): p.metrics for p in run.points}
+    assert set(rows) == {("biz", "bm25"), ("biz", "dense"), ("small", "bm25"), ("small", "dense")}
+    for metrics in rows.values():
+        assert metrics["queries"] == 12 and metrics["queries_with_answers"] == 12
+    # pseudo-queries made of the text's words: keyword search finds their documents (the warning's point)
+    assert rows[("biz", "bm25")]["recall@5"] == pytest.approx(1.0)
+    assert rows[("biz", "bm25")]["recall@5"] >= rows[("biz", "dense")]["recall@5"]
+    # the answers are quotes of biz's 800-character chunks: small's 300-character chunks hold fewer of them whole
+    assert rows[("small", "bm25")]["answer_recall"] <= rows[("biz", "bm25")]["answer_recall"]
