@@ -12,8 +12,8 @@ as the chat page and `/api/chat` fold it. Per item, and as means over the items 
   (on answers that cite anything; `cites` is the share of answered items that cite at all).
 * `citation_support`: a gold answer lies (as tokens, as above) in one of the cited chunks, read whole.
 * `refused`: the answer says the knowledge base does not answer the question (`REFUSAL_PATTERNS`, phrases
-  in English and Chinese, looked for outside quotations: a heuristic, and recorded as such). `refusals` is its share on the items that
-  should not be answerable (the right behaviour); `false_refusals` on the others.
+  in English and Chinese, looked for outside quotations: a heuristic, and recorded as such). `refusals` is
+  its share on the items that should not be answerable (the right behaviour); `false_refusals` on the others.
 * `faithfulness`, only with a judge model (`ports.ChatModel`, passed in; any OpenAI-compatible): the
   answer's sentences (`agent.offline.sentences`: prose, list items and table rows; no headings or code) are
   judged, all at once, against the cited evidence: "supported", "unsupported" or "no_claim" (a sentence
@@ -72,7 +72,8 @@ REFUSAL_PATTERNS = (
 _REFUSAL = re.compile("|".join(REFUSAL_PATTERNS), re.I)
 # What the answer quotes is the documents' words, not the agent's: "实在找不到合适的位置" in a quote is no refusal.
 _QUOTED = re.compile(r"“[^”]*”|\"[^\"\n]*\"|「[^」]*」|^\s*>.*$", re.M)
-_CITATION = re.compile(r"[\[【][^\[\]【】\n]{0,400}?(?:#chunk-\d+|vector:\S+|content:[0-9a-f]{16})[^\[\]【】\n]{0,400}?[\]】]")
+_CITATION = re.compile(r"[\[【][^\[\]【】\n]{0,400}?(?:#chunk-\d+|vector:\S+|content:[0-9a-f]{16})"
+                       r"[^\[\]【】\n]{0,400}?[\]】]")
 
 JUDGE = {
     "en": """\

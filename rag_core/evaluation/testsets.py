@@ -91,7 +91,8 @@ class TestItem:
             raise EvaluationError(f"{where}: `relevant` is missing or empty: list the doc ids that answer the query, "
                                   "or mark the line \"should_answer\": false.")
         texts = {}
-        for name, allowed in (("lang", None), ("generator", GENERATORS), ("kind", KINDS), ("review", ("", *REVIEW_STATES))):
+        fields_allowed = (("lang", None), ("generator", GENERATORS), ("kind", KINDS), ("review", ("", *REVIEW_STATES)))
+        for name, allowed in fields_allowed:
             value = row.get(name)
             value = "" if value is None else value
             if not isinstance(value, str) or (allowed is not None and value not in allowed):

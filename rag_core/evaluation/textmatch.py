@@ -7,7 +7,8 @@
   ("PodMemoryUsageHigh 告警") works alike.
 * Whitespace normalisation (`find_normalised`): every run of whitespace counts as one space, none at the
   ends, and none between two Chinese characters or punctuation marks (a line wrapped inside a Chinese
-  sentence, which a model quoting it joins up). Nothing else changes: a quote must keep the text's own characters and punctuation.
+  sentence, which a model quoting it joins up). Nothing else changes: a quote must keep the text's own
+  characters and punctuation.
 * Longest shared run (`longest_shared_run`): the longest sequence of consecutive tokens two texts share.
 * Near-duplicates (`bigram_jaccard`): Jaccard similarity of the sets of character bigrams of the two texts'
   tokens written one after the other (no spaces).

@@ -140,7 +140,8 @@ def test_kept_items_quote_their_chunk_in_its_language_at_temperature_0(kb, serve
     bodies = server.chat_requests()
     assert all(b["temperature"] == 0.0 for b in bodies)
     zh = next(b for b in bodies if "oncall_zh.md" in b["messages"][1]["content"])
-    assert zh["messages"][0]["content"] == prompts.QUESTION["zh"] and DOCS["oncall_zh.md"][0] in zh["messages"][1]["content"]
+    assert zh["messages"][0]["content"] == prompts.QUESTION["zh"]
+    assert DOCS["oncall_zh.md"][0] in zh["messages"][1]["content"]
     assert [i.id for i in result.items] == [f"g00{n}" for n in range(1, 7)]
     assert [(p.stage, p.done, p.total) for p in seen if p.stage == "generating"][-1] == ("generating", 6, 6)
     assert [p.done for p in seen if p.stage == "reading"] == [1, 2, 3, 4, 5, 6]

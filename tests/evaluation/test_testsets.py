@@ -59,7 +59,8 @@ def test_eval_reads_a_generated_set_as_it_is_leaving_out_what_retrieval_cannot_s
     ('{"query": "a", "relevant": ["d"], "generator": "gpt"}', r"`generator` \"gpt\" is not one of model, offline"),
     ('{"query": "a", "relevant": ["d"], "colour": "red"}', r"unknown field\(s\) colour"),
     ('{"query": "a", "relevant": ["d"], "source": 3}', r"`source` must be an evidence key"),
-    ('{"id": "x", "query": "a", "relevant": ["d"]}\n{"id": "x", "query": "b", "relevant": ["d"]}', r"'x' appears twice"),
+    ('{"id": "x", "query": "a", "relevant": ["d"]}\n{"id": "x", "query": "b", "relevant": ["d"]}',
+     r"'x' appears twice"),
 ])
 def test_a_bad_line_is_one_clear_error_naming_it(tmp_path: Path, line: str, message: str) -> None:
     path = tmp_path / "bad.jsonl"
