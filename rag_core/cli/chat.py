@@ -9,19 +9,17 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ..agent.events import ContentEvent, DoneEvent, ErrorEvent, Event, NoticeEvent, ToolCallEvent, ToolResultEvent
+from ..agent.session import Session
 from ..config import Settings
 from ..text import text_problem
-from .events import (ContentEvent, DoneEvent, ErrorEvent, Event, NoticeEvent, ToolCallEvent, ToolResultEvent)
-from .session import Session
+from .output import EXIT_ERROR, json_line
 
 if TYPE_CHECKING:
     from ..bootstrap import Workbench
-
-EXIT_ERROR = 2
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -83,7 +81,7 @@ def render_turn(events: Any, *, json_lines: bool = False, out: TextIO | None = N
     ok = False
     for event in events:
         if json_lines:
-            out.write(json.dumps(event.to_dict(), ensure_ascii=False, default=str) + "\n")
+            out.write(json_line(event.to_dict()) + "\n")
             out.flush()
             ok = ok or isinstance(event, DoneEvent)
             continue
@@ -127,5 +125,5 @@ def _render_side(event: Event, err: TextIO) -> None:
 
 
 def _short(value: Any, limit: int = 160) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
+    text = json_line(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"

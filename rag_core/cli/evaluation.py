@@ -24,15 +24,15 @@ The table goes to stdout (or the whole run as JSON with --json); the progress ba
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..config import KEYS, Settings
 from ..errors import EvaluationError
-from .params import LABELS, PARAM_KEYS, PARAM_SETTINGS, choices_of, parse_kb_names, parse_values
-from .report import DEFAULT_PARAMS, PER_QUERY_METRICS, point_comparisons, shown_metrics, wins_losses
+from ..evaluation.params import LABELS, PARAM_KEYS, PARAM_SETTINGS, choices_of, parse_kb_names, parse_values
+from ..evaluation.report import DEFAULT_PARAMS, PER_QUERY_METRICS, point_comparisons, shown_metrics, wins_losses
+from .output import format_table, print_json, stage_progress_bar
 
 SHORT = {"max_chunks_per_document": "cap", "retrieve_k": "k", "return_n": "n", "chunk_size": "size",
          "dense_weight": "w_dense", "bm25_weight": "w_bm25", "latency_p50_ms": "p50_ms", "latency_p95_ms": "p95_ms",
@@ -60,51 +60,12 @@ def _list_of_kbs(text: str) -> list[str]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
-    def show(value: Any) -> str:
-        if value is None:
-            return "-"
-        if isinstance(value, float):
-            return f"{value:.3f}" if abs(value) < 100 else f"{value:.1f}"
-        return str(value)
-
-    header = [SHORT.get(c, c) for c in columns]
-    cells = [[show(r.get(c)) for c in columns] for r in rows]
-    widths = [max(len(h), *(len(row[i]) for row in cells)) for i, h in enumerate(header)]
-    lines = ["  ".join(h.rjust(w) for h, w in zip(header, widths)),
-             "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(v.rjust(w) for v, w in zip(row, widths)) for row in cells]
-    return "\n".join(lines)
-
-
-def _progress(enabled: bool):  # noqa: ANN202
-    if not enabled:
-        return None, lambda: None
-    from tqdm import tqdm
-
-    bar = tqdm(total=0, file=sys.stderr, dynamic_ncols=True, unit="step")
-    state = {"stage": "", "detail": ""}
-
-    def update(p) -> None:  # noqa: ANN001
-        if (p.stage, p.total) != (state["stage"], bar.total):
-            state["stage"] = p.stage
-            bar.unit = "doc" if p.stage == "indexing" else "query"
-            bar.reset(total=p.total)
-        if p.detail != state["detail"]:  # the combination being run changes during a sweep
-            state["detail"] = p.detail
-            bar.set_description(p.detail[:60], refresh=False)
-        bar.n = p.done
-        bar.refresh()
-
-    return update, bar.close
-
-
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     from ..bootstrap import build_embedder
-    from .datasets import load_set
-    from .kbs import opened_knowledge_bases
-    from .results import new_run_dir, runs_dir, save_run
-    from .runner import Grid, run_evaluation
+    from ..evaluation.datasets import load_set
+    from ..evaluation.kbs import opened_knowledge_bases
+    from ..evaluation.results import new_run_dir, runs_dir, save_run
+    from ..evaluation.runner import Grid, run_evaluation
 
     if args.kbs and args.corpus:
         raise EvaluationError("--kb and --corpus exclude each other: --kb searches the knowledge bases' own "
@@ -120,8 +81,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     grid = Grid.from_settings(settings, **{k: getattr(args, k) for k in PARAM_KEYS})
     if args.by is not None and args.by not in PER_QUERY_METRICS:
         raise EvaluationError(f"--by {args.by!r}: use one of {', '.join(PER_QUERY_METRICS)}.")
-    progress, close = _progress(not args.quiet)
-    try:
+    with stage_progress_bar(not args.quiet) as progress:
         if live:  # the knowledge bases as they are: the named ones, or the one --kb before `eval` chooses
             with opened_knowledge_bases(settings, args.kbs or [settings.kb_name]) as workbenches:
                 run = run_evaluation(eval_set, grid, settings, reindex=args.reindex, progress=progress,
@@ -129,15 +89,12 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         else:
             run = run_evaluation(eval_set, grid, settings, embedder=build_embedder(settings), reindex=args.reindex,
                                  progress=progress)
-    finally:
-        close()
     paths = {} if args.no_save else save_run(run, Path(args.out) if args.out else new_run_dir(runs_dir(settings),
                                                                                                 eval_set.name))
     comparisons = point_comparisons(run.to_dict(), args.by)
     if args.json:
-        json.dump({**run.to_dict(), "comparisons": comparisons,
-                   "files": {k: str(v) for k, v in paths.items()}}, sys.stdout, ensure_ascii=False, indent=1)
-        sys.stdout.write("\n")
+        print_json({**run.to_dict(), "comparisons": comparisons, "files": {k: str(v) for k, v in paths.items()}},
+                   indent=1)
         return 0
     corpus = run.set_info.get("corpus", {})
     print(f"{eval_set.name}: {len(eval_set.queries)} queries{_subset(run.set_info.get('queries') or {})}"
@@ -156,7 +113,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     print()
     varying = run.config["varying"]
     print(format_table([{"#": i + 1, **r} for i, r in enumerate(rows)],
-                       ["#", *(varying or DEFAULT_PARAMS), *shown_metrics(rows)]))
+                       ["#", *(varying or DEFAULT_PARAMS), *shown_metrics(rows)], SHORT))
     print_comparisons(comparisons)
     for note in run.skipped:
         print(f"skipped: {note}")
@@ -198,8 +155,8 @@ def print_outcomes(c: dict[str, Any], limit: int = 10) -> None:
 
 
 def cmd_compare(args: argparse.Namespace, settings: Settings) -> int:
-    from .report import compare_best
-    from .results import load_point
+    from ..evaluation.report import compare_best
+    from ..evaluation.results import load_point
 
     (a_run, a_index), (b_run, b_index) = load_point(args.a), load_point(args.b)
     a_point, b_point = a_run["points"][a_index], b_run["points"][b_index]
@@ -207,15 +164,14 @@ def cmd_compare(args: argparse.Namespace, settings: Settings) -> int:
     result = wins_losses(a_point["queries"], b_point["queries"], args.by, labels)
     diff = compare_best([{**a_point["params"], **a_point["metrics"]}], [{**b_point["params"], **b_point["metrics"]}])
     if args.json:
-        json.dump({"metrics": diff, "A_params": a_point["params"], "B_params": b_point["params"],
-                   **result.to_dict()}, sys.stdout, ensure_ascii=False, indent=1)
-        sys.stdout.write("\n")
+        print_json({"metrics": diff, "A_params": a_point["params"], "B_params": b_point["params"],
+                    **result.to_dict()}, indent=1)
         return 0
     for side, point, label in (("A", a_point, labels[0]), ("B", b_point, labels[1])):
         shown = {k: v for k, v in point["params"].items() if v is not None}
         print(f"{side}: {label}  " + " ".join(f"{k}={v}" for k, v in shown.items()))
     print()
-    print(format_table(diff, ["metric", "A", "B", "B − A"]))
+    print(format_table(diff, ["metric", "A", "B", "B − A"], SHORT))
     print(f"\nper query: {result.summary()}")
     print_outcomes({"A": "A", "B": "B", **result.to_dict()}, limit=args.limit)
     return 0

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
 
 from ..config import Settings
 from ..errors import RagError
-from . import host_client
-from .connection import is_lite
+from ..store import host_client
+from ..store.connection import is_lite
+from .output import print_json
 
 
 def _db(settings: Settings) -> Path:
@@ -35,10 +35,8 @@ def cmd_host(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     running = host_client.status(db)
     if args.json:
-        json.dump({"db": str(db), "running": running is not None,
-                   "host": asdict(running.endpoint) if running else None,
-                   "clients": list(running.clients) if running else []}, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print_json({"db": str(db), "running": running is not None, "host": asdict(running.endpoint) if running else None,
+                    "clients": list(running.clients) if running else []})
     elif running is None:
         print(f"no store host is running for {db} (the first workbench process that needs it starts one)")
     else:

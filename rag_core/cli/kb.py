@@ -17,10 +17,10 @@ import sys
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from ..cli import _print_json
 from ..config import KEYS, Settings
 from ..errors import KnowledgeBaseError
-from .settings import KB_KEYS, describe, made_with
+from ..kb.settings import KB_KEYS, describe, made_with
+from .output import EXIT_FAILED_FILES, ingest_progress_bar, print_json, report_line
 
 # option -> the setting it sets (the option's help is the setting's)
 OPTIONS = {"max_size": "chunk.max-size", "overlap": "chunk.overlap", "embedder": "embedding.provider",
@@ -40,7 +40,7 @@ def changes(args: argparse.Namespace) -> dict[str, Any]:
 def _manager(settings: Settings, args: argparse.Namespace) -> Iterator[Any]:
     """The knowledge bases, closed afterwards. A default knowledge base made now keeps the values --set gave
     (said on stderr); the command failing undoes it (KnowledgeBases.__exit__)."""
-    from .manage import KnowledgeBases
+    from ..kb.manage import KnowledgeBases
 
     with KnowledgeBases(settings) as kbs:
         yield kbs
@@ -52,7 +52,7 @@ def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
     with _manager(settings, args) as kbs:
         infos = [kbs.info(name) for name in kbs.names()]
     if args.json:
-        _print_json([i.to_dict() for i in infos])
+        print_json([i.to_dict() for i in infos])
         return 0
     for i in infos:
         mark = " (default)" if i.default else ""
@@ -65,7 +65,7 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     with _manager(settings, args) as kbs:
         info = kbs.info(args.name or settings.kb_name)
     if args.json:
-        _print_json(info.to_dict())
+        print_json(info.to_dict())
         return 0
     kb = info.kb
     print(f"{kb.name}{' (default)' if info.default else ''}: {info.documents} documents, {info.chunks} chunks"
@@ -84,7 +84,7 @@ def cmd_create(args: argparse.Namespace, settings: Settings) -> int:
     with _manager(settings, args) as kbs:
         kb = kbs.create(args.name, changes(args))
     if args.json:
-        _print_json({"name": kb.name, "settings": dict(kb.settings), "created_at": kb.created_at})
+        print_json({"name": kb.name, "settings": dict(kb.settings), "created_at": kb.created_at})
     else:
         print(f"created {kb.name}  [{describe(kb)}]")
     return 0
@@ -99,7 +99,7 @@ def cmd_set(args: argparse.Namespace, settings: Settings) -> int:
         before = kbs.get(args.name)
         kb = kbs.update(args.name, given)
     if args.json:
-        _print_json({"name": kb.name, "settings": dict(kb.settings)})
+        print_json({"name": kb.name, "settings": dict(kb.settings)})
         return 0
     print(f"updated {kb.name}  [{describe(kb)}]")
     if any(before.settings.get(k) != kb.settings[k] for k in ("chunk.max-size", "chunk.overlap")):
@@ -108,12 +108,10 @@ def cmd_set(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_copy(args: argparse.Namespace, settings: Settings) -> int:
-    from ..cli import EXIT_FAILED_FILES, ingest_progress_bar, report_line
-
     with _manager(settings, args) as kbs, ingest_progress_bar(not args.quiet) as progress:
         result = kbs.copy(args.source, args.name, changes(args), progress=progress)
     if args.json:
-        _print_json(result.to_dict())
+        print_json(result.to_dict())
     else:
         for r in result.reports:
             print(report_line(r))

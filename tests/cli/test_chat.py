@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from rag_core.agent.cli import cmd_chat, register
+from rag_core.cli.chat import cmd_chat, register
 from tests.servers.chat import Completion, OpenAIChatServer, tool_call
 
 from .conftest import KEY

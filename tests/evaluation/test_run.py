@@ -171,7 +171,7 @@ def test_cli_sweep_writes_json_and_csv(settings, tmp_path: Path, capsys) -> None
 def test_register_adds_the_eval_command_to_any_parser() -> None:
     import argparse
 
-    from rag_core.evaluation.cli import register
+    from rag_core.cli.evaluation import register
 
     parser = argparse.ArgumentParser()
     register(parser.add_subparsers(dest="command"))
