@@ -166,9 +166,9 @@ def test_searches_beyond_api_lookup_threads_wait_in_one_queue_and_get_their_own_
 
 
 def test_lookup_threads_default_to_four_times_the_cores(kb, monkeypatch):
-    from rag_core.service import app
+    from rag_core.service import state
 
-    monkeypatch.setattr(app.os, "cpu_count", lambda: 3)
-    assert app.lookup_thread_count(kb.settings.with_overrides({"api.lookup-threads": 0})) == 12
-    assert app.lookup_thread_count(kb.settings.with_overrides({"api.lookup-threads": 5})) == 5
-    assert app.lookup_thread_count(None) == 12
+    monkeypatch.setattr(state.os, "cpu_count", lambda: 3)
+    assert state.lookup_thread_count(kb.settings.with_overrides({"api.lookup-threads": 0})) == 12
+    assert state.lookup_thread_count(kb.settings.with_overrides({"api.lookup-threads": 5})) == 5
+    assert state.lookup_thread_count(None) == 12
