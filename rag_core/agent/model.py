@@ -46,6 +46,8 @@ _PROVIDER_NAMES = {"dashscope": "DashScope", "openai": "OpenAI-compatible"}
 class ChatModelError(AgentError, RemoteError):
     """The chat model failed; `kind` names the failure for a UI ("connection", "auth", "malformed", ...)."""
 
+    upstream = "chat model"
+
     def __init__(self, message: str, kind: str) -> None:
         super().__init__(message, kind)
 

@@ -6,7 +6,7 @@ import time
 from dataclasses import replace
 from typing import Any, Mapping
 
-from ..errors import RetrievalError
+from ..errors import EmptyKnowledgeBase
 from ..ports import ChunkStore, Embedder, KnowledgeSearchPort
 from ..records import FUSIONS, SEARCH_MODES, SearchHit, SearchOptions, SearchResult
 from . import fusion
@@ -63,6 +63,6 @@ class MilvusSearchPort:
         else:
             hits = ranked[mode]
         if not hits and self.store.is_empty():
-            raise RetrievalError("The knowledge base is empty: ingest documents first "
+            raise EmptyKnowledgeBase("The knowledge base is empty: ingest documents first "
                                  "(Knowledge base page, or `python -m rag_core ingest PATH`).")
         return SearchResult(tuple(hits[:k]), timings)

@@ -114,7 +114,7 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RagError)
     async def rag_error(request: Request, exc: RagError) -> JSONResponse:
         err = from_rag_error(exc)
-        return error_response(request.url.path, err.status, err.code, err.message)
+        return error_response(request.url.path, err.status, err.code, err.message, err.data)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
