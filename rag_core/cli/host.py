@@ -35,7 +35,8 @@ def cmd_host(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     running = host_client.status(db)
     if args.json:
-        print_json({"db": str(db), "running": running is not None, "host": asdict(running.endpoint) if running else None,
+        print_json({"db": str(db), "running": running is not None,
+                    "host": asdict(running.endpoint) if running else None,
                     "clients": list(running.clients) if running else []})
     elif running is None:
         print(f"no store host is running for {db} (the first workbench process that needs it starts one)")

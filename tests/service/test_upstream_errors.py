@@ -145,7 +145,8 @@ def test_a_missing_knowledge_base_or_document_is_404(client: httpx.Client, path:
 def test_the_status_follows_the_type_not_the_message():
     """The words of a message never pick the status; its type does."""
     empty = "The knowledge base is empty: ingest documents first."
-    assert (from_rag_error(EmptyKnowledgeBase(empty)).status, from_rag_error(RetrievalError(empty)).status) == (409, 400)
+    assert from_rag_error(EmptyKnowledgeBase(empty)).status == 409
+    assert from_rag_error(RetrievalError(empty)).status == 400
     assert from_rag_error(KnowledgeBaseNotFound("gone")).status == 404
     assert from_rag_error(NotIndexed("gone")).status == 404
     assert from_rag_error(RerankFailed("Reranking failed", deadline=True)).status == 504
