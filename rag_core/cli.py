@@ -488,7 +488,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("config", help="show every setting with its value, default and variable")
     p.add_argument("--json", action="store_true", help="print the data dir and every value as JSON")
-    p.add_argument("--markdown", action="store_true", help="print the settings table of the README (Markdown)")
+    p.add_argument("--markdown", action="store_true", help="print the settings table of docs/configuration.md (Markdown)")
     p.set_defaults(func=cmd_config)
 
     from .agent.cli import register as register_chat
