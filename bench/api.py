@@ -665,14 +665,14 @@ def render(record: dict) -> str:
 
 
 def summary(record: dict) -> str:
-    """The README's paragraph in the API section."""
+    """bench/README.md's paragraph on the HTTP API (after "What these say")."""
     s, tail, cores = record["search"], str(TAIL_LEVEL), record["cores"]
     h1, i1, h8, i8 = s["http"]["1"], s["in_process"]["1"], s["http"][tail], s["in_process"][tail]
     st = record["stream"]
     total = sum(h8["cpu_ms"].values())
     reached = (f"the target, p95 <= {TARGET_P95_MS:.0f} ms, is "
                + ("reached" if h8["p95"] <= TARGET_P95_MS else "not reached on this machine"))
-    text = (f"**Measured** (`python -m bench.api`, [bench/README.md](bench/README.md); {record['size']:,} chunks, "
+    text = (f"**Measured** (`python -m bench.api`; {record['size']:,} chunks, "
             f"hybrid search, load average {fmt(s['load_during'][0], 2)} when the search levels began): `/v1/search` "
             f"p50 {fmt(h1['p50'], 1)} ms over HTTP vs {fmt(i1['p50'], 1)} ms for the same lookup in-process at "
             f"concurrency 1; p95 {fmt(h8['p95'], 1)} ms vs {fmt(i8['p95'], 1)} ms at concurrency {tail}, while other "
