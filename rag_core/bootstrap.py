@@ -245,9 +245,10 @@ def open_catalog(settings: Settings, env: Mapping[str, str] | None = None) -> Mi
 from typing import TYPE_CHECKING  # noqa: E402 - this section was appended; kept self-contained
 
 if TYPE_CHECKING:
-    from .agent import Agent, ChatModel
+    from .agent import Agent
     from .agent.triage import Triage
     from .kb.catalog import MilvusCatalog
+    from .ports import ChatModel
 
 
 def resolve_chat_provider(settings: Settings, env: Mapping[str, str] | None = None) -> str:
@@ -266,7 +267,7 @@ def resolve_chat_provider(settings: Settings, env: Mapping[str, str] | None = No
 
 def build_chat_model(settings: Settings, env: Mapping[str, str] | None = None) -> ChatModel | None:
     """The configured chat model, or None for offline mode. The key is read here and handed to the client."""
-    from .agent.model import DASHSCOPE_BASE_URL, DASHSCOPE_DEFAULT_MODEL, ChatModel, ChatModelConfig
+    from .clients.openai_chat import DASHSCOPE_BASE_URL, DASHSCOPE_DEFAULT_MODEL, ChatModelConfig, OpenAIChatModel
 
     provider = resolve_chat_provider(settings, env)
     if provider == "offline":
@@ -295,16 +296,15 @@ def build_chat_model(settings: Settings, env: Mapping[str, str] | None = None) -
                              temperature=settings["chat.temperature"], max_tokens=settings["chat.max-tokens"],
                              timeout=settings["chat.timeout"], max_retries=settings["chat.max-retries"],
                              api_key_env=key_env)
-    return ChatModel(config, key)
+    return OpenAIChatModel(config, key)
 
 
 def build_agent(workbench: Workbench, env: Mapping[str, str] | None = None) -> Agent:
     """The chat agent over this workbench's retriever: the knowledge-base and date-time tools, the
     Prometheus alerts tool when prometheus.url is set, the Loki logs tool when logs.loki-url is set, and the
     configured model (None = offline)."""
-    from .agent import Agent, Toolbox, clock_tool, knowledge_base_tool, prometheus_alerts_tool
+    from .agent import Agent, Toolbox, clock_tool, knowledge_base_tool, logs_tool, prometheus_alerts_tool
     from .agent.clock import zone
-    from .agent.loki import logs_tool
 
     settings = workbench.settings
     tools = [knowledge_base_tool(workbench.retriever), clock_tool(settings["chat.timezone"])]
@@ -365,7 +365,7 @@ def build_metrics_client(settings: Settings, env: Mapping[str, str] | None = Non
     """The Prometheus client (for the alerts tool, alert triage, ...), or None when prometheus.url is unset."""
     if not settings["prometheus.url"]:
         return None
-    from .agent.prometheus import PrometheusClient
+    from .clients.prometheus import PrometheusClient
 
     return PrometheusClient(settings["prometheus.url"], timeout=settings["prometheus.timeout"],
                             max_retries=settings["prometheus.max-retries"])
@@ -376,7 +376,7 @@ def build_logs_client(settings: Settings, env: Mapping[str, str] | None = None) 
     The bearer token, if any, is read here from the variable named by logs.token-env."""
     if not settings["logs.loki-url"]:
         return None
-    from .agent.loki import LokiClient
+    from .clients.loki import LokiClient
 
     token_env = settings["logs.token-env"]
     return LokiClient(settings["logs.loki-url"], token=secret(token_env, env) if token_env else "",

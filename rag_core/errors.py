@@ -125,3 +125,10 @@ class MetricsError(RemoteError):
 
 class LogsError(RemoteError):
     """The logs server (Loki) failed, refused the query, or is misconfigured."""
+
+
+class ChatModelError(AgentError, RemoteError):
+    """The chat model failed; `kind` names the failure for a UI ("connection", "auth", "malformed", ...)."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message, kind)

@@ -1,48 +1,20 @@
-"""Prometheus: `PrometheusClient` (the `MetricsClient` port: alerts over the real HTTP API, usable outside
-the agent, e.g. by alert triage) and `query_prometheus_alerts`, the seed's QueryMetricsTools.
+"""Prometheus: `PrometheusClient`, the `MetricsClient` port over the real HTTP API (what the agent's
+`query_prometheus_alerts` tool, rag_core.agent.alerts_tool, and alert triage read).
 
 `GET <prometheus.url>/api/v1/alerts` answers `{"status": "success", "data": {"alerts": [...]}}`, each alert
 with `labels` (`alertname`, ...), `annotations` (`description`, `summary`), `state`, `activeAt` and
-`value`. The tool keeps the first alert of each `alertname`, as the seed does (one line per kind of
-problem, not one per pod). Failures reach the model as an error object with the client's message.
+`value`.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from ..config import redact_uri
 from ..errors import MetricsError
-from ..ports import MetricsClient
+from ..records import Alert
 from ..remote import Endpoint, MalformedReply, RemoteAdapter
 from ..remote.http import request_json
-from .tools import Tool, ToolOutput
-
-
-@dataclass(frozen=True)
-class Alert:
-    """One alert as Prometheus lists it."""
-
-    labels: Mapping[str, str]
-    annotations: Mapping[str, str] = field(default_factory=dict)
-    state: str = ""  # "firing" | "pending"
-    active_at: str = ""  # as Prometheus wrote it (RFC 3339, nanoseconds)
-    value: str = ""
-
-    @property
-    def name(self) -> str:
-        return str(self.labels.get("alertname") or "(unnamed alert)")
-
-    @property
-    def description(self) -> str:
-        return str(self.annotations.get("description") or self.annotations.get("summary") or "")
-
-    @property
-    def started(self) -> datetime | None:
-        return parse_time(self.active_at)
 
 
 class PrometheusClient(RemoteAdapter):
@@ -84,71 +56,3 @@ def _alert(raw: Mapping[str, Any]) -> Alert:
 
     return Alert(strings(raw.get("labels")), strings(raw.get("annotations")), str(raw.get("state") or ""),
                  str(raw.get("activeAt") or ""), str(raw.get("value") or ""))
-
-
-def parse_time(value: str) -> datetime | None:
-    # Prometheus writes nanoseconds ("2026-05-10T08:12:31.123456789Z"); Python reads at most microseconds.
-    m = re.match(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:?\d\d)?$", value or "")
-    if not m:
-        return None
-    fraction = (m.group(2) or "0")[:6].ljust(6, "0")
-    offset = m.group(3) or "Z"
-    offset = "+00:00" if offset == "Z" else offset
-    try:
-        return datetime.fromisoformat(f"{m.group(1)}.{fraction}{offset}")
-    except ValueError:
-        return None
-
-
-def human_duration(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    parts = [f"{days}d"] if days else []
-    if hours:
-        parts.append(f"{hours}h")
-    if minutes and not days:
-        parts.append(f"{minutes}m")
-    if not parts:
-        parts.append(f"{secs}s")
-    return " ".join(parts)
-
-
-def simplify_alerts(alerts: list[Alert], now: datetime) -> list[dict[str, str]]:
-    """The first alert of each name: name, description, state, since when and for how long."""
-    seen: set[str] = set()
-    out = []
-    for alert in alerts:
-        if alert.name in seen:
-            continue
-        seen.add(alert.name)
-        started = alert.started
-        out.append({
-            "name": alert.name,
-            "description": alert.description,
-            "state": alert.state,
-            "active_since": alert.active_at,
-            "duration": human_duration((now - started).total_seconds()) if started else "",
-        })
-    return out
-
-
-def prometheus_alerts_tool(client: MetricsClient | str, timeout: float = 10.0,
-                           now: Callable[[], datetime] | None = None) -> Tool:
-    """The tool over a metrics client (or, for convenience, a Prometheus URL)."""
-    metrics = PrometheusClient(client, timeout=timeout) if isinstance(client, str) else client
-    clock = now or (lambda: datetime.now(timezone.utc))
-
-    def query_prometheus_alerts() -> ToolOutput:
-        """The alerts currently active (firing or pending) in Prometheus: name, description, state, since when
-        and for how long. Use it when the person asks what is alerting or broken right now, or before
-        diagnosing a production problem; then search the knowledge base for the runbook of each alert.
-        查询 Prometheus 当前活跃的告警。"""
-        simplified = simplify_alerts(metrics.alerts(), clock())  # a MetricsError reaches the model as an error
-        data: dict[str, Any] = {"alerts": simplified, "count": len(simplified)}
-        if not simplified:
-            data["message"] = "No alerts are active in Prometheus."
-        return ToolOutput(data)
-
-    return Tool.from_function(query_prometheus_alerts)
