@@ -100,7 +100,7 @@ def _progress(enabled: bool):  # noqa: ANN202
 
 
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
-    from ..bootstrap import build_embedder
+    from ..bootstrap import build_embedder, factories
     from .datasets import load_set
     from .kbs import opened_knowledge_bases
     from .results import new_run_dir, runs_dir, save_run
@@ -123,12 +123,12 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     progress, close = _progress(not args.quiet)
     try:
         if live:  # the knowledge bases as they are: the named ones, or the one --kb before `eval` chooses
-            with opened_knowledge_bases(settings, args.kbs or [settings.kb_name]) as workbenches:
-                run = run_evaluation(eval_set, grid, settings, reindex=args.reindex, progress=progress,
-                                     knowledge_bases=workbenches)
+            with opened_knowledge_bases(settings, args.kbs or [settings.kb_name], factories()) as workbenches:
+                run = run_evaluation(eval_set, grid, settings, factories=factories(), reindex=args.reindex,
+                                     progress=progress, knowledge_bases=workbenches)
         else:
-            run = run_evaluation(eval_set, grid, settings, embedder=build_embedder(settings), reindex=args.reindex,
-                                 progress=progress)
+            run = run_evaluation(eval_set, grid, settings, factories=factories(), embedder=build_embedder(settings),
+                                 reindex=args.reindex, progress=progress)
     finally:
         close()
     paths = {} if args.no_save else save_run(run, Path(args.out) if args.out else new_run_dir(runs_dir(settings),
