@@ -287,6 +287,13 @@ class Settings:
         return values
 
 
+def originals_dirs(settings: Settings, collection: str) -> dict[str, Path]:
+    """Where a collection's originals are kept (`<data-dir>/originals/<collection>/<version>`), and where
+    releases before that kept them (`<data-dir>/uploads/<collection>/<doc_id>`, adopted on open)."""
+    return {"originals": settings.data_dir / "originals" / collection,
+            "legacy_originals": settings.uploads_dir / collection}
+
+
 def redact_uri(uri: str) -> str:
     """Drop `user:password@` from a URI so it can be shown."""
     return re.sub(r"(?<=://)[^/@]*@", "***@", uri)

@@ -166,3 +166,12 @@ class LogsError(RemoteError):
     """The logs server (Loki) failed, refused the query, or is misconfigured."""
 
     upstream = "loki"
+
+
+class ChatModelError(AgentError, RemoteError):
+    """The chat model failed; `kind` names the failure for a UI ("connection", "auth", "malformed", ...)."""
+
+    upstream = "chat model"
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message, kind)

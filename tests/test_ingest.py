@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_core.bootstrap import open_source_store
-from rag_core.kb.manage import KnowledgeBases
+from rag_core.bootstrap import knowledge_bases, open_source_store
 from rag_core.errors import StoreError
 from tests.helpers import SAMPLE_KB, make_workbench
 
@@ -100,7 +99,7 @@ def test_changed_chunk_settings_replace_and_reindex_uses_kept_originals(tmp_path
     wb.ingestor.ingest_paths([SAMPLE_KB / "runbooks" / "cpu_high.md"])
     chunks_800 = wb.store.list_documents()[0].chunks
     wb.close()
-    with KnowledgeBases(wb.settings) as kbs:  # chunking is the knowledge base's: change it there
+    with knowledge_bases(wb.settings) as kbs:  # chunking is the knowledge base's: change it there
         kbs.update("biz", {"chunk.max-size": 400, "chunk.overlap": 40})
     wb = make_workbench(data, embedder=local_embedder)
     try:

@@ -61,7 +61,7 @@ def _list_of_kbs(text: str) -> list[str]:
 
 
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
-    from ..bootstrap import build_embedder
+    from ..bootstrap import build_embedder, factories
     from ..evaluation.datasets import load_set
     from ..evaluation.kbs import opened_knowledge_bases
     from ..evaluation.results import new_run_dir, runs_dir, save_run
@@ -83,12 +83,12 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         raise EvaluationError(f"--by {args.by!r}: use one of {', '.join(PER_QUERY_METRICS)}.")
     with stage_progress_bar(not args.quiet) as progress:
         if live:  # the knowledge bases as they are: the named ones, or the one --kb before `eval` chooses
-            with opened_knowledge_bases(settings, args.kbs or [settings.kb_name]) as workbenches:
-                run = run_evaluation(eval_set, grid, settings, reindex=args.reindex, progress=progress,
-                                     knowledge_bases=workbenches)
+            with opened_knowledge_bases(settings, args.kbs or [settings.kb_name], factories()) as workbenches:
+                run = run_evaluation(eval_set, grid, settings, factories=factories(), reindex=args.reindex,
+                                     progress=progress, knowledge_bases=workbenches)
         else:
-            run = run_evaluation(eval_set, grid, settings, embedder=build_embedder(settings), reindex=args.reindex,
-                                 progress=progress)
+            run = run_evaluation(eval_set, grid, settings, factories=factories(), embedder=build_embedder(settings),
+                                 reindex=args.reindex, progress=progress)
     paths = {} if args.no_save else save_run(run, Path(args.out) if args.out else new_run_dir(runs_dir(settings),
                                                                                                 eval_set.name))
     comparisons = point_comparisons(run.to_dict(), args.by)

@@ -40,9 +40,9 @@ def changes(args: argparse.Namespace) -> dict[str, Any]:
 def _manager(settings: Settings, args: argparse.Namespace) -> Iterator[Any]:
     """The knowledge bases, closed afterwards. A default knowledge base made now keeps the values --set gave
     (said on stderr); the command failing undoes it (KnowledgeBases.__exit__)."""
-    from ..kb.manage import KnowledgeBases
+    from ..bootstrap import knowledge_bases
 
-    with KnowledgeBases(settings) as kbs:
+    with knowledge_bases(settings) as kbs:
         yield kbs
     if kbs.made is not None and (note := made_with(kbs.made, getattr(args, "asked", ()))):
         print(f"note: {note}", file=sys.stderr)

@@ -32,11 +32,13 @@ def cmd_reindex(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_rebuild(args: argparse.Namespace, settings: Settings) -> int:
+    from ..bootstrap import build_workbench
     from ..rebuild import check, rebuild
 
     check(settings, Path(args.source), args.collection)  # bad input: one line, before any progress bar
     with ingest_progress_bar(not args.quiet) as progress:
-        result = rebuild(settings, Path(args.source), args.collection, force=args.force, progress=progress)
+        result = rebuild(settings, Path(args.source), args.collection, open_workbench=build_workbench, force=args.force,
+                         progress=progress)
     if args.json:
         print_json(result.to_dict())
     else:
@@ -50,12 +52,12 @@ def cmd_rebuild(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
-    from ..kb.manage import KnowledgeBases
+    from ..bootstrap import knowledge_bases
 
     with workbench(settings, migrate=True, asked=getattr(args, "asked", ())) as wb:
         docs = wb.store.list_documents()
     print(f"{settings.kb_name}: up to date ({len(docs)} documents, {sum(d.chunks for d in docs)} chunks)")
-    with KnowledgeBases(settings) as kbs:  # collections made before knowledge bases, if any was missed
+    with knowledge_bases(settings) as kbs:  # collections made before knowledge bases, if any was missed
         for name in kbs.adopt():
             print(f"{name}: adopted as a knowledge base")
     return 0

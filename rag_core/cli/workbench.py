@@ -38,10 +38,10 @@ def workbench(settings: Settings, migrate: bool = False, asked: Sequence[str] = 
 def _discard_made(settings: Settings, kb: Any) -> bool:
     """Undo the default knowledge base a failed command made (see workbench). False when it is kept (it holds
     documents, or it cannot be undone now)."""
-    from ..kb.manage import KnowledgeBases
+    from ..bootstrap import knowledge_bases
 
     try:
-        with KnowledgeBases(settings) as kbs:
+        with knowledge_bases(settings) as kbs:
             discarded = kbs.discard_made(kb)
     except Exception:  # noqa: BLE001 - the command's own error is the one reported
         return False

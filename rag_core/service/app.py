@@ -55,13 +55,12 @@ def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] 
     `close_workbench`: close it on shutdown (the server owns it). `process_settings`: the process's (the values of
     knowledge bases created over /v1/kbs; default: the workbench's). `host`: the address the server is bound to
     (default api.host), which requests may name in their Host header."""
-    from ..bootstrap import build_agent
-    from ..kb.pool import OpenKnowledgeBases
+    from ..bootstrap import build_agent, open_knowledge_bases
 
     settings = workbench.settings
     service = Service(workbench, agent or build_agent(workbench, env),
                       SessionStore(settings["api.max-sessions"], settings["chat.history-pairs"]), bool(token), env,
-                      kbs=OpenKnowledgeBases(workbench, process_settings, env, own_first=close_workbench),
+                      kbs=open_knowledge_bases(workbench, process_settings, env, own_first=close_workbench),
                       lookup_threads=anyio.CapacityLimiter(lookup_thread_count(settings)),
                       chat_turns=Capacity(settings["api.chat-turns"]),
                       chat_threads=anyio.CapacityLimiter(settings["api.chat-turns"]))

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from rag_core.bootstrap import knowledge_bases
 from rag_core.config import load_settings
-from rag_core.kb.manage import KnowledgeBases
 from rag_core.store import MilvusStore
 from tests.helpers import SAMPLE_KB, SHARED
 
@@ -53,7 +53,7 @@ def two_kbs(tmp_path_factory, local_embedder) -> Path:
     keeper = MilvusStore(str(data / "milvus.db"), "biz")  # one Milvus Lite server for the session's users
     keeper.client
     settings = load_settings(data_dir=data, env={}, config_file=None)
-    with KnowledgeBases(settings, {}, load_embedder=lambda _: local_embedder) as kbs:
+    with knowledge_bases(settings, {}, load_embedder=lambda _: local_embedder) as kbs:
         kbs.create("small", {"chunk.max-size": 300, "chunk.overlap": 30, "rag.return-n": 3})
         for name in ("biz", "small"):
             wb = kbs.open(name)

@@ -7,9 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rag_core.bootstrap import open_eval_store
 from rag_core.config import load_settings
 from rag_core.evaluation.datasets import make_document
-from rag_core.evaluation.indexing import bulk_index, collection_name, eval_db_path, open_eval_store
+from rag_core.evaluation.indexing import bulk_index, collection_name, eval_db_path
 from rag_core.ingest import embed_by_length
 
 DOCS = [make_document(f"d{i}.txt", f"Document {i}. " + "Words about disks and CPUs. " * (3 + 10 * i))

@@ -9,7 +9,7 @@ from typing import Any, Iterator
 import httpx
 import pytest
 
-from rag_core.agent.loki import LogQuery
+from rag_core.records import LogQuery
 from rag_core.bootstrap import build_logs_client, build_metrics_client
 from rag_core.errors import (EmptyKnowledgeBase, KnowledgeBaseNotFound, LogsError, MetricsError, NotIndexed,
                              RerankFailed, RetrievalError)

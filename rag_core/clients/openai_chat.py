@@ -1,7 +1,7 @@
 """The chat model: any OpenAI-compatible chat-completions endpoint, streamed, with tool calling.
 
 DashScope is used through its OpenAI-compatible mode, so one client covers DashScope, OpenAI, vLLM,
-Ollama and llama.cpp servers. `ChatModel.stream` is a generator: it yields answer text as it arrives
+Ollama and llama.cpp servers. `OpenAIChatModel.stream` is a generator: it yields answer text as it arrives
 (and `Retrying` notices while it backs off) and *returns* the complete `AssistantReply`:
 
     reply = yield from model.stream(messages, tools)
@@ -31,25 +31,17 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Mapping, Sequence
 
 from ..config import redact_uri
-from ..errors import AgentError, RemoteError
+from ..errors import ChatModelError
+from ..records import AssistantReply, ToolCallRequest
 from ..remote import (Endpoint, Failure, MalformedReply, RemoteAdapter, Retrying, clip, explain, not_json,
                       stream_within)
 
-__all__ = ["AssistantReply", "ChatModel", "ChatModelConfig", "ChatModelError", "DASHSCOPE_BASE_URL",
-           "DASHSCOPE_DEFAULT_MODEL", "Retrying", "StreamAccumulator", "ToolCallRequest"]
+__all__ = ["ChatModelConfig", "DASHSCOPE_BASE_URL", "DASHSCOPE_DEFAULT_MODEL", "OpenAIChatModel",
+           "StreamAccumulator"]
 
 DASHSCOPE_BASE_URL = "https://dashscope.aliyuncs.com/compatible-mode/v1"
 DASHSCOPE_DEFAULT_MODEL = "qwen-plus"
 _PROVIDER_NAMES = {"dashscope": "DashScope", "openai": "OpenAI-compatible"}
-
-
-class ChatModelError(AgentError, RemoteError):
-    """The chat model failed; `kind` names the failure for a UI ("connection", "auth", "malformed", ...)."""
-
-    upstream = "chat model"
-
-    def __init__(self, message: str, kind: str) -> None:
-        super().__init__(message, kind)
 
 
 @dataclass(frozen=True, repr=False)
@@ -67,22 +59,6 @@ class ChatModelConfig:
         return (f"ChatModelConfig(provider={self.provider!r}, base_url={redact_uri(self.base_url)!r}, "
                 f"model={self.model!r}, temperature={self.temperature}, max_tokens={self.max_tokens}, "
                 f"timeout={self.timeout}, max_retries={self.max_retries}, api_key_env={self.api_key_env!r})")
-
-
-@dataclass(frozen=True)
-class ToolCallRequest:
-    """A complete tool call assembled from streamed fragments. `arguments` is the raw JSON text."""
-
-    id: str
-    name: str
-    arguments: str
-
-
-@dataclass(frozen=True)
-class AssistantReply:
-    content: str
-    tool_calls: tuple[ToolCallRequest, ...] = ()
-    finish_reason: str | None = None
 
 
 @dataclass
@@ -170,9 +146,9 @@ class StreamAccumulator:
         return AssistantReply("".join(self.content), tuple(calls), self.finish_reason)
 
 
-class ChatModel(RemoteAdapter):
-    """One configured chat endpoint (the `ChatModel` port). The client is built on first use; the key is
-    never shown."""
+class OpenAIChatModel(RemoteAdapter):
+    """One configured chat endpoint speaking the OpenAI chat-completions protocol (the `ChatModel` port). The
+    client is built on first use; the key is never shown."""
 
     def __init__(self, config: ChatModelConfig, api_key: str | None, *, sleep: Callable[[float], None] = time.sleep,
                  jitter: Callable[[], float] = random.random, clock: Callable[[], float] = time.monotonic) -> None:
@@ -193,7 +169,7 @@ class ChatModel(RemoteAdapter):
 
     def __repr__(self) -> str:
         c = self.config
-        return f"ChatModel(provider={c.provider!r}, base_url={self.where!r}, model={c.model!r})"
+        return f"OpenAIChatModel(provider={c.provider!r}, base_url={self.where!r}, model={c.model!r})"
 
     @property
     def where(self) -> str:
