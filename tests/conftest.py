@@ -19,7 +19,7 @@ os.environ.setdefault("RAG_MILVUS_LITE_MODE", "exclusive")
 @pytest.fixture(scope="session", autouse=True)
 def _stop_store_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     yield
-    from rag_core.store.host_client import stop_all_under, stop_started
+    from rag_core.store.lite.host_client import stop_all_under, stop_started
 
     stop_started()
     stop_all_under(tmp_path_factory.getbasetemp())  # also those started by the tests' subprocesses

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from ..config import Settings
 from ..errors import RagError
-from . import host_client
-from .connection import is_lite
+from .lite import host_client
+from .lite.connection import is_lite
 
 
 def _db(settings: Settings) -> Path:
