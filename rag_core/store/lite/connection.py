@@ -4,8 +4,8 @@ Milvus Lite lets one process open a file, so there are two ways to reach one (`m
 - `shared` (the default): through the store host, a small process that owns the file and serves it to
   every workbench process (app, HTTP API, CLI) at once (see lite.host). The first process that needs it
   starts it; it stops after `milvus.host-idle` seconds without clients.
-- `exclusive`: this process runs Milvus Lite's server itself, behind our lock (see lite.lock); another
-  process gets a clear "already open" message. Tests use it (no process to start per temporary database).
+- `exclusive`: this process runs Milvus Lite's server itself (lite.server), behind our lock (lite.lock);
+  another process gets a clear "already open" message. Tests use it (no process to start per temporary database).
 Both speak gRPC over a Unix socket to Lite's server, as pymilvus's own embedded mode does. A process
 that already serves a file itself (exclusive) serves its shared-mode stores on that file too.
 
@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from ...errors import StoreError, StoreUnavailableError
-from . import file as lite_file, lock as lite_lock
-from .internals import LOCAL_GRPC_OPTIONS, LiteServer, is_connection_lost, is_starting_up
+from .internals import LOCAL_GRPC_OPTIONS, is_connection_lost, is_starting_up
+from .server import OwnServer, serves_here
 
 MODES = ("shared", "exclusive")
 # A Lite server that was just started listens before it is ready: on a busy machine (a full test run) its first
@@ -70,70 +70,6 @@ class _Link(Protocol):
     def reconnect(self) -> str: ...
 
     def close(self) -> None: ...
-
-
-# ------------------------------------------------------------------------------- exclusive (in-process)
-_servers: dict[str, tuple[LiteServer, int]] = {}  # resolved path -> (server, users in this process)
-_servers_guard = threading.Lock()
-
-
-def start_server(db: Path, collection: str, messages: str = "on stderr above") -> LiteServer:
-    """Milvus Lite's server for `db`, run by this process (which holds our lock on it): the file is
-    checked first, and a failure says why (another program has it, the file is damaged) when it can."""
-    lite_file.check(db, collection)
-    server = LiteServer(db)
-    if not server.start():
-        lite_lock.probe_lite_lock(db)  # another program took Lite's own lock
-        raise lite_file.diagnose(db, collection) or StoreError(
-            f"Milvus Lite could not start for {db}; its messages are {messages}.")
-    return server
-
-
-def _serves_here(db: Path) -> bool:
-    with _servers_guard:
-        return str(db.resolve()) in _servers
-
-
-class _OwnServer:
-    """Milvus Lite's server run by this process (exclusive mode), shared by its stores on one file."""
-
-    def __init__(self, db: Path, collection: str) -> None:
-        self.db, self.collection, self._key = db, collection, str(db.resolve())
-        lite_lock.acquire(db)
-        try:
-            with _servers_guard:
-                server, users = _servers.get(self._key) or (start_server(db, collection), 0)
-                _servers[self._key] = (server, users + 1)
-        except BaseException:
-            lite_lock.release(db)
-            raise
-        self.uri = server.uri
-
-    def describe(self) -> str:
-        return "Milvus Lite's server (in this process)"
-
-    def alive(self) -> bool:
-        with _servers_guard:
-            return self._key in _servers and _servers[self._key][0].running()
-
-    def reconnect(self) -> str:
-        with _servers_guard:
-            server, users = _servers[self._key]
-            if not server.running():
-                server.stop()
-                server = start_server(self.db, self.collection)
-                _servers[self._key] = (server, users)
-        self.uri = server.uri
-        return self.uri
-
-    def close(self) -> None:
-        with _servers_guard:
-            server, users = _servers.pop(self._key)
-            if users > 1:
-                _servers[self._key] = (server, users - 1)
-            else:
-                server.stop()  # so another process can open the file after us
-        lite_lock.release(self.db)
 
 
 # ---------------------------------------------------------------------------------------- the client
@@ -274,8 +210,8 @@ def connect(uri: str, token: str, timeout: float, lite: LiteOptions | None = Non
     except OSError as exc:
         raise StoreError(f"Cannot create the folder of {path}: {exc.strerror}.") from None
     path = path.absolute()
-    if lite.mode == "exclusive" or _serves_here(path):  # this process already serves it: join that
-        link: _Link = _OwnServer(path, lite.collection)
+    if lite.mode == "exclusive" or serves_here(path):  # this process already serves it: join that
+        link: _Link = OwnServer(path, lite.collection)
     else:
         from .host_client import attach
 
@@ -287,6 +223,3 @@ def connect(uri: str, token: str, timeout: float, lite: LiteOptions | None = Non
         link.close()
         raise
 
-
-def close(client: Any, uri: str) -> None:
-    client.close()

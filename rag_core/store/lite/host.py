@@ -37,6 +37,7 @@ from typing import Any, Sequence
 from ...errors import RagError, StoreLockedError
 from . import file as lite_file, lock as lite_lock
 from .processes import ProcessId, start_ticks
+from .server import start_server
 
 POLL_S = 0.5
 ENDPOINT_VERSION = 1
@@ -169,8 +170,6 @@ def _log(message: str) -> None:
 
 
 def serve(db: Path, idle_s: float, collection: str = "biz") -> int:
-    from .connection import start_server
-
     files = HostFiles(db)
     stopping: list[str] = []
     for sig in (signal.SIGTERM, signal.SIGINT):

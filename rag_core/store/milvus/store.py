@@ -79,7 +79,7 @@ class MilvusStore(SchemaMixin, RegistryMixin, WritesMixin, SearchMixin):
 
     def close(self) -> None:
         if self._client is not None:
-            connection.close(self._client, self.uri)
+            self._client.close()
             self._client = None
 
     def open(self, embedder_name: str, dim: int, *, migrate: bool = False) -> None:

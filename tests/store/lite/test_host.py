@@ -144,9 +144,9 @@ def test_lite_child_dying_in_exclusive_mode_stops_the_run_once(tmp_path: Path, l
                                                                caplog) -> None:
     wb = make_workbench(tmp_path / "data", embedder=local_embedder)
     try:
-        from rag_core.store.lite import connection
+        from rag_core.store.lite import server as own_server
 
-        server, _ = connection._servers[str((tmp_path / "data" / "milvus.db").resolve())]
+        server, _ = own_server._servers[str((tmp_path / "data" / "milvus.db").resolve())]
 
         def kill_lite() -> None:
             os.kill(server.pid, signal.SIGKILL)
