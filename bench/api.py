@@ -212,15 +212,16 @@ def stage_times(wb: Any, qs: Sequence[str], requests: int) -> dict[str, Any]:
         timed("lookup", retriever.lookup)(query)
         rows.append(local.spent)
 
-    coalesce = store._coalesce
+    searcher = store.searcher
+    coalesce = searcher._coalesce
     embedder.embed_query = timed("embed", embedder.embed_query)  # instance attributes over the methods
-    store._coalesce = timed("search", coalesce)
-    store._search_request = timed("milvus", store._search_request)
+    searcher._coalesce = timed("search", coalesce)
+    searcher._search_request = timed("milvus", searcher._search_request)
     try:
         load(lookup, qs, TAIL_LEVEL, requests)
     finally:
-        del embedder.embed_query, store._search_request
-        store._coalesce = coalesce
+        del embedder.embed_query, searcher._search_request
+        searcher._coalesce = coalesce
     slowest = sorted(rows, key=lambda row: row["lookup"])[-max(1, len(rows) // 20):]
     mean = lambda group: {key: sum(row[key] for row in group) / len(group) for key in group[0]}  # noqa: E731
     return {"lookups": len(rows), "all": mean(rows), "slowest": mean(slowest)}
@@ -371,15 +372,15 @@ def search_levels(data_dir: Path, qs: list[str], requests: dict[int, int]) -> di
         # At the tail level, against the baseline of searches that each send their own requests (as before
         # store.coalesce), in alternating rounds.
         log(f"api: in-process, concurrency {TAIL_LEVEL}, searches coalesced or not, {ROUNDS} alternating rounds ...")
-        store = wb.retriever.port.store
-        coalesced = store._coalesce
-        alone = lambda shape, item: store._search_batch(shape, [item])[0]  # noqa: E731
+        searcher = wb.retriever.port.store.searcher
+        coalesced = searcher._coalesce
+        alone = lambda shape, item: searcher._search_batch(shape, [item])[0]  # noqa: E731
         runs: dict[str, list[dict[str, Any]]] = {"in_process": [], "in_process_uncoalesced": []}
         for _ in range(ROUNDS):
             for name, coalesce in (("in_process", coalesced), ("in_process_uncoalesced", alone)):
-                store._coalesce = coalesce
+                searcher._coalesce = coalesce
                 runs[name].append(timed_level(lookup, qs, TAIL_LEVEL, requests[TAIL_LEVEL] // ROUNDS, meter))
-        store._coalesce = coalesced
+        searcher._coalesce = coalesced
         for name, parts in runs.items():
             out.setdefault(name, {})[str(TAIL_LEVEL)] = summarized(parts)
         log(f"api: in-process, concurrency {TAIL_LEVEL}, where a lookup's time goes ...")

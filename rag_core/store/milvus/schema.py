@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from ...errors import StoreError, StoreMigrationNeeded
 from ...kb.names import MIGRATING, name_problem  # the one name rule; MIGRATING: the migration copy's suffix
-from ..lite.connection import is_lite
 
 log = logging.getLogger(__name__)
 
@@ -44,35 +44,38 @@ def check_collection_name(name: str) -> str:
     return name
 
 
-class SchemaMixin:
-    """Creating, checking and migrating the collections (part of MilvusStore)."""
+@dataclass(frozen=True)
+class Schema:
+    """Creating, checking and migrating the two collections of a store, for one embedder (a part of MilvusStore)."""
 
     client: Any
-    uri: str
-    collection: str
-    registry: str
-    embedder_name: str
+    collection: str  # the chunks
+    registry: str  # the document registry, `<collection>_docs`
+    embedder: str
     dim: int
+    on_lite: bool  # Milvus Lite (a FLAT index) or a server (AUTOINDEX)
 
-    def _description(self) -> str:
-        return json.dumps({"app": "rag-workbench", "schema": SCHEMA_VERSION, "embedder": self.embedder_name,
+    def description(self) -> str:
+        return json.dumps({"app": "rag-workbench", "schema": SCHEMA_VERSION, "embedder": self.embedder,
                            "dim": self.dim, "analyzer": ANALYZER}, ensure_ascii=False)
 
-    def _meta(self, name: str) -> dict[str, Any]:
+    def meta(self, name: str) -> dict[str, Any]:
         try:
             return json.loads(self.client.describe_collection(name).get("description") or "{}")
         except json.JSONDecodeError:
             return {}
 
-    def _check_existing(self, migrate: bool) -> None:
-        meta = self._meta(self.collection)
+    def check(self, migrate: bool) -> None:
+        """The existing chunk collection is ours, for this embedder, in the current layout (`migrate`: rebuilt
+        now when it is an older one)."""
+        meta = self.meta(self.collection)
         if meta.get("app") != "rag-workbench":
             raise StoreError(f"Collection {self.collection!r} exists but was not created by this workbench; "
                              "choose another milvus.collection.")
-        if (meta.get("embedder"), meta.get("dim")) != (self.embedder_name, self.dim):
+        if (meta.get("embedder"), meta.get("dim")) != (self.embedder, self.dim):
             raise StoreError(
                 f"Collection {self.collection!r} was indexed with {meta.get('embedder')} ({meta.get('dim')}-d), but "
-                f"the configured embedder is {self.embedder_name} ({self.dim}-d); vectors from different models "
+                f"the configured embedder is {self.embedder} ({self.dim}-d); vectors from different models "
                 "cannot be compared. Either set embedding.provider back, or re-embed everything into a new "
                 f"collection: `python -m rag_core --set milvus.collection=NEW reindex --from {self.collection}`."
             )
@@ -95,52 +98,54 @@ class SchemaMixin:
         old collection dropped and recreated from it, so a failure at any point loses nothing and the
         next `open` finishes the job."""
         client = self.client
-        if self._meta(self.collection).get("schema") == SCHEMA_VERSION:
+        if self.meta(self.collection).get("schema") == SCHEMA_VERSION:
             return 0
         temporary = self.collection + MIGRATING
         if client.has_collection(temporary):  # an earlier attempt that never reached the swap
             client.drop_collection(temporary)
-        self._create_chunks(temporary)
+        self.create_chunks(temporary)
         client.load_collection(self.collection)
-        self._copy_rows(self.collection, temporary)
+        self.copy_rows(self.collection, temporary)
         client.drop_collection(self.collection)  # from here on the temporary copy is the only full one
-        return self._finish_migration()
+        return self.finish_migration()
 
-    def _finish_migration(self) -> int:
+    def finish_migration(self) -> int:
+        """After an interrupted migration (`<collection>__migrating` exists): go back or finish, losing nothing."""
         client = self.client
         temporary = self.collection + MIGRATING
         if client.has_collection(self.collection):
-            if self._meta(self.collection).get("schema") != SCHEMA_VERSION:
+            if self.meta(self.collection).get("schema") != SCHEMA_VERSION:
                 client.drop_collection(temporary)  # the old collection is intact: the copy was not finished
                 return 0
             client.drop_collection(self.collection)  # a copy back that was interrupted: start it again
-        self._create_chunks(self.collection)
+        self.create_chunks(self.collection)
         client.load_collection(temporary)
-        rows = self._copy_rows(temporary, self.collection)
+        rows = self.copy_rows(temporary, self.collection)
         client.drop_collection(temporary)
         log.info("migrated %d rows of %s to layout %d", rows, self.collection, SCHEMA_VERSION)
         return rows
 
-    def _copy_rows(self, source: str, target: str) -> int:
+    def copy_rows(self, source: str, target: str) -> int:
+        client = self.client
         fields = [f for f in CHUNK_FIELDS if f != "id"] + ["vector"]
-        iterator = self.client.query_iterator(source, batch_size=1000, filter="", output_fields=fields)
+        iterator = client.query_iterator(source, batch_size=1000, filter="", output_fields=fields)
         copied = 0
         try:
             while batch := iterator.next():
-                self._insert_batch([{name: row[name] for name in ["id", *fields]} for row in batch], target)
+                client.insert(target, [{name: row[name] for name in ["id", *fields]} for row in batch])
                 copied += len(batch)
         finally:
             iterator.close()
-        expected = self.client.query(source, filter="", output_fields=["count(*)"])[0]["count(*)"]
+        expected = client.query(source, filter="", output_fields=["count(*)"])[0]["count(*)"]
         if copied != expected:
             raise StoreError(f"Migration copied {copied} of {expected} rows from {source}; run it again.")
         return copied
 
-    def _create_chunks(self, name: str) -> None:
+    def create_chunks(self, name: str) -> None:
         from pymilvus import DataType, Function, FunctionType
 
         client = self.client
-        schema = client.create_schema(auto_id=False, enable_dynamic_field=False, description=self._description())
+        schema = client.create_schema(auto_id=False, enable_dynamic_field=False, description=self.description())
         schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
         schema.add_field("vector", DataType.FLOAT_VECTOR, dim=self.dim)
         schema.add_field("content", DataType.VARCHAR, max_length=65535, enable_analyzer=True,
@@ -156,11 +161,11 @@ class SchemaMixin:
                                      input_field_names=["content"], output_field_names=["sparse"]))
         index = client.prepare_index_params()
         # FLAT is exact and fast enough in Lite (31 ms at 100k x 512-d); a server picks its own.
-        index.add_index("vector", index_type="FLAT" if is_lite(self.uri) else "AUTOINDEX", metric_type="COSINE")
+        index.add_index("vector", index_type="FLAT" if self.on_lite else "AUTOINDEX", metric_type="COSINE")
         index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
         client.create_collection(name, schema=schema, index_params=index)
 
-    def _create_registry(self) -> None:
+    def create_registry(self) -> None:
         from pymilvus import DataType
 
         client = self.client

@@ -8,25 +8,28 @@ import numpy as np
 
 from ...ports import STORE_FILTER_FIELDS, StoreFilters
 from ...records import SearchHit, StoredChunk
+from ..lite.internals import is_empty_bm25_error
 from . import filters
 from .coalesce import Coalescer
-from ..lite.internals import is_empty_bm25_error
+from .registry import Registry
 from .rows import search_hit
 from .schema import CHUNK_FIELDS, QUERY_LIMIT
-from .versions import ActiveVersions
 
 # Every field of a hit but `id`, which a search returns anyway (its primary key): one column fewer to decode.
 SEARCH_FIELDS = [name for name in CHUNK_FIELDS if name != "id"]
 
 
-class SearchMixin:
-    """Chunk reads and the two search channels (part of MilvusStore)."""
+class Searcher:
+    """Chunk reads and the two search channels (a part of MilvusStore); the active versions come from `registry`.
+    Concurrent searches of one shape share their requests (milvus.coalesce)."""
 
-    client: Any
-    collection: str
-    _has_rows: bool
-    _versions: ActiveVersions
-    _coalesce: Coalescer[list[Any], dict[str, list[Any]]]
+    def __init__(self, client: Any, collection: str, registry: Registry) -> None:
+        self.client = client
+        self.collection = collection
+        self.registry = registry
+        # Known to hold chunks: set by hits, and by the store after writes; reset after deletes (_may_have_rows).
+        self.has_rows = False
+        self._coalesce: Coalescer[list[Any], dict[str, list[Any]]] = Coalescer(self._search_batch)
 
     def get_chunks(self, doc_id: str) -> list[StoredChunk]:
         """The active version's chunks of one document, in order.
@@ -35,7 +38,7 @@ class SearchMixin:
         (its chunks are deleted): the query then finds none, and reading the registry again finds the new
         version, whose chunks were written before its commit. So a reader never sees zero chunks."""
         for _ in range(3):
-            row = self._active_row(doc_id)
+            row = self.registry.active_row(doc_id)
             if row is None:
                 return []
             rows = self.client.query(
@@ -111,10 +114,10 @@ class SearchMixin:
         hits = [h["entity"] for result in results for h in result]
         doc_ids = {h["doc_id"] for h in hits}
         if may_recall:
-            known = self._versions.recall(doc_ids)
+            known = self.registry.versions.recall(doc_ids)
             if known is not None and all(known[h["doc_id"]] == h["version"] for h in hits):
                 return known
-        return self._active_versions(doc_ids)
+        return self.registry.active_versions(doc_ids)
 
     @staticmethod
     def _hit(raw: Mapping[str, Any], channel: str, rank: int) -> SearchHit:
@@ -155,18 +158,18 @@ class SearchMixin:
         # and a line on stdout from the Lite server). The emptiness check runs only until the store has
         # seen rows, so a knowledge base in use pays nothing; another process emptying a shared server
         # is still caught in _search_with_bm25.
-        return self._has_rows or not self.is_empty()
+        return self.has_rows or not self.registry.is_empty()
 
     def _search_with_bm25(self, channels: Mapping[str, tuple[Any, str]], k: int,
                           expr: str) -> dict[str, list[SearchHit]]:
         try:
             found = self._search(channels, k, expr)
         except Exception as exc:
-            if is_empty_bm25_error(exc) and self.is_empty():
-                self._has_rows = False
+            if is_empty_bm25_error(exc) and self.registry.is_empty():
+                self.has_rows = False
                 return {channel: [] for channel in channels}
             raise
-        self._has_rows = True
+        self.has_rows = True
         return found
 
 

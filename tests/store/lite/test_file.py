@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 from rag_core.cli import main
+from rag_core.store import LiteOptions, MilvusStore
 from rag_core.store.lite import file as lite_file
-from rag_core.store.lite.connection import LiteOptions
-from rag_core.store import MilvusStore
 from tests.helpers import SAMPLE_KB, make_workbench
 
 

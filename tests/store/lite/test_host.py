@@ -21,9 +21,9 @@ from rag_core.cli import main
 from rag_core.errors import StoreLockedError
 from rag_core.store.lite import host_client, lock as lite_lock
 from rag_core.store.lite.host import HostFiles, read_endpoint
-from rag_core.store import MilvusStore
 from rag_core.store.lite.processes import ProcessId
 from tests.helpers import REPO, SAMPLE_KB, make_workbench
+from tests.store.clients import FailingClient
 
 SHARED = {"milvus.lite-mode": "shared", "milvus.host-idle": 30}
 
@@ -94,18 +94,19 @@ def many_files(n: int) -> list[tuple[str, bytes]]:
             for i in range(n)]
 
 
-def killing_insert(monkeypatch, kill) -> None:
+def killing_insert(monkeypatch, store, kill) -> None:
     """The first chunk insert of the run succeeds, then `kill()` takes the store's server away."""
-    real = MilvusStore._insert_batch
     calls = {"n": 0}
 
-    def insert(self, rows, collection=""):
-        real(self, rows, collection)
-        calls["n"] += 1
-        if calls["n"] == 1:
-            kill()
+    def insert(real, collection, rows, **kwargs):
+        result = real(collection, rows, **kwargs)
+        if collection == store.collection:
+            calls["n"] += 1
+            if calls["n"] == 1:
+                kill()
+        return result
 
-    monkeypatch.setattr(MilvusStore, "_insert_batch", insert)
+    monkeypatch.setattr(store, "client", FailingClient(store.client, "insert", insert))
 
 
 def check_stopped_at_first_failure(reports, caplog) -> None:
@@ -128,7 +129,7 @@ def test_host_killed_mid_ingest_stops_the_run_once_and_the_next_command_works(sh
         os.kill(before.host_pid, signal.SIGKILL)
         wait_gone(before.server_pid)  # Lite exits once its lock holder is gone
 
-    killing_insert(monkeypatch, kill_host)
+    killing_insert(monkeypatch, shared_wb.store, kill_host)
     monkeypatch.setattr(shared_wb.ingestor, "group_chunks", 40)  # embed less before the failure
     check_stopped_at_first_failure(shared_wb.ingestor.ingest_uploads(many_files(500)), caplog)
     monkeypatch.undo()
@@ -152,7 +153,7 @@ def test_lite_child_dying_in_exclusive_mode_stops_the_run_once(tmp_path: Path, l
             os.kill(server.pid, signal.SIGKILL)
             wait_gone(server.pid)
 
-        killing_insert(monkeypatch, kill_lite)
+        killing_insert(monkeypatch, wb.store, kill_lite)
         monkeypatch.setattr(wb.ingestor, "group_chunks", 40)
         check_stopped_at_first_failure(wb.ingestor.ingest_uploads(many_files(500)), caplog)
         monkeypatch.undo()
@@ -166,17 +167,17 @@ WRITER = """
 import sys, time
 sys.path.insert(0, {repo!r})
 from pathlib import Path
-from rag_core.store import MilvusStore
-from rag_core.store.lite.processes import ProcessId
 from tests.helpers import make_workbench
+from tests.store.clients import FailingClient
 
 wb = make_workbench(Path({data!r}), **{{"milvus.lite-mode": "shared", "milvus.host-idle": 30}})
-real = MilvusStore._insert_batch
-def insert_then_hang(self, rows, collection=""):
-    real(self, rows, collection)
-    print("pending", flush=True)
-    time.sleep(600)  # a live writer in the middle of its write
-MilvusStore._insert_batch = insert_then_hang
+def insert_then_hang(insert, collection, rows, **kwargs):
+    result = insert(collection, rows, **kwargs)
+    if collection == wb.store.collection:
+        print("pending", flush=True)
+        time.sleep(600)  # a live writer in the middle of its write
+    return result
+wb.store.client = FailingClient(wb.store.client, "insert", insert_then_hang)
 wb.ingestor.ingest_uploads([("doc.md", b"# New\\n\\nThe new version, being written.\\n")])
 """
 

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from rag_core.store.milvus.coalesce import Coalescer
 from rag_core.store import MilvusStore
+from rag_core.store.milvus.coalesce import Coalescer
 from tests.contracts.store import DIM, EMBEDDER, new_version, text_of, vector
+from tests.store.clients import FailingClient
 
 TOPICS = ["disk", "memory", "network", "latency", "database", "queue", "cache", "certificate", "backup", "kernel"]
 
@@ -137,20 +138,19 @@ def test_concurrent_hybrid_searches_get_exactly_their_hits_alone(store: MilvusSt
     assert all(dense and bm25 for dense, bm25 in alone.values())
 
     sizes: list[int] = []
-    real = store._search_request
     gate = threading.Event()
 
-    def observed(field, data, limit, expr):
-        sizes.append(len(data))
+    def observed(search, collection, **kwargs):
+        sizes.append(len(kwargs["data"]))
         if len(sizes) == 1:
             assert gate.wait(10)  # hold the first request until the others queue behind it
-        return real(field, data, limit, expr)
+        return search(collection, **kwargs)
 
-    monkeypatch.setattr(store, "_search_request", observed)
+    monkeypatch.setattr(store, "client", FailingClient(store.client, "search", observed))
     with ThreadPoolExecutor(len(queries)) as pool:
         futures = [pool.submit(store.search_both, vector(q), q, 5) for q in queries]
         deadline = time.monotonic() + 10
-        while sum(len(s.queue) for s in store._coalesce._shapes.values()) < len(queries) - 1:
+        while sum(len(s.queue) for s in store.searcher._coalesce._shapes.values()) < len(queries) - 1:
             assert time.monotonic() < deadline, "the searches did not queue"
             time.sleep(0.005)
         gate.set()
@@ -162,13 +162,13 @@ def test_concurrent_hybrid_searches_get_exactly_their_hits_alone(store: MilvusSt
 
 def test_searches_with_other_filters_or_windows_are_not_batched_together(store: MilvusStore, monkeypatch) -> None:
     shapes: list[tuple] = []
-    real = store._search_batch
+    real = store.searcher._search_batch
 
     def observed(shape, items):
         shapes.append((shape, len(items)))
         return real(shape, items)
 
-    monkeypatch.setattr(store._coalesce, "_run", observed)
+    monkeypatch.setattr(store.searcher._coalesce, "_run", observed)
     q = "disk notes"
     assert store.search_dense(vector(q), 3, {"doc_id": ["docs/disk.md"]})
     assert store.search_dense(vector(q), 4)

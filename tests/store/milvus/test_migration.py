@@ -9,8 +9,8 @@ import pytest
 
 from rag_core.cli import main
 from rag_core.errors import StoreMigrationNeeded
-from rag_core.store.milvus import schema
 from rag_core.store import MilvusStore
+from rag_core.store.milvus import schema
 from tests.helpers import SAMPLE_KB, make_workbench
 
 OLD_ANALYZER = {"tokenizer": "jieba", "filter": ["lowercase", {"type": "stemmer", "language": "english"},
@@ -51,7 +51,7 @@ def test_migrate_keeps_documents_and_vectors(old_kb: Path, local_embedder, monke
     try:
         assert wb.store.list_documents() == before_docs
         assert vectors(wb.store) == before_vectors
-        assert wb.store._meta(wb.store.collection)["schema"] == schema.SCHEMA_VERSION
+        assert wb.store.schema.meta(wb.store.collection)["schema"] == schema.SCHEMA_VERSION
         assert wb.retriever.lookup("DiskSpaceLow", search=wb.retriever.defaults.search).evidence
         assert not wb.store.client.has_collection(wb.store.collection + schema.MIGRATING)
     finally:
@@ -78,7 +78,7 @@ def test_a_failed_migration_loses_nothing_and_the_next_open_finishes(old_kb: Pat
         before = vectors(wb.store)
         wb.close()
 
-    real_copy = MilvusStore._copy_rows
+    real_copy = schema.Schema.copy_rows
     calls = {"n": 0}
 
     def copy_then_fail(self, source, target):
@@ -88,7 +88,7 @@ def test_a_failed_migration_loses_nothing_and_the_next_open_finishes(old_kb: Pat
         return real_copy(self, source, target)
 
     with monkeypatch.context() as m:
-        m.setattr(MilvusStore, "_copy_rows", copy_then_fail)
+        m.setattr(schema.Schema, "copy_rows", copy_then_fail)
         with pytest.raises(RuntimeError, match="power cut"):
             make_workbench(old_kb, embedder=local_embedder, migrate=True)
     # 1: failed while copying into the temporary collection: the old one is intact, still refused.

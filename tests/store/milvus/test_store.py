@@ -15,9 +15,11 @@ import pytest
 
 from rag_core.errors import StoreError, StoreLockedError
 from rag_core.records import Document
-from rag_core.store.milvus import filters
 from rag_core.store import MilvusStore
+from rag_core.store.milvus import filters
+from rag_core.store.milvus.registry import registry_row
 from tests.helpers import REPO, make_workbench
+from tests.store.clients import FailingClient
 
 ODD_IDS = [
     'quote"d.md',
@@ -164,15 +166,16 @@ def test_failure_while_inserting_keeps_the_old_version(wb, monkeypatch) -> None:
     old_rows = wb.store.get_chunks("doc.md")
     monkeypatch.setattr("rag_core.store.milvus.writes.INSERT_BATCH", 1)
     calls = {"n": 0}
-    real_insert = MilvusStore._insert_batch
+    real_client = wb.store.client
 
-    def failing_insert(self, rows):
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise Boom("disk full")
-        real_insert(self, rows)
+    def failing_insert(insert, collection, rows, **kwargs):
+        if collection == wb.store.collection:  # the chunks' second batch fails
+            calls["n"] += 1
+            if calls["n"] == 2:
+                raise Boom("disk full")
+        return insert(collection, rows, **kwargs)
 
-    monkeypatch.setattr(MilvusStore, "_insert_batch", failing_insert)
+    monkeypatch.setattr(wb.store, "client", FailingClient(real_client, "insert", failing_insert))
     report = wb.ingestor.ingest_uploads([("doc.md", doc_bytes("new", 4))])[0]
     assert report.status == "failed" and "Boom: disk full" in report.error
     # The old version is complete and is the only one searches return; the partial one is hidden.
@@ -180,7 +183,7 @@ def test_failure_while_inserting_keeps_the_old_version(wb, monkeypatch) -> None:
     hits = wb.store.search_bm25("Paragraph", 100)
     assert {h.metadata["version"] for h in hits} == {old_rows[0].version}
     assert len(versions_in_store(wb.store, "doc.md")) == 2  # the partial rows are still there...
-    monkeypatch.setattr(MilvusStore, "_insert_batch", real_insert)
+    monkeypatch.setattr(wb.store, "client", real_client)
     assert wb.store.recover() == 1  # ...until recovery removes them
     assert versions_in_store(wb.store, "doc.md") == {old_rows[0].version}
     assert wb.ingestor.ingest_uploads([("doc.md", doc_bytes("new", 4))])[0].status == "replaced"
@@ -188,14 +191,16 @@ def test_failure_while_inserting_keeps_the_old_version(wb, monkeypatch) -> None:
 
 def test_failure_after_commit_serves_the_new_version_and_recovers(wb, monkeypatch) -> None:
     wb.ingestor.ingest_uploads([("doc.md", doc_bytes("old", 4))])
-    real_delete = MilvusStore._delete_versions
+    real_client = wb.store.client
 
-    def failing_delete(self, *args, **kwargs):
-        raise Boom("connection lost")
+    def failing_delete(delete, collection, **kwargs):
+        if collection == wb.store.collection:  # step 4: the old version's chunks
+            raise Boom("connection lost")
+        return delete(collection, **kwargs)
 
-    monkeypatch.setattr(MilvusStore, "_delete_versions", failing_delete)
+    monkeypatch.setattr(wb.store, "client", FailingClient(real_client, "delete", failing_delete))
     assert wb.ingestor.ingest_uploads([("doc.md", doc_bytes("new", 2))])[0].status == "failed"
-    monkeypatch.setattr(MilvusStore, "_delete_versions", real_delete)
+    monkeypatch.setattr(wb.store, "client", real_client)
     [doc] = wb.store.list_documents()
     assert {h.metadata["version"] for h in wb.store.search_bm25("Paragraph", 100)} == {doc.version}
     assert len(versions_in_store(wb.store, "doc.md")) == 2
@@ -226,22 +231,24 @@ KILL_SCRIPT = textwrap.dedent("""
     import os, signal, sys
     from pathlib import Path
     sys.path.insert(0, {repo!r})
-    from rag_core.store.milvus import store as milvus, writes
+    from rag_core.store.milvus import writes
     from tests.helpers import make_workbench
+    from tests.store.clients import FailingClient
     from tests.store.milvus.test_store import doc_bytes
 
     wb = make_workbench(Path({data!r}))
     writes.INSERT_BATCH = 2
     calls = 0
-    real_insert = milvus.MilvusStore._insert_batch
-    def insert_then_die(self, rows):
+    def insert_then_die(insert, collection, rows, **kwargs):
         global calls
-        calls += 1
-        real_insert(self, rows)
-        if calls == 2:
-            print("dying", flush=True)
-            os.kill(os.getpid(), signal.SIGKILL)
-    milvus.MilvusStore._insert_batch = insert_then_die
+        result = insert(collection, rows, **kwargs)
+        if collection == wb.store.collection:
+            calls += 1
+            if calls == 2:
+                print("dying", flush=True)
+                os.kill(os.getpid(), signal.SIGKILL)
+        return result
+    wb.store.client = FailingClient(wb.store.client, "insert", insert_then_die)
     wb.ingestor.ingest_uploads([("doc.md", doc_bytes("new", 8))])
     print("survived", flush=True)
 """)
@@ -261,7 +268,7 @@ def test_process_killed_mid_ingest_leaves_the_old_version_and_recovers(tmp_path:
     store = MilvusStore(str(data / "milvus.db"), "biz")
     store.embedder_name, store.dim = local_embedder.name, local_embedder.dim
     store.client.load_collection(store.collection)
-    store.client.load_collection(store.registry)
+    store.client.load_collection(store.registry.name)
     # Before recovery: the old version is complete and is all that searches return.
     assert len(versions_in_store(store, "doc.md")) == 2
     assert [c.content for c in store.get_chunks("doc.md")] == [c.content for c in old]
@@ -276,11 +283,13 @@ def test_process_killed_mid_ingest_leaves_the_old_version_and_recovers(tmp_path:
 
 
 def test_first_version_killed_before_commit_is_invisible(wb, monkeypatch) -> None:
-    def failing_insert(self, rows):
-        self.client.insert(self.collection, rows[:1])
+    def failing_insert(insert, collection, rows, **kwargs):
+        if collection != wb.store.collection:
+            return insert(collection, rows, **kwargs)
+        insert(collection, rows[:1], **kwargs)  # killed after the first chunk row
         raise Boom("killed")
 
-    monkeypatch.setattr(MilvusStore, "_insert_batch", failing_insert)
+    monkeypatch.setattr(wb.store, "client", FailingClient(wb.store.client, "insert", failing_insert))
     assert wb.ingestor.ingest_uploads([("fresh.md", doc_bytes("fresh", 3))])[0].status == "failed"
     assert wb.store.list_documents() == []
     assert wb.store.search_bm25("Paragraph fresh", 10) == []
@@ -302,12 +311,12 @@ def test_recovery_on_a_shared_server_spares_a_fresh_pending_write(wb, monkeypatc
     """Another process may be writing right now: only old pending versions are abandoned."""
     wb.ingestor.ingest_uploads([("doc.md", doc_bytes("old", 3))])
     doc = make_doc("doc.md", "in flight")
-    fresh = wb.store._registry_row(doc, "fresh00000000000", "pending", committed_ns=time.time_ns())
-    stale = wb.store._registry_row(doc, "stale00000000000", "pending", committed_ns=time.time_ns() - 7 * 3600 * 10**9)
-    wb.store._registry_insert([fresh, stale])
+    fresh = registry_row(doc, "fresh00000000000", "pending", committed_ns=time.time_ns())
+    stale = registry_row(doc, "stale00000000000", "pending", committed_ns=time.time_ns() - 7 * 3600 * 10**9)
+    wb.store.registry.insert([fresh, stale])
     monkeypatch.setattr(MilvusStore, "exclusive_access", lambda self: False)  # as on a server
     assert wb.store.recover() == 1
-    states = {r["version"]: r["state"] for r in wb.store._registry_rows('doc_id == "doc.md"')}
+    states = {r["version"]: r["state"] for r in wb.store.registry.rows('doc_id == "doc.md"')}
     assert "fresh00000000000" in states and "stale00000000000" not in states
     monkeypatch.setattr(MilvusStore, "exclusive_access", lambda self: True)  # as on Lite
     assert wb.store.recover() == 1
@@ -318,20 +327,21 @@ def test_a_commit_between_search_and_registry_read_does_not_hide_the_document(wb
     """The race the retry in `_search` closes, made deterministic: the new version is committed (and the
     old one deleted) after the search looked at the chunks but before it read the registry."""
     wb.ingestor.ingest_uploads([("doc.md", doc_bytes("old", 3))])
-    real = MilvusStore._active_versions
+    [old] = wb.store.list_documents()
     calls = {"n": 0}
 
-    def commit_first(self, doc_ids):
+    def commit_after_search(search, collection, **kwargs):
+        found = search(collection, **kwargs)
         calls["n"] += 1
         if calls["n"] == 1:
-            monkeypatch.setattr(MilvusStore, "_active_versions", real)
             assert wb.ingestor.ingest_uploads([("doc.md", doc_bytes("new", 5))])[0].status == "replaced"
-        return real(self, doc_ids)
+        return found
 
-    monkeypatch.setattr(MilvusStore, "_active_versions", commit_first)
+    monkeypatch.setattr(wb.store, "client", FailingClient(wb.store.client, "search", commit_after_search))
     hits = wb.store.search_bm25("Paragraph operations", 50)
     [doc] = wb.store.list_documents()
     assert hits and {h.metadata["version"] for h in hits} == {doc.version}
+    assert doc.version != old.version  # the commit did come between
 
 
 def test_bm25_after_the_last_document_is_deleted(wb) -> None:
@@ -350,18 +360,18 @@ def test_a_commit_between_registry_read_and_chunk_query_does_not_empty_get_chunk
     """get_chunks read the active version, then a new version was committed and the old one's chunks
     deleted before it queried them: it must read the registry again, not return zero chunks."""
     wb.ingestor.ingest_uploads([("doc.md", doc_bytes("old", 3))])
-    real = MilvusStore._active_row
+    [old] = wb.store.list_documents()
     calls = {"n": 0}
 
-    def commit_after_read(self, doc_id):
-        row = real(self, doc_id)
-        calls["n"] += 1
-        if calls["n"] == 1:
-            monkeypatch.setattr(MilvusStore, "_active_row", real)
-            assert wb.ingestor.ingest_uploads([("doc.md", doc_bytes("new", 5))])[0].status == "replaced"
-        return row
+    def commit_before_chunk_query(query, collection, **kwargs):
+        if collection == wb.store.collection:  # get_chunks has read the registry and now queries the chunks
+            calls["n"] += 1
+            if calls["n"] == 1:
+                assert wb.ingestor.ingest_uploads([("doc.md", doc_bytes("new", 5))])[0].status == "replaced"
+        return query(collection, **kwargs)
 
-    monkeypatch.setattr(MilvusStore, "_active_row", commit_after_read)
+    monkeypatch.setattr(wb.store, "client", FailingClient(wb.store.client, "query", commit_before_chunk_query))
     chunks = wb.store.get_chunks("doc.md")
     [doc] = wb.store.list_documents()
     assert chunks and {c.version for c in chunks} == {doc.version} and len(chunks) == doc.chunks
+    assert doc.version != old.version  # the commit did come between

@@ -16,6 +16,7 @@ from rag_core.retrieval import MilvusSearchPort
 from rag_core.store import MilvusStore
 from rag_core.store.milvus.versions import ActiveVersions
 from tests.contracts.store import DIM, EMBEDDER, new_version, text_of, vector
+from tests.store.clients import FailingClient
 
 
 class Clock:
@@ -58,13 +59,13 @@ def stores(folder: Path, request):
 
 def count_registry_reads(store: MilvusStore, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     reads: list[int] = []
-    real = store._active_versions
+    real = store.registry.active_versions
 
     def counted(doc_ids):
         reads.append(1)
         return real(doc_ids)
 
-    monkeypatch.setattr(store, "_active_versions", counted)
+    monkeypatch.setattr(store.registry, "active_versions", counted)
     return reads
 
 
@@ -94,7 +95,7 @@ def test_remembered_versions_expire_and_reads_that_predate_a_write_are_not_remem
 def test_a_hybrid_lookup_reads_the_registry_once_and_then_not_until_its_view_expires(stores, monkeypatch) -> None:
     reader, writer = stores
     clock = Clock()
-    reader._versions = ActiveVersions(clock=clock)
+    reader.registry.versions = ActiveVersions(clock=clock)
     writer.replace_documents([new_version("a.md", text_of("alpha")), new_version("b.md", text_of("beta"))])
     reads = count_registry_reads(reader, monkeypatch)
     first = reader.search_both(vector("x"), "alpha beta paragraph", 10)
@@ -126,17 +127,17 @@ def test_a_commit_between_the_registry_read_and_the_second_channel_does_not_mix_
     dense list kept the old version and the BM25 list, searched after the commit, the new one."""
     reader, writer = stores
     writer.replace_documents([new_version("doc.md", text_of("oldtopic", 3))])
-    real = MilvusStore._active_versions
+    real = reader.registry.active_versions
     calls: list[int] = []
 
-    def commit_after_read(self, doc_ids):
-        active = real(self, doc_ids)
+    def commit_after_read(doc_ids):
+        active = real(doc_ids)
         calls.append(1)
         if len(calls) == 1:
             writer.replace_documents([new_version("doc.md", text_of("newtopic", 3))])
         return active
 
-    monkeypatch.setattr(MilvusStore, "_active_versions", commit_after_read)
+    monkeypatch.setattr(reader.registry, "active_versions", commit_after_read)
     port = MilvusSearchPort(reader, VectorOfText(), SearchOptions(mode="hybrid"))
     hits = port.search("oldtopic newtopic paragraph", 50).hits
     [doc] = writer.list_documents()
@@ -151,15 +152,17 @@ def test_a_writer_that_died_after_its_commit_shows_its_previous_version_at_most_
     previous version, whole and alone; after that, only what the registry calls active."""
     reader, writer = stores
     clock = Clock()
-    reader._versions = ActiveVersions(clock=clock)
+    reader.registry.versions = ActiveVersions(clock=clock)
     first = new_version("doc.md", text_of("alpha", 3), "fp-old")
     writer.replace_documents([first])
     [old] = {h.metadata["version"] for h in reader.search_bm25("alpha", 50)}
 
-    def killed(self, versions):
-        raise RuntimeError("killed before deleting the old version")
+    def killed(delete, collection, **kwargs):
+        if collection == writer.collection:
+            raise RuntimeError("killed before deleting the old version")
+        return delete(collection, **kwargs)
 
-    monkeypatch.setattr(MilvusStore, "_delete_versions", killed)
+    monkeypatch.setattr(writer, "client", FailingClient(writer.client, "delete", killed))
     with pytest.raises(RuntimeError):
         writer.replace_documents([new_version("doc.md", text_of("beta", 3), "fp-new")])
     monkeypatch.undo()

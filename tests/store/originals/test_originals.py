@@ -18,6 +18,7 @@ import pytest
 from rag_core.cli import main
 from rag_core.store import MilvusStore
 from tests.helpers import REPO, make_workbench
+from tests.store.clients import FailingClient
 from tests.store.milvus.test_store import doc_bytes
 
 
@@ -45,18 +46,17 @@ KILL_AFTER_COMMIT = textwrap.dedent("""
     import os, signal, sys
     from pathlib import Path
     sys.path.insert(0, {repo!r})
-    from rag_core.store import MilvusStore
     from tests.helpers import make_workbench
+    from tests.store.clients import FailingClient
 
     wb = make_workbench(Path({data!r}))
-    real = MilvusStore._registry_insert
-    def insert_then_die(self, rows):
-        keys = real(self, rows)
-        if any(row["state"] == "active" for row in rows):  # the commit point has just been written
-            print("committed", flush=True)
+    def insert_then_die(insert, collection, rows, **kwargs):
+        result = insert(collection, rows, **kwargs)
+        if collection == wb.store.registry.name and any(row["state"] == "active" for row in rows):
+            print("committed", flush=True)  # the commit point has just been written
             os.kill(os.getpid(), signal.SIGKILL)
-        return keys
-    MilvusStore._registry_insert = insert_then_die
+        return result
+    wb.store.client = FailingClient(wb.store.client, "insert", insert_then_die)
     wb.ingestor.ingest_uploads([("doc.md", {new!r}), ("fresh.md", {fresh!r})])
     print("survived", flush=True)
 """)
@@ -95,16 +95,16 @@ def test_recovery_removes_originals_no_version_refers_to(data: Path, local_embed
     wb = make_workbench(data, embedder=local_embedder)
     try:
         wb.ingestor.ingest_uploads([("doc.md", doc_bytes("one", 2))])
-        real = MilvusStore._registry_insert
+        real = wb.store.client
 
-        def killed_before_commit(self, rows):
-            if any(row["state"] == "active" for row in rows):
+        def killed_before_commit(insert, collection, rows, **kwargs):
+            if collection == wb.store.registry.name and any(row["state"] == "active" for row in rows):
                 raise RuntimeError("killed")
-            return real(self, rows)
+            return insert(collection, rows, **kwargs)
 
-        monkeypatch.setattr(MilvusStore, "_registry_insert", killed_before_commit)
+        monkeypatch.setattr(wb.store, "client", FailingClient(real, "insert", killed_before_commit))
         assert wb.ingestor.ingest_uploads([("doc.md", doc_bytes("two", 2))])[0].status == "failed"
-        monkeypatch.setattr(MilvusStore, "_registry_insert", real)
+        monkeypatch.setattr(wb.store, "client", real)
         [doc] = wb.store.list_documents()
         assert len(kept_files(data)) == 2 and wb.ingestor.original("doc.md") == doc_bytes("one", 2)
         [pending] = kept_files(data) - {doc.version}

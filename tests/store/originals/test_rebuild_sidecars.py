@@ -17,8 +17,9 @@ from rag_core.store.originals.files import OriginalFiles
 from rag_core.store.originals.folder import read_folder
 from tests.contracts.store import DIM, EMBEDDER, new_version, text_of
 from tests.helpers import make_workbench
-from tests.store.originals.test_originals import make_legacy
+from tests.store.clients import FailingClient
 from tests.store.milvus.test_store import doc_bytes
+from tests.store.originals.test_originals import make_legacy
 
 
 def folder(data: Path) -> Path:
@@ -127,11 +128,13 @@ def test_two_committed_versions_of_one_document_keep_only_the_newest(data: Path,
         wb.ingestor.ingest_uploads([("doc.md", doc_bytes("one"))])
         [old] = wb.store.list_documents()
 
-        def killed(self, versions):
-            raise Killed("killed before step 4")
+        def killed(delete, collection, **kwargs):
+            if collection == wb.store.collection:
+                raise Killed("killed before step 4")
+            return delete(collection, **kwargs)
 
         monkeypatch.setattr(OriginalFiles, "retire", lambda self, versions: None)
-        monkeypatch.setattr(MilvusStore, "_delete_versions", killed)
+        monkeypatch.setattr(wb.store, "client", FailingClient(wb.store.client, "delete", killed))
         assert wb.ingestor.ingest_uploads([("doc.md", doc_bytes("two"))])[0].status == "failed"
         monkeypatch.undo()
         [new] = wb.store.list_documents()
