@@ -14,6 +14,9 @@ from rag_core.embedding.local import LocalUSEEmbedder
 # Settings built with `env={}` still get the users' default (shared, through a store host): the tests of
 # that mode ask for it, and the hosts this session started are stopped at its end.
 os.environ.setdefault("RAG_MILVUS_LITE_MODE", "exclusive")
+# A subprocess that does go through a store host (`--set milvus.lite-mode=shared`) leaves none running: its host
+# stops when its last client leaves (tests that need a host to outlive a command set milvus.host-idle).
+os.environ.setdefault("RAG_MILVUS_HOST_IDLE", "0")
 
 
 @pytest.fixture(scope="session", autouse=True)

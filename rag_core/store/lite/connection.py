@@ -3,7 +3,7 @@
 Milvus Lite lets one process open a file, so there are two ways to reach one (`milvus.lite-mode`):
 - `shared` (the default): through the store host, a small process that owns the file and serves it to
   every workbench process (app, HTTP API, CLI) at once (see lite.host). The first process that needs it
-  starts it; it stops after `milvus.host-idle` seconds without clients.
+  starts it; it stops after `milvus.host-idle` seconds without clients (0: when the last one leaves).
 - `exclusive`: this process runs Milvus Lite's server itself (lite.server), behind our lock (lite.lock);
   another process gets a clear "already open" message. Tests use it (no process to start per temporary database).
 Both speak gRPC over a Unix socket to Lite's server, as pymilvus's own embedded mode does. A process
@@ -46,7 +46,7 @@ class LiteOptions:
 
     # Settings say `shared` by default (bootstrap passes them); a store built directly opens the file itself.
     mode: str = "exclusive"
-    idle_s: float = 300.0  # shared: the host stops after this long without clients
+    idle_s: float = 300.0  # shared: the host stops after this long without clients (0: when the last one leaves)
     collection: str = "biz"  # named in the rebuild command of a damaged-file message
 
     def __post_init__(self) -> None:

@@ -11,12 +11,15 @@ Milvus Lite uses. Files beside the database (`.<name>.` + suffix):
 - `clients`  every client holds a shared flock on it while connected. The host polls for an exclusive
              one: when it gets it for `idle` seconds in a row, nobody is connected and it stops, removing
              the endpoint while it still holds the exclusive lock, so no client can attach to a host that
-             is going away (a client takes its shared lock first, then reads the endpoint).
+             is going away (a client takes its shared lock first, then reads the endpoint). With `idle` 0
+             it stops at the first poll without clients (no lingering: scripts, tests).
 - `start`    serialises starting a host, so two clients starting at once start one.
 - `host.log` the host's and Lite's stderr (owner-only).
 
 The Lite server exits by itself when the host dies (it waits on a lock the host holds), so killing the
 host never leaves a server behind; a new host also stops a previous host's server that is still exiting.
+A host whose database file is gone (deleted, its folder deleted, or replaced by another file) stops at its
+next poll, clients or not: a test's or a script's temporary data dir leaves no host behind once deleted.
 Run as `python -m rag_core.store.lite.host DB [--idle SECONDS]`; it answers its starter on stdout with one
 JSON line (`{"ok": ...}` or `{"error": ..., "kind": ...}`) and then detaches from it.
 """
@@ -187,9 +190,9 @@ def serve(db: Path, idle_s: float, collection: str = "biz") -> int:
                         server_pid=server.pid, server_start=start_ticks(server.pid), idle_s=idle_s,
                         started_at=time.time())
     _write_endpoint(files, endpoint)
-    _log(f"serving {db} on {server.uri} (Milvus Lite pid {server.pid}); stops after {idle_s:g} s without clients")
+    _log(f"serving {db} on {server.uri} (Milvus Lite pid {server.pid}); stops {idle_words(idle_s)}")
     _answer({"ok": True, "endpoint": asdict(endpoint)})
-    reason = _wait(files, server, idle_s, stopping)
+    reason = _wait(files, server, idle_s, stopping, _file_id(db))
     _log(f"stopping: {reason}")
     _remove_endpoint_if_ours(files)
     server.stop()
@@ -197,9 +200,24 @@ def serve(db: Path, idle_s: float, collection: str = "biz") -> int:
     return 0 if reason != "the Milvus Lite server exited" else 1
 
 
-def _wait(files: HostFiles, server: Any, idle_s: float, stopping: list[str]) -> str:
-    """Until a signal, the Lite server's death, or `idle_s` seconds in a row without clients. Returns the
-    reason; for an idle stop, the clients lock is still held (exclusively) when it returns."""
+def idle_words(idle_s: float) -> str:
+    """When a host with this `milvus.host-idle` stops, in words."""
+    return "when its last client leaves" if idle_s == 0 else f"after {idle_s:g} s without clients"
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    """Which file `path` is (device, inode), or None when there is none."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
+def _wait(files: HostFiles, server: Any, idle_s: float, stopping: list[str], db_id: tuple[int, int] | None) -> str:
+    """Until a signal, the Lite server's death, the database file's disappearance (`db_id`: the file served),
+    or `idle_s` seconds in a row without clients. Returns the reason; for an idle stop, the clients lock is
+    still held (exclusively) when it returns."""
     clients = os.open(files.clients, os.O_RDWR | os.O_CREAT, 0o600)
     idle_since: float | None = None
     while True:
@@ -207,6 +225,9 @@ def _wait(files: HostFiles, server: Any, idle_s: float, stopping: list[str]) -> 
             return f"signal {stopping[0]}"
         if not server.running():
             return "the Milvus Lite server exited"
+        if db_id is None or _file_id(files.db) != db_id:
+            # Nobody can reach what it serves any more (a temporary data dir deleted, the file replaced).
+            return f"the database file {files.db} is gone"
         try:
             fcntl.flock(clients, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -217,7 +238,7 @@ def _wait(files: HostFiles, server: Any, idle_s: float, stopping: list[str]) -> 
             if now - idle_since >= idle_s:
                 # Keep the exclusive lock: clients wait on their shared lock until the endpoint is gone
                 # and the file is released; it is freed when this process exits.
-                return f"no clients for {idle_s:g} s"
+                return f"no clients for {idle_s:g} s" if idle_s else "its last client left"
             fcntl.flock(clients, fcntl.LOCK_UN)
         time.sleep(POLL_S)
 
@@ -226,7 +247,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rag_core.store.lite.host",
                                      description="Serve one Milvus Lite database to every workbench process.")
     parser.add_argument("db", help="the Milvus Lite .db file")
-    parser.add_argument("--idle", type=float, default=300.0, help="stop after this many seconds without clients")
+    parser.add_argument("--idle", type=float, default=300.0,
+                        help="stop after this many seconds without clients (0: when the last one leaves)")
     parser.add_argument("--collection", default="biz", help="named in the rebuild command of damage messages")
     args = parser.parse_args(argv)
     return serve(Path(args.db).absolute(), args.idle, args.collection)

@@ -24,10 +24,11 @@ import rag_core
 
 from ...errors import StoreError, StoreLockedError
 from . import file as lite_file
-from .host import Endpoint, HostFiles, read_endpoint
+from .host import Endpoint, HostFiles, idle_words, read_endpoint
 from .processes import program_of
 
 START_TIMEOUT_S = 90.0  # a cold start on a loaded 2-core machine takes 1-3 s; this is the give-up point
+STOP_WAIT_S = 10.0  # a host stops within a poll (0.5 s) and Lite's server within ~2 s of it
 LOG_LIMIT = 1 << 20  # the host log is started afresh beyond this size
 # The host needs no secrets: it gets a minimal environment, not the caller's (which may hold API keys).
 _ENV_KEPT = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ")
@@ -63,6 +64,18 @@ class Attachment:
         if self._fd >= 0:
             os.close(self._fd)  # releases the shared lock
             self._fd = -1
+            if self.idle_s == 0:
+                self._wait_for_the_host()
+
+    def _wait_for_the_host(self) -> None:
+        """No lingering (`milvus.host-idle` = 0): the host stops when its last client has left, so the last one
+        waits for it and its Lite server to exit, and a command leaves nothing running when it returns. Not
+        while other clients (this process's other stores included) keep it."""
+        deadline = time.monotonic() + STOP_WAIT_S
+        while self.endpoint.host.alive() or self.endpoint.server.alive():
+            if _clients(self.files) or time.monotonic() > deadline:
+                return
+            time.sleep(0.05)
 
 
 def attach(db: Path, idle_s: float, collection: str = "biz") -> Attachment:
@@ -144,7 +157,7 @@ class HostStatus:
         age = time.time() - self.endpoint.started_at
         attached = ", ".join(self.clients) if self.clients else "none"
         return (f"store host pid {self.endpoint.host_pid}, Milvus Lite pid {self.endpoint.server_pid}, up "
-                f"{age:.0f} s, stops after {self.endpoint.idle_s:g} s without clients; clients: {attached}")
+                f"{age:.0f} s, stops {idle_words(self.endpoint.idle_s)}; clients: {attached}")
 
 
 def _clients(files: HostFiles) -> tuple[str, ...]:

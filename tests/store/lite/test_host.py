@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -233,6 +234,54 @@ def test_idle_host_stops_and_the_next_client_starts_another(tmp_path: Path, loca
         assert endpoint_of(wb).host_pid != first.host_pid
     finally:
         wb.close()
+
+
+def processes_serving(db: Path) -> list[int]:
+    """Every running process whose command line names `db`: a store host, a Milvus Lite server."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and str(db).encode() in (proc / "cmdline").read_bytes() and ProcessId(
+                    int(proc.name), 0).alive():
+                pids.append(int(proc.name))
+        except OSError:
+            continue  # gone meanwhile
+    return pids
+
+
+@pytest.mark.parametrize("deleted", ["the data dir", "the database file"])
+def test_a_host_whose_database_is_deleted_exits_within_seconds(tmp_path: Path, local_embedder, deleted) -> None:
+    """A test's or a script's temporary data dir, deleted after use, left its idle host (and Lite) running for
+    milvus.host-idle; now both go at the host's next poll, clients or not."""
+    data = tmp_path / "data"
+    wb = make_workbench(data, embedder=local_embedder, **SHARED)  # a host that would idle 30 s
+    endpoint = endpoint_of(wb)
+    if deleted == "the data dir":
+        wb.close()
+        shutil.rmtree(data)
+    else:  # while a client is still attached
+        (data / "milvus.db").unlink()
+    try:
+        wait_gone(endpoint.host_pid, timeout=5)
+        wait_gone(endpoint.server_pid, timeout=5)
+    finally:
+        wb.close()
+    assert processes_serving(data / "milvus.db") == []
+
+
+def test_a_command_asking_for_no_lingering_host_leaves_no_process(tmp_path: Path) -> None:
+    """milvus.host-idle = 0 (RAG_MILVUS_HOST_IDLE=0, what the test suite sets): the host goes when the command's
+    last store closes, and the command returns once it (and its Milvus Lite server) are gone."""
+    data = tmp_path / "data"
+    out = subprocess.run([sys.executable, "-m", "rag_core", "--data-dir", str(data), "ingest",
+                          str(SAMPLE_KB / "runbooks" / "disk_full.md"), "--quiet", "--json"], cwd=REPO,
+                         env=cli_env(RAG_MILVUS_HOST_IDLE="0"), capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert {r["status"] for r in json.loads(out.stdout)} == {"added"}
+    assert processes_serving((data / "milvus.db").absolute()) == []  # at once, no waiting
+    log = HostFiles((data / "milvus.db").absolute()).log.read_text()
+    assert "stops when its last client leaves" in log and "stopping: its last client left" in log  # it did run
+    assert read_endpoint(HostFiles((data / "milvus.db").absolute())) is None
 
 
 def test_status_stop_and_lock_messages(shared_wb, capsys) -> None:
