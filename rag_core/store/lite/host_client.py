@@ -64,13 +64,14 @@ class Attachment:
         if self._fd >= 0:
             os.close(self._fd)  # releases the shared lock
             self._fd = -1
-            if self.idle_s == 0:
+            if self.endpoint.idle_s == 0:
                 self._wait_for_the_host()
 
     def _wait_for_the_host(self) -> None:
-        """No lingering (`milvus.host-idle` = 0): the host stops when its last client has left, so the last one
-        waits for it and its Lite server to exit, and a command leaves nothing running when it returns. Not
-        while other clients (this process's other stores included) keep it."""
+        """A host started with no lingering (`milvus.host-idle` = 0) stops when its last client has left, so the
+        last one waits for it and its Lite server to exit: a command leaves nothing running when it returns. Not
+        while other clients (this process's other stores included) keep it. (A host another process started
+        with an idle time keeps it: this client does not wait.)"""
         deadline = time.monotonic() + STOP_WAIT_S
         while self.endpoint.host.alive() or self.endpoint.server.alive():
             if _clients(self.files) or time.monotonic() > deadline:

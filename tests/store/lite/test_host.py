@@ -284,6 +284,23 @@ def test_a_command_asking_for_no_lingering_host_leaves_no_process(tmp_path: Path
     assert read_endpoint(HostFiles((data / "milvus.db").absolute())) is None
 
 
+def test_no_lingering_leaves_a_host_others_started_running(tmp_path: Path, local_embedder) -> None:
+    """A client asking for no lingering host, on a host another process started with an idle time (the app's):
+    it neither stops that host nor waits for it to stop."""
+    data = tmp_path / "data"
+    wb = make_workbench(data, embedder=local_embedder, **SHARED)
+    running = endpoint_of(wb)
+    wb.close()  # the host idles 30 s now, without clients
+    quick = make_workbench(data, embedder=local_embedder, **{**SHARED, "milvus.host-idle": 0})
+    try:
+        assert endpoint_of(quick) == running
+    finally:
+        started = time.monotonic()
+        quick.close()
+    assert time.monotonic() - started < host_client.STOP_WAIT_S / 2 and running.alive()
+    assert host_client.stop((data / "milvus.db").absolute()) is not None
+
+
 def test_status_stop_and_lock_messages(shared_wb, capsys) -> None:
     data = str(Path(shared_wb.store.uri).parent)
     endpoint = endpoint_of(shared_wb)
