@@ -95,7 +95,7 @@ def test_a_locked_knowledge_base_shows_the_message_not_a_traceback(monkeypatch, 
 
 
 def test_an_old_collection_offers_migrate_now(monkeypatch, tmp_path):
-    from rag_core.store.milvus import schema as milvus  # the layout constants live in store.schema
+    from rag_core.store.milvus import schema as milvus  # the layout constants live in store.milvus.schema
     from tests.helpers import SAMPLE_KB
     from tests.store.milvus.test_migration import OLD_ANALYZER
 
