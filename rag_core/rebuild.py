@@ -20,8 +20,8 @@ from .config import Settings, originals_dirs
 from .errors import RagError
 from .ingest import IngestProgress
 from .records import IngestReport
-from .store.originals_folder import KeptOriginalsFolder, holds_versions, read_folder, read_legacy_folder
-from .store.schema import check_collection_name
+from .store.originals.folder import KeptOriginalsFolder, holds_versions, read_folder, read_legacy_folder
+from .store.milvus.schema import check_collection_name
 from .workbench import Workbench
 
 

@@ -134,7 +134,7 @@ def test_reindex_into_a_new_collection_for_a_new_embedder(tmp_path: Path, local_
 
 def test_small_documents_are_written_in_groups_and_a_bad_one_fails_alone(wb, monkeypatch) -> None:
     from rag_core.errors import EmbeddingError
-    from rag_core.store.milvus import MilvusStore
+    from rag_core.store import MilvusStore
 
     real_embed = wb.embedder.embed_documents
 

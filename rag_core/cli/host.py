@@ -9,8 +9,8 @@ from pathlib import Path
 
 from ..config import Settings
 from ..errors import RagError
-from ..store import host_client
-from ..store.connection import is_lite
+from ..store import is_lite
+from ..store.lite import host_client
 from .output import print_json
 
 

@@ -28,7 +28,7 @@ from ..config import Settings, originals_dirs
 from ..errors import KnowledgeBaseError, RagError
 from ..ports import Embedder, KnowledgeBaseCatalog
 from ..records import IngestReport, KnowledgeBase
-from ..store.rows import utc_now
+from ..store.milvus.rows import utc_now
 from ..workbench import Factories, Workbench
 from .names import CATALOG, collections_of, fold
 from .resolve import case_clash, check_name, not_found, resolve
@@ -348,7 +348,7 @@ class KnowledgeBases:
         catalog first: a collection whose name, compared without case, is one of another knowledge base's
         (or the catalog's) is kept, whatever the store's rules. The store also keeps any that the database has
         in other letter case (MilvusStore.drop). Returns the collections kept."""
-        from ..store.originals import shared_with_variant
+        from ..store.originals.files import shared_with_variant
 
         client = getattr(self.catalog, "client", None)
         if client is None:

@@ -21,7 +21,7 @@ from ..errors import KnowledgeBaseError, KnowledgeBaseNotFound, StoreError
 from ..ingest import fingerprint
 from ..ports import KnowledgeBaseCatalog
 from ..records import KnowledgeBase
-from ..store.rows import utc_now
+from ..store.milvus.rows import utc_now
 from .catalog import collection_meta
 from .names import REGISTRY_SUFFIX, collections_of, name_problem, same_as
 from .settings import defaults_for_new, embedder_of

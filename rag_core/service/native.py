@@ -19,7 +19,7 @@ from ..bootstrap import Workbench
 from ..errors import LoaderError, RagError
 from ..retrieval.identity import evidence_key
 from ..retrieval.options import lookup_overrides
-from ..store.milvus import is_lite
+from ..store import is_lite
 from .deps import ServiceDep, query_kb
 from .errors import ApiError, refusal_status
 from .models import ChunkOut, ChunksAnswer, DeletedAnswer, IngestAnswer

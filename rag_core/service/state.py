@@ -114,7 +114,7 @@ def lookup_thread_count(settings: Settings | None) -> int:
     """How many /v1/search lookups run at once (`api.lookup-threads`; 0 = four times the cores). A lookup is CPU in
     this process (under one interpreter lock) and in Milvus Lite's: with every request in its own thread, many
     clients share the cores all at once and each finishes late; queued in one place, the earlier ones finish
-    first. Lookups running together share their Milvus requests (store.coalesce), so a few more than the cores
+    first. Lookups running together share their Milvus requests (store.milvus.coalesce), so a few more than the cores
     pay: bench/api.py compares four times with twice the cores (the default before)."""
     configured = settings["api.lookup-threads"] if settings is not None else 0
     return configured or 4 * (os.cpu_count() or 1)

@@ -276,7 +276,7 @@ def test_knowledge_bases_reach_a_lite_file_the_configured_way(tmp_path: Path, lo
     # Every store the knowledge-base code makes (catalog, workbench, drop, recovery's check) follows
     # milvus.lite-mode: shared (the default) goes through the store host, so the app, the API and CLI commands
     # use one database at once; recovery must then not take another process's copy in progress for abandoned.
-    from rag_core.store.host import HostFiles, read_endpoint
+    from rag_core.store.lite.host import HostFiles, read_endpoint
 
     data = tmp_path / "data"
     with knowledge_bases(settings_for(data, **{"milvus.lite-mode": mode, "milvus.host-idle": 30}), {},
