@@ -219,9 +219,6 @@ class Candidate:
         return self.fused_rank or self.rank
 
 
-FATES = ("kept", "duplicate", "doc_cap", "beyond_return_n")
-
-
 @dataclass(frozen=True)
 class DropReason:
     """Why post-processing dropped a raw hit, as data (the UI and explain read the fields, never text).

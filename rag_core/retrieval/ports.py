@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from typing import Any, Mapping
 
 from ..errors import EmptyKnowledgeBase
@@ -32,9 +31,6 @@ class MilvusSearchPort:
 
     def configured(self, options: SearchOptions) -> MilvusSearchPort:
         return self if options == self.options else MilvusSearchPort(self.store, self.embedder, options)
-
-    def with_changes(self, **changes: Any) -> MilvusSearchPort:
-        return self.configured(replace(self.options, **changes))
 
     def search(self, query: str, k: int, filters: Mapping[str, Any] | None = None) -> SearchResult:
         timings: dict[str, float] = {}
