@@ -17,7 +17,7 @@ GOOD = "# 运维手册\n\n当 CPU 使用率超过 85% 时，先检查最近的�
 
 
 @pytest.fixture
-def wb(tmp_path: Path, local_embedder):
+def wb(tmp_path: Path, local_embedder, milvus):
     workbench = make_workbench(tmp_path / "data", embedder=local_embedder, **{"loader.max-file-mb": 0.01})
     yield workbench
     workbench.close()
@@ -70,6 +70,7 @@ def test_odd_names_and_prefix(wb) -> None:
                                            "runbooks/back/slash.md"]
 
 
+@pytest.mark.milvus
 def test_upload_and_folder_ingest_give_the_same_doc_id(tmp_path: Path, local_embedder) -> None:
     wb = make_workbench(tmp_path / "d", embedder=local_embedder)
     try:
@@ -93,6 +94,7 @@ def test_progress_is_reported_per_file_and_overall(wb) -> None:
     assert any(e.stage == "embedding" and e.total > 1 for e in events)
 
 
+@pytest.mark.milvus
 def test_changed_chunk_settings_replace_and_reindex_uses_kept_originals(tmp_path: Path, local_embedder) -> None:
     data = tmp_path / "d"
     wb = make_workbench(data, embedder=local_embedder)
@@ -112,6 +114,7 @@ def test_changed_chunk_settings_replace_and_reindex_uses_kept_originals(tmp_path
         wb.close()
 
 
+@pytest.mark.milvus
 def test_reindex_into_a_new_collection_for_a_new_embedder(tmp_path: Path, local_embedder) -> None:
     data = tmp_path / "d"
     wb = make_workbench(data, embedder=local_embedder)
@@ -208,6 +211,7 @@ def test_two_sessions_ingesting_one_document_do_not_both_commit(wb) -> None:
     assert len(wb.store.list_documents()) == 1
 
 
+@pytest.mark.milvus
 def test_cli_ingest_json_carries_error_codes_and_the_prefix_is_normalised(tmp_path: Path, capsys) -> None:
     from rag_core.cli import main
 

@@ -11,6 +11,8 @@ from bench.common import REPO
 from rag_core.bootstrap import build_workbench
 from rag_core.config import load_settings
 
+pytestmark = pytest.mark.milvus  # opens Milvus Lite in its tests: not in `make test-unit`
+
 
 @pytest.fixture
 def wb(tmp_path):

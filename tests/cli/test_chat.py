@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+import pytest
+
 from rag_core.cli.chat import cmd_chat, register
 from tests.servers.chat import Completion, OpenAIChatServer, tool_call
 
@@ -78,6 +80,7 @@ def test_interactive_session_keeps_history(kb, capsys, monkeypatch, chat_server)
                                                              ("user", "second question")]
 
 
+@pytest.mark.milvus
 def test_wired_into_the_main_cli_on_an_empty_knowledge_base(tmp_path, capsys, monkeypatch) -> None:
     from rag_core import cli
 

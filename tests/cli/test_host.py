@@ -6,10 +6,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from rag_core.cli import main
 from tests.helpers import REPO
 
 
+@pytest.mark.milvus
 def test_output_to_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     """`python -m rag_core docs --json | head`: head exits first; no "unexpected failure", no traceback."""
     process = subprocess.Popen([sys.executable, "-m", "rag_core", "--data-dir", str(tmp_path), "docs", "--json"],

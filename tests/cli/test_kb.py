@@ -13,6 +13,8 @@ from rag_core.cli import main
 from rag_core.store import MilvusStore
 from tests.helpers import SAMPLE_KB
 
+pytestmark = pytest.mark.milvus  # opens Milvus Lite in its tests: not in `make test-unit`
+
 DISK = str(SAMPLE_KB / "runbooks" / "disk_full.md")
 
 

@@ -20,7 +20,7 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 @pytest.fixture(scope="module")
-def kb_dir(tmp_path_factory) -> Path:
+def kb_dir(tmp_path_factory, milvus) -> Path:
     data = tmp_path_factory.mktemp("cli")
     code = main(["--data-dir", str(data), "ingest", str(SAMPLE_KB), "--json", "--quiet"])
     assert code == 0
@@ -50,6 +50,7 @@ def test_ingest_docs_search_delete(kb_dir: Path, capsys) -> None:
     assert code == 0 and "Evidence:" in out and "runbooks/disk_full.md#chunk-" in out
 
 
+@pytest.mark.milvus
 def test_delete(tmp_path: Path, capsys) -> None:
     doc = tmp_path / "notes.md"
     doc.write_text("# Notes\n\nSome text about deleting things.\n", encoding="utf-8")
@@ -60,6 +61,7 @@ def test_delete(tmp_path: Path, capsys) -> None:
     assert code == 2 and "No document 'notes.md'" in err
 
 
+@pytest.mark.milvus
 def test_ingest_reports_bad_files_and_keeps_going(tmp_path: Path, capsys) -> None:
     (tmp_path / "good.md").write_text("# Good\n\nFine text.\n", encoding="utf-8")
     (tmp_path / "empty.md").write_bytes(b"")
@@ -101,6 +103,7 @@ def test_bad_input_gets_one_clear_line(kb_dir: Path, capsys, argv: list[str], me
     assert code == 2 and message in err and "Traceback" not in err
 
 
+@pytest.mark.milvus
 def test_search_on_an_empty_knowledge_base(tmp_path: Path, capsys) -> None:
     code, _, err = run(capsys, "--data-dir", str(tmp_path), "search", "anything")
     assert code == 2 and "The knowledge base is empty" in err
@@ -114,6 +117,7 @@ def test_config_never_shows_secrets(tmp_path: Path, capsys, monkeypatch) -> None
     assert json.loads(out)["settings"]["milvus.uri"] == "http://***@milvus:19530"
 
 
+@pytest.mark.milvus
 def test_python_dash_m_entry_point(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-m", "rag_core", "--data-dir", str(tmp_path), "docs", "--json"],
                          cwd=REPO, capture_output=True, text=True, timeout=120)

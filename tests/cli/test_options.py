@@ -28,7 +28,7 @@ def without_timings(result: dict) -> dict:
 
 
 @pytest.fixture(scope="module")
-def kb(tmp_path_factory) -> Path:
+def kb(tmp_path_factory, milvus) -> Path:
     data = tmp_path_factory.mktemp("cli-options")
     assert main(["--data-dir", str(data), "ingest", str(SAMPLE_KB), "--json", "--quiet"]) == 0
     return data
@@ -170,6 +170,7 @@ def test_settings_errors_are_one_clear_line(tmp_path: Path, capsys) -> None:
     assert code == 2 and "is not a finite number" in err
 
 
+@pytest.mark.milvus
 @pytest.mark.skipif(sys.platform == "win32", reason="symlinks")
 def test_ingest_skips_a_link_out_of_the_folder(tmp_path: Path, capsys) -> None:
     secret = tmp_path / "secret.md"

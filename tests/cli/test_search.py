@@ -10,6 +10,8 @@ import pytest
 from rag_core.cli import main
 from tests.helpers import SAMPLE_KB
 
+pytestmark = pytest.mark.milvus  # opens Milvus Lite in its tests: not in `make test-unit`
+
 DOCS = ["runbooks/cpu_high.md", "runbooks/disk_full.md", "policies/oncall_zh.md"]
 
 

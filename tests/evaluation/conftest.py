@@ -40,13 +40,13 @@ def write_beir(folder: Path, corpus: list[dict], queries: list[dict], qrels: lis
 
 
 @pytest.fixture(scope="session")
-def eval_data_dir(tmp_path_factory) -> Path:
+def eval_data_dir(tmp_path_factory, milvus) -> Path:
     """One data dir for the evaluation tests, so the sample KB's isolated index is built once."""
     return tmp_path_factory.mktemp("eval-data")
 
 
 @pytest.fixture(scope="session")
-def two_kbs(tmp_path_factory, local_embedder) -> Path:
+def two_kbs(tmp_path_factory, local_embedder, milvus) -> Path:
     """A data dir with two knowledge bases holding examples/kb (the sample set's doc_ids): biz (chunks 800/100,
     return-n 5) and small (300/30, return-n 3). Shared by the CLI and page tests of `--kb` sweeps."""
     data = tmp_path_factory.mktemp("eval-kbs")

@@ -36,6 +36,7 @@ def test_embed_sorted_keeps_input_order(local_embedder) -> None:
     assert np.allclose(vectors, expected, atol=1e-5)
 
 
+@pytest.mark.milvus
 def test_bulk_index_reuses_and_resumes(tmp_path: Path, local_embedder) -> None:
     settings = load_settings(data_dir=tmp_path, env={}, config_file=None)
     name = collection_name(DOCS, 200, 20, local_embedder.name)
@@ -60,6 +61,7 @@ def test_bulk_index_reuses_and_resumes(tmp_path: Path, local_embedder) -> None:
         store.close()
 
 
+@pytest.mark.milvus
 def test_empty_document_is_an_error(tmp_path: Path, local_embedder) -> None:
     from rag_core.errors import EvaluationError
 

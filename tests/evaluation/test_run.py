@@ -126,6 +126,7 @@ def test_progress_names_the_combination_being_run(settings, local_embedder) -> N
     assert [p.done for p in seen if p.stage == "querying"][-1] == 6 * 3
 
 
+@pytest.mark.milvus
 def test_live_knowledge_base_and_its_limits(tmp_path: Path, local_embedder) -> None:
     data = tmp_path / "live"
     wb = make_workbench(data, embedder=local_embedder)

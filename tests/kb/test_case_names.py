@@ -19,6 +19,8 @@ from rag_core.records import KnowledgeBase
 from tests.helpers import SAMPLE_KB
 from tests.kb.conftest import settings_for
 
+pytestmark = pytest.mark.milvus  # opens Milvus Lite in its tests: not in `make test-unit`
+
 DISK = SAMPLE_KB / "runbooks" / "disk_full.md"
 CPU = SAMPLE_KB / "runbooks" / "cpu_high.md"
 

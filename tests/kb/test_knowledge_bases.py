@@ -42,6 +42,7 @@ def legacy_collection(data: Path, name: str, embedder, max_size: int) -> None:
         store.close()
 
 
+@pytest.mark.milvus
 def test_a_data_dir_from_before_knowledge_bases_is_migrated_without_embedding(tmp_path: Path, counting) -> None:
     data = tmp_path / "old"
     # Held open for the whole test, so Milvus Lite's server is started once (opening a file takes ~1 s).
@@ -105,7 +106,7 @@ def _docs(data: Path, name: str):
 
 
 @pytest.fixture
-def kbs(tmp_path: Path, local_embedder):
+def kbs(tmp_path: Path, local_embedder, milvus):
     with knowledge_bases(settings_for(tmp_path / "data"), {}, load_embedder=lambda s: local_embedder) as kbs:
         yield kbs
 
@@ -240,6 +241,7 @@ def test_a_failing_copy_is_undone(kbs: KnowledgeBases, monkeypatch) -> None:
     assert not kbs.catalog.client.has_collection("half")
 
 
+@pytest.mark.milvus
 def test_interrupted_operations_are_finished_or_undone_on_the_next_open(tmp_path: Path, local_embedder) -> None:
     data = tmp_path / "data"
     settings = settings_for(data)
@@ -271,6 +273,7 @@ def _interrupted(settings, local_embedder) -> None:
         kbs.create("gone")  # the names are free again
 
 
+@pytest.mark.milvus
 @pytest.mark.parametrize("mode", ["shared", "exclusive"])
 def test_knowledge_bases_reach_a_lite_file_the_configured_way(tmp_path: Path, local_embedder, mode: str) -> None:
     # Every store the knowledge-base code makes (catalog, workbench, drop, recovery's check) follows

@@ -56,6 +56,7 @@ def test_a_filter_naming_a_knowledge_base_reaches_only_it(two_ports) -> None:
     assert two_ports.search("disk", 5, {"doc_id": "nope:ops/disk.md"}).hits == ()  # no such kb: a plain doc_id
 
 
+@pytest.mark.milvus
 def test_the_agent_over_two_knowledge_bases_cites_keys_that_name_them(tmp_path, local_embedder) -> None:
     settings = settings_for(tmp_path / "data", **{"chat.provider": "offline"})
     with knowledge_bases(settings, {}, load_embedder=lambda s: local_embedder) as kbs:

@@ -14,7 +14,7 @@ from tests.store.clients import FailingClient
 
 
 @pytest.fixture(scope="module")
-def lite_store(tmp_path_factory) -> MilvusStore:
+def lite_store(tmp_path_factory, milvus) -> MilvusStore:
     folder = Path(tmp_path_factory.mktemp("lite"))
     store = MilvusStore(str(folder / "milvus.db"), "contract", originals=folder / "originals")
     store.open(EMBEDDER, DIM)

@@ -16,6 +16,8 @@ from rag_core.store import LiteOptions, MilvusStore
 from rag_core.store.lite import file as lite_file
 from tests.helpers import SAMPLE_KB, make_workbench
 
+pytestmark = pytest.mark.milvus  # opens Milvus Lite in its tests: not in `make test-unit`
+
 
 DOCS = ["runbooks/cpu_high.md", "runbooks/disk_full.md"]
 

@@ -26,6 +26,8 @@ from rag_core.store.lite.processes import ProcessId
 from tests.helpers import REPO, SAMPLE_KB, make_workbench
 from tests.store.clients import FailingClient
 
+pytestmark = pytest.mark.milvus  # opens Milvus Lite in its tests: not in `make test-unit`
+
 SHARED = {"milvus.lite-mode": "shared", "milvus.host-idle": 30}
 
 

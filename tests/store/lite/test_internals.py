@@ -21,6 +21,8 @@ from rag_core.store.lite import internals as lite_internals
 from rag_core.store.lite.internals import LiteServer, is_connection_lost, is_empty_bm25_error
 from tests.helpers import REPO
 
+pytestmark = pytest.mark.milvus  # opens Milvus Lite in its tests: not in `make test-unit`
+
 
 def test_the_installed_versions_are_the_pinned_ones() -> None:
     lite, pymilvus = lite_internals.installed_versions()

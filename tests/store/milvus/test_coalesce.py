@@ -120,7 +120,7 @@ def test_many_threads_many_shapes_every_caller_answered() -> None:
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
+def store(tmp_path_factory, milvus):
     store = MilvusStore(str(Path(tmp_path_factory.mktemp("coalesce")) / "milvus.db"), "coalesce")
     store.open(EMBEDDER, DIM)
     store.replace_documents([new_version(f"docs/{topic}.md", text_of(topic, 6)) for topic in TOPICS])

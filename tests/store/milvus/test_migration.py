@@ -13,6 +13,8 @@ from rag_core.store import MilvusStore
 from rag_core.store.milvus import schema
 from tests.helpers import SAMPLE_KB, make_workbench
 
+pytestmark = pytest.mark.milvus  # opens Milvus Lite in its tests: not in `make test-unit`
+
 OLD_ANALYZER = {"tokenizer": "jieba", "filter": ["lowercase", {"type": "stemmer", "language": "english"},
                                                  {"type": "stop", "stop_words": ["_english_"]}]}
 

@@ -21,6 +21,8 @@ from rag_core.store.milvus.registry import registry_row
 from tests.helpers import REPO, make_workbench
 from tests.store.clients import FailingClient
 
+pytestmark = pytest.mark.milvus  # opens Milvus Lite in its tests: not in `make test-unit`
+
 ODD_IDS = [
     'quote"d.md',
     "back\\slash.md",

@@ -40,7 +40,7 @@ class VectorOfText:
 
 
 @pytest.fixture(scope="module")
-def folder(tmp_path_factory) -> Path:
+def folder(tmp_path_factory, milvus) -> Path:
     return Path(tmp_path_factory.mktemp("versions"))
 
 

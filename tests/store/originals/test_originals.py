@@ -21,6 +21,8 @@ from tests.helpers import REPO, make_workbench
 from tests.store.clients import FailingClient
 from tests.store.milvus.test_store import doc_bytes
 
+pytestmark = pytest.mark.milvus  # opens Milvus Lite in its tests: not in `make test-unit`
+
 
 def originals_dir(data: Path, collection: str = "biz") -> Path:
     return data / "originals" / collection

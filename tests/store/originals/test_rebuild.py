@@ -43,6 +43,7 @@ def snapshot(folder: Path) -> dict[str, str]:
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.milvus
 def test_the_whole_story_from_the_damage_message_to_the_same_chunks(tmp_path: Path, local_embedder, capsys) -> None:
     data = tmp_path / "data"
     wb = make_workbench(data, embedder=local_embedder)
@@ -102,7 +103,7 @@ def kept(doc_id: str, version: str, written_ns: int, state: str = "committed", *
 
 
 @pytest.fixture(scope="module")
-def crafted(tmp_path_factory) -> Path:
+def crafted(tmp_path_factory, milvus) -> Path:
     """The kept originals of a lost database in every state a kill or a damage can leave them in."""
     data = tmp_path_factory.mktemp("lost") / "data"
     files = OriginalFiles(data / "originals" / "biz")
@@ -195,6 +196,7 @@ def test_bad_sources_are_refused_in_one_line(tmp_path: Path, case: str, capsys) 
     assert not (tmp_path / "new" / "milvus.db").exists()  # refused before the target was opened
 
 
+@pytest.mark.milvus
 def test_a_knowledge_base_with_documents_is_refused_unless_forced(tmp_path: Path, local_embedder, capsys) -> None:
     source = tmp_path / "lost"
     OriginalFiles(source / "originals" / "biz").write("00000000000000aa", doc_bytes("restored"),
@@ -218,6 +220,7 @@ def test_a_knowledge_base_with_documents_is_refused_unless_forced(tmp_path: Path
         wb.close()
 
 
+@pytest.mark.milvus
 def test_a_data_dir_of_the_older_layout(tmp_path: Path, local_embedder, capsys) -> None:
     """Originals named by doc_id (`uploads/<collection>/<doc_id>`): the same command restores them; in a
     data dir a release with sidecars opened, the files it left there are not the indexed text: reported."""
@@ -247,6 +250,7 @@ def test_a_data_dir_of_the_older_layout(tmp_path: Path, local_embedder, capsys) 
     assert len(list((inplace / "originals" / "biz").glob("*.json"))) == len(DOCS)
 
 
+@pytest.mark.milvus
 def test_rebuilding_into_the_data_dir_whose_database_was_moved_aside(tmp_path: Path, local_embedder,
                                                                      capsys) -> None:
     """Move the damaged milvus.db aside and rebuild in place: opening the data dir with a new database keeps
@@ -279,6 +283,7 @@ def test_rebuilding_into_the_data_dir_whose_database_was_moved_aside(tmp_path: P
     assert "holds no kept original that could be restored" in capsys.readouterr().err  # its own are not lost
 
 
+@pytest.mark.milvus
 def test_kept_versions_say_how_they_were_indexed(tmp_path: Path, local_embedder) -> None:
     wb = make_workbench(tmp_path / "data", embedder=local_embedder, **{"chunk.max-size": 500, "chunk.overlap": 50})
     try:

@@ -24,7 +24,7 @@ def versions() -> list[NewVersion]:
 
 
 @pytest.fixture(scope="module")
-def lite_store(tmp_path_factory) -> MilvusStore:
+def lite_store(tmp_path_factory, milvus) -> MilvusStore:
     folder = Path(tmp_path_factory.mktemp("kept"))
     store = MilvusStore(str(folder / "milvus.db"), "kept", originals=folder / "originals")
     store.open(EMBEDDER, DIM)

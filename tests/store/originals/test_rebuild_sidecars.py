@@ -21,6 +21,8 @@ from tests.store.clients import FailingClient
 from tests.store.milvus.test_store import doc_bytes
 from tests.store.originals.test_originals import make_legacy
 
+pytestmark = pytest.mark.milvus  # opens Milvus Lite in its tests: not in `make test-unit`
+
 
 def folder(data: Path) -> Path:
     return data / "originals" / "biz"
