@@ -15,7 +15,7 @@ KEY = "sk-chat-SECRET-5f1e9a7c3b"
 
 
 @pytest.fixture(scope="session")
-def kb(tmp_path_factory: pytest.TempPathFactory, local_embedder) -> Iterator[Workbench]:
+def kb(tmp_path_factory: pytest.TempPathFactory, local_embedder, milvus) -> Iterator[Workbench]:
     wb = make_workbench(tmp_path_factory.mktemp("cli-kb"), local_embedder)
     reports = wb.ingestor.ingest_paths([SAMPLE_KB])
     assert reports and all(r.status == "added" for r in reports), [r.error for r in reports if r.error]
