@@ -4,7 +4,7 @@
 it leaves out the tests marked `e2e` and `milvus`. A test is marked `milvus` when it, or a fixture it uses,
 requests the `milvus` fixture below (every fixture that opens Milvus does), or by hand (`pytestmark`) when it
 opens Milvus itself (make_workbench, an AppTest of a page, a CLI that indexes). A test left unmarked that
-starts Milvus Lite anyway fails in the unit run (rag_core.store.lite.connection.FORBID_ENV), in this process and
+starts Milvus Lite anyway fails in the unit run (rag_core.store.lite.internals.FORBID_ENV), in this process and
 in the processes it starts.
 """
 
@@ -16,7 +16,7 @@ from typing import Iterator
 import pytest
 
 from rag_core.embedding.local import LocalUSEEmbedder
-from rag_core.store.lite.connection import FORBID_ENV
+from rag_core.store.lite.internals import FORBID_ENV
 
 # Milvus Lite: each test's throw-away database is opened by the test process itself (exclusive mode),
 # including CLI subprocesses, which inherit this; no store host is started per temporary database.

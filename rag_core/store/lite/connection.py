@@ -19,7 +19,6 @@ file is refused untouched, a damaged one is reported with what to do.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from dataclasses import dataclass
@@ -27,13 +26,10 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from ...errors import StoreError, StoreUnavailableError
-from .internals import LOCAL_GRPC_OPTIONS, is_connection_lost, is_starting_up
+from .internals import LOCAL_GRPC_OPTIONS, is_connection_lost, is_starting_up, refuse_if_forbidden
 from .server import OwnServer, serves_here
 
 MODES = ("shared", "exclusive")
-# Set by the unit-test run (`make test-unit`, tests/conftest.py) in its process and the ones it starts: a test there
-# that opens Milvus Lite fails (with an error no page or CLI catches and shows), instead of slowing the run unnoticed.
-FORBID_ENV = "WORKBENCH_FORBID_MILVUS_LITE"
 # A Lite server that was just started listens before it is ready: on a busy machine (a full test run) its first
 # calls were seen to fail, as unavailable or as not set up yet (lite.internals.is_starting_up). Such calls are
 # tried again while the server runs, this long.
@@ -213,10 +209,7 @@ def connect(uri: str, token: str, timeout: float, lite: LiteOptions | None = Non
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StoreError(f"Cannot create the folder of {path}: {exc.strerror}.") from None
-    if os.environ.get(FORBID_ENV):
-        raise RuntimeError(f"Milvus Lite may not be opened here ({FORBID_ENV} is set, as in `make test-unit`): "
-                           f"{path}. A test that opens Milvus runs in `make test`: give it the `milvus` fixture "
-                           "(directly or through a fixture that opens Milvus) or mark it pytest.mark.milvus.")
+    refuse_if_forbidden(path)  # here as well: the store host (shared mode) starts Lite without this environment
     path = path.absolute()
     if lite.mode == "exclusive" or serves_here(path):  # this process already serves it: join that
         link: _Link = OwnServer(path, lite.collection)

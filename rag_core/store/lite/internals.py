@@ -22,6 +22,7 @@ What is relied on, measured with milvus-lite 2.5.1 + pymilvus 2.6.17:
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import time
 from importlib import metadata
@@ -73,6 +74,18 @@ LOCAL_GRPC_OPTIONS: dict[str, Any] = {
 }
 
 
+# Set by the unit-test run (`make test-unit`, tests/conftest.py) in its process and the ones it starts: a test there
+# that opens Milvus Lite fails (with an error no page or CLI catches and shows), instead of slowing the run unnoticed.
+FORBID_ENV = "WORKBENCH_FORBID_MILVUS_LITE"
+
+
+def refuse_if_forbidden(db: Path) -> None:
+    if os.environ.get(FORBID_ENV):
+        raise RuntimeError(f"Milvus Lite may not be opened here ({FORBID_ENV} is set, as in `make test-unit`): "
+                           f"{db}. A test that opens Milvus runs in `make test`: give it the `milvus` fixture "
+                           "(directly or through a fixture that opens Milvus) or mark it pytest.mark.milvus.")
+
+
 class LiteServer:
     """Milvus Lite's server for one `.db` file, run by this process on a Unix socket."""
 
@@ -97,6 +110,7 @@ class LiteServer:
     def start(self, timeout: float = 60.0) -> bool:
         """Start the binary and wait until its socket accepts connections. False when it could not
         start (the file is locked elsewhere or Lite refused it: see lite.file.diagnose)."""
+        refuse_if_forbidden(self.db)
         # Lite logs its failures on the root logger; the caller explains them instead.
         previous = logging.root.level
         logging.root.setLevel(logging.CRITICAL)

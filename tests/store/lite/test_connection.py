@@ -37,6 +37,7 @@ def connect(address: str):
     return _milvus_client(address, grpc_options=LOCAL_GRPC_OPTIONS)
 
 
+@pytest.mark.milvus  # starts Milvus Lite
 def test_a_server_that_answers_late_is_waited_for_while_it_runs(tmp_path: Path) -> None:
     server = LiteServer(tmp_path / "milvus.db")  # its socket's path is chosen now; nobody listens there yet
     starter = threading.Timer(1.0, server.start)
