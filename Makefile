@@ -25,7 +25,7 @@ test-fast: $(STAMP)  ## everything but the real-browser tests
 	$(PY) -m pytest -q -n auto --dist loadfile -m "not e2e"
 
 test-unit: $(STAMP)  ## the edit-run loop: the tests that need neither Milvus nor a browser (tests/conftest.py)
-	$(PY) -m pytest -q --unit -n auto --dist loadfile
+	$(PY) -m pytest -q --unit -n auto --dist load
 
 sample: $(STAMP)  ## index the sample knowledge base from the command line
 	$(PY) -m rag_core ingest examples/kb
