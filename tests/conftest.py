@@ -2,8 +2,8 @@
 
 `pytest --unit` (`make test-unit`, the edit-run loop) runs the tests that need neither Milvus nor a browser:
 it leaves out the tests marked `e2e` and `milvus`. A test is marked `milvus` when it, or a fixture it uses,
-requests the `milvus` fixture below (every fixture that opens Milvus does), or by hand (`pytestmark`) when it
-opens Milvus itself (make_workbench, an AppTest of a page, a CLI that indexes). A test left unmarked that
+requests the `milvus` fixture below (every fixture that opens Milvus does), or by hand (`@pytest.mark.milvus`,
+`pytestmark`) when it opens Milvus itself (make_workbench, an AppTest of a page, a CLI that indexes). A test left unmarked that
 starts Milvus Lite anyway fails in the unit run (rag_core.store.lite.internals.FORBID_ENV), in this process and
 in the processes it starts.
 """
@@ -51,7 +51,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("--unit"):
-        os.environ[FORBID_ENV] = "1"  # inherited by the CLIs, servers and store hosts the tests start
+        os.environ[FORBID_ENV] = "1"  # inherited by the CLIs and servers the tests start
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
