@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import pytest
 
-from rag_core.agent import ChatModel, ChatModelConfig
+from rag_core.clients.openai_chat import ChatModelConfig, OpenAIChatModel as ChatModel
 from rag_core.errors import EvaluationError
 from rag_core.evaluation import load_user_set
 from rag_core.evaluation.generate import PROMPT_VERSION, generate_test_set, generate_with_model
