@@ -12,7 +12,7 @@ refused before any is read; the deadline (`loader.max-seconds`) is checked befor
 
 The boxes the model finds are put back in reading order: lines by vertical overlap, words left to right
 (a space between them unless both sides are Chinese, Japanese or Korean), a blank line where the gap between
-lines is larger than a line (a new paragraph).
+lines is more than one and a half lines (a new paragraph).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib.util
 import io
 import re
+import struct
 import threading
 from statistics import median
 from typing import Any
@@ -41,7 +42,10 @@ _engine_lock = threading.Lock()  # one engine per process, one page at a time (i
 
 
 def ocr_available() -> bool:
-    return importlib.util.find_spec("rapidocr_onnxruntime") is not None
+    try:
+        return importlib.util.find_spec("rapidocr_onnxruntime") is not None
+    except (ImportError, ValueError):  # ValueError: sys.modules holds None for it (imports of it are blocked)
+        return False
 
 
 def needs_ocr(name: str, what: str) -> LoaderError:
@@ -74,13 +78,13 @@ def open_image(data: bytes, name: str, max_pixels: int) -> Any:
     """The decoded image (RGB, turned upright as its EXIF says), refused when over `max_pixels`."""
     from PIL import Image, ImageOps
 
+    width, height = claimed_size(data)
+    if width * height > max_pixels:
+        raise LoaderError(f"{name}: the image is {width:,} x {height:,} pixels ({width * height / 1e6:.0f} MP), more "
+                          f"than the {max_pixels / 1e6:g} MP OCR reads; shrink it or raise the setting "
+                          "loader.ocr-max-pixels", code="too_large")
     try:
         image = Image.open(io.BytesIO(data))
-        width, height = image.size
-        if width * height > max_pixels:
-            raise LoaderError(f"{name}: the image is {width:,} x {height:,} pixels ({width * height / 1e6:.0f} MP), more "
-                              f"than the {max_pixels / 1e6:g} MP OCR reads; shrink it or raise the setting "
-                              "loader.ocr-max-pixels", code="too_large")
         image.load()
         image = ImageOps.exif_transpose(image).convert("RGB")
     except LoaderError:
@@ -89,6 +93,21 @@ def open_image(data: bytes, name: str, max_pixels: int) -> Any:
         raise LoaderError(f"{name}: could not read the image ({reason(exc)}); it may be damaged: open it and save "
                           "it again", code="undecodable") from None
     return image
+
+
+def claimed_size(data: bytes) -> tuple[int, int]:
+    """(width, height) a PNG or JPEG header claims, read before anything is decoded; (0, 0) when not found
+    (then the decoder says what is wrong)."""
+    if data.startswith(_PNG) and data[12:16] == b"IHDR":
+        return struct.unpack(">II", data[16:24])
+    at = 2
+    while at + 9 < len(data) and data[at] == 0xFF:  # JPEG: walk the segments to the frame header (SOFn)
+        marker, length = data[at + 1], struct.unpack(">H", data[at + 2:at + 4])[0]
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            height, width = struct.unpack(">HH", data[at + 5:at + 9])
+            return width, height
+        at += 2 + length
+    return 0, 0
 
 
 def read_image(image: Any) -> str:
@@ -145,7 +164,7 @@ def layout(boxes: list[Any]) -> str:
             text += joint + item[3]
         top = min(i[0] for i in line)
         if previous_bottom is not None:
-            out.append("\n\n" if top - previous_bottom > height else "\n")
+            out.append("\n\n" if top - previous_bottom > 1.5 * height else "\n")  # a blank line: a paragraph
         out.append(text)
         previous_bottom = max(i[1] for i in line)
     return "".join(out)

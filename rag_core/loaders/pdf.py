@@ -70,8 +70,9 @@ def pdf_text(data: bytes, name: str, budget: TextBudget,
             if len(scanned) == len(texts) or not any(texts):
                 raise needs_ocr(name, f"the PDF has no text layer on its {len(texts)} page{'s' * (len(texts) > 1)} "
                                       "(a scanned PDF)")
-            notes.append(f"page{'s' * (len(scanned) > 1)} {_numbers(scanned)} have no text layer and were not read: "
-                         f"OCR needs the optional extra (pip install \".[ocr]\")")
+            many = len(scanned) > 1
+            notes.append(f"page{'s' * many} {_numbers(scanned)} {'have' if many else 'has'} no text layer and "
+                         f"{'were' if many else 'was'} not read: OCR needs the optional extra (pip install \".[ocr]\")")
         else:
             _ocr_pages(data, name, scanned, texts, budget, options)
             ocr_done = {i for i in scanned if texts[i]}
