@@ -1,8 +1,8 @@
 """`search_knowledge_base`: the seed's queryInternalDocs. It calls the one lookup path
 (`KnowledgeRetriever.lookup`), so what the model reads is exactly what the retrieval debugger shows
 for the same query, and returns the agent projection: `document_id` (the chunk's evidence key, what
-answers cite), `source`, `content`, `score`, `truncated` and, for documents with pages, slides or rows,
-`location` (`p. 12`, `slides 3–4`, `sheet FAQ, row 7`).
+answers cite), `source`, `content`, `score`, `truncated` and `location` (`p. 12`, `slides 3–4`, `sheet FAQ,
+row 7`; "" for documents without pages, slides or rows).
 """
 
 from __future__ import annotations
@@ -25,8 +25,7 @@ def tool_payload(result: LookupResult, asked: str | None = None) -> dict[str, An
     """The JSON object the model receives for a lookup (the debugger shows the same). `asked`: the query as the
     caller gave it, when the search was for a shortened one (`shortened_note` says so in `note`)."""
     items = [{"document_id": p.document_id, "source": p.source, "content": p.content, "score": p.score,
-              "truncated": p.truncated, **({"location": p.location} if p.location else {})}
-             for p in result.projection.items]
+              "truncated": p.truncated, "location": p.location} for p in result.projection.items]
     data: dict[str, Any] = {"query": result.query, "results": items}
     if asked is not None and fit_query(asked) != asked.strip():
         data["note"] = shortened_note(asked)
