@@ -17,6 +17,7 @@ each starting with the header row, so a chunk of it still says what its columns 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Iterator
 
 from ..errors import LoaderError
@@ -42,7 +43,7 @@ _BOILERPLATE = frozenset({
 _HEADINGS = {f"h{i}": i for i in range(1, 7)}
 _BLOCKS = frozenset({
     "p", "div", "section", "article", "main", "body", "html", "blockquote", "figure", "figcaption", "address",
-    "details", "summary", "center", "fieldset", "hgroup", "caption", "dd", "dt",
+    "details", "summary", "center", "fieldset", "hgroup", "caption", "dd", "dt", "header",
 })
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)""", re.IGNORECASE)
 _CONFLUENCE_TITLE = re.compile(r"^[^:]{1,60}\s:\s+")  # "OPS : Page title" (the space key first)
@@ -140,18 +141,27 @@ def _main_content(root: object) -> tuple[object, str]:
     return main, title
 
 
-def _dropped(element: object, main: object) -> bool:
+@dataclass(frozen=True)
+class _Main:
+    element: object
+    chars: int  # characters of text in it: a block named like boilerplate that holds half of it is content
+
+
+def _dropped(element: object, main: _Main) -> bool:
     tag = element.tag if isinstance(element.tag, str) else ""  # type: ignore[attr-defined]
-    if element is main:
+    if element is main.element:
         return False
     if tag in _DROP_TAGS:
-        return True
+        # An article's own <header> holds its title: kept when it has a heading.
+        return not (tag == "header" and element.xpath(".//h1|.//h2|.//h3"))  # type: ignore[attr-defined]
     get = element.get  # type: ignore[attr-defined]
     if (get("role") or "").lower() in _DROP_ROLES or get("hidden") is not None or get("aria-hidden") == "true":
         return True
     if re.search(r"display\s*:\s*none", get("style") or "", re.IGNORECASE):
         return True
-    return tag not in _HEADINGS and tag not in ("table", "pre", "ul", "ol") and bool(_classes(element) & _BOILERPLATE)
+    if tag in _HEADINGS or tag in ("table", "pre", "ul", "ol") or not _classes(element) & _BOILERPLATE:
+        return False
+    return 2 * len(element.text_content()) < main.chars  # type: ignore[attr-defined]
 
 
 class _Converter:
@@ -161,10 +171,10 @@ class _Converter:
     def __init__(self, budget: TextBudget) -> None:
         self.budget = budget
         self.blocks: list[str] = []
-        self.main: object = None
+        self.main = _Main(None, 0)
 
     def convert(self, main: object, title: str) -> str:
-        self.main = main
+        self.main = _Main(main, len(main.text_content()))  # type: ignore[attr-defined]
         if title:
             self._emit("# " + title)
         self._block(main)
@@ -331,7 +341,7 @@ def _rows(table: object) -> list[object]:
     return found
 
 
-def _inline(node: object, main: object, skip: list[object] | None = None) -> str:
+def _inline(node: object, main: _Main, skip: list[object] | None = None) -> str:
     """The text of an element as one run: links as their text, `code` in backticks, line breaks as spaces,
     dropped elements (and `skip`) left out. Iterative, like the converter."""
     out: list[str] = []

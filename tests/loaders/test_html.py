@@ -105,9 +105,12 @@ def test_declared_charset_and_legacy_encodings() -> None:
     assert undeclared.text == "中文运维手册：磁盘空间不足时的处理步骤，先清理日志。"
 
 
-def test_headings_in_text_are_escaped_out_of_paragraphs() -> None:
+def test_inline_markup_and_an_articles_own_header() -> None:
     doc = load_bytes(b"<h1>T</h1><p>Paragraph <b>bold</b> and <a href='x'>a link</a> end.</p><p>tail</p>", "e.html")
     assert doc.text == "# T\n\nParagraph bold and a link end.\n\ntail"
+    blog = (b"<body><header><a href='/'>Blog</a></header><div class='layout with-nav'><article><header><h1>Post</h1>"
+            b"<p class='meta'>March 2025</p></header><p>The body of the post.</p></article></div></body>")
+    assert load_bytes(blog, "b.html").text == "# Post\n\nMarch 2025\n\nThe body of the post."
 
 
 @pytest.mark.parametrize(("html", "fragment"), [
