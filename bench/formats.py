@@ -50,7 +50,7 @@ def ocr_cases(quick: bool) -> list[tuple[str, str, bytes, str, int]]:
     """(case, file name, bytes, truth, pages)."""
     short = ["Restart the payment gateway workers", "重启支付网关的工作进程", "Check the database pool first",
              "先检查数据库连接池"]
-    dense = dense_lines(12 if quick else 30)
+    dense = dense_lines(12 if quick else 26)  # 26 lines of 10 pt fill an A4 page with margins
     cases = [("screenshot 900x420, 4 lines", "shot.png", png_bytes(render_page(short, (900, 420), 30)),
               "".join(short), 1)]
     a4_150 = render_page(dense, (1240, 1754), 26)  # ~10 pt text scanned at 150 dpi
