@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run serve test test-fast bench sample clean
+.PHONY: run serve test test-fast test-unit bench sample clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -23,6 +23,9 @@ test: $(STAMP)  ## the whole suite: unit, Milvus Lite, AppTest and real-browser 
 
 test-fast: $(STAMP)  ## everything but the real-browser tests
 	$(PY) -m pytest -q -n auto --dist loadfile -m "not e2e"
+
+test-unit: $(STAMP)  ## the edit-run loop: the tests that need neither Milvus nor a browser (tests/conftest.py)
+	$(PY) -m pytest -q --unit -n auto --dist load
 
 sample: $(STAMP)  ## index the sample knowledge base from the command line
 	$(PY) -m rag_core ingest examples/kb

@@ -4,8 +4,8 @@ runnable alone: `python -m bench.chunking|ingest|latency|quality|tradeoff|explai
 [--quick]`.
 
 A full run writes each result record to bench/results/<name>.json (the trade-off to
-rag_core/embedding/tradeoff.json, which the app reads) and then rewrites the tables in README.md and
-bench/README.md from them (`python -m bench.publish`). A quick run writes bench/results/quick/ (git-ignored) and
+rag_core/embedding/tradeoff.json, which the app reads) and then rewrites the tables in bench/README.md from
+them (`python -m bench.publish`). A quick run writes bench/results/quick/ (git-ignored) and
 bench/results/quick/latest.md, and publishes nothing.
 """
 

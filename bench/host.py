@@ -33,9 +33,8 @@ from bench.common import (REPO, log, main, percentiles, ratio, record_and_print,
 from bench.latency import fill, texts_pool
 from rag_core.embedding.local import LocalUSEEmbedder
 from rag_core.retrieval import KnowledgeRetriever, LookupParams, MilvusSearchPort, SearchOptions
-from rag_core.store import host_client
-from rag_core.store.connection import LiteOptions
-from rag_core.store.milvus import CHUNK_FIELDS, MilvusStore
+from rag_core.store import CHUNK_FIELDS, LiteOptions, MilvusStore
+from rag_core.store.lite import host_client
 
 
 def _lookups(queries: list[str], embedder: LocalUSEEmbedder, stores: dict[str, MilvusStore]) -> dict:
@@ -146,12 +145,12 @@ def render(record: dict) -> str:
 
 
 def summary(record: dict) -> str:
-    """The README's sentence on the host's cost (its store host section)."""
+    """bench/README.md's sentence on the host's cost (under "What these say")."""
     lookup = [ratio(c["host_p50"], c["in_process_p50"]) for k, c in record["lookups"].items() if k.endswith("/lookup")]
     startup = {name: statistics.median(values) for name, values in record["startup_s"].items()}
     text = (f"- **Same speed.** Clients speak gRPC over a Unix socket to Milvus Lite's server, as an in-process "
             f"Milvus Lite does (pymilvus runs it as a child process too). Measured side by side (`bench/host.py`, "
-            f"table in *Evaluation and benchmarks*, {record['load']}): lookups through the host at "
+            f"the table above, {record['load']}): lookups through the host at "
             f"{min(lookup):.2f}–{max(lookup):.2f}x the in-process p50; a CLI command takes "
             f"{startup['shared, host running']:.2f} s with a host running vs {startup['exclusive']:.2f} s opening "
             f"Milvus Lite itself, and {startup['shared, no host running']:.2f} s when it must start the host first.")

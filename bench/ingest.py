@@ -19,7 +19,7 @@ from rag_core.chunking import chunk_text
 from rag_core.embedding.local import LocalUSEEmbedder
 from rag_core.evaluation.datasets import beir_document
 from rag_core.ingest import Ingestor, embed_by_length
-from rag_core.store.milvus import MilvusStore
+from rag_core.store import MilvusStore
 
 BATCH = 32
 

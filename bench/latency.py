@@ -36,7 +36,7 @@ from rag_core.chunking import chunk_text
 from rag_core.embedding.local import LocalUSEEmbedder
 from rag_core.records import Chunk, Document
 from rag_core.retrieval import KnowledgeRetriever, LookupParams, MilvusSearchPort, SearchOptions
-from rag_core.store.milvus import CHUNK_FIELDS, MilvusStore
+from rag_core.store import CHUNK_FIELDS, MilvusStore
 
 PER_DOC = 100
 

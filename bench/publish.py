@@ -1,9 +1,10 @@
-"""`python -m bench.publish`: rewrite the benchmark tables in README.md and bench/README.md from the
+"""`python -m bench.publish`: rewrite the benchmark tables and summaries in bench/README.md from the
 result records (bench/results/*.json, rag_core/embedding/tradeoff.json). `--check` changes nothing and
-exits 1 when a table differs from its record (tests/bench/test_published.py runs the same check).
+exits 1 when a block differs from its record (tests/bench/test_published.py runs the same check).
 
 A generated block sits between `<!-- bench:NAME ... -->` and `<!-- /bench:NAME -->`; edit the record
-or rerun the benchmark, never the block.
+or rerun the benchmark, never the block. bench/README.md is the only page with generated figures: the
+README and docs/ link to it rather than copy them, so no copy can go stale.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Callable
 from bench import api, chunking, explain, host, ingest, latency, quality, startup, tradeoff
 from bench.common import REPO, load
 
-READMES = (REPO / "README.md", REPO / "bench" / "README.md")
+README = REPO / "bench" / "README.md"
 RESULTS = (("chunking", chunking.render), ("ingest", ingest.render), ("latency", latency.render),
            ("startup", startup.render), ("quality", quality.render), ("host", host.render), ("api", api.render))
 
@@ -42,7 +43,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "results": _results,
     "tradeoff": _one("tradeoff", tradeoff.render, tradeoff.output_path(False)),
     "explain": _one("explain", explain.render),
-    # one sentence each where the README describes the feature (the tables are in the results block)
+    # one sentence each on what the tables of the results block say
     "summary-api": _one("api", api.summary),
     "summary-host": _one("host", host.summary),
 }
@@ -53,20 +54,19 @@ def _pattern(name: str) -> re.Pattern[str]:
 
 
 def publish(check: bool = False) -> list[str]:
-    """Rewrite every generated block (or only compare, with `check`); returns "file: block" for each
-    block that was (or would be) changed."""
+    """Rewrite every generated block of bench/README.md (or only compare, with `check`); returns
+    "bench/README.md: block" for each block that was (or would be) changed."""
     changed = []
-    for path in READMES:
-        text = original = path.read_text(encoding="utf-8")
-        for name, render in BLOCKS.items():
-            pattern = _pattern(name)
-            if pattern.search(text):
-                body = render()
-                text = pattern.sub(lambda m: m.group(1) + body + m.group(3), text)
-                if pattern.search(original).group(2) != body:
-                    changed.append(f"{path.relative_to(REPO)}: {name}")
-        if text != original and not check:
-            path.write_text(text, encoding="utf-8")
+    text = original = README.read_text(encoding="utf-8")
+    for name, render in BLOCKS.items():
+        pattern = _pattern(name)
+        if pattern.search(text):
+            body = render()
+            text = pattern.sub(lambda m: m.group(1) + body + m.group(3), text)
+            if pattern.search(original).group(2) != body:
+                changed.append(f"{README.relative_to(REPO)}: {name}")
+    if text != original and not check:
+        README.write_text(text, encoding="utf-8")
     return changed
 
 

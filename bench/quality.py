@@ -22,6 +22,7 @@ from typing import Any
 
 from bench.common import (RESULTS, BM25Baseline, load, log, need_set, percentiles, ratio, record_and_print, section,
                           table)
+from rag_core.bootstrap import factories
 from rag_core.chunking import chunk_text
 from rag_core.config import load_settings
 from rag_core.embedding.local import LocalUSEEmbedder
@@ -89,7 +90,7 @@ def measure(quick: bool = False, only: list[str] | None = None) -> dict:
                 last[0] = time.perf_counter()
                 log(f"  {p.stage} {p.done}/{p.total} {p.detail}")
 
-        result = run_evaluation(eval_set, grid, settings, embedder=embedder, progress=progress)
+        result = run_evaluation(eval_set, grid, settings, factories=factories(), embedder=embedder, progress=progress)
         save_run(result, RESULTS / ("quick" if quick else "") / f"quality-{name}")
         by = {(p.point.mode, p.point.retrieve_k, p.point.return_n, p.point.max_chunks_per_document): p.metrics
               for p in result.points}

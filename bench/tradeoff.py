@@ -33,7 +33,7 @@ def output_path(quick: bool) -> Path:
 
 
 def measure(quick: bool = False) -> dict[str, Any]:
-    from rag_core.bootstrap import build_embedder
+    from rag_core.bootstrap import build_embedder, factories
     from rag_core.evaluation import Grid, load_set, run_evaluation
 
     settings = load_settings(data_dir=RESULTS / ("quick" if quick else "") / "data", env={}, config_file=None)
@@ -50,7 +50,7 @@ def measure(quick: bool = False) -> dict[str, Any]:
         for spec, eval_set in zip(sets, loaded):
             log(f"tradeoff: {provider} on {spec['label']} ...")
             grid = Grid.from_settings(settings, mode=["dense", "bm25", "hybrid"], dense_weight=[weight], **POINT)
-            run = run_evaluation(eval_set, grid, settings, embedder=embedder)
+            run = run_evaluation(eval_set, grid, settings, factories=factories(), embedder=embedder)
             ndcg = {p.point.mode: p.metrics["ndcg@10"] for p in run.points}
             dense.append(ndcg["dense"])
             hybrid.append(ndcg["hybrid"])

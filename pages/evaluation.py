@@ -17,6 +17,7 @@ from ui.components import embedder_tradeoff
 from ui.lookup import debugger_url
 from ui.state import get_settings, get_workbench, knowledge_bases, selected_kb, shared_embedder
 
+from rag_core.bootstrap import factories
 from rag_core.config import KEYS
 from rag_core.errors import RagError
 from rag_core.evaluation import (
@@ -190,7 +191,7 @@ def execute(settings: Any) -> None:
         unit = "documents indexed" if p.stage == "indexing" else "queries"
         bar.progress(p.fraction, text=f"{p.stage}: {p.done}/{p.total} {unit} — {p.detail}")
 
-    run = run_evaluation(eval_set, grid, run_settings, embedder=embedder, reindex=reindex,
+    run = run_evaluation(eval_set, grid, run_settings, factories=factories(), embedder=embedder, reindex=reindex,
                          progress=on_progress, knowledge_bases=workbenches)
     paths = save_run(run, new_run_dir(runs_dir(settings), eval_set.name))
     bar.progress(1.0, text=f"Done in {run.seconds:.1f} s — saved to {paths['json'].parent}")

@@ -2,16 +2,20 @@
 
 Secrets come from the environment only, read here when a client is built; they are passed to the
 client and never stored in Settings, logged, or written anywhere.
+
+Only entry points (the CLI, the HTTP service, the app's pages, bench, tests) import this module. What they
+open here is built with its collaborators passed in: `knowledge_bases(settings, env)` and
+`open_knowledge_bases(...)` hand the knowledge-base operations the `factories(env)` they open stores and
+workbenches with; evaluation and rebuild take the same `Factories` (or the one function they need).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Collection, Mapping, Sequence
 
-from .config import Settings
+from .config import Settings, originals_dirs
 from .embedding import Embedder
 from .errors import ConfigError
 from .ingest import Ingestor
@@ -19,8 +23,16 @@ from .loaders import load_options
 from .ports import ChunkStore
 from .records import KnowledgeBase
 from .retrieval import KnowledgeRetriever, MilvusSearchPort, params_from_settings
-from .store import MilvusStore
-from .store.connection import LiteOptions
+from .store import LiteOptions, MilvusStore
+from .workbench import Factories, Workbench
+
+if TYPE_CHECKING:
+    from .agent import Agent
+    from .agent.triage import Triage
+    from .kb.catalog import MilvusCatalog
+    from .kb.manage import KnowledgeBases
+    from .kb.pool import OpenKnowledgeBases
+    from .ports import ChatModel, KnowledgeBaseCatalog, LogsClient, MetricsClient, Reranker
 
 DEFAULT_KEY_ENV = {"dashscope": "DASHSCOPE_API_KEY", "openai": "OPENAI_API_KEY"}
 
@@ -96,13 +108,6 @@ def open_source_store(settings: Settings, collection: str, env: Mapping[str, str
     return store
 
 
-def originals_dirs(settings: Settings, collection: str) -> dict[str, Path]:
-    """Where a collection's originals are kept (`<data-dir>/originals/<collection>/<version>`), and where
-    releases before that kept them (`<data-dir>/uploads/<collection>/<doc_id>`, adopted on open)."""
-    return {"originals": settings.data_dir / "originals" / collection,
-            "legacy_originals": settings.uploads_dir / collection}
-
-
 def open_store(uri: str, collection: str, embedder: Embedder, *, migrate: bool = False, token: str = "",
                timeout: float = 60.0, lite: LiteOptions | None = None, originals: Path | None = None,
                legacy_originals: Path | None = None) -> MilvusStore:
@@ -116,23 +121,6 @@ def open_store(uri: str, collection: str, embedder: Embedder, *, migrate: bool =
         store.close()
         raise
     return store
-
-
-@dataclass
-class Workbench:
-    """Everything wired together for one knowledge base; what the CLI, the app and the tests use. `settings`
-    are the knowledge base's (its own values applied, milvus.collection naming it)."""
-
-    settings: Settings
-    embedder: Embedder
-    store: ChunkStore
-    ingestor: Ingestor
-    retriever: KnowledgeRetriever
-    kb: KnowledgeBase | None = None  # the catalog entry it was opened from
-    made: bool = False  # that entry was written by this open (the default knowledge base, made on first use)
-
-    def close(self) -> None:
-        self.store.close()
 
 
 def build_workbench(settings: Settings, env: Mapping[str, str] | None = None,
@@ -242,15 +230,53 @@ def open_catalog(settings: Settings, env: Mapping[str, str] | None = None) -> Mi
         raise
 
 
+def open_eval_store(settings: Settings, collection: str, embedder: Embedder) -> MilvusStore:
+    """An isolated evaluation index (rag_core.evaluation.indexing): `collection` of the evaluation database,
+    opened for `embedder`. An evaluation index is a cache: an old layout is upgraded instead of refused."""
+    from .evaluation.indexing import eval_db_path
+
+    return open_store(str(eval_db_path(settings)), collection, embedder, migrate=True)
+
+
+# ---------------------------------------------------------------------------------------- collaborators
+def factories(env: Mapping[str, str] | None = None) -> Factories:
+    """This module's constructors with `env` given (None: the process's environment, read when a client is
+    built), for the code that opens knowledge bases and stores on its own (rag_core.workbench.Factories)."""
+
+    def workbench(settings: Settings, embedder: Embedder | None = None, *, migrate: bool = False,
+                  kb: KnowledgeBase | None = None) -> Workbench:
+        return build_workbench(settings, env, embedder, migrate=migrate, kb=kb)
+
+    return Factories(open_catalog=lambda settings: open_catalog(settings, env),
+                     connect_store=lambda settings, collection: connect_store(settings, collection, env),
+                     open_source_store=lambda settings, collection: open_source_store(settings, collection, env),
+                     build_embedder=lambda settings: build_embedder(settings, env),
+                     build_reranker=lambda settings: build_reranker(settings, env),
+                     build_workbench=workbench, open_eval_store=open_eval_store)
+
+
+def knowledge_bases(settings: Settings, env: Mapping[str, str] | None = None, *,
+                    catalog: KnowledgeBaseCatalog | None = None,
+                    load_embedder: Callable[[Settings], Embedder] | None = None,
+                    held_open: Collection[str] = ()) -> KnowledgeBases:
+    """The knowledge bases of the database `settings` name (rag_core.kb.manage.KnowledgeBases: what `catalog`,
+    `load_embedder` and `held_open` mean), opening stores and workbenches with `factories(env)`."""
+    from .kb.manage import KnowledgeBases
+
+    return KnowledgeBases(settings, factories(env), catalog=catalog, load_embedder=load_embedder,
+                          held_open=held_open)
+
+
+def open_knowledge_bases(first: Workbench, settings: Settings | None = None, env: Mapping[str, str] | None = None,
+                         *, own_first: bool = True) -> OpenKnowledgeBases:
+    """Several knowledge bases of one database open at once, `first` among them (rag_core.kb.pool), opening the
+    others with `factories(env)`."""
+    from .kb.pool import OpenKnowledgeBases
+
+    return OpenKnowledgeBases(first, factories(env), settings, own_first=own_first)
+
+
 # ---------------------------------------------------------------------------------------- agent
-from typing import TYPE_CHECKING  # noqa: E402 - this section was appended; kept self-contained
-
-if TYPE_CHECKING:
-    from .agent import Agent, ChatModel
-    from .agent.triage import Triage
-    from .kb.catalog import MilvusCatalog
-
-
 def resolve_chat_provider(settings: Settings, env: Mapping[str, str] | None = None) -> str:
     """"dashscope", "openai" or "offline". `auto`: DashScope when DASHSCOPE_API_KEY is set (chat.base-url then
     only replaces DashScope's endpoint), else an OpenAI-compatible endpoint when chat.base-url and its key
@@ -267,7 +293,7 @@ def resolve_chat_provider(settings: Settings, env: Mapping[str, str] | None = No
 
 def build_chat_model(settings: Settings, env: Mapping[str, str] | None = None) -> ChatModel | None:
     """The configured chat model, or None for offline mode. The key is read here and handed to the client."""
-    from .agent.model import DASHSCOPE_BASE_URL, DASHSCOPE_DEFAULT_MODEL, ChatModel, ChatModelConfig
+    from .clients.openai_chat import DASHSCOPE_BASE_URL, DASHSCOPE_DEFAULT_MODEL, ChatModelConfig, OpenAIChatModel
 
     provider = resolve_chat_provider(settings, env)
     if provider == "offline":
@@ -296,16 +322,15 @@ def build_chat_model(settings: Settings, env: Mapping[str, str] | None = None) -
                              temperature=settings["chat.temperature"], max_tokens=settings["chat.max-tokens"],
                              timeout=settings["chat.timeout"], max_retries=settings["chat.max-retries"],
                              api_key_env=key_env)
-    return ChatModel(config, key)
+    return OpenAIChatModel(config, key)
 
 
 def build_agent(workbench: Workbench, env: Mapping[str, str] | None = None) -> Agent:
     """The chat agent over this workbench's retriever: the knowledge-base and date-time tools, the
     Prometheus alerts tool when prometheus.url is set, the Loki logs tool when logs.loki-url is set, and the
     configured model (None = offline)."""
-    from .agent import Agent, Toolbox, clock_tool, knowledge_base_tool, prometheus_alerts_tool
+    from .agent import Agent, Toolbox, clock_tool, knowledge_base_tool, logs_tool, prometheus_alerts_tool
     from .agent.clock import zone
-    from .agent.loki import logs_tool
 
     settings = workbench.settings
     tools = [knowledge_base_tool(workbench.retriever), clock_tool(settings["chat.timezone"])]
@@ -320,10 +345,6 @@ def build_agent(workbench: Workbench, env: Mapping[str, str] | None = None) -> A
 
 
 # ---------------------------------------------------------------------------------------- remote clients
-if TYPE_CHECKING:
-    from .ports import LogsClient, MetricsClient, Reranker
-
-
 def build_reranker(settings: Settings, env: Mapping[str, str] | None = None) -> Reranker | None:
     """The configured reranker behind its circuit breaker (rerank.circuit), or None when rerank.provider = none.
     The key is read here."""
@@ -366,7 +387,7 @@ def build_metrics_client(settings: Settings, env: Mapping[str, str] | None = Non
     """The Prometheus client (for the alerts tool, alert triage, ...), or None when prometheus.url is unset."""
     if not settings["prometheus.url"]:
         return None
-    from .agent.prometheus import PrometheusClient
+    from .clients.prometheus import PrometheusClient
 
     return PrometheusClient(settings["prometheus.url"], timeout=settings["prometheus.timeout"],
                             max_retries=settings["prometheus.max-retries"])
@@ -377,7 +398,7 @@ def build_logs_client(settings: Settings, env: Mapping[str, str] | None = None) 
     The bearer token, if any, is read here from the variable named by logs.token-env."""
     if not settings["logs.loki-url"]:
         return None
-    from .agent.loki import LokiClient
+    from .clients.loki import LokiClient
 
     token_env = settings["logs.token-env"]
     return LokiClient(settings["logs.loki-url"], token=secret(token_env, env) if token_env else "",

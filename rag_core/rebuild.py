@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .bootstrap import Workbench, build_workbench, originals_dirs
-from .config import Settings
+from .config import Settings, originals_dirs
 from .errors import RagError
 from .ingest import IngestProgress
 from .records import IngestReport
-from .store.originals_folder import KeptOriginalsFolder, holds_versions, read_folder, read_legacy_folder
-from .store.schema import check_collection_name
+from .store.originals.folder import KeptOriginalsFolder, holds_versions, read_folder, read_legacy_folder
+from .store.milvus.schema import check_collection_name
+from .workbench import Workbench
 
 
 @dataclass(frozen=True)
@@ -41,20 +41,19 @@ class RebuildResult:
                 "notes": self.notes}
 
 
-def rebuild(settings: Settings, source: Path, collection: str | None = None, *, force: bool = False,
-            progress: Callable[[IngestProgress], None] = lambda p: None,
-            workbench: Workbench | None = None) -> RebuildResult:
+def rebuild(settings: Settings, source: Path, collection: str | None = None, *,
+            open_workbench: Callable[[Settings], Workbench], force: bool = False,
+            progress: Callable[[IngestProgress], None] = lambda p: None) -> RebuildResult:
     """Restore the documents kept in `source` (a data dir, its `originals/`, or one collection's folder of
-    kept originals; `collection`: whose, default milvus.collection) into the knowledge base of `settings`.
-    Refuses a knowledge base that has documents unless `force` (then those found are replaced).
-    `workbench`: the target, already open (else one is opened for `settings` and closed)."""
+    kept originals; `collection`: whose, default milvus.collection) into the knowledge base of `settings`,
+    opened with `open_workbench` (`bootstrap.build_workbench`) and closed afterwards. Refuses a knowledge base
+    that has documents unless `force` (then those found are replaced)."""
     collection = check(settings, source, collection)
-    wb = workbench or build_workbench(settings)
+    wb = open_workbench(settings)
     try:
         return _rebuild(wb, source, collection, force, progress)
     finally:
-        if workbench is None:
-            wb.close()
+        wb.close()
 
 
 def check(settings: Settings, source: Path, collection: str | None = None) -> str:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
 
 if TYPE_CHECKING:
     import numpy as np
 
-from .errors import RetrievalError
+from .errors import LogsError, RetrievalError
 
 SEARCH_MODES = ("dense", "bm25", "hybrid")
 FUSIONS = ("rrf", "weighted")
@@ -267,9 +270,6 @@ class Candidate:
         return self.fused_rank or self.rank
 
 
-FATES = ("kept", "duplicate", "doc_cap", "beyond_return_n")
-
-
 @dataclass(frozen=True)
 class DropReason:
     """Why post-processing dropped a raw hit, as data (the UI and explain read the fields, never text).
@@ -383,3 +383,139 @@ class KnowledgeBase:
 # Marks of a side-by-side comparison (rag_core.retrieval.compare, rag_core.chunk_compare): found or made by both
 # sides, or by one of them only.
 BOTH, ONLY_A, ONLY_B = "both", "only A", "only B"
+
+
+# ---------------------------------------------------------------------------------------- remote clients
+# What crosses the ports of the chat model, the metrics client and the logs client (rag_core.ports): the
+# adapters (rag_core.clients) and their fakes make them, the agent and alert triage read them.
+@dataclass(frozen=True)
+class ToolCallRequest:
+    """A complete tool call assembled from streamed fragments. `arguments` is the raw JSON text."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class AssistantReply:
+    """A chat model's complete answer to one request: its text, the tools it calls, why it stopped."""
+
+    content: str
+    tool_calls: tuple[ToolCallRequest, ...] = ()
+    finish_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Alert:
+    """One alert as Prometheus lists it."""
+
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    state: str = ""  # "firing" | "pending"
+    active_at: str = ""  # as Prometheus wrote it (RFC 3339, nanoseconds)
+    value: str = ""
+
+    @property
+    def name(self) -> str:
+        return str(self.labels.get("alertname") or "(unnamed alert)")
+
+    @property
+    def description(self) -> str:
+        return str(self.annotations.get("description") or self.annotations.get("summary") or "")
+
+    @property
+    def started(self) -> datetime | None:
+        return parse_time(self.active_at)
+
+
+def parse_time(value: str) -> datetime | None:
+    # Prometheus writes nanoseconds ("2026-05-10T08:12:31.123456789Z"); Python reads at most microseconds.
+    m = re.match(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:?\d\d)?$", value or "")
+    if not m:
+        return None
+    fraction = (m.group(2) or "0")[:6].ljust(6, "0")
+    offset = m.group(3) or "Z"
+    offset = "+00:00" if offset == "Z" else offset
+    try:
+        return datetime.fromisoformat(f"{m.group(1)}.{fraction}{offset}")
+    except ValueError:
+        return None
+
+
+_STRING = r'"(?:[^"\\]|\\.)*"|`[^`]*`'
+_MATCHER = re.compile(rf'\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*({_STRING})\s*')
+
+
+def parse_selector(selector: str) -> list[tuple[str, str, str]]:
+    """(label, operator, value) of each matcher in a LogQL stream selector, or LogsError saying what is
+    wrong (the usual mistakes: no braces, single quotes, a pipeline where only the selector belongs)."""
+    text = (selector or "").strip()
+    if not (text.startswith("{") and text.endswith("}")):
+        raise LogsError(f"The LogQL selector {selector!r} must be a stream selector in braces, e.g. "
+                        '{app="order-service"} (put text to look for in the line filter instead).', "bad_request")
+    body, matchers, pos = text[1:-1], [], 0
+    while pos < len(body):
+        m = _MATCHER.match(body, pos)
+        if not m:
+            raise LogsError(f"The LogQL selector {selector!r} is not a list of label matchers such as "
+                            '{app="order-service", level=~"error|warn"} (values in double quotes).', "bad_request")
+        raw = m.group(3)
+        value = raw[1:-1] if raw.startswith("`") else json.loads(raw)
+        matchers.append((m.group(1), m.group(2), value))
+        pos = m.end()
+        if pos < len(body):
+            if body[pos] != ",":
+                raise LogsError(f"The LogQL selector {selector!r}: separate matchers with commas.", "bad_request")
+            pos += 1
+    if not matchers:
+        raise LogsError("The LogQL selector is empty: name at least one label, e.g. {app=\"order-service\"}.",
+                        "bad_request")
+    return matchers
+
+
+@dataclass(frozen=True)
+class LogQuery:
+    selector: str  # a LogQL stream selector, checked by parse_selector
+    contains: str = ""  # only lines containing this text (case-sensitive); "" for all lines
+    start: datetime | None = None  # default: end - 1 hour
+    end: datetime | None = None  # default: now
+    limit: int = 100
+    direction: Literal["backward", "forward"] = "backward"  # backward: newest first
+
+    def logql(self) -> str:
+        parse_selector(self.selector)
+        query = self.selector.strip()
+        if self.contains:
+            query += f" |= {json.dumps(self.contains, ensure_ascii=False)}"  # a LogQL (Go) string literal
+        return query
+
+
+@dataclass(frozen=True)
+class LogLine:
+    time: datetime  # UTC
+    labels: Mapping[str, str]
+    line: str
+
+
+@dataclass(frozen=True)
+class LogResult:
+    request: LogQuery
+    query: str  # the LogQL sent
+    start: datetime  # the range searched (UTC)
+    end: datetime
+    lines: tuple[LogLine, ...] = ()
+
+    @property
+    def limit(self) -> int:
+        return self.request.limit
+
+    @property
+    def truncated(self) -> bool:
+        """True when the limit was reached: there may be more lines in the range."""
+        return len(self.lines) >= self.limit
+
+    @property
+    def fixed_labels(self) -> dict[str, str]:
+        """Labels every line has by the selector's equality matchers (not worth repeating per line)."""
+        return {label: value for label, op, value in parse_selector(self.request.selector) if op == "="}

@@ -9,7 +9,7 @@ tokenizer, the JSON of an answer, an SSE frame), as a traceback and an "unexpect
 
 The edges: the HTTP service's JSON bodies (service.models.Inbound; query strings, form fields, paths and
 multipart file names are decoded with replacement characters, so they cannot carry one), the CLI's text
-arguments and the questions `chat` reads on stdin (cli.TEXT_ARGUMENTS, agent.cli), JSON-lines query and
+arguments and the questions `chat` reads on stdin (cli.options.TEXT_ARGUMENTS, cli.chat), JSON-lines query and
 evaluation files (evaluation.datasets), and the arguments a chat model sends to a tool (agent.tools).
 File names have their own rule (loaders.doc_ids), which refuses them too.
 """

@@ -1,4 +1,12 @@
-"""Fixtures shared by every test package. Keep this small: packages add their own conftest.py."""
+"""Fixtures shared by every test package, and the unit run. Keep this small: packages add their own conftest.py.
+
+`pytest --unit` (`make test-unit`, the edit-run loop) runs the tests that need neither Milvus nor a browser:
+it leaves out the tests marked `e2e` and `milvus`. A test is marked `milvus` when it, or a fixture it uses,
+requests the `milvus` fixture below (every fixture that opens Milvus does), or by hand (`@pytest.mark.milvus`,
+`pytestmark`) when it opens Milvus itself (make_workbench, an AppTest of a page, a CLI that indexes). A test left unmarked that
+starts Milvus Lite anyway fails in the unit run (rag_core.store.lite.internals.FORBID_ENV), in this process and
+in the processes it starts.
+"""
 
 from __future__ import annotations
 
@@ -8,18 +16,22 @@ from typing import Iterator
 import pytest
 
 from rag_core.embedding.local import LocalUSEEmbedder
+from rag_core.store.lite.internals import FORBID_ENV
 
 # Milvus Lite: each test's throw-away database is opened by the test process itself (exclusive mode),
 # including CLI subprocesses, which inherit this; no store host is started per temporary database.
 # Settings built with `env={}` still get the users' default (shared, through a store host): the tests of
 # that mode ask for it, and the hosts this session started are stopped at its end.
 os.environ.setdefault("RAG_MILVUS_LITE_MODE", "exclusive")
+# A subprocess that does go through a store host (`--set milvus.lite-mode=shared`) leaves none running: its host
+# stops when its last client leaves (tests that need a host to outlive a command set milvus.host-idle).
+os.environ.setdefault("RAG_MILVUS_HOST_IDLE", "0")
 
 
 @pytest.fixture(scope="session", autouse=True)
 def _stop_store_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     yield
-    from rag_core.store.host_client import stop_all_under, stop_started
+    from rag_core.store.lite.host_client import stop_all_under, stop_started
 
     stop_started()
     stop_all_under(tmp_path_factory.getbasetemp())  # also those started by the tests' subprocesses
@@ -29,3 +41,32 @@ def _stop_store_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None
 def local_embedder() -> LocalUSEEmbedder:
     """The real bundled embedder, loaded once per test session (~0.7 s)."""
     return LocalUSEEmbedder()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--unit", action="store_true",
+                     help="only the tests that use neither Milvus nor a browser (make test-unit); "
+                          "a test that starts Milvus Lite fails")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--unit"):
+        os.environ[FORBID_ENV] = "1"  # inherited by the CLIs and servers the tests start
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if "milvus" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.milvus)
+    if config.getoption("--unit"):
+        kept = [i for i in items if not (i.get_closest_marker("milvus") or i.get_closest_marker("e2e"))]
+        if len(kept) < len(items):
+            kept_ids = set(map(id, kept))
+            config.hook.pytest_deselected(items=[i for i in items if id(i) not in kept_ids])
+            items[:] = kept
+
+
+@pytest.fixture(scope="session")
+def milvus() -> None:
+    """Nothing to set up: requesting it says "this opens Milvus". Fixtures that open Milvus Lite (or a Milvus
+    server) request it, so their tests get the `milvus` marker and stay out of `pytest --unit`."""

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from rag_core.bootstrap import Workbench, build_workbench
 from rag_core.config import load_settings
@@ -11,6 +12,17 @@ from rag_core.config import load_settings
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_KB = REPO / "examples" / "kb"
 SHARED = REPO.parent / "shared"
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, every: float = 0.02) -> bool:
+    """Poll `predicate` until it is true (True) or `timeout` seconds passed (False): a test waits for what it
+    waits for, never a fixed sleep that is too long on a fast machine and too short on a busy one."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(every)
+    return True
 
 
 def make_workbench(data_dir: Path, embedder: Any = None, migrate: bool = False, **overrides: Any) -> Workbench:

@@ -115,17 +115,31 @@ def test_config_file_that_is_a_folder_and_data_dir_that_is_a_file(tmp_path: Path
     assert load_settings(tmp_path / "new" / "dir", env={}).data_dir == tmp_path / "new" / "dir"  # created later
 
 
-def test_readme_configuration_table_is_generated_from_the_settings() -> None:
+def test_the_configuration_table_is_generated_from_the_settings() -> None:
     from rag_core.config import settings_table
     from tests.helpers import REPO
 
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    begin = readme.index("| key | default | environment | meaning |")
-    end = readme.index("<!-- end of settings table -->")
-    assert readme[begin:end] == settings_table(), (
-        "README's configuration table differs from the settings: replace it with the output of "
+    page = (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
+    begin = page.index("| key | default | environment | meaning |")
+    end = page.index("<!-- end of settings table -->")
+    assert page[begin:end] == settings_table(), (
+        "docs/configuration.md's settings table differs from the settings: replace it with the output of "
         "`python -m rag_core config --markdown`")
-    assert "`chat.provider` | `'auto'`" in readme and "chat.base-url and its key are set" in readme
+    assert "`chat.provider` | `'auto'`" in page and "chat.base-url and its key are set" in page
+
+
+def test_the_readme_shows_the_settings_defaults_as_they_are() -> None:
+    # The README lists the settings people change most, with their defaults: each must be the setting's own.
+    import re
+
+    from tests.helpers import REPO
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "docs/configuration.md" in readme and "| key | default | environment | meaning |" not in readme
+    rows = re.findall(r"^\| `([a-z0-9.-]+)` \| `([^`]*)` \|", readme, re.M)
+    assert len(rows) >= 10
+    for name, default in rows:
+        assert name in KEYS and default == repr(KEYS[name].default), (name, default)
 
 
 def test_every_setting_has_a_one_line_help() -> None:

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_core.bootstrap import open_source_store
-from rag_core.kb.manage import KnowledgeBases
+from rag_core.bootstrap import knowledge_bases, open_source_store
 from rag_core.errors import StoreError
 from tests.helpers import SAMPLE_KB, make_workbench
 
@@ -18,7 +17,7 @@ GOOD = "# 运维手册\n\n当 CPU 使用率超过 85% 时，先检查最近的�
 
 
 @pytest.fixture
-def wb(tmp_path: Path, local_embedder):
+def wb(tmp_path: Path, local_embedder, milvus):
     workbench = make_workbench(tmp_path / "data", embedder=local_embedder, **{"loader.max-file-mb": 0.01})
     yield workbench
     workbench.close()
@@ -71,6 +70,7 @@ def test_odd_names_and_prefix(wb) -> None:
                                            "runbooks/back/slash.md"]
 
 
+@pytest.mark.milvus
 def test_upload_and_folder_ingest_give_the_same_doc_id(tmp_path: Path, local_embedder) -> None:
     wb = make_workbench(tmp_path / "d", embedder=local_embedder)
     try:
@@ -94,13 +94,14 @@ def test_progress_is_reported_per_file_and_overall(wb) -> None:
     assert any(e.stage == "embedding" and e.total > 1 for e in events)
 
 
+@pytest.mark.milvus
 def test_changed_chunk_settings_replace_and_reindex_uses_kept_originals(tmp_path: Path, local_embedder) -> None:
     data = tmp_path / "d"
     wb = make_workbench(data, embedder=local_embedder)
     wb.ingestor.ingest_paths([SAMPLE_KB / "runbooks" / "cpu_high.md"])
     chunks_800 = wb.store.list_documents()[0].chunks
     wb.close()
-    with KnowledgeBases(wb.settings) as kbs:  # chunking is the knowledge base's: change it there
+    with knowledge_bases(wb.settings) as kbs:  # chunking is the knowledge base's: change it there
         kbs.update("biz", {"chunk.max-size": 400, "chunk.overlap": 40})
     wb = make_workbench(data, embedder=local_embedder)
     try:
@@ -113,6 +114,7 @@ def test_changed_chunk_settings_replace_and_reindex_uses_kept_originals(tmp_path
         wb.close()
 
 
+@pytest.mark.milvus
 def test_reindex_into_a_new_collection_for_a_new_embedder(tmp_path: Path, local_embedder) -> None:
     data = tmp_path / "d"
     wb = make_workbench(data, embedder=local_embedder)
@@ -135,7 +137,7 @@ def test_reindex_into_a_new_collection_for_a_new_embedder(tmp_path: Path, local_
 
 def test_small_documents_are_written_in_groups_and_a_bad_one_fails_alone(wb, monkeypatch) -> None:
     from rag_core.errors import EmbeddingError
-    from rag_core.store.milvus import MilvusStore
+    from rag_core.store import MilvusStore
 
     real_embed = wb.embedder.embed_documents
 
@@ -209,6 +211,7 @@ def test_two_sessions_ingesting_one_document_do_not_both_commit(wb) -> None:
     assert len(wb.store.list_documents()) == 1
 
 
+@pytest.mark.milvus
 def test_cli_ingest_json_carries_error_codes_and_the_prefix_is_normalised(tmp_path: Path, capsys) -> None:
     from rag_core.cli import main
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from rag_core.records import Chunk
 
@@ -178,12 +178,6 @@ def overlap_summary_lines(summary: Mapping[str, Any]) -> list[str]:
     for reason, count in summary["no_overlap_reasons"].items():
         lines.append(f"{count} without overlap: {reason}.")
     return lines
-
-
-def chips_html(labels: Iterable[str]) -> str:
-    return "".join(f'<span style="display:inline-block;margin:0 4px 4px 0;padding:1px 8px;border-radius:0.8rem;'
-                   f'background:#eef2f7;border:1px solid #d5dbe3;font-size:0.8rem">{esc(label)}</span>'
-                   for label in labels)
 
 
 DIFF_STYLE = {"added": ("#e6f4e3", "#2e7d32", "+"), "removed": ("#fdecea", "#c62828", "−")}

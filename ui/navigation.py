@@ -28,11 +28,16 @@ PAGES = [
 ENTERED = "_app.entered"  # the session-state key app.py sets first (it cannot import it: that would import ui)
 
 
-def pages() -> list[st.Page]:
+def pages(root: Path = REPO_ROOT) -> list[st.Page]:
+    """The app's pages, home the default. A listed page whose file is missing stops the app with its name:
+    left out, it would be gone for every user without a word."""
+    missing = [path for path, _, _ in PAGES if not (root / path).is_file()]
+    if missing:
+        raise FileNotFoundError(f"ui/navigation.py lists {', '.join(missing)}, not found in {root}: restore "
+                                "the file, or remove it from PAGES.")
     # Absolute paths: the guard below may run with a page as the main script (AppTest on one page).
-    # A page whose file is not there yet (built in parallel) is left out rather than breaking the app.
-    return [st.Page(REPO_ROOT / path, title=title, icon=icon, default=(path == "pages/home.py"))
-            for path, title, icon in PAGES if (REPO_ROOT / path).is_file()]
+    return [st.Page(root / path, title=title, icon=icon, default=(path == "pages/home.py"))
+            for path, title, icon in PAGES]
 
 
 def run_through_app() -> None:

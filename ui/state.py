@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import streamlit as st
 
 from rag_core.bootstrap import DEFAULT_KEY_ENV, Workbench, build_embedder, build_workbench
+from rag_core.bootstrap import knowledge_bases as bootstrap_knowledge_bases
 from rag_core.config import KEYS, Settings, load_settings
 from rag_core.errors import RagError, StoreMigrationNeeded
 from rag_core.kb.manage import KnowledgeBases
@@ -85,7 +86,7 @@ def shared_embedder(settings: Settings) -> Embedder:
 
 @st.cache_resource(show_spinner=False, on_release=_close_manager)
 def _manager(key: tuple[Any, ...]) -> KnowledgeBases:
-    return KnowledgeBases(load_settings(data_dir=key[0]), load_embedder=shared_embedder)
+    return bootstrap_knowledge_bases(load_settings(data_dir=key[0]), load_embedder=shared_embedder)
 
 
 def knowledge_bases() -> KnowledgeBases:

@@ -15,12 +15,14 @@ import logging
 import time
 from typing import Any, Callable, Generator, Iterator, Mapping
 
+from ..errors import ChatModelError
+from ..ports import ChatModel
+from ..records import AssistantReply, ToolCallRequest
+from ..remote import Retrying
+from ..retrieval.retriever import MAX_QUERY_CHARS
 from .citations import check_citations
 from .events import ContentEvent, DoneEvent, ErrorEvent, Event, NoticeEvent, ToolCallEvent, ToolResultEvent
 from .kb_tool import TOOL_NAME as KB_TOOL, shortened_note
-from ..ports import ChatModel
-from ..retrieval.retriever import MAX_QUERY_CHARS
-from .model import AssistantReply, ChatModelError, Retrying, ToolCallRequest
 from .offline import compose
 from .prompt import SYSTEM_PROMPT
 from .session import Session, Turn

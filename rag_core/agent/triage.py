@@ -20,15 +20,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Generator, Iterator, Mapping, Sequence
 
-from ..errors import RagError
-from ..ports import LogsClient, MetricsClient
+from ..errors import ChatModelError, RagError
+from ..ports import ChatModel, LogsClient, MetricsClient
+from ..records import Alert, LogQuery
+from ..remote import Retrying
+from .alerts_tool import simplify_alerts
 from .citations import check_citations
 from .events import ContentEvent, DoneEvent, ErrorEvent, Event, NoticeEvent, ToolCallEvent, ToolResultEvent
 from .kb_tool import TOOL_NAME as KB_TOOL
-from .loki import LogQuery
-from .model import ChatModel, ChatModelError, Retrying
 from .offline import HINT_EN, pick_quotes
-from .prometheus import Alert, simplify_alerts
 from .tools import Tool, Toolbox
 
 MAX_ALERTS = 10

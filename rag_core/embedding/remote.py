@@ -17,6 +17,8 @@ from .base import BatchEmbedder, Role
 class EmbeddingServiceError(EmbeddingError, RemoteError):
     """The embedding service failed or answered something unusable; `kind` says how (see RemoteError)."""
 
+    upstream = "embedder"
+
 
 class RemoteEmbedder(BatchEmbedder, RemoteAdapter):
     def __init__(self, endpoint: Endpoint, *, batch_size: int, timeout: float, max_retries: int, secret: str,

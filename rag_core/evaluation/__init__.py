@@ -1,12 +1,13 @@
 """Retrieval evaluation: labelled sets, metrics, runs and sweeps through the one lookup path.
 
+    from rag_core.bootstrap import factories
     from rag_core.config import load_settings
     from rag_core.evaluation import Grid, load_set, run_evaluation, save_run
 
     settings = load_settings()
     eval_set = load_set("cmrc2018", sample=50, seed=0)
     run = run_evaluation(eval_set, Grid.from_settings(settings, retrieve_k=[20, 50], mode=["dense", "bm25"]),
-                         settings, progress=print)
+                         settings, factories=factories(), progress=print)
     save_run(run, "data/eval/runs/my-run")
 """
 

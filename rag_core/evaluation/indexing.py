@@ -7,6 +7,7 @@ its slice), chunk size, overlap, chunker version and embedder — so a repeated 
 skips indexing, another query set over the same documents (e.g. an uploaded set over the sample KB)
 reuses it, and an interrupted run resumes with the documents that are missing.
 
+The index is opened by `bootstrap.open_eval_store` (the `open_eval_store` of the `Factories` a run is given).
 `bulk_index` runs the ingest pipeline itself (`Ingestor.ingest_documents`: chunks embedded in
 length-sorted batches across documents, written with the store's versioned replace), so what is
 evaluated is exactly what the knowledge base would hold.
@@ -19,14 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..bootstrap import open_store
 from ..config import Settings
 from ..embedding import Embedder
 from ..errors import EvaluationError
 from ..ingest import CHUNKER_VERSION, Ingestor
 from ..ports import ChunkStore
 from ..records import Document
-from ..store import MilvusStore
 
 GROUP_CHUNKS = 1024  # chunks embedded together before their documents are written (resume granularity)
 
@@ -52,11 +51,6 @@ def collection_name(documents: Sequence[Document], chunk_size: int, overlap: int
     for doc in sorted(documents, key=lambda d: d.doc_id):
         digest.update(f"{doc.doc_id}\x00{doc.content_hash}\x00".encode("utf-8"))
     return f"eval_{digest.hexdigest()[:20]}"
-
-
-def open_eval_store(settings: Settings, collection: str, embedder: Embedder) -> MilvusStore:
-    # An evaluation index is a cache: upgrade an old layout instead of refusing it.
-    return open_store(str(eval_db_path(settings)), collection, embedder, migrate=True)
 
 
 def bulk_index(store: ChunkStore, embedder: Embedder, documents: Sequence[Document], *, chunk_size: int,

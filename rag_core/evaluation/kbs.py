@@ -7,14 +7,12 @@ the loaded model) and closed afterwards."""
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
+from typing import Iterator, Sequence
 
 from ..config import Settings
 from ..errors import EvaluationError
-
-if TYPE_CHECKING:
-    from ..bootstrap import Workbench
-    from ..kb.manage import KnowledgeBases
+from ..kb.manage import KnowledgeBases
+from ..workbench import Factories, Workbench
 
 
 def check_known(manager: KnowledgeBases, names: Sequence[str]) -> None:
@@ -29,11 +27,9 @@ def check_known(manager: KnowledgeBases, names: Sequence[str]) -> None:
 
 @contextmanager
 def opened_knowledge_bases(settings: Settings, names: Sequence[str],
-                           env: Mapping[str, str] | None = None) -> Iterator[list[Workbench]]:
-    """The workbenches of knowledge bases `names`, in that order, closed on exit."""
-    from ..kb.manage import KnowledgeBases
-
-    with KnowledgeBases(settings, env) as manager:
+                           factories: Factories) -> Iterator[list[Workbench]]:
+    """The workbenches of knowledge bases `names`, in that order, closed on exit (opened with `factories`)."""
+    with KnowledgeBases(settings, factories) as manager:
         check_known(manager, names)
         workbenches: list[Workbench] = []
         try:

@@ -27,7 +27,7 @@ import itertools
 import time
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..config import KEYS, Settings
 from ..embedding import Embedder
@@ -35,9 +35,10 @@ from ..errors import EvaluationError, RagError
 from ..ports import Reranker
 from ..retrieval import KnowledgeRetriever, LookupParams, MilvusSearchPort, SearchOptions, params_from_settings
 from ..retrieval.ports import FUSIONS, SEARCH_MODES
+from ..workbench import Factories, Workbench
 from . import metrics as m
 from .datasets import EvalQuery, EvalSet, answers_located
-from .indexing import IndexStats, bulk_index, collection_name, eval_db_path, open_eval_store
+from .indexing import IndexStats, bulk_index, collection_name, eval_db_path
 from .params import (  # noqa: F401 - POST_KEYS, SEARCH_KEYS re-exported
     CONFIGURED,
     FETCH_KEYS,
@@ -46,9 +47,6 @@ from .params import (  # noqa: F401 - POST_KEYS, SEARCH_KEYS re-exported
     POST_KEYS,
     SEARCH_KEYS,
 )
-
-if TYPE_CHECKING:
-    from ..bootstrap import Workbench
 
 RAW_SPAN_K = 20
 FAILED_RULE = ("no relevant document among the evidence, or (for sets with answers) no evidence chunk "
@@ -321,11 +319,13 @@ def _group(points: Sequence[SweepPoint], keys: Sequence[str]) -> dict[tuple[Any,
     return groups
 
 
-def run_evaluation(eval_set: EvalSet, grid: Grid, settings: Settings, *, embedder: Embedder | None = None,
-                   live: bool = False, store: Any = None, reindex: bool = False,
+def run_evaluation(eval_set: EvalSet, grid: Grid, settings: Settings, *, factories: Factories,
+                   embedder: Embedder | None = None, live: bool = False, store: Any = None, reindex: bool = False,
                    progress: ProgressCallback | None = None,
                    knowledge_bases: Sequence[Workbench] = ()) -> EvalRun:
-    """Evaluate every point of `grid` on `eval_set` (see the module docstring).
+    """Evaluate every point of `grid` on `eval_set` (see the module docstring). `factories`
+    (`bootstrap.factories()`): how the embedder, the rerankers, the evaluation index and the live knowledge base
+    are built and opened.
 
     `knowledge_bases`: open workbenches of existing knowledge bases to evaluate against, one after the other
     (their content, not the set's corpus: the set's relevant ids must be their doc_ids); each with its own
@@ -334,7 +334,6 @@ def run_evaluation(eval_set: EvalSet, grid: Grid, settings: Settings, *, embedde
     with `embedder` its embedder: Milvus Lite allows one open per file); used as is and not closed.
     Neither can sweep chunking, which is fixed by what was ingested. Every reranker the grid names is built
     before any work (a bad rerank setting fails at once)."""
-    from ..bootstrap import build_embedder
     from .results import versions
 
     started = time.perf_counter()
@@ -343,18 +342,18 @@ def run_evaluation(eval_set: EvalSet, grid: Grid, settings: Settings, *, embedde
     on_kbs = bool(knowledge_bases) or live
     points, skipped = grid.points()
     _check_runnable(eval_set, grid, on_kbs)
-    rerankers = build_rerankers(settings, grid.rerank)
+    rerankers = build_rerankers(settings, grid.rerank, factories.build_reranker)
     opened: list[Any] = []
     try:
         if on_kbs:
-            targets = _kb_targets(knowledge_bases, settings, store, embedder, opened)
+            targets = _kb_targets(knowledge_bases, settings, store, embedder, factories, opened)
             points, skipped = _kb_points(grid, targets)
             warnings: list[str] = []
             stats = {t.name: _live_stats(t, eval_set, warnings, several=len(targets) > 1) for t in targets}
             embedders = list(dict.fromkeys(t.embedder.name for t in targets))
             varying = _varying(points, several=len(targets) > 1)
         else:
-            embedder = embedder or build_embedder(settings)
+            embedder = embedder or factories.build_embedder(settings)
             targets, stats, embedders, varying = [], {}, [embedder.name], grid.varying()
             warnings = answers_located(eval_set)
         plan = _Plan(points, varying, len(eval_set.queries), ("kb",) if on_kbs else INDEX_KEYS)
@@ -372,7 +371,8 @@ def run_evaluation(eval_set: EvalSet, grid: Grid, settings: Settings, *, embedde
                          "embedder": target.embedder.name}
             else:
                 target_embedder, target_settings = embedder, settings
-                target_store, index_stat = _index_corpus(eval_set, settings, embedder, *key, reindex, report)
+                target_store, index_stat = _index_corpus(eval_set, settings, embedder, *key, reindex, report,
+                                                         factories.open_eval_store)
                 opened_here = target_store
                 index = {**asdict(index_stat), "uri": str(eval_db_path(settings)), "chunk_size": key[0],
                          "overlap": key[1]}
@@ -405,10 +405,9 @@ def run_evaluation(eval_set: EvalSet, grid: Grid, settings: Settings, *, embedde
                    time.perf_counter() - started, index_stats, results, skipped, warnings)
 
 
-def build_rerankers(settings: Settings, providers: Iterable[str]) -> dict[str, Reranker]:
+def build_rerankers(settings: Settings, providers: Iterable[str],
+                    build_reranker: Callable[[Settings], Reranker | None]) -> dict[str, Reranker]:
     """provider -> its reranker, configured by the rerank.* settings, for each provider but "none"."""
-    from ..bootstrap import build_reranker
-
     built: dict[str, Reranker] = {}
     for provider in providers:
         if provider != "none" and provider not in built:
@@ -449,16 +448,12 @@ class _KB:
 
 
 def _kb_targets(knowledge_bases: Sequence[Workbench], settings: Settings, store: Any, embedder: Embedder | None,
-                opened: list[Any]) -> list[_KB]:
+                factories: Factories, opened: list[Any]) -> list[_KB]:
     if knowledge_bases:
         return [_KB(wb.settings.kb_name, wb.settings, wb.store, wb.embedder) for wb in knowledge_bases]
     if store is not None:
-        from ..bootstrap import build_embedder
-
-        return [_KB(settings.kb_name, settings, store, embedder or build_embedder(settings))]
-    from ..bootstrap import build_workbench
-
-    wb = build_workbench(settings, embedder=embedder)
+        return [_KB(settings.kb_name, settings, store, embedder or factories.build_embedder(settings))]
+    wb = factories.build_workbench(settings, embedder=embedder)
     opened.append(wb)
     return [_KB(wb.settings.kb_name, wb.settings, wb.store, wb.embedder)]
 
@@ -521,7 +516,8 @@ def _live_stats(target: _KB, eval_set: EvalSet, warnings: list[str], several: bo
 
 
 def _index_corpus(eval_set: EvalSet, settings: Settings, embedder: Embedder, chunk_size: int, overlap: int,
-                  reindex: bool, report: ProgressCallback) -> tuple[Any, IndexStats]:
+                  reindex: bool, report: ProgressCallback,
+                  open_eval_store: Callable[[Settings, str, Embedder], Any]) -> tuple[Any, IndexStats]:
     """The isolated index of the set's corpus at this chunking, built or resumed (or reused as is)."""
     assert eval_set.documents is not None
     started = time.perf_counter()

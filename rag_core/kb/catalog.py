@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from ..errors import StoreError
 from ..records import KnowledgeBase
-from ..store import filters
+from ..store.milvus import filters
 from .names import CATALOG
 
 FIELDS = ["key", "name", "state", "settings", "created_at", "note", "committed_ns"]

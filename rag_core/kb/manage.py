@@ -24,11 +24,12 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Collection, Mapping
 
-from ..config import Settings
+from ..config import Settings, originals_dirs
 from ..errors import KnowledgeBaseError, RagError
 from ..ports import Embedder, KnowledgeBaseCatalog
 from ..records import IngestReport, KnowledgeBase
-from ..store.rows import utc_now
+from ..store.milvus.rows import utc_now
+from ..workbench import Factories, Workbench
 from .names import CATALOG, collections_of, fold
 from .resolve import case_clash, check_name, not_found, resolve
 from .settings import EMBEDDER_KEYS, apply, checked, describe
@@ -78,26 +79,26 @@ class CopyResult:
 
 class KnowledgeBases:
     """The knowledge bases of the database `settings` name. `settings` (rag.toml, environment, flags) give the
-    values of knowledge bases created here. `catalog`: an open one to use (default: opened here, closed by
-    `close`). `load_embedder(settings)`: how to get the embedder a knowledge base's settings name (default:
-    built once per embedder by bootstrap; the app passes its cached models). `held_open`: knowledge bases this
-    process keeps open with their embedder loaded (the service's default one): their embedder cannot change here.
+    values of knowledge bases created here. `factories`: how stores, catalogs and workbenches are opened (entry
+    points get this object from `bootstrap.knowledge_bases`). `catalog`: an open one to use (default: opened
+    here, closed by `close`). `load_embedder(settings)`: how to get the embedder a knowledge base's settings name
+    (default: built once per embedder by `factories`; the app passes its cached models). `held_open`: knowledge
+    bases this process keeps open with their embedder loaded (the service's default one): their embedder cannot
+    change here.
 
     The default knowledge base exists once this is made: when missing it is made by opening it, as `create`
     does (its embedder is built, its collections made), so settings that cannot work are not recorded. `made`
     is it when made here; a `with` block that fails undoes it (`discard_made`)."""
 
-    def __init__(self, settings: Settings, env: Mapping[str, str] | None = None, *,
+    def __init__(self, settings: Settings, factories: Factories, *,
                  catalog: KnowledgeBaseCatalog | None = None,
                  load_embedder: Callable[[Settings], Embedder] | None = None,
                  held_open: Collection[str] = ()) -> None:
-        from .. import bootstrap
-
         self.settings = settings.for_kb(None)
         self.default = settings["milvus.collection"]
-        self.env = env
+        self.factories = factories
         self._own_catalog = catalog is None
-        self.catalog = catalog if catalog is not None else bootstrap.open_catalog(settings, env)
+        self.catalog = catalog if catalog is not None else factories.open_catalog(settings)
         self._load_embedder = load_embedder
         self._embedders: dict[tuple[Any, ...], Embedder] = {}
         self._held_open = frozenset(held_open)
@@ -171,7 +172,6 @@ class KnowledgeBases:
 
     def info(self, name: str) -> KnowledgeBaseInfo:
         """What a knowledge base holds, read from its registry (no embedder is loaded)."""
-        from .. import bootstrap
         from .catalog import collection_meta
 
         kb = self.get(name)
@@ -180,7 +180,7 @@ class KnowledgeBases:
         if client is not None and not client.has_collection(kb.name):
             return info  # made, never opened yet: its collections are created on first use
         try:
-            store = bootstrap.open_source_store(self.settings, kb.name, self.env)
+            store = self.factories.open_source_store(self.settings, kb.name)
         except RagError as exc:
             return replace(info, error=str(exc))
         try:
@@ -197,20 +197,16 @@ class KnowledgeBases:
         """The embedder for a knowledge base's settings, loaded once per embedder by this object."""
         if self._load_embedder is not None:
             return self._load_embedder(settings)
-        from .. import bootstrap
-
         key = tuple(settings[k] for k in (*EMBEDDER_KEYS, "embedding.base-url", "embedding.api-key-env"))
         if key not in self._embedders:
-            self._embedders[key] = bootstrap.build_embedder(settings, self.env)
+            self._embedders[key] = self.factories.build_embedder(settings)
         return self._embedders[key]
 
-    def open(self, name: str, kb: KnowledgeBase | None = None) -> Any:
+    def open(self, name: str, kb: KnowledgeBase | None = None) -> Workbench:
         """A workbench on knowledge base `name` (close it after use)."""
-        from .. import bootstrap
-
         kb = kb or self.get(name)
-        return bootstrap.build_workbench(self.settings.for_kb(kb.name), self.env,
-                                         self.embedder(apply(self.settings, kb)), kb=kb)
+        return self.factories.build_workbench(self.settings.for_kb(kb.name), self.embedder(apply(self.settings, kb)),
+                                              kb=kb)
 
     # ---------------------------------------------------------------- changing
     def _check_free(self, name: str) -> None:
@@ -298,8 +294,6 @@ class KnowledgeBases:
         """A new knowledge base `name` with `source`'s settings and `changes`, holding every document of
         `source` re-chunked and re-embedded from its kept originals (`progress` gets the ingest's events).
         Documents without a kept original are reported failed; `source` is left as it was."""
-        from .. import bootstrap
-
         src = self.get(source)
         self._check_free(name)
         values = checked(apply(self.settings, src), changes or {}, f"knowledge base {name}")
@@ -311,7 +305,7 @@ class KnowledgeBases:
             try:
                 wb = self.open(name, pending)
                 try:
-                    source_store = bootstrap.open_source_store(self.settings, source, self.env)
+                    source_store = self.factories.open_source_store(self.settings, source)
                     try:
                         reports = wb.ingestor.reindex(source=source_store, progress=progress)
                     finally:
@@ -354,29 +348,26 @@ class KnowledgeBases:
         catalog first: a collection whose name, compared without case, is one of another knowledge base's
         (or the catalog's) is kept, whatever the store's rules. The store also keeps any that the database has
         in other letter case (MilvusStore.drop). Returns the collections kept."""
-        from .. import bootstrap
-        from ..store.originals import shared_with_variant
+        from ..store.originals.files import shared_with_variant
 
         client = getattr(self.catalog, "client", None)
         if client is None:
             return []  # a catalog without a database (tests): nothing stored
         theirs = {fold(c) for other in self._others(name) for c in collections_of(other)} | {fold(CATALOG)}
         spare = [c for c in collections_of(name) if fold(c) in theirs]
-        store = bootstrap.connect_store(self.settings, name, self.env)
+        store = self.factories.connect_store(self.settings, name)
         try:
             kept = store.drop(spare, originals=originals)
         finally:
             store.close()
-        legacy = bootstrap.originals_dirs(self.settings, name)["legacy_originals"]
+        legacy = originals_dirs(self.settings, name)["legacy_originals"]
         if originals and not shared_with_variant(legacy, self._others(name)):
             shutil.rmtree(legacy, ignore_errors=True)
         return kept
 
     def _exclusive(self) -> bool:
         """Whether no other process can be changing this database (then every unfinished copy is abandoned)."""
-        from .. import bootstrap
-
-        return bootstrap.connect_store(self.settings, self.default, self.env).exclusive_access()  # never connects
+        return self.factories.connect_store(self.settings, self.default).exclusive_access()  # never connects
 
     def recover(self) -> list[str]:
         """Finish interrupted deletes and undo abandoned copies; returns their names."""

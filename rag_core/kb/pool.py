@@ -5,15 +5,13 @@ the same embedder share the loaded model."""
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any
 
 from ..config import Settings
 from ..ports import Embedder
+from ..workbench import Factories, Workbench
 from .manage import KnowledgeBases
 from .settings import EMBEDDER_KEYS
-
-if TYPE_CHECKING:
-    from ..bootstrap import Workbench
 
 
 def embedder_key(settings: Settings) -> tuple[Any, ...]:
@@ -22,12 +20,13 @@ def embedder_key(settings: Settings) -> tuple[Any, ...]:
 
 class OpenKnowledgeBases:
     """`first`: an open workbench (the default knowledge base, usually), kept as is and closed by `close_all`
-    only when `own_first`. `settings`: the process's settings (the values new knowledge bases get)."""
+    only when `own_first`. `factories`: how the others are opened (entry points get this object from
+    `bootstrap.open_knowledge_bases`). `settings`: the process's settings (the values new knowledge bases get)."""
 
-    def __init__(self, first: Workbench, settings: Settings | None = None, env: Mapping[str, str] | None = None,
-                 *, own_first: bool = True) -> None:
+    def __init__(self, first: Workbench, factories: Factories, settings: Settings | None = None, *,
+                 own_first: bool = True) -> None:
         self.settings = (settings or first.settings).for_kb(None)
-        self.env = env
+        self.factories = factories
         self.first = first
         self.default = first.settings.kb_name
         self._own_first = own_first
@@ -37,12 +36,10 @@ class OpenKnowledgeBases:
         self._lock = threading.RLock()
 
     def _embedder(self, settings: Settings) -> Embedder:
-        from ..bootstrap import build_embedder
-
         key = embedder_key(settings)
         with self._lock:
             if key not in self._embedders:
-                self._embedders[key] = build_embedder(settings, self.env)
+                self._embedders[key] = self.factories.build_embedder(settings)
             return self._embedders[key]
 
     @property
@@ -50,7 +47,7 @@ class OpenKnowledgeBases:
         """The catalog operations (create, copy, delete, ...) on this database, opened on first use."""
         with self._lock:
             if self._manager is None:
-                self._manager = KnowledgeBases(self.settings, self.env, load_embedder=self._embedder,
+                self._manager = KnowledgeBases(self.settings, self.factories, load_embedder=self._embedder,
                                                held_open=[self.default])  # `first` stays open as it is
             return self._manager
 

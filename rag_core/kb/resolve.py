@@ -17,11 +17,11 @@ import logging
 from typing import Any, Iterator, Mapping
 
 from ..config import Settings
-from ..errors import KnowledgeBaseError, StoreError
+from ..errors import KnowledgeBaseError, KnowledgeBaseNotFound, StoreError
 from ..ingest import fingerprint
 from ..ports import KnowledgeBaseCatalog
 from ..records import KnowledgeBase
-from ..store.rows import utc_now
+from ..store.milvus.rows import utc_now
 from .catalog import collection_meta
 from .names import REGISTRY_SUFFIX, collections_of, name_problem, same_as
 from .settings import defaults_for_new, embedder_of
@@ -83,13 +83,13 @@ def not_found(catalog: KnowledgeBaseCatalog, name: str) -> KnowledgeBaseError:
     elif unfinished is not None:
         why = f"Knowledge base {name!r} is being deleted"
     elif other := same_as(name, names):
-        return KnowledgeBaseError(f"There is no knowledge base {name!r}; did you mean {other!r}? (A name is written "
-                                  "with its letter case, and none can differ from another only by case.)", "not_found")
+        return KnowledgeBaseNotFound(f"There is no knowledge base {name!r}; did you mean {other!r}? (A name is "
+                                     "written with its letter case, and none can differ from another only by case.)")
     else:
         why = f"There is no knowledge base {name!r}"
     listed = f"the knowledge bases are {', '.join(names)}" if names else "there are none yet"
-    return KnowledgeBaseError(f"{why}; {listed} (`python -m rag_core kb list`; make one with "
-                              f"`python -m rag_core kb create {name}`).", "not_found")
+    return KnowledgeBaseNotFound(f"{why}; {listed} (`python -m rag_core kb list`; make one with "
+                                 f"`python -m rag_core kb create {name}`).")
 
 
 def _default(name: str, settings: Settings, client: Any) -> KnowledgeBase:

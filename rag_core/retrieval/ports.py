@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from typing import Any, Mapping
 
-from ..errors import RetrievalError
+from ..errors import EmptyKnowledgeBase
 from ..ports import ChunkStore, Embedder, KnowledgeSearchPort
 from ..records import FUSIONS, SEARCH_MODES, SearchHit, SearchOptions, SearchResult
 from . import fusion
@@ -32,9 +31,6 @@ class MilvusSearchPort:
 
     def configured(self, options: SearchOptions) -> MilvusSearchPort:
         return self if options == self.options else MilvusSearchPort(self.store, self.embedder, options)
-
-    def with_changes(self, **changes: Any) -> MilvusSearchPort:
-        return self.configured(replace(self.options, **changes))
 
     def search(self, query: str, k: int, filters: Mapping[str, Any] | None = None) -> SearchResult:
         timings: dict[str, float] = {}
@@ -63,6 +59,6 @@ class MilvusSearchPort:
         else:
             hits = ranked[mode]
         if not hits and self.store.is_empty():
-            raise RetrievalError("The knowledge base is empty: ingest documents first "
+            raise EmptyKnowledgeBase("The knowledge base is empty: ingest documents first "
                                  "(Knowledge base page, or `python -m rag_core ingest PATH`).")
         return SearchResult(tuple(hits[:k]), timings)

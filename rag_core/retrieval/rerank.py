@@ -6,8 +6,9 @@ they are reordered by its scores, best first (ties keep the fused order), and th
 reranker. Every hit keeps its fused rank and its rerank score for the trace.
 
 When the model fails, `on_error = "fallback"` keeps the fused order and records the error (the lookup
-result shows it as a warning); `on_error = "fail"` raises it as a RetrievalError. A reranker whose circuit is
-open (it failed several times in a row: rerank.circuit) is skipped at once, said the same two ways.
+result shows it as a warning); `on_error = "fail"` raises RerankFailed (a RetrievalError, and an UpstreamError:
+over HTTP 502, or 504 when the model did not answer in time). A reranker whose circuit is open (it failed several
+times in a row: rerank.circuit) is skipped at once, said the same two ways.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..errors import RagError, RerankSkipped, RetrievalError
+from ..errors import RagError, RerankFailed, RerankSkipped, RetrievalError, UpstreamError
 from ..ports import Reranker
 from ..records import RerankOutcome, SearchHit
 
@@ -58,7 +59,7 @@ def _checked_scores(reranker: Reranker, documents: Sequence[str], query: str) ->
 
 
 def rerank_hits(reranker: Reranker, query: str, hits: Sequence[SearchHit], params: RerankParams) -> RerankOutcome:
-    """The new order of `hits` (see the module docstring). Raises RetrievalError only with on_error = fail."""
+    """The new order of `hits` (see the module docstring). Raises RerankFailed only with on_error = fail."""
     params.validate()
     sent = min(params.candidates, len(hits))
     try:
@@ -67,8 +68,9 @@ def rerank_hits(reranker: Reranker, query: str, hits: Sequence[SearchHit], param
         reason = str(exc) if isinstance(exc, RagError) else f"{type(exc).__name__}: {exc}"
         skipped = isinstance(exc, RerankSkipped)
         if params.on_error == "fail":  # fails as fast when skipped: no request, no deadline
-            raise RetrievalError(f"Reranking with {reranker.name} {'was ' if skipped else 'failed: '}{reason} "
-                                 "(set rerank.on-error = fallback to keep the fused order instead).") from None
+            raise RerankFailed(f"Reranking with {reranker.name} {'was ' if skipped else 'failed: '}{reason} "
+                               "(set rerank.on-error = fallback to keep the fused order instead).",
+                               deadline=isinstance(exc, UpstreamError) and exc.deadline) from None
         return RerankOutcome(reranker.name, 0 if skipped else sent, tuple(range(len(hits))), (None,) * len(hits),
                              error=reason, skipped=skipped)
     top = sorted(range(sent), key=lambda i: (-scores[i], i))

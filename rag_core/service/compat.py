@@ -11,12 +11,12 @@ import logging
 from typing import Annotated
 
 import anyio
-from fastapi import APIRouter, Depends, File, Form, Header, Request, UploadFile
+from fastapi import APIRouter, File, Form, Header, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, StreamingResponse
 
 from ..agent.turn import AssistantTurn
-from .app import Service, service_of
+from .deps import ServiceDep
 from .errors import ApiError, error_response, refusal_status
 from .models import ChatAnswer, ChatRequest, ClearRequest, Envelope, HistoryPair, SessionInfo, ToolCallInfo, UploadInfo
 from .sessions import DEFAULT_USER
@@ -55,7 +55,7 @@ def chat_answer(turn: AssistantTurn, session_id: str) -> ChatAnswer:
 
 @router.post("/chat", response_model=Envelope[ChatAnswer], summary="Ask the agent; the whole answer at once",
              responses={503: {"description": "api.chat-turns turns are running; try again after Retry-After"}})
-async def chat(body: ChatRequest, request: Request, svc: Annotated[Service, Depends(service_of)],
+async def chat(body: ChatRequest, request: Request, svc: ServiceDep,
                x_user_id: Annotated[str | None, Header()] = None) -> Envelope[ChatAnswer] | JSONResponse:
     """SuperBizAgent's `/api/chat`. An empty question or a failed turn answers `success: false` with
     `errorMessage` (HTTP 200, as the seed does); `data` also lists citations, tool calls and evidence. At most
@@ -81,7 +81,7 @@ async def chat(body: ChatRequest, request: Request, svc: Annotated[Service, Depe
 @router.post("/chat_stream", summary="Ask the agent; the answer as server-sent events",
              responses={200: {"content": {"text/event-stream": {}},
                               "description": "`data: {\"type\": \"content\"|\"error\"|\"done\"|..., \"data\": ...}`"}})
-async def chat_stream(body: ChatRequest, svc: Annotated[Service, Depends(service_of)],
+async def chat_stream(body: ChatRequest, svc: ServiceDep,
                       x_user_id: Annotated[str | None, Header()] = None) -> StreamingResponse:
     """SuperBizAgent's `/api/chat_stream`: `content` pieces, then `done`; `error` (then `done`) on failure.
     Extra event types: `session`, `tool_call`, `tool_result`, `notice`, `citations`. When the client
@@ -95,7 +95,7 @@ async def chat_stream(body: ChatRequest, svc: Annotated[Service, Depends(service
 
 
 @router.post("/chat/clear", response_model=Envelope[str], summary="Forget a session's history")
-def clear(body: ClearRequest, svc: Annotated[Service, Depends(service_of)],
+def clear(body: ClearRequest, svc: ServiceDep,
           x_user_id: Annotated[str | None, Header()] = None) -> Envelope[str]:
     sid = _session_id(body.id)
     if sid is None:
@@ -108,7 +108,7 @@ def clear(body: ClearRequest, svc: Annotated[Service, Depends(service_of)],
 
 
 @router.get("/chat/session/{session_id}", response_model=Envelope[SessionInfo], summary="A session's history")
-def session_info(session_id: str, svc: Annotated[Service, Depends(service_of)],
+def session_info(session_id: str, svc: ServiceDep,
                  x_user_id: Annotated[str | None, Header()] = None) -> Envelope[SessionInfo]:
     """SuperBizAgent's session info (`sessionId`, `messagePairCount`, `createTime`) plus the kept pairs
     (the last chat.history-pairs, as sent to the model)."""
@@ -125,7 +125,7 @@ def session_info(session_id: str, svc: Annotated[Service, Depends(service_of)],
 
 @router.post("/upload", response_model=Envelope[UploadInfo], summary="Index one file (multipart `file`)",
              responses={400: {}, 413: {}, 415: {}, 422: {}})
-async def upload(svc: Annotated[Service, Depends(service_of)], file: Annotated[UploadFile, File()],
+async def upload(svc: ServiceDep, file: Annotated[UploadFile, File()],
                  folder: Annotated[str, Form(max_length=1000)] = "",
                  kb: Annotated[str, Form(max_length=300, description="The knowledge base (default: the default "
                                                                      "one); not in SuperBizAgent")] = ""
@@ -150,7 +150,7 @@ async def upload(svc: Annotated[Service, Depends(service_of)], file: Annotated[U
 
 @router.post("/ai_ops", summary="Alert triage as server-sent events",
              responses={200: {"content": {"text/event-stream": {}}}})
-async def ai_ops(svc: Annotated[Service, Depends(service_of)]) -> StreamingResponse:
+async def ai_ops(svc: ServiceDep) -> StreamingResponse:
     """SuperBizAgent's AI Ops: the firing alerts from Prometheus, for each the runbooks from the knowledge base
     (and its recent logs from Loki when logs.loki-url is set), then a Markdown report citing evidence keys, streamed
     like `/api/chat_stream`. Without prometheus.url: one `error` event. Without a chat model the report is

@@ -4,6 +4,10 @@
 every other route answers `{"error": {"code": "<machine-readable>", "message": "..."}}`. Messages are the
 ones written for people everywhere else in the workbench (they never carry keys or tokens); an unexpected
 failure says only that it happened, the traceback goes to the server log.
+
+A failure of rag_core gets its status by its type (`from_rag_error`), never by its words. A service the workbench
+calls (errors.UpstreamError: a reranker with rerank.on-error = fail, Prometheus, Loki, a chat model) is 502
+`upstream_failed`, or 504 `upstream_timeout` when it did not answer in time, with `data: {"upstream": <name>}`.
 """
 
 from __future__ import annotations
@@ -14,8 +18,8 @@ from typing import Any
 from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 
-from ..errors import (AgentError, ConfigError, EmbeddingError, KnowledgeBaseError, LoaderError, RagError, RetrievalError,
-                      StoreError)
+from ..errors import (AgentError, EmbeddingError, EmptyKnowledgeBase, KnowledgeBaseError, LoaderError, NotFound,
+                      RagError, StoreError, UpstreamError)
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +35,9 @@ REFUSAL_STATUS: dict[str, int] = {
     "symlink_outside": 400,
 }
 UNKNOWN_REFUSAL_STATUS = 422  # a failed file whose report carries no code: the file could not be indexed
+
+# Why a knowledge base was refused (KnowledgeBaseError.code) -> the HTTP status; a missing one is a NotFound (404).
+KNOWLEDGE_BASE_STATUS: dict[str, int] = {"bad_name": 400, "bad_settings": 400, "exists": 409, "refused": 409}
 
 
 def refusal_status(code: str) -> int:
@@ -50,7 +57,8 @@ class ApiError(HTTPException):
 
 
 STATUS_CODES = {400: "bad_request", 401: "unauthorized", 404: "not_found", 405: "method_not_allowed",
-                409: "conflict", 413: "too_large", 415: "unsupported", 422: "unprocessable", 503: "unavailable"}
+                409: "conflict", 413: "too_large", 415: "unsupported", 422: "unprocessable", 502: "upstream_failed",
+                503: "unavailable", 504: "upstream_timeout"}
 
 
 def is_compat(path: str) -> bool:
@@ -69,27 +77,28 @@ def error_response(path: str, status: int, code: str, message: str, data: Any = 
 
 
 def from_rag_error(exc: RagError) -> ApiError:
-    """The status of a failure raised by rag_core while serving a request."""
+    """The status of a failure raised by rag_core while serving a request, by its type (errors.py); the message is
+    the one written for people, never parsed here."""
     message = str(exc)
-    if isinstance(exc, KnowledgeBaseError):
-        status = {"bad_name": 400, "bad_settings": 400, "exists": 409, "not_found": 404}.get(exc.code, 409)
-        return ApiError(status, exc.code, message)
-    if getattr(exc, "code", "") == "not_found":  # a doc_id that names no document (errors.NotIndexed)
+    if isinstance(exc, NotFound):  # a document or a knowledge base that does not exist
         return ApiError(404, "not_found", message)
-    if isinstance(exc, RetrievalError):
-        if "knowledge base is empty" in message:
-            return ApiError(409, "empty_knowledge_base", message)
-        return ApiError(400, "bad_request", message)
+    if isinstance(exc, KnowledgeBaseError):  # `code` says why, as the CLI and the catalog name it
+        return ApiError(KNOWLEDGE_BASE_STATUS.get(exc.code, 409), exc.code, message)
+    if isinstance(exc, EmptyKnowledgeBase):
+        return ApiError(409, "empty_knowledge_base", message)
     if isinstance(exc, LoaderError):
-        code = getattr(exc, "code", "")
-        return ApiError(refusal_status(code), code or "refused", message)
+        return ApiError(refusal_status(exc.code), exc.code or "refused", message)
+    # The store, or the embedder a knowledge base is searched with (a remote one too): nothing can be searched or
+    # indexed until it is back.
     if isinstance(exc, (StoreError, EmbeddingError)):
         return ApiError(503, "unavailable", message)
+    if isinstance(exc, UpstreamError):  # a reranker (rerank.on-error = fail), Prometheus, Loki, a chat model
+        if exc.deadline:
+            return ApiError(504, "upstream_timeout", message, {"upstream": exc.upstream})
+        return ApiError(502, "upstream_failed", message, {"upstream": exc.upstream})
     if isinstance(exc, AgentError):
         return ApiError(502, "upstream_failed", message)
-    if isinstance(exc, ConfigError):
-        return ApiError(400, "bad_request", message)
-    return ApiError(400, "bad_request", message)
+    return ApiError(400, "bad_request", message)  # bad input: a query, a setting, a name (RetrievalError, ...)
 
 
 def validation_message(errors: list[dict[str, Any]]) -> str:

@@ -4,28 +4,27 @@ operations), and every search and documents route of `/v1` on a named knowledge 
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter
 from starlette.responses import JSONResponse
 
-from .app import Service, service_of
+from .deps import ServiceDep, path_kb
 from .models import KnowledgeBaseChange, KnowledgeBaseIn
-from .native import kb_routes, path_kb
+from .native import kb_routes
 
 router = APIRouter(prefix="/v1", tags=["knowledge bases"])
-Svc = Annotated[Service, Depends(service_of)]
 
 
 @router.get("/kbs", summary="Every knowledge base, with its documents and settings (as `kb list --json`)")
-def list_kbs(svc: Svc) -> list[dict[str, Any]]:
+def list_kbs(svc: ServiceDep) -> list[dict[str, Any]]:
     kbs = svc.kbs.manager
     return [kbs.info(name).to_dict() for name in kbs.names()]
 
 
 @router.post("/kbs", status_code=201, summary="Make an empty knowledge base (as `kb create`)",
              responses={400: {}, 409: {"description": "The name is taken"}})
-def create_kb(body: KnowledgeBaseIn, svc: Svc) -> dict[str, Any]:
+def create_kb(body: KnowledgeBaseIn, svc: ServiceDep) -> dict[str, Any]:
     """Settings not given are the server's (rag.toml, environment). 400 for a bad name or setting, 409 for a
     name in use."""
     kbs = svc.kbs.manager
@@ -34,12 +33,12 @@ def create_kb(body: KnowledgeBaseIn, svc: Svc) -> dict[str, Any]:
 
 
 @router.get("/kbs/{kb}", summary="One knowledge base: what it holds and the settings it keeps (as `kb show`)")
-def show_kb(kb: str, svc: Svc) -> dict[str, Any]:
+def show_kb(kb: str, svc: ServiceDep) -> dict[str, Any]:
     return svc.kbs.manager.info(kb).to_dict()
 
 
 @router.patch("/kbs/{kb}", summary="Change a knowledge base's chunking or search defaults (as `kb set`)")
-def change_kb(kb: str, body: KnowledgeBaseChange, svc: Svc) -> dict[str, Any]:
+def change_kb(kb: str, body: KnowledgeBaseChange, svc: ServiceDep) -> dict[str, Any]:
     """Its documents keep their chunks until re-indexed; the embedder cannot change (copy it instead)."""
     kbs = svc.kbs.manager
     kbs.update(kb, body.settings)
@@ -48,7 +47,7 @@ def change_kb(kb: str, body: KnowledgeBaseChange, svc: Svc) -> dict[str, Any]:
 
 
 @router.delete("/kbs/{kb}", summary="Delete a knowledge base, its documents and kept originals (as `kb delete`)")
-def delete_kb(kb: str, svc: Svc) -> dict[str, str]:
+def delete_kb(kb: str, svc: ServiceDep) -> dict[str, str]:
     """409 for the default knowledge base, which cannot be deleted. `note`: present when some of its storage was
     kept because another knowledge base shares it (names that differ only by case)."""
     kbs = svc.kbs.manager
@@ -60,7 +59,7 @@ def delete_kb(kb: str, svc: Svc) -> dict[str, str]:
 
 @router.post("/kbs/{kb}/copy", summary="A new knowledge base re-chunked and re-embedded from this one's kept "
              "originals (as `kb copy`)", responses={207: {"description": "Some documents could not be copied"}})
-def copy_kb(kb: str, body: KnowledgeBaseIn, svc: Svc) -> JSONResponse:
+def copy_kb(kb: str, body: KnowledgeBaseIn, svc: ServiceDep) -> JSONResponse:
     """`name`: the new knowledge base; `settings`: what differs from this one's. Answers when the copy is done,
     with one report per document (200; 207 when some could not be rebuilt, e.g. indexed from text)."""
     result = svc.kbs.manager.copy(kb, body.name, body.settings)

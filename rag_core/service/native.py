@@ -19,33 +19,13 @@ from ..bootstrap import Workbench
 from ..errors import LoaderError, RagError
 from ..retrieval.identity import evidence_key
 from ..retrieval.options import lookup_overrides
-from ..store.milvus import is_lite
-from .app import Service, service_of
+from ..store import is_lite
+from .deps import ServiceDep, query_kb
 from .errors import ApiError, refusal_status
 from .models import ChunkOut, ChunksAnswer, DeletedAnswer, IngestAnswer
 from .uploads import upload_name
 
 router = APIRouter(prefix="/v1", tags=["native"])
-
-
-# The routes that work on one knowledge base are made by `kb_routes` twice: under `/v1` on the default knowledge
-# base (or `?kb=NAME`), and under `/v1/kbs/{kb}` (kbs.py). One implementation of each.
-async def query_kb(svc: Annotated[Service, Depends(service_of)],
-                   kb: Annotated[str | None, Query(description="A knowledge base (default: the default one).")] = None
-                   ) -> Workbench:
-    return await workbench_of(svc, kb)
-
-
-async def path_kb(svc: Annotated[Service, Depends(service_of)], kb: str) -> Workbench:
-    return await workbench_of(svc, kb)
-
-
-async def workbench_of(svc: Service, kb: str | None) -> Workbench:
-    """The default knowledge base's workbench at once; another one from a worker thread (opening it blocks).
-    Async, so that a request on the default knowledge base makes no extra hop to a worker thread."""
-    if not kb or kb == svc.workbench.settings.kb_name:
-        return svc.workbench
-    return await run_in_threadpool(svc.workbench_of, kb)
 
 
 @dataclass(frozen=True)
@@ -89,7 +69,7 @@ def kb_routes(router: APIRouter, prefix: str, chosen: Callable[..., Workbench]) 
                 "agent's projection")
     async def search(query: Annotated[str, Query(description="What to look for.")],
                      options: Annotated[LookupOptions, Depends(lookup_options)],
-                     svc: Annotated[Service, Depends(service_of)], wb: Workbench = chosen_kb) -> JSONResponse:
+                     svc: ServiceDep, wb: Workbench = chosen_kb) -> JSONResponse:
         """Exactly what `python -m rag_core search QUERY --json` prints (same keys, same values; only the
         timings differ). Unset parameters take the knowledge base's settings."""
         def answer() -> JSONResponse:
@@ -97,7 +77,7 @@ def kb_routes(router: APIRouter, prefix: str, chosen: Callable[..., Workbench]) 
             # Already plain JSON types: a JSONResponse skips FastAPI's jsonable_encoder walk (~1 ms of a 28 KB answer).
             return JSONResponse(result.to_dict())
 
-        # One first-come-first-served queue for every knowledge base's lookups (app.lookup_thread_count).
+        # One first-come-first-served queue for every knowledge base's lookups (state.lookup_thread_count).
         return await anyio.to_thread.run_sync(answer, limiter=svc.lookup_threads)
 
     @router.get(f"{prefix}/explain", summary=f"Why wasn't it retrieved? The fate of an expected document, chunk or "
@@ -203,7 +183,7 @@ def _doc_id(wb: Workbench, raw: str) -> str:
 
 
 @router.get("/health", summary="Store, embedder, chat mode, versions (no token needed)")
-def health(svc: Annotated[Service, Depends(service_of)]) -> JSONResponse:
+def health(svc: ServiceDep) -> JSONResponse:
     """200 when the store answers, 503 (with the reason) when it does not. Shows no paths or secrets."""
     wb = svc.workbench
     store: dict[str, Any] = {"kind": "milvus-lite" if is_lite(wb.store.uri) else "milvus-server",

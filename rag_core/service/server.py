@@ -1,10 +1,10 @@
-"""`python -m rag_core serve`: the HTTP API on uvicorn, over a workbench opened like the app's.
+"""The HTTP API on uvicorn (`python -m rag_core serve`, rag_core.cli.serve), over a workbench opened like the app's.
 
 Everything that can fail for a reason a person can fix happens before uvicorn starts, so it is one clear
 line, not a traceback: a token too short, a non-loopback bind without a token, a port in use, a knowledge
 base held by another process (StoreLockedError), a collection that needs migrating. The embedder is loaded
 before the first request. One process serves concurrent requests: the blocking work (embedding, Milvus, the
-agent) runs in threads, searches in a queue of their own (app.lookup_thread_count), and chat sessions live in this
+agent) runs in threads, searches in a queue of their own (state.lookup_thread_count), and chat sessions live in this
 process's memory (a second worker would not see them). The store host would let several processes share
 the knowledge base; bench/api.py measures what a second `serve` process changes for searches. uvicorn
 parses HTTP with httptools (a dependency): measured here, 0.6 ms less server CPU per /v1/search than h11.
@@ -12,7 +12,6 @@ parses HTTP with httptools (a dependency): measured here, 0.6 ms less server CPU
 
 from __future__ import annotations
 
-import argparse
 import socket
 import sys
 from typing import Mapping
@@ -21,23 +20,6 @@ from ..config import Settings
 from ..errors import RagError
 
 GRACEFUL_SHUTDOWN_S = 5  # open streams get this long to finish after Ctrl-C
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("serve", help="start the HTTP API (SuperBizAgent's /api routes and /v1)")
-    p.add_argument("--host", help="address to bind (default api.host, 127.0.0.1)")
-    p.add_argument("--port", type=int, help="port (default api.port, 8000)")
-    p.add_argument("--allow-no-token", action="store_true",
-                   help="serve a non-loopback address without RAG_API_TOKEN (only on a trusted network)")
-    p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"),
-                   help="uvicorn's log level (default: info: one line per request)")
-    p.set_defaults(func=cmd_serve)
-
-
-def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
-    serve(settings, host=args.host or settings["api.host"], port=args.port or settings["api.port"],
-          allow_no_token=args.allow_no_token, log_level=args.log_level)
-    return 0
 
 
 def bind(host: str, port: int) -> socket.socket:

@@ -1,5 +1,11 @@
-"""Milvus store adapters (Milvus Lite embedded, or a server by URI)."""
+"""The store: the ChunkStore port (rag_core.ports) on Milvus, Milvus Lite embedded or a server by URI.
 
-from .milvus import MilvusStore, WriteResult
+Three rooms: milvus/ (MilvusStore and the parts it is composed of), lite/ (Milvus Lite's processes and
+files: the connection, our lock, the store host), originals/ (the kept originals). memory.py is the
+in-memory ChunkStore that passes the same contract. The names other packages use are these."""
 
-__all__ = ["MilvusStore", "WriteResult"]
+from .lite.connection import LiteOptions, is_lite
+from .milvus.schema import CHUNK_FIELDS
+from .milvus.store import MilvusStore, WriteResult
+
+__all__ = ["CHUNK_FIELDS", "LiteOptions", "MilvusStore", "WriteResult", "is_lite"]

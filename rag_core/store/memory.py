@@ -26,8 +26,8 @@ from ..errors import StoreError
 from ..ports import STORE_FILTER_FIELDS, StoreFilters
 from ..records import (Document, IndexedVersion, NewVersion, SearchHit, StoredChunk, StoredDocument,
                        WriteResult)
-from . import filters as store_filters
-from .rows import check_new_versions, search_hit, stored_chunk, utc_now
+from .milvus import filters as store_filters
+from .milvus.rows import check_new_versions, search_hit, stored_chunk, utc_now
 
 _TOKEN = re.compile(r"[\u3400-\u9fff]|[^\W_]+", re.UNICODE)
 K1, B = 1.2, 0.75

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from rag_core.agent import Agent, ChatModel, ChatModelConfig, Toolbox, clock_tool, knowledge_base_tool
+from rag_core.agent import Agent, Toolbox, clock_tool, knowledge_base_tool
 from rag_core.bootstrap import Workbench
+from rag_core.clients.openai_chat import ChatModelConfig, OpenAIChatModel
 from tests.helpers import SAMPLE_KB, make_workbench
 from tests.servers.chat import DashScopeChatServer, OpenAIChatServer
 
@@ -17,7 +18,7 @@ KEY = "sk-chat-SECRET-5f1e9a7c3b"
 
 
 @pytest.fixture(scope="session")
-def kb(tmp_path_factory: pytest.TempPathFactory, local_embedder) -> Workbench:
+def kb(tmp_path_factory: pytest.TempPathFactory, local_embedder, milvus) -> Workbench:
     wb = make_workbench(tmp_path_factory.mktemp("agent-kb"), local_embedder)
     reports = wb.ingestor.ingest_paths([SAMPLE_KB])
     assert reports and all(r.status == "added" for r in reports), [r.error for r in reports if r.error]
@@ -46,14 +47,15 @@ def sleeps() -> list[float]:
 
 
 def make_model(server: OpenAIChatServer, sleeps: list[float] | None = None, *, key: str | None = KEY,
-               provider: str = "openai", model: str | None = None, **config: Any) -> ChatModel:
+               provider: str = "openai", model: str | None = None, **config: Any) -> OpenAIChatModel:
     config.setdefault("timeout", 5.0)
     cfg = ChatModelConfig(provider=provider, base_url=server.base_url, model=model or server.models[0],
                           api_key_env="TEST_CHAT_KEY", **config)
-    return ChatModel(cfg, key, sleep=(sleeps.append if sleeps is not None else lambda s: None), jitter=lambda: 0.0)
+    return OpenAIChatModel(cfg, key, sleep=(sleeps.append if sleeps is not None else lambda s: None),
+                           jitter=lambda: 0.0)
 
 
-def make_agent(wb: Workbench, model: ChatModel | None, *, max_steps: int = 6, history_pairs: int = 6,
+def make_agent(wb: Workbench, model: OpenAIChatModel | None, *, max_steps: int = 6, history_pairs: int = 6,
                extra_tools: tuple = ()) -> Agent:
     tools = [knowledge_base_tool(wb.retriever), clock_tool("Asia/Shanghai"), *extra_tools]
     return Agent(Toolbox(tools), model, max_steps=max_steps, history_pairs=history_pairs)

@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from rag_core.agent import DASHSCOPE_BASE_URL, ToolResultEvent
+from rag_core.agent import ToolResultEvent
 from rag_core.bootstrap import build_agent, build_chat_model, resolve_chat_provider
+from rag_core.clients.openai_chat import DASHSCOPE_BASE_URL
 from rag_core.errors import ConfigError
 from tests.servers.chat import Completion, OpenAIChatServer, tool_call
 

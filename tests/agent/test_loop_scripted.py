@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rag_core.agent import Agent, ErrorEvent, Tool, Toolbox, ToolResultEvent
-from rag_core.agent.model import ChatModelError
+from rag_core.errors import ChatModelError
 from tests.fakes.chat import ScriptedChatModel
 from tests.servers.chat import Completion, tool_call
 

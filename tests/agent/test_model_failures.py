@@ -210,7 +210,7 @@ def test_a_steady_but_endless_answer_stops_at_the_turn_deadline(kb, chat_server,
 def test_the_cli_exits_2_with_one_line_for_a_malformed_reply(kb, chat_server, capsys, monkeypatch) -> None:
     import argparse
 
-    from rag_core.agent.cli import cmd_chat
+    from rag_core.cli.chat import cmd_chat
 
     monkeypatch.setenv("TEST_CHAT_KEY", KEY)
     settings = kb.settings.with_overrides({"chat.provider": "openai", "chat.base-url": chat_server.base_url,
@@ -229,7 +229,7 @@ def test_questions_from_stdin_exit_2_when_a_turn_failed(kb, chat_server, capsys,
     import argparse
     import io
 
-    from rag_core.agent.cli import cmd_chat
+    from rag_core.cli.chat import cmd_chat
 
     monkeypatch.setenv("TEST_CHAT_KEY", KEY)
     monkeypatch.setattr("sys.stdin", io.StringIO("first\nsecond\n"))

@@ -1,5 +1,5 @@
-"""Pure parts: tool schemas from signatures, the toolbox's error objects, citations, and the assembly of
-streamed tool-call fragments (fed with the SDK's own chunk type)."""
+"""Pure parts: tool schemas from signatures, the toolbox's error objects, citations and events (the assembly of
+streamed tool-call fragments is the chat model client's: tests/clients/test_openai_chat.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ import json
 from typing import Literal
 
 import pytest
-from openai.types.chat import ChatCompletionChunk
 
-from rag_core.agent import DoneEvent, StreamAccumulator, Tool, Toolbox, ToolOutput, extract_citations
+from rag_core.agent import DoneEvent, Tool, Toolbox, ToolOutput, extract_citations
 from rag_core.agent.citations import check_citations
 from rag_core.agent.events import ErrorEvent, ToolCallEvent
 
@@ -102,48 +101,3 @@ def test_events_are_frozen_with_a_type_and_a_dict() -> None:
     assert ToolCallEvent("c1", "f", {"q": 1}, '{"q": 1}', 1).type == "tool_call"
     with pytest.raises(AttributeError):
         ErrorEvent("m", "server", 1).message = "x"  # type: ignore[misc]
-
-
-def chunk(*tool_calls: dict, content: str | None = None, finish: str | None = None) -> ChatCompletionChunk:
-    delta: dict = {"content": content}
-    if tool_calls:
-        delta["tool_calls"] = list(tool_calls)
-    return ChatCompletionChunk.model_validate({"id": "c", "object": "chat.completion.chunk", "created": 0,
-                                               "model": "m", "choices": [{"index": 0, "delta": delta,
-                                                                          "finish_reason": finish}]})
-
-
-def assemble(*chunks: ChatCompletionChunk) -> list[tuple[str, str, str]]:
-    acc = StreamAccumulator()
-    for c in chunks:
-        acc.feed(c)
-    return [(c.id, c.name, c.arguments) for c in acc.reply().tool_calls]
-
-
-def test_fragments_are_joined_by_index_with_dashscope_restatements() -> None:
-    got = assemble(
-        chunk({"index": 0, "id": "call_a", "type": "function", "function": {"name": "search", "arguments": '{"qu'}}),
-        chunk({"index": 1, "id": "call_b", "type": "function", "function": {"name": "clock", "arguments": ""}}),
-        chunk({"index": 0, "id": "", "type": "function", "function": {"name": None, "arguments": 'ery": "cp'}}),
-        chunk({"index": 0, "id": "", "type": "function", "function": {"name": "search", "arguments": 'u"}'}}),
-        chunk(finish="tool_calls"))
-    assert got == [("call_a", "search", '{"query": "cpu"}'), ("call_b", "clock", "")]
-
-
-def test_a_reused_index_with_a_new_id_is_a_new_call() -> None:  # sglang / lmdeploy
-    got = assemble(
-        chunk({"index": 0, "id": "0", "function": {"name": "f", "arguments": ""}}),
-        chunk({"index": 0, "id": "0", "function": {"arguments": '{"a": 1}'}}),
-        chunk({"index": 0, "id": "1", "function": {"name": "g", "arguments": ""}}),
-        chunk({"index": 0, "id": "1", "function": {"arguments": '{"b": 2}'}}))
-    assert got == [("0", "f", '{"a": 1}'), ("1", "g", '{"b": 2}')]
-
-
-def test_missing_ids_get_stable_ones_and_text_is_collected() -> None:
-    acc = StreamAccumulator()
-    for c in (chunk(content="Hel"), chunk(content="lo"),
-              chunk({"index": 0, "function": {"name": "f", "arguments": "{}"}}, finish="tool_calls")):
-        acc.feed(c)
-    reply = acc.reply(step=3)
-    assert reply.content == "Hello" and reply.finish_reason == "tool_calls"
-    assert [(c.id, c.name, c.arguments) for c in reply.tool_calls] == [("call_3_0", "f", "{}")]

@@ -11,6 +11,8 @@ from bench.common import REPO
 from rag_core.bootstrap import build_workbench
 from rag_core.config import load_settings
 
+pytestmark = pytest.mark.milvus  # opens Milvus Lite in its tests: not in `make test-unit`
+
 
 @pytest.fixture
 def wb(tmp_path):
@@ -24,7 +26,7 @@ def wb(tmp_path):
 
 def test_stage_times_split_each_lookup_and_put_the_methods_back(wb):
     store, embedder = wb.retriever.port.store, wb.retriever.port.embedder
-    coalesce = store._coalesce
+    coalesce = store.searcher._coalesce
     out = api.stage_times(wb, ["cpu usage high", "disk is full", "磁盘满了怎么办"], 24)
 
     assert out["lookups"] == 24
@@ -38,8 +40,8 @@ def test_stage_times_split_each_lookup_and_put_the_methods_back(wb):
     assert 0 < out["all"]["milvus_calls"] <= 2 and out["all"]["milvus"] > 0
     assert out["slowest"]["lookup"] >= out["all"]["lookup"]
     # The timers are gone: the store and the embedder are as they were.
-    assert store._coalesce is coalesce
-    assert "embed_query" not in vars(embedder) and "_search_request" not in vars(store)
+    assert store.searcher._coalesce is coalesce
+    assert "embed_query" not in vars(embedder) and "_search_request" not in vars(store.searcher)
     assert wb.retriever.lookup("cpu usage high").evidence
 
 

@@ -1,6 +1,6 @@
-"""Figures shown as measured come from benchmark records: the README tables are exactly what
-`python -m bench.publish` renders from bench/results/*.json and rag_core/embedding/tradeoff.json, and
-the app's embedder trade-off is read from the same file."""
+"""Figures shown as measured come from benchmark records: the tables and summaries of bench/README.md are
+exactly what `python -m bench.publish` renders from bench/results/*.json and rag_core/embedding/tradeoff.json,
+no other page holds a copy of them, and the app's embedder trade-off is read from the same file."""
 
 from __future__ import annotations
 
@@ -9,22 +9,35 @@ import json
 import pytest
 
 from bench import api, chunking, explain, host, ingest, latency, quality, tradeoff
-from bench.common import RESULTS, load
-from bench.publish import BLOCKS, READMES, publish
+from bench.common import REPO, RESULTS, load
+from bench.publish import BLOCKS, README, publish
 from rag_core.embedding import catalog
 
 RENDERS = {"chunking": chunking.render, "ingest": ingest.render, "latency": latency.render,
            "quality": quality.render, "explain": explain.render, "api": api.render, "host": host.render}
 
 
-def test_the_readme_tables_are_rendered_from_the_records():
+def test_the_bench_readme_tables_are_rendered_from_the_records():
     assert publish(check=True) == [], "run `python -m bench.publish` (or the benchmark) to regenerate them"
 
 
-def test_every_generated_block_is_in_a_readme():
-    text = "".join(p.read_text(encoding="utf-8") for p in READMES)
+def test_every_generated_block_is_in_the_bench_readme():
+    text = README.read_text(encoding="utf-8")
     for name in BLOCKS:
         assert f"<!-- bench:{name} " in text and f"<!-- /bench:{name} -->" in text
+
+
+def test_no_other_page_copies_a_generated_figure():
+    # publish checks only bench/README.md, so a copy elsewhere would go stale unseen: other pages link to it.
+    pages = [REPO / "README.md", REPO / "ARCHITECTURE.md", *sorted((REPO / "docs").glob("*.md"))]
+    assert len(pages) > 2
+    headings = {line for render in BLOCKS.values() for line in render().splitlines() if line.startswith("#### ")}
+    summaries = [api.summary(load("api")), host.summary(load("host"))]
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        assert "<!-- bench:" not in text, f"{page.name}: generated blocks belong in bench/README.md"
+        assert not [h for h in headings if h in text.splitlines()], f"{page.name} copies a benchmark table"
+        assert not [s for s in summaries if s.strip() in text], f"{page.name} copies a benchmark summary"
 
 
 @pytest.mark.parametrize("name", sorted(RENDERS))
@@ -43,7 +56,7 @@ def test_a_changed_figure_makes_the_check_fail(tmp_path, monkeypatch):
     monkeypatch.setattr("bench.common.RESULTS", tmp_path)
     for other in ("ingest", "latency", "quality", "explain", "api", "host"):
         (tmp_path / f"{other}.json").write_text((RESULTS / f"{other}.json").read_text(encoding="utf-8"))
-    assert "README.md: results" in publish(check=True)
+    assert "bench/README.md: results" in publish(check=True)
 
 
 def test_the_app_shows_the_published_tradeoff():
@@ -86,6 +99,6 @@ def test_the_api_record_shows_the_tail_target_and_the_cpu_floor_it_implies():
     assert api.floor_ms(14.5, 8, 2) == 58.0
 
 
-def test_the_host_and_api_summaries_are_the_readme_sentences():
-    readme = (READMES[0]).read_text(encoding="utf-8")
+def test_the_host_and_api_summaries_are_the_bench_readme_sentences():
+    readme = README.read_text(encoding="utf-8")
     assert api.summary(load("api")) in readme and host.summary(load("host")) in readme

@@ -12,8 +12,9 @@ import time
 
 import pytest
 
-from rag_core.agent.model import AssistantReply, ChatModelError
+from rag_core.errors import ChatModelError
 from rag_core.ports import ChatModel
+from rag_core.records import AssistantReply
 from tests.servers.chat import Completion, tool_call
 
 MESSAGES = [{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": "What is P1?"}]

@@ -10,9 +10,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from rag_core.agent.loki import LogQuery
 from rag_core.errors import LogsError
 from rag_core.ports import LogsClient
+from rag_core.records import LogQuery
 
 NOW = datetime(2026, 5, 10, 10, 30, tzinfo=timezone.utc)
 

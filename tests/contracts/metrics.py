@@ -1,7 +1,7 @@
 """The `MetricsClient` contract (rag_core/ports.py): what the alerts tool and alert triage rely on.
 
-Subclass `MetricsClientContract` with fixtures `metrics` (a client whose server holds `ALERTS`) and
-`no_alerts` (one whose server holds none).
+Subclass `MetricsClientContract` with fixtures `metrics` (a client whose server holds `ALERTS`: a loopback
+Prometheus serves them as `SERVER_ALERTS`) and `no_alerts` (one whose server holds none).
 """
 
 from __future__ import annotations
@@ -9,12 +9,15 @@ from __future__ import annotations
 import pytest
 
 from rag_core.ports import MetricsClient
+from tests.servers.prometheus import alert
 
 ALERTS = [  # (alertname, description, state, activeAt)
     ("HighCPUUsage", "CPU above 85% on node-3", "firing", "2026-05-10T08:12:31.123456789Z"),
     ("HighCPUUsage", "CPU above 85% on node-7", "firing", "2026-05-10T09:00:00Z"),
     ("DiskSpaceLow", "Disk below 15% on /var", "pending", "2026-05-10T10:29:15Z"),
 ]
+SERVER_ALERTS = [alert(name, description, state=state, active_at=at, labels={"instance": f"node-{i}"})
+                 for i, (name, description, state, at) in enumerate(ALERTS)]
 
 
 class MetricsClientContract:

@@ -3,8 +3,8 @@ on every adapter. A test module subclasses `ChunkStoreContract` once per adapter
 
 - a `store` fixture: an opened store for `EMBEDDER`/`DIM`, shared by the module (tests use their own
   doc_ids, so they do not see each other's documents; `empty_store` drops it first);
-- `break_commit(monkeypatch)`: make the next `replace_documents` raise `InterruptedWrite` after the new
-  version's chunks are written but before its commit (as a killed process would stop);
+- `break_commit(store, monkeypatch)`: make the next `replace_documents` of `store` raise `InterruptedWrite`
+  after the new version's chunks are written but before its commit (as a killed process would stop);
 - (a store keeps originals: Milvus stores are given a folder for them).
 
 Vectors are synthetic (a seeded random unit vector per chunk text), so no embedder is needed and dense
@@ -61,7 +61,7 @@ class ChunkStoreContract:
     def store(self) -> ChunkStore:
         raise NotImplementedError("a test module provides the adapter under test")
 
-    def break_commit(self, monkeypatch: pytest.MonkeyPatch) -> None:
+    def break_commit(self, store: ChunkStore, monkeypatch: pytest.MonkeyPatch) -> None:
         raise NotImplementedError
 
     @pytest.fixture
@@ -297,7 +297,7 @@ class ChunkStoreContract:
                                                                                  monkeypatch) -> None:
         [old] = store.replace_documents([new_version("crash.md", text_of("before", 3), "fp-before", b"before")])
         with monkeypatch.context() as m:
-            self.break_commit(m)
+            self.break_commit(store, m)
             with pytest.raises(InterruptedWrite):
                 store.replace_documents([new_version("crash.md", text_of("after", 2), "fp-after", b"after")])
         assert [d.version for d in store.list_documents() if d.doc_id == "crash.md"] == [old.version]
@@ -307,7 +307,7 @@ class ChunkStoreContract:
         hits = store.search_bm25("after before paragraph", 100, {"doc_id": "crash.md"})
         assert hits and {h.metadata["version"] for h in hits} == {old.version}
         # The unfinished write is this process's own and it is not writing any more, so recovery removes
-        # it whoever else shares the store (another live writer's would be spared: rag_core.store.writers).
+        # it whoever else shares the store (another live writer's would be spared: rag_core.store.milvus.writers).
         assert store.recover() == 1
         assert store.recover() == 0
         assert store.read_original("crash.md") == b"before"
@@ -317,7 +317,7 @@ class ChunkStoreContract:
 
     def test_an_interrupted_first_version_is_invisible(self, store: ChunkStore, monkeypatch) -> None:
         with monkeypatch.context() as m:
-            self.break_commit(m)
+            self.break_commit(store, m)
             with pytest.raises(InterruptedWrite):
                 store.replace_documents([new_version("never.md", text_of("neverseen"))])
         assert "never.md" not in {d.doc_id for d in store.list_documents()}

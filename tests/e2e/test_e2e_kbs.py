@@ -25,10 +25,10 @@ def kb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
     made in this process before the server opens the database."""
     _chromium_or_skip()
     from rag_core.config import load_settings
-    from rag_core.kb.manage import KnowledgeBases
+    from rag_core.bootstrap import knowledge_bases
 
     data_dir = Path(tmp_path_factory.mktemp("e2e-kbs"))
-    with KnowledgeBases(load_settings(data_dir=data_dir, env={})) as kbs:
+    with knowledge_bases(load_settings(data_dir=data_dir, env={})) as kbs:
         kbs.create("small", {"chunk.max-size": 300, "chunk.overlap": 30})
         for name in ("biz", "small"):
             wb = kbs.open(name)

@@ -262,6 +262,7 @@ def test_retry_after_hints_cannot_stretch_a_call_beyond_its_overall_deadline(ser
     assert sleeps == [2.0, 2.0] and len(server.requests) == 3
 
 
+@pytest.mark.milvus
 def test_the_cli_exits_2_with_one_line_for_garbage_json(tmp_path, capsys, monkeypatch) -> None:
     from rag_core import cli
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from rag_core.bootstrap import knowledge_bases
 from rag_core.config import load_settings
-from rag_core.kb.manage import KnowledgeBases
 from rag_core.store import MilvusStore
 from tests.helpers import SAMPLE_KB, SHARED
 
@@ -40,20 +40,20 @@ def write_beir(folder: Path, corpus: list[dict], queries: list[dict], qrels: lis
 
 
 @pytest.fixture(scope="session")
-def eval_data_dir(tmp_path_factory) -> Path:
+def eval_data_dir(tmp_path_factory, milvus) -> Path:
     """One data dir for the evaluation tests, so the sample KB's isolated index is built once."""
     return tmp_path_factory.mktemp("eval-data")
 
 
 @pytest.fixture(scope="session")
-def two_kbs(tmp_path_factory, local_embedder) -> Path:
+def two_kbs(tmp_path_factory, local_embedder, milvus) -> Path:
     """A data dir with two knowledge bases holding examples/kb (the sample set's doc_ids): biz (chunks 800/100,
     return-n 5) and small (300/30, return-n 3). Shared by the CLI and page tests of `--kb` sweeps."""
     data = tmp_path_factory.mktemp("eval-kbs")
     keeper = MilvusStore(str(data / "milvus.db"), "biz")  # one Milvus Lite server for the session's users
     keeper.client
     settings = load_settings(data_dir=data, env={}, config_file=None)
-    with KnowledgeBases(settings, {}, load_embedder=lambda _: local_embedder) as kbs:
+    with knowledge_bases(settings, {}, load_embedder=lambda _: local_embedder) as kbs:
         kbs.create("small", {"chunk.max-size": 300, "chunk.overlap": 30, "rag.return-n": 3})
         for name in ("biz", "small"):
             wb = kbs.open(name)

@@ -7,9 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rag_core.bootstrap import open_eval_store
 from rag_core.config import load_settings
 from rag_core.evaluation.datasets import make_document
-from rag_core.evaluation.indexing import bulk_index, collection_name, eval_db_path, open_eval_store
+from rag_core.evaluation.indexing import bulk_index, collection_name, eval_db_path
 from rag_core.ingest import embed_by_length
 
 DOCS = [make_document(f"d{i}.txt", f"Document {i}. " + "Words about disks and CPUs. " * (3 + 10 * i))
@@ -35,6 +36,7 @@ def test_embed_sorted_keeps_input_order(local_embedder) -> None:
     assert np.allclose(vectors, expected, atol=1e-5)
 
 
+@pytest.mark.milvus
 def test_bulk_index_reuses_and_resumes(tmp_path: Path, local_embedder) -> None:
     settings = load_settings(data_dir=tmp_path, env={}, config_file=None)
     name = collection_name(DOCS, 200, 20, local_embedder.name)
@@ -59,6 +61,7 @@ def test_bulk_index_reuses_and_resumes(tmp_path: Path, local_embedder) -> None:
         store.close()
 
 
+@pytest.mark.milvus
 def test_empty_document_is_an_error(tmp_path: Path, local_embedder) -> None:
     from rag_core.errors import EvaluationError
 

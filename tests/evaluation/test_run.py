@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from rag_core.bootstrap import factories
 from rag_core.config import load_settings
 from rag_core.errors import EvaluationError
 from rag_core.evaluation import Grid, load_beir, load_run, load_set, load_user_set, run_evaluation, save_run
@@ -35,13 +36,14 @@ def test_sample_kb_run_is_deterministic_and_reuses_its_index(settings, local_emb
     eval_set = load_set("sample")
     grid = Grid.from_settings(settings, mode=["dense", "hybrid"], return_n=[3, 5])
     seen = []
-    first = run_evaluation(eval_set, grid, settings, embedder=local_embedder, progress=seen.append, reindex=True)
+    first = run_evaluation(eval_set, grid, settings, factories=factories(), embedder=local_embedder,
+                           progress=seen.append, reindex=True)
     assert {p.stage for p in seen} == {"indexing", "querying"}
     assert seen[-1].stage == "querying" and seen[-1].done == seen[-1].total == 36 * 2
     assert first.index[0]["indexed_documents"] == 10 and first.index[0]["chunks"] > 100
     assert eval_db_path(settings).is_file() and first.index[0]["collection"].startswith("eval_")
 
-    second = run_evaluation(eval_set, grid, settings, embedder=local_embedder)
+    second = run_evaluation(eval_set, grid, settings, factories=factories(), embedder=local_embedder)
     assert second.index[0]["indexed_chunks"] == 0  # the isolated index was reused
     assert _without_timings(first) == _without_timings(second)
 
@@ -76,7 +78,7 @@ def test_beir_slice_scores_answers(settings, local_embedder) -> None:
     eval_set = load_beir(TINY, limit=8, corpus_sample=3, name="tiny_beir")
     grid = Grid.from_settings(settings, mode=["bm25", "dense"], retrieve_k=[10], return_n=[1, 5],
                               max_chunks_per_document=[1, 2])
-    run = run_evaluation(eval_set, grid, settings, embedder=local_embedder)
+    run = run_evaluation(eval_set, grid, settings, factories=factories(), embedder=local_embedder)
     assert len(run.points) == 8
     by = {(p.point.mode, p.point.return_n, p.point.max_chunks_per_document): p.metrics for p in run.points}
     for metrics in by.values():
@@ -94,7 +96,7 @@ def test_span_labelled_set_is_scored_at_chunk_level(settings, local_embedder) ->
     eval_set = load_beir(SPANS, name="span_beir")
     grid = Grid.from_settings(settings, mode=["bm25"], chunk_size=[300], overlap=[40], retrieve_k=[10],
                               return_n=[1, 5], max_chunks_per_document=[1, 3])
-    run = run_evaluation(eval_set, grid, settings, embedder=local_embedder)
+    run = run_evaluation(eval_set, grid, settings, factories=factories(), embedder=local_embedder)
     by = {(p.point.return_n, p.point.max_chunks_per_document): p for p in run.points}
     wide = by[(5, 3)].metrics
     assert wide["queries_with_spans"] == 9 and wide["queries_with_answers"] == 0
@@ -117,13 +119,14 @@ def test_progress_names_the_combination_being_run(settings, local_embedder) -> N
     eval_set = load_set("sample", sample=3, seed=1)
     seen = []
     grid = Grid.from_settings(settings, mode=["dense", "bm25", "hybrid"], retrieve_k=[5, 10], return_n=[3])
-    run_evaluation(eval_set, grid, settings, embedder=local_embedder, progress=seen.append)
+    run_evaluation(eval_set, grid, settings, factories=factories(), embedder=local_embedder, progress=seen.append)
     labels = list(dict.fromkeys(p.detail for p in seen if p.stage == "querying"))
     assert labels == [f"mode={m} retrieve_k={k} (combination {i}/6)"
                       for i, (m, k) in enumerate([(m, k) for m in ("dense", "bm25", "hybrid") for k in (5, 10)], 1)]
     assert [p.done for p in seen if p.stage == "querying"][-1] == 6 * 3
 
 
+@pytest.mark.milvus
 def test_live_knowledge_base_and_its_limits(tmp_path: Path, local_embedder) -> None:
     data = tmp_path / "live"
     wb = make_workbench(data, embedder=local_embedder)
@@ -138,13 +141,13 @@ def test_live_knowledge_base_and_its_limits(tmp_path: Path, local_embedder) -> N
         encoding="utf-8")
     settings = load_settings(data_dir=data, env={}, config_file=None)
     run = run_evaluation(load_user_set(queries), Grid.from_settings(settings, mode=["dense"]), settings,
-                         embedder=local_embedder, live=True)
+                         factories=factories(), embedder=local_embedder, live=True)
     assert run.index[0]["collection"] == "biz" and run.index[0]["documents"] == 2
     assert run.points[0].metrics["recall@1"] == pytest.approx((1 + 0.5) / 2)
     assert run.warnings == ["query q2: relevant document(s) not in the knowledge base: gone.md"]
     with pytest.raises(EvaluationError, match="chunked already"):
         run_evaluation(load_user_set(queries), Grid.from_settings(settings, chunk_size=[400, 800]), settings,
-                       embedder=local_embedder, live=True)
+                       factories=factories(), embedder=local_embedder, live=True)
 
 
 def test_cli_sweep_writes_json_and_csv(settings, tmp_path: Path, capsys) -> None:
@@ -171,7 +174,7 @@ def test_cli_sweep_writes_json_and_csv(settings, tmp_path: Path, capsys) -> None
 def test_register_adds_the_eval_command_to_any_parser() -> None:
     import argparse
 
-    from rag_core.evaluation.cli import register
+    from rag_core.cli.evaluation import register
 
     parser = argparse.ArgumentParser()
     register(parser.add_subparsers(dest="command"))

@@ -14,7 +14,9 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Generator, Mapping, Sequence
 
-from rag_core.agent.model import AssistantReply, ChatModelError, Retrying, ToolCallRequest
+from rag_core.errors import ChatModelError
+from rag_core.records import AssistantReply, ToolCallRequest
+from rag_core.remote import Retrying
 from tests.servers.chat import Completion, split_text
 
 Item = Completion | Exception | Callable[[dict[str, Any]], "Completion | Exception"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any, Callable
 
-from rag_core.agent.loki import LogLine, LogQuery, LogResult, from_ns, to_ns
+from rag_core.clients.loki import from_ns, to_ns
+from rag_core.records import LogLine, LogQuery, LogResult
 from tests.servers.loki import parse_logql, select
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rag_core.agent.prometheus import Alert
+from rag_core.records import Alert
 
 
 class FakeMetricsClient:

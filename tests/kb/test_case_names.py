@@ -10,13 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from rag_core.bootstrap import build_workbench, connect_store, originals_dirs
+from rag_core.bootstrap import build_workbench, connect_store, knowledge_bases
 from rag_core.cli import main
+from rag_core.config import originals_dirs
 from rag_core.errors import KnowledgeBaseError
 from rag_core.kb.manage import KnowledgeBases
 from rag_core.records import KnowledgeBase
 from tests.helpers import SAMPLE_KB
 from tests.kb.conftest import settings_for
+
+pytestmark = pytest.mark.milvus  # opens Milvus Lite in its tests: not in `make test-unit`
 
 DISK = SAMPLE_KB / "runbooks" / "disk_full.md"
 CPU = SAMPLE_KB / "runbooks" / "cpu_high.md"
@@ -52,7 +55,7 @@ def test_collections_of_another_name_in_other_case_are_refused(tmp_path: Path, l
     # `Foo` next to `foo_docs`: a new knowledge base's registry (or migration copy) must not be a collection the
     # database has in other case either, even one no knowledge base owns.
     settings = settings_for(tmp_path / "data")
-    with KnowledgeBases(settings, {}, load_embedder=lambda s: local_embedder) as kbs:
+    with knowledge_bases(settings, {}, load_embedder=lambda s: local_embedder) as kbs:
         kbs.create("orphan")
         kbs.catalog.client.drop_collection("orphan")  # its registry is left, owned by no knowledge base
         kbs.catalog.forget("orphan")
@@ -68,7 +71,7 @@ def test_a_database_holding_case_variants_lists_both_and_a_delete_keeps_the_othe
         tmp_path: Path, local_embedder) -> None:
     data = tmp_path / "data"
     settings = settings_for(data)
-    with KnowledgeBases(settings, {}, load_embedder=lambda s: local_embedder) as kbs:
+    with knowledge_bases(settings, {}, load_embedder=lambda s: local_embedder) as kbs:
         _fill(kbs, "biz", DISK)
         # BIZ as a database from before the rule holds it: a catalog entry and collections, made directly
         entry = kbs.catalog.write(KnowledgeBase("BIZ", dict(kbs.get("biz").settings), created_at="2026-11-30T00:00:00Z",
@@ -102,7 +105,7 @@ def test_a_database_holding_case_variants_lists_both_and_a_delete_keeps_the_othe
         assert kbs.adopt() == []  # the collections left behind do not come back as a knowledge base
         assert originals_dirs(settings, "biz")["originals"].is_dir()
     # a new process (Milvus Lite started again): biz still holds its document, its chunks and its kept original
-    with KnowledgeBases(settings, {}, load_embedder=lambda s: local_embedder) as kbs:
+    with knowledge_bases(settings, {}, load_embedder=lambda s: local_embedder) as kbs:
         assert kbs.names() == ["biz"]
         wb = kbs.open("biz")
         try:

@@ -22,7 +22,7 @@ def _emptied(catalog: MilvusCatalog) -> MilvusCatalog:
 
 
 @pytest.fixture(scope="module")
-def lite_catalog(tmp_path_factory) -> MilvusCatalog:
+def lite_catalog(tmp_path_factory, milvus) -> MilvusCatalog:
     connection = MilvusStore(str(Path(tmp_path_factory.mktemp("catalog")) / "milvus.db"), "biz")
     catalog = MilvusCatalog(connection.client, on_close=connection.close)
     assert catalog.created and connection.client.has_collection(CATALOG)

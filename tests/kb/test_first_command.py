@@ -17,6 +17,8 @@ from rag_core.store import MilvusStore
 from tests.helpers import SAMPLE_KB
 from tests.kb.conftest import settings_for
 
+pytestmark = pytest.mark.milvus  # opens Milvus Lite in its tests: not in `make test-unit`
+
 DISK = str(SAMPLE_KB / "runbooks" / "disk_full.md")
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from rag_core.bootstrap import build_workbench, open_store, originals_dirs
+from rag_core.bootstrap import build_workbench, knowledge_bases, open_store
+from rag_core.config import originals_dirs
 from rag_core.errors import KnowledgeBaseError
 from rag_core.ingest import Ingestor
 from rag_core.kb.manage import KnowledgeBases
@@ -41,6 +42,7 @@ def legacy_collection(data: Path, name: str, embedder, max_size: int) -> None:
         store.close()
 
 
+@pytest.mark.milvus
 def test_a_data_dir_from_before_knowledge_bases_is_migrated_without_embedding(tmp_path: Path, counting) -> None:
     data = tmp_path / "old"
     # Held open for the whole test, so Milvus Lite's server is started once (opening a file takes ~1 s).
@@ -68,7 +70,7 @@ def _migrated(data: Path, keeper: MilvusStore, counting) -> None:
         assert {r.status for r in wb.ingestor.ingest_paths(FILES)} == {"unchanged"}
     finally:
         wb.close()
-    with KnowledgeBases(settings_for(data), {}, load_embedder=lambda s: counting) as kbs:
+    with knowledge_bases(settings_for(data), {}, load_embedder=lambda s: counting) as kbs:
         assert kbs.names() == ["biz", "biz_small"]  # the other collection of that time is a knowledge base too
         small = kbs.get("biz_small")
         assert small.settings["embedding.provider"] == "local" and "adopted" in small.note
@@ -104,15 +106,15 @@ def _docs(data: Path, name: str):
 
 
 @pytest.fixture
-def kbs(tmp_path: Path, local_embedder):
-    with KnowledgeBases(settings_for(tmp_path / "data"), {}, load_embedder=lambda s: local_embedder) as kbs:
+def kbs(tmp_path: Path, local_embedder, milvus):
+    with knowledge_bases(settings_for(tmp_path / "data"), {}, load_embedder=lambda s: local_embedder) as kbs:
         yield kbs
 
 
 @pytest.fixture
 def catalog_only(tmp_path: Path) -> KnowledgeBases:
     """Knowledge bases over the in-memory catalog: for what is decided before any storage is touched."""
-    return KnowledgeBases(settings_for(tmp_path / "data"), {}, catalog=InMemoryCatalog())
+    return knowledge_bases(settings_for(tmp_path / "data"), {}, catalog=InMemoryCatalog())
 
 
 def test_two_knowledge_bases_with_their_own_chunking_both_answer(kbs: KnowledgeBases, local_embedder) -> None:
@@ -239,6 +241,7 @@ def test_a_failing_copy_is_undone(kbs: KnowledgeBases, monkeypatch) -> None:
     assert not kbs.catalog.client.has_collection("half")
 
 
+@pytest.mark.milvus
 def test_interrupted_operations_are_finished_or_undone_on_the_next_open(tmp_path: Path, local_embedder) -> None:
     data = tmp_path / "data"
     settings = settings_for(data)
@@ -251,7 +254,7 @@ def test_interrupted_operations_are_finished_or_undone_on_the_next_open(tmp_path
 
 
 def _interrupted(settings, local_embedder) -> None:
-    with KnowledgeBases(settings, {}, load_embedder=lambda s: local_embedder) as kbs:
+    with knowledge_bases(settings, {}, load_embedder=lambda s: local_embedder) as kbs:
         for name in ("gone", "half"):
             kbs.create(name)
         gone, half = kbs.get("gone"), kbs.get("half")
@@ -263,22 +266,23 @@ def _interrupted(settings, local_embedder) -> None:
         assert kbs.names() == ["biz"]
         with pytest.raises(KnowledgeBaseError, match="still being created"):
             build_workbench(settings.for_kb("half"), env={}, embedder=local_embedder)
-    with KnowledgeBases(settings, {}, load_embedder=lambda s: local_embedder) as kbs:  # Milvus Lite: this process alone
+    with knowledge_bases(settings, {}, load_embedder=lambda s: local_embedder) as kbs:  # Milvus Lite: this process alone
         assert kbs.catalog.unfinished() == [] and kbs.names() == ["biz"]
         assert not kbs.catalog.client.has_collection("gone") and not kbs.catalog.client.has_collection("half")
         assert not originals_dirs(settings, "gone")["originals"].exists()
         kbs.create("gone")  # the names are free again
 
 
+@pytest.mark.milvus
 @pytest.mark.parametrize("mode", ["shared", "exclusive"])
 def test_knowledge_bases_reach_a_lite_file_the_configured_way(tmp_path: Path, local_embedder, mode: str) -> None:
     # Every store the knowledge-base code makes (catalog, workbench, drop, recovery's check) follows
     # milvus.lite-mode: shared (the default) goes through the store host, so the app, the API and CLI commands
     # use one database at once; recovery must then not take another process's copy in progress for abandoned.
-    from rag_core.store.host import HostFiles, read_endpoint
+    from rag_core.store.lite.host import HostFiles, read_endpoint
 
     data = tmp_path / "data"
-    with KnowledgeBases(settings_for(data, **{"milvus.lite-mode": mode, "milvus.host-idle": 30}), {},
+    with knowledge_bases(settings_for(data, **{"milvus.lite-mode": mode, "milvus.host-idle": 30}), {},
                         load_embedder=lambda s: local_embedder) as kbs:
         kbs.create("small", {"chunk.max-size": 300, "chunk.overlap": 30})
         wb = kbs.open("small")

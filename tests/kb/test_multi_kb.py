@@ -7,9 +7,8 @@ from __future__ import annotations
 import pytest
 
 from rag_core.agent import DoneEvent
-from rag_core.bootstrap import Workbench, build_agent, multi_kb_workbench
+from rag_core.bootstrap import Workbench, build_agent, knowledge_bases, multi_kb_workbench
 from rag_core.ingest import Ingestor
-from rag_core.kb.manage import KnowledgeBases
 from rag_core.retrieval.identity import doc_id_of
 from rag_core.retrieval.multi import MultiKnowledgeBasePort
 from rag_core.retrieval.ports import MilvusSearchPort
@@ -57,9 +56,10 @@ def test_a_filter_naming_a_knowledge_base_reaches_only_it(two_ports) -> None:
     assert two_ports.search("disk", 5, {"doc_id": "nope:ops/disk.md"}).hits == ()  # no such kb: a plain doc_id
 
 
+@pytest.mark.milvus
 def test_the_agent_over_two_knowledge_bases_cites_keys_that_name_them(tmp_path, local_embedder) -> None:
     settings = settings_for(tmp_path / "data", **{"chat.provider": "offline"})
-    with KnowledgeBases(settings, {}, load_embedder=lambda s: local_embedder) as kbs:
+    with knowledge_bases(settings, {}, load_embedder=lambda s: local_embedder) as kbs:
         kbs.create("zh_ops")
         opened: list[Workbench] = [kbs.open("biz"), kbs.open("zh_ops")]
         try:

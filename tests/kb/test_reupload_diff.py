@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from rag_core.chunk_diff import chunk_diff, text_hash
 from rag_core.chunking import chunk_text
 from rag_core.cli import main
@@ -82,6 +84,7 @@ def test_repeated_chunks_count_as_a_multiset() -> None:
     assert diff.unchanged == len(b) and len(diff.removed) == len(a) - len(b) and not diff.added
 
 
+@pytest.mark.milvus
 def test_cli_json_reports_the_diff(tmp_path: Path, capsys, local_embedder) -> None:
     doc = tmp_path / "runbook.md"
     doc.write_text(BASE, encoding="utf-8")

@@ -13,6 +13,8 @@ from rag_core.service.app import create_app
 from tests.helpers import SAMPLE_KB, make_workbench
 from tests.service import live
 
+pytestmark = pytest.mark.milvus  # opens Milvus Lite in its tests: not in `make test-unit`
+
 DISK = SAMPLE_KB / "runbooks" / "disk_full.md"
 
 

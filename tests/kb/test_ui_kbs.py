@@ -15,6 +15,8 @@ from tests.helpers import SAMPLE_KB
 from tests.ui.apptest_helpers import app_at, texts
 from ui.state import clear_workbench
 
+pytestmark = pytest.mark.milvus  # opens Milvus Lite in its tests: not in `make test-unit`
+
 KB_PAGE = "pages/knowledge_base.py"
 DISK = ("disk_full.md", (SAMPLE_KB / "runbooks" / "disk_full.md").read_bytes(), "text/markdown")
 REPO = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ import pytest
 from rag_core.records import SearchHit
 from rag_core.retrieval import KnowledgeRetriever, MilvusSearchPort, SearchOptions
 from rag_core.retrieval.fusion import rrf, weighted
-from rag_core.store.milvus import CHUNK_FIELDS
+from rag_core.store import CHUNK_FIELDS
 
 
 def hits(*pairs: tuple[str, float]) -> list[SearchHit]:

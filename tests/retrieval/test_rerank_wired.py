@@ -17,6 +17,8 @@ from tests.helpers import SAMPLE_KB, make_workbench
 from tests.servers import Reply
 from tests.servers.rerank import OpenAIRerankServer, fake_score
 
+pytestmark = pytest.mark.milvus  # opens Milvus Lite in its tests: not in `make test-unit`
+
 QUERY = "disk usage alert cleanup logs"
 
 

@@ -17,7 +17,7 @@ from tests.helpers import make_workbench
 
 
 @pytest.fixture(scope="module")
-def contract_wb(tmp_path_factory, local_embedder):
+def contract_wb(tmp_path_factory, local_embedder, milvus):
     wb = make_workbench(Path(tmp_path_factory.mktemp("port-contract")), embedder=local_embedder,
                         **{"chunk.max-size": CHUNK_SIZE, "chunk.overlap": CHUNK_OVERLAP})
     reports = wb.ingestor.ingest_uploads([(doc_id, text.encode()) for doc_id, text in CORPUS.items()])
@@ -27,7 +27,7 @@ def contract_wb(tmp_path_factory, local_embedder):
 
 
 @pytest.fixture(scope="module")
-def empty_wb(tmp_path_factory, local_embedder):
+def empty_wb(tmp_path_factory, local_embedder, milvus):
     wb = make_workbench(Path(tmp_path_factory.mktemp("port-contract-empty")), embedder=local_embedder)
     yield wb
     wb.close()

@@ -126,6 +126,7 @@ def test_bad_lookups_get_clear_messages(sample_wb, query: str, overrides: dict, 
         sample_wb.retriever.lookup(query, **overrides)
 
 
+@pytest.mark.milvus
 def test_empty_knowledge_base(tmp_path, local_embedder) -> None:
     from tests.helpers import make_workbench
 

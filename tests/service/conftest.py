@@ -18,7 +18,7 @@ CHAT_KEY = "sk-service-SECRET-9d2c41"
 
 
 @pytest.fixture(scope="session")
-def kb(tmp_path_factory: pytest.TempPathFactory, local_embedder) -> Iterator[Workbench]:
+def kb(tmp_path_factory: pytest.TempPathFactory, local_embedder, milvus) -> Iterator[Workbench]:
     wb = indexed_workbench(tmp_path_factory.mktemp("service-kb"), local_embedder)
     yield wb
     wb.close()

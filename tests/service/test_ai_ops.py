@@ -11,10 +11,9 @@ import httpx
 import pytest
 
 from rag_core.agent import knowledge_base_tool
-from rag_core.agent.loki import LogQuery
-from rag_core.agent.prometheus import Alert
 from rag_core.agent.triage import Triage
 from rag_core.errors import LogsError
+from rag_core.records import Alert, LogQuery
 from tests.fakes.metrics import FakeMetricsClient
 from tests.servers.chat import Completion, OpenAIChatServer
 from tests.servers.loki import LokiServer

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Iterator
+from typing import Iterator
 
 import httpx
 import pytest
 
 from tests.e2e.slow_chat import SlowOpenAIChatServer
+from tests.helpers import wait_until
 from tests.servers.chat import Completion
 from tests.service import live
 from tests.service.conftest import CHAT_KEY, model_settings, serve
@@ -39,16 +40,7 @@ def model(slow_model: SlowOpenAIChatServer) -> Iterator[SlowOpenAIChatServer]:
     slow_model.finished.clear()
     yield slow_model
     # the model server notes a finished answer after its last pause: let it, before the next test clears them
-    wait_for(lambda: len(slow_model.finished) >= len(slow_model.chat_requests()), timeout=5)
-
-
-def wait_for(predicate: Any, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
+    wait_until(lambda: len(slow_model.finished) >= len(slow_model.chat_requests()), timeout=5)
 
 
 def timed_get(client: httpx.Client, path: str) -> float:
@@ -69,12 +61,12 @@ def test_forty_two_slow_turns_leave_health_and_documents_fast(model_server: live
     with httpx.Client(base_url=model_server.url, timeout=60, limits=limits) as client, ThreadPoolExecutor(n) as pool:
         answers = [pool.submit(chat, client, i) for i in range(n)]
         # as many turns waiting for their model as the default thread pool has threads (40) ...
-        assert wait_for(lambda: len(model.requests) >= 40, timeout=10)
+        assert wait_until(lambda: len(model.requests) >= 40, timeout=10)
         with httpx.Client(base_url=model_server.url, timeout=10) as other:
             seconds = [timed_get(other, path) for path in ("/v1/health", "/v1/documents", "/v1/health")]
         assert max(seconds) < 0.1, seconds
         # ... and all 42 at once: none waits for a thread
-        assert wait_for(lambda: len(model.requests) == n, timeout=(pieces + 3) * GAP / 2)
+        assert wait_until(lambda: len(model.requests) == n, timeout=(pieces + 3) * GAP / 2)
         assert not any(a.done() for a in answers)
         results = [a.result().json()["data"] for a in answers]
     assert all(r["success"] and r["answer"].startswith("w0 w1") for r in results)
@@ -87,7 +79,7 @@ def test_beyond_api_chat_turns_is_503_with_retry_after_at_once(kb, model: SlowOp
         model.reply(*[Completion.say("a slow answer in several pieces", parts=6)] * 3)
         with httpx.Client(base_url=server.url, timeout=60) as client, ThreadPoolExecutor(2) as pool:
             running = [pool.submit(chat, client, i) for i in range(2)]
-            assert wait_for(lambda: len(model.requests) == 2, timeout=10)
+            assert wait_until(lambda: len(model.requests) == 2, timeout=10)
             started = time.monotonic()
             refused = chat(client, 2)
             assert time.monotonic() - started < 0.5  # not queued behind the running turns
@@ -109,9 +101,9 @@ def test_a_client_that_leaves_stops_the_turn_unrecorded(model_server: live.LiveS
         with pytest.raises(httpx.ReadTimeout):  # the client gives up and closes its connection
             client.post("/api/chat", json={"Id": "left-1", "Question": "tell me everything"})
     # the model's HTTP stream was closed by our side long before its end ...
-    assert wait_for(lambda: model.finished, timeout=5), "the model server is still writing"
+    assert wait_until(lambda: model.finished, timeout=5), "the model server is still writing"
     assert model.finished == [False] and time.monotonic() - started < 6
-    assert wait_for(lambda: model_server.service.chat_turns.active == 0, timeout=5)
+    assert wait_until(lambda: model_server.service.chat_turns.active == 0, timeout=5)
     # ... and the turn is not in the session's history
     with httpx.Client(base_url=model_server.url, timeout=10) as client:
         assert client.get("/api/chat/session/left-1").json()["data"]["messagePairCount"] == 0

@@ -11,15 +11,11 @@ import pytest
 
 from rag_core.errors import LoaderError
 from rag_core.ingest import Ingestor
-from rag_core.records import IngestReport
 from rag_core.service.errors import REFUSAL_STATUS, from_rag_error, refusal_status
 from tests.service import live
 from tests.service.conftest import serve
 
 LOADER_LIMIT = 4096  # bytes; the body limit is 20 KB
-# The loaders' refusal codes reach the report through IngestReport.error_code (the store/loaders work).
-needs_codes = pytest.mark.skipif("error_code" not in IngestReport.__dataclass_fields__,
-                                 reason="IngestReport.error_code (refusal codes) is not on this branch yet")
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +52,6 @@ def test_a_refused_upload_is_never_a_200(client: httpx.Client, name: str, data: 
     assert 400 <= r.status_code < 500 and r.json()["code"] == r.status_code and name in r.json()["message"]
 
 
-@needs_codes
 @pytest.mark.parametrize(("name", "data", "status", "reason"), REFUSED)
 def test_refused_uploads_get_their_status(client: httpx.Client, name: str, data: bytes, status: int, reason: str):
     r = upload(client, name, data)
@@ -67,7 +62,6 @@ def test_refused_uploads_get_their_status(client: httpx.Client, name: str, data:
     assert not [d for d in client.get("/v1/documents").json() if d["doc_id"].startswith("refused/")]
 
 
-@needs_codes
 def test_file_over_the_loader_limit_is_413(small_client: httpx.Client):
     r = upload(small_client, "big.md", b"# big\n\n" + b"x" * (LOADER_LIMIT * 2))
     assert r.status_code == 413 and r.json()["data"]["errorCode"] == "too_large"

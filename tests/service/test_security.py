@@ -160,6 +160,7 @@ def test_serve_on_a_locked_knowledge_base_is_one_clear_line(kb):
     assert len(err.splitlines()) == 1
 
 
+@pytest.mark.milvus
 def test_serve_runs_answers_and_releases_the_knowledge_base_on_ctrl_c(tmp_path: Path):
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "rag_core", "--data-dir", str(tmp_path), "serve", "--port", str(port)],

@@ -70,6 +70,7 @@ def test_open_streams_do_not_take_the_threads_searches_run_in(kb):
     import httpx
 
     from tests.e2e.slow_chat import SlowOpenAIChatServer
+    from tests.helpers import wait_until
     from tests.servers.chat import Completion
     from tests.service.conftest import CHAT_KEY, model_settings, serve
 
@@ -87,7 +88,8 @@ def test_open_streams_do_not_take_the_threads_searches_run_in(kb):
             def stream(i: int) -> None:
                 with httpx.Client(base_url=server.url, timeout=60) as c, \
                         c.stream("POST", "/api/chat_stream", json={"Id": f"busy-{i}", "Question": "hi"}) as r:
-                    next(live.sse_events(r))  # the session event: the turn now waits for the model
+                    events = live.sse_events(r)  # held: a dropped generator closes the response (the client leaves)
+                    next(events)  # the session event: the turn now waits for the model
                     waiting.wait(20)
                     stop.wait(20)  # then leave, which stops the turn
 
@@ -95,14 +97,21 @@ def test_open_streams_do_not_take_the_threads_searches_run_in(kb):
             for t in threads:
                 t.start()
             waiting.wait(20)
-            time.sleep(0.3)  # the three turns are inside their first model call
+            # the three turns are inside their first model call, each holding a thread
+            assert wait_until(lambda: len(model.chat_requests()) == 3, timeout=20)
             started = time.monotonic()
             r = httpx.get(f"{server.url}/v1/search", params={"query": "disk full"}, timeout=30)
             elapsed = time.monotonic() - started
+            # Searches have a queue of their own now (api.lookup-threads); the document list runs in the default
+            # pool, where the streams were stuck before they got threads of their own.
+            started = time.monotonic()
+            listed = httpx.get(f"{server.url}/v1/documents", timeout=30)
+            listing = time.monotonic() - started
             stop.set()
             for t in threads:
                 t.join(30)
             assert r.status_code == 200 and elapsed < 2.5, elapsed
+            assert listed.status_code == 200 and listing < 2.5, listing
         finally:
             server.stop()
 
@@ -166,9 +175,9 @@ def test_searches_beyond_api_lookup_threads_wait_in_one_queue_and_get_their_own_
 
 
 def test_lookup_threads_default_to_four_times_the_cores(kb, monkeypatch):
-    from rag_core.service import app
+    from rag_core.service import state
 
-    monkeypatch.setattr(app.os, "cpu_count", lambda: 3)
-    assert app.lookup_thread_count(kb.settings.with_overrides({"api.lookup-threads": 0})) == 12
-    assert app.lookup_thread_count(kb.settings.with_overrides({"api.lookup-threads": 5})) == 5
-    assert app.lookup_thread_count(None) == 12
+    monkeypatch.setattr(state.os, "cpu_count", lambda: 3)
+    assert state.lookup_thread_count(kb.settings.with_overrides({"api.lookup-threads": 0})) == 12
+    assert state.lookup_thread_count(kb.settings.with_overrides({"api.lookup-threads": 5})) == 5
+    assert state.lookup_thread_count(None) == 12

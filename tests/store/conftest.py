@@ -20,7 +20,7 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def milvus_server(tmp_path_factory):
+def milvus_server(tmp_path_factory, milvus):
     """A Milvus Lite server on a loopback TCP port: what a Milvus server looks like to our client.
 
     One per module, not per session: pymilvus shares one channel per (uri, token) across clients, and

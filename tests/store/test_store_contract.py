@@ -10,19 +10,11 @@ import pytest
 from rag_core.store import MilvusStore
 from rag_core.store.memory import InMemoryChunkStore
 from tests.contracts.store import DIM, EMBEDDER, ChunkStoreContract, InterruptedWrite
-
-
-def _fail_on_commit(self, rows):
-    if any(row["state"] == "active" for row in rows):
-        raise InterruptedWrite("killed before the commit")
-    return REAL_REGISTRY_INSERT(self, rows)
-
-
-REAL_REGISTRY_INSERT = MilvusStore._registry_insert
+from tests.store.clients import FailingClient
 
 
 @pytest.fixture(scope="module")
-def lite_store(tmp_path_factory) -> MilvusStore:
+def lite_store(tmp_path_factory, milvus) -> MilvusStore:
     folder = Path(tmp_path_factory.mktemp("lite"))
     store = MilvusStore(str(folder / "milvus.db"), "contract", originals=folder / "originals")
     store.open(EMBEDDER, DIM)
@@ -47,8 +39,13 @@ def memory_store() -> InMemoryChunkStore:
 
 
 class MilvusContract(ChunkStoreContract):
-    def break_commit(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        monkeypatch.setattr(MilvusStore, "_registry_insert", _fail_on_commit)
+    def break_commit(self, store: MilvusStore, monkeypatch: pytest.MonkeyPatch) -> None:
+        def fail_on_commit(insert, collection, rows, **kwargs):
+            if collection == store.registry.name and any(row["state"] == "active" for row in rows):
+                raise InterruptedWrite("killed before the commit")
+            return insert(collection, rows, **kwargs)
+
+        monkeypatch.setattr(store, "client", FailingClient(store.client, "insert", fail_on_commit))
 
 
 class TestMilvusLite(MilvusContract):
@@ -68,7 +65,7 @@ class TestInMemory(ChunkStoreContract):
     def store(self, memory_store: InMemoryChunkStore) -> InMemoryChunkStore:
         return memory_store
 
-    def break_commit(self, monkeypatch: pytest.MonkeyPatch) -> None:
+    def break_commit(self, store: InMemoryChunkStore, monkeypatch: pytest.MonkeyPatch) -> None:
         def interrupted(self, versions):
             raise InterruptedWrite("killed before the commit")
 

@@ -37,7 +37,7 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, seeded_dir: Path) -> None:
 
 
 @pytest.fixture
-def kb() -> Workbench:
+def kb(milvus) -> Workbench:
     """The shared knowledge base with three sample documents (indexed on first use)."""
     wb = get_workbench()
     if not wb.store.list_documents():
@@ -47,7 +47,7 @@ def kb() -> Workbench:
 
 
 @pytest.fixture
-def fresh_kb(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Workbench]:
+def fresh_kb(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, milvus) -> Iterator[Workbench]:
     """An empty knowledge base of this test's own; closed afterwards."""
     monkeypatch.setenv("RAG_DATA_DIR", str(tmp_path / "data"))
     yield get_workbench()

@@ -6,7 +6,7 @@ import re
 
 from rag_core.chunking import chunk_text
 from rag_core.loaders import load_bytes
-from rag_core.store.rows import stored_chunk
+from rag_core.store.milvus.rows import stored_chunk
 from tests.ui.apptest_helpers import app_at, texts
 from ui.documents import text_from_chunks
 from ui.tables import chunks_download

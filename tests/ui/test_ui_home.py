@@ -65,6 +65,7 @@ def test_load_sample_knowledge_base_when_empty(fresh_kb, monkeypatch, tmp_path):
     assert not [b for b in at.button if b.key == "load_sample"]
 
 
+@pytest.mark.milvus
 @pytest.mark.slow
 def test_a_locked_knowledge_base_shows_the_message_not_a_traceback(monkeypatch, tmp_path):
     data = tmp_path / "locked"
@@ -94,10 +95,11 @@ def test_a_locked_knowledge_base_shows_the_message_not_a_traceback(monkeypatch, 
         holder.wait(timeout=30)
 
 
+@pytest.mark.milvus
 def test_an_old_collection_offers_migrate_now(monkeypatch, tmp_path):
-    from rag_core.store import schema as milvus  # the layout constants live in store.schema
+    from rag_core.store.milvus import schema as milvus  # the layout constants live in store.milvus.schema
     from tests.helpers import SAMPLE_KB
-    from tests.store.test_migration import OLD_ANALYZER
+    from tests.store.milvus.test_migration import OLD_ANALYZER
 
     monkeypatch.setenv("RAG_DATA_DIR", str(tmp_path))
     with monkeypatch.context() as m:  # a knowledge base written by a version-1 workbench

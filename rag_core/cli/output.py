@@ -1,0 +1,124 @@
+"""What commands print, written once: exit statuses, JSON on stdout, tables, report lines, and the progress bars
+(tqdm, on stderr, so `--json` output stays one JSON document; none with `--quiet`)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+EXIT_FAILED_FILES = 1  # the command ran, and some of its files, documents or queries failed (each says why)
+EXIT_ERROR = 2  # an error meant for people: one `error: ...` line on stderr
+EXIT_OUTPUT_CLOSED = 141  # 128 + SIGPIPE: what `yes | head` reports for `yes`
+
+
+def print_json(value: Any, *, indent: int = 2) -> None:
+    """`value` as one JSON document on stdout (text as it is, not \\u-escaped; anything else by its str)."""
+    json.dump(value, sys.stdout, ensure_ascii=False, indent=indent, default=str)
+    sys.stdout.write("\n")
+
+
+def json_line(value: Any) -> str:
+    """`value` as JSON on one line, for outputs of one JSON object per line (`search --queries`, `chat --json`)."""
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def format_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str],
+                 headers: Mapping[str, str] | None = None) -> str:
+    """`rows` as right-aligned text columns under a header and a rule. `headers`: shorter names of some columns."""
+    def show(value: Any) -> str:
+        if value is None:
+            return "-"
+        if isinstance(value, float):
+            return f"{value:.3f}" if abs(value) < 100 else f"{value:.1f}"
+        return str(value)
+
+    header = [(headers or {}).get(c, c) for c in columns]
+    cells = [[show(r.get(c)) for c in columns] for r in rows]
+    widths = [max(len(h), *(len(row[i]) for row in cells)) for i, h in enumerate(header)]
+    lines = ["  ".join(h.rjust(w) for h, w in zip(header, widths)),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(v.rjust(w) for v, w in zip(row, widths)) for row in cells]
+    return "\n".join(lines)
+
+
+def report_line(r: Any) -> str:
+    """One IngestReport of a rebuild (reindex, rebuild, kb copy) as a line: status, document, chunks or error."""
+    return f"{r.status:<9} {r.doc_id or r.path}  {r.error or f'{r.chunks} chunks'}"
+
+
+# ---------------------------------------------------------------------------------------- progress bars
+def _bar(total: int, unit: str) -> Any:
+    """A tqdm bar on stderr. tqdm is imported here: a --quiet run never loads it."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit=unit, file=sys.stderr, dynamic_ncols=True)
+
+
+class _Quiet:
+    def update(self, n: int) -> None:
+        pass
+
+
+@contextmanager
+def count_bar(total: int, unit: str, enabled: bool) -> Iterator[Any]:
+    """A bar counting `unit`s (`.update(1)` after each), or an object whose `update` does nothing when disabled."""
+    if not enabled:
+        yield _Quiet()
+        return
+    with _bar(total, unit) as bar:
+        yield bar
+
+
+@contextmanager
+def ingest_progress_bar(enabled: bool) -> Iterator[Callable[[Any], None]]:
+    """An ingest progress callback (ingest.IngestProgress events) drawing the chunks of the current file."""
+    if not enabled:
+        yield lambda _: None
+        return
+    bars: list[Any] = []  # drawn at the first event: a command refused before any work draws none
+
+    def update(p) -> None:  # noqa: ANN001
+        if not bars:
+            bars.append(_bar(0, "chunk"))
+        bar = bars[0]
+        bar.set_description(f"[{p.file_index + 1}/{p.files_total}] {p.stage} {p.name[-40:]}")
+        if p.stage == "embedding":
+            if p.done == 0:
+                bar.reset(total=p.total)
+            bar.n = p.done
+        bar.refresh()
+
+    try:
+        yield update
+    finally:
+        for bar in bars:
+            bar.close()
+
+
+@contextmanager
+def stage_progress_bar(enabled: bool) -> Iterator[Callable[[Any], None] | None]:
+    """An evaluation progress callback (its `stage`, `total`, `done` and `detail`): documents while indexing,
+    queries while searching, the combination being run as the description. None when disabled."""
+    if not enabled:
+        yield None
+        return
+    bar = _bar(0, "step")
+    state = {"stage": "", "detail": ""}
+
+    def update(p) -> None:  # noqa: ANN001
+        if (p.stage, p.total) != (state["stage"], bar.total):
+            state["stage"] = p.stage
+            bar.unit = "doc" if p.stage == "indexing" else "query"
+            bar.reset(total=p.total)
+        if p.detail != state["detail"]:  # the combination being run changes during a sweep
+            state["detail"] = p.detail
+            bar.set_description(p.detail[:60], refresh=False)
+        bar.n = p.done
+        bar.refresh()
+
+    try:
+        yield update
+    finally:
+        bar.close()

@@ -1,0 +1,138 @@
+"""`python -m rag_core search | explain`: the one lookup path (what the debugger shows and the agent's tool gets),
+for one query or a file of queries, and why an expected document, chunk or answer is (not) in the evidence."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..config import Settings
+from ..errors import RagError, RetrievalError
+from .options import lookup_arguments, lookup_overrides
+from .output import EXIT_FAILED_FILES, count_bar, json_line, print_json
+from .workbench import workbench
+
+
+def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
+    if bool(args.query) == bool(args.queries):
+        raise RagError("search: give one query, or --queries FILE (.jsonl or .csv with a `query` column), "
+                       "not both and not neither.")
+    lookup_overrides(args, settings)  # bad values are refused before anything is opened
+    if args.queries:
+        from ..evaluation.datasets import read_query_file
+
+        queries = read_query_file(Path(args.queries))
+        with workbench(settings, asked=getattr(args, "asked", ())) as wb:
+            return _search_batch(wb, queries, lookup_overrides(args, wb.settings), args)
+    with workbench(settings, asked=getattr(args, "asked", ())) as wb:
+        result = wb.retriever.lookup(args.query, **lookup_overrides(args, wb.settings))
+    if args.json:
+        for warning in result.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        print_json(result.to_dict())
+        return 0
+    _print_result(result)
+    return 0
+
+
+def _print_result(result: Any) -> None:
+    from ..retrieval.rerank import movement
+
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    for t in result.traces:
+        reranked = "" if t.rerank_score is None else \
+            f"  rerank {t.rerank_score:.4f}, fused #{t.fused_rank} {movement(t.fused_rank, t.rank)}"
+        print(f"{t.rank:>3} {t.score:8.4f} {t.evidence_key:<50} {t.status}{reranked}")
+    print("\nEvidence:")
+    for c in result.evidence:
+        print(f"- [{c.evidence_key}] ({', '.join(c.hit_reasons)}) {c.content[:160]!r}")
+
+
+def _search_batch(wb: Any, queries: Sequence[tuple[str, str]], overrides: dict[str, Any],
+                  args: argparse.Namespace) -> int:
+    """One lookup per query in one process (one start-up, one model load); with --json one result per line,
+    `{"id": ..., <what search --json prints>}`, or `{"id", "query", "error"}` for a query that was refused."""
+    failed = 0
+    with count_bar(len(queries), "query", enabled=not args.quiet) as bar:
+        for qid, query in queries:
+            try:
+                result = wb.retriever.lookup(query, **overrides)
+            except RetrievalError as exc:  # this query is bad; the others still run
+                failed += 1
+                record: dict[str, Any] = {"id": qid, "query": query, "error": str(exc)}
+                if args.json:
+                    print(json_line(record), flush=True)
+                else:
+                    print(f"== {qid}: {query}\nerror: {exc}\n", flush=True)
+            else:
+                if args.json:
+                    print(json_line({"id": qid, **result.to_dict()}), flush=True)
+                else:
+                    print(f"== {qid}: {query}")
+                    _print_result(result)
+                    print(flush=True)
+            bar.update(1)
+    if failed:
+        print(f"error: {failed} of {len(queries)} queries were refused (see their lines)", file=sys.stderr)
+        return EXIT_FAILED_FILES
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
+    from ..retrieval.explain import explain
+
+    lookup_overrides(args, settings)  # bad values are refused before anything is opened
+    with workbench(settings, asked=getattr(args, "asked", ())) as wb:
+        e = explain(wb.retriever, wb.store, args.query, args.expect, args.answer, **lookup_overrides(args, wb.settings))
+    if args.json:
+        print_json(e.to_dict())
+        return 0
+    print(e.verdict)
+    if e.answer is not None:
+        print(e.answer.describe(e.expect.doc_id))
+        for span in e.answer.spans:
+            if span.boundary:
+                print(f"  boundary: …{span.boundary['context']}…")
+    for note in [*e.notes, *e.lookup.warnings]:
+        print(f"note: {note}")
+    print(f"\n  {'chunk':<44} {'dense':>12} {'bm25':>12} {'fused':>6} {'rank':>5}  fate")
+    for c in e.chunks:
+        fused = f"#{c.fused_rank}" if c.fused_rank else "—"
+        rank = f"#{c.rank}" if c.rank else "—"
+        print(f"{'*' if c.target else ' '} {c.evidence_key:<44} {c.channels['dense'].describe():>12} "
+              f"{c.channels['bm25'].describe():>12} {fused:>6} {rank:>5}  {c.cause(e.params)}")
+    print("\n* = a chunk the question is about (the expected chunk, the chunks holding the answer, or all).")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "search", help="run the lookup path and show every hit's fate",
+        description="Run the one lookup path (what the retrieval debugger shows and the agent's tool gets) for "
+                    "one query, or for every query of a file in one process (--queries). Every debugger control "
+                    "is an option here.")
+    p.add_argument("query", nargs="?", help="the query (omit it with --queries)")
+    p.add_argument("--queries", metavar="FILE",
+                   help="run every query of a .jsonl ({\"query\": ..., \"id\": ...} per line) or .csv (query[,id] "
+                        "columns) file in one process; with --json one result per line")
+    lookup_arguments(p)
+    p.add_argument("--json", action="store_true", help="print the full lookup result as JSON (one line per query "
+                                                        "with --queries)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (with --queries)")
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser(
+        "explain", help="why an expected document, chunk or answer is (not) in a query's evidence",
+        description="For each chunk of the expected document: its exact rank in each channel over the whole "
+                    "knowledge base, its fate in the lookup (kept, beyond retrieve-k, capped, beyond return-n), "
+                    "and the smallest change of retrieve-k / cap / return-n that brings it into the evidence.")
+    p.add_argument("query", help="the query, as the agent or the debugger would send it")
+    p.add_argument("--expect", metavar="DOC_ID[#chunk-N]", help="the document (or chunk) that should be retrieved")
+    p.add_argument("--answer", metavar="TEXT",
+                   help="the expected answer text: which chunks hold it, and whether a chunk boundary splits it")
+    lookup_arguments(p)
+    p.add_argument("--json", action="store_true", help="print the explanation as JSON (what GET /v1/explain returns)")
+    p.set_defaults(func=cmd_explain)

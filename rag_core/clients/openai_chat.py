@@ -1,0 +1,251 @@
+"""The chat model: any OpenAI-compatible chat-completions endpoint, streamed, with tool calling.
+
+DashScope is used through its OpenAI-compatible mode, so one client covers DashScope, OpenAI, vLLM,
+Ollama and llama.cpp servers. `OpenAIChatModel.stream` is a generator: it yields answer text as it arrives
+(and `Retrying` notices while it backs off) and *returns* the complete `AssistantReply`:
+
+    reply = yield from model.stream(messages, tools)
+
+Deadlines (`chat.timeout`, `chat.deadline`): the SDK's timeouts are per socket read, so a server sending
+SSE keep-alives or one byte at a time would hold a turn forever. The stream is read by a worker thread
+(`rag_core.remote.stream_within`) and the answer must start within `chat.timeout` (keep-alive comments
+do not count), may never go silent longer than `chat.timeout` while it streams, and must end by the
+turn's deadline (`until`, from `chat.deadline`).
+
+Retries (`RemoteAdapter`, the SDK's own are off): 408/409/429/5xx and timeouts, honouring `Retry-After`,
+but only while nothing of the answer has been shown, because a retry after streamed text would show it
+twice. A refused connection is not retried: a server that is not running will not start by waiting.
+
+Failures become `ChatModelError`: one line for the person (where, what, what to do), never the key. A
+reply that is not the API's (an HTML page with status 200, an event that is not JSON, a stream that
+closes without a single event) is named as such.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Generator, Mapping, Sequence
+
+from ..config import redact_uri
+from ..errors import ChatModelError
+from ..records import AssistantReply, ToolCallRequest
+from ..remote import (Endpoint, Failure, MalformedReply, RemoteAdapter, Retrying, clip, explain, not_json,
+                      stream_within)
+
+__all__ = ["ChatModelConfig", "DASHSCOPE_BASE_URL", "DASHSCOPE_DEFAULT_MODEL", "OpenAIChatModel",
+           "StreamAccumulator"]
+
+DASHSCOPE_BASE_URL = "https://dashscope.aliyuncs.com/compatible-mode/v1"
+DASHSCOPE_DEFAULT_MODEL = "qwen-plus"
+_PROVIDER_NAMES = {"dashscope": "DashScope", "openai": "OpenAI-compatible"}
+
+
+@dataclass(frozen=True, repr=False)
+class ChatModelConfig:
+    provider: str  # "dashscope" | "openai"
+    base_url: str
+    model: str
+    temperature: float = 0.3
+    max_tokens: int = 1024
+    timeout: float = 60.0
+    max_retries: int = 3
+    api_key_env: str = ""  # the variable the key came from, named in messages (the key never is)
+
+    def __repr__(self) -> str:  # a base URL may carry user:password@
+        return (f"ChatModelConfig(provider={self.provider!r}, base_url={redact_uri(self.base_url)!r}, "
+                f"model={self.model!r}, temperature={self.temperature}, max_tokens={self.max_tokens}, "
+                f"timeout={self.timeout}, max_retries={self.max_retries}, api_key_env={self.api_key_env!r})")
+
+
+@dataclass
+class _PartialCall:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+class StreamAccumulator:
+    """Assembles streamed `chat.completion.chunk`s into one reply.
+
+    Tool calls arrive in fragments keyed by `index`: the first fragment carries `id` and the function
+    name, later ones only pieces of the arguments. Providers differ in the details, all handled here:
+    DashScope restates `"id": ""` (and `name: null`) on every later fragment; some servers omit
+    `index`; some (sglang, lmdeploy) reuse index 0 for a second call but give it a new id.
+    """
+
+    def __init__(self) -> None:
+        self.content: list[str] = []
+        self.finish_reason: str | None = None
+        self._calls: dict[int, _PartialCall] = {}
+        self._order: list[int] = []
+        self._next_slot = 0
+        self._slot_of_index: dict[Any, int] = {}
+
+    def feed(self, chunk: Any) -> str:
+        """Take one chunk; returns its answer text ("" if none)."""
+        text = []
+        for choice in getattr(chunk, "choices", None) or []:
+            if getattr(choice, "index", 0) not in (0, None):
+                continue  # n=1 is requested; ignore anything else
+            delta = getattr(choice, "delta", None)
+            if delta is not None:
+                piece = getattr(delta, "content", None)
+                if piece:
+                    text.append(piece)
+                for fragment in getattr(delta, "tool_calls", None) or []:
+                    self._feed_tool_call(fragment)
+            if getattr(choice, "finish_reason", None):
+                self.finish_reason = choice.finish_reason
+        joined = "".join(text)
+        if joined:
+            self.content.append(joined)
+        return joined
+
+    def _feed_tool_call(self, fragment: Any) -> None:
+        index = getattr(fragment, "index", None)
+        call_id = getattr(fragment, "id", None) or ""
+        function = getattr(fragment, "function", None)
+        name = (getattr(function, "name", None) or "") if function is not None else ""
+        arguments = (getattr(function, "arguments", None) or "") if function is not None else ""
+
+        slot = self._slot_of_index.get(index) if index is not None else None
+        if slot is None and index is None and call_id:
+            slot = next((s for s, c in self._calls.items() if c.id == call_id), None)
+        if slot is None and index is None and not call_id and self._order:
+            slot = self._order[-1]  # an anonymous continuation belongs to the call being streamed
+        if slot is not None:
+            current = self._calls[slot]
+            if call_id and current.id and call_id != current.id:
+                slot = None  # same index, new id: a new call (sglang/lmdeploy style)
+        if slot is None:
+            slot = self._next_slot
+            self._next_slot += 1
+            self._calls[slot] = _PartialCall()
+            self._order.append(slot)
+        if index is not None:
+            self._slot_of_index[index] = slot
+        call = self._calls[slot]
+        if call_id and not call.id:
+            call.id = call_id
+        if name and not call.name:
+            call.name = name  # a restated name is not appended: "f" + "f" is not a tool
+        if arguments:
+            call.arguments.append(arguments)
+
+    def reply(self, step: int = 1) -> AssistantReply:
+        calls = []
+        for n, slot in enumerate(self._order):
+            c = self._calls[slot]
+            if not c.name and not c.arguments:
+                continue
+            calls.append(ToolCallRequest(id=c.id or f"call_{step}_{n}", name=c.name, arguments="".join(c.arguments)))
+        return AssistantReply("".join(self.content), tuple(calls), self.finish_reason)
+
+
+class OpenAIChatModel(RemoteAdapter):
+    """One configured chat endpoint speaking the OpenAI chat-completions protocol (the `ChatModel` port). The
+    client is built on first use; the key is never shown."""
+
+    def __init__(self, config: ChatModelConfig, api_key: str | None, *, sleep: Callable[[float], None] = time.sleep,
+                 jitter: Callable[[], float] = random.random, clock: Callable[[], float] = time.monotonic) -> None:
+        if not config.base_url:
+            raise ChatModelError("The chat model needs a base URL (chat.base-url).", "config")
+        if not config.model:
+            raise ChatModelError("The chat model needs a model name (chat.model).", "config")
+        self.config = config
+        self._api_key = api_key or ""
+        self._client: Any = None
+        self._lock = threading.Lock()
+        endpoint = Endpoint(f"The chat model at {self.where}", "chat", ChatModelError, path="chat-completions",
+                            model=config.model, key_env=config.api_key_env or "the API key variable",
+                            has_key=bool(self._api_key), url_hint=" (it usually ends in /v1)",
+                            connection_hint=" or switch to offline mode (chat.provider = offline)")
+        super().__init__(endpoint, timeout=config.timeout, max_retries=config.max_retries, secret=self._api_key,
+                         sleep=sleep, jitter=jitter, clock=clock)
+
+    def __repr__(self) -> str:
+        c = self.config
+        return f"OpenAIChatModel(provider={c.provider!r}, base_url={self.where!r}, model={c.model!r})"
+
+    @property
+    def where(self) -> str:
+        return redact_uri(self.config.base_url.rstrip("/"))
+
+    def describe(self) -> str:
+        """E.g. "qwen-plus via DashScope (https://dashscope.aliyuncs.com/compatible-mode/v1)"."""
+        name = _PROVIDER_NAMES.get(self.config.provider, self.config.provider)
+        return f"{self.config.model} via {name} ({self.where})"
+
+    def _get_client(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                import openai
+
+                self._client = openai.OpenAI(base_url=self.config.base_url.rstrip("/"),
+                                             api_key=self._api_key or "not-needed",
+                                             timeout=self.config.timeout, max_retries=0)
+            return self._client
+
+    def stream(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] = (),
+               step: int = 1, until: float | None = None) -> Generator[str | Retrying, None, AssistantReply]:
+        import openai
+
+        c = self.config
+        kwargs: dict[str, Any] = {"model": c.model, "messages": list(messages), "stream": True,
+                                  "temperature": c.temperature, "max_tokens": c.max_tokens}
+        if tools:
+            kwargs["tools"] = list(tools)
+        if not self._api_key:
+            kwargs["extra_headers"] = {"Authorization": openai.omit}  # keyless local servers
+        shown = False
+
+        def attempt(seconds: float) -> Generator[str, None, AssistantReply]:
+            nonlocal shown
+            acc = StreamAccumulator()
+            events = 0
+            for chunk in stream_within(lambda: self._open(kwargs), first=seconds, idle=c.timeout, until=until,
+                                       clock=self._clock):
+                events += 1
+                text = acc.feed(chunk)
+                if text:
+                    shown = True
+                    yield text
+            if events == 0:
+                raise MalformedReply("closed the answer's event stream without sending a single event")
+            return acc.reply(step)
+
+        def explain_failure(failure: Failure, tries: int) -> Exception:
+            if shown and failure.kind == "connection":
+                return ChatModelError(f"The connection to the chat model at {self.where} broke during the answer. "
+                                      "Try again.", "broken_stream")
+            error = explain(failure, self.endpoint, tries, c.timeout)
+            if failure.kind == "stream_error":
+                error.kind = "server"
+            return error
+
+        return (yield from self._retrying(attempt, may_retry=lambda: not shown, explain=explain_failure))
+
+    def _open(self, kwargs: Mapping[str, Any]) -> Any:
+        """The SDK's event stream, once the answer's headers say it is one (runs in the worker)."""
+        stream = self._get_client().chat.completions.create(**kwargs)
+        content_type = stream.response.headers.get("content-type", "")
+        if content_type and "event-stream" not in content_type:
+            try:
+                head = next(stream.response.iter_bytes(), b"")[:2048]
+            finally:
+                stream.close()
+            if head.lstrip().startswith(b"{"):
+                raise MalformedReply(f"answered with one JSON document ({content_type.split(';')[0]}) instead of an "
+                                     f"event stream (does it support stream=true?): "
+                                     f"{clip(head.decode('utf-8', 'replace'), 60)!r}")
+            raise MalformedReply(not_json(head, content_type, instead="an event stream"))
+        return stream
+
+    def _classify(self, exc: BaseException) -> Failure | None:
+        if isinstance(exc, json.JSONDecodeError):  # the SDK parsing an SSE `data:` line
+            return Failure("malformed", detail=f"sent an event that is not JSON: {clip(exc.doc, 60)!r}")
+        return super()._classify(exc)

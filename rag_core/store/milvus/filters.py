@@ -1,0 +1,67 @@
+"""Milvus filter expressions built safely.
+
+Raw strings are never interpolated into an expression: every value becomes a quoted Milvus string
+literal in which `\\` and `"` are escaped (a JSON-style literal, which Milvus 2.5 parses), so a value
+like `x" or id != "` stays one literal and can never widen a delete. Only top-level scalar fields are
+filtered (JSON-key filters are slow and limited).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Mapping, Sequence
+
+from ...errors import StoreError
+
+FILTERABLE_FIELDS = ("doc_id", "source", "version", "id", "key", "name")
+
+
+def literal(value: str) -> str:
+    """A Milvus string literal for `value`, with `"` and `\\` escaped."""
+    if not isinstance(value, str):
+        raise StoreError(f"Filter values must be strings, got {type(value).__name__}.")
+    if "\x00" in value:
+        raise StoreError("Filter values must not contain NUL characters.")
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _field(name: str) -> str:
+    if name not in FILTERABLE_FIELDS:
+        raise StoreError(f"Cannot filter on {name!r}; filterable fields: {', '.join(FILTERABLE_FIELDS)}.")
+    return name
+
+
+def equals(field: str, value: str) -> str:
+    return f"{_field(field)} == {literal(value)}"
+
+
+def one_of(field: str, values: Iterable[str]) -> str:
+    items = ", ".join(literal(v) for v in values)
+    return f"{_field(field)} in [{items}]"
+
+
+def all_of(*clauses: str) -> str:
+    return " and ".join(f"({c})" for c in clauses if c)
+
+
+def normalize(filters: Mapping[str, Any] | None,
+              allowed: Sequence[str] = FILTERABLE_FIELDS) -> dict[str, tuple[str, ...]]:
+    """{"doc_id": "a.md"} or {"doc_id": ["a.md", "b.md"]} -> {"doc_id": ("a.md", "b.md")}, checked: only
+    `allowed` fields, only string values. Every store reads filters through this, so all agree."""
+    out: dict[str, tuple[str, ...]] = {}
+    for name, value in sorted((filters or {}).items()):
+        if name not in allowed:
+            raise StoreError(f"Cannot filter on {name!r}; filterable fields: {', '.join(allowed)}.")
+        values = (value,) if isinstance(value, str) else value
+        if not isinstance(values, (list, tuple, set, frozenset)) or not all(isinstance(v, str) for v in values):
+            raise StoreError(f"Filter {name!r}: expected a string or a list of strings, got {value!r}.")
+        out[name] = tuple(sorted(values)) if isinstance(values, (set, frozenset)) else tuple(values)
+    return out
+
+
+def from_mapping(filters: Mapping[str, Any] | None, allowed: Sequence[str] = FILTERABLE_FIELDS) -> str:
+    """{"doc_id": "a.md"} or {"doc_id": ["a.md", "b.md"], "source": "x"} -> a safe expression."""
+    clauses = []
+    for name, values in normalize(filters, allowed).items():
+        clauses.append(equals(name, values[0]) if len(values) == 1 else one_of(name, values))
+    return all_of(*clauses)

@@ -1,0 +1,67 @@
+"""What a stored chunk carries, the same in every ChunkStore: its id, its metadata, and the SearchHit
+a search makes of it. The metadata keys are the seed's (`_source`, `_extension`, `_file_name`,
+`chunkIndex`, `totalChunks`, `title`) plus what the workbench shows (offsets, heading path, hashes) and, for
+documents with pages, slides or rows, `location` (its label, "pp. 3–4") and `locationSpan` (unit, first, last,
+sheet, ocr: whether some of it was read by OCR)."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime, timezone
+from typing import Any, Sequence
+
+import numpy as np
+
+from ...errors import StoreError
+from ...records import Chunk, Document, NewVersion, SearchHit, StoredChunk
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def chunk_row_id(doc_id: str, version: str, chunk_index: int) -> str:
+    digest = hashlib.sha256(f"{doc_id}\x00{version}\x00{chunk_index}".encode()).hexdigest()
+    return digest[:32]
+
+
+def stored_chunk(doc: Document, chunk: Chunk, version: str, total: int, ingested_at: str) -> StoredChunk:
+    """Chunk `chunk` of `doc` as version `version` stores it (`total`: chunks in that version)."""
+    metadata = {
+        "_source": doc.doc_id, "_extension": doc.extension, "_file_name": doc.file_name,
+        "chunkIndex": chunk.chunk_index, "totalChunks": total, "title": chunk.title,
+        "docId": doc.doc_id, "headingPath": chunk.heading_path_text, "start": chunk.start, "end": chunk.end,
+        "overlapChars": chunk.overlap_chars, "docHash": doc.content_hash,
+        "chunkHash": hashlib.sha256(chunk.text.encode()).hexdigest(), "ingestedAt": ingested_at,
+        "version": version,
+    }
+    if chunk.location is not None:  # pages, slides or rows (documents with places): shown with hits and cited
+        metadata["location"] = chunk.location.label
+        metadata["locationSpan"] = chunk.location.to_dict()
+    return StoredChunk(id=chunk_row_id(doc.doc_id, version, chunk.chunk_index), doc_id=doc.doc_id,
+                       chunk_index=chunk.chunk_index, content=chunk.text, source=doc.doc_id, title=chunk.title[:300],
+                       version=version, metadata=metadata)
+
+
+def search_hit(chunk: StoredChunk, score: float, channel: str, rank: int) -> SearchHit:
+    """A search's view of a stored chunk: its metadata plus the top-level fields, and where it ranked."""
+    metadata: dict[str, Any] = dict(chunk.metadata or {})
+    for name in ("doc_id", "chunk_index", "source", "title", "version"):
+        metadata.setdefault(name, getattr(chunk, name))
+    return SearchHit(id=chunk.id, score=score, content=chunk.content, metadata=metadata,
+                     channels={channel: (rank, score)})
+
+
+def check_new_versions(items: Sequence[NewVersion], dim: int) -> None:
+    """Refuse a batch that cannot be written whole, before anything is written."""
+    doc_ids = [item.doc.doc_id for item in items]
+    if len(set(doc_ids)) != len(doc_ids):
+        raise StoreError("replace_documents: a document appears twice in one batch.")
+    for item in items:
+        if len(item.chunks) != len(item.vectors):
+            raise StoreError(f"{item.doc.doc_id}: {len(item.chunks)} chunks but {len(item.vectors)} vectors.")
+        if not item.chunks:
+            raise StoreError(f"{item.doc.doc_id}: nothing to index (no chunks).")
+        shape = np.shape(item.vectors)
+        if len(shape) != 2 or shape[1] != dim:
+            raise StoreError(f"{item.doc.doc_id}: vectors of shape {shape}, but the store holds {dim}-d vectors.")

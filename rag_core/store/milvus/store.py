@@ -1,0 +1,227 @@
+"""Milvus store: one chunk collection plus a small document registry, on Milvus Lite or a server.
+
+Re-indexing never loses data. Every chunk row carries the `version` it belongs to, and the registry
+(`<collection>_docs`) says which version of each document is active. Registry rows are only ever
+inserted or deleted, never updated in place (an upsert is a delete plus an insert, and a reader could
+fall into the gap). Replacing a document:
+
+1. registry: insert a `pending` row for the new version (the old version's `active` row stays);
+2. insert the new version's chunks (already embedded by the caller);
+3. registry: insert an `active` row for the new version  <- the commit point;
+4. delete the old version's chunks, then the pending row and the old version's registry row.
+
+`replace_documents` does this for a batch of documents with one round trip per step.
+
+The active version of a document is its newest `active` row. Searches drop chunk rows of any other
+version, so a reader sees the old version until step 3 and the new one after it: never zero chunks,
+never a mix. A process killed at any step leaves the previous version complete and searchable;
+`recover()` (run when the store opens) deletes what was left behind.
+
+The bytes a version was indexed from (its kept original, see originals.files) are written between
+steps 1 and 3 and removed in step 4 with the old version, so the kept original is always the active
+version's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Collection, Iterable, Sequence
+
+import numpy as np
+
+from ...errors import StoreError
+from ...ports import StoreFilters
+from ...records import Chunk, Document, IndexedVersion, NewVersion, SearchHit, StoredChunk, StoredDocument, WriteResult
+from ..lite import connection
+from ..lite.connection import is_lite
+from ..originals.files import OriginalFiles
+from .registry import Registry
+from .schema import MIGRATING, Schema, check_collection_name
+from .search import Searcher
+from .versions import ActiveVersions
+from .writes import Writer
+
+__all__ = ["MilvusStore", "NewVersion", "WriteResult"]
+
+
+@dataclass(frozen=True)
+class _Parts:
+    client: Any
+    registry: Registry
+    writer: Writer
+    searcher: Searcher
+
+
+class MilvusStore:
+    """The chunk collection and its registry: the ChunkStore (rag_core.ports) on Milvus. Built by
+    `bootstrap`; connects lazily.
+
+    Composed of parts that each take the client: the registry (milvus.registry: active versions, listing), the
+    writer (milvus.writes: versioned replace, delete, drop, recovery) and the searcher (milvus.search: chunk
+    reads, dense and BM25); the schema (milvus.schema: layout, checks, migration) is made for the embedder when
+    needed. The connection (Milvus Lite or a server) is lite.connection's."""
+
+    def __init__(self, uri: str, collection: str, token: str = "", timeout: float = 60.0, *,
+                 lite: connection.LiteOptions | None = None, originals: Path | None = None,
+                 legacy_originals: Path | None = None) -> None:
+        """`lite`: how a Milvus Lite file is reached (shared through the store host, or exclusive: see
+        lite.connection); `originals`: the folder for this collection's kept originals (None: keep none);
+        `legacy_originals`: where older versions kept them (`uploads/<collection>`), adopted on open."""
+        self.uri = uri
+        self.lite = lite or connection.LiteOptions(collection=collection)
+        self.collection = check_collection_name(collection)
+        self.originals = OriginalFiles(originals) if originals is not None else None
+        self.legacy_originals = legacy_originals
+        self._token = token
+        self._timeout = timeout
+        self._parts: _Parts | None = None  # built on the client once connected
+        self._versions = ActiveVersions()  # what the registry said a moment ago (milvus.versions), across reconnects
+        self.embedder_name = ""
+        self.dim = 0
+
+    # ---------------------------------------------------------------- the client and the parts
+    @property
+    def client(self) -> Any:
+        """The Milvus client every part works through, connected on first use (and again after `close`)."""
+        return self._connected().client
+
+    @client.setter
+    def client(self, client: Any) -> None:
+        """Work through `client` from now on: the parts are built on it. Tests set the real client wrapped so
+        that a chosen call fails; the one replaced is not closed (it is the one wrapped)."""
+        self._parts = self._built_on(client)
+
+    def _connected(self) -> _Parts:
+        if self._parts is None:
+            self._parts = self._built_on(connection.connect(self.uri, self._token, self._timeout, self.lite))
+        return self._parts
+
+    def _built_on(self, client: Any) -> _Parts:
+        registry = Registry(client, f"{self.collection}_docs", self.originals, self._versions)
+        writer = Writer(client, self.collection, registry, self.originals, on_lite=is_lite(self.uri))
+        return _Parts(client, registry, writer, Searcher(client, self.collection, registry))
+
+    @property
+    def registry(self) -> Registry:
+        return self._connected().registry
+
+    @property
+    def writer(self) -> Writer:
+        return self._connected().writer
+
+    @property
+    def searcher(self) -> Searcher:
+        return self._connected().searcher
+
+    @property
+    def schema(self) -> Schema:
+        """The collections' layout for the embedder the store was opened for."""
+        return Schema(self.client, self.collection, self.registry.name, self.embedder_name, self.dim,
+                      on_lite=is_lite(self.uri))
+
+    def close(self) -> None:
+        if self._parts is not None:
+            self._parts.client.close()
+            self._parts = None
+
+    # ---------------------------------------------------------------- opening
+    def open(self, embedder_name: str, dim: int, *, migrate: bool = False) -> None:
+        """Create or check the collections for this embedder, then finish any interrupted write.
+        An older collection layout raises StoreMigrationNeeded, unless `migrate` rebuilds it now."""
+        self.embedder_name, self.dim = embedder_name, dim
+        client, schema = self.client, self.schema
+        if client.has_collection(self.collection + MIGRATING):
+            schema.finish_migration()
+        if client.has_collection(self.collection):
+            schema.check(migrate)
+        else:
+            schema.create_chunks(self.collection)
+        if not client.has_collection(schema.registry):
+            schema.create_registry()
+        client.load_collection(self.collection)
+        client.load_collection(schema.registry)
+        self.recover()
+        self.writer.adopt_legacy_originals(self.legacy_originals)
+
+    def open_to_read(self) -> None:
+        """Open an existing knowledge base only to read its documents and kept originals (`reindex
+        --from`), whatever embedder it was made with."""
+        client, registry = self.client, self.registry.name
+        if not (client.has_collection(self.collection) and client.has_collection(registry)):
+            raise StoreError(f"There is no knowledge base collection {self.collection!r} here; check the name "
+                             "(milvus.collection of the knowledge base you copy from).")
+        client.load_collection(registry)
+        self.writer.adopt_legacy_originals(self.legacy_originals)
+
+    def migrate(self) -> int:
+        """Rebuild the chunk collection with the current layout, keeping every row (see Schema.migrate)."""
+        return self.schema.migrate()
+
+    def exclusive_access(self) -> bool:
+        """Whether no other process can be writing to this store now: a Milvus Lite file this process
+        opened alone (milvus.lite-mode = exclusive, behind our lock). Through the store host (shared mode)
+        or a server, other processes may be writing right now. Recovery's rule is `writers.abandoned`.
+        Never connects."""
+        return is_lite(self.uri) and self.lite.mode == "exclusive"
+
+    def recover(self) -> int:
+        """Remove what interrupted writes left behind (see Writer.recover). Returns how many documents needed it."""
+        return self.writer.recover(exclusive=self.exclusive_access())
+
+    # ---------------------------------------------------------------- writes
+    def replace_document(self, doc: Document, chunks: Sequence[Chunk], vectors: np.ndarray,
+                         fingerprint: str) -> WriteResult:
+        """Write a new complete version of `doc` and retire the old one (see the module docstring)."""
+        return self.replace_documents([NewVersion(doc, chunks, vectors, fingerprint)])[0]
+
+    def replace_documents(self, items: Sequence[NewVersion]) -> list[WriteResult]:
+        """`replace_document` for several documents with one round trip per step instead of one per
+        document. Each document still switches versions atomically at its own commit row."""
+        parts = self._connected()
+        results = parts.writer.replace_documents(items, self.dim)
+        parts.searcher.has_rows = True
+        return results
+
+    def delete_document(self, doc_id: str) -> bool:
+        """Remove a document and all its chunks. Returns False when it was not indexed."""
+        parts = self._connected()
+        if not parts.writer.delete_document(doc_id):
+            return False
+        parts.searcher.has_rows = False  # maybe the last one: check again before the next BM25 search
+        return True
+
+    def drop(self, spare: Collection[str] = (), *, originals: bool = True) -> list[str]:
+        """Drop the collections and the kept originals, sparing what another knowledge base shares (see
+        Writer.drop). Returns the collections kept."""
+        return self.writer.drop(spare, originals=originals)
+
+    # ---------------------------------------------------------------- reads
+    def fingerprints(self, doc_ids: Iterable[str]) -> dict[str, IndexedVersion]:
+        return self.registry.fingerprints(doc_ids)
+
+    def list_documents(self) -> list[StoredDocument]:
+        return self.registry.list_documents()
+
+    def read_original(self, doc_id: str) -> bytes | None:
+        return self.registry.read_original(doc_id)
+
+    def is_empty(self) -> bool:
+        return self.registry.is_empty()
+
+    def count_chunks(self) -> int:
+        return self.registry.count_chunks()
+
+    def get_chunks(self, doc_id: str) -> list[StoredChunk]:
+        return self.searcher.get_chunks(doc_id)
+
+    def search_dense(self, vector: np.ndarray, k: int, filters: StoreFilters | None = None) -> list[SearchHit]:
+        return self.searcher.search_dense(vector, k, filters)
+
+    def search_bm25(self, text: str, k: int, filters: StoreFilters | None = None) -> list[SearchHit]:
+        return self.searcher.search_bm25(text, k, filters)
+
+    def search_both(self, vector: np.ndarray, text: str, k: int,
+                    filters: StoreFilters | None = None) -> tuple[list[SearchHit], list[SearchHit]]:
+        """`search_dense(vector)` and `search_bm25(text)` judged by one registry view (one read, or none)."""
+        return self.searcher.search_both(vector, text, k, filters)

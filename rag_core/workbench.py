@@ -1,0 +1,65 @@
+"""A knowledge base wired together (`Workbench`), and what opens workbenches and stores (`Factories`).
+
+`rag_core.bootstrap` is the only place that builds real adapters. The code that opens knowledge bases on its
+own (kb.manage, kb.pool, evaluation, rebuild) is handed a `Factories` that bootstrap made
+(`bootstrap.factories(env)`), the way Cosmic Python's bootstrap injects what handlers need: nothing outside
+the entry points imports bootstrap, and a test can hand in other factories (a store that fails, an embedder
+that counts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Protocol
+
+if TYPE_CHECKING:
+    from .config import Settings
+    from .ingest import Ingestor
+    from .ports import ChunkStore, Embedder, KnowledgeBaseCatalog, Reranker
+    from .records import KnowledgeBase
+    from .retrieval import KnowledgeRetriever
+    from .store import MilvusStore
+
+
+@dataclass
+class Workbench:
+    """Everything wired together for one knowledge base; what the CLI, the app and the tests use. `settings`
+    are the knowledge base's (its own values applied, milvus.collection naming it)."""
+
+    settings: Settings
+    embedder: Embedder
+    store: ChunkStore
+    ingestor: Ingestor
+    retriever: KnowledgeRetriever
+    kb: KnowledgeBase | None = None  # the catalog entry it was opened from
+    made: bool = False  # that entry was written by this open (the default knowledge base, made on first use)
+
+    def close(self) -> None:
+        self.store.close()
+
+
+class OpenWorkbench(Protocol):
+    """`bootstrap.build_workbench` with its environment given: the knowledge base `settings` choose, opened."""
+
+    def __call__(self, settings: Settings, embedder: Embedder | None = None, *, migrate: bool = False,
+                 kb: KnowledgeBase | None = None) -> Workbench: ...
+
+
+@dataclass(frozen=True)
+class Factories:
+    """The adapters' constructors, each bootstrap's function of that name with the environment (secrets) given:
+
+    - `open_catalog(settings)`: the catalog of knowledge bases, on a connection of its own (close it);
+    - `connect_store(settings, collection)`: a store on a collection of the database, not opened;
+    - `open_source_store(settings, collection)`: another knowledge base's store, opened to read (close it);
+    - `build_embedder(settings)`, `build_reranker(settings)` (None for rerank.provider = none);
+    - `build_workbench(settings, embedder=None, *, migrate=False, kb=None)`: a knowledge base, opened;
+    - `open_eval_store(settings, collection, embedder)`: an isolated evaluation index, opened."""
+
+    open_catalog: Callable[[Settings], KnowledgeBaseCatalog]
+    connect_store: Callable[[Settings, str], MilvusStore]
+    open_source_store: Callable[[Settings, str], MilvusStore]
+    build_embedder: Callable[[Settings], Embedder]
+    build_reranker: Callable[[Settings], Reranker | None]
+    build_workbench: OpenWorkbench
+    open_eval_store: Callable[[Settings, str, Embedder], MilvusStore]

@@ -1,0 +1,76 @@
+"""`search` and `explain` on the command line (in process, same code path as `python -m rag_core`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rag_core.cli import main
+from tests.helpers import SAMPLE_KB
+
+pytestmark = pytest.mark.milvus  # opens Milvus Lite in its tests: not in `make test-unit`
+
+DOCS = ["runbooks/cpu_high.md", "runbooks/disk_full.md", "policies/oncall_zh.md"]
+
+
+def run(capsys, data: Path, *argv: str) -> tuple[int, str, str]:
+    code = main(["--data-dir", str(data), *argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("cli-retrieval")
+    assert main(["--data-dir", str(path), "ingest", *(str(SAMPLE_KB / d) for d in DOCS), "--prefix", "kb",
+                 "--quiet"]) == 0
+    return path
+
+
+def test_search_json_carries_rerank_fields_and_structured_drops(data, capsys):
+    code, out, err = run(capsys, data, "search", "disk space cleanup", "--retrieve-k", "10", "--return-n", "3",
+                         "--json")
+    result = json.loads(out)
+    assert code == 0 and err == ""
+    assert result["rerank"] is None and result["warnings"] == [] and result["params"]["rerank"]["enabled"]
+    for h in result["raw_hits"]:
+        assert h["fused_rank"] == h["rank"] and h["rerank_score"] is None
+        assert (h["drop"] is None) == (h["status"] == "kept")
+        if h["drop"]:
+            assert h["drop"]["kind"] == h["fate"]
+    assert {d["reason"] for d in result["dropped"]} == {h["status"] for h in result["raw_hits"] if h["drop"]}
+
+
+def test_explain_prints_the_verdict_and_every_chunk(data, capsys):
+    code, out, _ = run(capsys, data, "explain", "How do I free disk space?", "--expect", "kb/oncall_zh.md",
+                       "--retrieve-k", "5", "--return-n", "3")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].startswith("kb/oncall_zh.md is not in the evidence.")
+    assert "Smallest change: retrieve-k ≥" in lines[0]
+    rows = [line for line in lines if "kb/oncall_zh.md#chunk-" in line and line.startswith("*")]
+    assert len(rows) >= 5 and all("beyond retrieve-k (5)" in r for r in rows)
+
+
+def test_explain_json_and_an_answer_without_a_document(data, capsys):
+    code, out, _ = run(capsys, data, "explain", "what to do when the disk is full", "--answer", "DiskSpaceLow",
+                       "--json")
+    result = json.loads(out)
+    assert code == 0 and result["doc_id"] == "kb/disk_full.md" and result["answer"]["found"]
+    assert {"verdict", "cause", "fix", "chunks", "evidence", "depth"} <= result.keys()
+    holders = set(next(iter(result["answer"]["spans"]))["chunks"])
+    assert {c["chunk_index"] for c in result["chunks"] if c["target"]} >= holders
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["explain", "disk", "--expect", "kb/nope.md"], "error: No document 'kb/nope.md' in the knowledge base"),
+    (["explain", "disk", "--expect", "kb/disk_full.md#chunk-99"], "error: kb/disk_full.md has chunks 0 to 12; there is no chunk-99."),
+    (["explain", "disk"], "error: Say what was expected"),
+    (["explain", "  ", "--expect", "kb/disk_full.md"], "error: The query is empty"),
+    (["explain", "disk", "--expect", "kb/disk_full.md", "--return-n", "50", "--retrieve-k", "10"],
+     "error: return-n (50) cannot be larger than retrieve-k (10)"),
+])
+def test_explain_bad_input_is_one_clear_line(data, capsys, argv, message):
+    code, out, err = run(capsys, data, *argv)
+    assert code == 2 and out == "" and err.startswith(message) and err.count("\n") == 1

@@ -1,0 +1,108 @@
+"""Schema migration: a collection made by an older version is refused with the command that fixes it,
+and `migrate` rebuilds it keeping every vector, surviving a failure at any point."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rag_core.cli import main
+from rag_core.errors import StoreMigrationNeeded
+from rag_core.store import MilvusStore
+from rag_core.store.milvus import schema
+from tests.helpers import SAMPLE_KB, make_workbench
+
+pytestmark = pytest.mark.milvus  # opens Milvus Lite in its tests: not in `make test-unit`
+
+OLD_ANALYZER = {"tokenizer": "jieba", "filter": ["lowercase", {"type": "stemmer", "language": "english"},
+                                                 {"type": "stop", "stop_words": ["_english_"]}]}
+
+
+def vectors(store: MilvusStore) -> dict[str, list[float]]:
+    rows = store.client.query(store.collection, filter="", output_fields=["id", "vector", "content"], limit=16384)
+    return {r["id"]: [round(x, 5) for x in r["vector"]] for r in rows}
+
+
+@pytest.fixture
+def old_kb(tmp_path: Path, local_embedder, monkeypatch) -> Path:
+    """A knowledge base written by a version-1 workbench (old analyzer)."""
+    with monkeypatch.context() as m:
+        m.setattr(schema, "SCHEMA_VERSION", 1)
+        m.setattr(schema, "ANALYZER", OLD_ANALYZER)
+        wb = make_workbench(tmp_path, embedder=local_embedder)
+        assert {r.status for r in wb.ingestor.ingest_paths([SAMPLE_KB / "runbooks"])} == {"added"}
+        wb.close()
+    return tmp_path
+
+
+def test_an_old_collection_is_refused_with_the_fix(old_kb: Path, local_embedder) -> None:
+    with pytest.raises(StoreMigrationNeeded, match=r"python -m rag_core migrate.*keeps every vector"):
+        make_workbench(old_kb, embedder=local_embedder)
+
+
+def test_migrate_keeps_documents_and_vectors(old_kb: Path, local_embedder, monkeypatch) -> None:
+    with monkeypatch.context() as m:
+        m.setattr(schema, "SCHEMA_VERSION", 1)
+        m.setattr(schema, "ANALYZER", OLD_ANALYZER)
+        wb = make_workbench(old_kb, embedder=local_embedder)
+        before_docs, before_vectors = wb.store.list_documents(), vectors(wb.store)
+        wb.close()
+
+    wb = make_workbench(old_kb, embedder=local_embedder, migrate=True)
+    try:
+        assert wb.store.list_documents() == before_docs
+        assert vectors(wb.store) == before_vectors
+        assert wb.store.schema.meta(wb.store.collection)["schema"] == schema.SCHEMA_VERSION
+        assert wb.retriever.lookup("DiskSpaceLow", search=wb.retriever.defaults.search).evidence
+        assert not wb.store.client.has_collection(wb.store.collection + schema.MIGRATING)
+    finally:
+        wb.close()
+    wb = make_workbench(old_kb, embedder=local_embedder)  # opens normally now
+    wb.close()
+
+
+def test_cli_migrate(old_kb: Path, capsys) -> None:
+    assert main(["--data-dir", str(old_kb), "docs"]) == 2
+    assert "python -m rag_core migrate" in capsys.readouterr().err
+    assert main(["--data-dir", str(old_kb), "migrate"]) == 0
+    assert "biz: up to date (4 documents" in capsys.readouterr().out
+    assert main(["--data-dir", str(old_kb), "migrate"]) == 0
+
+
+@pytest.mark.parametrize("fail_on_copy", [1, 2])
+def test_a_failed_migration_loses_nothing_and_the_next_open_finishes(old_kb: Path, local_embedder, monkeypatch,
+                                                                     fail_on_copy: int) -> None:
+    with monkeypatch.context() as m:
+        m.setattr(schema, "SCHEMA_VERSION", 1)
+        m.setattr(schema, "ANALYZER", OLD_ANALYZER)
+        wb = make_workbench(old_kb, embedder=local_embedder)
+        before = vectors(wb.store)
+        wb.close()
+
+    real_copy = schema.Schema.copy_rows
+    calls = {"n": 0}
+
+    def copy_then_fail(self, source, target):
+        calls["n"] += 1
+        if calls["n"] == fail_on_copy:
+            raise RuntimeError("power cut")
+        return real_copy(self, source, target)
+
+    with monkeypatch.context() as m:
+        m.setattr(schema.Schema, "copy_rows", copy_then_fail)
+        with pytest.raises(RuntimeError, match="power cut"):
+            make_workbench(old_kb, embedder=local_embedder, migrate=True)
+    # 1: failed while copying into the temporary collection: the old one is intact, still refused.
+    # 2: failed while copying back: the next open (even without migrate) finishes from the copy.
+    if fail_on_copy == 1:
+        with pytest.raises(StoreMigrationNeeded):
+            make_workbench(old_kb, embedder=local_embedder)
+        wb = make_workbench(old_kb, embedder=local_embedder, migrate=True)
+    else:
+        wb = make_workbench(old_kb, embedder=local_embedder)
+    try:
+        assert vectors(wb.store) == before
+        assert not wb.store.client.has_collection(wb.store.collection + schema.MIGRATING)
+    finally:
+        wb.close()
