@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test,bench]"
+	$(PY) -m pip install --quiet -e ".[test,bench,ocr]"
 	touch $(STAMP)
 
 run: $(STAMP)  ## start the app on http://127.0.0.1:8501 (Milvus Lite + local embedder, no key)

@@ -19,6 +19,7 @@ from .config import Settings, originals_dirs
 from .embedding import Embedder
 from .errors import ConfigError
 from .ingest import Ingestor
+from .loaders import load_options
 from .ports import ChunkStore
 from .records import KnowledgeBase
 from .retrieval import KnowledgeRetriever, MilvusSearchPort, params_from_settings
@@ -175,7 +176,7 @@ def _wire(settings: Settings, embedder: Embedder, store: ChunkStore, reranker: R
     ingestor = Ingestor(store, embedder, max_size=settings["chunk.max-size"], overlap=settings["chunk.overlap"],
                         max_bytes=int(settings["loader.max-file-mb"] * 1024 * 1024),
                         max_text_chars=settings["loader.max-text-chars"],
-                        batch_size=settings["embedding.batch-size"])
+                        batch_size=settings["embedding.batch-size"], load_options=load_options(settings))
     params = params_from_settings(settings)
     retriever = KnowledgeRetriever(MilvusSearchPort(store, embedder, params.search), params, reranker)
     return Workbench(settings, embedder, store, ingestor, retriever, kb)

@@ -42,18 +42,23 @@ Decisions a caller can rely on:
   before) and never crosses sections.
 * `boundary`: "first" (chunk 0), "section" (first chunk of a later section, never overlapped),
   "overlap" (`overlap_chars > 0`), or "no-overlap: <reason>" with one of the `NO_OVERLAP_*` reasons.
+* Records (`records=True`, spreadsheet and CSV rows, one paragraph each): chunks hold whole records packed
+  greedily and never overlap (an overlap would start inside a row, or repeat rows as duplicates), so a chunk
+  starts and ends at a row unless that row alone is longer than `max_size`.
+* Places (`chunk_document`): each chunk gets the `Location` of the pages, slides or rows its [start, end)
+  spans, from the document's places (the place holding `start` through the last one starting before `end`).
 """
 
 from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import fmean
 from typing import Any, Sequence
 
 from rag_core.errors import ChunkingError
-from rag_core.records import Chunk
+from rag_core.records import Chunk, Document, Location, Place, ROW
 
 DEFAULT_MAX_SIZE = 800
 DEFAULT_OVERLAP = 100
@@ -66,6 +71,7 @@ NO_OVERLAP_PREFIX = "no-overlap: "
 NO_OVERLAP_DISABLED = "overlap is 0"
 NO_OVERLAP_SHORT_PREVIOUS = "previous chunk is a single character"
 NO_OVERLAP_WHITESPACE_GAP = "whitespace gap leaves no room"
+NO_OVERLAP_RECORDS = "rows are kept whole"
 
 # `[^\S\n]` is whitespace other than a newline: a stray CR or tab counts as blank, so text that
 # escaped LF normalisation still chunks sensibly (offsets stay exact either way).
@@ -114,8 +120,10 @@ class _Breaks:
     word_starts: list[int]  # first character after each whitespace run
 
 
-def chunk_text(text: str, max_size: int = DEFAULT_MAX_SIZE, overlap: int = DEFAULT_OVERLAP) -> list[Chunk]:
-    """Split `text` into chunks of at most `max_size` characters (see the module docstring)."""
+def chunk_text(text: str, max_size: int = DEFAULT_MAX_SIZE, overlap: int = DEFAULT_OVERLAP, *,
+               records: bool = False) -> list[Chunk]:
+    """Split `text` into chunks of at most `max_size` characters (see the module docstring); `records`: its
+    paragraphs are rows, kept whole and never overlapped."""
     _check_params(max_size, overlap)
     if not text or text.isspace():
         return []
@@ -123,8 +131,36 @@ def chunk_text(text: str, max_size: int = DEFAULT_MAX_SIZE, overlap: int = DEFAU
     breaks = _find_breaks(text)
     chunks: list[Chunk] = []
     for section in sections:
-        _chunk_section(text, section, breaks, max_size, overlap, chunks)
+        _chunk_section(text, section, breaks, max_size, -1 if records else overlap, chunks)
     return chunks
+
+
+def chunk_document(doc: Document, max_size: int = DEFAULT_MAX_SIZE, overlap: int = DEFAULT_OVERLAP) -> list[Chunk]:
+    """`chunk_text` of the document's text, rows kept whole, each chunk with the location it spans."""
+    records = bool(doc.places) and doc.places[0].unit == ROW
+    chunks = chunk_text(doc.text, max_size, overlap, records=records)
+    return locate(chunks, doc.places) if doc.places else chunks
+
+
+def locate(chunks: Sequence[Chunk], places: Sequence[Place]) -> list[Chunk]:
+    """`chunks` with the location each spans: the place holding its start through the last place that starts
+    before its end (a chunk before the first place has none)."""
+    offsets = [p.offset for p in places]
+    out: list[Chunk] = []
+    for chunk in chunks:
+        first = bisect_right(offsets, chunk.start) - 1
+        last = bisect_left(offsets, chunk.end) - 1
+        if last < 0:
+            out.append(chunk)
+            continue
+        first = max(first, 0)
+        spanned = places[first:last + 1]
+        head = spanned[0]
+        sheet = head.sheet if all(p.sheet == head.sheet for p in spanned) else ""
+        location = Location(head.unit, min(p.number for p in spanned), max(p.number for p in spanned), sheet,
+                            any(p.ocr for p in spanned))
+        out.append(replace(chunk, location=location))
+    return out
 
 
 def overlap_summary(chunks: Sequence[Chunk]) -> dict[str, Any]:
@@ -166,6 +202,7 @@ def chunks_to_json(chunks: Sequence[Chunk]) -> list[dict[str, Any]]:
             "heading_path_text": c.heading_path_text,
             "overlap_chars": c.overlap_chars,
             "boundary": c.boundary,
+            "location": c.location.to_dict() if c.location else None,
         }
         for c in chunks
     ]
@@ -371,7 +408,9 @@ def _best_end(breaks: _Breaks, low: int, limit: int) -> int:
 def _overlap_start(
     text: str, breaks: _Breaks, prev_start: int, prev_end: int, new_text: int, overlap: int, max_size: int
 ) -> tuple[int, str]:
-    """Where the next chunk starts inside the previous one, or (-1, reason) when it cannot."""
+    """Where the next chunk starts inside the previous one, or (-1, reason) when it cannot (overlap -1: records)."""
+    if overlap < 0:
+        return -1, NO_OVERLAP_RECORDS
     if overlap == 0:
         return -1, NO_OVERLAP_DISABLED
     room = new_text + 1 - max_size  # the chunk must still reach one new character within max_size

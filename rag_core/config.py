@@ -51,6 +51,14 @@ KEYS: dict[str, Key] = _keys(
     Key("loader.max-file-mb", float, 50.0, "Files larger than this (in MB) are refused.", min=0.001),
     Key("loader.max-text-chars", int, 10_000_000, "Documents with more characters of text are refused; DOCX/PDF "
         "extraction stops as soon as it is passed (decompression bombs).", min=100),
+    Key("loader.max-seconds", float, 600.0, "Seconds reading one file may take, OCR included; checked between pages, "
+        "slides and rows.", min=0.1),
+    Key("loader.ocr-max-pixels", int, 40_000_000, "Largest image (width x height) OCR reads; scanned PDF pages are "
+        "rendered below it.", min=10_000),
+    Key("loader.ocr-max-pages", int, 200, "Most pages of one PDF that OCR reads; a PDF needing more is refused.",
+        min=1),
+    Key("loader.qa-columns", str, "", "Columns of a Q&A sheet or CSV as 'question, answer' headers (e.g. 'Symptom, "
+        "Fix'), besides question/answer, 问题/答案 and the like, which are found by themselves."),
     Key("milvus.uri", str, "", "Milvus URI: a Lite .db path or http(s)://host:19530. "
         "Empty: `<data-dir>/milvus.db`."),
     Key("milvus.collection", str, "biz", "Collection holding the chunks."),

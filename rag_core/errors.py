@@ -21,8 +21,9 @@ class InvalidText(RagError):
 
 # Why a file was refused, for programs (the HTTP API maps them to 413/415/422/400; ingest reports
 # carry them as `error_code`). The message stays the text for people.
+# too_slow: reading passed loader.max-seconds; needs_ocr: an image or a scanned PDF without the OCR extra.
 LOADER_ERROR_CODES = ("too_large", "unsupported", "binary", "undecodable", "bad_name", "empty", "too_much_text",
-                      "symlink_outside")
+                      "symlink_outside", "too_slow", "needs_ocr")
 # Refusals that are a rule applied on purpose, not a broken file: ingest reports them as "skipped".
 SKIPPED_CODES = frozenset({"symlink_outside"})
 

@@ -62,9 +62,9 @@ class IngestProgress:
     file_index: int  # 0-based
     files_total: int
     name: str  # doc_id when known, else the path or upload name
-    stage: str  # "loading" | "embedding" | "done" | "failed" | "skipped"
-    done: int = 0  # chunks embedded so far in this file
-    total: int = 0  # chunks in this file
+    stage: str  # "loading" | "ocr" | "embedding" | "done" | "failed" | "skipped"
+    done: int = 0  # chunks embedded so far in this file (stage "ocr": pages read by OCR so far)
+    total: int = 0  # chunks in this file (stage "ocr": pages to read by OCR)
     fraction: float = 0.0  # overall progress across all files, 0..1, never decreasing
 
 
@@ -131,13 +131,15 @@ class Source:
 class Ingestor:
     def __init__(self, store: ChunkStore, embedder: Embedder, *, max_size: int = 800, overlap: int = 100,
                  max_bytes: int = 50 * 1024 * 1024, batch_size: int = 32,
-                 group_chunks: int = GROUP_CHUNKS, max_text_chars: int = loaders.DEFAULT_MAX_TEXT_CHARS) -> None:
+                 group_chunks: int = GROUP_CHUNKS, max_text_chars: int = loaders.DEFAULT_MAX_TEXT_CHARS,
+                 load_options: loaders.LoadOptions | None = None) -> None:
         self.store = store
         self.embedder = embedder
         self.max_size = max_size
         self.overlap = overlap
         self.max_bytes = max_bytes
         self.max_text_chars = max_text_chars
+        self.load_options = load_options or loaders.LoadOptions()
         self.batch_size = batch_size
         self.group_chunks = group_chunks
         self._locks = DocLocks()
@@ -225,9 +227,9 @@ class Ingestor:
             started = time.perf_counter()
             doc_id = source.name if source.kept_in is not None else ""  # a kept original is named by it
             try:
-                doc, original = self._load(source, prefix)
+                doc, original = self._load(source, prefix, run.ocr_ticker(index, source.name))
                 doc_id = doc.doc_id
-                chunks = chunking.chunk_text(doc.text, self.max_size, self.overlap)
+                chunks = chunking.chunk_document(doc, self.max_size, self.overlap)
                 if not chunks:
                     raise RagError(f"{doc.doc_id}: the document has no text to index.")
             except Exception as exc:  # noqa: BLE001 - one file's failure must not stop the others
@@ -294,8 +296,10 @@ class Ingestor:
     def _embed(self, texts: list[str], on_embedded: Callable[[int], None]) -> np.ndarray:
         return embed_by_length(self.embedder, texts, self.batch_size, on_embedded)
 
-    def _load(self, source: Source, prefix: str) -> tuple[Document, bytes | None]:
-        """The document and the bytes to keep as its original (None: loaded already, nothing to keep)."""
+    def _load(self, source: Source, prefix: str,
+              on_page: Callable[[int, int], None] | None = None) -> tuple[Document, bytes | None]:
+        """The document and the bytes to keep as its original (None: loaded already, nothing to keep).
+        `on_page(done, total)`: pages read by OCR so far, for progress."""
         if source.document is not None:
             return source.document, None
         if source.kept_in is not None:
@@ -304,12 +308,12 @@ class Ingestor:
                 raise OriginalMissing(f"{source.name}: its original file is not kept (lost, or it was indexed "
                                       "from text), so it cannot be rebuilt; ingest it again from its file")
             # The kept original keeps its doc_id exactly, even one ingest would now spell differently.
-            return replace(self._load_bytes(data, source.name), doc_id=source.name), data
+            return replace(self._load_bytes(data, source.name, on_page), doc_id=source.name), data
         if source.data is not None:
             # An upload's name is used as given (normalised, `..` and absolute paths refused), so a
             # browser upload of "cpu_high.md" into folder "runbooks" gets "runbooks/cpu_high.md".
             doc_id = loaders.join_doc_id(prefix, source.name)
-            doc = self._load_bytes(source.data, doc_id)
+            doc = self._load_bytes(source.data, doc_id, on_page)
             return self._earlier_spelling(doc, loaders.legacy_doc_id(source.name, prefix)), source.data
         if source.path is None:
             raise source.failure or RagError(f"{source.name}: nothing to read")
@@ -319,7 +323,7 @@ class Ingestor:
             legacy = loaders.doc_id_for(source.path, source.root, prefix, fold=False)
         except RagError:
             legacy = ""
-        return self._earlier_spelling(self._load_bytes(data, doc_id), legacy), data
+        return self._earlier_spelling(self._load_bytes(data, doc_id, on_page), legacy), data
 
     def _earlier_spelling(self, doc: Document, legacy: str) -> Document:
         """`doc`, or `doc` under the id an earlier release gave its name (`legacy`, see loaders.doc_ids) when a
@@ -330,8 +334,10 @@ class Ingestor:
         indexed = self.store.fingerprints([doc.doc_id, legacy])
         return replace(doc, doc_id=legacy) if legacy in indexed and doc.doc_id not in indexed else doc
 
-    def _load_bytes(self, data: bytes, doc_id: str) -> Document:
-        return loaders.load_bytes(data, doc_id, max_bytes=self.max_bytes, max_text_chars=self.max_text_chars)
+    def _load_bytes(self, data: bytes, doc_id: str, on_page: Callable[[int, int], None] | None = None) -> Document:
+        options = replace(self.load_options, on_page=on_page) if on_page is not None else self.load_options
+        return loaders.load_bytes(data, doc_id, max_bytes=self.max_bytes, max_text_chars=self.max_text_chars,
+                                  options=options)
 
     def indexed_with(self) -> dict[str, str | int]:
         """The settings a new version is indexed with (what `fingerprint` hashes, besides the content)."""
@@ -380,6 +386,10 @@ class _Run:
 
     def tick(self, index: int, name: str, stage: str, done: int = 0, total: int = 0) -> None:
         self.progress(IngestProgress(index, self.total, name, stage, done, total, self._fraction()))
+
+    def ocr_ticker(self, index: int, name: str) -> Callable[[int, int], None]:
+        """Turns "n of m pages read by OCR" into progress events of stage "ocr" for one file."""
+        return lambda done, total: self.tick(index, name, "ocr", done, total)
 
     def embedding_ticker(self, group: list[_Prepared]) -> Callable[[int], None]:
         """Turns "n chunks of the group embedded" into per-file embedding events. The group's chunks

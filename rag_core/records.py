@@ -17,6 +17,47 @@ SEARCH_MODES = ("dense", "bm25", "hybrid")
 FUSIONS = ("rrf", "weighted")
 
 
+PAGE, SLIDE, ROW, IMAGE = "page", "slide", "row", "image"  # the units of a Place (IMAGE: an image file, OCR'd)
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a stretch of a document's text comes from: a page, a slide or a spreadsheet row. It runs from
+    `offset` to the next place's offset (`Document.places` is sorted by offset)."""
+
+    offset: int
+    unit: str  # PAGE | SLIDE | ROW | IMAGE
+    number: int  # 1-based: the page or slide number; a row's number as the spreadsheet shows it
+    sheet: str = ""  # a row's sheet ("" in a CSV)
+    ocr: bool = False  # the text of this page was read from its image (OCR)
+
+
+@dataclass(frozen=True)
+class Location:
+    """The places one chunk spans, as a citation names them: `p. 12`, `pp. 12–13`, `slide 3`, `sheet FAQ, row 4`."""
+
+    unit: str
+    first: int
+    last: int
+    sheet: str = ""
+    ocr: bool = False  # some of it was read by OCR
+
+    @property
+    def label(self) -> str:
+        span = str(self.first) if self.first == self.last else f"{self.first}–{self.last}"
+        plural = self.first != self.last
+        if self.unit == PAGE:
+            return f"{'pp.' if plural else 'p.'} {span}"
+        if self.unit == IMAGE:
+            return "image"
+        name = f"{self.unit}{'s' if plural else ''} {span}"
+        return f"sheet {self.sheet}, {name}" if self.sheet else name
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"unit": self.unit, "first": self.first, "last": self.last, "sheet": self.sheet, "ocr": self.ocr,
+                "label": self.label}
+
+
 @dataclass(frozen=True)
 class Document:
     """A decoded document, ready to chunk. `text` has LF line endings only."""
@@ -24,10 +65,19 @@ class Document:
     doc_id: str  # normalised relative path inside the knowledge base, e.g. "runbooks/cpu_high.md"
     text: str
     file_name: str  # last path component, as uploaded
-    extension: str  # lower-case, without the dot: "md", "txt", "pdf", "docx"
+    extension: str  # lower-case, without the dot: "md", "txt", "pdf", "docx", "xlsx", ...
     size_bytes: int  # size of the original file
-    content_hash: str  # sha256 of `text` (what is indexed), hex
+    # sha256 of `text` (what is indexed), hex; of `text` and `places` when there are places, so a document whose
+    # pages move gets a new version
+    content_hash: str
     encoding: str = "utf-8"  # what the bytes were decoded from (informational)
+    places: tuple[Place, ...] = ()  # pages, slides or rows, sorted by offset; () for plain text
+    notes: tuple[str, ...] = ()  # what a person should know about the reading ("pages 3, 7 have no text ...")
+
+    @property
+    def ocr_pages(self) -> tuple[int, ...]:
+        """The pages (or the image) whose text was read by OCR."""
+        return tuple(p.number for p in self.places if p.ocr)
 
 
 @dataclass(frozen=True)
@@ -44,6 +94,7 @@ class Chunk:
     # Why this chunk starts where it does: "first", "overlap" (overlap_chars > 0), "section" (a new
     # heading section starts; overlap never crosses sections), or "no-overlap: <reason>".
     boundary: str = ""
+    location: Location | None = None  # the pages, slides or rows it spans (documents with places)
 
     @property
     def heading_path_text(self) -> str:
@@ -281,6 +332,7 @@ class Projected:
     content: str
     score: float
     truncated: bool = False
+    location: str = ""  # where in the document, e.g. "p. 12" (Location.label; "" for plain text)
 
 
 @dataclass(frozen=True)

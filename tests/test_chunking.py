@@ -493,6 +493,7 @@ def test_chunks_to_json_is_plain_and_complete() -> None:
         "heading_path_text": "A > B",
         "overlap_chars": 0,
         "boundary": "first",
+        "location": None,
     }
     assert json.loads(json.dumps(chunks_to_json(chunks))) == [row]
 

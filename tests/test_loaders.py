@@ -451,7 +451,8 @@ def test_extension_is_lowercased_and_markdown_kept() -> None:
     assert load_bytes(b"x", "README.MD").extension == "md"
     assert load_bytes(b"x", "notes.markdown").extension == "markdown"
     assert load_bytes(b"x", "NOTES.TXT").file_name == "NOTES.TXT"
-    assert SUPPORTED_EXTENSIONS == ("md", "markdown", "txt", "pdf", "docx")
+    assert SUPPORTED_EXTENSIONS == ("md", "markdown", "txt", "pdf", "docx", "html", "htm", "xlsx", "csv", "tsv",
+                                    "pptx", "png", "jpg", "jpeg")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -517,7 +518,8 @@ def test_oversized_message_in_megabytes() -> None:
 
 def test_unsupported_type() -> None:
     message = refused(load_bytes, b"MZ", "report.exe", expect=())
-    assert message == "report.exe: unsupported file type .exe; supported: .md, .markdown, .txt, .pdf, .docx"
+    assert message == ("report.exe: unsupported file type .exe; supported: .md, .markdown, .txt, .pdf, .docx, .html, "
+                       ".htm, .xlsx, .csv, .tsv, .pptx, .png, .jpg, .jpeg")
     refused(load_bytes, b"x", "Makefile", expect=("Makefile", "no extension", ".md"))
     refused(load_bytes, b"x", "archive.tar.gz", expect=("archive.tar.gz", "unsupported file type .gz"))
 
@@ -617,7 +619,7 @@ def test_iter_files_order_and_filtering(tmp_path: Path) -> None:
     kb = tmp_path / "kb"
     files = [
         "b.md", "a.txt", "A.markdown", "sub/c.md", "sub/z.pdf", "sub2/deep/d.docx",
-        ".hidden.md", ".git/config.md", "sub/.cache/x.md", "image.png", "~$lock.docx", "notes.MD",
+        ".hidden.md", ".git/config.md", "sub/.cache/x.md", "image.gif", "~$lock.docx", "notes.MD",
     ]
     for rel in files:
         (kb / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -674,12 +676,13 @@ def test_pdf_pages_are_separated_by_a_blank_line() -> None:
     assert len(pages) == 2  # the empty middle page adds nothing
     assert "Runbook: CPU high" in pages[0] and "Step 1 (check load)" in pages[0]
     assert pages[1] == "Page three text"
-    assert doc.content_hash == sha256(doc.text)
+    assert [(p.number, doc.text[p.offset:p.offset + 9]) for p in doc.places] == [(1, "Runbook: "), (3, "Page thre")]
+    assert doc.content_hash != sha256(doc.text)  # the pages are part of the version: see load.content_hash
 
 
 def test_pdf_without_text() -> None:
     refused(load_bytes, make_pdf([None, None]), "scans/invoice.pdf",
-            expect=("scans/invoice.pdf", "no extractable text (scanned PDF? run OCR first)"))
+            expect=("scans/invoice.pdf", "no extractable text (its pages are blank)"))
 
 
 def test_pdf_with_user_password_is_refused() -> None:
@@ -915,7 +918,7 @@ def test_loader_error_codes_are_a_closed_set() -> None:
     from rag_core.errors import LOADER_ERROR_CODES
 
     assert set(LOADER_ERROR_CODES) == {"too_large", "unsupported", "binary", "undecodable", "bad_name", "empty",
-                                       "too_much_text", "symlink_outside"}
+                                       "too_much_text", "symlink_outside", "too_slow", "needs_ocr"}
     assert LoaderError("plain").code == ""
     with pytest.raises(ValueError):
         LoaderError("x", code="typo")

@@ -5,6 +5,9 @@ Models write them in several ways; all of these count: `[a#chunk-1]`, `[a#chunk-
 `[a#chunk-1][b#chunk-3]`, `【a#chunk-1】`, `` [`a#chunk-1`] ``, `[document_id: a#chunk-1]`. A markdown link
 `[text](url)` is not a citation. A bracketed token counts when it looks like an evidence key or is one
 of the keys a tool returned, so `[1]` or `[sic]` are ignored rather than flagged.
+
+A citation is shown to a person as its document and, when the chunk has one, its location: `cited_as`
+gives `manual.pdf p. 12` (the evidence key stays what is cited and checked).
 """
 
 from __future__ import annotations
@@ -36,3 +39,9 @@ def check_citations(text: str, returned: Iterable[str]) -> tuple[tuple[str, ...]
     returned_keys = set(returned)
     cited = extract_citations(text, returned_keys)
     return (tuple(k for k in cited if k in returned_keys), tuple(k for k in cited if k not in returned_keys))
+
+
+def cited_as(source: str, location: str = "") -> str:
+    """How a citation reads to a person: the document, and the pages, slides or rows when known
+    (`manual.pdf p. 12`, `deck.pptx slide 3`, `faq.xlsx sheet FAQ, row 7`)."""
+    return f"{source} {location}" if location else source

@@ -174,5 +174,6 @@ def compose(question: str, items: Sequence[Projected], max_quotes: int = MAX_QUO
     lines = []
     for q in quotes:
         text = q.text if len(q.text) <= MAX_QUOTE_CHARS else q.text[: MAX_QUOTE_CHARS - 1].rstrip() + "…"
-        lines.append(f"- “{text}” [{q.document_id}]" if zh else f"- \"{text}\" [{q.document_id}]")
+        where = f" ({items[q.rank].location})" if items[q.rank].location else ""  # "p. 12": the page to open
+        lines.append(f"- “{text}” [{q.document_id}]{where}" if zh else f"- \"{text}\" [{q.document_id}]{where}")
     return f"{head}\n\n" + "\n".join(lines) + f"\n\n{HINT_ZH if zh else HINT_EN}"

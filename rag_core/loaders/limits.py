@@ -1,5 +1,5 @@
-"""How much one document may cost: bytes read (`loader.max-file-mb`) and characters of text
-(`loader.max-text-chars`).
+"""How much one document may cost: bytes read (`loader.max-file-mb`), characters of text
+(`loader.max-text-chars`) and seconds (`loader.max-seconds`, checked between pages, slides and rows).
 
 A .docx or .pdf is compressed: a few hundred KB can expand to a hundred million characters (a
 "decompression bomb"). So the text limit is enforced *while* extracting: `TextBudget` counts
@@ -10,6 +10,7 @@ extractor must parse first (DOCX XML, PDF content streams) is bounded before it 
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from ..errors import LoaderError
@@ -17,6 +18,7 @@ from ..errors import LoaderError
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 # 10 million characters: ~2,000 dense pages, ~12,500 chunks of 800; a minute of local embedding.
 DEFAULT_MAX_TEXT_CHARS = 10_000_000
+DEFAULT_MAX_SECONDS = 600.0  # OCR reads ~1 page/s on 2 cores (bench/formats.py): 200 scanned pages fit
 # Markup per character of text: Word XML spends ~5-15 bytes per character (runs, properties, rsids),
 # PDF content streams 1-5 (text operators, positioning). 32 leaves room for heavy formatting.
 MARKUP_BYTES_PER_CHAR = 32
@@ -59,11 +61,25 @@ def too_much_markup(name: str, what: str, size: int, max_text_chars: int) -> Loa
 
 @dataclass
 class TextBudget:
-    """Characters extracted so far from one document; `add` stops the extraction past the limit."""
+    """Characters extracted so far from one document; `add` stops the extraction past the limit, `tick` when
+    reading has taken longer than `seconds`."""
 
     name: str
     limit: int
     used: int = 0
+    seconds: float = DEFAULT_MAX_SECONDS
+    started: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.started = self.started or time.monotonic()
+
+    def tick(self, where: str = "") -> None:
+        """Stop (raise) when reading has taken longer than allowed; `where` says how far it got."""
+        elapsed = time.monotonic() - self.started
+        if elapsed > self.seconds:
+            at = f" (stopped at {where})" if where else ""
+            raise LoaderError(f"{self.name}: reading took longer than {self.seconds:g} seconds{at}; split it into "
+                              "smaller files or raise the setting loader.max-seconds", code="too_slow")
 
     def add(self, chars: int) -> None:
         self.used += chars

@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import stat
 from pathlib import Path
+from typing import Sequence
 
 from ..errors import LoaderError
-from ..records import Document
+from ..records import Document, Place
 from .doc_ids import doc_id_for, normalize_doc_id
-from .formats import TEXT_EXTENSIONS, extension_or_raise
+from .formats import HTML_EXTENSIONS, TABLE_EXTENSIONS, TEXT_EXTENSIONS, extension_or_raise
+from .html import html_text
 from .limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_TEXT_CHARS, TextBudget, too_big
+from .ocr import image_text
+from .options import LoadOptions
 from .pdf import pdf_text
+from .sheets import delimited_text, xlsx_text
+from .slides import pptx_text
 from .text import decode_text
 from .word import docx_text
 
@@ -24,13 +31,14 @@ def load_path(
     prefix: str = "",
     max_bytes: int = DEFAULT_MAX_BYTES,
     max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
+    options: LoadOptions | None = None,
 ) -> Document:
     """Read and decode one file. The size is checked before reading, so huge files cost nothing.
 
     With a `root` (a folder being ingested), a symbolic link is followed only when its target is inside
     that folder: a link out of it (`passwd.md -> /etc/passwd`) is refused with code "symlink_outside"."""
     doc_id, data = read_path(path, root, prefix=prefix, max_bytes=max_bytes)
-    return load_bytes(data, doc_id, max_bytes=max_bytes, max_text_chars=max_text_chars)
+    return load_bytes(data, doc_id, max_bytes=max_bytes, max_text_chars=max_text_chars, options=options)
 
 
 def read_path(path: Path, root: Path | None = None, *, prefix: str = "",
@@ -73,21 +81,25 @@ def read_path(path: Path, root: Path | None = None, *, prefix: str = "",
 
 
 def load_bytes(data: bytes, doc_id: str, *, max_bytes: int = DEFAULT_MAX_BYTES,
-               max_text_chars: int = DEFAULT_MAX_TEXT_CHARS) -> Document:
+               max_text_chars: int = DEFAULT_MAX_TEXT_CHARS, options: LoadOptions | None = None) -> Document:
     """Turn the bytes of one file into a `Document`; `doc_id` also gives the name and the type.
 
     `max_bytes` usually comes from the setting `loader.max-file-mb` (`int(mb * 1024 * 1024)`),
-    `max_text_chars` from `loader.max-text-chars`: DOCX and PDF extraction stops as soon as it is passed.
+    `max_text_chars` from `loader.max-text-chars`: extraction stops as soon as it is passed; `options`
+    (`load_options(settings)`) from the other `loader.*` settings (time, OCR, Q&A columns).
     """
     doc_id = normalize_doc_id(doc_id)
     ext = extension_or_raise(doc_id)
+    options = options or LoadOptions()
     data = bytes(data)
     size = len(data)
     if size > max_bytes:
         raise too_big(doc_id, size, max_bytes)
     if size == 0:
         raise LoaderError(f"{doc_id}: the file is empty (0 bytes); nothing to index", code="empty")
-    budget = TextBudget(doc_id, max_text_chars)
+    budget = TextBudget(doc_id, max_text_chars, seconds=options.max_seconds)
+    places: tuple[Place, ...] = ()
+    notes: tuple[str, ...] = ()
     if ext in TEXT_EXTENSIONS:
         text, encoding = decode_text(data, doc_id)
         if not text:
@@ -98,9 +110,20 @@ def load_bytes(data: bytes, doc_id: str, *, max_bytes: int = DEFAULT_MAX_BYTES,
                 f"{doc_id}: the file contains only whitespace ({size} bytes); nothing to index", code="empty"
             )
     elif ext == "pdf":
-        text, encoding = pdf_text(data, doc_id, budget), "pdf"
-    else:
+        text, places, notes = pdf_text(data, doc_id, budget, options)
+        encoding = "pdf+ocr" if any(p.ocr for p in places) else "pdf"
+    elif ext == "docx":
         text, encoding = docx_text(data, doc_id, budget), "docx"
+    elif ext in HTML_EXTENSIONS:
+        text, encoding = html_text(data, doc_id, budget)
+    elif ext == "xlsx":
+        (text, places), encoding = xlsx_text(data, doc_id, budget, options), "xlsx"
+    elif ext in TABLE_EXTENSIONS:
+        text, encoding, places = delimited_text(data, doc_id, ext, budget, options)
+    elif ext == "pptx":
+        (text, places), encoding = pptx_text(data, doc_id, budget), "pptx"
+    else:  # an image (formats.IMAGE_EXTENSIONS)
+        (text, places), encoding = image_text(data, doc_id, budget, options), "ocr"
     budget.check(text)
     return Document(
         doc_id=doc_id,
@@ -108,9 +131,21 @@ def load_bytes(data: bytes, doc_id: str, *, max_bytes: int = DEFAULT_MAX_BYTES,
         file_name=doc_id.rsplit("/", 1)[-1],
         extension=ext,
         size_bytes=size,
-        content_hash=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        content_hash=content_hash(text, places),
         encoding=encoding,
+        places=places,
+        notes=notes,
     )
+
+
+def content_hash(text: str, places: Sequence[Place] = ()) -> str:
+    """sha256 of the text, and of where its pages, slides or rows start when it has them (so a re-read that
+    finds the same text on other pages makes a new version)."""
+    digest = hashlib.sha256(text.encode("utf-8"))
+    if places:
+        digest.update(b"\x00" + json.dumps([[p.offset, p.unit, p.number, p.sheet, p.ocr] for p in places],
+                                            ensure_ascii=False).encode("utf-8"))
+    return digest.hexdigest()
 
 
 def _inside(path: Path, root: Path) -> os.stat_result | None:

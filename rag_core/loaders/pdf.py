@@ -1,26 +1,104 @@
-"""PDF -> text with pypdf: pages joined by a blank line; encrypted and damaged files refused clearly.
+"""PDF -> text, one `Place` per page (so every chunk knows its pages), tables kept with their header row, and
+the pages without a text layer read by OCR.
 
-Extraction is bounded (see `limits`): each page's content streams are measured before pypdf parses
-them, and the characters pypdf produces are counted as it goes, so a small PDF that expands to
-millions of characters stops at the limit instead of filling memory.
+Three readers, each for what it does best (measured in bench/formats.py): pypdf extracts the text (143 pages/s
+here, and its page content is measured before it parses it, see below); pdfplumber finds ruled tables (it
+is 20x slower, so it reads only the pages pypdfium2 finds lines drawn on); pypdfium2 (PDFium, BSD/Apache)
+renders the pages without text for OCR. PyMuPDF is faster still but AGPL, so it is not used.
+
+Tables: a table is written as Markdown tables that each start with its header row (`html.table_blocks`),
+in its place among the page's text. A table that runs on from the previous page (the previous page ended with
+a table of as many columns, and this one starts with it) takes that table's header; a header row the PDF
+repeats is dropped, since every block carries it anyway.
+
+Pages without text: those that draw something (an image or paths) are OCR'd page by page when the `ocr` extra
+is installed (`loaders.ocr`), their places marked `ocr`; a mixed PDF OCRs only those pages. Without the
+extra a PDF with no text at all is refused naming the extra, and a mixed one is read without those pages,
+with a note saying which were not read.
+
+Extraction is bounded (see `limits`): each page's content streams are measured before pypdf parses them,
+and the characters pypdf produces are counted as it goes, so a small PDF that expands to millions of
+characters stops at the limit instead of filling memory; the deadline is checked before every page.
 """
 
 from __future__ import annotations
 
 import io
+import re
 from typing import Any
 
 from ..errors import LoaderError
+from ..records import PAGE, Place
 from .extracted import clean_extracted, reason
+from .html import table_blocks
 from .limits import TextBudget, markup_limit, too_much_markup
+from .ocr import needs_ocr, ocr_available, read_image
+from .options import LoadOptions
+
+OCR_DPI = 200  # rendering resolution of a page for OCR (measured: 150 dpi loses small print, 300 is slower)
+MIN_RULES = 4  # paths drawn on a page before pdfplumber looks for a table on it
+_PAGE_MARGIN_CHARS = 40  # text above or below a table shorter than this is a running header or page number
+_WS = re.compile(r"\s+")
 
 
-def pdf_text(data: bytes, name: str, budget: TextBudget) -> str:
+def pdf_text(data: bytes, name: str, budget: TextBudget,
+             options: LoadOptions | None = None) -> tuple[str, tuple[Place, ...], tuple[str, ...]]:
+    """(text, one place per page with text, notes)."""
+    options = options or LoadOptions()
     if b"%PDF-" not in data[:1024]:
         raise LoaderError(
             f"{name}: is not a PDF file (no %PDF- header); it may be another type of file renamed to .pdf",
             code="unsupported",
         )
+    texts = _pypdf_pages(data, name, budget)
+    try:
+        drawn = _drawn_pages(data)
+        tables = [i for i, (_, paths) in enumerate(drawn) if paths >= MIN_RULES and texts[i]]
+        if tables:
+            _read_tables(data, tables, texts, budget)
+    except LoaderError:
+        raise
+    except Exception as exc:  # pdfium / pdfminer fail on a file pypdf could read: keep what pypdf read
+        drawn = [(False, 0) for _ in texts]
+        notes = [f"tables and pages without a text layer were not looked for ({reason(exc)})"]
+    else:
+        notes = []
+    scanned = [i for i, text in enumerate(texts) if not text and any(drawn[i])]
+    ocr_done: set[int] = set()
+    if scanned:
+        if not ocr_available():
+            if len(scanned) == len(texts) or not any(texts):
+                raise needs_ocr(name, f"the PDF has no text layer on its {len(texts)} page{'s' * (len(texts) > 1)} "
+                                      "(a scanned PDF)")
+            many = len(scanned) > 1
+            notes.append(f"page{'s' * many} {_numbers(scanned)} {'have' if many else 'has'} no text layer and "
+                         f"{'were' if many else 'was'} not read: OCR needs the optional extra (pip install \".[ocr]\")")
+        else:
+            _ocr_pages(data, name, scanned, texts, budget, options)
+            ocr_done = {i for i in scanned if texts[i]}
+    parts: list[str] = []
+    places: list[Place] = []
+    size = 0
+    for i, text in enumerate(texts):
+        if text:
+            offset = size + (2 if parts else 0)
+            places.append(Place(offset, PAGE, i + 1, ocr=i in ocr_done))
+            parts.append(text)
+            size = offset + len(text)
+    if not parts:
+        what = "OCR found no text either" if scanned and ocr_available() else "its pages are blank"
+        raise LoaderError(f"{name}: no extractable text ({what}); nothing to index", code="empty")
+    return "\n\n".join(parts), tuple(places), tuple(notes)
+
+
+def _numbers(indexes: list[int]) -> str:
+    shown = ", ".join(str(i + 1) for i in indexes[:20])
+    return shown + (f" and {len(indexes) - 20} more" if len(indexes) > 20 else "")
+
+
+# --- text (pypdf) -------------------------------------------------------------------------------
+
+def _pypdf_pages(data: bytes, name: str, budget: TextBudget) -> list[str]:
     from pypdf import PdfReader
     from pypdf.errors import DependencyError
 
@@ -41,7 +119,8 @@ def pdf_text(data: bytes, name: str, budget: TextBudget) -> str:
                     f"{name}: the PDF is password-protected; remove the password (for example print "
                     "it to a new PDF) and upload it again", code="undecodable"
                 )
-        for page in reader.pages:
+        for number, page in enumerate(reader.pages, start=1):
+            budget.tick(f"page {number}")
             # pypdf parses a page's whole content stream before it extracts anything: measure it first.
             markup += _content_bytes(page)
             if markup > markup_limit(budget.limit):
@@ -49,7 +128,7 @@ def pdf_text(data: bytes, name: str, budget: TextBudget) -> str:
             page_text = clean_extracted(_extract(page, budget) or "").strip()
             if page_text:
                 budget.add(len(page_text) + 2)  # + the blank line between pages
-                pages.append(page_text)
+            pages.append(page_text)
     except LoaderError:
         raise
     except Exception as exc:  # pypdf raises many exception types on damaged files
@@ -57,9 +136,7 @@ def pdf_text(data: bytes, name: str, budget: TextBudget) -> str:
             f"{name}: could not read the PDF ({reason(exc)}); the file may be damaged: open it and "
             "save or export it again", code="undecodable"
         ) from exc
-    if not pages:
-        raise LoaderError(f"{name}: no extractable text (scanned PDF? run OCR first)", code="empty")
-    return "\n\n".join(pages)
+    return pages
 
 
 def _extract(page: Any, budget: TextBudget) -> str:
@@ -85,3 +162,122 @@ def _content_bytes(page: Any) -> int:
     obj = contents.get_object()
     parts = [o.get_object() for o in obj] if isinstance(obj, ArrayObject) else [obj]
     return sum(len(p.get_data()) for p in parts if isinstance(p, StreamObject))
+
+
+# --- what is drawn (pypdfium2) ------------------------------------------------------------------
+
+def _drawn_pages(data: bytes) -> list[tuple[bool, int]]:
+    """Per page: (draws an image, how many paths it draws). Reads the page objects only, renders nothing."""
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as raw
+
+    pdf = pdfium.PdfDocument(data, password="")
+    try:
+        out = []
+        for page in pdf:
+            images = paths = 0
+            for obj in page.get_objects(max_depth=2):
+                if obj.type == raw.FPDF_PAGEOBJ_IMAGE:
+                    images += 1
+                elif obj.type == raw.FPDF_PAGEOBJ_PATH:
+                    paths += 1
+            out.append((images > 0, paths))
+            page.close()
+        return out
+    finally:
+        pdf.close()
+
+
+# --- tables (pdfplumber) ------------------------------------------------------------------------
+
+def _read_tables(data: bytes, indexes: list[int], texts: list[str], budget: TextBudget) -> None:
+    """Rewrite the pages at `indexes` that hold ruled tables: their text around the tables, and the tables."""
+    import pdfplumber
+
+    open_table: tuple[list[str], int] | None = None  # header and page index of a table ending its page
+    with pdfplumber.open(io.BytesIO(data), password="") as pdf:
+        for i in indexes:
+            budget.tick(f"the tables of page {i + 1}")
+            page = pdf.pages[i]
+            found = sorted(page.find_tables(), key=lambda t: t.bbox[1])
+            if not found:
+                continue
+            carried = open_table if open_table is not None and open_table[1] == i - 1 else None
+            blocks: list[str] = []
+            x0, top, x1, bottom = page.bbox
+            cursor = top
+            for n, table in enumerate(found):
+                above = _region_text(page, (x0, cursor, x1, max(cursor, table.bbox[1])))
+                rows = [[_cell(c) for c in row] for row in table.extract()]
+                rows = [r for r in rows if any(r)]
+                if not rows:
+                    continue
+                header: list[str] | None = None
+                if n == 0 and carried is not None and len(carried[0]) == len(rows[0]) \
+                        and len(above) < _PAGE_MARGIN_CHARS:
+                    header = carried[0]
+                    if rows[0] == header:  # the PDF repeats the header row on the new page
+                        rows = rows[1:]
+                    above = ""  # a running header above a continued table
+                if above:
+                    blocks.append(above)
+                if header is None:
+                    header, rows = rows[0], rows[1:]
+                blocks += table_blocks(header, rows) if rows or header else []
+                cursor = table.bbox[3]
+                open_table = (header, i)
+            below = _region_text(page, (x0, cursor, x1, bottom))
+            if len(below) >= _PAGE_MARGIN_CHARS:
+                open_table = None  # the page goes on after its last table: a table on the next one is new
+            if below:
+                blocks.append(below)
+            text = clean_extracted("\n\n".join(blocks)).strip()
+            budget.add(max(0, len(text) - len(texts[i])))
+            texts[i] = text
+
+
+def _region_text(page: Any, bbox: tuple[float, float, float, float]) -> str:
+    if bbox[3] - bbox[1] < 1:
+        return ""
+    return clean_extracted(page.crop(bbox).extract_text() or "").strip()
+
+
+def _cell(value: str | None) -> str:
+    return _WS.sub(" ", value or "").strip().replace("|", "\\|")
+
+
+# --- OCR (pypdfium2 renders, loaders.ocr reads) ----------------------------------------------------
+
+def _ocr_pages(data: bytes, name: str, indexes: list[int], texts: list[str], budget: TextBudget,
+               options: LoadOptions) -> None:
+    import pypdfium2 as pdfium
+
+    if len(indexes) > options.ocr_max_pages:
+        raise LoaderError(f"{name}: {len(indexes)} pages have no text layer and need OCR, more than the "
+                          f"{options.ocr_max_pages} one PDF may have (setting loader.ocr-max-pages); split the PDF or "
+                          "raise the setting", code="too_large")
+    pdf = pdfium.PdfDocument(data, password="")
+    i = indexes[0]
+    try:
+        for done, i in enumerate(indexes):
+            budget.tick(f"OCR of page {i + 1}, {done} of {len(indexes)} pages done")
+            if options.on_page is not None:
+                options.on_page(done, len(indexes))
+            page = pdf[i]
+            width, height = page.get_size()  # points: 1/72 inch
+            scale = min(OCR_DPI / 72, (options.ocr_max_pixels / max(1.0, width * height)) ** 0.5)
+            image = page.render(scale=scale).to_pil().convert("RGB")
+            page.close()
+            text = read_image(image).strip()
+            if text:
+                budget.add(len(text) + 2)
+            texts[i] = text
+        if options.on_page is not None:
+            options.on_page(len(indexes), len(indexes))
+    except LoaderError:
+        raise
+    except Exception as exc:  # rendering or the OCR model failed on this page
+        raise LoaderError(f"{name}: OCR of page {i + 1} failed ({reason(exc)}); the page may be damaged: open the "
+                          "PDF and save or print it again", code="undecodable") from exc
+    finally:
+        pdf.close()

@@ -13,6 +13,7 @@ import re
 import unicodedata
 
 from ..errors import LoaderError
+from .formats import SUPPORTED_TEXT
 from .legacy import SAMPLE, TEXT_CONTROL, decode_legacy
 
 _BOMS: tuple[tuple[bytes, str, str], ...] = (
@@ -27,11 +28,12 @@ _BOMS: tuple[tuple[bytes, str, str], ...] = (
 # (magic bytes, what it is, what to do). Checked only for text types.
 _MAGIC: tuple[tuple[bytes, str, str], ...] = (
     (b"%PDF-", "a PDF file", "rename it to .pdf"),
-    (b"PK\x03\x04", "a ZIP package (.docx, .xlsx, .zip)", "if it is a Word document, rename it to .docx"),
+    (b"PK\x03\x04", "a ZIP package (.docx, .xlsx, .pptx, .zip)",
+     "if it is an Office document, rename it to .docx, .xlsx or .pptx after what it is"),
     (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an old Office file (.doc, .xls) or an encrypted Office file",
      "save it as .docx without a password"),
-    (b"\x89PNG\r\n\x1a\n", "a PNG image", ""),
-    (b"\xff\xd8\xff", "a JPEG image", ""),
+    (b"\x89PNG\r\n\x1a\n", "a PNG image", "rename it to .png (images are read by OCR)"),
+    (b"\xff\xd8\xff", "a JPEG image", "rename it to .jpg (images are read by OCR)"),
     (b"GIF87a", "a GIF image", ""),
     (b"GIF89a", "a GIF image", ""),
     (b"\x7fELF", "an ELF executable", ""),
@@ -47,7 +49,7 @@ _BINARY_CONTROL_SHARE = 0.01  # more than 1% control characters: not text
 
 
 def _not_text(name: str, what: str, advice: str = "") -> LoaderError:
-    advice = advice or "only text (.md, .markdown, .txt), .pdf and .docx files can be indexed"
+    advice = advice or f"it cannot be read as text; supported file types: {SUPPORTED_TEXT}"
     return LoaderError(f"{name}: looks like a binary file ({what}), not text; {advice}", code="binary")
 
 

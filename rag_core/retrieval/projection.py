@@ -57,5 +57,6 @@ def project(evidence: Sequence[Candidate], budgets: Budgets) -> Projection:
         content, truncated = _cut(block.content, room)
         used += len(content)
         items.append(Projected(document_id=key, source=block.source, content=content,
-                               score=round(block.score, 6), truncated=truncated))
+                               score=round(block.score, 6), truncated=truncated,
+                               location=str(block.metadata.get("location") or "")))
     return Projection(items=tuple(items), left_out=tuple(left_out))

@@ -162,13 +162,13 @@ class LookupResult:
                 "hit_reasons": list(c.hit_reasons),
                 "channels": {ch: {"rank": r, "score": s} for ch, (r, s) in c.channels.items()},
                 "title": c.metadata.get("title", ""), "heading_path": c.metadata.get("headingPath", ""),
-                "content": c.content,
+                "location": c.metadata.get("location", ""), "content": c.content,
             })
         evidence = [{
             "evidence_key": c.evidence_key, "doc_id": c.doc_id, "chunk_index": c.chunk_index, "source": c.source,
             "score": c.score, "rank": c.rank, "fused_rank": c.rank_before_rerank, "rerank_score": c.rerank_score,
             "content": c.content, "hit_reasons": list(c.hit_reasons),
-            "heading_path": c.metadata.get("headingPath", ""),
+            "heading_path": c.metadata.get("headingPath", ""), "location": c.metadata.get("location", ""),
         } for c in self.evidence]
         return {
             "query": self.query,

@@ -1,6 +1,8 @@
 """What a stored chunk carries, the same in every ChunkStore: its id, its metadata, and the SearchHit
 a search makes of it. The metadata keys are the seed's (`_source`, `_extension`, `_file_name`,
-`chunkIndex`, `totalChunks`, `title`) plus what the workbench shows (offsets, heading path, hashes)."""
+`chunkIndex`, `totalChunks`, `title`) plus what the workbench shows (offsets, heading path, hashes) and, for
+documents with pages, slides or rows, `location` (its label, "pp. 3–4") and `locationSpan` (unit, first, last,
+sheet, ocr: whether some of it was read by OCR)."""
 
 from __future__ import annotations
 
@@ -33,6 +35,9 @@ def stored_chunk(doc: Document, chunk: Chunk, version: str, total: int, ingested
         "chunkHash": hashlib.sha256(chunk.text.encode()).hexdigest(), "ingestedAt": ingested_at,
         "version": version,
     }
+    if chunk.location is not None:  # pages, slides or rows (documents with places): shown with hits and cited
+        metadata["location"] = chunk.location.label
+        metadata["locationSpan"] = chunk.location.to_dict()
     return StoredChunk(id=chunk_row_id(doc.doc_id, version, chunk.chunk_index), doc_id=doc.doc_id,
                        chunk_index=chunk.chunk_index, content=chunk.text, source=doc.doc_id, title=chunk.title[:300],
                        version=version, metadata=metadata)
