@@ -4,12 +4,12 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run serve test test-fast test-unit bench sample clean
+.PHONY: run serve test test-fast test-unit lint bench sample clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test,bench,ocr]"
+	$(PY) -m pip install --quiet -e ".[test,bench,ocr,lint]"
 	touch $(STAMP)
 
 run: $(STAMP)  ## start the app on http://127.0.0.1:8501 (Milvus Lite + local embedder, no key)
@@ -23,6 +23,10 @@ test: $(STAMP)  ## the whole suite: unit, Milvus Lite, AppTest and real-browser 
 
 test-fast: $(STAMP)  ## everything but the real-browser tests
 	$(PY) -m pytest -q -n auto --dist loadfile -m "not e2e"
+
+lint: $(STAMP)  ## ruff (lint and import order) on the code and tests, mypy on rag_core (pyproject.toml)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 test-unit: $(STAMP)  ## the edit-run loop: the tests that need neither Milvus nor a browser (tests/conftest.py)
 	$(PY) -m pytest -q --unit -n auto --dist load

@@ -45,14 +45,14 @@ import textwrap
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
-from bench.common import (REPO, fmt, log, main, percentiles, ratio, record_and_print, scifact_queries,
-                          section, table)
+from bench.common import REPO, fmt, log, main, percentiles, ratio, record_and_print, scifact_queries, section, table
 from bench.latency import fill, texts_pool
 
 SIZE = 10_000

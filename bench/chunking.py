@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from bench.common import REPO, best_of, log, main, need_set, ratio, record_and_print, section, table
 from rag_core.chunking import chunk_text

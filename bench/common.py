@@ -13,9 +13,10 @@ import platform
 import re
 import sys
 import time
-from datetime import datetime, timezone
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
@@ -101,7 +102,7 @@ def result_path(name: str, quick: bool = False) -> Path:
 def save_record(name: str, quick: bool, data: dict[str, Any], path: Path | None = None) -> dict[str, Any]:
     """Write a benchmark's result record (the figures plus machine, load and time) and return it."""
     record = {"benchmark": name, "quick": quick, "machine": machine(), "load": load_note(),
-              "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"), **data}
+              "timestamp": datetime.now(UTC).isoformat(timespec="seconds"), **data}
     path = path or result_path(name, quick)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, ensure_ascii=False, indent=1, default=str) + "\n", encoding="utf-8")

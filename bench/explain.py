@@ -46,11 +46,11 @@ def _tally(explanations: list[Any]) -> dict[str, Any]:
 
 
 def measure(quick: bool = False) -> dict[str, Any]:
+    from rag_core.bootstrap import open_eval_store
     from rag_core.config import load_settings
     from rag_core.embedding.local import LocalUSEEmbedder
     from rag_core.evaluation import collection_name, load_beir
     from rag_core.evaluation import metrics as m
-    from rag_core.bootstrap import open_eval_store
     from rag_core.evaluation.indexing import bulk_index
     from rag_core.retrieval import KnowledgeRetriever, MilvusSearchPort, params_from_settings
     from rag_core.retrieval.explain import explain

@@ -22,8 +22,9 @@ import io
 import re
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from bench.common import best_of, load, log, main, record_and_print, section, table
 from tests.loaders.samples import FIXTURES, cer, png_bytes, render_page, scanned_pdf, table_pdf

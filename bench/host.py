@@ -28,8 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import (REPO, log, main, percentiles, ratio, record_and_print, scifact_queries,
-                          section, table)
+from bench.common import REPO, log, main, percentiles, ratio, record_and_print, scifact_queries, section, table
 from bench.latency import fill, texts_pool
 from rag_core.embedding.local import LocalUSEEmbedder
 from rag_core.retrieval import KnowledgeRetriever, LookupParams, MilvusSearchPort, SearchOptions

@@ -13,7 +13,6 @@ import tempfile
 import time
 from pathlib import Path
 
-
 from bench.common import log, main, need_set, ratio, record_and_print, section, table
 from rag_core.chunking import chunk_text
 from rag_core.embedding.local import LocalUSEEmbedder

@@ -25,13 +25,26 @@ import json
 import os
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
-from bench.common import (load, load_note, log, machine, main, need_set, percentiles, ratio, record_and_print,
-                          result_path, scifact_queries, section, table)
+from bench.common import (
+    load,
+    load_note,
+    log,
+    machine,
+    main,
+    need_set,
+    percentiles,
+    ratio,
+    record_and_print,
+    result_path,
+    scifact_queries,
+    section,
+    table,
+)
 from rag_core.chunking import chunk_text
 from rag_core.embedding.local import LocalUSEEmbedder
 from rag_core.records import Chunk, Document
@@ -195,7 +208,7 @@ def rerank_only(quick: bool = False) -> str:
         raise SystemExit("No latency record to add to: run `python -m bench.latency` first.")
     # The lookup figures keep the machine line of the run that measured them; the stage gets its own.
     record["rerank"] = {**rerank, "measured": {"machine": machine(), "load": load_note(),
-                                               "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds")}}
+                                               "timestamp": datetime.now(UTC).isoformat(timespec="seconds")}}
     result_path("latency", quick).write_text(json.dumps(record, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     text = render(record)
     print(text, flush=True)

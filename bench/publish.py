@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from bench import api, chunking, explain, host, ingest, latency, quality, startup, tradeoff
 from bench.common import REPO, load

@@ -20,8 +20,18 @@ import argparse
 import time
 from typing import Any
 
-from bench.common import (RESULTS, BM25Baseline, load, log, need_set, percentiles, ratio, record_and_print, section,
-                          table)
+from bench.common import (
+    RESULTS,
+    BM25Baseline,
+    load,
+    log,
+    need_set,
+    percentiles,
+    ratio,
+    record_and_print,
+    section,
+    table,
+)
 from rag_core.bootstrap import factories
 from rag_core.chunking import chunk_text
 from rag_core.config import load_settings

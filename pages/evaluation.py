@@ -6,17 +6,14 @@ Widgets and rendering only: parsing, running, scoring, columns and comparisons a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 import ui  # noqa: F401 - every page imports ui first (see ui/__init__.py: direct page URLs)
-from ui.components import embedder_tradeoff
-from ui.lookup import debugger_url
-from ui.state import get_settings, get_workbench, knowledge_bases, selected_kb, shared_embedder
-
 from rag_core.bootstrap import factories
 from rag_core.config import KEYS
 from rag_core.errors import RagError
@@ -27,11 +24,11 @@ from rag_core.evaluation import (
     load_run,
     load_set,
     load_user_set,
+    plots,
     run_evaluation,
     runs_dir,
     save_run,
 )
-from rag_core.evaluation import plots
 from rag_core.evaluation.datasets import DEFAULT_SEED, SAMPLE_KB, SAMPLE_NAME, beir_splits, default_split
 from rag_core.evaluation.params import LABELS, PARAM_SETTINGS, parse_values
 from rag_core.evaluation.report import (
@@ -46,6 +43,9 @@ from rag_core.evaluation.report import (
     wins_losses,
 )
 from rag_core.evaluation.results import new_run_dir, summary_rows
+from ui.components import embedder_tradeoff
+from ui.lookup import debugger_url
+from ui.state import get_settings, get_workbench, knowledge_bases, selected_kb, shared_embedder
 
 LAST_RUN = "eval_last_run"
 PICKS = {"Random sample": "sample", "First N": "limit", "All": "all"}

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from ui.components import embedder_tradeoff, ingest_summary, metric_row, run_ingest
 import ui.state
+from ui.components import embedder_tradeoff, ingest_summary, metric_row, run_ingest
 from ui.state import chat_mode, get_settings, workbench_or_stop
 
 st.title("🧰 RAG workbench")

@@ -12,8 +12,9 @@ workbenches with; evaluation and rebuild take the same `Factories` (or the one f
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Collection, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from .config import Settings, originals_dirs
 from .embedding import Embedder

@@ -9,8 +9,9 @@ does not.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from .records import BOTH, ONLY_A, ONLY_B, Chunk
 

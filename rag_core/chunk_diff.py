@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 from .records import ChangedChunk, Chunk, ChunkDiff, StoredChunk
 

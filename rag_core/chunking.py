@@ -53,12 +53,13 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from statistics import fmean
-from typing import Any, Sequence
+from typing import Any
 
 from rag_core.errors import ChunkingError
-from rag_core.records import Chunk, Document, Location, Place, ROW
+from rag_core.records import ROW, Chunk, Document, Location, Place
 
 DEFAULT_MAX_SIZE = 800
 DEFAULT_OVERLAP = 100

@@ -23,9 +23,10 @@ import math
 import os
 import re
 import tomllib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from .errors import ConfigError
 

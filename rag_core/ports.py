@@ -7,12 +7,27 @@ builds real adapters; everything else depends on these Protocols.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Generator, Iterable, Mapping, Protocol, Sequence, Union, runtime_checkable
+from collections.abc import Generator, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .records import (Alert, AssistantReply, IndexedVersion, KnowledgeBase, LogQuery, LogResult, NewVersion,
-                      RerankResult, SearchHit, SearchOptions, SearchResult, StoredChunk, StoredDocument, WriteResult)
+from .records import (
+    Alert,
+    AssistantReply,
+    IndexedVersion,
+    KnowledgeBase,
+    LogQuery,
+    LogResult,
+    NewVersion,
+    RerankResult,
+    SearchHit,
+    SearchOptions,
+    SearchResult,
+    StoredChunk,
+    StoredDocument,
+    WriteResult,
+)
 
 if TYPE_CHECKING:
     from .remote import Retrying
@@ -62,7 +77,7 @@ class KnowledgeSearchPort(Protocol):
 # ---------------------------------------------------------------------------------------- store
 # Search filters: field -> one value or any of several, e.g. {"doc_id": "a.md"} or {"doc_id": ["a.md", "b.md"]}.
 # Fields: doc_id, source. Values are compared exactly (never parsed), so any string is safe.
-StoreFilters = Mapping[str, Union[str, Sequence[str]]]
+StoreFilters = Mapping[str, str | Sequence[str]]
 STORE_FILTER_FIELDS = ("doc_id", "source")
 
 

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .config import Settings, originals_dirs
 from .errors import RagError
 from .ingest import IngestProgress
 from .records import IngestReport
-from .store.originals.folder import KeptOriginalsFolder, holds_versions, read_folder, read_legacy_folder
 from .store.milvus.schema import check_collection_name
+from .store.originals.folder import KeptOriginalsFolder, holds_versions, read_folder, read_legacy_folder
 from .workbench import Workbench
 
 

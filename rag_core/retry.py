@@ -21,8 +21,9 @@ from __future__ import annotations
 import email.utils
 import random
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 

@@ -11,7 +11,7 @@ in the processes it starts.
 from __future__ import annotations
 
 import os
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 

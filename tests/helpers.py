@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from rag_core.bootstrap import Workbench, build_workbench
 from rag_core.config import load_settings

@@ -3,16 +3,25 @@ the hits, the agent's evidence and its citations; a bomb is refused and loses no
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from rag_core.agent.citations import cited_as
 from rag_core.agent.kb_tool import tool_payload
 from rag_core.loaders import ocr_available
 from tests.helpers import make_workbench
-from tests.loaders.samples import (CJK_FONT, FIXTURES, GBK_CSV, deck, mixed_pdf, patch_package, render_page, table_pdf,
-                                   workbook)
+from tests.loaders.samples import (
+    CJK_FONT,
+    FIXTURES,
+    GBK_CSV,
+    deck,
+    mixed_pdf,
+    patch_package,
+    render_page,
+    table_pdf,
+    workbook,
+)
+
+pytestmark = pytest.mark.milvus  # every test reads the module's knowledge base in Milvus Lite
 
 OCR = ocr_available() and CJK_FONT.is_file()
 

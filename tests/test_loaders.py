@@ -26,9 +26,9 @@ from rag_core.loaders import (
     doc_id_for,
     iter_files,
     join_doc_id,
+    legacy_doc_id,
     load_bytes,
     load_path,
-    legacy_doc_id,
     normalize_doc_id,
 )
 
@@ -259,7 +259,7 @@ def test_normalize_doc_id_length_limit_counts_utf8_bytes() -> None:
 def test_upload_and_folder_ingestion_give_the_same_doc_id(tmp_path: Path) -> None:
     kb = tmp_path / "kb"
     (kb / "runbooks").mkdir(parents=True)
-    content = "# CPU high\n\nRun top.\n".encode()
+    content = b"# CPU high\n\nRun top.\n"
     (kb / "runbooks" / "cpu_high.md").write_bytes(content)
 
     [(file, root)] = iter_files([kb])
@@ -885,7 +885,7 @@ def test_documents_within_the_text_limit_load_and_text_files_are_bounded_too() -
         (b"abc\x00" * 50, "nul.txt", {}, "binary"),
         (bytes(range(1, 32)) * 40, "controls.txt", {}, "binary"),
         (codecs.BOM_UTF16_LE + b"a\x00\x00\xd8b\x00", "bad.txt", {}, "undecodable"),
-        ("héllo wörld ".encode("utf-8") * 30 + b"\xff", "almost.md", {}, "undecodable"),
+        ("héllo wörld ".encode() * 30 + b"\xff", "almost.md", {}, "undecodable"),
         (b"%PDF-1.4\nnot really a pdf", "damaged.pdf", {}, "undecodable"),
         (b"PK\x03\x04 not a zip", "damaged.docx", {}, "undecodable"),
         (b"x", "../escape.md", {}, "bad_name"),

@@ -4,7 +4,8 @@ session state on every rerun, with the same components as the debugger (evidence
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import streamlit as st
 

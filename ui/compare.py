@@ -4,8 +4,9 @@ second chunking's controls and both chunkings aligned by offset (`rag_core.chunk
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import streamlit as st
 

@@ -7,8 +7,9 @@ Every piece of document text goes through `html.escape`, so a document containin
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from rag_core.records import Chunk
 

@@ -8,7 +8,8 @@ so moving the return-n or per-document-cap slider runs `assemble` only (no searc
 
 from __future__ import annotations
 
-from typing import Any, Hashable, Mapping, MutableMapping
+from collections.abc import Hashable, Mapping, MutableMapping
+from typing import Any
 from urllib.parse import urlencode
 
 from rag_core.retrieval import Fetched, KnowledgeRetriever, LookupParams, LookupResult

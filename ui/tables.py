@@ -7,7 +7,8 @@ the debugger and the chat page build their tables from the same data in the same
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 

@@ -6,8 +6,9 @@ the client's message.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Any, Callable
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
 
 from ..clients.prometheus import PrometheusClient
 from ..ports import MetricsClient
@@ -53,7 +54,7 @@ def prometheus_alerts_tool(client: MetricsClient | str, timeout: float = 10.0,
                            now: Callable[[], datetime] | None = None) -> Tool:
     """The tool over a metrics client (or, for convenience, a Prometheus URL)."""
     metrics = PrometheusClient(client, timeout=timeout) if isinstance(client, str) else client
-    clock = now or (lambda: datetime.now(timezone.utc))
+    clock = now or (lambda: datetime.now(UTC))
 
     def query_prometheus_alerts() -> ToolOutput:
         """The alerts currently active (firing or pending) in Prometheus: name, description, state, since when

@@ -13,7 +13,7 @@ gives `manual.pdf p. 12` (the evidence key stays what is cited and checked).
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 _BRACKETS = re.compile(r"\[([^\[\]\n]{1,400})\](?!\()|【([^【】\n]{1,400})】")
 _SEPARATORS = re.compile(r"\s*[,;，；]\s*")

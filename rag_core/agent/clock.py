@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Callable
+from collections.abc import Callable
+from datetime import UTC, datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..errors import ConfigError
@@ -20,7 +20,7 @@ def zone(name: str) -> ZoneInfo:
 
 def clock_tool(tz_name: str = "Asia/Shanghai", now: Callable[[], datetime] | None = None) -> Tool:
     tz = zone(tz_name)
-    clock = now or (lambda: datetime.now(timezone.utc))
+    clock = now or (lambda: datetime.now(UTC))
 
     def get_current_datetime() -> dict[str, str]:
         """The current date and time (ISO 8601, with the UTC offset) and weekday. Use it whenever the answer

@@ -12,8 +12,9 @@ table as the retrieval debugger; `to_dict()` expands it with `LookupResult.to_di
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from ..retrieval import LookupResult
 

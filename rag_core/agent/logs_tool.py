@@ -4,8 +4,9 @@ rag_core.clients.loki), in the chat's time zone, for the model to read.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone, tzinfo
-from typing import Any, Callable
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta, tzinfo
+from typing import Any
 
 from ..ports import LogsClient
 from ..records import LogQuery
@@ -16,10 +17,10 @@ MAX_MINUTES = 7 * 24 * 60
 MAX_LIMIT = 200
 
 
-def logs_tool(client: LogsClient, tz: tzinfo = timezone.utc, now: Callable[[], datetime] | None = None) -> Tool:
+def logs_tool(client: LogsClient, tz: tzinfo = UTC, now: Callable[[], datetime] | None = None) -> Tool:
     """`query_logs` over a logs client. Times the model writes without an offset are read in `tz`
     (chat.timezone, the zone of the date-time tool), and times it gets back are in `tz` too."""
-    clock = now or (lambda: datetime.now(timezone.utc))
+    clock = now or (lambda: datetime.now(UTC))
 
     def query_logs(selector: str, contains: str = "", minutes: int = 60, end: str = "", limit: int = 50) -> ToolOutput:
         """Search application logs in Grafana Loki. Use it when diagnosing an alert or an incident: after

@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any, Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
+from typing import Any
 
 from ..errors import ChatModelError
 from ..ports import ChatModel
@@ -22,7 +23,8 @@ from ..remote import Retrying
 from ..retrieval.retriever import MAX_QUERY_CHARS
 from .citations import check_citations
 from .events import ContentEvent, DoneEvent, ErrorEvent, Event, NoticeEvent, ToolCallEvent, ToolResultEvent
-from .kb_tool import TOOL_NAME as KB_TOOL, shortened_note
+from .kb_tool import TOOL_NAME as KB_TOOL
+from .kb_tool import shortened_note
 from .offline import compose
 from .prompt import SYSTEM_PROMPT
 from .session import Session, Turn

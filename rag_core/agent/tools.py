@@ -28,8 +28,9 @@ import re
 import time
 import types
 import typing
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 from ..errors import InvalidText, RagError
 from ..retrieval import LookupResult

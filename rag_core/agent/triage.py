@@ -16,9 +16,10 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
-from typing import Any, Callable, Generator, Iterator, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from ..errors import ChatModelError, RagError
 from ..ports import ChatModel, LogsClient, MetricsClient
@@ -103,7 +104,7 @@ class Triage:
         self.model = model
         self.logs = logs
         self.max_alerts = max_alerts
-        self._now = now or (lambda: datetime.now(timezone.utc))
+        self._now = now or (lambda: datetime.now(UTC))
         self._new_id = new_id
 
     @property
@@ -140,7 +141,7 @@ class Triage:
         returned: dict[str, None] = {}
         for alert in firing[: self.max_alerts]:
             section = yield from self._investigate(alert, first[alert["name"]], now)
-            returned.update(dict.fromkeys(getattr(p, "document_id") for p in section.evidence))
+            returned.update(dict.fromkeys(p.document_id for p in section.evidence))
             sections.append(section)
         skipped = len(firing) - len(sections)
         yield from self._report(sections, skipped, pending, returned)

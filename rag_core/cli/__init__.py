@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Sequence
 
 from ..config import env_keys, load_settings
 from ..errors import RagError

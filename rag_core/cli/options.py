@@ -4,7 +4,8 @@ setting it overrides, the retrieval debugger's knobs (`search`, `explain`), and 
 from __future__ import annotations
 
 import argparse
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..config import KEYS, Settings
 from ..errors import RagError

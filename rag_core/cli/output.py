@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 EXIT_FAILED_FILES = 1  # the command ran, and some of its files, documents or queries failed (each says why)
 EXIT_ERROR = 2  # an error meant for people: one `error: ...` line on stderr

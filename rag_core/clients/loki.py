@@ -10,8 +10,9 @@ A query is a LogQL stream selector (`{app="order-service", level="error"}`), an 
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
-from typing import Any, Callable
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from ..config import redact_uri
 from ..errors import LogsError
@@ -31,7 +32,7 @@ class LokiClient(RemoteAdapter):
         self._base = url.rstrip("/")
         self._headers = {**({"Authorization": f"Bearer {token}"} if token else {}),
                          **({"X-Scope-OrgID": tenant} if tenant else {})}
-        self._now = now or (lambda: datetime.now(timezone.utc))
+        self._now = now or (lambda: datetime.now(UTC))
         endpoint = Endpoint(f"Loki at {self.where}", "logs", LogsError, path="query_range API",
                             key_env=token_env, has_key=bool(token), url_setting="logs.loki-url",
                             url_hint=" (the server's base URL, without /loki/api/v1)",
@@ -86,7 +87,7 @@ def _lines(payload: Any) -> list[LogLine]:
 
 
 def _utc(when: datetime) -> datetime:
-    return when.astimezone(timezone.utc) if when.tzinfo else when.replace(tzinfo=timezone.utc)
+    return when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def to_ns(when: datetime) -> int:
@@ -95,4 +96,4 @@ def to_ns(when: datetime) -> int:
 
 
 def from_ns(ns: int) -> datetime:
-    return datetime.fromtimestamp(ns // 1_000_000_000, timezone.utc) + timedelta(microseconds=ns % 10**9 // 1000)
+    return datetime.fromtimestamp(ns // 1_000_000_000, UTC) + timedelta(microseconds=ns % 10**9 // 1000)

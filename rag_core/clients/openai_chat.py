@@ -27,14 +27,14 @@ import json
 import random
 import threading
 import time
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generator, Mapping, Sequence
+from typing import Any
 
 from ..config import redact_uri
 from ..errors import ChatModelError
 from ..records import AssistantReply, ToolCallRequest
-from ..remote import (Endpoint, Failure, MalformedReply, RemoteAdapter, Retrying, clip, explain, not_json,
-                      stream_within)
+from ..remote import Endpoint, Failure, MalformedReply, RemoteAdapter, Retrying, clip, explain, not_json, stream_within
 
 __all__ = ["ChatModelConfig", "DASHSCOPE_BASE_URL", "DASHSCOPE_DEFAULT_MODEL", "OpenAIChatModel",
            "StreamAccumulator"]

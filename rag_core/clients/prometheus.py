@@ -8,7 +8,8 @@ with `labels` (`alertname`, ...), `annotations` (`description`, `summary`), `sta
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..config import redact_uri
 from ..errors import MetricsError

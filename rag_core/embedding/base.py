@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from typing import Callable, Generic, Literal, Sequence, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Generic, Literal, TypeVar
 
 import numpy as np
 

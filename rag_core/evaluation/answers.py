@@ -32,10 +32,11 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from ..agent.offline import is_chinese, sentences
 from ..agent.session import Session
@@ -162,7 +163,7 @@ def score_answers(agent: Any, test_set: TestSet | Sequence[TestItem], *, judge: 
     if not items:
         raise EvaluationError(f"The test set {name!r} has no items to ask (every item is dropped, or it is empty).")
     chosen, subset = choose_queries(list(items), sample=sample, seed=seed)
-    started, started_at = time.perf_counter(), datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started, started_at = time.perf_counter(), datetime.now(UTC).isoformat(timespec="seconds")
     report = progress or (lambda _: None)
     asker = JsonAsker(judge, retries=judge_retries, deadline=judge_deadline, clock=clock) if judge else None
     records: list[dict[str, Any]] = []

@@ -47,9 +47,10 @@ import io
 import json
 import os
 import random
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from ..errors import EvaluationError, InvalidText
 from ..records import Document

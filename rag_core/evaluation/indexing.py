@@ -16,9 +16,9 @@ evaluated is exactly what the knowledge base would hold.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 from ..config import Settings
 from ..embedding import Embedder
@@ -49,7 +49,7 @@ def collection_name(documents: Sequence[Document], chunk_size: int, overlap: int
     for part in (str(chunk_size), str(overlap), embedder_name, CHUNKER_VERSION):
         digest.update(part.encode("utf-8") + b"\x00")
     for doc in sorted(documents, key=lambda d: d.doc_id):
-        digest.update(f"{doc.doc_id}\x00{doc.content_hash}\x00".encode("utf-8"))
+        digest.update(f"{doc.doc_id}\x00{doc.content_hash}\x00".encode())
     return f"eval_{digest.hexdigest()[:20]}"
 
 

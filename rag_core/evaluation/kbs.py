@@ -6,8 +6,8 @@ the loaded model) and closed afterwards."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Iterator, Sequence
 
 from ..config import Settings
 from ..errors import EvaluationError

@@ -16,8 +16,9 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from ..errors import EvaluationError, RemoteError
 from ..ports import ChatModel

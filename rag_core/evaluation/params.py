@@ -4,7 +4,8 @@ comma-separated lists people type (the `eval` command's options and the Evaluati
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..errors import EvaluationError
 

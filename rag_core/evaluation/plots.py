@@ -6,7 +6,8 @@ per sweep point) and of `EvalRun.query_rows()` / a point's `queries` (one per qu
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import plotly.graph_objects as go
 

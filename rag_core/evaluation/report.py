@@ -7,8 +7,9 @@ per-query records."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from .params import PARAM_KEYS
 

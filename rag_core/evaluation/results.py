@@ -10,10 +10,11 @@ import csv
 import json
 import platform
 import re
-from datetime import datetime, timezone
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..config import Settings
 from ..errors import EvaluationError
@@ -40,7 +41,7 @@ def runs_dir(settings: Settings) -> Path:
 
 
 def new_run_dir(root: Path, set_name: str) -> Path:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", set_name)[:60] or "set"
     path = root / f"{stamp}-{safe}"
     n = 1

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 from ..config import KEYS, Settings
 from ..embedding import Embedder
@@ -337,7 +338,7 @@ def run_evaluation(eval_set: EvalSet, grid: Grid, settings: Settings, *, factori
     from .results import versions
 
     started = time.perf_counter()
-    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started_at = datetime.now(UTC).isoformat(timespec="seconds")
     report = progress or (lambda _: None)
     on_kbs = bool(knowledge_bases) or live
     points, skipped = grid.points()

@@ -24,10 +24,11 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from ..config import Settings
 from ..errors import EvaluationError
@@ -257,7 +258,7 @@ def list_test_sets(root: Path) -> list[TestSetInfo]:
         except EvaluationError:
             continue
         generators = sorted({i.generator for i in test_set.items} - {""})
-        modified = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).isoformat(timespec="seconds")
+        modified = datetime.fromtimestamp(path.stat().st_mtime, UTC).isoformat(timespec="seconds")
         found.append(TestSetInfo(path.stem, path, len(test_set.items), ",".join(generators) or "manual", modified))
     return found
 

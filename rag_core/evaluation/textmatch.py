@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 _CJK_CLASS = "\u3400-\u9fff\uf900-\ufaff"
 # Whitespace between two of these is dropped: Chinese characters and Chinese (full-width) punctuation.

@@ -14,8 +14,9 @@ import hashlib
 import json
 import time
 import uuid
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from ..errors import StoreError
 from ..records import KnowledgeBase

@@ -21,8 +21,9 @@ import logging
 import shutil
 import threading
 import time
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Collection, Mapping
+from typing import Any
 
 from ..config import Settings, originals_dirs
 from ..errors import KnowledgeBaseError, RagError

@@ -15,7 +15,7 @@ Pure: importable by the settings (`milvus.collection` names the default knowledg
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 CATALOG = "rag_knowledge_bases"  # the catalog's own collection (rag_core.kb.catalog)
 REGISTRY_SUFFIX = "_docs"

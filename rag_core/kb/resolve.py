@@ -14,7 +14,8 @@ whose settings cannot work (an embedder that cannot be built) leaves nothing beh
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from ..config import Settings
 from ..errors import KnowledgeBaseError, KnowledgeBaseNotFound, StoreError

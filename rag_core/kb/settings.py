@@ -10,7 +10,8 @@ Search settings are different: a command's own (`--set rag.fusion=rrf`, `RAG_FUS
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ..config import KEYS, Settings
 from ..errors import ConfigError, KnowledgeBaseError

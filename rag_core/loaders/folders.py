@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from ..errors import LoaderError
 from .formats import SUPPORTED_EXTENSIONS, extension

@@ -17,8 +17,8 @@ each starting with the header row, so a chunk of it still says what its columns 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from ..errors import LoaderError
 from .extracted import clean_extracted, reason

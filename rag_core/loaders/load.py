@@ -6,8 +6,8 @@ import hashlib
 import json
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from ..errors import LoaderError
 from ..records import Document, Place

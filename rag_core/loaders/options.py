@@ -5,8 +5,9 @@ Built from the settings `loader.*` by `load_options`; the defaults are the setti
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 from .limits import DEFAULT_MAX_SECONDS

@@ -25,7 +25,7 @@ import csv
 import datetime as dt
 import io
 import re
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from ..errors import LoaderError
 from ..records import ROW, Place

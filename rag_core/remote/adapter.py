@@ -11,8 +11,9 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Any, Callable, Generator, TypeVar
+from typing import Any, TypeVar
 
 from ..retry import Attempts, RetryPolicy
 from .deadline import run_within

@@ -13,8 +13,9 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
-from typing import Callable, Iterable, Iterator, TypeVar
+from typing import TypeVar
 
 T = TypeVar("T")
 

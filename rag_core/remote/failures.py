@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 import socket
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Mapping
+from typing import Any
 
 from ..retry import retry_after_from_headers, retryable_status
 from .deadline import DeadlineExceeded

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .deadline import DeadlineExceeded, stop_requested
 from .failures import HTTPFailure, MalformedReply, not_json

@@ -15,7 +15,8 @@ from __future__ import annotations
 import math
 import re
 from abc import abstractmethod
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..errors import RerankError
 from ..records import RerankResult

@@ -11,8 +11,9 @@ says which chunks of the other side each one was matched with.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from ..records import BOTH, ONLY_A, ONLY_B, Candidate
 from .retriever import LookupResult

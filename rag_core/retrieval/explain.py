@@ -24,8 +24,9 @@ whitespace): which chunks contain it, and when no chunk does, the chunk boundary
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any, Protocol
 
 from ..errors import NotIndexed, RetrievalError
 from ..records import Candidate, DropReason, SearchHit, StoredChunk

@@ -7,7 +7,7 @@ checks that `rrf` orders hits exactly as Milvus's own `hybrid_search` with `RRFR
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from ..records import SearchHit
 

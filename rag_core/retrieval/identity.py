@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..records import Candidate, SearchHit
 

@@ -10,8 +10,8 @@ vectors, and hybrid fuses them with MilvusSearchPort's own code. It passes the s
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
-from typing import Mapping, Sequence
 
 import numpy as np
 

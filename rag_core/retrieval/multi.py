@@ -15,7 +15,8 @@ value without a knowledge base name applies to all.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import RetrievalError
 from ..ports import KnowledgeSearchPort

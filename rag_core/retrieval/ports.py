@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import EmptyKnowledgeBase
 from ..ports import ChunkStore, Embedder, KnowledgeSearchPort

@@ -15,8 +15,8 @@ the status strings above are rendered from it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Sequence
 
 from ..records import Candidate, DropReason, HitTrace
 

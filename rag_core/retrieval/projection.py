@@ -8,8 +8,8 @@ Everything the budgets leave out is reported, like every other drop.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from ..records import Candidate, Projected
 

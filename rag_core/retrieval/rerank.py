@@ -14,8 +14,8 @@ times in a row: rerank.circuit) is skipped at once, said the same two ways.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from ..errors import RagError, RerankFailed, RerankSkipped, RetrievalError, UpstreamError
 from ..ports import Reranker

@@ -12,8 +12,9 @@ instantly (and never calls the reranker again).
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any
 
 from ..config import Settings
 from ..errors import RetrievalError

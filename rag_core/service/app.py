@@ -10,9 +10,10 @@ server starts, as one clear line (see server.py), and closes it when the server 
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, AsyncIterator, Mapping
+from typing import TYPE_CHECKING
 
 import anyio
 from fastapi import FastAPI, Request
@@ -126,10 +127,10 @@ def _mount_docs(app: FastAPI) -> None:
     """/docs with Swagger UI's files served from the `fastapi-offline` package (Swagger UI 5, which reads the
     OpenAPI 3.1 schema FastAPI writes): FastAPI's default page loads them from a CDN, which leaves it blank on a
     machine without internet."""
+    import fastapi_offline
     from fastapi.openapi.docs import get_swagger_ui_html
     from starlette.responses import HTMLResponse
     from starlette.staticfiles import StaticFiles
-    import fastapi_offline
 
     static = Path(fastapi_offline.__file__).parent / "static"
     app.mount(DOCS_STATIC, StaticFiles(directory=static), name="swagger-ui")

@@ -18,8 +18,17 @@ from typing import Any
 from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 
-from ..errors import (AgentError, EmbeddingError, EmptyKnowledgeBase, KnowledgeBaseError, LoaderError, NotFound,
-                      RagError, StoreError, UpstreamError)
+from ..errors import (
+    AgentError,
+    EmbeddingError,
+    EmptyKnowledgeBase,
+    KnowledgeBaseError,
+    LoaderError,
+    NotFound,
+    RagError,
+    StoreError,
+    UpstreamError,
+)
 
 log = logging.getLogger(__name__)
 

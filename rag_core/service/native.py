@@ -5,9 +5,10 @@ chunks as `docs --json` and the store list them. Errors: `{"error": {"code", "me
 from __future__ import annotations
 
 import platform
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from importlib.metadata import PackageNotFoundError, version
-from typing import Annotated, Any, Callable, Literal
+from typing import Annotated, Any, Literal
 
 import anyio
 from fastapi import APIRouter, Depends, File, Form, Query, UploadFile

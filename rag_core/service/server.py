@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import socket
 import sys
-from typing import Mapping
+from collections.abc import Mapping
 
 from ..config import Settings
 from ..errors import RagError

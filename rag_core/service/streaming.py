@@ -25,7 +25,8 @@ import asyncio
 import json
 import logging
 import threading
-from typing import Any, AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
 
 import anyio
 from starlette.types import Receive

@@ -17,15 +17,14 @@ import re
 import threading
 import uuid
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 import numpy as np
 
 from ..errors import StoreError
 from ..ports import STORE_FILTER_FIELDS, StoreFilters
-from ..records import (Document, IndexedVersion, NewVersion, SearchHit, StoredChunk, StoredDocument,
-                       WriteResult)
+from ..records import Document, IndexedVersion, NewVersion, SearchHit, StoredChunk, StoredDocument, WriteResult
 from .milvus import filters as store_filters
 from .milvus.rows import check_new_versions, search_hit, stored_chunk, utc_now
 

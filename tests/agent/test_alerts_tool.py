@@ -4,7 +4,7 @@ client into the agent (tests/clients/test_prometheus.py tests the client itself)
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -17,7 +17,7 @@ from tests.servers.prometheus import PrometheusServer
 
 from .conftest import KEY, with_settings
 
-NOW = datetime(2026, 5, 10, 10, 30, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 5, 10, 10, 30, 0, tzinfo=UTC)
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ the client into the agent (tests/clients/test_loki.py tests the client itself)."
 from __future__ import annotations
 
 import json
-from datetime import timedelta, timezone
+from datetime import UTC, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -96,7 +96,7 @@ def test_a_turn_that_reads_the_logs(kb, loki, chat_server) -> None:
     settings = {"logs.loki-url": loki.url, "chat.provider": "openai", "chat.base-url": chat_server.base_url,
                 "chat.model": "test-chat", "chat.api-key-env": "MY_CHAT_KEY", "chat.timezone": "UTC"}
     agent = build_agent(with_settings(kb, settings), env={"MY_CHAT_KEY": KEY})
-    end = NOW.astimezone(timezone.utc).isoformat()
+    end = NOW.astimezone(UTC).isoformat()
     chat_server.reply(Completion.calls(tool_call("query_logs", {"selector": '{app="payment"}', "end": end})),
                       Completion.say("The payment service cannot reach its database."))
     events = list(agent.run("Why are payments failing?"))

@@ -9,8 +9,7 @@ from datetime import datetime
 
 import pytest
 
-from rag_core.agent import (SYSTEM_PROMPT, ContentEvent, DoneEvent, NoticeEvent, Session, ToolCallEvent,
-                            ToolResultEvent)
+from rag_core.agent import SYSTEM_PROMPT, ContentEvent, DoneEvent, NoticeEvent, Session, ToolCallEvent, ToolResultEvent
 from rag_core.retrieval import LookupResult
 from tests.servers import RecordedRequest
 from tests.servers.chat import Completion, tool_call

@@ -3,7 +3,7 @@ the local embedder, the sample examples/kb ingested once) and a loopback OpenAI-
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 

@@ -13,8 +13,8 @@ from rag_core.errors import StoreError
 from rag_core.ports import KeptOriginals
 
 FILES = {
-    "a.md": "# A\n\nThe first document, about alpha.\n".encode(),
-    "a.md/inside.md": "# Inside\n\nA folder named like a document.\n".encode(),
+    "a.md": b"# A\n\nThe first document, about alpha.\n",
+    "a.md/inside.md": b"# Inside\n\nA folder named like a document.\n",
     "runbooks/磁盘.md": "# 磁盘空间不足\n\n清理日志文件。\n".encode(),
     'quote"and\\slash.md': b"# Quote\n\nA doc_id with a quote and a backslash.\n",
 }

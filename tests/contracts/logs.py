@@ -6,7 +6,7 @@ clock reads `NOW`.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -14,7 +14,7 @@ from rag_core.errors import LogsError
 from rag_core.ports import LogsClient
 from rag_core.records import LogQuery
 
-NOW = datetime(2026, 5, 10, 10, 30, tzinfo=timezone.utc)
+NOW = datetime(2026, 5, 10, 10, 30, tzinfo=UTC)
 
 
 def ns(minutes_ago: float) -> str:

@@ -15,6 +15,7 @@ the deadline.
 from __future__ import annotations
 
 import time
+
 import pytest
 
 from rag_core.errors import RemoteError

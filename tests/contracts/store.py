@@ -254,7 +254,7 @@ class ChunkStoreContract:
         assert len(only) == len(items[0].chunks)
         by_source = store.search_dense(vector(target.text), 50, {"source": ["dense/red.md", "dense/blue.md"]})
         assert {h.metadata["doc_id"] for h in by_source} == {"dense/red.md", "dense/blue.md"}
-        assert store.search_dense(vector(target.text), 5, {"doc_id": f'dense/red.md" or doc_id != "'}) == []
+        assert store.search_dense(vector(target.text), 5, {"doc_id": 'dense/red.md" or doc_id != "'}) == []
         assert store.search_dense(vector(target.text), 5, {"doc_id": []}) == []  # allows nothing
         assert store.search_bm25("red green blue", 5, {"doc_id": []}) == []
 

@@ -13,9 +13,9 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Mapping
 
 import pytest
 

@@ -21,7 +21,7 @@ class SlowOpenAIChatServer(OpenAIChatServer):
         self.gap = gap
         self.finished: list[bool] = []  # per answered request: all of it written (False: the client hung up)
 
-    def start(self) -> "SlowOpenAIChatServer":
+    def start(self) -> SlowOpenAIChatServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):

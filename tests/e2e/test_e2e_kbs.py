@@ -5,8 +5,8 @@ timed) and the chunk preview's compare mode (both chunkings' cuts aligned by off
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -24,8 +24,8 @@ def kb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
     """An app over two knowledge bases with the same two runbooks: biz (the default, 800/100) and small (300/30),
     made in this process before the server opens the database."""
     _chromium_or_skip()
-    from rag_core.config import load_settings
     from rag_core.bootstrap import knowledge_bases
+    from rag_core.config import load_settings
 
     data_dir = Path(tmp_path_factory.mktemp("e2e-kbs"))
     with knowledge_bases(load_settings(data_dir=data_dir, env={})) as kbs:

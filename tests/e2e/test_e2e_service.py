@@ -7,8 +7,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from playwright.sync_api import expect
@@ -67,7 +68,7 @@ document.getElementById("send").onclick = async () => {
 class PageServer:
     """Serves PAGE on its own loopback origin (so the browser's calls to the API are cross-origin)."""
 
-    def __enter__(self) -> "PageServer":
+    def __enter__(self) -> PageServer:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802
                 body = PAGE.encode()

@@ -13,11 +13,19 @@ from typing import Any
 import pytest
 
 from rag_core.agent import Agent, Toolbox, knowledge_base_tool
-from rag_core.clients.openai_chat import ChatModelConfig, OpenAIChatModel as ChatModel
 from rag_core.bootstrap import build_agent
+from rag_core.clients.openai_chat import ChatModelConfig
+from rag_core.clients.openai_chat import OpenAIChatModel as ChatModel
 from rag_core.errors import EvaluationError
-from rag_core.evaluation.answers import (JUDGE, NO_JUDGE, answers_dir, load_answer_run, refuses, save_answer_run,
-                                         score_answers)
+from rag_core.evaluation.answers import (
+    JUDGE,
+    NO_JUDGE,
+    answers_dir,
+    load_answer_run,
+    refuses,
+    save_answer_run,
+    score_answers,
+)
 from rag_core.evaluation.generate import generate_offline
 from rag_core.evaluation.testsets import TestItem, TestSet, review_item
 from tests.servers.chat import Completion, OpenAIChatServer, tool_call

@@ -9,10 +9,9 @@ from collections import Counter
 import pytest
 
 from rag_core.errors import EvaluationError
-from rag_core.evaluation.generate.filters import (KeepFilters, answer_in_chunk, copies_chunk, shared_run)
+from rag_core.evaluation.generate.filters import KeepFilters, answer_in_chunk, copies_chunk, shared_run
 from rag_core.evaluation.generate.sampling import check_size, quotable_sentences, read_chunks, sample_order
-from rag_core.evaluation.textmatch import (bigram_jaccard, contains_tokens, find_normalised, match_tokens,
-                                           token_f1)
+from rag_core.evaluation.textmatch import bigram_jaccard, contains_tokens, find_normalised, match_tokens, token_f1
 from rag_core.ingest import Ingestor
 from rag_core.store.memory import InMemoryChunkStore
 from tests.fakes.embedder import FakeEmbedder

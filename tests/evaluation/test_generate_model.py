@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
-from rag_core.clients.openai_chat import ChatModelConfig, OpenAIChatModel as ChatModel
+from rag_core.clients.openai_chat import ChatModelConfig
+from rag_core.clients.openai_chat import OpenAIChatModel as ChatModel
 from rag_core.errors import EvaluationError
 from rag_core.evaluation import load_user_set
-from rag_core.evaluation.generate import PROMPT_VERSION, generate_test_set, generate_with_model
-from rag_core.evaluation.generate import prompts
+from rag_core.evaluation.generate import PROMPT_VERSION, generate_test_set, generate_with_model, prompts
 from rag_core.evaluation.testsets import read_test_set
 from rag_core.ingest import Ingestor
 from rag_core.retrieval import KnowledgeRetriever, LookupParams, MilvusSearchPort

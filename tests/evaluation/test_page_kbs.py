@@ -4,7 +4,7 @@ changed from its default applying to both, and the query-by-query comparison of 
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 from urllib.parse import parse_qs, urlsplit
 
 import pytest

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from rag_core.bootstrap import factories
+from rag_core.cli import main as eval_main
 from rag_core.config import load_settings
 from rag_core.errors import EvaluationError
 from rag_core.evaluation import Grid, load_beir, load_run, load_set, load_user_set, run_evaluation, save_run
-from rag_core.cli import main as eval_main
 from rag_core.evaluation.indexing import eval_db_path
 from tests.evaluation.conftest import SPANS, TINY
 from tests.helpers import SAMPLE_KB, make_workbench

@@ -12,8 +12,17 @@ import pytest
 from rag_core.config import load_settings
 from rag_core.errors import EvaluationError
 from rag_core.evaluation import load_user_set
-from rag_core.evaluation.testsets import (TestItem, list_test_sets, load_test_set, meta_path, read_test_set,
-                                          review_item, save_test_set, saved_sets_dir, write_test_set)
+from rag_core.evaluation.testsets import (
+    TestItem,
+    list_test_sets,
+    load_test_set,
+    meta_path,
+    read_test_set,
+    review_item,
+    save_test_set,
+    saved_sets_dir,
+    write_test_set,
+)
 
 ITEMS = (
     TestItem("g001", "When does HighCPUUsageCritical fire?", ("runbooks/cpu_high.md",),

@@ -12,7 +12,8 @@ exception to raise. Every call is recorded in `requests` ({"messages", "tools", 
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
+from typing import Any
 
 from rag_core.errors import ChatModelError
 from rag_core.records import AssistantReply, ToolCallRequest

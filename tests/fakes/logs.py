@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any, Callable
+from typing import Any
 
 from rag_core.clients.loki import from_ns, to_ns
 from rag_core.records import LogLine, LogQuery, LogResult

@@ -3,7 +3,7 @@ the loopback rerank servers), so tests can predict the order."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from rag_core.records import RerankResult
 from rag_core.rerank.base import check_inputs

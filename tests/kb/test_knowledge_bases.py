@@ -4,7 +4,6 @@ recovery of interrupted operations."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest

@@ -3,8 +3,8 @@ delete; every search and documents route on a named knowledge base; the /api rou
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest

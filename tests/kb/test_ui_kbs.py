@@ -6,8 +6,8 @@ the selection is read from session state here; the sidebar switcher itself is dr
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 

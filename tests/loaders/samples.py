@@ -5,8 +5,8 @@ workbook with a Q&A sheet, a GBK CSV, a three-slide deck with notes. Each genera
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CJK_FONT = Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc")  # Debian's fonts-noto-cjk

@@ -86,7 +86,7 @@ def test_csv_delimiters_quotes_and_tsv() -> None:
 
 
 def test_qa_columns_by_setting() -> None:
-    data = "Symptom,Fix,Owner\nDisk full,Rotate the logs,ops\n".encode()
+    data = b"Symptom,Fix,Owner\nDisk full,Rotate the logs,ops\n"
     assert load_bytes(data, "kb.csv").text == "Symptom: Disk full · Fix: Rotate the logs · Owner: ops"
     doc = load_bytes(data, "kb.csv", options=LoadOptions(qa_columns=parse_qa_columns("Symptom, Fix")))
     assert doc.text == "# Q: Disk full\nA: Rotate the logs\nOwner: ops"

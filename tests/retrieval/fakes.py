@@ -3,7 +3,8 @@ a scripted reranker. The in-memory port that passes the full contract is rag_cor
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from rag_core.records import RerankResult, SearchHit, SearchOptions, SearchResult
 

@@ -12,7 +12,7 @@ from rag_core.errors import RagError, RetrievalError
 from rag_core.records import RerankResult, SearchHit, SearchOptions
 from rag_core.retrieval import KnowledgeRetriever
 from rag_core.retrieval.rerank import RerankParams
-from tests.retrieval.fakes import ScriptedReranker, ScriptedPort
+from tests.retrieval.fakes import ScriptedPort, ScriptedReranker
 from ui.lookup import cached_lookup
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from rag_core.ingest import Ingestor
 from rag_core.retrieval.memory import InMemorySearchPort
-from rag_core.store.memory import InMemoryChunkStore
 from rag_core.retrieval.ports import MilvusSearchPort
+from rag_core.store.memory import InMemoryChunkStore
 from tests.contracts.search_port import CHUNK_OVERLAP, CHUNK_SIZE, CORPUS, SearchPortContract
 from tests.helpers import make_workbench
 

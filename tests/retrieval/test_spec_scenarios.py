@@ -8,7 +8,7 @@ import pytest
 
 from rag_core.errors import RetrievalError
 from rag_core.records import SearchHit
-from rag_core.retrieval import KnowledgeRetriever, LookupParams, MilvusSearchPort, SearchOptions
+from rag_core.retrieval import KnowledgeRetriever, MilvusSearchPort, SearchOptions
 from tests.retrieval.fakes import ScriptedPort, SpyPort
 
 

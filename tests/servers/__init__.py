@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterator, Mapping, Self
+from typing import Any, Self
 
 __all__ = ["FakeServer", "RecordedRequest", "Reply"]
 
@@ -55,14 +56,14 @@ class Reply:
     parts: tuple[tuple[float, bytes], ...] = ()
 
     @classmethod
-    def drip(cls, reply: "Reply", every: float = 1.0) -> "Reply":
+    def drip(cls, reply: Reply, every: float = 1.0) -> Reply:
         """`reply`, sent one byte every `every` seconds."""
         body = reply.body
         return cls(reply.status, body, reply.headers, reply.delay,
                    tuple((every if i else 0.0, body[i:i + 1]) for i in range(len(body))))
 
     @classmethod
-    def keepalives(cls, count: int, every: float = 0.2, *, then: bytes = b"") -> "Reply":
+    def keepalives(cls, count: int, every: float = 0.2, *, then: bytes = b"") -> Reply:
         """An SSE stream of `count` comment lines (`: keep-alive`), `every` seconds apart, then `then`
         (raw SSE text; nothing by default: the stream ends without a single event)."""
         parts = tuple((every if i else 0.0, b": keep-alive\n\n") for i in range(count))
@@ -72,12 +73,12 @@ class Reply:
 
     @classmethod
     def json(cls, status: int, payload: Any, *, headers: Mapping[str, str] | None = None,
-             delay: float = 0.0) -> "Reply":
+             delay: float = 0.0) -> Reply:
         hdrs = {"Content-Type": "application/json", **(headers or {})}
         return cls(status, json.dumps(payload, ensure_ascii=False).encode("utf-8"), hdrs, delay)
 
     @classmethod
-    def text(cls, status: int, text: str, *, delay: float = 0.0) -> "Reply":
+    def text(cls, status: int, text: str, *, delay: float = 0.0) -> Reply:
         return cls(status, text.encode("utf-8"), {"Content-Type": "text/plain; charset=utf-8"}, delay)
 
 

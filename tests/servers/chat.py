@@ -25,8 +25,9 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from . import FakeServer, RecordedRequest, Reply
 
@@ -63,11 +64,11 @@ class Completion:
     stream_error: str | None = None
 
     @classmethod
-    def say(cls, text: str, parts: int = 4, **kw: Any) -> "Completion":
+    def say(cls, text: str, parts: int = 4, **kw: Any) -> Completion:
         return cls(text=text, text_parts=parts, **kw)
 
     @classmethod
-    def calls(cls, *calls: ToolCallSpec, text: str = "", interleave: bool = False) -> "Completion":
+    def calls(cls, *calls: ToolCallSpec, text: str = "", interleave: bool = False) -> Completion:
         return cls(text=text, tool_calls=tuple(calls), interleave=interleave)
 
 
@@ -102,7 +103,7 @@ class OpenAIChatServer(FakeServer):
     def path(self) -> str:
         return f"{self.PREFIX}/chat/completions"
 
-    def reply(self, *items: Scripted) -> "OpenAIChatServer":
+    def reply(self, *items: Scripted) -> OpenAIChatServer:
         with self._lock:
             self._replies.extend(items)
         return self

@@ -15,7 +15,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import uuid
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 

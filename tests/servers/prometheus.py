@@ -10,7 +10,8 @@ The answer has the real shape: {"status": "success", "data": {"alerts": [{"label
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from . import FakeServer, RecordedRequest, Reply
 

@@ -4,7 +4,8 @@ examples/kb ingested once), real uvicorn servers on loopback ports over it, and 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import httpx
 import pytest

@@ -4,8 +4,9 @@ either no chat model (extractive) or one behind the loopback OpenAI-compatible s
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
-from typing import Any, Iterator
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import httpx
 import pytest
@@ -142,7 +143,7 @@ def ns(when: datetime) -> str:
 
 
 def test_triage_reads_each_alerts_logs_from_loki(kb, prometheus: PrometheusServer):
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     streams = [{"stream": {"app": "order-service", "level": "error"},
                 "values": [[ns(now - timedelta(minutes=2)), "order-service: worker pool saturated (512/512)"]]},
                {"stream": {"app": "payment"}, "values": [[ns(now - timedelta(minutes=1)), "payment: all good"]]}]

@@ -5,8 +5,8 @@ Retry-After beyond), and a turn whose client disconnected stops and is not recor
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Iterator
 
 import httpx
 import pytest

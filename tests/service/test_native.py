@@ -106,7 +106,7 @@ def test_search_of_an_empty_knowledge_base_is_409(kb):
 def test_documents_list_add_chunks_delete(client: httpx.Client, kb):
     listed = client.get("/v1/documents").json()
     assert {"runbooks/cpu_high.md", "policies/oncall_zh.md"} <= {d["doc_id"] for d in listed}
-    files = [("files", ("a.md", "# A\n\nAlpha document about the blue widget.".encode())),
+    files = [("files", ("a.md", b"# A\n\nAlpha document about the blue widget.")),
              ("files", ("说明.txt", "蓝色小部件的中文说明，GBK 编码。".encode("gbk")))]
     r = client.post("/v1/documents", files=files, data={"folder": "v1 test/sub"})
     assert r.status_code == 200, r.text

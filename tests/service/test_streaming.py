@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -127,7 +128,7 @@ class Blocking:
         self.entered = threading.Event()
         self.closed = 0
 
-    def __iter__(self) -> "Blocking":
+    def __iter__(self) -> Blocking:
         return self
 
     def __next__(self) -> int:
@@ -152,7 +153,7 @@ def test_pump_stop_while_a_step_runs_closes_after_the_step():
     worker.join(5)
     assert got == [1] and events.closed == 1
     pump.stop()
-    assert events.closed == 1 and pump.next() is not 1  # closed once; nothing more is pulled
+    assert events.closed == 1 and pump.next() != 1  # closed once; nothing more is pulled
 
 
 def test_pump_stop_when_idle_closes_at_once():

@@ -88,7 +88,7 @@ def test_a_question_longer_than_a_search_is_answered_for_its_first_4000_characte
 
 
 # ------------------------------------------------------------------------------------------ upload names
-NOTE = "# Note\n\nThe original x.md, which nothing may replace unasked.\n".encode()
+NOTE = b"# Note\n\nThe original x.md, which nothing may replace unasked.\n"
 
 
 def versions(client: httpx.Client, folder: str) -> dict[str, str]:

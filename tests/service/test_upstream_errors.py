@@ -4,15 +4,23 @@ base 404; an empty knowledge base 409 (service/errors.py)."""
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
 
-from rag_core.records import LogQuery
 from rag_core.bootstrap import build_logs_client, build_metrics_client
-from rag_core.errors import (EmptyKnowledgeBase, KnowledgeBaseNotFound, LogsError, MetricsError, NotIndexed,
-                             RerankFailed, RetrievalError)
+from rag_core.errors import (
+    EmptyKnowledgeBase,
+    KnowledgeBaseNotFound,
+    LogsError,
+    MetricsError,
+    NotIndexed,
+    RerankFailed,
+    RetrievalError,
+)
+from rag_core.records import LogQuery
 from rag_core.service.app import create_app
 from rag_core.service.errors import from_rag_error
 from tests.helpers import make_workbench

@@ -7,7 +7,8 @@ store's methods: every other call, and that one when `around` lets it through, r
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 class FailingClient:

@@ -8,8 +8,8 @@ so the seeded knowledge base is built once; tests that change the knowledge base
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 

@@ -4,8 +4,8 @@ the document list, delete and re-index."""
 from tests.ui.apptest_helpers import app_at, texts
 
 PAGE = "pages/knowledge_base.py"
-GOOD_A = ("cpu.md", "# CPU\n\nWhen CPU is high, check the top pods first. Then look at throttling.\n".encode(), "text/markdown")
-GOOD_B = ("notes.txt", "Disk full: clean the journal, never /var/lib/mysql.\n".encode(), "text/plain")
+GOOD_A = ("cpu.md", b"# CPU\n\nWhen CPU is high, check the top pods first. Then look at throttling.\n", "text/markdown")
+GOOD_B = ("notes.txt", b"Disk full: clean the journal, never /var/lib/mysql.\n", "text/plain")
 
 
 def uploader(at):

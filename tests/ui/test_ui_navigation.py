@@ -10,8 +10,8 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from ui.navigation import ENTERED, PAGES, REPO_ROOT, pages, run_through_app
 from tests.ui.apptest_helpers import app_at
+from ui.navigation import ENTERED, PAGES, REPO_ROOT, pages, run_through_app
 
 # The pages' URL paths: bookmarks and the debugger links other pages build (`/debugger?q=...`) rely on them.
 URL_PATHS = ["", "knowledge_base", "chunk_preview", "debugger", "chat", "evaluation"]

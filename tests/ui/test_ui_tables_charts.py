@@ -1,12 +1,12 @@
 """Tables, plotly figures and the debugger's fetch cache, on real retrieval records (no Milvus)."""
 
 from rag_core.agent import Toolbox, knowledge_base_tool
+from rag_core.agent.kb_tool import tool_payload
 from rag_core.chunking import chunk_text
 from rag_core.records import DropReason, IngestReport, SearchHit, StoredDocument
 from rag_core.retrieval import KnowledgeRetriever, LookupParams, SearchOptions
-from ui.charts import FATE_COLORS, chunk_length_histogram, score_by_rank_figure
-from rag_core.agent.kb_tool import tool_payload
 from tests.retrieval.fakes import ScriptedPort
+from ui.charts import FATE_COLORS, chunk_length_histogram, score_by_rank_figure
 from ui.lookup import cached_lookup, debugger_query_params, debugger_url
 from ui.tables import describe_drop, documents_frame, evidence_frame, hits_frame, ingest_frame, timings_frame
 

@@ -16,7 +16,7 @@ An item is kept only when
 from __future__ import annotations
 
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 from ...agent.offline import is_chinese
 from ..textmatch import bigram_jaccard, find_normalised, longest_shared_run, match_tokens

@@ -22,7 +22,8 @@ can unmark any item.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ...errors import EvaluationError, RagError
 from ...ports import ChatModel, ChunkStore
@@ -30,8 +31,18 @@ from ..modelcalls import JsonAsker, JsonReply, text_fields
 from ..runner import EvalProgress
 from ..testsets import TestItem
 from . import prompts
-from .filters import (ANSWER_NOT_IN_CHUNK, ANSWERED_BY_KB, COPIED_QUESTION, DUPLICATE, LOOKUP_FAILED, WRONG_LANGUAGE,
-                      KeepFilters, answer_in_chunk, copies_chunk, language_of)
+from .filters import (
+    ANSWER_NOT_IN_CHUNK,
+    ANSWERED_BY_KB,
+    COPIED_QUESTION,
+    DUPLICATE,
+    LOOKUP_FAILED,
+    WRONG_LANGUAGE,
+    KeepFilters,
+    answer_in_chunk,
+    copies_chunk,
+    language_of,
+)
 from .result import GenerationProgress, GenerationResult, shortfall_warning
 from .sampling import LANGS, SampledChunk, check_size, quotable_sentences, read_chunks, sample_order
 

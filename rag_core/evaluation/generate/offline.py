@@ -25,7 +25,7 @@ import math
 import re
 import time
 from collections import Counter
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from ...agent.offline import terms
 from ...errors import EvaluationError

@@ -3,7 +3,8 @@ with every set made with them (change it whenever a prompt changes)."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .sampling import SampledChunk
 

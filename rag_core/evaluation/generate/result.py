@@ -4,10 +4,11 @@ person must read with it; `write` puts it on disk complete or not at all."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from ..runner import EvalProgress
 from ..testsets import TestItem, write_test_set
@@ -48,7 +49,7 @@ class GenerationResult:
     failures: tuple[Mapping[str, Any], ...] = ()  # each failed item: source, reason, kind, detail
     checks: tuple[Mapping[str, Any], ...] = ()  # each "should not be answerable" candidate: lookup and verdict
     warnings: tuple[str, ...] = ()
-    created_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
     @property
     def shortfall(self) -> int:

@@ -16,15 +16,14 @@ The same seed and the same knowledge base give the same order.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Callable, Mapping, Sequence
 
 from ...agent.offline import is_chinese, sentences
 from ...errors import EvaluationError
 from ...ports import ChunkStore
 from ...retrieval.identity import evidence_key
-
 
 LANGS = ("auto", "zh", "en")  # --lang: the chunk's own language, or one forced
 

@@ -21,9 +21,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from ...errors import StoreError, StoreUnavailableError
 from .internals import LOCAL_GRPC_OPTIONS, is_connection_lost, is_starting_up, refuse_if_forbidden

@@ -33,12 +33,14 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ...errors import RagError, StoreLockedError
-from . import file as lite_file, lock as lite_lock
+from . import file as lite_file
+from . import lock as lite_lock
 from .processes import ProcessId, start_ticks
 from .server import start_server
 

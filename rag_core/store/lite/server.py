@@ -10,7 +10,8 @@ import threading
 from pathlib import Path
 
 from ...errors import StoreError
-from . import file as lite_file, lock as lite_lock
+from . import file as lite_file
+from . import lock as lite_lock
 from .internals import LiteServer
 
 _servers: dict[str, tuple[LiteServer, int]] = {}  # resolved path -> (server, users in this process)

@@ -9,7 +9,8 @@ filtered (JSON-key filters are slow and limited).
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from ...errors import StoreError
 

@@ -8,7 +8,8 @@ them, and removes what interrupted writes left behind.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ...records import Document, IndexedVersion, StoredDocument
 from ..originals.files import OriginalFiles

@@ -7,8 +7,9 @@ sheet, ocr: whether some of it was read by OCR)."""
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime, timezone
-from typing import Any, Sequence
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 
@@ -17,7 +18,7 @@ from ...records import Chunk, Document, NewVersion, SearchHit, StoredChunk
 
 
 def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def chunk_row_id(doc_id: str, version: str, chunk_index: int) -> str:

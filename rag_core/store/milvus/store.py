@@ -24,9 +24,10 @@ version's.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Collection, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 TTL_S = 1.0
 MAX_ENTRIES = 100_000  # one per document seen in hits; beyond this, start afresh

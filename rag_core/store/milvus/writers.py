@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import Any, Callable, Mapping, TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from ..lite.processes import ProcessId, boot_id, machine_id
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Collection, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

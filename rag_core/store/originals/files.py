@@ -40,9 +40,10 @@ import re
 import shlex
 import shutil
 import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from ...errors import StoreError
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Collection
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Collection
 
 from ...errors import LoaderError, OriginalMissing, StoreError
 from ...loaders.doc_ids import normalize_doc_id
@@ -177,7 +177,7 @@ def read_legacy_folder(root: Path, *, leftovers: bool = False) -> KeptOriginalsF
                                          doc_id))
                 continue
             stat = path.stat()
-            written = datetime.fromtimestamp(stat.st_mtime, timezone.utc).isoformat(timespec="seconds")
+            written = datetime.fromtimestamp(stat.st_mtime, UTC).isoformat(timespec="seconds")
             kept = KeptVersion(doc_id=doc_id, version="", file_name=name, extension=Path(name).suffix[1:].lower(),
                                size_bytes=stat.st_size, content_hash="", fingerprint="", ingested_at=written,
                                written_ns=stat.st_mtime_ns, state="committed")

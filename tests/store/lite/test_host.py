@@ -20,7 +20,8 @@ import pytest
 
 from rag_core.cli import main
 from rag_core.errors import StoreLockedError
-from rag_core.store.lite import host_client, lock as lite_lock
+from rag_core.store.lite import host_client
+from rag_core.store.lite import lock as lite_lock
 from rag_core.store.lite.host import HostFiles, read_endpoint
 from rag_core.store.lite.processes import ProcessId
 from tests.helpers import REPO, SAMPLE_KB, make_workbench

@@ -300,8 +300,8 @@ def test_first_version_killed_before_commit_is_invisible(wb, monkeypatch) -> Non
 
 
 def test_vectors_must_match_chunks(wb) -> None:
-    from rag_core.loaders import load_bytes
     from rag_core.chunking import chunk_text
+    from rag_core.loaders import load_bytes
 
     doc = load_bytes(doc_bytes("x"), "x.md")
     chunks = chunk_text(doc.text)

@@ -11,9 +11,9 @@ import pytest
 from rag_core.records import NewVersion
 from rag_core.store import MilvusStore
 from rag_core.store.memory import InMemoryChunkStore
+from rag_core.store.milvus.writes import kept_of_new
 from rag_core.store.originals.files import OriginalFiles
 from rag_core.store.originals.folder import KeptOriginalsFolder, read_folder, read_legacy_folder
-from rag_core.store.milvus.writes import kept_of_new
 from tests.contracts.kept_originals import FILES, WITHOUT_BYTES, KeptOriginalsContract
 from tests.contracts.store import DIM, EMBEDDER, new_version, text_of
 
