@@ -34,7 +34,8 @@ def machine() -> str:
         pass
     mem = ""
     try:
-        kb = int(next(l for l in Path("/proc/meminfo").read_text().splitlines() if l.startswith("MemTotal")).split()[1])
+        meminfo = Path("/proc/meminfo").read_text().splitlines()
+        kb = int(next(line for line in meminfo if line.startswith("MemTotal")).split()[1])
         mem = f", {kb / 1024 / 1024:.0f} GB RAM"
     except (OSError, StopIteration, ValueError):
         pass

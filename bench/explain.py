@@ -41,8 +41,14 @@ def _tally(explanations: list[Any]) -> dict[str, Any]:
             ns.append(e.fix.changes.get("return_n"))
             caps.append(e.fix.changes.get("max_chunks_per_document"))
     median = lambda xs: statistics.median(x for x in xs if x) if any(xs) else None  # noqa: E731
-    return {"missed": len(explanations), "causes": causes, "fixed_by_settings": sum(e.fix is not None for e in explanations),
-            "median_retrieve_k": median(ks), "median_return_n": median(ns), "median_cap": median(caps)}
+    return {
+        "missed": len(explanations),
+        "causes": causes,
+        "fixed_by_settings": sum(e.fix is not None for e in explanations),
+        "median_retrieve_k": median(ks),
+        "median_return_n": median(ns),
+        "median_cap": median(caps),
+    }
 
 
 def measure(quick: bool = False) -> dict[str, Any]:
@@ -109,16 +115,18 @@ def render(record: dict[str, Any]) -> str:
     p = record["params"]
     md = table(["set", "missing", "queries", "missed", *(LABELS[c] for c in CAUSES[:SHOWN]), "other",
                 "median retrieve-k fix", "median return-n fix", "median cap fix"], rows, 0)
-    md += (f"\n\nAt the app defaults: {p['search_mode']} ({p['fusion']}, dense {p['dense_weight']:g} / BM25 "
-           f"{p['bm25_weight']:g}), retrieve-k {p['retrieve_k']}, return-n {p['return_n']}, max "
-           f"{p['max_chunks_per_document']} chunks per document; local USE embedder, chunks 800/100. Each miss is "
-           "explained by `python -m rag_core explain` logic: causes are shares of the misses; the median fixes are "
-           "over the misses a setting change brings in (the smallest verified change; empty when none needed that "
-           "setting). Split: no chunk holds the whole answer span (chunking, not retrieval). Other: the answer text "
-           "is not in the chunks, or explain finds it whole in the evidence where the metric, which also counts a "
-           "label's surrounding spaces, did not. A relevant *document* can never be cut by the per-document cap (its best chunk is "
-           "its first); an answer chunk can." + (f" Quick run: first {record['quick_limit']} queries, sliced corpora."
-                                     if record["quick"] else ""))
+    md += (
+        f"\n\nAt the app defaults: {p['search_mode']} ({p['fusion']}, dense {p['dense_weight']:g} / BM25 "
+        f"{p['bm25_weight']:g}), retrieve-k {p['retrieve_k']}, return-n {p['return_n']}, max "
+        f"{p['max_chunks_per_document']} chunks per document; local USE embedder, chunks 800/100. Each miss is "
+        "explained by `python -m rag_core explain` logic: causes are shares of the misses; the median fixes are "
+        "over the misses a setting change brings in (the smallest verified change; empty when none needed that "
+        "setting). Split: no chunk holds the whole answer span (chunking, not retrieval). Other: the answer text "
+        "is not in the chunks, or explain finds it whole in the evidence where the metric, which also counts a "
+        "label's surrounding spaces, did not. A relevant *document* can never be cut by the per-document cap "
+        "(its best chunk is its first); an answer chunk can."
+        + (f" Quick run: first {record['quick_limit']} queries, sliced corpora." if record["quick"] else "")
+    )
     return section("Why relevant documents and answers were missed (causes)", md, record)
 
 

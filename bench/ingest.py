@@ -71,8 +71,13 @@ def measure(quick: bool = False) -> dict:
             seconds, alone_n = embed_alone(embedder, docs)
             alone_s = min(alone_s, seconds)
         assert alone_n == chunks
-        payload["corpora"][label] = {"documents": len(docs), "chunks": chunks, "ingestor_chunks_s": chunks / grouped_s,
-                                     "one_at_a_time_chunks_s": chunks / single_s, "embed_alone_chunks_s": chunks / alone_s}
+        payload["corpora"][label] = {
+            "documents": len(docs),
+            "chunks": chunks,
+            "ingestor_chunks_s": chunks / grouped_s,
+            "one_at_a_time_chunks_s": chunks / single_s,
+            "embed_alone_chunks_s": chunks / alone_s,
+        }
     payload["embedders"] = measure_embedders(embedder, quick)
     return payload
 

@@ -128,7 +128,14 @@ def render(record: dict) -> str:
         rows = []
         for label in SYSTEMS:
             r = s["rows"][label]
-            row = [label, r["ndcg@10"], r["recall@1"], r["recall@10"], r["mrr@10"], ratio(r["ndcg@10"], ref_doc["ndcg@10"])]
+            row = [
+                label,
+                r["ndcg@10"],
+                r["recall@1"],
+                r["recall@10"],
+                r["mrr@10"],
+                ratio(r["ndcg@10"], ref_doc["ndcg@10"]),
+            ]
             if s["has_answers"]:
                 row += [r["answer_recall"], ratio(r["answer_recall"], ref_chunk["answer_recall"])]
             rows.append(row + [r["latency_p50_ms"]])
@@ -137,11 +144,13 @@ def render(record: dict) -> str:
             headers += ["answer recall@5 chunks", "÷ bm25s chunks"]
         headers.append("p50 ms/query")
         corpus = s["corpus"]
-        note = (f"{s['queries']} queries ({s['split']}), {corpus['documents']:,} documents"
-                f"{' (sliced: relevant + ' + str(corpus['sample']) + ' sampled)' if corpus.get('sliced') else ''}, "
-                f"{s['chunks']:,} chunks of {s['chunk_size']}/{s['overlap']}; index built in {s['index_seconds']:.0f} s "
-                f"({s['indexed_chunks']:,} chunks embedded in this run; 0 = index reused); bm25s indexed and queried "
-                f"in {s['bm25s_seconds']:.0f} s.")
+        note = (
+            f"{s['queries']} queries ({s['split']}), {corpus['documents']:,} documents"
+            f"{' (sliced: relevant + ' + str(corpus['sample']) + ' sampled)' if corpus.get('sliced') else ''}, "
+            f"{s['chunks']:,} chunks of {s['chunk_size']}/{s['overlap']}; index built in {s['index_seconds']:.0f} s "
+            f"({s['indexed_chunks']:,} chunks embedded in this run; 0 = index reused); bm25s indexed and queried "
+            f"in {s['bm25s_seconds']:.0f} s."
+        )
         sections.append(f"**{name}** — {note}\n\n" + table(headers, rows))
     md = "\n\n".join(sections)
     md += ("\n\nDocument level: ours = evidence of retrieve-k 100 / return-n 20 / 1 chunk per document. "

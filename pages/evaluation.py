@@ -93,10 +93,15 @@ def choose_target(key: str, help: str | None = None) -> list[str] | None:
     if st.radio("Evaluate against", targets, key=key, help=help) == targets[0]:
         return None
     names = knowledge_bases().names()
-    return st.multiselect("Knowledge bases", names, default=[n for n in [selected_kb()] if n in names],
-                          key="eval_kbs", help="Each is searched as it is: its documents, chunking and embedder, and its own search "
-                               "settings for the parameters left at their defaults below. One row per knowledge "
-                               "base (and per combination); the set's relevant ids must be their doc_ids.")
+    return st.multiselect(
+        "Knowledge bases",
+        names,
+        default=[n for n in [selected_kb()] if n in names],
+        key="eval_kbs",
+        help="Each is searched as it is: its documents, chunking and embedder, and its own search "
+        "settings for the parameters left at their defaults below. One row per knowledge "
+        "base (and per combination); the set's relevant ids must be their doc_ids.",
+    )
 
 
 def choose_set() -> tuple[Any, list[str] | None]:

@@ -3,9 +3,9 @@
 `pytest --unit` (`make test-unit`, the edit-run loop) runs the tests that need neither Milvus nor a browser:
 it leaves out the tests marked `e2e` and `milvus`. A test is marked `milvus` when it, or a fixture it uses,
 requests the `milvus` fixture below (every fixture that opens Milvus does), or by hand (`@pytest.mark.milvus`,
-`pytestmark`) when it opens Milvus itself (make_workbench, an AppTest of a page, a CLI that indexes). A test left unmarked that
-starts Milvus Lite anyway fails in the unit run (rag_core.store.lite.internals.FORBID_ENV), in this process and
-in the processes it starts.
+`pytestmark`) when it opens Milvus itself (make_workbench, an AppTest of a page, a CLI that indexes). A test left
+unmarked that starts Milvus Lite anyway fails in the unit run (rag_core.store.lite.internals.FORBID_ENV), in this
+process and in the processes it starts.
 """
 
 from __future__ import annotations

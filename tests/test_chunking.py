@@ -180,7 +180,8 @@ def test_heading_syntax_rules() -> None:
 
 @pytest.mark.parametrize(
     ("fence", "close"),
-    [("```", "```"), ("~~~", "~~~"), ("````", "`````"), ("```python", "```"), ("~~~~ text", "~~~~"), ("  ```", "```  ")],
+    [("```", "```"), ("~~~", "~~~"), ("````", "`````"), ("```python", "```"), ("~~~~ text", "~~~~"),
+     ("  ```", "```  ")],
 )
 def test_headings_inside_fences_do_not_split(fence: str, close: str) -> None:
     text = (
@@ -414,7 +415,7 @@ def test_overlap_without_spaces_starts_at_the_window() -> None:
 
 
 def test_overlap_is_counted_inside_max_size() -> None:
-    paragraphs = ["P%d " % i + "w " * 45 for i in range(6)]  # each ~94 chars after trimming
+    paragraphs = [f"P{i} " + "w " * 45 for i in range(6)]  # each ~94 chars after trimming
     text = "\n\n".join(p.strip() for p in paragraphs)
     chunks = chunk_and_check(text, 100, 30)
     assert all(len(c.text) <= 100 for c in chunks)
@@ -452,7 +453,9 @@ def test_large_overlap_still_makes_progress() -> None:
 
 
 def test_overlap_summary_counts_every_boundary() -> None:
-    text = "# A\n\n" + "Sentence one is here. " * 20 + "\n\n# B\n\nshort\n\n# C\n\n" + "x" * 10 + "\n\n" + " " * 80 + "y"
+    text = (
+        "# A\n\n" + "Sentence one is here. " * 20 + "\n\n# B\n\nshort\n\n# C\n\n" + "x" * 10 + "\n\n" + " " * 80 + "y"
+    )
     chunks = chunk_and_check(text, 60, 10)
     summary = overlap_summary(chunks)
     assert summary["chunks"] == len(chunks)
@@ -599,7 +602,9 @@ def _fence(draw: st.DrawFn, unclosed_allowed: bool = False) -> str:
     return "\n".join([char * n + draw(st.sampled_from(["", "bash", " py"])), *inner] + ([char * n] if closed else []))
 
 
-_line = st.one_of(_heading, _fake_heading, _fence(), st.lists(st.one_of(_english, _chinese), min_size=1, max_size=8).map(" ".join))
+_line = st.one_of(
+    _heading, _fake_heading, _fence(), st.lists(st.one_of(_english, _chinese), min_size=1, max_size=8).map(" ".join)
+)
 _piece = st.one_of(_english, _chinese, _long_run, _cjk_run, _space, _line.map(lambda s: "\n" + s + "\n"))
 # An unclosed fence runs to the end of the document, so it may only come last.
 documents = st.builds(
@@ -639,7 +644,8 @@ def test_property_invariants_on_arbitrary_text(text: str, params: tuple[int, int
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.sampled_from(["这是一个句子。", "第二句话更长一些，对吧？", "好！"]), min_size=5, max_size=60).map("".join),
+@given(st.lists(st.sampled_from(["这是一个句子。", "第二句话更长一些，对吧？", "好！"]), min_size=5, max_size=60)
+       .map("".join),
        st.integers(20, 120))
 def test_property_chinese_overlap_is_never_empty(text: str, max_size: int) -> None:
     overlap = max_size // 4 + 1

@@ -128,7 +128,12 @@ def _fenced_line_starts(text: str) -> set[int]:
     for line in text.split("\n"):
         match = _FENCE_LINE.match(line)
         if fence:
-            if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence) and not match.group(2).strip():
+            if (
+                match
+                and match.group(1)[0] == fence[0]
+                and len(match.group(1)) >= len(fence)
+                and not match.group(2).strip()
+            ):
                 fence = ""
             else:
                 inside.add(pos)

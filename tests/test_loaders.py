@@ -989,14 +989,17 @@ def test_doc_id_arguments_name_what_ingest_created(tmp_path: Path, spelling: str
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX file names")
 def test_a_backslash_file_name_and_its_argument_agree(tmp_path: Path) -> None:
     (tmp_path / "back\\slash.md").write_text("x")
-    assert load_path(tmp_path / "back\\slash.md", tmp_path).doc_id == normalize_doc_id("back\\slash.md") == "back/slash.md"
+    assert (
+        load_path(tmp_path / "back\\slash.md", tmp_path).doc_id == normalize_doc_id("back\\slash.md") == "back/slash.md"
+    )
     nfd = "cafe\u0301.md"
     (tmp_path / nfd).write_text("x")
     assert load_path(tmp_path / nfd, tmp_path).doc_id == normalize_doc_id("caf\u00e9.md")
 
 
 @pytest.mark.parametrize(("folder", "expected"), [("", "a.md"), ("runbooks", "runbooks/a.md"),
-                                                  ("./runbooks/", "runbooks/a.md"), ("runbooks\\ops\\", "runbooks/ops/a.md"),
+                                                  ("./runbooks/", "runbooks/a.md"),
+                                                  ("runbooks\\ops\\", "runbooks/ops/a.md"),
                                                   (" /runbooks ", "runbooks/a.md"), (".", "a.md")])
 def test_join_doc_id_prefix_forms(folder: str, expected: str) -> None:
     assert join_doc_id(folder, "a.md") == expected

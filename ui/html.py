@@ -25,7 +25,9 @@ _DOC_STYLE = ("white-space:pre-wrap;word-break:break-word;line-height:1.65;font-
 _BADGE_STYLE = (f"display:inline-block;margin:0 2px 0 1px;padding:0 5px;border-radius:0.6rem;background:{MARKER};"
                 "color:#fff;font-size:0.7rem;font-weight:600;line-height:1.35;vertical-align:1px;"
                 "font-family:ui-monospace,monospace;user-select:none")
-_END_STYLE = f"display:inline-block;width:0;border-right:2px solid {MARKER};height:1.1em;vertical-align:-3px;margin:0 1px"
+_END_STYLE = (
+    f"display:inline-block;width:0;border-right:2px solid {MARKER};height:1.1em;vertical-align:-3px;margin:0 1px"
+)
 
 
 def esc(text: Any) -> str:
@@ -89,7 +91,9 @@ def document_html(text: str, chunks: Sequence[Chunk], *, max_chars: int | None =
     parts: list[str] = [f'<div class="chunked-doc" style="{_DOC_STYLE}">']
     for a, b, covering in _segments(shown_len, chunks):
         for i in ends.get(a, []):
-            parts.append(f'<span class="chunk-end" title="end of chunk {chunks[i].chunk_index}" style="{_END_STYLE}"></span>')
+            parts.append(
+                f'<span class="chunk-end" title="end of chunk {chunks[i].chunk_index}" style="{_END_STYLE}"></span>'
+            )
         for i in starts.get(a, []):
             c = chunks[i]
             parts.append(f'<span class="chunk-start" title="chunk {c.chunk_index} [{c.start}:{c.end}]" '
@@ -106,7 +110,9 @@ def document_html(text: str, chunks: Sequence[Chunk], *, max_chars: int | None =
         else:
             parts.append(f'<span class="gap">{piece}</span>')
     for i in ends.get(shown_len, []):
-        parts.append(f'<span class="chunk-end" title="end of chunk {chunks[i].chunk_index}" style="{_END_STYLE}"></span>')
+        parts.append(
+            f'<span class="chunk-end" title="end of chunk {chunks[i].chunk_index}" style="{_END_STYLE}"></span>'
+        )
     if shown_len < len(text):
         parts.append(f'<div class="truncated" style="margin-top:0.75rem;color:#6b7280;font-style:italic">'
                      f'… showing the first {shown_len:,} of {len(text):,} characters.</div>')

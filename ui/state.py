@@ -199,7 +199,9 @@ def chat_mode(settings: Settings, env: Mapping[str, str] | None = None) -> ChatM
     if provider == "dashscope":
         key_env = settings["chat.api-key-env"] or DEFAULT_KEY_ENV["dashscope"]
         hint = "" if (os.environ if env is None else env).get(key_env, "").strip() else f" — ${key_env} is not set"
-        return ChatMode("dashscope", "DashScope", f"{model or 'qwen-plus'}{' at ' + base_url if base_url else ''}{hint}")
+        return ChatMode(
+            "dashscope", "DashScope", f"{model or 'qwen-plus'}{' at ' + base_url if base_url else ''}{hint}"
+        )
     if provider == "openai":
         return ChatMode("openai", "OpenAI-compatible",
                         f"{model or '(chat.model not set)'} at {base_url or 'https://api.openai.com/v1'}")

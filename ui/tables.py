@@ -99,15 +99,34 @@ def fate_counts(result: Mapping[str, Any]) -> dict[str, int]:
 
 
 def timings_frame(timings: Mapping[str, float]) -> pd.DataFrame:
-    order = ["embed", "dense_search", "bm25_search", "hybrid_search", "fusion", "search", "rerank", "postprocess", "projection", "total"]
+    order = [
+        "embed",
+        "dense_search",
+        "bm25_search",
+        "hybrid_search",
+        "fusion",
+        "search",
+        "rerank",
+        "postprocess",
+        "projection",
+        "total",
+    ]
     names = [k for k in order if k in timings] + [k for k in timings if k not in order]
     return pd.DataFrame({"stage": names, "ms": [round(float(timings[k]), 2) for k in names]})
 
 
 def documents_frame(docs: Sequence[StoredDocument]) -> pd.DataFrame:
-    rows = [{"doc_id": d.doc_id, "file name": d.file_name, "type": d.extension, "size (KB)": round(d.size_bytes / 1024, 1),
-             "chunks": d.chunks, "ingested at": d.ingested_at.replace("T", " ").replace("+00:00", " UTC")}
-            for d in docs]
+    rows = [
+        {
+            "doc_id": d.doc_id,
+            "file name": d.file_name,
+            "type": d.extension,
+            "size (KB)": round(d.size_bytes / 1024, 1),
+            "chunks": d.chunks,
+            "ingested at": d.ingested_at.replace("T", " ").replace("+00:00", " UTC"),
+        }
+        for d in docs
+    ]
     return pd.DataFrame(rows, columns=["doc_id", "file name", "type", "size (KB)", "chunks", "ingested at"])
 
 
@@ -125,13 +144,20 @@ def ingest_frame(reports: Iterable[IngestReport]) -> pd.DataFrame:
 
 def knowledge_bases_frame(infos: Sequence[Any]) -> pd.DataFrame:
     """One row per knowledge base (rag_core.kb.manage.KnowledgeBaseInfo)."""
-    rows = [{"knowledge base": i.kb.name + (" (default)" if i.default else ""), "documents": i.documents,
-             "chunks": i.chunks, "chunking": f"{i.kb.settings.get('chunk.max-size')}/{i.kb.settings.get('chunk.overlap')}",
-             "embedder": i.embedder or i.kb.settings.get("embedding.provider", ""),
-             "search": f"{i.kb.settings.get('rag.search-mode')} k={i.kb.settings.get('rag.retrieve-k')} "
-                       f"n={i.kb.settings.get('rag.return-n')} cap={i.kb.settings.get('rag.max-chunks-per-document')}",
-             "created": (i.kb.created_at or "").replace("T", " ").replace("+00:00", " UTC"), "note": i.kb.note}
-            for i in infos]
+    rows = [
+        {
+            "knowledge base": i.kb.name + (" (default)" if i.default else ""),
+            "documents": i.documents,
+            "chunks": i.chunks,
+            "chunking": f"{i.kb.settings.get('chunk.max-size')}/{i.kb.settings.get('chunk.overlap')}",
+            "embedder": i.embedder or i.kb.settings.get("embedding.provider", ""),
+            "search": f"{i.kb.settings.get('rag.search-mode')} k={i.kb.settings.get('rag.retrieve-k')} "
+            f"n={i.kb.settings.get('rag.return-n')} cap={i.kb.settings.get('rag.max-chunks-per-document')}",
+            "created": (i.kb.created_at or "").replace("T", " ").replace("+00:00", " UTC"),
+            "note": i.kb.note,
+        }
+        for i in infos
+    ]
     return pd.DataFrame(rows, columns=["knowledge base", "documents", "chunks", "chunking", "embedder", "search",
                                        "created", "note"])
 

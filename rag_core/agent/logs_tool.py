@@ -29,7 +29,8 @@ def logs_tool(client: LogsClient, tz: tzinfo = UTC, now: Callable[[], datetime] 
         查询 Loki 中的应用日志（排查告警或故障时使用）。
 
         Args:
-            selector: LogQL stream selector naming the logs, e.g. {app="order-service"} or {namespace="prod", level=~"error|warn"}.
+            selector: LogQL stream selector naming the logs, e.g. {app="order-service"} or
+                {namespace="prod", level=~"error|warn"}.
             contains: Only lines containing this text (case-sensitive), e.g. "OutOfMemoryError"; empty for all lines.
             minutes: How far back from `end` to look, in minutes (1 to 10080).
             end: End of the time range, ISO 8601 (e.g. 2026-05-10T10:30:00+08:00); empty means now.

@@ -165,8 +165,12 @@ def compose(question: str, items: Sequence[Projected], max_quotes: int = MAX_QUO
     zh = is_chinese(question)
     quotes = pick_quotes(question, items, max_quotes)
     if not quotes:
-        head = ("**离线模式**（未配置对话模型）：知识库中没有找到与问题相关的内容。" if zh else
-                "**Offline mode** (no chat model configured): the knowledge base has nothing that matches this question.")
+        head = (
+            "**离线模式**（未配置对话模型）：知识库中没有找到与问题相关的内容。"
+            if zh
+            else "**Offline mode** (no chat model configured): the knowledge base has nothing that matches this "
+            "question."
+        )
         return f"{head}\n\n{HINT_ZH if zh else HINT_EN}"
     head = ("**离线模式**（未配置对话模型）：以下是知识库中与问题最相关的原文摘录，未经模型整理。" if zh else
             "**Offline mode** (no chat model configured): the most relevant sentences from the knowledge base, "

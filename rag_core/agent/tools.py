@@ -153,7 +153,8 @@ class Toolbox:
         if problem is not None:
             tool = self._tools.get(name)
             example = _example_call(tool) if tool else "{}"
-            message = f"The arguments for {name} were not valid JSON ({problem}). Call it again with a JSON object such as {example}."
+            message = (f"The arguments for {name} were not valid JSON ({problem}). "
+                       f"Call it again with a JSON object such as {example}.")
             output = ToolOutput.failure(message, received=str(raw_arguments)[:500])
             return ToolRun(None, output, time.perf_counter() - started, malformed=True)
         assert arguments is not None

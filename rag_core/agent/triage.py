@@ -5,9 +5,9 @@ The plan is fixed rather than left to the model: read the alerts (a `MetricsClie
 each firing alert search the knowledge base (the agent's own `search_knowledge_base` tool, so the evidence is
 exactly what chat would get) and read its recent logs when a `LogsClient` (Loki) is configured: the alert's
 first label that log streams usually carry (`app`, `service`, `job`, ...) selects them, from a few minutes
-before the alert started (at most the last hour). Every step is a `tool_call` / `tool_result` event, so a client sees what the report
-rests on. The report is then written by the chat model from that evidence, or, with no model (or when the
-model fails), assembled extractively: the alert, the runbook sentences that name it quoted with their
+before the alert started (at most the last hour). Every step is a `tool_call` / `tool_result` event, so a client
+sees what the report rests on. The report is then written by the chat model from that evidence, or, with no model
+(or when the model fails), assembled extractively: the alert, the runbook sentences that name it quoted with their
 `[evidence_key]`, the log lines. It says which of the two it is.
 """
 

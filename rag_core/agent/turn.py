@@ -86,7 +86,11 @@ class AssistantTurn:
         elif isinstance(event, NoticeEvent):
             self.notices.append(event.message)
         elif isinstance(event, DoneEvent):
-            self.citations, self.unverified, self.mode = tuple(event.citations), tuple(event.unverified_citations), event.mode
+            self.citations, self.unverified, self.mode = (
+                tuple(event.citations),
+                tuple(event.unverified_citations),
+                event.mode,
+            )
         elif isinstance(event, ErrorEvent):
             self.error = event.message
         return None

@@ -29,5 +29,7 @@ def cmd_config(args: argparse.Namespace, settings: Settings) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("config", help="show every setting with its value, default and variable")
     p.add_argument("--json", action="store_true", help="print the data dir and every value as JSON")
-    p.add_argument("--markdown", action="store_true", help="print the settings table of docs/configuration.md (Markdown)")
+    p.add_argument(
+        "--markdown", action="store_true", help="print the settings table of docs/configuration.md (Markdown)"
+    )
     p.set_defaults(func=cmd_config)

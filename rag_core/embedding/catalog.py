@@ -79,10 +79,27 @@ def parse(record: dict[str, Any]) -> Tradeoff:
     for e in record["embedders"]:
         model, short = MODELS.get(e["provider"], (e.get("name", e["provider"]), e["provider"]))
         gains = [h - b for h, b in zip(e["hybrid"], bm25)]
-        profiles.append(EmbedderProfile(e["provider"], model, short, e["dim"], e["ingest_en"], e["ingest_zh"],
-                                        tuple(e["dense"]), tuple(e["hybrid"]), e["dense_weight"],
-                                        _summary(e["provider"], gains, e["ingest_en"], fastest, public,
-                                                 bool(bilingual) and max(e["dense"][-1], e["hybrid"][-1]) == max(bilingual))))
+        profiles.append(
+            EmbedderProfile(
+                e["provider"],
+                model,
+                short,
+                e["dim"],
+                e["ingest_en"],
+                e["ingest_zh"],
+                tuple(e["dense"]),
+                tuple(e["hybrid"]),
+                e["dense_weight"],
+                _summary(
+                    e["provider"],
+                    gains,
+                    e["ingest_en"],
+                    fastest,
+                    public,
+                    bool(bilingual) and max(e["dense"][-1], e["hybrid"][-1]) == max(bilingual),
+                ),
+            )
+        )
     return Tradeoff(sets, bm25, tuple(profiles), f"{record['timestamp'][:10]} on {record['machine']}")
 
 

@@ -67,8 +67,14 @@ REFUSAL_PATTERNS = (
     r"\b(?:could|can)(?:\s*not|n't) (?:find|answer)\b",
     r"\bunable to (?:find|answer)\b",
     r"\bnot (?:in|part of|covered by) the knowledge base\b",
-    r"没有找到", r"未找到", r"找不到", r"没有(?:提到|提及|涉及|覆盖|包含|相关|说明|记载)", r"未(?:提到|提及|涉及|覆盖|包含|说明|记载)",
-    r"无相关", r"无法回答", r"知识库中?没有",
+    r"没有找到",
+    r"未找到",
+    r"找不到",
+    r"没有(?:提到|提及|涉及|覆盖|包含|相关|说明|记载)",
+    r"未(?:提到|提及|涉及|覆盖|包含|说明|记载)",
+    r"无相关",
+    r"无法回答",
+    r"知识库中?没有",
 )
 _REFUSAL = re.compile("|".join(REFUSAL_PATTERNS), re.I)
 # What the answer quotes is the documents' words, not the agent's: "实在找不到合适的位置" in a quote is no refusal.

@@ -245,7 +245,7 @@ def load_beir(folder: str | os.PathLike[str], *, split: str | None = None, limit
 
     judged: list[tuple[str, str, Mapping[str, Any]]] = []
     skipped: list[str] = []  # judged queries without text (CMRC 2018's trial split has one): nothing to ask
-    for line_no, rec in _jsonl(folder / "queries.jsonl"):
+    for _, rec in _jsonl(folder / "queries.jsonl"):
         qid = str(rec.get("_id", ""))
         if qid not in qrels:
             continue
@@ -272,7 +272,7 @@ def load_beir(folder: str | os.PathLike[str], *, split: str | None = None, limit
     labels = [(qid, text, _raw_labels(qid, metadata)) for qid, text, metadata in chosen]
     warnings = [w for _, _, (_, _, ws) in labels for w in ws]
     needed: set[str] = set()
-    for qid, _, (answers, spans, _) in labels:
+    for qid, _, (answers, _spans, _) in labels:
         needed.update(qrels[qid])
         needed.update(str(a["doc_id"]) for a in answers if a.get("doc_id") is not None)
     missing = sorted(needed - records.keys())

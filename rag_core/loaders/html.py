@@ -248,7 +248,9 @@ class _Converter:
                 continue
             marker = f"{number}. " if ordered else "- "
             number += 1
-            nested = [c for c in item if isinstance(c.tag, str) and c.tag in ("ul", "ol") and not _dropped(c, self.main)]
+            nested = [
+                c for c in item if isinstance(c.tag, str) and c.tag in ("ul", "ol") and not _dropped(c, self.main)
+            ]
             text = _WS.sub(" ", _inline(item, self.main, skip=nested)).strip()
             if text:
                 lines.append("   " * depth + marker + text)

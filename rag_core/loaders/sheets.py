@@ -164,7 +164,9 @@ def _delimiter(text: str) -> str:
     best, best_score = ",", 0
     for delimiter in (",", ";", "\t", "|"):
         try:
-            counts = [len(r) for r, _ in zip(csv.reader(io.StringIO(sample, newline=""), delimiter=delimiter), range(20))]
+            counts = [
+                len(r) for r, _ in zip(csv.reader(io.StringIO(sample, newline=""), delimiter=delimiter), range(20))
+            ]
         except csv.Error:
             continue
         if not counts:

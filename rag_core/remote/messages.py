@@ -53,7 +53,9 @@ def explain(failure: Failure, endpoint: Endpoint, tries: int, timeout: float) ->
         if f.phase == "idle":
             text = f"{s} stopped sending its answer (nothing for {timeout:g} s). Try again."
         elif f.phase == "total":
-            text = f"{s} did not finish its answer before the deadline ({p}.deadline). Try again, or raise {p}.deadline."
+            text = (
+                f"{s} did not finish its answer before the deadline ({p}.deadline). Try again, or raise {p}.deadline."
+            )
         else:
             text = (f"{s} did not answer within {timeout:g} s ({attempts(tries)}). Try again, or raise "
                     f"{p}.timeout.")

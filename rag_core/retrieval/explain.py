@@ -519,7 +519,9 @@ def explain(retriever: KnowledgeRetriever, source: ChunkSource, query: str, expe
     notes: list[str] = []
     if expect is None or (isinstance(expect, str) and not expect.strip()):
         if answer is None:
-            raise RetrievalError("Say what was expected: a document (DOC_ID or DOC_ID#chunk-N), an answer text, or both.")
+            raise RetrievalError(
+                "Say what was expected: a document (DOC_ID or DOC_ID#chunk-N), an answer text, or both."
+            )
         doc_id, others = _answer_document(retriever, source, answer, params)
         expectation = Expectation(doc_id)
         if others:
@@ -561,7 +563,9 @@ def explain(retriever: KnowledgeRetriever, source: ChunkSource, query: str, expe
         else:
             seen = any(channels[ch].rank is not None for ch in mode_channels)
             fate, drop, fused, rank, score = ("beyond_retrieve_k" if seen else "no_channel"), None, None, None, None
-        fates.append(ChunkFate(key(i), i, start, end, text, channels, fused, rank, score, fate, drop, key(i) in targets))
+        fates.append(
+            ChunkFate(key(i), i, start, end, text, channels, fused, rank, score, fate, drop, key(i) in targets)
+        )
     fix = None
     if targets and not any(f.fate == "kept" for f in fates if f.target):
         fix = _find_fix(retriever, result.query, params, result, targets, _Simulation(ranked, params))

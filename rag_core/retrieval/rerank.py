@@ -48,7 +48,9 @@ def movement(fused_rank: int, rank: int) -> str:
     return "="
 
 
-def _checked_scores(reranker: Reranker, documents: Sequence[str], query: str) -> tuple[tuple[float, ...], tuple[str, ...]]:
+def _checked_scores(
+    reranker: Reranker, documents: Sequence[str], query: str
+) -> tuple[tuple[float, ...], tuple[str, ...]]:
     result = reranker.rerank(query, documents)
     scores = tuple(result.scores)
     if len(scores) != len(documents):

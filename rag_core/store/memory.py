@@ -185,7 +185,8 @@ class InMemoryChunkStore:
 
     def _bm25(self, everything: list[tuple[_Version, int, StoredChunk]], text: str, k: int,
               filters: StoreFilters | None) -> list[SearchHit]:
-        """`everything`: one snapshot of the active chunks, so the statistics and the hits come from the same versions."""
+        """`everything`: one snapshot of the active chunks, so the statistics and the hits come from the same
+        versions."""
         if not everything:
             return []
         wanted = store_filters.normalize(filters, STORE_FILTER_FIELDS)

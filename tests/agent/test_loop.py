@@ -107,7 +107,11 @@ def test_a_knowledge_base_call_and_a_cited_answer(kb, chat_server) -> None:
     sent_call = assistant["tool_calls"][0]
     assert sent_call["id"] == call.call_id and sent_call["type"] == "function"
     assert sent_call["function"] == {"name": "search_knowledge_base", "arguments": json.dumps({"query": query})}
-    assert tool == {"role": "tool", "tool_call_id": call.call_id, "content": json.dumps(result.result, ensure_ascii=False)}
+    assert tool == {
+        "role": "tool",
+        "tool_call_id": call.call_id,
+        "content": json.dumps(result.result, ensure_ascii=False),
+    }
 
 
 def test_two_tool_calls_in_one_turn_streamed_interleaved(kb, chat_server) -> None:

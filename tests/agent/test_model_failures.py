@@ -83,7 +83,9 @@ def test_a_rejected_key_names_the_variable_not_the_key(kb) -> None:
 
 def test_an_unknown_model(kb, chat_server) -> None:
     events = run(make_agent(kb, make_model(chat_server, model="gpt-nope")))
-    assert events[-1].kind == "not_found" and "has no model 'gpt-nope' (HTTP 404). Check chat.model." in events[-1].message
+    assert (
+        events[-1].kind == "not_found" and "has no model 'gpt-nope' (HTTP 404). Check chat.model." in events[-1].message
+    )
 
 
 def test_a_timeout_is_retried_then_reported(kb, chat_server, sleeps) -> None:
@@ -139,7 +141,8 @@ SSE = {"Content-Type": "text/event-stream"}
 @pytest.mark.parametrize("reply, what", [
     (Reply(200, b'data: {not json\n\n', SSE), "sent an event that is not JSON: '{not json'"),
     (Reply(200, b"<html><body>Sign in to continue</body></html>", {"Content-Type": "text/html; charset=utf-8"}),
-     "answered with an HTML page (text/html) instead of an event stream: '<html><body>Sign in to continue</body></html>'"),
+     "answered with an HTML page (text/html) instead of an event stream: "
+     "'<html><body>Sign in to continue</body></html>'"),
     (Reply.keepalives(3, every=0.05), "closed the answer's event stream without sending a single event"),
     (Reply.json(200, {"id": "x", "choices": []}),
      "answered with one JSON document (application/json) instead of an event stream (does it support stream=true?): "
@@ -150,7 +153,10 @@ def test_a_reply_that_is_not_an_event_stream_is_one_clear_error(kb, chat_server,
     events = run(make_agent(kb, make_model(chat_server, sleeps)))
     (error,) = events
     assert isinstance(error, ErrorEvent) and error.kind == "malformed"
-    assert error.message == f"The chat model at {chat_server.base_url} {what}. Check chat.base-url (it usually ends in /v1)."
+    assert (
+        error.message
+        == f"The chat model at {chat_server.base_url} {what}. Check chat.base-url (it usually ends in /v1)."
+    )
     assert len(chat_server.requests) == 1 and sleeps == []  # not retried: the server will answer the same
     assert_for_people(error)
 

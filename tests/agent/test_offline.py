@@ -54,9 +54,12 @@ def test_offline_answers_quote_the_evidence_with_citations(kb, question, label, 
 
 
 def test_sentences_skip_code_headings_and_table_rules() -> None:
-    chunk = ("sudo lsof +L1 | sort -k7 -n | tail\n```\n\n## Heading\n\nIf `df` reports the disk as full, a process "
-             "holds a deleted file. Restart it to release the space.\n\n```bash\ndf -h /var\n```\n"
-             "| Alert | Meaning |\n|---|---|\n| `DiskSpaceLow` | less than 15% free |\n- 先确认是哪个目录占用了空间。然后清理日志。")
+    chunk = (
+        "sudo lsof +L1 | sort -k7 -n | tail\n```\n\n## Heading\n\nIf `df` reports the disk as full, a process "
+        "holds a deleted file. Restart it to release the space.\n\n```bash\ndf -h /var\n```\n"
+        "| Alert | Meaning |\n|---|---|\n| `DiskSpaceLow` | less than 15% free |\n"
+        "- 先确认是哪个目录占用了空间。然后清理日志。"
+    )
     assert sentences(chunk) == [
         "If `df` reports the disk as full, a process holds a deleted file.", "Restart it to release the space.",
         "Alert | Meaning", "`DiskSpaceLow` | less than 15% free", "先确认是哪个目录占用了空间。", "然后清理日志。"]

@@ -90,7 +90,10 @@ def test_citations_in_the_forms_models_write_them() -> None:
                                        "c d.md#chunk-3", "e.md#chunk-4", "f.md#chunk-5", "g.md#chunk-6",
                                        "h.md#chunk-7", "vector:abc"]
     assert extract_citations("[x.md]", known=["x.md"]) == ["x.md"]  # a returned key counts whatever its shape
-    assert check_citations("A [a#chunk-1] B [z#chunk-9]", ["a#chunk-1", "b#chunk-2"]) == (("a#chunk-1",), ("z#chunk-9",))
+    assert check_citations("A [a#chunk-1] B [z#chunk-9]", ["a#chunk-1", "b#chunk-2"]) == (
+        ("a#chunk-1",),
+        ("z#chunk-9",),
+    )
 
 
 def test_events_are_frozen_with_a_type_and_a_dict() -> None:

@@ -22,7 +22,7 @@ DISK = str(SAMPLE_KB / "runbooks" / "disk_full.md")
 def data(tmp_path_factory) -> Path:
     data = tmp_path_factory.mktemp("cli-kb")
     keeper = MilvusStore(str(data / "milvus.db"), "biz")  # one Milvus Lite server for the module's commands
-    keeper.client
+    _ = keeper.client  # connects now
     yield data
     keeper.close()
 

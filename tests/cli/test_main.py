@@ -161,7 +161,10 @@ def test_a_query_file_with_a_lone_surrogate_is_refused_in_one_line(kb_dir: Path,
     csv_file = tmp_path / "q.csv"
     csv_file.write_bytes(b"query\ndisk full\ndisk \xff\n")
     code, out, err = run(capsys, "--data-dir", str(kb_dir), "search", "--queries", str(csv_file), "--quiet")
-    assert code == 2 and one_error_line(err) == f"error: {csv_file}, line 3: byte 0xFF is not UTF-8; save the file as UTF-8."
+    assert (
+        code == 2
+        and one_error_line(err) == f"error: {csv_file}, line 3: byte 0xFF is not UTF-8; save the file as UTF-8."
+    )
 
 
 def test_chat_refuses_a_stdin_line_that_is_not_utf8_and_goes_on(kb_dir: Path, capsys, monkeypatch) -> None:

@@ -65,7 +65,8 @@ def test_explain_json_and_an_answer_without_a_document(data, capsys):
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["explain", "disk", "--expect", "kb/nope.md"], "error: No document 'kb/nope.md' in the knowledge base"),
-    (["explain", "disk", "--expect", "kb/disk_full.md#chunk-99"], "error: kb/disk_full.md has chunks 0 to 12; there is no chunk-99."),
+    (["explain", "disk", "--expect", "kb/disk_full.md#chunk-99"],
+     "error: kb/disk_full.md has chunks 0 to 12; there is no chunk-99."),
     (["explain", "disk"], "error: Say what was expected"),
     (["explain", "  ", "--expect", "kb/disk_full.md"], "error: The query is empty"),
     (["explain", "disk", "--expect", "kb/disk_full.md", "--return-n", "50", "--retrieve-k", "10"],

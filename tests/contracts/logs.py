@@ -41,8 +41,12 @@ class LogsClientContract:
 
     def test_lines_of_matching_streams_newest_first(self, logs) -> None:
         result = logs.query_range(LogQuery('{app="order-service"}'))
-        assert [line.line for line in result.lines] == ["GET /orders 200 12ms", "java.lang.OutOfMemoryError: Java heap space",
-                                                        "GET /orders 200 9ms", "timeout calling payment"]
+        assert [line.line for line in result.lines] == [
+            "GET /orders 200 12ms",
+            "java.lang.OutOfMemoryError: Java heap space",
+            "GET /orders 200 9ms",
+            "timeout calling payment",
+        ]
         assert result.lines[0].labels == {"app": "order-service", "level": "info", "pod": "order-2"}
         assert result.lines[0].time == NOW - timedelta(minutes=2) and result.end == NOW
         assert result.start == NOW - timedelta(hours=1) and not result.truncated
@@ -50,11 +54,16 @@ class LogsClientContract:
     def test_line_filter_matchers_range_and_limit(self, logs) -> None:
         assert [x.line for x in logs.query_range(LogQuery('{app="order-service"}', contains="OutOfMemory")).lines] == [
             "java.lang.OutOfMemoryError: Java heap space"]
-        errors = logs.query_range(LogQuery('{level="error", app=~"order.*|payment"}', start=NOW - timedelta(minutes=20)))
+        errors = logs.query_range(
+            LogQuery('{level="error", app=~"order.*|payment"}', start=NOW - timedelta(minutes=20))
+        )
         assert [x.line for x in errors.lines] == ["java.lang.OutOfMemoryError: Java heap space",
                                                   "connection refused to db:5432"]
         limited = logs.query_range(LogQuery('{app=~".+"}', limit=2, start=NOW - timedelta(hours=2)))
-        assert [x.line for x in limited.lines] == ["GET /orders 200 12ms", "java.lang.OutOfMemoryError: Java heap space"]
+        assert [x.line for x in limited.lines] == [
+            "GET /orders 200 12ms",
+            "java.lang.OutOfMemoryError: Java heap space",
+        ]
         assert limited.truncated
 
     def test_a_line_filter_cannot_change_the_query(self, logs) -> None:

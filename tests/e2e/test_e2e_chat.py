@@ -54,7 +54,9 @@ def test_offline_chat_answers_with_a_citation(page, app_server):
         wait_idle(page)
     replay.click()
     expect(page.get_by_role("heading", name="🔎 Retrieval debugger")).to_be_visible(timeout=30_000)
-    expect(page.get_by_role("textbox", name="Query")).to_have_value("How do I free disk space when a node disk is full?")
+    expect(page.get_by_role("textbox", name="Query")).to_have_value(
+        "How do I free disk space when a node disk is full?"
+    )
     expect(page.get_by_role("heading", name=re.compile(r"Raw hits \(\d+\)"))).to_be_visible(timeout=60_000)
 
 

@@ -52,9 +52,13 @@ document.getElementById("send").onclick = async () => {
       for (const line of lines) {
         if (line.trim() === "" || !line.startsWith("data:")) continue;
         const msg = JSON.parse(line.substring(5).trim());
-        if (msg.type === "content") { full += msg.data || ""; times.push(performance.now()); answer.textContent = full; }
+        if (msg.type === "content") {
+          full += msg.data || ""; times.push(performance.now()); answer.textContent = full;
+        }
         else if (msg.type === "done") { status.textContent = "done"; break outer; }
-        else if (msg.type === "error") { answer.textContent = "错误: " + (msg.data || "未知错误"); status.textContent = "error"; break outer; }
+        else if (msg.type === "error") {
+          answer.textContent = "错误: " + (msg.data || "未知错误"); status.textContent = "error"; break outer;
+        }
       }
     }
   } catch (e) { status.textContent = "failed: " + e.message; }

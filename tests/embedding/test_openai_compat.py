@@ -145,7 +145,9 @@ def test_connection_refused_is_reported_at_once(sleeps) -> None:
     with OpenAIEmbeddingServer() as gone:
         url = gone.base_url
     started = time.monotonic()
-    with pytest.raises(EmbeddingError, match=f"{url} did not answer \\(connection refused\\). Check embedding.base-url."):
+    with pytest.raises(
+        EmbeddingError, match=f"{url} did not answer \\(connection refused\\). Check embedding.base-url."
+    ):
         OpenAICompatEmbedder(url, MODEL, KEY, timeout=1.0, sleep=sleeps.append).embed_query("x")
     assert sleeps == [] and time.monotonic() - started < 1.5
 

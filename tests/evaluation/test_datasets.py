@@ -127,9 +127,12 @@ def test_beir_folder_errors_name_file_and_line(tmp_path: Path) -> None:
     assert s.queries[0].answers[0].start == 6 + len("T\n\n")
     assert beir_document(corpus[1]) [1] == 0
 
-    bad_offset = write_beir(tmp_path / "offset", corpus,
-                            [{"_id": "q1", "text": "a", "metadata": {"answers": [{"doc_id": "d1", "text": "beta", "start": 2}]}}],
-                            [("q1", "d1", 1)])
+    bad_offset = write_beir(
+        tmp_path / "offset",
+        corpus,
+        [{"_id": "q1", "text": "a", "metadata": {"answers": [{"doc_id": "d1", "text": "beta", "start": 2}]}}],
+        [("q1", "d1", 1)],
+    )
     with pytest.raises(EvaluationError, match="not at offset 2"):
         load_beir(bad_offset)
     missing_doc = write_beir(tmp_path / "missing", corpus, queries, [("q1", "d9", 1)])
@@ -177,7 +180,8 @@ def test_user_jsonl_and_csv_formats(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("text", "name", "message"), [
-    ('{"query": "a", "relevant": ["d"]}\n{"query": "b", "relevant": ["d"]\n', "s.jsonl", r"s.jsonl, line 2: not valid JSON"),
+    ('{"query": "a", "relevant": ["d"]}\n{"query": "b", "relevant": ["d"]\n', "s.jsonl",
+     r"s.jsonl, line 2: not valid JSON"),
     ('{"query": "a"}\n', "s.jsonl", r"line 1: `relevant` is missing"),
     ('{"query": "a", "relevant": "d.md"}\n', "s.jsonl", None),  # one string is accepted as one id
     ('{"query": "a", "relevant": [1, 2]}\n', "s.jsonl", r"`relevant` must be a list of strings"),

@@ -136,8 +136,10 @@ def test_rerank_axis_runs_each_configuration_without_and_with_the_reranker(data:
                           before=rerank_sets(openai_server, "openai"))
     assert [p["params"]["rerank"] for p in configured["points"]] == ["none", "openai"]
     # the default is the setting: a configured reranker is part of what is evaluated
-    assert [p["params"]["rerank"] for p in run_json(data, capsys, "--kb", "small",
-                                                    before=rerank_sets(openai_server, "openai"))["points"]] == ["openai"]
+    assert [
+        p["params"]["rerank"]
+        for p in run_json(data, capsys, "--kb", "small", before=rerank_sets(openai_server, "openai"))["points"]
+    ] == ["openai"]
 
 
 def test_a_failing_reranker_is_a_warning_or_an_error_as_configured(data: Path, capsys, openai_server) -> None:

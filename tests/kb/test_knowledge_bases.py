@@ -139,7 +139,10 @@ def test_two_knowledge_bases_with_their_own_chunking_both_answer(kbs: KnowledgeB
     wb = build_workbench(settings.for_kb("small"), env={}, embedder=local_embedder)
     try:
         assert wb.settings["chunk.max-size"] == 300 and wb.ingestor.max_size == 300
-        assert ignored(wb.kb, settings, ["chunk.max-size"]) and "keeps 300" in ignored(wb.kb, settings, ["chunk.max-size"])[0]
+        assert (
+            ignored(wb.kb, settings, ["chunk.max-size"])
+            and "keeps 300" in ignored(wb.kb, settings, ["chunk.max-size"])[0]
+        )
         assert {r.status for r in wb.ingestor.ingest_paths([RUNBOOKS / "disk_full.md"])} == {"unchanged"}
     finally:
         wb.close()
@@ -205,7 +208,9 @@ def test_copy_rechunks_from_the_kept_originals_and_delete_removes_everything(kbs
     assert kbs.info("biz").documents == 3  # the source is as it was
     originals = originals_dirs(kbs.settings, "fine")["originals"]
     versions = sorted(p.name for p in originals.iterdir())  # an original per version (a file), and its sidecar
-    assert len(versions) == 4 and [v for v in versions if not v.endswith(".json")] == [v[:-5] for v in versions if v.endswith(".json")]
+    assert len(versions) == 4 and [v for v in versions if not v.endswith(".json")] == [
+        v[:-5] for v in versions if v.endswith(".json")
+    ]
 
     kbs.delete("fine")
     assert kbs.names() == ["biz"] and not originals.exists()
@@ -245,7 +250,7 @@ def test_interrupted_operations_are_finished_or_undone_on_the_next_open(tmp_path
     data = tmp_path / "data"
     settings = settings_for(data)
     keeper = MilvusStore(settings.milvus_uri, "biz")  # one Milvus Lite server for the whole test
-    keeper.client
+    _ = keeper.client  # connects now
     try:
         _interrupted(settings, local_embedder)
     finally:
@@ -265,7 +270,9 @@ def _interrupted(settings, local_embedder) -> None:
         assert kbs.names() == ["biz"]
         with pytest.raises(KnowledgeBaseError, match="still being created"):
             build_workbench(settings.for_kb("half"), env={}, embedder=local_embedder)
-    with knowledge_bases(settings, {}, load_embedder=lambda s: local_embedder) as kbs:  # Milvus Lite: this process alone
+    with knowledge_bases(
+        settings, {}, load_embedder=lambda s: local_embedder
+    ) as kbs:  # Milvus Lite: this process alone
         assert kbs.catalog.unfinished() == [] and kbs.names() == ["biz"]
         assert not kbs.catalog.client.has_collection("gone") and not kbs.catalog.client.has_collection("half")
         assert not originals_dirs(settings, "gone")["originals"].exists()

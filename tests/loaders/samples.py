@@ -74,7 +74,11 @@ ALERTS = (
 )
 FAQ = (
     ("如何重启支付服务？", "执行 systemctl restart pay-gateway，然后观察五分钟错误率。", "支付"),
-    ("How do I rotate the API keys?", "Create the new key, deploy it, then revoke the old one after one day.", "security"),
+    (
+        "How do I rotate the API keys?",
+        "Create the new key, deploy it, then revoke the old one after one day.",
+        "security",
+    ),
 )
 
 
@@ -125,7 +129,12 @@ def deck() -> bytes:
     s1.notes_slide.notes_text_frame.text = "Start with the timeline; the pager fired at 14:02."
     s2 = prs.slides.add_slide(prs.slide_layouts[5])
     s2.shapes.title.text = "Timeline"
-    rows = (("Time", "Event"), ("14:02", "Pager fired"), ("14:10", "Rollback started"), ("14:22", "Errors back to 0.1%"))
+    rows = (
+        ("Time", "Event"),
+        ("14:02", "Pager fired"),
+        ("14:10", "Rollback started"),
+        ("14:22", "Errors back to 0.1%"),
+    )
     table = s2.shapes.add_table(len(rows), 2, Inches(1), Inches(2), Inches(6), Inches(2)).table
     for r, row in enumerate(rows):
         for c, value in enumerate(row):

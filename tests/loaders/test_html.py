@@ -88,7 +88,9 @@ def test_wiki_page_with_a_big_table_keeps_the_header_with_every_block() -> None:
         assert gone not in doc.text, gone
     header = "| Alert | Metric | Threshold | Severity | Runbook |\n|---|---|---|---|---|"
     rows = [line for line in doc.text.splitlines() if line.startswith("| ") and "Runbook:" in line]
-    assert len(rows) == 80 and rows[0] == "| api-gatewayHighCPUUsage | CPU usage | 85% | warning | Runbook:api-gateway |"
+    assert (
+        len(rows) == 80 and rows[0] == "| api-gatewayHighCPUUsage | CPU usage | 85% | warning | Runbook:api-gateway |"
+    )
     assert doc.text.count(header) > 1  # the table is cut into blocks, each starting with the header row
     for chunk in chunks_of(doc, 800, 100):
         if "Runbook:" in chunk.text:
@@ -98,7 +100,9 @@ def test_wiki_page_with_a_big_table_keeps_the_header_with_every_block() -> None:
 
 
 def test_declared_charset_and_legacy_encodings() -> None:
-    page = "<html><head><meta charset='gbk'><title>手册</title></head><body><p>中文运维手册：重启服务。</p></body></html>"
+    page = (
+        "<html><head><meta charset='gbk'><title>手册</title></head><body><p>中文运维手册：重启服务。</p></body></html>"
+    )
     doc = load_bytes(page.encode("gbk"), "gbk.htm")
     assert doc.text == "# 手册\n\n中文运维手册：重启服务。" and doc.encoding == "gb18030"
     undeclared = load_bytes("<p>中文运维手册：磁盘空间不足时的处理步骤，先清理日志。</p>".encode("gbk"), "x.html")

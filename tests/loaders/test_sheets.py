@@ -77,7 +77,10 @@ def test_gbk_csv() -> None:
 
 def test_csv_delimiters_quotes_and_tsv() -> None:
     semicolons = "Name;Owner;Notes\npay;Li Wei;\"restart; then watch\nfive minutes\"\n"
-    assert load_bytes(semicolons.encode(), "a.csv").text == "Name: pay · Owner: Li Wei · Notes: restart; then watch five minutes"
+    assert (
+        load_bytes(semicolons.encode(), "a.csv").text
+        == "Name: pay · Owner: Li Wei · Notes: restart; then watch five minutes"
+    )
     tsv = "Service\tPort\napi\t8080\n# of hosts\t3\n"
     doc = load_bytes(tsv.encode(), "ports.tsv")
     # "# of hosts: 3" would read as a heading: records are escaped so they stay paragraphs

@@ -87,7 +87,9 @@ class TestDashScopeReranker(RemoteRerankerTests):
         assert info.value.kind == "auth"
 
     def test_an_unknown_model_is_refused_with_the_servers_reason(self, server) -> None:
-        with pytest.raises(RerankError, match=r"refused the request \(HTTP 400: Model not exist.\). Check rerank.model."):
+        with pytest.raises(
+            RerankError, match=r"refused the request \(HTTP 400: Model not exist.\). Check rerank.model."
+        ):
             DashScopeReranker(KEY, "nope", base_url=server.base_url).rerank("q", ["d"])
 
 
@@ -163,7 +165,9 @@ def settings(**overrides):
 
 def test_build_reranker_from_settings() -> None:
     assert build_reranker(settings(), env={}) is None
-    ds = build_reranker(settings(**{"rerank.provider": "dashscope", "rerank.timeout": 3}), env={"DASHSCOPE_API_KEY": KEY})
+    ds = build_reranker(
+        settings(**{"rerank.provider": "dashscope", "rerank.timeout": 3}), env={"DASHSCOPE_API_KEY": KEY}
+    )
     assert ds.name == "dashscope:gte-rerank-v2" and ds.inner.policy.timeout == 3 and ds.inner.policy.max_retries == 1
     assert (ds.threshold, ds.cooldown) == (3, 30.0)  # behind its circuit breaker (rerank.circuit)
     oa = build_reranker(settings(**{"rerank.provider": "openai", "rerank.base-url": "http://127.0.0.1:9/v1",

@@ -86,8 +86,9 @@ def test_our_rrf_orders_like_milvus_hybrid_search(sample_wb) -> None:
         [AnnSearchRequest([vector], "vector", {"metric_type": "COSINE"}, limit=k),
          AnnSearchRequest([query], "sparse", {"metric_type": "BM25"}, limit=k)],
         RRFRanker(60), limit=k, output_fields=CHUNK_FIELDS)[0]
-    ours = MilvusSearchPort(store, embedder, SearchOptions(mode="hybrid", fusion="rrf", dense_weight=1.0, bm25_weight=1.0)).search(
-        query, k)
+    ours = MilvusSearchPort(
+        store, embedder, SearchOptions(mode="hybrid", fusion="rrf", dense_weight=1.0, bm25_weight=1.0)
+    ).search(query, k)
     native_scores = {h["id"]: h["distance"] for h in native}
     our_scores = {h.id: h.score for h in ours.hits}
     # Hits tied with the last place may be cut differently; everything above it must agree exactly.

@@ -38,7 +38,9 @@ def rerank_settings(server):
 @pytest.fixture(scope="module")
 def wb(tmp_path_factory, local_embedder, rerank_settings):
     wb = make_workbench(Path(tmp_path_factory.mktemp("rerank-wired")), embedder=local_embedder, **rerank_settings)
-    reports = wb.ingestor.ingest_paths([SAMPLE_KB / "runbooks" / "disk_full.md", SAMPLE_KB / "runbooks" / "cpu_high.md"])
+    reports = wb.ingestor.ingest_paths(
+        [SAMPLE_KB / "runbooks" / "disk_full.md", SAMPLE_KB / "runbooks" / "cpu_high.md"]
+    )
     assert all(r.status == "added" for r in reports)
     yield wb
     wb.close()

@@ -63,7 +63,9 @@ def parse_logql(query: str) -> tuple[list[tuple[str, str, str]], list[tuple[str,
     while pos < len(selector):
         m = _MATCHER.match(selector, pos)
         if not m:
-            raise LogQLError(f"parse error at line 1, col {pos + 2}: syntax error: unexpected IDENTIFIER, expecting STRING")
+            raise LogQLError(
+                f"parse error at line 1, col {pos + 2}: syntax error: unexpected IDENTIFIER, expecting STRING"
+            )
         matchers.append((m.group(1), m.group(2), _unquote(m.group(3))))
         pos = m.end()
     if not matchers:

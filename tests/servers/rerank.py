@@ -119,7 +119,11 @@ class OpenAIRerankServer(FakeServer):
         if body.get("model") not in self.models:
             return self.error(404, f"The model `{body.get('model')}` does not exist.")
         query, documents = body.get("query"), body.get("documents")
-        if not isinstance(query, str) or not isinstance(documents, list) or not all(isinstance(d, str) for d in documents):
+        if (
+            not isinstance(query, str)
+            or not isinstance(documents, list)
+            or not all(isinstance(d, str) for d in documents)
+        ):
             return Reply.json(422, {"detail": [{"loc": ["body", "documents"], "msg": "Input should be a valid list"}]})
         ranked = _ranked(query, documents, body.get("top_n"))
         return Reply.json(200, {"id": f"rerank-{uuid.uuid4().hex}", "model": body["model"],

@@ -110,7 +110,9 @@ def test_model_writes_the_report_from_the_evidence(model_ops: live.LiveServer, p
     def report(request: Any) -> Completion:
         facts = json.loads(request.json["messages"][-1]["content"].split("\n", 1)[1])
         key = facts["alerts"][0]["runbook_excerpts"][0]["document_id"]
-        return Completion.say(f"## HighCPUUsage\nFind the busiest process first [{key}]. Invented [made/up.md#chunk-9].")
+        return Completion.say(
+            f"## HighCPUUsage\nFind the busiest process first [{key}]. Invented [made/up.md#chunk-9]."
+        )
 
     chat_model.reply(report)
     events = ai_ops(model_ops)

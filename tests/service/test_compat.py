@@ -86,7 +86,9 @@ def test_chat_stream_empty_question_is_one_error_then_done(client: httpx.Client)
 def test_session_keeps_the_six_pair_window_and_clears(client: httpx.Client):
     session = sid()
     for n in range(7):
-        assert client.post("/api/chat", json={"Id": session, "Question": f"disk full step {n}"}).json()["data"]["success"]
+        assert client.post("/api/chat", json={"Id": session, "Question": f"disk full step {n}"}).json()["data"][
+            "success"
+        ]
     info = client.get(f"/api/chat/session/{session}").json()
     assert info["code"] == 200
     data = info["data"]
@@ -118,7 +120,9 @@ def test_clear_and_info_errors(client: httpx.Client):
 def test_upload_gbk_file_is_indexed_and_searchable(client: httpx.Client, kb):
     text = "# 数据库连接池耗尽\n\n连接池耗尽时，先检查慢查询，再把 max_connections 临时调大到 500，并通知数据库值班。\n"
     data = text.encode("gbk")
-    r = client.post("/api/upload", files={"file": ("pool_gbk.md", data, "text/markdown")}, data={"folder": "uploads-gbk"})
+    r = client.post(
+        "/api/upload", files={"file": ("pool_gbk.md", data, "text/markdown")}, data={"folder": "uploads-gbk"}
+    )
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["code"] == 200 and body["message"] == "success"

@@ -21,7 +21,9 @@ LOADER_LIMIT = 4096  # bytes; the body limit is 20 KB
 @pytest.fixture(scope="module")
 def small(kb) -> Iterator[live.LiveServer]:
     """A server with small limits: files over 4 KB are refused by the loader, bodies over 20 KB by the server."""
-    wb = dataclasses.replace(kb, ingestor=Ingestor(kb.store, kb.embedder, max_bytes=LOADER_LIMIT))  # originals: the store's
+    wb = dataclasses.replace(
+        kb, ingestor=Ingestor(kb.store, kb.embedder, max_bytes=LOADER_LIMIT)
+    )  # originals: the store's
     server = serve(wb, api__max_body_mb=0.02)
     yield server
     server.stop()

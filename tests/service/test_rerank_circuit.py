@@ -34,7 +34,9 @@ def test_searches_skip_a_hanging_reranker_and_health_shows_its_circuit(kb) -> No
                 body = client.get("/v1/search", params={"query": "disk full"}).json()
                 assert time.monotonic() - started < 0.3 and len(rerank_server.requests) == 3
                 assert body["rerank"]["skipped"] and body["evidence"]
-                assert body["warnings"][0].startswith("Reranking with openai:test-rerank was skipped: it failed 3 times")
+                assert body["warnings"][0].startswith(
+                    "Reranking with openai:test-rerank was skipped: it failed 3 times"
+                )
                 r = client.get("/v1/health")
                 assert r.status_code == 200 and r.json()["status"] == "ok"  # searches still answer
                 circuit = r.json()["reranker"]

@@ -39,7 +39,9 @@ def guarded(kb) -> Iterator[live.LiveServer]:
 ])
 def test_every_route_needs_the_token(guarded: live.LiveServer, method: str, path: str, shape: str):
     for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}):
-        r = httpx.request(method, guarded.url + path, headers=headers, json={"Question": "x"} if method == "POST" else None)
+        r = httpx.request(
+            method, guarded.url + path, headers=headers, json={"Question": "x"} if method == "POST" else None
+        )
         assert r.status_code == 401, (path, headers)
         assert r.headers["www-authenticate"] == "Bearer"
         body = r.json()
@@ -163,9 +165,14 @@ def test_serve_on_a_locked_knowledge_base_is_one_clear_line(kb):
 @pytest.mark.milvus
 def test_serve_runs_answers_and_releases_the_knowledge_base_on_ctrl_c(tmp_path: Path):
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "rag_core", "--data-dir", str(tmp_path), "serve", "--port", str(port)],
-                            cwd=REPO, env=child_env(RAG_API_TOKEN=TOKEN), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rag_core", "--data-dir", str(tmp_path), "serve", "--port", str(port)],
+        cwd=REPO,
+        env=child_env(RAG_API_TOKEN=TOKEN),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 90
         while True:

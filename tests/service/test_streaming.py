@@ -176,8 +176,10 @@ def test_terminal_events_end_with_done():
     done = payloads(DoneEvent("text", ("a#chunk-1",), (), ("a#chunk-1",), 1, "model"))
     assert [p["type"] for p in done] == ["citations", "done"] and "text" not in done[0]["data"]
     assert payloads(ContentEvent("piece", 1)) == [{"type": "content", "data": "piece"}]
-    assert payloads(NoticeEvent("retry", "waiting", 1))[0] == {"type": "notice", "data": {"kind": "retry",
-                                                                                        "message": "waiting", "step": 1}}
+    assert payloads(NoticeEvent("retry", "waiting", 1))[0] == {
+        "type": "notice",
+        "data": {"kind": "retry", "message": "waiting", "step": 1},
+    }
 
 
 def test_a_long_step_is_covered_by_keepalive_comments():

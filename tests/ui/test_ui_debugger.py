@@ -27,7 +27,9 @@ def searches(kb, monkeypatch):
 
 def frames(at):
     hits = next(d.value for d in at.dataframe if "dense #" in d.value.columns)
-    evidence = next(d.value for d in at.dataframe if list(d.value.columns) == ["evidenceKey", "score", "hit reasons", "content"])
+    evidence = next(
+        d.value for d in at.dataframe if list(d.value.columns) == ["evidenceKey", "score", "hit reasons", "content"]
+    )
     return hits, evidence
 
 

@@ -98,8 +98,11 @@ def generate_with_model(store: ChunkStore, model: ChatModel, *, size: int, seed:
         warnings.append(shortfall_warning(size - wanted_unanswerable, answerable, run.filters.counts()))
     if len(run.items) - answerable < wanted_unanswerable:
         made = len(run.items) - answerable
-        warnings.append(f"Asked for {wanted_unanswerable} items that should not be answerable, made {made} from "
-                        f"{wanted_unanswerable * UNANSWERABLE_TRIES} candidates: the others were answered by the knowledge base's evidence or rejected (see the checks).")
+        warnings.append(
+            f"Asked for {wanted_unanswerable} items that should not be answerable, made {made} from "
+            f"{wanted_unanswerable * UNANSWERABLE_TRIES} candidates: the others were answered by the knowledge base's "
+            "evidence or rejected (see the checks)."
+        )
     return GenerationResult(tuple(run.items), size, "model", seed, kb_name, lang, per_doc_max, run.filters.counts(),
                             len(by_doc), sum(len(cs) for cs in by_doc.values()), len(order), run.tried,
                             time.perf_counter() - started, model=model.describe(),

@@ -158,7 +158,9 @@ class Writer:
             # Shared mode (the store host, a server) waits 6 hours before removing files no row refers to, as
             # their write may still run in another process; not for the versions of writers known to be gone (a
             # killed process on this machine): those are removed now, at the next start of any store.
-            gone = {r["version"] for r in dead if r["state"] == "pending" and writers.known_gone(r, exclusive=exclusive)}
+            gone = {
+                r["version"] for r in dead if r["state"] == "pending" and writers.known_gone(r, exclusive=exclusive)
+            }
             self.originals.reconcile({r["version"]: kept_of_row(r) for r in active.values()},
                                      spare={r["version"] for r in rows if r["key"] not in dead_keys},
                                      min_age_s=0.0 if exclusive else writers.ABANDONED_AFTER_S,

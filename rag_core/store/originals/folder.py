@@ -165,7 +165,7 @@ def read_legacy_folder(root: Path, *, leftovers: bool = False) -> KeptOriginalsF
     as unusable instead of restored."""
     chosen: dict[str, _Choice] = {}
     unusable: list[Unusable] = []
-    for folder, dirs, names in os.walk(root):  # os.walk never follows a link to a folder
+    for folder, _dirs, names in os.walk(root):  # os.walk never follows a link to a folder
         for name in sorted(names):
             path = Path(folder) / name
             doc_id = path.relative_to(root).as_posix()

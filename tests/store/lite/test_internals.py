@@ -36,7 +36,9 @@ def test_the_installed_versions_are_the_pinned_ones() -> None:
 def test_other_versions_are_refused_with_the_install_command(monkeypatch) -> None:
     monkeypatch.setattr(lite_internals, "_checked", False)
     monkeypatch.setattr(lite_internals, "installed_versions", lambda: ("3.0.0", "3.1.0"))
-    with pytest.raises(StoreError, match=r"found milvus-lite 3\.0\.0, pymilvus 3\.1\.0.*pip install 'milvus-lite==2\.5\.1'"):
+    with pytest.raises(
+        StoreError, match=r"found milvus-lite 3\.0\.0, pymilvus 3\.1\.0.*pip install 'milvus-lite==2\.5\.1'"
+    ):
         lite_internals.check_versions()
 
 

@@ -101,7 +101,9 @@ def test_a_hybrid_lookup_reads_the_registry_once_and_then_not_until_its_view_exp
     first = reader.search_both(vector("x"), "alpha beta paragraph", 10)
     assert len(reads) == 1 and first[0] and first[1]  # one read judged both channels (before: one per channel)
     assert reader.search_both(vector("x"), "alpha beta paragraph", 10) == first
-    assert reader.search_dense(vector("x"), 10) == first[0] and reader.search_bm25("alpha beta paragraph", 10) == first[1]
+    assert (
+        reader.search_dense(vector("x"), 10) == first[0] and reader.search_bm25("alpha beta paragraph", 10) == first[1]
+    )
     assert len(reads) == 1  # every hit agreed with the remembered view: no read
     clock.now += 1.5
     assert reader.search_both(vector("x"), "alpha beta paragraph", 10) == first
