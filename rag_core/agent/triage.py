@@ -140,7 +140,7 @@ class Triage:
         sections: list[Section] = []
         returned: dict[str, None] = {}
         for alert in firing[: self.max_alerts]:
-            section = yield from self._investigate(alert, first[alert["name"]], now)
+            section = yield from self._investigate(alert, first[str(alert["name"])], now)
             returned.update(dict.fromkeys(p.document_id for p in section.evidence))
             sections.append(section)
         skipped = len(firing) - len(sections)

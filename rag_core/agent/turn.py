@@ -71,10 +71,11 @@ class AssistantTurn:
             self.parts.append(step)
             return step
         if isinstance(event, ToolResultEvent):
-            step = next((s for s in reversed(self.tools()) if s.call_id == event.call_id), None)
-            if step is None:
-                step = ToolStep(event.call_id, event.name, None, "")
-                self.parts.append(step)
+            called = next((s for s in reversed(self.tools()) if s.call_id == event.call_id), None)
+            if called is None:
+                called = ToolStep(event.call_id, event.name, None, "")
+                self.parts.append(called)
+            step = called
             step.ok, step.error, step.seconds, step.result = event.ok, event.error, event.seconds, event.result
             step.lookup = event.lookup.to_dict() if event.lookup is not None else None
             return step

@@ -32,8 +32,9 @@ def workbench(settings: Settings, migrate: bool = False, asked: Sequence[str] = 
         ok = succeeded()
     finally:
         wb.close()
-        if wb.made and (ok or not _discard_made(settings, wb.kb)) and (note := made_with(wb.kb, asked)):
-            print(f"note: {note}", file=sys.stderr)
+        if wb.made and wb.kb is not None and (ok or not _discard_made(settings, wb.kb)) \
+                and (made_note := made_with(wb.kb, asked)):
+            print(f"note: {made_note}", file=sys.stderr)
 
 
 def _discard_made(settings: Settings, kb: Any) -> bool:

@@ -272,9 +272,9 @@ def load_beir(folder: str | os.PathLike[str], *, split: str | None = None, limit
     labels = [(qid, text, _raw_labels(qid, metadata)) for qid, text, metadata in chosen]
     warnings = [w for _, _, (_, _, ws) in labels for w in ws]
     needed: set[str] = set()
-    for qid, _, (answers, _spans, _) in labels:
+    for qid, _, (golds, _spans, _) in labels:
         needed.update(qrels[qid])
-        needed.update(str(a["doc_id"]) for a in answers if a.get("doc_id") is not None)
+        needed.update(str(a["doc_id"]) for a in golds if a.get("doc_id") is not None)
     missing = sorted(needed - records.keys())
     if missing:
         raise EvaluationError(f"{folder}: qrels or answers name documents missing from corpus.jsonl: "
@@ -299,7 +299,7 @@ def load_beir(folder: str | os.PathLike[str], *, split: str | None = None, limit
 
     queries = []
     for qid, text, (raw_answers, raw_spans, _) in labels:
-        answers = []
+        answers: list[Answer] = []
         for a in raw_answers:
             doc_id, answer_text = str(a["doc_id"]), str(a["text"])
             start = a.get("start")
@@ -311,7 +311,7 @@ def load_beir(folder: str | os.PathLike[str], *, split: str | None = None, limit
             else:
                 start = None
             answers.append(Answer(answer_text, doc_id, start))
-        spans = []
+        spans: list[Span] = []
         for s in raw_spans:
             doc_id = s["doc_id"]
             if doc_id not in texts:
@@ -426,7 +426,7 @@ def _rows(data: bytes | str, name: str, required: set[str],
     try:
         text = data.decode("utf-8-sig") if isinstance(data, bytes) else data
     except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
+        line = exc.object[:exc.start].count(b"\n") + 1
         raise EvaluationError(f"{name}, line {line}: byte 0x{data[exc.start]:02X} is not UTF-8; save the file as "
                               "UTF-8.") from None
     ext = Path(name).suffix.lower()

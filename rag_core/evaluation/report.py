@@ -167,7 +167,9 @@ def wins_losses(a_queries: Sequence[Mapping[str, Any]], b_queries: Sequence[Mapp
     metric = metric or (available[0] if available else "")
     if metric not in available:
         raise EvaluationError(f"Cannot compare queries by {metric!r}: use one of {', '.join(available) or '(none)'}.")
-    better_b, better_a, ties = [], [], []
+    better_b: list[QueryOutcome] = []
+    better_a: list[QueryOutcome] = []
+    ties: list[QueryOutcome] = []
     unpaired = len(a_by) + len(b_by) - 2 * len(shared)
     for qid in shared:
         a, b = _value(a_by[qid], metric), _value(b_by[qid], metric)

@@ -122,7 +122,7 @@ def load_point(spec: str | Path) -> tuple[dict[str, Any], int]:
         raise EvaluationError(f"{folder} has no points.")
     if not sep:
         rows = summary_rows(run)
-        return run, rows.index(best_point(rows))
+        return run, rows.index(dict(best_point(rows)))
     if not number.isdigit() or not 1 <= int(number) <= len(points):
         raise EvaluationError(f"{text}: #{number} is not a row of that run (it has rows #1 to #{len(points)}).")
     return run, int(number) - 1

@@ -174,7 +174,7 @@ class Grid:
         points: list[SweepPoint] = []
         skipped: list[str] = []
         seen: set[SweepPoint] = set()
-        names = [f for f in SweepPoint.__dataclass_fields__ if f != "kb"]  # type: ignore[attr-defined]
+        names = [f for f in SweepPoint.__dataclass_fields__ if f != "kb"]
         for combo in itertools.product(*(getattr(self, n) for n in names)):
             point = SweepPoint(**dict(zip(names, combo)))
             # Parameters that do not apply are pinned to the grid's first value, so they do not multiply runs.
@@ -371,8 +371,9 @@ def run_evaluation(eval_set: EvalSet, grid: Grid, settings: Settings, *, factori
                          "chunk_size": target.settings["chunk.max-size"], "overlap": target.settings["chunk.overlap"],
                          "embedder": target.embedder.name}
             else:
+                assert embedder is not None  # built above when no knowledge base is given
                 target_embedder, target_settings = embedder, settings
-                target_store, index_stat = _index_corpus(eval_set, settings, embedder, *key, reindex, report,
+                target_store, index_stat = _index_corpus(eval_set, settings, embedder, key[0], key[1], reindex, report,
                                                          factories.open_eval_store)
                 opened_here = target_store
                 index = {**asdict(index_stat), "uri": str(eval_db_path(settings)), "chunk_size": key[0],

@@ -17,6 +17,7 @@ or the new one, and what it left half-done is finished (or undone) the next time
 
 from __future__ import annotations
 
+import builtins  # `list` below is the method that lists knowledge bases
 import logging
 import shutil
 import threading
@@ -162,7 +163,7 @@ class KnowledgeBases:
     def list(self) -> list[KnowledgeBase]:
         return self.catalog.list_knowledge_bases()
 
-    def names(self) -> list[str]:
+    def names(self) -> builtins.list[str]:
         return [kb.name for kb in self.list()]
 
     def get(self, name: str) -> KnowledgeBase:
@@ -251,7 +252,7 @@ class KnowledgeBases:
             self._drop_storage(kb.name, originals=False)  # empty, and made for the old embedder
         return self.catalog.write(replace(kb, settings=values))
 
-    def _check_embedder_may_change(self, kb: KnowledgeBase, changed: list[str]) -> None:
+    def _check_embedder_may_change(self, kb: KnowledgeBase, changed: builtins.list[str]) -> None:
         what = f"The embedder of knowledge base {kb.name!r} cannot change ({', '.join(changed)})"
         if kb.name in self._held_open:
             raise KnowledgeBaseError(f"{what} while this process has it open with its embedder loaded (the "
@@ -322,7 +323,7 @@ class KnowledgeBases:
                 _running.discard(key)
         return CopyResult(kb, reports)
 
-    def adopt(self) -> list[str]:
+    def adopt(self) -> builtins.list[str]:
         """Collections made before knowledge bases that the catalog does not list yet, made knowledge bases."""
         from .resolve import adopt_collections
 
@@ -330,7 +331,7 @@ class KnowledgeBases:
         return adopt_collections(self.catalog, client, self.settings) if client is not None else []
 
     # ---------------------------------------------------------------- recovery
-    def _remove(self, kb: KnowledgeBase) -> list[str]:
+    def _remove(self, kb: KnowledgeBase) -> builtins.list[str]:
         """Tombstone, storage, entries: each step can be repeated, so an interrupted removal is finished later.
         Returns the collections kept (see `_drop_storage`)."""
         if kb.state != "deleted":
@@ -339,12 +340,12 @@ class KnowledgeBases:
         self.catalog.forget(kb.name)
         return kept
 
-    def _others(self, name: str) -> list[str]:
+    def _others(self, name: str) -> builtins.list[str]:
         """The names of every other knowledge base in the catalog, being made or deleted included."""
         return [kb.name for kb in (*self.catalog.list_knowledge_bases(), *self.catalog.unfinished())
                 if kb.name != name]
 
-    def _drop_storage(self, name: str, *, originals: bool = True) -> list[str]:
+    def _drop_storage(self, name: str, *, originals: bool = True) -> builtins.list[str]:
         """Drop knowledge base `name`'s collections and (`originals`) its kept originals, checked against the
         catalog first: a collection whose name, compared without case, is one of another knowledge base's
         (or the catalog's) is kept, whatever the store's rules. The store also keeps any that the database has
@@ -370,7 +371,7 @@ class KnowledgeBases:
         """Whether no other process can be changing this database (then every unfinished copy is abandoned)."""
         return self.factories.connect_store(self.settings, self.default).exclusive_access()  # never connects
 
-    def recover(self) -> list[str]:
+    def recover(self) -> builtins.list[str]:
         """Finish interrupted deletes and undo abandoned copies; returns their names."""
         now, exclusive, done = time.time_ns(), None, []
         for kb in self.catalog.unfinished():

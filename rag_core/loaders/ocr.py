@@ -84,7 +84,7 @@ def open_image(data: bytes, name: str, max_pixels: int) -> Any:
                           f"than the {max_pixels / 1e6:g} MP OCR reads; shrink it or raise the setting "
                           "loader.ocr-max-pixels", code="too_large")
     try:
-        image = Image.open(io.BytesIO(data))
+        image: Image.Image = Image.open(io.BytesIO(data))
         image.load()
         image = ImageOps.exif_transpose(image).convert("RGB")
     except LoaderError:

@@ -123,7 +123,8 @@ def server_message(body: Any) -> tuple[str, str]:
             return clip(body), ""
     if not isinstance(body, dict):
         return "", ""
-    inner = body.get("error") if isinstance(body.get("error"), dict) else body
+    error = body.get("error")
+    inner: dict = error if isinstance(error, dict) else body
     message = inner.get("message") or inner.get("detail") or inner.get("error") or ""
     code = inner.get("code") or ""
     if isinstance(message, (list, dict)):  # FastAPI validation errors: a list of problems

@@ -16,6 +16,7 @@ import math
 import re
 from abc import abstractmethod
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from ..errors import RerankError
@@ -81,6 +82,9 @@ class RemoteReranker(RemoteAdapter):
     def name(self) -> str:
         return self._name
 
+    def _checked_batch(self, query: str, documents: list[str]) -> list[float]:
+        return self._checked(self._score_batch(query, documents), len(documents))
+
     @abstractmethod
     def _score_batch(self, query: str, documents: list[str]) -> list[float]:
         """One request: a score per document, in the order given."""
@@ -103,7 +107,7 @@ class RemoteReranker(RemoteAdapter):
             notes.append(f"sent in {len(batches)} requests ({self._limits()} per request)")
         scores: list[float] = []
         for batch in batches:
-            scores.extend(self._call(lambda b=batch: self._checked(self._score_batch(query, b), len(b))))
+            scores.extend(self._call(partial(self._checked_batch, query, batch)))
         return RerankResult(tuple(scores), tuple(notes))
 
     # ------------------------------------------------------------------------------------------

@@ -306,7 +306,9 @@ def _rows(source: ChunkSource, doc_id: str) -> list[tuple[int, str, int | None, 
 # ---------------------------------------------------------------------------------------- the answer
 def _normalized(text: str) -> tuple[str, list[int]]:
     """Case-folded text with whitespace runs collapsed to one space, and each character's original offset."""
-    chars, offsets, space = [], [], False
+    chars: list[str] = []
+    offsets: list[int] = []
+    space = False
     for i, ch in enumerate(text):
         if ch.isspace():
             if not space and chars:
@@ -343,8 +345,8 @@ def locate_answer(rows: Sequence[tuple[int, str, int | None, int | None]], answe
     doc = _document_text(rows)
     if doc is None:  # no offsets (rows from an older writer): look inside each chunk only
         holders = tuple(i for i, text, _, _ in rows if answer in text)
-        spans = (AnswerSpan(-1, -1, holders, holders),) if holders else ()
-        return AnswerLocation(answer, spans, "exact" if holders else "none")
+        inside = (AnswerSpan(-1, -1, holders, holders),) if holders else ()
+        return AnswerLocation(answer, inside, "exact" if holders else "none")
     spans: list[tuple[int, int]] = []
     if start is not None and doc[start:start + len(answer)] == answer:
         return _located(rows, doc, answer, [(start, start + len(answer))], "exact")
@@ -483,7 +485,7 @@ def _channel_ranks(retriever: KnowledgeRetriever, query: str, params: LookupPara
         port = retriever.port.configured(replace(params.search, mode=channel))
         full = list(port.search(query, DEPTH, params.filters).hits)
         own = port.search(query, max(size, 1), {**(params.filters or {}), "doc_id": doc_id}).hits
-        position = {}
+        position: dict[Any, int] = {}
         for rank, hit in enumerate(full, start=1):
             position.setdefault(_key(hit), rank)
         floor = full[-1].score if len(full) >= DEPTH else None
@@ -550,7 +552,7 @@ def explain(retriever: KnowledgeRetriever, source: ChunkSource, query: str, expe
         targets = set()
     else:
         targets = {key(i) for i in indexes}
-    first_trace = {}
+    first_trace: dict[str, Any] = {}
     for t in result.traces:
         first_trace.setdefault(t.evidence_key, t)
     mode_channels = _mode_channels(params.search.mode)

@@ -85,7 +85,7 @@ class MultiKnowledgeBasePort:
             if mine is False:
                 continue
             try:
-                found = port.search(query, k, mine or None)
+                found = port.search(query, k, mine if isinstance(mine, Mapping) else None)
             except RetrievalError as exc:
                 if "empty" not in str(exc):
                     raise

@@ -13,6 +13,7 @@ calls (errors.UpstreamError: a reranker with rerank.on-error = fail, Prometheus,
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from starlette.exceptions import HTTPException
@@ -75,7 +76,7 @@ def is_compat(path: str) -> bool:
 
 
 def error_response(path: str, status: int, code: str, message: str, data: Any = None,
-                   headers: dict[str, str] | None = None) -> JSONResponse:
+                   headers: Mapping[str, str] | None = None) -> JSONResponse:
     if is_compat(path):
         body: dict[str, Any] = {"code": status, "message": message, "data": data}
     else:

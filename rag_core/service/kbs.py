@@ -18,7 +18,7 @@ router = APIRouter(prefix="/v1", tags=["knowledge bases"])
 
 @router.get("/kbs", summary="Every knowledge base, with its documents and settings (as `kb list --json`)")
 def list_kbs(svc: ServiceDep) -> list[dict[str, Any]]:
-    kbs = svc.kbs.manager
+    kbs = svc.kb_manager
     return [kbs.info(name).to_dict() for name in kbs.names()]
 
 
@@ -27,20 +27,20 @@ def list_kbs(svc: ServiceDep) -> list[dict[str, Any]]:
 def create_kb(body: KnowledgeBaseIn, svc: ServiceDep) -> dict[str, Any]:
     """Settings not given are the server's (rag.toml, environment). 400 for a bad name or setting, 409 for a
     name in use."""
-    kbs = svc.kbs.manager
+    kbs = svc.kb_manager
     kb = kbs.create(body.name, body.settings)
     return kbs.info(kb.name).to_dict()
 
 
 @router.get("/kbs/{kb}", summary="One knowledge base: what it holds and the settings it keeps (as `kb show`)")
 def show_kb(kb: str, svc: ServiceDep) -> dict[str, Any]:
-    return svc.kbs.manager.info(kb).to_dict()
+    return svc.kb_manager.info(kb).to_dict()
 
 
 @router.patch("/kbs/{kb}", summary="Change a knowledge base's chunking or search defaults (as `kb set`)")
 def change_kb(kb: str, body: KnowledgeBaseChange, svc: ServiceDep) -> dict[str, Any]:
     """Its documents keep their chunks until re-indexed; the embedder cannot change (copy it instead)."""
-    kbs = svc.kbs.manager
+    kbs = svc.kb_manager
     kbs.update(kb, body.settings)
     svc.forget(kb)  # opened again with the new settings on its next use
     return kbs.info(kb).to_dict()
@@ -50,7 +50,7 @@ def change_kb(kb: str, body: KnowledgeBaseChange, svc: ServiceDep) -> dict[str, 
 def delete_kb(kb: str, svc: ServiceDep) -> dict[str, str]:
     """409 for the default knowledge base, which cannot be deleted. `note`: present when some of its storage was
     kept because another knowledge base shares it (names that differ only by case)."""
-    kbs = svc.kbs.manager
+    kbs = svc.kb_manager
     kbs.get(kb)  # 404 before anything is closed
     svc.forget(kb)
     note = kbs.delete(kb)
@@ -62,7 +62,7 @@ def delete_kb(kb: str, svc: ServiceDep) -> dict[str, str]:
 def copy_kb(kb: str, body: KnowledgeBaseIn, svc: ServiceDep) -> JSONResponse:
     """`name`: the new knowledge base; `settings`: what differs from this one's. Answers when the copy is done,
     with one report per document (200; 207 when some could not be rebuilt, e.g. indexed from text)."""
-    result = svc.kbs.manager.copy(kb, body.name, body.settings)
+    result = svc.kb_manager.copy(kb, body.name, body.settings)
     return JSONResponse(result.to_dict(), status_code=207 if result.failed else 200)
 
 

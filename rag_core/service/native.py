@@ -5,7 +5,7 @@ chunks as `docs --json` and the store list them. Errors: `{"error": {"code", "me
 from __future__ import annotations
 
 import platform
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any, Literal
@@ -60,7 +60,7 @@ async def lookup_options(  # async: pure parsing, no hop to a worker thread
     return LookupOptions(given, no_rerank, doc_id)
 
 
-def kb_routes(router: APIRouter, prefix: str, chosen: Callable[..., Workbench]) -> None:
+def kb_routes(router: APIRouter, prefix: str, chosen: Callable[..., Workbench | Awaitable[Workbench]]) -> None:
     """Search and documents routes on the knowledge base `chosen` picks, under `prefix`."""
     # A default, not an Annotated alias: these annotations are strings, read in the module's namespace.
     chosen_kb = Depends(chosen)
@@ -123,7 +123,7 @@ def kb_routes(router: APIRouter, prefix: str, chosen: Callable[..., Workbench]) 
             row["http_status"] = refusal_status(row["error_code"]) if r.status == "failed" else 200
             out.append(row)
         counts = {s: sum(r.status == s for r in reports) for s in ("added", "replaced", "unchanged", "failed")}
-        body = IngestAnswer(reports=out, counts=counts).model_dump()
+        body = IngestAnswer.model_validate({"reports": out, "counts": counts}).model_dump()
         failed = [row for row in out if row["status"] == "failed"]
         if failed and len(failed) == len(out):
             first = failed[0]
@@ -187,8 +187,8 @@ def _doc_id(wb: Workbench, raw: str) -> str:
 def health(svc: ServiceDep) -> JSONResponse:
     """200 when the store answers, 503 (with the reason) when it does not. Shows no paths or secrets."""
     wb = svc.workbench
-    store: dict[str, Any] = {"kind": "milvus-lite" if is_lite(wb.store.uri) else "milvus-server",
-                             "collection": wb.store.collection}
+    store: dict[str, Any] = {"kind": "milvus-lite" if is_lite(wb.settings.milvus_uri) else "milvus-server",
+                             "collection": wb.settings["milvus.collection"]}
     status = 200
     try:
         docs = wb.store.list_documents()

@@ -62,7 +62,8 @@ def is_lite(uri: str) -> bool:
 class _Link(Protocol):
     """Where the Lite server is and how to find it again (the store host, or this process's own)."""
 
-    uri: str
+    @property
+    def uri(self) -> str: ...
 
     def describe(self) -> str: ...
 

@@ -147,7 +147,7 @@ def is_connection_lost(exc: BaseException) -> bool:
     from pymilvus.exceptions import MilvusException
 
     if isinstance(exc, grpc.RpcError):
-        return exc.code() == grpc.StatusCode.UNAVAILABLE  # type: ignore[attr-defined]
+        return exc.code() == grpc.StatusCode.UNAVAILABLE
     if isinstance(exc, MilvusException):
         return exc.code in (2, grpc.StatusCode.UNAVAILABLE)  # 2: pymilvus Status.CONNECT_FAILED
     return False
