@@ -38,6 +38,7 @@ from rag_core.evaluation.report import (
     failed_queries,
     per_query_metrics,
     point_names,
+    run_notes,
     shown_columns,
     shown_metrics,
     wins_losses,
@@ -193,8 +194,8 @@ def execute(settings: Any) -> None:
     bar = st.progress(0.0, text="Starting…")
 
     def on_progress(p: Any) -> None:
-        unit = "documents indexed" if p.stage == "indexing" else "queries"
-        bar.progress(p.fraction, text=f"{p.stage}: {p.done}/{p.total} {unit} — {p.detail}")
+        unit = "characters indexed" if p.stage == "indexing" else "queries"
+        bar.progress(p.fraction, text=f"{p.stage}: {p.done:,}/{p.total:,} {unit} — {p.detail}")
 
     run = run_evaluation(eval_set, grid, run_settings, factories=factories(), embedder=embedder, reindex=reindex,
                          progress=on_progress, knowledge_bases=workbenches)
@@ -222,6 +223,8 @@ def render_run(saved: dict[str, Any], key: str) -> None:
         st.warning(warning)
     if len(saved.get("warnings", [])) > 5:
         st.caption(f"… and {len(saved['warnings']) - 5} more warnings (run.json)")
+    for note in run_notes(saved):
+        st.caption(note)
     st.dataframe(pd.DataFrame(rows)[shown_columns(rows, varying)], hide_index=True, key=f"{key}_summary")
     names = point_names(rows, varying)
     charts = st.columns(2)
@@ -274,8 +277,8 @@ def render_wins_losses(a_point: dict[str, Any], b_point: dict[str, Any], labels:
         st.info(str(exc))
         return
     c1, c2, c3 = st.columns(3)
-    c1.metric("B better", len(result.b_better))
-    c2.metric("A better", len(result.a_better))
+    c1.metric(f"{result.b} better", len(result.b_better))
+    c2.metric(f"{result.a} better", len(result.a_better))
     c3.metric("Same", len(result.ties))
     if result.unpaired:
         st.caption(f"{result.unpaired} queries are not compared (only one side has them, or no {metric} value).")

@@ -211,7 +211,7 @@ class Ingestor:
 
     # ------------------------------------------------------------------ the pipeline
     def _run(self, sources: list[Source], prefix: str, progress: ProgressCallback, force: bool) -> list[IngestReport]:
-        run = _Run(len(sources), progress)
+        run = _Run(len(sources), progress, [_size(s) for s in sources])
         group: list[_Prepared] = []
         try:
             self._run_sources(sources, prefix, force, run, group)
@@ -371,21 +371,42 @@ class _Prepared:
     load_seconds: float
 
 
-class _Run:
-    """Reports and progress of one ingest run. The overall fraction counts finished files plus the
-    embedded share of the files in the group being embedded, so it never goes back."""
+def _size(source: Source) -> float:
+    """How much of a run's work a source is, for its progress: its characters or bytes (at least 1), so the
+    bar and its estimate hold for documents of very different sizes (one book among a hundred notes)."""
+    if source.document is not None:
+        return max(1, len(source.document.text))
+    if source.data is not None:
+        return max(1, len(source.data))
+    try:
+        return max(1, source.path.stat().st_size) if source.path is not None else 1
+    except OSError:
+        return 1
 
-    def __init__(self, total: int, progress: ProgressCallback) -> None:
+
+class _Run:
+    """Reports and progress of one ingest run. The overall fraction counts the size (characters or bytes) of
+    the finished files plus the embedded share of the files in the group being embedded, so it never goes back."""
+
+    def __init__(self, total: int, progress: ProgressCallback, sizes: Sequence[float] | None = None) -> None:
         self.total = total
         self.progress = progress
+        self.sizes = list(sizes) if sizes is not None else [1.0] * total
+        self.whole = max(1.0, sum(self.sizes))
         self.reports: dict[int, IngestReport] = {}
-        self.partial = 0.0  # embedded share of unfinished files, in files
+        self.finished = 0.0  # size of the files reported
+        self.partial = 0.0  # embedded share of unfinished files, in size
         self.shown = 0.0
 
     def _fraction(self) -> float:
         # max(): a group that failed and is retried file by file must not move the bar back
-        self.shown = max(self.shown, min(1.0, (len(self.reports) + self.partial) / max(1, self.total)))
+        self.shown = max(self.shown, min(1.0, (self.finished + self.partial) / self.whole))
         return self.shown
+
+    def _report(self, index: int, report: IngestReport) -> None:
+        if index not in self.reports and index < len(self.sizes):
+            self.finished += self.sizes[index]
+        self.reports[index] = report
 
     def tick(self, index: int, name: str, stage: str, done: int = 0, total: int = 0) -> None:
         self.progress(IngestProgress(index, self.total, name, stage, done, total, self._fraction()))
@@ -401,7 +422,7 @@ class _Run:
 
         def on_embedded(embedded: int) -> None:
             share = embedded / total
-            self.partial = share * len(group)
+            self.partial = share * sum(self.sizes[g.index] for g in group)
             for g in group:
                 self.tick(g.index, g.doc.doc_id, "embedding", round(share * len(g.chunks)), len(g.chunks))
 
@@ -409,9 +430,9 @@ class _Run:
         return on_embedded
 
     def finish(self, item: _Prepared, status: str, chunks: int, seconds: float, diff: ChunkDiff | None = None) -> None:
-        self.partial = max(0.0, self.partial - 1.0)
-        self.reports[item.index] = IngestReport(item.source.name, item.doc.doc_id, status, chunks,
-                                                item.load_seconds + seconds, diff=diff)
+        self.partial = max(0.0, self.partial - self.sizes[item.index])
+        self._report(item.index, IngestReport(item.source.name, item.doc.doc_id, status, chunks,
+                                              item.load_seconds + seconds, diff=diff))
         self.tick(item.index, item.doc.doc_id, "done", chunks, chunks)
 
     def fail(self, index: int, name: str, doc_id: str, seconds: float, exc: Exception) -> None:
@@ -421,7 +442,7 @@ class _Run:
         code = getattr(exc, "code", "")  # e.g. a loader's "too_large": the HTTP API maps it to a status
         code = code if isinstance(code, str) else ""
         status = "skipped" if code in SKIPPED_CODES else "failed"
-        self.reports[index] = IngestReport(name, doc_id, status, 0, seconds, message, code)
+        self._report(index, IngestReport(name, doc_id, status, 0, seconds, message, code))
         self.tick(index, doc_id or name, status)
 
     def stop(self, sources: Sequence[Source], group: list[_Prepared], exc: StoreUnavailableError) -> None:
@@ -430,15 +451,15 @@ class _Run:
         message, code = str(exc), exc.code
         for g in group:
             if g.index not in self.reports:
-                self.reports[g.index] = IngestReport(g.source.name, g.doc.doc_id, "failed", 0, g.load_seconds,
-                                                     message or "not written: the store failed during this write",
-                                                     code or "not_attempted")
+                self._report(g.index, IngestReport(g.source.name, g.doc.doc_id, "failed", 0, g.load_seconds,
+                                                   message or "not written: the store failed during this write",
+                                                   code or "not_attempted"))
                 message, code = "", ""
         for index, source in enumerate(sources):
             if index not in self.reports:
-                self.reports[index] = IngestReport(source.name, "", "failed", 0, 0.0,
-                                                   message or "not attempted: the store failed earlier in this run",
-                                                   code or "not_attempted")
+                self._report(index, IngestReport(source.name, "", "failed", 0, 0.0,
+                                                 message or "not attempted: the store failed earlier in this run",
+                                                 code or "not_attempted"))
                 message, code = "", ""
 
     def ordered_reports(self) -> list[IngestReport]:

@@ -32,7 +32,14 @@ from typing import Any
 from ..config import KEYS, Settings
 from ..errors import EvaluationError
 from ..evaluation.params import LABELS, PARAM_KEYS, PARAM_SETTINGS, choices_of, parse_kb_names, parse_values
-from ..evaluation.report import DEFAULT_PARAMS, PER_QUERY_METRICS, point_comparisons, shown_metrics, wins_losses
+from ..evaluation.report import (
+    DEFAULT_PARAMS,
+    PER_QUERY_METRICS,
+    point_comparisons,
+    run_notes,
+    shown_metrics,
+    wins_losses,
+)
 from .output import format_table, print_json, stage_progress_bar
 
 SHORT = {"max_chunks_per_document": "cap", "retrieve_k": "k", "return_n": "n", "chunk_size": "size",
@@ -116,6 +123,8 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     print(format_table([{"#": i + 1, **r} for i, r in enumerate(rows)],
                        ["#", *(varying or DEFAULT_PARAMS), *shown_metrics(rows)], SHORT))
     print_comparisons(comparisons)
+    for note in run_notes(run.to_dict()):
+        print(f"note: {note}")
     for note in run.skipped:
         print(f"skipped: {note}")
     for warning in run.warnings[:10]:
@@ -133,10 +142,10 @@ MAX_PRINTED_PAIRS = 12
 def print_comparisons(comparisons: list[dict[str, Any]]) -> None:
     if not comparisons:
         return
-    print(f"\nper query (by {comparisons[0]['metric']}): B better / A better / same")
+    print(f"\nper query (by {comparisons[0]['metric']}): the queries each row answers better")
     for c in comparisons[:MAX_PRINTED_PAIRS]:
         n = c["counts"]
-        print(f"  {c['A']} vs {c['B']}: {n['b_better']} / {n['a_better']} / {n['ties']}"
+        print(f"  {c['B']} better {n['b_better']} / {c['A']} better {n['a_better']} / same {n['ties']}"
               + (f" ({n['unpaired']} unpaired)" if n["unpaired"] else ""))
     if len(comparisons) > MAX_PRINTED_PAIRS:
         print(f"  ... and {len(comparisons) - MAX_PRINTED_PAIRS} more pairs (--json, or compare-runs)")
@@ -148,7 +157,7 @@ def print_outcomes(c: dict[str, Any], limit: int = 10) -> None:
     """The queries each side answers better, largest differences first."""
     for side, key in (("B", "b_better"), ("A", "a_better")):
         if c[key]:
-            print(f"  {side} better ({c[side]}):")
+            print(f"  {c[side]} better:")
         for o in c[key][:limit]:
             print(f"    {o['A']:.3f} -> {o['B']:.3f}  {o['query_id']}: {o['query'][:70]}")
         if len(c[key]) > limit:

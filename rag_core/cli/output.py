@@ -100,7 +100,7 @@ def ingest_progress_bar(enabled: bool) -> Iterator[Callable[[Any], None]]:
 
 @contextmanager
 def stage_progress_bar(enabled: bool) -> Iterator[Callable[[Any], None] | None]:
-    """An evaluation progress callback (its `stage`, `total`, `done` and `detail`): documents while indexing,
+    """An evaluation progress callback (its `stage`, `total`, `done` and `detail`): characters while indexing,
     queries while searching, the combination being run as the description. None when disabled."""
     if not enabled:
         yield None
@@ -111,10 +111,13 @@ def stage_progress_bar(enabled: bool) -> Iterator[Callable[[Any], None] | None]:
     def update(p) -> None:  # noqa: ANN001
         if (p.stage, p.total) != (state["stage"], bar.total):
             state["stage"] = p.stage
-            bar.unit = "doc" if p.stage == "indexing" else "query"
+            bar.unit = "char" if p.stage == "indexing" else "query"
+            bar.unit_scale = p.stage == "indexing"  # 1.2M/3.4M characters
             bar.reset(total=p.total)
         if p.detail != state["detail"]:  # the combination being run changes during a sweep
             state["detail"] = p.detail
+            if len(p.detail) > 60:  # e.g. an index's expected time: said whole, once
+                bar.write(p.detail, file=sys.stderr)
             bar.set_description(p.detail[:60], refresh=False)
         bar.n = p.done
         bar.refresh()

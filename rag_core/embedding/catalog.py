@@ -11,6 +11,7 @@ descriptions below are written by hand; the summaries are computed from the figu
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -128,3 +129,20 @@ def tradeoff_rows(data: Tradeoff | None = None) -> list[dict[str, object]]:
         rows.append({"embedder": p.provider, "mode": f"hybrid (weighted, dense {p.dense_weight:g})",
                      **dict(zip(data.sets, p.hybrid)), "ingest chunks/s (en / zh)": rate})
     return rows
+
+
+def expected_ingest(provider: str, texts: Sequence[str], chunk_size: int, overlap: int) -> tuple[int, float] | None:
+    """(chunks, seconds) that indexing `texts` should take with `provider`, from its measured ingest speed end to
+    end (chunks/s, English and Chinese text apart); None for an embedder not measured here (a remote API). The
+    chunk count is estimated from the characters (a chunk adds chunk_size - overlap new ones)."""
+    p = profile(provider)
+    if p is None:
+        return None
+    step = max(1, chunk_size - overlap)
+    chunks, seconds = 0, 0.0
+    for text in texts:
+        n = max(1, -(-len(text) // step))
+        zh = sum(1 for ch in text[:2000] if "\u4e00" <= ch <= "\u9fff") / max(1, min(len(text), 2000))
+        chunks += n
+        seconds += n * (zh / p.ingest_zh + (1 - zh) / p.ingest_en)
+    return chunks, seconds

@@ -270,7 +270,8 @@ def load_beir(folder: str | os.PathLike[str], *, split: str | None = None, limit
         records[str(rec["_id"])] = rec
 
     labels = [(qid, text, _raw_labels(qid, metadata)) for qid, text, metadata in chosen]
-    warnings = [w for _, _, (_, _, ws) in labels for w in ws]
+    warnings = _unread_metadata([metadata for _, _, metadata in chosen])
+    warnings += [w for _, _, (_, _, ws) in labels for w in ws]
     needed: set[str] = set()
     for qid, _, (golds, _spans, _) in labels:
         needed.update(qrels[qid])
@@ -328,11 +329,34 @@ def load_beir(folder: str | os.PathLike[str], *, split: str | None = None, limit
 
     info = {"format": "beir", "source": str(folder), "split": split, "limit": limit, "queries": subset,
             "skipped_queries": skipped, "label_warnings": warnings,
+            "titles_prepended": sum(1 for shift in shifts.values() if shift),
             "corpus": {"documents": len(documents), "total_documents": len(records), "sliced": sliced,
                        "sample": corpus_sample if sliced else None,
                        "rule": ("relevant, answer and span documents of the chosen queries, plus the corpus_sample "
                                 "others with the smallest sha256(doc_id)") if sliced else "whole corpus"}}
     return EvalSet(name or folder.name, tuple(queries), tuple(documents), info)
+
+
+LABEL_KEYS = ("answers", "spans")  # the metadata keys labels are read from (see the module docstring)
+
+
+def _unread_metadata(metadatas: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One warning naming the structured metadata keys (lists and objects: labels, perhaps, under another name,
+    such as `gold_spans`) that no label is read from, so that a set's spans are never dropped without a word.
+    Scalars (`"split": "dev"`) are not labels and are not mentioned."""
+    counts: dict[str, int] = {}
+    for metadata in metadatas:
+        for key, value in metadata.items():
+            if key not in LABEL_KEYS and isinstance(value, (list, dict)) and value:
+                counts[key] = counts.get(key, 0) + 1
+    if not counts:
+        return []
+    keys = sorted(counts, key=lambda k: (-counts[k], k))
+    named = ", ".join(f"metadata.{k} ({counts[k]} quer{'y' if counts[k] == 1 else 'ies'})" for k in keys[:5])
+    more = f" and {len(keys) - 5} more keys" if len(keys) > 5 else ""
+    return [f"labels are read from metadata.answers ([{{doc_id, start, text}}]) and metadata.spans "
+            f"([{{doc_id, start, end}}]) only; not read: {named}{more}. Rename a key holding spans or answers "
+            "to use it."]
 
 
 def _offset(value: Any) -> int | None:

@@ -58,13 +58,13 @@ def bulk_index(store: ChunkStore, embedder: Embedder, documents: Sequence[Docume
                progress: Callable[[int, int], None] = lambda done, total: None) -> tuple[int, int, int]:
     """Make `store` hold exactly `documents` chunked at (chunk_size, overlap); documents already stored
     with the same content are kept. Returns (total chunks, documents written, chunks written).
-    `progress(done, total)` counts documents."""
+    `progress(done, total)` counts characters, so its estimate holds when a few documents are most of the text."""
     wanted = {d.doc_id for d in documents}
     for doc_id in sorted({d.doc_id for d in store.list_documents()} - wanted):
         store.delete_document(doc_id)
     ingestor = Ingestor(store, embedder, max_size=chunk_size, overlap=overlap, batch_size=batch_size,
                         max_bytes=2**62, group_chunks=GROUP_CHUNKS)
-    total = len(documents)
+    total = sum(max(1, len(d.text)) for d in documents)
     progress(0, total)
     reports = ingestor.ingest_documents(documents, progress=lambda p: progress(round(p.fraction * total), total))
     failed = [r for r in reports if r.status == "failed"]

@@ -104,6 +104,6 @@ def wins_losses(result: Any) -> go.Figure:
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_layout(height=max(260, 22 * len(outcomes) + 120), showlegend=False)
     counts = result.counts()
-    title = (f"Per-query {label(result.metric)}: B better on {counts['b_better']}, A better on {counts['a_better']}, "
-             f"same on {counts['ties']}")
+    title = (f"Per-query {label(result.metric)}: {result.b} better on {counts['b_better']}, {result.a} better on "
+             f"{counts['a_better']}, same on {counts['ties']}")
     return _layout(fig, title, f"B − A ({label(result.metric)})", "query")

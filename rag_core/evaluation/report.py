@@ -123,14 +123,15 @@ class WinsLosses:
                 "unpaired": self.unpaired}
 
     def summary(self) -> str:
-        """"B better on 5, A better on 2, same on 29 (by ndcg@10)"."""
-        return (f"B better on {len(self.b_better)}, A better on {len(self.a_better)}, same on {len(self.ties)}"
-                f"{f', {self.unpaired} unpaired' if self.unpaired else ''} (by {self.metric})")
+        """"#2 dense better on 5, #1 bm25 better on 2, same on 29 (by ndcg@10)": the rows named, so the counts
+        cannot be read the wrong way round."""
+        return (f"{self.b} better on {len(self.b_better)}, {self.a} better on {len(self.a_better)}, same on "
+                f"{len(self.ties)}{f', {self.unpaired} unpaired' if self.unpaired else ''} (by {self.metric})")
 
     def rows(self) -> list[dict[str, Any]]:
-        """Every query that differs, B's wins first: a table for the page and the CLI."""
-        return ([{"better": "B", **o.to_dict()} for o in self.b_better]
-                + [{"better": "A", **o.to_dict()} for o in self.a_better])
+        """Every query that differs, B's wins first: a table for the page and the CLI (`better` names the row)."""
+        return ([{"better": self.b, **o.to_dict()} for o in self.b_better]
+                + [{"better": self.a, **o.to_dict()} for o in self.a_better])
 
     def to_dict(self) -> dict[str, Any]:
         return {"metric": self.metric, "A": self.a, "B": self.b, "counts": self.counts(),
@@ -208,3 +209,30 @@ def point_comparisons(saved: Mapping[str, Any], metric: str | None = None) -> li
         result = wins_losses(points[i]["queries"], points[j]["queries"], metric, labels)
         out.append({"a_point": i + 1, "b_point": j + 1, **result.to_dict()})
     return out
+
+
+def run_notes(saved: Mapping[str, Any]) -> list[str]:
+    """What a saved run's figures mean that the table cannot say: metrics at k beyond return-n, titles put in
+    front of BEIR documents, and how loaded the machine was while the latencies were taken."""
+    notes = []
+    return_ns = sorted({p["params"].get("return_n") for p in saved.get("points", [])} - {None})
+    metrics = saved["points"][0]["metrics"] if saved.get("points") else {}
+    ks = {int(at) for name, _, at in (k.partition("@") for k in metrics)
+          if at.isdigit() and not name.startswith("raw_")}
+    beyond = sorted(k for k in ks if return_ns and k > return_ns[0])
+    if beyond:
+        ats = ", ".join(f"@{k}" for k in beyond)
+        notes.append(f"metrics at {ats} rank the evidence the agent gets, at most return-n = "
+                     f"{'/'.join(map(str, return_ns))} documents, so beyond it they cannot rise; the raw_ metrics rank "
+                     "the retrieve-k candidates before post-processing.")
+    info = saved.get("set_info") or {}
+    if info.get("titles_prepended"):
+        notes.append(f"{info['titles_prepended']} of {info.get('corpus', {}).get('documents', '?')} corpus documents "
+                     "are indexed with their BEIR title in front of the text (as a heading), as the benchmarks do.")
+    machine = saved.get("machine") or {}
+    if machine:
+        busy = max(machine["load_1m_before"], machine["load_1m_after"]) > 0.75 * machine["cores"]
+        notes.append(f"machine: load {machine['load_1m_before']:g} → {machine['load_1m_after']:g} on "
+                     f"{machine['cores']} cores, {machine['cpu_s']:g} s of CPU in this process"
+                     + ("; a loaded machine: latencies read high." if busy else "."))
+    return notes

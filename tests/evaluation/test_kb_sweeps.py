@@ -83,15 +83,16 @@ def test_text_output_and_the_chosen_knowledge_base_with_live(data: Path, capsys,
                        "--out", str(out_dir))
     assert code == 0
     assert "knowledge base small: 10 docs" in out and "(chunk 300/30, embedder local:" in out
-    assert "per query (by ndcg@10): B better / A better / same" in out
-    assert "#1 kb=biz vs #2 kb=small: " in out
+    assert "per query (by ndcg@10): the queries each row answers better" in out
+    assert "  #2 kb=small better " in out and " / #1 kb=biz better " in out
     # compare-runs on the saved rows gives the same counts
     code, cmp_out, _ = run(data, capsys, "compare-runs", f"{out_dir}#1", f"{out_dir}#2", "--json")
     saved = json.loads((out_dir / "run.json").read_text(encoding="utf-8"))
     assert code == 0 and json.loads(cmp_out)["B_params"]["kb"] == "small"
     counts = json.loads(cmp_out)["counts"]
     code, text, _ = run(data, capsys, "compare-runs", f"{out_dir}#1", f"{out_dir}#2")
-    assert code == 0 and f"per query: B better on {counts['b_better']}, A better on {counts['a_better']}" in text
+    assert code == 0 and (f"per query: {out_dir}#2 better on {counts['b_better']}, {out_dir}#1 better on "
+                          f"{counts['a_better']}") in text
     assert "ndcg@10" in text and saved["points"][1]["params"]["kb"] == "small"
     code, _, err = run(data, capsys, "compare-runs", f"{out_dir}#1", f"{out_dir}#9")
     assert code == 2 and "#9 is not a row of that run" in err

@@ -66,16 +66,18 @@ def test_knowledge_bases_with_and_without_the_reranker_then_wins_and_losses(page
     assert all(parse_qs(urlsplit(url).query)["kb"] == ["biz"] for url in failed["debugger"])
 
     # wins and losses between two rows of the run: #1 and #2 first, then #1 against #3 (biz vs small)
-    assert at.selectbox(key="eval_last_wl_a").value.startswith("#1 kb=biz")
+    a_label, b_label = at.selectbox(key="eval_last_wl_a").value, at.selectbox(key="eval_last_wl_b").value
+    assert a_label.startswith("#1 kb=biz") and b_label.startswith("#2 ")
     expected = wins_losses(saved["points"][0]["queries"], saved["points"][1]["queries"])
-    assert _metrics(at) == {"B better": str(len(expected.b_better)), "A better": str(len(expected.a_better)),
-                            "Same": str(len(expected.ties))}
+    # the counts name their rows, so they cannot be read the wrong way round
+    assert _metrics(at) == {f"{b_label} better": str(len(expected.b_better)),
+                            f"{a_label} better": str(len(expected.a_better)), "Same": str(len(expected.ties))}
     b = at.selectbox(key="eval_last_wl_b")
     b.set_value(b.options[2]).run()
     assert not at.exception
     at.selectbox(key="eval_last_wl_by").set_value("mrr@10").run()
     expected = wins_losses(saved["points"][0]["queries"], saved["points"][2]["queries"], "mrr@10")
-    assert _metrics(at)["B better"] == str(len(expected.b_better))
+    assert _metrics(at)[f"{b.value} better"] == str(len(expected.b_better))
     if expected.rows():
         table = next(d.value for d in at.dataframe if "better" in d.value.columns)
         assert list(table["query_id"]) == [r["query_id"] for r in expected.rows()]
@@ -96,4 +98,4 @@ def test_knowledge_bases_with_and_without_the_reranker_then_wins_and_losses(page
     assert (len(rows_a.options), len(rows_b.options)) == (4, 2)  # run A: the first sweep, run B: the second
     compare_tab = at.tabs[1]
     shown = {m.label: int(m.value) for m in compare_tab.metric}
-    assert set(shown) == {"B better", "A better", "Same"} and sum(shown.values()) == 10
+    assert set(shown) == {f"{rows_a.value} better", f"{rows_b.value} better", "Same"} and sum(shown.values()) == 10

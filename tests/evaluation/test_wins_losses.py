@@ -31,8 +31,8 @@ def test_wins_losses_and_ties_by_query_largest_difference_first() -> None:
     assert [o.query_id for o in result.ties] == ["q2"]
     assert result.unpaired == 2  # q5 only in A, q6 only in B
     assert result.counts() == {"b_better": 2, "a_better": 1, "ties": 1, "unpaired": 2}
-    assert result.summary() == "B better on 2, A better on 1, same on 1, 2 unpaired (by ndcg@10)"
-    assert [r["better"] for r in result.rows()] == ["B", "B", "A"]
+    assert result.summary() == "kb=b better on 2, kb=a better on 1, same on 1, 2 unpaired (by ndcg@10)"
+    assert [r["better"] for r in result.rows()] == ["kb=b", "kb=b", "kb=a"]
     saved = result.to_dict()
     assert saved["A"] == "kb=a" and saved["ties"] == ["q2"] and saved["b_better"][0]["query"] == "question q3"
     json.dumps(saved)  # what `eval --json` prints
