@@ -242,8 +242,10 @@ class Ingestor:
                 continue
             item = _Prepared(index, source, doc, chunks, self.fingerprint(doc), original,
                              time.perf_counter() - started)
-            full = sum(len(g.chunks) for g in group) + len(chunks) > self.group_chunks
-            if full or any(g.doc.doc_id == doc.doc_id for g in group):
+            if (
+                any(g.doc.doc_id == doc.doc_id for g in group)
+                or sum(len(g.chunks) for g in group) + len(chunks) > self.group_chunks
+            ):
                 self._ingest_group(group, run, force)
                 group.clear()
             group.append(item)

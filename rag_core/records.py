@@ -206,8 +206,9 @@ class SearchResult:
     """What a KnowledgeSearchPort returns: at most k hits, best first, and what each stage cost (ms)."""
 
     hits: tuple[SearchHit, ...]
-    # what each stage cost (ms): embed, dense_search, bm25_search, hybrid_search, fusion
-    timings: Mapping[str, float] = field(default_factory=dict)
+    timings: Mapping[str, float] = field(
+        default_factory=dict
+    )  # e.g. embed, dense_search, bm25_search, hybrid_search, fusion
 
 
 @dataclass(frozen=True)

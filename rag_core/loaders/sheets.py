@@ -167,8 +167,9 @@ def _delimiter(text: str) -> str:
     best, best_score = ",", 0
     for delimiter in (",", ";", "\t", "|"):
         try:
-            reader = csv.reader(io.StringIO(sample, newline=""), delimiter=delimiter)
-            counts = [len(r) for r, _ in zip(reader, range(20))]
+            counts = [
+                len(r) for r, _ in zip(csv.reader(io.StringIO(sample, newline=""), delimiter=delimiter), range(20))
+            ]
         except csv.Error:
             continue
         if not counts:

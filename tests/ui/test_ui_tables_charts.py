@@ -48,8 +48,9 @@ def test_describe_drop_reads_the_structured_reason_of_every_fate():
     assert describe_drop(drop(kind="duplicate", key="x#chunk-1", by=("x#chunk-1",))) == "duplicate of x#chunk-1"
     # a doc_id that looks like the old status text is not misparsed: nothing is parsed any more
     cap = drop(kind="doc_cap", doc_id="dir/a (b) already has 9).md", count=2, by=("k#chunk-0", "k#chunk-3"))
-    assert describe_drop(cap) == ("per-document cap: dir/a (b) already has 9).md already has 2 "
-                                  "(`k#chunk-0`, `k#chunk-3`)")
+    assert (
+        describe_drop(cap) == "per-document cap: dir/a (b) already has 9).md already has 2 (`k#chunk-0`, `k#chunk-3`)"
+    )
     assert describe_drop(cap, short=True) == "per-document cap (2)"
     assert describe_drop(drop(kind="beyond_return_n", count=5)) == "beyond return-n (5)"
     assert describe_drop({"kind": "something new"}) == "something new"
