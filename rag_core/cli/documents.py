@@ -62,7 +62,7 @@ def cmd_chunk(args: argparse.Namespace, settings: Settings) -> int:
               f"{c.heading_path_text or '(no heading)'}")
     for note in doc.notes:
         print(f"note: {note}")
-    print(f"{len(chunks)} chunks from {len(doc.text)} characters ({doc.encoding})")
+    print(f"{len(chunks)} chunks from {len(doc.text)} characters")
     return 0
 
 
