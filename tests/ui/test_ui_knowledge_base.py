@@ -94,3 +94,14 @@ def test_the_caption_lists_every_type_the_loader_reads(kb):
     assert set(uploader(at).proto.type) == {"." + e for e in SUPPORTED_EXTENSIONS}
     at.toggle(key="kb.folder_mode").set_value(True).run()
     assert not at.exception and uploader(at).proto.multiple_files
+
+
+def test_an_uploaded_workbook_reports_how_it_was_read(fresh_kb):
+    from tests.loaders.samples import workbook
+
+    at = app_at(PAGE)
+    uploader(at).set_value([("alerts.xlsx", workbook(), "application/octet-stream")])
+    at.run()
+    at.button(key="kb.ingest").click().run()
+    assert not at.exception and "1 added" in texts(at, "success")
+    assert list(report_table(at)["notes"]) == ["Q&A sheet: FAQ (问题 / 答案)"]
