@@ -15,12 +15,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from bench import api, chunking, explain, host, ingest, latency, quality, startup, tradeoff
+from bench import api, chunking, explain, formats, host, ingest, latency, quality, startup, tradeoff
 from bench.common import REPO, load
 
 README = REPO / "bench" / "README.md"
 RESULTS = (("chunking", chunking.render), ("ingest", ingest.render), ("latency", latency.render),
-           ("startup", startup.render), ("quality", quality.render), ("host", host.render), ("api", api.render))
+           ("startup", startup.render), ("quality", quality.render), ("host", host.render), ("api", api.render),
+           ("formats", formats.render))
 
 
 def _results() -> str:
@@ -62,7 +63,7 @@ def publish(check: bool = False) -> list[str]:
         pattern = _pattern(name)
         if pattern.search(text):
             body = render()
-            text = pattern.sub(lambda m: m.group(1) + body + m.group(3), text)
+            text = pattern.sub(lambda m, body=body: m.group(1) + body + m.group(3), text)
             if pattern.search(original).group(2) != body:
                 changed.append(f"{README.relative_to(REPO)}: {name}")
     if text != original and not check:

@@ -8,8 +8,8 @@ from rag_core.chunk_compare import compare_chunkings
 from rag_core.errors import RagError
 from ui.charts import chunk_length_histogram
 from ui.compare import chunking_b_controls, chunking_comparison_view
-from ui.components import chunk_cards, metric_row
-from ui.documents import decode, indexed_text
+from ui.components import OcrProgress, chunk_cards, metric_row
+from ui.documents import decode, indexed_text, structure
 from ui.html import ChunkView, document_html, legend_html, overlap_summary_lines
 from ui.state import get_settings, get_workbench, kb_settings
 from ui.tables import chunks_download
@@ -51,7 +51,7 @@ with knobs:
     if compare:
         max_size_b, overlap_b = chunking_b_controls((max_size, overlap))
 
-text, name, note = "", "pasted.md", ""
+text, name, note, doc = "", "pasted.md", "", None
 with pick:
     source = st.segmented_control("Source", SOURCES, default=SOURCES[0], key="cp.source", persist_state="session",
                                   required=True)
@@ -69,10 +69,12 @@ with pick:
             by_id = {d.doc_id: d for d in docs}
             doc_id = st.selectbox("Document", list(by_id), key="cp.doc", persist_state="session")
             name = doc_id
+            ocr = OcrProgress()
             try:
-                text, note = indexed_text(wb, doc_id)
+                text, note, doc = indexed_text(wb, doc_id, ocr)
             except RagError as exc:
                 st.error(str(exc))
+            ocr.clear()
             stored = by_id[doc_id]
             st.caption(
                 f"Indexed as {stored.chunks} chunk{'s' if stored.chunks != 1 else ''} with max "
@@ -82,28 +84,39 @@ with pick:
         upload = st.file_uploader("File", type=list(loaders.SUPPORTED_EXTENSIONS), key="cp.upload")
         if upload is not None:
             name = upload.name
+            ocr = OcrProgress()
             try:
-                text, encoding = decode(upload.getvalue(), upload.name, max_bytes)
-                st.caption(f"Read as {encoding}, {len(text):,} characters.")
+                doc = decode(upload.getvalue(), upload.name, max_bytes, loaders.load_options(settings), ocr)
+                text = doc.text
+                st.caption(f"Read as {doc.encoding}, {len(text):,} characters.")
             except RagError as exc:
                 st.error(str(exc))
+            ocr.clear()
     else:
         text = st.text_area("Text", SAMPLE_TEXT, height=220, key="cp.text", persist_state="session")
 
 if note:
     st.caption(note)
+if doc is not None and (read := structure(doc)):  # pages, slides, sheets, OCR'd pages, Q&A sheets
+    st.caption("Structure: " + " · ".join(read))
 if not text.strip():
     st.stop()
 
+
+def chunked(size: int, over: int) -> list:
+    """As ingest chunks it: a document read from a file keeps its places (rows whole, each chunk located)."""
+    return chunking.chunk_document(doc, size, over) if doc is not None else chunking.chunk_text(text, size, over)
+
+
 try:
-    chunks = chunking.chunk_text(text, max_size, overlap)
+    chunks = chunked(max_size, overlap)
 except RagError as exc:
     st.error(str(exc))
     st.stop()
 
 if compare:
     try:
-        chunks_b = chunking.chunk_text(text, max_size_b, overlap_b)
+        chunks_b = chunked(max_size_b, overlap_b)
     except RagError as exc:
         st.error(f"B: {exc}")
         st.stop()

@@ -189,7 +189,7 @@ with st.expander("Evidence blocks in full", expanded=False):
     for i, e in enumerate(data["evidence"]):
         chunk_card(ChunkView(index=e["chunk_index"] if e["chunk_index"] is not None else i, text=e["content"],
                              heading_path=e.get("heading_path", ""), doc_id=e.get("doc_id") or e["evidence_key"],
-                             score=e["score"]), alt=bool(i % 2))
+                             score=e["score"], location=e.get("location", "")), alt=bool(i % 2))
 
 with st.expander(f"Agent projection — exactly what the agent's tool returns ({len(data['projection'])} items)"):
     st.json(tool_payload(result), expanded=3)

@@ -5,7 +5,7 @@ import streamlit as st
 
 from rag_core.errors import RagError
 from rag_core.kb.settings import defaults_for_new, describe
-from rag_core.loaders import SUPPORTED_EXTENSIONS
+from rag_core.loaders import OCR_EXTRA, SUPPORTED_EXTENSIONS, SUPPORTED_TEXT, ocr_available
 from ui.components import ingest_summary, run_ingest
 from ui.kbs import settings_widgets
 from ui.state import clear_workbench, get_settings, knowledge_bases, switch_kb, workbench_or_stop
@@ -83,11 +83,15 @@ if notice := ss.pop("kb.notice", None):
 
 # ------------------------------------------------------------------------------------------ upload
 st.subheader(f"Add documents to {name}")
-st.caption(f"Markdown, text, PDF or Word; up to {wb.settings['loader.max-file-mb']:g} MB per file. "
+st.caption(f"{SUPPORTED_TEXT}; up to {wb.settings['loader.max-file-mb']:g} MB per file. Scanned PDFs and images "
+           f"are read by OCR{'' if ocr_available() else f' once its optional extra is installed ({OCR_EXTRA})'}. "
            "A document with the same id is replaced; unchanged content is skipped.")
 left, right = st.columns([3, 2])
 with left:
-    files = st.file_uploader("Files", accept_multiple_files=True, type=list(SUPPORTED_EXTENSIONS),
+    whole_folder = st.toggle("A whole folder", key="kb.folder_mode", help="Pick a folder: its files of the types "
+                             "above are ingested with their paths inside it, as `ingest FOLDER` does.")
+    files = st.file_uploader("Folder" if whole_folder else "Files", type=list(SUPPORTED_EXTENSIONS),
+                             accept_multiple_files="directory" if whole_folder else True,
                              key=f"kb.files.{ss['kb.uploader_round']}")
 with right:
     prefix = st.text_input("Folder inside the knowledge base (optional)", key="kb.prefix", placeholder="runbooks",

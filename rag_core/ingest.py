@@ -71,6 +71,11 @@ class IngestProgress:
 ProgressCallback = Callable[[IngestProgress], None]
 
 
+def ocr_step(done: int, total: int) -> str:
+    """An OCR progress bar's text: "OCR page 3/12" while page 3 is read, "OCR done, 12 pages" at the end."""
+    return f"OCR page {done + 1}/{total}" if done < total else f"OCR done, {total} page{'s' * (total != 1)}"
+
+
 def _ignore(_: IngestProgress) -> None:
     pass
 
@@ -432,7 +437,7 @@ class _Run:
     def finish(self, item: _Prepared, status: str, chunks: int, seconds: float, diff: ChunkDiff | None = None) -> None:
         self.partial = max(0.0, self.partial - self.sizes[item.index])
         self._report(item.index, IngestReport(item.source.name, item.doc.doc_id, status, chunks,
-                                              item.load_seconds + seconds, diff=diff))
+                                              item.load_seconds + seconds, diff=diff, notes=item.doc.notes))
         self.tick(item.index, item.doc.doc_id, "done", chunks, chunks)
 
     def fail(self, index: int, name: str, doc_id: str, seconds: float, exc: Exception) -> None:

@@ -59,6 +59,12 @@ class Location:
                 "label": self.label}
 
 
+def cited_as(source: str, location: str = "") -> str:
+    """How a citation reads to a person: the document, and the pages, slides or rows when known
+    (`manual.pdf p. 12`, `deck.pptx slide 3`, `faq.xlsx sheet FAQ, row 7`)."""
+    return f"{source} {location}" if location else source
+
+
 @dataclass(frozen=True)
 class Document:
     """A decoded document, ready to chunk. `text` has LF line endings only."""
@@ -241,12 +247,13 @@ class IngestReport:
     error: str = ""
     error_code: str = ""  # why it failed, for programs: the failing exception's `code` ("too_large", ...)
     diff: ChunkDiff | None = None  # replaced and unchanged documents: their chunks against the previous version
+    notes: tuple[str, ...] = ()  # how it was read (Document.notes): "OCR'd pages 2, 3", "Q&A sheet: FAQ (...)"
 
     def to_dict(self) -> dict[str, Any]:
         """As `ingest --json` prints it and the HTTP API answers it (`diff` null for added or failed files)."""
         return {"path": self.path, "doc_id": self.doc_id, "status": self.status, "chunks": self.chunks,
                 "seconds": self.seconds, "error": self.error, "error_code": self.error_code,
-                "diff": self.diff.to_dict() if self.diff is not None else None}
+                "diff": self.diff.to_dict() if self.diff is not None else None, "notes": list(self.notes)}
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,9 @@ def wb(tmp_path_factory: pytest.TempPathFactory, local_embedder):
 
 def test_every_format_is_indexed_with_its_places(wb) -> None:
     assert [(r.doc_id, r.status) for r in wb.reports] == [(r.doc_id, "added") for r in wb.reports], wb.reports
+    notes = {r.doc_id: r.notes for r in wb.reports}  # how each was read, as the CLI, the API and the pages show it
+    assert notes["ops/alerts.xlsx"] == ("Q&A sheet: FAQ (问题 / 答案)",) and notes["reviews/incident.pptx"] == ()
+    assert notes.get("scans/mixed.pdf", ("OCR'd page 2",)) == ("OCR'd page 2",)
     located = {d: {c.metadata.get("location") for c in wb.store.get_chunks(d)}
                for d in ("wiki/pay.html", "ops/alerts.xlsx", "ops/告警.csv", "reviews/incident.pptx", "catalogue.pdf")}
     assert located["wiki/pay.html"] == {None}  # no pages in a web page
@@ -97,6 +100,9 @@ def test_a_bomb_is_refused_and_loses_nothing(wb) -> None:
 
 def test_reindex_rereads_the_kept_originals(wb) -> None:
     before = {c.metadata["location"] for c in wb.store.get_chunks("reviews/incident.pptx")}
-    reports = wb.ingestor.reindex(["reviews/incident.pptx", "ops/告警.csv"])
-    assert [r.status for r in reports] == ["replaced", "replaced"], reports
+    rows = {c.metadata["location"] for c in wb.store.get_chunks("ops/alerts.xlsx")}
+    reports = wb.ingestor.reindex(["reviews/incident.pptx", "ops/告警.csv", "ops/alerts.xlsx"])
+    assert [r.status for r in reports] == ["replaced", "replaced", "replaced"], reports
+    assert reports[2].notes == ("Q&A sheet: FAQ (问题 / 答案)",)  # the workbook re-read from its kept original
+    assert {c.metadata["location"] for c in wb.store.get_chunks("ops/alerts.xlsx")} == rows
     assert {c.metadata["location"] for c in wb.store.get_chunks("reviews/incident.pptx")} == before

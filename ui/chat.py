@@ -12,6 +12,7 @@ import streamlit as st
 from rag_core.agent import ContentEvent, DoneEvent, ErrorEvent, Event, NoticeEvent, ToolCallEvent, ToolResultEvent
 from rag_core.agent.kb_tool import TOOL_NAME as KB_TOOL
 from rag_core.agent.turn import AssistantTurn, ToolStep
+from rag_core.records import cited_as
 
 from .components import chunk_card, evidence_table
 from .html import ChunkView
@@ -80,6 +81,11 @@ def render_tool(step: ToolStep, key: str) -> None:
         _render_result(step, key)
 
 
+def citation_label(cited: str, block: dict[str, Any] | None) -> str:
+    """A citation chip: the cited key and the page, slide or rows it is on (`manual.pdf#chunk-3 p. 12`)."""
+    return cited_as(cited, str(block.get("location") or "")) if block else cited
+
+
 def render_citations(turn: AssistantTurn, key: str) -> None:
     """Cited evidence keys as chips; each opens the cited chunk. Unverified citations are flagged."""
     if not turn.citations and not turn.unverified:
@@ -88,14 +94,15 @@ def render_citations(turn: AssistantTurn, key: str) -> None:
     with st.container(horizontal=True, gap="small", key=f"{key}.citations"):
         st.caption("Sources:", width="content")
         for i, cited in enumerate(turn.citations):
-            with st.popover(cited, icon="📄", key=f"{key}.cite.{i}"):
-                block = evidence.get(cited)
+            block = evidence.get(cited)
+            with st.popover(citation_label(cited, block), icon="📄", key=f"{key}.cite.{i}"):
                 if block is None:
                     st.write("The tool returned this key, but its content is not in this turn's lookups.")
                     continue
                 chunk_card(ChunkView(index=block["chunk_index"] if block["chunk_index"] is not None else 0,
                                      text=block["content"], heading_path=block.get("heading_path", ""),
-                                     doc_id=block.get("doc_id") or cited, score=block["score"]))
+                                     doc_id=block.get("doc_id") or cited, score=block["score"],
+                                     location=block.get("location", "")))
     if turn.unverified:
         st.warning("Cited but not returned by a tool this turn (check these): "
                    + ", ".join(f"`{k}`" for k in turn.unverified), icon="⚠️")

@@ -7,7 +7,7 @@ from typing import Any
 
 import streamlit as st
 
-from rag_core.ingest import IngestProgress
+from rag_core.ingest import IngestProgress, ocr_step
 from rag_core.records import IngestReport
 
 from .html import ChunkView, changed_chunk_html, chunk_card_html
@@ -40,8 +40,8 @@ def hits_table(result: Mapping[str, Any], *, key: str | None = None) -> None:
     styled = frame.style.apply(lambda row: [FATE_ROW_STYLE.get(row["fate"], "")] * len(row), axis=1)
     rerank_columns = ["fused #", "move", "rerank score"] if reranked(result) else []
     st.dataframe(styled, hide_index=True, key=key, width="stretch",
-                 column_order=["rank", *rerank_columns, "score", "evidenceKey", "status", "dense #", "bm25 #", "doc_id",
-                               "chunk", "snippet"],
+                 column_order=["rank", *rerank_columns, "score", "evidenceKey", "where", "status", "dense #", "bm25 #",
+                               "doc_id", "chunk", "snippet"],
                  column_config={
                      "rank": st.column_config.NumberColumn("rank", help="The order post-processing walked: after "
                                                            "the reranker when one ran, else the port's fused order",
@@ -51,6 +51,7 @@ def hits_table(result: Mapping[str, Any], *, key: str | None = None) -> None:
                      "rerank score": st.column_config.NumberColumn("rerank score", format="%.4f", width=80),
                      "score": st.column_config.NumberColumn("score", format="%.4f", width=70),
                      "evidenceKey": st.column_config.TextColumn("evidenceKey", width=200),
+                     "where": st.column_config.TextColumn("where", help="Page, slide or rows", width=90),
                      "status": st.column_config.TextColumn("status", help="Kept, or why it was dropped", width=170),
                      "dense #": st.column_config.NumberColumn("dense #", help="Rank in the dense channel", width=65),
                      "bm25 #": st.column_config.NumberColumn("bm25 #", help="Rank in the BM25 channel", width=65),
@@ -130,6 +131,8 @@ class IngestProgressView:
             bar = self.bars[p.file_index] = self.area.progress(0.0, text=p.name)
         if p.stage == "embedding":
             within, text = (p.done / p.total if p.total else 0.0), f"{p.name} — embedding {p.done}/{p.total} chunks"
+        elif p.stage == "ocr":  # a scanned PDF's pages, read one by one
+            within, text = (p.done / p.total if p.total else 0.0), f"{p.name} — {ocr_step(p.done, p.total)}"
         elif p.stage == "done":
             within, text = 1.0, f"✅ {p.name} — {p.total} chunks"
         elif p.stage == "failed":
@@ -142,6 +145,20 @@ class IngestProgressView:
 
     def finish(self) -> None:
         self.overall.progress(1.0, text="Overall: done")
+
+
+class OcrProgress:
+    """A `LoadOptions.on_page` callback drawing "OCR page n/m" in a bar made at the first page (a document that
+    needs no OCR draws nothing); `clear()` removes it once the document is read."""
+
+    def __init__(self) -> None:
+        self.slot = st.empty()
+
+    def __call__(self, done: int, total: int) -> None:
+        self.slot.progress(done / total if total else 1.0, text=ocr_step(done, total))
+
+    def clear(self) -> None:
+        self.slot.empty()
 
 
 def run_ingest(job: Callable[[Callable[[IngestProgress], None]], list[IngestReport]],

@@ -2,20 +2,44 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
 
 import streamlit as st
 
 from rag_core import loaders
 from rag_core.bootstrap import Workbench
-from rag_core.records import StoredChunk
+from rag_core.records import PAGE, ROW, SLIDE, Document, StoredChunk
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def decode(data: bytes, name: str, max_bytes: int) -> tuple[str, str]:
-    """(text, encoding) of a file's bytes, exactly as ingestion reads them. Raises LoaderError."""
-    doc = loaders.load_bytes(data, name, max_bytes=max_bytes)
-    return doc.text, doc.encoding
+def decode(data: bytes, name: str, max_bytes: int, options: loaders.LoadOptions | None = None,
+           _on_page: Callable[[int, int], None] | None = None) -> Document:
+    """The document in a file's bytes, exactly as ingestion reads it (pages, slides, rows, OCR'd pages, notes).
+    Cached: a slider's change re-chunks the document without reading it again (OCR takes seconds per page).
+    `_on_page` (not part of the cache key): OCR progress. Raises LoaderError."""
+    options = replace(options or loaders.LoadOptions(), on_page=_on_page)
+    return loaders.load_bytes(data, name, max_bytes=max_bytes, options=options)
+
+
+def structure(doc: Document) -> list[str]:
+    """What a person should know about how a document was read: its pages, slides or sheets, the pages read by
+    OCR, and the loader's notes ("Q&A sheet: FAQ ...")."""
+    units: dict[str, set[Any]] = {}
+    for p in doc.places:
+        units.setdefault(p.unit, set()).add(p.sheet if p.unit == ROW else p.number)
+    lines = []
+    if PAGE in units:
+        lines.append(f"{len(units[PAGE])} page{'s' * (len(units[PAGE]) != 1)} with text")
+    if SLIDE in units:
+        lines.append(f"{len(units[SLIDE])} slide{'s' * (len(units[SLIDE]) != 1)}")
+    if ROW in units:  # each sheet (a CSV: one, unnamed) with the rows it was read from, as the spreadsheet numbers them
+        spans: dict[str, list[int]] = {}
+        for p in doc.places:
+            spans.setdefault(p.sheet, []).append(p.number)
+        lines.append(", ".join(f"{'sheet ' + s + ' ' if s else ''}(rows {min(n)}–{max(n)})" for s, n in spans.items()))
+    return lines + list(doc.notes)  # the loader's notes name the OCR'd pages
 
 
 def text_from_chunks(chunks: Sequence[StoredChunk]) -> str:
@@ -29,10 +53,13 @@ def text_from_chunks(chunks: Sequence[StoredChunk]) -> str:
     return "".join(buf)
 
 
-def indexed_text(wb: Workbench, doc_id: str) -> tuple[str, str]:
-    """(text, note) of an indexed document: from its kept original, else rebuilt from its chunks."""
+def indexed_text(wb: Workbench, doc_id: str,
+                 on_page: Callable[[int, int], None] | None = None) -> tuple[str, str, Document | None]:
+    """(text, note, document) of an indexed document: read from its kept original (the document, with its places),
+    else rebuilt from its chunks (no document)."""
     original = wb.ingestor.original(doc_id)
     if original is not None:
-        return decode(original, doc_id, wb.ingestor.max_bytes)[0], ""
+        doc = decode(original, doc_id, wb.ingestor.max_bytes, wb.ingestor.load_options, on_page)
+        return doc.text, "", doc
     return (text_from_chunks(wb.store.get_chunks(doc_id)),
-            "The original file was not kept; the text is rebuilt from the stored chunks.")
+            "The original file was not kept; the text is rebuilt from the stored chunks.", None)

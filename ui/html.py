@@ -47,6 +47,7 @@ class ChunkView:
     boundary: str = ""
     doc_id: str = ""
     score: float | None = None
+    location: str = ""  # where in the document: "p. 12", "slide 3", "sheet FAQ, row 7" (Location.label)
 
     @property
     def length(self) -> int:
@@ -54,8 +55,10 @@ class ChunkView:
 
     @classmethod
     def of(cls, chunk: Chunk, doc_id: str = "") -> ChunkView:
+        where = chunk.location
+        location = f"{where.label}{', OCR' if where.ocr else ''}" if where else ""
         return cls(chunk.chunk_index, chunk.text, chunk.start, chunk.end, chunk.heading_path_text,
-                   chunk.overlap_chars, chunk.boundary, doc_id)
+                   chunk.overlap_chars, chunk.boundary, doc_id, location=location)
 
 
 def _segments(text_len: int, chunks: Sequence[Chunk]) -> list[tuple[int, int, list[int]]]:
@@ -155,6 +158,8 @@ def chunk_card_html(view: ChunkView, *, alt: bool = False) -> str:
     title = f"#{view.index}"
     if view.doc_id:
         title = f"{view.doc_id} #{view.index}"
+    if view.location:  # as a citation names it: "manual.pdf #3 p. 12"
+        title = f"{title} {view.location}"
     head = esc(view.heading_path) if view.heading_path else '<span style="color:#9ca3af">(no heading)</span>'
     overlap = min(view.overlap_chars or 0, len(view.text))
     body = ""

@@ -63,6 +63,7 @@ def hits_frame(result: Mapping[str, Any]) -> pd.DataFrame:
         "rerank score": h.get("rerank_score"),
         "score": h["score"],
         "evidenceKey": h["evidence_key"],
+        "where": h.get("location", ""),  # page, slide or rows: "p. 12"
         "doc_id": h.get("doc_id"),
         "chunk": h.get("chunk_index"),
         "dense #": _channel(h, "dense", "rank"),
@@ -71,8 +72,8 @@ def hits_frame(result: Mapping[str, Any]) -> pd.DataFrame:
         "status": describe_drop(h.get("drop"), short=True),
         "fate": h.get("fate", ""),
     } for h in result.get("raw_hits", [])]
-    columns = ["rank", "fused #", "move", "rerank score", "score", "evidenceKey", "doc_id", "chunk", "dense #",
-               "bm25 #", "snippet", "status", "fate"]
+    columns = ["rank", "fused #", "move", "rerank score", "score", "evidenceKey", "where", "doc_id", "chunk",
+               "dense #", "bm25 #", "snippet", "status", "fate"]
     frame = pd.DataFrame(rows, columns=columns)
     frame["rerank score"] = frame["rerank score"].astype("Float64")
     for col in ("dense #", "bm25 #", "chunk", "fused #"):
@@ -138,8 +139,10 @@ def chunk_changes(report: IngestReport) -> str:
 
 def ingest_frame(reports: Iterable[IngestReport]) -> pd.DataFrame:
     rows = [{"file": r.path, "doc_id": r.doc_id, "status": r.status, "chunks": r.chunks,
-             "chunk changes": chunk_changes(r), "seconds": round(r.seconds, 2), "reason": r.error} for r in reports]
-    return pd.DataFrame(rows, columns=["file", "doc_id", "status", "chunks", "chunk changes", "seconds", "reason"])
+             "chunk changes": chunk_changes(r), "seconds": round(r.seconds, 2), "reason": r.error,
+             "notes": "; ".join(r.notes)} for r in reports]
+    return pd.DataFrame(rows, columns=["file", "doc_id", "status", "chunks", "chunk changes", "seconds", "reason",
+                                       "notes"])
 
 
 def knowledge_bases_frame(infos: Sequence[Any]) -> pd.DataFrame:

@@ -15,6 +15,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from ..records import cited_as
+
+__all__ = ["check_citations", "cited_as", "extract_citations"]
+
 _BRACKETS = re.compile(r"\[([^\[\]\n]{1,400})\](?!\()|【([^【】\n]{1,400})】")
 _SEPARATORS = re.compile(r"\s*[,;，；]\s*")
 _PREFIX = re.compile(r"^(?:document_id|doc_id|id|source|来源)\s*[:=：]\s*", re.I)
@@ -39,9 +43,3 @@ def check_citations(text: str, returned: Iterable[str]) -> tuple[tuple[str, ...]
     returned_keys = set(returned)
     cited = extract_citations(text, returned_keys)
     return (tuple(k for k in cited if k in returned_keys), tuple(k for k in cited if k not in returned_keys))
-
-
-def cited_as(source: str, location: str = "") -> str:
-    """How a citation reads to a person: the document, and the pages, slides or rows when known
-    (`manual.pdf p. 12`, `deck.pptx slide 3`, `faq.xlsx sheet FAQ, row 7`)."""
-    return f"{source} {location}" if location else source

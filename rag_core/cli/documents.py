@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ from .. import chunking, loaders
 from ..config import Settings
 from ..errors import RagError
 from .options import setting_help
-from .output import EXIT_FAILED_FILES, ingest_progress_bar, print_json
+from .output import EXIT_FAILED_FILES, ingest_progress_bar, ocr_progress_bar, print_json
 from .workbench import workbench
 
 
@@ -29,6 +30,8 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
             if r.status == "replaced" and r.diff is not None:
                 detail += f": {len(r.diff.added)} added, {len(r.diff.removed)} removed, {r.diff.unchanged} unchanged"
             print(f"{r.status:<9} {r.doc_id or r.path}  ({detail}, {r.seconds:.2f}s)")
+            for note in r.notes:  # how it was read: OCR'd pages, Q&A sheets, pages left unread
+                print(f"          note: {note}")
         counts = {s: sum(r.status == s for r in reports)
                   for s in ("added", "replaced", "unchanged", "failed", "skipped")}
         print(", ".join(f"{n} {s}" for s, n in counts.items()))
@@ -43,16 +46,22 @@ def cmd_chunk(args: argparse.Namespace, settings: Settings) -> int:
     max_size = args.max_size or settings["chunk.max-size"]
     overlap = settings["chunk.overlap"] if args.overlap is None else args.overlap
     path = Path(args.file)
-    doc = loaders.load_path(path, None, max_bytes=int(settings["loader.max-file-mb"] * 1024 * 1024),
-                            max_text_chars=settings["loader.max-text-chars"])
-    chunks = chunking.chunk_text(doc.text, max_size, overlap)
+    with ocr_progress_bar(not args.quiet) as on_page:
+        options = replace(loaders.load_options(settings), on_page=on_page)
+        doc = loaders.load_path(path, None, max_bytes=int(settings["loader.max-file-mb"] * 1024 * 1024),
+                                max_text_chars=settings["loader.max-text-chars"], options=options)
+    chunks = chunking.chunk_document(doc, max_size, overlap)  # as ingest chunks it
     if args.json:
         print_json({"doc_id": doc.doc_id, "max_size": max_size, "overlap": overlap, "characters": len(doc.text),
+                    "encoding": doc.encoding, "notes": list(doc.notes), "ocr_pages": list(doc.ocr_pages),
                     "summary": chunking.overlap_summary(chunks), "chunks": chunking.chunks_to_json(chunks)})
         return 0
     for c in chunks:
-        print(f"#{c.chunk_index} [{c.start}:{c.end}] len={c.end - c.start} overlap={c.overlap_chars} "
+        where = f" ({c.location.label}{', OCR' if c.location.ocr else ''})" if c.location else ""
+        print(f"#{c.chunk_index} [{c.start}:{c.end}] len={c.end - c.start} overlap={c.overlap_chars}{where} "
               f"{c.heading_path_text or '(no heading)'}")
+    for note in doc.notes:
+        print(f"note: {note}")
     print(f"{len(chunks)} chunks from {len(doc.text)} characters")
     return 0
 
@@ -98,10 +107,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_ingest)
 
     p = sub.add_parser("chunk", help="preview how a file is chunked (nothing is indexed)")
-    p.add_argument("file", help="a .md, .markdown, .txt, .pdf or .docx file")
+    p.add_argument("file", help=f"a file of a type ingest reads ({loaders.SUPPORTED_TEXT})")
     p.add_argument("--max-size", type=int, metavar="N", help=setting_help("chunk.max-size"))
     p.add_argument("--overlap", type=int, metavar="N", help=setting_help("chunk.overlap"))
     p.add_argument("--json", action="store_true", help="print the chunks with offsets and the overlap summary as JSON")
+    p.add_argument("--quiet", action="store_true", help="no OCR progress bar")
     p.set_defaults(func=cmd_chunk)
 
     p = sub.add_parser("docs", help="list indexed documents")

@@ -46,7 +46,8 @@ def format_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str],
 
 def report_line(r: Any) -> str:
     """One IngestReport of a rebuild (reindex, rebuild, kb copy) as a line: status, document, chunks or error."""
-    return f"{r.status:<9} {r.doc_id or r.path}  {r.error or f'{r.chunks} chunks'}"
+    notes = "".join(f"; {n}" for n in getattr(r, "notes", ()))  # how it was read: OCR'd pages, Q&A sheets
+    return f"{r.status:<9} {r.doc_id or r.path}  {r.error or f'{r.chunks} chunks'}{notes}"
 
 
 # ---------------------------------------------------------------------------------------- progress bars
@@ -78,18 +79,47 @@ def ingest_progress_bar(enabled: bool) -> Iterator[Callable[[Any], None]]:
     if not enabled:
         yield lambda _: None
         return
+    from ..ingest import ocr_step
+
     bars: list[Any] = []  # drawn at the first event: a command refused before any work draws none
 
     def update(p) -> None:  # noqa: ANN001
         if not bars:
             bars.append(_bar(0, "chunk"))
         bar = bars[0]
-        bar.set_description(f"[{p.file_index + 1}/{p.files_total}] {p.stage} {p.name[-40:]}")
-        if p.stage == "embedding":
-            if p.done == 0:
+        stage = ocr_step(p.done, p.total) if p.stage == "ocr" else p.stage
+        bar.set_description(f"[{p.file_index + 1}/{p.files_total}] {stage} {p.name[-40:]}")
+        if p.stage in ("embedding", "ocr"):  # chunks embedded, or pages read by OCR ("ocr n/m")
+            if p.done == 0 or bar.total != p.total:
                 bar.reset(total=p.total)
+            bar.unit = "page" if p.stage == "ocr" else "chunk"
             bar.n = p.done
         bar.refresh()
+
+    try:
+        yield update
+    finally:
+        for bar in bars:
+            bar.close()
+
+
+@contextmanager
+def ocr_progress_bar(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A `LoadOptions.on_page` callback drawing "OCR page n/m" while a file's scanned pages are read; None when
+    disabled. Nothing is drawn for a file that needs no OCR."""
+    if not enabled:
+        yield None
+        return
+    from ..ingest import ocr_step
+
+    bars: list[Any] = []
+
+    def update(done: int, total: int) -> None:
+        if not bars:
+            bars.append(_bar(total, "page"))
+        bars[0].set_description(ocr_step(done, total))
+        bars[0].n = done
+        bars[0].refresh()
 
     try:
         yield update

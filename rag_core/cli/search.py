@@ -11,6 +11,7 @@ from typing import Any
 
 from ..config import Settings
 from ..errors import RagError, RetrievalError
+from ..records import cited_as
 from .options import lookup_arguments, lookup_overrides
 from .output import EXIT_FAILED_FILES, count_bar, json_line, print_json
 from .workbench import workbench
@@ -43,13 +44,17 @@ def _print_result(result: Any) -> None:
 
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    where = {c.rank: c.metadata.get("location") for c in result.candidates}  # "p. 12", "slide 3" (new formats)
     for t in result.traces:
         reranked = "" if t.rerank_score is None else \
             f"  rerank {t.rerank_score:.4f}, fused #{t.fused_rank} {movement(t.fused_rank, t.rank)}"
-        print(f"{t.rank:>3} {t.score:8.4f} {t.evidence_key:<50} {t.status}{reranked}")
+        located = f"  ({where[t.rank]})" if where.get(t.rank) else ""
+        print(f"{t.rank:>3} {t.score:8.4f} {t.evidence_key:<50} {t.status}{reranked}{located}")
     print("\nEvidence:")
     for c in result.evidence:
-        print(f"- [{c.evidence_key}] ({', '.join(c.hit_reasons)}) {c.content[:160]!r}")
+        location = str(c.metadata.get("location") or "")
+        cited = f" {cited_as(c.source, location)}:" if location else ""
+        print(f"- [{c.evidence_key}]{cited} ({', '.join(c.hit_reasons)}) {c.content[:160]!r}")
 
 
 def _search_batch(wb: Any, queries: Sequence[tuple[str, str]], overrides: dict[str, Any],

@@ -23,7 +23,7 @@ whose `code` says why, for programs (`rag_core.errors.LOADER_ERROR_CODES`).
 
 from .doc_ids import MAX_DOC_ID_BYTES, doc_id_for, join_doc_id, legacy_doc_id, normalize_doc_id
 from .folders import iter_files
-from .formats import SUPPORTED_EXTENSIONS, TEXT_EXTENSIONS
+from .formats import SUPPORTED_EXTENSIONS, SUPPORTED_TEXT, TEXT_EXTENSIONS
 from .limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_TEXT_CHARS
 from .load import load_bytes, load_path, read_path
 from .ocr import OCR_EXTRA, ocr_available
@@ -31,6 +31,6 @@ from .options import LoadOptions, load_options
 
 __all__ = [
     "DEFAULT_MAX_BYTES", "DEFAULT_MAX_TEXT_CHARS", "MAX_DOC_ID_BYTES", "OCR_EXTRA", "SUPPORTED_EXTENSIONS",
-    "TEXT_EXTENSIONS", "LoadOptions", "doc_id_for", "iter_files", "join_doc_id", "legacy_doc_id", "load_bytes",
-    "load_options", "load_path", "normalize_doc_id", "ocr_available", "read_path",
+    "SUPPORTED_TEXT", "TEXT_EXTENSIONS", "LoadOptions", "doc_id_for", "iter_files", "join_doc_id", "legacy_doc_id",
+    "load_bytes", "load_options", "load_path", "normalize_doc_id", "ocr_available", "read_path",
 ]

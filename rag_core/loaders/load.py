@@ -117,13 +117,14 @@ def load_bytes(data: bytes, doc_id: str, *, max_bytes: int = DEFAULT_MAX_BYTES,
     elif ext in HTML_EXTENSIONS:
         text, encoding = html_text(data, doc_id, budget)
     elif ext == "xlsx":
-        (text, places), encoding = xlsx_text(data, doc_id, budget, options), "xlsx"
+        (text, places, notes), encoding = xlsx_text(data, doc_id, budget, options), "xlsx"
     elif ext in TABLE_EXTENSIONS:
-        text, encoding, places = delimited_text(data, doc_id, ext, budget, options)
+        text, encoding, places, notes = delimited_text(data, doc_id, ext, budget, options)
     elif ext == "pptx":
         (text, places), encoding = pptx_text(data, doc_id, budget), "pptx"
     else:  # an image (formats.IMAGE_EXTENSIONS)
         (text, places), encoding = image_text(data, doc_id, budget, options), "ocr"
+        notes = ("read by OCR",)
     budget.check(text)
     return Document(
         doc_id=doc_id,

@@ -76,6 +76,8 @@ def pdf_text(data: bytes, name: str, budget: TextBudget,
         else:
             _ocr_pages(data, name, scanned, texts, budget, options)
             ocr_done = {i for i in scanned if texts[i]}
+            if ocr_done:
+                notes.append(f"OCR'd page{'s' * (len(ocr_done) > 1)} {_numbers(sorted(ocr_done))}")
     parts: list[str] = []
     places: list[Place] = []
     size = 0

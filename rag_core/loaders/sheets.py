@@ -55,6 +55,7 @@ class _Writer:
         self.budget = budget
         self.blocks: list[str] = []
         self.places: list[Place] = []
+        self.notes: list[str] = []  # what a person should know: which sheets were read as Q&A
         self.size = 0
 
     def add(self, block: str, number: int, sheet: str) -> None:
@@ -73,7 +74,9 @@ class _Writer:
 
 # --- .xlsx ----------------------------------------------------------------------------------------
 
-def xlsx_text(data: bytes, name: str, budget: TextBudget, options: LoadOptions) -> tuple[str, tuple[Place, ...]]:
+def xlsx_text(data: bytes, name: str, budget: TextBudget,
+              options: LoadOptions) -> tuple[str, tuple[Place, ...], tuple[str, ...]]:
+    """(text, one place per row, notes)."""
     if data.startswith(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"):
         raise LoaderError(f"{name}: is an old Excel .xls file or a password-protected workbook, not an .xlsx; open it "
                           "in Excel and save it as .xlsx without a password", code="unsupported")
@@ -101,7 +104,7 @@ def xlsx_text(data: bytes, name: str, budget: TextBudget, options: LoadOptions) 
                           "in Excel and save it again as .xlsx", code="undecodable") from exc
     if not writer.blocks:
         raise LoaderError(f"{name}: the workbook has no values in any sheet; nothing to index", code="empty")
-    return writer.text(), tuple(writer.places)
+    return writer.text(), tuple(writer.places), tuple(writer.notes)
 
 
 def _cell_text(cell: object) -> str:
@@ -128,8 +131,8 @@ def _cell_text(cell: object) -> str:
 # --- .csv / .tsv ----------------------------------------------------------------------------------
 
 def delimited_text(data: bytes, name: str, ext: str, budget: TextBudget,
-                   options: LoadOptions) -> tuple[str, str, tuple[Place, ...]]:
-    """(text, encoding, places) of a CSV or TSV file, decoded like a text file (UTF-8, GBK, Big5, ...)."""
+                   options: LoadOptions) -> tuple[str, str, tuple[Place, ...], tuple[str, ...]]:
+    """(text, encoding, places, notes) of a CSV or TSV file, decoded like a text file (UTF-8, GBK, Big5, ...)."""
     text, encoding = decode_text(data, name)
     _check_lines(text, name)
     delimiter = "\t" if ext == "tsv" else _delimiter(text)
@@ -143,7 +146,7 @@ def delimited_text(data: bytes, name: str, ext: str, budget: TextBudget,
                           "save it again from the spreadsheet", code="undecodable") from None
     if not writer.blocks:
         raise LoaderError(f"{name}: the file has no values; nothing to index", code="empty")
-    return writer.text(), encoding, tuple(writer.places)
+    return writer.text(), encoding, tuple(writer.places), tuple(writer.notes)
 
 
 def _check_lines(text: str, name: str) -> None:
@@ -204,6 +207,9 @@ def _table(rows: Iterator[tuple[int, list[str]]], name: str, sheet: str, writer:
     header_number, header_cells = buffered[at]
     headers = [c or column_name(i) for i, c in enumerate(header_cells)]  # type: ignore[operator]
     qa = _qa_columns(headers, options.qa_columns)
+    if qa is not None:
+        writer.notes.append(f"Q&A sheet: {sheet} ({headers[qa[0]]} / {headers[qa[1]]})" if sheet
+                            else f"Q&A table ({headers[qa[0]]} / {headers[qa[1]]})")
     body = [*buffered[at + 1:]]
 
     def remaining() -> Iterable[tuple[int, list[str]]]:

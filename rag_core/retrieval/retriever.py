@@ -19,7 +19,7 @@ from typing import Any
 from ..config import Settings
 from ..errors import RetrievalError
 from ..ports import KnowledgeSearchPort, Reranker
-from ..records import Candidate, HitTrace, RerankOutcome, SearchHit, SearchOptions
+from ..records import Candidate, HitTrace, RerankOutcome, SearchHit, SearchOptions, cited_as
 from .identity import to_candidate
 from .postprocess import PostProcessed, postprocess
 from .projection import Budgets, Projection, project
@@ -163,13 +163,15 @@ class LookupResult:
                 "hit_reasons": list(c.hit_reasons),
                 "channels": {ch: {"rank": r, "score": s} for ch, (r, s) in c.channels.items()},
                 "title": c.metadata.get("title", ""), "heading_path": c.metadata.get("headingPath", ""),
-                "location": c.metadata.get("location", ""), "content": c.content,
+                "location": c.metadata.get("location", ""),
+                "cited_as": cited_as(c.source, str(c.metadata.get("location") or "")), "content": c.content,
             })
         evidence = [{
             "evidence_key": c.evidence_key, "doc_id": c.doc_id, "chunk_index": c.chunk_index, "source": c.source,
             "score": c.score, "rank": c.rank, "fused_rank": c.rank_before_rerank, "rerank_score": c.rerank_score,
             "content": c.content, "hit_reasons": list(c.hit_reasons),
             "heading_path": c.metadata.get("headingPath", ""), "location": c.metadata.get("location", ""),
+            "cited_as": cited_as(c.source, str(c.metadata.get("location") or "")),
         } for c in self.evidence]
         return {
             "query": self.query,

@@ -131,8 +131,9 @@ async def upload(svc: ServiceDep, file: Annotated[UploadFile, File()],
                                                                      "one); not in SuperBizAgent")] = ""
                  ) -> Envelope[UploadInfo]:
     """The upload page's ingest: doc_id = `folder/file name` (the same rules as a folder ingest), versioned
-    swap, original kept. A refused file answers its status (413 too large, 415 unsupported or binary,
-    422 undecodable or empty, 400 bad name) with `code` equal to it and the reason in `message`."""
+    swap, original kept. A refused file answers its status (413 too large or too slow to read, 415 unsupported,
+    binary or needing the OCR extra, 422 undecodable, empty or a bomb, 400 bad name) with `code` equal to it and the
+    reason in `message`."""
     name = upload_name(file)  # a Windows path as sent, refused below (python-multipart cuts it: uploads.py)
     data = await file.read()
     wb = await run_in_threadpool(svc.workbench_of, kb or None)
@@ -145,7 +146,8 @@ async def upload(svc: ServiceDep, file: Annotated[UploadFile, File()],
     return Envelope[UploadInfo](data=UploadInfo(fileName=name, filePath=report.doc_id, fileSize=len(data),
                                           docId=report.doc_id, status=report.status, chunks=report.chunks,
                                           seconds=round(report.seconds, 3), knowledgeBase=wb.settings.kb_name,
-                                          diff=report.diff.to_dict() if report.diff is not None else None))
+                                          diff=report.diff.to_dict() if report.diff is not None else None,
+                                          notes=list(report.notes)))
 
 
 @router.post("/ai_ops", summary="Alert triage as server-sent events",

@@ -37,8 +37,10 @@ log = logging.getLogger(__name__)
 REFUSAL_STATUS: dict[str, int] = {
     "too_large": 413,
     "too_much_text": 413,
+    "too_slow": 413,  # reading took longer than loader.max-seconds: too much for one file, like too_much_text
     "unsupported": 415,
     "binary": 415,
+    "needs_ocr": 415,  # an image or a scanned PDF, and the OCR extra is not installed: a type this server cannot read
     "undecodable": 422,
     "empty": 422,
     "bad_name": 400,

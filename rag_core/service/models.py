@@ -108,6 +108,7 @@ class UploadInfo(BaseModel):
     knowledgeBase: str = ""
     diff: dict[str, Any] | None = Field(None, description="Replaced or unchanged: chunks added, removed and unchanged "
                                         "by content hash, with the added and removed ones.")
+    notes: list[str] = Field([], description="How the file was read: \"OCR'd pages 2, 3\", \"Q&A sheet: FAQ ...\".")
 
 
 # ------------------------------------------------------------------------------------------ /v1
@@ -122,6 +123,7 @@ class IngestReportOut(BaseModel):
     http_status: int = Field(200, description="What this file alone would have been answered with.")
     diff: dict[str, Any] | None = Field(None, description="Replaced or unchanged files: chunks `added`, `removed` and "
                                         "`unchanged` by content hash, with `added_chunks` and `removed_chunks`.")
+    notes: list[str] = Field([], description="How the file was read: \"OCR'd pages 2, 3\", \"Q&A sheet: FAQ ...\".")
 
 
 class IngestAnswer(BaseModel):

@@ -154,3 +154,23 @@ def test_compare_two_configurations_aligned_by_offset(kb):
     assert not [h for h in at.html if 'class="chunked-doc"' in h.value]  # the single view is not drawn
     at.slider(key=f"cp.{base}.overlap_b").set_value(200).run()  # overlap >= max size: B's error, one line
     assert not at.exception and "B: " in texts(at, "error")
+
+
+def test_an_uploaded_workbook_shows_its_sheets_rows_and_notes(kb, monkeypatch):
+    from rag_core import loaders
+    from tests.loaders.samples import workbook
+
+    reads = []
+    load = loaders.load_bytes
+    monkeypatch.setattr(loaders, "load_bytes", lambda *a, **k: reads.append(a[1]) or load(*a, **k))
+    at = app_at(PAGE)
+    at.segmented_control(key="cp.source").set_value("Upload a file").run()
+    at.file_uploader(key="cp.upload").set_value(("faq.xlsx", workbook(), "application/octet-stream")).run()
+    assert not at.exception
+    structure = "Structure: sheet Alerts (rows 1–5), sheet FAQ (rows 1–3) · Q&A sheet: FAQ (问题 / 答案)"
+    assert structure in texts(at, "caption")
+    cards = [h.value for h in at.html if 'class="chunk-card"' in h.value]
+    assert "faq.xlsx" not in cards[0] and "#0 sheet Alerts, rows 1–5" in cards[0]
+    assert any("sheet FAQ, row 3" in c and "Q: How do I rotate the API keys?" in c for c in cards)
+    at.slider(key="cp.max_size").set_value(200).run()  # re-chunked from the cached document, not read again
+    assert not at.exception and reads == ["faq.xlsx"]

@@ -84,3 +84,24 @@ def test_delete_and_reindex_selected_documents(fresh_kb):
     at.button(key="kb.reindex_all").click().run()
     assert not at.exception
     assert list(report_table(at)["doc_id"]) == ["notes.txt"]
+
+
+def test_the_caption_lists_every_type_the_loader_reads(kb):
+    from rag_core.loaders import SUPPORTED_EXTENSIONS, SUPPORTED_TEXT
+
+    at = app_at(PAGE)
+    assert SUPPORTED_TEXT in texts(at, "caption") and "read by OCR" in texts(at, "caption")
+    assert set(uploader(at).proto.type) == {"." + e for e in SUPPORTED_EXTENSIONS}
+    at.toggle(key="kb.folder_mode").set_value(True).run()
+    assert not at.exception and uploader(at).proto.multiple_files
+
+
+def test_an_uploaded_workbook_reports_how_it_was_read(fresh_kb):
+    from tests.loaders.samples import workbook
+
+    at = app_at(PAGE)
+    uploader(at).set_value([("alerts.xlsx", workbook(), "application/octet-stream")])
+    at.run()
+    at.button(key="kb.ingest").click().run()
+    assert not at.exception and "1 added" in texts(at, "success")
+    assert list(report_table(at)["notes"]) == ["Q&A sheet: FAQ (问题 / 答案)"]

@@ -137,3 +137,19 @@ def test_hits_frame_and_movement_chart_after_a_rerank():
     points = sorted((x, y) for t in fig.data[1:] for x, y in zip(t.x, t.y))
     assert points == [(1, 5), (2, 4), (3, 3), (4, 2), (5, 1)]
     assert fig.layout.yaxis.autorange == "reversed"
+
+
+def test_hits_and_cards_and_citation_chips_show_the_page_or_slide():
+    from ui.chat import citation_label
+    from ui.html import ChunkView, chunk_card_html
+
+    located = [SearchHit(id="p", score=0.9, content="Alert042 threshold", metadata={
+        "docId": "catalogue.pdf", "chunkIndex": 3, "location": "p. 2", "source": "catalogue.pdf"})]
+    data = KnowledgeRetriever(ScriptedPort(located)).lookup("q", retrieve_k=1, return_n=1).to_dict()
+    assert list(hits_frame(data)["where"]) == ["p. 2"]
+    assert list(hits_frame(lookup())["where"])[0] == ""  # plain text has no pages
+    assert data["evidence"][0]["cited_as"] == "catalogue.pdf p. 2"
+    assert citation_label("catalogue.pdf#chunk-3", data["evidence"][0]) == "catalogue.pdf#chunk-3 p. 2"
+    assert citation_label("gone.md#chunk-1", None) == "gone.md#chunk-1"
+    card = chunk_card_html(ChunkView(index=3, text="x", doc_id="catalogue.pdf", location="p. 2"))
+    assert "catalogue.pdf #3 p. 2" in card
