@@ -30,6 +30,7 @@ from .kbs import router as kbs_router
 from .mcp_http import PATH as MCP_PATH
 from .mcp_http import McpEndpoint
 from .native import router as native_router
+from .openai_compat import router as openai_router
 from .security import BearerAuth, BodyLimit, BrowserGuard, allowed_hosts
 from .sessions import SessionStore
 from .state import Capacity, Service, lookup_thread_count
@@ -84,6 +85,7 @@ def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] 
     app.include_router(compat_router)
     app.include_router(native_router)
     app.include_router(kbs_router)
+    app.include_router(openai_router)  # /v1/chat/completions, /v1/models
     # The MCP server over streamable HTTP (mcp_http.py): an ASGI app as the route's endpoint, exactly at /mcp.
     app.router.routes.append(Route(MCP_PATH, mcp, include_in_schema=False))
     _install_error_handlers(app)
