@@ -12,9 +12,9 @@ import httpx
 import openai
 import pytest
 
+from tests.servers.chat import Completion, OpenAIChatServer, tool_call
 from tests.service import live
 from tests.service.conftest import CHAT_KEY, model_settings, serve
-from tests.servers.chat import Completion, OpenAIChatServer, tool_call
 
 TOKEN = "tok-SECRET-openai-5e2a8c41"
 QUESTION = "What should I do when the disk is full?"
