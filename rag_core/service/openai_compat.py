@@ -217,8 +217,29 @@ def _turn_failure(message: str, kind: str) -> tuple[int, dict[str, Any]]:
     return status, {"message": message, "type": error_type, "param": None, "code": kind}
 
 
+def _inlined(schema: dict[str, Any]) -> dict[str, Any]:
+    """A model's JSON schema with its `$defs` put in place of their `$ref`s (a `#/$defs/...` reference would
+    point at the root of the OpenAPI document)."""
+    defs = schema.pop("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref", "")
+            if ref.startswith("#/$defs/"):
+                return inline(defs[ref.removeprefix("#/$defs/")])
+            return {k: inline(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [inline(v) for v in node]
+        return node
+
+    return inline(schema)
+
+
 @router.post("/chat/completions", summary="OpenAI's chat API: the agent over the knowledge base named by `model`",
              response_model=None,
+             # The body is read by the route (its errors in OpenAI's shape, not FastAPI's): described here for /docs.
+             openapi_extra={"requestBody": {"required": True, "content": {
+                 "application/json": {"schema": _inlined(ChatCompletionRequest.model_json_schema())}}}},
              responses={200: {"content": {"text/event-stream": {}}, "description": "A chat.completion, or with "
                               "`stream: true` chat.completion.chunk events then `data: [DONE]`"},
                         400: {}, 404: {"description": "No such knowledge base"}, 503: {}})
