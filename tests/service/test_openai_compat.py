@@ -107,20 +107,29 @@ def chat_model() -> Iterator[OpenAIChatServer]:
     yield from OpenAIChatServer(api_key=CHAT_KEY).serve()
 
 
-def test_with_a_chat_model_the_agent_runs_its_tools_on_the_clients_conversation(kb, chat_model: OpenAIChatServer):
+@pytest.fixture(scope="module")
+def model_server(kb, chat_model: OpenAIChatServer) -> Iterator[live.LiveServer]:
+    server = serve(kb, env={"OPENAI_API_KEY": CHAT_KEY}, **model_settings(chat_model.base_url))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def model_client(model_server: live.LiveServer, chat_model: OpenAIChatServer) -> openai.OpenAI:
+    chat_model.reset()
+    return openai.OpenAI(base_url=f"{model_server.url}/v1", api_key="unused", max_retries=0)
+
+
+def test_with_a_chat_model_the_agent_runs_its_tools_on_the_clients_conversation(
+        kb, chat_model: OpenAIChatServer, model_client: openai.OpenAI):
     def answer(request: Any) -> Completion:
         key = json.loads(request.json["messages"][-1]["content"])["results"][0]["document_id"]
         return Completion.say(f"Free space on the volume [{key}].")
 
     chat_model.reply(Completion.calls(tool_call("search_knowledge_base", {"query": "disk full"})), answer)
-    server = serve(kb, env={"OPENAI_API_KEY": CHAT_KEY}, **model_settings(chat_model.base_url))
-    try:
-        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0)
-        chunks = list(client.chat.completions.create(model=kb.settings.kb_name, stream=True, messages=[
-            {"role": "system", "content": "Answer in one sentence."}, {"role": "user", "content": "hi"},
-            {"role": "assistant", "content": "Hello."}, {"role": "user", "content": QUESTION}]))
-    finally:
-        server.stop()
+    chunks = list(model_client.chat.completions.create(model=kb.settings.kb_name, stream=True, messages=[
+        {"role": "system", "content": "Answer in one sentence."}, {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "Hello."}, {"role": "user", "content": QUESTION}]))
     text = "".join(c.choices[0].delta.content or "" for c in chunks)
     citations = chunks[-1].model_extra["citations"]
     assert text.startswith("Free space on the volume [") and citations and f"[{citations[0]}]" in text
@@ -128,3 +137,17 @@ def test_with_a_chat_model_the_agent_runs_its_tools_on_the_clients_conversation(
     assert first[0]["role"] == "system" and first[0]["content"].endswith("Answer in one sentence.")
     assert [(m["role"], m["content"]) for m in first[1:]] == [("user", "hi"), ("assistant", "Hello."),
                                                                ("user", QUESTION)]
+
+
+def test_a_failed_turn_is_an_openai_error(kb, chat_model: OpenAIChatServer, model_client: openai.OpenAI,
+                                          model_server: live.LiveServer):
+    chat_model.reply(chat_model.server_error(500))
+    with pytest.raises(openai.APIStatusError) as caught:
+        model_client.chat.completions.create(model=kb.settings.kb_name, messages=[{"role": "user", "content": "x"}])
+    error = caught.value.response.json()["error"]
+    assert caught.value.status_code == 502 and error["type"] == "upstream_error" and error["message"]
+    chat_model.reply(chat_model.server_error(500))
+    body = {"model": kb.settings.kb_name, "stream": True, "messages": [{"role": "user", "content": "x"}]}
+    with httpx.stream("POST", f"{model_server.url}/v1/chat/completions", json=body, timeout=60) as r:
+        lines = [line for line in r.iter_lines() if line.startswith("data: ")]
+    assert lines[-1] == "data: [DONE]" and json.loads(lines[-2][6:])["error"]["type"] == "upstream_error"
