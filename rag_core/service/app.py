@@ -76,7 +76,8 @@ def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] 
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with mcp.running():  # the task group /mcp's requests run in
             yield
-        service.kbs.close_all()  # the other knowledge bases; the first too when the server owns it
+        if service.kbs is not None:
+            service.kbs.close_all()  # the other knowledge bases; the first too when the server owns it
 
     app = FastAPI(title=API_TITLE, description=DESCRIPTION, version=_version(), lifespan=lifespan,
                   docs_url=None, redoc_url=None)
