@@ -74,12 +74,11 @@ def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] 
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with mcp.running():  # the task group /mcp's requests run in
-            yield
+        yield
         if service.kbs is not None:
             service.kbs.close_all()  # the other knowledge bases; the first too when the server owns it
 
-    app = FastAPI(title=API_TITLE, description=DESCRIPTION, version=_version(), lifespan=lifespan,
+    app = FastAPI(title=API_TITLE, description=DESCRIPTION, version=_version(), lifespan=mcp.around(lifespan),
                   docs_url=None, redoc_url=None)
     _mount_docs(app)
     app.state.service = service

@@ -14,8 +14,8 @@ made: most processes that make the app (the tests, a service nobody reaches over
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -48,6 +48,16 @@ class McpEndpoint:
             finally:
                 self._group = None
                 group.cancel_scope.cancel()  # ends the session manager (its requests are answered or cancelled)
+
+    def around(self, lifespan: Callable[[Any], AbstractAsyncContextManager[None]]
+               ) -> Callable[[Any], AbstractAsyncContextManager[None]]:
+        """The app's `lifespan` with `running()` inside it: MCP stops before the knowledge bases close."""
+        @asynccontextmanager
+        async def both(app: Any) -> AsyncIterator[None]:
+            async with lifespan(app), self.running():
+                yield
+
+        return both
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         manager = self._manager or await self._start()
