@@ -21,12 +21,16 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 from ..errors import RagError
 from .compat import router as compat_router
 from .errors import STATUS_CODES, ApiError, error_response, from_rag_error, validation_message
 from .kbs import router as kbs_router
+from .mcp_http import PATH as MCP_PATH
+from .mcp_http import McpEndpoint
 from .native import router as native_router
+from .openai_compat import router as openai_router
 from .security import BearerAuth, BodyLimit, BrowserGuard, allowed_hosts
 from .sessions import SessionStore
 from .state import Capacity, Service, lookup_thread_count
@@ -66,19 +70,24 @@ def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] 
                       chat_turns=Capacity(settings["api.chat-turns"]),
                       chat_threads=anyio.CapacityLimiter(settings["api.chat-turns"]))
 
+    mcp = McpEndpoint(service)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
         if service.kbs is not None:
             service.kbs.close_all()  # the other knowledge bases; the first too when the server owns it
 
-    app = FastAPI(title=API_TITLE, description=DESCRIPTION, version=_version(), lifespan=lifespan,
+    app = FastAPI(title=API_TITLE, description=DESCRIPTION, version=_version(), lifespan=mcp.around(lifespan),
                   docs_url=None, redoc_url=None)
     _mount_docs(app)
     app.state.service = service
     app.include_router(compat_router)
     app.include_router(native_router)
     app.include_router(kbs_router)
+    app.include_router(openai_router)  # /v1/chat/completions, /v1/models
+    # The MCP server over streamable HTTP (mcp_http.py): an ASGI app as the route's endpoint, exactly at /mcp.
+    app.router.routes.append(Route(MCP_PATH, mcp, include_in_schema=False))
     _install_error_handlers(app)
     # Outermost last: CORS answers preflights (which carry no token) and labels every answer, even a 401 or 403;
     # inside it the Host and Origin checks, which refuse before anything else is read.

@@ -97,15 +97,26 @@ class EventPump:
                 close()
 
 
+FAILURE = {"type": "error", "data": "An unexpected error ended this stream; the details are in the server log.",
+           "kind": "internal"}
+DONE = frame({"type": "done", "data": None})
+
+
 async def sse(events: Iterator[Event], first: list[dict[str, Any]] | None = None,
               on_open: Callable[[], None] = lambda: None, on_close: Callable[[], None] = lambda: None,
-              keepalive: float = KEEPALIVE_S, limiter: anyio.CapacityLimiter | None = None) -> AsyncIterator[bytes]:
+              keepalive: float = KEEPALIVE_S, limiter: anyio.CapacityLimiter | None = None,
+              encode: Callable[[Event], list[dict[str, Any]]] = payloads, failure: dict[str, Any] = FAILURE,
+              closing: bytes = DONE) -> AsyncIterator[bytes]:
     """The response body of a streamed turn. Cancelled (client gone) -> the turn is stopped. While a step
     takes longer than `keepalive` seconds (a slow model, a long search), a comment line goes out, so proxies
     that close idle connections keep this one: SSE clients, SuperBizAgent's front end included, skip it.
 
     `limiter`: the threads the steps run in. A step can wait for the model for a minute; on the default pool
-    (40 threads, shared with every other route) 40 open streams would make searches wait behind them."""
+    (40 threads, shared with every other route) 40 open streams would make searches wait behind them.
+
+    `encode`, `failure`, `closing`: the wire format (default SuperBizAgent's): an event's messages, the message a
+    bug ends the stream with, and the last frame of a stream that did not end itself (a `done` message).
+    /v1/chat/completions gives OpenAI's (openai_compat.py)."""
     pump = EventPump(events)
     ended = False
     step: asyncio.Future[Any] | None = None
@@ -122,23 +133,20 @@ async def sse(events: Iterator[Event], first: list[dict[str, Any]] | None = None
             event, step = step.result(), None
             if event is _END:
                 break
-            for payload in payloads(event):
-                ended = ended or payload["type"] == "done"
+            for payload in encode(event):
+                ended = ended or payload.get("type") == "done"
                 yield frame(payload)
     except Exception:  # a bug: the person gets a plain message, the log the trace
         log.exception("streaming a turn failed")
         if not ended:
-            yield frame({"type": "error", "data": "An unexpected error ended this stream; the details are in "
-                         "the server log.", "kind": "internal"})
-            ended = True
-            yield frame({"type": "done", "data": None})
+            yield frame(failure)
     finally:
         pump.stop()
         if step is not None:  # the client left during a step: it finishes in its thread, then the pump closes
             step.add_done_callback(lambda done: done.cancelled() or done.exception())
         on_close()
     if not ended:
-        yield frame({"type": "done", "data": None})
+        yield closing
 
 
 class ClientGone(Exception):

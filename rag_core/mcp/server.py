@@ -1,0 +1,247 @@
+"""The MCP server: five tools over the knowledge bases of one data folder, each taking `kb`.
+
+- `search`: the one lookup path; its result is exactly what `python -m rag_core search QUERY --json` prints (and
+  `GET /v1/search` answers): every raw hit with its fate, the evidence, what was dropped and why, the agent's
+  projection, timings. Arguments are named as the CLI's options and /v1/search's parameters.
+- `explain`: "why wasn't it retrieved?", as `explain QUERY --expect ... --json`.
+- `list_documents` (as `docs --json`), `read_document_chunks` (as `GET /v1/documents/{doc_id}/chunks`),
+  `list_knowledge_bases` (as `kb list --json`).
+
+A result is a JSON text (formatted as the CLI prints it) with the same object as structured content. A bad
+argument (a wrong type, an unknown name, a value a setting's rules refuse, a knowledge base or document that
+does not exist) is a tool error (`isError`) with one line saying what is wrong; the server keeps serving.
+
+The blocking work (embedding, Milvus) runs in worker threads; on the service, lookups share the queue of
+/v1/search (`Library.lookup_threads`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
+from pydantic import Field, ValidationError
+
+from ..config import KEYS
+from ..errors import RagError
+from ..retrieval.identity import evidence_key
+from ..retrieval.options import lookup_overrides
+
+if TYPE_CHECKING:
+    from ..kb.pool import OpenKnowledgeBases
+    from ..workbench import Workbench
+
+NAME = "rag-workbench"
+INSTRUCTIONS = (
+    "Search the workbench's knowledge bases (internal runbooks, policies, product and service documentation). "
+    "`search` returns the evidence with its evidence keys (`doc_id#chunk-N`): cite them in square brackets. "
+    "`list_knowledge_bases` names the knowledge bases every tool's `kb` argument takes (default: the default one).")
+
+@dataclass(frozen=True)
+class Library:
+    """What the tools reach: the knowledge bases of one data folder, each opened on first use (the service's pool,
+    or the one `python -m rag_core mcp` opens), and the threads lookups run in (None: anyio's default pool)."""
+
+    kbs: OpenKnowledgeBases
+    lookup_threads: anyio.CapacityLimiter | None = None
+
+    def workbench(self, kb: str | None) -> Workbench:
+        return self.kbs.get(kb or None)
+
+
+def _setting(key: str, extra: str = "") -> str:
+    """An argument's description is the help of the setting it overrides (as the CLI's option help)."""
+    return f"{KEYS[key].help.rstrip('.')}{extra}. Default: the knowledge base's {key}."
+
+
+# The arguments, described once and shared by the tools that take them.
+Kb = Annotated[str | None, Field(description="The knowledge base (list_knowledge_bases names them); default: "
+                                             "the default one.")]
+RetrieveK = Annotated[int | None, Field(description=_setting("rag.retrieve-k"))]
+ReturnN = Annotated[int | None, Field(description=_setting("rag.return-n"))]
+MaxPerDoc = Annotated[int | None, Field(description=_setting("rag.max-chunks-per-document"))]
+Mode = Annotated[Literal["dense", "bm25", "hybrid"] | None, Field(description=_setting("rag.search-mode"))]
+Fusion = Annotated[Literal["weighted", "rrf"] | None, Field(description=_setting("rag.fusion", " (hybrid only)"))]
+RrfK = Annotated[int | None, Field(description=_setting("rag.rrf-k", " (hybrid with rrf only)"))]
+DenseWeight = Annotated[float | None, Field(description=_setting("rag.dense-weight"))]
+Bm25Weight = Annotated[float | None, Field(description=_setting("rag.bm25-weight"))]
+NoRerank = Annotated[bool, Field(description="Skip the configured reranker (rerank.provider) for this lookup.")]
+
+
+def json_text(value: Any) -> str:
+    """As `--json` prints it (rag_core.cli.output.print_json): text unescaped, two-space indent."""
+    return json.dumps(value, ensure_ascii=False, indent=2, default=str)
+
+
+def _answer(value: Any) -> CallToolResult:
+    # Structured content must be an object: a list goes under "items" there (the text is the list itself).
+    structured = value if isinstance(value, dict) else {"items": value}
+    return CallToolResult(content=[TextContent(type="text", text=json_text(value))], structured_content=structured)
+
+
+def _refusal(message: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=" ".join(message.split()))], is_error=True)
+
+
+def _one_line(error: ValidationError) -> str:
+    """pydantic's errors of a tool's arguments as one line: `retrieve_k: Input should be a valid integer (got 'x')`."""
+    parts = []
+    for err in error.errors()[:3]:
+        where = ".".join(str(p) for p in err.get("loc", ())) or "arguments"
+        text = "is required" if err.get("type") == "missing" else str(err.get("msg", "invalid"))
+        if err.get("type") != "missing" and not isinstance(err.get("input"), (dict, list, type(None))):
+            text += f" (got {str(err['input'])[:60]!r})"
+        parts.append(f"{where}: {text}")
+    more = f" (and {error.error_count() - 3} more)" if error.error_count() > 3 else ""
+    return "; ".join(parts) + more + "."
+
+
+class KnowledgeBaseServer(MCPServer):
+    """MCPServer whose tool errors are one line for a person: unknown arguments are refused by name (pydantic
+    would ignore them: a misspelt `retrieveK` would silently search with the default) and pydantic's
+    multi-line validation report becomes one line."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.arguments: dict[str, tuple[str, ...]] = {}
+
+    def add_knowledge_tool(self, fn: Callable[..., Any]) -> None:
+        self.add_tool(fn, structured_output=False)  # the result is built here (_answer), not by the SDK
+        self.arguments[fn.__name__] = tuple(inspect.signature(fn).parameters)
+
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Context[Any, Any] | None = None) -> Any:
+        known = self.arguments.get(name)
+        unknown = sorted(set(arguments) - set(known or ()))
+        if known is not None and unknown:
+            raise ToolError(f"{name}: unknown argument{'s' if len(unknown) > 1 else ''} "
+                            f"{', '.join(map(repr, unknown))}; it takes {', '.join(known)}.")
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(f"{name}: {_one_line(exc.__cause__)}") from None
+            raise
+
+
+def build_server(library: Library) -> KnowledgeBaseServer:
+    """The server with its five tools over `library` (run it over stdio, or mount it on HTTP)."""
+    # log_level: the SDK configures the root logger (logging.basicConfig) when a server is made; at WARNING it
+    # prints what Python would print anyway, not a line per request on the service's or the stdio server's stderr.
+    server = KnowledgeBaseServer(NAME, instructions=INSTRUCTIONS, version=_version(), log_level="WARNING")
+
+    async def run(work: Callable[[], Any], limiter: anyio.CapacityLimiter | None = None) -> CallToolResult:
+        """`work` in a worker thread; a RagError (bad input, a missing knowledge base or document, a store that
+        does not answer) is the tool's error, in the words written for people everywhere else."""
+        try:
+            return _answer(await anyio.to_thread.run_sync(work, limiter=limiter))
+        except RagError as exc:
+            return _refusal(str(exc))
+
+    async def search(query: Annotated[str, Field(description="What to look for.")], kb: Kb = None,
+                     retrieve_k: RetrieveK = None, return_n: ReturnN = None,
+                     max_chunks_per_document: MaxPerDoc = None, mode: Mode = None, fusion: Fusion = None,
+                     rrf_k: RrfK = None, dense_weight: DenseWeight = None, bm25_weight: Bm25Weight = None,
+                     no_rerank: NoRerank = False,
+                     doc_id: Annotated[list[str] | None, Field(description="Only these documents.")] = None,
+                     ) -> CallToolResult:
+        """Search a knowledge base by the one lookup path (what the retrieval debugger shows and the chat agent
+        gets). The result is what `python -m rag_core search QUERY --json` prints: `evidence` (the kept chunks,
+        each with its `evidence_key` to cite as [doc_id#chunk-N]), `raw_hits` (every candidate with its fate and
+        the reason it was dropped), `dropped`, `projection` (what the agent reads), `params`, `timings`."""
+        options = {"retrieve_k": retrieve_k, "return_n": return_n, "max_chunks_per_document": max_chunks_per_document,
+                   "mode": mode, "fusion": fusion, "rrf_k": rrf_k, "dense_weight": dense_weight,
+                   "bm25_weight": bm25_weight}
+
+        def work() -> dict[str, Any]:
+            wb = library.workbench(kb)
+            arguments = lookup_overrides(options, wb.settings, no_rerank=no_rerank)
+            return wb.retriever.lookup(query, **arguments, filters={"doc_id": doc_id} if doc_id else None).to_dict()
+
+        return await run(work, library.lookup_threads)
+
+    async def explain(query: Annotated[str, Field(description="The question, as the agent would search it.")],
+                      expect: Annotated[str | None, Field(description="The document that should be retrieved "
+                                                          "(`doc_id`), or one chunk (`doc_id#chunk-N`).")] = None,
+                      answer: Annotated[str | None, Field(description="The expected answer text: which chunks "
+                                                          "hold it, and whether a chunk boundary splits it.")] = None,
+                      kb: Kb = None, retrieve_k: RetrieveK = None, return_n: ReturnN = None,
+                      max_chunks_per_document: MaxPerDoc = None, mode: Mode = None, fusion: Fusion = None,
+                      rrf_k: RrfK = None, dense_weight: DenseWeight = None, bm25_weight: Bm25Weight = None,
+                      no_rerank: NoRerank = False) -> CallToolResult:
+        """Why wasn't it retrieved? For each chunk of the expected document (or the chunks holding the expected
+        answer): its rank in each channel over the whole knowledge base, its fate in the lookup (kept, beyond
+        retrieve-k, capped, beyond return-n), and the smallest change of retrieve-k / max-chunks-per-document /
+        return-n that brings it into the evidence. As `python -m rag_core explain QUERY --expect ... --json`."""
+        from ..retrieval.explain import explain_dict
+
+        options = {"retrieve_k": retrieve_k, "return_n": return_n, "max_chunks_per_document": max_chunks_per_document,
+                   "mode": mode, "fusion": fusion, "rrf_k": rrf_k, "dense_weight": dense_weight,
+                   "bm25_weight": bm25_weight}
+
+        def work() -> dict[str, Any]:
+            wb = library.workbench(kb)
+            return explain_dict(wb, query, expect, answer, **lookup_overrides(options, wb.settings,
+                                                                               no_rerank=no_rerank))
+
+        return await run(work, library.lookup_threads)
+
+    async def list_documents(kb: Kb = None) -> CallToolResult:
+        """The documents of a knowledge base: `doc_id`, chunks, size, when ingested, whether its original is kept
+        (as `python -m rag_core docs --json`)."""
+        return await run(lambda: [asdict(d) for d in library.workbench(kb).store.list_documents()])
+
+    async def read_document_chunks(doc_id: Annotated[str, Field(description="The document, as list_documents "
+                                                                 "names it (e.g. runbooks/cpu_high.md).")],
+                                   kb: Kb = None) -> CallToolResult:
+        """A document's chunks in order (its active version), each with its `evidence_key`, heading path, offsets
+        in the document's text and content (as `GET /v1/documents/{doc_id}/chunks`)."""
+        return await run(partial(document_chunks, library, doc_id, kb))
+
+    async def list_knowledge_bases(kb: Annotated[str | None, Field(description="Only this knowledge base (as "
+                                                                   "`kb show`); default: every one.")] = None,
+                                   ) -> CallToolResult:
+        """The knowledge bases of this data folder, each with its documents, chunks, embedder and the settings it
+        keeps (as `python -m rag_core kb list --json`); every other tool's `kb` argument takes these names."""
+        def work() -> list[dict[str, Any]]:
+            manager = library.kbs.manager
+            return [manager.info(name).to_dict() for name in ([kb] if kb else manager.names())]
+
+        return await run(work)
+
+    for tool in (search, explain, list_documents, read_document_chunks, list_knowledge_bases):
+        server.add_knowledge_tool(tool)
+    return server
+
+
+def document_chunks(library: Library, doc_id: str, kb: str | None) -> dict[str, Any]:
+    """`{"doc_id", "version", "chunks": [...]}` with the fields of `GET /v1/documents/{doc_id}/chunks`."""
+    from ..errors import NotFound
+
+    wb = library.workbench(kb)
+    doc_id = wb.ingestor.resolve_doc_id(doc_id)  # a name ingest refuses (`..`, a NUL) never reaches the store
+    rows = wb.store.get_chunks(doc_id)
+    if not rows:
+        raise NotFound(f"No document {doc_id!r} in knowledge base {wb.settings.kb_name!r} (list_documents lists "
+                       "them).")
+    chunks = [{"evidence_key": evidence_key(doc_id, c.chunk_index, c.id, c.content), "chunk_index": c.chunk_index,
+               "id": c.id, "title": c.title, "heading_path": c.metadata.get("headingPath", ""),
+               "start": c.metadata.get("start"), "end": c.metadata.get("end"), "content": c.content} for c in rows]
+    return {"doc_id": doc_id, "version": rows[0].version, "chunks": chunks}
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("rag-workbench")
+    except PackageNotFoundError:
+        return "0"

@@ -1,0 +1,153 @@
+"""`/v1/chat/completions` and `/v1/models` with the real `openai` SDK against a real uvicorn: a model is a knowledge
+base, the agent answers (offline without a chat key, or with its own model and tools), citations come in the text
+and in an extra field, streaming ends with `data: [DONE]`, errors have OpenAI's shape, the token is required."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from tests.servers.chat import Completion, OpenAIChatServer, tool_call
+from tests.service import live
+from tests.service.conftest import CHAT_KEY, model_settings, serve
+
+TOKEN = "tok-SECRET-openai-5e2a8c41"
+QUESTION = "What should I do when the disk is full?"
+
+
+@pytest.fixture(scope="module")
+def guarded(kb) -> Iterator[live.LiveServer]:
+    server = serve(kb, token=TOKEN)  # no chat key: the offline, extractive agent answers
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def client(guarded: live.LiveServer) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{guarded.url}/v1", api_key=TOKEN, max_retries=0)
+
+
+def test_models_are_the_knowledge_bases(client: openai.OpenAI, kb):
+    models = client.models.list()
+    assert [m.id for m in models.data] == [kb.settings.kb_name] and models.data[0].owned_by == "rag-workbench"
+    assert client.models.retrieve(kb.settings.kb_name).id == kb.settings.kb_name
+
+
+def test_a_completion_cites_evidence_keys_in_its_text_and_in_citations(client: openai.OpenAI, kb):
+    completion = client.chat.completions.create(model=kb.settings.kb_name, messages=[
+        {"role": "user", "content": "hello"}, {"role": "assistant", "content": "Hello."},
+        {"role": "user", "content": [{"type": "text", "text": QUESTION}]}])
+    text = completion.choices[0].message.content
+    extra = completion.model_extra
+    assert completion.choices[0].finish_reason == "stop" and text.startswith("**Offline mode**")
+    assert extra["citations"] and all(f"[{key}]" in text for key in extra["citations"])
+    assert [e["evidence_key"] for e in extra["evidence"]] == extra["citations"]
+    assert any(key.startswith("runbooks/disk_full.md#chunk-") for key in extra["citations"])
+    assert completion.usage is None and extra["mode"] == "offline"
+
+
+def test_a_streamed_completion_is_chunks_then_done(client: openai.OpenAI, guarded: live.LiveServer, kb):
+    chunks = list(client.chat.completions.create(model=kb.settings.kb_name, stream=True,
+                                                  messages=[{"role": "user", "content": QUESTION}]))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks)
+    assert chunks[0].choices[0].delta.role == "assistant" and len(chunks) > 3
+    assert len({c.id for c in chunks}) == 1 and chunks[-1].choices[0].finish_reason == "stop"
+    citations = chunks[-1].model_extra["citations"]
+    assert citations and all(f"[{key}]" in text for key in citations)
+    body = {"model": kb.settings.kb_name, "stream": True, "messages": [{"role": "user", "content": QUESTION}]}
+    with httpx.stream("POST", f"{guarded.url}/v1/chat/completions", json=body,
+                      headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60) as r:
+        lines = [line for line in r.iter_lines() if line.startswith("data: ")]
+    assert r.headers["content-type"].startswith("text/event-stream") and lines[-1] == "data: [DONE]"
+    assert json.loads(lines[-2][6:])["citations"] == citations
+
+
+def test_an_unknown_model_is_404_in_openais_shape(client: openai.OpenAI):
+    with pytest.raises(openai.NotFoundError) as caught:
+        client.chat.completions.create(model="nope", messages=[{"role": "user", "content": QUESTION}])
+    error = caught.value.response.json()["error"]
+    assert error["code"] == "model_not_found" and error["type"] == "invalid_request_error"
+    assert "There is no knowledge base 'nope'" in error["message"] and "GET /v1/models" in error["message"]
+    with pytest.raises(openai.NotFoundError):
+        client.models.retrieve("nope")
+
+
+@pytest.mark.parametrize(("body", "says"), [
+    ({"messages": [{"role": "user", "content": "x"}]}, "model: is required"),
+    ({"model": "biz", "messages": []}, "messages: List should have at least 1 item"),
+    ({"model": "biz", "messages": [{"role": "robot", "content": "x"}]}, "messages.0.role: Input should be"),
+    ({"model": "biz", "messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]},
+     "The last message must be the question"),
+    ({"model": "biz", "messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]},
+     "`tools` is not supported"),
+    ({"model": "biz", "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]},
+     "only text content is supported"),
+])
+def test_a_bad_body_is_400_in_openais_shape(guarded: live.LiveServer, body: dict[str, Any], says: str):
+    r = httpx.post(f"{guarded.url}/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {TOKEN}"})
+    error = r.json()["error"]
+    assert r.status_code == 400 and error["type"] == "invalid_request_error" and says in error["message"], error
+
+
+def test_the_token_is_required(guarded: live.LiveServer, kb):
+    wrong = openai.OpenAI(base_url=f"{guarded.url}/v1", api_key="wrong-token-00000000", max_retries=0)
+    with pytest.raises(openai.AuthenticationError):
+        wrong.chat.completions.create(model=kb.settings.kb_name, messages=[{"role": "user", "content": QUESTION}])
+    with pytest.raises(openai.AuthenticationError):
+        wrong.models.list()
+
+
+@pytest.fixture(scope="module")
+def chat_model() -> Iterator[OpenAIChatServer]:
+    yield from OpenAIChatServer(api_key=CHAT_KEY).serve()
+
+
+@pytest.fixture(scope="module")
+def model_server(kb, chat_model: OpenAIChatServer) -> Iterator[live.LiveServer]:
+    server = serve(kb, env={"OPENAI_API_KEY": CHAT_KEY}, **model_settings(chat_model.base_url))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def model_client(model_server: live.LiveServer, chat_model: OpenAIChatServer) -> openai.OpenAI:
+    chat_model.reset()
+    return openai.OpenAI(base_url=f"{model_server.url}/v1", api_key="unused", max_retries=0)
+
+
+def test_with_a_chat_model_the_agent_runs_its_tools_on_the_clients_conversation(
+        kb, chat_model: OpenAIChatServer, model_client: openai.OpenAI):
+    def answer(request: Any) -> Completion:
+        key = json.loads(request.json["messages"][-1]["content"])["results"][0]["document_id"]
+        return Completion.say(f"Free space on the volume [{key}].")
+
+    chat_model.reply(Completion.calls(tool_call("search_knowledge_base", {"query": "disk full"})), answer)
+    chunks = list(model_client.chat.completions.create(model=kb.settings.kb_name, stream=True, messages=[
+        {"role": "system", "content": "Answer in one sentence."}, {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "Hello."}, {"role": "user", "content": QUESTION}]))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks)
+    citations = chunks[-1].model_extra["citations"]
+    assert text.startswith("Free space on the volume [") and citations and f"[{citations[0]}]" in text
+    first = chat_model.chat_requests()[0]["messages"]
+    assert first[0]["role"] == "system" and first[0]["content"].endswith("Answer in one sentence.")
+    assert [(m["role"], m["content"]) for m in first[1:]] == [("user", "hi"), ("assistant", "Hello."),
+                                                               ("user", QUESTION)]
+
+
+def test_a_failed_turn_is_an_openai_error(kb, chat_model: OpenAIChatServer, model_client: openai.OpenAI,
+                                          model_server: live.LiveServer):
+    chat_model.reply(chat_model.server_error(500))
+    with pytest.raises(openai.APIStatusError) as caught:
+        model_client.chat.completions.create(model=kb.settings.kb_name, messages=[{"role": "user", "content": "x"}])
+    error = caught.value.response.json()["error"]
+    assert caught.value.status_code == 502 and error["type"] == "upstream_error" and error["message"]
+    chat_model.reply(chat_model.server_error(500))
+    body = {"model": kb.settings.kb_name, "stream": True, "messages": [{"role": "user", "content": "x"}]}
+    with httpx.stream("POST", f"{model_server.url}/v1/chat/completions", json=body, timeout=60) as r:
+        lines = [line for line in r.iter_lines() if line.startswith("data: ")]
+    assert lines[-1] == "data: [DONE]" and json.loads(lines[-2][6:])["error"]["type"] == "upstream_error"
