@@ -112,7 +112,7 @@ class Agent:
             if event.kind == "question":  # nothing was asked: nothing to record
                 return event
             evidence = tuple(dict.fromkeys(k for lk in lookups for k in lk.evidence_keys))
-            answer, citations, error = "", (), event.message
+            answer, citations, error = "", tuple[str, ...](), event.message
         else:
             tracing.set_attributes(span, {sc.OUTPUT_VALUE: event.text, sc.CITATIONS: list(event.citations),
                                           sc.EVIDENCE_KEYS: list(event.evidence_keys)})
@@ -135,7 +135,7 @@ class Agent:
         config = getattr(self.model, "config", None)
         return str(getattr(config, "model", "") or (self.model.describe() if self.model is not None else ""))
 
-    def _run(self, question: str, session: Session | None) -> Iterator[Event]:
+    def _run(self, question: str, session: Session | None) -> Generator[Event, None, None]:
         if not question:
             yield ErrorEvent("Type a question first.", "question", 0)
             return

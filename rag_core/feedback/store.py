@@ -151,7 +151,8 @@ class TurnStore:
              since: str | None = None, until: str | None = None, limit: int = 100) -> list[TurnRecord]:
         """Turns newest first. `rating`: only 👍 (1) or 👎 (-1); `rated`: only rated ones; `kb`: only turns that
         searched that knowledge base; `since`/`until`: ISO dates or times (UTC), `until` a date includes that day."""
-        clauses, args = [], []
+        clauses: list[str] = []
+        args: list[Any] = []
         if rating is not None:
             clauses.append("rating = ?")
             args.append(rating)

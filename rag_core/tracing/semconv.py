@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from openinference.semconv.trace import (
     DocumentAttributes,
+    MessageAttributes,
     OpenInferenceSpanKindValues,
     SpanAttributes,
     ToolCallAttributes,
@@ -29,6 +30,10 @@ LLM_TOKEN_COUNT_PROMPT = SpanAttributes.LLM_TOKEN_COUNT_PROMPT
 LLM_TOKEN_COUNT_COMPLETION = SpanAttributes.LLM_TOKEN_COUNT_COMPLETION
 LLM_TOKEN_COUNT_TOTAL = SpanAttributes.LLM_TOKEN_COUNT_TOTAL
 LLM_FINISH_REASON = SpanAttributes.LLM_FINISH_REASON
+LLM_INPUT_MESSAGES = SpanAttributes.LLM_INPUT_MESSAGES
+LLM_OUTPUT_MESSAGES = SpanAttributes.LLM_OUTPUT_MESSAGES
+MESSAGE_ROLE = MessageAttributes.MESSAGE_ROLE
+MESSAGE_CONTENT = MessageAttributes.MESSAGE_CONTENT
 TOOL_NAME = SpanAttributes.TOOL_NAME
 TOOL_PARAMETERS = SpanAttributes.TOOL_PARAMETERS
 TOOL_CALL_ID = ToolCallAttributes.TOOL_CALL_ID
@@ -56,13 +61,18 @@ def document(i: int, name: str) -> str:
     return f"{RETRIEVAL_DOCUMENTS}.{i}.{name}"
 
 
+def message(which: str, i: int, name: str) -> str:
+    """`llm.input_messages.{i}.message.role` and the like (`which`: LLM_INPUT_MESSAGES or LLM_OUTPUT_MESSAGES)."""
+    return f"{which}.{i}.{name}"
+
+
 def dropped(i: int, name: str) -> str:
     return f"{DROPPED}.{i}.{name}"
 
 
 # Attributes that hold what people wrote or documents say: left out with tracing.capture-content = false.
 CONTENT_KEYS = frozenset({INPUT_VALUE, OUTPUT_VALUE, TOOL_PARAMETERS})
-CONTENT_SUFFIXES = (f".{DOCUMENT_CONTENT}",)
+CONTENT_SUFFIXES = (f".{DOCUMENT_CONTENT}", f".{MESSAGE_CONTENT}")
 
 
 def is_content(key: str) -> bool:

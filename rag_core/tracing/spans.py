@@ -15,7 +15,7 @@ already free of keys.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -27,6 +27,7 @@ from . import semconv
 from .setup import capture_content, tracer
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 Attributes = Mapping[str, Any]
 
@@ -69,16 +70,18 @@ def stage(name: str) -> Any:
     return span(name, semconv.CHAIN, {semconv.STAGE: name})
 
 
-def within(current: Span, items: Iterator[T]) -> Iterator[T]:
-    """`items`, each step run with `current` as the current span (see the module docstring). Closing this
-    generator closes `items`."""
+def within(current: Span, items: Generator[T, None, R]) -> Generator[T, None, R]:
+    """`items`, each step run with `current` as the current span (see the module docstring); returns what a
+    generator `items` returns (`reply = yield from within(span, model.stream(...))`). Closing this generator
+    closes `items`."""
     try:
         while True:
             token = otel_context.attach(trace.set_span_in_context(current))
             try:
                 item = next(items)
-            except StopIteration:
-                return
+            except StopIteration as stop:
+                value: R = stop.value
+                return value
             finally:
                 otel_context.detach(token)
             yield item
