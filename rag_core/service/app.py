@@ -25,6 +25,7 @@ from starlette.responses import JSONResponse
 from ..errors import RagError
 from .compat import router as compat_router
 from .errors import STATUS_CODES, ApiError, error_response, from_rag_error, validation_message
+from .feedback import router as feedback_router
 from .kbs import router as kbs_router
 from .native import router as native_router
 from .security import BearerAuth, BodyLimit, BrowserGuard, allowed_hosts
@@ -56,7 +57,7 @@ def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] 
     `close_workbench`: close it on shutdown (the server owns it). `process_settings`: the process's (the values of
     knowledge bases created over /v1/kbs; default: the workbench's). `host`: the address the server is bound to
     (default api.host), which requests may name in their Host header."""
-    from ..bootstrap import build_agent, open_knowledge_bases
+    from ..bootstrap import build_agent, build_turn_store, open_knowledge_bases
 
     settings = workbench.settings
     service = Service(workbench, agent or build_agent(workbench, env),
@@ -64,7 +65,8 @@ def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] 
                       kbs=open_knowledge_bases(workbench, process_settings, env, own_first=close_workbench),
                       lookup_threads=anyio.CapacityLimiter(lookup_thread_count(settings)),
                       chat_turns=Capacity(settings["api.chat-turns"]),
-                      chat_threads=anyio.CapacityLimiter(settings["api.chat-turns"]))
+                      chat_threads=anyio.CapacityLimiter(settings["api.chat-turns"]),
+                      turns=build_turn_store(process_settings or settings))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -78,6 +80,7 @@ def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] 
     app.include_router(compat_router)
     app.include_router(native_router)
     app.include_router(kbs_router)
+    app.include_router(feedback_router)
     _install_error_handlers(app)
     # Outermost last: CORS answers preflights (which carry no token) and labels every answer, even a 401 or 403;
     # inside it the Host and Origin checks, which refuse before anything else is read.
