@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import Any
 
 from .. import tracing
 from ..tracing import semconv as sc
 
-if TYPE_CHECKING:
-    from .retriever import LookupResult
+# A LookupResult (retriever.py, which imports this module: named here by its fields only)
+LookupResult = Any
 
 
 def lookup_attributes(result: LookupResult) -> dict[str, object]:
