@@ -58,3 +58,9 @@ def test_bad_ratings_and_unknown_turns_are_clear_errors(client: httpx.Client) ->
     assert r.status_code == 422 and "turnIndex" in r.json()["message"]
     r = client.get("/api/feedback", params={"rating": "sideways"})
     assert r.status_code == 422
+
+
+def test_health_counts_the_spans_exported_and_lost(client: httpx.Client) -> None:
+    tracing = client.get("/v1/health").json()["tracing"]
+    assert tracing["exporting"] is False and tracing["endpoint"] is None
+    assert {"exported", "failed", "dropped", "queued"} <= set(tracing)
