@@ -101,3 +101,19 @@ def test_a_search_outside_a_turn_is_a_trace_of_its_own(retriever: KnowledgeRetri
     roots = [s for s in spans.get_finished_spans() if s.parent is None]
     assert [s.name for s in roots] == ["retrieve", "retrieve"]
     assert roots[0].context.trace_id != roots[1].context.trace_id
+
+
+def test_a_debugger_lookup_is_a_trace_and_a_cached_rerun_one_too(retriever: KnowledgeRetriever,
+                                                                spans: InMemorySpanExporter) -> None:
+    from ui.lookup import cached_lookup
+
+    cache: dict = {}
+    params = retriever.params()
+    cached_lookup(retriever, "disk full", params, cache)
+    cached_lookup(retriever, "disk full", retriever.params(return_n=2), cache)  # only post-processing runs again
+    finished = spans.get_finished_spans()
+    roots = [s for s in finished if s.parent is None]
+    assert [s.name for s in roots] == ["debugger.lookup", "debugger.lookup"]
+    second = {s.name for s in finished if s.context.trace_id == roots[1].context.trace_id}
+    assert second == {"debugger.lookup", "postprocess", "projection"}  # no search, no reranker call
+    assert roots[1].attributes[sc.document(0, sc.DOCUMENT_ID)] == roots[0].attributes[sc.document(0, sc.DOCUMENT_ID)]
