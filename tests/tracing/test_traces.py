@@ -117,3 +117,19 @@ def test_a_debugger_lookup_is_a_trace_and_a_cached_rerun_one_too(retriever: Know
     second = {s.name for s in finished if s.context.trace_id == roots[1].context.trace_id}
     assert second == {"debugger.lookup", "postprocess", "projection"}  # no search, no reranker call
     assert roots[1].attributes[sc.document(0, sc.DOCUMENT_ID)] == roots[0].attributes[sc.document(0, sc.DOCUMENT_ID)]
+
+
+def test_an_alert_triage_is_one_trace(retriever: KnowledgeRetriever, spans: InMemorySpanExporter) -> None:
+    from rag_core.agent import knowledge_base_tool
+    from rag_core.agent.triage import Triage
+    from rag_core.records import Alert
+    from tests.fakes.metrics import FakeMetricsClient
+
+    metrics = FakeMetricsClient([Alert({"alertname": "HighCPU", "app": "order-service"},
+                                       {"description": "CPU above 90 percent"}, "firing", "2026-05-10T08:00:00Z")])
+    events = list(Triage(metrics, knowledge_base_tool(retriever)).run())
+    assert events[-1].type == "done"
+    finished = spans.get_finished_spans()
+    assert len({s.context.trace_id for s in finished}) == 1
+    assert [s.name for s in finished if s.parent is None] == ["triage"]
+    assert "retrieve" in {s.name for s in finished}
