@@ -30,6 +30,7 @@ from .workbench import Factories, Workbench
 if TYPE_CHECKING:
     from .agent import Agent
     from .agent.triage import Triage
+    from .feedback import TurnStore
     from .kb.catalog import MilvusCatalog
     from .kb.manage import KnowledgeBases
     from .kb.pool import OpenKnowledgeBases
@@ -140,6 +141,7 @@ def build_workbench(settings: Settings, env: Mapping[str, str] | None = None,
     from .kb.resolve import resolve
     from .kb.settings import apply
 
+    configure_tracing(settings, env)  # lookups (the CLI's, /v1/search, the debugger's) are traces too
     kb_store = connect_store(settings, check_kb_name(settings.kb_name), env)
     try:  # the store's connection reads the catalog first: the knowledge base's settings decide the rest
         catalog = MilvusCatalog(kb_store.client)
@@ -341,8 +343,30 @@ def build_agent(workbench: Workbench, env: Mapping[str, str] | None = None) -> A
     logs = build_logs_client(settings, env)
     if logs is not None:
         tools.append(logs_tool(logs, zone(settings["chat.timezone"])))
+    from .retrieval.multi import MultiKnowledgeBasePort
+
+    configure_tracing(settings, env)
+    port = workbench.retriever.port
+    kbs = tuple(port.ports) if isinstance(port, MultiKnowledgeBasePort) else (settings.kb_name,)
     return Agent(Toolbox(tools), build_chat_model(settings, env), max_steps=settings["chat.max-steps"],
-                 history_pairs=settings["chat.history-pairs"], deadline=settings["chat.deadline"])
+                 history_pairs=settings["chat.history-pairs"], deadline=settings["chat.deadline"], kbs=kbs,
+                 recorder=build_turn_store(settings).add)
+
+
+def build_turn_store(settings: Settings) -> TurnStore:
+    """The turns store of this data folder (rag_core.feedback): every chat turn and its rating."""
+    from .feedback import FILE_NAME, TurnStore
+
+    return TurnStore(settings.data_dir / FILE_NAME, retention_days=settings["feedback.retention-days"],
+                     max_turns=settings["feedback.max-turns"])
+
+
+def configure_tracing(settings: Settings, env: Mapping[str, str] | None = None) -> None:
+    """The process's traces as `tracing.*` say (export off unless tracing.otlp-endpoint is set); the same settings
+    again change nothing."""
+    from . import tracing
+
+    tracing.configure(settings, env)
 
 
 # ---------------------------------------------------------------------------------------- remote clients

@@ -158,6 +158,23 @@ KEYS: dict[str, Key] = _keys(
         "first-come-first-served queue. 0 = four times the CPU cores.", min=0, max=1000),
     Key("api.chat-turns", int, 100, "Chat turns (/api/chat) the HTTP API runs at once, in threads of their own; "
         "beyond it the answer is 503 with Retry-After.", min=1, max=1000),
+    # Traces (rag_core/tracing, docs/tracing.md): one per chat turn, search and debugger lookup.
+    Key("tracing.otlp-endpoint", str, "", "OTLP/HTTP collector the traces go to (e.g. http://localhost:6006 for "
+        "Phoenix, or its .../v1/traces URL); empty = traces are not exported."),
+    Key("tracing.headers-env", str, "OTEL_EXPORTER_OTLP_HEADERS", "Environment variable holding the collector's "
+        "headers (`Authorization=Bearer ...,x-key=value`); its value is a secret, never shown."),
+    Key("tracing.capture-content", bool, True, "Put questions, queries, answers and document text into spans; "
+        "false = only ids, scores, evidence keys and timings."),
+    Key("tracing.queue-size", int, 2048, "Ended spans waiting to be exported; beyond, the oldest are dropped "
+        "(counted in /v1/health), so a slow collector never slows a turn.", min=1, max=1_000_000),
+    Key("tracing.export-timeout", float, 5.0, "Seconds one export request to the collector may take.", min=0.1,
+        max=120),
+    Key("tracing.service-name", str, "rag-workbench", "The `service.name` the traces carry."),
+    # Turns and feedback (rag_core/feedback): every chat turn, with its rating, in data/turns.db.
+    Key("feedback.retention-days", int, 90, "Days recorded chat turns are kept; 0 = no age limit.", min=0,
+        max=100_000),
+    Key("feedback.max-turns", int, 100_000, "Most recorded chat turns kept (the oldest go first); 0 = no limit.",
+        min=0, max=100_000_000),
 )
 
 ENV_ALIASES = {"MILVUS_URI": "milvus.uri"}

@@ -82,6 +82,14 @@ class OriginalMissing(StoreError):
     code = "no_original"
 
 
+class FeedbackError(StoreError):
+    """The turns store (data/turns.db: recorded chat turns and their ratings) cannot be read or written."""
+
+
+class TurnNotFound(NotFound):
+    """No recorded turn has that trace id, or that session and turn index."""
+
+
 class KnowledgeBaseError(RagError):
     """A knowledge base that cannot be made, found, copied or deleted as asked. `code` says why, for programs
     (the HTTP API maps it to a status): "bad_name", "exists", "not_found", "bad_settings", "refused"."""

@@ -414,6 +414,7 @@ class AssistantReply:
     content: str
     tool_calls: tuple[ToolCallRequest, ...] = ()
     finish_reason: str | None = None
+    usage: Mapping[str, int] | None = None  # prompt_tokens, completion_tokens, total_tokens, when reported
 
 
 @dataclass(frozen=True)

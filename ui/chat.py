@@ -12,6 +12,7 @@ import streamlit as st
 from rag_core.agent import ContentEvent, DoneEvent, ErrorEvent, Event, NoticeEvent, ToolCallEvent, ToolResultEvent
 from rag_core.agent.kb_tool import TOOL_NAME as KB_TOOL
 from rag_core.agent.turn import AssistantTurn, ToolStep
+from rag_core.errors import RagError
 from rag_core.records import cited_as
 
 from .components import chunk_card, evidence_table
@@ -108,6 +109,35 @@ def render_citations(turn: AssistantTurn, key: str) -> None:
                    + ", ".join(f"`{k}`" for k in turn.unverified), icon="⚠️")
 
 
+def _save_rating(turn: AssistantTurn, key: str) -> None:
+    """The 👍/👎 and comment of a turn, into the turns store (rag_core.feedback) by its trace id."""
+    from .state import get_turn_store
+
+    thumbs = st.session_state.get(f"{key}.rating")
+    if thumbs is None or not turn.trace_id:
+        return
+    try:
+        get_turn_store().rate(1 if thumbs == 1 else -1, st.session_state.get(f"{key}.comment", ""),
+                              trace_id=turn.trace_id)
+    except RagError as exc:
+        st.session_state[f"{key}.rating_error"] = str(exc)
+    else:
+        st.session_state.pop(f"{key}.rating_error", None)
+
+
+def render_feedback(turn: AssistantTurn, key: str) -> None:
+    """👍 / 👎 and an optional comment under a recorded answer; 👎 turns are listed on the Failures page."""
+    if not turn.trace_id or turn.turn_index < 0:
+        return  # not recorded (the turns store failed): nothing to rate
+    with st.container(horizontal=True, gap="small", vertical_alignment="center", key=f"{key}.feedback"):
+        st.feedback("thumbs", key=f"{key}.rating", on_change=_save_rating, args=(turn, key))
+        if st.session_state.get(f"{key}.rating") is not None:
+            st.text_input("Comment (optional)", key=f"{key}.comment", placeholder="What was wrong, or right?",
+                          label_visibility="collapsed", on_change=_save_rating, args=(turn, key))
+    if error := st.session_state.get(f"{key}.rating_error"):
+        st.error(error, icon="🛑")
+
+
 def render_turn(turn: AssistantTurn, key: str) -> None:
     """An answered turn, as it looked when it finished."""
     for i, part in enumerate(turn.parts):
@@ -120,6 +150,7 @@ def render_turn(turn: AssistantTurn, key: str) -> None:
     if turn.error:
         st.error(turn.error, icon="🛑")
     render_citations(turn, key)
+    render_feedback(turn, key)
 
 
 def stream_turn(events: Iterable[Event], key: str) -> AssistantTurn:

@@ -14,6 +14,7 @@ from urllib.parse import urlencode
 
 from rag_core.retrieval import Fetched, KnowledgeRetriever, LookupParams, LookupResult
 from rag_core.retrieval.explain import ChunkSource, explain
+from rag_core.retrieval.spans import traced_lookup
 
 CACHE_SIZE = 8
 DEBUGGER_PAGE = "pages/debugger.py"
@@ -30,14 +31,15 @@ def cached_lookup(retriever: KnowledgeRetriever, query: str, params: LookupParam
     """(result, True when the hits came from the cache). `cache` is a dict kept in session state;
     it holds the last CACHE_SIZE fetches, most recent last."""
     key = fetch_key(query, params)
-    fetched = cache.pop(key, None)
-    hit = fetched is not None
-    if fetched is None:
-        fetched = retriever.fetch(query, params)
-    cache[key] = fetched  # re-inserted: most recent last
-    while len(cache) > CACHE_SIZE:
-        cache.pop(next(iter(cache)))
-    return retriever.assemble(fetched, params), hit
+    with traced_lookup(query, "debugger.lookup") as done:  # a trace, like every lookup (rag_core.tracing)
+        fetched = cache.pop(key, None)
+        hit = fetched is not None
+        if fetched is None:
+            fetched = retriever.fetch(query, params)
+        cache[key] = fetched  # re-inserted: most recent last
+        while len(cache) > CACHE_SIZE:
+            cache.pop(next(iter(cache)))
+        return done(retriever.assemble(fetched, params)), hit
 
 
 def cached_explanation(retriever: KnowledgeRetriever, source: ChunkSource, query: str, params: LookupParams,

@@ -24,6 +24,7 @@ PAGES = [
     ("pages/debugger.py", "Retrieval debugger", "🔎"),
     ("pages/chat.py", "Agent chat", "💬"),
     ("pages/evaluation.py", "Evaluation", "📏"),
+    ("pages/failures.py", "Failures", "👎"),
 ]
 ENTERED = "_app.entered"  # the session-state key app.py sets first (it cannot import it: that would import ui)
 

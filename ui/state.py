@@ -29,6 +29,7 @@ from rag_core.ports import Embedder
 
 if TYPE_CHECKING:
     from rag_core.agent import Agent
+    from rag_core.feedback import TurnStore
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_KB_DIR = REPO_ROOT / "examples" / "kb"
@@ -178,6 +179,21 @@ def workbench_or_stop() -> Workbench:
         st.error(str(exc), icon="🛑")
         st.stop()
         raise  # unreachable: st.stop() raises
+
+
+@st.cache_resource(show_spinner=False)
+def _turn_store(data_dir: str, retention_days: int, max_turns: int) -> TurnStore:
+    from rag_core.feedback import FILE_NAME, TurnStore
+
+    return TurnStore(Path(data_dir) / FILE_NAME, retention_days=retention_days, max_turns=max_turns)
+
+
+def get_turn_store() -> TurnStore:
+    """The recorded chat turns and their ratings of this data folder (rag_core.feedback), shared by the chat and
+    Failures pages; the app, the API and the CLI write the same file."""
+    settings = get_settings()
+    return _turn_store(str(settings.data_dir.resolve()), settings["feedback.retention-days"],
+                       settings["feedback.max-turns"])
 
 
 @dataclass(frozen=True)

@@ -101,7 +101,8 @@ class DoneEvent(_Event):
     first citation. `unverified_citations`: cited keys that no tool returned this turn (invented or
     remembered from an earlier turn): a page should flag them. `evidence_keys`: everything the tools
     returned this turn. `stop_reason`: "answer", or "max_steps" when chat.max-steps ended the turn.
-    `mode`: "model" or "offline".
+    `mode`: "model" or "offline". `trace_id`: the turn's trace (rag_core.tracing), by which it is rated;
+    `turn_index`: its place in its session as the turns store recorded it (-1: not recorded).
     """
 
     text: str
@@ -111,6 +112,8 @@ class DoneEvent(_Event):
     steps: int
     mode: str
     stop_reason: str = "answer"
+    trace_id: str = ""
+    turn_index: int = -1
     type: Literal["done"] = field(default="done", init=False)
 
 

@@ -13,14 +13,21 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
+from opentelemetry.trace import Span
+
+from .. import tracing
 from ..errors import ChatModelError
+from ..feedback.records import Lookup, TurnRecord
 from ..ports import ChatModel
 from ..records import AssistantReply, ToolCallRequest
 from ..remote import Retrying
+from ..retrieval import LookupResult
 from ..retrieval.retriever import MAX_QUERY_CHARS
+from ..tracing import semconv as sc
 from .citations import check_citations
 from .events import ContentEvent, DoneEvent, ErrorEvent, Event, NoticeEvent, ToolCallEvent, ToolResultEvent
 from .kb_tool import TOOL_NAME as KB_TOOL
@@ -42,8 +49,11 @@ class Agent:
 
     def __init__(self, toolbox: Toolbox, model: ChatModel | None = None, *, max_steps: int = 6,
                  history_pairs: int = 6, system_prompt: str = SYSTEM_PROMPT, deadline: float = 300.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        """`deadline`: seconds one turn may take in all (chat.deadline): model calls, tools, retries."""
+                 clock: Callable[[], float] = time.monotonic, kbs: Sequence[str] = (),
+                 recorder: Callable[[TurnRecord], TurnRecord] | None = None) -> None:
+        """`deadline`: seconds one turn may take in all (chat.deadline): model calls, tools, retries. `kbs`: the
+        knowledge bases its tool searches (recorded with each turn). `recorder`: keeps each finished turn
+        (rag_core.feedback.TurnStore.add); None = turns are not recorded."""
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         self.toolbox = toolbox
@@ -53,6 +63,8 @@ class Agent:
         self.system_prompt = system_prompt
         self.deadline = deadline
         self._clock = clock
+        self.kbs = tuple(kbs)
+        self.recorder = recorder
 
     @property
     def mode(self) -> str:
@@ -70,7 +82,60 @@ class Agent:
         return [{"role": "system", "content": self.system_prompt}, *history, {"role": "user", "content": question}]
 
     def run(self, question: str, session: Session | None = None) -> Iterator[Event]:
+        """The turn's events; one trace (rag_core.tracing) holds its model calls, tool calls and lookups, and the
+        turns store (`recorder`) keeps it, whichever entry point asked."""
         question = (question or "").strip()
+        span = tracing.start("agent.turn", sc.AGENT, {sc.SESSION_ID: session.id if session is not None else None,
+                                                      sc.INPUT_VALUE: question, sc.MODE: self.mode,
+                                                      sc.KNOWLEDGE_BASES: list(self.kbs)})
+        started = self._clock()
+        lookups: list[Lookup] = []
+        try:
+            for event in tracing.within(span, self._run(question, session)):
+                if isinstance(event, ToolResultEvent) and event.lookup is not None:
+                    lookups.append(_lookup_of(event.lookup))
+                elif isinstance(event, (DoneEvent, ErrorEvent)):
+                    event = self._ended(event, question, session, span, lookups, self._clock() - started)
+                yield event
+        except GeneratorExit:  # the consumer stopped (a client went away): the turn ends here
+            tracing.fail(span, "stopped: the caller went away", "stopped")
+            raise
+        finally:
+            span.end()
+
+    def _ended(self, event: DoneEvent | ErrorEvent, question: str, session: Session | None, span: Span,
+               lookups: list[Lookup], seconds: float) -> Event:
+        """The span's outcome; the turn recorded (a failure to record is logged, never the turn's failure)."""
+        trace_id = tracing.trace_id(span)
+        if isinstance(event, ErrorEvent):
+            tracing.fail(span, event.message, event.kind)
+            if event.kind == "question":  # nothing was asked: nothing to record
+                return event
+            evidence = tuple(dict.fromkeys(k for lk in lookups for k in lk.evidence_keys))
+            answer, citations, error = "", tuple[str, ...](), event.message
+        else:
+            tracing.set_attributes(span, {sc.OUTPUT_VALUE: event.text, sc.CITATIONS: list(event.citations),
+                                          sc.EVIDENCE_KEYS: list(event.evidence_keys)})
+            answer, citations, evidence, error = event.text, event.citations, tuple(event.evidence_keys), None
+        index = -1
+        if self.recorder is not None:
+            record = TurnRecord(session.id if session is not None else "", question, answer, self.kbs, tuple(lookups),
+                                tuple(evidence), tuple(citations), self.model_name, self.mode, round(seconds, 3),
+                                trace_id, error)
+            try:
+                index = self.recorder(record).turn_index
+            except Exception as exc:  # noqa: BLE001 - a full disk or a locked file must not cost the answer
+                log.warning("The turn was answered but not recorded: %s", exc)
+        if isinstance(event, DoneEvent):
+            return replace(event, trace_id=trace_id, turn_index=index)
+        return event
+
+    @property
+    def model_name(self) -> str:
+        config = getattr(self.model, "config", None)
+        return str(getattr(config, "model", "") or (self.model.describe() if self.model is not None else ""))
+
+    def _run(self, question: str, session: Session | None) -> Generator[Event, None, None]:
         if not question:
             yield ErrorEvent("Type a question first.", "question", 0)
             return
@@ -164,7 +229,12 @@ class Agent:
         if problem is not None:
             yield NoticeEvent("malformed_tool_call", f"The model called {name} with arguments that are not valid "
                               f"JSON ({problem}); it was told so and can try again.", step)
-        run: ToolRun = self.toolbox.run(name, raw)
+        with tracing.span(name, sc.TOOL, {sc.TOOL_NAME: name, sc.TOOL_CALL_ID: call_id,
+                                          sc.TOOL_PARAMETERS: raw}) as span:
+            run: ToolRun = self.toolbox.run(name, raw)
+            tracing.set_content(span, sc.OUTPUT_VALUE, run.content())
+            if not run.output.ok:
+                tracing.fail(span, run.output.error or "the tool failed", "tool")
         out = run.output
         yield ToolResultEvent(call_id, name, out.ok, out.data, step, round(run.seconds, 4), out.error,
                               out.evidence_keys, out.lookup)
@@ -197,6 +267,11 @@ class Agent:
         if session is not None:
             session.add(Turn(question, text, verified, mode, stop_reason))
         return DoneEvent(text, verified, unverified, tuple(returned), steps, mode, stop_reason)
+
+
+def _lookup_of(result: LookupResult) -> Lookup:
+    return Lookup(result.query, result.params.to_dict(), tuple(result.evidence_keys),
+                  {k: round(v, 3) for k, v in result.timings.items()}, tuple(t.evidence_key for t in result.traces))
 
 
 def _assistant_message(reply: AssistantReply) -> dict[str, Any]:

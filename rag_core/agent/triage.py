@@ -21,10 +21,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from .. import tracing
 from ..errors import ChatModelError, RagError
 from ..ports import ChatModel, LogsClient, MetricsClient
 from ..records import Alert, LogQuery
 from ..remote import Retrying
+from ..tracing import semconv as sc
 from .alerts_tool import simplify_alerts
 from .citations import check_citations
 from .events import ContentEvent, DoneEvent, ErrorEvent, Event, NoticeEvent, ToolCallEvent, ToolResultEvent
@@ -112,6 +114,19 @@ class Triage:
         return "offline" if self.model is None else "model"
 
     def run(self) -> Iterator[Event]:
+        """The triage's events, in one trace (rag_core.tracing): the alerts, each lookup, the model's report."""
+        span = tracing.start("triage", sc.AGENT, {sc.MODE: self.mode})
+        try:
+            for event in tracing.within(span, self._run()):
+                if isinstance(event, ErrorEvent):
+                    tracing.fail(span, event.message, event.kind)
+                elif isinstance(event, DoneEvent):
+                    tracing.set_attributes(span, {sc.OUTPUT_VALUE: event.text, sc.CITATIONS: list(event.citations)})
+                yield event
+        finally:
+            span.end()
+
+    def _run(self) -> Generator[Event, None, None]:
         if self.metrics is None:
             yield ErrorEvent(NO_PROMETHEUS, "not_configured", 1)
             return

@@ -40,6 +40,8 @@ class AssistantTurn:
     notices: list[str] = field(default_factory=list)
     error: str | None = None
     mode: str = ""
+    trace_id: str = ""  # the turn's trace: what a rating names (rag_core.feedback)
+    turn_index: int = -1
 
     @property
     def text(self) -> str:
@@ -92,6 +94,7 @@ class AssistantTurn:
                 tuple(event.unverified_citations),
                 event.mode,
             )
+            self.trace_id, self.turn_index = event.trace_id, event.turn_index
         elif isinstance(event, ErrorEvent):
             self.error = event.message
         return None

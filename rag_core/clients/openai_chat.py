@@ -31,10 +31,12 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import tracing
 from ..config import redact_uri
 from ..errors import ChatModelError
 from ..records import AssistantReply, ToolCallRequest
 from ..remote import Endpoint, Failure, MalformedReply, RemoteAdapter, Retrying, clip, explain, not_json, stream_within
+from ..tracing import semconv as sc
 
 __all__ = ["ChatModelConfig", "DASHSCOPE_BASE_URL", "DASHSCOPE_DEFAULT_MODEL", "OpenAIChatModel",
            "StreamAccumulator"]
@@ -80,6 +82,7 @@ class StreamAccumulator:
     def __init__(self) -> None:
         self.content: list[str] = []
         self.finish_reason: str | None = None
+        self.usage: dict[str, int] | None = None
         self._calls: dict[int, _PartialCall] = {}
         self._order: list[int] = []
         self._next_slot = 0
@@ -100,6 +103,10 @@ class StreamAccumulator:
                     self._feed_tool_call(fragment)
             if getattr(choice, "finish_reason", None):
                 self.finish_reason = choice.finish_reason
+        usage = getattr(chunk, "usage", None)  # the last chunk, with stream_options.include_usage
+        if usage is not None:
+            self.usage = {k: v for k in ("prompt_tokens", "completion_tokens", "total_tokens")
+                          if isinstance(v := getattr(usage, k, None), int) and not isinstance(v, bool)}
         joined = "".join(text)
         if joined:
             self.content.append(joined)
@@ -143,7 +150,7 @@ class StreamAccumulator:
             if not c.name and not c.arguments:
                 continue
             calls.append(ToolCallRequest(id=c.id or f"call_{step}_{n}", name=c.name, arguments="".join(c.arguments)))
-        return AssistantReply("".join(self.content), tuple(calls), self.finish_reason)
+        return AssistantReply("".join(self.content), tuple(calls), self.finish_reason, self.usage or None)
 
 
 class OpenAIChatModel(RemoteAdapter):
@@ -201,6 +208,8 @@ class OpenAIChatModel(RemoteAdapter):
                                   "max_tokens": c.max_tokens}
         if tools:
             kwargs["tools"] = list(tools)
+        # Token counts in a last chunk (OpenAI, DashScope, vLLM, Ollama), for the trace; servers without it send none.
+        kwargs["stream_options"] = {"include_usage": True}
         if not self._api_key:
             kwargs["extra_headers"] = {"Authorization": openai.omit}  # keyless local servers
         shown = False
@@ -229,7 +238,28 @@ class OpenAIChatModel(RemoteAdapter):
                 error.kind = "server"
             return error
 
-        return (yield from self._retrying(attempt, may_retry=lambda: not shown, explain=explain_failure))
+        span = tracing.start("chat.completions", sc.LLM, {
+            sc.LLM_MODEL_NAME: c.model, sc.LLM_PROVIDER: c.provider, "rag.step": step,
+            sc.LLM_INVOCATION_PARAMETERS: {"temperature": kwargs["temperature"], "max_tokens": c.max_tokens},
+            **{sc.message(sc.LLM_INPUT_MESSAGES, i, sc.MESSAGE_ROLE): m.get("role") for i, m in enumerate(messages)},
+            **{sc.message(sc.LLM_INPUT_MESSAGES, i, sc.MESSAGE_CONTENT): m.get("content")
+               for i, m in enumerate(messages) if isinstance(m.get("content"), str)}})
+        try:  # each step with the span current: the stream's reader thread copies it (remote.deadline)
+            reply = yield from tracing.within(span, self._retrying(attempt, may_retry=lambda: not shown,
+                                                                  explain=explain_failure))
+        except BaseException as exc:
+            tracing.fail(span, exc, getattr(exc, "kind", None))
+            raise
+        else:
+            usage = reply.usage or {}
+            tracing.set_attributes(span, {
+                sc.LLM_FINISH_REASON: reply.finish_reason, sc.LLM_TOKEN_COUNT_PROMPT: usage.get("prompt_tokens"),
+                sc.LLM_TOKEN_COUNT_COMPLETION: usage.get("completion_tokens"),
+                sc.LLM_TOKEN_COUNT_TOTAL: usage.get("total_tokens"), sc.OUTPUT_VALUE: reply.content,
+                "rag.tool_calls": [call.name for call in reply.tool_calls]})
+            return reply
+        finally:
+            span.end()
 
     def _open(self, kwargs: Mapping[str, Any]) -> Any:
         """The SDK's event stream, once the answer's headers say it is one (runs in the worker)."""

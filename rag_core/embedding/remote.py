@@ -21,6 +21,7 @@ class EmbeddingServiceError(EmbeddingError, RemoteError):
 
 
 class RemoteEmbedder(BatchEmbedder, RemoteAdapter):
+    _span_kind = "EMBEDDING"  # rag_core.tracing.semconv.EMBEDDING
     def __init__(self, endpoint: Endpoint, *, batch_size: int, timeout: float, max_retries: int, secret: str,
                  **adapter: Any) -> None:
         if batch_size < 1:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from .. import tracing
 from ..retry import Attempts, RetryPolicy
 from .deadline import run_within
 from .failures import Failure, classify
@@ -40,6 +41,8 @@ class RemoteAdapter:
     """Base of the remote clients. `endpoint` says who is called (for messages); `secret` (the API key or
     token) is blanked out of anything shown or logged and never appears in `repr`."""
 
+    _span_kind = tracing.semconv.CHAIN  # of each request's span; an embedder's or reranker's says so
+
     def __init__(self, endpoint: Endpoint, *, timeout: float, max_retries: int, secret: str = "",
                  sleep: Callable[[float], None] = time.sleep, jitter: Callable[[], float] = random.random,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -56,8 +59,13 @@ class RemoteAdapter:
     def _call(self, request: Callable[[], T]) -> T:
         """`request()` within the attempt's deadline, retried as the policy allows; its answer, or the
         endpoint's error. Exceptions that are not remote failures (bugs) pass through unchanged."""
+        def traced() -> T:  # runs in the worker thread, in the caller's trace (deadline._start)
+            with tracing.span(f"{self.endpoint.settings}.request", self._span_kind,
+                              {"rag.endpoint": self.endpoint.subject}):
+                return request()
+
         def attempt(seconds: float) -> Generator[Any, None, T]:
-            return run_within(request, seconds)
+            return run_within(traced, seconds)
             yield  # pragma: no cover - makes this a generator
 
         calls = self._retrying(attempt)

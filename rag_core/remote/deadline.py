@@ -10,6 +10,7 @@ when the server stops sending, in the background, without holding anyone up.
 
 from __future__ import annotations
 
+import contextvars
 import queue
 import threading
 import time
@@ -40,13 +41,16 @@ def stop_requested() -> bool:
 
 def _start(target: Callable[[threading.Event], None]) -> threading.Event:
     stop = threading.Event()
+    # The caller's context goes with the call: its trace (rag_core.tracing) is the worker's, so a request made
+    # here is a span of the same turn, not the root of a trace of its own.
+    context = contextvars.copy_context()
 
     def work() -> None:
         _local.stop = stop
         target(stop)
 
     # A daemon thread: an abandoned attempt must never keep the process from exiting.
-    threading.Thread(target=work, name="rag-remote-call", daemon=True).start()
+    threading.Thread(target=context.run, args=(work,), name="rag-remote-call", daemon=True).start()
     return stop
 
 

@@ -73,6 +73,7 @@ class RemoteReranker(RemoteAdapter):
     max_document_tokens: int | None = None
     max_request_tokens: int | None = None
     limits_name: str = "the service"  # in notes: "DashScope's limit"
+    _span_kind = "RERANKER"  # rag_core.tracing.semconv.RERANKER
 
     def __init__(self, endpoint: Endpoint, name: str, **adapter: Any) -> None:
         super().__init__(endpoint, **adapter)

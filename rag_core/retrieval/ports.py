@@ -6,9 +6,11 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from .. import tracing
 from ..errors import EmptyKnowledgeBase
 from ..ports import ChunkStore, Embedder, KnowledgeSearchPort
 from ..records import FUSIONS, SEARCH_MODES, SearchHit, SearchOptions, SearchResult
+from ..tracing import semconv as sc
 from . import fusion
 
 __all__ = ["FUSIONS", "SEARCH_MODES", "KnowledgeSearchPort", "MilvusSearchPort", "SearchOptions", "fuse"]
@@ -39,23 +41,25 @@ class MilvusSearchPort:
         mode = self.options.mode
         if mode in ("dense", "hybrid"):
             started = time.perf_counter()
-            vector = self.embedder.embed_query(query)
+            with tracing.span("embed", sc.EMBEDDING, {sc.EMBEDDING_MODEL_NAME: self.embedder.name}):
+                vector = self.embedder.embed_query(query)
             timings["embed"] = (time.perf_counter() - started) * 1000
         started = time.perf_counter()
-        if mode == "dense":
-            ranked["dense"] = self.store.search_dense(vector, k, filters)
-            timings["dense_search"] = (time.perf_counter() - started) * 1000
-        elif mode == "bm25":
-            ranked["bm25"] = self.store.search_bm25(query, k, filters)
-            timings["bm25_search"] = (time.perf_counter() - started) * 1000
-        else:
-            # One call for both channels: one view of the active versions judges both lists (a document never
-            # shows two versions in one lookup) and the registry is read once, not once per channel.
-            ranked["dense"], ranked["bm25"] = self.store.search_both(vector, query, k, filters)
-            timings["hybrid_search"] = (time.perf_counter() - started) * 1000
+        with tracing.stage(f"{mode}_search") as span:
+            if mode == "dense":
+                ranked["dense"] = self.store.search_dense(vector, k, filters)
+            elif mode == "bm25":
+                ranked["bm25"] = self.store.search_bm25(query, k, filters)
+            else:
+                # One call for both channels: one view of the active versions judges both lists (a document never
+                # shows two versions in one lookup) and the registry is read once, not once per channel.
+                ranked["dense"], ranked["bm25"] = self.store.search_both(vector, query, k, filters)
+            span.set_attributes({f"{sc.HITS}.{channel}": len(hits) for channel, hits in ranked.items()})
+        timings[f"{mode}_search"] = (time.perf_counter() - started) * 1000
         if mode == "hybrid":
             started = time.perf_counter()
-            hits = fuse(ranked, self.options, k)
+            with tracing.stage("fusion"):
+                hits = fuse(ranked, self.options, k)
             timings["fusion"] = (time.perf_counter() - started) * 1000
         else:
             hits = ranked[mode]

@@ -16,10 +16,12 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from .. import tracing
 from ..config import Settings
 from ..errors import RetrievalError
 from ..ports import KnowledgeSearchPort, Reranker
 from ..records import Candidate, HitTrace, RerankOutcome, SearchHit, SearchOptions, cited_as
+from ..tracing.semconv import RERANKER, STAGE
 from .identity import to_candidate
 from .postprocess import PostProcessed, postprocess
 from .projection import Budgets, Projection, project
@@ -222,7 +224,8 @@ class KnowledgeRetriever:
         outcome = None
         if self.reranker is not None and params.rerank.enabled and hits:
             started = time.perf_counter()
-            outcome = rerank_hits(self.reranker, query, hits, params.rerank)
+            with tracing.span("rerank", RERANKER, {STAGE: "rerank"}):
+                outcome = rerank_hits(self.reranker, query, hits, params.rerank)
             timings["rerank"] = (time.perf_counter() - started) * 1000
         return Fetched(query, params.retrieve_k, params.search, params.filters, hits, timings, params.rerank, outcome)
 
@@ -235,10 +238,12 @@ class KnowledgeRetriever:
         started = time.perf_counter()
         candidates = tuple(replace(to_candidate(hit, rank), fused_rank=fused_rank, rerank_score=score)
                            for rank, (hit, fused_rank, score) in enumerate(fetched.ordered(), start=1))
-        post = postprocess(candidates, return_n=params.return_n,
-                           max_chunks_per_document=params.max_chunks_per_document)
+        with tracing.stage("postprocess"):
+            post = postprocess(candidates, return_n=params.return_n,
+                               max_chunks_per_document=params.max_chunks_per_document)
         after_post = time.perf_counter()
-        projection = project(post.evidence, params.budgets)
+        with tracing.stage("projection"):
+            projection = project(post.evidence, params.budgets)
         done = time.perf_counter()
         timings = {**fetched.timings, "postprocess": (after_post - started) * 1000,
                    "projection": (done - after_post) * 1000}
@@ -247,5 +252,8 @@ class KnowledgeRetriever:
         return LookupResult(fetched.query, params, candidates, post, projection, timings, fetched.rerank)
 
     def lookup(self, query: str, **overrides: Any) -> LookupResult:
-        params = self.params(**overrides)
-        return self.assemble(self.fetch(query, params), params)
+        from .spans import traced_lookup
+
+        with traced_lookup(query) as done:
+            params = self.params(**overrides)
+            return done(self.assemble(self.fetch(query, params), params))

@@ -26,6 +26,7 @@ from starlette.routing import Route
 from ..errors import RagError
 from .compat import router as compat_router
 from .errors import STATUS_CODES, ApiError, error_response, from_rag_error, validation_message
+from .feedback import router as feedback_router
 from .kbs import router as kbs_router
 from .mcp_http import PATH as MCP_PATH
 from .mcp_http import McpEndpoint
@@ -60,7 +61,7 @@ def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] 
     `close_workbench`: close it on shutdown (the server owns it). `process_settings`: the process's (the values of
     knowledge bases created over /v1/kbs; default: the workbench's). `host`: the address the server is bound to
     (default api.host), which requests may name in their Host header."""
-    from ..bootstrap import build_agent, open_knowledge_bases
+    from ..bootstrap import build_agent, build_turn_store, open_knowledge_bases
 
     settings = workbench.settings
     service = Service(workbench, agent or build_agent(workbench, env),
@@ -68,7 +69,8 @@ def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] 
                       kbs=open_knowledge_bases(workbench, process_settings, env, own_first=close_workbench),
                       lookup_threads=anyio.CapacityLimiter(lookup_thread_count(settings)),
                       chat_turns=Capacity(settings["api.chat-turns"]),
-                      chat_threads=anyio.CapacityLimiter(settings["api.chat-turns"]))
+                      chat_threads=anyio.CapacityLimiter(settings["api.chat-turns"]),
+                      turns=build_turn_store(process_settings or settings))
 
     mcp = McpEndpoint(service)
 
@@ -88,6 +90,7 @@ def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] 
     app.include_router(openai_router)  # /v1/chat/completions, /v1/models
     # The MCP server over streamable HTTP (mcp_http.py): an ASGI app as the route's endpoint, exactly at /mcp.
     app.router.routes.append(Route(MCP_PATH, mcp, include_in_schema=False))
+    app.include_router(feedback_router)
     _install_error_handlers(app)
     # Outermost last: CORS answers preflights (which carry no token) and labels every answer, even a 401 or 403;
     # inside it the Host and Origin checks, which refuse before anything else is read.

@@ -50,7 +50,8 @@ def chat_answer(turn: AssistantTurn, session_id: str) -> ChatAnswer:
     return ChatAnswer(success=ok, answer=answer, errorMessage=turn.error,
                       sessionId=session_id, mode=turn.mode, citations=list(turn.citations),
                       unverifiedCitations=list(turn.unverified), toolCalls=tools,
-                      evidence=list(turn.evidence().values()), notices=list(turn.notices))
+                      evidence=list(turn.evidence().values()), notices=list(turn.notices), traceId=turn.trace_id,
+                      turnIndex=turn.turn_index)
 
 
 @router.post("/chat", response_model=Envelope[ChatAnswer], summary="Ask the agent; the whole answer at once",

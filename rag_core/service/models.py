@@ -78,6 +78,22 @@ class ChatAnswer(BaseModel):
     toolCalls: list[ToolCallInfo] = []
     evidence: list[dict[str, Any]] = []
     notices: list[str] = []
+    traceId: str = Field("", description="The turn's trace id: rate it with POST /api/feedback.")
+    turnIndex: int = Field(-1, description="The turn's place in its session (from 0); -1 when it was not recorded.")
+
+
+class FeedbackRequest(Inbound):
+    """A rating of one recorded turn, named by its trace id, or by its session id and turn index."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    trace_id: str | None = Field(None, validation_alias=AliasChoices("traceId", "trace_id", "TraceId"), max_length=64)
+    session_id: str | None = Field(None, validation_alias=AliasChoices("sessionId", "session_id", "Id", "id"),
+                                   max_length=200)
+    turn_index: Any = Field(None, validation_alias=AliasChoices("turnIndex", "turn_index", "turn"),
+                            description="The turn's place in its session, from 0 (chat answers give it).")
+    rating: Any = Field(None, description='"up" or "down" (also 1 / -1, 👍 / 👎).')
+    comment: str = Field("", max_length=2000)
 
 
 class HistoryPair(BaseModel):

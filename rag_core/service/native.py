@@ -15,7 +15,7 @@ from fastapi import APIRouter, Depends, File, Form, Query, UploadFile
 from fastapi.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse
 
-from .. import loaders
+from .. import loaders, tracing
 from ..bootstrap import Workbench
 from ..errors import LoaderError, RagError
 from ..retrieval.identity import evidence_key
@@ -208,6 +208,7 @@ def health(svc: ServiceDep) -> JSONResponse:
         "auth": svc.auth,
         "sessions": len(svc.sessions),
         "active_streams": svc.streams.active,
+        "tracing": tracing.stats(),  # spans exported, and lost to a slow or down collector
         "versions": _versions(),
     }
     return JSONResponse(body, status_code=status)

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ..agent import Agent
     from ..bootstrap import Workbench
     from ..config import Settings
+    from ..feedback import TurnStore
     from ..kb.manage import KnowledgeBases
     from ..kb.pool import OpenKnowledgeBases
 
@@ -84,6 +85,7 @@ class Service:
     # that health checks, documents and uploads need.
     chat_turns: Capacity = field(default_factory=lambda: Capacity(CHAT_TURNS))
     chat_threads: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(CHAT_TURNS))
+    turns: TurnStore | None = None  # the recorded chat turns and their ratings (/api/feedback)
 
     @property
     def kb_manager(self) -> KnowledgeBases:

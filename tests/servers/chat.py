@@ -34,6 +34,9 @@ from . import FakeServer, RecordedRequest, Reply
 __all__ = ["Completion", "DashScopeChatServer", "OpenAIChatServer", "ToolCallSpec", "paced", "split_text", "tool_call"]
 
 
+USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+
+
 @dataclass(frozen=True)
 class ToolCallSpec:
     name: str
@@ -168,7 +171,8 @@ class OpenAIChatServer(FakeServer):
             scripted = scripted(request)
         if isinstance(scripted, Reply):
             return scripted
-        return self.render(scripted, body["model"], stream=bool(body.get("stream")))
+        usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        return self.render(scripted, body["model"], stream=bool(body.get("stream")), usage=usage)
 
     def validate(self, body: Any) -> Reply | None:
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not body["messages"]:
@@ -227,7 +231,7 @@ class OpenAIChatServer(FakeServer):
     def first_fragment(self, index: int, call_id: str, name: str, piece: str) -> dict[str, Any]:
         return {"index": index, "id": call_id, "type": "function", "function": {"name": name, "arguments": piece}}
 
-    def render(self, completion: Completion, model: str, *, stream: bool) -> Reply:
+    def render(self, completion: Completion, model: str, *, stream: bool, usage: bool = False) -> Reply:
         completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
         created = int(time.time())
         ids = [c.id or f"call_{uuid.uuid4().hex[:24]}" for c in completion.tool_calls]
@@ -241,7 +245,7 @@ class OpenAIChatServer(FakeServer):
             return Reply.json(200, {"id": completion_id, "object": "chat.completion", "created": created,
                                     "model": model, "choices": [{"index": 0, "message": message,
                                                                  "finish_reason": finish}],
-                                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+                                    "usage": USAGE})
 
         def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
             return {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model,
@@ -266,6 +270,9 @@ class OpenAIChatServer(FakeServer):
                 ordered = [f for frags in fragments for f in frags]
             events += [chunk({"tool_calls": [f]}) for f in ordered]
             events.append(chunk({}, finish))
+            if usage:  # stream_options.include_usage: a last chunk with no choices and the token counts
+                events.append({"id": completion_id, "object": "chat.completion.chunk", "created": created,
+                               "model": model, "choices": [], "usage": USAGE})
         body = "".join(f"data: {json.dumps(e, ensure_ascii=False)}\n\n" for e in events)
         if not completion.stream_error:
             body += "data: [DONE]\n\n"

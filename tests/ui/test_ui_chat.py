@@ -136,3 +136,19 @@ def test_the_tool_call_shows_the_rerank_stage_and_its_failure(kb, monkeypatch):
     model.error = RagError("HTTP 503 from the rerank endpoint")
     ask(at, "What does HighCPUUsage mean?")
     assert "Reranking with fake:scripted failed (HTTP 503 from the rerank endpoint)" in texts(at.status[1], "warning")
+
+
+def test_an_answer_is_rated_with_a_comment_into_the_turns_store(kb):
+    from ui.state import get_turn_store
+
+    at = app_at(PAGE)
+    ask(at, "How do I free disk space when a node disk is full?")
+    (thumbs,) = at.feedback
+    thumbs.set_value(0).run()  # 👎
+    assert not at.exception, at.exception
+    at.text_input(key="chat.t0.comment").set_value("should cite the log rotation runbook").run()
+    assert not at.exception, at.exception
+    (turn,) = [t for t in get_turn_store().find(rating=-1, limit=1000)
+               if t.question == "How do I free disk space when a node disk is full?"][:1]
+    assert turn.comment == "should cite the log rotation runbook" and turn.knowledge_bases == ("biz",)
+    assert turn.lookups and turn.lookups[0].evidence_keys and turn.mode == "offline"

@@ -14,7 +14,7 @@ from tests.ui.apptest_helpers import app_at
 from ui.navigation import ENTERED, PAGES, REPO_ROOT, pages, run_through_app
 
 # The pages' URL paths: bookmarks and the debugger links other pages build (`/debugger?q=...`) rely on them.
-URL_PATHS = ["", "knowledge_base", "chunk_preview", "debugger", "chat", "evaluation"]
+URL_PATHS = ["", "knowledge_base", "chunk_preview", "debugger", "chat", "evaluation", "failures"]
 
 
 def test_every_page_file_is_in_the_navigation_and_back():

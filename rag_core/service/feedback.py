@@ -1,0 +1,65 @@
+"""`/api/feedback`: rate a recorded chat turn (👍/👎 and a comment) from any front end, and list the turns.
+
+A turn is named by its trace id (`traceId` of a chat answer, `trace_id` of the stream's `citations` event), or by
+its session id and turn index (`sessionId` + `turnIndex`). In SuperBizAgent's envelope, like the other /api routes.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from fastapi.concurrency import run_in_threadpool
+
+from ..feedback import TurnStore, parse_rating
+from .deps import ServiceDep
+from .errors import ApiError
+from .models import Envelope, FeedbackRequest
+from .state import Service
+
+router = APIRouter(prefix="/api", tags=["feedback"])
+
+
+def _store(svc: Service) -> TurnStore:
+    if svc.turns is None:
+        raise ApiError(503, "unavailable", "This server records no chat turns.")
+    return svc.turns
+
+
+@router.post("/feedback", response_model=Envelope[dict[str, Any]], summary="Rate a chat turn (👍 / 👎, a comment)",
+             responses={404: {"description": "No such recorded turn"}, 422: {"description": "A bad rating or turn"}})
+async def rate(body: FeedbackRequest, svc: ServiceDep) -> Envelope[dict[str, Any]]:
+    """`{"traceId": "...", "rating": "down", "comment": "..."}` or `{"sessionId": "...", "turnIndex": 0,
+    "rating": "up"}`. A later rating of the same turn replaces the earlier one. Answers the turn as recorded."""
+    rating = parse_rating(body.rating)
+    if rating is None:
+        raise ApiError(422, "unprocessable", f'rating must be "up" or "down" (or 1 / -1), got {body.rating!r}.')
+    trace_id = (body.trace_id or "").strip() or None
+    session_id = (body.session_id or "").strip() or None
+    turn_index = body.turn_index
+    if trace_id is None:
+        if session_id is None or turn_index is None:
+            raise ApiError(422, "unprocessable", "Name the turn: traceId, or sessionId and turnIndex (both are in "
+                           "the chat answer).")
+        if isinstance(turn_index, bool) or not isinstance(turn_index, int) or turn_index < 0:
+            raise ApiError(422, "unprocessable", f"turnIndex must be a whole number from 0, got {turn_index!r}.")
+    record = await run_in_threadpool(_store(svc).rate, rating, body.comment, trace_id=trace_id, session_id=session_id,
+                                     turn_index=turn_index)  # TurnNotFound: 404 (a NotFound)
+    return Envelope[dict[str, Any]](data=record.to_dict())
+
+
+@router.get("/feedback", response_model=Envelope[list[dict[str, Any]]], summary="Recorded chat turns, newest first")
+async def turns(svc: ServiceDep,
+                rating: Annotated[str | None, Query(description='"up", "down", or "rated" (either).')] = None,
+                kb: Annotated[str | None, Query(description="Only turns that searched this knowledge base.")] = None,
+                since: Annotated[str | None, Query(description="From this date or time (UTC, ISO 8601).")] = None,
+                until: Annotated[str | None, Query(description="Up to this date (inclusive) or time.")] = None,
+                limit: Annotated[int, Query(ge=1, le=10_000)] = 100) -> Envelope[list[dict[str, Any]]]:
+    """What `python -m rag_core feedback list --json` prints, with the same filters."""
+    rated = rating == "rated"
+    value = None if rating in (None, "", "rated") else parse_rating(rating)
+    if rating not in (None, "", "rated") and value is None:
+        raise ApiError(422, "unprocessable", f'rating must be "up", "down" or "rated", got {rating!r}.')
+    found = await run_in_threadpool(_store(svc).find, rating=value, rated=rated, kb=kb, since=since, until=until,
+                                    limit=limit)
+    return Envelope[list[dict[str, Any]]](data=[r.to_dict() for r in found])

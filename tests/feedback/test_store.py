@@ -1,0 +1,100 @@
+"""The turns store: turns numbered per session, rated by trace id or by session and turn, listed newest first with
+filters, bounded by age and count, shared by processes, and nothing committed lost when a writer is killed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from rag_core.errors import TurnNotFound
+from rag_core.feedback import Lookup, TurnRecord, TurnStore, parse_rating
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def record(session: str = "s1", question: str = "q", kb: str = "biz", trace: str = "", **kw: object) -> TurnRecord:
+    return TurnRecord(session, question, f"answer to {question}", (kb,),
+                      (Lookup(question, {"retrieve_k": 20, "return_n": 5}, ("a.md#chunk-0",)),), ("a.md#chunk-0",),
+                      ("a.md#chunk-0",), "test-chat", "model", 0.5, trace or os.urandom(16).hex(), **kw)  # type: ignore[arg-type]
+
+
+def test_turns_are_numbered_per_session_rated_and_listed(tmp_path: Path) -> None:
+    store = TurnStore(tmp_path / "turns.db")
+    a0, a1, b0 = store.add(record("a", "one")), store.add(record("a", "two")), store.add(record("b", "three", "ops"))
+    assert (a0.turn_index, a1.turn_index, b0.turn_index) == (0, 1, 0)
+    down = store.rate(-1, "  wrong runbook ", trace_id=a1.trace_id)
+    assert (down.rating, down.comment, down.question) == (-1, "wrong runbook", "two")
+    assert store.rate(1, session_id="b", turn_index=0).rating == 1
+    assert store.rate(-1, trace_id=a1.trace_id.upper()).comment == ""  # a later rating replaces the earlier one
+    assert [t.question for t in store.find()] == ["three", "two", "one"]
+    assert [t.question for t in store.find(rating=-1)] == ["two"]
+    assert [t.question for t in store.find(rated=True)] == ["three", "two"]
+    assert [t.question for t in store.find(kb="ops")] == ["three"]
+    today = a0.created_at[:10]
+    assert len(store.find(since=today, until=today)) == 3 and store.find(until="2000-01-01") == []
+    got = store.get(trace_id=a0.trace_id)
+    assert got.lookups[0].params["retrieve_k"] == 20 and got.to_dict()["rating"] is None
+    with pytest.raises(TurnNotFound, match="no recorded turn 7"):
+        store.rate(1, session_id="a", turn_index=7)
+    with pytest.raises(TurnNotFound, match="trace id"):
+        store.get(trace_id="0" * 32)
+
+
+def test_ratings_parse_from_words_numbers_and_thumbs() -> None:
+    assert [parse_rating(v) for v in ("up", "DOWN", "👍", "👎", 1, -1, "-1")] == [1, -1, 1, -1, 1, -1, -1]
+    assert [parse_rating(v) for v in ("meh", 0, 2, True, None)] == [None] * 5
+
+
+def test_retention_by_age_and_count(tmp_path: Path) -> None:
+    store = TurnStore(tmp_path / "turns.db", retention_days=30, max_turns=3)
+    store.add(replace(record(question="ancient"), created_at="2001-01-01T00:00:00.000+00:00"))
+    for n in range(4):
+        store.add(record(question=f"q{n}"))
+    assert [t.question for t in store.find()] == ["q3", "q2", "q1"]
+
+
+WRITER = textwrap.dedent("""
+    import sys
+    from rag_core.feedback import TurnRecord, TurnStore
+    store = TurnStore(sys.argv[1])
+    n = 0
+    while True:
+        store.add(TurnRecord("killed", f"question {n}", "x" * 20000, ("biz",), trace_id=f"{n:032x}"))
+        n += 1
+        print(n, flush=True)
+""")
+
+
+def test_a_writer_killed_mid_write_loses_nothing_committed_and_others_write_meanwhile(tmp_path: Path) -> None:
+    path = tmp_path / "turns.db"
+    other = TurnStore(path)
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        assert writer.stdout is not None
+        committed = 0
+        while committed < 40:
+            committed = int(writer.stdout.readline())
+            if committed == 20:
+                other.add(record("another-process", "meanwhile"))  # a second writer while the first writes
+        writer.send_signal(signal.SIGKILL)  # most likely in the middle of its next write
+        writer.wait(timeout=10)
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+    kept = other.find(limit=10_000)
+    assert len([t for t in kept if t.session_id == "killed"]) >= committed
+    assert [t.question for t in kept if t.session_id == "another-process"] == ["meanwhile"]
+    assert [t.turn_index for t in reversed(kept) if t.session_id == "killed"][:committed] == list(range(committed))
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    after = other.add(record("killed", "after"))  # the store goes on, numbering after what was kept
+    assert after.turn_index == len([t for t in kept if t.session_id == "killed"])

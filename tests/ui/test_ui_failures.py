@@ -1,0 +1,64 @@
+"""Failures page (AppTest): 👎 turns newest first, filtered by date, opened in the debugger with their query and
+parameters, and added to a named test set with the chunk they should have found."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime, timedelta
+from urllib.parse import parse_qs
+
+from rag_core.config import load_settings
+from rag_core.evaluation.testsets import load_test_set, saved_sets_dir
+from rag_core.feedback import FILE_NAME, Lookup, TurnRecord, TurnStore
+from tests.ui.apptest_helpers import app_at, texts
+
+PAGE = "pages/failures.py"
+QUESTION = "How do I free disk space on a full node? (failures page)"
+
+
+def _seed() -> TurnStore:
+    settings = load_settings()
+    store = TurnStore(settings.data_dir / FILE_NAME)
+    params = {"retrieve_k": 7, "return_n": 3, "max_chunks_per_document": 1, "search_mode": "bm25"}
+    for rating, question in ((1, "a good answer (failures page)"), (-1, QUESTION)):
+        turn = store.add(TurnRecord(os.urandom(8).hex(), question, "Delete the order service logs.", ("biz",),
+                                    (Lookup("free disk space", params, ("product/order_service.md#chunk-0",),
+                                            candidates=("product/order_service.md#chunk-0",
+                                                        "runbooks/disk_full.md#chunk-1")),),
+                                    ("product/order_service.md#chunk-0",), (), "", "offline", 0.2,
+                                    os.urandom(16).hex()))
+        store.rate(rating, "wrong runbook" if rating < 0 else "", trace_id=turn.trace_id)
+    return store
+
+
+def test_failures_open_in_the_debugger_and_become_test_items(kb) -> None:
+    _seed()
+    at = app_at(PAGE)
+    table = at.dataframe[0].value
+    assert QUESTION in list(table["question"]) and "a good answer (failures page)" not in list(table["question"])
+    assert table["question"].iloc[0] == QUESTION  # newest first
+    (link,) = [parse_qs(p.proto.query_string) for p in at.get("page_link") if "debugger" in p.proto.page]
+    assert link["q"] == ["free disk space"] and link["retrieve_k"] == ["7"] and link["mode"] == ["bm25"]
+    assert link["kb"] == ["biz"]
+    assert "wrong runbook" in texts(at)
+
+    at.selectbox(key="fail.expected").set_value("runbooks/disk_full.md#chunk-1")
+    at.text_area(key="fail.answer").set_value("Clean up old logs under /var/log.")
+    at.text_input(key="fail.new_set").set_value("from-failures")
+    next(b for b in at.button if b.label == "Add to the test set").click().run()
+    assert not at.exception, at.exception
+    assert "Added to test set **from-failures**" in texts(at, "success")
+    (item,) = load_test_set(saved_sets_dir(load_settings()), "from-failures").items
+    assert (item.query, item.relevant, item.source, item.answers) == (
+        QUESTION, ("runbooks/disk_full.md",), "runbooks/disk_full.md#chunk-1", ("Clean up old logs under /var/log.",))
+    why = [parse_qs(p.proto.query_string) for p in at.get("page_link") if "retrieved" in p.proto.label]
+    assert why and why[0]["expect"] == ["runbooks/disk_full.md"]
+
+
+def test_a_date_range_without_failures_says_so(kb) -> None:
+    _seed()
+    at = app_at(PAGE)
+    long_ago = datetime.now(UTC).date() - timedelta(days=400)
+    at.date_input(key="fail.dates").set_value((long_ago, long_ago + timedelta(days=1))).run()
+    assert not at.exception, at.exception
+    assert "No 👎 answers here" in texts(at, "info")
