@@ -111,7 +111,8 @@ def stage_progress_bar(enabled: bool) -> Iterator[Callable[[Any], None] | None]:
     def update(p) -> None:  # noqa: ANN001
         if (p.stage, p.total) != (state["stage"], bar.total):
             state["stage"] = p.stage
-            bar.unit = "doc" if p.stage == "indexing" else "query"
+            bar.unit = {"indexing": "doc", "reading": "doc", "generating": "item", "answering": "item"}.get(
+                p.stage, "query")
             bar.reset(total=p.total)
         if p.detail != state["detail"]:  # the combination being run changes during a sweep
             state["detail"] = p.detail
