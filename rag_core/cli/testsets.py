@@ -89,9 +89,9 @@ def cmd_answers(args: argparse.Namespace, settings: Settings) -> int:
 
     test_set = open_test_set(settings, args.test_set)
     settings = settings.for_kb(args.target_kb) if args.target_kb else settings
+    judge = build_eval_model(settings, "judge")  # before --offline: an offline agent can still be judged
     if args.offline:
         settings = settings.with_overrides({"chat.provider": "offline"}, "--offline")
-    judge = build_eval_model(settings, "judge")
     with workbench(settings) as wb, stage_progress_bar(not args.quiet) as progress:
         run = score_answers(build_agent(wb), test_set, judge=judge, sample=args.sample, seed=args.seed,
                             progress=progress)
