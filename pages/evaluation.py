@@ -349,7 +349,7 @@ st.caption("Measure retrieval on a labelled set: document nDCG/recall/MRR, wheth
            "isolated database (`<data-dir>/eval/milvus.db`) and reused across runs.")
 try:
     page_settings = get_settings()
-    tab_run, tab_sets, tab_answers, tab_compare = st.tabs(["Run", "Test sets", "Answers", "Compare runs"])
+    tab_run, tab_compare, tab_sets, tab_answers = st.tabs(["Run", "Compare runs", "Test sets", "Answers"])
     with tab_run:
         execute(page_settings)
         if LAST_RUN in st.session_state:
