@@ -59,12 +59,12 @@ def offline_note(result_file: Path = BENCH_RESULT) -> str | None:
         data = json.loads(result_file.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    rows = [r for r in data.get("agreement", []) if r.get("generator") == "offline" and r.get("tau") is not None]
-    short = [r for r in rows if r["tau"] < 0.8 or not r.get("same_winner")]
+    rows = [r for r in data.get("agreement", []) if r.get("generator") == "offline"]
+    short = [r for r in rows if r.get("tau") is None or r["tau"] < 0.8 or not r.get("same_winner")]
     if not short:
         return None
-    parts = ", ".join(f"{r['set']} tau {r['tau']:.2f}{'' if r.get('same_winner') else ', another winner'}"
-                      for r in short)
+    parts = ", ".join(f"{r['set']} tau {'undefined' if r.get('tau') is None else format(r['tau'], '.2f')}"
+                      f"{'' if r.get('same_winner') else ', another winner'}" for r in short)
     return (f"Measured against real labels (bench/testsets.py), offline sets order configurations differently on "
             f"some corpora ({parts}): check a choice they suggest on a reviewed or model-generated set.")
 

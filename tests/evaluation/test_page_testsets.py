@@ -123,3 +123,7 @@ def test_the_offline_note_comes_from_the_benchmark_result(tmp_path) -> None:
                       ' {"set": "covidqa", "generator": "model", "tau": 0.2, "same_winner": false}]}')
     note = offline_note(result)
     assert note is not None and "covidqa tau 0.47, another winner" in note and "scifact" not in note
+    result.write_text('{"agreement": [{"set": "scifact", "generator": "offline", "tau": null, "same_winner": false}]}')
+    assert "scifact tau undefined, another winner" in offline_note(result)  # it cannot rank them at all
+    result.write_text('{"agreement": [{"set": "scifact", "generator": "offline", "tau": 0.9, "same_winner": true}]}')
+    assert offline_note(result) is None
