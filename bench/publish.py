@@ -63,7 +63,7 @@ def publish(check: bool = False) -> list[str]:
         pattern = _pattern(name)
         if pattern.search(text):
             body = render()
-            text = pattern.sub(lambda m: m.group(1) + body + m.group(3), text)
+            text = pattern.sub(lambda m, body=body: m.group(1) + body + m.group(3), text)
             if pattern.search(original).group(2) != body:
                 changed.append(f"{README.relative_to(REPO)}: {name}")
     if text != original and not check:
