@@ -51,7 +51,7 @@ def two_kbs(tmp_path_factory, local_embedder, milvus) -> Path:
     return-n 5) and small (300/30, return-n 3). Shared by the CLI and page tests of `--kb` sweeps."""
     data = tmp_path_factory.mktemp("eval-kbs")
     keeper = MilvusStore(str(data / "milvus.db"), "biz")  # one Milvus Lite server for the session's users
-    keeper.client
+    _ = keeper.client  # connect now: the server starts here
     settings = load_settings(data_dir=data, env={}, config_file=None)
     with knowledge_bases(settings, {}, load_embedder=lambda _: local_embedder) as kbs:
         kbs.create("small", {"chunk.max-size": 300, "chunk.overlap": 30, "rag.return-n": 3})
@@ -70,7 +70,7 @@ def sample_kbs(two_kbs, local_embedder):
     """{"biz": workbench, "small": workbench}: the knowledge bases of `two_kbs` open in this process, for tests
     that call rag_core directly (generation, answer scoring); closed when the module is done."""
     settings = load_settings(data_dir=two_kbs, env={}, config_file=None)
-    with KnowledgeBases(settings, {}, load_embedder=lambda _: local_embedder) as kbs:
+    with knowledge_bases(settings, {}, load_embedder=lambda _: local_embedder) as kbs:
         opened = {name: kbs.open(name) for name in ("biz", "small")}
     try:
         yield opened
