@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from rag_core.bootstrap import factories
 from rag_core.config import load_settings
 from rag_core.errors import EvaluationError
 from rag_core.evaluation import Grid, load_user_set, run_evaluation
@@ -67,7 +68,7 @@ def test_a_generated_set_runs_through_eval_on_its_knowledge_base_and_on_one_chun
     eval_set = load_user_set(path)
     settings = load_settings(data_dir=two_kbs, env={}, config_file=None)
     run = run_evaluation(eval_set, Grid.from_settings(settings, mode=["bm25", "dense"]), settings,
-                         knowledge_bases=[biz, small])
+                         factories=factories(), knowledge_bases=[biz, small])
     assert run.warnings == []  # every relevant doc_id is in both knowledge bases
     rows = {(p.point.kb, p.point.mode): p.metrics for p in run.points}
     assert set(rows) == {("biz", "bm25"), ("biz", "dense"), ("small", "bm25"), ("small", "dense")}
