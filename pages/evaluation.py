@@ -1,6 +1,7 @@
 """Evaluation page: pick or upload a labelled set, choose parameters or a sweep (knowledge bases and the
 reranker included), run with progress, see metric tables and charts, open failed queries in the retrieval
-debugger, compare two saved runs or two rows query by query (wins and losses).
+debugger, compare two saved runs or two rows query by query (wins and losses); generate a test set from a
+knowledge base, review and save it (ui/testsets.py), and score the agent's answers on it.
 Widgets and rendering only: parsing, running, scoring, columns and comparisons are rag_core.evaluation's
 (the `eval` command uses the same functions)."""
 
@@ -44,9 +45,11 @@ from rag_core.evaluation.report import (
     wins_losses,
 )
 from rag_core.evaluation.results import new_run_dir, summary_rows
+from rag_core.evaluation.testsets import list_test_sets, read_test_set, saved_sets_dir
 from ui.components import embedder_tradeoff
 from ui.lookup import debugger_url
 from ui.state import get_settings, get_workbench, knowledge_bases, selected_kb, shared_embedder
+from ui.testsets import answers_view, generate_panel, offline_warning, open_saved_panel, review_table, safe
 
 LAST_RUN = "eval_last_run"
 PICKS = {"Random sample": "sample", "First N": "limit", "All": "all"}
@@ -94,22 +97,44 @@ def choose_target(key: str, help: str | None = None) -> list[str] | None:
     if st.radio("Evaluate against", targets, key=key, help=help) == targets[0]:
         return None
     names = knowledge_bases().names()
-    return st.multiselect(
-        "Knowledge bases",
-        names,
-        default=[n for n in [selected_kb()] if n in names],
-        key="eval_kbs",
-        help="Each is searched as it is: its documents, chunking and embedder, and its own search "
-        "settings for the parameters left at their defaults below. One row per knowledge "
-        "base (and per combination); the set's relevant ids must be their doc_ids.",
-    )
+    return st.multiselect("Knowledge bases", names, default=[n for n in [selected_kb()] if n in names],
+                          key="eval_kbs", help="Each is searched as it is: its documents, chunking and embedder, and "
+                                               "its own search settings for the parameters left at their defaults "
+                                               "below. One row per knowledge base (and per combination); the set's "
+                                               "relevant ids must be their doc_ids.")
+
+
+def choose_saved_set(subset: tuple[str, int | None, int | None]) -> tuple[Any, list[str] | None]:
+    """A test set saved under the data folder (Test sets tab, or `eval generate --name`), run on knowledge bases."""
+    saved = list_test_sets(saved_sets_dir(get_settings()))
+    if not saved:
+        st.info("No saved test sets yet: generate one in the Test sets tab (or `python -m rag_core eval generate "
+                "--name NAME`).")
+        return None, None
+    name = st.selectbox("Test set", [s.name for s in saved], key="eval_saved_set",
+                        format_func=lambda n: next(f"{s.name} ({s.items} items, {s.generator})" for s in saved
+                                                   if s.name == n))
+    pick, n, seed = subset
+    eval_set = load_set(name, saved=saved_sets_dir(get_settings()), live=True, limit=n if pick == "limit" else None,
+                        sample=n if pick == "sample" else None, seed=seed if pick == "sample" else None)
+    if next(s.generator for s in saved if s.name == name) == "offline":
+        offline_warning()
+    names = knowledge_bases().names()
+    made_from = read_test_set(saved[[s.name for s in saved].index(name)].path).meta.get("knowledge_base")
+    kbs = st.multiselect("Knowledge bases", names, default=[k for k in [made_from or selected_kb()] if k in names],
+                         key="eval_saved_kbs", help="Each is searched as it is; the set's relevant ids are doc_ids, "
+                                                    "so a knowledge base chunked differently works too.")
+    return eval_set, kbs
 
 
 def choose_set() -> tuple[Any, list[str] | None]:
     """Widgets for the set; returns (EvalSet, the knowledge bases to run against: None for an isolated index)."""
     sets = bundled_sets()
-    source = st.radio("Evaluation set", ["Bundled set", "Upload a set"], horizontal=True, key="eval_source")
+    source = st.radio("Evaluation set", ["Bundled set", "Saved test set", "Upload a set"], horizontal=True,
+                      key="eval_source")
     subset = choose_subset()
+    if source == "Saved test set":
+        return choose_saved_set(subset)
     if source == "Bundled set":
         if not sets:
             raise RagError("No bundled sets found (examples/kb_queries.jsonl, or set RAG_EVAL_DIR).")
@@ -327,7 +352,7 @@ st.caption("Measure retrieval on a labelled set: document nDCG/recall/MRR, wheth
            "isolated database (`<data-dir>/eval/milvus.db`) and reused across runs.")
 try:
     page_settings = get_settings()
-    tab_run, tab_compare = st.tabs(["Run", "Compare runs"])
+    tab_run, tab_compare, tab_sets, tab_answers = st.tabs(["Run", "Compare runs", "Test sets", "Answers"])
     with tab_run:
         execute(page_settings)
         if LAST_RUN in st.session_state:
@@ -339,6 +364,15 @@ try:
                 if (run_dir / name).is_file():
                     col.download_button(f"Download {name}", (run_dir / name).read_bytes(), file_name=name,
                                         key=f"eval_dl_{name}")
+    with tab_sets:
+        st.subheader("Generate a test set")
+        st.caption("Questions made from a knowledge base's own chunks, each with its source chunk and a verbatim "
+                   "answer; review them, then save the set under a name.")
+        safe(generate_panel, page_settings)
+        safe(open_saved_panel, page_settings)
+        safe(review_table, page_settings)
+    with tab_answers:
+        safe(answers_view, page_settings)
     with tab_compare:
         compare(page_settings)
 except RagError as exc:

@@ -328,6 +328,22 @@ def build_chat_model(settings: Settings, env: Mapping[str, str] | None = None) -
     return OpenAIChatModel(config, key)
 
 
+def build_eval_model(settings: Settings, role: str, env: Mapping[str, str] | None = None) -> ChatModel | None:
+    """The chat model of a test-set task on the chat endpoint: role "generator" (eval.generator-model, else
+    chat.model; None when no chat model is configured) or "judge" (eval.judge-model; None when it is empty:
+    faithfulness is then absent, never guessed)."""
+    name = settings[f"eval.{role}-model"]
+    if role == "judge" and not name:
+        return None
+    if name:
+        settings = settings.with_overrides({"chat.model": name}, f"eval.{role}-model")
+    model = build_chat_model(settings, env)
+    if model is None and name:
+        raise ConfigError(f"eval.{role}-model = {name} needs a chat endpoint: set DASHSCOPE_API_KEY, or "
+                          "chat.provider = openai with chat.base-url (and its key).")
+    return model
+
+
 def build_agent(workbench: Workbench, env: Mapping[str, str] | None = None) -> Agent:
     """The chat agent over this workbench's retriever: the knowledge-base and date-time tools, the
     Prometheus alerts tool when prometheus.url is set, the Loki logs tool when logs.loki-url is set, and the

@@ -143,6 +143,12 @@ KEYS: dict[str, Key] = _keys(
         "searches skip the reranker for rerank.circuit-cooldown; 0 = never skip.", min=0, max=1000),
     Key("rerank.circuit-cooldown", float, 30.0, "Seconds searches skip a failing reranker before one call tries it "
         "again (a success ends the skipping).", min=0.1),
+    # Test sets and answer scoring (`eval generate`, `eval answers`, the Evaluation page): models on the chat
+    # endpoint (chat.provider, chat.base-url, its key), asked at temperature 0.
+    Key("eval.generator-model", str, "", "Chat model that writes generated test-set questions (eval generate "
+        "--generator model); empty = chat.model."),
+    Key("eval.judge-model", str, "", "Chat model that judges each answer sentence against the cited evidence "
+        "(faithfulness in eval answers); empty = no judge, and faithfulness is not measured."),
     # The HTTP service (`python -m rag_core serve`). Its token is a secret, so it is not a setting: RAG_API_TOKEN.
     Key("api.host", str, "127.0.0.1", "Address the HTTP API binds; a non-loopback one needs RAG_API_TOKEN."),
     Key("api.port", int, 8000, "Port of the HTTP API.", min=1, max=65535),

@@ -8,6 +8,9 @@
     python -m rag_core eval my_queries.jsonl --kb small,wide # ... against two knowledge bases, each as it is
     python -m rag_core eval --kb small,wide --rerank none,configured  # ... each without and with the reranker
     python -m rag_core compare-runs data/eval/runs/A data/eval/runs/B#2  # two runs (or rows), query by query
+    python -m rag_core eval generate --size 50 --name biz-50        # a test set from the knowledge base (offline)
+    python -m rag_core eval biz-50 --kb biz,small                   # ... run by its name
+    python -m rag_core eval answers biz-50 --offline                # the agent's answers on it, scored
 
 Every numeric or choice option takes a comma-separated list; the run covers every combination.
 --kb runs the set against existing knowledge bases (their documents, not the set's corpus: the set's
@@ -74,6 +77,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     from ..evaluation.kbs import opened_knowledge_bases
     from ..evaluation.results import new_run_dir, runs_dir, save_run
     from ..evaluation.runner import Grid, run_evaluation
+    from ..evaluation.testsets import saved_sets_dir
 
     if args.kbs and args.corpus:
         raise EvaluationError("--kb and --corpus exclude each other: --kb searches the knowledge bases' own "
@@ -85,7 +89,9 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         settings = settings.with_overrides({"embedding.provider": args.embedder}, "--embedder")
     live = args.live or bool(args.kbs)
     eval_set = load_set(args.eval_set, split=args.split, limit=args.limit, sample=args.sample, seed=args.seed,
-                        corpus_sample=args.corpus_sample, corpus=args.corpus, live=live)
+                        corpus_sample=args.corpus_sample, corpus=args.corpus, live=live,
+                        saved=saved_sets_dir(settings))
+    live = live or eval_set.documents is None  # a saved test set is made from, and run on, a knowledge base
     grid = Grid.from_settings(settings, **{k: getattr(args, k) for k in PARAM_KEYS})
     if args.by is not None and args.by not in PER_QUERY_METRICS:
         raise EvaluationError(f"--by {args.by!r}: use one of {', '.join(PER_QUERY_METRICS)}.")
@@ -195,13 +201,38 @@ def _subset(subset: dict[str, Any]) -> str:
     return ""
 
 
+class EvalParser(argparse.ArgumentParser):
+    """The `eval` parser. Its optional SET positional leaves no room for argparse subcommands, so `eval generate`
+    and `eval answers` are told apart here: when the first argument names one, its own parser reads the rest."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.subcommands: dict[str, argparse.ArgumentParser] = {}
+
+    def parse_known_args(self, args=None, namespace=None):  # noqa: ANN001, ANN201 - argparse's signature
+        args = list(sys.argv[1:] if args is None else args)
+        if args and args[0] in self.subcommands:
+            return self.subcommands[args[0]].parse_known_args(args[1:], namespace)
+        return super().parse_known_args(args, namespace)
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the `eval` command to `python -m rag_core`."""
-    p = subparsers.add_parser(
-        "eval", help="evaluate retrieval on a labelled set (document, answer and span metrics, sweeps)",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    """Add the `eval` command (and `eval generate`, `eval answers`) to `python -m rag_core`."""
+    from .testsets import build_parsers
+
+    own, subparsers._parser_class = subparsers._parser_class, EvalParser  # noqa: SLF001 - one parser of its class
+    try:
+        p = subparsers.add_parser(
+            "eval", help="evaluate retrieval on a labelled set (document, answer and span metrics, sweeps); "
+                         "`eval generate` makes a test set from a knowledge base, `eval answers` scores the agent",
+            description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    finally:
+        subparsers._parser_class = own  # noqa: SLF001
+    p.subcommands = build_parsers(p.prog)
     p.add_argument("eval_set", nargs="?", default="sample", metavar="SET",
-                   help="bundled set (sample, scifact, cmrc2018, covidqa), a BEIR folder, or a .jsonl/.csv file")
+                   help="bundled set (sample, scifact, cmrc2018, covidqa), a saved test set's name, a BEIR folder, "
+                        "or a .jsonl/.csv file; `eval generate --help` and `eval answers --help` for the "
+                        "subcommands")
     p.add_argument("--split", help="BEIR split (default: test, else dev)")
     p.add_argument("--sample", type=int, metavar="N",
                    help="a seeded random sample of N queries (recorded in the run); the corpus slice follows them")

@@ -141,7 +141,8 @@ def stage_progress_bar(enabled: bool) -> Iterator[Callable[[Any], None] | None]:
     def update(p) -> None:  # noqa: ANN001
         if (p.stage, p.total) != (state["stage"], bar.total):
             state["stage"] = p.stage
-            bar.unit = "char" if p.stage == "indexing" else "query"
+            bar.unit = {"indexing": "char", "reading": "doc", "generating": "item", "answering": "item"}.get(
+                p.stage, "query")
             bar.unit_scale = p.stage == "indexing"  # 1.2M/3.4M characters
             bar.reset(total=p.total)
         if p.detail != state["detail"]:  # the combination being run changes during a sweep

@@ -32,6 +32,7 @@ from typing import Any
 
 from ..config import Settings
 from ..errors import EvaluationError
+from ..ports import ChunkStore
 from .datasets import ITEM_FIELDS, _json_objects, should_answer_value
 
 REVIEW_STATES = ("unreviewed", "accepted", "edited", "dropped")
@@ -308,3 +309,12 @@ def review_item(items: Sequence[TestItem], item_id: str, *, state: str | None = 
     if not found:
         raise EvaluationError(f"No item {item_id!r} in this test set.")
     return tuple(out)
+
+
+def source_chunk(store: ChunkStore, item: TestItem) -> str | None:
+    """The content of the chunk an item was made from (its `source` evidence key, `doc_id#chunk-N`), as the
+    knowledge base holds it now; None when the item has none or the chunk is gone (re-chunked, deleted)."""
+    doc_id, sep, index = (item.source or "").rpartition("#chunk-")
+    if not sep or not index.isdigit():
+        return None
+    return next((c.content for c in store.get_chunks(doc_id) if c.chunk_index == int(index)), None)

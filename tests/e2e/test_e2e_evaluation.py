@@ -41,3 +41,35 @@ def test_upload_run_and_open_a_failed_query_in_the_debugger(page, app_server, tm
     link = debugger_url(FAILING, {"retrieve_k": 20, "return_n": 5, "max_chunks_per_document": 2, "mode": "hybrid"})
     open_page(page, app_server.url, link, heading="🔎 Retrieval debugger")
     expect(page.get_by_role("textbox", name="Query")).to_have_value(FAILING)
+
+
+def test_generate_drop_an_item_save_and_evaluate_the_set(page, app_server) -> None:
+    """The Test sets tab: an offline set from the seeded knowledge base, one item dropped, saved under a name,
+    then run from the set picker (the dropped item left out)."""
+    open_page(page, app_server.url, "evaluation", heading="📏 Evaluation")
+    page.get_by_role("tab", name="Test sets").click()
+    size = page.get_by_role("spinbutton", name="Size")
+    size.fill("4")
+    size.press("Enter")
+    wait_idle(page)
+    page.get_by_role("button", name="Generate", exact=True).click()
+    expect(page.get_by_role("heading", name="Review (4 items from biz)")).to_be_visible(timeout=60_000)
+    wait_idle(page)
+    expect(page.get_by_text("unreviewed 4").first).to_be_visible()
+    page.get_by_role("button", name="Drop", exact=True).click()
+    expect(page.get_by_text(re.compile(r"unreviewed 3 · accepted 0 · edited 0 · dropped 1"))).to_be_visible()
+    wait_idle(page)
+    name = page.get_by_role("textbox", name="Save as")
+    name.fill("e2e-set")
+    name.press("Enter")
+    wait_idle(page)
+    page.get_by_role("button", name="Save test set").click()
+    expect(page.get_by_text("Saved 4 items as e2e-set")).to_be_visible()
+
+    page.get_by_role("tab", name="Run", exact=True).click()
+    page.get_by_text("Saved test set", exact=True).click()
+    expect(page.get_by_text("3 queries on 1 knowledge base(s)")).to_be_visible()
+    wait_idle(page)
+    page.get_by_role("button", name="Run evaluation").click()
+    expect(page.get_by_text(re.compile(r"^Done in .* saved to "))).to_be_visible(timeout=120_000)
+    expect(page.get_by_text(re.compile(r"^e2e-set — 3 queries"))).to_be_visible()

@@ -1,0 +1,297 @@
+"""The Evaluation page's test sets: the "Generate a test set" panel, the review table, and the "Answers" view.
+
+Generation, review, saving and scoring are rag_core.evaluation's (`generate_test_set`, `review_item`,
+`save_test_set`, `score_answers`: the `eval generate` and `eval answers` commands call the same); this module
+draws the widgets and renders what they return.
+
+The review table (`st.data_editor`) is built from the items as they were when the set was generated or opened
+(`BASE`), so its cell edits accumulate in the widget; the reviewed items are those edits applied through
+`review_item`. The item panel's buttons fold the table's edits in first, then change one item, and start the
+table afresh from the result (a new widget key), so no edit is lost either way.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from rag_core.bootstrap import build_agent, build_eval_model
+from rag_core.errors import RagError
+from rag_core.evaluation.answers import answers_dir, save_answer_run, score_answers
+from rag_core.evaluation.generate import GENERATORS, OFFLINE_WARNING, generate_test_set
+from rag_core.evaluation.results import new_run_dir
+from rag_core.evaluation.testsets import (
+    REVIEW_STATES,
+    TestItem,
+    TestSet,
+    list_test_sets,
+    load_test_set,
+    review_item,
+    save_test_set,
+    saved_sets_dir,
+    source_chunk,
+)
+from rag_core.evaluation.textmatch import find_normalised
+from ui.html import esc
+from ui.lookup import debugger_url
+from ui.state import get_agent, get_workbench, kb_settings, knowledge_bases, selected_kb
+
+BASE = "eval_ts_base"  # {"items": [...], "meta": {...}, "kb": name, "name": suggested name, "version": n}
+LAST_ANSWERS = "eval_ts_answers"
+NO_ANSWER = "should not answer"
+COLUMNS = ["id", "review", "query", "answer", NO_ANSWER, "kind", "source"]
+FIGURES = {"answer_found": "Answer found", "f1": "Token F1", "citations_valid": "Citations valid",
+           "citation_support": "Citation support", "refusals": "Refusals", "faithfulness": "Faithfulness"}
+BENCH_RESULT = Path(__file__).resolve().parent.parent / "bench" / "results" / "testsets.json"
+
+
+# ------------------------------------------------------------------------------------------ how far to trust
+def offline_note(result_file: Path = BENCH_RESULT) -> str | None:
+    """What the published benchmark says of offline sets when they fall short (Kendall's tau below 0.8 against
+    real labels on some bundled set), from its result file; None when they do not, or it has not been run."""
+    try:
+        data = json.loads(result_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    rows = [r for r in data.get("agreement", []) if r.get("generator") == "offline"]
+    short = [r for r in rows if r.get("tau") is None or r["tau"] < 0.8 or not r.get("same_winner")]
+    if not short:
+        return None
+    parts = ", ".join(f"{r['set']} tau {'undefined' if r.get('tau') is None else format(r['tau'], '.2f')}"
+                      f"{'' if r.get('same_winner') else ', another winner'}" for r in short)
+    return (f"Measured against real labels (bench/testsets.py), offline sets order configurations differently on "
+            f"some corpora ({parts}): check a choice they suggest on a reviewed or model-generated set.")
+
+
+def offline_warning() -> None:
+    st.warning(OFFLINE_WARNING, icon="⚠️")
+    note = offline_note()
+    if note:
+        st.caption(note)
+
+
+# ------------------------------------------------------------------------------------------ generate
+def generate_panel(settings: Any) -> None:
+    """Knowledge base, size, seed and generator; a progress bar; the result goes to the review table."""
+    names = knowledge_bases().names()
+    c1, c2, c3, c4 = st.columns([2, 1, 1, 1])
+    kb = c1.selectbox("Knowledge base", names, index=names.index(selected_kb()) if selected_kb() in names else 0,
+                      key="eval_gen_kb")
+    size = int(c2.number_input("Size", min_value=1, value=20, step=5, key="eval_gen_size"))
+    seed = int(c3.number_input("Seed", min_value=0, value=0, key="eval_gen_seed",
+                               help="The same seed, knowledge base and generator give the same set."))
+    generator = c4.radio("Generator", list(GENERATORS), index=list(GENERATORS).index("offline"),
+                         key="eval_gen_generator",
+                         help="model: a chat model writes one question per sampled chunk (eval.generator-model, "
+                              "else the chat model); offline: pseudo-queries from the documents' own words.")
+    if generator == "offline":
+        offline_warning()
+    if not st.button("Generate", type="primary", key="eval_gen_run"):
+        return
+    kb_conf = kb_settings(kb)
+    workbench = get_workbench(kb)
+    model = build_eval_model(kb_conf, "generator") if generator == "model" else None
+    bar = st.progress(0.0, text="Reading the documents…")
+
+    def on_progress(p: Any) -> None:
+        bar.progress(p.fraction, text=f"{p.stage}: {p.done}/{p.total} — {p.detail}")
+
+    result = generate_test_set(workbench.store, size=size, generator=generator, model=model,
+                               lookup=workbench.retriever.lookup, seed=seed, kb_name=kb, progress=on_progress)
+    bar.progress(1.0, text=f"{len(result.items)} items in {result.seconds:.1f} s")
+    version = st.session_state.get(BASE, {}).get("version", 0) + 1
+    st.session_state[BASE] = {"items": list(result.items), "meta": result.meta(), "kb": kb, "version": version,
+                              "name": f"{kb}-{generator}-{size}-s{seed}"}
+
+
+def open_saved_panel(settings: Any) -> None:
+    """Open a saved set in the review table."""
+    saved = list_test_sets(saved_sets_dir(settings))
+    if not saved:
+        return
+    c1, c2 = st.columns([3, 1])
+    name = c1.selectbox("Or review a saved set", [s.name for s in saved], key="eval_ts_open_name")
+    c2.write("")
+    if c2.button("Open", key="eval_ts_open"):
+        test_set = load_test_set(saved_sets_dir(settings), name)
+        version = st.session_state.get(BASE, {}).get("version", 0) + 1
+        st.session_state[BASE] = {"items": list(test_set.items), "meta": dict(test_set.meta), "version": version,
+                                  "kb": test_set.meta.get("knowledge_base") or selected_kb(), "name": name}
+
+
+# ------------------------------------------------------------------------------------------ review
+def review_frame(items: Sequence[TestItem]) -> pd.DataFrame:
+    return pd.DataFrame([{"id": i.id, "review": i.review, "query": i.query, "answer": i.answer or "",
+                          NO_ANSWER: not i.should_answer, "kind": i.kind, "source": i.source or ""} for i in items],
+                        columns=COLUMNS)
+
+
+def apply_edits(items: Sequence[TestItem], edited: pd.DataFrame) -> tuple[TestItem, ...]:
+    """The items with the table's edits applied through `review_item` (an edited question or answer makes the
+    item "edited" unless a review state was chosen too)."""
+    out = tuple(items)
+    for item, row in zip(items, edited.to_dict("records")):
+        state = row["review"] if row["review"] != item.review else None
+        query = row["query"] if row["query"] != item.query else None
+        answer = row["answer"] if row["answer"] != (item.answer or "") else None
+        should = not row[NO_ANSWER] if bool(row[NO_ANSWER]) == item.should_answer else None
+        if state or query is not None or answer is not None or should is not None:
+            out = review_item(out, item.id, state=state, query=query, answer=answer, should_answer=should)
+    return out
+
+
+def highlighted(content: str, answer: str | None) -> str:
+    """The chunk as HTML with the answer marked where it occurs (whitespace-normalised)."""
+    span = find_normalised(answer, content) if answer else None
+    if span is None:
+        return esc(content)
+    start, end = span
+    return f"{esc(content[:start])}<mark>{esc(content[start:end])}</mark>{esc(content[end:])}"
+
+
+def review_table(settings: Any) -> None:
+    """The review table of the generated (or opened) set, an item's source chunk with its answer marked, and
+    saving under a name."""
+    base = st.session_state.get(BASE)
+    if not base:
+        return
+    items: list[TestItem] = base["items"]
+    st.subheader(f"Review ({len(items)} items from {base['kb']})")
+    meta = base["meta"]
+    rejected = meta.get("rejected") or {}
+    st.caption(f"generator {meta.get('generator') or 'manual'}"
+               f"{' · ' + meta['model'] if meta.get('model') else ''} · seed {meta.get('seed', '-')} · rejected: "
+               + (", ".join(f"{k.replace('_', ' ')} {v}" for k, v in rejected.items()) or "none"))
+    for warning in meta.get("warnings") or []:
+        if warning != OFFLINE_WARNING:
+            st.warning(warning)
+    if meta.get("generator") == "offline":
+        offline_warning()
+    editor_key = f"eval_ts_editor_{base['version']}"
+    edited = st.data_editor(
+        review_frame(items), key=editor_key, hide_index=True, num_rows="fixed", disabled=["id", "kind", "source"],
+        column_config={
+            "review": st.column_config.SelectboxColumn("review", options=list(REVIEW_STATES), required=True,
+                                                       help="accepted, dropped (kept in the file, left out of "
+                                                            "runs), edited, unreviewed"),
+            "query": st.column_config.TextColumn("query", required=True, width="large"),
+            "answer": st.column_config.TextColumn("answer", help="a verbatim quote of the source chunk"),
+            NO_ANSWER: st.column_config.CheckboxColumn(NO_ANSWER, help="the knowledge base should not answer it: "
+                                                                       "answer scoring expects a refusal"),
+        })
+    reviewed = apply_edits(items, edited)
+    counts = TestSet("review", reviewed).counts()
+    st.caption(" · ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items()))
+
+    ids = [i.id for i in reviewed]
+    c1, c2 = st.columns([1, 3])
+    chosen = c1.selectbox("Item", ids, key="eval_ts_item",
+                          format_func=lambda i: f"{i}: {next(x.query for x in reviewed if x.id == i)[:40]}")
+    item = reviewed[ids.index(chosen)]
+    with c2:
+        content = source_chunk(get_workbench(base["kb"]).store, item) if item.source else None
+        st.markdown(f"**{esc(item.query)}** — `{item.review}`"
+                    f"{' · should not be answerable' if not item.should_answer else ''} · {esc(item.source or '')}",
+                    unsafe_allow_html=True)
+        if content is None:
+            st.caption("No source chunk (an item no chunk answers, or the chunk is no longer in the knowledge base).")
+        else:
+            st.markdown(f"<div style='white-space:pre-wrap;font-size:0.9rem'>{highlighted(content, item.answer)}"
+                        "</div>", unsafe_allow_html=True)
+        b1, b2, b3 = st.columns(3)
+        actions = {"accept": b1.button("Accept", key="eval_ts_accept"),
+                   "drop": b2.button("Drop", key="eval_ts_drop"),
+                   "mark": b3.button("Should not be answerable" if item.should_answer else "Answerable",
+                                     key="eval_ts_mark", disabled=not item.relevant and not item.should_answer)}
+    if any(actions.values()):
+        if actions["mark"]:
+            changed = review_item(reviewed, item.id, should_answer=not item.should_answer)
+        else:
+            changed = review_item(reviewed, item.id, state="accepted" if actions["accept"] else "dropped")
+        st.session_state[BASE] = {**base, "items": list(changed), "version": base["version"] + 1}
+        st.rerun()
+
+    c1, c2 = st.columns([3, 1])
+    name = c1.text_input("Save as", base.get("name", ""), key=f"eval_ts_name_{base['version']}",
+                         help="Saved under <data-dir>/eval/testsets/NAME.jsonl; offered in the set pickers and by "
+                              "name on the command line (eval NAME, eval answers NAME).")
+    c2.write("")
+    if c2.button("Save test set", type="primary", key="eval_ts_save"):
+        path = save_test_set(saved_sets_dir(settings), name, reviewed, {**meta, "reviewed": counts})
+        st.success(f"Saved {len(reviewed)} items as `{name}` ({path}).")
+
+
+# ------------------------------------------------------------------------------------------ answers
+def answers_view(settings: Any) -> None:
+    """Run the agent on a saved set and score its answers; metrics, a per-item table with debugger links."""
+    saved = list_test_sets(saved_sets_dir(settings))
+    if not saved:
+        st.info("Save a test set first (Test sets tab), or `python -m rag_core eval generate --name NAME`.")
+        return
+    names = knowledge_bases().names()
+    c1, c2, c3 = st.columns([2, 2, 1])
+    set_name = c1.selectbox("Test set", [s.name for s in saved], key="eval_ans_set")
+    test_set = load_test_set(saved_sets_dir(settings), set_name)
+    made_from = test_set.meta.get("knowledge_base")
+    default = made_from if made_from in names else selected_kb()
+    kb = c2.selectbox("Knowledge base", names, index=names.index(default) if default in names else 0,
+                      key="eval_ans_kb")
+    sample = int(c3.number_input("Sample (0 = all)", min_value=0, value=0, key="eval_ans_sample"))
+    offline = st.checkbox("Offline agent (extractive answers, no model)", key="eval_ans_offline",
+                          help="Otherwise the chat page's agent: the configured model, its tools and settings.")
+    if test_set.meta.get("generator") == "offline":
+        offline_warning()
+    if st.button("Score the answers", type="primary", key="eval_ans_run"):
+        kb_conf = kb_settings(kb)
+        if offline:
+            workbench = get_workbench(kb)
+            agent = build_agent(replace(workbench, settings=kb_conf.with_overrides({"chat.provider": "offline"},
+                                                                                    "the Evaluation page")))
+        else:
+            agent = get_agent([kb])
+        bar = st.progress(0.0, text="Answering…")
+        run = score_answers(agent, test_set, judge=build_eval_model(kb_conf, "judge"), sample=sample or None,
+                            progress=lambda p: bar.progress(p.fraction, text=f"{p.done}/{p.total} — {p.detail}"))
+        paths = save_answer_run(run, new_run_dir(answers_dir(settings), test_set.name))
+        bar.progress(1.0, text=f"Done in {run.seconds:.1f} s — saved to {paths['json'].parent}")
+        st.session_state[LAST_ANSWERS] = {"run": run.to_dict(), "kb": kb}
+    if LAST_ANSWERS in st.session_state:
+        render_answers(st.session_state[LAST_ANSWERS]["run"], st.session_state[LAST_ANSWERS]["kb"])
+
+
+def render_answers(run: Mapping[str, Any], kb: str) -> None:
+    s = run["summary"]
+    st.markdown(f"**{run['set']}** — {s['items']} items ({s['unanswerable']} should not be answerable) on `{kb}`, "
+                f"agent: {run['config']['agent']}")
+    cols = st.columns(len(FIGURES))
+    for col, (name, label) in zip(cols, FIGURES.items()):
+        value = s.get(name)
+        col.metric(label, "absent" if name == "faithfulness" and s.get("faithfulness_note") else
+                   "–" if value is None else f"{value:.3f}")
+    if s.get("faithfulness_note"):
+        st.caption(f"Faithfulness absent: {s['faithfulness_note']}.")
+    for warning in run.get("warnings", []):
+        st.warning(warning)
+    rows = [{"id": r["id"], "query": r["query"], "answer": (r["answer"] or "")[:300],
+             "citations": ", ".join(r["citations"]), "found": r["answer_found"], "f1": r["f1"],
+             "valid": r["citations_valid"], "support": r["citation_support"], "refused": r["refused"],
+             "faithfulness": r.get("faithfulness"),
+             "verdicts": ", ".join((r.get("judge") or {}).get("verdicts") or []),
+             "debugger": debugger_url(r["query"], None, (r.get("relevant") or [None])[0], kb=kb)}
+            for r in run["items"]]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, key="eval_ans_items", column_config={
+        "debugger": st.column_config.LinkColumn("debugger", display_text="open")})
+
+
+def safe(render: Any, *args: Any) -> None:
+    """A section whose RagError is its message, so one failing section leaves the others."""
+    try:
+        render(*args)
+    except RagError as exc:
+        st.error(str(exc))
