@@ -344,10 +344,11 @@ def build_eval_model(settings: Settings, role: str, env: Mapping[str, str] | Non
     return model
 
 
-def build_agent(workbench: Workbench, env: Mapping[str, str] | None = None) -> Agent:
+def build_agent(workbench: Workbench, env: Mapping[str, str] | None = None, *, record: bool = True) -> Agent:
     """The chat agent over this workbench's retriever: the knowledge-base and date-time tools, the
     Prometheus alerts tool when prometheus.url is set, the Loki logs tool when logs.loki-url is set, and the
-    configured model (None = offline)."""
+    configured model (None = offline). Its turns are recorded in the turn store (feedback, Failures) unless
+    `record` is False: an evaluation's answers are not conversations anybody had."""
     from .agent import Agent, Toolbox, clock_tool, knowledge_base_tool, logs_tool, prometheus_alerts_tool
     from .agent.clock import zone
 
@@ -366,7 +367,7 @@ def build_agent(workbench: Workbench, env: Mapping[str, str] | None = None) -> A
     kbs = tuple(port.ports) if isinstance(port, MultiKnowledgeBasePort) else (settings.kb_name,)
     return Agent(Toolbox(tools), build_chat_model(settings, env), max_steps=settings["chat.max-steps"],
                  history_pairs=settings["chat.history-pairs"], deadline=settings["chat.deadline"], kbs=kbs,
-                 recorder=build_turn_store(settings).add)
+                 recorder=build_turn_store(settings).add if record else None)
 
 
 def build_turn_store(settings: Settings) -> TurnStore:

@@ -40,7 +40,7 @@ from rag_core.evaluation.testsets import (
 from rag_core.evaluation.textmatch import find_normalised
 from ui.html import esc
 from ui.lookup import debugger_url
-from ui.state import get_agent, get_workbench, kb_settings, knowledge_bases, selected_kb
+from ui.state import get_workbench, kb_settings, knowledge_bases, selected_kb
 
 BASE = "eval_ts_base"  # {"items": [...], "meta": {...}, "kb": name, "name": suggested name, "version": n}
 LAST_ANSWERS = "eval_ts_answers"
@@ -249,12 +249,11 @@ def answers_view(settings: Any) -> None:
         offline_warning()
     if st.button("Score the answers", type="primary", key="eval_ans_run"):
         kb_conf = kb_settings(kb)
+        workbench = get_workbench(kb)  # the chat page's agent, its turns not recorded as conversations
         if offline:
-            workbench = get_workbench(kb)
-            agent = build_agent(replace(workbench, settings=kb_conf.with_overrides({"chat.provider": "offline"},
-                                                                                    "the Evaluation page")))
-        else:
-            agent = get_agent([kb])
+            workbench = replace(workbench, settings=kb_conf.with_overrides({"chat.provider": "offline"},
+                                                                            "the Evaluation page"))
+        agent = build_agent(workbench, record=False)
         bar = st.progress(0.0, text="Answering…")
         run = score_answers(agent, test_set, judge=build_eval_model(kb_conf, "judge"), sample=sample or None,
                             progress=lambda p: bar.progress(p.fraction, text=f"{p.done}/{p.total} — {p.detail}"))

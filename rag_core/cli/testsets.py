@@ -93,7 +93,7 @@ def cmd_answers(args: argparse.Namespace, settings: Settings) -> int:
     if args.offline:
         settings = settings.with_overrides({"chat.provider": "offline"}, "--offline")
     with workbench(settings) as wb, stage_progress_bar(not args.quiet) as progress:
-        run = score_answers(build_agent(wb), test_set, judge=judge, sample=args.sample, seed=args.seed,
+        run = score_answers(build_agent(wb, record=False), test_set, judge=judge, sample=args.sample, seed=args.seed,
                             progress=progress)
     paths = {} if args.no_save else save_answer_run(run, Path(args.out) if args.out else new_run_dir(
         answers_dir(settings), test_set.name))

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from rag_core.cli import main
+from rag_core.feedback import FILE_NAME, TurnStore
 from tests.servers.chat import Completion, OpenAIChatServer
 
 KEY = "sk-cli-judge-SECRET-03b7e1"
@@ -87,6 +88,9 @@ def test_eval_answers_offline_pins_its_figures_and_says_faithfulness_is_absent(d
     assert "faithfulness: absent: no judge model configured" in out
     assert out.count("\ng0") == 3 and "saved " in out
     assert json.loads((data / "answers-run" / "run.json").read_text(encoding="utf-8"))["kind"] == "answers"
+    # the agent's answers on a test set are not conversations: nothing is recorded for feedback or Failures
+    turns = data / FILE_NAME
+    assert not turns.exists() or TurnStore(turns).count() == 0
     code, out, err = run(data, capsys, "eval", "answers", "nope", "--offline")
     assert code == 2 and err == "error: No test set named 'nope' (saved sets: biz12).\n"
 
