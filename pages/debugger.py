@@ -57,6 +57,10 @@ with st.expander("Hybrid fusion", expanded=False):
                             key="bm25_weight", disabled=not hybrid, **bound)
     st.caption("RRF scores a hit by Σ weight / (k + rank) over the channels; weighted fusion min-max normalises "
                "each channel's scores and sums them with the weights.")
+threshold = st.number_input(f"score threshold ({mode}; 0 = off)", min_value=0.0, value=None, step=0.01, format="%.4f",
+                            key="score_threshold", placeholder=f"{defaults.thresholds.of(mode):g} (setting)",
+                            help=f"Hits scoring below it are dropped; rag.score-threshold.{mode} is the default. "
+                                 "Scores of different search modes are not comparable.", **bound)
 reranker = wb.retriever.reranker
 rerank = replace(defaults.rerank, enabled=False)
 if reranker is not None:
@@ -95,7 +99,7 @@ try:
                            dense_weight=dense_weight,
                            bm25_weight=bm25_weight) if mode == "hybrid" else replace(defaults.search, mode=mode)
     params = wb.retriever.params(retrieve_k=retrieve_k, return_n=return_n, max_chunks_per_document=cap, search=search,
-                                 rerank=rerank)
+                                 rerank=rerank, score_threshold=threshold)
     # Fetched hits are kept per knowledge base: the same query on another one is another search.
     result, from_cache = cached_lookup(wb.retriever, query, params,
                                        st.session_state.setdefault("dbg.fetched", {}).setdefault(wb.settings.kb_name, {}))
@@ -119,7 +123,8 @@ for warning in result.warnings:
 counts = fate_counts(data)
 metric_row([("Raw hits", len(result.traces)), ("Evidence blocks", len(result.evidence)),
             ("Duplicates", counts["duplicate"]), ("Per-document cap", counts["doc_cap"]),
-            ("Beyond return-n", counts["beyond_return_n"]), ("Total ms", f"{result.timings['total']:.0f}")])
+            ("Beyond return-n", counts["beyond_return_n"]), ("Below threshold", counts["below_threshold"]),
+            ("Total ms", f"{result.timings['total']:.0f}")])
 st.caption("Hits reused from the previous search; only post-processing ran." if from_cache
            else f"Searched the knowledge base ({params.search.mode})"
                 + (f", reranked the top {result.rerank.candidates} with {result.rerank.reranker}." if reranked(data)

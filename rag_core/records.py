@@ -277,14 +277,17 @@ class DropReason:
 
     * `duplicate`: `key` is the evidence key a higher-ranked hit already holds (`by` = that key);
     * `doc_cap`: `doc_id` already had `count` blocks (= the cap), namely the evidence keys in `by`;
-    * `beyond_return_n`: `count` = return-n blocks were already accepted.
+    * `beyond_return_n`: `count` = return-n blocks were already accepted;
+    * `below_threshold`: its `score` is below the search mode's score threshold `threshold`.
     """
 
-    kind: str  # "duplicate" | "doc_cap" | "beyond_return_n"
+    kind: str  # "duplicate" | "doc_cap" | "beyond_return_n" | "below_threshold"
     key: str | None = None
     doc_id: str | None = None
     count: int = 0
     by: tuple[str, ...] = ()
+    score: float | None = None  # below_threshold: the hit's score and the threshold it missed
+    threshold: float | None = None
 
     @property
     def status(self) -> str:
@@ -293,10 +296,23 @@ class DropReason:
             return f"duplicate_of {self.key}"
         if self.kind == "doc_cap":
             return f"doc_cap ({self.doc_id} already has {self.count})"
+        if self.kind == "below_threshold" and self.score is not None and self.threshold is not None:
+            score, threshold = score_pair(self.score, self.threshold)
+            return f"below threshold ({score} < {threshold})"
         return self.kind
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "key": self.key, "doc_id": self.doc_id, "count": self.count, "by": list(self.by)}
+        return {"kind": self.kind, "key": self.key, "doc_id": self.doc_id, "count": self.count, "by": list(self.by),
+                "score": self.score, "threshold": self.threshold}
+
+
+def score_pair(score: float, threshold: float) -> tuple[str, str]:
+    """Two decimals, or as many more as it takes for the score to read smaller than the threshold."""
+    for digits in (2, 3, 4, 6):
+        a, b = f"{score:.{digits}f}", f"{threshold:.{digits}f}"
+        if a != b:
+            return a, b
+    return repr(score), repr(threshold)
 
 
 @dataclass(frozen=True)
@@ -315,7 +331,7 @@ class HitTrace:
 
     @property
     def fate(self) -> str:
-        """ "kept" | "duplicate" | "doc_cap" | "beyond_return_n" """
+        """ "kept" | "duplicate" | "doc_cap" | "beyond_return_n" | "below_threshold" """
         return "kept" if self.drop is None else self.drop.kind
 
     @property

@@ -39,6 +39,9 @@ def lookup_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rrf-k", type=int, metavar="N", help=setting_help("rag.rrf-k", " (hybrid with rrf only)"))
     p.add_argument("--dense-weight", type=float, metavar="W", help=setting_help("rag.dense-weight"))
     p.add_argument("--bm25-weight", type=float, metavar="W", help=setting_help("rag.bm25-weight"))
+    p.add_argument("--score-threshold", type=float, metavar="S",
+                   help="drop hits scoring below S in this lookup's search mode (0 = off); default: the setting "
+                        "rag.score-threshold.<mode>")
     p.add_argument("--no-rerank", action="store_true", help="skip the reranker (rerank.provider) for this lookup")
 
 

@@ -25,6 +25,10 @@ def lookup_overrides(options: Mapping[str, Any], settings: Settings, *, no_reran
 
     given = {key: options[name] for name, key in {**SEARCH_OPTIONS, **WIDTH_OPTIONS}.items()
              if options.get(name) is not None}
+    mode = given.get("rag.search-mode") or settings["rag.search-mode"]
+    if options.get("score_threshold") is not None:  # the threshold of the mode this lookup searches in
+        given[f"rag.score-threshold.{mode}"] = options["score_threshold"]
     params = params_from_settings(settings.with_overrides(given, "search options"))
     return {**{name: options.get(name) for name in WIDTH_OPTIONS}, "search": params.search,
-            "rerank": replace(params.rerank, enabled=False) if no_rerank else None}
+            "rerank": replace(params.rerank, enabled=False) if no_rerank else None,
+            "score_threshold": params.score_threshold if options.get("score_threshold") is not None else None}

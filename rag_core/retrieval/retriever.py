@@ -44,6 +44,19 @@ def fit_query(text: str, limit: int = MAX_QUERY_CHARS) -> str:
 
 
 @dataclass(frozen=True)
+class ScoreThresholds:
+    """The score below which a hit is dropped, per search mode (scores of different modes are not comparable);
+    0 = off."""
+
+    dense: float = 0.0
+    bm25: float = 0.0
+    hybrid: float = 0.0
+
+    def of(self, mode: str) -> float:
+        return float(getattr(self, mode))
+
+
+@dataclass(frozen=True)
 class LookupParams:
     retrieve_k: int = 20
     return_n: int = 5
@@ -52,6 +65,12 @@ class LookupParams:
     budgets: Budgets = field(default_factory=Budgets)
     filters: Mapping[str, Any] | None = None
     rerank: RerankParams = field(default_factory=RerankParams)
+    thresholds: ScoreThresholds = field(default_factory=ScoreThresholds)
+
+    @property
+    def score_threshold(self) -> float:
+        """The threshold of this lookup's search mode (0 = off)."""
+        return self.thresholds.of(self.search.mode)
 
     def validate(self) -> None:
         for name in ("retrieve_k", "return_n", "max_chunks_per_document"):
@@ -62,13 +81,17 @@ class LookupParams:
             raise RetrievalError(f"return-n ({self.return_n}) cannot be larger than retrieve-k ({self.retrieve_k}): "
                                  "post-processing can only drop candidates, never add them.")
         self.rerank.validate()
+        threshold = self.score_threshold
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold < float("inf"):
+            raise RetrievalError(f"score-threshold must be a number of at least 0 (0 = off), got {threshold!r}.")
 
     def to_dict(self) -> dict[str, Any]:
         return {"retrieve_k": self.retrieve_k, "return_n": self.return_n,
                 "max_chunks_per_document": self.max_chunks_per_document, "search_mode": self.search.mode,
                 "fusion": self.search.fusion, "rrf_k": self.search.rrf_k, "dense_weight": self.search.dense_weight,
                 "bm25_weight": self.search.bm25_weight, "projection": asdict(self.budgets),
-                "filters": dict(self.filters) if self.filters else None, "rerank": asdict(self.rerank)}
+                "filters": dict(self.filters) if self.filters else None, "rerank": asdict(self.rerank),
+                "score_threshold": self.score_threshold or None}
 
 
 def params_from_settings(settings: Settings) -> LookupParams:
@@ -92,7 +115,14 @@ def params_from_settings(settings: Settings) -> LookupParams:
                         max_chars_per_item=settings["projection.max-chars-per-item"],
                         max_total_chars=settings["projection.max-total-chars"]),
         rerank=RerankParams(candidates=settings["rerank.candidates"], on_error=settings["rerank.on-error"]),
+        thresholds=ScoreThresholds(**{mode: settings[f"rag.score-threshold.{mode}"]
+                                      for mode in ("dense", "bm25", "hybrid")}),
     )
+
+
+def with_threshold(params: LookupParams, threshold: float) -> LookupParams:
+    """`params` with the score threshold of its search mode set to `threshold`."""
+    return replace(params, thresholds=replace(params.thresholds, **{params.search.mode: threshold}))
 
 
 @dataclass(frozen=True)
@@ -128,7 +158,20 @@ class LookupResult:
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        """What the person should know about how this result was made (e.g. the reranker failed)."""
+        """What the person should know about how this result was made (e.g. the reranker failed, the score
+        threshold dropped every hit)."""
+        notes = self._threshold_warnings()
+        return notes + self._rerank_warnings()
+
+    def _threshold_warnings(self) -> tuple[str, ...]:
+        below = [t for t in self.traces if t.fate == "below_threshold"]
+        if self.evidence or not below:
+            return ()
+        mode, best = self.params.search.mode, max(t.score for t in below)
+        return (f"Every hit scored below the {mode} score threshold {self.params.score_threshold:g} (the best "
+                f"{best:.4f}); lower rag.score-threshold.{mode} (--score-threshold) to see them.",)
+
+    def _rerank_warnings(self) -> tuple[str, ...]:
         if self.rerank is not None and self.rerank.skipped:
             return (f"Reranking with {self.rerank.reranker} was {self.rerank.error}. The evidence is in the fused "
                     "order.",)
@@ -201,8 +244,12 @@ class KnowledgeRetriever:
         return KnowledgeRetriever(self.port, self.defaults, reranker)
 
     def params(self, **overrides: Any) -> LookupParams:
-        """Defaults with the given fields replaced (None values are ignored), validated."""
+        """Defaults with the given fields replaced (None values are ignored), validated. `score_threshold`:
+        the threshold of the lookup's search mode."""
+        threshold = overrides.pop("score_threshold", None)
         params = replace(self.defaults, **{k: v for k, v in overrides.items() if v is not None})
+        if threshold is not None:
+            params = with_threshold(params, threshold)
         params.validate()
         return params
 
@@ -234,7 +281,8 @@ class KnowledgeRetriever:
         candidates = tuple(replace(to_candidate(hit, rank), fused_rank=fused_rank, rerank_score=score)
                            for rank, (hit, fused_rank, score) in enumerate(fetched.ordered(), start=1))
         post = postprocess(candidates, return_n=params.return_n,
-                           max_chunks_per_document=params.max_chunks_per_document)
+                           max_chunks_per_document=params.max_chunks_per_document,
+                           score_threshold=params.score_threshold)
         after_post = time.perf_counter()
         projection = project(post.evidence, params.budgets)
         done = time.perf_counter()

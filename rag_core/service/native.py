@@ -52,11 +52,14 @@ async def lookup_options(  # async: pure parsing, no hop to a worker thread
         rrf_k: Annotated[int | None, Query(ge=1)] = None,
         dense_weight: Annotated[float | None, Query(ge=0, le=1)] = None,
         bm25_weight: Annotated[float | None, Query(ge=0, le=1)] = None,
+        score_threshold: Annotated[float | None, Query(ge=0, description="Drop hits scoring below this in the "
+                                                       "lookup's search mode (0 = off).")] = None,
         no_rerank: Annotated[bool, Query(description="Skip the configured reranker for this lookup.")] = False,
         doc_id: Annotated[list[str] | None, Query(description="Only these documents (repeatable).")] = None,
 ) -> LookupOptions:
     given = {"retrieve_k": retrieve_k, "return_n": return_n, "max_chunks_per_document": max_chunks_per_document,
-             "mode": mode, "fusion": fusion, "rrf_k": rrf_k, "dense_weight": dense_weight, "bm25_weight": bm25_weight}
+             "mode": mode, "fusion": fusion, "rrf_k": rrf_k, "dense_weight": dense_weight, "bm25_weight": bm25_weight,
+             "score_threshold": score_threshold}
     return LookupOptions(given, no_rerank, doc_id)
 
 

@@ -43,6 +43,27 @@ def test_search_json_carries_rerank_fields_and_structured_drops(data, capsys):
     assert {d["reason"] for d in result["dropped"]} == {h["status"] for h in result["raw_hits"] if h["drop"]}
 
 
+def test_a_score_threshold_per_search_mode_from_the_option_and_the_setting(data, capsys):
+    code, out, _ = run(capsys, data, "search", "disk space cleanup", "--mode", "dense", "--json")
+    scores = [h["score"] for h in json.loads(out)["raw_hits"]]
+    threshold = round((scores[1] + scores[2]) / 2, 6)
+    code, out, err = run(capsys, data, "search", "disk space cleanup", "--mode", "dense", "--score-threshold",
+                         str(threshold), "--json")
+    result = json.loads(out)
+    assert code == 0 and result["params"]["score_threshold"] == threshold and len(result["evidence"]) == 2
+    below = [h for h in result["raw_hits"] if h["fate"] == "below_threshold"]
+    assert len(below) == len(scores) - 2 and below[0]["status"].startswith("below threshold (")
+    # the setting of one mode does not touch another mode's scores
+    code, out, _ = run(capsys, data, "--set", "rag.score-threshold.dense=0.99", "search", "disk space cleanup",
+                       "--mode", "bm25", "--json")
+    assert json.loads(out)["params"]["score_threshold"] is None and json.loads(out)["evidence"]
+    code, out, err = run(capsys, data, "--set", "rag.score-threshold.dense=0.99", "search", "disk space cleanup",
+                         "--mode", "dense")
+    assert code == 0 and "warning: Every hit scored below the dense score threshold 0.99" in err
+    code, _, err = run(capsys, data, "search", "x", "--score-threshold", "-1")
+    assert code != 0 and "rag.score-threshold.hybrid = -1.0 (from search options) must be at least 0" in err
+
+
 def test_explain_prints_the_verdict_and_every_chunk(data, capsys):
     code, out, _ = run(capsys, data, "explain", "How do I free disk space?", "--expect", "kb/oncall_zh.md",
                        "--retrieve-k", "5", "--return-n", "3")

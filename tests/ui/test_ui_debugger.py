@@ -99,6 +99,23 @@ def test_fusion_controls_reach_the_search(kb, searches):
     assert not at.exception and searches == {"dense": 4, "bm25": 4}
 
 
+def test_a_score_threshold_from_the_url_drops_hits_with_the_reason_and_no_new_search(kb, searches):
+    at = app_at(PAGE, q=QUERY, mode="dense")
+    hits, _ = frames(at)
+    threshold = round(float(hits["score"].iloc[2]) + 1e-4, 4)  # between the 2nd and the 3rd hit
+    at.number_input(key="score_threshold").set_value(threshold).run()
+    assert not at.exception and searches == {"dense": 1, "bm25": 0}  # post-processing only
+    hits, evidence = frames(at)
+    assert len(evidence) == 2
+    below = hits[hits["fate"] == "below_threshold"]
+    assert len(below) == len(hits) - 2 and all(s.startswith("below threshold (") for s in below["status"])
+    assert metrics(at)["Below threshold"] == str(len(below))
+    # the URL carries it like every control
+    again = app_at(PAGE, q=QUERY, mode="dense", score_threshold=str(threshold))
+    assert again.number_input(key="score_threshold").value == threshold
+    assert list(frames(again)[0]["fate"]) == list(hits["fate"])
+
+
 def test_return_n_larger_than_retrieve_k_is_clamped_with_a_warning(kb):
     at = app_at(PAGE, q=QUERY, retrieve_k="3", return_n="8")
     assert "using return-n = 3" in texts(at, "warning")
