@@ -15,6 +15,7 @@ from rag_core.errors import RagError
 from rag_core.rerank.circuit import times
 from rag_core.retrieval import SearchOptions
 from rag_core.retrieval.compare import compare_lookups
+from rag_core.retrieval.scope import parse_scope
 from ui.charts import rerank_movement_figure, score_by_rank_figure
 from ui.compare import Side, chunking_of, comparison_view, side_b_controls
 from ui.components import chunk_card, evidence_table, explanation_view, hits_table, metric_row
@@ -38,6 +39,10 @@ query = query_col.text_input("Query", key="q", placeholder="e.g. CPU 使用率�
                              **bound)
 mode = mode_col.segmented_control("Search", ["hybrid", "dense", "bm25"], default=defaults.search.mode, key="mode",
                                   required=True, **bound)
+scope_text = st.text_input("Filter (document metadata)", key="filter", placeholder="e.g. folder=runbooks/ type=md",
+                           help="Space-separated key=value: one key's values OR, different keys AND; folder=a/ "
+                                "matches a folder and below. Keys: folder, type, ingested, front-matter fields, tags.",
+                           **bound)
 k_col, n_col, cap_col = st.columns(3)
 retrieve_k = k_col.slider("retrieve-k (recall width)", 1, LIMITS["retrieve_k"], defaults.retrieve_k, key="retrieve_k",
                           **bound)
@@ -99,7 +104,8 @@ try:
                            dense_weight=dense_weight,
                            bm25_weight=bm25_weight) if mode == "hybrid" else replace(defaults.search, mode=mode)
     params = wb.retriever.params(retrieve_k=retrieve_k, return_n=return_n, max_chunks_per_document=cap, search=search,
-                                 rerank=rerank, score_threshold=threshold)
+                                 rerank=rerank, score_threshold=threshold,
+                                 scope=parse_scope(scope_text.split()) if scope_text.strip() else None)
     # Fetched hits are kept per knowledge base: the same query on another one is another search.
     result, from_cache = cached_lookup(wb.retriever, query, params,
                                        st.session_state.setdefault("dbg.fetched", {}).setdefault(wb.settings.kb_name, {}))
@@ -125,6 +131,11 @@ metric_row([("Raw hits", len(result.traces)), ("Evidence blocks", len(result.evi
             ("Duplicates", counts["duplicate"]), ("Per-document cap", counts["doc_cap"]),
             ("Beyond return-n", counts["beyond_return_n"]), ("Below threshold", counts["below_threshold"]),
             ("Total ms", f"{result.timings['total']:.0f}")])
+if result.scope is not None:
+    s = result.scope
+    st.pills("Filter", result.scope.scope.items(), key="dbg.chips", disabled=True)
+    st.caption(f"The filter kept {len(s.doc_ids):,} of {s.documents:,} documents: it removed {s.removed:,} "
+               f"documents ({s.chunks_removed:,} chunks) from the search.")
 st.caption("Hits reused from the previous search; only post-processing ran." if from_cache
            else f"Searched the knowledge base ({params.search.mode})"
                 + (f", reranked the top {result.rerank.candidates} with {result.rerank.reranker}." if reranked(data)

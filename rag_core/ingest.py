@@ -29,6 +29,7 @@ from .chunk_diff import chunk_diff
 from .errors import SKIPPED_CODES, NotIndexed, OriginalMissing, RagError, StoreUnavailableError
 from .ports import ChunkStore, Embedder, KeptOriginals
 from .records import Chunk, ChunkDiff, Document, IngestReport, NewVersion, WriteResult
+from .retrieval.scope import front_matter
 
 CHUNKER_VERSION = "1"
 log = logging.getLogger(__name__)
@@ -187,7 +188,11 @@ class Ingestor:
             else:
                 sources.append(Source(raw, failure=NotIndexed(
                     f"{raw}: no such document in the knowledge base (`docs` lists them)")))
-        return self._run(sources, "", progress, force=True)
+        reports = self._run(sources, "", progress, force=True)
+        theirs, mine = getattr(source, "labels", None), getattr(self.store, "labels", None)
+        if theirs is not None and mine is not None and source is not self.store:  # kb copy, reindex --from
+            mine.copy_tags(theirs, [r.doc_id for r in reports if r.status in ("added", "replaced")])
+        return reports
 
     def resolve_doc_id(self, raw: str) -> str:
         """The doc_id a user's argument names: itself when a document has exactly that id, else the id
@@ -291,6 +296,9 @@ class Ingestor:
             NewVersion(g.doc, g.chunks, vectors[offsets[i]:offsets[i + 1]], g.fingerprint, g.original,
                        self.indexed_with())
             for i, g in enumerate(todo)])
+        labels = getattr(self.store, "labels", None)
+        if labels is not None:  # the new versions' front matter, for metadata filters (retrieval.scope)
+            labels.set_front_matter((g.doc.doc_id, front_matter(g.doc.text)) for g in todo)
         return list(zip(todo, results, diffs))
 
     def _embed(self, texts: list[str], on_embedded: Callable[[int], None]) -> np.ndarray:

@@ -22,7 +22,7 @@ DEBUGGER_URL_PATH = "debugger"
 
 def fetch_key(query: str, params: LookupParams) -> Hashable:
     filters = tuple(sorted(params.filters.items())) if params.filters else None
-    return (query.strip(), params.retrieve_k, params.search, filters, params.rerank)
+    return (query.strip(), params.retrieve_k, params.search, filters, params.rerank, params.scope)
 
 
 def cached_lookup(retriever: KnowledgeRetriever, query: str, params: LookupParams,
@@ -51,7 +51,8 @@ def cached_explanation(retriever: KnowledgeRetriever, source: ChunkSource, query
         cache[key] = explain(retriever, source, query, expect or None, answer or None,
                              retrieve_k=params.retrieve_k, return_n=params.return_n,
                              max_chunks_per_document=params.max_chunks_per_document, search=params.search,
-                             rerank=params.rerank, filters=params.filters, thresholds=params.thresholds).to_dict()
+                             rerank=params.rerank, filters=params.filters, thresholds=params.thresholds,
+                             scope=params.scope).to_dict()
     while len(cache) > CACHE_SIZE:
         cache.pop(next(iter(cache)))
     return cache[key]

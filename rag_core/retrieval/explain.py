@@ -511,7 +511,7 @@ def _overrides(params: LookupParams) -> dict[str, Any]:
     return {"retrieve_k": params.retrieve_k, "return_n": params.return_n,
             "max_chunks_per_document": params.max_chunks_per_document, "search": params.search,
             "filters": params.filters, "rerank": params.rerank, "budgets": params.budgets,
-            "thresholds": params.thresholds}
+            "thresholds": params.thresholds, "scope": params.scope}
 
 
 # ---------------------------------------------------------------------------------------- entry point

@@ -24,6 +24,7 @@ from .identity import to_candidate
 from .postprocess import PostProcessed, postprocess
 from .projection import Budgets, Projection, project
 from .rerank import RerankParams, rerank_hits
+from .scope import Scope, ScopeResolution, parse_scope, resolve
 
 # The longest query a lookup takes, from every caller (debugger, CLI, API, the agent's tool). Questions to the
 # agent may be twice as long (agent.loop.MAX_QUESTION_CHARS: a model reads them and writes its own, shorter
@@ -66,6 +67,7 @@ class LookupParams:
     filters: Mapping[str, Any] | None = None
     rerank: RerankParams = field(default_factory=RerankParams)
     thresholds: ScoreThresholds = field(default_factory=ScoreThresholds)
+    scope: Scope = field(default_factory=Scope)  # document metadata filters (retrieval.scope)
 
     @property
     def score_threshold(self) -> float:
@@ -91,7 +93,7 @@ class LookupParams:
                 "fusion": self.search.fusion, "rrf_k": self.search.rrf_k, "dense_weight": self.search.dense_weight,
                 "bm25_weight": self.search.bm25_weight, "projection": asdict(self.budgets),
                 "filters": dict(self.filters) if self.filters else None, "rerank": asdict(self.rerank),
-                "score_threshold": self.score_threshold or None}
+                "score_threshold": self.score_threshold or None, "filter": self.scope.to_dict() or None}
 
 
 def params_from_settings(settings: Settings) -> LookupParams:
@@ -117,6 +119,7 @@ def params_from_settings(settings: Settings) -> LookupParams:
         rerank=RerankParams(candidates=settings["rerank.candidates"], on_error=settings["rerank.on-error"]),
         thresholds=ScoreThresholds(**{mode: settings[f"rag.score-threshold.{mode}"]
                                       for mode in ("dense", "bm25", "hybrid")}),
+        scope=parse_scope(settings["rag.default-filter"].split()),
     )
 
 
@@ -138,6 +141,7 @@ class Fetched:
     timings: Mapping[str, float]
     rerank_params: RerankParams = field(default_factory=RerankParams)
     rerank: RerankOutcome | None = None
+    scope: ScopeResolution | None = None  # what the metadata filter selected (None: no filter)
 
     def ordered(self) -> list[tuple[SearchHit, int, float | None]]:
         """(hit, fused rank, rerank score) in the order post-processing walks."""
@@ -155,13 +159,14 @@ class LookupResult:
     projection: Projection
     timings: Mapping[str, float]
     rerank: RerankOutcome | None = None
+    scope: ScopeResolution | None = None
 
     @property
     def warnings(self) -> tuple[str, ...]:
         """What the person should know about how this result was made (e.g. the reranker failed, the score
         threshold dropped every hit)."""
-        notes = self._threshold_warnings()
-        return notes + self._rerank_warnings()
+        notes = (self.scope.warning,) if self.scope is not None and self.scope.warning else ()
+        return notes + self._threshold_warnings() + self._rerank_warnings()
 
     def _threshold_warnings(self) -> tuple[str, ...]:
         below = [t for t in self.traces if t.fate == "below_threshold"]
@@ -229,6 +234,7 @@ class LookupResult:
                 "applied": self.rerank.applied, "notes": list(self.rerank.notes), "error": self.rerank.error,
                 "skipped": self.rerank.skipped},
             "warnings": list(self.warnings),
+            "scope": self.scope.to_dict() if self.scope is not None else None,
         }
 
 
@@ -261,7 +267,8 @@ class KnowledgeRetriever:
             raise RetrievalError(f"The query has {len(query)} characters; the limit is {MAX_QUERY_CHARS}.")
         params.validate()
         started = time.perf_counter()
-        found = self.port.configured(params.search).search(query, params.retrieve_k, params.filters)
+        scope, filters = self.scoped(params)
+        found = self.port.configured(params.search).search(query, params.retrieve_k, filters)
         hits = found.hits[: params.retrieve_k]
         timings = {**found.timings, "search": (time.perf_counter() - started) * 1000}
         outcome = None
@@ -269,13 +276,31 @@ class KnowledgeRetriever:
             started = time.perf_counter()
             outcome = rerank_hits(self.reranker, query, hits, params.rerank)
             timings["rerank"] = (time.perf_counter() - started) * 1000
-        return Fetched(query, params.retrieve_k, params.search, params.filters, hits, timings, params.rerank, outcome)
+        return Fetched(query, params.retrieve_k, params.search, params.filters, hits, timings, params.rerank, outcome,
+                       scope)
+
+    def scoped(self, params: LookupParams) -> tuple[ScopeResolution | None, Mapping[str, Any] | None]:
+        """The scope stage: the documents the metadata filter selects, as the store's `doc_id` filter (combined
+        with a `doc_id` filter already given); (None, the filters) without a metadata filter."""
+        if not params.scope:
+            return None, params.filters
+        store = getattr(self.port, "store", None)
+        if store is None or getattr(store, "labels", None) is None:
+            raise RetrievalError("Metadata filters need one knowledge base (this search spans several).")
+        scope = resolve(params.scope, store.list_documents(), store.labels.all())
+        ids: list[str] = list(scope.doc_ids)
+        given = (params.filters or {}).get("doc_id")
+        if given is not None:
+            allowed = {given} if isinstance(given, str) else set(given)
+            ids = [d for d in ids if d in allowed]
+        return scope, {**(params.filters or {}), "doc_id": ids}
 
     def assemble(self, fetched: Fetched, params: LookupParams) -> LookupResult:
         """Identity, post-processing and projection for already fetched hits."""
         params.validate()
-        if ((params.retrieve_k, params.search, params.filters, params.rerank)
-                != (fetched.retrieve_k, fetched.search, fetched.filters, fetched.rerank_params)):
+        if ((params.retrieve_k, params.search, params.filters, params.rerank, params.scope)
+                != (fetched.retrieve_k, fetched.search, fetched.filters, fetched.rerank_params,
+                    fetched.scope.scope if fetched.scope else Scope())):
             raise RetrievalError("These hits were fetched with other search settings; fetch again.")
         started = time.perf_counter()
         candidates = tuple(replace(to_candidate(hit, rank), fused_rank=fused_rank, rerank_score=score)
@@ -290,7 +315,8 @@ class KnowledgeRetriever:
                    "projection": (done - after_post) * 1000}
         timings["total"] = (timings["search"] + timings.get("rerank", 0.0) + timings["postprocess"]
                             + timings["projection"])
-        return LookupResult(fetched.query, params, candidates, post, projection, timings, fetched.rerank)
+        return LookupResult(fetched.query, params, candidates, post, projection, timings, fetched.rerank,
+                            fetched.scope)
 
     def lookup(self, query: str, **overrides: Any) -> LookupResult:
         params = self.params(**overrides)

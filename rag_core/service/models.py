@@ -166,3 +166,12 @@ class KnowledgeBaseChange(Inbound):
     model_config = ConfigDict(extra="forbid")
 
     settings: dict[str, Any] = Field(description="The chunking or search settings to change (not the embedder).")
+
+
+class TagsBody(Inbound):
+    """Tags to set on a document: key -> values (an empty list removes the key)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tags: dict[str, list[str]] = Field(description="key -> values; [] removes the key.")
+    replace: bool = Field(False, description="These are all the document's tags (the others are dropped).")

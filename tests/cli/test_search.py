@@ -95,3 +95,18 @@ def test_explain_json_and_an_answer_without_a_document(data, capsys):
 def test_explain_bad_input_is_one_clear_line(data, capsys, argv, message):
     code, out, err = run(capsys, data, *argv)
     assert code == 2 and out == "" and err.startswith(message) and err.count("\n") == 1
+
+
+def test_tag_and_search_with_filters(data, capsys):
+    code, out, _ = run(capsys, data, "tag", "kb/disk_full.md", "team=sre", "team=dba", "--json")
+    assert code == 0 and json.loads(out)["metadata"]["team"] == ["sre", "dba"]
+    assert json.loads(out)["metadata"]["folder"] == ["kb"]
+    code, out, _ = run(capsys, data, "search", "disk space cleanup", "--filter", "team=sre", "--filter",
+                       "folder=kb/", "--json")
+    result = json.loads(out)
+    assert code == 0 and {h["doc_id"] for h in result["raw_hits"]} == {"kb/disk_full.md"}
+    assert result["scope"]["matched"] == 1 and result["scope"]["removed"] == 2
+    code, _, err = run(capsys, data, "search", "disk", "--filter", "owner=x")
+    assert code != 0 and "Unknown filter key 'owner'. Known keys: folder, type, ingested, team." in err
+    code, _, err = run(capsys, data, "tag", "kb/disk_full.md", "folder=x")
+    assert code != 0 and "is built in" in err

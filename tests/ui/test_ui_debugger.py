@@ -116,6 +116,24 @@ def test_a_score_threshold_from_the_url_drops_hits_with_the_reason_and_no_new_se
     assert list(frames(again)[0]["fate"]) == list(hits["fate"])
 
 
+def test_a_metadata_filter_from_the_url_scopes_the_search_and_counts_what_it_removed(kb):
+    from rag_core.kb.tags import tag
+
+    tag(kb.store, "cpu_high.md", ["team=sre"])
+    try:
+        at = app_at(PAGE, q=QUERY, filter="team=sre type=md")
+        assert not at.exception
+        hits, _ = frames(at)
+        assert set(hits["evidenceKey"].str.split("#").str[0]) == {"cpu_high.md"}
+        assert "The filter kept 1 of 3 documents: it removed 2 documents" in texts(at, "caption")
+        at = app_at(PAGE, q=QUERY, filter="folder=nowhere/")
+        assert "matches no document (of 3): nothing was searched" in texts(at, "warning")
+        at = app_at(PAGE, q=QUERY, filter="owner=x")
+        assert "Unknown filter key 'owner'. Known keys: folder, type, ingested, team." in texts(at, "error")
+    finally:
+        tag(kb.store, "cpu_high.md", ["team="])
+
+
 def test_return_n_larger_than_retrieve_k_is_clamped_with_a_warning(kb):
     at = app_at(PAGE, q=QUERY, retrieve_k="3", return_n="8")
     assert "using return-n = 3" in texts(at, "warning")
