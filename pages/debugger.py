@@ -12,6 +12,7 @@ import streamlit as st
 
 from rag_core.agent.kb_tool import tool_payload
 from rag_core.errors import RagError
+from rag_core.kb.chunk_edits import set_disabled
 from rag_core.rerank.circuit import times
 from rag_core.retrieval import SearchOptions
 from rag_core.retrieval.compare import compare_lookups
@@ -130,6 +131,7 @@ counts = fate_counts(data)
 metric_row([("Raw hits", len(result.traces)), ("Evidence blocks", len(result.evidence)),
             ("Duplicates", counts["duplicate"]), ("Per-document cap", counts["doc_cap"]),
             ("Beyond return-n", counts["beyond_return_n"]), ("Below threshold", counts["below_threshold"]),
+            ("Disabled", counts["disabled"]),
             ("Total ms", f"{result.timings['total']:.0f}")])
 if result.scope is not None:
     s = result.scope
@@ -154,6 +156,21 @@ if dropped:
     with st.expander(f"Why {len(dropped)} hits were dropped", expanded=False):
         st.markdown("\n".join(f"- #{h['rank']} `{h['evidence_key']}` — {describe_drop(h['drop'])}"
                               for h in dropped))
+
+with st.expander("Disable or enable a chunk", expanded=False):
+    st.caption("A disabled chunk is left out of every lookup (the agent's too) and shows here as a drop with "
+               "reason `disabled`; `python -m rag_core chunks history KEY` shows what was done to it.")
+    keys = list(dict.fromkeys(h["evidence_key"] for h in data["raw_hits"]))
+    d1, d2 = st.columns([3, 1], vertical_alignment="bottom")
+    chosen = d1.selectbox("Chunk", keys, key="dbg.edit_key")
+    is_off = any(h["evidence_key"] == chosen and h["fate"] == "disabled" for h in data["raw_hits"])
+    if chosen and d2.button("Enable" if is_off else "Disable", key="dbg.edit_toggle"):
+        try:
+            set_disabled(wb.store, chosen, not is_off, who="local")
+        except RagError as exc:
+            st.error(str(exc), icon="🛑")
+        else:
+            st.rerun()
 
 expected_url = st.query_params.get("expect", "")
 with st.expander("Why wasn't it retrieved?", expanded=bool(expected_url)):

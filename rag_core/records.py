@@ -278,10 +278,11 @@ class DropReason:
     * `duplicate`: `key` is the evidence key a higher-ranked hit already holds (`by` = that key);
     * `doc_cap`: `doc_id` already had `count` blocks (= the cap), namely the evidence keys in `by`;
     * `beyond_return_n`: `count` = return-n blocks were already accepted;
-    * `below_threshold`: its `score` is below the search mode's score threshold `threshold`.
+    * `below_threshold`: its `score` is below the search mode's score threshold `threshold`;
+    * `disabled`: a person disabled the chunk `key` (store.edits).
     """
 
-    kind: str  # "duplicate" | "doc_cap" | "beyond_return_n" | "below_threshold"
+    kind: str  # "duplicate" | "doc_cap" | "beyond_return_n" | "below_threshold" | "disabled"
     key: str | None = None
     doc_id: str | None = None
     count: int = 0

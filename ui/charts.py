@@ -12,7 +12,7 @@ from rag_core.records import Chunk
 from .tables import FATE_LABELS, describe_drop
 
 FATE_COLORS = {"kept": "#2e7d32", "duplicate": "#9e9e9e", "doc_cap": "#ef6c00", "beyond_return_n": "#64b5f6",
-               "below_threshold": "#c62828"}
+               "below_threshold": "#c62828", "disabled": "#424242"}
 # No figure titles: pages put a caption above each chart, like every other block.
 _LAYOUT = dict(template="plotly_white", margin=dict(l=10, r=10, t=30, b=10), height=320,
                legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))

@@ -17,7 +17,7 @@ from rag_core.records import Chunk, IngestReport, StoredDocument, score_pair
 from rag_core.retrieval.rerank import movement
 
 FATE_LABELS = {"kept": "kept", "duplicate": "duplicate", "doc_cap": "per-document cap",
-               "beyond_return_n": "beyond return-n", "below_threshold": "below threshold"}
+               "beyond_return_n": "beyond return-n", "below_threshold": "below threshold", "disabled": "disabled"}
 
 
 def snippet(text: str, limit: int = 160) -> str:

@@ -63,7 +63,8 @@ def lookup_overrides(args: argparse.Namespace, settings: Settings) -> dict[str, 
 TEXT_ARGUMENTS = {"query": "the query", "question": "the question", "expect": "--expect", "answer": "--answer",
                   "doc_id": "the doc_id", "doc_ids": "the doc_ids", "prefix": "--prefix", "set": "--set",
                   "kb": "--kb", "kbs": "--kb", "name": "the name", "from_collection": "--from",
-                  "collection": "--collection", "split": "--split", "by": "--by", "filter": "--filter", "tags": "the tags"}
+                  "collection": "--collection", "split": "--split", "by": "--by", "filter": "--filter", "tags": "the tags",
+                  "key": "the evidence key"}
 
 
 def check_text_arguments(args: argparse.Namespace) -> None:

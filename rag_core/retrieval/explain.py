@@ -134,6 +134,9 @@ class ChunkFate:
             return f"beyond return-n: {params.return_n} blocks were accepted before it (rank #{self.rank})"
         if self.fate == "duplicate" and self.drop:
             return f"duplicate of {self.drop.key}"
+        if self.fate == "disabled":
+            return ("disabled: a person left it out of every lookup (`python -m rag_core chunks enable "
+                    f"{self.evidence_key}` brings it back)")
         if self.fate == "below_threshold" and self.drop:
             return (f"{self.drop.status} of {params.search.mode} search: a score-threshold of at most "
                     f"{_floor(self.drop.score or 0.0)} keeps it")
@@ -298,7 +301,7 @@ def _mode_channels(mode: str) -> tuple[str, ...]:
 
 
 def _closeness(c: ChunkFate) -> tuple[int, int]:
-    order = {"kept": 0, "beyond_return_n": 1, "doc_cap": 1, "duplicate": 1, "below_threshold": 1,
+    order = {"kept": 0, "beyond_return_n": 1, "doc_cap": 1, "duplicate": 1, "below_threshold": 1, "disabled": 1,
              "beyond_retrieve_k": 2, "no_channel": 3}
     best_channel = min((r.rank for r in c.channels.values() if r.rank is not None), default=DEPTH + 1)
     return order[c.fate], c.rank or best_channel
@@ -606,8 +609,9 @@ def explain(retriever: KnowledgeRetriever, source: ChunkSource, query: str, expe
         fates.append(ChunkFate(key(i), i, start, end, text, channels, fused, rank, score, fate, drop, key(i) in targets,
                                own))
     fix = None
-    if targets and not any(f.fate == "kept" for f in fates if f.target):
-        fix = _find_fix(retriever, result.query, params, result, targets, _Simulation(ranked, params))
+    fixable = targets - {f.evidence_key for f in fates if f.fate == "disabled"}  # no setting brings those back
+    if fixable and not any(f.fate == "kept" for f in fates if f.target):
+        fix = _find_fix(retriever, result.query, params, result, fixable, _Simulation(ranked, params))
     return Explanation(result.query, expectation, params, tuple(fates), fix, located, result, tuple(notes))
 
 

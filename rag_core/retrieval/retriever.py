@@ -12,7 +12,7 @@ instantly (and never calls the reranker again).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -279,6 +279,15 @@ class KnowledgeRetriever:
         return Fetched(query, params.retrieve_k, params.search, params.filters, hits, timings, params.rerank, outcome,
                        scope)
 
+    def disabled(self, candidates: Sequence[Candidate]) -> set[str]:
+        """The disabled stage's input: the evidence keys among `candidates` a person disabled (store.edits), read at
+        every assembly so a disable shows at once, even on cached hits. An edit made on other text (the document
+        changed under it) does not apply."""
+        edits = getattr(getattr(self.port, "store", None), "edits", None)
+        off = edits.disabled() if edits is not None else {}
+        return {c.evidence_key for c in candidates
+                if c.evidence_key in off and off[c.evidence_key] in ("", c.metadata.get("chunkHash"))}
+
     def scoped(self, params: LookupParams) -> tuple[ScopeResolution | None, Mapping[str, Any] | None]:
         """The scope stage: the documents the metadata filter selects, as the store's `doc_id` filter (combined
         with a `doc_id` filter already given); (None, the filters) without a metadata filter."""
@@ -307,7 +316,7 @@ class KnowledgeRetriever:
                            for rank, (hit, fused_rank, score) in enumerate(fetched.ordered(), start=1))
         post = postprocess(candidates, return_n=params.return_n,
                            max_chunks_per_document=params.max_chunks_per_document,
-                           score_threshold=params.score_threshold)
+                           score_threshold=params.score_threshold, disabled=self.disabled(candidates))
         after_post = time.perf_counter()
         projection = project(post.evidence, params.budgets)
         done = time.perf_counter()

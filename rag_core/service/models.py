@@ -175,3 +175,9 @@ class TagsBody(Inbound):
 
     tags: dict[str, list[str]] = Field(description="key -> values; [] removes the key.")
     replace: bool = Field(False, description="These are all the document's tags (the others are dropped).")
+
+
+class ChunkChange(Inbound):
+    model_config = ConfigDict(extra="forbid")
+
+    disabled: bool = Field(description="true: leave the chunk out of every lookup; false: bring it back.")

@@ -23,7 +23,7 @@ from ..retrieval.options import lookup_overrides
 from ..store import is_lite
 from .deps import ServiceDep, query_kb
 from .errors import ApiError, refusal_status
-from .models import ChunkOut, ChunksAnswer, DeletedAnswer, IngestAnswer, TagsBody
+from .models import ChunkChange, ChunkOut, ChunksAnswer, DeletedAnswer, IngestAnswer, TagsBody
 from .uploads import upload_name
 
 router = APIRouter(prefix="/v1", tags=["native"])
@@ -173,6 +173,16 @@ def kb_routes(router: APIRouter, prefix: str, chosen: Callable[..., Workbench]) 
         except StoreError as exc:
             raise ApiError(400, "bad_request", str(exc)) from None
         return {"doc_id": doc_id, "metadata": metadata(wb.store)[doc_id]}
+
+    @router.patch(f"{prefix}/documents/{{doc_id:path}}/chunks/{{chunk_index}}",
+                  summary=f"Disable or enable a chunk of a document in {where}")
+    def change_chunk(doc_id: str, chunk_index: int, body: ChunkChange, wb: Workbench = chosen_kb) -> dict[str, Any]:
+        """`{"disabled": true}` leaves the chunk out of every lookup (a drop with reason `disabled`); false brings
+        it back. Answers its record with its history (who: "api")."""
+        from ..kb.chunk_edits import set_disabled
+
+        key = f"{_doc_id(wb, doc_id)}#chunk-{chunk_index}"
+        return set_disabled(wb.store, key, body.disabled, who="api")
 
     @router.delete(f"{prefix}/documents/{{doc_id:path}}", response_model=DeletedAnswer,
                    summary=f"Remove a document from {where}")

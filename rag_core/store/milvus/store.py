@@ -34,6 +34,7 @@ import numpy as np
 from ...errors import StoreError
 from ...ports import StoreFilters
 from ...records import Chunk, Document, IndexedVersion, NewVersion, SearchHit, StoredChunk, StoredDocument, WriteResult
+from ..edits import ChunkEdits
 from ..labels import DocumentLabels
 from ..lite import connection
 from ..lite.connection import is_lite
@@ -76,6 +77,7 @@ class MilvusStore:
         self.originals = OriginalFiles(originals) if originals is not None else None
         # front matter and tags (store.labels), beside the kept originals
         self.labels = DocumentLabels(originals.parent / f"{collection}.labels.json" if originals is not None else None)
+        self.edits = ChunkEdits(originals.parent / f"{collection}.edits.json" if originals is not None else None)
         self.legacy_originals = legacy_originals
         self._token = token
         self._timeout = timeout
@@ -193,6 +195,7 @@ class MilvusStore:
         if not parts.writer.delete_document(doc_id):
             return False
         self.labels.forget([doc_id])
+        self.edits.forget([doc_id])
         parts.searcher.has_rows = False  # maybe the last one: check again before the next BM25 search
         return True
 
@@ -202,6 +205,7 @@ class MilvusStore:
         kept = self.writer.drop(spare, originals=originals)
         if originals and self.collection not in kept:
             self.labels.drop()
+            self.edits.drop()
         return kept
 
     # ---------------------------------------------------------------- reads
