@@ -134,6 +134,24 @@ def test_a_metadata_filter_from_the_url_scopes_the_search_and_counts_what_it_rem
         tag(kb.store, "cpu_high.md", ["team="])
 
 
+def test_a_chunk_disabled_from_the_debugger_is_a_drop_with_reason_disabled(kb):
+    at = app_at(PAGE, q=QUERY)
+    hits, _ = frames(at)
+    first = hits["evidenceKey"].iloc[0]
+    at.selectbox(key="dbg.edit_key").set_value(first).run()
+    at.button(key="dbg.edit_toggle").click().run()
+    try:
+        assert not at.exception
+        hits, evidence = frames(at)
+        assert hits.loc[hits["evidenceKey"] == first, "status"].iloc[0] == "disabled"
+        assert first not in set(evidence["evidenceKey"]) and metrics(at)["Disabled"] == "1"
+        at.selectbox(key="dbg.edit_key").set_value(first).run()
+        at.button(key="dbg.edit_toggle").click().run()  # now "Enable"
+        assert frames(at)[0].loc[lambda f: f["evidenceKey"] == first, "status"].iloc[0] == "kept"
+    finally:
+        kb.store.edits.drop()
+
+
 def test_return_n_larger_than_retrieve_k_is_clamped_with_a_warning(kb):
     at = app_at(PAGE, q=QUERY, retrieve_k="3", return_n="8")
     assert "using return-n = 3" in texts(at, "warning")
