@@ -303,8 +303,11 @@ class DropReason:
         return self.kind
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "key": self.key, "doc_id": self.doc_id, "count": self.count, "by": list(self.by),
-                "score": self.score, "threshold": self.threshold}
+        out: dict[str, Any] = {"kind": self.kind, "key": self.key, "doc_id": self.doc_id, "count": self.count,
+                               "by": list(self.by)}
+        if self.threshold is not None:  # below_threshold only: other drops keep the shape clients know
+            out.update(score=self.score, threshold=self.threshold)
+        return out
 
 
 def score_pair(score: float, threshold: float) -> tuple[str, str]:

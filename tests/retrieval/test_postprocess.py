@@ -58,7 +58,7 @@ def test_drop_reasons_are_structured_and_render_the_status_strings() -> None:
         DropReason("beyond_return_n", count=2), DropReason("beyond_return_n", count=2)]
     assert all(t.status == (t.drop.status if t.drop else "kept") for t in out.traces)
     assert out.traces[3].drop.to_dict() == {"kind": "doc_cap", "key": None, "doc_id": "A", "count": 2,
-                                            "by": ["A#chunk-0", "A#chunk-1"], "score": None, "threshold": None}
+                                            "by": ["A#chunk-0", "A#chunk-1"]}
 
 
 def test_hits_below_the_score_threshold_are_dropped_first_and_say_by_how_much() -> None:
