@@ -129,6 +129,12 @@ class Source:
     failure: Exception | None = None  # why it cannot even be read (a path that could not be listed ...)
 
 
+def _chunk_hashes(prepared: _Prepared) -> dict[str, str]:
+    """evidence key -> content hash (as the chunk rows' chunkHash) of a new version's chunks."""
+    return {f"{prepared.doc.doc_id}#chunk-{c.chunk_index}": hashlib.sha256(c.text.encode()).hexdigest()
+            for c in prepared.chunks}
+
+
 class Ingestor:
     def __init__(self, store: ChunkStore, embedder: Embedder, *, max_size: int = 800, overlap: int = 100,
                  max_bytes: int = 50 * 1024 * 1024, batch_size: int = 32,
@@ -192,6 +198,9 @@ class Ingestor:
         theirs, mine = getattr(source, "labels", None), getattr(self.store, "labels", None)
         if theirs is not None and mine is not None and source is not self.store:  # kb copy, reindex --from
             mine.copy_tags(theirs, [r.doc_id for r in reports if r.status in ("added", "replaced")])
+            their_edits, my_edits = getattr(source, "edits", None), getattr(self.store, "edits", None)
+            if their_edits is not None and my_edits is not None:
+                my_edits.copy_from(their_edits, {r.doc_id for r in reports if r.status in ("added", "replaced")})
         return reports
 
     def resolve_doc_id(self, raw: str) -> str:
@@ -299,6 +308,10 @@ class Ingestor:
         labels = getattr(self.store, "labels", None)
         if labels is not None:  # the new versions' front matter, for metadata filters (retrieval.scope)
             labels.set_front_matter((g.doc.doc_id, front_matter(g.doc.text)) for g in todo)
+        edits = getattr(self.store, "edits", None)
+        if edits is not None:  # edits whose chunk now holds other text stop applying: say which
+            diffs = [replace(d, conflicts=tuple(edits.conflicts(_chunk_hashes(g)))) if d is not None else None
+                     for g, d in zip(todo, diffs)]
         return list(zip(todo, results, diffs))
 
     def _embed(self, texts: list[str], on_embedded: Callable[[int], None]) -> np.ndarray:

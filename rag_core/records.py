@@ -221,10 +221,14 @@ class ChunkDiff:
     added: tuple[ChangedChunk, ...] = ()
     removed: tuple[ChangedChunk, ...] = ()
     unchanged: int = 0
+    # chunk edits (store.edits) made on text this version no longer holds under their evidence key: they stopped
+    # applying; the person re-applies them or lets them go
+    conflicts: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"added": len(self.added), "removed": len(self.removed), "unchanged": self.unchanged,
-                "added_chunks": [c.__dict__ for c in self.added], "removed_chunks": [c.__dict__ for c in self.removed]}
+                "added_chunks": [c.__dict__ for c in self.added], "removed_chunks": [c.__dict__ for c in self.removed],
+                "conflicts": list(self.conflicts)}
 
 
 @dataclass(frozen=True)

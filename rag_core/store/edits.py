@@ -85,6 +85,15 @@ class ChunkEdits:
         return sorted(key for key, chunk_hash in self.disabled().items()
                       if key in current and current[key] != chunk_hash)
 
+    def copy_from(self, source: ChunkEdits, doc_ids: Iterable[str]) -> None:
+        """The edits of `doc_ids` in `source` (another knowledge base: kb copy, reindex --from) made these. They
+        apply where the copy's chunks hold the same text (another chunking makes other chunks)."""
+        ids = set(doc_ids)
+        theirs = {k: v for k, v in source.all().items() if v.get("doc_id") in ids}
+        if theirs:
+            with self._lock:
+                self._write({**self._read(), **theirs})
+
     def forget(self, doc_ids: Iterable[str]) -> None:
         ids = set(doc_ids)
         with self._lock:

@@ -99,7 +99,8 @@ def test_cli_and_api_disable_alike_and_reupload_keeps_or_conflicts(tmp_path, loc
         off = {t.evidence_key for t in wb.retriever.lookup("disk full", retrieve_k=50).traces if t.fate == "disabled"}
         assert off == {"disk_full.md#chunk-0", "disk_full.md#chunk-1"}
         doc.write_text("# Brand new opening\n\nSomething else entirely about disk space.\n\n" + doc.read_text())
-        wb.ingestor.ingest_paths([doc])
+        (report,) = wb.ingestor.ingest_paths([doc])
+        assert "disk_full.md#chunk-0" in report.to_dict()["diff"]["conflicts"]  # listed in the re-upload diff
         current = {f"disk_full.md#chunk-{c.chunk_index}": c.metadata["chunkHash"]
                    for c in wb.store.get_chunks("disk_full.md")}
         assert "disk_full.md#chunk-0" in wb.store.edits.conflicts(current)
