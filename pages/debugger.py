@@ -12,7 +12,7 @@ import streamlit as st
 
 from rag_core.agent.kb_tool import tool_payload
 from rag_core.errors import RagError
-from rag_core.kb.chunk_edits import set_disabled
+from rag_core.kb.chunk_edits import edit_chunk, set_disabled
 from rag_core.rerank.circuit import times
 from rag_core.retrieval import SearchOptions
 from rag_core.retrieval.compare import compare_lookups
@@ -157,7 +157,7 @@ if dropped:
         st.markdown("\n".join(f"- #{h['rank']} `{h['evidence_key']}` — {describe_drop(h['drop'])}"
                               for h in dropped))
 
-with st.expander("Disable or enable a chunk", expanded=False):
+with st.expander("Edit, disable or enable a chunk", expanded=False):
     st.caption("A disabled chunk is left out of every lookup (the agent's too) and shows here as a drop with "
                "reason `disabled`; `python -m rag_core chunks history KEY` shows what was done to it.")
     keys = list(dict.fromkeys(h["evidence_key"] for h in data["raw_hits"]))
@@ -171,6 +171,22 @@ with st.expander("Disable or enable a chunk", expanded=False):
             st.error(str(exc), icon="🛑")
         else:
             st.rerun()
+    hit = next((h for h in data["raw_hits"] if h["evidence_key"] == chosen), None)
+    if hit is not None:
+        new_text = st.text_area("Text (only this chunk is re-embedded; its evidence key stays)", hit["content"],
+                                key=f"dbg.edit_text.{chosen}", height=150)
+        new_keywords = st.text_input("Keywords (comma-separated; they count for BM25 and the embedding)",
+                                     key=f"dbg.edit_keywords.{chosen}")
+        if st.button("Save the edit", key="dbg.edit_save"):
+            try:
+                edit_chunk(wb.store, wb.embedder, chosen, text=new_text if new_text != hit["content"] else None,
+                           keywords=[k for k in new_keywords.split(",") if k.strip()] if new_keywords.strip()
+                           else None, who="local")
+            except RagError as exc:
+                st.error(str(exc), icon="🛑")
+            else:
+                st.session_state["dbg.fetched"] = {}  # the hits changed: search again
+                st.rerun()
 
 expected_url = st.query_params.get("expect", "")
 with st.expander("Why wasn't it retrieved?", expanded=bool(expected_url)):

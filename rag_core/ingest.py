@@ -309,9 +309,13 @@ class Ingestor:
         if labels is not None:  # the new versions' front matter, for metadata filters (retrieval.scope)
             labels.set_front_matter((g.doc.doc_id, front_matter(g.doc.text)) for g in todo)
         edits = getattr(self.store, "edits", None)
-        if edits is not None:  # edits whose chunk now holds other text stop applying: say which
+        if edits is not None:  # edits whose chunk now holds other text stop applying: say which; re-apply the rest
             diffs = [replace(d, conflicts=tuple(edits.conflicts(_chunk_hashes(g)))) if d is not None else None
                      for g, d in zip(todo, diffs)]
+            if hasattr(self.store, "rewrite_chunk"):
+                from .kb.chunk_edits import reapply
+
+                reapply(self.store, self.embedder, [g.doc.doc_id for g in todo])
         return list(zip(todo, results, diffs))
 
     def _embed(self, texts: list[str], on_embedded: Callable[[int], None]) -> np.ndarray:

@@ -212,12 +212,14 @@ class LookupResult:
                 "channels": {ch: {"rank": r, "score": s} for ch, (r, s) in c.channels.items()},
                 "title": c.metadata.get("title", ""), "heading_path": c.metadata.get("headingPath", ""),
                 "location": c.metadata.get("location", ""), "content": c.content,
+                "edited": bool(c.metadata.get("edited")),
             })
         evidence = [{
             "evidence_key": c.evidence_key, "doc_id": c.doc_id, "chunk_index": c.chunk_index, "source": c.source,
             "score": c.score, "rank": c.rank, "fused_rank": c.rank_before_rerank, "rerank_score": c.rerank_score,
             "content": c.content, "hit_reasons": list(c.hit_reasons),
             "heading_path": c.metadata.get("headingPath", ""), "location": c.metadata.get("location", ""),
+            "edited": bool(c.metadata.get("edited")),
         } for c in self.evidence]
         return {
             "query": self.query,

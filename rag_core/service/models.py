@@ -180,4 +180,7 @@ class TagsBody(Inbound):
 class ChunkChange(Inbound):
     model_config = ConfigDict(extra="forbid")
 
-    disabled: bool = Field(description="true: leave the chunk out of every lookup; false: bring it back.")
+    disabled: bool | None = Field(None, description="true: leave the chunk out of every lookup; false: bring it back.")
+    text: str | None = Field(None, max_length=65_000, description="The chunk's new text (re-embedded; same key).")
+    keywords: list[str] | None = Field(None, description="Keywords for BM25 and the embedding ([] removes them).")
+    questions: list[str] | None = Field(None, description="Example questions, as keywords ([] removes them).")

@@ -178,11 +178,20 @@ def kb_routes(router: APIRouter, prefix: str, chosen: Callable[..., Workbench]) 
                   summary=f"Disable or enable a chunk of a document in {where}")
     def change_chunk(doc_id: str, chunk_index: int, body: ChunkChange, wb: Workbench = chosen_kb) -> dict[str, Any]:
         """`{"disabled": true}` leaves the chunk out of every lookup (a drop with reason `disabled`); false brings
-        it back. Answers its record with its history (who: "api")."""
-        from ..kb.chunk_edits import set_disabled
+        it back. `text`, `keywords`, `questions` edit it (only it is re-embedded; its evidence key stays; hits mark
+        it `edited`). Answers its record with its history (who: "api")."""
+        from ..kb.chunk_edits import edit_chunk, set_disabled
 
         key = f"{_doc_id(wb, doc_id)}#chunk-{chunk_index}"
-        return set_disabled(wb.store, key, body.disabled, who="api")
+        record: dict[str, Any] = {}
+        if body.text is not None or body.keywords is not None or body.questions is not None:
+            record = edit_chunk(wb.store, wb.embedder, key, text=body.text, keywords=body.keywords,
+                                questions=body.questions, who="api")
+        if body.disabled is not None:
+            record = set_disabled(wb.store, key, body.disabled, who="api")
+        if not record:
+            raise ApiError(400, "bad_request", "Nothing to change: give disabled, text, keywords or questions.")
+        return record
 
     @router.delete(f"{prefix}/documents/{{doc_id:path}}", response_model=DeletedAnswer,
                    summary=f"Remove a document from {where}")

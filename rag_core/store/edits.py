@@ -63,6 +63,35 @@ class ChunkEdits:
             self._write(data)
             return entry
 
+    def set_content(self, key: str, *, doc_id: str, version: str, chunk_hash: str, text: str | None,
+                    keywords: list[str] | None, questions: list[str] | None, who: str) -> dict[str, Any]:
+        """Record a chunk's edited text (None: keep the one it has) and its keywords and example questions (None:
+        keep them), made on the text of `chunk_hash`."""
+        with self._lock:
+            data = self._read()
+            entry = data.setdefault(key, {"history": [], "disabled": False})
+            entry.update({"doc_id": doc_id, "version": version, "hash": chunk_hash})
+            what = []
+            for name, value in (("text", text), ("keywords", keywords), ("questions", questions)):
+                if value is not None:
+                    entry[name] = value
+                    what.append(f"{name} edited" if name == "text" else f"{name}: {', '.join(value) or 'none'}")
+            entry["history"].append({"who": who or "local", "when": datetime.now(UTC).isoformat(timespec="seconds"),
+                                     "what": "; ".join(what), "version": version})
+            self._write(data)
+            return entry
+
+    def revert(self, key: str, who: str) -> None:
+        """Back to the original: the edit's text, keywords and questions are dropped (its history stays)."""
+        with self._lock:
+            data = self._read()
+            entry = data.setdefault(key, {"history": [], "disabled": False})
+            for name in ("text", "keywords", "questions"):
+                entry.pop(name, None)
+            entry["history"].append({"who": who or "local", "when": datetime.now(UTC).isoformat(timespec="seconds"),
+                                     "what": "reverted to the original"})
+            self._write(data)
+
     def _write(self, data: Mapping[str, Any]) -> None:
         if self.path is None:
             self._memory = json.loads(json.dumps(data))

@@ -17,7 +17,7 @@ def disabled_count(page) -> str:
 def test_a_chunk_disabled_in_the_debugger_is_dropped_as_disabled(page, app_server):
     open_page(page, app_server.url, "debugger?q=disk%20full%20cleanup", heading="🔎 Retrieval debugger")
     assert disabled_count(page) == "0"
-    page.get_by_text("Disable or enable a chunk").click()
+    page.get_by_text("Edit, disable or enable a chunk").click()
     page.get_by_role("button", name="Disable", exact=True).click()
     expect(page.get_by_test_id("stMetric").filter(has_text="Disabled").get_by_test_id("stMetricValue")) \
         .to_have_text("1", timeout=30_000)

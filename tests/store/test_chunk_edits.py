@@ -109,3 +109,39 @@ def test_cli_and_api_disable_alike_and_reupload_keeps_or_conflicts(tmp_path, loc
     finally:
         server.stop()
         wb.close()
+
+
+@pytest.mark.milvus
+def test_an_edit_re_embeds_one_chunk_keeps_its_key_and_lasts_through_reindex(tmp_path, local_embedder):
+    from rag_core.kb.chunk_edits import edit_chunk, revert
+
+    wb = make_workbench(tmp_path / "data", local_embedder)
+    try:
+        assert wb.ingestor.ingest_paths([SAMPLE_KB / "runbooks" / "cpu_high.md"])[0].status == "added"
+        before = {c.chunk_index: c for c in wb.store.get_chunks("cpu_high.md")}
+        server = live.start(create_app(wb, token="", env={}))
+        try:
+            answer = httpx.patch(f"{server.url}/v1/documents/cpu_high.md/chunks/3",
+                                 json={"keywords": ["zebrafrobnicate"], "questions": ["Who frobnicates zebras?"]})
+            assert answer.status_code == 200, answer.text
+            assert httpx.patch(f"{server.url}/v1/documents/cpu_high.md/chunks/3", json={}).status_code == 400
+        finally:
+            server.stop()
+        edit_chunk(wb.store, wb.embedder, "cpu_high.md#chunk-3", text="Throttled pods: raise the CPU limit.")
+        after = {c.chunk_index: c for c in wb.store.get_chunks("cpu_high.md")}
+        assert after[3].id == before[3].id and after[3].content.startswith("Throttled pods: raise the CPU limit.")
+        assert "Keywords: zebrafrobnicate" in after[3].content
+        assert "Questions: Who frobnicates zebras?" in after[3].content
+        assert {i: c.content for i, c in after.items() if i != 3} == {i: c.content for i, c in before.items() if i != 3}
+        found = wb.retriever.lookup("zebrafrobnicate", retrieve_k=5, return_n=3).to_dict()
+        assert found["evidence"][0]["evidence_key"] == "cpu_high.md#chunk-3" and found["evidence"][0]["edited"]
+        assert found["raw_hits"][0]["edited"] and not any(h["edited"] for h in found["raw_hits"][1:])
+        # re-indexing rebuilds from the original, then re-applies the edit (its base chunk is unchanged)
+        wb.ingestor.reindex(["cpu_high.md"])
+        again = {c.chunk_index: c for c in wb.store.get_chunks("cpu_high.md")}
+        assert again[3].content == after[3].content and again[3].version != after[3].version
+        record = revert(wb.store, wb.embedder, "cpu_high.md#chunk-3")
+        assert wb.store.get_chunks("cpu_high.md")[3].content == before[3].content
+        assert [h["who"] for h in record["history"]] == ["api", "local", "local"]
+    finally:
+        wb.close()

@@ -152,6 +152,24 @@ def test_a_chunk_disabled_from_the_debugger_is_a_drop_with_reason_disabled(kb):
         kb.store.edits.drop()
 
 
+def test_a_chunk_edited_from_the_debugger_gets_its_new_rank(kb):
+    from rag_core.kb.chunk_edits import revert
+
+    at = app_at(PAGE, q=QUERY)
+    key = frames(at)[0]["evidenceKey"].iloc[-1]  # the lowest-ranked hit
+    at.selectbox(key="dbg.edit_key").set_value(key).run()
+    at.text_input(key=f"dbg.edit_keywords.{key}").set_value("quuxwidget").run()
+    at.button(key="dbg.edit_save").click().run()
+    try:
+        assert not at.exception
+        at.text_input(key="q").set_value("quuxwidget").run()
+        at.segmented_control(key="mode").set_value("bm25").run()
+        hits, evidence = frames(at)
+        assert hits["evidenceKey"].iloc[0] == key and list(hits["evidenceKey"]).count(key) == 1
+    finally:
+        revert(kb.store, kb.embedder, key)
+
+
 def test_return_n_larger_than_retrieve_k_is_clamped_with_a_warning(kb):
     at = app_at(PAGE, q=QUERY, retrieve_k="3", return_n="8")
     assert "using return-n = 3" in texts(at, "warning")

@@ -189,6 +189,12 @@ class MilvusStore:
         parts.searcher.has_rows = True
         return results
 
+    def rewrite_chunk(self, row_id: str, content: str, vector: np.ndarray, metadata: dict[str, Any]) -> None:
+        """A chunk edited in place (store.edits records why): see writes.rewrite_chunk."""
+        from .writes import rewrite_chunk
+
+        rewrite_chunk(self.client, self.collection, row_id, content, vector, metadata)
+
     def delete_document(self, doc_id: str) -> bool:
         """Remove a document and all its chunks. Returns False when it was not indexed."""
         parts = self._connected()
