@@ -23,8 +23,10 @@ def cmd_chunks(args: argparse.Namespace, settings: Settings) -> int:
             record = history(wb.store, args.key)
         elif args.action == "edit":
             record = edit_chunk(wb.store, wb.embedder, args.key, text=args.text, who="local")
-        elif args.action in ("keywords", "questions"):
-            record = edit_chunk(wb.store, wb.embedder, args.key, who="local", **{args.action: list(args.values)})
+        elif args.action == "keywords":
+            record = edit_chunk(wb.store, wb.embedder, args.key, keywords=list(args.values), who="local")
+        elif args.action == "questions":
+            record = edit_chunk(wb.store, wb.embedder, args.key, questions=list(args.values), who="local")
         elif args.action == "revert":
             record = revert(wb.store, wb.embedder, args.key, who="local")
         else:

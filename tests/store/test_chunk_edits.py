@@ -80,6 +80,12 @@ def test_cli_and_api_disable_alike_and_reupload_keeps_or_conflicts(tmp_path, loc
     capsys.readouterr()
     assert main([*cli, "chunks", "disable", "disk_full.md#chunk-0", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["disabled"] is True
+    assert main([*cli, "chunks", "keywords", "disk_full.md#chunk-2", "frobzkeyword", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["keywords"] == ["frobzkeyword"]
+    assert main([*cli, "chunks", "keywords", "disk_full.md#chunk-2", "--text", "x"]) != 0
+    assert "--text is for `chunks edit`" in capsys.readouterr().err
+    assert main([*cli, "search", "frobzkeyword", "--mode", "bm25", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["raw_hits"][0]["evidence_key"] == "disk_full.md#chunk-2"
     assert main([*cli, "search", "disk full", "--json"]) == 0
     statuses = {h["evidence_key"]: h["status"] for h in json.loads(capsys.readouterr().out)["raw_hits"]}
     assert statuses["disk_full.md#chunk-0"] == "disabled"
