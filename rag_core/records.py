@@ -229,10 +229,14 @@ class ChunkDiff:
     added: tuple[ChangedChunk, ...] = ()
     removed: tuple[ChangedChunk, ...] = ()
     unchanged: int = 0
+    # chunk edits (store.edits) made on text this version no longer holds under their evidence key: they stopped
+    # applying; the person re-applies them or lets them go
+    conflicts: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"added": len(self.added), "removed": len(self.removed), "unchanged": self.unchanged,
-                "added_chunks": [c.__dict__ for c in self.added], "removed_chunks": [c.__dict__ for c in self.removed]}
+                "added_chunks": [c.__dict__ for c in self.added], "removed_chunks": [c.__dict__ for c in self.removed],
+                "conflicts": list(self.conflicts)}
 
 
 @dataclass(frozen=True)
@@ -286,14 +290,18 @@ class DropReason:
 
     * `duplicate`: `key` is the evidence key a higher-ranked hit already holds (`by` = that key);
     * `doc_cap`: `doc_id` already had `count` blocks (= the cap), namely the evidence keys in `by`;
-    * `beyond_return_n`: `count` = return-n blocks were already accepted.
+    * `beyond_return_n`: `count` = return-n blocks were already accepted;
+    * `below_threshold`: its `score` is below the search mode's score threshold `threshold`;
+    * `disabled`: a person disabled the chunk `key` (store.edits).
     """
 
-    kind: str  # "duplicate" | "doc_cap" | "beyond_return_n"
+    kind: str  # "duplicate" | "doc_cap" | "beyond_return_n" | "below_threshold" | "disabled"
     key: str | None = None
     doc_id: str | None = None
     count: int = 0
     by: tuple[str, ...] = ()
+    score: float | None = None  # below_threshold: the hit's score and the threshold it missed
+    threshold: float | None = None
 
     @property
     def status(self) -> str:
@@ -302,10 +310,26 @@ class DropReason:
             return f"duplicate_of {self.key}"
         if self.kind == "doc_cap":
             return f"doc_cap ({self.doc_id} already has {self.count})"
+        if self.kind == "below_threshold" and self.score is not None and self.threshold is not None:
+            score, threshold = score_pair(self.score, self.threshold)
+            return f"below threshold ({score} < {threshold})"
         return self.kind
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "key": self.key, "doc_id": self.doc_id, "count": self.count, "by": list(self.by)}
+        out: dict[str, Any] = {"kind": self.kind, "key": self.key, "doc_id": self.doc_id, "count": self.count,
+                               "by": list(self.by)}
+        if self.threshold is not None:  # below_threshold only: other drops keep the shape clients know
+            out.update(score=self.score, threshold=self.threshold)
+        return out
+
+
+def score_pair(score: float, threshold: float) -> tuple[str, str]:
+    """Two decimals, or as many more as it takes for the score to read smaller than the threshold."""
+    for digits in (2, 3, 4, 6):
+        a, b = f"{score:.{digits}f}", f"{threshold:.{digits}f}"
+        if a != b:
+            return a, b
+    return repr(score), repr(threshold)
 
 
 @dataclass(frozen=True)
@@ -324,7 +348,7 @@ class HitTrace:
 
     @property
     def fate(self) -> str:
-        """ "kept" | "duplicate" | "doc_cap" | "beyond_return_n" """
+        """ "kept" | "duplicate" | "doc_cap" | "beyond_return_n" | "below_threshold" """
         return "kept" if self.drop is None else self.drop.kind
 
     @property

@@ -11,7 +11,8 @@ from rag_core.records import Chunk
 
 from .tables import FATE_LABELS, describe_drop
 
-FATE_COLORS = {"kept": "#2e7d32", "duplicate": "#9e9e9e", "doc_cap": "#ef6c00", "beyond_return_n": "#64b5f6"}
+FATE_COLORS = {"kept": "#2e7d32", "duplicate": "#9e9e9e", "doc_cap": "#ef6c00", "beyond_return_n": "#64b5f6",
+               "below_threshold": "#c62828", "disabled": "#424242"}
 # No figure titles: pages put a caption above each chart, like every other block.
 _LAYOUT = dict(template="plotly_white", margin=dict(l=10, r=10, t=30, b=10), height=320,
                legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
@@ -31,7 +32,8 @@ def chunk_length_histogram(chunks: Sequence[Chunk], max_size: int | None = None)
 
 
 def score_by_rank_figure(result: Mapping[str, Any]) -> go.Figure:
-    """Score of every raw hit by its rank, one trace per fate (kept, duplicate, cap, beyond return-n)."""
+    """Score of every raw hit by its rank, one trace per fate (kept, duplicate, cap, beyond return-n, below the
+    threshold), and the score threshold as a dashed line when one is set."""
     fig = go.Figure()
     hits = result.get("raw_hits", [])
     for fate, label in FATE_LABELS.items():
@@ -42,6 +44,10 @@ def score_by_rank_figure(result: Mapping[str, Any]) -> go.Figure:
             x=[h["rank"] for h in group], y=[h["score"] for h in group], name=label, marker_color=FATE_COLORS[fate],
             customdata=[[h["evidence_key"], describe_drop(h.get("drop"))] for h in group],
             hovertemplate="rank %{x} · score %{y:.4f}<br>%{customdata[0]}<br>%{customdata[1]}<extra></extra>"))
+    threshold = (result.get("params") or {}).get("score_threshold")
+    if threshold:
+        fig.add_hline(y=threshold, line_dash="dash", line_color=FATE_COLORS["below_threshold"],
+                      annotation_text=f"threshold {threshold:g}", annotation_position="top right")
     fig.update_layout(xaxis_title="rank", yaxis_title="score",
                       xaxis=dict(dtick=1 if len(hits) <= 30 else None), **_LAYOUT)
     return fig

@@ -14,7 +14,8 @@ from .html import ChunkView, changed_chunk_html, chunk_card_html
 from .tables import evidence_frame, explain_frame, hits_frame, ingest_frame, reranked
 
 FATE_ROW_STYLE = {"kept": "", "duplicate": "color: #8a8a8a", "doc_cap": "background-color: #fff3e0",
-                  "beyond_return_n": "background-color: #eef5fc"}
+                  "beyond_return_n": "background-color: #eef5fc", "below_threshold": "background-color: #fdecea",
+                  "disabled": "color: #8a8a8a; text-decoration: line-through"}
 
 
 def evidence_table(result: Mapping[str, Any], *, key: str | None = None) -> None:

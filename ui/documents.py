@@ -63,3 +63,26 @@ def indexed_text(wb: Workbench, doc_id: str,
         return doc.text, "", doc
     return (text_from_chunks(wb.store.get_chunks(doc_id)),
             "The original file was not kept; the text is rebuilt from the stored chunks.", None)
+
+
+def tags_editor(wb: Workbench, doc_ids: Sequence[str]) -> None:
+    """A document's metadata (folder, type, ingest time, front matter, tags) and a box to set its tags: the same
+    rules as `python -m rag_core tag DOC key=value` (rag_core.kb.tags)."""
+    from rag_core.errors import RagError
+    from rag_core.kb.tags import metadata, tag
+
+    with st.expander("Metadata and tags (for filtered search)", expanded=False):
+        doc_id = st.selectbox("Document", doc_ids, key="kb.tag_doc")
+        if not doc_id:
+            return
+        labels = metadata(wb.store).get(doc_id, {})
+        st.markdown(" · ".join(f"`{key}={value}`" for key, values in labels.items() for value in values))
+        given = st.text_input("Tags to set (space-separated key=value; key= removes one)", key="kb.tag_text",
+                              placeholder="team=sre tier=1")
+        if st.button("Set tags", key="kb.tag_set", disabled=not given.strip()):
+            try:
+                tags = tag(wb.store, doc_id, given.split())
+            except RagError as exc:
+                st.error(str(exc), icon="🛑")
+            else:
+                st.success(f"{doc_id}: tags " + (", ".join(f"{k}={'|'.join(v)}" for k, v in tags.items()) or "none"))

@@ -23,7 +23,7 @@ DEBUGGER_URL_PATH = "debugger"
 
 def fetch_key(query: str, params: LookupParams) -> Hashable:
     filters = tuple(sorted(params.filters.items())) if params.filters else None
-    return (query.strip(), params.retrieve_k, params.search, filters, params.rerank)
+    return (query.strip(), params.retrieve_k, params.search, filters, params.rerank, params.scope)
 
 
 def cached_lookup(retriever: KnowledgeRetriever, query: str, params: LookupParams,
@@ -47,12 +47,14 @@ def cached_explanation(retriever: KnowledgeRetriever, source: ChunkSource, query
                        cache: MutableMapping[Hashable, dict[str, Any]]) -> dict[str, Any]:
     """`explain(...).to_dict()`, kept per (query, settings, expectation) in a session dict: moving an
     unrelated widget does not search again. Raises RagError for bad input (a missing document...)."""
-    key = (fetch_key(query, params), params.return_n, params.max_chunks_per_document, expect or "", answer or "")
+    key = (fetch_key(query, params), params.return_n, params.max_chunks_per_document, params.thresholds, expect or "",
+           answer or "")
     if key not in cache:
         cache[key] = explain(retriever, source, query, expect or None, answer or None,
                              retrieve_k=params.retrieve_k, return_n=params.return_n,
                              max_chunks_per_document=params.max_chunks_per_document, search=params.search,
-                             rerank=params.rerank, filters=params.filters).to_dict()
+                             rerank=params.rerank, filters=params.filters, thresholds=params.thresholds,
+                             scope=params.scope).to_dict()
     while len(cache) > CACHE_SIZE:
         cache.pop(next(iter(cache)))
     return cache[key]
@@ -78,6 +80,8 @@ def debugger_query_params(query: str, params: LookupParams | Mapping[str, Any] |
     mode = params.get("search_mode") or params.get("mode")
     if mode:
         out["mode"] = str(mode)
+    if params.get("score_threshold"):
+        out["score_threshold"] = str(params["score_threshold"])
     return out
 
 

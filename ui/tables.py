@@ -13,11 +13,11 @@ from typing import Any
 import pandas as pd
 
 from rag_core import chunking
-from rag_core.records import Chunk, IngestReport, StoredDocument
+from rag_core.records import Chunk, IngestReport, StoredDocument, score_pair
 from rag_core.retrieval.rerank import movement
 
 FATE_LABELS = {"kept": "kept", "duplicate": "duplicate", "doc_cap": "per-document cap",
-               "beyond_return_n": "beyond return-n"}
+               "beyond_return_n": "beyond return-n", "below_threshold": "below threshold", "disabled": "disabled"}
 
 
 def snippet(text: str, limit: int = 160) -> str:
@@ -40,6 +40,9 @@ def describe_drop(drop: Mapping[str, Any] | None, *, short: bool = False) -> str
         return f"per-document cap: {drop.get('doc_id')} already has {count}" + (f" ({by})" if by else "")
     if kind == "beyond_return_n":
         return f"beyond return-n ({count})" if count else "beyond return-n"
+    if kind == "below_threshold" and drop.get("score") is not None and drop.get("threshold") is not None:
+        score, threshold = score_pair(drop["score"], drop["threshold"])
+        return f"below threshold ({score} < {threshold})"
     return str(kind)
 
 

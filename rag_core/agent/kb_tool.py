@@ -7,11 +7,14 @@ row 7`; "" for documents without pages, slides or rows).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..errors import RagError
 from ..retrieval import KnowledgeRetriever, LookupResult
 from ..retrieval.retriever import MAX_QUERY_CHARS, fit_query
+from ..retrieval.scope import parse_scope
 from .tools import Tool, ToolOutput
 
 TOOL_NAME = "search_knowledge_base"
@@ -39,11 +42,14 @@ def shortened_note(asked: str, what: str = "query") -> str:
             f"{len(fit_query(asked)):,} (searches take at most {MAX_QUERY_CHARS:,}).")
 
 
-def knowledge_base_tool(retriever: KnowledgeRetriever, **lookup_overrides: Any) -> Tool:
+def knowledge_base_tool(retriever: KnowledgeRetriever, *, filter_keys: Sequence[str] = (),
+                        **lookup_overrides: Any) -> Tool:
     """The tool bound to a retriever. `lookup_overrides` (retrieve_k, return_n, ...) pass to every lookup,
-    e.g. what was tuned in the debugger; by default the retriever's settings apply."""
+    e.g. what was tuned in the debugger (`scope`: a default metadata filter); by default the retriever's settings
+    apply. `filter_keys`: the metadata keys the model may filter on, listed in the tool's schema (an optional
+    `filter` argument of key=value strings, read by the same parser as `search --filter`)."""
 
-    def search_knowledge_base(query: str) -> ToolOutput:
+    def search_knowledge_base(query: str, filter: list[str] | None = None) -> ToolOutput:  # noqa: A002
         """Search the internal knowledge base: runbooks, procedures, on-call and release policies, product and
         service documentation, alert definitions and other company-internal facts. Use it before answering any
         question about internal systems, alerts, incidents, procedures or configuration, even when you think
@@ -60,13 +66,23 @@ def knowledge_base_tool(retriever: KnowledgeRetriever, **lookup_overrides: Any) 
             query: What to look for: a focused question or key terms, preferably in the language of the documents
                 (Chinese or English).
         """
+        overrides = dict(lookup_overrides)
         try:
+            if filter:
+                overrides["scope"] = parse_scope(list(filter), known=filter_keys or None)
             # Shortened, not refused, when longer than a search takes: offline mode searches for the question
             # (up to twice as long), and a model that pasted a long text is better served than told to retry.
-            result = retriever.lookup(fit_query(query) if isinstance(query, str) else query, **lookup_overrides)
+            result = retriever.lookup(fit_query(query) if isinstance(query, str) else query, **overrides)
         except RagError as exc:
             return ToolOutput.failure(f"The knowledge base search failed: {exc}")
         keys = tuple(p.document_id for p in result.projection.items)
         return ToolOutput(tool_payload(result, query), lookup=result, evidence_keys=keys)
 
-    return Tool.from_function(search_knowledge_base, TOOL_NAME)
+    tool = Tool.from_function(search_knowledge_base, TOOL_NAME)
+    properties = dict(tool.parameters["properties"])
+    properties.pop("filter", None)
+    if filter_keys:
+        properties["filter"] = {"type": "array", "items": {"type": "string"}, "description": (
+            "Optional: only documents whose metadata match, as key=value strings (one key's values OR, keys AND; "
+            f"folder=a/ matches a folder and below). Keys: {', '.join(filter_keys)}.")}
+    return replace(tool, parameters={**tool.parameters, "properties": properties})

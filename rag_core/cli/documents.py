@@ -84,6 +84,24 @@ def cmd_docs(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_tag(args: argparse.Namespace, settings: Settings) -> int:
+    from ..kb.tags import metadata, tag
+
+    with workbench(settings, asked=getattr(args, "asked", ())) as wb:
+        doc_id = wb.ingestor.resolve_doc_id(args.doc_id)
+        if args.tags or args.replace:
+            tag(wb.store, doc_id, args.tags, replace=args.replace)
+        labels = metadata(wb.store).get(doc_id)
+    if labels is None:
+        raise RagError(f"No document {doc_id!r} in the knowledge base (`docs` lists them).")
+    if args.json:
+        print_json({"doc_id": doc_id, "metadata": labels})
+    else:
+        for key, values in labels.items():
+            print(f"{key} = {', '.join(values)}")
+    return 0
+
+
 def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
     with workbench(settings, asked=getattr(args, "asked", ())) as wb:
         doc_id = wb.ingestor.resolve_doc_id(args.doc_id)
@@ -117,6 +135,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("docs", help="list indexed documents")
     p.add_argument("--json", action="store_true", help=json_help)
     p.set_defaults(func=cmd_docs)
+
+    p = sub.add_parser("tag", help="set tags on a document (key=value; key= removes one) and show its metadata")
+    p.add_argument("doc_id", help="the document (as `docs` lists it)")
+    p.add_argument("tags", nargs="*", metavar="KEY=VALUE", help="tags to add (repeat a key for several values)")
+    p.add_argument("--replace", action="store_true", help="these are all its tags (drop the others)")
+    p.add_argument("--json", action="store_true", help="print the document's metadata as JSON")
+    p.set_defaults(func=cmd_tag)
 
     p = sub.add_parser("delete", help="remove a document and its chunks")
     p.add_argument("doc_id", help="the document's id as `docs` lists it, e.g. runbooks/cpu_high.md")

@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,12 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
                               "embedder (make one with another embedder with `kb copy --embedder`).")
     if args.embedder:
         settings = settings.with_overrides({"embedding.provider": args.embedder}, "--embedder")
+    if args.filter:  # every lookup of the run is scoped, as `search --filter` (a knowledge base's default yields)
+        from ..retrieval.scope import parse_scope
+
+        parse_scope(args.filter)
+        settings = replace(settings.with_overrides({"rag.default-filter": " ".join(args.filter)}, "--filter"),
+                           per_command=settings.per_command | {"rag.default-filter"})
     live = args.live or bool(args.kbs)
     eval_set = load_set(args.eval_set, split=args.split, limit=args.limit, sample=args.sample, seed=args.seed,
                         corpus_sample=args.corpus_sample, corpus=args.corpus, live=live,
@@ -259,6 +266,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        type=_list_of(kind, LABELS[name], choices or None),
                        help=f"{key.help.rstrip('.')}; a comma-separated list sweeps it; "
                             f"default: the setting {key.name}")
+    p.add_argument("--filter", action="append", metavar="KEY=VALUE",
+                   help="scope every lookup to documents whose metadata match, as `search --filter` (repeatable)")
     p.add_argument("--reindex", action="store_true", help="rebuild the isolated index even if it is complete")
     p.add_argument("--out", help="folder for run.json / summary.csv / queries.csv "
                                  "(default <data-dir>/eval/runs/<time>-<set>)")

@@ -28,7 +28,9 @@ OPTIONS = {"max_size": "chunk.max-size", "overlap": "chunk.overlap", "embedder":
            "embedding_model": "embedding.model", "embedding_dimension": "embedding.dimension",
            "mode": "rag.search-mode", "fusion": "rag.fusion", "rrf_k": "rag.rrf-k", "dense_weight": "rag.dense-weight",
            "bm25_weight": "rag.bm25-weight", "retrieve_k": "rag.retrieve-k", "return_n": "rag.return-n",
-           "max_chunks_per_document": "rag.max-chunks-per-document"}
+           "max_chunks_per_document": "rag.max-chunks-per-document",
+           **{f"score_threshold_{m}": f"rag.score-threshold.{m}" for m in ("dense", "bm25", "hybrid")},
+           "default_filter": "rag.default-filter", "filter_keys": "rag.filter-keys"}
 assert set(OPTIONS.values()) == set(KB_KEYS)
 
 

@@ -39,6 +39,13 @@ def lookup_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rrf-k", type=int, metavar="N", help=setting_help("rag.rrf-k", " (hybrid with rrf only)"))
     p.add_argument("--dense-weight", type=float, metavar="W", help=setting_help("rag.dense-weight"))
     p.add_argument("--bm25-weight", type=float, metavar="W", help=setting_help("rag.bm25-weight"))
+    p.add_argument("--score-threshold", type=float, metavar="S",
+                   help="drop hits scoring below S in this lookup's search mode (0 = off); default: the setting "
+                        "rag.score-threshold.<mode>")
+    p.add_argument("--filter", action="append", metavar="KEY=VALUE",
+                   help="only documents whose metadata match (repeatable: one key's values OR, keys AND; "
+                        "folder=runbooks/ matches a folder and below; keys: folder, type, ingested, front matter, "
+                        "tags)")
     p.add_argument("--no-rerank", action="store_true", help="skip the reranker (rerank.provider) for this lookup")
 
 
@@ -57,7 +64,8 @@ def lookup_overrides(args: argparse.Namespace, settings: Settings) -> dict[str, 
 TEXT_ARGUMENTS = {"query": "the query", "question": "the question", "expect": "--expect", "answer": "--answer",
                   "doc_id": "the doc_id", "doc_ids": "the doc_ids", "prefix": "--prefix", "set": "--set",
                   "kb": "--kb", "kbs": "--kb", "name": "the name", "from_collection": "--from",
-                  "collection": "--collection", "split": "--split", "by": "--by"}
+                  "collection": "--collection", "split": "--split", "by": "--by", "filter": "--filter",
+                  "tags": "the tags", "key": "the evidence key"}
 
 
 def check_text_arguments(args: argparse.Namespace) -> None:

@@ -595,7 +595,8 @@ def _run_group(retriever: KnowledgeRetriever, eval_set: EvalSet, group: Sequence
     rerank = replace(defaults.rerank, enabled=group[0].rerank != "none")
     params = [LookupParams(retrieve_k=p.retrieve_k, return_n=p.return_n,
                            max_chunks_per_document=p.max_chunks_per_document, search=p.search_options(),
-                           budgets=replace(defaults.budgets, max_items=p.return_n), rerank=rerank) for p in group]
+                           budgets=replace(defaults.budgets, max_items=p.return_n), rerank=rerank,
+                           scope=defaults.scope, thresholds=defaults.thresholds) for p in group]
     failures: list[tuple[str, str]] = []
     report(EvalProgress("querying", plan.done, plan.total, label))
     for query in eval_set.queries:

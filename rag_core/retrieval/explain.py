@@ -7,12 +7,14 @@ For each chunk of the expected document:
   search filtered on the document gives each chunk's own score (a chunk deeper than DEPTH is reported
   with its score and the score at DEPTH; a BM25 score of none means it shares no term with the query);
 * its fused rank and its rank after the rerank stage in the lookup as configured, and its fate there:
-  kept, beyond retrieve-k, dropped by the per-document cap (and by which chunks), beyond return-n.
+  kept, beyond retrieve-k, below the score threshold, dropped by the per-document cap (and by which chunks), beyond
+  return-n.
 
 The fix is found the way the lookup works: the smallest retrieve-k at which a target chunk enters the
 candidates (single channel: its channel rank; hybrid: the channel rankings cut at each width and fused
 as the port fuses them, searched by bisection), then, on a real fetch at that width (reranked when a
-reranker is on), the cap and return-n that post-processing needs to keep it. The proposed settings are
+reranker is on), the cap and return-n that post-processing needs to keep it, and the highest score threshold
+that still keeps it (its own score, when the threshold of the search mode is above it). The proposed settings are
 checked with a real lookup (`verified`). Targets: the expected chunk; else the chunks holding the
 expected answer; else any chunk of the document. Among targets, the fix changing the fewest settings
 (then the smallest values) wins.
@@ -33,7 +35,7 @@ from ..records import Candidate, DropReason, SearchHit, StoredChunk
 from .identity import to_candidate
 from .ports import fuse
 from .postprocess import postprocess
-from .retriever import KnowledgeRetriever, LookupParams, LookupResult
+from .retriever import KnowledgeRetriever, LookupParams, LookupResult, with_threshold
 
 DEPTH = 1000  # channel ranks are exact down to here; = the largest rag.retrieve-k
 CHANNELS = ("dense", "bm25")
@@ -90,14 +92,16 @@ class Fix:
     """Settings that bring a target chunk into the evidence (only the ones that change)."""
 
     target: str  # the evidence key it brings in
-    changes: Mapping[str, int]  # retrieve_k / max_chunks_per_document / return_n -> new value
+    # retrieve_k / max_chunks_per_document / return_n -> new value (at least); score_threshold -> at most
+    changes: Mapping[str, float]
     verified: bool  # a real lookup with these settings keeps the target
 
     @property
     def text(self) -> str:
         names = {"retrieve_k": "retrieve-k", "max_chunks_per_document": "max-chunks-per-document",
-                 "return_n": "return-n"}
-        return " and ".join(f"{names[k]} ≥ {v}" for k, v in self.changes.items()) or "no change"
+                 "return_n": "return-n", "score_threshold": "score-threshold"}
+        return " and ".join(f"{names[k]} ≤ {_floor(v)}" if k == "score_threshold" else f"{names[k]} ≥ {v}"
+                            for k, v in self.changes.items()) or "no change"
 
     def to_dict(self) -> dict[str, Any]:
         return {"target": self.target, "changes": dict(self.changes), "text": self.text, "verified": self.verified}
@@ -114,9 +118,11 @@ class ChunkFate:
     fused_rank: int | None  # rank before rerank in the lookup; None: beyond retrieve-k
     rank: int | None  # rank post-processing walked (after rerank); None: beyond retrieve-k
     rerank_score: float | None
-    fate: str  # "kept" | "doc_cap" | "beyond_return_n" | "duplicate" | "beyond_retrieve_k" | "no_channel"
+    # "kept" | "doc_cap" | "beyond_return_n" | "duplicate" | "below_threshold" | "beyond_retrieve_k" | "no_channel"
+    fate: str
     drop: DropReason | None
     target: bool  # one of the chunks the question is about
+    score: float | None = None  # its (fused) score in the lookup; None: beyond retrieve-k
 
     def cause(self, params: LookupParams) -> str:
         if self.fate == "kept":
@@ -128,6 +134,12 @@ class ChunkFate:
             return f"beyond return-n: {params.return_n} blocks were accepted before it (rank #{self.rank})"
         if self.fate == "duplicate" and self.drop:
             return f"duplicate of {self.drop.key}"
+        if self.fate == "disabled":
+            return ("disabled: a person left it out of every lookup (`python -m rag_core chunks enable "
+                    f"{self.evidence_key}` brings it back)")
+        if self.fate == "below_threshold" and self.drop:
+            return (f"{self.drop.status} of {params.search.mode} search: a score-threshold of at most "
+                    f"{_floor(self.drop.score or 0.0)} keeps it")
         if self.fate == "no_channel":
             return f"no channel ranks it in the top {DEPTH:,}"
         ranks = ", ".join(f"{ch} {r.describe()}" for ch, r in self.channels.items()
@@ -140,7 +152,7 @@ class ChunkFate:
                 "end": self.end, "channels": {ch: r.to_dict() for ch, r in self.channels.items()},
                 "fused_rank": self.fused_rank, "rank": self.rank, "rerank_score": self.rerank_score,
                 "fate": self.fate, "drop": self.drop.to_dict() if self.drop else None, "cause": self.cause(params),
-                "target": self.target}
+                "target": self.target, "score": self.score}
 
 
 @dataclass(frozen=True)
@@ -230,13 +242,28 @@ class Explanation:
         return best.fate if best.fate != "duplicate" else "beyond_return_n"
 
     @property
+    def highest_threshold(self) -> float | None:
+        """The highest score threshold of the lookup's search mode that still lets a target chunk through (its
+        best score in the lookup); None when no target is among the candidates."""
+        scores = [c.score for c in self.targets if c.score is not None]
+        return max(scores) if scores else None
+
+    def _threshold_note(self) -> str:
+        highest, now = self.highest_threshold, self.params.score_threshold
+        if highest is None or not (now or any(c.fate == "below_threshold" for c in self.targets)):
+            return ""
+        return (f" The highest {self.params.search.mode} score-threshold that keeps it: {_floor(highest)} "
+                f"(now {now:g}).")
+
+    @property
     def verdict(self) -> str:
         what = self.expect.label
         if self.answer is not None and self.expect.chunk_index is None:
             what = f"the answer in {self.expect.doc_id}"
         if self.retrieved:
             kept = sorted((c for c in self.targets if c.fate == "kept"), key=lambda c: c.rank or 0)
-            return f"{what} is in the evidence: {', '.join(f'{c.evidence_key} (#{c.rank})' for c in kept)}."
+            return (f"{what} is in the evidence: {', '.join(f'{c.evidence_key} (#{c.rank})' for c in kept)}."
+                    + self._threshold_note())
         if not self.targets:
             return f"{what}: no chunk to look for ({self.answer.describe(self.expect.doc_id) if self.answer else ''})"
         best = min(self.targets, key=_closeness)
@@ -252,7 +279,7 @@ class Explanation:
             text += f" No setting brings it in: no channel ranks it in the top {DEPTH:,}{_dissimilar(best)}."
         else:
             text += f" No retrieve-k up to {DEPTH:,} brings it into the fused candidates."
-        return text
+        return text + self._threshold_note()
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (the CLI's --json, the HTTP API's /v1/explain)."""
@@ -260,6 +287,7 @@ class Explanation:
             "query": self.query, "expect": self.expect.label, "doc_id": self.expect.doc_id,
             "chunk_index": self.expect.chunk_index, "params": self.params.to_dict(), "depth": DEPTH,
             "retrieved": self.retrieved, "cause": self.cause, "verdict": self.verdict,
+            "highest_threshold": self.highest_threshold,
             "fix": self.fix.to_dict() if self.fix else None,
             "answer": self.answer.to_dict(self.expect.doc_id) if self.answer else None,
             "chunks": [c.to_dict(self.params) for c in self.chunks],
@@ -273,9 +301,16 @@ def _mode_channels(mode: str) -> tuple[str, ...]:
 
 
 def _closeness(c: ChunkFate) -> tuple[int, int]:
-    order = {"kept": 0, "beyond_return_n": 1, "doc_cap": 1, "duplicate": 1, "beyond_retrieve_k": 2, "no_channel": 3}
+    order = {"kept": 0, "beyond_return_n": 1, "doc_cap": 1, "duplicate": 1, "below_threshold": 1, "disabled": 1,
+             "beyond_retrieve_k": 2, "no_channel": 3}
     best_channel = min((r.rank for r in c.channels.values() if r.rank is not None), default=DEPTH + 1)
     return order[c.fate], c.rank or best_channel
+
+
+def _floor(score: float) -> str:
+    """A threshold that lets `score` through, rounded down to 4 decimals (rounding up would drop it)."""
+    text = f"{int(score * 10_000) / 10_000:.4f}".rstrip("0")
+    return text + "0" if text.endswith(".") else text
 
 
 def _dissimilar(c: ChunkFate) -> str:
@@ -385,27 +420,33 @@ def _located(rows: Sequence[tuple[int, str, int | None, int | None]], doc: str, 
 
 
 # ---------------------------------------------------------------------------------------- the fix
-def _needed(candidates: Sequence[Candidate], key: str, params: LookupParams) -> tuple[int, int] | None:
-    """(cap, return-n) post-processing needs to keep `key` from these ranked candidates; None if absent."""
+def _needed(candidates: Sequence[Candidate], key: str, params: LookupParams) -> tuple[int, int, float] | None:
+    """(cap, return-n, score threshold) post-processing needs to keep `key` from these ranked candidates; None
+    if absent. The threshold is the configured one, or the target's score when that is lower."""
     position = next((i for i, c in enumerate(candidates) if c.evidence_key == key), None)
     if position is None:
         return None
     target = candidates[position]
-    above = {c.evidence_key for c in candidates[:position] if c.doc_id == target.doc_id and c.doc_id is not None}
+    threshold = max(0.0, min(params.score_threshold, target.score)) if params.score_threshold else 0.0
+    kept = [c for c in candidates if not threshold or c.score >= threshold]
+    position = kept.index(target)
+    above = {c.evidence_key for c in kept[:position] if c.doc_id == target.doc_id and c.doc_id is not None}
     cap = max(params.max_chunks_per_document, len(above) + 1)
-    walked = postprocess(candidates, return_n=len(candidates), max_chunks_per_document=cap)
+    walked = postprocess(kept, return_n=len(kept), max_chunks_per_document=cap)
     accepted = [c.evidence_key for c in walked.evidence]
-    return cap, max(params.return_n, accepted.index(key) + 1)
+    return cap, max(params.return_n, accepted.index(key) + 1), threshold
 
 
-def _changes(params: LookupParams, k: int, cap: int, n: int) -> dict[str, int]:
-    changes = {}
+def _changes(params: LookupParams, k: int, cap: int, n: int, threshold: float | None = None) -> dict[str, float]:
+    changes: dict[str, float] = {}
     if k > params.retrieve_k:
         changes["retrieve_k"] = k
     if cap > params.max_chunks_per_document:
         changes["max_chunks_per_document"] = cap
     if n > params.return_n:
         changes["return_n"] = n
+    if threshold is not None and threshold < params.score_threshold:
+        changes["score_threshold"] = threshold
     return changes
 
 
@@ -444,15 +485,15 @@ class _Simulation:
 
 def _find_fix(retriever: KnowledgeRetriever, query: str, params: LookupParams, result: LookupResult,
               targets: set[str], sim: _Simulation) -> Fix | None:
-    options: list[tuple[tuple[int, int, int, int], str, int, int, int, LookupParams]] = []
+    options: list[tuple[tuple[int, int, int, int, float], str, int, int, int, float]] = []
 
     def consider(candidates: Sequence[Candidate], k: int) -> None:
         for key in targets:
             needed = _needed(candidates, key, params)
             if needed is not None:
-                cap, n = needed
-                changes = _changes(params, k, cap, n)
-                options.append(((len(changes), k, cap, n), key, k, cap, n, params))
+                cap, n, threshold = needed
+                changes = _changes(params, k, cap, n, threshold)
+                options.append(((len(changes), k, cap, n, -threshold), key, k, cap, n, threshold))
 
     consider(result.candidates, params.retrieve_k)
     if not options:
@@ -464,16 +505,18 @@ def _find_fix(retriever: KnowledgeRetriever, query: str, params: LookupParams, r
         consider(retriever.assemble(fetched, wider).candidates, k)
         if not options:  # the simulation and the port disagree (e.g. ties cut differently)
             return Fix(sorted(targets)[0], {"retrieve_k": k}, verified=False)
-    _, key, k, cap, n, _ = min(options)
-    proposed = replace(params, retrieve_k=max(k, params.retrieve_k), max_chunks_per_document=cap, return_n=n)
+    _, key, k, cap, n, threshold = min(options)
+    proposed = with_threshold(replace(params, retrieve_k=max(k, params.retrieve_k), max_chunks_per_document=cap,
+                                      return_n=n), threshold)
     verified = key in retriever.lookup(query, **_overrides(proposed)).evidence_keys
-    return Fix(key, _changes(params, k, cap, n), verified)
+    return Fix(key, _changes(params, k, cap, n, threshold), verified)
 
 
 def _overrides(params: LookupParams) -> dict[str, Any]:
     return {"retrieve_k": params.retrieve_k, "return_n": params.return_n,
             "max_chunks_per_document": params.max_chunks_per_document, "search": params.search,
-            "filters": params.filters, "rerank": params.rerank, "budgets": params.budgets}
+            "filters": params.filters, "rerank": params.rerank, "budgets": params.budgets,
+            "thresholds": params.thresholds, "scope": params.scope}
 
 
 # ---------------------------------------------------------------------------------------- entry point
@@ -560,17 +603,19 @@ def explain(retriever: KnowledgeRetriever, source: ChunkSource, query: str, expe
     for i, text, start, end in rows:
         channels = {ch: ranks[ch].get(key(i), ChannelRank(None, None, DEPTH, None)) for ch in CHANNELS}
         trace = first_trace.get(key(i))
+        own: float | None = None
         if trace is not None:
             fate, drop, fused, rank, score = trace.fate, trace.drop, trace.fused_rank, trace.rank, trace.rerank_score
+            own = trace.score
         else:
             seen = any(channels[ch].rank is not None for ch in mode_channels)
             fate, drop, fused, rank, score = ("beyond_retrieve_k" if seen else "no_channel"), None, None, None, None
-        fates.append(
-            ChunkFate(key(i), i, start, end, text, channels, fused, rank, score, fate, drop, key(i) in targets)
-        )
+        fates.append(ChunkFate(key(i), i, start, end, text, channels, fused, rank, score, fate, drop, key(i) in targets,
+                               own))
     fix = None
-    if targets and not any(f.fate == "kept" for f in fates if f.target):
-        fix = _find_fix(retriever, result.query, params, result, targets, _Simulation(ranked, params))
+    fixable = targets - {f.evidence_key for f in fates if f.fate == "disabled"}  # no setting brings those back
+    if fixable and not any(f.fate == "kept" for f in fates if f.target):
+        fix = _find_fix(retriever, result.query, params, result, fixable, _Simulation(ranked, params))
     return Explanation(result.query, expectation, params, tuple(fates), fix, located, result, tuple(notes))
 
 

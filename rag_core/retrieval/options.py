@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..config import Settings
+from .scope import parse_scope
 
 # option name -> the setting whose rules (choices, range, finite) check it
 SEARCH_OPTIONS = {"mode": "rag.search-mode", "fusion": "rag.fusion", "rrf_k": "rag.rrf-k",
@@ -25,6 +26,11 @@ def lookup_overrides(options: Mapping[str, Any], settings: Settings, *, no_reran
 
     given = {key: options[name] for name, key in {**SEARCH_OPTIONS, **WIDTH_OPTIONS}.items()
              if options.get(name) is not None}
+    mode = given.get("rag.search-mode") or settings["rag.search-mode"]
+    if options.get("score_threshold") is not None:  # the threshold of the mode this lookup searches in
+        given[f"rag.score-threshold.{mode}"] = options["score_threshold"]
     params = params_from_settings(settings.with_overrides(given, "search options"))
     return {**{name: options.get(name) for name in WIDTH_OPTIONS}, "search": params.search,
-            "rerank": replace(params.rerank, enabled=False) if no_rerank else None}
+            "rerank": replace(params.rerank, enabled=False) if no_rerank else None,
+            "score_threshold": params.score_threshold if options.get("score_threshold") is not None else None,
+            "scope": parse_scope(options.get("filter")) if options.get("filter") else None}

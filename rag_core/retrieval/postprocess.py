@@ -2,6 +2,9 @@
 
 Pure functions. Walking the ranking once, each candidate is, in this order of checks:
 
+0. `disabled` when a person disabled the chunk (store.edits): left out of every lookup.
+   `below threshold (0.31 < 0.40)` when a score threshold is set (`rag.score-threshold.<mode>`) and its score
+   is below it. It comes first: a hit too weak to be evidence takes no place in a cap or in return-n.
 1. `duplicate_of <key>` when an earlier candidate had the same evidence key (and nothing else makes two
    candidates duplicates). The earlier, higher-ranked content is kept; hit reasons and channels merge.
 2. `doc_cap (<doc_id> already has N)` when N = max-chunks-per-document blocks of its document were
@@ -15,7 +18,7 @@ the status strings above are rendered from it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 
 from ..records import Candidate, DropReason, HitTrace
@@ -43,8 +46,10 @@ def _trace(c: Candidate, drop: DropReason | None = None) -> HitTrace:
                     rerank_score=c.rerank_score)
 
 
-def postprocess(candidates: Sequence[Candidate], *, return_n: int, max_chunks_per_document: int) -> PostProcessed:
-    """Deduplicate by evidence key, cap per document, cut at return-n; trace every candidate."""
+def postprocess(candidates: Sequence[Candidate], *, return_n: int, max_chunks_per_document: int,
+                score_threshold: float | None = None, disabled: Collection[str] = ()) -> PostProcessed:
+    """Drop hits below `score_threshold` (None or 0: off), deduplicate by evidence key, cap per document, cut at
+    return-n; trace every candidate."""
     if return_n < 1 or max_chunks_per_document < 1:
         raise ValueError("return_n and max_chunks_per_document must be at least 1")
     first_seen: dict[str, int] = {}  # evidence key -> index in `accepted` (or -1 when it was dropped)
@@ -53,6 +58,13 @@ def postprocess(candidates: Sequence[Candidate], *, return_n: int, max_chunks_pe
     traces: list[HitTrace] = []
     for cand in sorted(candidates, key=lambda c: c.rank):
         key = cand.evidence_key
+        if key in disabled:
+            traces.append(_trace(cand, DropReason("disabled", key=key)))
+            continue
+        if score_threshold and cand.score < score_threshold:
+            traces.append(_trace(cand, DropReason("below_threshold", key=key, score=cand.score,
+                                                  threshold=score_threshold)))
+            continue
         if key in first_seen:
             if first_seen[key] >= 0:
                 accepted[first_seen[key]] = _merge(accepted[first_seen[key]], cand)

@@ -12,7 +12,7 @@ instantly (and never calls the reranker again).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -26,6 +26,7 @@ from .identity import to_candidate
 from .postprocess import PostProcessed, postprocess
 from .projection import Budgets, Projection, project
 from .rerank import RerankParams, rerank_hits
+from .scope import Scope, ScopeResolution, parse_scope, resolve
 
 # The longest query a lookup takes, from every caller (debugger, CLI, API, the agent's tool). Questions to the
 # agent may be twice as long (agent.loop.MAX_QUESTION_CHARS: a model reads them and writes its own, shorter
@@ -46,6 +47,19 @@ def fit_query(text: str, limit: int = MAX_QUERY_CHARS) -> str:
 
 
 @dataclass(frozen=True)
+class ScoreThresholds:
+    """The score below which a hit is dropped, per search mode (scores of different modes are not comparable);
+    0 = off."""
+
+    dense: float = 0.0
+    bm25: float = 0.0
+    hybrid: float = 0.0
+
+    def of(self, mode: str) -> float:
+        return float(getattr(self, mode))
+
+
+@dataclass(frozen=True)
 class LookupParams:
     retrieve_k: int = 20
     return_n: int = 5
@@ -54,6 +68,13 @@ class LookupParams:
     budgets: Budgets = field(default_factory=Budgets)
     filters: Mapping[str, Any] | None = None
     rerank: RerankParams = field(default_factory=RerankParams)
+    thresholds: ScoreThresholds = field(default_factory=ScoreThresholds)
+    scope: Scope = field(default_factory=Scope)  # document metadata filters (retrieval.scope)
+
+    @property
+    def score_threshold(self) -> float:
+        """The threshold of this lookup's search mode (0 = off)."""
+        return self.thresholds.of(self.search.mode)
 
     def validate(self) -> None:
         for name in ("retrieve_k", "return_n", "max_chunks_per_document"):
@@ -64,13 +85,17 @@ class LookupParams:
             raise RetrievalError(f"return-n ({self.return_n}) cannot be larger than retrieve-k ({self.retrieve_k}): "
                                  "post-processing can only drop candidates, never add them.")
         self.rerank.validate()
+        threshold = self.score_threshold
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold < float("inf"):
+            raise RetrievalError(f"score-threshold must be a number of at least 0 (0 = off), got {threshold!r}.")
 
     def to_dict(self) -> dict[str, Any]:
         return {"retrieve_k": self.retrieve_k, "return_n": self.return_n,
                 "max_chunks_per_document": self.max_chunks_per_document, "search_mode": self.search.mode,
                 "fusion": self.search.fusion, "rrf_k": self.search.rrf_k, "dense_weight": self.search.dense_weight,
                 "bm25_weight": self.search.bm25_weight, "projection": asdict(self.budgets),
-                "filters": dict(self.filters) if self.filters else None, "rerank": asdict(self.rerank)}
+                "filters": dict(self.filters) if self.filters else None, "rerank": asdict(self.rerank),
+                "score_threshold": self.score_threshold or None, "filter": self.scope.to_dict() or None}
 
 
 def params_from_settings(settings: Settings) -> LookupParams:
@@ -94,7 +119,15 @@ def params_from_settings(settings: Settings) -> LookupParams:
                         max_chars_per_item=settings["projection.max-chars-per-item"],
                         max_total_chars=settings["projection.max-total-chars"]),
         rerank=RerankParams(candidates=settings["rerank.candidates"], on_error=settings["rerank.on-error"]),
+        thresholds=ScoreThresholds(**{mode: settings[f"rag.score-threshold.{mode}"]
+                                      for mode in ("dense", "bm25", "hybrid")}),
+        scope=parse_scope(settings["rag.default-filter"].split()),
     )
+
+
+def with_threshold(params: LookupParams, threshold: float) -> LookupParams:
+    """`params` with the score threshold of its search mode set to `threshold`."""
+    return replace(params, thresholds=replace(params.thresholds, **{params.search.mode: threshold}))
 
 
 @dataclass(frozen=True)
@@ -110,6 +143,7 @@ class Fetched:
     timings: Mapping[str, float]
     rerank_params: RerankParams = field(default_factory=RerankParams)
     rerank: RerankOutcome | None = None
+    scope: ScopeResolution | None = None  # what the metadata filter selected (None: no filter)
 
     def ordered(self) -> list[tuple[SearchHit, int, float | None]]:
         """(hit, fused rank, rerank score) in the order post-processing walks."""
@@ -127,10 +161,24 @@ class LookupResult:
     projection: Projection
     timings: Mapping[str, float]
     rerank: RerankOutcome | None = None
+    scope: ScopeResolution | None = None
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        """What the person should know about how this result was made (e.g. the reranker failed)."""
+        """What the person should know about how this result was made (e.g. the reranker failed, the score
+        threshold dropped every hit)."""
+        notes = (self.scope.warning,) if self.scope is not None and self.scope.warning else ()
+        return notes + self._threshold_warnings() + self._rerank_warnings()
+
+    def _threshold_warnings(self) -> tuple[str, ...]:
+        below = [t for t in self.traces if t.fate == "below_threshold"]
+        if self.evidence or not below:
+            return ()
+        mode, best = self.params.search.mode, max(t.score for t in below)
+        return (f"Every hit scored below the {mode} score threshold {self.params.score_threshold:g} (the best "
+                f"{best:.4f}); lower rag.score-threshold.{mode} (--score-threshold) to see them.",)
+
+    def _rerank_warnings(self) -> tuple[str, ...]:
         if self.rerank is not None and self.rerank.skipped:
             return (f"Reranking with {self.rerank.reranker} was {self.rerank.error}. The evidence is in the fused "
                     "order.",)
@@ -167,6 +215,7 @@ class LookupResult:
                 "title": c.metadata.get("title", ""), "heading_path": c.metadata.get("headingPath", ""),
                 "location": c.metadata.get("location", ""),
                 "cited_as": cited_as(c.source, str(c.metadata.get("location") or "")), "content": c.content,
+                "edited": bool(c.metadata.get("edited")),
             })
         evidence = [{
             "evidence_key": c.evidence_key, "doc_id": c.doc_id, "chunk_index": c.chunk_index, "source": c.source,
@@ -174,6 +223,7 @@ class LookupResult:
             "content": c.content, "hit_reasons": list(c.hit_reasons),
             "heading_path": c.metadata.get("headingPath", ""), "location": c.metadata.get("location", ""),
             "cited_as": cited_as(c.source, str(c.metadata.get("location") or "")),
+            "edited": bool(c.metadata.get("edited")),
         } for c in self.evidence]
         return {
             "query": self.query,
@@ -190,6 +240,7 @@ class LookupResult:
                 "applied": self.rerank.applied, "notes": list(self.rerank.notes), "error": self.rerank.error,
                 "skipped": self.rerank.skipped},
             "warnings": list(self.warnings),
+            "scope": self.scope.to_dict() if self.scope is not None else None,
         }
 
 
@@ -205,8 +256,12 @@ class KnowledgeRetriever:
         return KnowledgeRetriever(self.port, self.defaults, reranker)
 
     def params(self, **overrides: Any) -> LookupParams:
-        """Defaults with the given fields replaced (None values are ignored), validated."""
+        """Defaults with the given fields replaced (None values are ignored), validated. `score_threshold`:
+        the threshold of the lookup's search mode."""
+        threshold = overrides.pop("score_threshold", None)
         params = replace(self.defaults, **{k: v for k, v in overrides.items() if v is not None})
+        if threshold is not None:
+            params = with_threshold(params, threshold)
         params.validate()
         return params
 
@@ -218,7 +273,8 @@ class KnowledgeRetriever:
             raise RetrievalError(f"The query has {len(query)} characters; the limit is {MAX_QUERY_CHARS}.")
         params.validate()
         started = time.perf_counter()
-        found = self.port.configured(params.search).search(query, params.retrieve_k, params.filters)
+        scope, filters = self.scoped(params)
+        found = self.port.configured(params.search).search(query, params.retrieve_k, filters)
         hits = found.hits[: params.retrieve_k]
         timings = {**found.timings, "search": (time.perf_counter() - started) * 1000}
         outcome = None
@@ -227,20 +283,48 @@ class KnowledgeRetriever:
             with tracing.span("rerank", RERANKER, {STAGE: "rerank"}):
                 outcome = rerank_hits(self.reranker, query, hits, params.rerank)
             timings["rerank"] = (time.perf_counter() - started) * 1000
-        return Fetched(query, params.retrieve_k, params.search, params.filters, hits, timings, params.rerank, outcome)
+        return Fetched(query, params.retrieve_k, params.search, params.filters, hits, timings, params.rerank, outcome,
+                       scope)
+
+    def disabled(self, candidates: Sequence[Candidate]) -> set[str]:
+        """The disabled stage's input: the evidence keys among `candidates` a person disabled (store.edits), read at
+        every assembly so a disable shows at once, even on cached hits. An edit made on other text (the document
+        changed under it) does not apply."""
+        edits = getattr(getattr(self.port, "store", None), "edits", None)
+        off = edits.disabled() if edits is not None else {}
+        return {c.evidence_key for c in candidates
+                if c.evidence_key in off and off[c.evidence_key] in ("", c.metadata.get("chunkHash"))}
+
+    def scoped(self, params: LookupParams) -> tuple[ScopeResolution | None, Mapping[str, Any] | None]:
+        """The scope stage: the documents the metadata filter selects, as the store's `doc_id` filter (combined
+        with a `doc_id` filter already given); (None, the filters) without a metadata filter."""
+        if not params.scope:
+            return None, params.filters
+        store = getattr(self.port, "store", None)
+        if store is None or getattr(store, "labels", None) is None:
+            raise RetrievalError("Metadata filters need one knowledge base (this search spans several).")
+        scope = resolve(params.scope, store.list_documents(), store.labels.all())
+        ids: list[str] = list(scope.doc_ids)
+        given = (params.filters or {}).get("doc_id")
+        if given is not None:
+            allowed = {given} if isinstance(given, str) else set(given)
+            ids = [d for d in ids if d in allowed]
+        return scope, {**(params.filters or {}), "doc_id": ids}
 
     def assemble(self, fetched: Fetched, params: LookupParams) -> LookupResult:
         """Identity, post-processing and projection for already fetched hits."""
         params.validate()
-        if ((params.retrieve_k, params.search, params.filters, params.rerank)
-                != (fetched.retrieve_k, fetched.search, fetched.filters, fetched.rerank_params)):
+        if ((params.retrieve_k, params.search, params.filters, params.rerank, params.scope)
+                != (fetched.retrieve_k, fetched.search, fetched.filters, fetched.rerank_params,
+                    fetched.scope.scope if fetched.scope else Scope())):
             raise RetrievalError("These hits were fetched with other search settings; fetch again.")
         started = time.perf_counter()
         candidates = tuple(replace(to_candidate(hit, rank), fused_rank=fused_rank, rerank_score=score)
                            for rank, (hit, fused_rank, score) in enumerate(fetched.ordered(), start=1))
         with tracing.stage("postprocess"):
             post = postprocess(candidates, return_n=params.return_n,
-                               max_chunks_per_document=params.max_chunks_per_document)
+                               max_chunks_per_document=params.max_chunks_per_document,
+                               score_threshold=params.score_threshold, disabled=self.disabled(candidates))
         after_post = time.perf_counter()
         with tracing.stage("projection"):
             projection = project(post.evidence, params.budgets)
@@ -249,7 +333,8 @@ class KnowledgeRetriever:
                    "projection": (done - after_post) * 1000}
         timings["total"] = (timings["search"] + timings.get("rerank", 0.0) + timings["postprocess"]
                             + timings["projection"])
-        return LookupResult(fetched.query, params, candidates, post, projection, timings, fetched.rerank)
+        return LookupResult(fetched.query, params, candidates, post, projection, timings, fetched.rerank,
+                            fetched.scope)
 
     def lookup(self, query: str, **overrides: Any) -> LookupResult:
         from .spans import traced_lookup

@@ -184,3 +184,21 @@ class KnowledgeBaseChange(Inbound):
     model_config = ConfigDict(extra="forbid")
 
     settings: dict[str, Any] = Field(description="The chunking or search settings to change (not the embedder).")
+
+
+class TagsBody(Inbound):
+    """Tags to set on a document: key -> values (an empty list removes the key)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tags: dict[str, list[str]] = Field(description="key -> values; [] removes the key.")
+    replace: bool = Field(False, description="These are all the document's tags (the others are dropped).")
+
+
+class ChunkChange(Inbound):
+    model_config = ConfigDict(extra="forbid")
+
+    disabled: bool | None = Field(None, description="true: leave the chunk out of every lookup; false: bring it back.")
+    text: str | None = Field(None, max_length=65_000, description="The chunk's new text (re-embedded; same key).")
+    keywords: list[str] | None = Field(None, description="Keywords for BM25 and the embedding ([] removes them).")
+    questions: list[str] | None = Field(None, description="Example questions, as keywords ([] removes them).")

@@ -17,13 +17,13 @@ from starlette.responses import JSONResponse
 
 from .. import loaders, tracing
 from ..bootstrap import Workbench
-from ..errors import LoaderError, RagError
+from ..errors import LoaderError, NotIndexed, RagError, StoreError
 from ..retrieval.identity import evidence_key
 from ..retrieval.options import lookup_overrides
 from ..store import is_lite
 from .deps import ServiceDep, query_kb
 from .errors import ApiError, refusal_status
-from .models import ChunkOut, ChunksAnswer, DeletedAnswer, IngestAnswer
+from .models import ChunkChange, ChunkOut, ChunksAnswer, DeletedAnswer, IngestAnswer, TagsBody
 from .uploads import upload_name
 
 router = APIRouter(prefix="/v1", tags=["native"])
@@ -52,11 +52,17 @@ async def lookup_options(  # async: pure parsing, no hop to a worker thread
         rrf_k: Annotated[int | None, Query(ge=1)] = None,
         dense_weight: Annotated[float | None, Query(ge=0, le=1)] = None,
         bm25_weight: Annotated[float | None, Query(ge=0, le=1)] = None,
+        score_threshold: Annotated[float | None, Query(ge=0, description="Drop hits scoring below this in the "
+                                                       "lookup's search mode (0 = off).")] = None,
         no_rerank: Annotated[bool, Query(description="Skip the configured reranker for this lookup.")] = False,
+        filter: Annotated[list[str] | None, Query(description="Only documents whose metadata match, key=value "
+                                                  "(repeatable; one key's values OR, keys AND; folder=a/ matches a "
+                                                  "folder and below).")] = None,
         doc_id: Annotated[list[str] | None, Query(description="Only these documents (repeatable).")] = None,
 ) -> LookupOptions:
     given = {"retrieve_k": retrieve_k, "return_n": return_n, "max_chunks_per_document": max_chunks_per_document,
-             "mode": mode, "fusion": fusion, "rrf_k": rrf_k, "dense_weight": dense_weight, "bm25_weight": bm25_weight}
+             "mode": mode, "fusion": fusion, "rrf_k": rrf_k, "dense_weight": dense_weight, "bm25_weight": bm25_weight,
+             "score_threshold": score_threshold, "filter": filter}
     return LookupOptions(given, no_rerank, doc_id)
 
 
@@ -144,6 +150,48 @@ def kb_routes(router: APIRouter, prefix: str, chosen: Callable[..., Workbench | 
                            start=c.metadata.get("start"), end=c.metadata.get("end"), content=c.content)
                   for c in rows]
         return ChunksAnswer(doc_id=doc_id, version=rows[0].version, chunks=chunks)
+
+    @router.get(f"{prefix}/metadata", summary=f"Every document's metadata in {where}, and the filter keys")
+    def list_metadata(wb: Workbench = chosen_kb) -> dict[str, Any]:
+        """What `filter=key=value` can select: `keys` (built-in: folder, type, ingested; then front-matter and tag
+        keys) and each document's values."""
+        from ..kb.tags import filter_keys, metadata
+
+        return {"keys": list(filter_keys(wb.store)), "documents": metadata(wb.store)}
+
+    @router.post(f"{prefix}/documents/{{doc_id:path}}/tags", summary=f"Set a document's tags in {where}")
+    def set_tags(doc_id: str, body: TagsBody, wb: Workbench = chosen_kb) -> dict[str, Any]:
+        """`{"tags": {"team": ["sre"], "owner": []}}` adds team=sre and removes owner; `"replace": true` makes
+        them all its tags. Answers the document's metadata (as `tag DOC --json`)."""
+        from ..kb.tags import metadata, tag
+
+        doc_id = _doc_id(wb, doc_id)
+        try:
+            tag(wb.store, doc_id, {k: list(v) for k, v in body.tags.items()}, replace=body.replace)
+        except NotIndexed as exc:
+            raise ApiError(404, "not_found", str(exc)) from None
+        except StoreError as exc:
+            raise ApiError(400, "bad_request", str(exc)) from None
+        return {"doc_id": doc_id, "metadata": metadata(wb.store)[doc_id]}
+
+    @router.patch(f"{prefix}/documents/{{doc_id:path}}/chunks/{{chunk_index}}",
+                  summary=f"Disable or enable a chunk of a document in {where}")
+    def change_chunk(doc_id: str, chunk_index: int, body: ChunkChange, wb: Workbench = chosen_kb) -> dict[str, Any]:
+        """`{"disabled": true}` leaves the chunk out of every lookup (a drop with reason `disabled`); false brings
+        it back. `text`, `keywords`, `questions` edit it (only it is re-embedded; its evidence key stays; hits mark
+        it `edited`). Answers its record with its history (who: "api")."""
+        from ..kb.chunk_edits import edit_chunk, set_disabled
+
+        key = f"{_doc_id(wb, doc_id)}#chunk-{chunk_index}"
+        record: dict[str, Any] = {}
+        if body.text is not None or body.keywords is not None or body.questions is not None:
+            record = edit_chunk(wb.store, wb.embedder, key, text=body.text, keywords=body.keywords,
+                                questions=body.questions, who="api")
+        if body.disabled is not None:
+            record = set_disabled(wb.store, key, body.disabled, who="api")
+        if not record:
+            raise ApiError(400, "bad_request", "Nothing to change: give disabled, text, keywords or questions.")
+        return record
 
     @router.delete(f"{prefix}/documents/{{doc_id:path}}", response_model=DeletedAnswer,
                    summary=f"Remove a document from {where}")

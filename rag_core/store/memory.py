@@ -25,6 +25,8 @@ import numpy as np
 from ..errors import StoreError
 from ..ports import STORE_FILTER_FIELDS, StoreFilters
 from ..records import Document, IndexedVersion, NewVersion, SearchHit, StoredChunk, StoredDocument, WriteResult
+from .edits import ChunkEdits
+from .labels import DocumentLabels
 from .milvus import filters as store_filters
 from .milvus.rows import check_new_versions, search_hit, stored_chunk, utc_now
 
@@ -54,6 +56,8 @@ class InMemoryChunkStore:
 
     def __init__(self, name: str = "memory") -> None:
         self.collection = name
+        self.labels = DocumentLabels()  # front matter and tags (store.labels), in memory here
+        self.edits = ChunkEdits()  # disabled chunks (store.edits)
         self.embedder_name = ""
         self.dim = 0
         self._versions: dict[str, _Version] = {}

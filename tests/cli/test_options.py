@@ -197,3 +197,9 @@ def test_chunk_refuses_a_document_over_the_text_limit(tmp_path: Path, capsys) ->
     code, _, err = run(capsys, "--set", "loader.max-text-chars=1000", "chunk", str(big))
     assert code == 2 and "2,000 characters of text, over the 1,000-character limit" in err
     assert "loader.max-text-chars" in err
+
+
+def test_eval_filter_is_checked_before_anything_runs(tmp_path, capsys) -> None:
+    code, _, err = run(capsys, "--data-dir", str(tmp_path), "eval", "sample", "--filter", "folder", "--no-save")
+    assert code != 0 and "Filter 'folder' is not key=value" in err
+    assert not (tmp_path / "milvus.db").exists()

@@ -43,6 +43,27 @@ def test_search_json_carries_rerank_fields_and_structured_drops(data, capsys):
     assert {d["reason"] for d in result["dropped"]} == {h["status"] for h in result["raw_hits"] if h["drop"]}
 
 
+def test_a_score_threshold_per_search_mode_from_the_option_and_the_setting(data, capsys):
+    code, out, _ = run(capsys, data, "search", "disk space cleanup", "--mode", "dense", "--json")
+    scores = [h["score"] for h in json.loads(out)["raw_hits"]]
+    threshold = round((scores[1] + scores[2]) / 2, 6)
+    code, out, err = run(capsys, data, "search", "disk space cleanup", "--mode", "dense", "--score-threshold",
+                         str(threshold), "--json")
+    result = json.loads(out)
+    assert code == 0 and result["params"]["score_threshold"] == threshold and len(result["evidence"]) == 2
+    below = [h for h in result["raw_hits"] if h["fate"] == "below_threshold"]
+    assert len(below) == len(scores) - 2 and below[0]["status"].startswith("below threshold (")
+    # the setting of one mode does not touch another mode's scores
+    code, out, _ = run(capsys, data, "--set", "rag.score-threshold.dense=0.99", "search", "disk space cleanup",
+                       "--mode", "bm25", "--json")
+    assert json.loads(out)["params"]["score_threshold"] is None and json.loads(out)["evidence"]
+    code, out, err = run(capsys, data, "--set", "rag.score-threshold.dense=0.99", "search", "disk space cleanup",
+                         "--mode", "dense")
+    assert code == 0 and "warning: Every hit scored below the dense score threshold 0.99" in err
+    code, _, err = run(capsys, data, "search", "x", "--score-threshold", "-1")
+    assert code != 0 and "rag.score-threshold.hybrid = -1.0 (from search options) must be at least 0" in err
+
+
 def test_explain_prints_the_verdict_and_every_chunk(data, capsys):
     code, out, _ = run(capsys, data, "explain", "How do I free disk space?", "--expect", "kb/oncall_zh.md",
                        "--retrieve-k", "5", "--return-n", "3")
@@ -75,3 +96,18 @@ def test_explain_json_and_an_answer_without_a_document(data, capsys):
 def test_explain_bad_input_is_one_clear_line(data, capsys, argv, message):
     code, out, err = run(capsys, data, *argv)
     assert code == 2 and out == "" and err.startswith(message) and err.count("\n") == 1
+
+
+def test_tag_and_search_with_filters(data, capsys):
+    code, out, _ = run(capsys, data, "tag", "kb/disk_full.md", "team=sre", "team=dba", "--json")
+    assert code == 0 and json.loads(out)["metadata"]["team"] == ["sre", "dba"]
+    assert json.loads(out)["metadata"]["folder"] == ["kb"]
+    code, out, _ = run(capsys, data, "search", "disk space cleanup", "--filter", "team=sre", "--filter",
+                       "folder=kb/", "--json")
+    result = json.loads(out)
+    assert code == 0 and {h["doc_id"] for h in result["raw_hits"]} == {"kb/disk_full.md"}
+    assert result["scope"]["matched"] == 1 and result["scope"]["removed"] == 2
+    code, _, err = run(capsys, data, "search", "disk", "--filter", "owner=x")
+    assert code != 0 and "Unknown filter key 'owner'. Known keys: folder, type, ingested, team." in err
+    code, _, err = run(capsys, data, "tag", "kb/disk_full.md", "folder=x")
+    assert code != 0 and "is built in" in err

@@ -125,6 +125,37 @@ def test_the_reranker_is_part_of_the_story(port):
     assert e.targets[0].fused_rank == 6 and e.targets[0].rank == 6 and e.targets[0].rerank_score == 0.0
 
 
+def test_a_chunk_below_the_score_threshold_names_the_highest_threshold_that_keeps_it(port):
+    scores = {t.evidence_key: t.score for t in KnowledgeRetriever(port).lookup("alpha", **PARAMS).traces}
+    other = scores["other.md#chunk-0"]
+    threshold = (other + scores["many.md#chunk-1"]) / 2  # between many#1 and other#0
+    e = why(port, "other.md", score_threshold=threshold)
+    (target,) = e.targets
+    assert target.fate == "below_threshold" and e.cause == "below_threshold" and not e.retrieved
+    assert target.drop.score == other and target.drop.threshold == threshold
+    assert e.highest_threshold == other
+    assert e.fix.changes == {"score_threshold": other} and e.fix.verified
+    assert f"below threshold ({other:.2f} < {threshold:.2f})" in e.verdict
+    assert "score-threshold ≤" in e.verdict and "The highest bm25 score-threshold that keeps it" in e.verdict
+    # kept, with a threshold on: the verdict still says how high it may go
+    e = why(port, "many.md#chunk-0", score_threshold=threshold)
+    assert e.retrieved and e.highest_threshold == scores["many.md#chunk-0"] and "(now " in e.verdict
+
+
+def test_the_threshold_is_per_search_mode(port):
+    retriever = KnowledgeRetriever(port)
+    params = retriever.params(search=BM25, score_threshold=1e9)
+    assert params.score_threshold == 1e9 and params.thresholds.hybrid == 0.0
+    result = retriever.lookup("alpha", **{**PARAMS, "score_threshold": 1e9})
+    assert not result.evidence and {t.fate for t in result.traces} == {"below_threshold"}
+    assert "Every hit scored below the bm25 score threshold" in result.warnings[0]
+    hybrid = retriever.lookup("alpha", **{**PARAMS, "search": SearchOptions(mode="hybrid"),
+                                          "thresholds": params.thresholds})
+    assert hybrid.evidence  # the bm25 threshold does not apply to hybrid scores
+    with pytest.raises(RagError, match="score-threshold must be a number of at least 0"):
+        retriever.params(score_threshold=-1.0)
+
+
 @pytest.mark.parametrize(("expect", "message"), [
     ("missing.md", "No document 'missing.md' in the knowledge base"),
     ("many.md#chunk-7", "many.md has chunks 0 to 2; there is no chunk-7"),

@@ -61,6 +61,20 @@ def test_drop_reasons_are_structured_and_render_the_status_strings() -> None:
                                             "by": ["A#chunk-0", "A#chunk-1"]}
 
 
+def test_hits_below_the_score_threshold_are_dropped_first_and_say_by_how_much() -> None:
+    """Scores 1, 1/2, 1/3, 1/4: a threshold of 0.3 drops the last, which then takes no place in return-n."""
+    ranked = [cand(1, "A", 0), cand(2, "B", 0), cand(3, "C", 0), cand(4, "D", 0)]
+    out = postprocess(ranked, return_n=3, max_chunks_per_document=2, score_threshold=0.3)
+    assert [t.status for t in out.traces] == ["kept", "kept", "kept", "below threshold (0.25 < 0.30)"]
+    assert out.traces[3].drop == DropReason("below_threshold", key="D#chunk-0", score=0.25, threshold=0.3)
+    assert out.traces[3].fate == "below_threshold"
+    # rounding never makes the score read as large as the threshold
+    close = postprocess([cand(4, "D", 0)], return_n=1, max_chunks_per_document=1, score_threshold=0.2501)
+    assert close.traces[0].status == "below threshold (0.2500 < 0.2501)"
+    # off (0) drops nothing
+    assert not postprocess(ranked, return_n=4, max_chunks_per_document=2, score_threshold=0.0).dropped
+
+
 def test_duplicate_of_a_dropped_block_is_still_a_duplicate() -> None:
     out = postprocess([cand(1, "A", 0), cand(2, "A", 1), cand(3, "B", 0), cand(4, "A", 1)],
                       return_n=5, max_chunks_per_document=1)

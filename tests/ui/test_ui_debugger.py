@@ -101,6 +101,77 @@ def test_fusion_controls_reach_the_search(kb, searches):
     assert not at.exception and searches == {"dense": 4, "bm25": 4}
 
 
+def test_a_score_threshold_from_the_url_drops_hits_with_the_reason_and_no_new_search(kb, searches):
+    at = app_at(PAGE, q=QUERY, mode="dense")
+    hits, _ = frames(at)
+    threshold = round(float(hits["score"].iloc[2]) + 1e-4, 4)  # between the 2nd and the 3rd hit
+    at.number_input(key="score_threshold").set_value(threshold).run()
+    assert not at.exception and searches == {"dense": 1, "bm25": 0}  # post-processing only
+    hits, evidence = frames(at)
+    assert len(evidence) == 2
+    below = hits[hits["fate"] == "below_threshold"]
+    assert len(below) == len(hits) - 2 and all(s.startswith("below threshold (") for s in below["status"])
+    assert metrics(at)["Below threshold"] == str(len(below))
+    # the URL carries it like every control
+    again = app_at(PAGE, q=QUERY, mode="dense", score_threshold=str(threshold))
+    assert again.number_input(key="score_threshold").value == threshold
+    assert list(frames(again)[0]["fate"]) == list(hits["fate"])
+
+
+def test_a_metadata_filter_from_the_url_scopes_the_search_and_counts_what_it_removed(kb):
+    from rag_core.kb.tags import tag
+
+    tag(kb.store, "cpu_high.md", ["team=sre"])
+    try:
+        at = app_at(PAGE, q=QUERY, filter="team=sre type=md")
+        assert not at.exception
+        hits, _ = frames(at)
+        assert set(hits["evidenceKey"].str.split("#").str[0]) == {"cpu_high.md"}
+        assert "The filter kept 1 of 3 documents: it removed 2 documents" in texts(at, "caption")
+        at = app_at(PAGE, q=QUERY, filter="folder=nowhere/")
+        assert "matches no document (of 3): nothing was searched" in texts(at, "warning")
+        at = app_at(PAGE, q=QUERY, filter="owner=x")
+        assert "Unknown filter key 'owner'. Known keys: folder, type, ingested, team." in texts(at, "error")
+    finally:
+        tag(kb.store, "cpu_high.md", ["team="])
+
+
+def test_a_chunk_disabled_from_the_debugger_is_a_drop_with_reason_disabled(kb):
+    at = app_at(PAGE, q=QUERY)
+    hits, _ = frames(at)
+    first = hits["evidenceKey"].iloc[0]
+    at.selectbox(key="dbg.edit_key").set_value(first).run()
+    at.button(key="dbg.edit_toggle").click().run()
+    try:
+        assert not at.exception
+        hits, evidence = frames(at)
+        assert hits.loc[hits["evidenceKey"] == first, "status"].iloc[0] == "disabled"
+        assert first not in set(evidence["evidenceKey"]) and metrics(at)["Disabled"] == "1"
+        at.selectbox(key="dbg.edit_key").set_value(first).run()
+        at.button(key="dbg.edit_toggle").click().run()  # now "Enable"
+        assert frames(at)[0].loc[lambda f: f["evidenceKey"] == first, "status"].iloc[0] == "kept"
+    finally:
+        kb.store.edits.drop()
+
+
+def test_a_chunk_edited_from_the_debugger_gets_its_new_rank(kb):
+    from rag_core.kb.chunk_edits import revert
+
+    at = app_at(PAGE, q=QUERY)
+    key = frames(at)[0]["evidenceKey"].iloc[-1]  # the lowest-ranked hit
+    at.selectbox(key="dbg.edit_key").set_value(key).run()
+    at.text_input(key=f"dbg.edit_keywords.{key}").set_value("quuxwidget").run()
+    at.button(key="dbg.edit_save").click().run()
+    try:
+        assert not at.exception
+        at.text_input(key="q").set_value("quuxwidget").run()
+        at.segmented_control(key="mode").set_value("bm25").run()
+        hits, evidence = frames(at)
+        assert hits["evidenceKey"].iloc[0] == key and list(hits["evidenceKey"]).count(key) == 1
+    finally:
+        revert(kb.store, kb.embedder, key)
+
+
 def test_return_n_larger_than_retrieve_k_is_clamped_with_a_warning(kb):
     at = app_at(PAGE, q=QUERY, retrieve_k="3", return_n="8")
     assert "using return-n = 3" in texts(at, "warning")

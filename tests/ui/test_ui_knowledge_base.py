@@ -105,3 +105,17 @@ def test_an_uploaded_workbook_reports_how_it_was_read(fresh_kb):
     at.button(key="kb.ingest").click().run()
     assert not at.exception and "1 added" in texts(at, "success")
     assert list(report_table(at)["notes"]) == ["Q&A sheet: FAQ (问题 / 答案)"]
+
+
+def test_tags_are_set_on_the_page_and_shown_with_the_metadata(kb):
+    at = app_at(PAGE)
+    at.selectbox(key="kb.tag_doc").set_value("disk_full.md").run()
+    assert "`folder=`" in texts(at) and "`type=md`" in texts(at)
+    at.text_input(key="kb.tag_text").set_value("team=sre bad").run()
+    at.button(key="kb.tag_set").click().run()
+    assert "is not key=value" in texts(at, "error")
+    at.text_input(key="kb.tag_text").set_value("team=sre").run()
+    at.button(key="kb.tag_set").click().run()
+    assert not at.exception and "disk_full.md: tags team=sre" in texts(at, "success")
+    assert kb.store.labels.tags("disk_full.md") == {"team": ["sre"]}
+    kb.store.labels.set_tags("disk_full.md", {}, replace=True)

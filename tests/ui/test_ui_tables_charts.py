@@ -63,6 +63,17 @@ def test_score_figure_has_one_trace_per_fate_with_all_hits():
     assert {t.marker.color for t in fig.data} <= set(FATE_COLORS.values())
 
 
+def test_the_score_threshold_is_a_line_on_the_score_chart_and_its_drops_a_fate():
+    retriever = KnowledgeRetriever(ScriptedPort(HITS))
+    data = retriever.lookup("q", retrieve_k=7, return_n=3, search=SearchOptions(mode="dense"),
+                            score_threshold=0.55).to_dict()
+    fig = score_by_rank_figure(data)
+    assert {t.name: list(t.x) for t in fig.data}["below threshold"] == [6, 7]
+    assert fig.layout.shapes[0].y0 == 0.55 and "threshold 0.55" in fig.layout.annotations[0].text
+    assert describe_drop(data["raw_hits"][5]["drop"]) == "below threshold (0.50 < 0.55)"
+    assert "shapes" not in score_by_rank_figure(lookup()).layout.to_plotly_json()  # no threshold, no line
+
+
 def test_histogram_counts_every_chunk_and_marks_max_size():
     chunks = chunk_text("Sentence. " * 300, 120, 20)
     fig = chunk_length_histogram(chunks, 120)

@@ -34,6 +34,8 @@ import numpy as np
 from ...errors import StoreError
 from ...ports import StoreFilters
 from ...records import Chunk, Document, IndexedVersion, NewVersion, SearchHit, StoredChunk, StoredDocument, WriteResult
+from ..edits import ChunkEdits
+from ..labels import DocumentLabels
 from ..lite import connection
 from ..lite.connection import is_lite
 from ..originals.files import OriginalFiles
@@ -73,6 +75,9 @@ class MilvusStore:
         self.lite = lite or connection.LiteOptions(collection=collection)
         self.collection = check_collection_name(collection)
         self.originals = OriginalFiles(originals) if originals is not None else None
+        # front matter and tags (store.labels), beside the kept originals
+        self.labels = DocumentLabels(originals.parent / f"{collection}.labels.json" if originals is not None else None)
+        self.edits = ChunkEdits(originals.parent / f"{collection}.edits.json" if originals is not None else None)
         self.legacy_originals = legacy_originals
         self._token = token
         self._timeout = timeout
@@ -184,18 +189,30 @@ class MilvusStore:
         parts.searcher.has_rows = True
         return results
 
+    def rewrite_chunk(self, row_id: str, content: str, vector: np.ndarray, metadata: dict[str, Any]) -> None:
+        """A chunk edited in place (store.edits records why): see writes.rewrite_chunk."""
+        from .writes import rewrite_chunk
+
+        rewrite_chunk(self.client, self.collection, row_id, content, vector, metadata)
+
     def delete_document(self, doc_id: str) -> bool:
         """Remove a document and all its chunks. Returns False when it was not indexed."""
         parts = self._connected()
         if not parts.writer.delete_document(doc_id):
             return False
+        self.labels.forget([doc_id])
+        self.edits.forget([doc_id])
         parts.searcher.has_rows = False  # maybe the last one: check again before the next BM25 search
         return True
 
     def drop(self, spare: Collection[str] = (), *, originals: bool = True) -> list[str]:
         """Drop the collections and the kept originals, sparing what another knowledge base shares (see
         Writer.drop). Returns the collections kept."""
-        return self.writer.drop(spare, originals=originals)
+        kept = self.writer.drop(spare, originals=originals)
+        if originals and self.collection not in kept:
+            self.labels.drop()
+            self.edits.drop()
+        return kept
 
     # ---------------------------------------------------------------- reads
     def fingerprints(self, doc_ids: Iterable[str]) -> dict[str, IndexedVersion]:

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import StoreError
 from ...kb.names import collections_of, same_as
 from ...records import Chunk, Document, NewVersion, WriteResult
 from ..originals.files import KeptVersion, OriginalFiles, adopt_legacy, shared_with_variant
@@ -177,6 +178,21 @@ class Writer:
             adopt_legacy(legacy, self.originals, missing, _text_hash)
         except OSError as exc:  # the documents stay listed without an original; nothing is lost
             log.warning("could not adopt the kept originals in %s: %s", legacy, exc)
+
+
+def rewrite_chunk(client: Any, collection: str, row_id: str, content: str, vector: np.ndarray,
+                  metadata: Mapping[str, Any]) -> None:
+    """One chunk row with new text, vector and metadata, in one upsert (same id, version and evidence key): Milvus
+    swaps the row whole, so a reader sees the old chunk or the new one."""
+    from .schema import CHUNK_FIELDS
+
+    rows = client.query(collection, filter=filters.equals("id", row_id), output_fields=CHUNK_FIELDS,
+                        consistency_level="Strong")
+    if not rows:
+        raise StoreError(f"No chunk row {row_id!r} (the document was re-indexed meanwhile?); try again.")
+    row = {name: rows[0][name] for name in CHUNK_FIELDS}
+    row.update(content=content, metadata=dict(metadata), vector=np.asarray(vector, dtype=np.float32).tolist())
+    client.upsert(collection, [row])
 
 
 def chunk_row(doc: Document, chunk: Chunk, vector: np.ndarray, version: str, total: int,

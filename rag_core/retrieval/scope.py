@@ -1,0 +1,193 @@
+"""Scoped search: `--filter key=value` (and `?filter=`, the debugger's chips, the agent's tool) narrowed to the
+documents whose metadata match, then searched with the store's safe `doc_id in [...]` filter.
+
+Every document has labels: `folder` (its doc_id's folder; `folder=runbooks/` matches that folder and every folder
+below it), `type` (its file extension), `ingested` (its ingest time, ISO-8601 UTC; a value matches as a prefix:
+`ingested=2026-12`), the scalar fields of its Markdown/YAML front matter, and the tags a user set
+(rag_core.store.labels). Several values of one key are OR, different keys AND.
+
+Pure functions: a Scope is parsed once, the same way for every entry point, and resolved against the listed
+documents; what it removed is counted so the debugger can say so, and a scope that matches no document is a
+warning, never a silent empty result or a silent fallback to everything.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import RetrievalError
+from ..records import StoredDocument
+
+BUILT_IN_KEYS = ("folder", "type", "ingested")
+KEY_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+MAX_VALUE_CHARS = 1024
+
+Labels = Mapping[str, Sequence[str]]  # key -> values of one document (front matter and tags)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """`terms`: (key, values) sorted by key; values of one key are OR, keys AND. Empty: everything."""
+
+    terms: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.terms)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(key for key, _ in self.terms)
+
+    def to_dict(self) -> dict[str, list[str]]:
+        return {key: list(values) for key, values in self.terms}
+
+    @property
+    def text(self) -> str:
+        return " ".join(f"{key}={value}" for key, values in self.terms for value in values)
+
+    def items(self) -> list[str]:
+        """As `key=value` strings, the form every entry point takes."""
+        return [f"{key}={value}" for key, values in self.terms for value in values]
+
+
+def parse_scope(items: Iterable[str] | str | None, known: Sequence[str] | None = None) -> Scope:
+    """`["folder=runbooks/", "type=md", "type=txt"]` -> a Scope. `known`: the keys there are (None: any well-formed
+    key, checked later by `resolve`). Raises RetrievalError in one line listing the known keys."""
+    if items is None:
+        return Scope()
+    if isinstance(items, str):
+        items = [items]
+    terms: dict[str, list[str]] = {}
+    for item in items:
+        if not isinstance(item, str):
+            raise RetrievalError(f"A filter is key=value text, got {item!r}.{_known(known)}")
+        key, sep, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not KEY_PATTERN.fullmatch(key):
+            raise RetrievalError(f"Filter {item!r} is not key=value (e.g. folder=runbooks/ or type=md).{_known(known)}")
+        if len(value) > MAX_VALUE_CHARS or "\x00" in value:
+            raise RetrievalError(f"Filter {key}: the value must be at most {MAX_VALUE_CHARS} characters, without NUL.")
+        if known is not None and key not in known:
+            raise RetrievalError(f"Unknown filter key {key!r}.{_known(known)}")
+        if value not in terms.setdefault(key, []):
+            terms[key].append(value)
+    return Scope(tuple((key, tuple(values)) for key, values in sorted(terms.items())))
+
+
+def _known(known: Sequence[str] | None) -> str:
+    return f" Known keys: {', '.join(known)}." if known else ""
+
+
+def folder_of(doc_id: str) -> str:
+    return doc_id.rpartition("/")[0]
+
+
+def labels_of(doc: StoredDocument, extra: Labels | None = None) -> dict[str, tuple[str, ...]]:
+    """A document's labels: the built-in ones, then its front matter and tags (`extra`)."""
+    labels: dict[str, tuple[str, ...]] = {key: tuple(values) for key, values in (extra or {}).items()}
+    labels.update({"folder": (folder_of(doc.doc_id),), "type": (doc.extension.lower(),),
+                   "ingested": (doc.ingested_at,)})
+    return labels
+
+
+def _matches(key: str, wanted: str, values: Sequence[str]) -> bool:
+    if key == "folder":
+        folder = wanted.strip("/")  # "" = the top folder only
+        return any(v == folder or (folder and v.startswith(folder + "/")) for v in values)
+    if key == "type":
+        return wanted.lower().lstrip(".") in values
+    if key == "ingested":
+        return any(v.startswith(wanted) for v in values)
+    return wanted in values
+
+
+@dataclass(frozen=True)
+class ScopeResolution:
+    """What a Scope selected: the matching documents, and what it removed (for the debugger's count)."""
+
+    scope: Scope
+    doc_ids: tuple[str, ...]
+    documents: int  # documents in the knowledge base
+    chunks_removed: int  # chunks of the documents it left out
+
+    @property
+    def removed(self) -> int:
+        return self.documents - len(self.doc_ids)
+
+    @property
+    def warning(self) -> str | None:
+        if self.doc_ids:
+            return None
+        return (f"The filter {self.scope.text} matches no document (of {self.documents:,}): nothing was searched. "
+                "Check the values (`docs --json` lists each document's metadata).")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"filter": self.scope.to_dict(), "documents": self.documents, "matched": len(self.doc_ids),
+                "removed": self.removed, "chunks_removed": self.chunks_removed}
+
+
+def known_keys(labels: Mapping[str, Labels]) -> tuple[str, ...]:
+    """The built-in keys, then every front-matter and tag key some document has, sorted."""
+    extra = sorted({key for doc in labels.values() for key in doc} - set(BUILT_IN_KEYS))
+    return (*BUILT_IN_KEYS, *extra)
+
+
+def resolve(scope: Scope, documents: Sequence[StoredDocument], labels: Mapping[str, Labels]) -> ScopeResolution:
+    """The documents `scope` selects. Raises RetrievalError for a key no document has (listing the known ones)."""
+    known = known_keys(labels)
+    unknown = [key for key in scope.keys if key not in known]
+    if unknown:
+        raise RetrievalError(f"Unknown filter key {unknown[0]!r}.{_known(known)}")
+    chosen, removed = [], 0
+    for doc in documents:
+        own = labels_of(doc, labels.get(doc.doc_id))
+        if all(any(_matches(key, v, own.get(key, ())) for v in values) for key, values in scope.terms):
+            chosen.append(doc.doc_id)
+        else:
+            removed += doc.chunks
+    return ScopeResolution(scope, tuple(sorted(chosen)), len(documents), removed)
+
+
+# ---------------------------------------------------------------------------------------- front matter
+_FRONT = re.compile(r"\A---[ \t]*\n(.*?\n)---[ \t]*(?:\n|\Z)", re.DOTALL)
+
+
+def front_matter(text: str) -> dict[str, tuple[str, ...]]:
+    """The scalar (and list-of-scalar) fields of a document's leading YAML front matter, as text: `key: value`,
+    `key: [a, b]` and `key:` followed by `- item` lines; {} when it has none. Nested mappings are left out:
+    filters compare text. (A small reader of the common subset, so no YAML library is needed.)"""
+    match = _FRONT.match(text or "")
+    if not match:
+        return {}
+    out: dict[str, list[str]] = {}
+    current: str | None = None
+    for line in match.group(1).splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        item = re.match(r"^\s+-\s+(.*)$", line)
+        if item and current is not None:
+            out.setdefault(current, []).append(_scalar(item.group(1)))
+            continue
+        field = re.match(r"^([A-Za-z_][A-Za-z0-9_.-]{0,63})\s*:\s*(.*)$", line)
+        if not field:
+            current = None
+            continue
+        key, value = field.group(1), field.group(2).strip()
+        current = key if not value and key not in BUILT_IN_KEYS else None
+        if not value or key in BUILT_IN_KEYS:
+            continue
+        if value.startswith("[") and value.endswith("]"):
+            out[key] = [_scalar(v) for v in value[1:-1].split(",")]
+        elif not value.startswith(("{", "|", ">")):
+            out[key] = [_scalar(value)]
+    return {key: tuple(v for v in values if v) for key, values in out.items() if any(values)}
+
+
+def _scalar(value: str) -> str:
+    value = value.split(" #")[0].strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        value = value[1:-1]
+    return value.strip()[:MAX_VALUE_CHARS]
