@@ -32,7 +32,7 @@ from pydantic import Field, ValidationError
 
 from ..config import KEYS
 from ..errors import RagError
-from ..retrieval.identity import evidence_key
+from ..retrieval.identity import stored_chunks
 from ..retrieval.options import lookup_overrides
 
 if TYPE_CHECKING:
@@ -232,10 +232,7 @@ def document_chunks(library: Library, doc_id: str, kb: str | None) -> dict[str, 
     if not rows:
         raise NotFound(f"No document {doc_id!r} in knowledge base {wb.settings.kb_name!r} (list_documents lists "
                        "them).")
-    chunks = [{"evidence_key": evidence_key(doc_id, c.chunk_index, c.id, c.content), "chunk_index": c.chunk_index,
-               "id": c.id, "title": c.title, "heading_path": c.metadata.get("headingPath", ""),
-               "start": c.metadata.get("start"), "end": c.metadata.get("end"), "content": c.content} for c in rows]
-    return {"doc_id": doc_id, "version": rows[0].version, "chunks": chunks}
+    return {"doc_id": doc_id, "version": rows[0].version, "chunks": stored_chunks(doc_id, rows)}
 
 
 def _version() -> str:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..records import Candidate, SearchHit
@@ -107,3 +107,11 @@ def to_candidate(hit: SearchHit, rank: int) -> Candidate:
         hit_reasons=tuple(hit.channels) or ("dense",),
         channels=dict(hit.channels),
     )
+
+
+def stored_chunks(doc_id: str, rows: Sequence[Any]) -> list[dict[str, Any]]:
+    """A document's stored chunks (`ChunkStore.get_chunks`) as `GET /v1/documents/{doc_id}/chunks` and the MCP
+    `read_document_chunks` tool give them: each with its evidence key, position and text."""
+    return [{"evidence_key": evidence_key(doc_id, c.chunk_index, c.id, c.content), "chunk_index": c.chunk_index,
+             "id": c.id, "title": c.title, "heading_path": c.metadata.get("headingPath", ""),
+             "start": c.metadata.get("start"), "end": c.metadata.get("end"), "content": c.content} for c in rows]

@@ -18,7 +18,7 @@ from starlette.responses import JSONResponse
 from .. import loaders, tracing
 from ..bootstrap import Workbench
 from ..errors import LoaderError, NotIndexed, RagError, StoreError
-from ..retrieval.identity import evidence_key
+from ..retrieval.identity import stored_chunks
 from ..retrieval.options import lookup_overrides
 from ..store import is_lite
 from .deps import ServiceDep, query_kb
@@ -145,10 +145,7 @@ def kb_routes(router: APIRouter, prefix: str, chosen: Callable[..., Workbench | 
         if not rows:
             raise ApiError(404, "not_found", f"No document {doc_id!r} in the knowledge base (GET .../documents "
                            "lists them).")
-        chunks = [ChunkOut(evidence_key=evidence_key(doc_id, c.chunk_index, c.id, c.content), chunk_index=c.chunk_index,
-                           id=c.id, title=c.title, heading_path=c.metadata.get("headingPath", ""),
-                           start=c.metadata.get("start"), end=c.metadata.get("end"), content=c.content)
-                  for c in rows]
+        chunks = [ChunkOut(**c) for c in stored_chunks(doc_id, rows)]
         return ChunksAnswer(doc_id=doc_id, version=rows[0].version, chunks=chunks)
 
     @router.get(f"{prefix}/metadata", summary=f"Every document's metadata in {where}, and the filter keys")
