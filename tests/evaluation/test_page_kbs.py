@@ -90,7 +90,12 @@ def test_knowledge_bases_with_and_without_the_reranker_then_wins_and_losses(page
     second = at.session_state["eval_last_run"]["run"]
     assert [(p["params"]["kb"], p["params"]["return_n"]) for p in second["points"]] == [("biz", 4), ("small", 4)]
 
-    # two saved runs, query by query (each run's best row first): small's row of the new run against run A's
+    # two saved runs, query by query (each run's best row first): small's row of the new run against run A's.
+    # This test's two runs are the newest (other tests may have saved older ones in the shared data folder).
+    at.run()
+    runs = at.selectbox(key="eval_cmp_a").options
+    at.selectbox(key="eval_cmp_a").set_value(runs[1])
+    at.selectbox(key="eval_cmp_b").set_value(runs[0]).run()
     rows_a, rows_b = at.selectbox(key="eval_cmp_row_A"), at.selectbox(key="eval_cmp_row_B")
     rows_a.set_value(rows_a.options[0])
     rows_b.set_value(next(o for o in rows_b.options if "kb=small" in o)).run()
