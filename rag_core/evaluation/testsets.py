@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -32,6 +31,7 @@ from typing import Any
 
 from ..config import Settings
 from ..errors import EvaluationError
+from ..files import write_atomic
 from ..ports import ChunkStore
 from .datasets import ITEM_FIELDS, _json_objects, should_answer_value
 
@@ -186,21 +186,6 @@ def read_test_set(path: str | os.PathLike[str], name: str | None = None) -> Test
             raise EvaluationError(f"{sidecar} is damaged ({exc}); delete it to use the items without it.") from None
         meta = loaded if isinstance(loaded, dict) else {}
     return TestSet(name or path.stem, items, meta, path)
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """`text` into `path`, complete or not at all: written beside it, flushed, then renamed over it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def items_jsonl(items: Iterable[TestItem]) -> str:

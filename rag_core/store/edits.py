@@ -10,8 +10,6 @@ stops applying (a conflict, listed by `conflicts`) when the chunk under that evi
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import threading
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -19,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import StoreError
+from ..files import write_atomic
 
 
 class ChunkEdits:
@@ -96,17 +95,7 @@ class ChunkEdits:
         if self.path is None:
             self._memory = json.loads(json.dumps(data))
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=self.path.name, suffix=".tmp", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(data, f, ensure_ascii=False, sort_keys=True)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomic(self.path, json.dumps(data, ensure_ascii=False, sort_keys=True))
 
     def conflicts(self, current: Mapping[str, str]) -> list[str]:
         """Disabled chunks whose evidence key now holds other text (`current`: evidence key -> content hash of the

@@ -10,14 +10,13 @@ the chunks on the `doc_id` scalar field with an escaped literal (store.milvus.fi
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import StoreError
+from ..files import write_atomic
 from ..retrieval.scope import BUILT_IN_KEYS, KEY_PATTERN, MAX_VALUE_CHARS
 
 TagValues = Mapping[str, Sequence[str]]
@@ -68,17 +67,7 @@ class DocumentLabels:
             if self.path is None:
                 self._memory = data
                 return
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=self.path.name, suffix=".tmp", dir=self.path.parent)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    json.dump(data, f, ensure_ascii=False, sort_keys=True)
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(tmp, self.path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            write_atomic(self.path, json.dumps(data, ensure_ascii=False, sort_keys=True))
 
     def set_front_matter(self, items: Iterable[tuple[str, TagValues]]) -> None:
         """Each (doc_id, fields) as ingest read them from its new version (replacing the old version's)."""
