@@ -16,7 +16,7 @@ from rag_core.kb.chunk_edits import edit_chunk, set_disabled
 from rag_core.rerank.circuit import times
 from rag_core.retrieval import SearchOptions
 from rag_core.retrieval.compare import compare_lookups
-from rag_core.retrieval.scope import parse_scope
+from rag_core.retrieval.scope import parse_scope, split_terms
 from ui.charts import rerank_movement_figure, score_by_rank_figure
 from ui.compare import Side, chunking_of, comparison_view, side_b_controls
 from ui.components import chunk_card, evidence_table, explanation_view, hits_table, metric_row
@@ -41,8 +41,9 @@ query = query_col.text_input("Query", key="q", placeholder="e.g. CPU 使用率�
 mode = mode_col.segmented_control("Search", ["hybrid", "dense", "bm25"], default=defaults.search.mode, key="mode",
                                   required=True, **bound)
 scope_text = st.text_input("Filter (document metadata)", key="filter", placeholder="e.g. folder=runbooks/ type=md",
-                           help="Space-separated key=value: one key's values OR, different keys AND; folder=a/ "
-                                "matches a folder and below. Keys: folder, type, ingested, front-matter fields, tags.",
+                           help="Space-separated key=value (a value with spaces in quotes: team=\"site reliability\"): "
+                                "one key's values OR, different keys AND; folder=a/ matches a folder and below. Keys: "
+                                "folder, type, ingested, front-matter fields, tags.",
                            **bound)
 k_col, n_col, cap_col = st.columns(3)
 retrieve_k = k_col.slider("retrieve-k (recall width)", 1, LIMITS["retrieve_k"], defaults.retrieve_k, key="retrieve_k",
@@ -106,7 +107,7 @@ try:
                            bm25_weight=bm25_weight) if mode == "hybrid" else replace(defaults.search, mode=mode)
     params = wb.retriever.params(retrieve_k=retrieve_k, return_n=return_n, max_chunks_per_document=cap, search=search,
                                  rerank=rerank, score_threshold=threshold,
-                                 scope=parse_scope(scope_text.split()) if scope_text.strip() else None)
+                                 scope=parse_scope(split_terms(scope_text)) if scope_text.strip() else None)
     # Fetched hits are kept per knowledge base: the same query on another one is another search.
     result, from_cache = cached_lookup(
         wb.retriever, query, params, st.session_state.setdefault("dbg.fetched", {}).setdefault(wb.settings.kb_name, {})

@@ -100,7 +100,8 @@ KEYS: dict[str, Key] = _keys(
     *(Key(f"rag.score-threshold.{mode}", float, 0.0, f"Hits of {mode} search scoring below this are dropped "
           "(reason `below threshold`); 0 = off.", min=0.0) for mode in ("dense", "bm25", "hybrid")),
     Key("rag.default-filter", str, "", "Metadata filter every lookup starts from, as space-separated key=value "
-        "(e.g. 'folder=runbooks/ type=md'); a lookup's own filter replaces it. Empty = the whole knowledge base."),
+        "(e.g. 'folder=runbooks/ team=\"site reliability\"'); a lookup's own filter replaces it. Empty = the "
+        "whole knowledge base."),
     Key("rag.filter-keys", str, "", "Metadata keys the agent may filter on (comma-separated), listed in its "
         "knowledge-base tool; empty = no filter argument."),
     Key("projection.max-items", int, 0, "Most evidence items the agent sees; 0 = return-n.", min=0, max=1000),

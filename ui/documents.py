@@ -70,6 +70,7 @@ def tags_editor(wb: Workbench, doc_ids: Sequence[str]) -> None:
     rules as `python -m rag_core tag DOC key=value` (rag_core.kb.tags)."""
     from rag_core.errors import RagError
     from rag_core.kb.tags import metadata, tag
+    from rag_core.retrieval.scope import split_terms
 
     with st.expander("Metadata and tags (for filtered search)", expanded=False):
         doc_id = st.selectbox("Document", doc_ids, key="kb.tag_doc")
@@ -77,11 +78,12 @@ def tags_editor(wb: Workbench, doc_ids: Sequence[str]) -> None:
             return
         labels = metadata(wb.store).get(doc_id, {})
         st.markdown(" · ".join(f"`{key}={value}`" for key, values in labels.items() for value in values))
-        given = st.text_input("Tags to set (space-separated key=value; key= removes one)", key="kb.tag_text",
+        given = st.text_input("Tags to set (space-separated key=value, a value with spaces in quotes; key= removes "
+                              "one)", key="kb.tag_text",
                               placeholder="team=sre tier=1")
         if st.button("Set tags", key="kb.tag_set", disabled=not given.strip()):
             try:
-                tags = tag(wb.store, doc_id, given.split())
+                tags = tag(wb.store, doc_id, split_terms(given))
             except RagError as exc:
                 st.error(str(exc), icon="🛑")
             else:

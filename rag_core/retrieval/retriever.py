@@ -26,7 +26,7 @@ from .identity import to_candidate
 from .postprocess import PostProcessed, postprocess
 from .projection import Budgets, Projection, project
 from .rerank import RerankParams, rerank_hits
-from .scope import Scope, ScopeResolution, parse_scope, resolve
+from .scope import Scope, ScopeResolution, parse_scope, resolve, split_terms
 
 # The longest query a lookup takes, from every caller (debugger, CLI, API, the agent's tool). Questions to the
 # agent may be twice as long (agent.loop.MAX_QUESTION_CHARS: a model reads them and writes its own, shorter
@@ -121,7 +121,7 @@ def params_from_settings(settings: Settings) -> LookupParams:
         rerank=RerankParams(candidates=settings["rerank.candidates"], on_error=settings["rerank.on-error"]),
         thresholds=ScoreThresholds(**{mode: settings[f"rag.score-threshold.{mode}"]
                                       for mode in ("dense", "bm25", "hybrid")}),
-        scope=parse_scope(settings["rag.default-filter"].split()),
+        scope=parse_scope(split_terms(settings["rag.default-filter"])),
     )
 
 

@@ -14,6 +14,7 @@ warning, never a silent empty result or a silent fallback to everything.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +52,17 @@ class Scope:
     def items(self) -> list[str]:
         """As `key=value` strings, the form every entry point takes."""
         return [f"{key}={value}" for key, values in self.terms for value in values]
+
+
+def split_terms(text: str) -> list[str]:
+    """`'folder=runbooks/ team="site reliability"'` -> `["folder=runbooks/", "team=site reliability"]`: key=value
+    terms separated by spaces, a value holding spaces in quotes (shell rules), as the debugger's filter box, the
+    Knowledge base page's tags box and `rag.default-filter` take them."""
+    try:
+        return shlex.split(text)
+    except ValueError as exc:
+        raise RetrievalError(f"Filter {text!r}: {exc}; quote a value holding spaces, e.g. team=\"site reliability\"."
+                             ) from None
 
 
 def parse_scope(items: Iterable[str] | str | None, known: Sequence[str] | None = None) -> Scope:

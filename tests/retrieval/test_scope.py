@@ -12,10 +12,10 @@ import pytest
 from rag_core.agent.kb_tool import knowledge_base_tool
 from rag_core.cli import build_parser
 from rag_core.cli.options import lookup_overrides
-from rag_core.errors import RagError
+from rag_core.errors import RagError, RetrievalError
 from rag_core.kb.tags import metadata, tag
 from rag_core.records import StoredDocument
-from rag_core.retrieval.scope import Scope, front_matter, parse_scope, resolve
+from rag_core.retrieval.scope import Scope, front_matter, parse_scope, resolve, split_terms
 from rag_core.service.app import create_app
 from tests.helpers import SAMPLE_KB, make_workbench
 from tests.service import live
@@ -150,3 +150,12 @@ def test_unknown_keys_and_bad_tags_are_clear_errors_on_every_surface(wb, api):
     assert answer.status_code == 200 and answer.json()["metadata"]["owner"] == ["ana"]
     assert httpx.get(f"{api.url}/v1/metadata").json()["keys"][:3] == ["folder", "type", "ingested"]
     assert httpx.post(f"{api.url}/v1/documents/nope.md/tags", json={"tags": {"a": ["b"]}}).status_code == 404
+
+
+def test_a_value_holding_spaces_is_given_in_quotes_and_an_open_quote_is_one_clear_error() -> None:
+    assert split_terms('folder=runbooks/  team="site reliability" type=md') == [
+        "folder=runbooks/", "team=site reliability", "type=md"]
+    assert parse_scope(split_terms('team="site reliability"')) == parse_scope(["team=site reliability"])
+    with pytest.raises(RetrievalError, match=r"^Filter 'team=\"site': No closing quotation; quote a value holding "
+                                             r"spaces, e\.g\. team=\"site reliability\"\.$"):
+        split_terms('team="site')
