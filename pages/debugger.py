@@ -12,7 +12,6 @@ import streamlit as st
 
 from rag_core.agent.kb_tool import tool_payload
 from rag_core.errors import RagError
-from rag_core.kb.chunk_edits import edit_chunk, set_disabled
 from rag_core.rerank.circuit import times
 from rag_core.retrieval import SearchOptions
 from rag_core.retrieval.compare import compare_lookups
@@ -20,6 +19,7 @@ from rag_core.retrieval.scope import parse_scope, split_terms
 from ui.charts import rerank_movement_figure, score_by_rank_figure
 from ui.compare import Side, chunking_of, comparison_view, side_b_controls
 from ui.components import chunk_card, evidence_table, explanation_view, hits_table, metric_row
+from ui.documents import chunk_editor
 from ui.html import ChunkView
 from ui.lookup import cached_explanation, cached_lookup, debugger_query_params
 from ui.state import workbench_or_stop
@@ -160,35 +160,11 @@ if dropped:
                               for h in dropped))
 
 with st.expander("Edit, disable or enable a chunk", expanded=False):
-    st.caption("A disabled chunk is left out of every lookup (the agent's too) and shows here as a drop with "
-               "reason `disabled`; `python -m rag_core chunks history KEY` shows what was done to it.")
-    keys = list(dict.fromkeys(h["evidence_key"] for h in data["raw_hits"]))
-    d1, d2 = st.columns([3, 1], vertical_alignment="bottom")
-    chosen = d1.selectbox("Chunk", keys, key="dbg.edit_key")
-    is_off = any(h["evidence_key"] == chosen and h["fate"] == "disabled" for h in data["raw_hits"])
-    if chosen and d2.button("Enable" if is_off else "Disable", key="dbg.edit_toggle"):
-        try:
-            set_disabled(wb.store, chosen, not is_off, who="local")
-        except RagError as exc:
-            st.error(str(exc), icon="🛑")
-        else:
-            st.rerun()
-    hit = next((h for h in data["raw_hits"] if h["evidence_key"] == chosen), None)
-    if hit is not None:
-        new_text = st.text_area("Text (only this chunk is re-embedded; its evidence key stays)", hit["content"],
-                                key=f"dbg.edit_text.{chosen}", height=150)
-        new_keywords = st.text_input("Keywords (comma-separated; they count for BM25 and the embedding)",
-                                     key=f"dbg.edit_keywords.{chosen}")
-        if st.button("Save the edit", key="dbg.edit_save"):
-            try:
-                edit_chunk(wb.store, wb.embedder, chosen, text=new_text if new_text != hit["content"] else None,
-                           keywords=[k for k in new_keywords.split(",") if k.strip()] if new_keywords.strip()
-                           else None, who="local")
-            except RagError as exc:
-                st.error(str(exc), icon="🛑")
-            else:
-                st.session_state["dbg.fetched"] = {}  # the hits changed: search again
-                st.rerun()
+    first_hits: dict = {}  # each evidence key once, with its first hit
+    for h in data["raw_hits"]:
+        first_hits.setdefault(h["evidence_key"], h)
+    chunk_editor(wb, [{"evidence_key": k, "content": h["content"], "disabled": h["fate"] == "disabled"}
+                      for k, h in first_hits.items()], key="dbg")
 
 expected_url = st.query_params.get("expect", "")
 with st.expander("Why wasn't it retrieved?", expanded=bool(expected_url)):

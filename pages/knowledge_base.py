@@ -7,7 +7,7 @@ from rag_core.errors import RagError
 from rag_core.kb.settings import defaults_for_new, describe
 from rag_core.loaders import OCR_EXTRA, SUPPORTED_EXTENSIONS, SUPPORTED_TEXT, ocr_available
 from ui.components import ingest_summary, run_ingest
-from ui.documents import tags_editor
+from ui.documents import document_chunk_editor, tags_editor
 from ui.kbs import settings_widgets
 from ui.state import clear_workbench, get_settings, knowledge_bases, switch_kb, workbench_or_stop
 from ui.tables import documents_frame, knowledge_bases_frame
@@ -149,6 +149,7 @@ with c3.popover("Delete selected", disabled=not selected, icon="🗑️"):
     delete = st.button("Delete", type="primary", key="kb.delete_confirm")
 
 tags_editor(wb, ids)
+document_chunk_editor(wb, ids)
 
 if reindex_selected or reindex_all:
     targets = list(selected) if reindex_selected else None

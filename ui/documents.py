@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -88,3 +88,56 @@ def tags_editor(wb: Workbench, doc_ids: Sequence[str]) -> None:
                 st.error(str(exc), icon="🛑")
             else:
                 st.success(f"{doc_id}: tags " + (", ".join(f"{k}={'|'.join(v)}" for k, v in tags.items()) or "none"))
+
+
+def chunk_editor(wb: Workbench, chunks: Sequence[Mapping[str, Any]], *, key: str) -> None:
+    """Disable or enable one of `chunks` (dicts: evidence_key, content, disabled), or edit its text and keywords:
+    the rules of `python -m rag_core chunks ...` (rag_core.kb.chunk_edits). The debugger's fetched hits are
+    forgotten after a change, so its next lookup shows it."""
+    from rag_core.errors import RagError
+    from rag_core.kb.chunk_edits import edit_chunk, set_disabled
+
+    st.caption("A disabled chunk is left out of every lookup (the agent's too) and shows in the debugger as a drop "
+               "with reason `disabled`; `python -m rag_core chunks history KEY` shows what was done to it.")
+    by_key = {c["evidence_key"]: c for c in chunks}
+    d1, d2 = st.columns([3, 1], vertical_alignment="bottom")
+    chosen = d1.selectbox("Chunk", list(by_key), key=f"{key}.edit_key")
+    chunk = by_key.get(chosen) if chosen else None
+    if chunk is None:
+        return
+    if d2.button("Enable" if chunk["disabled"] else "Disable", key=f"{key}.edit_toggle"):
+        try:
+            set_disabled(wb.store, chosen, not chunk["disabled"], who="local")
+        except RagError as exc:
+            st.error(str(exc), icon="🛑")
+        else:
+            st.session_state["dbg.fetched"] = {}
+            st.rerun()
+    new_text = st.text_area("Text (only this chunk is re-embedded; its evidence key stays)", chunk["content"],
+                            key=f"{key}.edit_text.{chosen}", height=150)
+    new_keywords = st.text_input("Keywords (comma-separated; they count for BM25 and the embedding)",
+                                 key=f"{key}.edit_keywords.{chosen}")
+    if st.button("Save the edit", key=f"{key}.edit_save"):
+        try:
+            edit_chunk(wb.store, wb.embedder, chosen, text=new_text if new_text != chunk["content"] else None,
+                       keywords=[k for k in new_keywords.split(",") if k.strip()] if new_keywords.strip() else None,
+                       who="local")
+        except RagError as exc:
+            st.error(str(exc), icon="🛑")
+        else:
+            st.session_state["dbg.fetched"] = {}  # the hits changed: the debugger searches again
+            st.rerun()
+
+
+def document_chunk_editor(wb: Workbench, doc_ids: Sequence[str]) -> None:
+    """A document's stored chunks on the Knowledge base page, each to disable, enable or edit (`chunk_editor`)."""
+    from rag_core.retrieval.identity import stored_chunks
+
+    with st.expander("A document's chunks: edit, disable or enable", expanded=False):
+        doc_id = st.selectbox("Document", doc_ids, key="kb.chunks_doc")
+        if not doc_id:
+            return
+        off = wb.store.edits.disabled() if getattr(wb.store, "edits", None) is not None else {}
+        rows = wb.store.get_chunks(doc_id)
+        chunks = [{**c, "disabled": c["evidence_key"] in off} for c in stored_chunks(doc_id, rows)]
+        chunk_editor(wb, chunks, key="kb")

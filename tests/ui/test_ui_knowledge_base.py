@@ -119,3 +119,21 @@ def test_tags_are_set_on_the_page_and_shown_with_the_metadata(kb):
     assert not at.exception and "disk_full.md: tags team=sre" in texts(at, "success")
     assert kb.store.labels.tags("disk_full.md") == {"team": ["sre"]}
     kb.store.labels.set_tags("disk_full.md", {}, replace=True)
+
+
+def test_a_document_s_chunks_are_disabled_enabled_and_edited_on_the_page(kb):
+    from rag_core.kb.chunk_edits import history, revert
+
+    at = app_at(PAGE)
+    at.selectbox(key="kb.chunks_doc").set_value("disk_full.md").run()
+    key = at.selectbox(key="kb.edit_key").value
+    assert key == "disk_full.md#chunk-0" and at.button(key="kb.edit_toggle").label == "Disable"
+    at.button(key="kb.edit_toggle").click().run()
+    assert not at.exception and kb.store.edits.disabled().keys() == {key}
+    assert at.button(key="kb.edit_toggle").label == "Enable"  # the page reads the state back
+    at.button(key="kb.edit_toggle").click().run()
+    assert kb.store.edits.disabled() == {}
+    at.text_input(key=f"kb.edit_keywords.{key}").set_value("磁盘满, disk full").run()
+    at.button(key="kb.edit_save").click().run()
+    assert not at.exception and [h["what"] for h in history(kb.store, key)["history"]][-1].startswith("keywords")
+    revert(kb.store, kb.embedder, key)
