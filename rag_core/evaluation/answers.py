@@ -29,7 +29,6 @@ summary.csv, queries.csv) under `<data-dir>/eval/answers/`.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -47,7 +46,7 @@ from ..ports import ChatModel
 from . import metrics as m
 from .datasets import choose_queries
 from .modelcalls import JsonAsker
-from .results import save_run
+from .results import read_run_json, save_run
 from .runner import EvalProgress
 from .testsets import TestItem, TestSet
 from .textmatch import contains_tokens, match_tokens, token_f1
@@ -303,15 +302,7 @@ def save_answer_run(run: AnswerRun, out_dir: str | Path) -> dict[str, Path]:
 
 def load_answer_run(path: str | Path) -> dict[str, Any]:
     """A saved answer run (its folder or its run.json) as `AnswerRun.to_dict` wrote it."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / "run.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise EvaluationError(f"No saved answer run at {path}.") from None
-    except json.JSONDecodeError as exc:
-        raise EvaluationError(f"{path} is not a saved answer run ({exc.msg}).") from None
+    path, data = read_run_json(path, "answer run")
     if not isinstance(data, dict) or data.get("kind") != RUN_KIND:
         raise EvaluationError(f"{path} is not a saved answer run (a retrieval run is read with load_run).")
     return data

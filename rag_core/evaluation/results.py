@@ -82,17 +82,23 @@ def save_run(run: Any, out_dir: str | Path) -> dict[str, Path]:
     return paths
 
 
-def load_run(path: str | Path) -> dict[str, Any]:
-    """A saved run (its folder or its run.json) as the dict `EvalRun.to_dict` wrote."""
+def read_run_json(path: str | Path, what: str = "run") -> tuple[Path, Any]:
+    """(the run.json, its JSON) of a saved run given as its folder or its run.json; one clear line when it is
+    missing or not JSON (`what` names the kind of run)."""
     path = Path(path)
     if path.is_dir():
         path = path / "run.json"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return path, json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise EvaluationError(f"No saved run at {path}.") from None
+        raise EvaluationError(f"No saved {what} at {path}.") from None
     except json.JSONDecodeError as exc:
-        raise EvaluationError(f"{path} is not a saved run ({exc.msg}).") from None
+        raise EvaluationError(f"{path} is not a saved {what} ({exc.msg}).") from None
+
+
+def load_run(path: str | Path) -> dict[str, Any]:
+    """A saved run (its folder or its run.json) as the dict `EvalRun.to_dict` wrote."""
+    path, data = read_run_json(path)
     if not isinstance(data, dict) or "points" not in data:
         raise EvaluationError(f"{path} is not a saved run.")
     return data
