@@ -3,6 +3,7 @@ sets) must survive a kill mid-write with their previous content."""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -21,3 +22,17 @@ def write_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def read_json_object(path: Path, damaged: str) -> dict:
+    """The JSON object `write_atomic` left in `path` ({} when there is none yet). A file that cannot be read or is
+    not JSON raises StoreError: `damaged` (what the file holds and what to do), naming the file and the cause."""
+    from .errors import StoreError
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise StoreError(damaged.format(path=path, exc=exc)) from None
+    return data if isinstance(data, dict) else {}

@@ -16,8 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import StoreError
-from ..files import write_atomic
+from ..files import read_json_object, write_atomic
 
 
 class ChunkEdits:
@@ -31,14 +30,8 @@ class ChunkEdits:
     def _read(self) -> dict[str, dict[str, Any]]:
         if self.path is None:
             return json.loads(json.dumps(self._memory))
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError) as exc:
-            raise StoreError(f"The chunk edits in {self.path} cannot be read ({exc}); restore or delete the file.") \
-                from None
-        return data if isinstance(data, dict) else {}
+        return read_json_object(self.path, "The chunk edits in {path} cannot be read ({exc}); restore or delete the "
+                                           "file.")
 
     def all(self) -> dict[str, dict[str, Any]]:
         return self._read()

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import StoreError
-from ..files import write_atomic
+from ..files import read_json_object, write_atomic
 from ..retrieval.scope import BUILT_IN_KEYS, KEY_PATTERN, MAX_VALUE_CHARS
 
 TagValues = Mapping[str, Sequence[str]]
@@ -34,14 +34,8 @@ class DocumentLabels:
     def _read(self) -> dict[str, dict[str, dict[str, list[str]]]]:
         if self.path is None:
             return json.loads(json.dumps(self._memory))
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError) as exc:
-            raise StoreError(f"The document labels in {self.path} cannot be read ({exc}); restore or delete the "
-                             "file (front matter comes back with `reindex`, tags must be set again).") from None
-        return data if isinstance(data, dict) else {}
+        return read_json_object(self.path, "The document labels in {path} cannot be read ({exc}); restore or delete "
+                                           "the file (front matter comes back with `reindex`, tags must be set again).")
 
     def all(self) -> dict[str, dict[str, tuple[str, ...]]]:
         """doc_id -> key -> values: front matter, then tags (a tag adds to a front-matter key's values)."""
