@@ -35,6 +35,8 @@ MODES = ("shared", "exclusive")
 # calls were seen to fail, as unavailable or as not set up yet (lite.internals.is_starting_up). Such calls are
 # tried again while the server runs, this long.
 CONNECT_WAIT_S = 30.0
+# How many times a server that died again while being reconnected to is started once more.
+RESTARTS = 2
 # MilvusClient methods that only read, safe to send again after reconnecting.
 _READS = frozenset({"query", "search", "hybrid_search", "get", "has_collection", "describe_collection",
                     "list_collections", "load_collection", "get_load_state", "get_collection_stats",
@@ -139,7 +141,7 @@ class Client:
             except Exception:  # noqa: BLE001 - the old connection is gone anyway
                 pass
             try:
-                client = self._connected(self._link.reconnect())
+                client = self._reconnected()
                 for collection in sorted(self._loaded):  # a new server has nothing loaded
                     client.load_collection(collection)
             except StoreError as again:
@@ -150,6 +152,20 @@ class Client:
                     f"The connection to {self._what} was lost and could not be made again "
                     f"({type(again).__name__}: {str(again)[:200]}).") from None
             self._client, self._generation = client, generation + 1
+
+    def _reconnected(self) -> Any:
+        """A client on the link's server, started again if needed; a server that dies while this connects
+        (seen once under a full test run's load) is started again, up to RESTARTS times."""
+        link = self._link
+        assert link is not None
+        restarts = 0
+        while True:
+            try:
+                return self._connected(link.reconnect())
+            except Exception as exc:
+                restarts += 1
+                if restarts > RESTARTS or not is_connection_lost(exc) or link.alive():
+                    raise
 
     def _when_ready(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The client's call, again while a Lite server that just started is still setting up."""

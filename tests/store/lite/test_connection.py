@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from pymilvus.exceptions import MilvusException
 
+from rag_core.errors import StoreUnavailableError
 from rag_core.store.lite import connection
 from rag_core.store.lite.connection import Client, _milvus_client
 from rag_core.store.lite.internals import LOCAL_GRPC_OPTIONS, LiteServer
@@ -106,3 +107,51 @@ def test_other_errors_and_a_server_that_never_gets_ready_are_not_hidden(monkeypa
     with pytest.raises(MilvusException, match="Mmap manager has not been init"):
         Client("the knowledge base t.db", lambda _: never, Link("unix:/nowhere")).create_collection("biz")
     assert 2 <= never.calls < 100
+
+
+LOST = MilvusException(code=2, message="Fail connecting to server on unix:/gone.sock")
+
+
+class RestartingLink(Link):
+    """A link whose server was lost; each restart gives a server at a new uri, the first `dying` of which die
+    while the client connects to them."""
+
+    def __init__(self, dying: int) -> None:
+        super().__init__("unix:/first.sock")
+        self.dying, self.restarts = dying, 0
+
+    def reconnect(self) -> str:
+        self.restarts += 1
+        self.uri, self._alive = f"unix:/restart-{self.restarts}.sock", True
+        return self.uri
+
+    def connect(self, uri: str) -> object:
+        if uri != "unix:/first.sock" and self.restarts <= self.dying:
+            self._alive = False  # this server died before it answered
+            raise LOST
+        return Answering(lost=uri == "unix:/first.sock")
+
+
+class Answering:
+    def __init__(self, lost: bool) -> None:
+        self.lost = lost
+
+    def query(self, name: str) -> str:
+        if self.lost:
+            raise LOST
+        return f"rows of {name}"
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_server_that_dies_while_being_reconnected_to_is_started_again_a_bounded_number_of_times() -> None:
+    link = RestartingLink(dying=connection.RESTARTS)
+    client = Client("the knowledge base t.db", link.connect, link)
+    assert client.query("biz") == "rows of biz"  # the read is tried again on the last restarted server
+    assert link.restarts == connection.RESTARTS + 1
+    link = RestartingLink(dying=connection.RESTARTS + 1)
+    client = Client("the knowledge base t.db", link.connect, link)
+    with pytest.raises(StoreUnavailableError, match="lost and could not be made again"):
+        client.query("biz")
+    assert link.restarts == connection.RESTARTS + 1
