@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run serve test test-fast test-unit lint bench sample clean
+.PHONY: run serve test test-fast test-unit lint messages bench sample clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,13 @@ test-fast: $(STAMP)  ## everything but the real-browser tests
 lint: $(STAMP)  ## ruff (lint and import order) on the code and tests, mypy on rag_core (pyproject.toml)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
+
+messages: $(STAMP)  ## put the app's strings (t, tn, N_ in app.py, pages/, ui/) into locale/messages.pot and both catalogs
+	$(VENV)/bin/pybabel extract --no-default-keywords -k t -k tn:1,2 -k N_ --no-location --sort-output \
+		--project rag-workbench -o locale/messages.pot app.py pages ui
+	for lang in en zh; do test -f locale/$$lang/LC_MESSAGES/messages.po || \
+		$(VENV)/bin/pybabel init -i locale/messages.pot -d locale -l $$lang; done
+	$(VENV)/bin/pybabel update -i locale/messages.pot -d locale --no-fuzzy-matching --ignore-obsolete
 
 test-unit: $(STAMP)  ## the edit-run loop: the tests that need neither Milvus nor a browser (tests/conftest.py)
 	$(PY) -m pytest -q --unit -n auto --dist load

@@ -6,18 +6,20 @@ import streamlit as st
 st.session_state["_app.entered"] = True
 
 from rag_core.errors import RagError  # noqa: E402
+from ui.i18n import language_switcher, t  # noqa: E402
 from ui.navigation import pages  # noqa: E402
 from ui.state import chat_mode, get_settings, kb_switcher  # noqa: E402
 
-st.set_page_config(page_title="RAG workbench", page_icon="🧰", layout="wide")
+st.set_page_config(page_title=t("RAG workbench"), page_icon="🧰", layout="wide")
 page = st.navigation(pages())
 
 with st.sidebar:
+    language_switcher()
     try:
         settings = get_settings()
         kb_switcher()
         mode = chat_mode(settings)
-        st.caption(f"Chat: **{mode.label}** · data: `{settings.data_dir}`")
+        st.caption(t("Chat: **{mode}** · data: `{data}`", mode=mode.label, data=settings.data_dir))
     except RagError as exc:  # a bad rag.toml or environment value: every page would fail the same way
         st.error(str(exc))
 

@@ -16,15 +16,17 @@ from pathlib import Path
 
 import streamlit as st
 
+from .i18n import N_, t
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PAGES = [
-    ("pages/home.py", "Home", "🏠"),
-    ("pages/knowledge_base.py", "Knowledge base", "📚"),
-    ("pages/chunk_preview.py", "Chunk preview", "✂️"),
-    ("pages/debugger.py", "Retrieval debugger", "🔎"),
-    ("pages/chat.py", "Agent chat", "💬"),
-    ("pages/evaluation.py", "Evaluation", "📏"),
-    ("pages/failures.py", "Failures", "👎"),
+    ("pages/home.py", N_("Home"), "🏠"),
+    ("pages/knowledge_base.py", N_("Knowledge base"), "📚"),
+    ("pages/chunk_preview.py", N_("Chunk preview"), "✂️"),
+    ("pages/debugger.py", N_("Retrieval debugger"), "🔎"),
+    ("pages/chat.py", N_("Agent chat"), "💬"),
+    ("pages/evaluation.py", N_("Evaluation"), "📏"),
+    ("pages/failures.py", N_("Failures"), "👎"),
 ]
 ENTERED = "_app.entered"  # the session-state key app.py sets first (it cannot import it: that would import ui)
 
@@ -37,7 +39,7 @@ def pages(root: Path = REPO_ROOT) -> list[st.Page]:
         raise FileNotFoundError(f"ui/navigation.py lists {', '.join(missing)}, not found in {root}: restore "
                                 "the file, or remove it from PAGES.")
     # Absolute paths: the guard below may run with a page as the main script (AppTest on one page).
-    return [st.Page(root / path, title=title, icon=icon, default=(path == "pages/home.py"))
+    return [st.Page(root / path, title=t(title), icon=icon, default=(path == "pages/home.py"))
             for path, title, icon in PAGES]
 
 
