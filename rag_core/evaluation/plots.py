@@ -6,7 +6,7 @@ per sweep point) and of `EvalRun.query_rows()` / a point's `queries` (one per qu
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
@@ -44,7 +44,7 @@ def recall_curves(rows: Sequence[Mapping[str, Any]], varying: Sequence[str] = ()
 
 
 def metric_vs_parameter(rows: Sequence[Mapping[str, Any]], parameter: str, metrics: Sequence[str],
-                        varying: Sequence[str] = ()) -> go.Figure:
+                        varying: Sequence[str] = (), *, name_of: Callable[[str], str] = label) -> go.Figure:
     """Each metric against one parameter; points that differ in other varying parameters get their own
     line per metric, in parameter order."""
     others = [k for k in varying if k != parameter]
@@ -58,21 +58,22 @@ def metric_vs_parameter(rows: Sequence[Mapping[str, Any]], parameter: str, metri
     for (metric, group), values in series.items():
         if numeric:
             values = sorted(values, key=lambda v: (v[0] is None, v[0] if v[0] is not None else 0))
-        name = label(metric) + (f" ({group})" if group else "")
+        name = name_of(metric) + (f" ({group})" if group else "")
         fig.add_trace(go.Scatter(x=[str(x) if not numeric else x for x, _ in values], y=[y for _, y in values],
                                  mode="lines+markers", name=name))
     return _layout(fig, f"{', '.join(label(m) for m in metrics)} vs {parameter}", parameter, "value")
 
 
 def per_query_distribution(query_rows: Sequence[Mapping[str, Any]], metric: str, *,
-                           group_by: str | None = None, nbins: int = 20) -> go.Figure:
+                           group_by: str | None = None, nbins: int = 20,
+                           name_of: Callable[[str], str] = label) -> go.Figure:
     """Histogram of one per-query value (e.g. ndcg@10, first_relevant_rank, latency_ms)."""
     groups: dict[str, list[Any]] = {}
     for row in query_rows:
         value = row.get(metric)
         if isinstance(value, bool):
             value = float(value)
-        key = str(row.get(group_by)) if group_by else label(metric)
+        key = str(row.get(group_by)) if group_by else name_of(metric)
         groups.setdefault(key, []).append(value)
     fig = go.Figure()
     for name, values in groups.items():
@@ -81,11 +82,12 @@ def per_query_distribution(query_rows: Sequence[Mapping[str, Any]], metric: str,
     return _layout(fig, f"Per-query {label(metric)}", label(metric), "queries")
 
 
-def compare_runs(runs: Mapping[str, Mapping[str, Any]], metrics: Sequence[str]) -> go.Figure:
+def compare_runs(runs: Mapping[str, Mapping[str, Any]], metrics: Sequence[str], *,
+                 name_of: Callable[[str], str] = label) -> go.Figure:
     """Grouped bars: each metric for each named run (e.g. the best point of two saved runs)."""
     fig = go.Figure()
     for name, row in runs.items():
-        fig.add_trace(go.Bar(x=[label(m) for m in metrics], y=[row.get(m) for m in metrics], name=name,
+        fig.add_trace(go.Bar(x=[name_of(m) for m in metrics], y=[row.get(m) for m in metrics], name=name,
                              text=[f"{row[m]:.3f}" if isinstance(row.get(m), float) else "" for m in metrics],
                              textposition="outside"))
     fig.update_layout(barmode="group")

@@ -211,28 +211,46 @@ def point_comparisons(saved: Mapping[str, Any], metric: str | None = None) -> li
     return out
 
 
-def run_notes(saved: Mapping[str, Any]) -> list[str]:
-    """What a saved run's figures mean that the table cannot say: metrics at k beyond return-n, titles put in
-    front of BEIR documents, and how loaded the machine was while the latencies were taken."""
-    notes = []
+# What a saved run's figures mean that the table cannot say (run_note_items): code -> English template. The app
+# renders the codes in the user's language (ui/evaluation.py); the CLI prints these.
+RUN_NOTES = {
+    "beyond_return_n": "metrics at {ats} rank the evidence the agent gets, at most return-n = {return_ns} documents, "
+                       "so beyond it they cannot rise; the raw_ metrics rank the retrieve-k candidates before "
+                       "post-processing.",
+    "titles_prepended": "{titles} of {documents} corpus documents are indexed with their BEIR title in front of the "
+                        "text (as a heading), as the benchmarks do.",
+    "machine": "machine: load {before:g} → {after:g} on {cores} cores, {cpu_s:g} s of CPU in this process.",
+    "machine_busy": "machine: load {before:g} → {after:g} on {cores} cores, {cpu_s:g} s of CPU in this process; a "
+                    "loaded machine: latencies read high.",
+}
+
+
+def run_note_items(saved: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """What a saved run's figures mean that the table cannot say, as (code of RUN_NOTES, parameters): metrics at k
+    beyond return-n, titles put in front of BEIR documents, and how loaded the machine was while the latencies
+    were taken."""
+    notes: list[tuple[str, dict[str, Any]]] = []
     return_ns = sorted({p["params"].get("return_n") for p in saved.get("points", [])} - {None})
     metrics = saved["points"][0]["metrics"] if saved.get("points") else {}
     ks = {int(at) for name, _, at in (k.partition("@") for k in metrics)
           if at.isdigit() and not name.startswith("raw_")}
     beyond = sorted(k for k in ks if return_ns and k > return_ns[0])
     if beyond:
-        ats = ", ".join(f"@{k}" for k in beyond)
-        notes.append(f"metrics at {ats} rank the evidence the agent gets, at most return-n = "
-                     f"{'/'.join(map(str, return_ns))} documents, so beyond it they cannot rise; the raw_ metrics rank "
-                     "the retrieve-k candidates before post-processing.")
+        notes.append(("beyond_return_n", {"ats": ", ".join(f"@{k}" for k in beyond),
+                                          "return_ns": "/".join(map(str, return_ns))}))
     info = saved.get("set_info") or {}
     if info.get("titles_prepended"):
-        notes.append(f"{info['titles_prepended']} of {info.get('corpus', {}).get('documents', '?')} corpus documents "
-                     "are indexed with their BEIR title in front of the text (as a heading), as the benchmarks do.")
+        notes.append(("titles_prepended", {"titles": info["titles_prepended"],
+                                           "documents": info.get("corpus", {}).get("documents", "?")}))
     machine = saved.get("machine") or {}
     if machine:
         busy = max(machine["load_1m_before"], machine["load_1m_after"]) > 0.75 * machine["cores"]
-        notes.append(f"machine: load {machine['load_1m_before']:g} → {machine['load_1m_after']:g} on "
-                     f"{machine['cores']} cores, {machine['cpu_s']:g} s of CPU in this process"
-                     + ("; a loaded machine: latencies read high." if busy else "."))
+        notes.append(("machine_busy" if busy else "machine", {
+            "before": machine["load_1m_before"], "after": machine["load_1m_after"], "cores": machine["cores"],
+            "cpu_s": machine["cpu_s"]}))
     return notes
+
+
+def run_notes(saved: Mapping[str, Any]) -> list[str]:
+    """The notes of `run_note_items`, in English (the CLI's)."""
+    return [RUN_NOTES[code].format(**params) for code, params in run_note_items(saved)]
