@@ -25,7 +25,6 @@ from rag_core.evaluation import (
     load_run,
     load_set,
     load_user_set,
-    plots,
     run_evaluation,
     runs_dir,
     save_run,
@@ -39,20 +38,23 @@ from rag_core.evaluation.report import (
     failed_queries,
     per_query_metrics,
     point_names,
-    run_notes,
     shown_columns,
     shown_metrics,
     wins_losses,
 )
 from rag_core.evaluation.results import new_run_dir, summary_rows
 from rag_core.evaluation.testsets import list_test_sets, read_test_set, saved_sets_dir
+from ui import evaluation as words
 from ui.components import embedder_tradeoff
+from ui.i18n import N_, t
 from ui.lookup import debugger_url
 from ui.state import get_settings, get_workbench, knowledge_bases, selected_kb, shared_embedder
 from ui.testsets import answers_view, generate_panel, offline_warning, open_saved_panel, review_table, safe
 
 LAST_RUN = "eval_last_run"
-PICKS = {"Random sample": "sample", "First N": "limit", "All": "all"}
+PICKS = {N_("Random sample"): "sample", N_("First N"): "limit", N_("All"): "all"}
+SOURCES = [N_("Bundled set"), N_("Saved test set"), N_("Upload a set")]  # values kept in the URL-bound radio
+TARGETS = [N_("Sample knowledge base (examples/kb, indexed separately)"), N_("Knowledge bases (as they are)")]
 # Links shown next to each failed query: column name -> (the saved query record, the point's parameters)
 # -> URL. The record has the query, its relevant doc_ids, answers found or not, evidence keys.
 FAILED_QUERY_LINKS: dict[str, Callable[[dict[str, Any], dict[str, Any]], str]] = {
@@ -71,7 +73,7 @@ def run_resources(provider: str) -> Any:
     return shared_embedder(get_settings().with_overrides({"embedding.provider": provider}, "the Evaluation page"))
 
 
-@st.cache_resource(max_entries=4, show_spinner="Reading the evaluation set…")
+@st.cache_resource(max_entries=4, show_spinner=False)
 def bundled_set(name: str, split: str | None, subset: tuple[str, int | None, int | None], live: bool):  # noqa: ANN201
     pick, n, seed = subset
     return load_set(name, split=split, live=live, limit=n if pick == "limit" else None,
@@ -81,39 +83,40 @@ def bundled_set(name: str, split: str | None, subset: tuple[str, int | None, int
 # ------------------------------------------------------------------------------------------ run
 def choose_subset() -> tuple[str, int | None, int | None]:
     c1, c2, c3 = st.columns([2, 1, 1])
-    pick = PICKS[c1.radio("Queries", list(PICKS), horizontal=True, key="eval_pick",
-                          help="A random sample (reproducible with its seed) says more about a set than its first "
-                               "N queries: sets are often ordered by document. A run on a large corpus indexes the "
-                               "documents of the chosen queries plus a deterministic sample of the others "
-                               "(max(100, 10 N)).")]
-    n = int(c2.number_input("N", min_value=1, value=50, step=10, key="eval_limit", disabled=pick == "all"))
-    seed = int(c3.number_input("Seed", min_value=0, value=DEFAULT_SEED, key="eval_seed", disabled=pick != "sample"))
+    pick = PICKS[c1.radio(t("Queries"), list(PICKS), horizontal=True, key="eval_pick", format_func=t,
+                          help=t("A random sample (reproducible with its seed) says more about a set than its first "
+                                 "N queries: sets are often ordered by document. A run on a large corpus indexes the "
+                                 "documents of the chosen queries plus a deterministic sample of the others "
+                                 "(max(100, 10 N))."))]
+    n = int(c2.number_input("N", min_value=1, value=50, step=10, key="eval_limit",  # i18n: ok
+                            disabled=pick == "all"))
+    seed = int(c3.number_input(t("Seed"), min_value=0, value=DEFAULT_SEED, key="eval_seed",
+                               disabled=pick != "sample"))
     return pick, (None if pick == "all" else n), (seed if pick == "sample" else None)
 
 
 def choose_target(key: str, help: str | None = None) -> list[str] | None:
     """The knowledge bases to evaluate against (None: the set's corpus, indexed separately)."""
-    targets = ["Sample knowledge base (examples/kb, indexed separately)", "Knowledge bases (as they are)"]
-    if st.radio("Evaluate against", targets, key=key, help=help) == targets[0]:
+    if st.radio(t("Evaluate against"), TARGETS, key=key, help=help, format_func=t) == TARGETS[0]:
         return None
     names = knowledge_bases().names()
-    return st.multiselect("Knowledge bases", names, default=[n for n in [selected_kb()] if n in names],
-                          key="eval_kbs", help="Each is searched as it is: its documents, chunking and embedder, and "
-                                               "its own search settings for the parameters left at their defaults "
-                                               "below. One row per knowledge base (and per combination); the set's "
-                                               "relevant ids must be their doc_ids.")
+    return st.multiselect(t("Knowledge bases"), names, default=[n for n in [selected_kb()] if n in names],
+                          key="eval_kbs", help=t("Each is searched as it is: its documents, chunking and embedder, "
+                                                 "and its own search settings for the parameters left at their "
+                                                 "defaults below. One row per knowledge base (and per combination); "
+                                                 "the set's relevant ids must be their doc_ids."))
 
 
 def choose_saved_set(subset: tuple[str, int | None, int | None]) -> tuple[Any, list[str] | None]:
     """A test set saved under the data folder (Test sets tab, or `eval generate --name`), run on knowledge bases."""
     saved = list_test_sets(saved_sets_dir(get_settings()))
     if not saved:
-        st.info("No saved test sets yet: generate one in the Test sets tab (or `python -m rag_core eval generate "
-                "--name NAME`).")
+        st.info(t("No saved test sets yet: generate one in the Test sets tab (or `python -m rag_core eval generate "
+                  "--name NAME`)."))
         return None, None
-    name = st.selectbox("Test set", [s.name for s in saved], key="eval_saved_set",
-                        format_func=lambda n: next(f"{s.name} ({s.items} items, {s.generator})" for s in saved
-                                                   if s.name == n))
+    name = st.selectbox(t("Test set"), [s.name for s in saved], key="eval_saved_set",
+                        format_func=lambda n: next(t("{name} ({items} items, {generator})", name=s.name, items=s.items,
+                                                     generator=s.generator) for s in saved if s.name == n))
     pick, n, seed = subset
     eval_set = load_set(name, saved=saved_sets_dir(get_settings()), live=True, limit=n if pick == "limit" else None,
                         sample=n if pick == "sample" else None, seed=seed if pick == "sample" else None)
@@ -121,38 +124,39 @@ def choose_saved_set(subset: tuple[str, int | None, int | None]) -> tuple[Any, l
         offline_warning()
     names = knowledge_bases().names()
     made_from = read_test_set(saved[[s.name for s in saved].index(name)].path).meta.get("knowledge_base")
-    kbs = st.multiselect("Knowledge bases", names, default=[k for k in [made_from or selected_kb()] if k in names],
-                         key="eval_saved_kbs", help="Each is searched as it is; the set's relevant ids are doc_ids, "
-                                                    "so a knowledge base chunked differently works too.")
+    kbs = st.multiselect(t("Knowledge bases"), names, default=[k for k in [made_from or selected_kb()] if k in names],
+                         key="eval_saved_kbs", help=t("Each is searched as it is; the set's relevant ids are doc_ids, "
+                                                      "so a knowledge base chunked differently works too."))
     return eval_set, kbs
 
 
 def choose_set() -> tuple[Any, list[str] | None]:
     """Widgets for the set; returns (EvalSet, the knowledge bases to run against: None for an isolated index)."""
     sets = bundled_sets()
-    source = st.radio("Evaluation set", ["Bundled set", "Saved test set", "Upload a set"], horizontal=True,
-                      key="eval_source")
+    source = st.radio(t("Evaluation set"), SOURCES, horizontal=True, key="eval_source", format_func=t)
     subset = choose_subset()
     if source == "Saved test set":
         return choose_saved_set(subset)
     if source == "Bundled set":
         if not sets:
-            raise RagError("No bundled sets found (examples/kb_queries.jsonl, or set RAG_EVAL_DIR).")
-        name = st.selectbox("Set", list(sets), key="eval_set",
-                            help=f"{SAMPLE_NAME}: examples/kb_queries.jsonl over examples/kb; others: BEIR folders "
-                                 "with their own corpus.")
+            raise RagError(t("No bundled sets found (examples/kb_queries.jsonl, or set RAG_EVAL_DIR)."))
+        name = st.selectbox(t("Set"), list(sets), key="eval_set",
+                            help=t("{sample}: examples/kb_queries.jsonl over examples/kb; others: BEIR folders with "
+                                   "their own corpus.", sample=SAMPLE_NAME))
         if sets[name].is_dir():
             splits = beir_splits(sets[name])
-            split = st.selectbox("Split", splits, index=splits.index(default_split(sets[name])), key="eval_split")
-            return bundled_set(name, split, subset, False), None
-        kbs = choose_target("eval_target", "A knowledge base must hold examples/kb (Home: load the sample).")
-        return bundled_set(name, None, subset, kbs is not None), kbs
-    upload = st.file_uploader("Queries (.jsonl or .csv: query, relevant, optional answer)", type=["jsonl", "csv"],
+            split = st.selectbox(t("Split"), splits, index=splits.index(default_split(sets[name])), key="eval_split")
+            with st.spinner(t("Reading the evaluation set…")):
+                return bundled_set(name, split, subset, False), None
+        kbs = choose_target("eval_target", t("A knowledge base must hold examples/kb (Home: load the sample)."))
+        with st.spinner(t("Reading the evaluation set…")):
+            return bundled_set(name, None, subset, kbs is not None), kbs
+    upload = st.file_uploader(t("Queries (.jsonl or .csv: query, relevant, optional answer)"), type=["jsonl", "csv"],
                               key="eval_upload")
     kbs = choose_target("eval_target")
     if upload is None:
-        st.info('Upload a file with one query per line, e.g. `{"query": "...", "relevant": ["runbooks/cpu_high.md"], '
-                '"answer": "an exact substring"}` (CSV: `relevant` separated by `;`).')
+        st.info(t("Upload a file with one query per line, e.g. {example} (CSV: `relevant` separated by `;`).",
+                  example='`{"query": "...", "relevant": ["runbooks/cpu_high.md"], "answer": "an exact substring"}`'))
         return None, kbs
     pick, n, seed = subset
     return load_user_set(upload.getvalue(), name=upload.name, corpus=None if kbs is not None else SAMPLE_KB,
@@ -164,32 +168,35 @@ def choose_grid(settings: Any) -> tuple[Grid, str, bool]:
     base = Grid.from_settings(settings)
 
     def values(column: Any, name: str, kind: type) -> list[Any]:
-        text = column.text_input(LABELS[name], ",".join(map(str, getattr(base, name))), key=f"eval_{name}",
-                                 help=KEYS[PARAM_SETTINGS[name]].help)
+        label = words.param_label(name)
+        text = column.text_input(label, ",".join(map(str, getattr(base, name))), key=f"eval_{name}",
+                                 help=words.param_help(name, KEYS[PARAM_SETTINGS[name]].help))
         return parse_values(text, kind, LABELS[name])
 
-    with st.expander("Parameters (comma-separated lists sweep every combination)", expanded=True):
+    with st.expander(t("Parameters (comma-separated lists sweep every combination)"), expanded=True):
         c1, c2, c3 = st.columns(3)
-        modes = c1.multiselect("Search mode", ["dense", "bm25", "hybrid"], default=list(base.mode), key="eval_mode")
+        modes = c1.multiselect(t("Search mode"), ["dense", "bm25", "hybrid"], default=list(base.mode),
+                               key="eval_mode", format_func=words.mode_name)
         retrieve_k, return_n = values(c1, "retrieve_k", int), values(c1, "return_n", int)
-        cap = parse_values(c2.text_input(LABELS["max_chunks_per_document"],
+        cap = parse_values(c2.text_input(words.param_label("max_chunks_per_document"),
                                          ",".join(map(str, base.max_chunks_per_document)), key="eval_cap"),
                            int, LABELS["max_chunks_per_document"])
         chunk_size, overlap = values(c2, "chunk_size", int), values(c2, "overlap", int)
-        fusion = c3.multiselect("Fusion (hybrid)", ["rrf", "weighted"], default=list(base.fusion), key="eval_fusion")
+        fusion = c3.multiselect(t("Fusion (hybrid)"), ["rrf", "weighted"], default=list(base.fusion),
+                                key="eval_fusion")
         rrf_k, dense_w, bm25_w = values(c3, "rrf_k", int), values(c3, "dense_weight", float), values(
             c3, "bm25_weight", float)
-        rerank = c3.multiselect("Reranker", list(KEYS["rerank.provider"].choices), default=list(base.rerank),
-                                key="eval_rerank", help="none and a provider: every combination without and with "
-                                                        "the reranker (rerank.model, rerank.base-url and the key's "
-                                                        "variable configure it).")
+        rerank = c3.multiselect(t("Reranker"), list(KEYS["rerank.provider"].choices), default=list(base.rerank),
+                                key="eval_rerank", help=t("none and a provider: every combination without and with "
+                                                          "the reranker (`rerank.model`, `rerank.base-url` and the "
+                                                          "key's variable configure it)."))
         providers = list(KEYS["embedding.provider"].choices)
-        embedder = st.selectbox("Embedder", providers, index=providers.index(settings["embedding.provider"]),
-                                key="eval_embedder", help="For the separately indexed corpus; a knowledge base is "
-                                                          "searched with its own embedder.")
-        with st.popover("Embedders: quality vs ingest time (measured)"):
+        embedder = st.selectbox(t("Embedder"), providers, index=providers.index(settings["embedding.provider"]),
+                                key="eval_embedder", help=t("For the separately indexed corpus; a knowledge base is "
+                                                            "searched with its own embedder."))
+        with st.popover(t("Embedders: quality vs ingest time (measured)")):
             embedder_tradeoff(embedder)
-        reindex = st.checkbox("Rebuild the index even if it is complete", key="eval_reindex")
+        reindex = st.checkbox(t("Rebuild the index even if it is complete"), key="eval_reindex")
     grid = Grid.from_form(settings, mode=modes, fusion=fusion, retrieve_k=retrieve_k, return_n=return_n,
                           max_chunks_per_document=cap, chunk_size=chunk_size, overlap=overlap, rrf_k=rrf_k,
                           dense_weight=dense_w, bm25_weight=bm25_w, rerank=rerank)
@@ -202,30 +209,35 @@ def execute(settings: Any) -> None:
     if eval_set is None:
         return
     if kbs == []:
-        st.info("Choose at least one knowledge base to evaluate against.")
+        st.info(t("Choose at least one knowledge base to evaluate against."))
         return
     if kbs:
-        st.caption(f"{len(eval_set.queries)} queries on {len(kbs)} knowledge base(s), each with its own chunking, "
-                   "embedder and search settings for the parameters left at their defaults")
+        st.caption(t("{queries} queries on {kbs} knowledge base(s), each with its own chunking, embedder and search "
+                     "settings for the parameters left at their defaults", queries=len(eval_set.queries),
+                     kbs=len(kbs)))
     else:
         points, skipped = grid.points()
-        st.caption(f"{len(eval_set.queries)} queries, {len(points)} parameter combination(s)"
-                   + (f"; skipped: {'; '.join(skipped)}" if skipped else ""))
-    if not st.button("Run evaluation", type="primary", key="eval_run"):
+        st.caption(t("{queries} queries, {points} parameter combination(s)", queries=len(eval_set.queries),
+                     points=len(points)) + (t("; skipped: {skipped}", skipped="; ".join(skipped)) if skipped else ""))
+    if not st.button(t("Run evaluation"), type="primary", key="eval_run"):
         return
     run_settings = settings.with_overrides({"embedding.provider": provider}, "the Evaluation page")
     workbenches = [get_workbench(name) for name in kbs or []]  # the shared ones: Milvus Lite allows one open per file
     embedder = None if kbs else run_resources(provider)
-    bar = st.progress(0.0, text="Starting…")
+    bar = st.progress(0.0, text=t("Starting…"))
 
     def on_progress(p: Any) -> None:
-        unit = "characters indexed" if p.stage == "indexing" else "queries"
-        bar.progress(p.fraction, text=f"{p.stage}: {p.done:,}/{p.total:,} {unit} — {p.detail}")
+        text = (t("{stage}: {done}/{total} characters indexed — {detail}", stage=words.stage_name(p.stage),
+                  done=f"{p.done:,}", total=f"{p.total:,}", detail=p.detail) if p.stage == "indexing" else
+                t("{stage}: {done}/{total} queries — {detail}", stage=words.stage_name(p.stage), done=f"{p.done:,}",
+                  total=f"{p.total:,}", detail=p.detail))
+        bar.progress(p.fraction, text=text)
 
     run = run_evaluation(eval_set, grid, run_settings, factories=factories(), embedder=embedder, reindex=reindex,
                          progress=on_progress, knowledge_bases=workbenches)
     paths = save_run(run, new_run_dir(runs_dir(settings), eval_set.name))
-    bar.progress(1.0, text=f"Done in {run.seconds:.1f} s — saved to {paths['json'].parent}")
+    bar.progress(1.0, text=t("Done in {seconds} s — saved to {path}", seconds=f"{run.seconds:.1f}",
+                             path=paths["json"].parent))
     st.session_state[LAST_RUN] = {"run": run.to_dict(), "dir": str(paths["json"].parent)}
 
 
@@ -233,11 +245,15 @@ def execute(settings: Any) -> None:
 def describe(saved: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     corpus = saved["set_info"].get("corpus", {})
     subset = saved["set_info"].get("queries") or {}
-    chosen = (f", a random sample of {subset['of']} (seed {subset['seed']})" if subset.get("rule") == "sample"
-              else ", the first in file order" if subset.get("rule") == "first" else "")
-    return (f"**{saved['set']}** — {rows[0]['queries']} queries{chosen}, corpus "
-            f"{corpus.get('documents') or 'live'} documents{' (sliced)' if corpus.get('sliced') else ''}, "
-            f"embedder `{saved['config']['embedder']}`, {saved['started_at']}")
+    chosen = (t(", a random sample of {of} (seed {seed})", of=subset["of"], seed=subset["seed"])
+              if subset.get("rule") == "sample" else t(", the first in file order") if subset.get("rule") == "first"
+              else "")
+    documents = (t("{documents} documents (sliced)", documents=corpus["documents"]) if corpus.get("documents")
+                 and corpus.get("sliced") else t("{documents} documents", documents=corpus["documents"])
+                 if corpus.get("documents") else t("live documents"))
+    return t("**{set}** — {queries} queries{chosen}, corpus {documents}, embedder `{embedder}`, {started}",
+             set=saved["set"], queries=rows[0]["queries"], chosen=chosen, documents=documents,
+             embedder=saved["config"]["embedder"], started=saved["started_at"])
 
 
 def render_run(saved: dict[str, Any], key: str) -> None:
@@ -247,112 +263,120 @@ def render_run(saved: dict[str, Any], key: str) -> None:
     for warning in saved.get("warnings", [])[:5]:
         st.warning(warning)
     if len(saved.get("warnings", [])) > 5:
-        st.caption(f"… and {len(saved['warnings']) - 5} more warnings (run.json)")
-    for note in run_notes(saved):
+        st.caption(t("… and {n} more warnings (run.json)", n=len(saved["warnings"]) - 5))
+    for note in words.run_notes(saved):
         st.caption(note)
-    st.dataframe(pd.DataFrame(rows)[shown_columns(rows, varying)], hide_index=True, key=f"{key}_summary")
+    columns = shown_columns(rows, varying)
+    st.dataframe(pd.DataFrame(rows)[columns], hide_index=True, key=f"{key}_summary",
+                 column_config=words.headers(columns))
     names = point_names(rows, varying)
     charts = st.columns(2)
-    charts[0].plotly_chart(plots.recall_curves(rows, varying), key=f"{key}_recall")
-    charts[1].plotly_chart(plots.recall_curves(rows, varying, raw=True), key=f"{key}_raw_recall")
+    charts[0].plotly_chart(words.recall_curves(rows, varying), key=f"{key}_recall")
+    charts[1].plotly_chart(words.recall_curves(rows, varying, raw=True), key=f"{key}_raw_recall")
     if varying:
         c1, c2 = st.columns([1, 3])
-        parameter = c1.selectbox("Parameter", varying, key=f"{key}_param")
+        parameter = c1.selectbox(t("Parameter"), varying, key=f"{key}_param", format_func=words.param_label)
         available = shown_metrics(rows)
-        metrics = c2.multiselect("Metrics", available, key=f"{key}_metrics",
+        metrics = c2.multiselect(t("Metrics"), available, key=f"{key}_metrics", format_func=words.metric_name,
                                  default=[m for m in ("ndcg@10", "recall@5", "answer_recall", "span_recall@5")
                                           if m in available])
         if metrics:
-            st.plotly_chart(plots.metric_vs_parameter(rows, parameter, metrics, varying), key=f"{key}_vs")
+            st.plotly_chart(words.metric_vs_parameter(rows, parameter, metrics, varying), key=f"{key}_vs")
 
     c1, c2 = st.columns(2)
-    chosen = c1.selectbox("Sweep point", names, key=f"{key}_point")
+    chosen = c1.selectbox(t("Sweep point"), names, key=f"{key}_point")
     point = saved["points"][names.index(chosen)]
     per_query = [m for m in PER_QUERY if any(q.get(m) is not None for q in point["queries"])]
-    metric = c2.selectbox("Per-query value", per_query, key=f"{key}_per_query")
-    st.plotly_chart(plots.per_query_distribution(point["queries"], metric), key=f"{key}_dist")
+    metric = c2.selectbox(t("Per-query value"), per_query, key=f"{key}_per_query", format_func=words.metric_name)
+    st.plotly_chart(words.per_query_distribution(point["queries"], metric), key=f"{key}_dist")
 
     if len(names) >= 2:
-        st.subheader("Query by query: two rows")
+        st.subheader(t("Query by query: two rows"))
         c1, c2 = st.columns(2)
-        a = c1.selectbox("Row A", names, index=0, key=f"{key}_wl_a")
-        b = c2.selectbox("Row B", names, index=1, key=f"{key}_wl_b")
+        a = c1.selectbox(t("Row A"), names, index=0, key=f"{key}_wl_a")
+        b = c2.selectbox(t("Row B"), names, index=1, key=f"{key}_wl_b")
         render_wins_losses(saved["points"][names.index(a)], saved["points"][names.index(b)], (a, b), f"{key}_wl")
 
     failed = failed_queries(point)
     records = [q for q in point["queries"] if q["failed"]]  # the same queries, in the same order
-    st.subheader(f"Failed queries ({len(failed)} of {len(point['queries'])})")
-    st.caption(saved["config"].get("failed_rule", "") + ". The debugger searches the live knowledge base.")
+    st.subheader(t("Failed queries ({failed} of {queries})", failed=len(failed), queries=len(point["queries"])))
+    st.caption(t("{rule}. The debugger searches the live knowledge base.",
+                 rule=words.known_text(saved["config"].get("failed_rule", ""))))
     if failed:
         table = pd.DataFrame([{**row, **{name: link(q, point["params"]) for name, link in FAILED_QUERY_LINKS.items()}}
                               for row, q in zip(failed, records)])
-        st.dataframe(table, hide_index=True, key=f"{key}_failed", column_config={
-            name: st.column_config.LinkColumn(name, display_text="open") for name in FAILED_QUERY_LINKS})
+        st.dataframe(table, hide_index=True, key=f"{key}_failed", column_config=words.headers(
+            table.columns, **{name: words.link_column(name) for name in FAILED_QUERY_LINKS}))
 
 
 def render_wins_losses(a_point: dict[str, Any], b_point: dict[str, Any], labels: tuple[str, str], key: str) -> None:
     """Which queries point B answers better than point A, which worse, which the same (rag_core's
     report.wins_losses), as counts, a chart of the differences and a table."""
     metrics = [m for m in per_query_metrics(a_point["queries"]) if m in per_query_metrics(b_point["queries"])]
-    metric = st.selectbox("Compare queries by", metrics, key=f"{key}_by",
-                          help="A query is a win for the row with the higher value, a tie when both are equal.")
+    metric = st.selectbox(t("Compare queries by"), metrics, key=f"{key}_by", format_func=words.metric_name,
+                          help=t("A query is a win for the row with the higher value, a tie when both are equal."))
     try:
         result = wins_losses(a_point["queries"], b_point["queries"], metric, labels)
     except RagError as exc:
         st.info(str(exc))
         return
     c1, c2, c3 = st.columns(3)
-    c1.metric(f"{result.b} better", len(result.b_better))
-    c2.metric(f"{result.a} better", len(result.a_better))
-    c3.metric("Same", len(result.ties))
+    c1.metric(t("{row} better", row=result.b), len(result.b_better))
+    c2.metric(t("{row} better", row=result.a), len(result.a_better))
+    c3.metric(t("Same"), len(result.ties))
     if result.unpaired:
-        st.caption(f"{result.unpaired} queries are not compared (only one side has them, or no {metric} value).")
+        st.caption(t("{n} queries are not compared (only one side has them, or no {metric} value).",
+                     n=result.unpaired, metric=words.metric_name(metric)))
     if result.rows():
-        st.plotly_chart(plots.wins_losses(result), key=f"{key}_chart")
-        st.dataframe(pd.DataFrame(result.rows()), hide_index=True, key=f"{key}_table")
+        st.plotly_chart(words.wins_losses(result), key=f"{key}_chart")
+        table = pd.DataFrame(result.rows())
+        st.dataframe(table, hide_index=True, key=f"{key}_table", column_config=words.headers(table.columns))
 
 
 def compare(settings: Any) -> None:
     saved_runs = list_runs(runs_dir(settings))
     if len(saved_runs) < 2:
-        st.info("Run at least two evaluations to compare them (runs are saved under "
-                f"`{runs_dir(settings)}`).")
+        st.info(t("Run at least two evaluations to compare them (runs are saved under `{path}`).",
+                  path=runs_dir(settings)))
         return
     names = [p.name for p in saved_runs]
     c1, c2 = st.columns(2)
-    a = c1.selectbox("Run A", names, index=1, key="eval_cmp_a")
-    b = c2.selectbox("Run B", names, index=0, key="eval_cmp_b")
+    a = c1.selectbox(t("Run A"), names, index=1, key="eval_cmp_a")
+    b = c2.selectbox(t("Run B"), names, index=0, key="eval_cmp_b")
     rows, runs = {}, {}
     for label, name, col in (("A", a, c1), ("B", b, c2)):
         run = runs[label] = load_run(saved_runs[names.index(name)])
         rows[label] = summary_rows(run)
         col.caption(f"{run['set']} · {run['config']['embedder']} · {run['started_at']}")
-        col.dataframe(pd.DataFrame(rows[label])[shown_columns(rows[label], run["config"].get("varying", []))],
-                      hide_index=True, key=f"eval_cmp_tab_{label}")
+        columns = shown_columns(rows[label], run["config"].get("varying", []))
+        col.dataframe(pd.DataFrame(rows[label])[columns], hide_index=True, key=f"eval_cmp_tab_{label}",
+                      column_config=words.headers(columns))
     diff = compare_best(rows["A"], rows["B"])
-    st.markdown("Best point of each run (by nDCG@10):")
-    st.dataframe(pd.DataFrame(diff), hide_index=True, key="eval_cmp_diff")
-    st.plotly_chart(plots.compare_runs({f"A: {a}": best_point(rows["A"]), f"B: {b}": best_point(rows["B"])},
+    st.markdown(t("Best point of each run (by nDCG@10):"))
+    st.dataframe(pd.DataFrame(diff), hide_index=True, key="eval_cmp_diff",
+                 column_config=words.headers(["metric", "A", "B", "B − A"]))
+    st.plotly_chart(words.compare_runs({f"A: {a}": best_point(rows["A"]), f"B: {b}": best_point(rows["B"])},
                                        [d["metric"] for d in diff]), key="eval_cmp_chart")
 
-    st.subheader("Query by query")
+    st.subheader(t("Query by query"))
     picked = []
     for label, col in (("A", c1), ("B", c2)):
         points = point_names(rows[label], runs[label]["config"].get("varying", []))
         best = rows[label].index(best_point(rows[label]))
-        chosen = col.selectbox(f"Row of run {label}", points, index=best, key=f"eval_cmp_row_{label}")
+        chosen = col.selectbox(t("Row of run {run}", run=label), points, index=best, key=f"eval_cmp_row_{label}")
         picked.append((runs[label]["points"][points.index(chosen)], f"{label}: {chosen}"))
     render_wins_losses(picked[0][0], picked[1][0], (picked[0][1], picked[1][1]), "eval_cmp_wl")
 
 
 # ------------------------------------------------------------------------------------------ page
-st.title("📏 Evaluation")
-st.caption("Measure retrieval on a labelled set: document nDCG/recall/MRR, whether the evidence contains the "
-           "answer or hits the gold span, what post-processing lost, latency. Corpora are indexed into an "
-           "isolated database (`<data-dir>/eval/milvus.db`) and reused across runs.")
+st.title(t("📏 Evaluation"))
+st.caption(t("Measure retrieval on a labelled set: document nDCG/recall/MRR, whether the evidence contains the "
+             "answer or hits the gold span, what post-processing lost, latency. Corpora are indexed into an "
+             "isolated database (`<data-dir>/eval/milvus.db`) and reused across runs."))
 try:
     page_settings = get_settings()
-    tab_run, tab_compare, tab_sets, tab_answers = st.tabs(["Run", "Compare runs", "Test sets", "Answers"])
+    tab_run, tab_compare, tab_sets, tab_answers = st.tabs([t("Run"), t("Compare runs"), t("Test sets"),
+                                                           t("Answers")])
     with tab_run:
         execute(page_settings)
         if LAST_RUN in st.session_state:
@@ -362,12 +386,12 @@ try:
             d1, d2, d3 = st.columns(3)
             for col, name in zip((d1, d2, d3), ("run.json", "summary.csv", "queries.csv")):
                 if (run_dir / name).is_file():
-                    col.download_button(f"Download {name}", (run_dir / name).read_bytes(), file_name=name,
-                                        key=f"eval_dl_{name}")
+                    col.download_button(t("Download {name}", name=name), (run_dir / name).read_bytes(),
+                                        file_name=name, key=f"eval_dl_{name}")
     with tab_sets:
-        st.subheader("Generate a test set")
-        st.caption("Questions made from a knowledge base's own chunks, each with its source chunk and a verbatim "
-                   "answer; review them, then save the set under a name.")
+        st.subheader(t("Generate a test set"))
+        st.caption(t("Questions made from a knowledge base's own chunks, each with its source chunk and a verbatim "
+                     "answer; review them, then save the set under a name."))
         safe(generate_panel, page_settings)
         safe(open_saved_panel, page_settings)
         safe(review_table, page_settings)

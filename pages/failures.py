@@ -10,23 +10,27 @@ import streamlit as st
 from rag_core.errors import RagError
 from rag_core.evaluation.testsets import list_test_sets, saved_sets_dir
 from rag_core.feedback.cases import add_to_test_set, expected_target, failure_item
+from ui.evaluation import headers, link_column
+from ui.i18n import N_, t
 from ui.lookup import DEBUGGER_PAGE, debugger_query_params, debugger_url
 from ui.state import get_settings, get_turn_store, get_workbench, knowledge_bases
 
-st.title("👎 Failures")
-st.caption("Chat answers rated 👎 (on the chat page, `POST /api/feedback` or `feedback rate`), newest first. Open "
-           "one in the retrieval debugger, or add it to a test set with the document it should have found.")
+st.title(t("👎 Failures"))
+st.caption(t("Chat answers rated 👎 (on the chat page, `POST /api/feedback` or `feedback rate`), newest first. Open "
+             "one in the retrieval debugger, or add it to a test set with the document it should have found."))
 
-ALL = "all knowledge bases"
+ALL = N_("all knowledge bases")  # the option's value (shown translated)
+NEW = N_("(new)")
 try:
     names = knowledge_bases().names()
 except RagError as exc:
     st.error(str(exc), icon="🛑")
     st.stop()
 kb_col, date_col = st.columns([1, 2])
-kb = kb_col.selectbox("Knowledge base", [ALL, *names], key="fail.kb")
+kb = kb_col.selectbox(t("Knowledge base"), [ALL, *names], key="fail.kb",
+                      format_func=lambda name: t(ALL) if name == ALL else name)
 today = datetime.now(UTC).date()
-picked = date_col.date_input("Rated turns asked between", (today - timedelta(days=30), today), key="fail.dates",
+picked = date_col.date_input(t("Rated turns asked between"), (today - timedelta(days=30), today), key="fail.dates",
                              max_value=today)
 start, end = (picked[0], picked[-1]) if isinstance(picked, tuple) and picked else (picked, picked)
 try:
@@ -37,7 +41,7 @@ except RagError as exc:
     st.error(str(exc), icon="🛑")
     st.stop()
 if not turns:
-    st.info("No 👎 answers here: rate answers on the Agent chat page, and the failures show up here.", icon="✅")
+    st.info(t("No 👎 answers here: rate answers on the Agent chat page, and the failures show up here."), icon="✅")
     st.stop()
 
 
@@ -52,30 +56,31 @@ def link(turn) -> str | None:
     return debugger_url(lookup.query, lookup.params, kb=turn.knowledge_bases[0] if turn.knowledge_bases else None)
 
 
-table = pd.DataFrame([{"asked": t.created_at[:16].replace("T", " "), "knowledge base": ", ".join(t.knowledge_bases),
-                       "question": t.question, "comment": t.comment, "cited": ", ".join(t.citations),
-                       "debugger": link(t)} for t in turns])
+table = pd.DataFrame([{"asked": x.created_at[:16].replace("T", " "), "knowledge base": ", ".join(x.knowledge_bases),
+                       "question": x.question, "comment": x.comment, "cited": ", ".join(x.citations),
+                       "debugger": link(x)} for x in turns])
 st.dataframe(table, hide_index=True, key="fail.table", width="stretch",
-             column_config={"debugger": st.column_config.LinkColumn("debugger", display_text="open")})
+             column_config=headers(table.columns, debugger=link_column()))
 
-labels = {i: f"{t.created_at[:16].replace('T', ' ')} — {t.question[:80]}" for i, t in enumerate(turns)}
-chosen = st.selectbox("Failure", list(labels), format_func=labels.get, key="fail.pick")
+labels = {i: f"{x.created_at[:16].replace('T', ' ')} — {x.question[:80]}" for i, x in enumerate(turns)}
+chosen = st.selectbox(t("Failure"), list(labels), format_func=labels.get, key="fail.pick")
 turn = turns[chosen]
 with st.container(border=True):
-    st.markdown(f"**Question:** {turn.question}")
+    st.markdown(t("**Question:** {question}", question=turn.question))
     if turn.comment:
-        st.markdown(f"**Comment:** {turn.comment}")
-    st.markdown("**Answer:**")
-    st.markdown(turn.answer or f"_(no answer: {turn.error})_")
-    st.caption(f"{turn.mode} · {turn.model or 'offline'} · {turn.seconds:.1f} s · trace `{turn.trace_id}` · "
-               f"evidence: {', '.join(f'`{k}`' for k in turn.evidence_keys) or 'none'}")
+        st.markdown(t("**Comment:** {comment}", comment=turn.comment))
+    st.markdown(t("**Answer:**"))
+    st.markdown(turn.answer or t("_(no answer: {error})_", error=turn.error))
+    st.caption(t("{mode} · {model} · {seconds} s · trace `{trace}` · evidence: {evidence}", mode=turn.mode,
+                 model=turn.model or t("offline"), seconds=f"{turn.seconds:.1f}", trace=turn.trace_id,
+                 evidence=", ".join(f"`{k}`" for k in turn.evidence_keys) or t("none")))
     lookup = first_lookup(turn)
     kb_name = turn.knowledge_bases[0] if turn.knowledge_bases else None
     if lookup is not None:
-        st.page_link(DEBUGGER_PAGE, label=f"Open “{lookup.query}” in the retrieval debugger", icon="🔎",
+        st.page_link(DEBUGGER_PAGE, label=t("Open “{query}” in the retrieval debugger", query=lookup.query), icon="🔎",
                      query_params=debugger_query_params(lookup.query, lookup.params, kb=kb_name))
 
-st.subheader("Add to a test set")
+st.subheader(t("Add to a test set"))
 # What it should have found: the turn's evidence, the hits its lookups dropped (the "why wasn't it retrieved?"
 # candidates), then every document of the knowledge base.
 offered = list(dict.fromkeys([*turn.evidence_keys, *(k for lk in turn.lookups for k in lk.candidates)]))
@@ -83,30 +88,33 @@ try:
     if kb_name in names:
         offered += [d.doc_id for d in get_workbench(kb_name).store.list_documents() if d.doc_id not in offered]
 except RagError as exc:
-    st.caption(f"The documents of {kb_name} cannot be listed: {exc}")
+    st.caption(t("The documents of {kb} cannot be listed: {error}", kb=kb_name, error=exc))
 root = saved_sets_dir(get_settings())
 existing = [s.name for s in list_test_sets(root)]
 with st.form("fail.add", border=True):
-    expected = st.selectbox("Expected document or chunk", offered, index=None, key="fail.expected",
-                            placeholder="the chunk or document the answer should come from",
-                            help="The turn's evidence first, then the hits its search dropped, then every document.")
-    question = st.text_input("Question", value=turn.question, key="fail.question")
-    answer = st.text_area("Right answer (optional)", key="fail.answer",
-                          help="A verbatim quote of the expected chunk scores answers best (`eval answers`).")
+    expected = st.selectbox(t("Expected document or chunk"), offered, index=None, key="fail.expected",
+                            placeholder=t("the chunk or document the answer should come from"),
+                            help=t("The turn's evidence first, then the hits its search dropped, then every "
+                                   "document."))
+    question = st.text_input(t("Question"), value=turn.question, key="fail.question")
+    answer = st.text_area(t("Right answer (optional)"), key="fail.answer",
+                          help=t("A verbatim quote of the expected chunk scores answers best (`eval answers`)."))
     set_col, new_col = st.columns(2)
-    set_name = set_col.selectbox("Test set", [*existing, "(new)"], key="fail.set")
-    new_name = new_col.text_input("New test set name", value="failures", key="fail.new_set",
-                                  disabled=bool(existing) and set_name != "(new)")
-    submitted = st.form_submit_button("Add to the test set", icon="➕", type="primary")
+    set_name = set_col.selectbox(t("Test set"), [*existing, NEW], key="fail.set",
+                                 format_func=lambda name: t(NEW) if name == NEW else name)
+    new_name = new_col.text_input(t("New test set name"), value="failures", key="fail.new_set",
+                                  disabled=bool(existing) and set_name != NEW)
+    submitted = st.form_submit_button(t("Add to the test set"), icon="➕", type="primary")
 if submitted:
     try:
-        name = new_name if set_name == "(new)" or not existing else set_name
+        name = new_name if set_name == NEW or not existing else set_name
         path = add_to_test_set(root, name, failure_item(turn, expected or "", answer, question))
     except RagError as exc:
         st.error(str(exc), icon="🛑")
     else:
-        st.success(f"Added to test set **{name}**: run it with `python -m rag_core eval {path} --live`.", icon="✅")
+        st.success(t("Added to test set **{name}**: run it with `python -m rag_core eval {path} --live`.", name=name,
+                     path=path), icon="✅")
 if expected and lookup is not None:
     doc_id, _ = expected_target(expected, turn.knowledge_bases)
-    st.page_link(DEBUGGER_PAGE, label=f"Why wasn't {doc_id} retrieved?", icon="🔍",
+    st.page_link(DEBUGGER_PAGE, label=t("Why wasn't {doc} retrieved?", doc=doc_id), icon="🔍",
                  query_params=debugger_query_params(lookup.query, lookup.params, doc_id, kb=kb_name))

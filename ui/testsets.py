@@ -38,7 +38,19 @@ from rag_core.evaluation.testsets import (
     source_chunk,
 )
 from rag_core.evaluation.textmatch import find_normalised
+from ui.evaluation import (
+    REJECTED_NAMES,
+    column_header,
+    counts_text,
+    generator_name,
+    headers,
+    known_text,
+    link_column,
+    review_name,
+    stage_name,
+)
 from ui.html import esc
+from ui.i18n import N_, t
 from ui.lookup import debugger_url
 from ui.state import get_workbench, kb_settings, knowledge_bases, selected_kb
 
@@ -46,8 +58,8 @@ BASE = "eval_ts_base"  # {"items": [...], "meta": {...}, "kb": name, "name": sug
 LAST_ANSWERS = "eval_ts_answers"
 NO_ANSWER = "should not answer"
 COLUMNS = ["id", "review", "query", "answer", NO_ANSWER, "kind", "source"]
-FIGURES = {"answer_found": "Answer found", "f1": "Token F1", "citations_valid": "Citations valid",
-           "citation_support": "Citation support", "refusals": "Refusals", "faithfulness": "Faithfulness"}
+FIGURES = {"answer_found": N_("Answer found"), "f1": N_("Token F1"), "citations_valid": N_("Citations valid"),
+           "citation_support": N_("Citation support"), "refusals": N_("Refusals"), "faithfulness": N_("Faithfulness")}
 BENCH_RESULT = Path(__file__).resolve().parent.parent / "bench" / "results" / "testsets.json"
 
 
@@ -63,14 +75,15 @@ def offline_note(result_file: Path = BENCH_RESULT) -> str | None:
     short = [r for r in rows if r.get("tau") is None or r["tau"] < 0.8 or not r.get("same_winner")]
     if not short:
         return None
-    parts = ", ".join(f"{r['set']} tau {'undefined' if r.get('tau') is None else format(r['tau'], '.2f')}"
-                      f"{'' if r.get('same_winner') else ', another winner'}" for r in short)
-    return (f"Measured against real labels (bench/testsets.py), offline sets order configurations differently on "
-            f"some corpora ({parts}): check a choice they suggest on a reviewed or model-generated set.")
+    parts = ", ".join(t("{set} tau {tau}", set=r["set"], tau=t("undefined") if r.get("tau") is None else
+                        format(r["tau"], ".2f")) + ("" if r.get("same_winner") else t(", another winner"))
+                      for r in short)
+    return t("Measured against real labels (bench/testsets.py), offline sets order configurations differently on "
+             "some corpora ({parts}): check a choice they suggest on a reviewed or model-generated set.", parts=parts)
 
 
 def offline_warning() -> None:
-    st.warning(OFFLINE_WARNING, icon="⚠️")
+    st.warning(known_text(OFFLINE_WARNING), icon="⚠️")
     note = offline_note()
     if note:
         st.caption(note)
@@ -81,30 +94,30 @@ def generate_panel(settings: Any) -> None:
     """Knowledge base, size, seed and generator; a progress bar; the result goes to the review table."""
     names = knowledge_bases().names()
     c1, c2, c3, c4 = st.columns([2, 1, 1, 1])
-    kb = c1.selectbox("Knowledge base", names, index=names.index(selected_kb()) if selected_kb() in names else 0,
+    kb = c1.selectbox(t("Knowledge base"), names, index=names.index(selected_kb()) if selected_kb() in names else 0,
                       key="eval_gen_kb")
-    size = int(c2.number_input("Size", min_value=1, value=20, step=5, key="eval_gen_size"))
-    seed = int(c3.number_input("Seed", min_value=0, value=0, key="eval_gen_seed",
-                               help="The same seed, knowledge base and generator give the same set."))
-    generator = c4.radio("Generator", list(GENERATORS), index=list(GENERATORS).index("offline"),
-                         key="eval_gen_generator",
-                         help="model: a chat model writes one question per sampled chunk (eval.generator-model, "
-                              "else the chat model); offline: pseudo-queries from the documents' own words.")
+    size = int(c2.number_input(t("Size"), min_value=1, value=20, step=5, key="eval_gen_size"))
+    seed = int(c3.number_input(t("Seed"), min_value=0, value=0, key="eval_gen_seed",
+                               help=t("The same seed, knowledge base and generator give the same set.")))
+    generator = c4.radio(t("Generator"), list(GENERATORS), index=list(GENERATORS).index("offline"),
+                         key="eval_gen_generator", format_func=generator_name,
+                         help=t("model: a chat model writes one question per sampled chunk (`eval.generator-model`, "
+                                "else the chat model); offline: pseudo-queries from the documents' own words."))
     if generator == "offline":
         offline_warning()
-    if not st.button("Generate", type="primary", key="eval_gen_run"):
+    if not st.button(t("Generate"), type="primary", key="eval_gen_run"):
         return
     kb_conf = kb_settings(kb)
     workbench = get_workbench(kb)
     model = build_eval_model(kb_conf, "generator") if generator == "model" else None
-    bar = st.progress(0.0, text="Reading the documents…")
+    bar = st.progress(0.0, text=t("Reading the documents…"))
 
     def on_progress(p: Any) -> None:
-        bar.progress(p.fraction, text=f"{p.stage}: {p.done}/{p.total} — {p.detail}")
+        bar.progress(p.fraction, text=f"{stage_name(p.stage)}: {p.done}/{p.total} — {p.detail}")
 
     result = generate_test_set(workbench.store, size=size, generator=generator, model=model,
                                lookup=workbench.retriever.lookup, seed=seed, kb_name=kb, progress=on_progress)
-    bar.progress(1.0, text=f"{len(result.items)} items in {result.seconds:.1f} s")
+    bar.progress(1.0, text=t("{n} items in {seconds} s", n=len(result.items), seconds=f"{result.seconds:.1f}"))
     version = st.session_state.get(BASE, {}).get("version", 0) + 1
     st.session_state[BASE] = {"items": list(result.items), "meta": result.meta(), "kb": kb, "version": version,
                               "name": f"{kb}-{generator}-{size}-s{seed}"}
@@ -116,9 +129,9 @@ def open_saved_panel(settings: Any) -> None:
     if not saved:
         return
     c1, c2 = st.columns([3, 1])
-    name = c1.selectbox("Or review a saved set", [s.name for s in saved], key="eval_ts_open_name")
+    name = c1.selectbox(t("Or review a saved set"), [s.name for s in saved], key="eval_ts_open_name")
     c2.write("")
-    if c2.button("Open", key="eval_ts_open"):
+    if c2.button(t("Open"), key="eval_ts_open"):
         test_set = load_test_set(saved_sets_dir(settings), name)
         version = st.session_state.get(BASE, {}).get("version", 0) + 1
         st.session_state[BASE] = {"items": list(test_set.items), "meta": dict(test_set.meta), "version": version,
@@ -162,12 +175,13 @@ def review_table(settings: Any) -> None:
     if not base:
         return
     items: list[TestItem] = base["items"]
-    st.subheader(f"Review ({len(items)} items from {base['kb']})")
+    st.subheader(t("Review ({n} items from {kb})", n=len(items), kb=base["kb"]))
     meta = base["meta"]
     rejected = meta.get("rejected") or {}
-    st.caption(f"generator {meta.get('generator') or 'manual'}"
-               f"{' · ' + meta['model'] if meta.get('model') else ''} · seed {meta.get('seed', '-')} · rejected: "
-               + (", ".join(f"{k.replace('_', ' ')} {v}" for k, v in rejected.items()) or "none"))
+    st.caption(t("generator {generator}{model} · seed {seed} · rejected: {rejected}",
+                 generator=generator_name(meta["generator"]) if meta.get("generator") else t("manual"),
+                 model=" · " + meta["model"] if meta.get("model") else "", seed=meta.get("seed", "-"),
+                 rejected=counts_text(rejected, REJECTED_NAMES, ", ") or t("none")))
     for warning in meta.get("warnings") or []:
         if warning != OFFLINE_WARNING:
             st.warning(warning)
@@ -176,38 +190,42 @@ def review_table(settings: Any) -> None:
     editor_key = f"eval_ts_editor_{base['version']}"
     edited = st.data_editor(
         review_frame(items), key=editor_key, hide_index=True, num_rows="fixed", disabled=["id", "kind", "source"],
-        column_config={
-            "review": st.column_config.SelectboxColumn("review", options=list(REVIEW_STATES), required=True,
-                                                       help="accepted, dropped (kept in the file, left out of "
-                                                            "runs), edited, unreviewed"),
-            "query": st.column_config.TextColumn("query", required=True, width="large"),
-            "answer": st.column_config.TextColumn("answer", help="a verbatim quote of the source chunk"),
-            NO_ANSWER: st.column_config.CheckboxColumn(NO_ANSWER, help="the knowledge base should not answer it: "
-                                                                       "answer scoring expects a refusal"),
-        })
+        column_config=headers(
+            COLUMNS,
+            review=st.column_config.SelectboxColumn(column_header("review"), options=list(REVIEW_STATES),
+                                                    required=True, format_func=review_name,
+                                                    help=t("accepted, dropped (kept in the file, left out of runs), "
+                                                           "edited, unreviewed")),
+            query=st.column_config.TextColumn(column_header("query"), required=True, width="large"),
+            answer=st.column_config.TextColumn(column_header("answer"),
+                                               help=t("a verbatim quote of the source chunk")),
+            **{NO_ANSWER: st.column_config.CheckboxColumn(column_header(NO_ANSWER), help=t(
+                "the knowledge base should not answer it: answer scoring expects a refusal"))}))
     reviewed = apply_edits(items, edited)
     counts = TestSet("review", reviewed).counts()
-    st.caption(" · ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items()))
+    st.caption(counts_text(counts))
 
     ids = [i.id for i in reviewed]
     c1, c2 = st.columns([1, 3])
-    chosen = c1.selectbox("Item", ids, key="eval_ts_item",
+    chosen = c1.selectbox(t("Item"), ids, key="eval_ts_item",
                           format_func=lambda i: f"{i}: {next(x.query for x in reviewed if x.id == i)[:40]}")
     item = reviewed[ids.index(chosen)]
     with c2:
         content = source_chunk(get_workbench(base["kb"]).store, item) if item.source else None
         st.markdown(f"**{esc(item.query)}** — `{item.review}`"
-                    f"{' · should not be answerable' if not item.should_answer else ''} · {esc(item.source or '')}",
+                    f"{t(' · should not be answerable') if not item.should_answer else ''} · {esc(item.source or '')}",
                     unsafe_allow_html=True)
         if content is None:
-            st.caption("No source chunk (an item no chunk answers, or the chunk is no longer in the knowledge base).")
+            st.caption(t("No source chunk (an item no chunk answers, or the chunk is no longer in the knowledge "
+                         "base)."))
         else:
-            st.markdown(f"<div style='white-space:pre-wrap;font-size:0.9rem'>{highlighted(content, item.answer)}"
-                        "</div>", unsafe_allow_html=True)
+            marked = highlighted(content, item.answer)
+            st.markdown(f"<div style='white-space:pre-wrap;font-size:0.9rem'>{marked}</div>",  # i18n: ok
+                        unsafe_allow_html=True)
         b1, b2, b3 = st.columns(3)
-        actions = {"accept": b1.button("Accept", key="eval_ts_accept"),
-                   "drop": b2.button("Drop", key="eval_ts_drop"),
-                   "mark": b3.button("Should not be answerable" if item.should_answer else "Answerable",
+        actions = {"accept": b1.button(t("Accept"), key="eval_ts_accept"),
+                   "drop": b2.button(t("Drop"), key="eval_ts_drop"),
+                   "mark": b3.button(t("Should not be answerable") if item.should_answer else t("Answerable"),
                                      key="eval_ts_mark", disabled=not item.relevant and not item.should_answer)}
     if any(actions.values()):
         if actions["mark"]:
@@ -218,13 +236,13 @@ def review_table(settings: Any) -> None:
         st.rerun()
 
     c1, c2 = st.columns([3, 1])
-    name = c1.text_input("Save as", base.get("name", ""), key=f"eval_ts_name_{base['version']}",
-                         help="Saved under <data-dir>/eval/testsets/NAME.jsonl; offered in the set pickers and by "
-                              "name on the command line (eval NAME, eval answers NAME).")
+    name = c1.text_input(t("Save as"), base.get("name", ""), key=f"eval_ts_name_{base['version']}",
+                         help=t("Saved under `<data-dir>/eval/testsets/NAME.jsonl`; offered in the set pickers and by "
+                                "name on the command line (`eval NAME`, `eval answers NAME`)."))
     c2.write("")
-    if c2.button("Save test set", type="primary", key="eval_ts_save"):
+    if c2.button(t("Save test set"), type="primary", key="eval_ts_save"):
         path = save_test_set(saved_sets_dir(settings), name, reviewed, {**meta, "reviewed": counts})
-        st.success(f"Saved {len(reviewed)} items as `{name}` ({path}).")
+        st.success(t("Saved {n} items as `{name}` ({path}).", n=len(reviewed), name=name, path=path))
 
 
 # ------------------------------------------------------------------------------------------ answers
@@ -232,33 +250,34 @@ def answers_view(settings: Any) -> None:
     """Run the agent on a saved set and score its answers; metrics, a per-item table with debugger links."""
     saved = list_test_sets(saved_sets_dir(settings))
     if not saved:
-        st.info("Save a test set first (Test sets tab), or `python -m rag_core eval generate --name NAME`.")
+        st.info(t("Save a test set first (Test sets tab), or `python -m rag_core eval generate --name NAME`."))
         return
     names = knowledge_bases().names()
     c1, c2, c3 = st.columns([2, 2, 1])
-    set_name = c1.selectbox("Test set", [s.name for s in saved], key="eval_ans_set")
+    set_name = c1.selectbox(t("Test set"), [s.name for s in saved], key="eval_ans_set")
     test_set = load_test_set(saved_sets_dir(settings), set_name)
     made_from = test_set.meta.get("knowledge_base")
     default = made_from if made_from in names else selected_kb()
-    kb = c2.selectbox("Knowledge base", names, index=names.index(default) if default in names else 0,
+    kb = c2.selectbox(t("Knowledge base"), names, index=names.index(default) if default in names else 0,
                       key="eval_ans_kb")
-    sample = int(c3.number_input("Sample (0 = all)", min_value=0, value=0, key="eval_ans_sample"))
-    offline = st.checkbox("Offline agent (extractive answers, no model)", key="eval_ans_offline",
-                          help="Otherwise the chat page's agent: the configured model, its tools and settings.")
+    sample = int(c3.number_input(t("Sample (0 = all)"), min_value=0, value=0, key="eval_ans_sample"))
+    offline = st.checkbox(t("Offline agent (extractive answers, no model)"), key="eval_ans_offline",
+                          help=t("Otherwise the chat page's agent: the configured model, its tools and settings."))
     if test_set.meta.get("generator") == "offline":
         offline_warning()
-    if st.button("Score the answers", type="primary", key="eval_ans_run"):
+    if st.button(t("Score the answers"), type="primary", key="eval_ans_run"):
         kb_conf = kb_settings(kb)
         workbench = get_workbench(kb)  # the chat page's agent, its turns not recorded as conversations
         if offline:
             workbench = replace(workbench, settings=kb_conf.with_overrides({"chat.provider": "offline"},
                                                                             "the Evaluation page"))
         agent = build_agent(workbench, record=False)
-        bar = st.progress(0.0, text="Answering…")
+        bar = st.progress(0.0, text=t("Answering…"))
         run = score_answers(agent, test_set, judge=build_eval_model(kb_conf, "judge"), sample=sample or None,
                             progress=lambda p: bar.progress(p.fraction, text=f"{p.done}/{p.total} — {p.detail}"))
         paths = save_answer_run(run, new_run_dir(answers_dir(settings), test_set.name))
-        bar.progress(1.0, text=f"Done in {run.seconds:.1f} s — saved to {paths['json'].parent}")
+        bar.progress(1.0, text=t("Done in {seconds} s — saved to {path}", seconds=f"{run.seconds:.1f}",
+                                 path=paths["json"].parent))
         st.session_state[LAST_ANSWERS] = {"run": run.to_dict(), "kb": kb}
     if LAST_ANSWERS in st.session_state:
         render_answers(st.session_state[LAST_ANSWERS]["run"], st.session_state[LAST_ANSWERS]["kb"])
@@ -266,15 +285,16 @@ def answers_view(settings: Any) -> None:
 
 def render_answers(run: Mapping[str, Any], kb: str) -> None:
     s = run["summary"]
-    st.markdown(f"**{run['set']}** — {s['items']} items ({s['unanswerable']} should not be answerable) on `{kb}`, "
-                f"agent: {run['config']['agent']}")
+    st.markdown(t("**{set}** — {items} items ({unanswerable} should not be answerable) on `{kb}`, agent: {agent}",
+                  set=run["set"], items=s["items"], unanswerable=s["unanswerable"], kb=kb,
+                  agent=run["config"]["agent"]))
     cols = st.columns(len(FIGURES))
     for col, (name, label) in zip(cols, FIGURES.items()):
         value = s.get(name)
-        col.metric(label, "absent" if name == "faithfulness" and s.get("faithfulness_note") else
+        col.metric(t(label), t("absent") if name == "faithfulness" and s.get("faithfulness_note") else
                    "–" if value is None else f"{value:.3f}")
     if s.get("faithfulness_note"):
-        st.caption(f"Faithfulness absent: {s['faithfulness_note']}.")
+        st.caption(t("Faithfulness absent: {note}.", note=known_text(s["faithfulness_note"])))
     for warning in run.get("warnings", []):
         st.warning(warning)
     rows = [{"id": r["id"], "query": r["query"], "answer": (r["answer"] or "")[:300],
@@ -284,8 +304,9 @@ def render_answers(run: Mapping[str, Any], kb: str) -> None:
              "verdicts": ", ".join((r.get("judge") or {}).get("verdicts") or []),
              "debugger": debugger_url(r["query"], None, (r.get("relevant") or [None])[0], kb=kb)}
             for r in run["items"]]
-    st.dataframe(pd.DataFrame(rows), hide_index=True, key="eval_ans_items", column_config={
-        "debugger": st.column_config.LinkColumn("debugger", display_text="open")})
+    table = pd.DataFrame(rows)
+    st.dataframe(table, hide_index=True, key="eval_ans_items",
+                 column_config=headers(table.columns, debugger=link_column()))
 
 
 def safe(render: Any, *args: Any) -> None:
