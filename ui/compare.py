@@ -78,7 +78,8 @@ def side_b_controls(limits: Mapping[str, int]) -> tuple[Workbench, dict[str, Any
 
 def describe_params(params: LookupParams) -> str:
     search = params.search
-    how = search_mode_label(search.mode) + (f" ({fusion_label(search.fusion)})" if search.mode == "hybrid" else "")
+    how = (t("{mode} ({fusion})", mode=search_mode_label(search.mode), fusion=fusion_label(search.fusion))
+           if search.mode == "hybrid" else search_mode_label(search.mode))
     said = t("{how}, retrieve-k {retrieve_k}, return-n {return_n}, cap {cap}", how=how, retrieve_k=params.retrieve_k,
              return_n=params.return_n, cap=params.max_chunks_per_document)
     return said + (t(", reranked") if params.rerank.enabled else "")
