@@ -22,7 +22,7 @@ from ui.documents import chunk_editor
 from ui.html import ChunkView
 from ui.i18n import t, tn
 from ui.lookup import cached_explanation, cached_lookup, debugger_query_params
-from ui.reasons import describe_drop, fusion_label, search_mode_label
+from ui.reasons import describe_drop, fusion_label, phrases, search_mode_label
 from ui.state import workbench_or_stop
 from ui.tables import fate_counts, reranked, timings_frame
 
@@ -138,7 +138,7 @@ if compare:
     st.stop()  # the single-lookup views below are for one side
 
 data = result.to_dict()
-for warning in result.warnings:
+for warning in phrases(data, "warnings"):
     st.warning(warning, icon="⚠️")
 counts = fate_counts(data)
 metric_row([(t("Raw hits"), len(result.traces)), (t("Evidence blocks"), len(result.evidence)),

@@ -18,7 +18,7 @@ from rag_core.retrieval.compare import BOTH, ONLY_A, ONLY_B, LookupComparison
 from .components import metric_row
 from .html import aligned_chunkings_html, compared_evidence_html, esc, mark_badge_html
 from .i18n import t
-from .reasons import fusion_label, search_mode_label
+from .reasons import fusion_label, phrase, search_mode_label
 from .state import get_workbench, knowledge_bases, selected_kb
 
 
@@ -110,8 +110,8 @@ def comparison_view(comparison: LookupComparison, a: Side, b: Side) -> None:
             timings = side.result.timings
             metric_row([(t("Evidence"), len(blocks)), (t("{side} lookup ms", side=side.name), f"{ms or 0:.0f}"),
                         (t("search ms"), f"{timings.get('search', 0):.0f}")])
-            for warning in side.result.warnings:
-                st.warning(warning, icon="⚠️")
+            for warning in side.result.warning_phrases:
+                st.warning(phrase(warning), icon="⚠️")
             st.html(compared_evidence_html(blocks))
 
 

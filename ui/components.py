@@ -12,7 +12,7 @@ from rag_core.records import IngestReport
 
 from .html import ChunkView, changed_chunk_html, chunk_card_html
 from .i18n import t, tn
-from .reasons import phrase
+from .reasons import phrase, phrases
 from .tables import column_label, evidence_frame, explain_frame, hits_frame, ingest_frame, reranked
 
 FATE_ROW_STYLE = {"kept": "", "duplicate": "color: #8a8a8a", "doc_cap": "background-color: #fff3e0",
@@ -105,9 +105,7 @@ def explanation_view(data: Mapping[str, Any], fix_link: Mapping[str, str] | None
         for span in answer["spans"]:
             if span.get("boundary"):
                 st.code(span["boundary"]["context"], language=None, wrap_lines=True)
-    notes = data.get("notes", [])
-    phrases = data.get("note_phrases") or [None] * len(notes)
-    for note in [*(phrase(p, n) for p, n in zip(phrases, notes)), *data.get("warnings", [])]:
+    for note in [*phrases(data, "notes"), *phrases(data, "warnings")]:
         st.caption(note)
     st.dataframe(explain_frame(data), hide_index=True, width="stretch", key="dbg.explain", column_config={
         "target": st.column_config.TextColumn("", help=t("A chunk the question is about"), width=30),

@@ -86,6 +86,18 @@ _SAY: dict[str, Callable[..., str]] = {
     "verdict.highest_threshold": lambda **p: t("The highest {mode} score-threshold that keeps it: {highest} "
                                                "(now {now:g}).", **_mode(p)),
     "note.answer_also_in": lambda **p: t("The answer text also occurs in {docs}.", **p),
+    "warning.no_document_matches": lambda **p: t("The filter {filter} matches no document (of {documents:,}): nothing "
+                                                 "was searched. Check the values (`docs --json` lists each document's "
+                                                 "metadata).", **p),
+    # {search}: the mode in words; {mode}: its code, in the setting's name
+    "warning.all_below_threshold": lambda **p: t("Every hit scored below the {search} score threshold {threshold:g} "
+                                                 "(the best {best:.4f}); lower rag.score-threshold.{mode} "
+                                                 "(--score-threshold) to see them.",
+                                                 search=search_mode_label(str(p.get("mode"))), **p),
+    "warning.rerank_skipped": lambda **p: t("Reranking with {reranker} was {error}. The evidence is in the fused "
+                                            "order.", **p),
+    "warning.rerank_failed": lambda **p: t("Reranking with {reranker} failed ({error}); the evidence is in the fused "
+                                           "order.", **p),
 }
 CODES = frozenset(_SAY)
 
@@ -110,6 +122,16 @@ def _join(kind: str, texts: Sequence[str]) -> str:
     if kind == "sentences":  # Chinese sentences end in "。" and follow each other without a space
         return ("" if language() == "zh" else " ").join(texts)
     return (t(" and ") if kind == "and" else t(", ")).join(texts)
+
+
+def phrases(data: Mapping[str, Any], field: str) -> list[str]:
+    """The texts of a JSON list field (`warnings`, `notes`) in the user's language, from its phrases
+    (`warning_phrases`, `note_phrases`); the English texts when the data has none (saved before phrases)."""
+    said = data.get(field.removesuffix("s") + "_phrases")
+    texts = list(data.get(field) or [])
+    if said is None or len(said) != len(texts):
+        return texts
+    return [phrase(p, text) for p, text in zip(said, texts)]
 
 
 def phrase(data: Phrase | Mapping[str, Any] | None, fallback: str = "") -> str:

@@ -327,6 +327,7 @@ class Explanation:
             "chunks": [c.to_dict(self.params) for c in self.chunks],
             "evidence": self.lookup.evidence_keys, "warnings": list(self.lookup.warnings), "notes": list(self.notes),
             "note_phrases": [n.to_dict() for n in self.note_phrases],
+            "warning_phrases": [w.to_dict() for w in self.lookup.warning_phrases],
         }
 
 

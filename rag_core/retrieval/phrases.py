@@ -1,4 +1,4 @@
-"""What explain says, as codes with parameters (`Phrase`), and their one English rendering.
+"""What explain (and a lookup's warnings) say, as codes with parameters (`Phrase`), and their one English rendering.
 
 rag_core never builds a sentence the app shows: it returns a `Phrase` (a code and its parameters), and each edge
 renders it. The CLI's human output, the `cause` / `verdict` / `text` / `summary` fields of `--json` and of the
@@ -69,6 +69,13 @@ ENGLISH: Mapping[str, str] = {
     "verdict.highest_threshold": "The highest {mode} score-threshold that keeps it: {highest} (now {now:g}).",
     # notes
     "note.answer_also_in": "The answer text also occurs in {docs}.",
+    # a lookup's warnings (LookupResult.warning_phrases)
+    "warning.no_document_matches": "The filter {filter} matches no document (of {documents:,}): nothing was "
+                                   "searched. Check the values (`docs --json` lists each document's metadata).",
+    "warning.all_below_threshold": "Every hit scored below the {mode} score threshold {threshold:g} (the best "
+                                   "{best:.4f}); lower rag.score-threshold.{mode} (--score-threshold) to see them.",
+    "warning.rerank_skipped": "Reranking with {reranker} was {error}. The evidence is in the fused order.",
+    "warning.rerank_failed": "Reranking with {reranker} failed ({error}); the evidence is in the fused order.",
 }
 ENGLISH_JOINS = {"and": " and ", "sentences": " ", "list": ", "}
 

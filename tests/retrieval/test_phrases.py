@@ -24,6 +24,10 @@ def test_the_json_carries_every_phrase_beside_its_english():
             assert english(data["fix"]["phrase"]) == data["fix"]["text"]
         if data["answer"]:
             assert english(data["answer"]["summary_phrase"]) == data["answer"]["summary"]
+        assert [english(w) for w in data["warning_phrases"]] == data["warnings"]
+    lookup = KnowledgeRetriever(port).lookup("alpha", **PARAMS, score_threshold=0.99).to_dict()
+    assert lookup["warnings"] and [english(w) for w in lookup["warning_phrases"]] == lookup["warnings"]
+    assert lookup["warning_phrases"][0]["code"] == "warning.all_below_threshold"
     cap = explain(KnowledgeRetriever(port), port.store, "alpha", "many.md#chunk-2", **PARAMS)
     assert cap.targets[0].cause_phrase(cap.params) == Phrase("fate.doc_cap", {
         "cap": 2, "by": ("many.md#chunk-0", "many.md#chunk-1")})
