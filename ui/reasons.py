@@ -1,6 +1,7 @@
 """The words that come from rag_core, in the user's language: drop reasons and hit fates (codes of
-`rag_core.records.DropReason` / `HitTrace.fate`) and what "why wasn't it retrieved?" says
-(`rag_core.retrieval.phrases`: a code and its parameters, rendered here with the catalog).
+`rag_core.records.DropReason` / `HitTrace.fate`), search modes, and what "why wasn't it retrieved?" and a lookup's
+warnings say (`rag_core.retrieval.phrases`: a code and its parameters, rendered here with the catalog). The JSON
+keeps its English texts beside the phrases; data saved before phrases existed is shown in that English.
 
 Each code's English text is its msgid, the same words as `rag_core.retrieval.phrases.ENGLISH` (the CLI's
 renderer; tests/ui/test_reasons.py keeps them equal). A code this module does not know is shown as the code.
