@@ -12,22 +12,24 @@ import streamlit as st
 
 from rag_core.agent.kb_tool import tool_payload
 from rag_core.errors import RagError
-from rag_core.rerank.circuit import times
 from rag_core.retrieval import SearchOptions
 from rag_core.retrieval.compare import compare_lookups
 from rag_core.retrieval.scope import parse_scope, split_terms
 from ui.charts import rerank_movement_figure, score_by_rank_figure
 from ui.compare import Side, chunking_of, comparison_view, side_b_controls
-from ui.components import chunk_card, evidence_table, explanation_view, hits_table, metric_row
+from ui.components import chunk_card, evidence_table, explanation_view, headers, hits_table, metric_row
 from ui.documents import chunk_editor
 from ui.html import ChunkView
+from ui.i18n import t, tn
 from ui.lookup import cached_explanation, cached_lookup, debugger_query_params
+from ui.reasons import describe_drop, fusion_label, phrases, search_mode_label
 from ui.state import workbench_or_stop
-from ui.tables import describe_drop, fate_counts, reranked, timings_frame
+from ui.tables import fate_counts, reranked, timings_frame
 
-st.title("🔎 Retrieval debugger")
-st.caption("The same lookup the agent's tool runs: recall `retrieve-k` candidates, deduplicate by evidenceKey, "
-           "cap per document, keep `return-n`. Sliders other than retrieve-k and search re-run only post-processing.")
+st.title("🔎 " + t("Retrieval debugger"))
+st.caption(t("The same lookup the agent's tool runs: recall `retrieve-k` candidates, deduplicate by evidenceKey, "
+             "cap per document, keep `return-n`. Sliders other than retrieve-k and search re-run only "
+             "post-processing."))
 
 LIMITS = {"retrieve_k": 200, "return_n": 50, "max_chunks_per_document": 10}  # the sliders' maxima
 
@@ -36,54 +38,62 @@ defaults = wb.retriever.defaults
 bound = dict(bind="query-params", persist_state="session")
 
 query_col, mode_col = st.columns([3, 1], vertical_alignment="bottom")
-query = query_col.text_input("Query", key="q", placeholder="e.g. CPU 使用率过高怎么办 / How do I free disk space?",
-                             **bound)
-mode = mode_col.segmented_control("Search", ["hybrid", "dense", "bm25"], default=defaults.search.mode, key="mode",
-                                  required=True, **bound)
-scope_text = st.text_input("Filter (document metadata)", key="filter", placeholder="e.g. folder=runbooks/ type=md",
-                           help="Space-separated key=value (a value with spaces in quotes: team=\"site reliability\"): "
-                                "one key's values OR, different keys AND; folder=a/ matches a folder and below. Keys: "
-                                "folder, type, ingested, front-matter fields, tags.",
+query = query_col.text_input(t("Query"), key="q",
+                             placeholder=t("e.g. CPU 使用率过高怎么办 / How do I free disk space?"), **bound)
+mode = mode_col.segmented_control(t("Search"), ["hybrid", "dense", "bm25"], default=defaults.search.mode, key="mode",
+                                  required=True, format_func=search_mode_label, **bound)
+scope_text = st.text_input(t("Filter (document metadata)"), key="filter",
+                           placeholder=t("e.g. folder=runbooks/ type=md"),
+                           help=t("Space-separated key=value (a value with spaces in quotes: "
+                                  "team=\"site reliability\"): one key's values OR, different keys AND; folder=a/ "
+                                  "matches a folder and below. Keys: folder, type, ingested, front-matter fields, "
+                                  "tags."),
                            **bound)
 k_col, n_col, cap_col = st.columns(3)
-retrieve_k = k_col.slider("retrieve-k (recall width)", 1, LIMITS["retrieve_k"], defaults.retrieve_k, key="retrieve_k",
-                          **bound)
-return_n = n_col.slider("return-n (evidence blocks)", 1, LIMITS["return_n"], defaults.return_n, key="return_n", **bound)
-cap = cap_col.slider("max chunks per document", 1, LIMITS["max_chunks_per_document"], defaults.max_chunks_per_document,
-                     key="max_chunks_per_document", **bound)
-with st.expander("Hybrid fusion", expanded=False):
+retrieve_k = k_col.slider(t("retrieve-k (recall width)"), 1, LIMITS["retrieve_k"], defaults.retrieve_k,
+                          key="retrieve_k", **bound)
+return_n = n_col.slider(t("return-n (evidence blocks)"), 1, LIMITS["return_n"], defaults.return_n, key="return_n",
+                        **bound)
+cap = cap_col.slider(t("max chunks per document"), 1, LIMITS["max_chunks_per_document"],
+                     defaults.max_chunks_per_document, key="max_chunks_per_document", **bound)
+with st.expander(t("Hybrid fusion"), expanded=False):
     hybrid = mode == "hybrid"
     f1, f2, f3, f4 = st.columns(4)
-    fusion = f1.segmented_control("Fusion", ["rrf", "weighted"], default=defaults.search.fusion, key="fusion",
-                                  required=True, disabled=not hybrid, **bound)
-    rrf_k = f2.number_input("RRF k", 1, 10_000, defaults.search.rrf_k, key="rrf_k",
+    fusion = f1.segmented_control(t("Fusion"), ["rrf", "weighted"], default=defaults.search.fusion, key="fusion",
+                                  required=True, disabled=not hybrid, format_func=fusion_label, **bound)
+    rrf_k = f2.number_input(t("RRF k"), 1, 10_000, defaults.search.rrf_k, key="rrf_k",
                             disabled=not hybrid or fusion != "rrf", **bound)
-    dense_weight = f3.slider("dense weight", 0.0, 1.0, float(defaults.search.dense_weight), 0.05,
+    dense_weight = f3.slider(t("dense weight"), 0.0, 1.0, float(defaults.search.dense_weight), 0.05,
                              key="dense_weight", disabled=not hybrid, **bound)
-    bm25_weight = f4.slider("bm25 weight", 0.0, 1.0, float(defaults.search.bm25_weight), 0.05,
+    bm25_weight = f4.slider(t("bm25 weight"), 0.0, 1.0, float(defaults.search.bm25_weight), 0.05,
                             key="bm25_weight", disabled=not hybrid, **bound)
-    st.caption("RRF scores a hit by Σ weight / (k + rank) over the channels; weighted fusion min-max normalises "
-               "each channel's scores and sums them with the weights.")
-threshold = st.number_input(f"score threshold ({mode}; 0 = off)", min_value=0.0, value=None, step=0.01, format="%.4f",
-                            key="score_threshold", placeholder=f"{defaults.thresholds.of(mode):g} (setting)",
-                            help=f"Hits scoring below it are dropped; rag.score-threshold.{mode} is the default. "
-                                 "Scores of different search modes are not comparable.", **bound)
+    st.caption(t("RRF scores a hit by Σ weight / (k + rank) over the channels; weighted fusion min-max normalises "
+                 "each channel's scores and sums them with the weights."))
+threshold = st.number_input(t("score threshold ({mode}; 0 = off)", mode=search_mode_label(mode)), min_value=0.0,
+                            value=None, step=0.01, format="%.4f", key="score_threshold",
+                            placeholder=t("{value:g} (setting)", value=defaults.thresholds.of(mode)),
+                            help=t("Hits scoring below it are dropped; rag.score-threshold.{mode} is the default. "
+                                   "Scores of different search modes are not comparable.", mode=mode), **bound)
 reranker = wb.retriever.reranker
 rerank = replace(defaults.rerank, enabled=False)
 if reranker is not None:
     r1, r2 = st.columns([1, 2], vertical_alignment="bottom")
-    use_rerank = r1.toggle(f"Rerank with {reranker.name}", value=defaults.rerank.enabled, key="rerank", **bound)
-    candidates = r2.slider("rerank candidates (top hits sent to the model)", 1, 200, defaults.rerank.candidates,
+    use_rerank = r1.toggle(t("Rerank with {reranker}", reranker=reranker.name), value=defaults.rerank.enabled,
+                           key="rerank", **bound)
+    candidates = r2.slider(t("rerank candidates (top hits sent to the model)"), 1, 200, defaults.rerank.candidates,
                            key="rerank_candidates", disabled=not use_rerank, **bound)
     rerank = replace(defaults.rerank, enabled=use_rerank, candidates=candidates)
     circuit = reranker.state() if callable(getattr(reranker, "state", None)) else None  # rerank.circuit
     if circuit is not None and circuit.state != "closed":
-        st.caption(f"Searches skip this reranker: it failed {times(circuit.failures)} in a row "
-                   f"({circuit.last_error}); tried again in {circuit.retry_in_s:.0f} s.")
+        st.caption(tn("Searches skip this reranker: it failed {n} time in a row ({error}); tried again in "
+                      "{seconds:.0f} s.",
+                      "Searches skip this reranker: it failed {n} times in a row ({error}); tried again in "
+                      "{seconds:.0f} s.", circuit.failures, error=circuit.last_error, seconds=circuit.retry_in_s))
 else:
-    st.caption("No reranker: set `rerank.provider` to reorder the candidates with a reranking model.")
-compare = st.toggle("Compare side by side", key="compare", help="Run the query a second time (B) against another "
-                    "knowledge base or with other parameters; the controls above are A.", **bound)
+    st.caption(t("No reranker: set `rerank.provider` to reorder the candidates with a reranking model."))
+compare = st.toggle(t("Compare side by side"), key="compare", help=t(
+    "Run the query a second time (B) against another knowledge base or with other parameters; the controls above "
+    "are A."), **bound)
 if compare:
     with st.container(border=True):
         try:
@@ -93,12 +103,13 @@ if compare:
             st.stop()
 
 if not query.strip():
-    st.info("Type a query to see the raw hits, the evidence the agent gets, and why anything was dropped.",
+    st.info(t("Type a query to see the raw hits, the evidence the agent gets, and why anything was dropped."),
             icon="⌨️")
     st.stop()
 
 if return_n > retrieve_k:
-    st.warning(f"return-n ({return_n}) is larger than retrieve-k ({retrieve_k}); using return-n = {retrieve_k}.")
+    st.warning(t("return-n ({return_n}) is larger than retrieve-k ({retrieve_k}); using return-n = {retrieve_k}.",
+                 return_n=return_n, retrieve_k=retrieve_k))
     return_n = retrieve_k
 try:
     # RRF k only matters to RRF: keeping the default otherwise lets a cached fetch be reused.
@@ -127,39 +138,44 @@ if compare:
     st.stop()  # the single-lookup views below are for one side
 
 data = result.to_dict()
-for warning in result.warnings:
+for warning in phrases(data, "warnings"):
     st.warning(warning, icon="⚠️")
 counts = fate_counts(data)
-metric_row([("Raw hits", len(result.traces)), ("Evidence blocks", len(result.evidence)),
-            ("Duplicates", counts["duplicate"]), ("Per-document cap", counts["doc_cap"]),
-            ("Beyond return-n", counts["beyond_return_n"]), ("Below threshold", counts["below_threshold"]),
-            ("Disabled", counts["disabled"]),
-            ("Total ms", f"{result.timings['total']:.0f}")])
+metric_row([(t("Raw hits"), len(result.traces)), (t("Evidence blocks"), len(result.evidence)),
+            (t("Duplicates"), counts["duplicate"]), (t("Per-document cap"), counts["doc_cap"]),
+            (t("Beyond return-n"), counts["beyond_return_n"]), (t("Below threshold"), counts["below_threshold"]),
+            (t("Disabled"), counts["disabled"]),
+            (t("Total ms"), f"{result.timings['total']:.0f}")])
 if result.scope is not None:
     s = result.scope
-    st.pills("Filter", result.scope.scope.items(), key="dbg.chips", disabled=True)
-    st.caption(f"The filter kept {len(s.doc_ids):,} of {s.documents:,} documents: it removed {s.removed:,} "
-               f"documents ({s.chunks_removed:,} chunks) from the search.")
-st.caption("Hits reused from the previous search; only post-processing ran." if from_cache
-           else f"Searched the knowledge base ({params.search.mode})"
-                + (f", reranked the top {result.rerank.candidates} with {result.rerank.reranker}." if reranked(data)
-                   else "."))
+    st.pills(t("Filter"), result.scope.scope.items(), key="dbg.chips", disabled=True)
+    st.caption(t("The filter kept {kept:,} of {documents:,} documents: it removed {removed:,} documents ({chunks:,} "
+                 "chunks) from the search.", kept=len(s.doc_ids), documents=s.documents, removed=s.removed,
+                 chunks=s.chunks_removed))
+if from_cache:
+    st.caption(t("Hits reused from the previous search; only post-processing ran."))
+elif reranked(data):
+    st.caption(t("Searched the knowledge base ({mode}), reranked the top {n} with {reranker}.",
+                 mode=search_mode_label(params.search.mode), n=result.rerank.candidates,
+                 reranker=result.rerank.reranker))
+else:
+    st.caption(t("Searched the knowledge base ({mode}).", mode=search_mode_label(params.search.mode)))
 
 hits_col, evidence_col = st.columns([7, 5], gap="medium")
 with hits_col:
-    st.subheader(f"Raw hits ({len(result.traces)})")
+    st.subheader(t("Raw hits ({n})", n=len(result.traces)))
     hits_table(data, key="dbg.hits")
 with evidence_col:
-    st.subheader(f"Evidence ({len(result.evidence)})")
+    st.subheader(t("Evidence ({n})", n=len(result.evidence)))
     evidence_table(data, key="dbg.evidence")
 
 dropped = [h for h in data["raw_hits"] if h["fate"] != "kept"]
 if dropped:
-    with st.expander(f"Why {len(dropped)} hits were dropped", expanded=False):
+    with st.expander(tn("Why {n} hit was dropped", "Why {n} hits were dropped", len(dropped)), expanded=False):
         st.markdown("\n".join(f"- #{h['rank']} `{h['evidence_key']}` — {describe_drop(h['drop'])}"
                               for h in dropped))
 
-with st.expander("Edit, disable or enable a chunk", expanded=False):
+with st.expander(t("Edit, disable or enable a chunk"), expanded=False):
     first_hits: dict = {}  # each evidence key once, with its first hit
     for h in data["raw_hits"]:
         first_hits.setdefault(h["evidence_key"], h)
@@ -167,19 +183,19 @@ with st.expander("Edit, disable or enable a chunk", expanded=False):
                       for k, h in first_hits.items()], key="dbg")
 
 expected_url = st.query_params.get("expect", "")
-with st.expander("Why wasn't it retrieved?", expanded=bool(expected_url)):
-    st.caption("Pick the document you expected (optionally one of its chunks, or the answer text it should give): "
-               "each chunk's exact rank in both channels over the whole knowledge base, what cut it, and the "
-               "smallest change of retrieve-k / cap / return-n that brings it in.")
+with st.expander(t("Why wasn't it retrieved?"), expanded=bool(expected_url)):
+    st.caption(t("Pick the document you expected (optionally one of its chunks, or the answer text it should give): "
+                 "each chunk's exact rank in both channels over the whole knowledge base, what cut it, and the "
+                 "smallest change of retrieve-k / cap / return-n that brings it in."))
     doc_ids = [d.doc_id for d in wb.store.list_documents()]
     e1, e2, e3 = st.columns([3, 1, 3])
     # A document named in the URL (e.g. from the Evaluation page) is offered even if the live knowledge
     # base lacks it, so the panel can say so instead of silently dropping it.
     options = ["", *doc_ids, *([expected_url] if expected_url and expected_url not in doc_ids else [])]
-    expect = e1.selectbox("Expected document", options, key="expect", format_func=lambda d: d or "—", **bound)
-    chunk = e2.number_input("chunk (optional)", min_value=0, value=None, step=1, key="expect_chunk",
-                            placeholder="any", **bound)
-    answer = e3.text_input("Expected answer text (optional)", key="answer", **bound)
+    expect = e1.selectbox(t("Expected document"), options, key="expect", format_func=lambda d: d or "—", **bound)
+    chunk = e2.number_input(t("chunk (optional)"), min_value=0, value=None, step=1, key="expect_chunk",
+                            placeholder=t("any"), **bound)
+    answer = e3.text_input(t("Expected answer text (optional)"), key="answer", **bound)
     if expect or answer.strip():
         target = f"{expect}#chunk-{int(chunk)}" if expect and chunk is not None else expect
         try:
@@ -197,31 +213,33 @@ with st.expander("Why wasn't it retrieved?", expanded=bool(expected_url)):
 
 chart_col, timing_col = st.columns([3, 1], gap="medium")
 with chart_col:
-    st.markdown("**Scores by rank, coloured by fate**")
+    st.markdown("**" + t("Scores by rank, coloured by fate") + "**")
     st.plotly_chart(score_by_rank_figure(data), key="dbg.scores", config={"displaylogo": False})
 with timing_col:
-    st.markdown("**Stage timings (ms)**")
-    st.dataframe(timings_frame(result.timings), hide_index=True, width="stretch", key="dbg.timings")
+    st.markdown("**" + t("Stage timings (ms)") + "**")
+    timings = timings_frame(result.timings)
+    st.dataframe(timings, hide_index=True, width="stretch", key="dbg.timings", column_config=headers(timings.columns))
 
 if reranked(data):
     moved = [h for h in data["raw_hits"] if h["rerank_score"] is not None and h["fused_rank"] != h["rank"]]
-    st.markdown(f"**What the reranker changed** — {len(moved)} of {result.rerank.candidates} candidates moved; "
-                "points above the diagonal moved up")
+    st.markdown(t("**What the reranker changed** — {moved} of {n} candidates moved; points above the diagonal moved up",
+                  moved=len(moved), n=result.rerank.candidates))
     st.plotly_chart(rerank_movement_figure(data), key="dbg.rerank", config={"displaylogo": False})
     if result.rerank.notes:
-        st.caption("Reranker notes: " + "; ".join(result.rerank.notes))
+        st.caption(t("Reranker notes: {notes}", notes="; ".join(result.rerank.notes)))
 
-with st.expander("Evidence blocks in full", expanded=False):
+with st.expander(t("Evidence blocks in full"), expanded=False):
     for i, e in enumerate(data["evidence"]):
         chunk_card(ChunkView(index=e["chunk_index"] if e["chunk_index"] is not None else i, text=e["content"],
                              heading_path=e.get("heading_path", ""), doc_id=e.get("doc_id") or e["evidence_key"],
                              score=e["score"], location=e.get("location", "")), alt=bool(i % 2))
 
-with st.expander(f"Agent projection — exactly what the agent's tool returns ({len(data['projection'])} items)"):
+with st.expander(tn("Agent projection — exactly what the agent's tool returns ({n} item)",
+                    "Agent projection — exactly what the agent's tool returns ({n} items)", len(data["projection"]))):
     st.json(tool_payload(result), expanded=3)
     if data["projection_left_out"]:
-        st.caption("Left out by the projection budgets: " + ", ".join(
-            f"`{x['evidence_key']}` ({x['reason']})" for x in data["projection_left_out"]))
+        st.caption(t("Left out by the projection budgets: {items}", items=", ".join(
+            f"`{x['evidence_key']}` ({x['reason']})" for x in data["projection_left_out"])))
 
-with st.expander("Full lookup result (JSON)"):
+with st.expander(t("Full lookup result (JSON)")):
     st.json(data, expanded=1)

@@ -9,7 +9,9 @@ import plotly.graph_objects as go
 
 from rag_core.records import Chunk
 
-from .tables import FATE_LABELS, describe_drop
+from .i18n import t
+from .reasons import describe_drop, fate_label
+from .tables import FATES
 
 FATE_COLORS = {"kept": "#2e7d32", "duplicate": "#9e9e9e", "doc_cap": "#ef6c00", "beyond_return_n": "#64b5f6",
                "below_threshold": "#c62828", "disabled": "#424242"}
@@ -22,11 +24,11 @@ def chunk_length_histogram(chunks: Sequence[Chunk], max_size: int | None = None)
     """Chunk lengths in characters, with the max-size limit as a dashed line."""
     lengths = [len(c.text) for c in chunks]
     fig = go.Figure(go.Histogram(x=lengths, nbinsx=min(40, max(5, len(lengths))), marker_color="#4c78a8",
-                                 hovertemplate="%{x} chars: %{y} chunks<extra></extra>", name="chunks"))
+                                 hovertemplate=t("%{x} chars: %{y} chunks") + "<extra></extra>", name=t("chunks")))
     if max_size:
         fig.add_vline(x=max_size, line_dash="dash", line_color="#c62828",
-                      annotation_text=f"max size {max_size}", annotation_position="top left")
-    fig.update_layout(xaxis_title="characters", yaxis_title="chunks", bargap=0.05,
+                      annotation_text=t("max size {max_size}", max_size=max_size), annotation_position="top left")
+    fig.update_layout(xaxis_title=t("characters"), yaxis_title=t("chunks"), bargap=0.05,
                       showlegend=False, **_LAYOUT)
     return fig
 
@@ -36,19 +38,21 @@ def score_by_rank_figure(result: Mapping[str, Any]) -> go.Figure:
     threshold), and the score threshold as a dashed line when one is set."""
     fig = go.Figure()
     hits = result.get("raw_hits", [])
-    for fate, label in FATE_LABELS.items():
+    for fate in FATES:
         group = [h for h in hits if h.get("fate") == fate]
         if not group:
             continue
         fig.add_trace(go.Bar(
-            x=[h["rank"] for h in group], y=[h["score"] for h in group], name=label, marker_color=FATE_COLORS[fate],
+            x=[h["rank"] for h in group], y=[h["score"] for h in group], name=fate_label(fate),
+            marker_color=FATE_COLORS[fate],
             customdata=[[h["evidence_key"], describe_drop(h.get("drop"))] for h in group],
-            hovertemplate="rank %{x} · score %{y:.4f}<br>%{customdata[0]}<br>%{customdata[1]}<extra></extra>"))
+            hovertemplate=t("rank %{x} · score %{y:.4f}") + "<br>%{customdata[0]}<br>%{customdata[1]}<extra></extra>"))
     threshold = (result.get("params") or {}).get("score_threshold")
     if threshold:
         fig.add_hline(y=threshold, line_dash="dash", line_color=FATE_COLORS["below_threshold"],
-                      annotation_text=f"threshold {threshold:g}", annotation_position="top right")
-    fig.update_layout(xaxis_title="rank", yaxis_title="score",
+                      annotation_text=t("threshold {threshold:g}", threshold=threshold),
+                      annotation_position="top right")
+    fig.update_layout(xaxis_title=t("rank"), yaxis_title=t("score"),
                       xaxis=dict(dtick=1 if len(hits) <= 30 else None), **_LAYOUT)
     return fig
 
@@ -59,18 +63,18 @@ def rerank_movement_figure(result: Mapping[str, Any]) -> go.Figure:
     fig = go.Figure()
     hits = [h for h in result.get("raw_hits", []) if h.get("rerank_score") is not None]
     top = max([1] + [max(h["rank"], h.get("fused_rank", h["rank"])) for h in hits])
-    fig.add_trace(go.Scatter(x=[1, top], y=[1, top], mode="lines", name="unchanged",
+    fig.add_trace(go.Scatter(x=[1, top], y=[1, top], mode="lines", name=t("unchanged"),
                              line=dict(color="#bdbdbd", dash="dot"), hoverinfo="skip"))
-    for fate, label in FATE_LABELS.items():
+    for fate in FATES:
         group = [h for h in hits if h.get("fate") == fate]
         if not group:
             continue
         fig.add_trace(go.Scatter(
-            x=[h["fused_rank"] for h in group], y=[h["rank"] for h in group], mode="markers", name=label,
+            x=[h["fused_rank"] for h in group], y=[h["rank"] for h in group], mode="markers", name=fate_label(fate),
             marker=dict(color=FATE_COLORS[fate], size=9),
             customdata=[[h["evidence_key"], h["rerank_score"], describe_drop(h.get("drop"))] for h in group],
-            hovertemplate="fused #%{x} → #%{y}<br>%{customdata[0]}<br>rerank score %{customdata[1]:.4f}"
-                          "<br>%{customdata[2]}<extra></extra>"))
-    fig.update_layout(xaxis_title="rank before rerank (fused)", yaxis_title="rank after rerank",
+            hovertemplate=t("fused #%{x} → #%{y}") + "<br>%{customdata[0]}<br>"
+                          + t("rerank score %{customdata[1]:.4f}") + "<br>%{customdata[2]}<extra></extra>"))
+    fig.update_layout(xaxis_title=t("rank before rerank (fused)"), yaxis_title=t("rank after rerank"),
                       yaxis=dict(autorange="reversed"), xaxis=dict(rangemode="tozero"), **_LAYOUT)
     return fig

@@ -16,7 +16,9 @@ from rag_core.retrieval import LookupParams, LookupResult
 from rag_core.retrieval.compare import BOTH, ONLY_A, ONLY_B, LookupComparison
 
 from .components import metric_row
-from .html import aligned_chunkings_html, compared_evidence_html, mark_badge_html
+from .html import aligned_chunkings_html, compared_evidence_html, esc, mark_badge_html
+from .i18n import t
+from .reasons import fusion_label, phrase, search_mode_label
 from .state import get_workbench, knowledge_bases, selected_kb
 
 
@@ -44,28 +46,30 @@ def side_b_controls(limits: Mapping[str, int]) -> tuple[Workbench, dict[str, Any
     current = selected_kb()
     asked = st.session_state.get("kb_b") or st.query_params.get("kb_b")
     if asked and asked not in names:  # a stale link, or deleted since
-        st.warning(f"Knowledge base `{asked}` does not exist (any more); B is `{current}`.", icon="⚠️")
+        st.warning(t("Knowledge base `{asked}` does not exist (any more); B is `{current}`.", asked=asked,
+                     current=current), icon="⚠️")
         st.session_state["kb_b"] = current
     c1, c2, c3 = st.columns([3, 2, 2], vertical_alignment="bottom")
-    kb = c1.selectbox("B: knowledge base", names, index=names.index(current) if current in names else 0,
+    kb = c1.selectbox(t("B: knowledge base"), names, index=names.index(current) if current in names else 0,
                       key="kb_b", bind="query-params",
-                      help="Another knowledge base, or the same one with other parameters below.")
+                      help=t("Another knowledge base, or the same one with other parameters below."))
     wb = get_workbench(kb)
     d = wb.retriever.defaults
     key = f"cmp.{kb}."  # per knowledge base: choosing another one starts from its own defaults
-    mode = c2.segmented_control("B: search", ["hybrid", "dense", "bm25"], default=d.search.mode, key=key + "mode",
-                                required=True)
-    fusion = c3.segmented_control("B: fusion", ["rrf", "weighted"], default=d.search.fusion, key=key + "fusion",
-                                  required=True, disabled=mode != "hybrid")
+    mode = c2.segmented_control(t("B: search"), ["hybrid", "dense", "bm25"], default=d.search.mode,
+                                key=key + "mode", required=True, format_func=search_mode_label)
+    fusion = c3.segmented_control(t("B: fusion"), ["rrf", "weighted"], default=d.search.fusion, key=key + "fusion",
+                                  required=True, disabled=mode != "hybrid", format_func=fusion_label)
     c1, c2, c3 = st.columns(3)
     def width(col: Any, label: str, name: str, value: int) -> int:  # a default beyond the slider starts at its end
         return col.slider(label, 1, limits[name], min(value, limits[name]), key=key + name)
 
-    retrieve_k = width(c1, "B: retrieve-k", "retrieve_k", d.retrieve_k)
-    return_n = width(c2, "B: return-n", "return_n", d.return_n)
-    cap = width(c3, "B: max chunks per document", "max_chunks_per_document", d.max_chunks_per_document)
+    retrieve_k = width(c1, t("B: retrieve-k"), "retrieve_k", d.retrieve_k)
+    return_n = width(c2, t("B: return-n"), "return_n", d.return_n)
+    cap = width(c3, t("B: max chunks per document"), "max_chunks_per_document", d.max_chunks_per_document)
     if return_n > retrieve_k:
-        st.warning(f"B: return-n ({return_n}) is larger than retrieve-k ({retrieve_k}); using return-n = {retrieve_k}.")
+        st.warning(t("B: return-n ({return_n}) is larger than retrieve-k ({retrieve_k}); using return-n = "
+                     "{retrieve_k}.", return_n=return_n, retrieve_k=retrieve_k))
         return_n = retrieve_k
     search = SearchOptions(mode=mode, fusion=fusion, rrf_k=d.search.rrf_k, dense_weight=d.search.dense_weight,
                            bm25_weight=d.search.bm25_weight)
@@ -74,37 +78,40 @@ def side_b_controls(limits: Mapping[str, int]) -> tuple[Workbench, dict[str, Any
 
 def describe_params(params: LookupParams) -> str:
     search = params.search
-    how = search.mode + (f" ({search.fusion})" if search.mode == "hybrid" else "")
-    return (f"{how}, retrieve-k {params.retrieve_k}, return-n {params.return_n}, "
-            f"cap {params.max_chunks_per_document}" + (", reranked" if params.rerank.enabled else ""))
+    how = (t("{mode} ({fusion})", mode=search_mode_label(search.mode), fusion=fusion_label(search.fusion))
+           if search.mode == "hybrid" else search_mode_label(search.mode))
+    said = t("{how}, retrieve-k {retrieve_k}, return-n {return_n}, cap {cap}", how=how, retrieve_k=params.retrieve_k,
+             return_n=params.return_n, cap=params.max_chunks_per_document)
+    return said + (t(", reranked") if params.rerank.enabled else "")
 
 
 def comparison_view(comparison: LookupComparison, a: Side, b: Side) -> None:
     """The counts, then each side's evidence list with its marks and its lookup's timing."""
     s = comparison.summary()
     if comparison.by_text:
-        st.info(f"`{a.kb}` chunks at {a.chunking[0]}/{a.chunking[1]} and `{b.kb}` at {b.chunking[0]}/"
-                f"{b.chunking[1]}: the same evidence key names different text, so a chunk counts as found by both "
-                "when the other side has a chunk of the same document sharing at least half of its text.", icon="📐")
-        chunks = (f"found by both: {s['chunks_both_a']} of A's {len(comparison.a)}, {s['chunks_both_b']} of B's "
-                  f"{len(comparison.b)}")
+        st.info(t("`{a}` chunks at {a_size}/{a_overlap} and `{b}` at {b_size}/{b_overlap}: the same evidence key names "
+                  "different text, so a chunk counts as found by both when the other side has a chunk of the same "
+                  "document sharing at least half of its text.", a=a.kb, a_size=a.chunking[0], a_overlap=a.chunking[1],
+                  b=b.kb, b_size=b.chunking[0], b_overlap=b.chunking[1]), icon="📐")
+        chunks = t("found by both: {both_a} of A's {a}, {both_b} of B's {b}", both_a=s["chunks_both_a"],
+                   a=len(comparison.a), both_b=s["chunks_both_b"], b=len(comparison.b))
     else:
-        chunks = f"found by both: {s['chunks_both_a']}"
-    st.html(f'<div class="compare-summary" style="font-size:0.9rem;line-height:1.9"><b>Chunks</b> {chunks} · '
-            f'{mark_badge_html(ONLY_A)} {s["chunks_only_a"]} · {mark_badge_html(ONLY_B)} {s["chunks_only_b"]}'
-            f'<br><b>Documents</b> {mark_badge_html(BOTH)} {s["docs_both"]} · {mark_badge_html(ONLY_A)} '
-            f'{s["docs_only_a"]} · {mark_badge_html(ONLY_B)} {s["docs_only_b"]}</div>')
+        chunks = t("found by both: {n}", n=s["chunks_both_a"])
+    st.html(f'<div class="compare-summary" style="font-size:0.9rem;line-height:1.9"><b>{esc(t("Chunks"))}</b> '
+            f'{esc(chunks)} · {mark_badge_html(ONLY_A)} {s["chunks_only_a"]} · {mark_badge_html(ONLY_B)} '
+            f'{s["chunks_only_b"]}<br><b>{esc(t("Documents"))}</b> {mark_badge_html(BOTH)} {s["docs_both"]} · '
+            f'{mark_badge_html(ONLY_A)} {s["docs_only_a"]} · {mark_badge_html(ONLY_B)} {s["docs_only_b"]}</div>')
     for col, side, blocks, ms in zip(st.columns(2, gap="medium"), (a, b), (comparison.a, comparison.b),
                                      (comparison.a_ms, comparison.b_ms)):
         with col:
             st.subheader(f"{side.name} · {side.kb}")
-            st.caption(describe_params(side.params) + (" · hits reused from an earlier search, timed then"
+            st.caption(describe_params(side.params) + (t(" · hits reused from an earlier search, timed then")
                                                        if side.from_cache else ""))
             timings = side.result.timings
-            metric_row([("Evidence", len(blocks)), (f"{side.name} lookup ms", f"{ms or 0:.0f}"),
-                        ("search ms", f"{timings.get('search', 0):.0f}")])
-            for warning in side.result.warnings:
-                st.warning(warning, icon="⚠️")
+            metric_row([(t("Evidence"), len(blocks)), (t("{side} lookup ms", side=side.name), f"{ms or 0:.0f}"),
+                        (t("search ms"), f"{timings.get('search', 0):.0f}")])
+            for warning in side.result.warning_phrases:
+                st.warning(phrase(warning), icon="⚠️")
             st.html(compared_evidence_html(blocks))
 
 
@@ -117,12 +124,12 @@ def chunking_b_controls(a: tuple[int, int]) -> tuple[int, int]:
                  for kb in knowledge_bases().list()}
     names = list(chunkings)
     differs = [n for n in names if chunkings[n] != a]
-    base = st.selectbox("B starts from the chunking of", names, index=names.index(differs[0]) if differs else 0,
+    base = st.selectbox(t("B starts from the chunking of"), names, index=names.index(differs[0]) if differs else 0,
                         format_func=lambda n: f"{n} ({chunkings[n][0]}/{chunkings[n][1]})", key="cp.b_from")
     size, overlap = chunkings.get(base, a)
     c1, c2 = st.columns(2)
-    size = c1.slider("B: max chunk size", 50, 4000, size, step=10, key=f"cp.{base}.max_size_b")
-    overlap = c2.slider("B: overlap", 0, 1000, overlap, step=10, key=f"cp.{base}.overlap_b")
+    size = c1.slider(t("B: max chunk size"), 50, 4000, size, step=10, key=f"cp.{base}.max_size_b")
+    overlap = c2.slider(t("B: overlap"), 0, 1000, overlap, step=10, key=f"cp.{base}.overlap_b")
     return size, overlap
 
 
@@ -130,11 +137,13 @@ def chunking_comparison_view(text: str, comparison: Any, a: tuple[int, int], b: 
                              max_chars: int) -> None:
     """Counts for both configurations, then the text with both chunkings' boundaries aligned row by row."""
     counts = comparison.counts()
-    metric_row([(f"A chunks ({a[0]}/{a[1]})", len(comparison.a)), (f"B chunks ({b[0]}/{b[1]})", len(comparison.b)),
-                ("Cuts in both", counts[BOTH]), ("Cuts only in A", counts[ONLY_A]), ("Cuts only in B", counts[ONLY_B])],
-               help={"Cuts in both": "Offsets inside the text where both configurations start or end a chunk."})
-    st.html(f'<div style="font-size:0.85rem;color:#374151">A line across a row marks a cut: '
-            f'{mark_badge_html(BOTH)} both configurations cut there, {mark_badge_html(ONLY_A)} or '
-            f'{mark_badge_html(ONLY_B)} one does. Chunk numbers start where a chunk starts; the yellow gutter is '
-            'that side\'s overlap (two chunks).</div>')
+    both = t("Cuts in both")
+    metric_row([(t("A chunks ({size}/{overlap})", size=a[0], overlap=a[1]), len(comparison.a)),
+                (t("B chunks ({size}/{overlap})", size=b[0], overlap=b[1]), len(comparison.b)),
+                (both, counts[BOTH]), (t("Cuts only in A"), counts[ONLY_A]), (t("Cuts only in B"), counts[ONLY_B])],
+               help={both: t("Offsets inside the text where both configurations start or end a chunk.")})
+    st.html('<div style="font-size:0.85rem;color:#374151">' + t(  # our own words and badges: no document text
+        "A line across a row marks a cut: {both} both configurations cut there, {only_a} or {only_b} one does. Chunk "
+        "numbers start where a chunk starts; the yellow gutter is that side's overlap (two chunks).",
+        both=mark_badge_html(BOTH), only_a=mark_badge_html(ONLY_A), only_b=mark_badge_html(ONLY_B)) + "</div>")
     st.html(aligned_chunkings_html(text, comparison, max_chars=max_chars))

@@ -1,7 +1,8 @@
 """Pure HTML builders: the chunked document with overlap highlighting, and chunk cards.
 
 Every piece of document text goes through `html.escape`, so a document containing `<script>` or
-`<img onerror=...>` is shown as text and never runs. Styles are inline so each fragment stands alone.
+`<img onerror=...>` is shown as text and never runs. Styles are inline so each fragment stands alone. The words
+around the text are in the user's language (ui/i18n.py); class names and data attributes stay codes.
 """
 
 from __future__ import annotations
@@ -11,7 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rag_core import chunking
 from rag_core.records import Chunk
+
+from .i18n import t, tn
 
 # Two alternating chunk backgrounds, the overlap colour (shared by two chunks) and the marker colour.
 CHUNK_BG = ("#e3effd", "#e6f4e3")
@@ -94,17 +98,17 @@ def document_html(text: str, chunks: Sequence[Chunk], *, max_chars: int | None =
     parts: list[str] = [f'<div class="chunked-doc" style="{_DOC_STYLE}">']
     for a, b, covering in _segments(shown_len, chunks):
         for i in ends.get(a, []):
-            parts.append(
-                f'<span class="chunk-end" title="end of chunk {chunks[i].chunk_index}" style="{_END_STYLE}"></span>'
-            )
+            parts.append(_chunk_end(chunks[i].chunk_index))
         for i in starts.get(a, []):
             c = chunks[i]
-            parts.append(f'<span class="chunk-start" title="chunk {c.chunk_index} [{c.start}:{c.end}]" '
-                         f'style="{_BADGE_STYLE}">{c.chunk_index}</span>')
+            title = t("chunk {index} [{start}:{end}]", index=c.chunk_index, start=c.start, end=c.end)
+            parts.append(f'<span class="chunk-start" title="{esc(title)}" style="{_BADGE_STYLE}">'
+                         f'{c.chunk_index}</span>')
         piece = esc(text[a:b])
         if len(covering) >= 2:
-            names = " and ".join(str(chunks[i].chunk_index) for i in covering)
-            parts.append(f'<mark class="overlap" title="overlap: in chunks {names} ({b - a} chars)" '
+            names = t(" and ").join(str(chunks[i].chunk_index) for i in covering)
+            title = t("overlap: in chunks {names} ({n} chars)", names=names, n=b - a)
+            parts.append(f'<mark class="overlap" title="{esc(title)}" '
                          f'style="background:{OVERLAP_BG};border-bottom:2px solid {OVERLAP_BORDER};'
                          f'padding:0;color:inherit">{piece}</mark>')
         elif covering:
@@ -113,14 +117,21 @@ def document_html(text: str, chunks: Sequence[Chunk], *, max_chars: int | None =
         else:
             parts.append(f'<span class="gap">{piece}</span>')
     for i in ends.get(shown_len, []):
-        parts.append(
-            f'<span class="chunk-end" title="end of chunk {chunks[i].chunk_index}" style="{_END_STYLE}"></span>'
-        )
+        parts.append(_chunk_end(chunks[i].chunk_index))
     if shown_len < len(text):
         parts.append(f'<div class="truncated" style="margin-top:0.75rem;color:#6b7280;font-style:italic">'
-                     f'… showing the first {shown_len:,} of {len(text):,} characters.</div>')
+                     f'{esc(_showing(shown_len, len(text)))}</div>')
     parts.append("</div>")
     return "".join(parts)
+
+
+def _chunk_end(index: int) -> str:
+    return (f'<span class="chunk-end" title="{esc(t("end of chunk {index}", index=index))}" '
+            f'style="{_END_STYLE}"></span>')
+
+
+def _showing(shown: int, total: int) -> str:
+    return t("… showing the first {shown:,} of {total:,} characters.", shown=shown, total=total)
 
 
 def legend_html() -> str:
@@ -130,37 +141,47 @@ def legend_html() -> str:
                 f'</span>{esc(label)}</span>')
 
     return ('<div style="font-size:0.85rem;color:#374151;margin:0.25rem 0 0.5rem">'
-            + swatch(CHUNK_BG[0], "even chunk") + swatch(CHUNK_BG[1], "odd chunk")
-            + swatch(OVERLAP_BG, "overlap (in two chunks)", f"border-bottom:2px solid {OVERLAP_BORDER}")
-            + f'<span style="{_BADGE_STYLE}">n</span> chunk n starts '
-            + f'<span style="{_END_STYLE}"></span> a chunk ends</div>')
+            + swatch(CHUNK_BG[0], t("even chunk")) + swatch(CHUNK_BG[1], t("odd chunk"))
+            + swatch(OVERLAP_BG, t("overlap (in two chunks)"), f"border-bottom:2px solid {OVERLAP_BORDER}")
+            + f'<span style="{_BADGE_STYLE}">n</span> {esc(t("chunk n starts"))} '
+            + f'<span style="{_END_STYLE}"></span> {esc(t("a chunk ends"))}</div>')
+
+
+def no_overlap_reason(reason: str) -> str:
+    """One of rag_core.chunking's NO_OVERLAP_* reasons (fixed texts, used as codes) in words."""
+    return {chunking.NO_OVERLAP_DISABLED: t("overlap is 0"),
+            chunking.NO_OVERLAP_SHORT_PREVIOUS: t("previous chunk is a single character"),
+            chunking.NO_OVERLAP_WHITESPACE_GAP: t("whitespace gap leaves no room"),
+            chunking.NO_OVERLAP_RECORDS: t("rows are kept whole")}.get(reason, reason)
 
 
 def boundary_label(boundary: str) -> str:
-    if boundary.startswith("no-overlap: "):
-        return "no overlap: " + boundary.removeprefix("no-overlap: ")
-    return {"first": "first chunk", "section": "new section (overlap never crosses sections)",
-            "overlap": "overlap"}.get(boundary, boundary)
+    if boundary.startswith(chunking.NO_OVERLAP_PREFIX):
+        return t("no overlap: {reason}", reason=no_overlap_reason(boundary.removeprefix(chunking.NO_OVERLAP_PREFIX)))
+    return {chunking.BOUNDARY_FIRST: t("first chunk"),
+            chunking.BOUNDARY_SECTION: t("new section (overlap never crosses sections)"),
+            chunking.BOUNDARY_OVERLAP: t("overlap")}.get(boundary, boundary)
 
 
 def chunk_card_html(view: ChunkView, *, alt: bool = False) -> str:
     """One chunk: index, heading path, offsets, length, overlap and boundary; the overlap prefix of
     its text highlighted."""
-    facts = [f"{view.length:,} chars"]
+    facts = [tn("{n:,} char", "{n:,} chars", view.length)]
     if view.start is not None and view.end is not None:
         facts.insert(0, f"[{view.start:,}:{view.end:,}]")
     if view.overlap_chars is not None:
-        facts.append(f"overlap {view.overlap_chars}")
+        facts.append(t("overlap {n}", n=view.overlap_chars))
     if view.boundary:
         facts.append(boundary_label(view.boundary))
     if view.score is not None:
-        facts.append(f"score {view.score:.4f}")
+        facts.append(t("score {score:.4f}", score=view.score))
     title = f"#{view.index}"
     if view.doc_id:
         title = f"{view.doc_id} #{view.index}"
     if view.location:  # as a citation names it: "manual.pdf #3 p. 12"
         title = f"{title} {view.location}"
-    head = esc(view.heading_path) if view.heading_path else '<span style="color:#9ca3af">(no heading)</span>'
+    no_heading = f'<span style="color:#9ca3af">{esc(t("(no heading)"))}</span>'
+    head = esc(view.heading_path) if view.heading_path else no_heading
     overlap = min(view.overlap_chars or 0, len(view.text))
     body = ""
     if overlap:
@@ -181,14 +202,19 @@ def overlap_summary_lines(summary: Mapping[str, Any]) -> list[str]:
     """The "effective overlap" panel as short sentences (markdown-safe: no document text)."""
     boundaries = summary["boundaries"]
     if not boundaries:
-        return ["One chunk: there is no boundary to overlap."]
-    lines = [f"**{summary['with_overlap']} of {boundaries}** boundaries carry overlap"
-             + (f" (mean {summary['mean_overlap_chars']:.0f} chars, min {summary['min_overlap_chars']}, "
-                f"max {summary['max_overlap_chars']})." if summary["with_overlap"] else ".")]
+        return [t("One chunk: there is no boundary to overlap.")]
+    if summary["with_overlap"]:
+        lines = [t("**{with_overlap} of {boundaries}** boundaries carry overlap (mean {mean:.0f} chars, min {min}, max "
+                   "{max}).", with_overlap=summary["with_overlap"], boundaries=boundaries,
+                   mean=summary["mean_overlap_chars"], min=summary["min_overlap_chars"],
+                   max=summary["max_overlap_chars"])]
+    else:
+        lines = [t("**{with_overlap} of {boundaries}** boundaries carry overlap.", with_overlap=summary["with_overlap"],
+                   boundaries=boundaries)]
     if summary["section_starts"]:
-        lines.append(f"{summary['section_starts']} start a new heading section: overlap never crosses sections.")
+        lines.append(t("{n} start a new heading section: overlap never crosses sections.", n=summary["section_starts"]))
     for reason, count in summary["no_overlap_reasons"].items():
-        lines.append(f"{count} without overlap: {reason}.")
+        lines.append(t("{n} without overlap: {reason}.", n=count, reason=no_overlap_reason(reason)))
     return lines
 
 
@@ -201,7 +227,8 @@ def changed_chunk_html(index: int, text: str, kind: str) -> str:
     return (f'<div class="chunk-{kind}" style="border:1px solid {border};border-left:4px solid {border};'
             f'border-radius:0.4rem;margin:0 0 0.5rem;background:{bg}">'
             f'<div style="padding:0.2rem 0.6rem;font-size:0.8rem;font-family:ui-monospace,monospace;color:{border}">'
-            f'{sign} chunk #{index}</div><div style="white-space:pre-wrap;word-break:break-word;padding:0.3rem 0.6rem;'
+            f'{sign} {esc(t("chunk #{index}", index=index))}</div>'
+            f'<div style="white-space:pre-wrap;word-break:break-word;padding:0.3rem 0.6rem;'
             f'font-size:0.85rem;max-height:220px;overflow-y:auto">{esc(text)}</div></div>')
 
 
@@ -209,32 +236,40 @@ def changed_chunk_html(index: int, text: str, kind: str) -> str:
 MARK_STYLE = {"both": ("#e6f4e3", "#2e7d32"), "only A": ("#e3effd", "#1e5aa8"), "only B": ("#fdf0e3", "#a04f00")}
 
 
-def mark_badge_html(mark: str, prefix: str = "") -> str:
-    """A small badge "both" / "only A" / "only B" (`prefix`, e.g. "doc ", names the level)."""
+def mark_label(mark: str, *, doc: bool = False) -> str:
+    """A compare mark ("both", "only A", "only B": codes) in words; `doc`: the document-level mark."""
+    if doc:
+        return {"both": t("doc both"), "only A": t("doc only A"), "only B": t("doc only B")}.get(mark, mark)
+    return {"both": t("both"), "only A": t("only A"), "only B": t("only B")}.get(mark, mark)
+
+
+def mark_badge_html(mark: str, *, doc: bool = False) -> str:
+    """A small badge "both" / "only A" / "only B" (`doc`: of the document level, "doc both" ...)."""
     bg, fg = MARK_STYLE[mark]
     return (f'<span class="mark-badge mark-{mark.replace(" ", "-")}" style="display:inline-block;padding:0 6px;'
             f'border-radius:0.6rem;background:{bg};color:{fg};border:1px solid {fg};font-size:0.72rem;'
-            f'font-weight:600;white-space:nowrap">{esc(prefix + mark)}</span>')
+            f'font-weight:600;white-space:nowrap">{esc(mark_label(mark, doc=doc))}</span>')
 
 
 def compared_evidence_html(blocks: Sequence[Any], *, snippet_chars: int = 240) -> str:
     """One side of a lookup comparison (`rag_core.retrieval.compare.ComparedBlock`s): each evidence block with
     its chunk-level and document-level marks, what it was matched with on the other side, and its text."""
     if not blocks:
-        return '<div class="compared-evidence" style="color:#6b7280">No evidence.</div>'
+        return f'<div class="compared-evidence" style="color:#6b7280">{esc(t("No evidence."))}</div>'
     rows = []
     for x in blocks:
         bg, fg = MARK_STYLE[x.mark]
         # By text, name what it was matched with (a key alone says nothing when the chunking differs).
-        matched = (f'<div style="padding:0 0.6rem;color:#4b5563;font-size:0.75rem">≈ other side\'s '
-                   f'{esc(", ".join(x.matches))}</div>' if x.matches and x.matches != (x.evidence_key,) else "")
+        other = t("≈ other side's {keys}", keys=", ".join(x.matches))
+        matched = (f'<div style="padding:0 0.6rem;color:#4b5563;font-size:0.75rem">{esc(other)}</div>'
+                   if x.matches and x.matches != (x.evidence_key,) else "")
         text = x.content if len(x.content) <= snippet_chars else x.content[:snippet_chars] + "…"
         rows.append(
             f'<div class="compared-block" data-mark="{esc(x.mark)}" style="border:1px solid #d5dbe3;'
             f'border-left:4px solid {fg};border-radius:0.4rem;margin:0 0 0.45rem;background:#fff">'
             f'<div style="padding:0.25rem 0.6rem;background:{bg};font-size:0.82rem;display:flex;gap:6px;'
             f'align-items:center;flex-wrap:wrap"><b>#{x.position}</b>{mark_badge_html(x.mark)}'
-            f'{mark_badge_html(x.doc_mark, "doc ")}<code style="font-size:0.8rem">{esc(x.evidence_key)}</code>'
+            f'{mark_badge_html(x.doc_mark, doc=True)}<code style="font-size:0.8rem">{esc(x.evidence_key)}</code>'
             f'<span style="margin-left:auto;color:#4b5563">{x.score:.4f}</span></div>{matched}'
             f'<div style="white-space:pre-wrap;word-break:break-word;padding:0.3rem 0.6rem;font-size:0.84rem;'
             f'max-height:160px;overflow-y:auto">{esc(text)}</div></div>')
@@ -249,15 +284,15 @@ def aligned_chunkings_html(text: str, comparison: Any, *, max_chars: int | None 
     def gutter(chunks: tuple[int, ...], starts: tuple[int, ...], ends: tuple[int, ...], line: str) -> str:
         bg = OVERLAP_BG if len(chunks) >= 2 else CHUNK_BG[chunks[0] % 2] if chunks else "#f3f4f6"
         marks = "".join(f'<span class="chunk-start" style="{_BADGE_STYLE}">{i}</span>' for i in starts)
-        marks += "".join(f'<span class="chunk-end" style="color:{MARKER};font-size:0.7rem">end {i}</span> '
-                         for i in ends)
-        title = f"chunks {', '.join(map(str, chunks))}" if chunks else "in no chunk"
+        marks += "".join(f'<span class="chunk-end" style="color:{MARKER};font-size:0.7rem">'
+                         f'{esc(t("end {index}", index=i))}</span> ' for i in ends)
+        title = t("chunks {indexes}", indexes=", ".join(map(str, chunks))) if chunks else t("in no chunk")
         return (f'<td title="{esc(title)}" style="background:{bg};width:88px;vertical-align:top;padding:2px 4px;'
                 f'{line}">{marks}</td>')
 
     shown = len(text) if max_chars is None else min(len(text), max_chars)
     out = ['<table class="aligned-chunkings" style="border-collapse:collapse;width:100%;font-size:0.88rem;'
-           'table-layout:fixed"><thead><tr><th style="width:88px">A</th><th>text (same for both)</th>'
+           f'table-layout:fixed"><thead><tr><th style="width:88px">A</th><th>{esc(t("text (same for both)"))}</th>'
            '<th style="width:88px">B</th></tr></thead><tbody>']
     for row in comparison.rows:
         if row.start >= shown:
@@ -274,7 +309,7 @@ def aligned_chunkings_html(text: str, comparison: Any, *, max_chars: int | None 
                    + "".join(cells) + "</tr>")
     out.append("</tbody></table>")
     if shown < len(text):
-        out.append(f'<div class="truncated" style="margin-top:0.5rem;color:#6b7280;font-style:italic">… showing the '
-                   f'first {shown:,} of {len(text):,} characters.</div>')
+        out.append(f'<div class="truncated" style="margin-top:0.5rem;color:#6b7280;font-style:italic">'
+                   f'{esc(_showing(shown, len(text)))}</div>')
     return '<div style="max-height:720px;overflow-y:auto;border:1px solid #d5dbe3;border-radius:0.5rem">' + \
         "".join(out) + "</div>"

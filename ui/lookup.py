@@ -12,9 +12,13 @@ from collections.abc import Hashable, Mapping, MutableMapping
 from typing import Any
 from urllib.parse import urlencode
 
+import streamlit as st
+
 from rag_core.retrieval import Fetched, KnowledgeRetriever, LookupParams, LookupResult
 from rag_core.retrieval.explain import ChunkSource, explain
 from rag_core.retrieval.spans import traced_lookup
+
+from .i18n import LANG_PARAM, browser_language, language
 
 CACHE_SIZE = 8
 DEBUGGER_PAGE = "pages/debugger.py"
@@ -65,23 +69,25 @@ def debugger_query_params(query: str, params: LookupParams | Mapping[str, Any] |
     """Query parameters that open the retrieval debugger pre-filled with this lookup
     (`st.page_link(DEBUGGER_PAGE, query_params=...)`, or `?` + urlencode for a plain link); `expect`
     (a doc_id) opens its "Why wasn't it retrieved?" panel on that document; `extra`: more widget values
-    by key (None and "" are left out)."""
+    by key (None and "" are left out). The language goes along (`lang`) when this session chose one (the switcher,
+    `?lang=`) other than the browser's, which the opened page would take anyway."""
     out = {"q": query}
     if expect:
         out["expect"] = expect
     out.update({k: str(v) for k, v in extra.items() if v is not None and v != ""})
-    if params is None:
-        return out
-    if isinstance(params, LookupParams):
-        params = params.to_dict()
-    for name in ("retrieve_k", "return_n", "max_chunks_per_document"):
-        if params.get(name) is not None:
-            out[name] = str(params[name])
-    mode = params.get("search_mode") or params.get("mode")
-    if mode:
-        out["mode"] = str(mode)
-    if params.get("score_threshold"):
-        out["score_threshold"] = str(params["score_threshold"])
+    if params is not None:
+        if isinstance(params, LookupParams):
+            params = params.to_dict()
+        for name in ("retrieve_k", "return_n", "max_chunks_per_document"):
+            if params.get(name) is not None:
+                out[name] = str(params[name])
+        mode = params.get("search_mode") or params.get("mode")
+        if mode:
+            out["mode"] = str(mode)
+        if params.get("score_threshold"):
+            out["score_threshold"] = str(params["score_threshold"])
+    if LANG_PARAM not in out and ((lang := language()) != browser_language() or LANG_PARAM in st.query_params):
+        out[LANG_PARAM] = lang  # last: the other parameters keep their places in the query string
     return out
 
 

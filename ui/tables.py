@@ -1,7 +1,10 @@
 """Pure table builders (pandas) for the pages: raw hits, evidence, documents, ingest reports.
 
 They take the plain dicts of `LookupResult.to_dict()` (what the agent's tool result carries too), so
-the debugger and the chat page build their tables from the same data in the same way.
+the debugger and the chat page build their tables from the same data in the same way. Column names are
+identifiers (pages and tests find columns by them); `column_label(column)` is what a person reads above one, in the
+user's language (`ui.components.headers` makes the `column_config` of a frame from it). Cell text the app
+words (a drop reason, a status, a stage) is in the user's language; codes and keys stay as they are.
 """
 
 from __future__ import annotations
@@ -13,37 +16,53 @@ from typing import Any
 import pandas as pd
 
 from rag_core import chunking
-from rag_core.records import Chunk, IngestReport, StoredDocument, score_pair
+from rag_core.records import Chunk, IngestReport, StoredDocument
 from rag_core.retrieval.rerank import movement
 
-FATE_LABELS = {"kept": "kept", "duplicate": "duplicate", "doc_cap": "per-document cap",
-               "beyond_return_n": "beyond return-n", "below_threshold": "below threshold", "disabled": "disabled"}
+from .i18n import t
+from .reasons import describe_drop as describe_drop  # where it was first: pages and tests import it from here
+from .reasons import phrase
+
+FATES = ("kept", "duplicate", "doc_cap", "beyond_return_n", "below_threshold", "disabled")  # a raw hit's fates
+
+
+def column_label(column: str) -> str:
+    """The header a person reads above `column` (a column name of the frames here), in the user's language."""
+    headers = {
+        "rank": t("rank"), "fused #": t("fused #"), "move": t("move"), "rerank score": t("rerank score"),
+        "score": t("score"), "evidenceKey": t("evidenceKey"), "where": t("where"), "doc_id": t("doc_id"),
+        "chunk": t("chunk"), "dense #": t("dense #"), "bm25 #": t("bm25 #"), "snippet": t("snippet"),
+        "status": t("status"), "fate": t("fate"), "hit reasons": t("hit reasons"), "content": t("content"),
+        "stage": t("stage"), "ms": t("ms"), "file name": t("file name"), "type": t("type"),
+        "size (KB)": t("size (KB)"), "chunks": t("chunks"), "ingested at": t("ingested at"), "file": t("file"),
+        "chunk changes": t("chunk changes"), "seconds": t("seconds"), "reason": t("reason"), "notes": t("notes"),
+        "knowledge base": t("knowledge base"), "documents": t("documents"), "chunking": t("chunking"),
+        "embedder": t("embedder"), "search": t("search"), "created": t("created"), "note": t("note"),
+        "target": "", "dense score": t("dense score"), "bm25 score": t("bm25 score"),
+        "what happened": t("what happened"),
+    }
+    return headers.get(column, column)
+
+
+def stage_label(stage: str) -> str:
+    """A lookup stage of `LookupResult.timings` (its code, e.g. "dense_search") in words."""
+    labels = {"embed": t("embed"), "dense_search": t("dense_search"), "bm25_search": t("bm25_search"),
+              "hybrid_search": t("hybrid_search"), "fusion": t("fusion"), "search": t("search"),
+              "rerank": t("rerank"), "postprocess": t("postprocess"), "projection": t("projection"),
+              "total": t("total")}
+    return labels.get(stage, stage)
+
+
+def ingest_status(status: str) -> str:
+    """An IngestReport's status (a code: added, replaced, unchanged, failed, skipped) in words."""
+    labels = {"added": t("added"), "replaced": t("replaced"), "unchanged": t("unchanged"), "failed": t("failed"),
+              "skipped": t("skipped")}
+    return labels.get(status, status)
 
 
 def snippet(text: str, limit: int = 160) -> str:
     flat = " ".join((text or "").split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def describe_drop(drop: Mapping[str, Any] | None, *, short: bool = False) -> str:
-    """A raw hit's structured drop reason (`raw_hits[i]["drop"]`) in words; None = kept. `short`: for a
-    table column."""
-    if not drop:
-        return "kept"
-    kind, count = drop.get("kind"), drop.get("count")
-    if kind == "duplicate":
-        return f"duplicate of {drop.get('key')}"
-    if kind == "doc_cap":
-        if short:
-            return f"per-document cap ({count})"
-        by = ", ".join(f"`{k}`" for k in drop.get("by") or ())
-        return f"per-document cap: {drop.get('doc_id')} already has {count}" + (f" ({by})" if by else "")
-    if kind == "beyond_return_n":
-        return f"beyond return-n ({count})" if count else "beyond return-n"
-    if kind == "below_threshold" and drop.get("score") is not None and drop.get("threshold") is not None:
-        score, threshold = score_pair(drop["score"], drop["threshold"])
-        return f"below threshold ({score} < {threshold})"
-    return str(kind)
 
 
 def _channel(hit: Mapping[str, Any], name: str, part: str) -> Any:
@@ -96,7 +115,7 @@ def evidence_frame(result: Mapping[str, Any]) -> pd.DataFrame:
 
 
 def fate_counts(result: Mapping[str, Any]) -> dict[str, int]:
-    counts = {fate: 0 for fate in FATE_LABELS}
+    counts = {fate: 0 for fate in FATES}
     for h in result.get("raw_hits", []):
         counts[h.get("fate", "kept")] = counts.get(h.get("fate", "kept"), 0) + 1
     return counts
@@ -116,7 +135,7 @@ def timings_frame(timings: Mapping[str, float]) -> pd.DataFrame:
         "total",
     ]
     names = [k for k in order if k in timings] + [k for k in timings if k not in order]
-    return pd.DataFrame({"stage": names, "ms": [round(float(timings[k]), 2) for k in names]})
+    return pd.DataFrame({"stage": [stage_label(k) for k in names], "ms": [round(float(timings[k]), 2) for k in names]})
 
 
 def documents_frame(docs: Sequence[StoredDocument]) -> pd.DataFrame:
@@ -141,7 +160,7 @@ def chunk_changes(report: IngestReport) -> str:
 
 
 def ingest_frame(reports: Iterable[IngestReport]) -> pd.DataFrame:
-    rows = [{"file": r.path, "doc_id": r.doc_id, "status": r.status, "chunks": r.chunks,
+    rows = [{"file": r.path, "doc_id": r.doc_id, "status": ingest_status(r.status), "chunks": r.chunks,
              "chunk changes": chunk_changes(r), "seconds": round(r.seconds, 2), "reason": r.error,
              "notes": "; ".join(r.notes)} for r in reports]
     return pd.DataFrame(rows, columns=["file", "doc_id", "status", "chunks", "chunk changes", "seconds", "reason",
@@ -152,7 +171,7 @@ def knowledge_bases_frame(infos: Sequence[Any]) -> pd.DataFrame:
     """One row per knowledge base (rag_core.kb.manage.KnowledgeBaseInfo)."""
     rows = [
         {
-            "knowledge base": i.kb.name + (" (default)" if i.default else ""),
+            "knowledge base": t("{name} (default)", name=i.kb.name) if i.default else i.kb.name,
             "documents": i.documents,
             "chunks": i.chunks,
             "chunking": f"{i.kb.settings.get('chunk.max-size')}/{i.kb.settings.get('chunk.overlap')}",
@@ -192,7 +211,7 @@ def explain_frame(explanation: Mapping[str, Any]) -> pd.DataFrame:
         "fused #": c["fused_rank"],
         "rank": c["rank"],
         "rerank score": c["rerank_score"],
-        "what happened": c["cause"],
+        "what happened": phrase(c.get("cause_phrase"), c["cause"]),
     } for c in explanation.get("chunks", [])]
     columns = ["target", "evidenceKey", "dense #", "dense score", "bm25 #", "bm25 score", "fused #", "rank",
                "rerank score", "what happened"]

@@ -31,8 +31,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from ..errors import NotIndexed, RetrievalError
-from ..records import Candidate, DropReason, SearchHit, StoredChunk
+from ..records import Candidate, DropReason, SearchHit, StoredChunk, score_pair
 from .identity import to_candidate
+from .phrases import Phrase, english, joined
 from .ports import fuse
 from .postprocess import postprocess
 from .retriever import KnowledgeRetriever, LookupParams, LookupResult, with_threshold
@@ -79,12 +80,16 @@ class ChannelRank:
     def to_dict(self) -> dict[str, Any]:
         return {"rank": self.rank, "score": self.score, "depth": self.depth, "score_at_depth": self.floor}
 
-    def describe(self) -> str:
+    @property
+    def phrase(self) -> Phrase:
         if self.rank is not None:
-            return f"#{self.rank}"
+            return Phrase("rank", {"rank": self.rank})
         if self.score is None:
-            return "no match"
-        return f"beyond #{self.depth:,}"
+            return Phrase("rank.no_match")
+        return Phrase("rank.beyond", {"depth": self.depth})
+
+    def describe(self) -> str:
+        return english(self.phrase)
 
 
 @dataclass(frozen=True)
@@ -97,14 +102,22 @@ class Fix:
     verified: bool  # a real lookup with these settings keeps the target
 
     @property
-    def text(self) -> str:
+    def phrase(self) -> Phrase:
         names = {"retrieve_k": "retrieve-k", "max_chunks_per_document": "max-chunks-per-document",
                  "return_n": "return-n", "score_threshold": "score-threshold"}
-        return " and ".join(f"{names[k]} ≤ {_floor(v)}" if k == "score_threshold" else f"{names[k]} ≥ {v}"
-                            for k, v in self.changes.items()) or "no change"
+        if not self.changes:
+            return Phrase("fix.none")
+        return joined("and", [Phrase("fix.at_most", {"setting": names[k], "value": _floor(v)}) if k == "score_threshold"
+                              else Phrase("fix.at_least", {"setting": names[k], "value": v})
+                              for k, v in self.changes.items()])
+
+    @property
+    def text(self) -> str:
+        return english(self.phrase)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"target": self.target, "changes": dict(self.changes), "text": self.text, "verified": self.verified}
+        return {"target": self.target, "changes": dict(self.changes), "text": self.text, "verified": self.verified,
+                "phrase": self.phrase.to_dict()}
 
 
 @dataclass(frozen=True)
@@ -124,35 +137,39 @@ class ChunkFate:
     target: bool  # one of the chunks the question is about
     score: float | None = None  # its (fused) score in the lookup; None: beyond retrieve-k
 
-    def cause(self, params: LookupParams) -> str:
+    def cause_phrase(self, params: LookupParams) -> Phrase:
         if self.fate == "kept":
-            return f"in the evidence (#{self.rank})"
+            return Phrase("fate.kept", {"rank": self.rank})
         if self.fate == "doc_cap" and self.drop:
-            return (f"dropped by the per-document cap ({params.max_chunks_per_document}): "
-                    f"{', '.join(self.drop.by)} came first")
+            return Phrase("fate.doc_cap", {"cap": params.max_chunks_per_document, "by": tuple(self.drop.by)})
         if self.fate == "beyond_return_n":
-            return f"beyond return-n: {params.return_n} blocks were accepted before it (rank #{self.rank})"
+            return Phrase("fate.beyond_return_n", {"return_n": params.return_n, "rank": self.rank})
         if self.fate == "duplicate" and self.drop:
-            return f"duplicate of {self.drop.key}"
+            return Phrase("fate.duplicate", {"key": self.drop.key})
         if self.fate == "disabled":
-            return ("disabled: a person left it out of every lookup (`python -m rag_core chunks enable "
-                    f"{self.evidence_key}` brings it back)")
+            return Phrase("fate.disabled", {"key": self.evidence_key})
         if self.fate == "below_threshold" and self.drop:
-            return (f"{self.drop.status} of {params.search.mode} search: a score-threshold of at most "
-                    f"{_floor(self.drop.score or 0.0)} keeps it")
+            at_most = {"mode": params.search.mode, "at_most": _floor(self.drop.score or 0.0)}
+            if self.drop.score is None or self.drop.threshold is None:
+                return Phrase("fate.below_threshold_unscored", at_most)
+            score, threshold = score_pair(self.drop.score, self.drop.threshold)
+            return Phrase("fate.below_threshold", {"score": score, "threshold": threshold, **at_most})
         if self.fate == "no_channel":
-            return f"no channel ranks it in the top {DEPTH:,}"
-        ranks = ", ".join(f"{ch} {r.describe()}" for ch, r in self.channels.items()
-                          if ch in _mode_channels(params.search.mode))
-        where = " in the fused ranking" if params.search.mode == "hybrid" else ""
-        return f"beyond retrieve-k ({params.retrieve_k}){where}: {ranks}"
+            return Phrase("fate.no_channel", {"depth": DEPTH})
+        ranks = tuple(Phrase("channel_rank", {"channel": ch, "rank": r.phrase}) for ch, r in self.channels.items()
+                      if ch in _mode_channels(params.search.mode))
+        code = "fate.beyond_retrieve_k_fused" if params.search.mode == "hybrid" else "fate.beyond_retrieve_k"
+        return Phrase(code, {"retrieve_k": params.retrieve_k, "ranks": ranks})
+
+    def cause(self, params: LookupParams) -> str:
+        return english(self.cause_phrase(params))
 
     def to_dict(self, params: LookupParams) -> dict[str, Any]:
         return {"evidence_key": self.evidence_key, "chunk_index": self.chunk_index, "start": self.start,
                 "end": self.end, "channels": {ch: r.to_dict() for ch, r in self.channels.items()},
                 "fused_rank": self.fused_rank, "rank": self.rank, "rerank_score": self.rerank_score,
                 "fate": self.fate, "drop": self.drop.to_dict() if self.drop else None, "cause": self.cause(params),
-                "target": self.target, "score": self.score}
+                "target": self.target, "score": self.score, "cause_phrase": self.cause_phrase(params).to_dict()}
 
 
 @dataclass(frozen=True)
@@ -186,21 +203,23 @@ class AnswerLocation:
     def split(self) -> bool:
         return self.found and all(s.split for s in self.spans)
 
-    def describe(self, doc_id: str) -> str:
+    def phrase(self, doc_id: str) -> Phrase:
         if not self.found:
-            return (f"The answer text does not occur in {doc_id} (searched exactly, then ignoring case and "
-                    "whitespace).")
+            return Phrase("answer.not_found", {"doc": doc_id})
         if self.split:
             b = self.spans[0].boundary or {}
-            return (f"The answer is split across a chunk boundary: chunk-{b.get('left_chunk')} ends with "
-                    f"“{b.get('left_text')}” and chunk-{b.get('right_chunk')} goes on with “{b.get('right_text')}”; "
-                    "no chunk contains all of it (a chunking problem: a larger chunk.overlap keeps it whole).")
+            return Phrase("answer.split", {k: b.get(k) for k in ("left_chunk", "left_text", "right_chunk",
+                                                                 "right_text")})
         holders = sorted({i for s in self.spans for i in s.chunks})
-        return f"The answer is in {', '.join(f'chunk-{i}' for i in holders)}."
+        return Phrase("answer.in", {"chunks": tuple(f"chunk-{i}" for i in holders)})
+
+    def describe(self, doc_id: str) -> str:
+        return english(self.phrase(doc_id))
 
     def to_dict(self, doc_id: str) -> dict[str, Any]:
         return {"text": self.text, "found": self.found, "match": self.match, "split": self.split,
-                "spans": [s.to_dict() for s in self.spans], "summary": self.describe(doc_id)}
+                "spans": [s.to_dict() for s in self.spans], "summary": self.describe(doc_id),
+                "summary_phrase": self.phrase(doc_id).to_dict()}
 
 
 @dataclass(frozen=True)
@@ -212,7 +231,11 @@ class Explanation:
     fix: Fix | None
     answer: AnswerLocation | None
     lookup: LookupResult = field(repr=False)
-    notes: tuple[str, ...] = ()
+    note_phrases: tuple[Phrase, ...] = ()
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return tuple(english(n) for n in self.note_phrases)
 
     @property
     def targets(self) -> tuple[ChunkFate, ...]:
@@ -248,38 +271,48 @@ class Explanation:
         scores = [c.score for c in self.targets if c.score is not None]
         return max(scores) if scores else None
 
-    def _threshold_note(self) -> str:
+    def _threshold_note(self) -> list[Phrase]:
         highest, now = self.highest_threshold, self.params.score_threshold
         if highest is None or not (now or any(c.fate == "below_threshold" for c in self.targets)):
-            return ""
-        return (f" The highest {self.params.search.mode} score-threshold that keeps it: {_floor(highest)} "
-                f"(now {now:g}).")
+            return []
+        return [Phrase("verdict.highest_threshold", {"mode": self.params.search.mode, "highest": _floor(highest),
+                                                     "now": now})]
+
+    @property
+    def verdict_phrase(self) -> Phrase:
+        """The verdict, sentence by sentence (a `sentences` phrase; `verdict` is its English)."""
+        what: str | Phrase = self.expect.label
+        if self.answer is not None and self.expect.chunk_index is None:
+            what = Phrase("verdict.answer_in", {"doc": self.expect.doc_id})
+        if self.retrieved:
+            kept = sorted((c for c in self.targets if c.fate == "kept"), key=lambda c: c.rank or 0)
+            return joined("sentences", [Phrase("verdict.in_evidence", {"what": what, "kept": tuple(
+                Phrase("verdict.kept", {"key": c.evidence_key, "rank": c.rank}) for c in kept)}),
+                *self._threshold_note()])
+        if not self.targets:
+            return joined("sentences", [Phrase("verdict.no_target", {
+                "what": what, "answer": self.answer.phrase(self.expect.doc_id) if self.answer else ""})])
+        best = min(self.targets, key=_closeness)
+        if self.split:
+            parts = tuple(Phrase("verdict.part", {"key": c.evidence_key, "cause": c.cause_phrase(self.params)})
+                          for c in self.targets)
+            return joined("sentences", [Phrase("verdict.split", {"what": what, "parts": parts})])
+        said = [Phrase("verdict.not_in_evidence", {"what": what, "key": best.evidence_key,
+                                                   "cause": best.cause_phrase(self.params)})]
+        if self.fix is not None:
+            said.append(Phrase("verdict.fix" if self.fix.verified else "verdict.fix_unverified",
+                               {"fix": self.fix.phrase, "target": self.fix.target}))
+        elif best.fate == "no_channel":
+            reasons = _dissimilar(best)
+            said.append(Phrase("verdict.no_setting_because", {"depth": DEPTH, "reasons": joined("and", reasons)})
+                        if reasons else Phrase("verdict.no_setting", {"depth": DEPTH}))
+        else:
+            said.append(Phrase("verdict.no_width", {"depth": DEPTH}))
+        return joined("sentences", [*said, *self._threshold_note()])
 
     @property
     def verdict(self) -> str:
-        what = self.expect.label
-        if self.answer is not None and self.expect.chunk_index is None:
-            what = f"the answer in {self.expect.doc_id}"
-        if self.retrieved:
-            kept = sorted((c for c in self.targets if c.fate == "kept"), key=lambda c: c.rank or 0)
-            return (f"{what} is in the evidence: {', '.join(f'{c.evidence_key} (#{c.rank})' for c in kept)}."
-                    + self._threshold_note())
-        if not self.targets:
-            return f"{what}: no chunk to look for ({self.answer.describe(self.expect.doc_id) if self.answer else ''})"
-        best = min(self.targets, key=_closeness)
-        if self.split:
-            parts = ", ".join(f"{c.evidence_key} ({c.cause(self.params)})" for c in self.targets)
-            return (f"{what} is split across a chunk boundary, so no evidence block holds all of it: a chunking "
-                    f"problem (a larger chunk.overlap keeps it whole). Its parts: {parts}.")
-        text = f"{what} is not in the evidence. Closest: {best.evidence_key}, {best.cause(self.params)}."
-        if self.fix is not None:
-            text += (f" Smallest change: {self.fix.text}, which brings in {self.fix.target}"
-                     + ("" if self.fix.verified else " (not confirmed by a lookup)") + ".")
-        elif best.fate == "no_channel":
-            text += f" No setting brings it in: no channel ranks it in the top {DEPTH:,}{_dissimilar(best)}."
-        else:
-            text += f" No retrieve-k up to {DEPTH:,} brings it into the fused candidates."
-        return text + self._threshold_note()
+        return english(self.verdict_phrase)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (the CLI's --json, the HTTP API's /v1/explain)."""
@@ -287,11 +320,14 @@ class Explanation:
             "query": self.query, "expect": self.expect.label, "doc_id": self.expect.doc_id,
             "chunk_index": self.expect.chunk_index, "params": self.params.to_dict(), "depth": DEPTH,
             "retrieved": self.retrieved, "cause": self.cause, "verdict": self.verdict,
+            "verdict_phrase": self.verdict_phrase.to_dict(),
             "highest_threshold": self.highest_threshold,
             "fix": self.fix.to_dict() if self.fix else None,
             "answer": self.answer.to_dict(self.expect.doc_id) if self.answer else None,
             "chunks": [c.to_dict(self.params) for c in self.chunks],
             "evidence": self.lookup.evidence_keys, "warnings": list(self.lookup.warnings), "notes": list(self.notes),
+            "note_phrases": [n.to_dict() for n in self.note_phrases],
+            "warning_phrases": [w.to_dict() for w in self.lookup.warning_phrases],
         }
 
 
@@ -313,15 +349,16 @@ def _floor(score: float) -> str:
     return text + "0" if text.endswith(".") else text
 
 
-def _dissimilar(c: ChunkFate) -> str:
+def _dissimilar(c: ChunkFate) -> list[Phrase]:
     parts = []
     bm25, dense = c.channels.get("bm25"), c.channels.get("dense")
     if bm25 is not None and bm25.score is None:
-        parts.append("the query and the chunk share no terms")
+        parts.append(Phrase("verdict.no_shared_terms"))
     if dense is not None and dense.score is not None and dense.rank is None:
-        floor = f"; #{dense.depth:,} has {dense.floor:.3f}" if dense.floor is not None else ""
-        parts.append(f"the embedder finds them dissimilar (cosine {dense.score:.3f}{floor})")
-    return (": " + " and ".join(parts)) if parts else ""
+        parts.append(Phrase("verdict.dissimilar_at_depth", {"cosine": dense.score, "depth": dense.depth,
+                                                             "floor": dense.floor}) if dense.floor is not None
+                     else Phrase("verdict.dissimilar", {"cosine": dense.score}))
+    return parts
 
 
 def _key(hit: SearchHit) -> str:
@@ -561,7 +598,7 @@ def explain(retriever: KnowledgeRetriever, source: ChunkSource, query: str, expe
     filters), as for `KnowledgeRetriever.lookup`. Raises RetrievalError for bad input."""
     params = retriever.params(**overrides)
     answer = (answer or "").strip() or None
-    notes: list[str] = []
+    notes: list[Phrase] = []
     if expect is None or (isinstance(expect, str) and not expect.strip()):
         if answer is None:
             raise RetrievalError(
@@ -570,7 +607,7 @@ def explain(retriever: KnowledgeRetriever, source: ChunkSource, query: str, expe
         doc_id, others = _answer_document(retriever, source, answer, params)
         expectation = Expectation(doc_id)
         if others:
-            notes.append(f"The answer text also occurs in {', '.join(others)}.")
+            notes.append(Phrase("note.answer_also_in", {"docs": tuple(others)}))
     else:
         expectation = expect if isinstance(expect, Expectation) else parse_expect(expect)
     rows = _rows(source, expectation.doc_id)

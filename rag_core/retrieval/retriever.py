@@ -23,6 +23,7 @@ from ..ports import KnowledgeSearchPort, Reranker
 from ..records import Candidate, HitTrace, RerankOutcome, SearchHit, SearchOptions, cited_as
 from ..tracing.semconv import RERANKER, STAGE
 from .identity import to_candidate
+from .phrases import Phrase, english
 from .postprocess import PostProcessed, postprocess
 from .projection import Budgets, Projection, project
 from .rerank import RerankParams, rerank_hits
@@ -167,24 +168,27 @@ class LookupResult:
     def warnings(self) -> tuple[str, ...]:
         """What the person should know about how this result was made (e.g. the reranker failed, the score
         threshold dropped every hit)."""
-        notes = (self.scope.warning,) if self.scope is not None and self.scope.warning else ()
-        return notes + self._threshold_warnings() + self._rerank_warnings()
+        return tuple(english(w) for w in self.warning_phrases)
 
-    def _threshold_warnings(self) -> tuple[str, ...]:
+    @property
+    def warning_phrases(self) -> tuple[Phrase, ...]:
+        """`warnings` as codes with parameters (rag_core.retrieval.phrases), for an edge that words them itself."""
+        scope = self.scope.warning_phrase if self.scope is not None else None
+        return (*((scope,) if scope else ()), *self._threshold_warnings(), *self._rerank_warnings())
+
+    def _threshold_warnings(self) -> tuple[Phrase, ...]:
         below = [t for t in self.traces if t.fate == "below_threshold"]
         if self.evidence or not below:
             return ()
-        mode, best = self.params.search.mode, max(t.score for t in below)
-        return (f"Every hit scored below the {mode} score threshold {self.params.score_threshold:g} (the best "
-                f"{best:.4f}); lower rag.score-threshold.{mode} (--score-threshold) to see them.",)
+        return (Phrase("warning.all_below_threshold", {"mode": self.params.search.mode,
+                                                       "threshold": self.params.score_threshold,
+                                                       "best": max(t.score for t in below)}),)
 
-    def _rerank_warnings(self) -> tuple[str, ...]:
+    def _rerank_warnings(self) -> tuple[Phrase, ...]:
         if self.rerank is not None and self.rerank.skipped:
-            return (f"Reranking with {self.rerank.reranker} was {self.rerank.error}. The evidence is in the fused "
-                    "order.",)
+            return (Phrase("warning.rerank_skipped", {"reranker": self.rerank.reranker, "error": self.rerank.error}),)
         if self.rerank is not None and self.rerank.error:
-            return (f"Reranking with {self.rerank.reranker} failed ({self.rerank.error}); the evidence is in the "
-                    "fused order.",)
+            return (Phrase("warning.rerank_failed", {"reranker": self.rerank.reranker, "error": self.rerank.error}),)
         return ()
 
     @property
@@ -240,6 +244,7 @@ class LookupResult:
                 "applied": self.rerank.applied, "notes": list(self.rerank.notes), "error": self.rerank.error,
                 "skipped": self.rerank.skipped},
             "warnings": list(self.warnings),
+            "warning_phrases": [w.to_dict() for w in self.warning_phrases],
             "scope": self.scope.to_dict() if self.scope is not None else None,
         }
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..errors import RetrievalError
 from ..records import StoredDocument
+from .phrases import Phrase, english
 
 BUILT_IN_KEYS = ("folder", "type", "ingested")
 KEY_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
@@ -130,11 +131,14 @@ class ScopeResolution:
         return self.documents - len(self.doc_ids)
 
     @property
-    def warning(self) -> str | None:
+    def warning_phrase(self) -> Phrase | None:
         if self.doc_ids:
             return None
-        return (f"The filter {self.scope.text} matches no document (of {self.documents:,}): nothing was searched. "
-                "Check the values (`docs --json` lists each document's metadata).")
+        return Phrase("warning.no_document_matches", {"filter": self.scope.text, "documents": self.documents})
+
+    @property
+    def warning(self) -> str | None:
+        return english(self.warning_phrase) if self.warning_phrase else None
 
     def to_dict(self) -> dict[str, Any]:
         return {"filter": self.scope.to_dict(), "documents": self.documents, "matched": len(self.doc_ids),

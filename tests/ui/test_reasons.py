@@ -1,0 +1,114 @@
+"""The words that come from rag_core in the user's language (ui/reasons.py): every phrase code of
+rag_core.retrieval.phrases renders in English exactly as the CLI says it and in Chinese with its parameters; an
+unknown code shows as the code; drop reasons and fates in both languages; debugger links carry the language."""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import streamlit as st
+
+from rag_core.retrieval import KnowledgeRetriever
+from rag_core.retrieval.explain import explain
+from rag_core.retrieval.memory import InMemorySearchPort
+from rag_core.retrieval.phrases import ENGLISH, Phrase, english, joined
+from tests.retrieval.test_explain import DOCS, PARAMS
+from ui import reasons
+from ui.i18n import LANG_PARAM
+from ui.lookup import debugger_query_params
+
+
+@pytest.fixture
+def lang() -> Iterator[Any]:
+    """Sets this (bare-mode) session's language; English again afterwards."""
+    def choose(code: str) -> None:
+        st.session_state[LANG_PARAM] = code
+
+    yield choose
+    st.session_state.pop(LANG_PARAM, None)
+
+
+def sample(code: str) -> dict[str, Any]:
+    """Parameters for every field of `code`'s English text: numbers where it formats numbers, else a marker."""
+    params: dict[str, Any] = {}
+    for _, name, spec, _ in string.Formatter().parse(ENGLISH[code]):
+        if name:
+            params[name] = 0.125 if spec and spec[-1] in "fg%" else 12345 if spec == "," else f"«{name}»"
+    return params
+
+
+def test_the_app_knows_every_code_rag_core_says():
+    assert set(ENGLISH) == reasons.CODES
+
+
+@pytest.mark.parametrize("code", sorted(ENGLISH))
+def test_every_code_renders_in_both_languages(code, lang):
+    params = sample(code)
+    said = Phrase(code, params)
+    assert reasons.phrase(said) == english(said) == reasons.phrase(said.to_dict())  # the app's English is the CLI's
+    lang("zh")
+    zh = reasons.phrase(said.to_dict())
+    assert zh != code and "{" not in zh
+    assert all(v in zh for v in params.values() if isinstance(v, str))  # every parameter is shown
+    if re.search(r"[A-Za-z]", re.sub(r"\{[^}]*\}", "", ENGLISH[code])):  # words, not only placeholders
+        assert zh != english(said) and any("\u4e00" <= c <= "\u9fff" for c in zh), zh
+
+
+def test_an_unknown_code_or_wrong_parameters_show_the_code(lang):
+    for chosen in ("en", "zh"):
+        lang(chosen)
+        assert reasons.phrase({"code": "fate.something_new", "params": {"x": 1}}) == "fate.something_new"
+        assert reasons.phrase({"code": "fate.kept", "params": {}}) == "fate.kept"  # {rank} missing
+        assert reasons.phrase(None, "the JSON's English") == "the JSON's English"  # a result saved before phrases
+        nested = joined("sentences", [Phrase("verdict.fix", {"fix": Phrase("new.code"), "target": "a#chunk-1"})])
+        assert "new.code" in reasons.phrase(nested.to_dict()) and "a#chunk-1" in reasons.phrase(nested.to_dict())
+    assert english(Phrase("fate.something_new")) == "fate.something_new"
+
+
+def test_a_real_explanation_reads_in_chinese(lang):
+    port = InMemorySearchPort(DOCS)
+    data = explain(KnowledgeRetriever(port), port.store, "alpha", "many.md#chunk-2", **PARAMS).to_dict()
+    assert reasons.phrase(data["verdict_phrase"]) == data["verdict"]
+    lang("zh")
+    verdict = reasons.phrase(data["verdict_phrase"])
+    assert verdict == ("many.md#chunk-2 不在证据中。最接近的是 many.md#chunk-2：被每文档上限（2）丢弃："
+                       "many.md#chunk-0、many.md#chunk-1 排在它前面。最小改动：max-chunks-per-document ≥ 3，"
+                       "return-n ≥ 4，可召回 many.md#chunk-2。")
+    causes = [reasons.phrase(c["cause_phrase"]) for c in data["chunks"]]
+    assert causes[0] == "在证据中（#1）" and causes[2].startswith("被每文档上限（2）丢弃")
+
+
+DROPS = [None, {"kind": "duplicate", "key": "a#chunk-1"}, {"kind": "doc_cap", "doc_id": "a.md", "count": 2,
+         "by": ["a#chunk-0", "a#chunk-3"]}, {"kind": "beyond_return_n", "count": 5},
+         {"kind": "below_threshold", "score": 0.5, "threshold": 0.55}, {"kind": "disabled", "key": "a#chunk-1"}]
+
+
+def test_drop_reasons_and_fates_in_both_languages(lang):
+    english_reasons = [reasons.describe_drop(d) for d in DROPS]
+    assert english_reasons == ["kept", "duplicate of a#chunk-1",
+                               "per-document cap: a.md already has 2 (`a#chunk-0`, `a#chunk-3`)", "beyond return-n (5)",
+                               "below threshold (0.50 < 0.55)", "disabled"]
+    fates = ["kept", "duplicate", "doc_cap", "beyond_return_n", "below_threshold", "disabled", "beyond_retrieve_k",
+             "no_channel"]
+    english_fates = [reasons.fate_label(f) for f in fates]
+    lang("zh")
+    assert [reasons.describe_drop(d) for d in DROPS] == [
+        "保留", "与 a#chunk-1 重复", "每文档上限：a.md 已有 2 个（`a#chunk-0`、`a#chunk-3`）", "超出 return-n（5）",
+        "低于阈值（0.50 < 0.55）", "已停用"]
+    assert reasons.describe_drop(DROPS[2], short=True) == "每文档上限（2）"
+    assert all(zh != en for zh, en in zip(map(reasons.fate_label, fates), english_fates))
+    assert reasons.describe_drop({"kind": "something new"}) == "something new"
+    assert reasons.fate_label("something_new") == "something_new"
+
+
+def test_debugger_links_carry_a_chosen_language(lang):
+    assert "lang" not in debugger_query_params("q")  # the browser's language needs no parameter
+    lang("en")
+    assert "lang" not in debugger_query_params("q")  # chosen, but the browser's (English without a browser)
+    lang("zh")
+    assert debugger_query_params("q", kb="small") == {"q": "q", "lang": "zh", "kb": "small"}
+    assert debugger_query_params("q", lang="en")["lang"] == "en"  # an explicit one wins
