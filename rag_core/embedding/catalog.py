@@ -38,7 +38,7 @@ class EmbedderProfile:
     dense: tuple[float, ...]  # nDCG@10 per set, dense mode
     hybrid: tuple[float, ...]  # nDCG@10 per set, hybrid (weighted fusion) at `dense_weight`
     dense_weight: float
-    summary: str
+    summary: tuple[tuple[str, dict[str, Any]], ...]  # codes with parameters (_summary)
 
 
 @dataclass(frozen=True)
@@ -46,27 +46,33 @@ class Tradeoff:
     sets: tuple[str, ...]  # column labels, e.g. "SciFact (100 q)"
     bm25: tuple[float, ...]  # BM25 alone on the same subsets (no embedder involved)
     profiles: tuple[EmbedderProfile, ...]
-    measured: str  # when and where (the benchmark record's timestamp and machine)
+    measured: str  # when: the benchmark record's date
+    machine: str  # and where
 
 
 def speed(value: float) -> str:
     return f"{value:.0f}" if value >= 20 else f"{value:.1f}"
 
 
+SUMMARY_CODES = frozenset({"default", "fastest", "slower", "hybrid_beats", "hybrid_matches", "hybrid_not_always",
+                           "best_bilingual"})  # what _summary says; the app words each one (ui/components)
+
+
 def _summary(provider: str, gains: list[float], ingest_en: float, fastest_en: float, public_sets: int,
-             best_bilingual: bool) -> str:
+             best_bilingual: bool) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """What the figures say about one embedder, as codes with parameters (the app words them: ui/components)."""
     low, high = min(gains[:public_sets]), max(gains[:public_sets])
-    parts = ["Default." if provider == DEFAULT_PROVIDER else ""]
+    parts: list[tuple[str, dict[str, Any]]] = [("default", {})] if provider == DEFAULT_PROVIDER else []
     if ingest_en >= fastest_en:
-        parts.append(f"Fastest ingest ({speed(ingest_en)} chunks/s English).")
+        parts.append(("fastest", {"speed": speed(ingest_en)}))
     else:
-        parts.append(f"{fastest_en / ingest_en:.0f}x the ingest time of the fastest "
-                     f"({speed(ingest_en)} chunks/s English; 5,000 chunks take ~{5000 / ingest_en / 60:.0f} min).")
-    verb = "beats" if low > 0 else ("matches or beats" if low >= 0 else "is not always above")
-    parts.append(f"Hybrid {verb} BM25 alone on the public sets ({low:+.3f} to {high:+.3f} nDCG@10).")
+        parts.append(("slower", {"times": f"{fastest_en / ingest_en:.0f}", "speed": speed(ingest_en),
+                                 "minutes": f"{5000 / ingest_en / 60:.0f}"}))
+    verdict = "hybrid_beats" if low > 0 else ("hybrid_matches" if low >= 0 else "hybrid_not_always")
+    parts.append((verdict, {"low": f"{low:+.3f}", "high": f"{high:+.3f}"}))
     if best_bilingual:
-        parts.append("The best on the bilingual sample set (questions in one language about documents in the other).")
-    return " ".join(p for p in parts if p)
+        parts.append(("best_bilingual", {}))
+    return tuple(parts)
 
 
 def parse(record: dict[str, Any]) -> Tradeoff:
@@ -101,7 +107,7 @@ def parse(record: dict[str, Any]) -> Tradeoff:
                 ),
             )
         )
-    return Tradeoff(sets, bm25, tuple(profiles), f"{record['timestamp'][:10]} on {record['machine']}")
+    return Tradeoff(sets, bm25, tuple(profiles), record["timestamp"][:10], record["machine"])
 
 
 @lru_cache(maxsize=1)

@@ -112,3 +112,13 @@ def test_debugger_links_carry_a_chosen_language(lang):
     lang("zh")
     assert debugger_query_params("q", kb="small") == {"q": "q", "lang": "zh", "kb": "small"}
     assert debugger_query_params("q", lang="en")["lang"] == "en"  # an explicit one wins
+
+
+def test_every_code_of_the_embedder_trade_off_is_worded() -> None:
+    from rag_core.embedding.catalog import SUMMARY_CODES, load
+    from ui.components import TRADEOFF_SAYS, set_label
+
+    assert set(TRADEOFF_SAYS) == SUMMARY_CODES
+    data = load()
+    assert data is not None and all(code in SUMMARY_CODES for p in data.profiles for code, _ in p.summary)
+    assert set_label("SciFact (100 q)") == "SciFact (100 queries)" and set_label("odd") == "odd"
