@@ -151,3 +151,137 @@ def test_an_edit_re_embeds_one_chunk_keeps_its_key_and_lasts_through_reindex(tmp
         assert [h["who"] for h in record["history"]] == ["api", "local", "local"]
     finally:
         wb.close()
+
+
+@pytest.mark.milvus
+def test_a_chunk_added_on_the_cli_and_the_api_is_indexed_marked_and_lasts(tmp_path, local_embedder, capsys):
+    data = tmp_path / "data"
+    doc = tmp_path / "disk_full.md"
+    doc.write_bytes((SAMPLE_KB / "runbooks" / "disk_full.md").read_bytes())
+    cli = ["--data-dir", str(data), "--set", "milvus.lite-mode=exclusive"]
+    assert main([*cli, "ingest", str(doc), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main([*cli, "chunks", "add", "disk_full.md", "--text", "Quokkaflux drains the inode table.", "--json"]) == 0
+    added = json.loads(capsys.readouterr().out)
+    key = added["evidence_key"]
+    assert added["added"] and added["history"][-1]["what"] == "added" and added["history"][-1]["who"] == "local"
+    for args, message in ((["disk_full.md", "--text", "  "], "The chunk text is empty"),
+                          (["nope.md", "--text", "x"], "No document 'nope.md'"),
+                          (["disk_full.md", "extra", "--text", "x"], "unexpected values 'extra'")):
+        assert main([*cli, "chunks", "add", *args]) != 0
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert main([*cli, "search", "quokkaflux", "--mode", "bm25", "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["raw_hits"][0]["evidence_key"] == key and found["raw_hits"][0]["added"]
+    assert found["evidence"][0]["evidence_key"] == key and found["evidence"][0]["edited"]
+    assert main([*cli, "chunks", "disable", key, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["disabled"] is True
+    assert main([*cli, "search", "quokkaflux", "--mode", "bm25", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["raw_hits"][0]["status"] == "disabled"
+    assert main([*cli, "chunks", "enable", key]) == 0
+    assert main([*cli, "chunks", "revert", key]) != 0 and "disable it instead" in capsys.readouterr().err
+    index = int(key.rsplit("-", 1)[1])
+    wb = make_workbench(data, local_embedder)
+    try:
+        assert index == max(c.chunk_index for c in wb.store.get_chunks("disk_full.md"))  # the next free index
+        server = live.start(create_app(wb, token="", env={}))
+        try:
+            answer = httpx.post(f"{server.url}/v1/documents/disk_full.md/chunks",
+                                json={"text": "Zorbleplex the log volume.", "keywords": ["zorbleplex"]})
+            assert answer.status_code == 200, answer.text
+            assert answer.json()["evidence_key"] == f"disk_full.md#chunk-{index + 1}"
+            assert answer.json()["history"][-1]["who"] == "api"
+            empty = httpx.post(f"{server.url}/v1/documents/disk_full.md/chunks", json={"text": " "})
+            assert empty.status_code == 400 and "The chunk text is empty" in empty.json()["error"]["message"]
+            assert httpx.post(f"{server.url}/v1/documents/nope.md/chunks", json={"text": "x"}).status_code == 404
+            listed = httpx.get(f"{server.url}/v1/documents/disk_full.md/chunks").json()["chunks"]
+            assert [c["added"] for c in listed][-2:] == [True, True] and not listed[0]["added"]
+        finally:
+            server.stop()
+        # re-index, an unchanged re-upload and a copy into another knowledge base keep both
+        wants = {c.chunk_index: c.content for c in wb.store.get_chunks("disk_full.md")[-2:]}
+        wb.ingestor.reindex(["disk_full.md"])
+        wb.ingestor.ingest_paths([doc], force=True)
+        again = {c.chunk_index: c for c in wb.store.get_chunks("disk_full.md")}
+        assert {i: again[i].content for i in wants} == wants and all(again[i].metadata["added"] for i in wants)
+        assert "Keywords: zorbleplex" in again[index + 1].content
+        assert [h["what"] for h in history(wb.store, key)["history"]] == ["added", "disabled", "enabled"]
+        copy = make_workbench(data, local_embedder, **{"milvus.collection": "copied"})
+        try:
+            copy.ingestor.reindex(source=wb.store)
+            copied = {c.chunk_index: c.content for c in copy.store.get_chunks("disk_full.md")}
+            assert {i: copied[i] for i in wants} == wants
+            assert copy.retriever.lookup("zorbleplex", search=BM25).evidence[0].evidence_key == (
+                f"disk_full.md#chunk-{index + 1}")
+        finally:
+            copy.close()
+    finally:
+        wb.close()
+    # a lost database rebuilt from the kept originals (and the edits kept beside them)
+    assert main(["--data-dir", str(tmp_path / "new"), "--set", "milvus.lite-mode=exclusive", "rebuild", "--from",
+                 str(data), "--quiet"]) == 0
+    rebuilt = make_workbench(tmp_path / "new", local_embedder)
+    try:
+        assert {c.chunk_index: c.content for c in rebuilt.store.get_chunks("disk_full.md")[-2:]} == wants
+    finally:
+        rebuilt.close()
+
+
+SECTIONS = "".join(f"## Step {i}\n\n" + f"Step {i} of the runbook: check the disk and the volume {i}. " * 3 + "\n\n"
+                   for i in range(4))
+
+
+@pytest.mark.milvus
+def test_a_changed_reupload_lists_conflicts_to_keep_or_drop_on_the_api_and_the_cli(tmp_path, local_embedder, capsys):
+    from rag_core.kb.chunk_edits import add_chunk, edit_chunk
+
+    data = tmp_path / "data"
+    wb = make_workbench(data, local_embedder, **{"chunk.max-size": 200, "chunk.overlap": 0})
+    try:
+        wb.ingestor.ingest_uploads([("steps.md", SECTIONS.encode())])
+        n = len(wb.store.get_chunks("steps.md"))
+        edit_chunk(wb.store, wb.embedder, "steps.md#chunk-1", text="My own step one.")
+        set_disabled(wb.store, "steps.md#chunk-2", True)
+        add_chunk(wb.store, wb.embedder, "steps.md", "A step of my own: page the owner.")
+        edit_chunk(wb.store, wb.embedder, "steps.md#chunk-0", keywords=["kept"])  # its base chunk stays the same
+        # steps 1 and 2 reworded, and more steps: the document's own chunks now reach the added chunk's key
+        changed = SECTIONS.replace("volume 1", "volume one").replace("volume 2", "volume two") + "".join(
+            f"## Extra {i}\n\n" + f"Extra step {i}: look at the logs. " * 3 + "\n\n" for i in range(3))
+        (report,) = wb.ingestor.ingest_uploads([("steps.md", changed.encode())])
+        assert report.to_dict()["diff"]["conflicts"] == ["steps.md#chunk-1", "steps.md#chunk-2", f"steps.md#chunk-{n}"]
+        chunks = {c.chunk_index: c for c in wb.store.get_chunks("steps.md")}
+        assert "Keywords: kept" in chunks[0].content and "volume one" in chunks[1].content  # re-applied / not
+        server = live.start(create_app(wb, token="", env={}))
+        try:
+            url = f"{server.url}/v1/documents/steps.md/chunks"
+            listed = httpx.get(f"{url}/conflicts").json()["conflicts"]
+            assert [(c["evidence_key"], c["kind"]) for c in listed] == [
+                ("steps.md#chunk-1", "edited"), ("steps.md#chunk-2", "disabled"), (f"steps.md#chunk-{n}", "added")]
+            assert "volume one" in listed[0]["now"] and listed[0]["text"] == "My own step one."
+            kept = httpx.patch(f"{url}/1", json={"conflict": "keep"})
+            assert kept.status_code == 200, kept.text
+            assert kept.json()["history"][-1]["what"] == "kept after a re-upload: re-applied"
+            assert httpx.patch(f"{url}/1", json={"conflict": "keep"}).status_code == 400  # settled already
+            assert httpx.patch(f"{url}/1", json={"conflict": "keep", "disabled": True}).status_code == 400
+            moved = httpx.patch(f"{url}/{n}", json={"conflict": "keep"}).json()
+        finally:
+            server.stop()
+        assert moved["evidence_key"] != f"steps.md#chunk-{n}" and moved["added"]
+        chunks = {f"steps.md#chunk-{c.chunk_index}": c for c in wb.store.get_chunks("steps.md")}
+        assert chunks["steps.md#chunk-1"].content == "My own step one."
+        assert chunks[moved["evidence_key"]].content == "A step of my own: page the owner."
+        assert f"steps.md#chunk-{n}" not in wb.store.edits.all()  # moved, with its history
+        assert moved["history"][0]["what"] == "added"
+    finally:
+        wb.close()
+    cli = ["--data-dir", str(data), "--set", "milvus.lite-mode=exclusive"]
+    assert main([*cli, "chunks", "conflicts", "steps.md", "--json"]) == 0
+    assert [c["evidence_key"] for c in json.loads(capsys.readouterr().out)["conflicts"]] == ["steps.md#chunk-2"]
+    assert main([*cli, "chunks", "drop", "steps.md#chunk-2", "--json"]) == 0
+    dropped = json.loads(capsys.readouterr().out)
+    assert not dropped["disabled"] and dropped["history"][-1]["what"] == "dropped after a re-upload (in conflict)"
+    assert main([*cli, "chunks", "conflicts", "steps.md"]) == 0
+    assert capsys.readouterr().out.strip() == "steps.md: no edit in conflict"
+    assert main([*cli, "chunks", "drop", "steps.md#chunk-2"]) != 0
+    assert "has no edit in conflict" in capsys.readouterr().err
