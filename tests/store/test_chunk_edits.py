@@ -285,3 +285,67 @@ def test_a_changed_reupload_lists_conflicts_to_keep_or_drop_on_the_api_and_the_c
     assert capsys.readouterr().out.strip() == "steps.md: no edit in conflict"
     assert main([*cli, "chunks", "drop", "steps.md#chunk-2"]) != 0
     assert "has no edit in conflict" in capsys.readouterr().err
+
+
+EDITOR = """
+import sys, threading, time
+sys.path.insert(0, {repo!r})
+from pathlib import Path
+from rag_core.kb.chunk_edits import edit_chunk
+from tests.helpers import make_workbench
+from tests.store.clients import FailingClient
+
+wb = make_workbench(Path({data!r}), **{{"milvus.lite-mode": "shared", "milvus.host-idle": 30}})
+def upsert(real, collection, rows, **kwargs):
+    if {when!r} == "before":  # killed with the edit recorded as pending, before its row is written
+        print("killing", flush=True)
+        time.sleep(600)
+    if {when!r} == "racing":  # killed while the upsert is on its way to the store host
+        threading.Thread(target=real, args=(collection, rows), kwargs=kwargs).start()
+        print("killing", flush=True)
+        time.sleep(600)
+    result = real(collection, rows, **kwargs)
+    print("killing", flush=True)  # "after": the row is written, the edit not yet marked done
+    time.sleep(600)
+    return result
+wb.store.client = FailingClient(wb.store.client, "upsert", upsert)
+edit_chunk(wb.store, wb.embedder, "cpu_high.md#chunk-1", text="The new text of the chunk.")
+"""
+
+
+@pytest.mark.milvus
+def test_a_process_killed_during_a_chunk_edit_leaves_the_old_or_the_new_chunk_and_a_record_that_says_which(
+        tmp_path, local_embedder):
+    from rag_core.kb.chunk_edits import revert
+
+    data = tmp_path / "data"
+    wb = make_workbench(data, local_embedder, **{"milvus.lite-mode": "shared", "milvus.host-idle": 30})
+    try:
+        wb.ingestor.ingest_paths([SAMPLE_KB / "runbooks" / "cpu_high.md"])
+        old = wb.store.get_chunks("cpu_high.md")[1].content
+        key = "cpu_high.md#chunk-1"
+        for when in ("before", "after", "racing"):
+            editor = subprocess.Popen([sys.executable, "-c", EDITOR.format(repo=str(REPO), data=str(data), when=when)],
+                                      cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                assert editor.stdout.readline().strip() == "killing", editor.stderr.read()[-2000:]
+                assert wb.store.recover() == 0 and key in wb.store.edits.pending()  # a live writer's edit is spared
+            finally:
+                editor.send_signal(signal.SIGKILL)
+                editor.wait(timeout=30)
+            edits_file = json.loads(wb.store.edits.path.read_text(encoding="utf-8"))  # whole, parseable
+            assert edits_file[key]["pending"]["content"]
+            rows = wb.store.client.query(wb.store.collection, filter='doc_id == "cpu_high.md" and chunk_index == 1',
+                                         output_fields=["content"], consistency_level="Strong")
+            assert len(rows) == 1 and rows[0]["content"] in (old, "The new text of the chunk.")  # never neither
+            wb.store.recover()  # its writer is gone: the record now says what the chunk holds
+            record = wb.store.edits.all().get(key, {})  # (none: the edit was the chunk's first, and undone)
+            now = wb.store.get_chunks("cpu_high.md")[1].content
+            assert "pending" not in record and now == rows[0]["content"]
+            assert (record.get("text") == "The new text of the chunk.") == (now != old)
+            assert now == {"before": old, "after": "The new text of the chunk."}.get(when, now)
+            if now != old:
+                revert(wb.store, wb.embedder, key)
+        assert wb.store.get_chunks("cpu_high.md")[1].content == old
+    finally:
+        wb.close()
