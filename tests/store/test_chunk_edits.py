@@ -155,6 +155,8 @@ def test_an_edit_re_embeds_one_chunk_keeps_its_key_and_lasts_through_reindex(tmp
 
 @pytest.mark.milvus
 def test_a_chunk_added_on_the_cli_and_the_api_is_indexed_marked_and_lasts(tmp_path, local_embedder, capsys):
+    from rag_core.kb.chunk_edits import revert
+
     data = tmp_path / "data"
     doc = tmp_path / "disk_full.md"
     doc.write_bytes((SAMPLE_KB / "runbooks" / "disk_full.md").read_bytes())
@@ -166,25 +168,24 @@ def test_a_chunk_added_on_the_cli_and_the_api_is_indexed_marked_and_lasts(tmp_pa
     key = added["evidence_key"]
     assert added["added"] and added["history"][-1]["what"] == "added" and added["history"][-1]["who"] == "local"
     for args, message in ((["disk_full.md", "--text", "  "], "The chunk text is empty"),
-                          (["nope.md", "--text", "x"], "No document 'nope.md'"),
                           (["disk_full.md", "extra", "--text", "x"], "unexpected values 'extra'")):
         assert main([*cli, "chunks", "add", *args]) != 0
         err = capsys.readouterr().err
         assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert main([*cli, "chunks", "disable", key]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == f"{key}: disabled, added"
     assert main([*cli, "search", "quokkaflux", "--mode", "bm25", "--json"]) == 0
     found = json.loads(capsys.readouterr().out)
     assert found["raw_hits"][0]["evidence_key"] == key and found["raw_hits"][0]["added"]
-    assert found["evidence"][0]["evidence_key"] == key and found["evidence"][0]["edited"]
-    assert main([*cli, "chunks", "disable", key, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["disabled"] is True
-    assert main([*cli, "search", "quokkaflux", "--mode", "bm25", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["raw_hits"][0]["status"] == "disabled"
-    assert main([*cli, "chunks", "enable", key]) == 0
-    assert main([*cli, "chunks", "revert", key]) != 0 and "disable it instead" in capsys.readouterr().err
+    assert found["raw_hits"][0]["status"] == "disabled" and found["raw_hits"][0]["edited"]
     index = int(key.rsplit("-", 1)[1])
     wb = make_workbench(data, local_embedder)
     try:
         assert index == max(c.chunk_index for c in wb.store.get_chunks("disk_full.md"))  # the next free index
+        set_disabled(wb.store, key, False)
+        assert wb.retriever.lookup("quokkaflux", search=BM25).evidence[0].evidence_key == key
+        with pytest.raises(RagError, match="disable it instead"):
+            revert(wb.store, wb.embedder, key)
         server = live.start(create_app(wb, token="", env={}))
         try:
             answer = httpx.post(f"{server.url}/v1/documents/disk_full.md/chunks",
