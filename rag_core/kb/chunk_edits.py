@@ -233,9 +233,21 @@ def reapply(store: Any, embedder: Any, doc_ids: Any) -> list[str]:
                     store.add_chunk(row, embedder.embed_documents([content])[0])
                     applied.append(key)
             elif chunk is not None and entry.get("hash") == chunk.metadata.get("chunkHash"):
-                content, metadata = _row(entry, chunk.metadata, chunk.content)
+                original = str(chunk.metadata.get("originalText") or chunk.content)  # applied already: same again
+                content, metadata = _row(entry, chunk.metadata, original)
                 store.rewrite_chunk(chunk.id, content, embedder.embed_documents([content])[0], metadata)
                 applied.append(key)
+    return applied
+
+
+def resume(store: Any, embedder: Any) -> list[str]:
+    """When a knowledge base opens: re-apply the edits a re-index killed after its commit left unapplied (marked by
+    store.edits.mark_unapplied). Returns their keys."""
+    edits = getattr(store, "edits", None)
+    if edits is None or not hasattr(store, "rewrite_chunk") or not (docs := edits.unapplied()):
+        return []
+    applied = reapply(store, embedder, docs)
+    edits.mark_unapplied(docs, False)
     return applied
 
 
@@ -333,4 +345,4 @@ def copy_edits(source: Any, target: Any, embedder: Any, doc_ids: Iterable[str]) 
 
 
 __all__ = ["add_chunk", "chunk_of", "conflicts", "copy_edits", "drop", "edit_chunk", "embedded_text", "history",
-           "keep", "reapply", "revert", "set_disabled"]
+           "keep", "reapply", "resume", "revert", "set_disabled"]

@@ -221,6 +221,28 @@ class ChunkEdits:
                 found.append(key)
         return sorted(found)
 
+    def mark_unapplied(self, doc_ids: Iterable[str], unapplied: bool) -> bool:
+        """Mark (or unmark) the content edits and added chunks of `doc_ids` as not yet written onto their documents'
+        new versions: set before a re-index commits, cleared once they are re-applied, so a process killed in between
+        leaves the mark and the next open re-applies them (kb.chunk_edits.resume). Returns whether there were any."""
+        ids = set(doc_ids)
+        with self._lock:
+            data = self._read()
+            touched = [e for e in data.values()
+                       if e.get("doc_id") in ids and (e.get(ADDED) or any(e.get(n) for n in CONTENT))]
+            for e in touched:
+                if unapplied:
+                    e["unapplied"] = True
+                else:
+                    e.pop("unapplied", None)
+            if touched:
+                self._write(data)
+            return bool(touched)
+
+    def unapplied(self) -> set[str]:
+        """The documents with edits marked by `mark_unapplied`."""
+        return {str(e["doc_id"]) for e in self._read().values() if e.get("unapplied")}
+
     def copy_from(self, source: ChunkEdits, doc_ids: Iterable[str]) -> None:
         """The edits of `doc_ids` in `source` (another knowledge base: kb copy, reindex --from) made these. They
         apply where the copy's chunks hold the same text (another chunking makes other chunks)."""

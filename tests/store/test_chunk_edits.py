@@ -350,3 +350,40 @@ def test_a_process_killed_during_a_chunk_edit_leaves_the_old_or_the_new_chunk_an
         assert wb.store.get_chunks("cpu_high.md")[1].content == old
     finally:
         wb.close()
+
+
+@pytest.mark.milvus
+def test_edits_a_reindex_killed_after_its_commit_left_unapplied_are_applied_when_the_kb_opens(tmp_path, local_embedder,
+                                                                                              monkeypatch):
+    from rag_core.kb import chunk_edits
+
+    data = tmp_path / "data"
+    wb = make_workbench(data, local_embedder)
+    try:
+        wb.ingestor.ingest_paths([SAMPLE_KB / "runbooks" / "cpu_high.md"])
+        original = wb.store.get_chunks("cpu_high.md")[2].content
+        chunk_edits.edit_chunk(wb.store, wb.embedder, "cpu_high.md#chunk-2", keywords=["frobz"])
+        chunk_edits.add_chunk(wb.store, wb.embedder, "cpu_high.md", "An added chunk.")
+        edited = {c.chunk_index: c.content for c in wb.store.get_chunks("cpu_high.md")}
+
+        def killed(*args):
+            raise KeyboardInterrupt  # the process dies between the new version's commit and the edits' re-apply
+
+        monkeypatch.setattr(chunk_edits, "reapply", killed)
+        with pytest.raises(KeyboardInterrupt):
+            wb.ingestor.reindex(["cpu_high.md"])
+        monkeypatch.undo()
+        assert len(wb.store.get_chunks("cpu_high.md")) == len(edited) - 1  # committed, without its edits
+        assert wb.store.edits.unapplied() == {"cpu_high.md"}
+    finally:
+        wb.close()
+    wb = make_workbench(data, local_embedder)
+    try:
+        assert {c.chunk_index: c.content for c in wb.store.get_chunks("cpu_high.md")} == edited
+        assert wb.store.edits.unapplied() == set()
+        chunk_edits.reapply(wb.store, wb.embedder, ["cpu_high.md"])  # again: the same, the original kept
+        assert {c.chunk_index: c.content for c in wb.store.get_chunks("cpu_high.md")} == edited
+        chunk_edits.revert(wb.store, wb.embedder, "cpu_high.md#chunk-2")
+        assert wb.store.get_chunks("cpu_high.md")[2].content == original
+    finally:
+        wb.close()
