@@ -327,8 +327,7 @@ def drop(store: Any, key: str, who: str = "local") -> dict[str, Any]:
     has it), recorded in the history."""
     entry, _ = _conflict(store, key)
     key = entry["key"]
-    return {"evidence_key": key, **store.edits.resolve(key, "dropped after a re-upload (in conflict)", who,
-                                                       drop=True)}
+    return {"evidence_key": key, **store.edits.let_go(key, "dropped after a re-upload (in conflict)", who)}
 
 
 def copy_edits(source: Any, target: Any, embedder: Any, doc_ids: Iterable[str]) -> list[str]:

@@ -178,29 +178,18 @@ class ChunkEdits:
                 self.abort(key)
         return finished
 
-    def resolve(self, key: str, what: str, who: str, *, drop: bool) -> dict[str, Any]:
-        """A conflict settled without writing a row: `drop` discards the edit (disabled, text, keywords,
-        questions, added; the history stays), else only the history says `what`."""
+    def let_go(self, key: str, what: str, who: str) -> dict[str, Any]:
+        """A conflict dropped, without writing a row: the edit is discarded (disabled, text, keywords, questions,
+        added), the history stays and says `what`."""
         with self._lock:
             data = self._read()
             entry = data.setdefault(key, {"history": []})
-            if drop:
-                for name in (*CONTENT, ADDED):
-                    entry.pop(name, None)
-                entry["disabled"] = False
+            for name in (*CONTENT, ADDED):
+                entry.pop(name, None)
+            entry["disabled"] = False
             entry.setdefault("history", []).append({"who": who or "local", "when": _now(), "what": what})
             self._write(data)
             return entry
-
-    def revert(self, key: str, who: str) -> None:
-        """Back to the original: the edit's text, keywords and questions are dropped (its history stays)."""
-        with self._lock:
-            data = self._read()
-            entry = data.setdefault(key, {"history": [], "disabled": False})
-            for name in CONTENT:
-                entry.pop(name, None)
-            entry["history"].append({"who": who or "local", "when": _now(), "what": "reverted to the original"})
-            self._write(data)
 
     def _write(self, data: Mapping[str, Any]) -> None:
         if self.path is None:

@@ -53,6 +53,42 @@ def test_a_process_killed_while_editing_leaves_the_old_or_the_new_state(tmp_path
     # a killed write leaves at most its temporary file behind, never a half-written edits file
 
 
+def test_pending_edits_are_finished_or_undone_by_what_the_row_holds_and_a_live_writer_s_are_spared(tmp_path):
+    edits = ChunkEdits(tmp_path / "kb.edits.json")
+
+    def begin(key: str, content: str, **extra) -> None:
+        edits.begin(key, doc_id="a.md", version="v", chunk_hash="h", changes={"text": content}, what="text edited",
+                    who="t", content=content, writer={}, **extra)
+
+    edits.set_disabled("a.md#chunk-1", doc_id="a.md", version="v", chunk_hash="h", disabled=True, who="t")
+    begin("a.md#chunk-0", "new")
+    begin("a.md#chunk-1", "new")
+    begin("a.md#chunk-2", "new")
+    rows = {"a.md#chunk-0": "new", "a.md#chunk-1": "old"}  # chunk-2: no row (an added chunk never written)
+    assert edits.recover(lambda doc_id, key: rows.get(key), lambda pending: False) == []  # its writer still runs
+    assert edits.recover(lambda doc_id, key: rows.get(key), lambda pending: True) == ["a.md#chunk-0"]
+    after = ChunkEdits(tmp_path / "kb.edits.json").all()
+    assert after["a.md#chunk-0"]["text"] == "new" and after["a.md#chunk-0"]["history"][-1]["what"] == "text edited"
+    assert "text" not in after["a.md#chunk-1"] and after["a.md#chunk-1"]["disabled"]  # as it was
+    assert "a.md#chunk-2" not in after and not edits.pending()
+
+
+def test_conflicts_are_edits_whose_base_chunk_changed_or_went_and_added_chunks_whose_key_is_taken():
+    edits = ChunkEdits()
+    for i in range(4):
+        edits.set_disabled(f"a.md#chunk-{i}", doc_id="a.md", version="v", chunk_hash=f"h{i}", disabled=i != 3,
+                           who="t")
+    edits.begin("a.md#chunk-7", doc_id="a.md", version="v", chunk_hash="x", changes={"added": True, "text": "mine"},
+                what="added", who="t", content="mine", writer={})
+    edits.finish("a.md#chunk-7")
+    current = {"a.md#chunk-0": "h0", "a.md#chunk-1": "changed", "a.md#chunk-3": "changed"}
+    assert edits.conflicts(current, "a.md") == ["a.md#chunk-1", "a.md#chunk-2"]  # 3 was enabled: nothing to keep
+    assert edits.conflicts({**current, "a.md#chunk-7": "theirs"}, "a.md")[-1] == "a.md#chunk-7"
+    assert edits.conflicts(current) == ["a.md#chunk-1"]  # without the document: only the keys given
+    edits.let_go("a.md#chunk-1", "dropped", "t")
+    assert edits.conflicts(current, "a.md") == ["a.md#chunk-2"]
+
+
 def test_a_disabled_chunk_is_a_drop_with_reason_disabled_and_explain_says_so():
     port = InMemorySearchPort({"a.md": [Chunk(0, "alpha alpha", 0, 11, "", (), 0), Chunk(1, "alpha beta", 13, 23, "",
                                                                                         (), 0)]})
