@@ -7,7 +7,7 @@ from rag_core.errors import RagError
 from rag_core.kb.settings import defaults_for_new, describe
 from rag_core.loaders import OCR_EXTRA, SUPPORTED_EXTENSIONS, SUPPORTED_TEXT, ocr_available
 from ui.components import ingest_summary, run_ingest
-from ui.documents import document_chunk_editor, tags_editor
+from ui.documents import document_chunk_editor, edit_conflicts, tags_editor
 from ui.kbs import settings_widgets
 from ui.state import clear_workbench, get_settings, knowledge_bases, switch_kb, workbench_or_stop
 from ui.tables import documents_frame, knowledge_bases_frame
@@ -116,6 +116,7 @@ if ingest and files:
 
 if reports := ss.get("kb.reports"):
     ingest_summary(reports)
+    edit_conflicts(wb, [r.doc_id for r in reports if r.diff is not None and r.diff.conflicts], key="kb.conflicts")
 
 # ------------------------------------------------------------------------------------------ documents
 st.subheader("Documents")

@@ -150,6 +150,9 @@ def build_workbench(settings: Settings, env: Mapping[str, str] | None = None,
         embedder = embedder or _kb_embedder(settings, env, kb)
         reranker = build_reranker(settings, env)
         kb_store.open(embedder.name, embedder.dim, migrate=migrate)
+        from .kb.chunk_edits import resume
+
+        resume(kb_store, embedder)  # chunk edits a killed re-index left unapplied
         made = not kb.committed_ns
         if made:
             kb = catalog.write(kb)

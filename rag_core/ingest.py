@@ -201,11 +201,13 @@ class Ingestor:
                     f"{raw}: no such document in the knowledge base (`docs` lists them)")))
         reports = self._run(sources, "", progress, force=True)
         theirs, mine = getattr(source, "labels", None), getattr(self.store, "labels", None)
+        copied = {r.doc_id for r in reports if r.status in ("added", "replaced")}
         if theirs is not None and mine is not None and source is not self.store:  # kb copy, reindex --from
-            mine.copy_tags(theirs, [r.doc_id for r in reports if r.status in ("added", "replaced")])
-            their_edits, my_edits = getattr(source, "edits", None), getattr(self.store, "edits", None)
-            if their_edits is not None and my_edits is not None:
-                my_edits.copy_from(their_edits, {r.doc_id for r in reports if r.status in ("added", "replaced")})
+            mine.copy_tags(theirs, sorted(copied))
+        if source is not self.store:  # kb copy, reindex --from, rebuild --from: their chunk edits, applied here
+            from .kb.chunk_edits import copy_edits
+
+            copy_edits(source, self.store, self.embedder, copied)
         return reports
 
     def resolve_doc_id(self, raw: str) -> str:
@@ -309,6 +311,10 @@ class Ingestor:
                  for g in todo]  # read before the new versions retire the old ones
         vectors = self._embed([c.text for g in todo for c in g.chunks], run.embedding_ticker(todo))
         offsets = np.cumsum([0] + [len(g.chunks) for g in todo])
+        edits = getattr(self.store, "edits", None)
+        rewrites = edits is not None and hasattr(self.store, "rewrite_chunk")
+        # their edits are written onto the new versions after the commit: marked until then (kb.chunk_edits.resume)
+        marked = edits is not None and rewrites and edits.mark_unapplied([g.doc.doc_id for g in todo], True)
         results = self.store.replace_documents([
             NewVersion(g.doc, g.chunks, vectors[offsets[i]:offsets[i + 1]], g.fingerprint, g.original,
                        self.indexed_with())
@@ -316,14 +322,16 @@ class Ingestor:
         labels = getattr(self.store, "labels", None)
         if labels is not None:  # the new versions' front matter, for metadata filters (retrieval.scope)
             labels.set_front_matter((g.doc.doc_id, front_matter(g.doc.text)) for g in todo)
-        edits = getattr(self.store, "edits", None)
         if edits is not None:  # edits whose chunk now holds other text stop applying: say which; re-apply the rest
-            diffs = [replace(d, conflicts=tuple(edits.conflicts(_chunk_hashes(g)))) if d is not None else None
+            diffs = [replace(d, conflicts=tuple(edits.conflicts(_chunk_hashes(g), g.doc.doc_id))) if d is not None
+                     else None
                      for g, d in zip(todo, diffs)]
-            if hasattr(self.store, "rewrite_chunk"):
+            if rewrites:
                 from .kb.chunk_edits import reapply
 
                 reapply(self.store, self.embedder, [g.doc.doc_id for g in todo])
+                if marked:
+                    edits.mark_unapplied([g.doc.doc_id for g in todo], False)
         return list(zip(todo, results, diffs))
 
     def _embed(self, texts: list[str], on_embedded: Callable[[int], None]) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""Reading an indexed document's text back for the chunk preview."""
+"""Reading an indexed document's text back for the chunk preview; a document's tags and chunks to edit, add, or settle
+after a re-upload."""
 
 from __future__ import annotations
 
@@ -130,10 +131,11 @@ def chunk_editor(wb: Workbench, chunks: Sequence[Mapping[str, Any]], *, key: str
 
 
 def document_chunk_editor(wb: Workbench, doc_ids: Sequence[str]) -> None:
-    """A document's stored chunks on the Knowledge base page, each to disable, enable or edit (`chunk_editor`)."""
+    """A document's stored chunks on the Knowledge base page, each to disable, enable or edit (`chunk_editor`), a
+    chunk to add to it (`chunks add DOC_ID --text ...`) and its edits in conflict after a re-upload."""
     from rag_core.retrieval.identity import stored_chunks
 
-    with st.expander("A document's chunks: edit, disable or enable", expanded=False):
+    with st.expander("A document's chunks: edit, disable, enable or add", expanded=False):
         doc_id = st.selectbox("Document", doc_ids, key="kb.chunks_doc")
         if not doc_id:
             return
@@ -141,3 +143,62 @@ def document_chunk_editor(wb: Workbench, doc_ids: Sequence[str]) -> None:
         rows = wb.store.get_chunks(doc_id)
         chunks = [{**c, "disabled": c["evidence_key"] in off} for c in stored_chunks(doc_id, rows)]
         chunk_editor(wb, chunks, key="kb")
+        st.text_area("A chunk to add to this document (embedded and indexed under its next free chunk index)",
+                     key="kb.add_text", height=100)
+        st.button("Add the chunk", key="kb.add", on_click=_add_chunk, args=(wb, doc_id))
+        if added := st.session_state.pop("kb.added", None):
+            st.success(f"Added {added}.")
+        if failed := st.session_state.pop("kb.add_error", None):
+            st.error(failed, icon="🛑")
+        edit_conflicts(wb, [doc_id], key="kb.chunk_conflicts")
+
+
+def _add_chunk(wb: Workbench, doc_id: str) -> None:
+    """The Add button's callback (before the page runs, so the text box can be emptied)."""
+    from rag_core.errors import RagError
+    from rag_core.kb.chunk_edits import add_chunk
+
+    try:
+        record = add_chunk(wb.store, wb.embedder, doc_id, st.session_state.get("kb.add_text", ""), who="local")
+    except RagError as exc:
+        st.session_state["kb.add_error"] = str(exc)
+        return
+    st.session_state["kb.added"] = record["evidence_key"]
+    st.session_state["kb.add_text"] = ""
+    st.session_state["dbg.fetched"] = {}  # the hits changed: the debugger searches again
+
+
+def edit_conflicts(wb: Workbench, doc_ids: Sequence[str], *, key: str) -> None:
+    """The edits of `doc_ids` a re-upload left in conflict, each to keep (re-applied to the chunk now under its key)
+    or drop: the rules of `python -m rag_core chunks keep|drop KEY` (rag_core.kb.chunk_edits)."""
+    from rag_core.errors import RagError
+    from rag_core.kb.chunk_edits import conflicts, drop, keep
+
+    for doc_id in doc_ids:
+        try:
+            found = conflicts(wb.store, doc_id)
+        except RagError:  # deleted since
+            continue
+        if not found:
+            continue
+        st.warning(f"{doc_id}: {len(found)} chunk edit(s) no longer match the re-uploaded document. Keep one to "
+                   "re-apply it to the chunk now under its key, or drop it.", icon="✏️")
+        for c in found:
+            what = c["kind"] + (f": {c['text'][:80]}" if c.get("text") else "")
+            now = "the chunk is gone" if c["now"] is None else f"now: {' '.join(c['now'].split())[:80]}"
+            left, keep_col, drop_col = st.columns([6, 1, 1], vertical_alignment="center")
+            left.markdown(f"`{c['evidence_key']}` — {what} ({now})")
+            chosen = [(keep, wb.embedder) if keep_col.button("Keep", key=f"{key}.keep.{c['evidence_key']}")
+                      else None, (drop, None) if drop_col.button("Drop", key=f"{key}.drop.{c['evidence_key']}")
+                      else None]
+            for action in [a for a in chosen if a is not None]:
+                try:
+                    if action[1] is None:
+                        drop(wb.store, c["evidence_key"], who="local")
+                    else:
+                        keep(wb.store, wb.embedder, c["evidence_key"], who="local")
+                except RagError as exc:
+                    st.error(str(exc), icon="🛑")
+                else:
+                    st.session_state["dbg.fetched"] = {}
+                    st.rerun()

@@ -1,12 +1,29 @@
-"""Disabling and enabling chunks by evidence key (`doc_id#chunk-N`), the same rules for the CLI (`chunks ...`), the
-API (`PATCH /v1/documents/{doc_id}/chunks/{n}`) and the pages; the record is kept by the store (store.edits)."""
+"""Disabling, enabling, editing and adding chunks by evidence key (`doc_id#chunk-N`), and settling the edits a
+re-upload left in conflict: the same rules for the CLI (`chunks ...`), the API (`PATCH` / `POST` under
+`/v1/documents/{doc_id}/chunks`) and the pages; the record is kept by the store (store.edits).
+
+A change that rewrites a chunk row goes through `store.edits.begin` (pending), the row write, then `finish`, inside
+`store.editing()`: a process killed in between leaves the old chunk or the new one, and the record says which
+(store.edits.recover)."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..errors import NotIndexed, RetrievalError
+from ..records import StoredChunk
 from ..retrieval.explain import parse_expect
+from ..store.edits import ADDED, CONTENT, content_hash
+
+EDIT_KEYS = ("edited", ADDED, "keywords", "questions", "originalText")  # what an edit puts in a row's metadata
+# what a chunk of the document says of its place in it, which an added chunk does not have
+PLACE_KEYS = ("start", "end", "overlapChars", "headingPath", "title", "location", "locationSpan")
+
+
+def _key(doc_id: str, index: int) -> str:
+    return f"{doc_id}#chunk-{index}"
 
 
 def chunk_of(store: Any, key: str) -> Any:
@@ -14,31 +31,62 @@ def chunk_of(store: Any, key: str) -> Any:
     expect = parse_expect(key)
     if expect.chunk_index is None:
         raise RetrievalError(f"{key!r} is not an evidence key: name a chunk as DOC_ID#chunk-N.")
-    chunks = store.get_chunks(expect.doc_id)
-    if not chunks:
-        raise NotIndexed(f"No document {expect.doc_id!r} in the knowledge base (`docs` lists them).")
+    chunks = _chunks_of(store, expect.doc_id)
     found = next((c for c in chunks if c.chunk_index == expect.chunk_index), None)
     if found is None:
-        raise RetrievalError(f"{expect.doc_id} has chunks 0 to {max(c.chunk_index for c in chunks)}; there is no "
+        raise RetrievalError(f"{expect.doc_id} has chunks {_ranges(c.chunk_index for c in chunks)}; there is no "
                              f"chunk-{expect.chunk_index}.")
     return found
+
+
+def _chunks_of(store: Any, doc_id: str) -> list[Any]:
+    chunks = store.get_chunks(doc_id)
+    if not chunks:
+        raise NotIndexed(f"No document {doc_id!r} in the knowledge base (`docs` lists them).")
+    return chunks
+
+
+def _ranges(indexes: Iterable[int]) -> str:
+    """"0 to 5" (and "0 to 5, 7" when an added chunk sits after a gap)."""
+    runs: list[list[int]] = []
+    for i in sorted(indexes):
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ", ".join(f"{a} to {b}" if b > a else str(a) for a, b in runs)
+
+
+def _writes_rows(store: Any) -> None:
+    if not hasattr(store, "rewrite_chunk"):
+        raise RetrievalError("This knowledge base's store cannot edit or add chunks (only disable them).")
 
 
 def set_disabled(store: Any, key: str, disabled: bool, who: str = "local") -> dict[str, Any]:
     """Leave the chunk out of every lookup (or bring it back). Returns its record with its history."""
     chunk = chunk_of(store, key)
-    key = f"{chunk.doc_id}#chunk-{chunk.chunk_index}"
+    key = _key(chunk.doc_id, chunk.chunk_index)
     entry = store.edits.set_disabled(key, doc_id=chunk.doc_id, version=chunk.version,
                                      chunk_hash=str(chunk.metadata.get("chunkHash", "")), disabled=disabled, who=who)
     return {"evidence_key": key, **entry}
 
 
 def history(store: Any, key: str) -> dict[str, Any]:
-    chunk = chunk_of(store, key)
-    key = f"{chunk.doc_id}#chunk-{chunk.chunk_index}"
+    """A chunk's state, its history and its text; a chunk no longer in the document (an edit in conflict) by its
+    record alone."""
+    try:
+        chunk = chunk_of(store, key)
+    except RetrievalError:
+        if key not in store.edits.all():
+            raise
+        entry = store.edits.all()[key]
+        return {"evidence_key": key, "disabled": False, "added": False, "history": list(entry.get("history") or []),
+                "content": None}
+    key = _key(chunk.doc_id, chunk.chunk_index)
     off = store.edits.disabled()
     return {"evidence_key": key, "disabled": off.get(key) in ("", chunk.metadata.get("chunkHash")) if key in off
-            else False, "history": store.edits.history(key), "content": chunk.content}
+            else False, "added": bool(chunk.metadata.get(ADDED)), "history": store.edits.history(key),
+            "content": chunk.content}
 
 
 def embedded_text(text: str, keywords: list[str], questions: list[str]) -> str:
@@ -52,13 +100,52 @@ def embedded_text(text: str, keywords: list[str], questions: list[str]) -> str:
     return "\n\n".join(parts)
 
 
-def _apply(store: Any, embedder: Any, chunk: Any, entry: dict[str, Any], original: str) -> None:
-    """Write `entry`'s edit onto the stored `chunk` (re-embedding only that chunk; its evidence key stays)."""
+def _row(entry: Mapping[str, Any], metadata: Mapping[str, Any], original: str) -> tuple[str, dict[str, Any]]:
+    """The content and metadata of the chunk row `entry` makes of a chunk whose original text is `original` (an
+    entry without text, keywords or questions: the original, exactly)."""
+    base = {k: v for k, v in metadata.items() if k not in EDIT_KEYS}
+    if not (entry.get(ADDED) or any(entry.get(n) for n in CONTENT)):
+        return original, base
     content = embedded_text(entry.get("text") or original, entry.get("keywords") or [], entry.get("questions") or [])
+    extra: dict[str, Any] = {"edited": True, "keywords": entry.get("keywords") or [],
+                             "questions": entry.get("questions") or [], "originalText": original}
+    if entry.get(ADDED):
+        extra[ADDED] = True
+    return content, {**base, **extra}
+
+
+@contextlib.contextmanager
+def _pending(store: Any, key: str, **begin: Any) -> Iterator[None]:
+    """begin (pending) -> the block writes the row -> finish; a failure forgets the pending change."""
+    with store.editing() as writer:
+        store.edits.begin(key, writer=writer, **begin)
+        try:
+            yield
+        except BaseException:
+            store.edits.abort(key)
+            raise
+        store.edits.finish(key)
+
+
+def _rewrite(store: Any, embedder: Any, chunk: Any, changes: Mapping[str, Any], *, what: str, who: str,
+             unset: Sequence[str] = (), rebase: bool = True) -> dict[str, Any]:
+    """Make `changes` to the chunk's edit and rewrite its row from it (re-embedding only this chunk; its evidence
+    key and row id stay)."""
+    _writes_rows(store)
+    key = _key(chunk.doc_id, chunk.chunk_index)
+    chunk_hash = str(chunk.metadata.get("chunkHash", ""))
+    original = str(chunk.metadata.get("originalText") or chunk.content)
+    staged = store.edits.staged(key, changes, unset, chunk_hash if rebase else None)
+    content, metadata = _row(staged, chunk.metadata, original)
     vector = embedder.embed_documents([content])[0]
-    metadata = {**chunk.metadata, "edited": True, "keywords": entry.get("keywords") or [],
-                "questions": entry.get("questions") or [], "originalText": original}
-    store.rewrite_chunk(chunk.id, content, vector, metadata)
+    with _pending(store, key, doc_id=chunk.doc_id, version=chunk.version, chunk_hash=chunk_hash, changes=changes,
+                  unset=unset, what=what, who=who, content=content, rebase=rebase):
+        store.rewrite_chunk(chunk.id, content, vector, metadata)
+    return {"evidence_key": key, **store.edits.all().get(key, {})}
+
+
+def _clean(values: list[str] | None) -> list[str] | None:
+    return [v.strip() for v in values if v.strip()] if values is not None else None
 
 
 def edit_chunk(store: Any, embedder: Any, key: str, *, text: str | None = None, keywords: list[str] | None = None,
@@ -69,42 +156,192 @@ def edit_chunk(store: Any, embedder: Any, key: str, *, text: str | None = None, 
         raise RetrievalError("The chunk text is empty: disable the chunk instead (`chunks disable KEY`).")
     if text is None and keywords is None and questions is None:
         raise RetrievalError("Nothing to change: give the new text, keywords or questions.")
-    clean = [[v.strip() for v in values if v.strip()] if values is not None else None
-             for values in (keywords, questions)]
     chunk = chunk_of(store, key)
-    key = f"{chunk.doc_id}#chunk-{chunk.chunk_index}"
-    original = str(chunk.metadata.get("originalText") or chunk.content)
-    entry = store.edits.set_content(key, doc_id=chunk.doc_id, version=chunk.version,
-                                    chunk_hash=str(chunk.metadata.get("chunkHash", "")), text=text,
-                                    keywords=clean[0], questions=clean[1], who=who)
-    _apply(store, embedder, chunk, entry, original)
-    return {"evidence_key": key, **entry}
+    changes, what = store.edits.content_change(key, text=text, keywords=_clean(keywords), questions=_clean(questions))
+    return _rewrite(store, embedder, chunk, changes, what=what, who=who)
+
+
+def _next_index(store: Any, doc_id: str, chunks: Sequence[Any]) -> int:
+    """The next free chunk index: after the document's chunks and any key an edit of it was ever recorded under (so
+    an added chunk never inherits another's history)."""
+    used = [c.chunk_index for c in chunks]
+    for key, entry in store.edits.all().items():
+        if entry.get("doc_id") == doc_id and key.rsplit("#chunk-", 1)[-1].isdigit():
+            used.append(int(key.rsplit("#chunk-", 1)[-1]))
+    return max(used, default=-1) + 1
+
+
+def _added_row(template: Any, index: int, entry: Mapping[str, Any]) -> tuple[StoredChunk, str]:
+    """The row of a chunk added to `template`'s document version under `index`, from its edit `entry`."""
+    text = str(entry["text"])
+    metadata = {k: v for k, v in template.metadata.items() if k not in PLACE_KEYS and k not in EDIT_KEYS}
+    metadata.update(chunkIndex=index, chunkHash=content_hash(text), title="", headingPath="")
+    content, metadata = _row({**entry, ADDED: True}, metadata, text)
+    chunk = StoredChunk(id="", doc_id=template.doc_id,  # the store gives it the id of its place in the version
+                        chunk_index=index, content=content, source=template.source, title="",
+                        version=template.version, metadata=metadata)
+    return chunk, content
+
+
+def _insert(store: Any, embedder: Any, template: Any, index: int, entry: Mapping[str, Any], *, what: str, who: str,
+            replaces: str = "") -> dict[str, Any]:
+    """Write the added chunk `entry` under `index` (pending, the row, finish)."""
+    key = _key(template.doc_id, index)
+    row, content = _added_row(template, index, entry)
+    vector = embedder.embed_documents([content])[0]
+    changes = {ADDED: True, **{n: entry[n] for n in CONTENT if entry.get(n) is not None}}
+    with _pending(store, key, doc_id=template.doc_id, version=template.version,
+                  chunk_hash=str(row.metadata["chunkHash"]), changes=changes, what=what, who=who, content=content,
+                  replaces=replaces):
+        store.add_chunk(row, vector)
+    return {"evidence_key": key, **store.edits.all().get(key, {})}
+
+
+def add_chunk(store: Any, embedder: Any, doc_id: str, text: str, *, keywords: list[str] | None = None,
+              questions: list[str] | None = None, who: str = "local") -> dict[str, Any]:
+    """Add a chunk with `text` (and keywords, example questions) to an indexed document, under the next free chunk
+    index: embedded and indexed (BM25 too), marked `edited` and `added` in hits, kept like any edit. Raises
+    RetrievalError for an empty text, NotIndexed for a document that is not indexed."""
+    if not (text or "").strip():
+        raise RetrievalError("The chunk text is empty: give the text of the chunk to add (--text).")
+    _writes_rows(store)
+    chunks = _chunks_of(store, doc_id)
+    index = _next_index(store, doc_id, chunks)
+    entry = {"text": text.strip(), "keywords": _clean(keywords) or [], "questions": _clean(questions) or []}
+    return _insert(store, embedder, chunks[0], index, entry, what="added", who=who)
 
 
 def reapply(store: Any, embedder: Any, doc_ids: Any) -> list[str]:
     """After new versions of `doc_ids` were written: the content edits whose chunk holds the same text again
-    (re-index, re-upload of an unchanged original, a copy) are written onto it. Returns their keys."""
+    (re-index, re-upload of an unchanged original, a copy) are written onto it, and the added chunks whose key the
+    document's own chunks leave free are added again. Returns their keys."""
     applied = []
     wanted = set(doc_ids)
     edits = {k: e for k, e in store.edits.all().items()
-             if e.get("doc_id") in wanted and any(e.get(n) for n in ("text", "keywords", "questions"))}
+             if e.get("doc_id") in wanted and (e.get(ADDED) or any(e.get(n) for n in CONTENT))}
     for doc_id in sorted({e["doc_id"] for e in edits.values()}):
-        for chunk in store.get_chunks(doc_id):
-            entry = edits.get(f"{doc_id}#chunk-{chunk.chunk_index}")
-            if entry is not None and entry.get("hash") == chunk.metadata.get("chunkHash"):
-                _apply(store, embedder, chunk, entry, chunk.content)
-                applied.append(f"{doc_id}#chunk-{chunk.chunk_index}")
+        chunks = store.get_chunks(doc_id)
+        own = {c.chunk_index: c for c in chunks if not c.metadata.get(ADDED)}
+        for key, entry in sorted(edits.items()):
+            if entry["doc_id"] != doc_id:
+                continue
+            index = int(key.rsplit("#chunk-", 1)[-1])
+            chunk = own.get(index)
+            if entry.get(ADDED):
+                if chunk is None and chunks and not any(c.chunk_index == index for c in chunks):
+                    row, content = _added_row(chunks[0], index, entry)
+                    store.add_chunk(row, embedder.embed_documents([content])[0])
+                    applied.append(key)
+            elif chunk is not None and entry.get("hash") == chunk.metadata.get("chunkHash"):
+                original = str(chunk.metadata.get("originalText") or chunk.content)  # applied already: same again
+                content, metadata = _row(entry, chunk.metadata, original)
+                store.rewrite_chunk(chunk.id, content, embedder.embed_documents([content])[0], metadata)
+                applied.append(key)
+    return applied
+
+
+def resume(store: Any, embedder: Any) -> list[str]:
+    """When a knowledge base opens: re-apply the edits a re-index killed after its commit left unapplied (marked by
+    store.edits.mark_unapplied). Returns their keys."""
+    edits = getattr(store, "edits", None)
+    if edits is None or not hasattr(store, "rewrite_chunk") or not (docs := edits.unapplied()):
+        return []
+    applied = reapply(store, embedder, docs)
+    edits.mark_unapplied(docs, False)
     return applied
 
 
 def revert(store: Any, embedder: Any, key: str, who: str = "local") -> dict[str, Any]:
-    """Back to the original text, without keywords or questions (re-embedded); the history keeps the edits."""
+    """Back to the original text, without keywords or questions (re-embedded); the history keeps the edits. An added
+    chunk has no original: disable it instead."""
     chunk = chunk_of(store, key)
-    key = f"{chunk.doc_id}#chunk-{chunk.chunk_index}"
-    store.edits.revert(key, who)
-    original = chunk.metadata.get("originalText")
-    if original:
-        metadata = {k: v for k, v in chunk.metadata.items()
-                    if k not in ("edited", "keywords", "questions", "originalText")}
-        store.rewrite_chunk(chunk.id, str(original), embedder.embed_documents([str(original)])[0], metadata)
+    if chunk.metadata.get(ADDED):
+        raise RetrievalError(f"{_key(chunk.doc_id, chunk.chunk_index)} was added, it has no original to go back to: "
+                             "disable it instead (`chunks disable KEY`).")
+    _rewrite(store, embedder, chunk, {}, unset=CONTENT, what="reverted to the original", who=who)
     return history(store, key)
+
+
+# ------------------------------------------------------------------------------ conflicts after a re-upload
+def _own_hashes(chunks: Sequence[Any]) -> dict[str, str]:
+    return {_key(c.doc_id, c.chunk_index): str(c.metadata.get("chunkHash", "")) for c in chunks
+            if not c.metadata.get(ADDED)}
+
+
+def conflicts(store: Any, doc_id: str) -> list[dict[str, Any]]:
+    """The edits of `doc_id` that stopped applying when a changed original was re-uploaded (store.edits.conflicts),
+    each with what it did and the chunk now under its key (None: the document no longer has that chunk)."""
+    chunks = _chunks_of(store, doc_id)
+    by_key = {_key(c.doc_id, c.chunk_index): c for c in chunks}
+    entries = store.edits.all()
+    found = []
+    for key in store.edits.conflicts(_own_hashes(chunks), doc_id):
+        e = entries[key]
+        kind = ADDED if e.get(ADDED) else "edited" if any(e.get(n) for n in CONTENT) else "disabled"
+        now = by_key.get(key)
+        found.append({"evidence_key": key, "kind": kind, "disabled": bool(e.get("disabled")),
+                      **{n: e.get(n) for n in CONTENT}, "now": now.content if now is not None else None})
+    return found
+
+
+def _conflict(store: Any, key: str) -> tuple[dict[str, Any], list[Any]]:
+    expect = parse_expect(key)
+    if expect.chunk_index is None:
+        raise RetrievalError(f"{key!r} is not an evidence key: name a chunk as DOC_ID#chunk-N.")
+    chunks = _chunks_of(store, expect.doc_id)
+    key = _key(expect.doc_id, expect.chunk_index)
+    if key not in store.edits.conflicts(_own_hashes(chunks), expect.doc_id):
+        raise RetrievalError(f"{key} has no edit in conflict (`chunks conflicts {expect.doc_id}` lists them).")
+    return {"key": key, **store.edits.all()[key]}, chunks
+
+
+def keep(store: Any, embedder: Any, key: str, who: str = "local") -> dict[str, Any]:
+    """Keep an edit in conflict: re-applied to the chunk now under its key (its text as the person wrote it, its
+    keywords and questions, disabled as it was); an edit whose chunk is gone is added as a chunk with its text; an
+    added chunk whose key the document now uses moves to the next free key. Recorded in the history."""
+    entry, chunks = _conflict(store, key)
+    key = entry.pop("key")
+    doc_id, index = entry["doc_id"], int(key.rsplit("#chunk-", 1)[-1])
+    now = next((c for c in chunks if c.chunk_index == index), None)
+    content = {n: entry[n] for n in CONTENT if entry.get(n)}
+    if entry.get(ADDED):  # the document's own chunks now reach its key: it moves after them
+        new = _next_index(store, doc_id, chunks)
+        return _insert(store, embedder, chunks[0], new, entry, what=f"kept after a re-upload: moved from {key}",
+                       who=who, replaces=key)
+    if now is None:
+        if not entry.get("text"):
+            raise RetrievalError(f"{doc_id} no longer has chunk-{index} and the edit has no text to add as a chunk: "
+                                 f"drop it (`chunks drop {key}`).")
+        return _insert(store, embedder, chunks[0], index, entry, what="kept after a re-upload: added (its chunk is "
+                       "gone)", who=who)
+    if content:  # (disabled too, if it was)
+        return _rewrite(store, embedder, now, content, what="kept after a re-upload: re-applied", who=who,
+                        rebase=False)
+    return {"evidence_key": key, **store.edits.set_disabled(
+        key, doc_id=doc_id, version=now.version, chunk_hash=str(now.metadata.get("chunkHash", "")), disabled=True,
+        who=who, what="kept after a re-upload: disabled", rebase=False)}
+
+
+def drop(store: Any, key: str, who: str = "local") -> dict[str, Any]:
+    """Let an edit in conflict go: discarded from the edits (the chunk now under its key stays as the document
+    has it), recorded in the history."""
+    entry, _ = _conflict(store, key)
+    key = entry["key"]
+    return {"evidence_key": key, **store.edits.let_go(key, "dropped after a re-upload (in conflict)", who)}
+
+
+def copy_edits(source: Any, target: Any, embedder: Any, doc_ids: Iterable[str]) -> list[str]:
+    """The edits of `doc_ids` in the store `source` copied to `target` (kb copy, reindex --from) and applied where
+    the copy's chunks hold the same text. Returns the keys applied."""
+    ids = set(doc_ids)
+    their, mine = getattr(source, "edits", None), getattr(target, "edits", None)
+    if their is None or mine is None or not ids:
+        return []
+    if their.path is not None and mine.path is not None and their.path.resolve() == mine.path.resolve():
+        return []  # a rebuild in place: its own edits, applied already by the re-index
+    mine.copy_from(their, ids)
+    return reapply(target, embedder, ids) if hasattr(target, "rewrite_chunk") else []
+
+
+__all__ = ["add_chunk", "chunk_of", "conflicts", "copy_edits", "drop", "edit_chunk", "embedded_text", "history",
+           "keep", "reapply", "resume", "revert", "set_disabled"]

@@ -114,4 +114,5 @@ def stored_chunks(doc_id: str, rows: Sequence[Any]) -> list[dict[str, Any]]:
     `read_document_chunks` tool give them: each with its evidence key, position and text."""
     return [{"evidence_key": evidence_key(doc_id, c.chunk_index, c.id, c.content), "chunk_index": c.chunk_index,
              "id": c.id, "title": c.title, "heading_path": c.metadata.get("headingPath", ""),
-             "start": c.metadata.get("start"), "end": c.metadata.get("end"), "content": c.content} for c in rows]
+             "start": c.metadata.get("start"), "end": c.metadata.get("end"), "content": c.content,
+             "edited": bool(c.metadata.get("edited")), "added": bool(c.metadata.get("added"))} for c in rows]

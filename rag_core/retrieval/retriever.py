@@ -219,7 +219,7 @@ class LookupResult:
                 "title": c.metadata.get("title", ""), "heading_path": c.metadata.get("headingPath", ""),
                 "location": c.metadata.get("location", ""),
                 "cited_as": cited_as(c.source, str(c.metadata.get("location") or "")), "content": c.content,
-                "edited": bool(c.metadata.get("edited")),
+                "edited": bool(c.metadata.get("edited")), "added": bool(c.metadata.get("added")),
             })
         evidence = [{
             "evidence_key": c.evidence_key, "doc_id": c.doc_id, "chunk_index": c.chunk_index, "source": c.source,
@@ -227,7 +227,7 @@ class LookupResult:
             "content": c.content, "hit_reasons": list(c.hit_reasons),
             "heading_path": c.metadata.get("headingPath", ""), "location": c.metadata.get("location", ""),
             "cited_as": cited_as(c.source, str(c.metadata.get("location") or "")),
-            "edited": bool(c.metadata.get("edited")),
+            "edited": bool(c.metadata.get("edited")), "added": bool(c.metadata.get("added")),
         } for c in self.evidence]
         return {
             "query": self.query,

@@ -3,7 +3,7 @@ answers); `/v1` uses the snake_case of the CLI's JSON."""
 
 from __future__ import annotations
 
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
@@ -156,6 +156,8 @@ class ChunkOut(BaseModel):
     start: int | None
     end: int | None
     content: str
+    edited: bool = False
+    added: bool = False
 
 
 class ChunksAnswer(BaseModel):
@@ -202,3 +204,14 @@ class ChunkChange(Inbound):
     text: str | None = Field(None, max_length=65_000, description="The chunk's new text (re-embedded; same key).")
     keywords: list[str] | None = Field(None, description="Keywords for BM25 and the embedding ([] removes them).")
     questions: list[str] | None = Field(None, description="Example questions, as keywords ([] removes them).")
+    conflict: Literal["keep", "drop"] | None = Field(
+        None, description="An edit a re-upload left in conflict: keep (re-applied to the chunk now under this key) or "
+                          "drop it.")
+
+
+class ChunkNew(Inbound):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str | None = Field(None, max_length=65_000, description="The added chunk's text (embedded and indexed).")
+    keywords: list[str] | None = Field(None, description="Keywords for BM25 and the embedding.")
+    questions: list[str] | None = Field(None, description="Example questions, as keywords.")

@@ -23,7 +23,7 @@ from ..retrieval.options import lookup_overrides
 from ..store import is_lite
 from .deps import ServiceDep, query_kb
 from .errors import ApiError, refusal_status
-from .models import ChunkChange, ChunkOut, ChunksAnswer, DeletedAnswer, IngestAnswer, TagsBody
+from .models import ChunkChange, ChunkNew, ChunkOut, ChunksAnswer, DeletedAnswer, IngestAnswer, TagsBody
 from .uploads import upload_name
 
 router = APIRouter(prefix="/v1", tags=["native"])
@@ -171,23 +171,53 @@ def kb_routes(router: APIRouter, prefix: str, chosen: Callable[..., Workbench | 
             raise ApiError(400, "bad_request", str(exc)) from None
         return {"doc_id": doc_id, "metadata": metadata(wb.store)[doc_id]}
 
+    @router.get(f"{prefix}/documents/{{doc_id:path}}/chunks/conflicts",
+                summary=f"The edits of a document a re-upload left in conflict in {where}")
+    def chunk_conflicts(doc_id: str, wb: Workbench = chosen_kb) -> dict[str, Any]:
+        """The edits that stopped applying when a changed original was re-uploaded (as `chunks conflicts DOC_ID
+        --json`): each with its kind (edited, disabled, added), its text, keywords and questions, and the chunk now
+        under its key (`now`, null when the document no longer has it). Settle one with `PATCH
+        .../chunks/{n}` `{"conflict": "keep"}` or `{"conflict": "drop"}`."""
+        from ..kb.chunk_edits import conflicts
+
+        doc_id = _doc_id(wb, doc_id)
+        return {"doc_id": doc_id, "conflicts": conflicts(wb.store, doc_id)}
+
+    @router.post(f"{prefix}/documents/{{doc_id:path}}/chunks", summary=f"Add a chunk to a document in {where}")
+    def add_chunk(doc_id: str, body: ChunkNew, wb: Workbench = chosen_kb) -> dict[str, Any]:
+        """`{"text": "...", "keywords": [...], "questions": [...]}`: a chunk added under the document's next free
+        chunk index, embedded and indexed (BM25 too); hits mark it `edited` and `added`. Answers its record with its
+        evidence key and history (who: "api"), as `chunks add DOC_ID --text ... --json`."""
+        from ..kb.chunk_edits import add_chunk
+
+        return add_chunk(wb.store, wb.embedder, _doc_id(wb, doc_id), body.text or "", keywords=body.keywords,
+                         questions=body.questions, who="api")
+
     @router.patch(f"{prefix}/documents/{{doc_id:path}}/chunks/{{chunk_index}}",
                   summary=f"Disable or enable a chunk of a document in {where}")
     def change_chunk(doc_id: str, chunk_index: int, body: ChunkChange, wb: Workbench = chosen_kb) -> dict[str, Any]:
         """`{"disabled": true}` leaves the chunk out of every lookup (a drop with reason `disabled`); false brings
         it back. `text`, `keywords`, `questions` edit it (only it is re-embedded; its evidence key stays; hits mark
-        it `edited`). Answers its record with its history (who: "api")."""
-        from ..kb.chunk_edits import edit_chunk, set_disabled
+        it `edited`). `{"conflict": "keep"}` / `"drop"` settles an edit a re-upload left in conflict (GET
+        .../chunks/conflicts lists them). Answers its record with its history (who: "api")."""
+        from ..kb.chunk_edits import drop, edit_chunk, keep, set_disabled
 
         key = f"{_doc_id(wb, doc_id)}#chunk-{chunk_index}"
         record: dict[str, Any] = {}
+        if body.conflict is not None:
+            if body.text is not None or body.keywords is not None or body.questions is not None or body.disabled \
+                    is not None:
+                raise ApiError(400, "bad_request", "Settle a conflict alone: give only conflict (keep or drop).")
+            return keep(wb.store, wb.embedder, key, who="api") if body.conflict == "keep" else drop(wb.store, key,
+                                                                                                    who="api")
         if body.text is not None or body.keywords is not None or body.questions is not None:
             record = edit_chunk(wb.store, wb.embedder, key, text=body.text, keywords=body.keywords,
                                 questions=body.questions, who="api")
         if body.disabled is not None:
             record = set_disabled(wb.store, key, body.disabled, who="api")
         if not record:
-            raise ApiError(400, "bad_request", "Nothing to change: give disabled, text, keywords or questions.")
+            raise ApiError(400, "bad_request", "Nothing to change: give disabled, text, keywords, questions or "
+                           "conflict.")
         return record
 
     @router.delete(f"{prefix}/documents/{{doc_id:path}}", response_model=DeletedAnswer,

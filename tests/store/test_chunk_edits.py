@@ -53,6 +53,42 @@ def test_a_process_killed_while_editing_leaves_the_old_or_the_new_state(tmp_path
     # a killed write leaves at most its temporary file behind, never a half-written edits file
 
 
+def test_pending_edits_are_finished_or_undone_by_what_the_row_holds_and_a_live_writer_s_are_spared(tmp_path):
+    edits = ChunkEdits(tmp_path / "kb.edits.json")
+
+    def begin(key: str, content: str, **extra) -> None:
+        edits.begin(key, doc_id="a.md", version="v", chunk_hash="h", changes={"text": content}, what="text edited",
+                    who="t", content=content, writer={}, **extra)
+
+    edits.set_disabled("a.md#chunk-1", doc_id="a.md", version="v", chunk_hash="h", disabled=True, who="t")
+    begin("a.md#chunk-0", "new")
+    begin("a.md#chunk-1", "new")
+    begin("a.md#chunk-2", "new")
+    rows = {"a.md#chunk-0": "new", "a.md#chunk-1": "old"}  # chunk-2: no row (an added chunk never written)
+    assert edits.recover(lambda doc_id, key: rows.get(key), lambda pending: False) == []  # its writer still runs
+    assert edits.recover(lambda doc_id, key: rows.get(key), lambda pending: True) == ["a.md#chunk-0"]
+    after = ChunkEdits(tmp_path / "kb.edits.json").all()
+    assert after["a.md#chunk-0"]["text"] == "new" and after["a.md#chunk-0"]["history"][-1]["what"] == "text edited"
+    assert "text" not in after["a.md#chunk-1"] and after["a.md#chunk-1"]["disabled"]  # as it was
+    assert "a.md#chunk-2" not in after and not edits.pending()
+
+
+def test_conflicts_are_edits_whose_base_chunk_changed_or_went_and_added_chunks_whose_key_is_taken():
+    edits = ChunkEdits()
+    for i in range(4):
+        edits.set_disabled(f"a.md#chunk-{i}", doc_id="a.md", version="v", chunk_hash=f"h{i}", disabled=i != 3,
+                           who="t")
+    edits.begin("a.md#chunk-7", doc_id="a.md", version="v", chunk_hash="x", changes={"added": True, "text": "mine"},
+                what="added", who="t", content="mine", writer={})
+    edits.finish("a.md#chunk-7")
+    current = {"a.md#chunk-0": "h0", "a.md#chunk-1": "changed", "a.md#chunk-3": "changed"}
+    assert edits.conflicts(current, "a.md") == ["a.md#chunk-1", "a.md#chunk-2"]  # 3 was enabled: nothing to keep
+    assert edits.conflicts({**current, "a.md#chunk-7": "theirs"}, "a.md")[-1] == "a.md#chunk-7"
+    assert edits.conflicts(current) == ["a.md#chunk-1"]  # without the document: only the keys given
+    edits.let_go("a.md#chunk-1", "dropped", "t")
+    assert edits.conflicts(current, "a.md") == ["a.md#chunk-2"]
+
+
 def test_a_disabled_chunk_is_a_drop_with_reason_disabled_and_explain_says_so():
     port = InMemorySearchPort({"a.md": [Chunk(0, "alpha alpha", 0, 11, "", (), 0), Chunk(1, "alpha beta", 13, 23, "",
                                                                                         (), 0)]})
@@ -149,5 +185,241 @@ def test_an_edit_re_embeds_one_chunk_keeps_its_key_and_lasts_through_reindex(tmp
         record = revert(wb.store, wb.embedder, "cpu_high.md#chunk-3")
         assert wb.store.get_chunks("cpu_high.md")[3].content == before[3].content
         assert [h["who"] for h in record["history"]] == ["api", "local", "local"]
+    finally:
+        wb.close()
+
+
+@pytest.mark.milvus
+def test_a_chunk_added_on_the_cli_and_the_api_is_indexed_marked_and_lasts(tmp_path, local_embedder, capsys):
+    from rag_core.kb.chunk_edits import revert
+
+    data = tmp_path / "data"
+    doc = tmp_path / "disk_full.md"
+    doc.write_bytes((SAMPLE_KB / "runbooks" / "disk_full.md").read_bytes())
+    cli = ["--data-dir", str(data), "--set", "milvus.lite-mode=exclusive"]
+    assert main([*cli, "ingest", str(doc), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main([*cli, "chunks", "add", "disk_full.md", "--text", "Quokkaflux drains the inode table.", "--json"]) == 0
+    added = json.loads(capsys.readouterr().out)
+    key = added["evidence_key"]
+    assert added["added"] and added["history"][-1]["what"] == "added" and added["history"][-1]["who"] == "local"
+    for args, message in ((["disk_full.md", "--text", "  "], "The chunk text is empty"),
+                          (["disk_full.md", "extra", "--text", "x"], "unexpected values 'extra'")):
+        assert main([*cli, "chunks", "add", *args]) != 0
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert main([*cli, "chunks", "disable", key]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == f"{key}: disabled, added"
+    assert main([*cli, "search", "quokkaflux", "--mode", "bm25", "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["raw_hits"][0]["evidence_key"] == key and found["raw_hits"][0]["added"]
+    assert found["raw_hits"][0]["status"] == "disabled" and found["raw_hits"][0]["edited"]
+    index = int(key.rsplit("-", 1)[1])
+    wb = make_workbench(data, local_embedder)
+    try:
+        assert index == max(c.chunk_index for c in wb.store.get_chunks("disk_full.md"))  # the next free index
+        set_disabled(wb.store, key, False)
+        assert wb.retriever.lookup("quokkaflux", search=BM25).evidence[0].evidence_key == key
+        with pytest.raises(RagError, match="disable it instead"):
+            revert(wb.store, wb.embedder, key)
+        server = live.start(create_app(wb, token="", env={}))
+        try:
+            answer = httpx.post(f"{server.url}/v1/documents/disk_full.md/chunks",
+                                json={"text": "Zorbleplex the log volume.", "keywords": ["zorbleplex"]})
+            assert answer.status_code == 200, answer.text
+            assert answer.json()["evidence_key"] == f"disk_full.md#chunk-{index + 1}"
+            assert answer.json()["history"][-1]["who"] == "api"
+            empty = httpx.post(f"{server.url}/v1/documents/disk_full.md/chunks", json={"text": " "})
+            assert empty.status_code == 400 and "The chunk text is empty" in empty.json()["error"]["message"]
+            assert httpx.post(f"{server.url}/v1/documents/nope.md/chunks", json={"text": "x"}).status_code == 404
+            listed = httpx.get(f"{server.url}/v1/documents/disk_full.md/chunks").json()["chunks"]
+            assert [c["added"] for c in listed][-2:] == [True, True] and not listed[0]["added"]
+        finally:
+            server.stop()
+        # re-index, an unchanged re-upload and a copy into another knowledge base keep both
+        wants = {c.chunk_index: c.content for c in wb.store.get_chunks("disk_full.md")[-2:]}
+        wb.ingestor.reindex(["disk_full.md"])
+        wb.ingestor.ingest_paths([doc], force=True)
+        again = {c.chunk_index: c for c in wb.store.get_chunks("disk_full.md")}
+        assert {i: again[i].content for i in wants} == wants and all(again[i].metadata["added"] for i in wants)
+        assert "Keywords: zorbleplex" in again[index + 1].content
+        assert [h["what"] for h in history(wb.store, key)["history"]] == ["added", "disabled", "enabled"]
+        copy = make_workbench(data, local_embedder, **{"milvus.collection": "copied"})
+        try:
+            copy.ingestor.reindex(source=wb.store)
+            copied = {c.chunk_index: c.content for c in copy.store.get_chunks("disk_full.md")}
+            assert {i: copied[i] for i in wants} == wants
+            assert copy.retriever.lookup("zorbleplex", search=BM25).evidence[0].evidence_key == (
+                f"disk_full.md#chunk-{index + 1}")
+        finally:
+            copy.close()
+    finally:
+        wb.close()
+    # a lost database rebuilt from the kept originals (and the edits kept beside them)
+    assert main(["--data-dir", str(tmp_path / "new"), "--set", "milvus.lite-mode=exclusive", "rebuild", "--from",
+                 str(data), "--quiet"]) == 0
+    rebuilt = make_workbench(tmp_path / "new", local_embedder)
+    try:
+        assert {c.chunk_index: c.content for c in rebuilt.store.get_chunks("disk_full.md")[-2:]} == wants
+    finally:
+        rebuilt.close()
+
+
+SECTIONS = "".join(f"## Step {i}\n\n" + f"Step {i} of the runbook: check the disk and the volume {i}. " * 3 + "\n\n"
+                   for i in range(4))
+
+
+@pytest.mark.milvus
+def test_a_changed_reupload_lists_conflicts_to_keep_or_drop_on_the_api_and_the_cli(tmp_path, local_embedder, capsys):
+    from rag_core.kb.chunk_edits import add_chunk, edit_chunk
+
+    data = tmp_path / "data"
+    wb = make_workbench(data, local_embedder, **{"chunk.max-size": 200, "chunk.overlap": 0})
+    try:
+        wb.ingestor.ingest_uploads([("steps.md", SECTIONS.encode())])
+        n = len(wb.store.get_chunks("steps.md"))
+        edit_chunk(wb.store, wb.embedder, "steps.md#chunk-1", text="My own step one.")
+        set_disabled(wb.store, "steps.md#chunk-2", True)
+        add_chunk(wb.store, wb.embedder, "steps.md", "A step of my own: page the owner.")
+        edit_chunk(wb.store, wb.embedder, "steps.md#chunk-0", keywords=["kept"])  # its base chunk stays the same
+        # steps 1 and 2 reworded, and more steps: the document's own chunks now reach the added chunk's key
+        changed = SECTIONS.replace("volume 1", "volume one").replace("volume 2", "volume two") + "".join(
+            f"## Extra {i}\n\n" + f"Extra step {i}: look at the logs. " * 3 + "\n\n" for i in range(3))
+        (report,) = wb.ingestor.ingest_uploads([("steps.md", changed.encode())])
+        assert report.to_dict()["diff"]["conflicts"] == ["steps.md#chunk-1", "steps.md#chunk-2", f"steps.md#chunk-{n}"]
+        chunks = {c.chunk_index: c for c in wb.store.get_chunks("steps.md")}
+        assert "Keywords: kept" in chunks[0].content and "volume one" in chunks[1].content  # re-applied / not
+        server = live.start(create_app(wb, token="", env={}))
+        try:
+            url = f"{server.url}/v1/documents/steps.md/chunks"
+            listed = httpx.get(f"{url}/conflicts").json()["conflicts"]
+            assert [(c["evidence_key"], c["kind"]) for c in listed] == [
+                ("steps.md#chunk-1", "edited"), ("steps.md#chunk-2", "disabled"), (f"steps.md#chunk-{n}", "added")]
+            assert "volume one" in listed[0]["now"] and listed[0]["text"] == "My own step one."
+            kept = httpx.patch(f"{url}/1", json={"conflict": "keep"})
+            assert kept.status_code == 200, kept.text
+            assert kept.json()["history"][-1]["what"] == "kept after a re-upload: re-applied"
+            assert httpx.patch(f"{url}/1", json={"conflict": "keep"}).status_code == 400  # settled already
+            assert httpx.patch(f"{url}/1", json={"conflict": "keep", "disabled": True}).status_code == 400
+            moved = httpx.patch(f"{url}/{n}", json={"conflict": "keep"}).json()
+        finally:
+            server.stop()
+        assert moved["evidence_key"] != f"steps.md#chunk-{n}" and moved["added"]
+        chunks = {f"steps.md#chunk-{c.chunk_index}": c for c in wb.store.get_chunks("steps.md")}
+        assert chunks["steps.md#chunk-1"].content == "My own step one."
+        assert chunks[moved["evidence_key"]].content == "A step of my own: page the owner."
+        assert f"steps.md#chunk-{n}" not in wb.store.edits.all()  # moved, with its history
+        assert moved["history"][0]["what"] == "added"
+    finally:
+        wb.close()
+    cli = ["--data-dir", str(data), "--set", "milvus.lite-mode=exclusive"]
+    assert main([*cli, "chunks", "conflicts", "steps.md", "--json"]) == 0
+    assert [c["evidence_key"] for c in json.loads(capsys.readouterr().out)["conflicts"]] == ["steps.md#chunk-2"]
+    assert main([*cli, "chunks", "drop", "steps.md#chunk-2", "--json"]) == 0
+    dropped = json.loads(capsys.readouterr().out)
+    assert not dropped["disabled"] and dropped["history"][-1]["what"] == "dropped after a re-upload (in conflict)"
+    assert main([*cli, "chunks", "conflicts", "steps.md"]) == 0
+    assert capsys.readouterr().out.strip() == "steps.md: no edit in conflict"
+    assert main([*cli, "chunks", "drop", "steps.md#chunk-2"]) != 0
+    assert "has no edit in conflict" in capsys.readouterr().err
+
+
+EDITOR = """
+import sys, threading, time
+sys.path.insert(0, {repo!r})
+from pathlib import Path
+from rag_core.kb.chunk_edits import edit_chunk
+from tests.helpers import make_workbench
+from tests.store.clients import FailingClient
+
+wb = make_workbench(Path({data!r}), **{{"milvus.lite-mode": "shared", "milvus.host-idle": 30}})
+def upsert(real, collection, rows, **kwargs):
+    if {when!r} == "before":  # killed with the edit recorded as pending, before its row is written
+        print("killing", flush=True)
+        time.sleep(600)
+    if {when!r} == "racing":  # killed while the upsert is on its way to the store host
+        threading.Thread(target=real, args=(collection, rows), kwargs=kwargs).start()
+        print("killing", flush=True)
+        time.sleep(600)
+    result = real(collection, rows, **kwargs)
+    print("killing", flush=True)  # "after": the row is written, the edit not yet marked done
+    time.sleep(600)
+    return result
+wb.store.client = FailingClient(wb.store.client, "upsert", upsert)
+edit_chunk(wb.store, wb.embedder, "cpu_high.md#chunk-1", text="The new text of the chunk.")
+"""
+
+
+@pytest.mark.milvus
+def test_a_process_killed_during_a_chunk_edit_leaves_the_old_or_the_new_chunk_and_a_record_that_says_which(
+        tmp_path, local_embedder):
+    from rag_core.kb.chunk_edits import revert
+
+    data = tmp_path / "data"
+    wb = make_workbench(data, local_embedder, **{"milvus.lite-mode": "shared", "milvus.host-idle": 30})
+    try:
+        wb.ingestor.ingest_paths([SAMPLE_KB / "runbooks" / "cpu_high.md"])
+        old = wb.store.get_chunks("cpu_high.md")[1].content
+        key = "cpu_high.md#chunk-1"
+        for when in ("before", "after", "racing"):
+            editor = subprocess.Popen([sys.executable, "-c", EDITOR.format(repo=str(REPO), data=str(data), when=when)],
+                                      cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                assert editor.stdout.readline().strip() == "killing", editor.stderr.read()[-2000:]
+                assert wb.store.recover() == 0 and key in wb.store.edits.pending()  # a live writer's edit is spared
+            finally:
+                editor.send_signal(signal.SIGKILL)
+                editor.wait(timeout=30)
+            edits_file = json.loads(wb.store.edits.path.read_text(encoding="utf-8"))  # whole, parseable
+            assert edits_file[key]["pending"]["content"]
+            rows = wb.store.client.query(wb.store.collection, filter='doc_id == "cpu_high.md" and chunk_index == 1',
+                                         output_fields=["content"], consistency_level="Strong")
+            assert len(rows) == 1 and rows[0]["content"] in (old, "The new text of the chunk.")  # never neither
+            wb.store.recover()  # its writer is gone: the record now says what the chunk holds
+            record = wb.store.edits.all().get(key, {})  # (none: the edit was the chunk's first, and undone)
+            now = wb.store.get_chunks("cpu_high.md")[1].content
+            assert "pending" not in record and now == rows[0]["content"]
+            assert (record.get("text") == "The new text of the chunk.") == (now != old)
+            assert now == {"before": old, "after": "The new text of the chunk."}.get(when, now)
+            if now != old:
+                revert(wb.store, wb.embedder, key)
+        assert wb.store.get_chunks("cpu_high.md")[1].content == old
+    finally:
+        wb.close()
+
+
+@pytest.mark.milvus
+def test_edits_a_reindex_killed_after_its_commit_left_unapplied_are_applied_when_the_kb_opens(tmp_path, local_embedder,
+                                                                                              monkeypatch):
+    from rag_core.kb import chunk_edits
+
+    data = tmp_path / "data"
+    wb = make_workbench(data, local_embedder)
+    try:
+        wb.ingestor.ingest_paths([SAMPLE_KB / "runbooks" / "cpu_high.md"])
+        original = wb.store.get_chunks("cpu_high.md")[2].content
+        chunk_edits.edit_chunk(wb.store, wb.embedder, "cpu_high.md#chunk-2", keywords=["frobz"])
+        chunk_edits.add_chunk(wb.store, wb.embedder, "cpu_high.md", "An added chunk.")
+        edited = {c.chunk_index: c.content for c in wb.store.get_chunks("cpu_high.md")}
+
+        def killed(*args):
+            raise KeyboardInterrupt  # the process dies between the new version's commit and the edits' re-apply
+
+        monkeypatch.setattr(chunk_edits, "reapply", killed)
+        with pytest.raises(KeyboardInterrupt):
+            wb.ingestor.reindex(["cpu_high.md"])
+        monkeypatch.undo()
+        assert len(wb.store.get_chunks("cpu_high.md")) == len(edited) - 1  # committed, without its edits
+        assert wb.store.edits.unapplied() == {"cpu_high.md"}
+    finally:
+        wb.close()
+    wb = make_workbench(data, local_embedder)
+    try:
+        assert {c.chunk_index: c.content for c in wb.store.get_chunks("cpu_high.md")} == edited
+        assert wb.store.edits.unapplied() == set()
+        chunk_edits.reapply(wb.store, wb.embedder, ["cpu_high.md"])  # again: the same, the original kept
+        assert {c.chunk_index: c.content for c in wb.store.get_chunks("cpu_high.md")} == edited
+        chunk_edits.revert(wb.store, wb.embedder, "cpu_high.md#chunk-2")
+        assert wb.store.get_chunks("cpu_high.md")[2].content == original
     finally:
         wb.close()

@@ -137,3 +137,35 @@ def test_a_document_s_chunks_are_disabled_enabled_and_edited_on_the_page(kb):
     at.button(key="kb.edit_save").click().run()
     assert not at.exception and [h["what"] for h in history(kb.store, key)["history"]][-1].startswith("keywords")
     revert(kb.store, kb.embedder, key)
+
+
+STEPS = "".join(f"## Step {i}\n\n" + f"Step {i} of the runbook: check the disk and the volume {i}. " * 12 + "\n\n"
+                for i in range(3))
+
+
+def test_a_chunk_is_added_and_a_re_upload_s_conflicts_are_kept_or_dropped_on_the_page(fresh_kb):
+    from rag_core.kb.chunk_edits import edit_chunk, set_disabled
+
+    fresh_kb.ingestor.ingest_uploads([("steps.md", STEPS.encode())])
+    n = len(fresh_kb.store.get_chunks("steps.md"))
+    at = app_at(PAGE)
+    at.selectbox(key="kb.chunks_doc").set_value("steps.md").run()
+    at.button(key="kb.add").click().run()
+    assert not at.exception and "The chunk text is empty" in texts(at, "error")
+    at.text_area(key="kb.add_text").set_value("My own chunk about quokkas.").run()
+    at.button(key="kb.add").click().run()
+    assert not at.exception and f"Added steps.md#chunk-{n}." in texts(at, "success")
+    assert at.text_area(key="kb.add_text").value == ""
+    assert fresh_kb.store.get_chunks("steps.md")[-1].metadata["added"]
+    edit_chunk(fresh_kb.store, fresh_kb.embedder, "steps.md#chunk-1", text="My own step one.")
+    set_disabled(fresh_kb.store, "steps.md#chunk-2", True)
+    changed = STEPS.replace("volume 1", "volume one").replace("volume 2", "volume two")
+    uploader(at).set_value([("steps.md", changed.encode(), "text/markdown")])
+    at.run()
+    at.button(key="kb.ingest").click().run()
+    assert not at.exception and "steps.md: 2 chunk edit(s) no longer match" in texts(at, "warning")
+    at.button(key="kb.conflicts.keep.steps.md#chunk-1").click().run()
+    assert not at.exception and fresh_kb.store.get_chunks("steps.md")[1].content == "My own step one."
+    at.button(key="kb.conflicts.drop.steps.md#chunk-2").click().run()
+    assert not at.exception and "no longer match" not in texts(at, "warning")
+    assert fresh_kb.store.edits.disabled() == {} and fresh_kb.store.get_chunks("steps.md")[-1].metadata["added"]

@@ -24,7 +24,9 @@ version's.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+import contextlib
+import time
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,7 @@ from ..labels import DocumentLabels
 from ..lite import connection
 from ..lite.connection import is_lite
 from ..originals.files import OriginalFiles
+from . import writers
 from .registry import Registry
 from .schema import MIGRATING, Schema, check_collection_name
 from .search import Searcher
@@ -172,8 +175,19 @@ class MilvusStore:
         return is_lite(self.uri) and self.lite.mode == "exclusive"
 
     def recover(self) -> int:
-        """Remove what interrupted writes left behind (see Writer.recover). Returns how many documents needed it."""
-        return self.writer.recover(exclusive=self.exclusive_access())
+        """Remove what interrupted writes left behind (see Writer.recover), and settle the chunk edits killed while
+        their row was written (store.edits). Returns how many documents needed it."""
+        exclusive = self.exclusive_access()
+        recovered = self.writer.recover(exclusive=exclusive)
+        if self.edits.pending():
+            now = time.time_ns()
+
+            def row_content(doc_id: str, key: str) -> str | None:
+                index = key.rsplit("#chunk-", 1)[-1]
+                return next((c.content for c in self.get_chunks(doc_id) if str(c.chunk_index) == index), None)
+
+            self.edits.recover(row_content, lambda p: writers.abandoned(p, exclusive=exclusive, now_ns=now))
+        return recovered
 
     # ---------------------------------------------------------------- writes
     def replace_document(self, doc: Document, chunks: Sequence[Chunk], vectors: np.ndarray,
@@ -194,6 +208,19 @@ class MilvusStore:
         from .writes import rewrite_chunk
 
         rewrite_chunk(self.client, self.collection, row_id, content, vector, metadata)
+
+    def add_chunk(self, chunk: StoredChunk, vector: np.ndarray) -> None:
+        """A chunk a person added to its document (store.edits records it): see writes.add_chunk."""
+        from .writes import add_chunk
+
+        add_chunk(self.client, self.collection, chunk, vector)
+
+    @contextlib.contextmanager
+    def editing(self) -> Iterator[dict[str, str]]:
+        """Around a chunk edit (store.edits: begin, the row written, finish): yields the fields naming this process
+        as the pending change's writer, and recovery spares the change while it runs."""
+        with writers.writing():
+            yield writers.pending_fields()
 
     def delete_document(self, doc_id: str) -> bool:
         """Remove a document and all its chunks. Returns False when it was not indexed."""

@@ -10,9 +10,10 @@ to be gone. A pending row has no fingerprint yet; its `fingerprint` field names 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from ..lite.processes import ProcessId, boot_id, machine_id
@@ -24,19 +25,26 @@ _writing = 0  # versioned writes in progress in this process
 _writing_guard = threading.Lock()
 
 
+@contextlib.contextmanager
+def writing() -> Iterator[None]:
+    """A write in progress: while one runs, recovery spares this process's pending versions and chunk edits."""
+    global _writing
+    with _writing_guard:
+        _writing += 1
+    try:
+        yield
+    finally:
+        with _writing_guard:
+            _writing -= 1
+
+
 def tracked(write: F) -> F:
-    """Marks a versioned write: while one runs, recovery spares this process's pending versions."""
+    """Marks a versioned write (see `writing`)."""
 
     @functools.wraps(write)
     def run(*args: Any, **kwargs: Any) -> Any:
-        global _writing
-        with _writing_guard:
-            _writing += 1
-        try:
+        with writing():
             return write(*args, **kwargs)
-        finally:
-            with _writing_guard:
-                _writing -= 1
 
     return run  # type: ignore[return-value]
 

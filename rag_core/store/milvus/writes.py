@@ -15,11 +15,11 @@ import numpy as np
 
 from ...errors import StoreError
 from ...kb.names import collections_of, same_as
-from ...records import Chunk, Document, NewVersion, WriteResult
+from ...records import Chunk, Document, NewVersion, StoredChunk, WriteResult
 from ..originals.files import KeptVersion, OriginalFiles, adopt_legacy, shared_with_variant
 from . import filters, writers
 from .registry import Registry, newest_active, registry_row
-from .rows import check_new_versions, stored_chunk, utc_now
+from .rows import check_new_versions, chunk_row_id, stored_chunk, utc_now
 
 INSERT_BATCH = 500
 log = logging.getLogger(__name__)
@@ -192,6 +192,15 @@ def rewrite_chunk(client: Any, collection: str, row_id: str, content: str, vecto
         raise StoreError(f"No chunk row {row_id!r} (the document was re-indexed meanwhile?); try again.")
     row = {name: rows[0][name] for name in CHUNK_FIELDS}
     row.update(content=content, metadata=dict(metadata), vector=np.asarray(vector, dtype=np.float32).tolist())
+    client.upsert(collection, [row])
+
+
+def add_chunk(client: Any, collection: str, chunk: StoredChunk, vector: np.ndarray) -> None:
+    """A chunk a person added to a version of its document, in one upsert under the row id of its place in that
+    version (idempotent: writing it again after a crash leaves one row)."""
+    row = asdict(chunk)
+    row["id"] = chunk_row_id(chunk.doc_id, chunk.version, chunk.chunk_index)
+    row.update(metadata=dict(chunk.metadata), vector=np.asarray(vector, dtype=np.float32).tolist())
     client.upsert(collection, [row])
 
 

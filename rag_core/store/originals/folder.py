@@ -20,6 +20,7 @@ from pathlib import Path
 from ...errors import LoaderError, OriginalMissing, StoreError
 from ...loaders.doc_ids import normalize_doc_id
 from ...records import StoredDocument
+from ..edits import ChunkEdits
 from .files import STATES, KeptVersion, OriginalFiles, remove_empty_folders, scan
 
 
@@ -58,6 +59,9 @@ class KeptOriginalsFolder:
         self.unusable = unusable  # files that name no restorable document: reported as failed
         self.notes = notes  # what was chosen when a choice was made
         self._versions = versions  # doc_id -> every version of it found (for `discard`)
+        # the chunk edits kept beside the folder (store.edits), re-applied by the rebuild; only read here
+        beside = root.parent / f"{root.name}.edits.json"
+        self.edits = ChunkEdits(beside) if layout == "versions" and beside.is_file() else None
 
     def list_documents(self) -> list[StoredDocument]:
         return [StoredDocument(doc_id=doc_id, file_name=c.kept.file_name, extension=c.kept.extension,
