@@ -70,7 +70,12 @@ def bare_strings(path: Path) -> list[str]:
             continue
         name = _name(node.func)
         if name in ("t", "tn", "N_"):
-            if node.args and not (isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            # A literal is extracted; t(CONSTANT) translates a value marked with N_() where it is defined. Text
+            # built at run time (an f-string, a concatenation, str.format) can be in no catalog.
+            first = node.args[0] if node.args else None
+            built = isinstance(first, ast.JoinedStr | ast.BinOp) or (
+                isinstance(first, ast.Call) and _name(first.func) == "format")
+            if built or (name == "N_" and not (isinstance(first, ast.Constant) and isinstance(first.value, str))):
                 found.append(f"{node.lineno}: {name}() needs a literal string (it is extracted into the catalog)")
             continue
         args: list[ast.AST] = []
@@ -87,21 +92,12 @@ def bare_strings(path: Path) -> list[str]:
 
 # Files whose strings are not in the catalog yet (one per line; the translation removes each): must end empty.
 NOT_YET = {
-    "pages/chat.py",
-    "pages/chunk_preview.py",
     "pages/debugger.py",
     "pages/evaluation.py",
     "pages/failures.py",
-    "pages/home.py",
-    "pages/knowledge_base.py",
     "ui/charts.py",
-    "ui/chat.py",
     "ui/compare.py",
     "ui/components.py",
-    "ui/documents.py",
-    "ui/kbs.py",
-    "ui/navigation.py",
-    "ui/state.py",
     "ui/testsets.py",
 }
 
@@ -167,5 +163,5 @@ def test_the_scan_finds_bare_strings(tmp_path: Path) -> None:
     page.write_text('import streamlit as st\nfrom ui.i18n import t\nst.title("Debugger")\nst.button(t("Go"))\n'
                     'st.caption(f"{n} chunks")\nst.markdown(f"`{key}`")\nst.tabs(["One", t("Two")])\n'
                     'fig.update_layout(xaxis_title="rank")\nst.selectbox(t("Mode"), modes, help="which")\n'
-                    'st.write("Milvus")  # i18n: ok\nt(f"{x} bad")\n', encoding="utf-8")
-    assert [line.split(":")[0] for line in bare_strings(page)] == ["3", "5", "7", "8", "9", "11"]
+                    'st.write("Milvus")  # i18n: ok\nt(f"{x} bad")\nt(REASONS[code])\nt("a " + b)\n', encoding="utf-8")
+    assert [line.split(":")[0] for line in bare_strings(page)] == ["3", "5", "7", "8", "9", "11", "13"]
