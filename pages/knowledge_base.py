@@ -4,7 +4,7 @@ progress and what changed in re-uploaded documents), the document list, delete a
 import streamlit as st
 
 from rag_core.errors import RagError
-from rag_core.kb.settings import defaults_for_new, describe
+from rag_core.kb.settings import defaults_for_new, describe_fields
 from rag_core.loaders import OCR_EXTRA, SUPPORTED_EXTENSIONS, SUPPORTED_TEXT, ocr_available
 from ui.components import ingest_summary, run_ingest
 from ui.documents import document_chunk_editor, tags_editor
@@ -20,7 +20,9 @@ kbs = knowledge_bases()
 name = wb.settings.kb_name
 ss = st.session_state
 ss.setdefault("kb.uploader_round", 0)
-st.markdown(f"**{name}**{t(' (default)') if name == kbs.default else ''} — {describe(wb.kb) if wb.kb else ''}")
+summary = t("chunks {size}/{overlap} · {embedder} · {mode}, retrieve-k {k}, return-n {n}, cap {cap}",
+            **describe_fields(wb.kb)) if wb.kb else ""  # rag_core.kb.settings.describe, in the session's language
+st.markdown(f"**{name}**{t(' (default)') if name == kbs.default else ''} — {summary}")
 
 # ------------------------------------------------------------------------------------------ knowledge bases
 with st.expander(t("Knowledge bases: create, copy, delete"), expanded=bool(ss.get("kb.manage_open"))):

@@ -66,6 +66,13 @@ def test_knowledge_base_page_in_chinese(kb):
     assert at.button(key="kb.reindex_all").label == "全部重建索引"
     assert [tab.label for tab in at.tabs][:1] == ["新建"]
     assert english(at, kb.settings.kb_name) == []
+    assert "分块 800/100 · " in texts(at) and "每文档上限 2" in texts(at)  # the knowledge base's settings
+
+
+def test_the_knowledge_base_summary_in_english_is_rag_cores(kb):
+    from rag_core.kb.settings import describe
+
+    assert describe(kb.kb) in texts(app_at("pages/knowledge_base.py"))
 
 
 def test_chunk_preview_in_chinese_keeps_its_option_values(kb):
