@@ -22,7 +22,8 @@ ss = st.session_state
 ss.setdefault("kb.uploader_round", 0)
 summary = t("chunks {size}/{overlap} · {embedder} · {mode}, retrieve-k {k}, return-n {n}, cap {cap}",
             **describe_fields(wb.kb)) if wb.kb else ""  # rag_core.kb.settings.describe, in the session's language
-st.markdown(f"**{name}**{t(' (default)') if name == kbs.default else ''} — {summary}")
+default = t(" (default)") if name == kbs.default else ""
+st.markdown(f"**{name}**{default} — {summary}")
 
 # ------------------------------------------------------------------------------------------ knowledge bases
 with st.expander(t("Knowledge bases: create, copy, delete"), expanded=bool(ss.get("kb.manage_open"))):
@@ -90,12 +91,10 @@ if notice := ss.pop("kb.notice", None):
 
 # ------------------------------------------------------------------------------------------ upload
 st.subheader(t("Add documents to {name}", name=name))
-st.caption(" ".join([
-    t("{types}; up to {mb} MB per file.", types=SUPPORTED_TEXT, mb=f"{wb.settings['loader.max-file-mb']:g}"),
-    t("Scanned PDFs and images are read by OCR.") if ocr_available() else
-    t("Scanned PDFs and images are read by OCR once its optional extra is installed ({extra}).", extra=OCR_EXTRA),
-    t("A document with the same id is replaced; unchanged content is skipped."),
-]))
+ocr = (t("Scanned PDFs and images are read by OCR.") if ocr_available() else
+       t("Scanned PDFs and images are read by OCR once its optional extra is installed ({extra}).", extra=OCR_EXTRA))
+st.caption(t("{types}; up to {mb} MB per file. {ocr} A document with the same id is replaced; unchanged content is "
+             "skipped.", types=SUPPORTED_TEXT, mb=f"{wb.settings['loader.max-file-mb']:g}", ocr=ocr))
 left, right = st.columns([3, 2])
 with left:
     whole_folder = st.toggle(t("A whole folder"), key="kb.folder_mode", help=t("Pick a folder: its files of the "
@@ -139,10 +138,11 @@ if not docs:
     st.info(t("No documents yet: upload some above, or load the sample on the Home page."), icon="📭")
     st.stop()
 
-st.caption(tn("{n} document, {chunks} chunks.", "{n} documents, {chunks} chunks.", len(docs),
-              chunks=sum(d.chunks for d in docs)) + " "
-           + t("Re-indexing re-chunks and re-embeds from the kept originals with the current settings (max {size}, "
-               "overlap {overlap}).", size=wb.settings["chunk.max-size"], overlap=wb.settings["chunk.overlap"]))
+st.caption(tn("{n} document, {chunks} chunks. Re-indexing re-chunks and re-embeds from the kept originals with the "
+              "current settings (max {size}, overlap {overlap}).",
+              "{n} documents, {chunks} chunks. Re-indexing re-chunks and re-embeds from the kept originals with the "
+              "current settings (max {size}, overlap {overlap}).", len(docs), chunks=sum(d.chunks for d in docs),
+              size=wb.settings["chunk.max-size"], overlap=wb.settings["chunk.overlap"]))
 st.dataframe(documents_frame(docs), hide_index=True, width="stretch", key="kb.docs", column_config={
     "doc_id": st.column_config.TextColumn("doc_id", width="large"),  # i18n: ok (the field's name)
     "size (KB)": st.column_config.NumberColumn(t("size (KB)"), format="%.1f"),  # keyed by the frame's column
