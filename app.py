@@ -6,6 +6,7 @@ import streamlit as st
 st.session_state["_app.entered"] = True
 
 from rag_core.errors import RagError  # noqa: E402
+from ui.errors import show_error  # noqa: E402
 from ui.i18n import language_switcher, t  # noqa: E402
 from ui.navigation import pages  # noqa: E402
 from ui.state import chat_mode, get_settings, kb_switcher  # noqa: E402
@@ -21,6 +22,6 @@ with st.sidebar:
         mode = chat_mode(settings)
         st.caption(t("Chat: **{mode}** · data: `{data}`", mode=mode.label, data=settings.data_dir))
     except RagError as exc:  # a bad rag.toml or environment value: every page would fail the same way
-        st.error(str(exc))
+        show_error(exc, icon=None)
 
 page.run()

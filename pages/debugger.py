@@ -22,7 +22,7 @@ from ui.documents import chunk_editor
 from ui.html import ChunkView
 from ui.i18n import t, tn
 from ui.lookup import cached_explanation, cached_lookup, debugger_query_params
-from ui.reasons import describe_drop, fusion_label, phrases, search_mode_label
+from ui.reasons import describe_drop, phrases, search_mode_label
 from ui.state import workbench_or_stop
 from ui.tables import fate_counts, reranked, timings_frame
 
@@ -41,7 +41,7 @@ query_col, mode_col = st.columns([3, 1], vertical_alignment="bottom")
 query = query_col.text_input(t("Query"), key="q",
                              placeholder=t("e.g. CPU 使用率过高怎么办 / How do I free disk space?"), **bound)
 mode = mode_col.segmented_control(t("Search"), ["hybrid", "dense", "bm25"], default=defaults.search.mode, key="mode",
-                                  required=True, format_func=search_mode_label, **bound)
+                                  required=True, **bound)  # codes: a bound widget keeps its labels in the URL
 scope_text = st.text_input(t("Filter (document metadata)"), key="filter",
                            placeholder=t("e.g. folder=runbooks/ type=md"),
                            help=t("Space-separated key=value (a value with spaces in quotes: "
@@ -60,7 +60,7 @@ with st.expander(t("Hybrid fusion"), expanded=False):
     hybrid = mode == "hybrid"
     f1, f2, f3, f4 = st.columns(4)
     fusion = f1.segmented_control(t("Fusion"), ["rrf", "weighted"], default=defaults.search.fusion, key="fusion",
-                                  required=True, disabled=not hybrid, format_func=fusion_label, **bound)
+                                  required=True, disabled=not hybrid, **bound)  # codes, as in the URL
     rrf_k = f2.number_input(t("RRF k"), 1, 10_000, defaults.search.rrf_k, key="rrf_k",
                             disabled=not hybrid or fusion != "rrf", **bound)
     dense_weight = f3.slider(t("dense weight"), 0.0, 1.0, float(defaults.search.dense_weight), 0.05,

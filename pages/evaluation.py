@@ -47,6 +47,7 @@ from rag_core.evaluation.testsets import list_test_sets, read_test_set, saved_se
 from ui import evaluation as words
 from ui.components import embedder_tradeoff
 from ui.i18n import N_, t
+from ui.kbs import setting_help
 from ui.lookup import debugger_url
 from ui.state import get_settings, get_workbench, knowledge_bases, selected_kb, shared_embedder
 from ui.testsets import answers_view, generate_panel, offline_warning, open_saved_panel, review_table, safe
@@ -170,7 +171,7 @@ def choose_grid(settings: Any) -> tuple[Grid, str, bool]:
     def values(column: Any, name: str, kind: type) -> list[Any]:
         label = words.param_label(name)
         text = column.text_input(label, ",".join(map(str, getattr(base, name))), key=f"eval_{name}",
-                                 help=words.param_help(name, KEYS[PARAM_SETTINGS[name]].help))
+                                 help=setting_help(PARAM_SETTINGS[name]))
         return parse_values(text, kind, LABELS[name])
 
     with st.expander(t("Parameters (comma-separated lists sweep every combination)"), expanded=True):

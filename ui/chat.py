@@ -16,7 +16,9 @@ from rag_core.errors import RagError
 from rag_core.records import cited_as
 
 from .components import chunk_card, evidence_table
+from .errors import show_chat_error, show_error, show_notice
 from .html import ChunkView
+from .i18n import t, tn
 from .lookup import DEBUGGER_PAGE, debugger_query_params
 
 CURSOR = " ▌"
@@ -25,23 +27,24 @@ CURSOR = " ▌"
 def step_label(step: ToolStep) -> str:
     """A tool step's one-line title in the transcript."""
     if step.name == KB_TOOL:
-        head = f"🔎 Searched the knowledge base: “{step.query}”"
+        head = t("🔎 Searched the knowledge base: “{query}”", query=step.query)
     else:
         args = ", ".join(f"{k}={v!r}" for k, v in (step.arguments or {}).items())
         head = f"🔧 {step.name}({args})"
     if step.ok is None:
         return head + " …"
     if not step.ok:
-        return head + " — failed"
+        return head + t(" — failed")
     if step.lookup is not None:
         n = len(step.lookup["evidence"])
-        return head + f" — {n} evidence block{'s' if n != 1 else ''} · {step.seconds:.2f} s"
+        return head + tn(" — {n} evidence block · {seconds} s", " — {n} evidence blocks · {seconds} s", n,
+                         seconds=f"{step.seconds:.2f}")
     return head + f" · {step.seconds:.2f} s"
 
 
 # ---------------------------------------------------------------------------------------- rendering
 def _render_arguments(step: ToolStep) -> None:
-    st.caption("Arguments")
+    st.caption(t("Arguments"))
     st.code(json.dumps(step.arguments if step.arguments is not None else step.raw_arguments, ensure_ascii=False,
                        indent=2), language="json")
 
@@ -50,24 +53,27 @@ def _render_result(step: ToolStep, key: str) -> None:
     if step.ok is None:
         return
     if not step.ok:
-        st.error(step.error or "The tool failed.")
+        if step.error:
+            show_chat_error(step.error, "tool_step", icon=None)
+        else:
+            st.error(t("The tool failed."))
     elif step.lookup is not None:
         params = step.lookup["params"]
         dropped = len(step.lookup["raw_hits"]) - len(step.lookup["evidence"])
         rerank = step.lookup.get("rerank") or {}
-        reranked = (
-            f" → reranked the top {rerank['candidates']} with {rerank['reranker']}" if rerank.get("applied") else ""
-        )
-        st.caption(f"retrieve-k {params['retrieve_k']} → {len(step.lookup['raw_hits'])} hits{reranked} → "
-                   f"{len(step.lookup['evidence'])} evidence blocks ({dropped} dropped; "
-                   f"max {params['max_chunks_per_document']} per document, return-n {params['return_n']})")
+        reranked = (t(" → reranked the top {n} with {reranker}", n=rerank["candidates"], reranker=rerank["reranker"])
+                    if rerank.get("applied") else "")
+        st.caption(t("retrieve-k {k} → {hits} hits{reranked} → {evidence} evidence blocks ({dropped} dropped; "
+                     "max {cap} per document, return-n {n})", k=params["retrieve_k"],
+                     hits=len(step.lookup["raw_hits"]), reranked=reranked, evidence=len(step.lookup["evidence"]),
+                     dropped=dropped, cap=params["max_chunks_per_document"], n=params["return_n"]))
         for warning in step.lookup.get("warnings", []):
             st.warning(warning, icon="⚠️")
         evidence_table(step.lookup, key=f"{key}.evidence")
-        st.page_link(DEBUGGER_PAGE, label="Replay this lookup in the retrieval debugger", icon="🔎",
+        st.page_link(DEBUGGER_PAGE, label=t("Replay this lookup in the retrieval debugger"), icon="🔎",
                      query_params=debugger_query_params(step.lookup["query"], params))
     else:
-        st.caption("Result")
+        st.caption(t("Result"))
         st.json(step.result, expanded=False)
 
 
@@ -93,20 +99,20 @@ def render_citations(turn: AssistantTurn, key: str) -> None:
         return
     evidence = turn.evidence()
     with st.container(horizontal=True, gap="small", key=f"{key}.citations"):
-        st.caption("Sources:", width="content")
+        st.caption(t("Sources:"), width="content")
         for i, cited in enumerate(turn.citations):
             block = evidence.get(cited)
             with st.popover(citation_label(cited, block), icon="📄", key=f"{key}.cite.{i}"):
                 if block is None:
-                    st.write("The tool returned this key, but its content is not in this turn's lookups.")
+                    st.write(t("The tool returned this key, but its content is not in this turn's lookups."))
                     continue
                 chunk_card(ChunkView(index=block["chunk_index"] if block["chunk_index"] is not None else 0,
                                      text=block["content"], heading_path=block.get("heading_path", ""),
                                      doc_id=block.get("doc_id") or cited, score=block["score"],
                                      location=block.get("location", "")))
     if turn.unverified:
-        st.warning("Cited but not returned by a tool this turn (check these): "
-                   + ", ".join(f"`{k}`" for k in turn.unverified), icon="⚠️")
+        st.warning(t("Cited but not returned by a tool this turn (check these): {keys}",
+                     keys=", ".join(f"`{k}`" for k in turn.unverified)), icon="⚠️")
 
 
 def _save_rating(turn: AssistantTurn, key: str) -> None:
@@ -120,7 +126,7 @@ def _save_rating(turn: AssistantTurn, key: str) -> None:
         get_turn_store().rate(1 if thumbs == 1 else -1, st.session_state.get(f"{key}.comment", ""),
                               trace_id=turn.trace_id)
     except RagError as exc:
-        st.session_state[f"{key}.rating_error"] = str(exc)
+        st.session_state[f"{key}.rating_error"] = exc
     else:
         st.session_state.pop(f"{key}.rating_error", None)
 
@@ -130,12 +136,12 @@ def render_feedback(turn: AssistantTurn, key: str) -> None:
     if not turn.trace_id or turn.turn_index < 0:
         return  # not recorded (the turns store failed): nothing to rate
     with st.container(horizontal=True, gap="small", vertical_alignment="center", key=f"{key}.feedback"):
-        st.feedback("thumbs", key=f"{key}.rating", on_change=_save_rating, args=(turn, key))
+        st.feedback("thumbs", key=f"{key}.rating", on_change=_save_rating, args=(turn, key))  # i18n: ok (a kind)
         if st.session_state.get(f"{key}.rating") is not None:
-            st.text_input("Comment (optional)", key=f"{key}.comment", placeholder="What was wrong, or right?",
+            st.text_input(t("Comment (optional)"), key=f"{key}.comment", placeholder=t("What was wrong, or right?"),
                           label_visibility="collapsed", on_change=_save_rating, args=(turn, key))
     if error := st.session_state.get(f"{key}.rating_error"):
-        st.error(error, icon="🛑")
+        show_error(error)
 
 
 def render_turn(turn: AssistantTurn, key: str) -> None:
@@ -145,10 +151,10 @@ def render_turn(turn: AssistantTurn, key: str) -> None:
             render_tool(part, f"{key}.tool{i}")
         elif part.strip():
             st.markdown(part)
-    for notice in turn.notices:
-        st.caption(f"ℹ️ {notice}")
+    for notice, kind in zip(turn.notices, turn.notice_kinds, strict=False):
+        show_notice(notice, kind)
     if turn.error:
-        st.error(turn.error, icon="🛑")
+        show_chat_error(turn.error, turn.error_kind)
     render_citations(turn, key)
     render_feedback(turn, key)
 
@@ -179,11 +185,11 @@ def stream_turn(events: Iterable[Event], key: str) -> AssistantTurn:
                 text_slot = st.empty()
             text_slot.markdown(turn.parts[-1] + CURSOR)  # apply() left the text piece last
         elif isinstance(event, NoticeEvent):
-            st.caption(f"ℹ️ {event.message}")
+            show_notice(event.message, event.kind)
         elif isinstance(event, (DoneEvent, ErrorEvent)):
             if text_slot is not None and isinstance(turn.parts[-1], str):
                 text_slot.markdown(turn.parts[-1])
             if isinstance(event, ErrorEvent):
-                st.error(event.message, icon="🛑")
+                show_chat_error(event.message, event.kind)
     render_citations(turn, key)
     return turn

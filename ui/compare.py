@@ -97,9 +97,10 @@ def comparison_view(comparison: LookupComparison, a: Side, b: Side) -> None:
                    a=len(comparison.a), both_b=s["chunks_both_b"], b=len(comparison.b))
     else:
         chunks = t("found by both: {n}", n=s["chunks_both_a"])
-    st.html(f'<div class="compare-summary" style="font-size:0.9rem;line-height:1.9"><b>{esc(t("Chunks"))}</b> '
+    chunks_word, documents_word = esc(t("Chunks")), esc(t("Documents"))
+    st.html(f'<div class="compare-summary" style="font-size:0.9rem;line-height:1.9"><b>{chunks_word}</b> '
             f'{esc(chunks)} · {mark_badge_html(ONLY_A)} {s["chunks_only_a"]} · {mark_badge_html(ONLY_B)} '
-            f'{s["chunks_only_b"]}<br><b>{esc(t("Documents"))}</b> {mark_badge_html(BOTH)} {s["docs_both"]} · '
+            f'{s["chunks_only_b"]}<br><b>{documents_word}</b> {mark_badge_html(BOTH)} {s["docs_both"]} · '
             f'{mark_badge_html(ONLY_A)} {s["docs_only_a"]} · {mark_badge_html(ONLY_B)} {s["docs_only_b"]}</div>')
     for col, side, blocks, ms in zip(st.columns(2, gap="medium"), (a, b), (comparison.a, comparison.b),
                                      (comparison.a_ms, comparison.b_ms)):

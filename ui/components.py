@@ -249,7 +249,7 @@ def chunk_diffs(reports: Sequence[IngestReport]) -> None:
                            doc=r.doc_id, added=len(d.added), removed=len(d.removed), unchanged=d.unchanged),
                          expanded=len(reports) == 1):
             left, right = st.columns(2)
-            none = f"<i>{t('none')}</i>"
+            none = "<i>" + t("none") + "</i>"
             with left:
                 st.caption(t("Removed (index in the previous version)"))
                 st.html("".join(changed_chunk_html(c.chunk_index, c.text, "removed") for c in d.removed[:50]) or none)

@@ -13,6 +13,9 @@ from rag_core import loaders
 from rag_core.bootstrap import Workbench
 from rag_core.records import PAGE, ROW, SLIDE, Document, StoredChunk
 
+from .errors import show_error
+from .i18n import N_, t, tn
+
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def decode(data: bytes, name: str, max_bytes: int, options: loaders.LoadOptions | None = None,
@@ -32,14 +35,15 @@ def structure(doc: Document) -> list[str]:
         units.setdefault(p.unit, set()).add(p.sheet if p.unit == ROW else p.number)
     lines = []
     if PAGE in units:
-        lines.append(f"{len(units[PAGE])} page{'s' * (len(units[PAGE]) != 1)} with text")
+        lines.append(tn("{n} page with text", "{n} pages with text", len(units[PAGE])))
     if SLIDE in units:
-        lines.append(f"{len(units[SLIDE])} slide{'s' * (len(units[SLIDE]) != 1)}")
+        lines.append(tn("{n} slide", "{n} slides", len(units[SLIDE])))
     if ROW in units:  # each sheet (a CSV: one, unnamed) with the rows it was read from, as the spreadsheet numbers them
         spans: dict[str, list[int]] = {}
         for p in doc.places:
             spans.setdefault(p.sheet, []).append(p.number)
-        lines.append(", ".join(f"{'sheet ' + s + ' ' if s else ''}(rows {min(n)}–{max(n)})" for s, n in spans.items()))
+        lines.append(", ".join(t("sheet {sheet} (rows {first}–{last})", sheet=s, first=min(n), last=max(n)) if s
+                               else t("(rows {first}–{last})", first=min(n), last=max(n)) for s, n in spans.items()))
     return lines + list(doc.notes)  # the loader's notes name the OCR'd pages
 
 
@@ -63,7 +67,7 @@ def indexed_text(wb: Workbench, doc_id: str,
         doc = decode(original, doc_id, wb.ingestor.max_bytes, wb.ingestor.load_options, on_page)
         return doc.text, "", doc
     return (text_from_chunks(wb.store.get_chunks(doc_id)),
-            "The original file was not kept; the text is rebuilt from the stored chunks.", None)
+            t("The original file was not kept; the text is rebuilt from the stored chunks."), None)
 
 
 def tags_editor(wb: Workbench, doc_ids: Sequence[str]) -> None:
@@ -73,22 +77,23 @@ def tags_editor(wb: Workbench, doc_ids: Sequence[str]) -> None:
     from rag_core.kb.tags import metadata, tag
     from rag_core.retrieval.scope import split_terms
 
-    with st.expander("Metadata and tags (for filtered search)", expanded=False):
-        doc_id = st.selectbox("Document", doc_ids, key="kb.tag_doc")
+    with st.expander(t("Metadata and tags (for filtered search)"), expanded=False):
+        doc_id = st.selectbox(t("Document"), doc_ids, key="kb.tag_doc")
         if not doc_id:
             return
         labels = metadata(wb.store).get(doc_id, {})
         st.markdown(" · ".join(f"`{key}={value}`" for key, values in labels.items() for value in values))
-        given = st.text_input("Tags to set (space-separated key=value, a value with spaces in quotes; key= removes "
-                              "one)", key="kb.tag_text",
-                              placeholder="team=sre tier=1")
-        if st.button("Set tags", key="kb.tag_set", disabled=not given.strip()):
+        given = st.text_input(t("Tags to set (space-separated key=value, a value with spaces in quotes; key= "
+                                "removes one)"), key="kb.tag_text",
+                              placeholder="team=sre tier=1")  # i18n: ok (example tags)
+        if st.button(t("Set tags"), key="kb.tag_set", disabled=not given.strip()):
             try:
                 tags = tag(wb.store, doc_id, split_terms(given))
             except RagError as exc:
-                st.error(str(exc), icon="🛑")
+                show_error(exc)
             else:
-                st.success(f"{doc_id}: tags " + (", ".join(f"{k}={'|'.join(v)}" for k, v in tags.items()) or "none"))
+                st.success(t("{doc}: tags {tags}", doc=doc_id,
+                             tags=", ".join(f"{k}={'|'.join(v)}" for k, v in tags.items()) or t("none")))
 
 
 def chunk_editor(wb: Workbench, chunks: Sequence[Mapping[str, Any]], *, key: str) -> None:
@@ -98,33 +103,33 @@ def chunk_editor(wb: Workbench, chunks: Sequence[Mapping[str, Any]], *, key: str
     from rag_core.errors import RagError
     from rag_core.kb.chunk_edits import edit_chunk, set_disabled
 
-    st.caption("A disabled chunk is left out of every lookup (the agent's too) and shows in the debugger as a drop "
-               "with reason `disabled`; `python -m rag_core chunks history KEY` shows what was done to it.")
+    st.caption(t("A disabled chunk is left out of every lookup (the agent's too) and shows in the debugger as a "
+                 "drop with reason `disabled`; `python -m rag_core chunks history KEY` shows what was done to it."))
     by_key = {c["evidence_key"]: c for c in chunks}
     d1, d2 = st.columns([3, 1], vertical_alignment="bottom")
-    chosen = d1.selectbox("Chunk", list(by_key), key=f"{key}.edit_key")
+    chosen = d1.selectbox(t("Chunk"), list(by_key), key=f"{key}.edit_key")
     chunk = by_key.get(chosen) if chosen else None
     if chunk is None:
         return
-    if d2.button("Enable" if chunk["disabled"] else "Disable", key=f"{key}.edit_toggle"):
+    if d2.button(t("Enable") if chunk["disabled"] else t("Disable"), key=f"{key}.edit_toggle"):
         try:
             set_disabled(wb.store, chosen, not chunk["disabled"], who="local")
         except RagError as exc:
-            st.error(str(exc), icon="🛑")
+            show_error(exc)
         else:
             st.session_state["dbg.fetched"] = {}
             st.rerun()
-    new_text = st.text_area("Text (only this chunk is re-embedded; its evidence key stays)", chunk["content"],
+    new_text = st.text_area(t("Text (only this chunk is re-embedded; its evidence key stays)"), chunk["content"],
                             key=f"{key}.edit_text.{chosen}", height=150)
-    new_keywords = st.text_input("Keywords (comma-separated; they count for BM25 and the embedding)",
+    new_keywords = st.text_input(t("Keywords (comma-separated; they count for BM25 and the embedding)"),
                                  key=f"{key}.edit_keywords.{chosen}")
-    if st.button("Save the edit", key=f"{key}.edit_save"):
+    if st.button(t("Save the edit"), key=f"{key}.edit_save"):
         try:
             edit_chunk(wb.store, wb.embedder, chosen, text=new_text if new_text != chunk["content"] else None,
                        keywords=[k for k in new_keywords.split(",") if k.strip()] if new_keywords.strip() else None,
                        who="local")
         except RagError as exc:
-            st.error(str(exc), icon="🛑")
+            show_error(exc)
         else:
             st.session_state["dbg.fetched"] = {}  # the hits changed: the debugger searches again
             st.rerun()
@@ -135,21 +140,21 @@ def document_chunk_editor(wb: Workbench, doc_ids: Sequence[str]) -> None:
     chunk to add to it (`chunks add DOC_ID --text ...`) and its edits in conflict after a re-upload."""
     from rag_core.retrieval.identity import stored_chunks
 
-    with st.expander("A document's chunks: edit, disable, enable or add", expanded=False):
-        doc_id = st.selectbox("Document", doc_ids, key="kb.chunks_doc")
+    with st.expander(t("A document's chunks: edit, disable, enable or add"), expanded=False):
+        doc_id = st.selectbox(t("Document"), doc_ids, key="kb.chunks_doc")
         if not doc_id:
             return
         off = wb.store.edits.disabled() if getattr(wb.store, "edits", None) is not None else {}
         rows = wb.store.get_chunks(doc_id)
         chunks = [{**c, "disabled": c["evidence_key"] in off} for c in stored_chunks(doc_id, rows)]
         chunk_editor(wb, chunks, key="kb")
-        st.text_area("A chunk to add to this document (embedded and indexed under its next free chunk index)",
+        st.text_area(t("A chunk to add to this document (embedded and indexed under its next free chunk index)"),
                      key="kb.add_text", height=100)
-        st.button("Add the chunk", key="kb.add", on_click=_add_chunk, args=(wb, doc_id))
+        st.button(t("Add the chunk"), key="kb.add", on_click=_add_chunk, args=(wb, doc_id))
         if added := st.session_state.pop("kb.added", None):
-            st.success(f"Added {added}.")
+            st.success(t("Added {key}.", key=added))
         if failed := st.session_state.pop("kb.add_error", None):
-            st.error(failed, icon="🛑")
+            show_error(failed)
         edit_conflicts(wb, [doc_id], key="kb.chunk_conflicts")
 
 
@@ -161,11 +166,14 @@ def _add_chunk(wb: Workbench, doc_id: str) -> None:
     try:
         record = add_chunk(wb.store, wb.embedder, doc_id, st.session_state.get("kb.add_text", ""), who="local")
     except RagError as exc:
-        st.session_state["kb.add_error"] = str(exc)
+        st.session_state["kb.add_error"] = exc
         return
     st.session_state["kb.added"] = record["evidence_key"]
     st.session_state["kb.add_text"] = ""
     st.session_state["dbg.fetched"] = {}  # the hits changed: the debugger searches again
+
+
+CONFLICT_KINDS = {"added": N_("added"), "edited": N_("edited"), "disabled": N_("disabled")}  # chunk_edits.conflicts
 
 
 def edit_conflicts(wb: Workbench, doc_ids: Sequence[str], *, key: str) -> None:
@@ -181,15 +189,18 @@ def edit_conflicts(wb: Workbench, doc_ids: Sequence[str], *, key: str) -> None:
             continue
         if not found:
             continue
-        st.warning(f"{doc_id}: {len(found)} chunk edit(s) no longer match the re-uploaded document. Keep one to "
-                   "re-apply it to the chunk now under its key, or drop it.", icon="✏️")
+        st.warning(tn("{doc}: {n} chunk edit no longer matches the re-uploaded document. Keep it to re-apply it to "
+                      "the chunk now under its key, or drop it.",
+                      "{doc}: {n} chunk edits no longer match the re-uploaded document. Keep one to re-apply it to "
+                      "the chunk now under its key, or drop it.", len(found), doc=doc_id), icon="✏️")
         for c in found:
-            what = c["kind"] + (f": {c['text'][:80]}" if c.get("text") else "")
-            now = "the chunk is gone" if c["now"] is None else f"now: {' '.join(c['now'].split())[:80]}"
+            kind = t(CONFLICT_KINDS[c["kind"]]) if c["kind"] in CONFLICT_KINDS else c["kind"]
+            what = kind + (f": {c['text'][:80]}" if c.get("text") else "")
+            now = t("the chunk is gone") if c["now"] is None else t("now: {text}", text=" ".join(c["now"].split())[:80])
             left, keep_col, drop_col = st.columns([6, 1, 1], vertical_alignment="center")
             left.markdown(f"`{c['evidence_key']}` — {what} ({now})")
-            chosen = [(keep, wb.embedder) if keep_col.button("Keep", key=f"{key}.keep.{c['evidence_key']}")
-                      else None, (drop, None) if drop_col.button("Drop", key=f"{key}.drop.{c['evidence_key']}")
+            chosen = [(keep, wb.embedder) if keep_col.button(t("Keep"), key=f"{key}.keep.{c['evidence_key']}")
+                      else None, (drop, None) if drop_col.button(t("Drop"), key=f"{key}.drop.{c['evidence_key']}")
                       else None]
             for action in [a for a in chosen if a is not None]:
                 try:
@@ -198,7 +209,7 @@ def edit_conflicts(wb: Workbench, doc_ids: Sequence[str], *, key: str) -> None:
                     else:
                         keep(wb.store, wb.embedder, c["evidence_key"], who="local")
                 except RagError as exc:
-                    st.error(str(exc), icon="🛑")
+                    show_error(exc)
                 else:
                     st.session_state["dbg.fetched"] = {}
                     st.rerun()

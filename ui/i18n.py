@@ -98,8 +98,12 @@ def tn(singular: str, plural: str, n: int, /, **params: Any) -> str:
 
 
 def language_switcher() -> str:
-    """The sidebar's language selector; returns the language of this run."""
-    current = language()
-    st.selectbox(t("Language / 语言"), list(LANGS), index=list(LANGS).index(current), format_func=LANGS.__getitem__,
-                 key=LANG_PARAM, bind="query-params")
+    """The sidebar's language selector (two buttons, `en` and `zh`); returns the language of this run.
+
+    Its options are shown as the codes: a widget bound to the URL writes (and accepts) its options as shown, so a
+    `format_func` showing "中文" would make the URL `?lang=中文` and refuse `?lang=zh`. Its default is the browser's
+    language, not the current one: a bound widget leaves its default out of the URL, so a choice that differs from
+    the browser's stays in the URL (and in every link), and one equal to it needs no parameter in this browser."""
+    st.segmented_control(t("Language / 语言"), list(LANGS), default=browser_language(), required=True, key=LANG_PARAM,
+                         bind="query-params", help=" · ".join(f"`{code}` {name}" for code, name in LANGS.items()))
     return language()

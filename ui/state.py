@@ -27,6 +27,9 @@ from rag_core.errors import RagError, StoreMigrationNeeded
 from rag_core.kb.manage import KnowledgeBases
 from rag_core.ports import Embedder
 
+from .errors import show_error
+from .i18n import t
+
 if TYPE_CHECKING:
     from rag_core.agent import Agent
     from rag_core.feedback import TurnStore
@@ -73,7 +76,9 @@ def _close_manager(manager: KnowledgeBases) -> None:
     manager.close()
 
 
-@st.cache_resource(show_spinner="Loading the embedding model…")
+# The spinners are drawn around the cached calls (in the session's language; the decorator's text is fixed at import).
+# st.spinner shows after half a second, so a cache hit draws nothing.
+@st.cache_resource(show_spinner=False)
 def _embedder(key: tuple[Any, ...], _settings: Settings) -> Embedder:
     # One model per embedder in the process, shared by every knowledge base that uses it (`_settings` is not
     # part of the cache key: `key` holds what decides the model).
@@ -83,7 +88,8 @@ def _embedder(key: tuple[Any, ...], _settings: Settings) -> Embedder:
 def shared_embedder(settings: Settings) -> Embedder:
     from rag_core.kb.pool import embedder_key
 
-    return _embedder(embedder_key(settings), settings)
+    with st.spinner(t("Loading the embedding model…")):
+        return _embedder(embedder_key(settings), settings)
 
 
 @st.cache_resource(show_spinner=False, on_release=_close_manager)
@@ -120,19 +126,20 @@ def kb_switcher() -> str:
     try:
         names = knowledge_bases().names()
     except RagError as exc:
-        st.error(str(exc), icon="🛑")
+        show_error(exc)
         return get_settings()["milvus.collection"]
     default = get_settings()["milvus.collection"]
     if target := st.session_state.pop(SWITCH_TO, None):  # asked for by a page on the previous run
         st.session_state[KB_PARAM] = target
     chosen = st.session_state.get(KB_PARAM) or st.query_params.get(KB_PARAM)
     if chosen and chosen not in names:
-        st.warning(f"Knowledge base `{chosen}` does not exist (any more); showing `{default}`.", icon="⚠️")
+        st.warning(t("Knowledge base `{chosen}` does not exist (any more); showing `{default}`.", chosen=chosen,
+                     default=default), icon="⚠️")
         st.session_state[KB_PARAM] = default
-    name = st.selectbox("Knowledge base", names, index=names.index(default) if default in names else 0,
+    name = st.selectbox(t("Knowledge base"), names, index=names.index(default) if default in names else 0,
                         key=KB_PARAM, bind="query-params",
-                        help="Every page works on this knowledge base; create, copy or delete them on the "
-                             "Knowledge base page.")
+                        help=t("Every page works on this knowledge base; create, copy or delete them on the "
+                               "Knowledge base page."))
     return name or default
 
 
@@ -142,7 +149,7 @@ def switch_kb(name: str) -> None:
     st.session_state[SWITCH_TO] = name
 
 
-@st.cache_resource(show_spinner="Opening the knowledge base…", on_release=_close)
+@st.cache_resource(show_spinner=False, on_release=_close)
 def _workbench(key: tuple[Any, ...]) -> Workbench:
     # The argument is the cache key (workbench_key): one workbench per database, knowledge base and settings.
     # The knowledge base is opened from the catalog with the shared model of its embedder.
@@ -152,7 +159,9 @@ def _workbench(key: tuple[Any, ...]) -> Workbench:
 def get_workbench(name: str | None = None) -> Workbench:
     """The shared workbench of knowledge base `name` (default: the selected one). Raises RagError (e.g.
     StoreLockedError, or KnowledgeBaseError for one that does not exist)."""
-    return _workbench(workbench_key(kb_settings(name)))
+    key = workbench_key(kb_settings(name))
+    with st.spinner(t("Opening the knowledge base…")):
+        return _workbench(key)
 
 
 def clear_workbench() -> None:
@@ -168,15 +177,15 @@ def workbench_or_stop() -> Workbench:
     try:
         return get_workbench()
     except StoreMigrationNeeded as exc:
-        st.warning(str(exc), icon="🧱")
-        if st.button("Migrate now", type="primary", key="migrate_store"):
-            with st.spinner("Rebuilding the collection (vectors are kept)…"):
+        show_error(exc, icon="🧱", warning=True)
+        if st.button(t("Migrate now"), type="primary", key="migrate_store"):
+            with st.spinner(t("Rebuilding the collection (vectors are kept)…")):
                 build_workbench(get_settings().for_kb(selected_kb()), migrate=True).close()
             st.rerun()
         st.stop()
         raise  # unreachable: st.stop() raises
     except RagError as exc:
-        st.error(str(exc), icon="🛑")
+        show_error(exc)
         st.stop()
         raise  # unreachable: st.stop() raises
 
@@ -199,8 +208,8 @@ def get_turn_store() -> TurnStore:
 @dataclass(frozen=True)
 class ChatMode:
     kind: str  # "dashscope" | "openai" | "offline"
-    label: str  # "DashScope" | "OpenAI-compatible" | "Offline"
-    detail: str  # model / endpoint / hint, never a key
+    label: str  # "DashScope" | "OpenAI-compatible" | "Offline", in the session's language
+    detail: str  # model / endpoint / hint, never a key (in the session's language)
 
 
 def chat_mode(settings: Settings, env: Mapping[str, str] | None = None) -> ChatMode:
@@ -214,16 +223,18 @@ def chat_mode(settings: Settings, env: Mapping[str, str] | None = None) -> ChatM
     base_url = redact_uri(settings["chat.base-url"])
     if provider == "dashscope":
         key_env = settings["chat.api-key-env"] or DEFAULT_KEY_ENV["dashscope"]
-        hint = "" if (os.environ if env is None else env).get(key_env, "").strip() else f" — ${key_env} is not set"
-        return ChatMode(
-            "dashscope", "DashScope", f"{model or 'qwen-plus'}{' at ' + base_url if base_url else ''}{hint}"
-        )
+        hint = ("" if (os.environ if env is None else env).get(key_env, "").strip()
+                else t(" — ${key_env} is not set", key_env=key_env))
+        model = model or "qwen-plus"
+        return ChatMode("dashscope", "DashScope",  # i18n: ok (a product name)
+                        (t("{model} at {url}", model=model, url=base_url) if base_url else model) + hint)
     if provider == "openai":
-        return ChatMode("openai", "OpenAI-compatible",
-                        f"{model or '(chat.model not set)'} at {base_url or 'https://api.openai.com/v1'}")
-    return ChatMode("offline", "Offline",
-                    "extractive answers from the knowledge base; set DASHSCOPE_API_KEY (or chat.base-url "
-                    "and its key) for a chat model")
+        return ChatMode("openai", t("OpenAI-compatible"),
+                        t("{model} at {url}", model=model or t("(chat.model not set)"),
+                          url=base_url or "https://api.openai.com/v1"))
+    return ChatMode("offline", t("Offline"),
+                    t("extractive answers from the knowledge base; set DASHSCOPE_API_KEY (or chat.base-url "
+                      "and its key) for a chat model"))
 
 
 @st.cache_resource(show_spinner=False)

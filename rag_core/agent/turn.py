@@ -38,7 +38,9 @@ class AssistantTurn:
     citations: tuple[str, ...] = ()
     unverified: tuple[str, ...] = ()
     notices: list[str] = field(default_factory=list)
+    notice_kinds: list[str] = field(default_factory=list)  # NoticeEvent.kind of each notice, for a UI's language
     error: str | None = None
+    error_kind: str = ""  # ErrorEvent.kind, for a UI's language
     mode: str = ""
     trace_id: str = ""  # the turn's trace: what a rating names (rag_core.feedback)
     turn_index: int = -1
@@ -88,6 +90,7 @@ class AssistantTurn:
                 self.parts.append(event.text)
         elif isinstance(event, NoticeEvent):
             self.notices.append(event.message)
+            self.notice_kinds.append(event.kind)
         elif isinstance(event, DoneEvent):
             self.citations, self.unverified, self.mode = (
                 tuple(event.citations),
@@ -96,5 +99,5 @@ class AssistantTurn:
             )
             self.trace_id, self.turn_index = event.trace_id, event.turn_index
         elif isinstance(event, ErrorEvent):
-            self.error = event.message
+            self.error, self.error_kind = event.message, event.kind
         return None

@@ -112,12 +112,21 @@ def embedder_of(meta: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str,
     return {"embedding.provider": provider, "embedding.model": model, "embedding.dimension": dimension}
 
 
-def describe(kb: KnowledgeBase) -> str:
-    """"chunks 800/100 · local · hybrid (weighted), retrieve-k 20, return-n 5, cap 2" for lists and captions."""
+# What `describe` says, with the fields of `describe_fields` (the app renders the same fields in its language).
+DESCRIBE = "chunks {size}/{overlap} · {embedder} · {mode}, retrieve-k {k}, return-n {n}, cap {cap}"
+
+
+def describe_fields(kb: KnowledgeBase) -> dict[str, Any]:
+    """The values `describe` shows: chunk size and overlap, embedder, search mode, retrieve-k, return-n, cap."""
     s = kb.settings
     embedder = s.get("embedding.provider", "?") + (f" {s['embedding.model']}" if s.get("embedding.model") else "")
     if s.get("embedding.dimension"):
         embedder += f" ({s['embedding.dimension']}-d)"
     mode = s.get("rag.search-mode", "?") + (f" ({s.get('rag.fusion')})" if s.get("rag.search-mode") == "hybrid" else "")
-    return (f"chunks {s.get('chunk.max-size')}/{s.get('chunk.overlap')} · {embedder} · {mode}, retrieve-k "
-            f"{s.get('rag.retrieve-k')}, return-n {s.get('rag.return-n')}, cap {s.get('rag.max-chunks-per-document')}")
+    return {"size": s.get("chunk.max-size"), "overlap": s.get("chunk.overlap"), "embedder": embedder, "mode": mode,
+            "k": s.get("rag.retrieve-k"), "n": s.get("rag.return-n"), "cap": s.get("rag.max-chunks-per-document")}
+
+
+def describe(kb: KnowledgeBase) -> str:
+    """"chunks 800/100 · local · hybrid (weighted), retrieve-k 20, return-n 5, cap 2" for lists and captions."""
+    return DESCRIBE.format(**describe_fields(kb))
