@@ -19,6 +19,7 @@ from ui.charts import rerank_movement_figure, score_by_rank_figure
 from ui.compare import Side, chunking_of, comparison_view, side_b_controls
 from ui.components import chunk_card, evidence_table, explanation_view, headers, hits_table, metric_row
 from ui.documents import chunk_editor
+from ui.errors import show_error
 from ui.html import ChunkView
 from ui.i18n import t, tn
 from ui.lookup import cached_explanation, cached_lookup, debugger_query_params
@@ -99,7 +100,7 @@ if compare:
         try:
             wb_b, overrides_b = side_b_controls(LIMITS)
         except RagError as exc:
-            st.error(str(exc), icon="🛑")
+            show_error(exc)
             st.stop()
 
 if not query.strip():
@@ -128,7 +129,7 @@ try:
         result_b, from_cache_b = cached_lookup(wb_b.retriever, query, params_b, st.session_state["dbg.fetched"]
                                                .setdefault(wb_b.settings.kb_name, {}))
 except RagError as exc:
-    st.error(str(exc), icon="🛑")
+    show_error(exc)
     st.stop()
 
 if compare:
@@ -203,7 +204,7 @@ with st.expander(t("Why wasn't it retrieved?"), expanded=bool(expected_url)):
                                              st.session_state.setdefault("dbg.explained", {}).setdefault(
                                                  wb.settings.kb_name, {}))
         except RagError as exc:
-            st.error(str(exc), icon="🛑")
+            show_error(exc)
         else:
             fix = explanation.get("fix")
             link = fix and debugger_query_params(query, {**params.to_dict(), **fix["changes"]}, explanation["doc_id"],

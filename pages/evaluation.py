@@ -46,6 +46,7 @@ from rag_core.evaluation.results import new_run_dir, summary_rows
 from rag_core.evaluation.testsets import list_test_sets, read_test_set, saved_sets_dir
 from ui import evaluation as words
 from ui.components import embedder_tradeoff
+from ui.errors import show_error
 from ui.i18n import N_, t
 from ui.kbs import setting_help
 from ui.lookup import debugger_url
@@ -401,4 +402,4 @@ try:
     with tab_compare:
         compare(page_settings)
 except RagError as exc:
-    st.error(str(exc))
+    show_error(exc)

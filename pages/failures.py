@@ -10,6 +10,7 @@ import streamlit as st
 from rag_core.errors import RagError
 from rag_core.evaluation.testsets import list_test_sets, saved_sets_dir
 from rag_core.feedback.cases import add_to_test_set, expected_target, failure_item
+from ui.errors import show_error
 from ui.evaluation import headers, link_column
 from ui.i18n import N_, t
 from ui.lookup import DEBUGGER_PAGE, debugger_query_params, debugger_url
@@ -24,7 +25,7 @@ NEW = N_("(new)")
 try:
     names = knowledge_bases().names()
 except RagError as exc:
-    st.error(str(exc), icon="🛑")
+    show_error(exc)
     st.stop()
 kb_col, date_col = st.columns([1, 2])
 kb = kb_col.selectbox(t("Knowledge base"), [ALL, *names], key="fail.kb",
@@ -38,7 +39,7 @@ try:
                                   since=start.isoformat() if isinstance(start, date) else None,
                                   until=end.isoformat() if isinstance(end, date) else None, limit=1000)
 except RagError as exc:
-    st.error(str(exc), icon="🛑")
+    show_error(exc)
     st.stop()
 if not turns:
     st.info(t("No 👎 answers here: rate answers on the Agent chat page, and the failures show up here."), icon="✅")
@@ -110,7 +111,7 @@ if submitted:
         name = new_name if set_name == NEW or not existing else set_name
         path = add_to_test_set(root, name, failure_item(turn, expected or "", answer, question))
     except RagError as exc:
-        st.error(str(exc), icon="🛑")
+        show_error(exc)
     else:
         st.success(t("Added to test set **{name}**: run it with `python -m rag_core eval {path} --live`.", name=name,
                      path=path), icon="✅")

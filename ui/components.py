@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import streamlit as st
@@ -20,10 +20,11 @@ FATE_ROW_STYLE = {"kept": "", "duplicate": "color: #8a8a8a", "doc_cap": "backgro
                   "disabled": "color: #8a8a8a; text-decoration: line-through"}
 
 
-def headers(columns: Sequence[str], config: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """A `column_config` for a frame of ui/tables: `config`'s columns, and every other column headed in the
-    user's language (`ui.tables.column_label`); the frame's column names stay what code and tests look for."""
-    out: dict[str, Any] = {c: st.column_config.Column(column_label(c)) for c in columns}
+def headers(columns: Iterable[str], config: Mapping[str, Any] | None = None,
+            label: Callable[[str], str] = column_label) -> dict[str, Any]:
+    """A `column_config` for a frame: `config`'s columns, and every other column headed in the user's language
+    (`label`: ui.tables.column_label by default); the frame's column names stay what code and tests look for."""
+    out: dict[str, Any] = {c: st.column_config.Column(label(c)) for c in columns}
     out.update(config or {})
     return out
 

@@ -19,6 +19,7 @@ import streamlit as st
 from rag_core.evaluation import plots
 from rag_core.evaluation.report import RUN_NOTES, run_note_items
 
+from .components import headers as column_config
 from .i18n import N_, SOURCE, language, t
 
 # Metric codes -> their names (English: plots.label's). Codes at a cut-off (`recall@5`, `nDCG@10`, `MRR@10`) are
@@ -154,9 +155,7 @@ def column_header(column: str) -> str:
 def headers(columns: Iterable[str], **config: Any) -> dict[str, Any]:
     """`column_config` for a table: every column's header in the session's language (the column names, what
     tests and downloads read, unchanged); `config` gives columns their own (a link column, an editable one)."""
-    out: dict[str, Any] = {c: st.column_config.Column(column_header(c)) for c in columns}
-    out.update(config)
-    return out
+    return column_config(columns, config, label=column_header)
 
 
 def link_column(column: str = "debugger") -> Any:

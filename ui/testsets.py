@@ -38,6 +38,7 @@ from rag_core.evaluation.testsets import (
     source_chunk,
 )
 from rag_core.evaluation.textmatch import find_normalised
+from ui.errors import show_error
 from ui.evaluation import (
     REJECTED_NAMES,
     column_header,
@@ -314,4 +315,4 @@ def safe(render: Any, *args: Any) -> None:
     try:
         render(*args)
     except RagError as exc:
-        st.error(str(exc))
+        show_error(exc)

@@ -163,7 +163,7 @@ def test_a_chunk_is_added_and_a_re_upload_s_conflicts_are_kept_or_dropped_on_the
     uploader(at).set_value([("steps.md", changed.encode(), "text/markdown")])
     at.run()
     at.button(key="kb.ingest").click().run()
-    assert not at.exception and "steps.md: 2 chunk edit(s) no longer match" in texts(at, "warning")
+    assert not at.exception and "steps.md: 2 chunk edits no longer match" in texts(at, "warning")
     at.button(key="kb.conflicts.keep.steps.md#chunk-1").click().run()
     assert not at.exception and fresh_kb.store.get_chunks("steps.md")[1].content == "My own step one."
     at.button(key="kb.conflicts.drop.steps.md#chunk-2").click().run()
