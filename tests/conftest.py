@@ -11,11 +11,13 @@ process and in the processes it starts.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 
 import pytest
 
-from rag_core.embedding.local import LocalUSEEmbedder
+from rag_core.embedding.local import TEST_CACHE_ENV, LocalUSEEmbedder
 from rag_core.store.lite.internals import FORBID_ENV
 
 # Milvus Lite: each test's throw-away database is opened by the test process itself (exclusive mode),
@@ -49,9 +51,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                           "a test that starts Milvus Lite fails")
 
 
+_EMBEDDING_CACHE = pytest.StashKey[str]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("--unit"):
         os.environ[FORBID_ENV] = "1"  # inherited by the CLIs and servers the tests start
+    # The local embedder's vectors, kept by text for this session (rag_core.embedding.local.TEST_CACHE_ENV): the
+    # sample knowledge base and the other corpora are embedded once, then read back by every fixture, CLI and app
+    # server (xdist's workers and the processes the tests start inherit the folder). tests/embedding opts out.
+    if not os.environ.get(TEST_CACHE_ENV):
+        os.environ[TEST_CACHE_ENV] = tempfile.mkdtemp(prefix="rag-test-embeddings-")
+        config.stash[_EMBEDDING_CACHE] = os.environ[TEST_CACHE_ENV]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = config.stash.get(_EMBEDDING_CACHE, None)
+    if folder:  # the process that made it (with xdist, the controller, after its workers)
+        shutil.rmtree(folder, ignore_errors=True)
+        os.environ.pop(TEST_CACHE_ENV, None)
+
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
