@@ -86,6 +86,46 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    """One headless Chromium for the session's real-browser tests (tests/e2e/conftest.py: Debian's, never
+    `playwright install`); each test opens a context of its own."""
+    from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, _chromium_or_skip
+
+    _chromium_or_skip()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+# The real-browser tests: one xdist work unit (pytest_xdist_make_scheduler), sent first.
+BROWSER_FILES = ("tests/e2e/", "tests/store/lite/test_host_app.py")
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """`--dist loadfile` (make test) with the real-browser test files as one unit, given to a worker first: one
+    Chromium and one seeded app server per run instead of one per worker, and the slowest unit does not start
+    last (xdist orders the other files by their number of tests, so files of a few long tests came last)."""
+    if config.getoption("dist", None) != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class BrowserFirst(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return "real-browser tests" if scope.startswith(BROWSER_FILES) else scope
+
+        def _assign_work_unit(self, node) -> None:  # noqa: ANN001
+            if "real-browser tests" in self.workqueue:
+                self.workqueue.move_to_end("real-browser tests", last=False)
+            super()._assign_work_unit(node)
+
+    return BrowserFirst(config, log)
+
+
+@pytest.fixture(scope="session")
 def milvus() -> None:
     """Nothing to set up: requesting it says "this opens Milvus". Fixtures that open Milvus Lite (or a Milvus
     server) request it, so their tests get the `milvus` marker and stay out of `pytest --unit`."""
