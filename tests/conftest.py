@@ -11,11 +11,13 @@ process and in the processes it starts.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 
 import pytest
 
-from rag_core.embedding.local import LocalUSEEmbedder
+from rag_core.embedding.local import TEST_CACHE_ENV, LocalUSEEmbedder
 from rag_core.store.lite.internals import FORBID_ENV
 
 # Milvus Lite: each test's throw-away database is opened by the test process itself (exclusive mode),
@@ -49,9 +51,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                           "a test that starts Milvus Lite fails")
 
 
+_EMBEDDING_CACHE = pytest.StashKey[str]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("--unit"):
         os.environ[FORBID_ENV] = "1"  # inherited by the CLIs and servers the tests start
+    # The local embedder's vectors, kept by text for this session (rag_core.embedding.local.TEST_CACHE_ENV): the
+    # sample knowledge base and the other corpora are embedded once, then read back by every fixture, CLI and app
+    # server (xdist's workers and the processes the tests start inherit the folder). tests/embedding opts out.
+    if not os.environ.get(TEST_CACHE_ENV):
+        os.environ[TEST_CACHE_ENV] = tempfile.mkdtemp(prefix="rag-test-embeddings-")
+        config.stash[_EMBEDDING_CACHE] = os.environ[TEST_CACHE_ENV]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = config.stash.get(_EMBEDDING_CACHE, None)
+    if folder:  # the process that made it (with xdist, the controller, after its workers)
+        shutil.rmtree(folder, ignore_errors=True)
+        os.environ.pop(TEST_CACHE_ENV, None)
+
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -64,6 +83,46 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             kept_ids = set(map(id, kept))
             config.hook.pytest_deselected(items=[i for i in items if id(i) not in kept_ids])
             items[:] = kept
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    """One headless Chromium for the session's real-browser tests (tests/e2e/conftest.py: Debian's, never
+    `playwright install`); each test opens a context of its own."""
+    from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, _chromium_or_skip
+
+    _chromium_or_skip()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+# The real-browser tests: one xdist work unit (pytest_xdist_make_scheduler), sent first.
+BROWSER_FILES = ("tests/e2e/", "tests/store/lite/test_host_app.py")
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """`--dist loadfile` (make test) with the real-browser test files as one unit, given to a worker first: one
+    Chromium and one seeded app server per run instead of one per worker, and the slowest unit does not start
+    last (xdist orders the other files by their number of tests, so files of a few long tests came last)."""
+    if config.getoption("dist", None) != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class BrowserFirst(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return "real-browser tests" if scope.startswith(BROWSER_FILES) else scope
+
+        def _assign_work_unit(self, node) -> None:  # noqa: ANN001
+            if "real-browser tests" in self.workqueue:
+                self.workqueue.move_to_end("real-browser tests", last=False)
+            super()._assign_work_unit(node)
+
+    return BrowserFirst(config, log)
 
 
 @pytest.fixture(scope="session")

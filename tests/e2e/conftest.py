@@ -106,17 +106,6 @@ def stop_app(server: AppServer) -> None:
 
 
 @pytest.fixture(scope="session")
-def browser() -> Iterator[object]:
-    _chromium_or_skip()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture(scope="session")
 def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
     """One app for the session, offline chat, seeded with two runbooks."""
     _chromium_or_skip()

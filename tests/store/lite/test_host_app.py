@@ -7,15 +7,13 @@ import json
 import re
 import subprocess
 import sys
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
 from rag_core.store.lite import host_client
-from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, _chromium_or_skip, start_app, stop_app
+from tests.e2e.conftest import start_app, stop_app
 from tests.e2e.helpers import open_page, wait_idle
 from tests.helpers import REPO
 from tests.store.lite.test_host import cli_env
@@ -28,27 +26,7 @@ def run_cli(data: Path, *args: str) -> subprocess.CompletedProcess:
                           env=cli_env(), capture_output=True, text=True, timeout=300)
 
 
-def in_browser(url: str, steps: Callable[[object], None]) -> None:
-    """Run `steps(page)` in a headless Chromium of its own, on a thread of its own: Playwright's sync API
-    refuses a thread where another Playwright (the e2e suite's session browser) runs its event loop."""
-    from playwright.sync_api import sync_playwright
-
-    def run() -> None:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-            try:
-                page = browser.new_context(viewport={"width": 1440, "height": 1400}).new_page()
-                page.set_default_timeout(60_000)
-                steps(page)
-            finally:
-                browser.close()
-
-    with ThreadPoolExecutor(1) as pool:
-        pool.submit(run).result()
-
-
-def test_app_and_cli_use_one_knowledge_base_at_once(tmp_path: Path) -> None:
-    _chromium_or_skip()
+def test_app_and_cli_use_one_knowledge_base_at_once(browser, tmp_path: Path) -> None:
     data = tmp_path / "data"
     data.mkdir()
     cli_doc = tmp_path / "zebra_crossings.md"
@@ -76,12 +54,16 @@ def test_app_and_cli_use_one_knowledge_base_at_once(tmp_path: Path) -> None:
         page.get_by_role("button", name=re.compile(r"Ingest 1 file")).click()
         expect(page.get_by_text("Ingest finished: 1 added.")).to_be_visible()
 
+    context = browser.new_context(viewport={"width": 1440, "height": 1400})
     try:
-        in_browser(server.url, steps)
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        steps(page)
         search = run_cli(data, "search", "walrus herring", "--json")
         assert search.returncode == 0, search.stderr
         assert json.loads(search.stdout)["evidence"][0]["doc_id"] == "walrus_feeding.md"
         running = host_client.status((data / "milvus.db").absolute())
         assert running is not None and any("streamlit" in c for c in running.clients)  # the app is a client
     finally:
+        context.close()
         stop_app(server)
