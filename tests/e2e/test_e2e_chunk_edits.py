@@ -29,7 +29,7 @@ def cli(app_server, *argv: str) -> str:
 
 def test_disable_a_chunk_then_edit_one_and_see_its_new_rank(page, app_server):
     open_page(page, app_server.url, "debugger?q=disk%20full%20cleanup&mode=bm25", heading="🔎 Retrieval debugger")
-    expect(metric(page, "Disabled")).to_have_text("0")
+    expect(metric(page, "Disabled")).to_have_text("0", timeout=30_000)  # the first lookup of a loaded machine
     page.get_by_text("Edit, disable or enable a chunk").click()
     page.get_by_role("button", name="Disable", exact=True).click()
     expect(metric(page, "Disabled")).to_have_text("1", timeout=30_000)

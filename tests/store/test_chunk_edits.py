@@ -350,6 +350,18 @@ edit_chunk(wb.store, wb.embedder, "cpu_high.md#chunk-1", text="The new text of t
 """
 
 
+def settled_rows(wb, expression: str, wait_s: float = 10.0) -> list:
+    """The rows matching `expression` once an upsert the killed writer had already sent is through: Milvus applies
+    an upsert as a delete and an insert, and a query between the two sees neither (rag_core/store/milvus/store.py)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        rows = wb.store.client.query(wb.store.collection, filter=expression, output_fields=["content"],
+                                     consistency_level="Strong")
+        if rows or time.monotonic() > deadline:
+            return rows
+        time.sleep(0.1)
+
+
 @pytest.mark.milvus
 def test_a_process_killed_during_a_chunk_edit_leaves_the_old_or_the_new_chunk_and_a_record_that_says_which(
         tmp_path, local_embedder):
@@ -372,8 +384,7 @@ def test_a_process_killed_during_a_chunk_edit_leaves_the_old_or_the_new_chunk_an
                 editor.wait(timeout=30)
             edits_file = json.loads(wb.store.edits.path.read_text(encoding="utf-8"))  # whole, parseable
             assert edits_file[key]["pending"]["content"]
-            rows = wb.store.client.query(wb.store.collection, filter='doc_id == "cpu_high.md" and chunk_index == 1',
-                                         output_fields=["content"], consistency_level="Strong")
+            rows = settled_rows(wb, 'doc_id == "cpu_high.md" and chunk_index == 1')
             assert len(rows) == 1 and rows[0]["content"] in (old, "The new text of the chunk.")  # never neither
             wb.store.recover()  # its writer is gone: the record now says what the chunk holds
             record = wb.store.edits.all().get(key, {})  # (none: the edit was the chunk's first, and undone)

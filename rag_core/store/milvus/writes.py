@@ -182,8 +182,9 @@ class Writer:
 
 def rewrite_chunk(client: Any, collection: str, row_id: str, content: str, vector: np.ndarray,
                   metadata: Mapping[str, Any]) -> None:
-    """One chunk row with new text, vector and metadata, in one upsert (same id, version and evidence key): Milvus
-    swaps the row whole, so a reader sees the old chunk or the new one."""
+    """One chunk row with new text, vector and metadata, in one upsert (same id, version and evidence key). The
+    upsert lands whole or not at all (a writer killed mid-way leaves the old row or the new one, never neither),
+    though Milvus applies it as a delete plus an insert: a reader at that instant may miss the chunk once."""
     from .schema import CHUNK_FIELDS
 
     rows = client.query(collection, filter=filters.equals("id", row_id), output_fields=CHUNK_FIELDS,
