@@ -1,10 +1,16 @@
-"""Scoped search: `--filter key=value` (and `?filter=`, the debugger's chips, the agent's tool) narrowed to the
-documents whose metadata match, then searched with the store's safe `doc_id in [...]` filter.
+"""Scoped search: `--filter key=value` (and `?filter=`, the debugger's chips, the agent's tool) as the labels the
+store filters chunk rows on, and the documents it selects (counted for the debugger).
 
 Every document has labels: `folder` (its doc_id's folder; `folder=runbooks/` matches that folder and every folder
 below it), `type` (its file extension), `ingested` (its ingest time, ISO-8601 UTC; a value matches as a prefix:
 `ingested=2026-12`), the scalar fields of its Markdown/YAML front matter, and the tags a user set
 (rag_core.store.labels). Several values of one key are OR, different keys AND.
+
+Every chunk row carries its document's labels as `key=value` strings (`document_labels`) in a field Milvus filters
+on directly (an ARRAY of VARCHAR; store.milvus.filters makes the escaped `array_contains_any` expression), so a
+scope is matched by exact strings: a folder row holds its folder and every parent folder, an ingest time every
+prefix of itself. `Scope.labels` gives the strings a filter asks for, and `resolve` counts documents by the same
+strings, so what the debugger counts is what the store searched.
 
 Pure functions: a Scope is parsed once, the same way for every entry point, and resolved against the listed
 documents; what it removed is counted so the debugger can say so, and a scope that matches no document is a
@@ -53,6 +59,11 @@ class Scope:
     def items(self) -> list[str]:
         """As `key=value` strings, the form every entry point takes."""
         return [f"{key}={value}" for key, values in self.terms for value in values]
+
+    def labels(self) -> list[str]:
+        """The row labels it asks for (values normalised as `document_labels` writes them): a row matches when, for
+        every key, it carries one of that key's labels."""
+        return [label(key, value) for key, values in self.terms for value in values]
 
 
 def split_terms(text: str) -> list[str]:
@@ -106,15 +117,41 @@ def labels_of(doc: StoredDocument, extra: Labels | None = None) -> dict[str, tup
     return labels
 
 
-def _matches(key: str, wanted: str, values: Sequence[str]) -> bool:
+MAX_LABELS = 4096  # per document: Milvus's largest ARRAY capacity (store.milvus.schema)
+
+
+def label(key: str, value: str) -> str:
+    """One `key=value` label, the value normalised as filters compare it (a folder without its slashes, a type
+    lower-case without its dot). Keys hold no `=`, so the first one splits it back."""
     if key == "folder":
-        folder = wanted.strip("/")  # "" = the top folder only
-        return any(v == folder or (folder and v.startswith(folder + "/")) for v in values)
-    if key == "type":
-        return wanted.lower().lstrip(".") in values
-    if key == "ingested":
-        return any(v.startswith(wanted) for v in values)
-    return wanted in values
+        value = value.strip("/")  # "" = the top folder only
+    elif key == "type":
+        value = value.lower().lstrip(".")
+    return f"{key}={value}"
+
+
+def document_labels(doc_id: str, extension: str, ingested_at: str, extra: Labels | None = None) -> tuple[str, ...]:
+    """The labels every chunk row of a document carries: its folder and each folder above it (`folder=runbooks/`
+    is a prefix), its type, every prefix of its ingest time (`ingested=2026-12`), its front matter and tags
+    (`extra`). Raises RetrievalError when they would not fit a row (MAX_LABELS)."""
+    folder = folder_of(doc_id)
+    parts = folder.split("/") if folder else []
+    out = [label("folder", "/".join(parts[:n])) for n in range(1, len(parts) + 1)] or [label("folder", "")]
+    out.append(label("type", extension))
+    out += [label("ingested", ingested_at[:n]) for n in range(len(ingested_at) + 1)]
+    out += [label(key, value) for key, values in sorted((extra or {}).items()) if key not in BUILT_IN_KEYS
+            for value in values]
+    found = tuple(dict.fromkeys(out))
+    if len(found) > MAX_LABELS:
+        raise RetrievalError(f"{doc_id}: {len(found)} metadata labels, more than the {MAX_LABELS} a chunk row "
+                             "holds; give it fewer front-matter values or tags.")
+    return found
+
+
+def matches(scope: Scope, labels: Iterable[str]) -> bool:
+    """Whether a row (or document) carrying `labels` is in `scope`: for every key, one of its labels."""
+    own = set(labels)
+    return all(any(label(key, v) in own for v in values) for key, values in scope.terms)
 
 
 @dataclass(frozen=True)
@@ -159,8 +196,7 @@ def resolve(scope: Scope, documents: Sequence[StoredDocument], labels: Mapping[s
         raise RetrievalError(f"Unknown filter key {unknown[0]!r}.{_known(known)}")
     chosen, removed = [], 0
     for doc in documents:
-        own = labels_of(doc, labels.get(doc.doc_id))
-        if all(any(_matches(key, v, own.get(key, ())) for v in values) for key, values in scope.terms):
+        if matches(scope, document_labels(doc.doc_id, doc.extension, doc.ingested_at, labels.get(doc.doc_id))):
             chosen.append(doc.doc_id)
         else:
             removed += doc.chunks
