@@ -335,8 +335,9 @@ class Ingestor:
         first (store.labels), so a kill after the commit still gives the file the version's front matter."""
         labels = getattr(self.store, "labels", None)
         fields = {g.doc.doc_id: front_matter(g.doc.text) for g in todo}
+        own = labels.of(fields) if labels is not None else {}
         items = [NewVersion(g.doc, g.chunks, vectors[offsets[i]:offsets[i + 1]], g.fingerprint, g.original,
-                            self.indexed_with(), labels.of(g.doc.doc_id, fields[g.doc.doc_id]) if labels else {})
+                            self.indexed_with(), own.get(g.doc.doc_id, {}))
                  for i, g in enumerate(todo)]
         if labels is None or not (hasattr(self.store, "relabel") and hasattr(self.store, "editing")):
             return self.store.replace_documents(items)
@@ -346,7 +347,8 @@ class Ingestor:
             results = self.store.replace_documents(items)
             labels.finish(ids)
             # tags changed while the versions were written: their rows follow the file
-            if changed := [item.doc.doc_id for item in items if labels.of(item.doc.doc_id) != item.labels]:
+            now = labels.of(dict.fromkeys(ids))
+            if changed := [item.doc.doc_id for item in items if now[item.doc.doc_id] != item.labels]:
                 self.store.relabel(changed)
         return results
 

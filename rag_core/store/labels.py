@@ -49,13 +49,17 @@ class DocumentLabels:
         """doc_id -> key -> values: front matter, then tags (a tag adds to a front-matter key's values)."""
         return {doc_id: merged for doc_id, parts in self._read().items() if (merged := _merged(parts))}
 
-    def of(self, doc_id: str, front_matter: Mapping[str, Sequence[str]] | None = None) -> dict[str, tuple[str, ...]]:
-        """One document's labels as `all` gives them; with `front_matter`, as they will be once it replaces the
-        document's (what a new version's rows are written with)."""
-        parts = dict(self._read().get(doc_id) or {})
-        if front_matter is not None:
-            parts["front_matter"] = {k: list(v) for k, v in front_matter.items()}
-        return _merged(parts)
+    def of(self, front_matter: Mapping[str, TagValues | None]) -> dict[str, dict[str, tuple[str, ...]]]:
+        """doc_id -> its labels as `all` gives them, for the documents of `front_matter` (doc_id -> the front matter
+        that replaces the document's, what a new version's rows are written with; None: its own), in one read."""
+        data = self._read()
+        out: dict[str, dict[str, tuple[str, ...]]] = {}
+        for doc_id, fields in front_matter.items():
+            parts = dict(data.get(doc_id) or {})
+            if fields is not None:
+                parts["front_matter"] = {k: list(v) for k, v in fields.items()}
+            out[doc_id] = _merged(parts)
+        return out
 
     def tags(self, doc_id: str) -> dict[str, list[str]]:
         return dict(self._read().get(doc_id, {}).get("tags") or {})
@@ -131,22 +135,24 @@ class DocumentLabels:
         """Settle the marks whose writer is gone (`abandoned`): a mark's front matter becomes the document's when its
         active version holds the content it was read from (`content_hashes()`: doc_id -> content hash), then the
         rows are re-derived from the file (`relabel(doc_ids)`) and the marks cleared. Returns the documents."""
-        gone = sorted(doc_id for doc_id, marks in self.pending().items() if any(abandoned(m) for m in marks))
+        gone = {doc_id: [kind for kind in (PENDING, RELABEL) if parts.get(kind) and abandoned(parts[kind])]
+                for doc_id, parts in self._read().items()}
+        gone = {doc_id: kinds for doc_id, kinds in gone.items() if kinds}
         if not gone:
             return []
         hashes = content_hashes()
 
         def settle(data: dict[str, Any]) -> None:  # the marks stay (without front matter) until the rows follow
-            for doc_id in gone:
-                mark = data[doc_id].get(PENDING) or {}
+            for doc_id, kinds in gone.items():
+                mark = (data[doc_id].get(PENDING) if PENDING in kinds else None) or {}
                 fields = mark.pop("front_matter", None)
                 if fields is not None and hashes.get(doc_id) == mark.get("content"):
                     data[doc_id]["front_matter"] = fields
         self._write(settle)
-        relabel(gone)
+        relabel(sorted(gone))
         for kind in (PENDING, RELABEL):
-            self.finish(gone, kind=kind, apply=False)
-        return gone
+            self.finish([doc_id for doc_id, kinds in gone.items() if kind in kinds], kind=kind, apply=False)
+        return sorted(gone)
 
     def copy_tags(self, source: DocumentLabels, doc_ids: Iterable[str], writer: Mapping[str, str] | None = None,
                   ) -> list[str]:
