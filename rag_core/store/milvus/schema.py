@@ -91,7 +91,8 @@ class Schema:
             if not migrate:
                 raise StoreMigrationNeeded(
                     f"Collection {self.collection!r} was created by an older version of the workbench (layout "
-                    f"{meta.get('schema')}; this version uses {SCHEMA_VERSION}, with a better full-text analyzer). "
+                    f"{meta.get('schema')}; this version uses {SCHEMA_VERSION}, with document metadata in the chunk "
+                    "rows for filters). "
                     "Run `python -m rag_core migrate` once (or press Migrate on the Home page): it rebuilds the "
                     "collection and keeps every vector, nothing is embedded again."
                 )
@@ -134,21 +135,20 @@ class Schema:
         return rows
 
     def copy_rows(self, source: str, target: str) -> int:
-        """Every row of `source` inserted into `target`; rows of a layout without `labels` (before 3) get their
-        document's from `self.labels` (the labels file and the registry, the labels' source of truth)."""
+        """Every row of `source` inserted into `target`, its `labels` re-derived from `self.labels` (the labels file
+        and the registry, their source of truth), so a layout without them (before 3) gets them, and a change of the
+        labels a document has reaches every row; a row of no listed document keeps its own."""
         client = self.client
         has = {f["name"] for f in client.describe_collection(source).get("fields", [])}
         fields = [f for f in CHUNK_FIELDS if f != "id" and f in has] + ["vector"]
+        labels = self.labels() if self.labels is not None else {}
         iterator = client.query_iterator(source, batch_size=1000, filter="", output_fields=fields)
-        labels: Mapping[str, Sequence[str]] | None = None
         copied = 0
         try:
             while batch := iterator.next():
-                if "labels" not in has and labels is None:
-                    labels = self.labels() if self.labels is not None else {}
-                client.insert(target, [{name: row[name] for name in ["id", *fields]} | (
-                    {} if "labels" in has else {"labels": list((labels or {}).get(row["doc_id"], ()))})
-                    for row in batch])
+                client.insert(target, [{**{name: row[name] for name in ["id", *fields]},
+                                        "labels": list(labels.get(row["doc_id"], row.get("labels") or ()))}
+                                       for row in batch])
                 copied += len(batch)
         finally:
             iterator.close()
