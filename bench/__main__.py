@@ -14,14 +14,14 @@ from __future__ import annotations
 import argparse
 import time
 
-from bench import api, chunking, explain, formats, host, ingest, latency, quality, startup, testsets, tradeoff
+from bench import api, chunking, explain, filters, formats, host, ingest, latency, quality, startup, testsets, tradeoff
 from bench.common import RESULTS, load_note, log, machine
 from bench.publish import publish
 
 # In this order: tradeoff reads the ingest record of the same run; explain reuses quality's indexes.
 BENCHMARKS = {"chunking": chunking.run, "ingest": ingest.run, "latency": latency.run, "quality": quality.run,
               "tradeoff": tradeoff.run, "explain": explain.run, "startup": startup.run, "api": api.run,
-              "host": host.run, "formats": formats.run, "testsets": testsets.run}
+              "host": host.run, "formats": formats.run, "testsets": testsets.run, "filters": filters.run}
 
 
 def main() -> None:

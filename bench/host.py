@@ -32,8 +32,9 @@ from bench.common import REPO, log, main, percentiles, ratio, record_and_print, 
 from bench.latency import fill, texts_pool
 from rag_core.embedding.local import LocalUSEEmbedder
 from rag_core.retrieval import KnowledgeRetriever, LookupParams, MilvusSearchPort, SearchOptions
-from rag_core.store import CHUNK_FIELDS, LiteOptions, MilvusStore
+from rag_core.store import LiteOptions, MilvusStore
 from rag_core.store.lite import host_client
+from rag_core.store.milvus.search import SEARCH_FIELDS
 
 
 def _lookups(queries: list[str], embedder: LocalUSEEmbedder, stores: dict[str, MilvusStore]) -> dict:
@@ -57,9 +58,9 @@ def _lookups(queries: list[str], embedder: LocalUSEEmbedder, stores: dict[str, M
                 t = time.perf_counter()
                 if mode in ("dense", "hybrid"):
                     store.client.search("bench", data=[vectors[q]], anns_field="vector", limit=20,
-                                        output_fields=CHUNK_FIELDS)
+                                        output_fields=SEARCH_FIELDS)
                 if mode in ("bm25", "hybrid"):
-                    store.client.search("bench", data=[q], anns_field="sparse", limit=20, output_fields=CHUNK_FIELDS)
+                    store.client.search("bench", data=[q], anns_field="sparse", limit=20, output_fields=SEARCH_FIELDS)
                 timings[(name, "bare")].append((time.perf_counter() - t) * 1000)
         for kind in ("lookup", "bare"):
             own50, own95 = percentiles(timings[("in-process", kind)])

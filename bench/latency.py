@@ -49,7 +49,8 @@ from rag_core.chunking import chunk_text
 from rag_core.embedding.local import LocalUSEEmbedder
 from rag_core.records import Chunk, Document
 from rag_core.retrieval import KnowledgeRetriever, LookupParams, MilvusSearchPort, SearchOptions
-from rag_core.store import CHUNK_FIELDS, MilvusStore
+from rag_core.store import MilvusStore
+from rag_core.store.milvus.search import SEARCH_FIELDS
 
 PER_DOC = 100
 
@@ -172,10 +173,10 @@ def measure(quick: bool = False) -> dict:
                     t = time.perf_counter()
                     if mode in ("dense", "hybrid"):
                         store.client.search("bench", data=[vectors[q].tolist()], anns_field="vector", limit=20,
-                                            output_fields=CHUNK_FIELDS)
+                                            output_fields=SEARCH_FIELDS)
                     if mode in ("bm25", "hybrid"):
                         store.client.search("bench", data=[q], anns_field="sparse", limit=20,
-                                            output_fields=CHUNK_FIELDS)
+                                            output_fields=SEARCH_FIELDS)
                     bare.append((time.perf_counter() - t) * 1000)
                 o50, o95 = percentiles(ours)
                 b50, b95 = percentiles(bare)

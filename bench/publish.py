@@ -15,13 +15,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from bench import api, chunking, explain, formats, host, ingest, latency, quality, startup, testsets, tradeoff
+from bench import api, chunking, explain, filters, formats, host, ingest, latency, quality, startup, testsets, tradeoff
 from bench.common import REPO, load
 
 README = REPO / "bench" / "README.md"
 RESULTS = (("chunking", chunking.render), ("ingest", ingest.render), ("latency", latency.render),
            ("startup", startup.render), ("quality", quality.render), ("host", host.render), ("api", api.render),
-           ("formats", formats.render), ("testsets", testsets.render))
+           ("formats", formats.render), ("testsets", testsets.render), ("filters", filters.render))
 
 
 def _results() -> str:

@@ -30,6 +30,7 @@ from .errors import SKIPPED_CODES, NotIndexed, OriginalMissing, RagError, StoreU
 from .ports import ChunkStore, Embedder, KeptOriginals
 from .records import Chunk, ChunkDiff, Document, IngestReport, NewVersion, WriteResult
 from .retrieval.scope import front_matter
+from .store.labels import relabelled
 
 CHUNKER_VERSION = "1"
 log = logging.getLogger(__name__)
@@ -203,7 +204,7 @@ class Ingestor:
         theirs, mine = getattr(source, "labels", None), getattr(self.store, "labels", None)
         copied = {r.doc_id for r in reports if r.status in ("added", "replaced")}
         if theirs is not None and mine is not None and source is not self.store:  # kb copy, reindex --from
-            mine.copy_tags(theirs, sorted(copied))
+            relabelled(self.store, lambda writer: mine.copy_tags(theirs, sorted(copied), writer))
         if source is not self.store:  # kb copy, reindex --from, rebuild --from: their chunk edits, applied here
             from .kb.chunk_edits import copy_edits
 
@@ -315,13 +316,7 @@ class Ingestor:
         rewrites = edits is not None and hasattr(self.store, "rewrite_chunk")
         # their edits are written onto the new versions after the commit: marked until then (kb.chunk_edits.resume)
         marked = edits is not None and rewrites and edits.mark_unapplied([g.doc.doc_id for g in todo], True)
-        results = self.store.replace_documents([
-            NewVersion(g.doc, g.chunks, vectors[offsets[i]:offsets[i + 1]], g.fingerprint, g.original,
-                       self.indexed_with())
-            for i, g in enumerate(todo)])
-        labels = getattr(self.store, "labels", None)
-        if labels is not None:  # the new versions' front matter, for metadata filters (retrieval.scope)
-            labels.set_front_matter((g.doc.doc_id, front_matter(g.doc.text)) for g in todo)
+        results = self._replace(todo, vectors, offsets)
         if edits is not None:  # edits whose chunk now holds other text stop applying: say which; re-apply the rest
             diffs = [replace(d, conflicts=tuple(edits.conflicts(_chunk_hashes(g), g.doc.doc_id))) if d is not None
                      else None
@@ -333,6 +328,29 @@ class Ingestor:
                 if marked:
                     edits.mark_unapplied([g.doc.doc_id for g in todo], False)
         return list(zip(todo, results, diffs))
+
+    def _replace(self, todo: list[_Prepared], vectors: np.ndarray, offsets: np.ndarray) -> list[WriteResult]:
+        """The new versions written, their rows carrying their labels: front matter read from each (and the tags it
+        has), for metadata filters (retrieval.scope). The labels file takes the front matter as a pending mark
+        first (store.labels), so a kill after the commit still gives the file the version's front matter."""
+        labels = getattr(self.store, "labels", None)
+        fields = {g.doc.doc_id: front_matter(g.doc.text) for g in todo}
+        own = labels.of(fields) if labels is not None else {}
+        items = [NewVersion(g.doc, g.chunks, vectors[offsets[i]:offsets[i + 1]], g.fingerprint, g.original,
+                            self.indexed_with(), own.get(g.doc.doc_id, {}))
+                 for i, g in enumerate(todo)]
+        if labels is None or not (hasattr(self.store, "relabel") and hasattr(self.store, "editing")):
+            return self.store.replace_documents(items)
+        ids = [g.doc.doc_id for g in todo]
+        with self.store.editing() as writer:
+            labels.begin({g.doc.doc_id: (fields[g.doc.doc_id], g.doc.content_hash) for g in todo}, writer)
+            results = self.store.replace_documents(items)
+            labels.finish(ids)
+            # tags changed while the versions were written: their rows follow the file
+            now = labels.of(dict.fromkeys(ids))
+            if changed := [item.doc.doc_id for item in items if now[item.doc.doc_id] != item.labels]:
+                self.store.relabel(changed)
+        return results
 
     def _embed(self, texts: list[str], on_embedded: Callable[[int], None]) -> np.ndarray:
         return embed_by_length(self.embedder, texts, self.batch_size, on_embedded)

@@ -76,9 +76,11 @@ class KnowledgeSearchPort(Protocol):
 
 # ---------------------------------------------------------------------------------------- store
 # Search filters: field -> one value or any of several, e.g. {"doc_id": "a.md"} or {"doc_id": ["a.md", "b.md"]}.
-# Fields: doc_id, source. Values are compared exactly (never parsed), so any string is safe.
+# Fields: doc_id, source, and labels: `key=value` strings a chunk must carry (StoredChunk.labels), one of each key's
+# (`{"labels": ["type=md", "type=txt", "team=sre"]}`: type md or txt, and team sre; retrieval.scope makes them).
+# Values are compared exactly (never parsed), so any string is safe.
 StoreFilters = Mapping[str, str | Sequence[str]]
-STORE_FILTER_FIELDS = ("doc_id", "source")
+STORE_FILTER_FIELDS = ("doc_id", "source", "labels")
 
 
 @runtime_checkable
@@ -91,6 +93,9 @@ class ChunkStore(Protocol):
       that fails leaves the previous version active and complete; `recover` removes what it left behind.
     - Searches return at most `k` hits of active versions, best first, scores higher-is-better, each hit
       with `channels[channel] == (rank, score)`; `filters` restrict them exactly. An empty store gives [].
+    - Every chunk carries its document's labels (`NewVersion.labels` with the built-in ones), which the
+      `labels` filter matches. A store keeping a `labels` file (store.labels: its source of truth) has
+      `relabel`, which rewrites them from it after tags change; `recover` finishes one a killed process left.
     - A version's original bytes (`NewVersion.original`) are kept with it: written before its commit,
       served by `read_original` while it is active, removed with it. No two doc_ids share an original.
     - `delete_document` removes exactly the named document, whatever characters its doc_id contains.

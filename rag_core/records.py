@@ -135,6 +135,9 @@ class StoredChunk:
     title: str
     version: str
     metadata: Mapping[str, Any]  # the seed's keys plus offsets (start, end, overlapChars), hashes, ingestedAt
+    # Its document's `key=value` labels, which metadata filters match (retrieval.scope.document_labels); searches
+    # filter on them but do not return them.
+    labels: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -157,6 +160,8 @@ class NewVersion:
     original: bytes | None = None  # the file's bytes, kept with the version (None: indexed from text)
     # How it was indexed (chunk.max-size, chunk.overlap, embedder, chunker): kept in the original's sidecar.
     indexed_with: Mapping[str, Any] = field(default_factory=dict)
+    # Its front matter and tags (key -> values), written into its chunk rows' labels with the built-in ones.
+    labels: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -179,7 +179,7 @@ def _added_row(template: Any, index: int, entry: Mapping[str, Any]) -> tuple[Sto
     content, metadata = _row({**entry, ADDED: True}, metadata, text)
     chunk = StoredChunk(id="", doc_id=template.doc_id,  # the store gives it the id of its place in the version
                         chunk_index=index, content=content, source=template.source, title="",
-                        version=template.version, metadata=metadata)
+                        version=template.version, metadata=metadata, labels=template.labels)
     return chunk, content
 
 

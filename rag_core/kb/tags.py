@@ -3,12 +3,12 @@ time, front matter, tags) and setting tags, the same for the CLI (`tag`, `docs -
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import NotIndexed, StoreError
-from ..retrieval.scope import known_keys, labels_of
-from ..store.labels import parse_tags
+from ..errors import NotIndexed, RagError, StoreError
+from ..retrieval.scope import Labels, document_labels, known_keys, labels_of
+from ..store.labels import parse_tags, relabelled
 
 
 def metadata(store: Any) -> dict[str, dict[str, list[str]]]:
@@ -27,9 +27,24 @@ def tag(store: Any, doc_id: str, items: Sequence[str] | dict[str, list[str]], *,
         ) -> dict[str, list[str]]:
     """Set tags on an indexed document (`["team=sre", "owner="]`: `owner=` removes the key; `replace`: these are
     all its tags). Returns its tags. NotIndexed for an unknown document, StoreError for a bad tag."""
-    if not any(d.doc_id == doc_id for d in store.list_documents()):
+    doc = next((d for d in store.list_documents() if d.doc_id == doc_id), None)
+    if doc is None:
         raise NotIndexed(f"No document {doc_id!r} in the knowledge base (`docs` lists them).")
     tags = parse_tags(items) if not isinstance(items, dict) else items
     if not tags and not replace:
         raise StoreError("Give at least one tag as key=value (key= removes the key).")
-    return store.labels.set_tags(doc_id, tags, replace=replace)
+
+    def fits(labels: Labels) -> None:
+        try:
+            document_labels(doc.doc_id, doc.extension, doc.ingested_at, labels)
+        except RagError as exc:
+            raise StoreError(str(exc)) from None
+
+    result: dict[str, list[str]] = {}
+
+    def change(writer: Mapping[str, str] | None) -> list[str]:  # its chunk rows carry the new labels (store.labels)
+        result.update(store.labels.set_tags(doc_id, tags, replace=replace, writer=writer, fits=fits))
+        return [doc_id]
+
+    relabelled(store, change)
+    return result

@@ -301,20 +301,19 @@ class KnowledgeRetriever:
                 if c.evidence_key in off and off[c.evidence_key] in ("", c.metadata.get("chunkHash"))}
 
     def scoped(self, params: LookupParams) -> tuple[ScopeResolution | None, Mapping[str, Any] | None]:
-        """The scope stage: the documents the metadata filter selects, as the store's `doc_id` filter (combined
-        with a `doc_id` filter already given); (None, the filters) without a metadata filter."""
+        """The scope stage: the metadata filter as the store's `labels` filter, which Milvus applies to the chunk
+        rows' labels (with any filter already given), and what it selects among the documents (counted for the
+        debugger; none: nothing is searched); (None, the filters) without a metadata filter."""
         if not params.scope:
             return None, params.filters
         store = getattr(self.port, "store", None)
         if store is None or getattr(store, "labels", None) is None:
             raise RetrievalError("Metadata filters need one knowledge base (this search spans several).")
         scope = resolve(params.scope, store.list_documents(), store.labels.all())
-        ids: list[str] = list(scope.doc_ids)
-        given = (params.filters or {}).get("doc_id")
-        if given is not None:
-            allowed = {given} if isinstance(given, str) else set(given)
-            ids = [d for d in ids if d in allowed]
-        return scope, {**(params.filters or {}), "doc_id": ids}
+        filters: dict[str, Any] = {**(params.filters or {}), "labels": params.scope.labels()}
+        if not scope.doc_ids:
+            filters["doc_id"] = []  # a warning says so; the store searches nothing
+        return scope, filters
 
     def assemble(self, fetched: Fetched, params: LookupParams) -> LookupResult:
         """Identity, post-processing and projection for already fetched hits."""

@@ -1,14 +1,22 @@
-"""Scoped search: `--filter key=value` (and `?filter=`, the debugger's chips, the agent's tool) narrowed to the
-documents whose metadata match, then searched with the store's safe `doc_id in [...]` filter.
+"""Scoped search: `--filter key=value` (and `?filter=`, the debugger's chips, the agent's tool) as the labels the store
+filters chunk rows on, and the documents it selects (counted for the debugger).
 
 Every document has labels: `folder` (its doc_id's folder; `folder=runbooks/` matches that folder and every folder
-below it), `type` (its file extension), `ingested` (its ingest time, ISO-8601 UTC; a value matches as a prefix:
-`ingested=2026-12`), the scalar fields of its Markdown/YAML front matter, and the tags a user set
-(rag_core.store.labels). Several values of one key are OR, different keys AND.
+below it), `type` (its file extension), `ingested` (its ingest time, ISO-8601 UTC, matched by its year, month, day,
+hour, minute or second: `ingested=2026-12`, `ingested=2026-12-01T10`), the scalar fields of its Markdown/YAML front
+matter, and the tags a user set (rag_core.store.labels). Several values of one key are OR, different keys AND.
+
+Every chunk row carries its document's labels as `key=value` strings (`document_labels`) in a field Milvus filters
+on directly (an ARRAY of VARCHAR; store.milvus.filters makes the escaped `array_contains_any` expression), so a
+scope is matched by exact strings: a folder row holds its folder and every parent folder, an ingest time its year,
+month, day, hour, minute and second. (Every character prefix of the time would be 26 labels a row: Milvus Lite 2.5.1
+scans the array of every row, so a filter's cost grows with the labels a row carries.) `Scope.labels` gives the
+strings a filter asks for, and `resolve` counts documents by the same strings, so what the debugger counts is what
+the store searched.
 
 Pure functions: a Scope is parsed once, the same way for every entry point, and resolved against the listed
-documents; what it removed is counted so the debugger can say so, and a scope that matches no document is a
-warning, never a silent empty result or a silent fallback to everything.
+documents; what it removed is counted so the debugger can say so, and a scope that matches no document is a warning,
+never a silent empty result or a silent fallback to everything.
 """
 
 from __future__ import annotations
@@ -26,6 +34,9 @@ from .phrases import Phrase, english
 BUILT_IN_KEYS = ("folder", "type", "ingested")
 KEY_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 MAX_VALUE_CHARS = 1024
+# what `ingested=` takes: a year, month, day, hour, minute, second or the whole time (INGESTED_CUTS of it)
+INGESTED_VALUE = re.compile(r"^\d{4}(-\d{2}(-\d{2}(T\d{2}(:\d{2}(:\d{2}([+-]\d{2}:\d{2})?)?)?)?)?)?$")
+INGESTED_CUTS = (4, 7, 10, 13, 16, 19)
 
 Labels = Mapping[str, Sequence[str]]  # key -> values of one document (front matter and tags)
 
@@ -53,6 +64,11 @@ class Scope:
     def items(self) -> list[str]:
         """As `key=value` strings, the form every entry point takes."""
         return [f"{key}={value}" for key, values in self.terms for value in values]
+
+    def labels(self) -> list[str]:
+        """The row labels it asks for (values normalised as `document_labels` writes them): a row matches when, for
+        every key, it carries one of that key's labels."""
+        return [label(key, value) for key, values in self.terms for value in values]
 
 
 def split_terms(text: str) -> list[str]:
@@ -85,6 +101,9 @@ def parse_scope(items: Iterable[str] | str | None, known: Sequence[str] | None =
             raise RetrievalError(f"Filter {key}: the value must be at most {MAX_VALUE_CHARS} characters, without NUL.")
         if known is not None and key not in known:
             raise RetrievalError(f"Unknown filter key {key!r}.{_known(known)}")
+        if key == "ingested" and not INGESTED_VALUE.fullmatch(value):
+            raise RetrievalError(f"Filter ingested={value}: give a year, month, day, hour or minute of the ingest time "
+                                 "(UTC), e.g. ingested=2026, ingested=2026-12-01 or ingested=2026-12-01T10.")
         if value not in terms.setdefault(key, []):
             terms[key].append(value)
     return Scope(tuple((key, tuple(values)) for key, values in sorted(terms.items())))
@@ -106,15 +125,42 @@ def labels_of(doc: StoredDocument, extra: Labels | None = None) -> dict[str, tup
     return labels
 
 
-def _matches(key: str, wanted: str, values: Sequence[str]) -> bool:
+MAX_LABELS = 4096  # per document: Milvus's largest ARRAY capacity (store.milvus.schema)
+
+
+def label(key: str, value: str) -> str:
+    """One `key=value` label, the value normalised as filters compare it (a folder without its slashes, a type
+    lower-case without its dot). Keys hold no `=`, so the first one splits it back."""
     if key == "folder":
-        folder = wanted.strip("/")  # "" = the top folder only
-        return any(v == folder or (folder and v.startswith(folder + "/")) for v in values)
-    if key == "type":
-        return wanted.lower().lstrip(".") in values
-    if key == "ingested":
-        return any(v.startswith(wanted) for v in values)
-    return wanted in values
+        value = value.strip("/")  # "" = the top folder only
+    elif key == "type":
+        value = value.lower().lstrip(".")
+    return f"{key}={value}"
+
+
+def document_labels(doc_id: str, extension: str, ingested_at: str, extra: Labels | None = None) -> tuple[str, ...]:
+    """The labels every chunk row of a document carries: its folder and each folder above it (`folder=runbooks/`
+    is a prefix), its type, its ingest time cut at its year, month, day, hour, minute and second
+    (`ingested=2026-12`) and whole, its front matter and tags (`extra`). Raises RetrievalError when they would not
+    fit a row (MAX_LABELS)."""
+    folder = folder_of(doc_id)
+    parts = folder.split("/") if folder else []
+    out = [label("folder", "/".join(parts[:n])) for n in range(1, len(parts) + 1)] or [label("folder", "")]
+    out.append(label("type", extension))
+    out += [label("ingested", ingested_at[:n]) for n in (*INGESTED_CUTS, len(ingested_at)) if n <= len(ingested_at)]
+    out += [label(key, value) for key, values in sorted((extra or {}).items()) if key not in BUILT_IN_KEYS
+            for value in values]
+    found = tuple(dict.fromkeys(out))
+    if len(found) > MAX_LABELS:
+        raise RetrievalError(f"{doc_id}: {len(found)} metadata labels, more than the {MAX_LABELS} a chunk row "
+                             "holds; give it fewer front-matter values or tags.")
+    return found
+
+
+def matches(scope: Scope, labels: Iterable[str]) -> bool:
+    """Whether a row (or document) carrying `labels` is in `scope`: for every key, one of its labels."""
+    own = set(labels)
+    return all(any(label(key, v) in own for v in values) for key, values in scope.terms)
 
 
 @dataclass(frozen=True)
@@ -159,8 +205,7 @@ def resolve(scope: Scope, documents: Sequence[StoredDocument], labels: Mapping[s
         raise RetrievalError(f"Unknown filter key {unknown[0]!r}.{_known(known)}")
     chosen, removed = [], 0
     for doc in documents:
-        own = labels_of(doc, labels.get(doc.doc_id))
-        if all(any(_matches(key, v, own.get(key, ())) for v in values) for key, values in scope.terms):
+        if matches(scope, document_labels(doc.doc_id, doc.extension, doc.ingested_at, labels.get(doc.doc_id))):
             chosen.append(doc.doc_id)
         else:
             removed += doc.chunks

@@ -11,20 +11,22 @@ words and single CJK characters, counted over the active versions' chunks. Threa
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import re
 import threading
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ..errors import StoreError
 from ..ports import STORE_FILTER_FIELDS, StoreFilters
 from ..records import Document, IndexedVersion, NewVersion, SearchHit, StoredChunk, StoredDocument, WriteResult
+from ..retrieval.scope import document_labels
 from .edits import ChunkEdits
 from .labels import DocumentLabels
 from .milvus import filters as store_filters
@@ -84,7 +86,7 @@ class InMemoryChunkStore:
         return []
 
     def recover(self) -> int:
-        """One process owns this store, so every pending version is abandoned."""
+        """One process owns this store, so every pending version (and pending relabelling) is abandoned."""
         with self._lock:
             active = self._active()
             dead = [v for v, ver in self._versions.items()
@@ -92,7 +94,25 @@ class InMemoryChunkStore:
             docs = {self._versions[v].doc.doc_id for v in dead}
             for version in dead:
                 del self._versions[version]
-            return len(docs)
+        self.labels.recover(self.relabel, lambda _: True,
+                            lambda: {d.doc_id: d.content_hash for d in self.list_documents()})
+        return len(docs)
+
+    def relabel(self, doc_ids: Iterable[str]) -> int:
+        """The chunks of `doc_ids` given the labels the labels file says they have (as MilvusStore.relabel)."""
+        ids, labels, rows = set(doc_ids), self.labels.all(), 0
+        with self._lock:
+            for doc_id, ver in self._active().items():
+                if doc_id in ids:
+                    own = document_labels(doc_id, ver.doc.extension, ver.ingested_at, labels.get(doc_id))
+                    rows += sum(chunk.labels != own for chunk in ver.chunks)
+                    ver.chunks = [replace(chunk, labels=own) for chunk in ver.chunks]
+        return rows
+
+    @contextlib.contextmanager
+    def editing(self) -> Iterator[dict[str, str]]:
+        """Around a change whose rows follow (store.labels): one process owns this store, so nothing to name."""
+        yield {}
 
     # ---------------------------------------------------------------- writes
     def fingerprints(self, doc_ids: Iterable[str]) -> dict[str, IndexedVersion]:
@@ -110,7 +130,8 @@ class InMemoryChunkStore:
                 version = uuid.uuid4().hex[:16]
                 vectors = np.asarray(item.vectors, dtype=np.float32)
                 norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-                chunks = [stored_chunk(item.doc, c, version, len(item.chunks), ingested_at) for c in item.chunks]
+                chunks = [stored_chunk(item.doc, c, version, len(item.chunks), ingested_at, item.labels)
+                          for c in item.chunks]
                 self._versions[version] = _Version(item.doc, chunks, vectors / np.where(norms == 0, 1, norms),
                                                    item.fingerprint, ingested_at, item.original,
                                                    terms=[Counter(tokens(c.text)) for c in item.chunks])
@@ -223,4 +244,5 @@ class InMemoryChunkStore:
 
 
 def _matches(chunk: StoredChunk, wanted: dict[str, tuple[str, ...]]) -> bool:
-    return all(getattr(chunk, name) in values for name, values in wanted.items())
+    return all(store_filters.carries(chunk.labels, values) if name == "labels" else getattr(chunk, name) in values
+               for name, values in wanted.items())

@@ -8,14 +8,14 @@ import json
 
 import pytest
 
-from bench import api, chunking, explain, formats, host, ingest, latency, quality, testsets, tradeoff
+from bench import api, chunking, explain, filters, formats, host, ingest, latency, quality, testsets, tradeoff
 from bench.common import REPO, RESULTS, load
 from bench.publish import BLOCKS, README, publish
 from rag_core.embedding import catalog
 
 RENDERS = {"chunking": chunking.render, "ingest": ingest.render, "latency": latency.render,
            "quality": quality.render, "explain": explain.render, "api": api.render, "host": host.render,
-           "formats": formats.render, "testsets": testsets.render}
+           "formats": formats.render, "testsets": testsets.render, "filters": filters.render}
 
 
 def test_the_bench_readme_tables_are_rendered_from_the_records():

@@ -100,6 +100,17 @@ class SearchPortContract:
         own = port.search("quartz watches", 50, {"doc_id": 'odd/x" or id != ".md'}).hits
         assert own and {self.doc_of(h) for h in own} == {'odd/x" or id != ".md'}
 
+    def test_a_labels_filter_restricts_to_the_documents_carrying_them(self, port) -> None:
+        """Metadata filters (retrieval.scope) reach the port as `labels`; injection-shaped values stay values."""
+        def docs(*labels: str) -> set[str | None]:
+            return {self.doc_of(h) for h in port.search("disk tank quartz 内存", 50, {"labels": list(labels)}).hits}
+
+        assert docs("folder=ops") <= {"ops/disk.md", "ops/cpu.md"} and "ops/disk.md" in docs("folder=ops")
+        assert docs("folder=lab", "folder=zh", "type=md") <= {"lab/zebrafish.md", "zh/内存.md"}
+        assert "lab/zebrafish.md" in docs("folder=lab", "folder=zh", "type=md")
+        assert docs("folder=odd") == {'odd/x" or id != ".md'}
+        assert docs(f"folder={INJECTION}") == docs("folder=ops", "type=txt") == docs('folder=" or "" == "') == set()
+
     def test_bm25_returns_only_matching_chunks(self, search_port) -> None:
         port = search_port.configured(SearchOptions(mode="bm25"))
         assert port.search("xylophone", 10).hits == ()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -272,6 +273,37 @@ class ChunkStoreContract:
         assert store.search_bm25("内存", 10, mine)[0].metadata["doc_id"] == "bm25/zh.md"
         assert store.search_bm25("disk", 10, {"doc_id": "bm25/cpu.md"})[0].metadata["doc_id"] == "bm25/cpu.md"
         assert store.search_bm25("zebra", 10, mine) == []
+
+    def test_the_labels_filter_matches_each_rows_labels_exactly(self, store: ChunkStore) -> None:
+        """Metadata filters (retrieval.scope) reach the store as `labels`: one label of every key, compared as exact
+        strings, so injection-shaped values stay values; `relabel` makes the rows follow the labels file."""
+        evil, odd = 'x" or 1==1 or "', 'a\\b"c] or [x'
+        items = [replace(new_version("labels/ops/a.md", text_of("alpha")), labels={"team": ("sre", evil)}),
+                 replace(new_version("labels/b.md", text_of("beta")), labels={"team": ("dba",), "q": (odd,)})]
+        store.replace_documents(items)
+        assert store.get_chunks("labels/b.md")[0].labels[:2] == ("folder=labels", "type=md")
+
+        def found(*labels: str) -> list[str]:
+            wanted = {"labels": list(labels)}
+            dense, bm25 = store.search_both(vector("alpha"), "alpha beta", 50, wanted)
+            assert {h.metadata["doc_id"] for h in dense} == {h.metadata["doc_id"] for h in bm25}
+            return sorted({h.metadata["doc_id"] for h in bm25})
+
+        both = ["labels/b.md", "labels/ops/a.md"]
+        assert found("folder=labels") == both  # every parent folder is a label
+        assert found("folder=labels/ops") == ["labels/ops/a.md"]
+        assert found("team=sre", "team=dba", "folder=labels") == both  # one key: OR
+        assert found("team=dba", "type=md") == ["labels/b.md"]  # different keys: AND
+        assert found("team=sre", "q=" + odd) == []
+        assert found("team=" + evil) == ["labels/ops/a.md"] and found("q=" + odd) == ["labels/b.md"]
+        assert found("team=x") == found('team=" or "" == "') == found("team=sre\\") == []
+        with pytest.raises(StoreError):
+            store.search_bm25("alpha", 5, {"labels": ["no key"]})
+        if hasattr(store, "relabel"):  # rows re-derived from the labels file, their source of truth
+            store.labels.set_tags("labels/b.md", {"team": ["sre"]})
+            assert store.relabel(["labels/b.md"]) == len(items[1].chunks)
+            assert found("team=sre") == both and found("q=" + odd) == found("team=dba") == []
+            store.labels.forget(["labels/b.md"])
 
     @pytest.mark.parametrize("bad", [{"metadata": "x"}, {"version": "x"}, {"doc_id": 3}, {"doc_id": [None]}])
     def test_bad_filters_are_refused(self, store: ChunkStore, bad: dict[str, Any]) -> None:

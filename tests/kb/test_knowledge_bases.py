@@ -16,6 +16,7 @@ from rag_core.kb.manage import KnowledgeBases
 from rag_core.kb.memory import InMemoryCatalog
 from rag_core.kb.names import CATALOG
 from rag_core.kb.settings import ignored
+from rag_core.kb.tags import tag
 from rag_core.records import KnowledgeBase
 from rag_core.store import MilvusStore
 from tests.helpers import SAMPLE_KB
@@ -194,6 +195,7 @@ def test_copy_rechunks_from_the_kept_originals_and_delete_removes_everything(kbs
         wb.ingestor.ingest_paths(FILES)
         wb.ingestor.ingest_documents([_text_doc("typed.md", "# Typed\n\nIndexed from text: no kept original.\n")])
         source_chunks = wb.store.count_chunks()
+        tag(wb.store, "disk_full.md", ["team=sre"])
     finally:
         wb.close()
     events = []
@@ -206,6 +208,12 @@ def test_copy_rechunks_from_the_kept_originals_and_delete_removes_everything(kbs
     fine = kbs.info("fine")
     assert fine.documents == 2 and fine.chunks > source_chunks - 1 and fine.without_original == 0
     assert kbs.info("biz").documents == 3  # the source is as it was
+    copy = kbs.open("fine")
+    try:  # its tags came along, into the copy's chunk rows too
+        assert copy.store.labels.tags("disk_full.md") == {"team": ["sre"]}
+        assert all("team=sre" in c.labels for c in copy.store.get_chunks("disk_full.md"))
+    finally:
+        copy.close()
     originals = originals_dirs(kbs.settings, "fine")["originals"]
     versions = sorted(p.name for p in originals.iterdir())  # an original per version (a file), and its sidecar
     assert len(versions) == 4 and [v for v in versions if not v.endswith(".json")] == [

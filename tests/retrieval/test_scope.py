@@ -1,6 +1,7 @@
 """Scoped search: metadata filters parsed and resolved alike everywhere (pure), then on Milvus Lite through the four
 surfaces (CLI options, the HTTP API on a real uvicorn, the debugger's lookup, the agent's tool), which must agree;
-tags, front matter, a filter matching nothing, unknown keys and injection-shaped values."""
+tags (which land in the chunk rows' labels Milvus filters on), front matter, a filter matching nothing, unknown
+keys and injection-shaped values."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from rag_core.cli.options import lookup_overrides
 from rag_core.errors import RagError, RetrievalError
 from rag_core.kb.tags import metadata, tag
 from rag_core.records import StoredDocument
-from rag_core.retrieval.scope import Scope, front_matter, parse_scope, resolve, split_terms
+from rag_core.retrieval.scope import Scope, document_labels, front_matter, parse_scope, resolve, split_terms
 from rag_core.service.app import create_app
 from tests.helpers import SAMPLE_KB, make_workbench
 from tests.service import live
@@ -53,6 +54,7 @@ def test_folder_is_a_prefix_one_key_or_different_keys_and():
     (["=x"], "Filter '=x' is not key=value"),
     (['x" or id != "=1'], "is not key=value"),
     (["owner=me"], "Unknown filter key 'owner'. Known keys: folder, type, ingested, team."),
+    (["ingested=2026-1"], "Filter ingested=2026-1: give a year, month, day, hour or minute of the ingest time"),
 ])
 def test_a_malformed_filter_or_an_unknown_key_is_one_line_listing_the_known_keys(items, message):
     with pytest.raises(RagError, match=message.replace("(", r"\(").replace(".", r"\.")):
@@ -96,11 +98,9 @@ def evidence_of(data) -> list[str]:
     return [e["evidence_key"] for e in data["evidence"]]
 
 
-@pytest.mark.milvus
-def test_cli_api_debugger_and_agent_give_the_same_result_for_the_same_filter(wb, api):
-    tag(wb.store, "runbooks/disk_full.md", ["team=sre", "tier=1"])
-    assert metadata(wb.store)["product/order_service.md"]["service"] == ["order"]  # from the front matter
-    filters = ["folder=runbooks/", "team=sre", "team=payments"]
+def surfaces(wb, api, filters: list[str]) -> tuple[dict, dict]:
+    """The same filter through the CLI's options, the HTTP API, the debugger's lookup and the agent's tool: their
+    evidence must agree. Returns the CLI's and the API's answers."""
     args = build_parser().parse_args(["search", QUERY, *(f"--filter={f}" for f in filters)])
     cli = wb.retriever.lookup(QUERY, **lookup_overrides(args, wb.settings)).to_dict()
     http = httpx.get(f"{api.url}/v1/search", params=[("query", QUERY), *(("filter", f) for f in filters)]).json()
@@ -109,11 +109,30 @@ def test_cli_api_debugger_and_agent_give_the_same_result_for_the_same_filter(wb,
     tool = knowledge_base_tool(wb.retriever, filter_keys=("folder", "team")).fn(QUERY, filter=filters)
     assert evidence_of(cli) == evidence_of(http) == evidence_of(debugger.to_dict())
     assert [r["document_id"] for r in tool.data["results"]] == [p.document_id for p in debugger.projection.items]
+    return cli, http
+
+
+@pytest.mark.milvus
+def test_cli_api_debugger_and_agent_give_the_same_result_for_the_same_filter(wb, api):
+    tag(wb.store, "runbooks/disk_full.md", ["team=sre", "tier=1"])
+    assert metadata(wb.store)["product/order_service.md"]["service"] == ["order"]  # from the front matter
+    filters = ["folder=runbooks/", "team=sre", "team=payments"]
+    cli, http = surfaces(wb, api, filters)
     assert {k.partition("#")[0] for k in evidence_of(cli)} == {"runbooks/disk_full.md"}  # folder AND team
     assert cli["scope"] == http["scope"] == {"filter": {"folder": ["runbooks/"], "team": ["sre", "payments"]},
                                               "documents": 3, "matched": 1, "removed": 2,
                                               "chunks_removed": cli["scope"]["chunks_removed"]}
     assert cli["scope"]["chunks_removed"] > 0 and cli["params"]["filter"] == http["params"]["filter"]
+    # a tag moved through the API lands in the chunk rows Milvus filters: every surface follows at once
+    for doc_id, team in (("runbooks/disk_full.md", []), ("runbooks/cpu_high.md", ["sre"])):
+        answer = httpx.post(f"{api.url}/v1/documents/{doc_id}/tags", json={"tags": {"team": team}})
+        assert answer.status_code == 200
+    assert all("team=sre" in c.labels for c in wb.store.get_chunks("runbooks/cpu_high.md"))
+    assert not any("team=sre" in c.labels for c in wb.store.get_chunks("runbooks/disk_full.md"))
+    cli, http = surfaces(wb, api, filters)
+    assert {k.partition("#")[0] for k in evidence_of(cli)} == {"runbooks/cpu_high.md"}
+    assert cli["scope"]["matched"] == http["scope"]["matched"] == 1
+    tag(wb.store, "runbooks/cpu_high.md", ["team="])
 
 
 @pytest.mark.milvus
@@ -129,7 +148,12 @@ def test_injection_shaped_tags_and_doc_ids_stay_literals(wb):
     tag(wb.store, "product/order_service.md", [f"team={INJECTION}"])
     result = wb.retriever.lookup(QUERY, scope=parse_scope([f"team={INJECTION}"]))
     assert {t.doc_id for t in result.traces} == {"product/order_service.md"}
-    # the doc_id filter the scope becomes is escaped by the store: a quote-laden id matches nothing, not everything
+    # the labels filter the scope becomes is escaped by the store: a quote-laden value is one literal, matching the
+    # rows carrying exactly it, and nothing rather than everything otherwise
+    assert {h.metadata["doc_id"] for h in wb.store.search_bm25("order", 10, {"labels": [f"team={INJECTION}"]})} == {
+        "product/order_service.md"}
+    for value in (INJECTION[:-1], 'x" or 1==1 or "', "x\\", 'x"]) or (["', "payments\\"):
+        assert wb.store.search_bm25("disk order", 10, {"labels": [f"team={value}"]}) == []
     assert wb.store.search_bm25("disk", 10, {"doc_id": [INJECTION]}) == []
     tag(wb.store, "product/order_service.md", ["team="])
 
@@ -159,3 +183,15 @@ def test_a_value_holding_spaces_is_given_in_quotes_and_an_open_quote_is_one_clea
     with pytest.raises(RetrievalError, match=r"^Filter 'team=\"site': No closing quotation; quote a value holding "
                                              r"spaces, e\.g\. team=\"site reliability\"\.$"):
         split_terms('team="site')
+
+
+def test_a_scope_asks_for_the_labels_a_documents_rows_carry():
+    at = "2026-12-01T10:20:30+00:00"
+    labels = document_labels("runbooks/db/slow.md", "MD", at, {"team": ("sre",), "type": ("x",)})
+    assert labels[:3] == ("folder=runbooks", "folder=runbooks/db", "type=md")
+    cuts = [f"ingested={at[:n]}" for n in (4, 7, 10, 13, 16, 19, 25)]
+    assert [x for x in labels if x.startswith("ingested=")] == cuts
+    assert "team=sre" in labels
+    assert "type=x" not in labels and document_labels("top.txt", "txt", "")[0] == "folder="
+    assert parse_scope(["folder=/runbooks/db/", "type=.MD", "team=a=b"]).labels() == [
+        "folder=runbooks/db", "team=a=b", "type=md"]

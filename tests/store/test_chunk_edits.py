@@ -21,6 +21,7 @@ from rag_core.records import Chunk
 from rag_core.retrieval import KnowledgeRetriever, SearchOptions
 from rag_core.retrieval.explain import explain
 from rag_core.retrieval.memory import InMemorySearchPort
+from rag_core.retrieval.scope import parse_scope
 from rag_core.service.app import create_app
 from rag_core.store.edits import ChunkEdits
 from tests.helpers import REPO, SAMPLE_KB, make_workbench
@@ -220,6 +221,9 @@ def test_a_chunk_added_on_the_cli_and_the_api_is_indexed_marked_and_lasts(tmp_pa
         assert index == max(c.chunk_index for c in wb.store.get_chunks("disk_full.md"))  # the next free index
         set_disabled(wb.store, key, False)
         assert wb.retriever.lookup("quokkaflux", search=BM25).evidence[0].evidence_key == key
+        # it carries its document's labels, so a metadata filter finds it as it finds the document's own chunks
+        assert wb.retriever.lookup("quokkaflux", search=BM25, scope=parse_scope(["type=md", "folder="])
+                                   ).evidence[0].evidence_key == key
         with pytest.raises(RagError, match="disable it instead"):
             revert(wb.store, wb.embedder, key)
         server = live.start(create_app(wb, token="", env={}))

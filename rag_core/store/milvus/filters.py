@@ -2,8 +2,9 @@
 
 Raw strings are never interpolated into an expression: every value becomes a quoted Milvus string
 literal in which `\\` and `"` are escaped (a JSON-style literal, which Milvus 2.5 parses), so a value
-like `x" or id != "` stays one literal and can never widen a delete. Only top-level scalar fields are
-filtered (JSON-key filters are slow and limited).
+like `x" or id != "` stays one literal and can never widen a delete. Only top-level fields are filtered
+(JSON-key filters are slow and limited): scalars, and `labels`, the ARRAY of `key=value` strings metadata
+filters match (retrieval.scope), through `array_contains_any`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from ...errors import StoreError
 
-FILTERABLE_FIELDS = ("doc_id", "source", "version", "id", "key", "name")
+FILTERABLE_FIELDS = ("doc_id", "source", "version", "id", "key", "name", "labels")
 
 
 def literal(value: str) -> str:
@@ -41,6 +42,30 @@ def one_of(field: str, values: Iterable[str]) -> str:
     return f"{_field(field)} in [{items}]"
 
 
+def label_groups(labels: Iterable[str]) -> list[list[str]]:
+    """`key=value` strings grouped by key (sorted): a row must carry one label of every group."""
+    by_key: dict[str, list[str]] = {}
+    for item in labels:
+        key, sep, _ = item.partition("=")
+        if not sep or not key:
+            raise StoreError(f"A label filter is key=value text, got {item!r}.")
+        by_key.setdefault(key, []).append(item)
+    return [values for _, values in sorted(by_key.items())]
+
+
+def labelled(labels: Iterable[str]) -> str:
+    """Rows carrying, for every key among `labels` (`key=value` strings), one of that key's: several values of one
+    key are OR, different keys AND."""
+    return all_of(*(f"array_contains_any(labels, [{', '.join(literal(v) for v in group)}])"
+                    for group in label_groups(labels)))
+
+
+def carries(carried: Iterable[str], labels: Iterable[str]) -> bool:
+    """`labelled` in Python, for stores that filter rows themselves (store.memory)."""
+    own = set(carried)
+    return all(own.intersection(group) for group in label_groups(labels))
+
+
 def all_of(*clauses: str) -> str:
     return " and ".join(f"({c})" for c in clauses if c)
 
@@ -61,8 +86,12 @@ def normalize(filters: Mapping[str, Any] | None,
 
 
 def from_mapping(filters: Mapping[str, Any] | None, allowed: Sequence[str] = FILTERABLE_FIELDS) -> str:
-    """{"doc_id": "a.md"} or {"doc_id": ["a.md", "b.md"], "source": "x"} -> a safe expression."""
+    """{"doc_id": "a.md"} or {"doc_id": ["a.md", "b.md"], "source": "x"} -> a safe expression; `labels`: see
+    `labelled`."""
     clauses = []
     for name, values in normalize(filters, allowed).items():
-        clauses.append(equals(name, values[0]) if len(values) == 1 else one_of(name, values))
+        if name == "labels":
+            clauses.append(labelled(values))
+        else:
+            clauses.append(equals(name, values[0]) if len(values) == 1 else one_of(name, values))
     return all_of(*clauses)

@@ -13,8 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import StoreError
+from ...errors import RagError, StoreError
 from ...records import Chunk, Document, NewVersion, SearchHit, StoredChunk
+from ...retrieval.scope import Labels, document_labels
 
 
 def utc_now() -> str:
@@ -26,8 +27,10 @@ def chunk_row_id(doc_id: str, version: str, chunk_index: int) -> str:
     return digest[:32]
 
 
-def stored_chunk(doc: Document, chunk: Chunk, version: str, total: int, ingested_at: str) -> StoredChunk:
-    """Chunk `chunk` of `doc` as version `version` stores it (`total`: chunks in that version)."""
+def stored_chunk(doc: Document, chunk: Chunk, version: str, total: int, ingested_at: str,
+                 labels: Labels | None = None) -> StoredChunk:
+    """Chunk `chunk` of `doc` as version `version` stores it (`total`: chunks in that version; `labels`: the
+    document's front matter and tags, carried with the built-in labels for metadata filters)."""
     metadata = {
         "_source": doc.doc_id, "_extension": doc.extension, "_file_name": doc.file_name,
         "chunkIndex": chunk.chunk_index, "totalChunks": total, "title": chunk.title,
@@ -41,7 +44,8 @@ def stored_chunk(doc: Document, chunk: Chunk, version: str, total: int, ingested
         metadata["locationSpan"] = chunk.location.to_dict()
     return StoredChunk(id=chunk_row_id(doc.doc_id, version, chunk.chunk_index), doc_id=doc.doc_id,
                        chunk_index=chunk.chunk_index, content=chunk.text, source=doc.doc_id, title=chunk.title[:300],
-                       version=version, metadata=metadata)
+                       version=version, metadata=metadata,
+                       labels=document_labels(doc.doc_id, doc.extension, ingested_at, labels))
 
 
 def search_hit(chunk: StoredChunk, score: float, channel: str, rank: int) -> SearchHit:
@@ -63,6 +67,10 @@ def check_new_versions(items: Sequence[NewVersion], dim: int) -> None:
             raise StoreError(f"{item.doc.doc_id}: {len(item.chunks)} chunks but {len(item.vectors)} vectors.")
         if not item.chunks:
             raise StoreError(f"{item.doc.doc_id}: nothing to index (no chunks).")
+        try:
+            document_labels(item.doc.doc_id, item.doc.extension, utc_now(), item.labels)
+        except RagError as exc:
+            raise StoreError(str(exc)) from None
         shape = np.shape(item.vectors)
         if len(shape) != 2 or shape[1] != dim:
             raise StoreError(f"{item.doc.doc_id}: vectors of shape {shape}, but the store holds {dim}-d vectors.")

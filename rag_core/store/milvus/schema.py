@@ -8,18 +8,21 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ...errors import StoreError, StoreMigrationNeeded
 from ...kb.names import MIGRATING, name_problem  # the one name rule; MIGRATING: the migration copy's suffix
+from ...retrieval.scope import MAX_LABELS, MAX_VALUE_CHARS
 
 log = logging.getLogger(__name__)
 
 
 # Of the chunk collection; bump when a field or the analyzer changes (then `migrate` rebuilds it).
-# 1: jieba + lowercase + stemmer + stop. 2: punctuation tokens dropped (cnalphanumonly).
-SCHEMA_VERSION = 2
+# 1: jieba + lowercase + stemmer + stop. 2: punctuation tokens dropped (cnalphanumonly). 3: `labels`, the
+# document's metadata as `key=value` strings that filters match (retrieval.scope.document_labels).
+SCHEMA_VERSION = 3
 # jieba segments Chinese; cnalphanumonly drops the punctuation and whitespace tokens jieba emits (they
 # skewed BM25 length normalisation: COVID-QA nDCG@10 0.757 -> 0.821, CMRC 2018 0.957 -> 0.977);
 # lowercase + English stemming + stop words make English terms match as they do in bm25s.
@@ -28,7 +31,10 @@ ANALYZER: dict[str, Any] = {
     "filter": ["cnalphanumonly", "lowercase", {"type": "stemmer", "language": "english"},
                {"type": "stop", "stop_words": ["_english_"]}],
 }
-CHUNK_FIELDS = ["id", "content", "doc_id", "chunk_index", "source", "title", "version", "metadata"]
+CHUNK_FIELDS = ["id", "content", "doc_id", "chunk_index", "source", "title", "version", "metadata", "labels"]
+# A label is a key (at most 64 ASCII characters), `=` and a value (at most MAX_VALUE_CHARS characters of up to 4
+# bytes: Milvus counts VARCHAR lengths in bytes).
+LABEL_MAX_BYTES = 64 + 1 + 4 * MAX_VALUE_CHARS
 REGISTRY_FIELDS = [
     "key", "doc_id", "version", "state", "committed_ns", "file_name", "extension", "size_bytes", "chunks",
     "content_hash", "fingerprint", "ingested_at",
@@ -54,9 +60,11 @@ class Schema:
     embedder: str
     dim: int
     on_lite: bool  # Milvus Lite (a FLAT index) or a server (AUTOINDEX)
+    # doc_id -> the labels of its rows, for rows copied from a layout without them (read when a migration needs it)
+    labels: Callable[[], Mapping[str, Sequence[str]]] | None = None
 
-    def description(self) -> str:
-        return json.dumps({"app": "rag-workbench", "schema": SCHEMA_VERSION, "embedder": self.embedder,
+    def description(self, layout: int = 0) -> str:
+        return json.dumps({"app": "rag-workbench", "schema": layout or SCHEMA_VERSION, "embedder": self.embedder,
                            "dim": self.dim, "analyzer": ANALYZER}, ensure_ascii=False)
 
     def meta(self, name: str) -> dict[str, Any]:
@@ -83,7 +91,8 @@ class Schema:
             if not migrate:
                 raise StoreMigrationNeeded(
                     f"Collection {self.collection!r} was created by an older version of the workbench (layout "
-                    f"{meta.get('schema')}; this version uses {SCHEMA_VERSION}, with a better full-text analyzer). "
+                    f"{meta.get('schema')}; this version uses {SCHEMA_VERSION}, with document metadata in the chunk "
+                    "rows for filters). "
                     "Run `python -m rag_core migrate` once (or press Migrate on the Home page): it rebuilds the "
                     "collection and keeps every vector, nothing is embedded again."
                 )
@@ -126,13 +135,20 @@ class Schema:
         return rows
 
     def copy_rows(self, source: str, target: str) -> int:
+        """Every row of `source` inserted into `target`, its `labels` re-derived from `self.labels` (the labels file
+        and the registry, their source of truth), so a layout without them (before 3) gets them, and a change of the
+        labels a document has reaches every row; a row of no listed document keeps its own."""
         client = self.client
-        fields = [f for f in CHUNK_FIELDS if f != "id"] + ["vector"]
+        has = {f["name"] for f in client.describe_collection(source).get("fields", [])}
+        fields = [f for f in CHUNK_FIELDS if f != "id" and f in has] + ["vector"]
+        labels = self.labels() if self.labels is not None else {}
         iterator = client.query_iterator(source, batch_size=1000, filter="", output_fields=fields)
         copied = 0
         try:
             while batch := iterator.next():
-                client.insert(target, [{name: row[name] for name in ["id", *fields]} for row in batch])
+                client.insert(target, [{**{name: row[name] for name in ["id", *fields]},
+                                        "labels": list(labels.get(row["doc_id"], row.get("labels") or ()))}
+                                       for row in batch])
                 copied += len(batch)
         finally:
             iterator.close()
@@ -141,11 +157,12 @@ class Schema:
             raise StoreError(f"Migration copied {copied} of {expected} rows from {source}; run it again.")
         return copied
 
-    def create_chunks(self, name: str) -> None:
+    def create_chunks(self, name: str, layout: int = 0) -> None:
+        """The chunk collection `name` in the current layout (`layout` 1 or 2: an older one, for migration tests)."""
         from pymilvus import DataType, Function, FunctionType
 
         client = self.client
-        schema = client.create_schema(auto_id=False, enable_dynamic_field=False, description=self.description())
+        schema = client.create_schema(auto_id=False, enable_dynamic_field=False, description=self.description(layout))
         schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
         schema.add_field("vector", DataType.FLOAT_VECTOR, dim=self.dim)
         schema.add_field("content", DataType.VARCHAR, max_length=65535, enable_analyzer=True,
@@ -157,6 +174,9 @@ class Schema:
         schema.add_field("title", DataType.VARCHAR, max_length=1024)
         schema.add_field("version", DataType.VARCHAR, max_length=64)
         schema.add_field("metadata", DataType.JSON)
+        if not 0 < layout < 3:
+            schema.add_field("labels", DataType.ARRAY, element_type=DataType.VARCHAR, max_capacity=MAX_LABELS,
+                             max_length=LABEL_MAX_BYTES)
         schema.add_function(Function(name="content_bm25", function_type=FunctionType.BM25,
                                      input_field_names=["content"], output_field_names=["sparse"]))
         index = client.prepare_index_params()

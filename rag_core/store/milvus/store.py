@@ -36,6 +36,7 @@ import numpy as np
 from ...errors import StoreError
 from ...ports import StoreFilters
 from ...records import Chunk, Document, IndexedVersion, NewVersion, SearchHit, StoredChunk, StoredDocument, WriteResult
+from ...retrieval.scope import document_labels
 from ..edits import ChunkEdits
 from ..labels import DocumentLabels
 from ..lite import connection
@@ -127,7 +128,16 @@ class MilvusStore:
     def schema(self) -> Schema:
         """The collections' layout for the embedder the store was opened for."""
         return Schema(self.client, self.collection, self.registry.name, self.embedder_name, self.dim,
-                      on_lite=is_lite(self.uri))
+                      on_lite=is_lite(self.uri), labels=self._labels_by_document)
+
+    def _labels_by_document(self) -> dict[str, tuple[str, ...]]:
+        """doc_id -> its rows' labels, from the labels file and the registry (for rows of an older layout)."""
+        if not self.client.has_collection(self.registry.name):
+            return {}
+        self.client.load_collection(self.registry.name)
+        labels = self.labels.all()
+        return {d.doc_id: document_labels(d.doc_id, d.extension, d.ingested_at, labels.get(d.doc_id))
+                for d in self.list_documents()}
 
     def close(self) -> None:
         if self._parts is not None:
@@ -187,6 +197,10 @@ class MilvusStore:
                 return next((c.content for c in self.get_chunks(doc_id) if str(c.chunk_index) == index), None)
 
             self.edits.recover(row_content, lambda p: writers.abandoned(p, exclusive=exclusive, now_ns=now))
+        if self.labels.pending():
+            now = time.time_ns()
+            self.labels.recover(self.relabel, lambda p: writers.abandoned(p, exclusive=exclusive, now_ns=now),
+                                lambda: {d.doc_id: d.content_hash for d in self.list_documents()})
         return recovered
 
     # ---------------------------------------------------------------- writes
@@ -214,6 +228,16 @@ class MilvusStore:
         from .writes import add_chunk
 
         add_chunk(self.client, self.collection, chunk, vector)
+
+    def relabel(self, doc_ids: Iterable[str]) -> int:
+        """The chunk rows of `doc_ids` given the labels the labels file (store.labels) and the registry say they
+        have: see writes.relabel. Returns the rows rewritten."""
+        from .writes import relabel
+
+        ids, labels = set(doc_ids), self.labels.all()
+        return sum(relabel(self.client, self.collection, d.doc_id, d.version,
+                           document_labels(d.doc_id, d.extension, d.ingested_at, labels.get(d.doc_id)))
+                   for d in self.list_documents() if d.doc_id in ids)
 
     @contextlib.contextmanager
     def editing(self) -> Iterator[dict[str, str]]:

@@ -16,6 +16,7 @@ import numpy as np
 from ...errors import StoreError
 from ...kb.names import collections_of, same_as
 from ...records import Chunk, Document, NewVersion, StoredChunk, WriteResult
+from ...retrieval.scope import Labels
 from ..originals.files import KeptVersion, OriginalFiles, adopt_legacy, shared_with_variant
 from . import filters, writers
 from .registry import Registry, newest_active, registry_row
@@ -58,7 +59,7 @@ class Writer:
             for item, version in zip(items, versions):
                 if item.original is not None:
                     self.originals.write(version, item.original, kept_of_new(item, version, ingested_at, written_ns))
-        rows = [chunk_row(item.doc, chunk, vector, version, len(item.chunks), ingested_at)
+        rows = [chunk_row(item.doc, chunk, vector, version, len(item.chunks), ingested_at, item.labels)
                 for item, version in zip(items, versions) for chunk, vector in zip(item.chunks, item.vectors)]
         for start in range(0, len(rows), INSERT_BATCH):  # 2
             self.client.insert(self.collection, rows[start:start + INSERT_BATCH])
@@ -201,15 +202,31 @@ def add_chunk(client: Any, collection: str, chunk: StoredChunk, vector: np.ndarr
     version (idempotent: writing it again after a crash leaves one row)."""
     row = asdict(chunk)
     row["id"] = chunk_row_id(chunk.doc_id, chunk.version, chunk.chunk_index)
-    row.update(metadata=dict(chunk.metadata), vector=np.asarray(vector, dtype=np.float32).tolist())
+    row.update(metadata=dict(chunk.metadata), vector=np.asarray(vector, dtype=np.float32).tolist(),
+               labels=list(chunk.labels))
     client.upsert(collection, [row])
 
 
 def chunk_row(doc: Document, chunk: Chunk, vector: np.ndarray, version: str, total: int,
-              ingested_at: str) -> dict[str, Any]:
-    row = asdict(stored_chunk(doc, chunk, version, total, ingested_at))
-    row["vector"] = np.asarray(vector).tolist()
+              ingested_at: str, labels: Labels | None = None) -> dict[str, Any]:
+    row = asdict(stored_chunk(doc, chunk, version, total, ingested_at, labels))
+    row.update(vector=np.asarray(vector).tolist(), labels=list(row["labels"]))
     return row
+
+
+def relabel(client: Any, collection: str, doc_id: str, version: str, labels: Sequence[str]) -> int:
+    """The chunk rows of one version of a document given `labels` (its tags or front matter changed), by upserts of
+    whole rows: a reader sees each row with the old labels or the new ones. Returns the rows rewritten."""
+    from .schema import CHUNK_FIELDS, QUERY_LIMIT
+
+    rows = client.query(collection, filter=filters.all_of(filters.equals("doc_id", doc_id),
+                                                          filters.equals("version", version)),
+                        output_fields=[*CHUNK_FIELDS, "vector"], limit=QUERY_LIMIT, consistency_level="Strong")
+    stale = [{**{name: row[name] for name in [*CHUNK_FIELDS, "vector"]}, "labels": list(labels)}
+             for row in rows if list(row.get("labels") or []) != list(labels)]
+    for start in range(0, len(stale), INSERT_BATCH):
+        client.upsert(collection, stale[start:start + INSERT_BATCH])
+    return len(stale)
 
 
 def kept_of_new(item: NewVersion, version: str, ingested_at: str, written_ns: int) -> KeptVersion:

@@ -9,6 +9,8 @@ import pytest
 
 from rag_core.cli import main
 from rag_core.errors import StoreMigrationNeeded
+from rag_core.kb.tags import tag
+from rag_core.retrieval.scope import parse_scope
 from rag_core.store import MilvusStore
 from rag_core.store.milvus import schema
 from tests.helpers import SAMPLE_KB, make_workbench
@@ -104,5 +106,40 @@ def test_a_failed_migration_loses_nothing_and_the_next_open_finishes(old_kb: Pat
     try:
         assert vectors(wb.store) == before
         assert not wb.store.client.has_collection(wb.store.collection + schema.MIGRATING)
+    finally:
+        wb.close()
+
+
+def test_migrating_a_layout_2_collection_gives_its_rows_their_documents_labels(tmp_path: Path, local_embedder,
+                                                                               ) -> None:
+    """Layout 2 had no `labels` field: the migration fills it from the labels file and the registry (the labels'
+    source of truth), so a metadata filter finds the same documents right after it."""
+    wb = make_workbench(tmp_path, embedder=local_embedder)
+    folder = tmp_path / "src"
+    (folder / "runbooks").mkdir(parents=True)
+    (folder / "runbooks" / "disk_full.md").write_text("---\nservice: storage\n---\n" + (
+        SAMPLE_KB / "runbooks" / "disk_full.md").read_text())
+    (folder / "cpu_high.md").write_bytes((SAMPLE_KB / "runbooks" / "cpu_high.md").read_bytes())
+    assert {r.status for r in wb.ingestor.ingest_paths([folder])} == {"added"}
+    tag(wb.store, "cpu_high.md", ["team=sre"])
+    store, client = wb.store, wb.store.client
+    expected = {c.id: c.labels for d in store.list_documents() for c in store.get_chunks(d.doc_id)}
+    rows = client.query(store.collection, filter="", output_fields=[*schema.CHUNK_FIELDS, "vector"], limit=16384)
+    client.drop_collection(store.collection)  # the same rows in layout 2, without labels
+    store.schema.create_chunks(store.collection, layout=2)
+    client.insert(store.collection, [{k: v for k, v in r.items() if k != "labels"} for r in rows])
+    wb.close()
+    with pytest.raises(StoreMigrationNeeded, match="layout 2; this version uses 3"):
+        make_workbench(tmp_path, embedder=local_embedder)
+
+    wb = make_workbench(tmp_path, embedder=local_embedder, migrate=True)
+    try:
+        store = wb.store
+        assert {c.id: c.labels for d in store.list_documents() for c in store.get_chunks(d.doc_id)} == expected
+        assert "service=storage" in expected[store.get_chunks("runbooks/disk_full.md")[0].id]
+        for items, doc_id in ((["team=sre"], "cpu_high.md"), (["service=storage", "folder=runbooks/"],
+                                                               "runbooks/disk_full.md")):
+            result = wb.retriever.lookup("disk cpu", scope=parse_scope(items))
+            assert result.traces and {t.doc_id for t in result.traces} == {doc_id}
     finally:
         wb.close()
