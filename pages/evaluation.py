@@ -46,6 +46,7 @@ from rag_core.evaluation.report import (
 )
 from rag_core.evaluation.results import new_run_dir, summary_rows
 from rag_core.evaluation.testsets import list_test_sets, read_test_set, saved_sets_dir
+from rag_core.records import FUSIONS
 from ui.components import embedder_tradeoff
 from ui.lookup import debugger_url
 from ui.state import get_settings, get_workbench, knowledge_bases, selected_kb, shared_embedder
@@ -176,7 +177,7 @@ def choose_grid(settings: Any) -> tuple[Grid, str, bool]:
                                          ",".join(map(str, base.max_chunks_per_document)), key="eval_cap"),
                            int, LABELS["max_chunks_per_document"])
         chunk_size, overlap = values(c2, "chunk_size", int), values(c2, "overlap", int)
-        fusion = c3.multiselect("Fusion (hybrid)", ["rrf", "weighted"], default=list(base.fusion), key="eval_fusion")
+        fusion = c3.multiselect("Fusion (hybrid)", list(FUSIONS), default=list(base.fusion), key="eval_fusion")
         rrf_k, dense_w, bm25_w = values(c3, "rrf_k", int), values(c3, "dense_weight", float), values(
             c3, "bm25_weight", float)
         rerank = c3.multiselect("Reranker", list(KEYS["rerank.provider"].choices), default=list(base.rerank),
