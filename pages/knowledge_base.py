@@ -8,7 +8,7 @@ from rag_core.kb.settings import defaults_for_new, describe
 from rag_core.loaders import OCR_EXTRA, SUPPORTED_EXTENSIONS, SUPPORTED_TEXT, ocr_available
 from ui.components import ingest_summary, run_ingest
 from ui.documents import document_chunk_editor, tags_editor
-from ui.kbs import settings_widgets
+from ui.kbs import given, settings_widgets
 from ui.state import clear_workbench, get_settings, knowledge_bases, switch_kb, workbench_or_stop
 from ui.tables import documents_frame, knowledge_bases_frame
 
@@ -32,7 +32,8 @@ with st.expander("Knowledge bases: create, copy, delete", expanded=bool(ss.get("
     with create_tab:
         new_name = st.text_input("Name", key="kb.new_name", placeholder="e.g. runbooks_small",
                                  help="Letters, digits and underscores; it names Milvus collections.")
-        values = settings_widgets("kb.new", defaults_for_new(get_settings()))
+        shown = defaults_for_new(get_settings())
+        values = given(settings_widgets("kb.new", shown), shown)
         if st.button("Create knowledge base", type="primary", key="kb.create", disabled=not new_name.strip()):
             try:
                 with st.spinner(f"Creating {new_name.strip()}…"):
@@ -47,7 +48,8 @@ with st.expander("Knowledge bases: create, copy, delete", expanded=bool(ss.get("
         st.caption(f"Re-chunks and re-embeds every document of **{name}** from its kept originals into a new "
                    f"knowledge base with the settings below; {name} is left as it is.")
         copy_name = st.text_input("Name of the copy", key="kb.copy_name", placeholder=f"{name}_small")
-        copy_values = settings_widgets("kb.copy", dict(wb.kb.settings) if wb.kb else defaults_for_new(wb.settings))
+        copy_shown = dict(wb.kb.settings) if wb.kb else defaults_for_new(wb.settings)
+        copy_values = given(settings_widgets("kb.copy", copy_shown), copy_shown)
         if st.button(f"Copy {name}", type="primary", key="kb.copy", disabled=not copy_name.strip()):
             done = []  # the CopyResult, from inside the progress job
             try:

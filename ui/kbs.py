@@ -8,6 +8,7 @@ from typing import Any
 import streamlit as st
 
 from rag_core.config import KEYS
+from rag_core.embedding.fusion_defaults import FUSION_KEYS
 
 
 def settings_widgets(prefix: str, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -48,3 +49,9 @@ def settings_widgets(prefix: str, values: Mapping[str, Any]) -> dict[str, Any]:
                                                help=KEYS["embedding.model"].help)
         number(c2, "embedding.dimension", "Embedding dimension (0: the provider's default)")
     return out
+
+
+def given(values: Mapping[str, Any], shown: Mapping[str, Any]) -> dict[str, Any]:
+    """The form's values without the fusion settings left as shown, so that a knowledge base made with another
+    embedder gets the fusion measured for it (rag_core.kb.settings.with_measured_fusion) unless they were changed."""
+    return {key: value for key, value in values.items() if key not in FUSION_KEYS or value != shown.get(key)}

@@ -44,6 +44,7 @@ from ..evaluation.report import (
     shown_metrics,
     wins_losses,
 )
+from ..kb.settings import with_measured_settings
 from .output import format_table, print_json, stage_progress_bar
 
 SHORT = {"max_chunks_per_document": "cap", "retrieve_k": "k", "return_n": "n", "chunk_size": "size",
@@ -95,6 +96,10 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         settings = replace(settings.with_overrides({"rag.default-filter": " ".join(args.filter)}, "--filter"),
                            per_command=settings.per_command | {"rag.default-filter"})
     live = args.live or bool(args.kbs)
+    if not live:  # indexed here with the settings' embedder: the fusion measured for it, unless set
+        settings, note = with_measured_settings(settings, "the fusion measured for the embedder")
+        if note:
+            print(f"note: {note}", file=sys.stderr)
     eval_set = load_set(args.eval_set, split=args.split, limit=args.limit, sample=args.sample, seed=args.seed,
                         corpus_sample=args.corpus_sample, corpus=args.corpus, live=live,
                         saved=saved_sets_dir(settings))
