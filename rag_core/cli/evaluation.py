@@ -96,14 +96,14 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         settings = replace(settings.with_overrides({"rag.default-filter": " ".join(args.filter)}, "--filter"),
                            per_command=settings.per_command | {"rag.default-filter"})
     live = args.live or bool(args.kbs)
-    if not live:  # indexed here with the settings' embedder: the fusion measured for it, unless set
-        settings, note = with_measured_settings(settings, "the fusion measured for the embedder")
-        if note:
-            print(f"note: {note}", file=sys.stderr)
     eval_set = load_set(args.eval_set, split=args.split, limit=args.limit, sample=args.sample, seed=args.seed,
                         corpus_sample=args.corpus_sample, corpus=args.corpus, live=live,
                         saved=saved_sets_dir(settings))
     live = live or eval_set.documents is None  # a saved test set is made from, and run on, a knowledge base
+    if not live:  # indexed here with the settings' embedder: the fusion measured for it, unless set
+        settings, note = with_measured_settings(settings, "the fusion measured for the embedder")
+        if note:
+            print(f"note: {note}", file=sys.stderr)
     grid = Grid.from_settings(settings, **{k: getattr(args, k) for k in PARAM_KEYS})
     if args.by is not None and args.by not in PER_QUERY_METRICS:
         raise EvaluationError(f"--by {args.by!r}: use one of {', '.join(PER_QUERY_METRICS)}.")

@@ -46,7 +46,7 @@ def with_measured_fusion(values: Mapping[str, Any], given: Iterable[str]) -> tup
 
     out = dict(values)
     found = measured(str(values.get("embedding.provider", "")))
-    taken = {k: v for k, v in found.values.items() if k not in set(given)} if found else {}
+    taken = {k: v for k, v in found.values.items() if k not in set(given) and v != out.get(k)} if found else {}
     if not found or not taken:
         return out, ""
     out.update(taken)

