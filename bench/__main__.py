@@ -1,7 +1,7 @@
 """`python -m bench` (`make bench`): every benchmark, each printing our figure next to its baseline's from
 the same run. `--quick` for a short smoke run; `--only NAME` (repeatable) for some of them. Each is also
-runnable alone: `python -m bench.chunking|ingest|latency|quality|tradeoff|explain|startup|api|host|formats|
-testsets [--quick]`.
+runnable alone: `python -m bench.chunking|ingest|latency|quality|tradeoff|fusion|folding|explain|startup|api|
+host|formats|testsets [--quick]`.
 
 A full run writes each result record to bench/results/<name>.json (the trade-off to
 rag_core/embedding/tradeoff.json, which the app reads) and then rewrites the tables in bench/README.md from
@@ -14,14 +14,30 @@ from __future__ import annotations
 import argparse
 import time
 
-from bench import api, chunking, explain, filters, formats, host, ingest, latency, quality, startup, testsets, tradeoff
+from bench import (
+    api,
+    chunking,
+    explain,
+    filters,
+    folding,
+    formats,
+    fusion,
+    host,
+    ingest,
+    latency,
+    quality,
+    startup,
+    testsets,
+    tradeoff,
+)
 from bench.common import RESULTS, load_note, log, machine
 from bench.publish import publish
 
 # In this order: tradeoff reads the ingest record of the same run; explain reuses quality's indexes.
 BENCHMARKS = {"chunking": chunking.run, "ingest": ingest.run, "latency": latency.run, "quality": quality.run,
-              "tradeoff": tradeoff.run, "explain": explain.run, "startup": startup.run, "api": api.run,
-              "host": host.run, "formats": formats.run, "testsets": testsets.run, "filters": filters.run}
+              "tradeoff": tradeoff.run, "fusion": fusion.run, "folding": folding.run, "explain": explain.run,
+              "startup": startup.run, "api": api.run, "host": host.run, "formats": formats.run,
+              "testsets": testsets.run, "filters": filters.run}
 
 
 def main() -> None:

@@ -15,7 +15,22 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from bench import api, chunking, explain, filters, formats, host, ingest, latency, quality, startup, testsets, tradeoff
+from bench import (
+    api,
+    chunking,
+    explain,
+    filters,
+    folding,
+    formats,
+    fusion,
+    host,
+    ingest,
+    latency,
+    quality,
+    startup,
+    testsets,
+    tradeoff,
+)
 from bench.common import REPO, load
 
 README = REPO / "bench" / "README.md"
@@ -44,6 +59,8 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "results": _results,
     "tradeoff": _one("tradeoff", tradeoff.render, tradeoff.output_path(False)),
     "explain": _one("explain", explain.render),
+    "fusion": _one("fusion", fusion.render),
+    "folding": _one("folding", folding.render),
     # one sentence each on what the tables of the results block say
     "summary-api": _one("api", api.summary),
     "summary-host": _one("host", host.summary),

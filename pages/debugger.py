@@ -12,6 +12,7 @@ import streamlit as st
 
 from rag_core.agent.kb_tool import tool_payload
 from rag_core.errors import RagError
+from rag_core.records import FUSIONS
 from rag_core.retrieval import SearchOptions
 from rag_core.retrieval.compare import compare_lookups
 from rag_core.retrieval.scope import parse_scope, split_terms
@@ -60,7 +61,7 @@ cap = cap_col.slider(t("max chunks per document"), 1, LIMITS["max_chunks_per_doc
 with st.expander(t("Hybrid fusion"), expanded=False):
     hybrid = mode == "hybrid"
     f1, f2, f3, f4 = st.columns(4)
-    fusion = f1.segmented_control(t("Fusion"), ["rrf", "weighted"], default=defaults.search.fusion, key="fusion",
+    fusion = f1.segmented_control(t("Fusion"), list(FUSIONS), default=defaults.search.fusion, key="fusion",
                                   required=True, disabled=not hybrid, **bound)  # codes, as in the URL
     rrf_k = f2.number_input(t("RRF k"), 1, 10_000, defaults.search.rrf_k, key="rrf_k",
                             disabled=not hybrid or fusion != "rrf", **bound)

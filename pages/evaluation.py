@@ -44,6 +44,7 @@ from rag_core.evaluation.report import (
 )
 from rag_core.evaluation.results import new_run_dir, summary_rows
 from rag_core.evaluation.testsets import list_test_sets, read_test_set, saved_sets_dir
+from rag_core.records import FUSIONS
 from ui import evaluation as words
 from ui.components import embedder_tradeoff
 from ui.errors import show_error
@@ -184,7 +185,7 @@ def choose_grid(settings: Any) -> tuple[Grid, str, bool]:
                                          ",".join(map(str, base.max_chunks_per_document)), key="eval_cap"),
                            int, LABELS["max_chunks_per_document"])
         chunk_size, overlap = values(c2, "chunk_size", int), values(c2, "overlap", int)
-        fusion = c3.multiselect(t("Fusion (hybrid)"), ["rrf", "weighted"], default=list(base.fusion),
+        fusion = c3.multiselect(t("Fusion (hybrid)"), list(FUSIONS), default=list(base.fusion),
                                 key="eval_fusion")
         rrf_k, dense_w, bm25_w = values(c3, "rrf_k", int), values(c3, "dense_weight", float), values(
             c3, "bm25_weight", float)

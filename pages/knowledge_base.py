@@ -10,7 +10,7 @@ from ui.components import headers, ingest_summary, run_ingest
 from ui.documents import document_chunk_editor, edit_conflicts, tags_editor
 from ui.errors import show_error
 from ui.i18n import t, tn
-from ui.kbs import settings_widgets
+from ui.kbs import given, settings_widgets
 from ui.state import clear_workbench, get_settings, knowledge_bases, switch_kb, workbench_or_stop
 from ui.tables import documents_frame, knowledge_bases_frame
 
@@ -39,7 +39,8 @@ with st.expander(t("Knowledge bases: create, copy, delete"), expanded=bool(ss.ge
     with create_tab:
         new_name = st.text_input(t("Name"), key="kb.new_name", placeholder=t("e.g. runbooks_small"),
                                  help=t("Letters, digits and underscores; it names Milvus collections."))
-        values = settings_widgets("kb.new", defaults_for_new(get_settings()))
+        shown = defaults_for_new(get_settings())
+        values = given(settings_widgets("kb.new", shown), shown)
         if st.button(t("Create knowledge base"), type="primary", key="kb.create", disabled=not new_name.strip()):
             try:
                 with st.spinner(t("Creating {name}…", name=new_name.strip())):
@@ -54,7 +55,8 @@ with st.expander(t("Knowledge bases: create, copy, delete"), expanded=bool(ss.ge
         st.caption(t("Re-chunks and re-embeds every document of **{name}** from its kept originals into a new "
                      "knowledge base with the settings below; {name} is left as it is.", name=name))
         copy_name = st.text_input(t("Name of the copy"), key="kb.copy_name", placeholder=f"{name}_small")  # i18n: ok
-        copy_values = settings_widgets("kb.copy", dict(wb.kb.settings) if wb.kb else defaults_for_new(wb.settings))
+        copy_shown = dict(wb.kb.settings) if wb.kb else defaults_for_new(wb.settings)
+        copy_values = given(settings_widgets("kb.copy", copy_shown), copy_shown)
         if st.button(t("Copy {name}", name=name), type="primary", key="kb.copy", disabled=not copy_name.strip()):
             done = []  # the CopyResult, from inside the progress job
             try:

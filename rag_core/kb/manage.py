@@ -34,7 +34,7 @@ from ..store.milvus.rows import utc_now
 from ..workbench import Factories, Workbench
 from .names import CATALOG, collections_of, fold
 from .resolve import case_clash, check_name, not_found, resolve
-from .settings import EMBEDDER_KEYS, apply, checked, describe
+from .settings import EMBEDDER_KEYS, apply, checked, describe, joined, per_command, with_measured_fusion
 
 log = logging.getLogger(__name__)
 
@@ -232,7 +232,9 @@ class KnowledgeBases:
         """A new, empty knowledge base with the configured settings and `changes` (KB_KEYS -> value)."""
         self._check_free(name)
         values = checked(self.settings, changes or {}, f"knowledge base {name}")
-        kb = self.catalog.write(KnowledgeBase(name, values, created_at=utc_now(), note=note or "created empty"))
+        values, measured = with_measured_fusion(values, set(changes or {}) | self.settings.explicit)
+        kb = self.catalog.write(KnowledgeBase(name, values, created_at=utc_now(),
+                                              note=joined(note or "created empty", measured)))
         try:  # opening it creates its collections and checks its embedder can be built
             self.open(name, kb).close()
         except BaseException:
@@ -247,10 +249,21 @@ class KnowledgeBases:
         kb = self.get(name)
         values = checked(apply(self.settings, kb), changes, f"knowledge base {name}")
         changed = [k for k in EMBEDDER_KEYS if values[k] != kb.settings.get(k, values[k])]
+        note = kb.note
         if changed:
             self._check_embedder_may_change(kb, changed)
             self._drop_storage(kb.name, originals=False)  # empty, and made for the old embedder
-        return self.catalog.write(replace(kb, settings=values))
+            values, measured = self._measured_for_new_embedder(kb, values, changes)
+            note = joined(note, measured)
+        return self.catalog.write(replace(kb, settings=values, note=note))
+
+    def _measured_for_new_embedder(self, before: KnowledgeBase, values: dict[str, Any],
+                                   changes: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+        """A knowledge base given another embedder gets the fusion settings measured for it, unless this command
+        gave them (its options, --set, the environment)."""
+        if values["embedding.provider"] == before.settings.get("embedding.provider"):
+            return values, ""
+        return with_measured_fusion(values, set(changes) | per_command(self.settings))
 
     def _check_embedder_may_change(self, kb: KnowledgeBase, changed: builtins.list[str]) -> None:
         what = f"The embedder of knowledge base {kb.name!r} cannot change ({', '.join(changed)})"
@@ -298,12 +311,14 @@ class KnowledgeBases:
         Documents without a kept original are reported failed; `source` is left as it was."""
         src = self.get(source)
         self._check_free(name)
-        values = checked(apply(self.settings, src), changes or {}, f"knowledge base {name}")
+        values, measured = self._measured_for_new_embedder(
+            src, checked(apply(self.settings, src), changes or {}, f"knowledge base {name}"), changes or {})
         key = (self.settings.milvus_uri, name)
         with _running_guard:
             _running.add(key)
         try:
-            pending = self.catalog.write(KnowledgeBase(name, values, "creating", utc_now(), note=f"copy of {source}"))
+            pending = self.catalog.write(KnowledgeBase(name, values, "creating", utc_now(),
+                                                       note=joined(f"copy of {source}", measured)))
             try:
                 wb = self.open(name, pending)
                 try:

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..config import Settings
+from ..embedding.fusion_defaults import FUSION_KEYS
 from ..errors import KnowledgeBaseError, KnowledgeBaseNotFound, StoreError
 from ..ingest import fingerprint
 from ..ports import KnowledgeBaseCatalog
@@ -25,7 +26,7 @@ from ..records import KnowledgeBase
 from ..store.milvus.rows import utc_now
 from .catalog import collection_meta
 from .names import REGISTRY_SUFFIX, collections_of, name_problem, same_as
-from .settings import defaults_for_new, embedder_of
+from .settings import defaults_for_new, embedder_of, joined, with_measured_fusion
 
 log = logging.getLogger(__name__)
 APP = "rag-workbench"  # what the workbench records in its collections' descriptions (store.schema)
@@ -95,7 +96,9 @@ def not_found(catalog: KnowledgeBaseCatalog, name: str) -> KnowledgeBaseError:
 
 def _default(name: str, settings: Settings, client: Any) -> KnowledgeBase:
     values = defaults_for_new(settings)
-    note = "the default knowledge base (milvus.collection)"
+    configured = {**values, **{key: settings[key] for key in FUSION_KEYS}}  # the note names what was measured
+    measured = with_measured_fusion(configured, settings.explicit)[1]
+    note = joined("the default knowledge base (milvus.collection)", measured)
     if client is not None and client.has_collection(name):
         meta = collection_meta(client, name)
         if meta.get("app") != APP:

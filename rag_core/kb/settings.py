@@ -27,13 +27,45 @@ KB_KEYS = CHUNK_KEYS + EMBEDDER_KEYS + SEARCH_KEYS
 
 def defaults_for_new(settings: Settings) -> dict[str, Any]:
     """The values a knowledge base created now gets: the effective settings (the legacy rag.top-k resolved
-    into retrieve-k and return-n, as lookups read it)."""
+    into retrieve-k and return-n, as lookups read it), with the fusion settings measured for its embedder in
+    place of those not set anywhere (`with_measured_fusion`)."""
     from ..retrieval import params_from_settings
 
     values = {key: settings[key] for key in KB_KEYS}
     params = params_from_settings(settings)
     values["rag.retrieve-k"], values["rag.return-n"] = params.retrieve_k, params.return_n
-    return values
+    return with_measured_fusion(values, settings.explicit)[0]
+
+
+def with_measured_fusion(values: Mapping[str, Any], given: Iterable[str]) -> tuple[dict[str, Any], str]:
+    """`values` (a new knowledge base's) with the hybrid-fusion settings measured for its embedder
+    (rag_core.embedding.fusion_defaults, written by `python -m bench.fusion`) in place of those not in `given`
+    (set in rag.toml, the environment, --set, or by the command's own options), and a note saying where they
+    come from ("" when nothing was taken: an embedder not measured here, or all of them given)."""
+    from ..embedding.fusion_defaults import measured
+
+    out = dict(values)
+    found = measured(str(values.get("embedding.provider", "")))
+    taken = {k: v for k, v in found.values.items() if k not in set(given) and v != out.get(k)} if found else {}
+    if not found or not taken:
+        return out, ""
+    out.update(taken)
+    return out, f"{', '.join(f'{k} = {v!r}' for k, v in taken.items())} {found.source}"
+
+
+def with_measured_settings(settings: Settings, origin: str) -> tuple[Settings, str]:
+    """`settings` with the fusion settings measured for its embedder in place of those not set anywhere, for a
+    run that indexes with that embedder itself (`eval` on a corpus, `--embedder`), and a note saying so."""
+    values, note = with_measured_fusion({key: settings[key] for key in KB_KEYS}, settings.explicit)
+    if not note:
+        return settings, ""
+    taken = {key: values[key] for key in KB_KEYS if values[key] != settings[key]}
+    return settings.with_overrides(taken, origin) if taken else settings, note
+
+
+def joined(note: str, extra: str) -> str:
+    """A knowledge base's `note` (what `kb show` prints) with `extra` appended."""
+    return "; ".join(part for part in (note, extra) if part)
 
 
 def checked(settings: Settings, changes: Mapping[str, Any], origin: str) -> dict[str, Any]:

@@ -3,11 +3,19 @@
 Fusion runs here rather than inside Milvus so that every fused hit keeps its rank and raw score in
 each channel — what the debugger shows for every raw hit. `tests/retrieval/test_fusion_milvus.py`
 checks that `rrf` orders hits exactly as Milvus's own `hybrid_search` with `RRFRanker` does.
+
+`weighted` min-max normalises each channel over its own list, so a channel's best hit scores 1 however weak
+it is: four chunks that merely share a generic word with the question take BM25's top places at full weight.
+`dbsf` (distribution-based score fusion, as Qdrant's) normalises each channel by its own spread instead (mean
+± 3 standard deviations mapped to [0, 1]): only a hit that stands far out of its list gets near 1 (the best of
+an evenly spread list gets about 0.7 to 0.8), but an average hit gets about 0.5 rather than near 0.
+bench/fusion.py measures which suits each embedder.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 
 from ..records import SearchHit
 
@@ -53,6 +61,30 @@ def weighted(ranked: Mapping[str, Sequence[SearchHit]], weights: Mapping[str, fl
         low, high = bounds[channel]
         return 1.0 if high == low else (score - low) / (high - low)
 
+    return _summed(ranked, weights, norm, limit)
+
+
+def dbsf(ranked: Mapping[str, Sequence[SearchHit]], weights: Mapping[str, float], limit: int) -> list[SearchHit]:
+    """Distribution-based score fusion: each channel's scores mapped from [mean - 3 sd, mean + 3 sd] (its own
+    list's mean and population standard deviation) to [0, 1], clipped, then a weighted sum (a channel that did
+    not return a hit contributes 0). A channel whose scores are all equal (or a single hit) gives 0.5: alone,
+    it says nothing about which of its hits is better."""
+    bounds = {}
+    for channel, hits in ranked.items():
+        values = [h.score for h in hits]
+        mean = sum(values) / len(values) if values else 0.0
+        sd = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values)) if values else 0.0
+        bounds[channel] = (mean - 3 * sd, mean + 3 * sd)
+
+    def norm(channel: str, score: float) -> float:
+        low, high = bounds[channel]
+        return 0.5 if high <= low else min(1.0, max(0.0, (score - low) / (high - low)))
+
+    return _summed(ranked, weights, norm, limit)
+
+
+def _summed(ranked: Mapping[str, Sequence[SearchHit]], weights: Mapping[str, float],
+            norm: Callable[[str, float], float], limit: int) -> list[SearchHit]:
     by_id = _merged(ranked)
     scores = {hit_id: sum(weights.get(c, 1.0) * norm(c, raw) for c, (_, raw) in hit.channels.items())
               for hit_id, hit in by_id.items()}

@@ -21,6 +21,8 @@ def fuse(ranked: Mapping[str, list[SearchHit]], options: SearchOptions, k: int) 
     weights = {"dense": options.dense_weight, "bm25": options.bm25_weight}
     if options.fusion == "rrf":
         return fusion.rrf(ranked, weights, options.rrf_k, k)
+    if options.fusion == "dbsf":
+        return fusion.dbsf(ranked, weights, k)
     return fusion.weighted(ranked, weights, k)
 
 

@@ -48,7 +48,7 @@ async def lookup_options(  # async: pure parsing, no hop to a worker thread
         return_n: Annotated[int | None, Query(ge=1, le=1000)] = None,
         max_chunks_per_document: Annotated[int | None, Query(ge=1, le=1000)] = None,
         mode: Literal["dense", "bm25", "hybrid"] | None = None,
-        fusion: Literal["weighted", "rrf"] | None = None,
+        fusion: Literal["weighted", "rrf", "dbsf"] | None = None,
         rrf_k: Annotated[int | None, Query(ge=1)] = None,
         dense_weight: Annotated[float | None, Query(ge=0, le=1)] = None,
         bm25_weight: Annotated[float | None, Query(ge=0, le=1)] = None,

@@ -8,14 +8,29 @@ import json
 
 import pytest
 
-from bench import api, chunking, explain, filters, formats, host, ingest, latency, quality, testsets, tradeoff
+from bench import (
+    api,
+    chunking,
+    explain,
+    filters,
+    folding,
+    formats,
+    fusion,
+    host,
+    ingest,
+    latency,
+    quality,
+    testsets,
+    tradeoff,
+)
 from bench.common import REPO, RESULTS, load
 from bench.publish import BLOCKS, README, publish
 from rag_core.embedding import catalog
 
 RENDERS = {"chunking": chunking.render, "ingest": ingest.render, "latency": latency.render,
            "quality": quality.render, "explain": explain.render, "api": api.render, "host": host.render,
-           "formats": formats.render, "testsets": testsets.render, "filters": filters.render}
+           "formats": formats.render, "testsets": testsets.render, "filters": filters.render,
+           "fusion": fusion.render, "folding": folding.render}
 
 
 def test_the_bench_readme_tables_are_rendered_from_the_records():
@@ -47,6 +62,13 @@ def test_each_published_record_renders_with_its_machine(name):
     assert record is not None and record["benchmark"] == name and not record["quick"]
     text = RENDERS[name](record)
     assert text.startswith("#### ") and record["machine"] in text and "|---" in text
+
+
+def test_the_measured_fusion_defaults_are_the_records_choice(tmp_path):
+    # rag_core/embedding/fusion.json (what new knowledge bases get) is exactly what bench/fusion.py's record chooses
+    from rag_core.embedding.fusion_defaults import DATA, write_defaults
+
+    assert write_defaults(load("fusion"), tmp_path / "fusion.json") == json.loads(DATA.read_text(encoding="utf-8"))
 
 
 def test_a_changed_figure_makes_the_check_fail(tmp_path, monkeypatch):

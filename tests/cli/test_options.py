@@ -77,16 +77,19 @@ def test_search_fusion_and_weights_take_effect(kb: Path, capsys) -> None:
 
 def test_search_json_is_what_the_debugger_computes(kb: Path, capsys) -> None:
     # The debugger passes its sliders to the lookup and keeps the configured projection budgets; so does search.
-    from rag_core.retrieval import SearchOptions
+    from dataclasses import replace
+
+    from rag_core.retrieval import params_from_settings
     from tests.helpers import make_workbench
 
     code, out, _ = run(capsys, "--data-dir", str(kb), "search", "restart the service", "--mode", "bm25",
                        "--retrieve-k", "30", "--return-n", "8", "--max-chunks-per-document", "3", "--json")
     assert code == 0
     wb = make_workbench(kb)
-    try:
+    try:  # the other search settings are the knowledge base's own (its embedder's measured fusion), as the debugger's
+        search = replace(params_from_settings(wb.settings).search, mode="bm25")
         expected = wb.retriever.lookup("restart the service", retrieve_k=30, return_n=8, max_chunks_per_document=3,
-                                       search=SearchOptions(mode="bm25")).to_dict()
+                                       search=search).to_dict()
     finally:
         wb.close()
     assert without_timings(json.loads(out)) == without_timings(expected)

@@ -6,7 +6,7 @@ import pytest
 
 from rag_core.records import SearchHit
 from rag_core.retrieval import KnowledgeRetriever, MilvusSearchPort, SearchOptions
-from rag_core.retrieval.fusion import rrf, weighted
+from rag_core.retrieval.fusion import dbsf, rrf, weighted
 from rag_core.store import CHUNK_FIELDS
 
 
@@ -38,6 +38,27 @@ def test_weighted_normalises_each_channel() -> None:
     fused = weighted({"dense": dense, "bm25": bm25}, {"dense": 1.0, "bm25": 1.0}, limit=3)
     assert fused[0].id == "b1"  # close to the top in both channels beats top in one, bottom in the other
     assert all(0.0 <= h.score <= 2.0 for h in fused)
+
+
+def test_dbsf_maps_mean_plus_minus_three_deviations_to_the_unit_range() -> None:
+    # dense: mean 0.5, population sd 0.1 -> [0.2, 0.8]; bm25: one hit (no spread) -> 0.5
+    dense = hits(("a1", 0.6), ("b1", 0.4))
+    fused = dbsf({"dense": dense, "bm25": hits(("b1", 7.0))}, {"dense": 1.0, "bm25": 0.5}, limit=5)
+    scores = {h.id: h.score for h in fused}
+    assert scores["a1"] == pytest.approx((0.6 - 0.2) / 0.6)  # absent from bm25: adds 0
+    assert scores["b1"] == pytest.approx((0.4 - 0.2) / 0.6 + 0.5 * 0.5)
+    assert fused[0].channels == {"dense": (1, 0.6)} and fused[1].channels == {"dense": (2, 0.4), "bm25": (1, 7.0)}
+
+
+def test_dbsf_gives_1_only_to_a_hit_far_out_of_its_list() -> None:
+    even = hits(*[(f"e{i}", 10.0 - i) for i in range(10)])
+    standout = hits(("s0", 40.0), *[(f"s{i}", 2.0 - i / 20) for i in range(1, 20)])
+    top = {c: dbsf({c: ranked}, {}, limit=1)[0].score for c, ranked in (("even", even), ("standout", standout))}
+    assert top["standout"] == 1.0  # clipped at mean + 3 sd
+    assert 0.7 < top["even"] < 0.8  # min-max (weighted) gives both 1.0
+    assert weighted({"even": even}, {}, limit=1)[0].score == 1.0
+    low = dbsf({"standout": standout}, {}, limit=20)[-1]
+    assert 0.0 <= low.score < 0.5
 
 
 def test_limit_and_determinism() -> None:
@@ -99,7 +120,7 @@ def test_our_rrf_orders_like_milvus_hybrid_search(sample_wb) -> None:
         assert our_scores[hit_id] == pytest.approx(native_scores[hit_id], rel=1e-4)
 
 
-@pytest.mark.parametrize("fusion", ["rrf", "weighted"])
+@pytest.mark.parametrize("fusion", ["rrf", "weighted", "dbsf"])
 def test_dedup_and_caps_hold_on_fused_results(sample_wb, fusion: str) -> None:
     result = sample_wb.retriever.lookup("向量检索 召回 incident escalation", retrieve_k=30, return_n=8,
                                         max_chunks_per_document=2, search=SearchOptions(mode="hybrid", fusion=fusion))
