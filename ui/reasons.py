@@ -17,7 +17,7 @@ from typing import Any
 from rag_core.records import score_pair
 from rag_core.retrieval.phrases import ENGLISH, Phrase, render
 
-from .i18n import language, t
+from .i18n import N_, language, t
 
 
 def search_mode_label(mode: str) -> str:
@@ -34,71 +34,74 @@ def _mode(params: Mapping[str, Any]) -> dict[str, Any]:
     return {**params, "mode": search_mode_label(str(params.get("mode")))}
 
 
-_SAY: dict[str, Callable[..., str]] = {
-    "rank": lambda **p: t("#{rank}", **p),
-    "rank.no_match": lambda **p: t("no match", **p),
-    "rank.beyond": lambda **p: t("beyond #{depth:,}", **p),
-    "channel_rank": lambda **p: t("{channel} {rank}", **{**p, "channel": search_mode_label(p["channel"])}),
-    "fate.kept": lambda **p: t("in the evidence (#{rank})", **p),
-    "fate.doc_cap": lambda **p: t("dropped by the per-document cap ({cap}): {by} came first", **p),
-    "fate.beyond_return_n": lambda **p: t("beyond return-n: {return_n} blocks were accepted before it (rank #{rank})",
-                                          **p),
-    "fate.duplicate": lambda **p: t("duplicate of {key}", **p),
-    "fate.disabled": lambda **p: t("disabled: a person left it out of every lookup (`python -m rag_core chunks "
-                                   "enable {key}` brings it back)", **p),
-    "fate.below_threshold": lambda **p: t("below threshold ({score} < {threshold}) of {mode} search: a "
-                                          "score-threshold of at most {at_most} keeps it", **_mode(p)),
-    "fate.below_threshold_unscored": lambda **p: t("below_threshold of {mode} search: a score-threshold of at most "
-                                                   "{at_most} keeps it", **_mode(p)),
-    "fate.no_channel": lambda **p: t("no channel ranks it in the top {depth:,}", **p),
-    "fate.beyond_retrieve_k": lambda **p: t("beyond retrieve-k ({retrieve_k}): {ranks}", **p),
-    "fate.beyond_retrieve_k_fused": lambda **p: t("beyond retrieve-k ({retrieve_k}) in the fused ranking: {ranks}",
-                                                  **p),
-    "fix.at_least": lambda **p: t("{setting} ≥ {value}", **p),
-    "fix.at_most": lambda **p: t("{setting} ≤ {value}", **p),
-    "fix.none": lambda **p: t("no change", **p),
-    "answer.not_found": lambda **p: t("The answer text does not occur in {doc} (searched exactly, then ignoring case "
-                                      "and whitespace).", **p),
-    "answer.split": lambda **p: t("The answer is split across a chunk boundary: chunk-{left_chunk} ends with "
-                                  "“{left_text}” and chunk-{right_chunk} goes on with “{right_text}”; no chunk "
-                                  "contains all of it (a chunking problem: a larger chunk.overlap keeps it whole).",
-                                  **p),
-    "answer.in": lambda **p: t("The answer is in {chunks}.", **p),
-    "verdict.answer_in": lambda **p: t("the answer in {doc}", **p),
-    "verdict.in_evidence": lambda **p: t("{what} is in the evidence: {kept}.", **p),
-    "verdict.kept": lambda **p: t("{key} (#{rank})", **p),
-    "verdict.no_target": lambda **p: t("{what}: no chunk to look for ({answer})", **p),
-    "verdict.split": lambda **p: t("{what} is split across a chunk boundary, so no evidence block holds all of it: "
-                                   "a chunking problem (a larger chunk.overlap keeps it whole). Its parts: {parts}.",
-                                   **p),
-    "verdict.part": lambda **p: t("{key} ({cause})", **p),
-    "verdict.not_in_evidence": lambda **p: t("{what} is not in the evidence. Closest: {key}, {cause}.", **p),
-    "verdict.fix": lambda **p: t("Smallest change: {fix}, which brings in {target}.", **p),
-    "verdict.fix_unverified": lambda **p: t("Smallest change: {fix}, which brings in {target} (not confirmed by a "
-                                            "lookup).", **p),
-    "verdict.no_setting": lambda **p: t("No setting brings it in: no channel ranks it in the top {depth:,}.", **p),
-    "verdict.no_setting_because": lambda **p: t("No setting brings it in: no channel ranks it in the top {depth:,}: "
-                                                "{reasons}.", **p),
-    "verdict.no_shared_terms": lambda **p: t("the query and the chunk share no terms", **p),
-    "verdict.dissimilar": lambda **p: t("the embedder finds them dissimilar (cosine {cosine:.3f})", **p),
-    "verdict.dissimilar_at_depth": lambda **p: t("the embedder finds them dissimilar (cosine {cosine:.3f}; "
-                                                 "#{depth:,} has {floor:.3f})", **p),
-    "verdict.no_width": lambda **p: t("No retrieve-k up to {depth:,} brings it into the fused candidates.", **p),
-    "verdict.highest_threshold": lambda **p: t("The highest {mode} score-threshold that keeps it: {highest} "
-                                               "(now {now:g}).", **_mode(p)),
-    "note.answer_also_in": lambda **p: t("The answer text also occurs in {docs}.", **p),
-    "warning.no_document_matches": lambda **p: t("The filter {filter} matches no document (of {documents:,}): nothing "
-                                                 "was searched. Check the values (`docs --json` lists each document's "
-                                                 "metadata).", **p),
+_SAY: dict[str, str] = {
+    "rank": N_("#{rank}"),
+    "rank.no_match": N_("no match"),
+    "rank.beyond": N_("beyond #{depth:,}"),
+    "channel_rank": N_("{channel} {rank}"),
+    "fate.kept": N_("in the evidence (#{rank})"),
+    "fate.doc_cap": N_("dropped by the per-document cap ({cap}): {by} came first"),
+    "fate.beyond_return_n": N_("beyond return-n: {return_n} blocks were accepted before it (rank #{rank})"),
+    "fate.duplicate": N_("duplicate of {key}"),
+    "fate.disabled": N_("disabled: a person left it out of every lookup (`python -m rag_core chunks "
+                        "enable {key}` brings it back)"),
+    "fate.below_threshold": N_("below threshold ({score} < {threshold}) of {mode} search: a "
+                               "score-threshold of at most {at_most} keeps it"),
+    "fate.below_threshold_unscored": N_("below_threshold of {mode} search: a score-threshold of at most "
+                                        "{at_most} keeps it"),
+    "fate.no_channel": N_("no channel ranks it in the top {depth:,}"),
+    "fate.beyond_retrieve_k": N_("beyond retrieve-k ({retrieve_k}): {ranks}"),
+    "fate.beyond_retrieve_k_fused": N_("beyond retrieve-k ({retrieve_k}) in the fused ranking: {ranks}"),
+    "fix.at_least": N_("{setting} ≥ {value}"),
+    "fix.at_most": N_("{setting} ≤ {value}"),
+    "fix.none": N_("no change"),
+    "answer.not_found": N_("The answer text does not occur in {doc} (searched exactly, then ignoring case "
+                           "and whitespace)."),
+    "answer.split": N_("The answer is split across a chunk boundary: chunk-{left_chunk} ends with "
+                       "“{left_text}” and chunk-{right_chunk} goes on with “{right_text}”; no chunk "
+                       "contains all of it (a chunking problem: a larger chunk.overlap keeps it whole)."),
+    "answer.in": N_("The answer is in {chunks}."),
+    "verdict.answer_in": N_("the answer in {doc}"),
+    "verdict.in_evidence": N_("{what} is in the evidence: {kept}."),
+    "verdict.kept": N_("{key} (#{rank})"),
+    "verdict.no_target": N_("{what}: no chunk to look for ({answer})"),
+    "verdict.split": N_("{what} is split across a chunk boundary, so no evidence block holds all of it: "
+                        "a chunking problem (a larger chunk.overlap keeps it whole). Its parts: {parts}."),
+    "verdict.part": N_("{key} ({cause})"),
+    "verdict.not_in_evidence": N_("{what} is not in the evidence. Closest: {key}, {cause}."),
+    "verdict.fix": N_("Smallest change: {fix}, which brings in {target}."),
+    "verdict.fix_unverified": N_("Smallest change: {fix}, which brings in {target} (not confirmed by a "
+                                 "lookup)."),
+    "verdict.no_setting": N_("No setting brings it in: no channel ranks it in the top {depth:,}."),
+    "verdict.no_setting_because": N_("No setting brings it in: no channel ranks it in the top {depth:,}: "
+                                     "{reasons}."),
+    "verdict.no_shared_terms": N_("the query and the chunk share no terms"),
+    "verdict.dissimilar": N_("the embedder finds them dissimilar (cosine {cosine:.3f})"),
+    "verdict.dissimilar_at_depth": N_("the embedder finds them dissimilar (cosine {cosine:.3f}; "
+                                      "#{depth:,} has {floor:.3f})"),
+    "verdict.no_width": N_("No retrieve-k up to {depth:,} brings it into the fused candidates."),
+    "verdict.highest_threshold": N_("The highest {mode} score-threshold that keeps it: {highest} "
+                                    "(now {now:g})."),
+    "note.answer_also_in": N_("The answer text also occurs in {docs}."),
+    "warning.no_document_matches": N_("The filter {filter} matches no document (of {documents:,}): nothing "
+                                      "was searched. Check the values (`docs --json` lists each document's "
+                                      "metadata)."),
+    "warning.all_below_threshold": N_("Every hit scored below the {search} score threshold {threshold:g} "
+                                      "(the best {best:.4f}); lower rag.score-threshold.{mode} "
+                                      "(--score-threshold) to see them."),
+    "warning.rerank_skipped": N_("Reranking with {reranker} was {error}. The evidence is in the fused "
+                                 "order."),
+    "warning.rerank_failed": N_("Reranking with {reranker} failed ({error}); the evidence is in the fused "
+                                "order."),
+}
+# Parameters worded before they fill a template (a search mode or channel is a code in the phrase).
+_WORDED: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "channel_rank": lambda p: {**p, "channel": search_mode_label(p["channel"])},
+    "fate.below_threshold": _mode,
+    "fate.below_threshold_unscored": _mode,
+    "verdict.highest_threshold": _mode,
     # {search}: the mode in words; {mode}: its code, in the setting's name
-    "warning.all_below_threshold": lambda **p: t("Every hit scored below the {search} score threshold {threshold:g} "
-                                                 "(the best {best:.4f}); lower rag.score-threshold.{mode} "
-                                                 "(--score-threshold) to see them.",
-                                                 search=search_mode_label(str(p.get("mode"))), **p),
-    "warning.rerank_skipped": lambda **p: t("Reranking with {reranker} was {error}. The evidence is in the fused "
-                                            "order.", **p),
-    "warning.rerank_failed": lambda **p: t("Reranking with {reranker} failed ({error}); the evidence is in the fused "
-                                           "order.", **p),
+    "warning.all_below_threshold": lambda p: {**p, "search": search_mode_label(str(p.get("mode")))},
 }
 CODES = frozenset(_SAY)
 
@@ -114,7 +117,7 @@ def _say(code: str, params: Mapping[str, Any]) -> str | None:
     if say is None or not fields(code) <= params.keys():  # t() fills nothing without parameters: check first
         return None
     try:
-        return say(**params)
+        return t(say, **_WORDED.get(code, dict)(dict(params)))
     except (KeyError, IndexError, ValueError, TypeError):  # parameters that do not fit: the code, not an error
         return None
 
