@@ -107,14 +107,20 @@ def test_a_disabled_chunk_is_a_drop_with_reason_disabled_and_explain_says_so():
         set_disabled(port.store, "a.md#chunk-5", True)
 
 
-@pytest.mark.milvus
-def test_cli_and_api_disable_alike_and_reupload_keeps_or_conflicts(tmp_path, local_embedder, capsys):
+def ingested_by_the_cli(tmp_path, capsys) -> tuple:
+    """A copy of the sample disk runbook ingested by the CLI: (data dir, the copy, the CLI's leading arguments)."""
     data = tmp_path / "data"
     doc = tmp_path / "disk_full.md"
     doc.write_bytes((SAMPLE_KB / "runbooks" / "disk_full.md").read_bytes())
     cli = ["--data-dir", str(data), "--set", "milvus.lite-mode=exclusive"]
     assert main([*cli, "ingest", str(doc), "--quiet"]) == 0
     capsys.readouterr()
+    return data, doc, cli
+
+
+@pytest.mark.milvus
+def test_cli_and_api_disable_alike_and_reupload_keeps_or_conflicts(tmp_path, local_embedder, capsys):
+    data, doc, cli = ingested_by_the_cli(tmp_path, capsys)
     assert main([*cli, "chunks", "disable", "disk_full.md#chunk-0", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["disabled"] is True
     assert main([*cli, "chunks", "keywords", "disk_full.md#chunk-2", "frobzkeyword", "--json"]) == 0
@@ -194,12 +200,7 @@ def test_an_edit_re_embeds_one_chunk_keeps_its_key_and_lasts_through_reindex(tmp
 def test_a_chunk_added_on_the_cli_and_the_api_is_indexed_marked_and_lasts(tmp_path, local_embedder, capsys):
     from rag_core.kb.chunk_edits import revert
 
-    data = tmp_path / "data"
-    doc = tmp_path / "disk_full.md"
-    doc.write_bytes((SAMPLE_KB / "runbooks" / "disk_full.md").read_bytes())
-    cli = ["--data-dir", str(data), "--set", "milvus.lite-mode=exclusive"]
-    assert main([*cli, "ingest", str(doc), "--quiet"]) == 0
-    capsys.readouterr()
+    data, doc, cli = ingested_by_the_cli(tmp_path, capsys)
     assert main([*cli, "chunks", "add", "disk_full.md", "--text", "Quokkaflux drains the inode table.", "--json"]) == 0
     added = json.loads(capsys.readouterr().out)
     key = added["evidence_key"]
