@@ -24,7 +24,7 @@ from ui.errors import show_error
 from ui.html import ChunkView
 from ui.i18n import t, tn
 from ui.lookup import cached_explanation, cached_lookup, debugger_query_params
-from ui.reasons import describe_drop, phrases, search_mode_label
+from ui.reasons import describe_drop, notes, phrases, search_mode_label
 from ui.state import workbench_or_stop
 from ui.tables import fate_counts, reranked, timings_frame
 
@@ -228,7 +228,7 @@ if reranked(data):
                   moved=len(moved), n=result.rerank.candidates))
     st.plotly_chart(rerank_movement_figure(data), key="dbg.rerank", config={"displaylogo": False})
     if result.rerank.notes:
-        st.caption(t("Reranker notes: {notes}", notes="; ".join(result.rerank.notes)))
+        st.caption(t("Reranker notes: {notes}", notes=t("; ").join(notes(result.rerank))))
 
 with st.expander(t("Evidence blocks in full"), expanded=False):
     for i, e in enumerate(data["evidence"]):

@@ -488,7 +488,8 @@ class _Run:
     def finish(self, item: _Prepared, status: str, chunks: int, seconds: float, diff: ChunkDiff | None = None) -> None:
         self.partial = max(0.0, self.partial - self.sizes[item.index])
         self._report(item.index, IngestReport(item.source.name, item.doc.doc_id, status, chunks,
-                                              item.load_seconds + seconds, diff=diff, notes=item.doc.notes))
+                                              item.load_seconds + seconds, diff=diff, notes=item.doc.notes,
+                                              note_phrases=item.doc.note_phrases))
         self.tick(item.index, item.doc.doc_id, "done", chunks, chunks)
 
     def fail(self, index: int, name: str, doc_id: str, seconds: float, exc: Exception) -> None:

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     import numpy as np
 
+    from .retrieval.phrases import Phrase
+
 from .errors import LogsError, RetrievalError
 
 SEARCH_MODES = ("dense", "bm25", "hybrid")
@@ -80,6 +82,7 @@ class Document:
     encoding: str = "utf-8"  # what the bytes were decoded from (informational)
     places: tuple[Place, ...] = ()  # pages, slides or rows, sorted by offset; () for plain text
     notes: tuple[str, ...] = ()  # what a person should know about the reading ("pages 3, 7 have no text ...")
+    note_phrases: tuple[Phrase, ...] = ()  # the same notes as codes with parameters (the app renders them)
 
     @property
     def ocr_pages(self) -> tuple[int, ...]:
@@ -257,12 +260,14 @@ class IngestReport:
     error_code: str = ""  # why it failed, for programs: the failing exception's `code` ("too_large", ...)
     diff: ChunkDiff | None = None  # replaced and unchanged documents: their chunks against the previous version
     notes: tuple[str, ...] = ()  # how it was read (Document.notes): "OCR'd pages 2, 3", "Q&A sheet: FAQ (...)"
+    note_phrases: tuple[Phrase, ...] = ()  # the same as codes with parameters (Document.note_phrases)
 
     def to_dict(self) -> dict[str, Any]:
         """As `ingest --json` prints it and the HTTP API answers it (`diff` null for added or failed files)."""
         return {"path": self.path, "doc_id": self.doc_id, "status": self.status, "chunks": self.chunks,
                 "seconds": self.seconds, "error": self.error, "error_code": self.error_code,
-                "diff": self.diff.to_dict() if self.diff is not None else None, "notes": list(self.notes)}
+                "diff": self.diff.to_dict() if self.diff is not None else None, "notes": list(self.notes),
+                "note_phrases": [p.to_dict() for p in self.note_phrases]}
 
 
 @dataclass(frozen=True)
@@ -391,6 +396,7 @@ class RerankOutcome:
     notes: tuple[str, ...] = ()
     error: str = ""
     skipped: bool = False
+    note_phrases: tuple[Phrase, ...] = ()  # the notes as codes with parameters (RerankResult.note_phrases)
 
     @property
     def applied(self) -> bool:
@@ -403,6 +409,7 @@ class RerankResult:
 
     scores: tuple[float, ...]  # one per input document, in input order; higher is more relevant
     notes: tuple[str, ...] = ()  # what the adapter had to do, for the trace: "2 documents truncated to 4,000 tokens"
+    note_phrases: tuple[Phrase, ...] = ()  # the same notes as codes with parameters (the app renders them)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from rag_core.records import PAGE, ROW, SLIDE, Document, StoredChunk
 
 from .errors import show_error
 from .i18n import N_, t, tn
+from .reasons import notes
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -44,7 +45,7 @@ def structure(doc: Document) -> list[str]:
             spans.setdefault(p.sheet, []).append(p.number)
         lines.append(", ".join(t("sheet {sheet} (rows {first}–{last})", sheet=s, first=min(n), last=max(n)) if s
                                else t("(rows {first}–{last})", first=min(n), last=max(n)) for s, n in spans.items()))
-    return lines + list(doc.notes)  # the loader's notes name the OCR'd pages
+    return lines + notes(doc)  # the loader's notes name the OCR'd pages
 
 
 def text_from_chunks(chunks: Sequence[StoredChunk]) -> str:

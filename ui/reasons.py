@@ -82,6 +82,27 @@ _SAY: dict[str, str] = {
     "verdict.no_width": N_("No retrieve-k up to {depth:,} brings it into the fused candidates."),
     "verdict.highest_threshold": N_("The highest {mode} score-threshold that keeps it: {highest} "
                                     "(now {now:g})."),
+    "load.qa_sheet": N_("Q&A sheet: {sheet} ({question} / {answer})"),
+    "load.qa_table": N_("Q&A table ({question} / {answer})"),
+    "load.no_layout": N_("tables and pages without a text layer were not looked for ({error})"),
+    "load.no_text_layer": N_("page {pages} has no text layer and was not read: OCR needs the optional extra "
+                             "(pip install \".[ocr]\")"),
+    "load.no_text_layer_many": N_("pages {pages} have no text layer and were not read: OCR needs the optional "
+                                  "extra (pip install \".[ocr]\")"),
+    "load.ocr_page": N_("OCR'd page {pages}"),
+    "load.ocr_pages": N_("OCR'd pages {pages}"),
+    "load.read_by_ocr": N_("read by OCR"),
+    "rerank.service": N_("the service"),
+    "rerank.service.dashscope": N_("DashScope's"),
+    "rerank.service.tei": N_("TEI's default --max-client-batch-size"),
+    "rerank.limits": N_("{service} allows {documents:,} documents"),
+    "rerank.limits_tokens": N_("{service} allows {documents:,} documents and ~{tokens:,} tokens"),
+    "rerank.batches": N_("sent in {requests} requests ({limits} per request)"),
+    "rerank.query_truncated": N_("the query was truncated to ~{tokens:,} tokens ({service} limit)"),
+    "rerank.document_truncated": N_("{count} document truncated to ~{tokens:,} tokens ({service} per-document "
+                                    "limit)"),
+    "rerank.documents_truncated": N_("{count} documents truncated to ~{tokens:,} tokens ({service} "
+                                     "per-document limit)"),
     "note.answer_also_in": N_("The answer text also occurs in {docs}."),
     "warning.no_document_matches": N_("The filter {filter} matches no document (of {documents:,}): nothing "
                                       "was searched. Check the values (`docs --json` lists each document's "
@@ -134,6 +155,15 @@ def phrases(data: Mapping[str, Any], field: str) -> list[str]:
     said = data.get(field.removesuffix("s") + "_phrases")
     texts = list(data.get(field) or [])
     if said is None or len(said) != len(texts):
+        return texts
+    return [phrase(p, text) for p, text in zip(said, texts)]
+
+
+def notes(record: Any) -> list[str]:
+    """A document's or an ingest report's notes (how it was read) in the user's language, from its `note_phrases`;
+    its English `notes` when it has no phrases (a report from an older service)."""
+    said, texts = tuple(getattr(record, "note_phrases", ()) or ()), list(getattr(record, "notes", ()) or ())
+    if len(said) != len(texts):
         return texts
     return [phrase(p, text) for p, text in zip(said, texts)]
 

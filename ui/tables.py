@@ -21,7 +21,7 @@ from rag_core.retrieval.rerank import movement
 
 from .i18n import t
 from .reasons import describe_drop as describe_drop  # where it was first: pages and tests import it from here
-from .reasons import phrase
+from .reasons import notes, phrase
 
 FATES = ("kept", "duplicate", "doc_cap", "beyond_return_n", "below_threshold", "disabled")  # a raw hit's fates
 
@@ -162,7 +162,7 @@ def chunk_changes(report: IngestReport) -> str:
 def ingest_frame(reports: Iterable[IngestReport]) -> pd.DataFrame:
     rows = [{"file": r.path, "doc_id": r.doc_id, "status": ingest_status(r.status), "chunks": r.chunks,
              "chunk changes": chunk_changes(r), "seconds": round(r.seconds, 2), "reason": r.error,
-             "notes": "; ".join(r.notes)} for r in reports]
+             "notes": t("; ").join(notes(r))} for r in reports]
     return pd.DataFrame(rows, columns=["file", "doc_id", "status", "chunks", "chunk changes", "seconds", "reason",
                                        "notes"])
 

@@ -53,7 +53,8 @@ def cmd_chunk(args: argparse.Namespace, settings: Settings) -> int:
     chunks = chunking.chunk_document(doc, max_size, overlap)  # as ingest chunks it
     if args.json:
         print_json({"doc_id": doc.doc_id, "max_size": max_size, "overlap": overlap, "characters": len(doc.text),
-                    "encoding": doc.encoding, "notes": list(doc.notes), "ocr_pages": list(doc.ocr_pages),
+                    "encoding": doc.encoding, "notes": list(doc.notes),
+                    "note_phrases": [p.to_dict() for p in doc.note_phrases], "ocr_pages": list(doc.ocr_pages),
                     "summary": chunking.overlap_summary(chunks), "chunks": chunking.chunks_to_json(chunks)})
         return 0
     for c in chunks:

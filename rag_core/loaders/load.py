@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..errors import LoaderError
 from ..records import Document, Place
+from ..retrieval.phrases import Phrase, english
 from .doc_ids import doc_id_for, normalize_doc_id
 from .formats import HTML_EXTENSIONS, TABLE_EXTENSIONS, TEXT_EXTENSIONS, extension_or_raise
 from .html import html_text
@@ -99,7 +100,7 @@ def load_bytes(data: bytes, doc_id: str, *, max_bytes: int = DEFAULT_MAX_BYTES,
         raise LoaderError(f"{doc_id}: the file is empty (0 bytes); nothing to index", code="empty")
     budget = TextBudget(doc_id, max_text_chars, seconds=options.max_seconds)
     places: tuple[Place, ...] = ()
-    notes: tuple[str, ...] = ()
+    notes: tuple[Phrase, ...] = ()
     if ext in TEXT_EXTENSIONS:
         text, encoding = decode_text(data, doc_id)
         if not text:
@@ -124,7 +125,7 @@ def load_bytes(data: bytes, doc_id: str, *, max_bytes: int = DEFAULT_MAX_BYTES,
         (text, places), encoding = pptx_text(data, doc_id, budget), "pptx"
     else:  # an image (formats.IMAGE_EXTENSIONS)
         (text, places), encoding = image_text(data, doc_id, budget, options), "ocr"
-        notes = ("read by OCR",)
+        notes = (Phrase("load.read_by_ocr"),)
     budget.check(text)
     return Document(
         doc_id=doc_id,
@@ -135,7 +136,8 @@ def load_bytes(data: bytes, doc_id: str, *, max_bytes: int = DEFAULT_MAX_BYTES,
         content_hash=content_hash(text, places),
         encoding=encoding,
         places=places,
-        notes=notes,
+        notes=tuple(english(n) for n in notes),
+        note_phrases=notes,
     )
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from ..errors import LoaderError
 from ..records import PAGE, Place
+from ..retrieval.phrases import Phrase
 from .extracted import clean_extracted, reason
 from .html import table_blocks
 from .limits import TextBudget, markup_limit, too_much_markup
@@ -42,8 +43,8 @@ _WS = re.compile(r"\s+")
 
 
 def pdf_text(data: bytes, name: str, budget: TextBudget,
-             options: LoadOptions | None = None) -> tuple[str, tuple[Place, ...], tuple[str, ...]]:
-    """(text, one place per page with text, notes)."""
+             options: LoadOptions | None = None) -> tuple[str, tuple[Place, ...], tuple[Phrase, ...]]:
+    """(text, one place per page with text, notes: what a person should know, as phrases)."""
     options = options or LoadOptions()
     if b"%PDF-" not in data[:1024]:
         raise LoaderError(
@@ -60,7 +61,7 @@ def pdf_text(data: bytes, name: str, budget: TextBudget,
         raise
     except Exception as exc:  # pdfium / pdfminer fail on a file pypdf could read: keep what pypdf read
         drawn = [(False, 0) for _ in texts]
-        notes = [f"tables and pages without a text layer were not looked for ({reason(exc)})"]
+        notes = [Phrase("load.no_layout", {"error": reason(exc)})]
     else:
         notes = []
     scanned = [i for i, text in enumerate(texts) if not text and any(drawn[i])]
@@ -70,14 +71,14 @@ def pdf_text(data: bytes, name: str, budget: TextBudget,
             if len(scanned) == len(texts) or not any(texts):
                 raise needs_ocr(name, f"the PDF has no text layer on its {len(texts)} page{'s' * (len(texts) > 1)} "
                                       "(a scanned PDF)")
-            many = len(scanned) > 1
-            notes.append(f"page{'s' * many} {_numbers(scanned)} {'have' if many else 'has'} no text layer and "
-                         f"{'were' if many else 'was'} not read: OCR needs the optional extra (pip install \".[ocr]\")")
+            notes.append(Phrase("load.no_text_layer_many" if len(scanned) > 1 else "load.no_text_layer",
+                                {"pages": _numbers(scanned)}))
         else:
             _ocr_pages(data, name, scanned, texts, budget, options)
             ocr_done = {i for i in scanned if texts[i]}
             if ocr_done:
-                notes.append(f"OCR'd page{'s' * (len(ocr_done) > 1)} {_numbers(sorted(ocr_done))}")
+                notes.append(Phrase("load.ocr_pages" if len(ocr_done) > 1 else "load.ocr_page",
+                                    {"pages": _numbers(sorted(ocr_done))}))
     parts: list[str] = []
     places: list[Place] = []
     size = 0

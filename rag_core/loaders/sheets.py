@@ -29,6 +29,7 @@ from collections.abc import Iterable, Iterator
 
 from ..errors import LoaderError
 from ..records import ROW, Place
+from ..retrieval.phrases import Phrase
 from .extracted import clean_extracted, reason
 from .limits import TextBudget
 from .options import LoadOptions
@@ -55,7 +56,7 @@ class _Writer:
         self.budget = budget
         self.blocks: list[str] = []
         self.places: list[Place] = []
-        self.notes: list[str] = []  # what a person should know: which sheets were read as Q&A
+        self.notes: list[Phrase] = []  # what a person should know: which sheets were read as Q&A
         self.size = 0
 
     def add(self, block: str, number: int, sheet: str) -> None:
@@ -75,7 +76,7 @@ class _Writer:
 # --- .xlsx ----------------------------------------------------------------------------------------
 
 def xlsx_text(data: bytes, name: str, budget: TextBudget,
-              options: LoadOptions) -> tuple[str, tuple[Place, ...], tuple[str, ...]]:
+              options: LoadOptions) -> tuple[str, tuple[Place, ...], tuple[Phrase, ...]]:
     """(text, one place per row, notes)."""
     if data.startswith(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"):
         raise LoaderError(f"{name}: is an old Excel .xls file or a password-protected workbook, not an .xlsx; open it "
@@ -131,7 +132,7 @@ def _cell_text(cell: object) -> str:
 # --- .csv / .tsv ----------------------------------------------------------------------------------
 
 def delimited_text(data: bytes, name: str, ext: str, budget: TextBudget,
-                   options: LoadOptions) -> tuple[str, str, tuple[Place, ...], tuple[str, ...]]:
+                   options: LoadOptions) -> tuple[str, str, tuple[Place, ...], tuple[Phrase, ...]]:
     """(text, encoding, places, notes) of a CSV or TSV file, decoded like a text file (UTF-8, GBK, Big5, ...)."""
     text, encoding = decode_text(data, name)
     _check_lines(text, name)
@@ -208,8 +209,9 @@ def _table(rows: Iterator[tuple[int, list[str]]], name: str, sheet: str, writer:
     headers = [c or column_name(i) for i, c in enumerate(header_cells)]  # type: ignore[operator]
     qa = _qa_columns(headers, options.qa_columns)
     if qa is not None:
-        writer.notes.append(f"Q&A sheet: {sheet} ({headers[qa[0]]} / {headers[qa[1]]})" if sheet
-                            else f"Q&A table ({headers[qa[0]]} / {headers[qa[1]]})")
+        question, answer = headers[qa[0]], headers[qa[1]]
+        writer.notes.append(Phrase("load.qa_sheet", {"sheet": sheet, "question": question, "answer": answer})
+                            if sheet else Phrase("load.qa_table", {"question": question, "answer": answer}))
     body = [*buffered[at + 1:]]
 
     def remaining() -> Iterable[tuple[int, list[str]]]:

@@ -23,6 +23,7 @@ from ..errors import RerankError
 from ..records import RerankResult
 from ..remote import Endpoint, MalformedReply, RemoteAdapter
 from ..remote.http import request_json
+from ..retrieval.phrases import Phrase, english
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 
@@ -73,6 +74,7 @@ class RemoteReranker(RemoteAdapter):
     max_document_tokens: int | None = None
     max_request_tokens: int | None = None
     limits_name: str = "the service"  # in notes: "DashScope's limit"
+    limits_code: str = "rerank.service"  # the same as a phrase code (its English text is limits_name)
     _span_kind = "RERANKER"  # rag_core.tracing.semconv.RERANKER
 
     def __init__(self, endpoint: Endpoint, name: str, **adapter: Any) -> None:
@@ -99,33 +101,34 @@ class RemoteReranker(RemoteAdapter):
         docs = check_inputs(query, documents)
         if not docs:
             return RerankResult(())
-        notes: list[str] = []
+        notes: list[Phrase] = []
         if self.max_document_tokens is not None:
             query = self._truncated_query(query, notes)
             docs = self._truncated(docs, notes)
         batches = self._batches(query, docs)
         if len(batches) > 1:
-            notes.append(f"sent in {len(batches)} requests ({self._limits()} per request)")
+            notes.append(Phrase("rerank.batches", {"requests": len(batches), "limits": self._limits()}))
         scores: list[float] = []
         for batch in batches:
             scores.extend(self._call(partial(self._checked_batch, query, batch)))
-        return RerankResult(tuple(scores), tuple(notes))
+        return RerankResult(tuple(scores), tuple(english(n) for n in notes), tuple(notes))
 
     # ------------------------------------------------------------------------------------------
-    def _truncated_query(self, query: str, notes: list[str]) -> str:
+    def _truncated_query(self, query: str, notes: list[Phrase]) -> str:
         assert self.max_document_tokens is not None
         short = truncate_to_tokens(query, self.max_document_tokens)
         if short != query:
-            notes.append(f"the query was truncated to ~{self.max_document_tokens:,} tokens ({self.limits_name} limit)")
+            notes.append(Phrase("rerank.query_truncated", {"tokens": self.max_document_tokens,
+                                                           "service": Phrase(self.limits_code)}))
         return short
 
-    def _truncated(self, docs: list[str], notes: list[str]) -> list[str]:
+    def _truncated(self, docs: list[str], notes: list[Phrase]) -> list[str]:
         assert self.max_document_tokens is not None
         out = [truncate_to_tokens(d, self.max_document_tokens) for d in docs]
         cut = sum(1 for a, b in zip(docs, out) if a != b)
         if cut:
-            notes.append(f"{cut} document{'s' if cut > 1 else ''} truncated to ~{self.max_document_tokens:,} "
-                         f"tokens ({self.limits_name} per-document limit)")
+            notes.append(Phrase("rerank.documents_truncated" if cut > 1 else "rerank.document_truncated",
+                                {"count": cut, "tokens": self.max_document_tokens, "service": Phrase(self.limits_code)}))
         return out
 
     def _batches(self, query: str, docs: list[str]) -> list[list[str]]:
@@ -143,11 +146,12 @@ class RemoteReranker(RemoteAdapter):
             used += cost
         return batches
 
-    def _limits(self) -> str:
-        parts = [f"{self.limits_name} allows {self.max_documents:,} documents"]
+    def _limits(self) -> Phrase:
+        service = Phrase(self.limits_code)
         if self.max_request_tokens is not None:
-            parts.append(f"~{self.max_request_tokens:,} tokens")
-        return " and ".join(parts)
+            return Phrase("rerank.limits_tokens", {"service": service, "documents": self.max_documents,
+                                                   "tokens": self.max_request_tokens})
+        return Phrase("rerank.limits", {"service": service, "documents": self.max_documents})
 
     @staticmethod
     def _checked(scores: list[float], n: int) -> list[float]:

@@ -24,6 +24,7 @@ class DashScopeReranker(RemoteReranker):
     max_document_tokens = 4000
     max_request_tokens = 30000
     limits_name = "DashScope's"
+    limits_code = "rerank.service.dashscope"
 
     def __init__(self, api_key: str, model: str = DEFAULT_MODEL, base_url: str | None = None, *,
                  timeout: float = 5.0, max_retries: int = 1, api_key_env: str = "DASHSCOPE_API_KEY",

@@ -16,6 +16,7 @@ from .base import RemoteReranker, scores_by_index
 class TEIReranker(RemoteReranker):
     max_documents = 32
     limits_name = "TEI's default --max-client-batch-size"
+    limits_code = "rerank.service.tei"
 
     def __init__(self, base_url: str, model: str = "", api_key: str = "", *, batch_size: int = 32,
                  timeout: float = 5.0, max_retries: int = 1, api_key_env: str = "", **adapter: Any) -> None:

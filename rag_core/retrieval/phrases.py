@@ -67,6 +67,28 @@ ENGLISH: Mapping[str, str] = {
                                    "{floor:.3f})",
     "verdict.no_width": "No retrieve-k up to {depth:,} brings it into the fused candidates.",
     "verdict.highest_threshold": "The highest {mode} score-threshold that keeps it: {highest} (now {now:g}).",
+    # how a document was read (Document.note_phrases, IngestReport.note_phrases)
+    "load.qa_sheet": "Q&A sheet: {sheet} ({question} / {answer})",
+    "load.qa_table": "Q&A table ({question} / {answer})",
+    "load.no_layout": "tables and pages without a text layer were not looked for ({error})",
+    "load.no_text_layer": "page {pages} has no text layer and was not read: OCR needs the optional extra "
+                          "(pip install \".[ocr]\")",
+    "load.no_text_layer_many": "pages {pages} have no text layer and were not read: OCR needs the optional extra "
+                               "(pip install \".[ocr]\")",
+    "load.ocr_page": "OCR'd page {pages}",
+    "load.ocr_pages": "OCR'd pages {pages}",
+    "load.read_by_ocr": "read by OCR",
+    # what a reranker had to do (RerankResult.note_phrases); {service} is one of the rerank.service codes
+    "rerank.service": "the service",
+    "rerank.service.dashscope": "DashScope's",
+    "rerank.service.tei": "TEI's default --max-client-batch-size",
+    "rerank.limits": "{service} allows {documents:,} documents",
+    "rerank.limits_tokens": "{service} allows {documents:,} documents and ~{tokens:,} tokens",
+    "rerank.batches": "sent in {requests} requests ({limits} per request)",
+    "rerank.query_truncated": "the query was truncated to ~{tokens:,} tokens ({service} limit)",
+    "rerank.document_truncated": "{count} document truncated to ~{tokens:,} tokens ({service} per-document limit)",
+    "rerank.documents_truncated": "{count} documents truncated to ~{tokens:,} tokens ({service} per-document "
+                                  "limit)",
     # notes
     "note.answer_also_in": "The answer text also occurs in {docs}.",
     # a lookup's warnings (LookupResult.warning_phrases)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from ..errors import RagError, RerankFailed, RerankSkipped, RetrievalError, UpstreamError
 from ..ports import Reranker
-from ..records import RerankOutcome, SearchHit
+from ..records import RerankOutcome, RerankResult, SearchHit
 
 ON_ERROR = ("fallback", "fail")
 
@@ -50,14 +50,14 @@ def movement(fused_rank: int, rank: int) -> str:
 
 def _checked_scores(
     reranker: Reranker, documents: Sequence[str], query: str
-) -> tuple[tuple[float, ...], tuple[str, ...]]:
+) -> tuple[tuple[float, ...], RerankResult]:
     result = reranker.rerank(query, documents)
     scores = tuple(result.scores)
     if len(scores) != len(documents):
         raise RetrievalError(f"the reranker returned {len(scores)} scores for {len(documents)} documents")
     if not all(isinstance(s, (int, float)) and not isinstance(s, bool) and math.isfinite(s) for s in scores):
         raise RetrievalError("the reranker returned a score that is not a finite number")
-    return tuple(float(s) for s in scores), tuple(result.notes)
+    return tuple(float(s) for s in scores), result
 
 
 def rerank_hits(reranker: Reranker, query: str, hits: Sequence[SearchHit], params: RerankParams) -> RerankOutcome:
@@ -65,7 +65,7 @@ def rerank_hits(reranker: Reranker, query: str, hits: Sequence[SearchHit], param
     params.validate()
     sent = min(params.candidates, len(hits))
     try:
-        scores, notes = _checked_scores(reranker, [h.content for h in hits[:sent]], query) if sent else ((), ())
+        scores, result = _checked_scores(reranker, [h.content for h in hits[:sent]], query) if sent else ((), None)
     except Exception as exc:  # noqa: BLE001 - any failure of the model falls back or fails as configured
         reason = str(exc) if isinstance(exc, RagError) else f"{type(exc).__name__}: {exc}"
         skipped = isinstance(exc, RerankSkipped)
@@ -77,4 +77,5 @@ def rerank_hits(reranker: Reranker, query: str, hits: Sequence[SearchHit], param
                              error=reason, skipped=skipped)
     top = sorted(range(sent), key=lambda i: (-scores[i], i))
     return RerankOutcome(reranker.name, sent, tuple(top) + tuple(range(sent, len(hits))),
-                         scores + (None,) * (len(hits) - sent), notes)
+                         scores + (None,) * (len(hits) - sent), tuple(result.notes) if result else (),
+                         note_phrases=tuple(result.note_phrases) if result else ())

@@ -242,7 +242,7 @@ class LookupResult:
             "rerank": None if self.rerank is None else {
                 "reranker": self.rerank.reranker, "candidates": self.rerank.candidates,
                 "applied": self.rerank.applied, "notes": list(self.rerank.notes), "error": self.rerank.error,
-                "skipped": self.rerank.skipped},
+                "skipped": self.rerank.skipped, "note_phrases": [p.to_dict() for p in self.rerank.note_phrases]},
             "warnings": list(self.warnings),
             "warning_phrases": [w.to_dict() for w in self.warning_phrases],
             "scope": self.scope.to_dict() if self.scope is not None else None,
