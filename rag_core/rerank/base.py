@@ -128,7 +128,8 @@ class RemoteReranker(RemoteAdapter):
         cut = sum(1 for a, b in zip(docs, out) if a != b)
         if cut:
             notes.append(Phrase("rerank.documents_truncated" if cut > 1 else "rerank.document_truncated",
-                                {"count": cut, "tokens": self.max_document_tokens, "service": Phrase(self.limits_code)}))
+                                {"count": cut, "tokens": self.max_document_tokens,
+                                 "service": Phrase(self.limits_code)}))
         return out
 
     def _batches(self, query: str, docs: list[str]) -> list[list[str]]:

@@ -122,3 +122,47 @@ def test_every_code_of_the_embedder_trade_off_is_worded() -> None:
     data = load()
     assert data is not None and all(code in SUMMARY_CODES for p in data.profiles for code, _ in p.summary)
     assert set_label("SciFact (100 q)") == "SciFact (100 queries)" and set_label("odd") == "odd"
+
+
+# ------------------------------------------------------------------------- how a document was read, what a reranker did
+def test_a_loader_s_notes_are_phrases_whose_english_is_the_note(lang, monkeypatch) -> None:
+    import sys
+
+    from rag_core.loaders import load_bytes
+    from tests.loaders.samples import mixed_pdf, render_page, workbook
+
+    monkeypatch.setitem(sys.modules, "rapidocr_onnxruntime", None)  # as if the OCR extra were not installed
+    pdf = load_bytes(mixed_pdf("A page with a text layer.", render_page(size=(600, 300), font_px=24)), "mixed.pdf")
+    sheet = load_bytes(workbook(), "faq.xlsx")
+    for doc in (pdf, sheet):
+        assert [p.code for p in doc.note_phrases] and [english(p) for p in doc.note_phrases] == list(doc.notes)
+        assert reasons.notes(doc) == list(doc.notes)  # English: as the CLI says it
+    lang("zh")
+    assert reasons.notes(pdf) == ['第 2 页没有文本层，未读取：OCR 需要可选依赖（pip install ".[ocr]"）']
+    assert reasons.notes(sheet) == ["问答工作表：FAQ（问题 / 答案）"]
+
+
+def test_notes_without_phrases_are_shown_as_they_are(lang) -> None:
+    from rag_core.records import IngestReport
+
+    lang("zh")  # a report from a service older than the phrases: its English notes
+    assert reasons.notes(IngestReport("a.pdf", "a.pdf", "added", notes=("OCR'd page 2",))) == ["OCR'd page 2"]
+
+
+def test_a_reranker_s_notes_in_chinese(lang) -> None:
+    from rag_core.rerank.dashscope import DashScopeReranker
+    from rag_core.rerank.tei import TEIReranker
+    from tests.servers.rerank import DashScopeRerankServer, TEIRerankServer
+
+    key = "sk-rerank-SECRET-0c9d2e"
+    for server in DashScopeRerankServer(api_key=key).serve():
+        docs = [f"document {i} about disk space" for i in range(1200)] + ["disk " * 20_000]
+        dashscope = DashScopeReranker(key, base_url=f"{server.url}/api/v1").rerank("disk space", docs)
+    for server in TEIRerankServer().serve():
+        tei = TEIReranker(server.url, "bge-reranker-base").rerank("disk", [f"disk {i}" for i in range(70)])
+    for result in (dashscope, tei):
+        assert [english(p) for p in result.note_phrases] == list(result.notes) != []
+    lang("zh")
+    assert reasons.notes(dashscope) == ["1 篇文档被截断为约 4,000 个 token（DashScope 服务的单文档上限）",
+                                        "分 3 次请求发送：DashScope 服务的上限为 500 篇文档、约 30,000 个 token（每次请求）"]
+    assert reasons.notes(tei) == ["分 3 次请求发送：TEI 默认的 --max-client-batch-size 设置的上限为 32 篇文档（每次请求）"]
