@@ -24,7 +24,7 @@ from ui.errors import show_error
 from ui.html import ChunkView
 from ui.i18n import t, tn
 from ui.lookup import cached_explanation, cached_lookup, debugger_query_params
-from ui.reasons import describe_drop, notes, phrases, search_mode_label
+from ui.reasons import describe_drop, notes, phrase, phrases, search_mode_label
 from ui.state import workbench_or_stop
 from ui.tables import fate_counts, reranked, timings_frame
 
@@ -241,7 +241,8 @@ with st.expander(tn("Agent projection — exactly what the agent's tool returns 
     st.json(tool_payload(result), expanded=3)
     if data["projection_left_out"]:
         st.caption(t("Left out by the projection budgets: {items}", items=", ".join(
-            f"`{x['evidence_key']}` ({x['reason']})" for x in data["projection_left_out"])))
+            t("`{key}` ({reason})", key=x["evidence_key"], reason=phrase(x.get("reason_phrase"), x["reason"]))
+            for x in data["projection_left_out"])))
 
 with st.expander(t("Full lookup result (JSON)")):
     st.json(data, expanded=1)

@@ -103,6 +103,9 @@ _SAY: dict[str, str] = {
                                     "limit)"),
     "rerank.documents_truncated": N_("{count} documents truncated to ~{tokens:,} tokens ({service} "
                                      "per-document limit)"),
+    "projection.duplicate": N_("duplicate evidence key"),
+    "projection.max_items": N_("projection max items ({max_items})"),
+    "projection.total_chars": N_("projection total characters ({max_total_chars})"),
     "note.answer_also_in": N_("The answer text also occurs in {docs}."),
     "warning.no_document_matches": N_("The filter {filter} matches no document (of {documents:,}): nothing "
                                       "was searched. Check the values (`docs --json` lists each document's "

@@ -89,6 +89,10 @@ ENGLISH: Mapping[str, str] = {
     "rerank.document_truncated": "{count} document truncated to ~{tokens:,} tokens ({service} per-document limit)",
     "rerank.documents_truncated": "{count} documents truncated to ~{tokens:,} tokens ({service} per-document "
                                   "limit)",
+    # why the agent projection left an evidence block out (Projection.reasons)
+    "projection.duplicate": "duplicate evidence key",
+    "projection.max_items": "projection max items ({max_items})",
+    "projection.total_chars": "projection total characters ({max_total_chars})",
     # notes
     "note.answer_also_in": "The answer text also occurs in {docs}.",
     # a lookup's warnings (LookupResult.warning_phrases)

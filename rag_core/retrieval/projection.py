@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..records import Candidate, Projected
+from .phrases import Phrase, english
 
 MIN_USEFUL_CHARS = 40  # below this, a truncated tail is noise: leave the item out instead
 
@@ -27,6 +28,7 @@ class Budgets:
 class Projection:
     items: tuple[Projected, ...]
     left_out: tuple[tuple[str, str], ...]  # (evidence key, reason)
+    reasons: tuple[Phrase, ...] = ()  # each left-out block's reason as a phrase (the reason is its English)
 
 
 def _cut(text: str, limit: int) -> tuple[str, bool]:
@@ -38,25 +40,26 @@ def _cut(text: str, limit: int) -> tuple[str, bool]:
 
 def project(evidence: Sequence[Candidate], budgets: Budgets) -> Projection:
     items: list[Projected] = []
-    left_out: list[tuple[str, str]] = []
+    left_out: list[tuple[str, Phrase]] = []
     seen: set[str] = set()
     used = 0
     for block in evidence:
         key = block.evidence_key
         if key in seen:
-            left_out.append((key, "duplicate evidence key"))
+            left_out.append((key, Phrase("projection.duplicate")))
             continue
         seen.add(key)
         if len(items) >= budgets.max_items:
-            left_out.append((key, f"projection max items ({budgets.max_items})"))
+            left_out.append((key, Phrase("projection.max_items", {"max_items": budgets.max_items})))
             continue
         room = min(budgets.max_chars_per_item, budgets.max_total_chars - used)
         if room < min(MIN_USEFUL_CHARS, len(block.content)):
-            left_out.append((key, f"projection total characters ({budgets.max_total_chars})"))
+            left_out.append((key, Phrase("projection.total_chars", {"max_total_chars": budgets.max_total_chars})))
             continue
         content, truncated = _cut(block.content, room)
         used += len(content)
         items.append(Projected(document_id=key, source=block.source, content=content,
                                score=round(block.score, 6), truncated=truncated,
                                location=str(block.metadata.get("location") or "")))
-    return Projection(items=tuple(items), left_out=tuple(left_out))
+    return Projection(items=tuple(items), left_out=tuple((k, english(r)) for k, r in left_out),
+                      reasons=tuple(r for _, r in left_out))

@@ -153,6 +153,11 @@ class Fetched:
         return [(self.hits[i], i + 1, self.rerank.scores[i]) for i in self.rerank.order]
 
 
+def _padded(items: tuple[Any, ...], n: int) -> tuple[Any, ...]:
+    """`items` as `n` items (None for those missing: a projection built without phrases)."""
+    return items + (None,) * (n - len(items)) if len(items) <= n else items[:n]
+
+
 @dataclass(frozen=True)
 class LookupResult:
     query: str
@@ -237,7 +242,10 @@ class LookupResult:
             "dropped": [{"evidence_key": t.evidence_key, "reason": t.status, "rank": t.rank,
                          "drop": t.drop.to_dict() if t.drop else None} for t in self.post.dropped],
             "projection": [asdict(p) for p in self.projection.items],
-            "projection_left_out": [{"evidence_key": k, "reason": r} for k, r in self.projection.left_out],
+            "projection_left_out": [
+                {"evidence_key": k, "reason": r, "reason_phrase": p.to_dict() if p is not None else None}
+                for (k, r), p in zip(self.projection.left_out, _padded(self.projection.reasons,
+                                                                      len(self.projection.left_out)))],
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
             "rerank": None if self.rerank is None else {
                 "reranker": self.rerank.reranker, "candidates": self.rerank.candidates,

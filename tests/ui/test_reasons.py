@@ -163,6 +163,23 @@ def test_a_reranker_s_notes_in_chinese(lang) -> None:
     for result in (dashscope, tei):
         assert [english(p) for p in result.note_phrases] == list(result.notes) != []
     lang("zh")
-    assert reasons.notes(dashscope) == ["1 篇文档被截断为约 4,000 个 token（DashScope 服务的单文档上限）",
-                                        "分 3 次请求发送：DashScope 服务的上限为 500 篇文档、约 30,000 个 token（每次请求）"]
-    assert reasons.notes(tei) == ["分 3 次请求发送：TEI 默认的 --max-client-batch-size 设置的上限为 32 篇文档（每次请求）"]
+    assert reasons.notes(dashscope) == [
+        "1 篇文档被截断为约 4,000 个 token（DashScope 服务的单文档上限）",
+        "分 3 次请求发送：DashScope 服务的上限为 500 篇文档、约 30,000 个 token（每次请求）"]
+    assert reasons.notes(tei) == [
+        "分 3 次请求发送：TEI 默认的 --max-client-batch-size 设置的上限为 32 篇文档（每次请求）"]
+
+
+def test_what_the_projection_left_out_in_chinese(lang) -> None:
+    from rag_core.retrieval.projection import Budgets, project
+    from tests.retrieval.test_projection import block
+
+    blocks = [block("d#chunk-0", "d", "x" * 500), block("d#chunk-0", "d", "x" * 500),
+              block("d#chunk-1", "d", "z" * 500), block("d#chunk-2", "d", "y"), block("d#chunk-3", "d", "w"),
+              block("d#chunk-4", "d", "v")]
+    out = project(blocks, Budgets(max_items=3, max_chars_per_item=100, max_total_chars=120))
+    assert [english(r) for r in out.reasons] == [r for _, r in out.left_out] == [
+        "duplicate evidence key", "projection total characters (120)", "projection max items (3)"]
+    lang("zh")
+    assert [reasons.phrase(r.to_dict()) for r in out.reasons] == [
+        "证据键重复", "投影总字符数上限（120）", "投影条数上限（3）"]
