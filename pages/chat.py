@@ -7,6 +7,7 @@ from rag_core.errors import RagError
 from ui.chat import render_turn, stream_turn
 from ui.errors import show_error
 from ui.i18n import t
+from ui.reasons import phrase
 from ui.state import chat_mode, get_agent, get_settings, knowledge_bases, selected_kb
 
 ss = st.session_state
@@ -39,7 +40,8 @@ if agent.mode == "offline":
     st.info(t("Offline mode: answers quote the knowledge base directly, with citations. Set `DASHSCOPE_API_KEY` "
               "(or `RAG_CHAT_BASE_URL` and its key) and restart for a chat model."), icon="💡")
 else:
-    st.caption(t("Mode: **{mode}** — {model}", mode=mode.label, model=agent.describe()))
+    model = phrase(agent.describe_phrase(), agent.describe())  # which model answers, in the user's language
+    st.caption(t("Mode: **{mode}** — {model}", mode=mode.label, model=model))
 
 ss.setdefault("chat.session", Session())
 ss.setdefault("chat.turns", [])  # [(question, AssistantTurn)], this browser session only

@@ -106,6 +106,10 @@ _SAY: dict[str, str] = {
     "projection.duplicate": N_("duplicate evidence key"),
     "projection.max_items": N_("projection max items ({max_items})"),
     "projection.total_chars": N_("projection total characters ({max_total_chars})"),
+    "chat.offline": N_("offline mode: extractive answers from the knowledge base (no chat model configured)"),
+    "chat.model_via": N_("{model} via {provider} ({where})"),
+    "chat.provider.dashscope": N_("DashScope"),
+    "chat.provider.openai": N_("OpenAI-compatible"),
     "note.answer_also_in": N_("The answer text also occurs in {docs}."),
     "warning.no_document_matches": N_("The filter {filter} matches no document (of {documents:,}): nothing "
                                       "was searched. Check the values (`docs --json` lists each document's "

@@ -26,6 +26,7 @@ from ..ports import ChatModel
 from ..records import AssistantReply, ToolCallRequest
 from ..remote import Retrying
 from ..retrieval import LookupResult
+from ..retrieval.phrases import Phrase
 from ..retrieval.retriever import MAX_QUERY_CHARS
 from ..tracing import semconv as sc
 from .citations import check_citations
@@ -75,6 +76,13 @@ class Agent:
         if self.model is None:
             return "offline mode: extractive answers from the knowledge base (no chat model configured)"
         return self.model.describe()
+
+    def describe_phrase(self) -> Phrase | None:
+        """describe() as a code with parameters, when the model says it so (None: show describe())."""
+        if self.model is None:
+            return Phrase("chat.offline")
+        said = getattr(self.model, "describe_phrase", None)
+        return said() if callable(said) else None
 
     def messages(self, question: str, session: Session | None = None) -> list[dict[str, Any]]:
         """The messages of the first model call of a turn."""

@@ -35,6 +35,7 @@ from .. import tracing
 from ..config import redact_uri
 from ..errors import ChatModelError
 from ..records import AssistantReply, ToolCallRequest
+from ..retrieval.phrases import Phrase, english
 from ..remote import Endpoint, Failure, MalformedReply, RemoteAdapter, Retrying, clip, explain, not_json, stream_within
 from ..tracing import semconv as sc
 
@@ -184,8 +185,13 @@ class OpenAIChatModel(RemoteAdapter):
 
     def describe(self) -> str:
         """E.g. "qwen-plus via DashScope (https://dashscope.aliyuncs.com/compatible-mode/v1)"."""
-        name = _PROVIDER_NAMES.get(self.config.provider, self.config.provider)
-        return f"{self.config.model} via {name} ({self.where})"
+        return english(self.describe_phrase())
+
+    def describe_phrase(self) -> Phrase:
+        """describe() as a code with parameters (the app renders it in the user's language)."""
+        provider = self.config.provider
+        name: Phrase | str = Phrase(f"chat.provider.{provider}") if provider in _PROVIDER_NAMES else provider
+        return Phrase("chat.model_via", {"model": self.config.model, "provider": name, "where": self.where})
 
     def _get_client(self) -> Any:
         with self._lock:

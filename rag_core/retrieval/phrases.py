@@ -93,6 +93,11 @@ ENGLISH: Mapping[str, str] = {
     "projection.duplicate": "duplicate evidence key",
     "projection.max_items": "projection max items ({max_items})",
     "projection.total_chars": "projection total characters ({max_total_chars})",
+    # which model answers in the chat (Agent.describe_phrase); {provider} is a chat.provider code or a name
+    "chat.offline": "offline mode: extractive answers from the knowledge base (no chat model configured)",
+    "chat.model_via": "{model} via {provider} ({where})",
+    "chat.provider.dashscope": "DashScope",
+    "chat.provider.openai": "OpenAI-compatible",
     # notes
     "note.answer_also_in": "The answer text also occurs in {docs}.",
     # a lookup's warnings (LookupResult.warning_phrases)

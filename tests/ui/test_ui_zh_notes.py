@@ -1,9 +1,11 @@
-"""What rag_core says about how a document was read (its loader's notes, phrases of rag_core.retrieval.phrases), in
-Chinese where the app shows it (AppTest, `?lang=zh`): the chunk preview's structure line and the ingest report."""
+"""What rag_core says (phrases of rag_core.retrieval.phrases) in Chinese where the app shows it (AppTest, `?lang=zh`):
+how a document was read (its loader's notes) on the chunk preview and in the ingest report; which chat model answers
+on the chat page."""
 
 from __future__ import annotations
 
 from tests.loaders.samples import workbook
+from tests.servers.chat import OpenAIChatServer
 from tests.ui.apptest_helpers import app_at, texts
 from tests.ui.test_ui_knowledge_base import report_table, uploader
 
@@ -26,3 +28,14 @@ def test_the_ingest_report_says_how_a_workbook_was_read_in_chinese(fresh_kb):
     at.button(key="kb.ingest").click().run()
     assert not at.exception
     assert list(report_table(at)["notes"]) == [QA_SHEET]
+
+
+def test_the_chat_page_names_its_model_in_chinese(kb, monkeypatch):
+    with OpenAIChatServer() as server:
+        for name, value in {"RAG_CHAT_PROVIDER": "openai", "RAG_CHAT_BASE_URL": server.base_url,
+                            "RAG_CHAT_MODEL": "test-chat", "OPENAI_API_KEY": "sk-chat-test"}.items():
+            monkeypatch.setenv(name, value)
+        at = app_at("pages/chat.py", lang="zh")
+        assert not at.exception
+        caption = texts(at, "caption")
+        assert f"test-chat，经由 OpenAI 兼容（{server.base_url}）" in caption and " via " not in caption
