@@ -35,8 +35,8 @@ from .. import tracing
 from ..config import redact_uri
 from ..errors import ChatModelError
 from ..records import AssistantReply, ToolCallRequest
-from ..retrieval.phrases import Phrase, english
 from ..remote import Endpoint, Failure, MalformedReply, RemoteAdapter, Retrying, clip, explain, not_json, stream_within
+from ..retrieval.phrases import Phrase, english
 from ..tracing import semconv as sc
 
 __all__ = ["ChatModelConfig", "DASHSCOPE_BASE_URL", "DASHSCOPE_DEFAULT_MODEL", "OpenAIChatModel",
