@@ -16,6 +16,7 @@ from rag_core import chunking
 from rag_core.records import Chunk
 
 from .i18n import t, tn
+from .reasons import location_label
 
 # Two alternating chunk backgrounds, the overlap colour (shared by two chunks) and the marker colour.
 CHUNK_BG = ("#e3effd", "#e6f4e3")
@@ -59,8 +60,7 @@ class ChunkView:
 
     @classmethod
     def of(cls, chunk: Chunk, doc_id: str = "") -> ChunkView:
-        where = chunk.location
-        location = f"{where.label}{', OCR' if where.ocr else ''}" if where else ""
+        location = location_label(chunk.location)  # in the user's language: "p. 12", "第 12 页"
         return cls(chunk.chunk_index, chunk.text, chunk.start, chunk.end, chunk.heading_path_text,
                    chunk.overlap_chars, chunk.boundary, doc_id, location=location)
 

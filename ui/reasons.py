@@ -14,7 +14,7 @@ import string
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from rag_core.records import score_pair
+from rag_core.records import IMAGE, PAGE, ROW, SLIDE, Location, score_pair
 from rag_core.retrieval.phrases import ENGLISH, Phrase, render
 
 from .i18n import N_, language, t
@@ -216,3 +216,25 @@ def describe_drop(drop: Mapping[str, Any] | None, *, short: bool = False) -> str
     if kind == "disabled":
         return t("disabled")
     return str(kind)
+
+
+# ------------------------------------------------------------------------------------ where a chunk is
+_UNITS = {PAGE: (N_("p. {span}"), N_("pp. {span}")), SLIDE: (N_("slide {span}"), N_("slides {span}")),
+          ROW: (N_("row {span}"), N_("rows {span}"))}
+
+
+def location_label(location: Location | None) -> str:
+    """Where a chunk is in its document (`Location`, whose `label` is the English: "p. 12", "sheet FAQ, row 7"),
+    in the user's language, with ", OCR" when its text was read by OCR; "" when unknown."""
+    if location is None:
+        return ""
+    span = str(location.first) if location.first == location.last else f"{location.first}–{location.last}"
+    if location.unit == IMAGE:
+        where = t("image")
+    elif location.unit in _UNITS:
+        where = t(_UNITS[location.unit][location.first != location.last], span=span)
+        if location.sheet:
+            where = t("sheet {sheet}, {where}", sheet=location.sheet, where=where)
+    else:
+        where = location.label
+    return where + (t(", OCR") if location.ocr else "")

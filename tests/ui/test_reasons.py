@@ -183,3 +183,16 @@ def test_what_the_projection_left_out_in_chinese(lang) -> None:
     lang("zh")
     assert [reasons.phrase(r.to_dict()) for r in out.reasons] == [
         "证据键重复", "投影总字符数上限（120）", "投影条数上限（3）"]
+
+
+def test_where_a_chunk_is_in_both_languages(lang) -> None:
+    from rag_core.records import IMAGE, PAGE, ROW, SLIDE, Location
+
+    places = [Location(PAGE, 12, 12), Location(PAGE, 12, 13, ocr=True), Location(SLIDE, 3, 3),
+              Location(ROW, 4, 7, sheet="FAQ"), Location(IMAGE, 1, 1, ocr=True)]
+    assert [reasons.location_label(p) for p in places] == [
+        "p. 12", "pp. 12–13, OCR", "slide 3", "sheet FAQ, rows 4–7", "image, OCR"]
+    assert [reasons.location_label(p) for p in places[:4]] == [p.label + ", OCR" * p.ocr for p in places[:4]]
+    lang("zh")
+    assert [reasons.location_label(p) for p in places] == [
+        "第 12 页", "第 12–13 页，OCR", "第 3 张幻灯片", "工作表 FAQ，第 4–7 行", "图片，OCR"]

@@ -19,6 +19,8 @@ def test_the_chunk_preview_says_how_a_workbook_was_read_in_chinese(kb):
     assert not at.exception
     caption = texts(at, "caption")
     assert QA_SHEET in caption and "Q&A sheet" not in caption
+    cards = [h.value for h in at.html if 'class="chunk-card"' in h.value]
+    assert "#0 工作表 Alerts，第 1–5 行" in cards[0] and not any("sheet" in c for c in cards)
 
 
 def test_the_ingest_report_says_how_a_workbook_was_read_in_chinese(fresh_kb):
