@@ -24,7 +24,7 @@ from ui.errors import show_error
 from ui.html import ChunkView
 from ui.i18n import t, tn
 from ui.lookup import cached_explanation, cached_lookup, debugger_query_params
-from ui.reasons import describe_drop, notes, phrase, phrases, search_mode_label
+from ui.reasons import describe_drop, location_text, notes, phrase, phrases, search_mode_label
 from ui.state import workbench_or_stop
 from ui.tables import fate_counts, reranked, timings_frame
 
@@ -234,7 +234,7 @@ with st.expander(t("Evidence blocks in full"), expanded=False):
     for i, e in enumerate(data["evidence"]):
         chunk_card(ChunkView(index=e["chunk_index"] if e["chunk_index"] is not None else i, text=e["content"],
                              heading_path=e.get("heading_path", ""), doc_id=e.get("doc_id") or e["evidence_key"],
-                             score=e["score"], location=e.get("location", "")), alt=bool(i % 2))
+                             score=e["score"], location=location_text(e.get("location", ""))), alt=bool(i % 2))
 
 with st.expander(tn("Agent projection — exactly what the agent's tool returns ({n} item)",
                     "Agent projection — exactly what the agent's tool returns ({n} items)", len(data["projection"]))):

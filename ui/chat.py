@@ -20,6 +20,7 @@ from .errors import show_chat_error, show_error, show_notice
 from .html import ChunkView
 from .i18n import t, tn
 from .lookup import DEBUGGER_PAGE, debugger_query_params
+from .reasons import location_text
 
 CURSOR = " ▌"
 
@@ -109,7 +110,7 @@ def render_citations(turn: AssistantTurn, key: str) -> None:
                 chunk_card(ChunkView(index=block["chunk_index"] if block["chunk_index"] is not None else 0,
                                      text=block["content"], heading_path=block.get("heading_path", ""),
                                      doc_id=block.get("doc_id") or cited, score=block["score"],
-                                     location=block.get("location", "")))
+                                     location=location_text(block.get("location", ""))))
     if turn.unverified:
         st.warning(t("Cited but not returned by a tool this turn (check these): {keys}",
                      keys=", ".join(f"`{k}`" for k in turn.unverified)), icon="⚠️")

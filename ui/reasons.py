@@ -10,6 +10,7 @@ renderer; tests/ui/test_reasons.py keeps them equal). A code this module does no
 from __future__ import annotations
 
 import functools
+import re
 import string
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -238,3 +239,19 @@ def location_label(location: Location | None) -> str:
     else:
         where = location.label
     return where + (t(", OCR") if location.ocr else "")
+
+
+_LABEL = re.compile(r"(?:sheet (?P<sheet>.+), )?(?P<unit>pp?\.|slides?|rows?) (?P<first>\d+)(?:–(?P<last>\d+))?")
+_UNIT_OF = {"p.": PAGE, "pp.": PAGE, "slide": SLIDE, "slides": SLIDE, "row": ROW, "rows": ROW}
+
+
+def location_text(label: str) -> str:
+    """A stored location label (the English `Location.label` a chunk's metadata keeps: "p. 12", "sheet FAQ, rows
+    4–7", "image") in the user's language; a label of another form as it is."""
+    if label == "image":
+        return location_label(Location(IMAGE, 1, 1))
+    m = _LABEL.fullmatch(label or "")
+    if m is None:
+        return label
+    first = int(m["first"])
+    return location_label(Location(_UNIT_OF[m["unit"]], first, int(m["last"] or first), sheet=m["sheet"] or ""))

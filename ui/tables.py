@@ -21,7 +21,7 @@ from rag_core.retrieval.rerank import movement
 
 from .i18n import t
 from .reasons import describe_drop as describe_drop  # where it was first: pages and tests import it from here
-from .reasons import notes, phrase
+from .reasons import location_text, notes, phrase
 
 FATES = ("kept", "duplicate", "doc_cap", "beyond_return_n", "below_threshold", "disabled")  # a raw hit's fates
 
@@ -85,7 +85,7 @@ def hits_frame(result: Mapping[str, Any]) -> pd.DataFrame:
         "rerank score": h.get("rerank_score"),
         "score": h["score"],
         "evidenceKey": h["evidence_key"],
-        "where": h.get("location", ""),  # page, slide or rows: "p. 12"
+        "where": location_text(h.get("location", "")),  # page, slide or rows: "p. 12", "第 12 页"
         "doc_id": h.get("doc_id"),
         "chunk": h.get("chunk_index"),
         "dense #": _channel(h, "dense", "rank"),

@@ -196,3 +196,16 @@ def test_where_a_chunk_is_in_both_languages(lang) -> None:
     lang("zh")
     assert [reasons.location_label(p) for p in places] == [
         "第 12 页", "第 12–13 页，OCR", "第 3 张幻灯片", "工作表 FAQ，第 4–7 行", "图片，OCR"]
+
+
+def test_a_stored_location_label_in_chinese(lang) -> None:
+    """The store keeps a chunk's `Location.label` (English); the debugger, the chat's sources and the hits table
+    show it in the user's language, and a label of another form as it is."""
+    from rag_core.records import PAGE, ROW, SLIDE, Location
+
+    labels = [Location(PAGE, 12, 12).label, Location(PAGE, 3, 4).label, Location(SLIDE, 2, 2).label,
+              Location(ROW, 4, 7, sheet="FAQ, 2024").label, "image", "chapter 2"]
+    assert [reasons.location_text(x) for x in labels] == labels
+    lang("zh")
+    assert [reasons.location_text(x) for x in labels] == [
+        "第 12 页", "第 3–4 页", "第 2 张幻灯片", "工作表 FAQ, 2024，第 4–7 行", "图片", "chapter 2"]
