@@ -177,6 +177,22 @@ def render(record: dict[str, Any]) -> str:
     return section("Generated test sets vs real labels", md, record)
 
 
+def quote(record: dict[str, Any]) -> str:
+    """The one line README.md quotes from this record (tests/bench/test_published.py checks it is current)."""
+    def tau(a: dict[str, Any]) -> str:
+        return "undefined" if a["tau"] is None else format(a["tau"], ".2f")
+
+    def speed(generator: str) -> str:
+        rates = [s["generators"][generator]["items_per_second"] for s in record["sets"].values()
+                 if generator in s["generators"]]
+        return f"{min(rates):.0f}–{max(rates):.0f}"
+
+    offline = [f"{a['set']} {tau(a)}{'' if a['same_winner'] else ' (another winner)'}"
+               for a in record["agreement"] if a["generator"] == "offline"]
+    return (f"Kendall's tau of offline sets against real labels: {', '.join(offline)}; generation "
+            f"{speed('offline')} items/s offline, {speed('model')} items/s with a loopback stub model.")
+
+
 def run(quick: bool = False) -> str:
     return record_and_print("testsets", quick, measure(quick), render)
 

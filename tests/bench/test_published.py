@@ -125,3 +125,8 @@ def test_the_api_record_shows_the_tail_target_and_the_cpu_floor_it_implies():
 def test_the_host_and_api_summaries_are_the_bench_readme_sentences():
     readme = README.read_text(encoding="utf-8")
     assert api.summary(load("api")) in readme and host.summary(load("host")) in readme
+
+
+def test_the_readme_quotes_the_test_set_benchmark_as_recorded():
+    # issue 23: bench/README.md holds the table; README.md quotes its figures, and this keeps the quote current
+    assert testsets.quote(load("testsets")) in (REPO / "README.md").read_text(encoding="utf-8")
