@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     import numpy as np
 
-    from .retrieval.phrases import Phrase
 
 from .errors import LogsError, RetrievalError
 
@@ -82,7 +81,7 @@ class Document:
     encoding: str = "utf-8"  # what the bytes were decoded from (informational)
     places: tuple[Place, ...] = ()  # pages, slides or rows, sorted by offset; () for plain text
     notes: tuple[str, ...] = ()  # what a person should know about the reading ("pages 3, 7 have no text ...")
-    note_phrases: tuple[Phrase, ...] = ()  # the same notes as codes with parameters (the app renders them)
+    note_phrases: tuple[Any, ...] = ()  # the same notes as codes with parameters (the app renders them)
 
     @property
     def ocr_pages(self) -> tuple[int, ...]:
@@ -260,7 +259,7 @@ class IngestReport:
     error_code: str = ""  # why it failed, for programs: the failing exception's `code` ("too_large", ...)
     diff: ChunkDiff | None = None  # replaced and unchanged documents: their chunks against the previous version
     notes: tuple[str, ...] = ()  # how it was read (Document.notes): "OCR'd pages 2, 3", "Q&A sheet: FAQ (...)"
-    note_phrases: tuple[Phrase, ...] = ()  # the same as codes with parameters (Document.note_phrases)
+    note_phrases: tuple[Any, ...] = ()  # the same as codes with parameters (Document.note_phrases)
 
     def to_dict(self) -> dict[str, Any]:
         """As `ingest --json` prints it and the HTTP API answers it (`diff` null for added or failed files)."""
@@ -396,7 +395,7 @@ class RerankOutcome:
     notes: tuple[str, ...] = ()
     error: str = ""
     skipped: bool = False
-    note_phrases: tuple[Phrase, ...] = ()  # the notes as codes with parameters (RerankResult.note_phrases)
+    note_phrases: tuple[Any, ...] = ()  # the notes as codes with parameters (RerankResult.note_phrases)
 
     @property
     def applied(self) -> bool:
@@ -409,7 +408,7 @@ class RerankResult:
 
     scores: tuple[float, ...]  # one per input document, in input order; higher is more relevant
     notes: tuple[str, ...] = ()  # what the adapter had to do, for the trace: "2 documents truncated to 4,000 tokens"
-    note_phrases: tuple[Phrase, ...] = ()  # the same notes as codes with parameters (the app renders them)
+    note_phrases: tuple[Any, ...] = ()  # the same notes as codes with parameters (the app renders them)
 
 
 @dataclass(frozen=True)

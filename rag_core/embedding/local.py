@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -71,7 +72,7 @@ def _cached(folder: Path, prefix: str, batch: list[str], dim: int,
         folder.mkdir(parents=True, exist_ok=True)
         for i, vector in zip(missing, vectors):
             out[i] = vector
-            part = paths[i].with_name(f"{paths[i].name}.{os.getpid()}.part")
+            part = paths[i].with_name(f"{paths[i].name}.{os.getpid()}.{threading.get_ident()}.part")
             part.write_bytes(vector.tobytes())
             os.replace(part, paths[i])
     return out
