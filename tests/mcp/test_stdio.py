@@ -16,6 +16,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from rag_core.cli import main
+from rag_core.embedding.local import TEST_CACHE_ENV
 from rag_core.store.lite.internals import FORBID_ENV
 from tests.helpers import REPO, SAMPLE_KB
 from tests.service.live import run_async
@@ -43,7 +44,8 @@ def cli_json(capsys: pytest.CaptureFixture[str], data: Path, *argv: str) -> dict
 
 async def session(data: Path, calls: list[tuple[str, dict[str, Any]]]) -> tuple[list[str], list[Any]]:
     # The client passes on only a few variables (PATH, HOME, ...): the tests' Milvus Lite mode goes explicitly.
-    env = {k: os.environ[k] for k in ("RAG_MILVUS_LITE_MODE", "RAG_MILVUS_HOST_IDLE", FORBID_ENV) if k in os.environ}
+    env = {k: os.environ[k] for k in ("RAG_MILVUS_LITE_MODE", "RAG_MILVUS_HOST_IDLE", FORBID_ENV, TEST_CACHE_ENV)
+           if k in os.environ}
     server = StdioServerParameters(command=sys.executable, args=["-m", "rag_core", "--data-dir", str(data), "mcp"],
                                    env=env, cwd=REPO)
     async with Client(server) as client:
