@@ -363,23 +363,25 @@ class KnowledgeBases:
     def _drop_storage(self, name: str, *, originals: bool = True) -> builtins.list[str]:
         """Drop knowledge base `name`'s collections and (`originals`) its kept originals, checked against the
         catalog first: a collection whose name, compared without case, is one of another knowledge base's
-        (or the catalog's) is kept, whatever the store's rules. The store also keeps any that the database has
-        in other letter case (MilvusStore.drop). Returns the collections kept."""
+        (or the catalog's) is kept, whatever the store's rules, and so are kept originals whose folder is
+        another knowledge base's too (a case-insensitive file system). The store also keeps any collection that
+        the database has in other letter case (MilvusStore.drop). Returns the collections kept."""
         from ..store.originals.files import shared_with_variant
 
         client = getattr(self.catalog, "client", None)
         if client is None:
             return []  # a catalog without a database (tests): nothing stored
-        theirs = {fold(c) for other in self._others(name) for c in collections_of(other)} | {fold(CATALOG)}
+        others = self._others(name)
+        theirs = {fold(c) for other in others for c in collections_of(other)} | {fold(CATALOG)}
         spare = [c for c in collections_of(name) if fold(c) in theirs]
+        folders = originals_dirs(self.settings, name)
         store = self.factories.connect_store(self.settings, name)
         try:
-            kept = store.drop(spare, originals=originals)
+            kept = store.drop(spare, originals=originals and not shared_with_variant(folders["originals"], others))
         finally:
             store.close()
-        legacy = originals_dirs(self.settings, name)["legacy_originals"]
-        if originals and not shared_with_variant(legacy, self._others(name)):
-            shutil.rmtree(legacy, ignore_errors=True)
+        if originals and not shared_with_variant(folders["legacy_originals"], others):
+            shutil.rmtree(folders["legacy_originals"], ignore_errors=True)
         return kept
 
     def _exclusive(self) -> bool:

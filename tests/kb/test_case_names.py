@@ -40,6 +40,8 @@ def test_a_case_variant_of_a_name_is_refused_and_biz_keeps_its_documents(tmp_pat
         code, _, err = run(data, capsys, "kb", "create", name)
         assert code == 2 and f"{name!r} differs only by letter case from the knowledge base 'biz'" in err
         assert err.count("\n") == 1
+    code, _, err = run(data, capsys, "kb", "copy", "biz", "BIZ", "--quiet")  # a copy's new name: the same rule
+    assert code == 2 and "'BIZ' differs only by letter case from the knowledge base 'biz'" in err
     code, _, err = run(data, capsys, "kb", "delete", "BIZ", "--yes")
     assert code == 2 and "There is no knowledge base 'BIZ'; did you mean 'biz'?" in err
     code, _, err = run(data, capsys, "--set", "milvus.collection=BIZ", "docs")  # the default one: the same rule
@@ -115,6 +117,30 @@ def test_a_database_holding_case_variants_lists_both_and_a_delete_keeps_the_othe
             assert wb.retriever.lookup("How do I free disk space?").evidence[0].doc_id == "disk_full.md"
         finally:
             wb.close()
+
+
+def test_a_delete_spares_what_the_catalog_says_another_knowledge_base_uses(tmp_path: Path, local_embedder) -> None:
+    # Whatever the store's rules: FOO is a catalog entry from before the rule that was never opened, so the
+    # database has no collection FOO for the store to see; only the catalog knows that foo's collections, and
+    # the folder of its kept originals, are FOO's too (a symlink stands for a case-insensitive file system).
+    settings = settings_for(tmp_path / "data")
+    with knowledge_bases(settings, {}, load_embedder=lambda s: local_embedder) as kbs:
+        kbs.create("foo")
+        _fill(kbs, "foo", DISK)
+        kbs.catalog.write(KnowledgeBase("FOO", dict(kbs.get("foo").settings), created_at="2026-11-30T00:00:00Z",
+                                        note="made before names were compared without case"))
+        client = kbs.catalog.client
+        assert not {"FOO", "FOO_docs"} & set(client.list_collections())
+        folder = originals_dirs(settings, "foo")["originals"]
+        folder.with_name("FOO").symlink_to(folder, target_is_directory=True)
+        files = {p.name for p in folder.iterdir()}
+        assert files  # the document's kept original and its sidecar
+
+        note = kbs.delete("foo")
+        assert kbs.names() == ["FOO", "biz"]
+        assert "its collections foo, foo_docs were kept" in note and "knowledge base 'FOO''s" in note
+        assert client.has_collection("foo") and client.has_collection("foo_docs")
+        assert {p.name for p in folder.iterdir()} == files  # FOO's folder too: not emptied
 
 
 def _fill(kbs: KnowledgeBases, name: str, path: Path) -> None:

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import StoreError
+from ...kb.names import REGISTRY_SUFFIX
 from ...ports import StoreFilters
 from ...records import Chunk, Document, IndexedVersion, NewVersion, SearchHit, StoredChunk, StoredDocument, WriteResult
 from ...retrieval.scope import document_labels
@@ -108,7 +109,7 @@ class MilvusStore:
         return self._parts
 
     def _built_on(self, client: Any) -> _Parts:
-        registry = Registry(client, f"{self.collection}_docs", self.originals, self._versions)
+        registry = Registry(client, self.collection + REGISTRY_SUFFIX, self.originals, self._versions)
         writer = Writer(client, self.collection, registry, self.originals, on_lite=is_lite(self.uri))
         return _Parts(client, registry, writer, Searcher(client, self.collection, registry))
 

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import StoreError
+from ...kb.names import fold  # the one rule names are compared by (a folder is named after a collection)
 
 log = logging.getLogger(__name__)
 
@@ -322,7 +323,7 @@ def shared_with_variant(root: Path, names: Iterable[str]) -> bool:
         return False
     for other in names:
         sibling = root.with_name(other)
-        if other != root.name and other.lower() == root.name.lower() and sibling.exists():
+        if other != root.name and fold(other) == fold(root.name) and sibling.exists():
             if os.path.samefile(root, sibling):
                 return True
     return False
