@@ -178,7 +178,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help=json_help)
     p.set_defaults(func=cmd_create)
 
-    p = sub.add_parser("set", help="change a knowledge base's chunking or search defaults (not its embedder)")
+    p = sub.add_parser("set", help="change a knowledge base's chunking or search defaults; its embedder only while "
+                       "it holds no documents (else `kb copy`)")
     p.add_argument("name", help="the knowledge base")
     _setting_options(p)
     p.add_argument("--json", action="store_true", help=json_help)
