@@ -104,7 +104,14 @@ def test_a_client_that_leaves_stops_the_turn_unrecorded(model_server: live.LiveS
     assert wait_until(lambda: model.finished, timeout=5), "the model server is still writing"
     assert model.finished == [False] and time.monotonic() - started < 6
     assert wait_until(lambda: model_server.service.chat_turns.active == 0, timeout=5)
-    # ... and the turn is not in the session's history
+    # ... and the turn is not in the session's history, nor recorded as answered (the turns /api/feedback rates)
+    model.reply(Completion.say("a short answer", parts=1))
     with httpx.Client(base_url=model_server.url, timeout=10) as client:
         assert client.get("/api/chat/session/left-1").json()["data"]["messagePairCount"] == 0
-    assert len(model.chat_requests()) == 1
+        assert client.post("/api/chat", json={"Id": "stayed-1", "Question": "and briefly?"}).json()["data"]["success"]
+        rate = {"turnIndex": 0, "rating": "down", "comment": "issue 21 item 3"}
+        assert client.post("/api/feedback", json={"sessionId": "stayed-1", **rate}).status_code == 200
+        assert client.post("/api/feedback", json={"sessionId": "left-1", **rate}).status_code == 404
+        questions = [turn["question"] for turn in client.get("/api/feedback").json()["data"]]
+        assert "and briefly?" in questions and "tell me everything" not in questions
+    assert len(model.chat_requests()) == 2
