@@ -62,6 +62,18 @@ def test_nested_values_and_field_names_are_checked_too(client: httpx.Client, err
     assert not errors_logged, [rec.getMessage() for rec in errors_logged]
 
 
+def test_the_openai_compatible_route_refuses_one_in_its_error_shape(client: httpx.Client, errors_logged) -> None:
+    body = '{"model": "biz", "messages": [{"role": "user", "content": "disk \\ud800"}]}'
+    r = client.post("/v1/chat/completions", content=body, headers=JSON)
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    assert error["type"] == "invalid_request_error"
+    assert one_line(error["message"]).startswith("messages[0].content: character 6 is a lone UTF-16 surrogate")
+    r = client.post("/v1/chat/completions", content=body.replace("\\ud800", "full"), headers=JSON)
+    assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"]  # the same body, as text, answers
+    assert not errors_logged, [rec.getMessage() for rec in errors_logged]
+
+
 def test_query_strings_cannot_carry_one(client: httpx.Client) -> None:
     """Percent-escapes are decoded as UTF-8 with replacement characters: the bytes of a surrogate (CESU-8)
     become U+FFFD, a character, so the search runs."""
