@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import StoreError, StoreMigrationNeeded
-from ...kb.names import MIGRATING, name_problem  # the one name rule; MIGRATING: the migration copy's suffix
+from ...kb.names import MIGRATING, name_problem, same_as  # the one name rule; MIGRATING: the migration copy's suffix
 from ...retrieval.scope import MAX_LABELS, MAX_VALUE_CHARS
 
 log = logging.getLogger(__name__)
@@ -109,6 +109,13 @@ class Schema:
         client = self.client
         if self.meta(self.collection).get("schema") == SCHEMA_VERSION:
             return 0
+        other = same_as(self.collection, client.list_collections())
+        if other is not None:  # made before names were compared without case: both live in one Milvus Lite table
+            raise StoreError(
+                f"Collection {self.collection!r} cannot be migrated while {other!r} exists: Milvus Lite keeps "
+                "collections whose names differ only in letter case in one table, so rebuilding one would drop "
+                f"the other's rows. Keep one of them: `python -m rag_core kb delete {other}` (or copy it first "
+                "to a name that differs by more than letter case), then migrate.")
         temporary = self.collection + MIGRATING
         if client.has_collection(temporary):  # an earlier attempt that never reached the swap
             client.drop_collection(temporary)

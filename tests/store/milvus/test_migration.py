@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from rag_core.cli import main
-from rag_core.errors import StoreMigrationNeeded
+from rag_core.errors import StoreError, StoreMigrationNeeded
+from rag_core.kb import resolve
 from rag_core.kb.tags import tag
 from rag_core.retrieval.scope import parse_scope
 from rag_core.store import MilvusStore
@@ -29,9 +30,10 @@ def vectors(store: MilvusStore) -> dict[str, list[float]]:
 @pytest.fixture
 def old_kb(tmp_path: Path, local_embedder, monkeypatch) -> Path:
     """A knowledge base written by a version-1 workbench (old analyzer)."""
-    with monkeypatch.context() as m:
+    with monkeypatch.context() as m:  # an older version: its own layout, and no rule against case variants
         m.setattr(schema, "SCHEMA_VERSION", 1)
         m.setattr(schema, "ANALYZER", OLD_ANALYZER)
+        m.setattr(resolve, "case_clash", lambda *_: None)
         wb = make_workbench(tmp_path, embedder=local_embedder)
         assert {r.status for r in wb.ingestor.ingest_paths([SAMPLE_KB / "runbooks"])} == {"added"}
         wb.close()
@@ -143,3 +145,33 @@ def test_migrating_a_layout_2_collection_gives_its_rows_their_documents_labels(t
             assert result.traces and {t.doc_id for t in result.traces} == {doc_id}
     finally:
         wb.close()
+
+
+
+
+def test_migrate_refuses_while_a_case_variant_exists(tmp_path: Path, local_embedder, monkeypatch) -> None:
+    """A database made before names were compared without case may hold `biz` and `BIZ`; Milvus Lite keeps both in
+    one table, so rebuilding `biz` would drop `BIZ`'s rows: migrate refuses in one line and changes nothing."""
+    before = {}
+    with monkeypatch.context() as m:  # an older version: its own layout, and no rule against case variants
+        m.setattr(schema, "SCHEMA_VERSION", 1)
+        m.setattr(schema, "ANALYZER", OLD_ANALYZER)
+        m.setattr(resolve, "case_clash", lambda *_: None)
+        for name, folder in (("biz", "runbooks"), ("BIZ", "policies")):
+            wb = make_workbench(tmp_path, embedder=local_embedder, **{"milvus.collection": name})
+            wb.ingestor.ingest_paths([SAMPLE_KB / folder])
+            wb.close()
+        wb = make_workbench(tmp_path, embedder=local_embedder)
+        before = vectors(wb.store)
+        wb.close()
+    with pytest.raises(StoreError, match=r"'biz' cannot be migrated while 'BIZ' exists.*kb delete BIZ"):
+        make_workbench(tmp_path, embedder=local_embedder, migrate=True)
+    with monkeypatch.context() as m:
+        m.setattr(schema, "SCHEMA_VERSION", 1)
+        m.setattr(schema, "ANALYZER", OLD_ANALYZER)
+        wb = make_workbench(tmp_path, embedder=local_embedder)
+        try:
+            assert before and vectors(wb.store) == before
+            assert wb.store.client.has_collection("BIZ")
+        finally:
+            wb.close()
