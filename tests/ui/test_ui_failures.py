@@ -80,3 +80,17 @@ def test_a_date_range_without_failures_says_so(kb) -> None:
     at.date_input(key="fail.dates").set_value((long_ago, long_ago + timedelta(days=1))).run()
     assert not at.exception, at.exception
     assert "No 👎 answers here" in texts(at, "info")
+
+
+def test_the_knowledge_base_filter_keeps_that_knowledge_bases_failures(kb) -> None:
+    _seed()
+    store = TurnStore(load_settings().data_dir / FILE_NAME)
+    other = store.add(TurnRecord(os.urandom(8).hex(), "asked of another knowledge base (failures page)", "no",
+                                 ("elsewhere",), trace_id=os.urandom(16).hex()))
+    store.rate(-1, trace_id=other.trace_id)
+    at = app_at(PAGE)
+    assert other.question in list(at.dataframe[0].value["question"])
+    at.selectbox(key="fail.kb").set_value(kb.settings.kb_name).run()
+    assert not at.exception, at.exception
+    questions = list(at.dataframe[0].value["question"])
+    assert QUESTION in questions and other.question not in questions
