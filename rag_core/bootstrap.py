@@ -364,14 +364,19 @@ def build_agent(workbench: Workbench, env: Mapping[str, str] | None = None, *, r
     logs = build_logs_client(settings, env)
     if logs is not None:
         tools.append(logs_tool(logs, zone(settings["chat.timezone"])))
+    configure_tracing(settings, env)
+    return Agent(Toolbox(tools), build_chat_model(settings, env), max_steps=settings["chat.max-steps"],
+                 history_pairs=settings["chat.history-pairs"], deadline=settings["chat.deadline"],
+                 kbs=searched_kbs(workbench),
+                 recorder=build_turn_store(settings).add if record else None)
+
+
+def searched_kbs(workbench: Workbench) -> tuple[str, ...]:
+    """The knowledge bases the workbench's retriever searches (recorded with each turn)."""
     from .retrieval.multi import MultiKnowledgeBasePort
 
-    configure_tracing(settings, env)
     port = workbench.retriever.port
-    kbs = tuple(port.ports) if isinstance(port, MultiKnowledgeBasePort) else (settings.kb_name,)
-    return Agent(Toolbox(tools), build_chat_model(settings, env), max_steps=settings["chat.max-steps"],
-                 history_pairs=settings["chat.history-pairs"], deadline=settings["chat.deadline"], kbs=kbs,
-                 recorder=build_turn_store(settings).add if record else None)
+    return tuple(port.ports) if isinstance(port, MultiKnowledgeBasePort) else (workbench.settings.kb_name,)
 
 
 def build_turn_store(settings: Settings) -> TurnStore:
@@ -452,13 +457,16 @@ def build_logs_client(settings: Settings, env: Mapping[str, str] | None = None) 
                       max_retries=settings["logs.max-retries"])
 
 
-def build_triage(workbench: Workbench, model: ChatModel | None, env: Mapping[str, str] | None = None) -> Triage:
+def build_triage(workbench: Workbench, model: ChatModel | None, env: Mapping[str, str] | None = None, *,
+                 record: bool = True) -> Triage:
     """Alert triage over this workbench (the HTTP service's /api/ai_ops): the metrics client (None when
     prometheus.url is unset: the triage then answers with one clear error), runbooks through the agent's
-    knowledge-base tool, the logs client when logs.loki-url is set, and `model` (the agent's; None = offline)."""
+    knowledge-base tool, the logs client when logs.loki-url is set, and `model` (the agent's; None = offline).
+    Each triage is recorded in the turn store (rated like a chat turn) unless `record` is False."""
     from .agent import knowledge_base_tool
     from .agent.triage import Triage
 
     settings = workbench.settings
     return Triage(build_metrics_client(settings, env), knowledge_base_tool(workbench.retriever), model,
-                  build_logs_client(settings, env))
+                  build_logs_client(settings, env), kbs=searched_kbs(workbench),
+                  recorder=build_turn_store(settings).add if record else None)

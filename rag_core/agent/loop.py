@@ -101,7 +101,7 @@ class Agent:
         try:
             for event in tracing.within(span, self._run(question, session)):
                 if isinstance(event, ToolResultEvent) and event.lookup is not None:
-                    lookups.append(_lookup_of(event.lookup))
+                    lookups.append(lookup_record(event.lookup))
                 elif isinstance(event, (DoneEvent, ErrorEvent)):
                     event = self._ended(event, question, session, span, lookups, self._clock() - started)
                 yield event
@@ -140,8 +140,7 @@ class Agent:
 
     @property
     def model_name(self) -> str:
-        config = getattr(self.model, "config", None)
-        return str(getattr(config, "model", "") or (self.model.describe() if self.model is not None else ""))
+        return model_name(self.model)
 
     def _run(self, question: str, session: Session | None) -> Generator[Event, None, None]:
         if not question:
@@ -277,7 +276,14 @@ class Agent:
         return DoneEvent(text, verified, unverified, tuple(returned), steps, mode, stop_reason)
 
 
-def _lookup_of(result: LookupResult) -> Lookup:
+def model_name(model: ChatModel | None) -> str:
+    """The model's name as a turn records it ("" offline)."""
+    config = getattr(model, "config", None)
+    return str(getattr(config, "model", "") or (model.describe() if model is not None else ""))
+
+
+def lookup_record(result: LookupResult) -> Lookup:
+    """A lookup as the turns store keeps it (shared with the alert triage)."""
     return Lookup(result.query, result.params.to_dict(), tuple(result.evidence_keys),
                   {k: round(v, 3) for k, v in result.timings.items()}, tuple(t.evidence_key for t in result.traces))
 

@@ -9,20 +9,27 @@ before the alert started (at most the last hour). Every step is a `tool_call` / 
 sees what the report rests on. The report is then written by the chat model from that evidence, or, with no model
 (or when the model fails), assembled extractively: the alert, the runbook sentences that name it quoted with their
 `[evidence_key]`, the log lines. It says which of the two it is.
+
+A triage is one trace, and the turns store keeps it like a chat turn (the question names the alerts), so its
+`done` event carries the trace id that `/api/feedback` rates it by and the Failures page lists it.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from opentelemetry.trace import Span
+
 from .. import tracing
 from ..errors import ChatModelError, RagError
+from ..feedback.records import Lookup, TurnRecord
 from ..ports import ChatModel, LogsClient, MetricsClient
 from ..records import Alert, LogQuery
 from ..remote import Retrying
@@ -31,8 +38,11 @@ from .alerts_tool import simplify_alerts
 from .citations import check_citations
 from .events import ContentEvent, DoneEvent, ErrorEvent, Event, NoticeEvent, ToolCallEvent, ToolResultEvent
 from .kb_tool import TOOL_NAME as KB_TOOL
+from .loop import lookup_record, model_name
 from .offline import HINT_EN, pick_quotes
 from .tools import Tool, Toolbox
+
+log = logging.getLogger(__name__)
 
 MAX_ALERTS = 10
 QUOTES_PER_ALERT = 3
@@ -100,7 +110,10 @@ class Triage:
     def __init__(self, metrics: MetricsClient | None, kb_tool: Tool, model: ChatModel | None = None,
                  logs: LogsClient | None = None, *, max_alerts: int = MAX_ALERTS,
                  now: Callable[[], datetime] | None = None,
-                 new_id: Callable[[], str] = lambda: uuid.uuid4().hex[:12]) -> None:
+                 new_id: Callable[[], str] = lambda: uuid.uuid4().hex[:12], kbs: Sequence[str] = (),
+                 recorder: Callable[[TurnRecord], TurnRecord] | None = None) -> None:
+        """`kbs`: the knowledge bases `kb_tool` searches; `recorder`: keeps each triage as a turn
+        (rag_core.feedback.TurnStore.add), None = not recorded (as the Agent's)."""
         self.metrics = metrics
         self.toolbox = Toolbox([kb_tool])
         self.model = model
@@ -108,23 +121,55 @@ class Triage:
         self.max_alerts = max_alerts
         self._now = now or (lambda: datetime.now(UTC))
         self._new_id = new_id
+        self.kbs = tuple(kbs)
+        self.recorder = recorder
 
     @property
     def mode(self) -> str:
         return "offline" if self.model is None else "model"
 
     def run(self) -> Iterator[Event]:
-        """The triage's events, in one trace (rag_core.tracing): the alerts, each lookup, the model's report."""
-        span = tracing.start("triage", sc.AGENT, {sc.MODE: self.mode})
+        """The triage's events, in one trace (rag_core.tracing): the alerts, each lookup, the model's report; then
+        recorded (`recorder`), the `done` event carrying the trace id and turn index."""
+        span = tracing.start("triage", sc.AGENT, {sc.MODE: self.mode, sc.KNOWLEDGE_BASES: list(self.kbs)})
+        started = time.monotonic()
+        alerts: list[str] = []
+        lookups: list[Lookup] = []
         try:
             for event in tracing.within(span, self._run()):
-                if isinstance(event, ErrorEvent):
+                if isinstance(event, ToolResultEvent) and event.lookup is not None:
+                    lookups.append(lookup_record(event.lookup))
+                elif isinstance(event, ToolResultEvent) and event.name == ALERTS_TOOL and event.ok:
+                    alerts = [str(a["name"]) for a in event.result["alerts"] if (a["state"] or "firing") == "firing"]
+                elif isinstance(event, ErrorEvent):
                     tracing.fail(span, event.message, event.kind)
+                    if event.kind != "not_configured":  # no triage ran: nothing to rate
+                        self._record(span, alerts, lookups, "", (), event.message, time.monotonic() - started)
                 elif isinstance(event, DoneEvent):
                     tracing.set_attributes(span, {sc.OUTPUT_VALUE: event.text, sc.CITATIONS: list(event.citations)})
+                    index = self._record(span, alerts, lookups, event.text, event.citations, None,
+                                         time.monotonic() - started, event.mode)
+                    event = replace(event, trace_id=tracing.trace_id(span), turn_index=index)
                 yield event
         finally:
             span.end()
+
+    def _record(self, span: Span, alerts: Sequence[str], lookups: Sequence[Lookup], answer: str,
+                citations: Sequence[str], error: str | None, seconds: float, mode: str = "") -> int:
+        """The triage as a turn (its index; -1 when not recorded). A failure to record is logged, never the
+        triage's failure."""
+        question = "Alert triage: " + (", ".join(alerts) or "no firing alerts")
+        tracing.set_content(span, sc.INPUT_VALUE, question)
+        if self.recorder is None:
+            return -1
+        evidence = tuple(dict.fromkeys(k for lk in lookups for k in lk.evidence_keys))
+        record = TurnRecord("", question, answer, self.kbs, tuple(lookups), evidence, tuple(citations),
+                            model_name(self.model), mode or self.mode, round(seconds, 3), tracing.trace_id(span), error)
+        try:
+            return self.recorder(record).turn_index
+        except Exception as exc:  # noqa: BLE001 - a full disk or a locked file must not cost the report
+            log.warning("The alert triage was answered but not recorded: %s", exc)
+            return -1
 
     def _run(self) -> Generator[Event, None, None]:
         if self.metrics is None:
@@ -134,7 +179,8 @@ class Triage:
         yield ToolCallEvent(call_id, ALERTS_TOOL, {}, "{}", 1)
         started, now = time.perf_counter(), self._now()
         try:
-            raw = self.metrics.alerts()
+            with _tool_span(call_id, ALERTS_TOOL, {}):
+                raw = self.metrics.alerts()
         except RagError as exc:
             yield ToolResultEvent(call_id, ALERTS_TOOL, False, {"error": str(exc)}, 1, _since(started), str(exc))
             yield ErrorEvent(str(exc), "tool", 1)
@@ -167,7 +213,11 @@ class Triage:
         call_id = f"triage-{self._new_id()}"
         args = {"query": query}
         yield ToolCallEvent(call_id, KB_TOOL, args, json.dumps(args, ensure_ascii=False), 1)
-        run = self.toolbox.run(KB_TOOL, args)
+        with _tool_span(call_id, KB_TOOL, args) as span:
+            run = self.toolbox.run(KB_TOOL, args)
+            tracing.set_content(span, sc.OUTPUT_VALUE, run.content())
+            if not run.output.ok:
+                tracing.fail(span, run.output.error or "the tool failed", "tool")
         out = run.output
         yield ToolResultEvent(call_id, KB_TOOL, out.ok, out.data, 1, round(run.seconds, 4), out.error,
                               out.evidence_keys, out.lookup)
@@ -187,7 +237,8 @@ class Triage:
         yield ToolCallEvent(call_id, LOGS_TOOL, args, json.dumps(args, ensure_ascii=False), 1)
         started = time.perf_counter()
         try:
-            result = self.logs.query_range(query)
+            with _tool_span(call_id, LOGS_TOOL, args):
+                result = self.logs.query_range(query)
         except RagError as exc:
             yield ToolResultEvent(call_id, LOGS_TOOL, False, {"error": str(exc)}, 1, _since(started), str(exc))
             return (), f"logs unavailable: {exc}"
@@ -242,6 +293,12 @@ class Triage:
                     yield item
         finally:
             stream.close()
+
+
+def _tool_span(call_id: str, name: str, args: Mapping[str, Any]) -> Any:
+    """A tool call's span, as the agent's (loop.Agent._call_tool)."""
+    return tracing.span(name, sc.TOOL, {sc.TOOL_NAME: name, sc.TOOL_CALL_ID: call_id,
+                                        sc.TOOL_PARAMETERS: json.dumps(args, ensure_ascii=False)})
 
 
 def _since(started: float) -> float:

@@ -1,7 +1,8 @@
 """`python -m rag_core chat "question"`: streams the answer on stdout, tool calls and notices on stderr.
 
 Without a question it reads questions from stdin, one per line, keeping the conversation history
-(chat.history-pairs). `--json` prints every event as one JSON line instead (the full lookup result
+(chat.history-pairs). Each turn is one trace and is recorded (rag_core.feedback); stderr gives its trace id, by
+which `feedback rate` rates it. `--json` prints every event as one JSON line instead (the full lookup result
 included), `--offline` answers extractively without a chat model.
 """
 
@@ -119,6 +120,9 @@ def _render_side(event: Event, err: TextIO) -> None:
             print(f"cited: {', '.join(event.citations)}", file=err)
         if event.unverified_citations:
             print(f"warning: cited but not returned by any tool this turn: {', '.join(event.unverified_citations)}",
+                  file=err)
+        if event.trace_id and event.turn_index >= 0:  # recorded: rateable, and findable in a trace viewer
+            print(f"trace: {event.trace_id} (rate it: python -m rag_core feedback rate {event.trace_id} up|down)",
                   file=err)
     elif isinstance(event, ErrorEvent):
         print(f"error: {event.message}", file=err)

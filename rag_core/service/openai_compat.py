@@ -10,8 +10,9 @@ one; chat.max-steps, chat.deadline, the limits on turns at once).
   `tools` or `functions` (or a `tool` message) is refused with 400 rather than answered as if they were
   called. Sampling options (`temperature`, `max_tokens`, ...) are accepted and left to the chat.* settings.
 - The answer cites evidence keys in its text (`[runbooks/disk_full.md#chunk-2]`); `citations` (the keys, in
-  order) and `evidence` (their blocks) are extra fields of the response, and of the last chunk when streamed,
-  which OpenAI clients ignore. `usage` is null: the chat model port reports no token counts.
+  order), `evidence` (their blocks) and `trace_id` (the turn's trace, by which `/api/feedback` rates it) are extra
+  fields of the response, and of the last chunk when streamed, which OpenAI clients ignore. `usage` is null: the
+  chat model port reports no token counts.
 - Errors have OpenAI's shape, `{"error": {"message", "type", "param", "code"}}`: 404 `model_not_found`, 400
   for a body that is not a chat request, 503 when api.chat-turns turns run; a failed turn is 502 (504 when
   it ran out of time). Streamed, a failed turn sends one `{"error": ...}` chunk, then `data: [DONE]`.
@@ -207,9 +208,11 @@ async def _agent(svc: Service, body: ChatCompletionRequest, system: list[str], l
 
 
 # ---------------------------------------------------------------------------------------- the answer
-def _extras(turn_citations: Iterable[str], evidence: dict[str, dict[str, Any]], mode: str) -> dict[str, Any]:
+def _extras(turn_citations: Iterable[str], evidence: dict[str, dict[str, Any]], mode: str,
+            trace_id: str) -> dict[str, Any]:
     keys = list(turn_citations)
-    return {"citations": keys, "evidence": [evidence[k] for k in keys if k in evidence], "mode": mode}
+    return {"citations": keys, "evidence": [evidence[k] for k in keys if k in evidence], "mode": mode,
+            "trace_id": trace_id}
 
 
 def _turn_failure(message: str, kind: str) -> tuple[int, dict[str, Any]]:
@@ -282,7 +285,7 @@ def _completion(model: str, events: list[Event]) -> JSONResponse:
         "choices": [{"index": 0, "message": {"role": "assistant", "content": turn.text, "refusal": None},
                      "logprobs": None, "finish_reason": "length" if length else "stop"}],
         "usage": None,
-        **_extras(turn.citations, turn.evidence(), turn.mode), "notices": turn.notices})
+        **_extras(turn.citations, turn.evidence(), turn.mode, turn.trace_id), "notices": turn.notices})
 
 
 def _stream(svc: Service, agent: Any, model: str, question: str, history: History) -> StreamingResponse:
@@ -303,7 +306,7 @@ def _stream(svc: Service, agent: Any, model: str, question: str, history: Histor
             state["length"] = True
         if isinstance(event, DoneEvent):
             return [chunk({}, "length" if state["length"] else "stop",
-                          **_extras(event.citations, turn.evidence(), event.mode))]
+                          **_extras(event.citations, turn.evidence(), event.mode, event.trace_id))]
         if isinstance(event, ErrorEvent):
             return [{"error": _turn_failure(event.message, event.kind)[1]}]
         return []  # tool calls and results are the agent's own, not the client's

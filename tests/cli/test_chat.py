@@ -1,4 +1,5 @@
-"""`chat` command: streamed answer on stdout, tool calls on stderr, exit 2 with one line on failure."""
+"""`chat` command: streamed answer on stdout, tool calls on stderr, exit 2 with one line on failure; a turn is one
+trace, recorded, and `feedback rate` rates it by the trace id stderr gives."""
 
 from __future__ import annotations
 
@@ -46,6 +47,36 @@ def test_model_chat_streams_and_shows_tool_calls(kb, capsys, monkeypatch, chat_s
     assert "→ search_knowledge_base(query='P1 incident')" in err
     assert "warning: cited but not returned by any tool this turn: made/up.md#chunk-1" in err
     assert KEY not in out + err
+
+
+def test_a_turn_is_one_trace_and_feedback_rate_rates_it_by_the_id_stderr_gives(kb, capsys, monkeypatch,
+                                                                              chat_server) -> None:
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from rag_core import tracing
+    from rag_core.bootstrap import build_turn_store
+    from rag_core.cli import main
+
+    monkeypatch.setenv("RAG_TEST_CHAT_KEY", KEY)
+    chat_server.reply(Completion.calls(tool_call("search_knowledge_base", {"query": "disk full"})),
+                      Completion.say("Delete old logs."))
+    spans = InMemorySpanExporter()
+    tracing.install(tracing.TracingConfig(), spans, simple=True)
+    try:
+        assert cmd_chat(parse("My disk is full (traced)"), model_settings(kb, chat_server), workbench=kb) == 0
+    finally:
+        tracing.install(tracing.TracingConfig(), pinned=False)
+    finished = spans.get_finished_spans()
+    (trace_id,) = {format(s.context.trace_id, "032x") for s in finished}
+    names = [s.name for s in finished]
+    assert [s.name for s in finished if s.parent is None] == ["agent.turn"]
+    assert names.count("chat.completions") == 2 and {"search_knowledge_base", "retrieve", "embed"} <= set(names)
+    err = capsys.readouterr().err
+    assert f"trace: {trace_id} (rate it: python -m rag_core feedback rate {trace_id} up|down)" in err
+    assert main(["--data-dir", str(kb.settings.data_dir), "feedback", "rate", trace_id, "down"]) == 0
+    turn = build_turn_store(kb.settings).get(trace_id=trace_id)
+    assert (turn.question, turn.rating, turn.model) == ("My disk is full (traced)", -1, "test-chat")
+    assert turn.lookups[0].query == "disk full" and turn.evidence_keys
 
 
 def test_json_lines(kb, capsys, monkeypatch, chat_server) -> None:

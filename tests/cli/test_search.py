@@ -111,3 +111,25 @@ def test_tag_and_search_with_filters(data, capsys):
     assert code != 0 and "Unknown filter key 'owner'. Known keys: folder, type, ingested, team." in err
     code, _, err = run(capsys, data, "tag", "kb/disk_full.md", "folder=x")
     assert code != 0 and "is built in" in err
+
+
+def test_a_search_is_one_trace_whose_retriever_span_holds_what_json_prints(data, capsys):
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from rag_core import tracing
+    from rag_core.tracing import semconv as sc
+
+    spans = InMemorySpanExporter()
+    tracing.install(tracing.TracingConfig(), spans, simple=True)
+    try:
+        code, out, _ = run(capsys, data, "search", "disk space cleanup", "--return-n", "3", "--json")
+    finally:
+        tracing.install(tracing.TracingConfig(), pinned=False)
+    assert code == 0
+    finished = spans.get_finished_spans()
+    assert len({s.context.trace_id for s in finished}) == 1
+    (root,) = [s for s in finished if s.parent is None]
+    assert root.name == "retrieve"
+    keys = [p["document_id"] for p in json.loads(out)["projection"]]
+    assert [root.attributes[sc.document(i, sc.DOCUMENT_ID)] for i in range(len(keys))] == keys
+    assert {"embed", "hybrid_search", "fusion", "postprocess", "projection"} <= {s.name for s in finished}

@@ -61,6 +61,19 @@ def test_retention_by_age_and_count(tmp_path: Path) -> None:
     assert [t.question for t in store.find()] == ["q3", "q2", "q1"]
 
 
+def test_the_retention_settings_bound_the_data_folders_store(tmp_path: Path) -> None:
+    from rag_core.bootstrap import build_turn_store
+    from rag_core.config import load_settings
+
+    settings = load_settings(tmp_path, overrides={"feedback.max-turns": 2, "feedback.retention-days": 30}, env={})
+    store = build_turn_store(settings)
+    store.add(replace(record(question="ancient"), created_at="2001-01-01T00:00:00.000+00:00"))
+    for n in range(3):
+        store.add(record(question=f"q{n}"))
+    assert [t.question for t in store.find()] == ["q2", "q1"]
+    assert [t.question for t in build_turn_store(load_settings(tmp_path, env={})).find()] == ["q2", "q1"]
+
+
 WRITER = textwrap.dedent("""
     import sys
     from rag_core.feedback import TurnRecord, TurnStore

@@ -76,3 +76,19 @@ def test_a_page_on_another_site_is_refused(guarded: live.LiveServer):
                                                   "Accept": "application/json, text/event-stream"},
                    json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert r.status_code == 403 and r.json()["error"]["code"] == "origin_not_allowed"
+
+
+def test_every_tool_takes_kb_and_search_and_explain_take_the_v1_routes_parameters(guarded: live.LiveServer):
+    async def tools() -> dict[str, Any]:
+        async with httpx2.AsyncClient(headers=AUTH, timeout=60) as http, \
+                Client(streamable_http_client(f"{guarded.url}/mcp", http_client=http)) as client:
+            return {t.name: t.input_schema for t in (await client.list_tools()).tools}
+
+    schemas = live.run_async(tools())
+    assert all("kb" in s["properties"] for s in schemas.values()), {n: list(s["properties"]) for n, s in
+                                                                     schemas.items()}
+    paths = httpx.get(f"{guarded.url}/openapi.json", headers=AUTH).json()["paths"]
+    for tool, route in (("search", "/v1/search"), ("explain", "/v1/explain")):
+        route_params = {p["name"] for p in paths[route]["get"]["parameters"]}
+        assert {"query", "retrieve_k", "return_n"} <= set(schemas[tool]["properties"]), tool
+        assert set(schemas[tool]["properties"]) - {"kb"} <= route_params, (tool, route_params)

@@ -42,7 +42,8 @@ def test_models_are_the_knowledge_bases(client: openai.OpenAI, guarded: live.Liv
     assert client.models.retrieve(kb.settings.kb_name).id == kb.settings.kb_name
 
 
-def test_a_completion_cites_evidence_keys_in_its_text_and_in_citations(client: openai.OpenAI, kb):
+def test_a_completion_cites_evidence_keys_in_its_text_and_in_citations_and_is_rated_by_its_trace_id(
+        client: openai.OpenAI, guarded: live.LiveServer, kb):
     completion = client.chat.completions.create(model=kb.settings.kb_name, messages=[
         {"role": "user", "content": "hello"}, {"role": "assistant", "content": "Hello."},
         {"role": "user", "content": [{"type": "text", "text": QUESTION}]}])
@@ -53,6 +54,9 @@ def test_a_completion_cites_evidence_keys_in_its_text_and_in_citations(client: o
     assert [e["evidence_key"] for e in extra["evidence"]] == extra["citations"]
     assert any(key.startswith("runbooks/disk_full.md#chunk-") for key in extra["citations"])
     assert completion.usage is None and extra["mode"] == "offline"
+    r = httpx.post(f"{guarded.url}/api/feedback", json={"traceId": extra["trace_id"], "rating": "down"},
+                   headers={"Authorization": f"Bearer {TOKEN}"})
+    assert r.status_code == 200 and r.json()["data"]["question"] == QUESTION, r.text
 
 
 def test_a_streamed_completion_is_chunks_then_done(client: openai.OpenAI, guarded: live.LiveServer, kb):
@@ -63,6 +67,7 @@ def test_a_streamed_completion_is_chunks_then_done(client: openai.OpenAI, guarde
     assert len({c.id for c in chunks}) == 1 and chunks[-1].choices[0].finish_reason == "stop"
     citations = chunks[-1].model_extra["citations"]
     assert citations and all(f"[{key}]" in text for key in citations)
+    assert len(chunks[-1].model_extra["trace_id"]) == 32
     body = {"model": kb.settings.kb_name, "stream": True, "messages": [{"role": "user", "content": QUESTION}]}
     with httpx.stream("POST", f"{guarded.url}/v1/chat/completions", json=body,
                       headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60) as r:

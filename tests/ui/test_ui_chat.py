@@ -138,11 +138,23 @@ def test_the_tool_call_shows_the_rerank_stage_and_its_failure(kb, monkeypatch):
     assert "Reranking with fake:scripted failed (HTTP 503 from the rerank endpoint)" in texts(at.status[1], "warning")
 
 
-def test_an_answer_is_rated_with_a_comment_into_the_turns_store(kb):
+def test_an_answer_is_one_trace_rated_with_a_comment_into_the_turns_store(kb):
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from rag_core import tracing
     from ui.state import get_turn_store
 
-    at = app_at(PAGE)
-    ask(at, "How do I free disk space when a node disk is full?")
+    spans = InMemorySpanExporter()
+    tracing.install(tracing.TracingConfig(), spans, simple=True)
+    try:
+        at = app_at(PAGE)
+        ask(at, "How do I free disk space when a node disk is full?")
+    finally:
+        tracing.install(tracing.TracingConfig(), pinned=False)
+    finished = spans.get_finished_spans()
+    (trace_id,) = {format(s.context.trace_id, "032x") for s in finished}
+    assert [s.name for s in finished if s.parent is None] == ["agent.turn"]
+    assert {"search_knowledge_base", "retrieve", "embed", "postprocess", "projection"} <= {s.name for s in finished}
     (thumbs,) = at.feedback
     thumbs.set_value(0).run()  # 👎
     assert not at.exception, at.exception
@@ -152,3 +164,4 @@ def test_an_answer_is_rated_with_a_comment_into_the_turns_store(kb):
                if t.question == "How do I free disk space when a node disk is full?"][:1]
     assert turn.comment == "should cite the log rotation runbook" and turn.knowledge_bases == ("biz",)
     assert turn.lookups and turn.lookups[0].evidence_keys and turn.mode == "offline"
+    assert turn.trace_id == trace_id

@@ -310,3 +310,26 @@ def test_a_fix_beyond_the_sliders_is_given_as_a_command():
     assert ('try `python -m rag_core search "disk full" --retrieve-k 450 --return-n 9 --max-chunks-per-document 2`'
             in texts(far, "caption"))
     assert not far.get("page_link")  # within the sliders it is a link (test_the_expected_document_from_the_url...)
+
+
+def test_a_lookup_on_the_page_is_one_trace_with_its_stages(kb):
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from rag_core import tracing
+    from rag_core.tracing import semconv as sc
+
+    spans = InMemorySpanExporter()
+    tracing.install(tracing.TracingConfig(), spans, simple=True)
+    try:
+        at = app_at(PAGE, q=QUERY, return_n="3")
+    finally:
+        tracing.install(tracing.TracingConfig(), pinned=False)
+    assert not at.exception, at.exception
+    _, evidence = frames(at)
+    finished = spans.get_finished_spans()
+    assert len({s.context.trace_id for s in finished}) == 1
+    (root,) = [s for s in finished if s.parent is None]
+    assert root.name == "debugger.lookup"
+    assert [root.attributes[sc.document(i, sc.DOCUMENT_ID)] for i in range(len(evidence))] == list(
+        evidence["evidenceKey"])
+    assert {"embed", "hybrid_search", "fusion", "postprocess", "projection"} <= {s.name for s in finished}

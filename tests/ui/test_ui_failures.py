@@ -53,6 +53,24 @@ def test_failures_open_in_the_debugger_and_become_test_items(kb) -> None:
         QUESTION, ("runbooks/disk_full.md",), "runbooks/disk_full.md#chunk-1", ("Clean up old logs under /var/log.",))
     why = [parse_qs(p.proto.query_string) for p in at.get("page_link") if "retrieved" in p.proto.label]
     assert why and why[0]["expect"] == ["runbooks/disk_full.md"]
+    _evaluate(kb, "from-failures")
+
+
+def _evaluate(kb, name: str) -> None:
+    """What `eval NAME` and `eval answers NAME --offline` run, on the page's knowledge base."""
+    from rag_core.bootstrap import build_agent, factories
+    from rag_core.evaluation.answers import score_answers
+    from rag_core.evaluation.datasets import load_set
+    from rag_core.evaluation.runner import Grid, run_evaluation
+
+    settings = kb.settings
+    eval_set = load_set(name, live=True, saved=saved_sets_dir(settings))
+    run = run_evaluation(eval_set, Grid.from_settings(settings), settings, factories=factories(),
+                         knowledge_bases=[kb]).to_dict()
+    (query,) = run["points"][0]["queries"]
+    assert (run["set"], query["query"], query["relevant"]) == (name, QUESTION, ["runbooks/disk_full.md"])
+    answers = score_answers(build_agent(kb, record=False), load_test_set(saved_sets_dir(settings), name))
+    assert answers.summary["items"] == 1 and answers.items[0]["query"] == QUESTION
 
 
 def test_a_date_range_without_failures_says_so(kb) -> None:
@@ -62,3 +80,17 @@ def test_a_date_range_without_failures_says_so(kb) -> None:
     at.date_input(key="fail.dates").set_value((long_ago, long_ago + timedelta(days=1))).run()
     assert not at.exception, at.exception
     assert "No 👎 answers here" in texts(at, "info")
+
+
+def test_the_knowledge_base_filter_keeps_that_knowledge_bases_failures(kb) -> None:
+    _seed()
+    store = TurnStore(load_settings().data_dir / FILE_NAME)
+    other = store.add(TurnRecord(os.urandom(8).hex(), "asked of another knowledge base (failures page)", "no",
+                                 ("elsewhere",), trace_id=os.urandom(16).hex()))
+    store.rate(-1, trace_id=other.trace_id)
+    at = app_at(PAGE)
+    assert other.question in list(at.dataframe[0].value["question"])
+    at.selectbox(key="fail.kb").set_value(kb.settings.kb_name).run()
+    assert not at.exception, at.exception
+    questions = list(at.dataframe[0].value["question"])
+    assert QUESTION in questions and other.question not in questions
