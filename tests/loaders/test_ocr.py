@@ -3,9 +3,7 @@ English text, so what OCR should read is known; its bounds; and the refusal with
 
 from __future__ import annotations
 
-import struct
 import sys
-import zlib
 
 import pytest
 
@@ -13,7 +11,7 @@ from rag_core.errors import LoaderError
 from rag_core.loaders import LoadOptions, load_bytes
 from rag_core.records import IMAGE, PAGE
 from tests.loaders.checks import chunks_of
-from tests.loaders.samples import CJK_FONT, cer, mixed_pdf, png_bytes, render_page, scanned_pdf
+from tests.loaders.samples import CJK_FONT, cer, mixed_pdf, png_bytes, png_header, render_page, scanned_pdf
 
 pytest.importorskip("rapidocr_onnxruntime", reason='the OCR extra is not installed: pip install ".[ocr]"')
 if not CJK_FONT.is_file():
@@ -65,17 +63,6 @@ def test_scanned_pdf_bounds(page) -> None:
     with pytest.raises(LoaderError, match="longer than 0.1 seconds") as info:
         load_bytes(scan, "scan.pdf", options=LoadOptions(max_seconds=0.1))
     assert info.value.code == "too_slow"
-
-
-def png_header(width: int, height: int) -> bytes:
-    """A PNG that claims `width` x `height` pixels (a few bytes of pixels: decoding it would need gigabytes)."""
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-
-    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00" * 64)) + chunk(b"IEND", b"")
-    )
 
 
 @pytest.mark.parametrize(("data", "name", "fragment", "code"), [
