@@ -83,3 +83,39 @@ def test_without_the_extra_an_image_is_refused_naming_it(page, monkeypatch: pyte
     assert str(info.value) == ('shot.png: an image; reading it needs OCR, an optional extra: pip install ".[ocr]" '
                                "(rapidocr-onnxruntime)")
     assert info.value.code == "needs_ocr"
+
+
+def test_a_scanned_page_is_rendered_within_the_pixel_budget(page, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scanned PDF page is rendered for OCR at no more than `loader.ocr-max-pixels` (200 dpi when that fits)."""
+    from rag_core.loaders import pdf
+
+    sizes: list[tuple[int, int]] = []
+    read = pdf.read_image
+    monkeypatch.setattr(pdf, "read_image", lambda image: sizes.append(image.size) or read(image))
+    scan = scanned_pdf([page])  # 900 x 420 pixels at 150 dpi: 1,200 x 561 at 200 dpi
+    assert "数据库连接池" in load_bytes(scan, "scan.pdf").text
+    doc = load_bytes(scan, "scan.pdf", options=LoadOptions(ocr_max_pixels=300_000))
+    assert sizes[0] == (1200, 561) and 280_000 < sizes[1][0] * sizes[1][1] <= 300_000, sizes
+    assert "payment gateway" in doc.text  # still read at that size
+
+
+def test_ocr_reads_with_the_network_off(page, tmp_path) -> None:
+    """The OCR models are inside the installed package: a fresh process with no network and an empty home reads
+    an image (nothing is downloaded at run time)."""
+    import os
+    import subprocess
+
+    (tmp_path / "shot.png").write_bytes(png_bytes(page))
+    script = (
+        "import socket, sys\n"
+        "def refuse(*args, **kwargs):\n"
+        "    raise OSError('the network is off in this test')\n"
+        "socket.socket.connect = socket.create_connection = socket.getaddrinfo = refuse\n"
+        "from rag_core.loaders import load_bytes\n"
+        "print(load_bytes(open(sys.argv[1], 'rb').read(), 'shot.png').text)\n"
+    )
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache"), "NO_PROXY": "*"}
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "shot.png")], capture_output=True,
+                          text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert cer(done.stdout, "".join(LINES)) < 0.08, done.stdout
