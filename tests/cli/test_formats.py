@@ -122,3 +122,36 @@ def test_ingest_refuses_bombs_and_oversized_files_and_indexes_none_of_them(tmp_p
     assert codes == {"good.md": ("unchanged", ""), **{n: ("failed", c) for n, (_, c, _) in bad.items()}}
     code, out, _ = run(capsys, "--data-dir", data_dir, "docs", "--json")
     assert code == 0 and [d["doc_id"] for d in json.loads(out)] == ["good.md"]  # nothing of the bombs indexed
+
+
+@pytest.mark.milvus
+@pytest.mark.skipif(not (ocr_available() and CJK_FONT.is_file()), reason='needs the OCR extra (pip install ".[ocr]") '
+                    "and the Noto CJK font")
+def test_ingest_draws_the_ocr_progress_and_names_the_ocrd_page(tmp_path: Path, capsys) -> None:
+    scan = render_page(("Rotate the TLS certificates every 90 days", "证书每九十天轮换一次"), (900, 240), 30)
+    path = tmp_path / "mixed.pdf"
+    path.write_bytes(mixed_pdf("Page one has a text layer.", scan))
+    code, out, err = run(capsys, "--data-dir", str(tmp_path / "data"), "ingest", str(path))
+    assert code == 0 and out.startswith("added     mixed.pdf  (1 chunks, ")
+    assert "          note: OCR'd page 2\n" in out
+    assert "] OCR page 1/1 " in err and "] OCR done, 1 page " in err  # the ingest bar, page by page
+
+
+@pytest.mark.milvus
+def test_kb_copy_rereads_the_new_formats_from_the_kept_originals(files: Path, tmp_path: Path, capsys) -> None:
+    data = str(tmp_path / "data")
+    assert run(capsys, "--data-dir", data, "ingest", str(files), "--quiet")[0] == 0
+    code, out, _ = run(capsys, "--data-dir", data, "kb", "copy", "biz", "small", "--max-size", "300",
+                       "--overlap", "30", "--json")
+    assert code == 0 and json.loads(out)["counts"] == {"added": 2, "failed": 0}, out
+    reports = {r["doc_id"]: r for r in json.loads(out)["reports"]}
+    assert reports["alerts.xlsx"]["notes"] == ["Q&A sheet: FAQ (问题 / 答案)"]  # read again, not copied as text
+    code, out, _ = run(capsys, "--data-dir", data, "--kb", "small", "search", "rollback timeline", "--json")
+    top = json.loads(out)["evidence"][0]
+    assert (top["doc_id"], top["location"], top["cited_as"]) == ("incident.pptx", "slide 2", "incident.pptx slide 2")
+    code, out, _ = run(capsys, "--data-dir", data, "--kb", "small", "search", "rotate the API keys", "--json")
+    top = json.loads(out)["evidence"][0]
+    assert (top["doc_id"], top["location"]) == ("alerts.xlsx", "sheet FAQ, row 3")
+    code, out, _ = run(capsys, "--data-dir", data, "--kb", "small", "reindex", "--json")
+    assert code == 0 and {r["doc_id"]: r["status"] for r in json.loads(out)} == {
+        "alerts.xlsx": "replaced", "incident.pptx": "replaced"}, out
