@@ -84,3 +84,20 @@ def test_pages_and_slides_in_chinese(located_kb):
     at = app_at("pages/chat.py", lang="zh")
     ask(at, "When was the rollback started in the incident timeline?")
     assert "incident.pptx#chunk-1 第 2 张幻灯片" in popover_labels(at), popover_labels(at)
+
+
+def test_chunk_preview_says_which_pages_were_read_by_ocr(kb):
+    from rag_core.loaders import ocr_available
+    from tests.loaders.samples import CJK_FONT, mixed_pdf, render_page
+
+    if not (ocr_available() and CJK_FONT.is_file()):
+        pytest.skip('needs the OCR extra (pip install ".[ocr]") and the Noto CJK font')
+    scan = render_page(("Rotate the TLS certificates every 90 days", "证书每九十天轮换一次"), (900, 240), 30)
+    at = app_at("pages/chunk_preview.py")
+    at.segmented_control(key="cp.source").set_value("Upload a file").run()
+    at.file_uploader(key="cp.upload").set_value(("mixed.pdf", mixed_pdf("Page one has a text layer.", scan),
+                                                 "application/pdf")).run()
+    assert not at.exception
+    assert "Structure: 2 pages with text · OCR'd page 2" in texts(at, "caption")
+    assert "#0 pp. 1–2, OCR" in cards(at)[0] and "TLS" in cards(at)[0]
+    assert not at.get("progress")  # the OCR bar is gone once the document is read
