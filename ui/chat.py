@@ -90,8 +90,9 @@ def render_tool(step: ToolStep, key: str) -> None:
 
 
 def citation_label(cited: str, block: dict[str, Any] | None) -> str:
-    """A citation chip: the cited key and the page, slide or rows it is on (`manual.pdf#chunk-3 p. 12`)."""
-    return cited_as(cited, str(block.get("location") or "")) if block else cited
+    """A citation chip: the cited key and the page, slide or rows it is on, in the user's language
+    (`manual.pdf#chunk-3 p. 12`, `manual.pdf#chunk-3 第 12 页`)."""
+    return cited_as(cited, location_text(str(block.get("location") or ""))) if block else cited
 
 
 def render_citations(turn: AssistantTurn, key: str) -> None:

@@ -43,8 +43,10 @@ def open_package(data: bytes, name: str, budget: TextBudget, kind: str) -> zipfi
         root = _ROOT_START.search(head)
         prolog = head[:root.start()] if root else head
         if _DOCTYPE.search(prolog):
+            article = "an" if kind[0] in "AEIOU" else "a"
             raise LoaderError(f"{name}: its part {info.filename} declares an XML document type (<!DOCTYPE>), which "
-                              f"a {kind} never does; it may be an XML bomb, so it is not read", code="undecodable")
+                              f"{article} {kind} never does; it may be an XML bomb, so it is not read",
+                              code="undecodable")
     return package
 
 

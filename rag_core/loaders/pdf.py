@@ -24,6 +24,7 @@ characters stops at the limit instead of filling memory; the deadline is checked
 from __future__ import annotations
 
 import io
+import math
 import re
 from typing import Any
 
@@ -251,6 +252,15 @@ def _cell(value: str | None) -> str:
 
 # --- OCR (pypdfium2 renders, loaders.ocr reads) ----------------------------------------------------
 
+def _render_scale(width: float, height: float, max_pixels: int) -> float:
+    """Pixels per point to render a page of `width` x `height` points at OCR_DPI, or smaller so that the image
+    (each side rounded up to whole pixels, as pypdfium2 renders) has at most `max_pixels`."""
+    scale = min(OCR_DPI / 72, (max_pixels / max(1.0, width * height)) ** 0.5)
+    while scale > 0 and math.ceil(width * scale) * math.ceil(height * scale) > max_pixels:
+        scale *= 0.995
+    return scale
+
+
 def _ocr_pages(data: bytes, name: str, indexes: list[int], texts: list[str], budget: TextBudget,
                options: LoadOptions) -> None:
     import pypdfium2 as pdfium
@@ -268,7 +278,7 @@ def _ocr_pages(data: bytes, name: str, indexes: list[int], texts: list[str], bud
                 options.on_page(done, len(indexes))
             page = pdf[i]
             width, height = page.get_size()  # points: 1/72 inch
-            scale = min(OCR_DPI / 72, (options.ocr_max_pixels / max(1.0, width * height)) ** 0.5)
+            scale = _render_scale(width, height, options.ocr_max_pixels)
             image = page.render(scale=scale).to_pil().convert("RGB")
             page.close()
             text = read_image(image).strip()

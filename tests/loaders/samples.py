@@ -219,3 +219,29 @@ def cer(got: str, truth: str) -> float:
             current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
         previous = current
     return previous[-1] / max(1, len(b))
+
+
+def png_header(width: int, height: int) -> bytes:
+    """A PNG that claims `width` x `height` pixels (a few bytes of pixels: decoding it would need gigabytes)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00" * 64)) + chunk(b"IEND", b"")
+    )
+
+
+LAUGHS = (b'<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">'
+          + b"".join(b'<!ENTITY lol%d "%s">' % (i, (b"&lol%d;" % (i - 1) if i > 1 else b"&lol;") * 10)
+                     for i in range(1, 10))
+          + b']><sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><si><t>&lol9;</t></si></sst>')
+
+
+def zip_bomb(package: bytes, part: str) -> bytes:
+    """The package plus an XML part of 17 MB of blanks (17 KB compressed): over the markup allowed for a
+    document of 1,000 characters (16 MB at least)."""
+    return patch_package(package, add={part: b"<x>" + b" " * (17 * 1024 * 1024) + b"</x>"})

@@ -14,12 +14,7 @@ import pytest
 
 from rag_core.errors import LoaderError
 from rag_core.loaders import load_bytes
-from tests.loaders.samples import deck, patch_package, workbook
-
-LAUGHS = (b'<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">'
-          + b"".join(b'<!ENTITY lol%d "%s">' % (i, (b"&lol%d;" % (i - 1) if i > 1 else b"&lol;") * 10)
-                     for i in range(1, 10))
-          + b']><sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><si><t>&lol9;</t></si></sst>')
+from tests.loaders.samples import LAUGHS, deck, patch_package, workbook, zip_bomb
 
 
 def refused(data: bytes, name: str, fragment: str, code: str, **kwargs) -> str:
@@ -36,12 +31,6 @@ def refused(data: bytes, name: str, fragment: str, code: str, **kwargs) -> str:
     assert message.startswith(f"{name}: ") and "\n" not in message  # one line, naming the file
     assert time.perf_counter() - started < 10
     return message if peak < 4 * len(data) + 64 * 1024 * 1024 else pytest.fail(f"{peak:,} bytes at peak")
-
-
-def zip_bomb(package: bytes, part: str) -> bytes:
-    """The package plus an XML part of 17 MB of blanks (17 KB compressed): over the markup allowed for a
-    document of 1,000 characters (16 MB at least)."""
-    return patch_package(package, add={part: b"<x>" + b" " * (17 * 1024 * 1024) + b"</x>"})
 
 
 def test_xlsx_zip_bomb() -> None:

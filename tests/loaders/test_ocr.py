@@ -3,9 +3,7 @@ English text, so what OCR should read is known; its bounds; and the refusal with
 
 from __future__ import annotations
 
-import struct
 import sys
-import zlib
 
 import pytest
 
@@ -13,7 +11,7 @@ from rag_core.errors import LoaderError
 from rag_core.loaders import LoadOptions, load_bytes
 from rag_core.records import IMAGE, PAGE
 from tests.loaders.checks import chunks_of
-from tests.loaders.samples import CJK_FONT, cer, mixed_pdf, png_bytes, render_page, scanned_pdf
+from tests.loaders.samples import CJK_FONT, cer, mixed_pdf, png_bytes, png_header, render_page, scanned_pdf
 
 pytest.importorskip("rapidocr_onnxruntime", reason='the OCR extra is not installed: pip install ".[ocr]"')
 if not CJK_FONT.is_file():
@@ -67,17 +65,6 @@ def test_scanned_pdf_bounds(page) -> None:
     assert info.value.code == "too_slow"
 
 
-def png_header(width: int, height: int) -> bytes:
-    """A PNG that claims `width` x `height` pixels (a few bytes of pixels: decoding it would need gigabytes)."""
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-
-    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00" * 64)) + chunk(b"IEND", b"")
-    )
-
-
 @pytest.mark.parametrize(("data", "name", "fragment", "code"), [
     (b"\x89PNG\r\n\x1a\n" + b"\x00" * 100, "broken.png", "could not read the image", "undecodable"),
     (png_header(100_000, 100_000), "huge.png", "100,000 x 100,000 pixels", "too_large"),
@@ -96,3 +83,39 @@ def test_without_the_extra_an_image_is_refused_naming_it(page, monkeypatch: pyte
     assert str(info.value) == ('shot.png: an image; reading it needs OCR, an optional extra: pip install ".[ocr]" '
                                "(rapidocr-onnxruntime)")
     assert info.value.code == "needs_ocr"
+
+
+def test_a_scanned_page_is_rendered_within_the_pixel_budget(page, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scanned PDF page is rendered for OCR at no more than `loader.ocr-max-pixels` (200 dpi when that fits)."""
+    from rag_core.loaders import pdf
+
+    sizes: list[tuple[int, int]] = []
+    read = pdf.read_image
+    monkeypatch.setattr(pdf, "read_image", lambda image: sizes.append(image.size) or read(image))
+    scan = scanned_pdf([page])  # 900 x 420 pixels at 150 dpi: 1,200 x 561 at 200 dpi
+    assert "数据库连接池" in load_bytes(scan, "scan.pdf").text
+    doc = load_bytes(scan, "scan.pdf", options=LoadOptions(ocr_max_pixels=300_000))
+    assert sizes[0] == (1200, 561) and 280_000 < sizes[1][0] * sizes[1][1] <= 300_000, sizes
+    assert "payment gateway" in doc.text  # still read at that size
+
+
+def test_ocr_reads_with_the_network_off(page, tmp_path) -> None:
+    """The OCR models are inside the installed package: a fresh process with no network and an empty home reads
+    an image (nothing is downloaded at run time)."""
+    import os
+    import subprocess
+
+    (tmp_path / "shot.png").write_bytes(png_bytes(page))
+    script = (
+        "import socket, sys\n"
+        "def refuse(*args, **kwargs):\n"
+        "    raise OSError('the network is off in this test')\n"
+        "socket.socket.connect = socket.create_connection = socket.getaddrinfo = refuse\n"
+        "from rag_core.loaders import load_bytes\n"
+        "print(load_bytes(open(sys.argv[1], 'rb').read(), 'shot.png').text)\n"
+    )
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache"), "NO_PROXY": "*"}
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "shot.png")], capture_output=True,
+                          text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert cer(done.stdout, "".join(LINES)) < 0.08, done.stdout
