@@ -177,7 +177,7 @@ def cpu_budget(wb: Any, http: Callable[[str], None], api: CpuMeter, qs: Sequence
         spent["http"] += api.read()["api"] - before
         vector = timed("embed", lambda: port.embedder.embed_query(q))
         dense, bm25 = timed("search", lambda: port.store.search_both(vector, q, params.retrieve_k, None))
-        timed("rest", lambda: fuse({"dense": dense, "bm25": bm25}, params.search, params.retrieve_k))
+        timed("rest", lambda: fuse({"dense": dense, "bm25": bm25}, params.search, params.retrieve_k, q))
         fetched = retriever.fetch(q, params)  # the same hits again, untimed: assemble needs them as a Fetched
         result = timed("rest", lambda: retriever.assemble(fetched, params))
         timed("answer", lambda: json.dumps(result.to_dict(), ensure_ascii=False, separators=(",", ":")).encode())

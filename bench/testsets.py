@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from bench.common import RESULTS, log, main, need_set, record_and_print, section, table
-from rag_core.agent.offline import is_chinese, sentences, terms
+from rag_core.agent.offline import sentences, terms
 from rag_core.bootstrap import factories
 from rag_core.clients.openai_chat import ChatModelConfig, OpenAIChatModel
 from rag_core.config import load_settings
@@ -34,6 +34,7 @@ from rag_core.embedding.local import LocalUSEEmbedder
 from rag_core.evaluation import Grid, load_beir, load_user_set, run_evaluation
 from rag_core.evaluation.generate import generate_offline, generate_with_model
 from rag_core.evaluation.indexing import bulk_index
+from rag_core.languages import CJK, language_of
 from rag_core.store.memory import InMemoryChunkStore
 
 SETS = (("scifact", "test"), ("cmrc2018", "dev"), ("covidqa", "test"))
@@ -86,7 +87,7 @@ def stub_reply(request: Any) -> Any:
     quotable = [s for s in sentences(passage) if s in passage] or [passage.strip()]
     answer = quotable[0][:150]
     picked = sorted(terms(passage), key=lambda t: (-len(t), t))[:3]
-    if is_chinese(passage):
+    if language_of(passage) == CJK:
         question = f"关于{'、'.join(picked)}，文档有什么说明？"
     else:
         question = f"What do the documents say about {', '.join(picked)}?"

@@ -23,6 +23,7 @@ from ui.documents import chunk_editor
 from ui.errors import show_error
 from ui.html import ChunkView
 from ui.i18n import t, tn
+from ui.kbs import setting_help
 from ui.lookup import cached_explanation, cached_lookup, debugger_query_params
 from ui.reasons import describe_drop, location_text, notes, phrase, phrases, search_mode_label
 from ui.state import workbench_or_stop
@@ -69,6 +70,9 @@ with st.expander(t("Hybrid fusion"), expanded=False):
                              key="dense_weight", disabled=not hybrid, **bound)
     bm25_weight = f4.slider(t("bm25 weight"), 0.0, 1.0, float(defaults.search.bm25_weight), 0.05,
                             key="bm25_weight", disabled=not hybrid, **bound)
+    cross_language = st.toggle(t("Cross-language stand-ins"), value=defaults.search.cross_language,
+                               key="cross_language", disabled=not hybrid, help=setting_help("rag.cross-language"),
+                               **bound)
     st.caption(t("RRF scores a hit by Σ weight / (k + rank) over the channels; weighted fusion min-max normalises "
                  "each channel's scores and sums them with the weights."))
 threshold = st.number_input(t("score threshold ({mode}; 0 = off)", mode=search_mode_label(mode)), min_value=0.0,
@@ -116,8 +120,8 @@ if return_n > retrieve_k:
 try:
     # RRF k only matters to RRF: keeping the default otherwise lets a cached fetch be reused.
     search = SearchOptions(mode=mode, fusion=fusion, rrf_k=int(rrf_k) if fusion == "rrf" else defaults.search.rrf_k,
-                           dense_weight=dense_weight,
-                           bm25_weight=bm25_weight) if mode == "hybrid" else replace(defaults.search, mode=mode)
+                           dense_weight=dense_weight, bm25_weight=bm25_weight,
+                           cross_language=cross_language) if mode == "hybrid" else replace(defaults.search, mode=mode)
     params = wb.retriever.params(retrieve_k=retrieve_k, return_n=return_n, max_chunks_per_document=cap, search=search,
                                  rerank=rerank, score_threshold=threshold,
                                  scope=parse_scope(split_terms(scope_text)) if scope_text.strip() else None)

@@ -100,6 +100,9 @@ KEYS: dict[str, Key] = _keys(
         "bundled embedder gets the fusion and weights measured for it unless they are set: bench/README.md).",
         min=0.0, max=1.0),
     Key("rag.bm25-weight", float, 1.0, "Weight of the BM25 channel in hybrid fusion.", min=0.0, max=1.0),
+    Key("rag.cross-language", bool, True, "A dense hit in the other language than the question (a Chinese question "
+        "with no Latin word, an English one with no Chinese character), which BM25 can never match, gets BM25's "
+        "share in hybrid fusion from its dense rank or score instead of nothing."),
     # Per search mode: a cosine, a BM25 score and a fused score are not comparable. 0 = off.
     *(Key(f"rag.score-threshold.{mode}", float, 0.0, f"Hits of {mode} search scoring below this are dropped "
           "(reason `below threshold`); 0 = off.", min=0.0) for mode in ("dense", "bm25", "hybrid")),

@@ -178,6 +178,8 @@ class SearchHit:
 
     `score` is already "higher is better" for every metric (see retrieval.identity).
     `channels` maps a channel name ("dense", "bm25") to (rank in that channel, 1-based; raw score).
+    `cross_language`: hybrid fusion gave it BM25's share from its dense rank or score, because it is in the other
+    language than the query and so could never match it lexically (retrieval.fusion.cross_language).
     """
 
     id: str
@@ -185,6 +187,7 @@ class SearchHit:
     content: str
     metadata: Mapping[str, Any]
     channels: Mapping[str, tuple[int, float]] = field(default_factory=dict)
+    cross_language: bool = False
 
 
 @dataclass(frozen=True)
@@ -196,6 +199,7 @@ class SearchOptions:
     rrf_k: int = 60
     dense_weight: float = 0.5
     bm25_weight: float = 1.0
+    cross_language: bool = True  # a dense hit in the other language stands in for its missing BM25 score
 
     def __post_init__(self) -> None:
         if self.mode not in SEARCH_MODES:
@@ -287,6 +291,7 @@ class Candidate:
     channels: Mapping[str, tuple[int, float]] = field(default_factory=dict)  # channel -> (rank, raw score)
     fused_rank: int = 0  # 1-based position in the port's (fused) ranking, before the rerank stage; 0 = rank
     rerank_score: float | None = None  # the reranker's score; None when it was not reranked
+    cross_language: bool = False  # fusion scored its BM25 share from its dense one (SearchHit.cross_language)
 
     @property
     def rank_before_rerank(self) -> int:

@@ -72,7 +72,7 @@ def side_b_controls(limits: Mapping[str, int]) -> tuple[Workbench, dict[str, Any
                      "{retrieve_k}.", return_n=return_n, retrieve_k=retrieve_k))
         return_n = retrieve_k
     search = SearchOptions(mode=mode, fusion=fusion, rrf_k=d.search.rrf_k, dense_weight=d.search.dense_weight,
-                           bm25_weight=d.search.bm25_weight)
+                           bm25_weight=d.search.bm25_weight, cross_language=d.search.cross_language)
     return wb, {"retrieve_k": retrieve_k, "return_n": return_n, "max_chunks_per_document": cap, "search": search}
 
 

@@ -53,7 +53,7 @@ def hits_table(result: Mapping[str, Any], *, key: str | None = None) -> None:
     rerank_columns = ["fused #", "move", "rerank score"] if reranked(result) else []
     st.dataframe(styled, hide_index=True, key=key, width="stretch",
                  column_order=["rank", *rerank_columns, "score", "evidenceKey", "where", "status", "dense #", "bm25 #",
-                               "doc_id", "chunk", "snippet"],
+                               "cross-language", "doc_id", "chunk", "snippet"],
                  column_config=hits_columns())
 
 
@@ -72,6 +72,10 @@ def hits_columns() -> dict[str, Any]:
         "status": text(label("status"), help=t("Kept, or why it was dropped"), width=170),
         "dense #": number(label("dense #"), help=t("Rank in the dense channel"), width=65),
         "bm25 #": number(label("bm25 #"), help=t("Rank in the BM25 channel"), width=65),
+        "cross-language": st.column_config.CheckboxColumn(
+            label("cross-language"), width=70,
+            help=t("In the other language than the query, so BM25 could never match it: fusion gave it BM25's share "
+                   "from its dense rank or score (rag.cross-language)")),
         "doc_id": text(label("doc_id"), width=160),
         "chunk": number(label("chunk"), width=55),
         "snippet": text(label("snippet"), width="large"),

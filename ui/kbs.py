@@ -30,6 +30,9 @@ SETTING_HELP = {
                            "embedder gets the fusion and weights measured for it unless they are set: "
                            "bench/README.md)."),
     "rag.bm25-weight": N_("Weight of the BM25 channel in hybrid fusion."),
+    "rag.cross-language": N_("A dense hit in the other language than the question (a Chinese question with no Latin "
+                             "word, an English one with no Chinese character), which BM25 can never match, gets "
+                             "BM25's share in hybrid fusion from its dense rank or score instead of nothing."),
     "rag.rrf-k": N_("RRF constant k (rank fusion)."),
     "rerank.provider": N_("Reranking model between recall and post-processing; none = off."),
     "embedding.model": N_("Model name; empty picks the provider's default."),
@@ -75,6 +78,9 @@ def settings_widgets(prefix: str, values: Mapping[str, Any]) -> dict[str, Any]:
         number(c1, "rag.dense-weight", t("Dense weight"), 0.05)
         number(c2, "rag.bm25-weight", t("BM25 weight"), 0.05)
         number(c3, "rag.rrf-k", "RRF k")  # i18n: ok (the parameter's name)
+        out["rag.cross-language"] = st.toggle(t("Cross-language stand-ins"), bool(values["rag.cross-language"]),
+                                              key=f"{prefix}.rag.cross-language",
+                                              help=setting_help("rag.cross-language"))
         c1, c2 = st.columns(2)
         out["embedding.model"] = c1.text_input(t("Embedding model (empty: the provider's default)"),
                                                values["embedding.model"], key=f"{prefix}.embedding.model",

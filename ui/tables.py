@@ -39,7 +39,7 @@ def column_label(column: str) -> str:
         "knowledge base": t("knowledge base"), "documents": t("documents"), "chunking": t("chunking"),
         "embedder": t("embedder"), "search": t("search"), "created": t("created"), "note": t("note"),
         "target": "", "dense score": t("dense score"), "bm25 score": t("bm25 score"),
-        "what happened": t("what happened"),
+        "what happened": t("what happened"), "cross-language": t("cross-language"),
     }
     return headers.get(column, column)
 
@@ -90,12 +90,13 @@ def hits_frame(result: Mapping[str, Any]) -> pd.DataFrame:
         "chunk": h.get("chunk_index"),
         "dense #": _channel(h, "dense", "rank"),
         "bm25 #": _channel(h, "bm25", "rank"),
+        "cross-language": bool(h.get("cross_language")),
         "snippet": snippet(h.get("content", "")),
         "status": describe_drop(h.get("drop"), short=True),
         "fate": h.get("fate", ""),
     } for h in result.get("raw_hits", [])]
     columns = ["rank", "fused #", "move", "rerank score", "score", "evidenceKey", "where", "doc_id", "chunk",
-               "dense #", "bm25 #", "snippet", "status", "fate"]
+               "dense #", "bm25 #", "cross-language", "snippet", "status", "fate"]
     frame = pd.DataFrame(rows, columns=columns)
     frame["rerank score"] = frame["rerank score"].astype("Float64")
     for col in ("dense #", "bm25 #", "chunk", "fused #"):

@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..languages import CJK, CJK_CLASS, language_of
 from ..records import Projected
 
 MAX_QUOTES = 4
@@ -23,7 +24,7 @@ MAX_QUOTE_CHARS = 320
 MIN_SENTENCE_CHARS = 12
 RANK_BONUS = 0.12
 
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_CJK = re.compile(f"[{CJK_CLASS}]")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.\-]*[A-Za-z0-9]|[A-Za-z]|\d+(?:\.\d+)?%?")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _LIST_MARK = re.compile(r"^\s*(?:[-*+>]|\d+[.)])\s+")
@@ -57,12 +58,6 @@ def _jieba():  # noqa: ANN202 - imported lazily: loading its dictionary takes a 
     return jieba
 
 
-def is_chinese(text: str) -> bool:
-    cjk = len(_CJK.findall(text))
-    latin = len(re.findall(r"[A-Za-z]", text))
-    return cjk > 0 and cjk * 4 >= latin  # a few Chinese characters amid English names still count
-
-
 def terms(text: str) -> set[str]:
     """Content terms: English words (lower-case) and Chinese words of two or more characters."""
     out: set[str] = set()
@@ -73,7 +68,7 @@ def terms(text: str) -> set[str]:
             if "_" in w or "-" in w:  # node_cpu_seconds_total also matches "cpu", "seconds"
                 out.update(p for p in re.split(r"[_\-]", w) if len(p) > 1 and p not in _EN_STOP)
     if _CJK.search(text):
-        for span in re.findall(r"[\u3400-\u9fff\uf900-\ufaff]+", text):
+        for span in re.findall(f"[{CJK_CLASS}]+", text):
             for word in _jieba().lcut_for_search(span):
                 if len(word) >= 2 and word not in _ZH_STOP:
                     out.add(word)
@@ -162,7 +157,7 @@ HINT_ZH = ("如需由模型生成回答，请设置环境变量 DASHSCOPE_API_KE
 
 def compose(question: str, items: Sequence[Projected], max_quotes: int = MAX_QUOTES) -> str:
     """The offline answer: a label, the quotes with their citations, and how to configure a model."""
-    zh = is_chinese(question)
+    zh = language_of(question) == CJK
     quotes = pick_quotes(question, items, max_quotes)
     if not quotes:
         head = (

@@ -27,7 +27,8 @@ from .output import EXIT_FAILED_FILES, ingest_progress_bar, print_json, report_l
 OPTIONS = {"max_size": "chunk.max-size", "overlap": "chunk.overlap", "embedder": "embedding.provider",
            "embedding_model": "embedding.model", "embedding_dimension": "embedding.dimension",
            "mode": "rag.search-mode", "fusion": "rag.fusion", "rrf_k": "rag.rrf-k", "dense_weight": "rag.dense-weight",
-           "bm25_weight": "rag.bm25-weight", "retrieve_k": "rag.retrieve-k", "return_n": "rag.return-n",
+           "bm25_weight": "rag.bm25-weight", "cross_language": "rag.cross-language",
+           "retrieve_k": "rag.retrieve-k", "return_n": "rag.return-n",
            "max_chunks_per_document": "rag.max-chunks-per-document",
            **{f"score_threshold_{m}": f"rag.score-threshold.{m}" for m in ("dense", "bm25", "hybrid")},
            "default_filter": "rag.default-filter", "filter_keys": "rag.filter-keys"}
@@ -151,8 +152,9 @@ def _setting_options(p: argparse.ArgumentParser) -> None:
         k = KEYS[key]
         flag = "--" + name.replace("_", "-")
         kind = {int: int, float: float}.get(k.type, str)
-        group.add_argument(flag, dest=name, type=kind, choices=k.choices or None,
-                           metavar=None if k.choices else ("N" if kind is int else "W" if kind is float else "TEXT"),
+        choices = ("on", "off") if k.type is bool else k.choices  # the setting reads on/off as true/false
+        group.add_argument(flag, dest=name, type=kind, choices=choices or None,
+                           metavar=None if choices else ("N" if kind is int else "W" if kind is float else "TEXT"),
                            help=f"{k.help.rstrip('.')} (the setting {key})")
 
 

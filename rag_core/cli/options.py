@@ -39,6 +39,7 @@ def lookup_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rrf-k", type=int, metavar="N", help=setting_help("rag.rrf-k", " (hybrid with rrf only)"))
     p.add_argument("--dense-weight", type=float, metavar="W", help=setting_help("rag.dense-weight"))
     p.add_argument("--bm25-weight", type=float, metavar="W", help=setting_help("rag.bm25-weight"))
+    p.add_argument("--cross-language", choices=("on", "off"), help=setting_help("rag.cross-language"))
     p.add_argument("--score-threshold", type=float, metavar="S",
                    help="drop hits scoring below S in this lookup's search mode (0 = off); default: the setting "
                         "rag.score-threshold.<mode>")

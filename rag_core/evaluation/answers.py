@@ -37,11 +37,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..agent.offline import is_chinese, sentences
+from ..agent.offline import sentences
 from ..agent.session import Session
 from ..agent.turn import AssistantTurn
 from ..config import Settings
 from ..errors import EvaluationError
+from ..languages import CJK, language_of
 from ..ports import ChatModel
 from . import metrics as m
 from .datasets import choose_queries
@@ -229,7 +230,7 @@ def _judge(asker: JsonAsker, text: str, cited: Sequence[tuple[str, str]]) -> dic
     claims = sentences(answer_text(text))
     if not claims:
         return {"faithfulness": None, "judge": {"sentences": [], "verdicts": [], "raw": [], "error": None}}
-    lang = "zh" if is_chinese(text) else "en"
+    lang = "zh" if language_of(text) == CJK else "en"
     evidence = "\n\n".join(f"[{key}]\n<<<\n{content}\n>>>" for key, content in cited) or "(the answer cites nothing)"
     numbered = "\n".join(f"{n}. {s}" for n, s in enumerate(claims, start=1))
     messages = [{"role": "system", "content": JUDGE[lang]},

@@ -71,10 +71,11 @@ class SweepPoint:
     max_chunks_per_document: int
     rerank: str = "none"  # "none", or the rerank provider whose model reorders the fetched hits
     kb: str | None = None  # the knowledge base searched; None: the set's corpus in an isolated index
+    cross_language: bool = True  # rag.cross-language: one value per run (the settings'), not swept
 
     def search_options(self) -> SearchOptions:
         return SearchOptions(mode=self.mode, fusion=self.fusion, rrf_k=self.rrf_k, dense_weight=self.dense_weight,
-                             bm25_weight=self.bm25_weight)
+                             bm25_weight=self.bm25_weight, cross_language=self.cross_language)
 
     def relevant(self, key: str) -> bool:
         """Whether a parameter changes anything at this point (fusion settings only matter for hybrid)."""
@@ -111,6 +112,7 @@ class Grid:
     # The parameters the caller chose; the others hold the settings' values. A run on knowledge bases
     # takes each knowledge base's own values for those (`rebased`).
     given: frozenset[str] = frozenset()
+    cross_language: bool = True  # rag.cross-language, for every point
 
     @classmethod
     def from_settings(cls, settings: Settings, **values: Iterable[Any] | Any | None) -> Grid:
@@ -135,7 +137,7 @@ class Grid:
             given = tuple(dict.fromkeys(given or ()))  # unique, in the order given
             fields[name] = given or (default,)
         fields["given"] = frozenset(k for k in defaults if values.get(k) not in (None, (), []))
-        return cls(**fields)
+        return cls(**fields, cross_language=params.search.cross_language)
 
     @classmethod
     def from_form(cls, settings: Settings, **values: Iterable[Any] | Any | None) -> Grid:
@@ -177,9 +179,9 @@ class Grid:
         points: list[SweepPoint] = []
         skipped: list[str] = []
         seen: set[SweepPoint] = set()
-        names = [f for f in SweepPoint.__dataclass_fields__ if f != "kb"]
+        names = [f for f in SweepPoint.__dataclass_fields__ if f not in ("kb", "cross_language")]
         for combo in itertools.product(*(getattr(self, n) for n in names)):
-            point = SweepPoint(**dict(zip(names, combo)))
+            point = SweepPoint(**dict(zip(names, combo)), cross_language=self.cross_language)
             # Parameters that do not apply are pinned to the grid's first value, so they do not multiply runs.
             canonical = replace(point, **{k: getattr(self, k)[0] for k in names if not point.relevant(k)})
             if canonical in seen:
@@ -403,7 +405,8 @@ def run_evaluation(eval_set: EvalSet, grid: Grid, settings: Settings, *, factori
     # swept: the axes of the sweep (the parameters given several values, and the knowledge base with everything
     # it sets); varying: every parameter whose value differs between rows (a knowledge base's own included).
     swept = (["kb"] if len(targets) > 1 else []) + grid.varying()
-    config = {"grid": {k: list(getattr(grid, k)) for k in PARAM_KEYS}, "varying": varying, "swept": swept,
+    config = {"grid": {k: list(getattr(grid, k)) for k in PARAM_KEYS}, "cross_language": grid.cross_language,
+              "varying": varying, "swept": swept,
               "live": on_kbs,
               "knowledge_bases": [t.name for t in targets], "reindex": reindex, "embedder": ", ".join(embedders),
               "rerankers": {p: r.name for p, r in rerankers.items()}, "projection": asdict(defaults.budgets),

@@ -21,7 +21,8 @@ import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 
-_CJK_CLASS = "\u3400-\u9fff\uf900-\ufaff"
+from ..languages import CJK_CLASS as _CJK_CLASS
+
 # Whitespace between two of these is dropped: Chinese characters and Chinese (full-width) punctuation.
 _CJK_WIDE = re.compile(f"[\u3000-\u303f{_CJK_CLASS}\uff00-\uffef]")
 _TOKEN = re.compile(f"[{_CJK_CLASS}]|[^\\W_{_CJK_CLASS}]+(?:[_.'\\-][^\\W_{_CJK_CLASS}]+)*")

@@ -20,8 +20,9 @@ from ..records import KnowledgeBase
 CHUNK_KEYS = ("chunk.max-size", "chunk.overlap")
 EMBEDDER_KEYS = ("embedding.provider", "embedding.model", "embedding.dimension")
 SEARCH_KEYS = ("rag.search-mode", "rag.fusion", "rag.rrf-k", "rag.dense-weight", "rag.bm25-weight",
-               "rag.retrieve-k", "rag.return-n", "rag.max-chunks-per-document", "rag.score-threshold.dense",
-               "rag.score-threshold.bm25", "rag.score-threshold.hybrid", "rag.default-filter", "rag.filter-keys")
+               "rag.cross-language", "rag.retrieve-k", "rag.return-n", "rag.max-chunks-per-document",
+               "rag.score-threshold.dense", "rag.score-threshold.bm25", "rag.score-threshold.hybrid",
+               "rag.default-filter", "rag.filter-keys")
 KB_KEYS = CHUNK_KEYS + EMBEDDER_KEYS + SEARCH_KEYS
 
 

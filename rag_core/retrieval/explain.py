@@ -491,9 +491,10 @@ class _Simulation:
     """The candidates' evidence keys at any retrieve-k, from the channel rankings at DEPTH, cut and fused
     as the port does it (no search, no reranker: the rerank stage reorders, it never adds or removes)."""
 
-    def __init__(self, ranked: Mapping[str, list[SearchHit]], params: LookupParams) -> None:
+    def __init__(self, ranked: Mapping[str, list[SearchHit]], params: LookupParams, query: str) -> None:
         self.ranked = ranked
         self.params = params
+        self.query = query
         self.channels = _mode_channels(params.search.mode)
         self._memo: dict[int, set[str]] = {}
 
@@ -502,7 +503,7 @@ class _Simulation:
             if len(self.channels) == 1:
                 hits = self.ranked[self.channels[0]][:k]
             else:
-                hits = fuse({ch: self.ranked[ch][:k] for ch in self.channels}, self.params.search, k)
+                hits = fuse({ch: self.ranked[ch][:k] for ch in self.channels}, self.params.search, k, self.query)
             self._memo[k] = {_key(h) for h in hits}
         return self._memo[k]
 
@@ -652,7 +653,7 @@ def explain(retriever: KnowledgeRetriever, source: ChunkSource, query: str, expe
     fix = None
     fixable = targets - {f.evidence_key for f in fates if f.fate == "disabled"}  # no setting brings those back
     if fixable and not any(f.fate == "kept" for f in fates if f.target):
-        fix = _find_fix(retriever, result.query, params, result, fixable, _Simulation(ranked, params))
+        fix = _find_fix(retriever, result.query, params, result, fixable, _Simulation(ranked, params, result.query))
     return Explanation(result.query, expectation, params, tuple(fates), fix, located, result, tuple(notes))
 
 

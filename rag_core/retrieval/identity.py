@@ -106,6 +106,7 @@ def to_candidate(hit: SearchHit, rank: int) -> Candidate:
         metadata=metadata,
         hit_reasons=tuple(hit.channels) or ("dense",),
         channels=dict(hit.channels),
+        cross_language=hit.cross_language,
     )
 
 

@@ -39,7 +39,7 @@ def labelled(kb: str, hit: SearchHit) -> SearchHit:
         metadata["_source"] = f"{kb}{SEPARATOR}{source}"
     metadata["knowledgeBase"] = kb
     return SearchHit(id=f"{kb}{SEPARATOR}{hit.id}", score=hit.score, content=hit.content, metadata=metadata,
-                     channels=dict(hit.channels))
+                     channels=dict(hit.channels), cross_language=hit.cross_language)
 
 
 class MultiKnowledgeBasePort:
@@ -108,5 +108,5 @@ def _reranked_channels(hits: list[SearchHit]) -> list[SearchHit]:
                        key=lambda i: (-hits[i].channels[channel][1], i))
         ranks[channel] = {i: r for r, i in enumerate(found, start=1)}
     return [SearchHit(h.id, h.score, h.content, h.metadata,
-                      {ch: (ranks[ch][i], score) for ch, (_, score) in h.channels.items()})
+                      {ch: (ranks[ch][i], score) for ch, (_, score) in h.channels.items()}, h.cross_language)
             for i, h in enumerate(hits)]

@@ -12,7 +12,8 @@ from .scope import parse_scope
 
 # option name -> the setting whose rules (choices, range, finite) check it
 SEARCH_OPTIONS = {"mode": "rag.search-mode", "fusion": "rag.fusion", "rrf_k": "rag.rrf-k",
-                  "dense_weight": "rag.dense-weight", "bm25_weight": "rag.bm25-weight"}
+                  "dense_weight": "rag.dense-weight", "bm25_weight": "rag.bm25-weight",
+                  "cross_language": "rag.cross-language"}
 WIDTH_OPTIONS = {"retrieve_k": "rag.retrieve-k", "return_n": "rag.return-n",
                  "max_chunks_per_document": "rag.max-chunks-per-document"}
 

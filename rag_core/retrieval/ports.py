@@ -16,14 +16,15 @@ from . import fusion
 __all__ = ["FUSIONS", "SEARCH_MODES", "KnowledgeSearchPort", "MilvusSearchPort", "SearchOptions", "fuse"]
 
 
-def fuse(ranked: Mapping[str, list[SearchHit]], options: SearchOptions, k: int) -> list[SearchHit]:
-    """The top `k` of the channels' ranked lists fused as `options` say (hybrid mode)."""
+def fuse(ranked: Mapping[str, list[SearchHit]], options: SearchOptions, k: int, query: str) -> list[SearchHit]:
+    """The top `k` of the channels' ranked lists for `query` fused as `options` say (hybrid mode)."""
     weights = {"dense": options.dense_weight, "bm25": options.bm25_weight}
+    stand_in = fusion.cross_language(query, ranked) if options.cross_language else set()
     if options.fusion == "rrf":
-        return fusion.rrf(ranked, weights, options.rrf_k, k)
+        return fusion.rrf(ranked, weights, options.rrf_k, k, stand_in)
     if options.fusion == "dbsf":
-        return fusion.dbsf(ranked, weights, k)
-    return fusion.weighted(ranked, weights, k)
+        return fusion.dbsf(ranked, weights, k, stand_in)
+    return fusion.weighted(ranked, weights, k, stand_in)
 
 
 class MilvusSearchPort:
@@ -61,7 +62,7 @@ class MilvusSearchPort:
         if mode == "hybrid":
             started = time.perf_counter()
             with tracing.stage("fusion"):
-                hits = fuse(ranked, self.options, k)
+                hits = fuse(ranked, self.options, k, query)
             timings["fusion"] = (time.perf_counter() - started) * 1000
         else:
             hits = ranked[mode]

@@ -94,7 +94,8 @@ class LookupParams:
         return {"retrieve_k": self.retrieve_k, "return_n": self.return_n,
                 "max_chunks_per_document": self.max_chunks_per_document, "search_mode": self.search.mode,
                 "fusion": self.search.fusion, "rrf_k": self.search.rrf_k, "dense_weight": self.search.dense_weight,
-                "bm25_weight": self.search.bm25_weight, "projection": asdict(self.budgets),
+                "bm25_weight": self.search.bm25_weight, "cross_language": self.search.cross_language,
+                "projection": asdict(self.budgets),
                 "filters": dict(self.filters) if self.filters else None, "rerank": asdict(self.rerank),
                 "score_threshold": self.score_threshold or None, "filter": self.scope.to_dict() or None}
 
@@ -115,7 +116,8 @@ def params_from_settings(settings: Settings) -> LookupParams:
         max_chunks_per_document=settings["rag.max-chunks-per-document"],
         search=SearchOptions(mode=settings["rag.search-mode"], fusion=settings["rag.fusion"],
                              rrf_k=settings["rag.rrf-k"], dense_weight=settings["rag.dense-weight"],
-                             bm25_weight=settings["rag.bm25-weight"]),
+                             bm25_weight=settings["rag.bm25-weight"],
+                             cross_language=settings["rag.cross-language"]),
         budgets=Budgets(max_items=settings["projection.max-items"] or return_n,
                         max_chars_per_item=settings["projection.max-chars-per-item"],
                         max_total_chars=settings["projection.max-total-chars"]),
@@ -221,6 +223,7 @@ class LookupResult:
                 "drop": t.drop.to_dict() if t.drop else None, "source": c.source,
                 "hit_reasons": list(c.hit_reasons),
                 "channels": {ch: {"rank": r, "score": s} for ch, (r, s) in c.channels.items()},
+                "cross_language": c.cross_language,
                 "title": c.metadata.get("title", ""), "heading_path": c.metadata.get("headingPath", ""),
                 "location": c.metadata.get("location", ""),
                 "cited_as": cited_as(c.source, str(c.metadata.get("location") or "")), "content": c.content,

@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse
 
 from .. import loaders, tracing
 from ..bootstrap import Workbench
+from ..config import KEYS
 from ..errors import LoaderError, NotIndexed, RagError, StoreError
 from ..retrieval.identity import stored_chunks
 from ..retrieval.options import lookup_overrides
@@ -52,6 +53,7 @@ async def lookup_options(  # async: pure parsing, no hop to a worker thread
         rrf_k: Annotated[int | None, Query(ge=1)] = None,
         dense_weight: Annotated[float | None, Query(ge=0, le=1)] = None,
         bm25_weight: Annotated[float | None, Query(ge=0, le=1)] = None,
+        cross_language: Annotated[bool | None, Query(description=KEYS["rag.cross-language"].help)] = None,
         score_threshold: Annotated[float | None, Query(ge=0, description="Drop hits scoring below this in the "
                                                        "lookup's search mode (0 = off).")] = None,
         no_rerank: Annotated[bool, Query(description="Skip the configured reranker for this lookup.")] = False,
@@ -62,7 +64,7 @@ async def lookup_options(  # async: pure parsing, no hop to a worker thread
 ) -> LookupOptions:
     given = {"retrieve_k": retrieve_k, "return_n": return_n, "max_chunks_per_document": max_chunks_per_document,
              "mode": mode, "fusion": fusion, "rrf_k": rrf_k, "dense_weight": dense_weight, "bm25_weight": bm25_weight,
-             "score_threshold": score_threshold, "filter": filter}
+             "cross_language": cross_language, "score_threshold": score_threshold, "filter": filter}
     return LookupOptions(given, no_rerank, doc_id)
 
 

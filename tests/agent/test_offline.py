@@ -7,8 +7,9 @@ import re
 import pytest
 
 from rag_core.agent import ContentEvent, DoneEvent, Session, ToolCallEvent, ToolResultEvent
-from rag_core.agent.offline import compose, is_chinese, pick_quotes, sentences, terms
+from rag_core.agent.offline import compose, pick_quotes, sentences, terms
 from rag_core.bootstrap import build_agent
+from rag_core.languages import CJK, LATIN, language_of
 from rag_core.records import Projected
 
 from .conftest import with_settings
@@ -70,7 +71,7 @@ def test_terms_for_chinese_english_and_mixed() -> None:
     assert {"查询", "告警", "处理"} <= terms("慢查询告警怎么处理") and "怎么" not in terms("慢查询告警怎么处理")
     assert {"cpu", "使用率"} <= terms("CPU 使用率高")
     assert {"node_cpu_seconds_total", "cpu", "seconds"} <= terms("node_cpu_seconds_total")
-    assert is_chinese("CPU 使用率高怎么办") and not is_chinese("What does HighCPUUsage mean?")
+    assert language_of("CPU 使用率高怎么办") == CJK and language_of("What does HighCPUUsage mean?") == LATIN
 
 
 def test_quotes_are_ranked_by_relevance_then_evidence_rank() -> None:

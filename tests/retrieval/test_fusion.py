@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from rag_core.records import SearchHit
 from rag_core.retrieval import KnowledgeRetriever, MilvusSearchPort, SearchOptions
-from rag_core.retrieval.fusion import dbsf, rrf, weighted
+from rag_core.retrieval.fusion import cross_language, dbsf, rrf, weighted
+from rag_core.retrieval.ports import fuse
 from rag_core.store import CHUNK_FIELDS
 
 
@@ -86,7 +89,9 @@ def test_the_same_chunk_found_by_both_channels_is_one_candidate(sample_wb) -> No
     ("hybrid", "HighCPUUsage alert threshold", "runbooks/cpu_high.md"),
 ])
 def test_each_mode_finds_the_obvious_document(sample_wb, mode: str, query: str, expected: str) -> None:
-    result = sample_wb.retriever.lookup(query, search=SearchOptions(mode=mode))
+    # Cross-language stand-ins off: with them, 慢查询 puts the English "Latency Is High" chunk (dense #1, a hair
+    # above the Chinese runbook, which is dense #2 and BM25 #1) first; this test is about each channel.
+    result = sample_wb.retriever.lookup(query, search=SearchOptions(mode=mode, cross_language=False))
     assert result.evidence[0].doc_id == expected, [c.evidence_key for c in result.evidence]
     assert all(mode in c.hit_reasons or mode == "hybrid" for c in result.candidates)
 
@@ -107,9 +112,8 @@ def test_our_rrf_orders_like_milvus_hybrid_search(sample_wb) -> None:
         [AnnSearchRequest([vector], "vector", {"metric_type": "COSINE"}, limit=k),
          AnnSearchRequest([query], "sparse", {"metric_type": "BM25"}, limit=k)],
         RRFRanker(60), limit=k, output_fields=CHUNK_FIELDS)[0]
-    ours = MilvusSearchPort(
-        store, embedder, SearchOptions(mode="hybrid", fusion="rrf", dense_weight=1.0, bm25_weight=1.0)
-    ).search(query, k)
+    ours = MilvusSearchPort(store, embedder, SearchOptions(mode="hybrid", fusion="rrf", dense_weight=1.0,
+                                                            bm25_weight=1.0, cross_language=False)).search(query, k)
     native_scores = {h["id"]: h["distance"] for h in native}
     our_scores = {h.id: h.score for h in ours.hits}
     # Hits tied with the last place may be cut differently; everything above it must agree exactly.
@@ -132,3 +136,65 @@ def test_dedup_and_caps_hold_on_fused_results(sample_wb, fusion: str) -> None:
     assert any(t.status.startswith("doc_cap (") for t in result.traces)
     assert [t.rank for t in result.traces] == list(range(1, 31))  # the fused ranking, every hit accounted for
     assert all(c.channels for c in result.candidates)  # each raw hit knows its rank per channel
+
+
+# Cross-language stand-ins: a dense hit that BM25 could never match (another language, no word of its script in the
+# question) takes BM25's share from its dense rank or score.
+EN_DISK = "When disk usage on a node goes above 90 percent, clean old logs and expand the volume."
+ZH_USAGE = "CPU 使用率超过阈值时告警，先看使用率曲线。"
+ZH_QUERY = "磁盘使用率超过 90% 怎么办？"
+
+
+def texts(*rows: tuple[str, float, str]) -> list[SearchHit]:
+    return [SearchHit(id=i, score=s, content=c, metadata={"docId": i}) for i, s, c in rows]
+
+
+def mixed() -> dict[str, list[SearchHit]]:
+    """Dense ranks the English runbook first; BM25 finds only Chinese chunks sharing 使用率 / 超过."""
+    dense = texts(("en", 0.62, EN_DISK), ("zh1", 0.55, ZH_USAGE), ("zh2", 0.50, ZH_USAGE), ("zh3", 0.30, ZH_USAGE))
+    bm25 = texts(("zh1", 6.0, ZH_USAGE), ("zh2", 5.5, ZH_USAGE), ("zh3", 5.0, ZH_USAGE), ("zh4", 4.0, ZH_USAGE))
+    return {"dense": dense, "bm25": bm25}
+
+
+def test_a_dense_hit_in_the_other_language_absent_from_bm25_stands_in() -> None:
+    ranked = mixed()
+    assert cross_language(ZH_QUERY, ranked) == {"en"}  # the Chinese dense hits are in the query's language
+    assert cross_language("磁盘 DiskSpaceLow 怎么办", ranked) == set()  # a Latin word: BM25 could match English
+    found = {**ranked, "bm25": ranked["bm25"] + texts(("en", 1.0, EN_DISK))}
+    assert cross_language(ZH_QUERY, found) == set()  # BM25 found it: its own score counts
+    english = {"dense": texts(("zh", 0.6, ZH_USAGE), ("en", 0.5, EN_DISK)), "bm25": texts(("en", 3.0, EN_DISK))}
+    assert cross_language("what to do when the disk is full", english) == {"zh"}
+    assert cross_language("what does 使用率 mean", english) == set()  # a Chinese word in the question
+    assert cross_language(ZH_QUERY, {"dense": ranked["dense"]}) == set()  # no BM25 channel: nothing to stand in for
+
+
+@pytest.mark.parametrize("fusion", ["rrf", "weighted", "dbsf"])
+def test_each_fusion_puts_the_stand_in_first_only_with_cross_language(fusion: str) -> None:
+    ranked = mixed()
+    on = fuse(ranked, SearchOptions(fusion=fusion, dense_weight=0.5, bm25_weight=1.0), 10, ZH_QUERY)
+    off = fuse(ranked, SearchOptions(fusion=fusion, dense_weight=0.5, bm25_weight=1.0, cross_language=False), 10,
+               ZH_QUERY)
+    assert on[0].id == "en" and on[0].cross_language and not any(h.cross_language for h in on[1:])
+    assert off[0].id != "en" and not any(h.cross_language for h in off)
+    assert on[0].channels == {"dense": (1, 0.62)}  # no BM25 rank is made up: only the score borrows
+    assert [(h.id, h.score) for h in on if h.id != "en"] == [(h.id, h.score) for h in off if h.id != "en"]
+
+
+def test_the_stand_in_share_is_its_dense_rank_or_normalised_score() -> None:
+    ranked, weights = mixed(), {"dense": 0.5, "bm25": 1.0}
+    assert rrf(ranked, weights, 60, 10, {"en"})[0].score == pytest.approx(0.5 / 61 + 1.0 / 61)
+    assert weighted(ranked, weights, 10, {"en"})[0].score == pytest.approx(0.5 * 1.0 + 1.0 * 1.0)
+    by_id = {h.id: h.score for h in dbsf(ranked, weights, 10, {"en"})}
+    alone = {h.id: h.score for h in dbsf(ranked, weights, 10)}
+    assert by_id["en"] == pytest.approx(alone["en"] * 3)  # dense share 0.5 x, BM25 share 1.0 x the same norm
+
+
+def test_the_sample_disk_question_finds_the_english_runbook_first_only_with_cross_language(sample_wb) -> None:
+    default = sample_wb.retriever.params().search
+    assert default.cross_language  # the default: rag.cross-language = true
+    on = sample_wb.retriever.lookup(ZH_QUERY)
+    off = sample_wb.retriever.lookup(ZH_QUERY, search=replace(default, cross_language=False))
+    assert on.evidence[0].doc_id == "runbooks/disk_full.md", on.evidence_keys
+    assert on.evidence[0].cross_language and on.to_dict()["raw_hits"][0]["cross_language"] is True
+    assert off.evidence[0].doc_id != "runbooks/disk_full.md", off.evidence_keys
+    assert not any(c.cross_language for c in off.candidates)

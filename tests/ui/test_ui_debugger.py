@@ -252,7 +252,8 @@ def test_a_reranker_that_keeps_failing_is_skipped_and_the_page_says_so(kb, monke
 
 def test_without_a_reranker_the_page_says_how_to_configure_one(kb):
     at = app_at(PAGE, q=QUERY)
-    assert [t.key for t in at.toggle] == ["compare"] and "set `rerank.provider`" in texts(at, "caption")
+    assert [t.key for t in at.toggle] == ["cross_language", "compare"]  # no "rerank" toggle
+    assert "set `rerank.provider`" in texts(at, "caption")
 
 
 # ------------------------------------------------------------------------------------ why wasn't it retrieved?
@@ -333,3 +334,17 @@ def test_a_lookup_on_the_page_is_one_trace_with_its_stages(kb):
     assert [root.attributes[sc.document(i, sc.DOCUMENT_ID)] for i in range(len(evidence))] == list(
         evidence["evidenceKey"])
     assert {"embed", "hybrid_search", "fusion", "postprocess", "projection"} <= {s.name for s in finished}
+
+
+def test_a_cross_language_stand_in_is_marked_and_the_toggle_turns_it_off(kb):
+    # The shared knowledge base is English: a Chinese question with no Latin word can match none of it in BM25.
+    at = app_at(PAGE, q="磁盘使用率超过 90% 怎么办？")
+    assert at.toggle(key="cross_language").value is True  # rag.cross-language's default
+    hits, evidence = frames(at)
+    stand_ins = hits[hits["cross-language"]]
+    assert len(stand_ins) and stand_ins["bm25 #"].isna().all()  # only BM25's share is borrowed, never a rank
+    assert evidence["evidenceKey"][0].startswith("disk_full.md#")
+    at.toggle(key="cross_language").set_value(False).run()
+    assert not at.exception
+    hits, _ = frames(at)
+    assert not hits["cross-language"].any()

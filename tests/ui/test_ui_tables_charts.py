@@ -34,6 +34,13 @@ def test_hits_frame_has_one_row_per_raw_hit_with_reason_in_words():
                                      "beyond return-n (3)", "beyond return-n (3)"]
     assert list(frame["evidenceKey"])[:2] == ["a.md#chunk-0", "a.md#chunk-0"]
     assert frame.loc[0, "dense #"] == 1 and frame.loc[0, "bm25 #"] == 2
+    assert not frame["cross-language"].any()  # no hit stood in for BM25 here
+
+
+def test_hits_frame_marks_a_cross_language_stand_in():
+    data = lookup()
+    data["raw_hits"][2]["cross_language"] = True
+    assert list(hits_frame(data)["cross-language"]) == [False, False, True, False, False, False, False]
 
 
 def test_evidence_frame_is_the_kept_blocks_in_order():

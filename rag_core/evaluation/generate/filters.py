@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from ...agent.offline import is_chinese
+from ... import languages
 from ..textmatch import bigram_jaccard, find_normalised, longest_shared_run, match_tokens
 
 MAX_SHARED_RUN = {"zh": 12, "en": 6}
@@ -39,7 +39,7 @@ REASONS = (ANSWER_NOT_IN_CHUNK, COPIED_QUESTION, DUPLICATE, WRONG_LANGUAGE, MALF
 
 
 def language_of(text: str) -> str:
-    return "zh" if is_chinese(text) else "en"
+    return "zh" if languages.language_of(text) == languages.CJK else "en"
 
 
 def answer_in_chunk(answer: str, content: str) -> str | None:

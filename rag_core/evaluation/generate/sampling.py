@@ -20,8 +20,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from ...agent.offline import is_chinese, sentences
+from ...agent.offline import sentences
 from ...errors import EvaluationError
+from ...languages import CJK, language_of
 from ...ports import ChunkStore
 from ...retrieval.identity import evidence_key
 
@@ -45,7 +46,7 @@ class SampledChunk:
     def lang(self) -> str:
         """The language of its prose: code blocks and tables (identifiers, YAML) do not make a Chinese chunk English."""
         prose = " ".join([*self.heading_path, *quotable_sentences(self.content)]) or self.content
-        return "zh" if is_chinese(prose) else "en"
+        return "zh" if language_of(prose) == CJK else "en"
 
 
 def quotable_sentences(content: str) -> list[str]:
