@@ -32,6 +32,7 @@ from typing import Any, Protocol
 
 from ..errors import NotIndexed, RetrievalError
 from ..records import Candidate, DropReason, SearchHit, StoredChunk, score_pair
+from ..text import fold
 from .identity import to_candidate
 from .phrases import Phrase, english, joined
 from .ports import fuse
@@ -193,7 +194,7 @@ class AnswerSpan:
 class AnswerLocation:
     text: str
     spans: tuple[AnswerSpan, ...]
-    match: str  # "exact" | "normalized" (case and whitespace ignored) | "none"
+    match: str  # "exact" | "normalized" (case, whitespace and Traditional/Simplified Chinese ignored) | "none"
 
     @property
     def found(self) -> bool:
@@ -377,11 +378,14 @@ def _rows(source: ChunkSource, doc_id: str) -> list[tuple[int, str, int | None, 
 
 # ---------------------------------------------------------------------------------------- the answer
 def _normalized(text: str) -> tuple[str, list[int]]:
-    """Case-folded text with whitespace runs collapsed to one space, and each character's original offset."""
+    """Case-folded text with whitespace runs collapsed to one space and Traditional Chinese folded to Simplified (as
+    BM25 folds it: text.fold), and each character's original offset, so a span found in it is shown in the
+    original text. A fold that changes the length (no 1:1 character map) is left out."""
+    folded = fold(text)
     chars: list[str] = []
     offsets: list[int] = []
     space = False
-    for i, ch in enumerate(text):
+    for i, ch in enumerate(folded if len(folded) == len(text) else text):
         if ch.isspace():
             if not space and chars:
                 chars.append(" ")

@@ -2,9 +2,9 @@
 rerank stage, the "why wasn't it retrieved?" explanation, pages, routes) without Milvus or a model.
 
 It is MilvusSearchPort over the in-memory ChunkStore (rag_core.store.memory) with `TrigramEmbedder`, so
-the channels are the store fake's: `bm25` is its Okapi BM25, `dense` the cosine of the embedder's
-vectors, and hybrid fuses them with MilvusSearchPort's own code. It passes the same contract
-(tests/contracts/search_port.py).
+the channels are the store fake's: `bm25` is its Okapi BM25 (Traditional Chinese folded to Simplified, as
+MilvusStore's), `dense` the cosine of the embedder's vectors, and hybrid fuses them with MilvusSearchPort's own
+code. It passes the same contract (tests/contracts/search_port.py).
 """
 
 from __future__ import annotations

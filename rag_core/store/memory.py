@@ -6,7 +6,8 @@ that is opened again.
 It follows MilvusStore's write protocol (a pending version, its chunks, the commit that makes it active,
 then the old version retired), so an interrupted write and `recover` behave as they do on Milvus Lite.
 Channels: dense is cosine similarity; bm25 is Okapi BM25 (k1 1.2, b 0.75, Milvus's idf) over lower-cased
-words and single CJK characters, counted over the active versions' chunks. Thread-safe.
+words and single CJK characters of the text folded to Simplified Chinese (text.fold, as MilvusStore's `bm25_text`),
+counted over the active versions' chunks. Thread-safe.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ..errors import StoreError
 from ..ports import STORE_FILTER_FIELDS, StoreFilters
 from ..records import Document, IndexedVersion, NewVersion, SearchHit, StoredChunk, StoredDocument, WriteResult
 from ..retrieval.scope import document_labels
+from ..text import fold
 from .edits import ChunkEdits
 from .labels import DocumentLabels
 from .milvus import filters as store_filters
@@ -37,7 +39,8 @@ K1, B = 1.2, 0.75
 
 
 def tokens(text: str) -> list[str]:
-    return _TOKEN.findall(text.lower())
+    """The BM25 terms of `text`: folded to Simplified Chinese first (text.fold), as MilvusStore folds `bm25_text`."""
+    return _TOKEN.findall(fold(text).lower())
 
 
 @dataclass

@@ -274,6 +274,24 @@ class ChunkStoreContract:
         assert store.search_bm25("disk", 10, {"doc_id": "bm25/cpu.md"})[0].metadata["doc_id"] == "bm25/cpu.md"
         assert store.search_bm25("zebra", 10, mine) == []
 
+    def test_bm25_folds_traditional_and_simplified_chinese(self, store: ChunkStore) -> None:
+        """BM25 folds Traditional Chinese to Simplified on both sides (text.fold): a Traditional chunk is found by
+        a Simplified question and a Simplified one by a Traditional question (no question shares a character
+        string with its chunk unfolded), and the hits keep their own text."""
+        items = [new_version("fold/trad.md", "# 記憶體\n\n資料庫的記憶體使用率過高時，先檢查連線數與緩衝區設定。\n"),
+                 new_version("fold/simp.md", "# 磁盘\n\n磁盘空间不足时，先清理旧的日志文件，再扩容卷。\n")]
+        store.replace_documents(items)
+        mine = {"doc_id": [i.doc.doc_id for i in items]}
+        for question, doc_id, shown in (("记忆体过高 检查设定", "fold/trad.md", "記憶體"),
+                                        ("连线数 缓冲区", "fold/trad.md", "緩衝區"),
+                                        ("空間 擴容 舊日誌", "fold/simp.md", "日志"),
+                                        ("擴容", "fold/simp.md", "扩容")):
+            hits = store.search_bm25(question, 5, mine)
+            assert [h.metadata["doc_id"] for h in hits] == [doc_id], question
+            assert shown in hits[0].content and hits[0].content == store.get_chunks(doc_id)[0].content
+            _, both = store.search_both(vector(question), question, 5, mine)
+            assert [h.id for h in both] == [h.id for h in hits]
+
     def test_the_labels_filter_matches_each_rows_labels_exactly(self, store: ChunkStore) -> None:
         """Metadata filters (retrieval.scope) reach the store as `labels`: one label of every key, compared as exact
         strings, so injection-shaped values stay values; `relabel` makes the rows follow the labels file."""

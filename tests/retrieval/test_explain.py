@@ -240,6 +240,20 @@ def test_explain_with_an_answer_finds_the_document_and_targets_its_chunks():
     assert split.to_dict()["answer"]["split"] is True
 
 
+def test_an_answer_in_the_other_chinese_script_is_found_and_shown_as_the_document_writes_it():
+    """BM25 folds Traditional to Simplified, and so does the answer's location (the comparison, not the text):
+    a Simplified answer in a Traditional document is located, its span and chunk shown in the Traditional text."""
+    trad = "# 記憶體\n\n資料庫的記憶體使用率過高時，先檢查連線數與緩衝區設定。\n"
+    port = InMemorySearchPort({"trad.md": [Chunk(0, trad, 0, len(trad), "", (), 0)], **DOCS})
+    e = explain(KnowledgeRetriever(port), port.store, "记忆体使用率过高怎么办", None, answer="检查连线数与缓冲区设定",
+                search=BM25, retrieve_k=5, return_n=3)
+    assert e.expect.doc_id == "trad.md" and e.answer.found and e.answer.match == "normalized"
+    (span,) = e.answer.spans
+    assert trad[span.start:span.end] == "檢查連線數與緩衝區設定" and span.chunks == (0,)
+    assert [c.evidence_key for c in e.targets] == ["trad.md#chunk-0"]
+    assert "檢查連線數" in e.targets[0].text and e.targets[0].channels["bm25"].score is not None  # terms shared, folded
+
+
 # ------------------------------------------------------------------------------------ real queries
 @pytest.fixture(scope="module")
 def all_chunks(sample_wb):

@@ -7,7 +7,7 @@ sheet, ocr: whether some of it was read by OCR)."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,6 +16,7 @@ import numpy as np
 from ...errors import RagError, StoreError
 from ...records import Chunk, Document, NewVersion, SearchHit, StoredChunk
 from ...retrieval.scope import Labels, document_labels
+from ...text import fold
 
 
 def utc_now() -> str:
@@ -46,6 +47,13 @@ def stored_chunk(doc: Document, chunk: Chunk, version: str, total: int, ingested
                        chunk_index=chunk.chunk_index, content=chunk.text, source=doc.doc_id, title=chunk.title[:300],
                        version=version, metadata=metadata,
                        labels=document_labels(doc.doc_id, doc.extension, ingested_at, labels))
+
+
+def with_bm25_text(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A chunk row as the collection stores it: with `bm25_text`, its `content` folded to Simplified Chinese
+    (text.fold), which is what the BM25 function analyses (schema layout 4). Every writer of chunk rows goes
+    through here (ingest, chunk edits, relabelling, migration), so the two fields never disagree."""
+    return {**row, "bm25_text": fold(row["content"])}
 
 
 def search_hit(chunk: StoredChunk, score: float, channel: str, rank: int) -> SearchHit:

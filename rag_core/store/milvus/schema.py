@@ -15,14 +15,17 @@ from typing import Any
 from ...errors import StoreError, StoreMigrationNeeded
 from ...kb.names import MIGRATING, name_problem, same_as  # the one name rule; MIGRATING: the migration copy's suffix
 from ...retrieval.scope import MAX_LABELS, MAX_VALUE_CHARS
+from .rows import with_bm25_text
 
 log = logging.getLogger(__name__)
 
 
 # Of the chunk collection; bump when a field or the analyzer changes (then `migrate` rebuilds it).
 # 1: jieba + lowercase + stemmer + stop. 2: punctuation tokens dropped (cnalphanumonly). 3: `labels`, the
-# document's metadata as `key=value` strings that filters match (retrieval.scope.document_labels).
-SCHEMA_VERSION = 3
+# document's metadata as `key=value` strings that filters match (retrieval.scope.document_labels). 4: `bm25_text`,
+# the content folded to Simplified Chinese (text.fold, OpenCC t2s), is what BM25 analyses, so Traditional and
+# Simplified text share their words (bench/results/folding.json).
+SCHEMA_VERSION = 4
 # jieba segments Chinese; cnalphanumonly drops the punctuation and whitespace tokens jieba emits (they
 # skewed BM25 length normalisation: COVID-QA nDCG@10 0.757 -> 0.821, CMRC 2018 0.957 -> 0.977);
 # lowercase + English stemming + stop words make English terms match as they do in bm25s.
@@ -92,7 +95,7 @@ class Schema:
                 raise StoreMigrationNeeded(
                     f"Collection {self.collection!r} was created by an older version of the workbench (layout "
                     f"{meta.get('schema')}; this version uses {SCHEMA_VERSION}, with document metadata in the chunk "
-                    "rows for filters). "
+                    "rows for filters and Traditional Chinese folded to Simplified for BM25). "
                     "Run `python -m rag_core migrate` once (or press Migrate on the Home page): it rebuilds the "
                     "collection and keeps every vector, nothing is embedded again."
                 )
@@ -144,7 +147,8 @@ class Schema:
     def copy_rows(self, source: str, target: str) -> int:
         """Every row of `source` inserted into `target`, its `labels` re-derived from `self.labels` (the labels file
         and the registry, their source of truth), so a layout without them (before 3) gets them, and a change of the
-        labels a document has reaches every row; a row of no listed document keeps its own."""
+        labels a document has reaches every row; a row of no listed document keeps its own. Its `bm25_text` is made
+        from its content again (rows.with_bm25_text), so a layout without it (before 4) gets it."""
         client = self.client
         has = {f["name"] for f in client.describe_collection(source).get("fields", [])}
         fields = [f for f in CHUNK_FIELDS if f != "id" and f in has] + ["vector"]
@@ -153,9 +157,9 @@ class Schema:
         copied = 0
         try:
             while batch := iterator.next():
-                client.insert(target, [{**{name: row[name] for name in ["id", *fields]},
-                                        "labels": list(labels.get(row["doc_id"], row.get("labels") or ()))}
-                                       for row in batch])
+                client.insert(target, [with_bm25_text({
+                    **{name: row[name] for name in ["id", *fields]},
+                    "labels": list(labels.get(row["doc_id"], row.get("labels") or ()))}) for row in batch])
                 copied += len(batch)
         finally:
             iterator.close()
@@ -165,15 +169,20 @@ class Schema:
         return copied
 
     def create_chunks(self, name: str, layout: int = 0) -> None:
-        """The chunk collection `name` in the current layout (`layout` 1 or 2: an older one, for migration tests)."""
+        """The chunk collection `name` in the current layout (`layout` 1, 2 or 3: an older one, for migration
+        tests)."""
         from pymilvus import DataType, Function, FunctionType
 
         client = self.client
+        folded = not 0 < layout < 4  # BM25 reads `bm25_text` (layout 4), not `content`
+        analysed = {"enable_analyzer": True, "analyzer_params": ANALYZER}
+        bm25_input = "bm25_text" if folded else "content"
         schema = client.create_schema(auto_id=False, enable_dynamic_field=False, description=self.description(layout))
         schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
         schema.add_field("vector", DataType.FLOAT_VECTOR, dim=self.dim)
-        schema.add_field("content", DataType.VARCHAR, max_length=65535, enable_analyzer=True,
-                         analyzer_params=ANALYZER)
+        schema.add_field("content", DataType.VARCHAR, max_length=65535, **({} if folded else analysed))
+        if folded:
+            schema.add_field("bm25_text", DataType.VARCHAR, max_length=65535, **analysed)
         schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
         schema.add_field("doc_id", DataType.VARCHAR, max_length=1024)
         schema.add_field("chunk_index", DataType.INT64)
@@ -184,8 +193,8 @@ class Schema:
         if not 0 < layout < 3:
             schema.add_field("labels", DataType.ARRAY, element_type=DataType.VARCHAR, max_capacity=MAX_LABELS,
                              max_length=LABEL_MAX_BYTES)
-        schema.add_function(Function(name="content_bm25", function_type=FunctionType.BM25,
-                                     input_field_names=["content"], output_field_names=["sparse"]))
+        schema.add_function(Function(name=f"{bm25_input}_bm25", function_type=FunctionType.BM25,
+                                     input_field_names=[bm25_input], output_field_names=["sparse"]))
         index = client.prepare_index_params()
         # FLAT is exact and fast enough in Lite (31 ms at 100k x 512-d); a server picks its own.
         index.add_index("vector", index_type="FLAT" if self.on_lite else "AUTOINDEX", metric_type="COSINE")

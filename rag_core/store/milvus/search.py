@@ -9,6 +9,7 @@ import numpy as np
 
 from ...ports import STORE_FILTER_FIELDS, StoreFilters
 from ...records import SearchHit, StoredChunk
+from ...text import fold
 from ..lite.internals import is_empty_bm25_error
 from . import filters
 from .coalesce import Coalescer
@@ -139,10 +140,12 @@ class Searcher:
         return self._search({"dense": (_dense_data(vector), "vector")}, k, expr)["dense"]
 
     def search_bm25(self, text: str, k: int, filters: StoreFilters | None = None) -> list[SearchHit]:
+        """BM25 over `bm25_text`: the query is folded as the rows were (text.fold), so Traditional and Simplified
+        match each other; the hits carry the original `content`."""
         expr = _expression(filters)
         if expr is None or not self._may_have_rows():
             return []
-        return self._search_with_bm25({"bm25": (text, "sparse")}, k, expr)["bm25"]
+        return self._search_with_bm25({"bm25": (fold(text), "sparse")}, k, expr)["bm25"]
 
     def search_both(self, vector: np.ndarray, text: str, k: int,
                     filters: StoreFilters | None = None) -> tuple[list[SearchHit], list[SearchHit]]:
@@ -153,7 +156,7 @@ class Searcher:
         dense = (_dense_data(vector), "vector")
         if not self._may_have_rows():
             return self._search({"dense": dense}, k, expr)["dense"], []
-        found = self._search_with_bm25({"dense": dense, "bm25": (text, "sparse")}, k, expr)
+        found = self._search_with_bm25({"dense": dense, "bm25": (fold(text), "sparse")}, k, expr)
         return found["dense"], found["bm25"]
 
     def _may_have_rows(self) -> bool:

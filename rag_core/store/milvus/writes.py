@@ -20,7 +20,7 @@ from ...retrieval.scope import Labels
 from ..originals.files import KeptVersion, OriginalFiles, adopt_legacy, shared_with_variant
 from . import filters, writers
 from .registry import Registry, newest_active, registry_row
-from .rows import check_new_versions, chunk_row_id, stored_chunk, utc_now
+from .rows import check_new_versions, chunk_row_id, stored_chunk, utc_now, with_bm25_text
 
 INSERT_BATCH = 500
 log = logging.getLogger(__name__)
@@ -194,7 +194,7 @@ def rewrite_chunk(client: Any, collection: str, row_id: str, content: str, vecto
         raise StoreError(f"No chunk row {row_id!r} (the document was re-indexed meanwhile?); try again.")
     row = {name: rows[0][name] for name in CHUNK_FIELDS}
     row.update(content=content, metadata=dict(metadata), vector=np.asarray(vector, dtype=np.float32).tolist())
-    client.upsert(collection, [row])
+    client.upsert(collection, [with_bm25_text(row)])
 
 
 def add_chunk(client: Any, collection: str, chunk: StoredChunk, vector: np.ndarray) -> None:
@@ -204,14 +204,14 @@ def add_chunk(client: Any, collection: str, chunk: StoredChunk, vector: np.ndarr
     row["id"] = chunk_row_id(chunk.doc_id, chunk.version, chunk.chunk_index)
     row.update(metadata=dict(chunk.metadata), vector=np.asarray(vector, dtype=np.float32).tolist(),
                labels=list(chunk.labels))
-    client.upsert(collection, [row])
+    client.upsert(collection, [with_bm25_text(row)])
 
 
 def chunk_row(doc: Document, chunk: Chunk, vector: np.ndarray, version: str, total: int,
               ingested_at: str, labels: Labels | None = None) -> dict[str, Any]:
     row = asdict(stored_chunk(doc, chunk, version, total, ingested_at, labels))
     row.update(vector=np.asarray(vector).tolist(), labels=list(row["labels"]))
-    return row
+    return with_bm25_text(row)
 
 
 def relabel(client: Any, collection: str, doc_id: str, version: str, labels: Sequence[str]) -> int:
@@ -222,7 +222,7 @@ def relabel(client: Any, collection: str, doc_id: str, version: str, labels: Seq
     rows = client.query(collection, filter=filters.all_of(filters.equals("doc_id", doc_id),
                                                           filters.equals("version", version)),
                         output_fields=[*CHUNK_FIELDS, "vector"], limit=QUERY_LIMIT, consistency_level="Strong")
-    stale = [{**{name: row[name] for name in [*CHUNK_FIELDS, "vector"]}, "labels": list(labels)}
+    stale = [with_bm25_text({**{name: row[name] for name in [*CHUNK_FIELDS, "vector"]}, "labels": list(labels)})
              for row in rows if list(row.get("labels") or []) != list(labels)]
     for start in range(0, len(stale), INSERT_BATCH):
         client.upsert(collection, stale[start:start + INSERT_BATCH])

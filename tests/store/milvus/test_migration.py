@@ -10,10 +10,12 @@ import pytest
 from rag_core.cli import main
 from rag_core.errors import StoreError, StoreMigrationNeeded
 from rag_core.kb import resolve
+from rag_core.kb.chunk_edits import edit_chunk
 from rag_core.kb.tags import tag
 from rag_core.retrieval.scope import parse_scope
 from rag_core.store import MilvusStore
 from rag_core.store.milvus import schema
+from rag_core.text import fold
 from tests.helpers import SAMPLE_KB, make_workbench
 
 pytestmark = pytest.mark.milvus  # opens Milvus Lite in its tests: not in `make test-unit`
@@ -131,7 +133,7 @@ def test_migrating_a_layout_2_collection_gives_its_rows_their_documents_labels(t
     store.schema.create_chunks(store.collection, layout=2)
     client.insert(store.collection, [{k: v for k, v in r.items() if k != "labels"} for r in rows])
     wb.close()
-    with pytest.raises(StoreMigrationNeeded, match="layout 2; this version uses 3"):
+    with pytest.raises(StoreMigrationNeeded, match="layout 2; this version uses 4"):
         make_workbench(tmp_path, embedder=local_embedder)
 
     wb = make_workbench(tmp_path, embedder=local_embedder, migrate=True)
@@ -175,3 +177,57 @@ def test_migrate_refuses_while_a_case_variant_exists(tmp_path: Path, local_embed
             assert wb.store.client.has_collection("BIZ")
         finally:
             wb.close()
+
+
+def test_migrating_a_layout_3_collection_folds_its_rows_for_bm25_and_keeps_them(tmp_path: Path, local_embedder,
+                                                                                ) -> None:
+    """Layout 3 analysed `content` for BM25; layout 4 analyses `bm25_text`, the content folded to Simplified
+    Chinese. The migration makes it for every row, keeping the rows (vectors, chunk edits, labels); then a
+    Simplified question finds a Traditional chunk, and the writers after it (a chunk edit, new tags) fold too."""
+    wb = make_workbench(tmp_path, embedder=local_embedder)
+    folder = tmp_path / "src"
+    folder.mkdir()
+    (folder / "trad.md").write_text("---\nservice: database\n---\n# 記憶體\n\n資料庫的記憶體使用率過高時，先檢查"
+                                    "連線數與緩衝區設定。\n\n## 網路\n\n網路延遲升高時，檢查交換器與防火牆。\n")
+    (folder / "cpu_high.md").write_bytes((SAMPLE_KB / "runbooks" / "cpu_high.md").read_bytes())
+    assert {r.status for r in wb.ingestor.ingest_paths([folder])} == {"added"}
+    tag(wb.store, "cpu_high.md", ["team=sre"])
+    edit_chunk(wb.store, wb.embedder, "trad.md#chunk-1", keywords=["緩衝區調校"])
+    store, client = wb.store, wb.store.client
+    expected = {c.id: (c.content, c.labels, c.metadata) for d in store.list_documents()
+                for c in store.get_chunks(d.doc_id)}
+    before = vectors(store)
+    rows = client.query(store.collection, filter="", output_fields=[*schema.CHUNK_FIELDS, "vector"], limit=16384)
+    client.drop_collection(store.collection)  # the same rows in layout 3: BM25 over `content`, no `bm25_text`
+    store.schema.create_chunks(store.collection, layout=3)
+    client.insert(store.collection, rows)
+    wb.close()
+    with pytest.raises(StoreMigrationNeeded, match="layout 3; this version uses 4"):
+        make_workbench(tmp_path, embedder=local_embedder)
+
+    wb = make_workbench(tmp_path, embedder=local_embedder, migrate=True)
+    try:
+        store, client = wb.store, wb.store.client
+        assert {c.id: (c.content, c.labels, c.metadata) for d in store.list_documents()
+                for c in store.get_chunks(d.doc_id)} == expected
+        assert vectors(store) == before
+        assert "緩衝區調校" in store.get_chunks("trad.md")[1].content  # the edit, as it was
+        folded = client.query(store.collection, filter='doc_id == "trad.md"', output_fields=["content", "bm25_text"])
+        assert len(folded) == 3 and all(r["bm25_text"] == fold(r["content"]) for r in folded)
+        assert any("记忆体" in r["bm25_text"] and "記憶體" in r["content"] for r in folded)
+
+        def bm25(question: str, *labels: str) -> list[str]:
+            return [h.metadata["doc_id"] for h in store.search_bm25(question, 5, {"labels": list(labels)} if labels
+                                                                    else None)]
+
+        assert bm25("记忆体 连线数")[:1] == ["trad.md"]
+        assert set(bm25("缓冲区调校", "service=database")) == {"trad.md"}
+        assert bm25("CPU throttling", "team=sre")[:1] == ["cpu_high.md"]
+        edit_chunk(store, wb.embedder, "trad.md#chunk-2", text="網路延遲升高時，檢查交換器、防火牆與負載平衡器。")
+        tag(store, "trad.md", ["team=dba"])  # relabels every row of the document
+        assert set(bm25("负载平衡器", "team=dba")) == {"trad.md"}
+        assert set(bm25("記憶體 連線數", "team=dba")) == {"trad.md"}
+    finally:
+        wb.close()
+    wb = make_workbench(tmp_path, embedder=local_embedder)  # opens normally now
+    wb.close()
