@@ -11,9 +11,10 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any, Literal
 
 import anyio
+import orjson
 from fastapi import APIRouter, Depends, File, Form, Query, UploadFile
 from fastapi.concurrency import run_in_threadpool
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 
 from .. import loaders, tracing
 from ..bootstrap import Workbench
@@ -78,13 +79,14 @@ def kb_routes(router: APIRouter, prefix: str, chosen: Callable[..., Workbench | 
                 "agent's projection")
     async def search(query: Annotated[str, Query(description="What to look for.")],
                      options: Annotated[LookupOptions, Depends(lookup_options)],
-                     svc: ServiceDep, wb: Workbench = chosen_kb) -> JSONResponse:
+                     svc: ServiceDep, wb: Workbench = chosen_kb) -> Response:
         """Exactly what `python -m rag_core search QUERY --json` prints (same keys, same values; only the
         timings differ). Unset parameters take the knowledge base's settings."""
-        def answer() -> JSONResponse:
+        def answer() -> Response:
             result = wb.retriever.lookup(query, **options.arguments(wb))
-            # Already plain JSON types: a JSONResponse skips FastAPI's jsonable_encoder walk (~1 ms of a 28 KB answer).
-            return JSONResponse(result.to_dict())
+            # Already plain JSON types, so no jsonable_encoder walk (~1 ms of a 28 KB answer); orjson (pymilvus's
+            # own dependency) writes the same bytes as JSONResponse's json.dumps in 0.05 ms instead of 0.24 (issue 28).
+            return Response(orjson.dumps(result.to_dict()), media_type="application/json")
 
         # One first-come-first-served queue for every knowledge base's lookups (state.lookup_thread_count).
         return await anyio.to_thread.run_sync(answer, limiter=svc.lookup_threads)

@@ -52,3 +52,17 @@ def test_the_busy_machine_rows_measure_each_call_and_stop_their_spinners(wb):
     for name in api.BUSY_CALLS:
         assert 0 < out[name]["p50"] <= out[name]["p95"] <= out[name]["max"] and out[name]["cpu_ms"] > 0
     assert {p.pid for p in psutil.Process().children(recursive=True)} <= before  # no spinner left behind
+
+
+def test_the_unavoidable_work_is_measured_in_both_processes(wb, tmp_path):
+    meter = api.CpuMeter({"bench": psutil.Process().pid, "lite": api.lite_server_pid(tmp_path)})
+    queries = ["cpu usage high", "disk is full", "磁盘满了怎么办"]
+    out = api.unavoidable(wb, queries, 12, meter)
+    assert out["requests"] == 12 and out["cpu_ms"]["bench"] > 0 and out["cpu_ms"]["lite"] >= 0
+    calls = []
+    wb.retriever.port.store.client.get = lambda *a, **kw: calls.append(kw["ids"])  # what the call fetches text of
+    try:
+        api.unavoidable_call(wb, queries)(queries[0])
+    finally:
+        del wb.retriever.port.store.client.get
+    assert calls == [[c.id for c in wb.retriever.lookup(queries[0]).evidence]] and len(calls[0]) <= 5

@@ -120,6 +120,14 @@ def test_the_api_record_shows_the_tail_target_and_the_cpu_floor_it_implies():
     changed["search"]["http"]["8"]["p95"] = 45.0
     assert "measured 45.0 ms (reached)" in api.render(changed)
     assert api.floor_ms(14.5, 8, 2) == 58.0
+    assert "CPU / unavoidable" not in text  # a record from before issue 28 renders without the column
+    changed["search"]["unavoidable"] = {"cpu_ms": {"bench": 3.0, "lite": 2.8}}
+    changed["search"]["unavoidable_cpu_ms"] = 5.8
+    text = api.render(changed)
+    row = next(line for line in text.splitlines() if line.startswith("| HTTP (default"))
+    assert "| CPU / unavoidable |" in text and row.split("|")[2].strip() == "2.50"  # 14.50 / 5.80: the headline
+    assert "over HTTP a lookup costs 2.50 x that (target <= 1.5 x: not reached)" in text
+    assert "(2.50 x its unavoidable work" in api.summary(changed).replace("\n", " ")
 
 
 def test_the_host_and_api_summaries_are_the_bench_readme_sentences():

@@ -17,9 +17,14 @@ from .registry import Registry
 from .rows import search_hit
 from .schema import CHUNK_FIELDS, QUERY_LIMIT
 
-# Every field of a hit but `id`, which a search returns anyway (its primary key), and `labels`, which it is filtered
-# on (retrieval.scope) and nobody reads from a hit: columns fewer to decode.
-SEARCH_FIELDS = [name for name in CHUNK_FIELDS if name not in ("id", "labels")]
+# What a hit reads: its text, the two fields the active-version check needs and the metadata. Not `id` (a search
+# returns its primary key anyway), `labels` (only filtered on), nor the columns `chunk_index`, `source` and `title`,
+# which repeat the metadata's `chunkIndex`, `_source` and `title` (rows.stored_chunk, kb.chunk_edits): pymilvus
+# decodes every cell, so 4 columns instead of 7 took 0.3-0.6 ms off this process's ~8.2 ms per hybrid lookup
+# (issue 28; tests/store/milvus/test_search_fields.py checks the hits are the same as with every column). Fetching
+# only keys and the version check's fields, then the kept hits' text in one get by id, cost 3 ms more instead: a
+# request costs Milvus Lite about 2 ms of CPU and this process 1 ms (ARCHITECTURE.md).
+SEARCH_FIELDS = ["content", "doc_id", "version", "metadata"]
 
 
 class Searcher:
@@ -126,10 +131,12 @@ class Searcher:
     @staticmethod
     def _hit(raw: Mapping[str, Any], channel: str, rank: int) -> SearchHit:
         entity = raw["entity"]
-        chunk = StoredChunk(id=str(raw["id"]), doc_id=entity.get("doc_id"), chunk_index=entity.get("chunk_index"),
-                            content=entity.get("content", ""), source=entity.get("source"),
-                            title=entity.get("title"), version=entity.get("version"),
-                            metadata=entity.get("metadata") or {})
+        metadata = entity.get("metadata") or {}
+        chunk = StoredChunk(id=str(raw["id"]), doc_id=entity.get("doc_id"),
+                            chunk_index=entity.get("chunk_index", metadata.get("chunkIndex")),
+                            content=entity.get("content", ""), source=entity.get("source", metadata.get("_source")),
+                            title=entity.get("title", str(metadata.get("title") or "")[:300]),
+                            version=entity.get("version"), metadata=metadata)
         # COSINE similarity and BM25 are both higher-is-better
         return search_hit(chunk, float(raw["distance"]), channel, rank)
 
