@@ -74,6 +74,7 @@ Fusion = Annotated[Literal["weighted", "rrf", "dbsf"] | None,
 RrfK = Annotated[int | None, Field(description=_setting("rag.rrf-k", " (hybrid with rrf only)"))]
 DenseWeight = Annotated[float | None, Field(description=_setting("rag.dense-weight"))]
 Bm25Weight = Annotated[float | None, Field(description=_setting("rag.bm25-weight"))]
+CrossLanguage = Annotated[bool | None, Field(description=_setting("rag.cross-language", " (hybrid only)"))]
 NoRerank = Annotated[bool, Field(description="Skip the configured reranker (rerank.provider) for this lookup.")]
 
 
@@ -151,7 +152,7 @@ def build_server(library: Library) -> KnowledgeBaseServer:
                      retrieve_k: RetrieveK = None, return_n: ReturnN = None,
                      max_chunks_per_document: MaxPerDoc = None, mode: Mode = None, fusion: Fusion = None,
                      rrf_k: RrfK = None, dense_weight: DenseWeight = None, bm25_weight: Bm25Weight = None,
-                     no_rerank: NoRerank = False,
+                     cross_language: CrossLanguage = None, no_rerank: NoRerank = False,
                      doc_id: Annotated[list[str] | None, Field(description="Only these documents.")] = None,
                      ) -> CallToolResult:
         """Search a knowledge base by the one lookup path (what the retrieval debugger shows and the chat agent
@@ -160,7 +161,7 @@ def build_server(library: Library) -> KnowledgeBaseServer:
         the reason it was dropped), `dropped`, `projection` (what the agent reads), `params`, `timings`."""
         options = {"retrieve_k": retrieve_k, "return_n": return_n, "max_chunks_per_document": max_chunks_per_document,
                    "mode": mode, "fusion": fusion, "rrf_k": rrf_k, "dense_weight": dense_weight,
-                   "bm25_weight": bm25_weight}
+                   "bm25_weight": bm25_weight, "cross_language": cross_language}
 
         def work() -> dict[str, Any]:
             wb = library.workbench(kb)
@@ -177,7 +178,7 @@ def build_server(library: Library) -> KnowledgeBaseServer:
                       kb: Kb = None, retrieve_k: RetrieveK = None, return_n: ReturnN = None,
                       max_chunks_per_document: MaxPerDoc = None, mode: Mode = None, fusion: Fusion = None,
                       rrf_k: RrfK = None, dense_weight: DenseWeight = None, bm25_weight: Bm25Weight = None,
-                      no_rerank: NoRerank = False) -> CallToolResult:
+                      cross_language: CrossLanguage = None, no_rerank: NoRerank = False) -> CallToolResult:
         """Why wasn't it retrieved? For each chunk of the expected document (or the chunks holding the expected
         answer): its rank in each channel over the whole knowledge base, its fate in the lookup (kept, beyond
         retrieve-k, capped, beyond return-n), and the smallest change of retrieve-k / max-chunks-per-document /
@@ -186,7 +187,7 @@ def build_server(library: Library) -> KnowledgeBaseServer:
 
         options = {"retrieve_k": retrieve_k, "return_n": return_n, "max_chunks_per_document": max_chunks_per_document,
                    "mode": mode, "fusion": fusion, "rrf_k": rrf_k, "dense_weight": dense_weight,
-                   "bm25_weight": bm25_weight}
+                   "bm25_weight": bm25_weight, "cross_language": cross_language}
 
         def work() -> dict[str, Any]:
             wb = library.workbench(kb)

@@ -26,6 +26,7 @@ pytestmark = pytest.mark.milvus  # the server opens Milvus Lite: not in `make te
 DOCS = ["runbooks/disk_full.md", "policies/oncall_zh.md"]
 QUERY = ["disk space cleanup", "--retrieve-k", "10", "--return-n", "3", "--mode", "hybrid"]
 ARGUMENTS = {"query": "disk space cleanup", "retrieve_k": 10, "return_n": 3, "mode": "hybrid"}
+CROSS = "磁盘使用率超过 90% 怎么办？"  # a Chinese question with no Latin word: the English runbook is a stand-in
 EXPECT = {"query": "How do I free disk space?", "expect": "kb/oncall_zh.md", "retrieve_k": 5, "return_n": 3}
 
 
@@ -74,6 +75,7 @@ def test_the_tools_over_stdio_answer_what_the_cli_prints(data: Path, capsys: pyt
     explained = cli_json(capsys, data, "explain", EXPECT["query"], "--expect", EXPECT["expect"], "--retrieve-k", "5",
                          "--return-n", "3")
     documents = cli_json(capsys, data, "docs")
+    crossed = {flag: cli_json(capsys, data, "search", CROSS, "--cross-language", flag) for flag in ("on", "off")}
     names, results = run_async(session(data, [
         ("search", ARGUMENTS),
         ("explain", EXPECT),
@@ -86,8 +88,10 @@ def test_the_tools_over_stdio_answer_what_the_cli_prints(data: Path, capsys: pyt
         ("read_document_chunks", {"doc_id": "kb/nope.md"}),
         ("no_such_tool", {}),
         ("search", {"query": "disk", "return_n": 1}),  # still serving
+        ("search", {"query": CROSS, "cross_language": True}),
+        ("search", {"query": CROSS, "cross_language": False}),
     ]))
-    search, explain, docs, chunks, kbs, *refused, last = results
+    search, explain, docs, chunks, kbs, *refused, last, cross_on, cross_off = results
     assert names == ["search", "explain", "list_documents", "read_document_chunks", "list_knowledge_bases"]
     assert not search.is_error and without_timings(json.loads(search.content[0].text)) == without_timings(searched)
     assert without_timings(search.structured_content) == without_timings(searched)
@@ -104,3 +108,8 @@ def test_the_tools_over_stdio_answer_what_the_cli_prints(data: Path, capsys: pyt
     assert messages[3].startswith("No document 'kb/nope.md' in knowledge base 'biz'")
     assert messages[4] == "Unknown tool: no_such_tool"
     assert not last.is_error and len(last.structured_content["evidence"]) == 1
+    # rag.cross-language reaches the lookup as the CLI's --cross-language does (on: the English runbook stands in)
+    assert any(h["cross_language"] for h in crossed["on"]["raw_hits"])
+    assert not any(h["cross_language"] for h in crossed["off"]["raw_hits"])
+    for answer, flag in ((cross_on, "on"), (cross_off, "off")):
+        assert without_timings(answer.structured_content) == without_timings(crossed[flag]), flag
