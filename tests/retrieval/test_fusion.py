@@ -189,12 +189,19 @@ def test_the_stand_in_share_is_its_dense_rank_or_normalised_score() -> None:
     assert by_id["en"] == pytest.approx(alone["en"] * 3)  # dense share 0.5 x, BM25 share 1.0 x the same norm
 
 
-def test_the_sample_disk_question_finds_the_english_runbook_first_only_with_cross_language(sample_wb) -> None:
+def test_the_sample_disk_question_finds_the_english_runbook_only_with_cross_language(sample_wb) -> None:
     default = sample_wb.retriever.params().search
     assert default.cross_language  # the default: rag.cross-language = true
+    disk = "runbooks/disk_full.md"
     on = sample_wb.retriever.lookup(ZH_QUERY)
     off = sample_wb.retriever.lookup(ZH_QUERY, search=replace(default, cross_language=False))
-    assert on.evidence[0].doc_id == "runbooks/disk_full.md", on.evidence_keys
-    assert on.evidence[0].cross_language and on.to_dict()["raw_hits"][0]["cross_language"] is True
-    assert off.evidence[0].doc_id != "runbooks/disk_full.md", off.evidence_keys
+    # the default fusion (measured for the local embedder): the runbook fills its cap of the evidence, else nothing
+    assert [e.doc_id for e in on.evidence].count(disk) == 2, on.evidence_keys
+    assert all(e.cross_language for e in on.evidence if e.doc_id == disk)
+    assert disk not in [e.doc_id for e in off.evidence], off.evidence_keys
     assert not any(c.cross_language for c in off.candidates)
+    # weighted fusion: the runbook (dense #1) comes first only with the stand-ins
+    weighted = replace(default, fusion="weighted", dense_weight=0.7, bm25_weight=1.0)
+    first = sample_wb.retriever.lookup(ZH_QUERY, search=weighted)
+    assert first.evidence[0].doc_id == disk and first.to_dict()["raw_hits"][0]["cross_language"] is True
+    assert sample_wb.retriever.lookup(ZH_QUERY, search=replace(weighted, cross_language=False)).evidence[0].doc_id != disk

@@ -89,7 +89,7 @@ def test_post_processing_sliders_do_not_search_again(kb, searches):
 
 def test_fusion_controls_reach_the_search(kb, searches):
     at = app_at(PAGE, q=QUERY)
-    assert frames(at)[0]["score"].max() > 0.5  # the default, weighted fusion: normalised scores
+    assert frames(at)[0]["score"].max() > 0.5  # the default (dbsf for the local embedder): normalised scores
     at.segmented_control(key="fusion").set_value("rrf").run()
     assert not at.exception and searches == {"dense": 2, "bm25": 2}
     assert frames(at)[0]["score"].max() < 0.05  # RRF: weight / (k + rank)
@@ -97,8 +97,9 @@ def test_fusion_controls_reach_the_search(kb, searches):
     assert not at.exception and searches == {"dense": 3, "bm25": 3}
     at.segmented_control(key="fusion").set_value("weighted").run()
     assert at.number_input(key="rrf_k").disabled  # only meaningful for RRF
-    at.slider(key="dense_weight").set_value(1.0).run()
     assert not at.exception and searches == {"dense": 4, "bm25": 4}
+    at.slider(key="dense_weight").set_value(1.0).run()
+    assert not at.exception and searches == {"dense": 5, "bm25": 5}
 
 
 def test_a_score_threshold_from_the_url_drops_hits_with_the_reason_and_no_new_search(kb, searches):
