@@ -238,7 +238,8 @@ with st.expander(t("Evidence blocks in full"), expanded=False):
     for i, e in enumerate(data["evidence"]):
         chunk_card(ChunkView(index=e["chunk_index"] if e["chunk_index"] is not None else i, text=e["content"],
                              heading_path=e.get("heading_path", ""), doc_id=e.get("doc_id") or e["evidence_key"],
-                             score=e["score"], location=location_text(e.get("location", ""))), alt=bool(i % 2))
+                             score=e["score"], location=location_text(e.get("location", "")),
+                             searched_by=e.get("searched_by", "")), alt=bool(i % 2))
 
 with st.expander(tn("Agent projection — exactly what the agent's tool returns ({n} item)",
                     "Agent projection — exactly what the agent's tool returns ({n} items)", len(data["projection"]))):

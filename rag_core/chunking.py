@@ -160,7 +160,7 @@ def locate(chunks: Sequence[Chunk], places: Sequence[Place]) -> list[Chunk]:
         sheet = head.sheet if all(p.sheet == head.sheet for p in spanned) else ""
         location = Location(head.unit, min(p.number for p in spanned), max(p.number for p in spanned), sheet,
                             any(p.ocr for p in spanned))
-        out.append(replace(chunk, location=location))
+        out.append(replace(chunk, location=location, search_text=spanned[-1].question))  # a Q&A pair: its question
     return out
 
 

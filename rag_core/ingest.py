@@ -310,7 +310,7 @@ class Ingestor:
             return []
         diffs = [chunk_diff(self.store.get_chunks(g.doc.doc_id), g.chunks) if g.doc.doc_id in current else None
                  for g in todo]  # read before the new versions retire the old ones
-        vectors = self._embed([c.text for g in todo for c in g.chunks], run.embedding_ticker(todo))
+        vectors = self._embed([c.search_text or c.text for g in todo for c in g.chunks], run.embedding_ticker(todo))
         offsets = np.cumsum([0] + [len(g.chunks) for g in todo])
         edits = getattr(self.store, "edits", None)
         rewrites = edits is not None and hasattr(self.store, "rewrite_chunk")

@@ -32,6 +32,7 @@ class Place:
     number: int  # 1-based: the page or slide number; a row's number as the spreadsheet shows it
     sheet: str = ""  # a row's sheet ("" in a CSV)
     ocr: bool = False  # the text of this page was read from its image (OCR)
+    question: str = ""  # a Q&A sheet's row: its question, what its chunks are searched by (Chunk.search_text)
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,31 @@ class Location:
     def to_dict(self) -> dict[str, Any]:
         return {"unit": self.unit, "first": self.first, "last": self.last, "sheet": self.sheet, "ocr": self.ocr,
                 "label": self.label}
+
+
+_QUESTION_LINE = re.compile(r" {0,3}#{1,6}[ \t]+Q: *(.*)")  # a Q&A pair's heading line (loaders.sheets)
+
+
+def qa_question(content: str, metadata: Mapping[str, Any] | None) -> str:
+    """The question a chunk of a Q&A pair (metadata `searchText`) is searched by, "" for any other chunk: the one
+    its first line asks when it starts with the pair's `## Q: ...` line (so an edit of that line changes it),
+    else the stored one (a long answer's later chunks)."""
+    question = str((metadata or {}).get("searchText") or "")
+    if not question:
+        return ""
+    match = _QUESTION_LINE.match(content.split("\n", 1)[0])
+    return (match.group(1).strip() if match else "") or question
+
+
+def search_text(content: str, metadata: Mapping[str, Any] | None) -> str:
+    """What a stored chunk is searched by (embedded, and BM25's `bm25_text`): its content, or for a chunk of a
+    Q&A pair its question alone, with the keywords and example questions an edit gave it (kb.chunk_edits)."""
+    question = qa_question(content, metadata)
+    if not question:
+        return content
+    keywords, questions = (metadata or {}).get("keywords") or [], (metadata or {}).get("questions") or []
+    return "\n\n".join([question, *(["Keywords: " + ", ".join(keywords)] if keywords else []),
+                        *(["Questions: " + " ".join(questions)] if questions else [])])
 
 
 def cited_as(source: str, location: str = "") -> str:
@@ -104,6 +130,8 @@ class Chunk:
     # heading section starts; overlap never crosses sections), or "no-overlap: <reason>".
     boundary: str = ""
     location: Location | None = None  # the pages, slides or rows it spans (documents with places)
+    # What is embedded and BM25-indexed when not the text: a Q&A pair's question (stored as metadata `searchText`)
+    search_text: str = ""
 
     @property
     def heading_path_text(self) -> str:

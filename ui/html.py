@@ -53,6 +53,7 @@ class ChunkView:
     doc_id: str = ""
     score: float | None = None
     location: str = ""  # where in the document: "p. 12", "slide 3", "sheet FAQ, row 7" (Location.label)
+    searched_by: str = ""  # a Q&A pair's question, what it is searched by instead of its text (Chunk.search_text)
 
     @property
     def length(self) -> int:
@@ -62,7 +63,7 @@ class ChunkView:
     def of(cls, chunk: Chunk, doc_id: str = "") -> ChunkView:
         location = location_label(chunk.location)  # in the user's language: "p. 12", "第 12 页"
         return cls(chunk.chunk_index, chunk.text, chunk.start, chunk.end, chunk.heading_path_text,
-                   chunk.overlap_chars, chunk.boundary, doc_id, location=location)
+                   chunk.overlap_chars, chunk.boundary, doc_id, location=location, searched_by=chunk.search_text)
 
 
 def _segments(text_len: int, chunks: Sequence[Chunk]) -> list[tuple[int, int, list[int]]]:
@@ -175,6 +176,8 @@ def chunk_card_html(view: ChunkView, *, alt: bool = False) -> str:
         facts.append(boundary_label(view.boundary))
     if view.score is not None:
         facts.append(t("score {score:.4f}", score=view.score))
+    if view.searched_by:  # a Q&A pair: embedded and BM25-indexed by its question alone, returned whole
+        facts.append(t("searched by its question"))
     title = f"#{view.index}"
     if view.doc_id:
         title = f"{view.doc_id} #{view.index}"

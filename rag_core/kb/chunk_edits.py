@@ -13,13 +13,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..errors import NotIndexed, RetrievalError
-from ..records import StoredChunk
+from ..records import StoredChunk, qa_question, search_text
 from ..retrieval.explain import parse_expect
 from ..store.edits import ADDED, CONTENT, content_hash
 
 EDIT_KEYS = ("edited", ADDED, "keywords", "questions", "originalText")  # what an edit puts in a row's metadata
 # what a chunk of the document says of its place in it, which an added chunk does not have
-PLACE_KEYS = ("start", "end", "overlapChars", "headingPath", "title", "location", "locationSpan")
+PLACE_KEYS = ("start", "end", "overlapChars", "headingPath", "title", "location", "locationSpan", "searchText")
 
 
 def _key(doc_id: str, index: int) -> str:
@@ -109,6 +109,8 @@ def _row(entry: Mapping[str, Any], metadata: Mapping[str, Any], original: str) -
     content = embedded_text(entry.get("text") or original, entry.get("keywords") or [], entry.get("questions") or [])
     extra: dict[str, Any] = {"edited": True, "keywords": entry.get("keywords") or [],
                              "questions": entry.get("questions") or [], "originalText": original}
+    if base.get("searchText"):  # a Q&A pair: searched by its question, as edited
+        extra["searchText"] = qa_question(content, base)
     if entry.get(ADDED):
         extra[ADDED] = True
     return content, {**base, **extra}
@@ -137,7 +139,7 @@ def _rewrite(store: Any, embedder: Any, chunk: Any, changes: Mapping[str, Any], 
     original = str(chunk.metadata.get("originalText") or chunk.content)
     staged = store.edits.staged(key, changes, unset, chunk_hash if rebase else None)
     content, metadata = _row(staged, chunk.metadata, original)
-    vector = embedder.embed_documents([content])[0]
+    vector = embedder.embed_documents([search_text(content, metadata)])[0]
     with _pending(store, key, doc_id=chunk.doc_id, version=chunk.version, chunk_hash=chunk_hash, changes=changes,
                   unset=unset, what=what, who=who, content=content, rebase=rebase):
         store.rewrite_chunk(chunk.id, content, vector, metadata)
@@ -188,7 +190,7 @@ def _insert(store: Any, embedder: Any, template: Any, index: int, entry: Mapping
     """Write the added chunk `entry` under `index` (pending, the row, finish)."""
     key = _key(template.doc_id, index)
     row, content = _added_row(template, index, entry)
-    vector = embedder.embed_documents([content])[0]
+    vector = embedder.embed_documents([search_text(content, row.metadata)])[0]
     changes = {ADDED: True, **{n: entry[n] for n in CONTENT if entry.get(n) is not None}}
     with _pending(store, key, doc_id=template.doc_id, version=template.version,
                   chunk_hash=str(row.metadata["chunkHash"]), changes=changes, what=what, who=who, content=content,
@@ -230,12 +232,13 @@ def reapply(store: Any, embedder: Any, doc_ids: Any) -> list[str]:
             if entry.get(ADDED):
                 if chunk is None and chunks and not any(c.chunk_index == index for c in chunks):
                     row, content = _added_row(chunks[0], index, entry)
-                    store.add_chunk(row, embedder.embed_documents([content])[0])
+                    store.add_chunk(row, embedder.embed_documents([search_text(content, row.metadata)])[0])
                     applied.append(key)
             elif chunk is not None and entry.get("hash") == chunk.metadata.get("chunkHash"):
                 original = str(chunk.metadata.get("originalText") or chunk.content)  # applied already: same again
                 content, metadata = _row(entry, chunk.metadata, original)
-                store.rewrite_chunk(chunk.id, content, embedder.embed_documents([content])[0], metadata)
+                store.rewrite_chunk(chunk.id, content, embedder.embed_documents([search_text(content, metadata)])[0],
+                                    metadata)
                 applied.append(key)
     return applied
 

@@ -146,8 +146,8 @@ def content_hash(text: str, places: Sequence[Place] = ()) -> str:
     finds the same text on other pages makes a new version)."""
     digest = hashlib.sha256(text.encode("utf-8"))
     if places:
-        digest.update(b"\x00" + json.dumps([[p.offset, p.unit, p.number, p.sheet, p.ocr] for p in places],
-                                            ensure_ascii=False).encode("utf-8"))
+        rows = [[p.offset, p.unit, p.number, p.sheet, p.ocr, *([p.question] if p.question else [])] for p in places]
+        digest.update(b"\x00" + json.dumps(rows, ensure_ascii=False).encode("utf-8"))
     return digest.hexdigest()
 
 

@@ -9,10 +9,11 @@ chunk is cited as `sheet Alerts, rows 2–9`.
 
 Q&A sheets: a sheet whose headers include a question and an answer column (`question`/`answer`, `问题`/`答案`, ...,
 or the two named by the setting `loader.qa-columns`) gets one section per pair: the question is the heading
-line (`## Q: ...`), the answer (and the other columns) its body. The question is the first thing a chunk's text
-says and its heading, so it leads what is embedded and is the chunk's title; the answer is in the same chunk,
-so the hit returns it; and a pair is never packed with other pairs (which would blur the question's vector) nor
-split from its question (a long answer's later chunks carry the question as their title).
+line (`## Q: ...`), the answer (and the other columns) its body. The question alone is what is searched: the
+pair's row place carries it (`Place.question`), so its chunks get it as `Chunk.search_text`, which is embedded
+and BM25-indexed instead of the text (stored as metadata `searchText`, records.search_text); the answer is in
+the same chunk, so the hit returns the pair; and a pair is never packed with other pairs nor split from its
+question (a long answer's later chunks carry the question as their title and are searched by it too).
 
 Formulas give their cached values (what Excel showed when the file was saved; a formula never calculated
 has none and is left out). Bounded: the package checks of `packages`, the text budget on shared strings
@@ -59,13 +60,13 @@ class _Writer:
         self.notes: list[Phrase] = []  # what a person should know: which sheets were read as Q&A
         self.size = 0
 
-    def add(self, block: str, number: int, sheet: str) -> None:
+    def add(self, block: str, number: int, sheet: str, question: str = "") -> None:
         block = clean_extracted(block).strip()
         if not block:
             return
         offset = self.size + (2 if self.blocks else 0)
         self.budget.add(len(block) + 2)
-        self.places.append(Place(offset, ROW, number, sheet))
+        self.places.append(Place(offset, ROW, number, sheet, question=clean_extracted(question).strip()))
         self.blocks.append(block)
         self.size = offset + len(block)
 
@@ -227,7 +228,7 @@ def _table(rows: Iterator[tuple[int, list[str]]], name: str, sheet: str, writer:
             budget.tick(f"row {number:,}" + (f" of sheet {sheet}" if sheet else ""))
         names = headers + [column_name(i) for i in range(len(headers), len(cells))]  # type: ignore[operator]
         if qa is not None and qa[0] < len(cells) and cells[qa[0]]:
-            writer.add(_qa_block(names, cells, qa, level), number, sheet)
+            writer.add(_qa_block(names, cells, qa, level), number, sheet, cells[qa[0]])
         else:
             writer.add(_safe(_SEPARATOR.join(f"{n}: {v}" for n, v in zip(names, cells) if v)), number, sheet)
         wrote = True

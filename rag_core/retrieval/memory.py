@@ -67,7 +67,7 @@ class InMemorySearchPort(MilvusSearchPort):
         store = InMemoryChunkStore("memory-search")
         store.open(embedder.name, embedder.dim)
         items = [NewVersion(_document(doc_id, (texts or {}).get(doc_id) or "\n\n".join(c.text for c in chunks)),
-                            chunks, embedder.embed_documents([c.text for c in chunks]), fingerprint="")
+                            chunks, embedder.embed_documents([c.search_text or c.text for c in chunks]), fingerprint="")
                  for doc_id, chunks in sorted(documents.items()) if chunks]
         if items:
             store.replace_documents(items)

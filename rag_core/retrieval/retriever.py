@@ -20,7 +20,7 @@ from .. import tracing
 from ..config import Settings
 from ..errors import RetrievalError
 from ..ports import KnowledgeSearchPort, Reranker
-from ..records import Candidate, HitTrace, RerankOutcome, SearchHit, SearchOptions, cited_as
+from ..records import Candidate, HitTrace, RerankOutcome, SearchHit, SearchOptions, cited_as, qa_question
 from ..tracing.semconv import RERANKER, STAGE
 from .identity import to_candidate
 from .phrases import Phrase, english
@@ -236,6 +236,7 @@ class LookupResult:
             "heading_path": c.metadata.get("headingPath", ""), "location": c.metadata.get("location", ""),
             "cited_as": cited_as(c.source, str(c.metadata.get("location") or "")),
             "edited": bool(c.metadata.get("edited")), "added": bool(c.metadata.get("added")),
+            "searched_by": qa_question(c.content, c.metadata),  # a Q&A pair: its question, "" for other chunks
         } for c in self.evidence]
         return {
             "query": self.query,

@@ -137,7 +137,8 @@ class InMemoryChunkStore:
                           for c in item.chunks]
                 self._versions[version] = _Version(item.doc, chunks, vectors / np.where(norms == 0, 1, norms),
                                                    item.fingerprint, ingested_at, item.original,
-                                                   terms=[Counter(tokens(c.text)) for c in item.chunks])
+                                                   terms=[Counter(tokens(c.search_text or c.text))
+                                                          for c in item.chunks])
                 versions.append(version)
         self._commit(versions)
         with self._lock:  # retire the versions that were active before

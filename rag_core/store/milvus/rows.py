@@ -2,7 +2,8 @@
 a search makes of it. The metadata keys are the seed's (`_source`, `_extension`, `_file_name`,
 `chunkIndex`, `totalChunks`, `title`) plus what the workbench shows (offsets, heading path, hashes) and, for
 documents with pages, slides or rows, `location` (its label, "pp. 3–4") and `locationSpan` (unit, first, last,
-sheet, ocr: whether some of it was read by OCR)."""
+sheet, ocr: whether some of it was read by OCR) and, for a Q&A pair's chunks, `searchText` (its question, what
+it is embedded and BM25-indexed by: records.search_text)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import RagError, StoreError
-from ...records import Chunk, Document, NewVersion, SearchHit, StoredChunk
+from ...records import Chunk, Document, NewVersion, SearchHit, StoredChunk, search_text
 from ...retrieval.scope import Labels, document_labels
 from ...text import fold
 
@@ -40,6 +41,8 @@ def stored_chunk(doc: Document, chunk: Chunk, version: str, total: int, ingested
         "chunkHash": hashlib.sha256(chunk.text.encode()).hexdigest(), "ingestedAt": ingested_at,
         "version": version,
     }
+    if chunk.search_text:  # a Q&A pair: searched by its question (records.search_text)
+        metadata["searchText"] = chunk.search_text
     if chunk.location is not None:  # pages, slides or rows (documents with places): shown with hits and cited
         metadata["location"] = chunk.location.label
         metadata["locationSpan"] = chunk.location.to_dict()
@@ -50,10 +53,11 @@ def stored_chunk(doc: Document, chunk: Chunk, version: str, total: int, ingested
 
 
 def with_bm25_text(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A chunk row as the collection stores it: with `bm25_text`, its `content` folded to Simplified Chinese
-    (text.fold), which is what the BM25 function analyses (schema layout 4). Every writer of chunk rows goes
-    through here (ingest, chunk edits, relabelling, migration), so the two fields never disagree."""
-    return {**row, "bm25_text": fold(row["content"])}
+    """A chunk row as the collection stores it: with `bm25_text`, what it is searched by (records.search_text: its
+    `content`, or a Q&A pair's question) folded to Simplified Chinese (text.fold), which is what the BM25
+    function analyses (schema layout 4). Every writer of chunk rows goes through here (ingest, chunk edits,
+    relabelling, migration), so the fields never disagree."""
+    return {**row, "bm25_text": fold(search_text(row["content"], row.get("metadata")))}
 
 
 def search_hit(chunk: StoredChunk, score: float, channel: str, rank: int) -> SearchHit:
