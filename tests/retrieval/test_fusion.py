@@ -204,4 +204,5 @@ def test_the_sample_disk_question_finds_the_english_runbook_only_with_cross_lang
     weighted = replace(default, fusion="weighted", dense_weight=0.7, bm25_weight=1.0)
     first = sample_wb.retriever.lookup(ZH_QUERY, search=weighted)
     assert first.evidence[0].doc_id == disk and first.to_dict()["raw_hits"][0]["cross_language"] is True
-    assert sample_wb.retriever.lookup(ZH_QUERY, search=replace(weighted, cross_language=False)).evidence[0].doc_id != disk
+    unmarked = sample_wb.retriever.lookup(ZH_QUERY, search=replace(weighted, cross_language=False))
+    assert unmarked.evidence[0].doc_id != disk
