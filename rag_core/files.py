@@ -1,11 +1,16 @@
 """Files written whole or not at all: the JSON and JSONL kept beside the index (chunk edits, document labels, test
-sets) must survive a kill mid-write with their previous content."""
+sets) must survive a kill mid-write with their previous content; and the lock that several processes sharing one
+data folder (the app, `serve`, CLI commands) take around a read-modify-write of such a file."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -22,6 +27,15 @@ def write_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    _sync_folder(path.parent)  # the rename itself survives a power cut once acknowledged
+
+
+def _sync_folder(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def read_json_object(path: Path, damaged: str) -> dict:
@@ -36,3 +50,60 @@ def read_json_object(path: Path, damaged: str) -> dict:
     except (OSError, ValueError) as exc:
         raise StoreError(damaged.format(path=path, exc=exc)) from None
     return data if isinstance(data, dict) else {}
+
+
+class _Held:
+    """One lock file's state in this process: the thread holding it, how many times, and the open lock file."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.depth = 0
+        self.fd: int | None = None
+
+
+_files: dict[str, _Held] = {}
+_files_guard = threading.Lock()
+
+
+class FileLock:
+    """A lock held across the threads of this process and across processes: an exclusive `flock` on `path` (made
+    when missing, never deleted), taken by the first `with` of a thread and released by its last, so a thread
+    that holds it may take it again (a chunk edit reads, writes the row and records it under one lock; the record's
+    own read-modify-write takes it again). Every FileLock on one path in this process shares one state, so two
+    objects opened on one knowledge base wait for each other as two processes do. `path` None: a lock of this
+    object alone, for stores that keep no files. The flock goes with its process: a killed holder never leaves
+    it held."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._own = _Held() if path is None else None
+
+    def _held(self) -> _Held:
+        if self._own is not None:
+            return self._own
+        key = os.path.abspath(self.path)  # type: ignore[arg-type]
+        with _files_guard:
+            return _files.setdefault(key, _Held())
+
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[None]:
+        held = self._held()
+        with held.lock:
+            if held.depth == 0 and self.path is not None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                except BaseException:
+                    os.close(fd)
+                    raise
+                held.fd = fd
+            held.depth += 1
+            try:
+                yield
+            finally:
+                held.depth -= 1
+                if held.depth == 0 and held.fd is not None:
+                    fd, held.fd = held.fd, None
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    os.close(fd)

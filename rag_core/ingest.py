@@ -313,11 +313,16 @@ class Ingestor:
         vectors = self._embed([c.search_text or c.text for g in todo for c in g.chunks], run.embedding_ticker(todo))
         offsets = np.cumsum([0] + [len(g.chunks) for g in todo])
         edits = getattr(self.store, "edits", None)
-        rewrites = edits is not None and hasattr(self.store, "rewrite_chunk")
-        # their edits are written onto the new versions after the commit: marked until then (kb.chunk_edits.resume)
-        marked = edits is not None and rewrites and edits.mark_unapplied([g.doc.doc_id for g in todo], True)
-        results = self._replace(todo, vectors, offsets)
-        if edits is not None:  # edits whose chunk now holds other text stop applying: say which; re-apply the rest
+        if edits is None:
+            return list(zip(todo, self._replace(todo, vectors, offsets), diffs))
+        rewrites = hasattr(self.store, "rewrite_chunk")
+        # From the commit to re-applying the edits, under the lock chunk edits take in every process (kb.chunk_edits):
+        # an edit made meanwhile is recorded before the commit and re-applied, or made on the new version.
+        with edits.lock():
+            # their edits are written onto the new versions after the commit: marked until then (chunk_edits.resume)
+            marked = rewrites and edits.mark_unapplied([g.doc.doc_id for g in todo], True)
+            results = self._replace(todo, vectors, offsets)
+            # edits whose chunk now holds other text stop applying: say which; re-apply the rest
             diffs = [replace(d, conflicts=tuple(edits.conflicts(_chunk_hashes(g), g.doc.doc_id))) if d is not None
                      else None
                      for g, d in zip(todo, diffs)]

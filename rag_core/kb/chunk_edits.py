@@ -4,13 +4,16 @@ re-upload left in conflict: the same rules for the CLI (`chunks ...`), the API (
 
 A change that rewrites a chunk row goes through `store.edits.begin` (pending), the row write, then `finish`, inside
 `store.editing()`: a process killed in between leaves the old chunk or the new one, and the record says which
-(store.edits.recover)."""
+(store.edits.recover). Every change runs under the knowledge base's lock (`store.edits.lock`, held across processes
+sharing the data folder) from reading the chunk to recording the change, so two processes editing at once each
+see the other's change, and the row and the record end as one of them left both."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+import functools
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 from ..errors import NotIndexed, RetrievalError
 from ..records import StoredChunk, qa_question, search_text
@@ -20,6 +23,18 @@ from ..store.edits import ADDED, CONTENT, content_hash
 EDIT_KEYS = ("edited", ADDED, "keywords", "questions", "originalText")  # what an edit puts in a row's metadata
 # what a chunk of the document says of its place in it, which an added chunk does not have
 PLACE_KEYS = ("start", "end", "overlapChars", "headingPath", "title", "location", "locationSpan", "searchText")
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _locked(change: F) -> F:
+    """`change(store, ...)` run holding the knowledge base's lock (see the module docstring)."""
+    @functools.wraps(change)
+    def run(store: Any, *args: Any, **kwargs: Any) -> Any:
+        with store.edits.lock():
+            return change(store, *args, **kwargs)
+    return run  # type: ignore[return-value]
 
 
 def _key(doc_id: str, index: int) -> str:
@@ -62,6 +77,7 @@ def _writes_rows(store: Any) -> None:
         raise RetrievalError("This knowledge base's store cannot edit or add chunks (only disable them).")
 
 
+@_locked
 def set_disabled(store: Any, key: str, disabled: bool, who: str = "local") -> dict[str, Any]:
     """Leave the chunk out of every lookup (or bring it back). Returns its record with its history."""
     chunk = chunk_of(store, key)
@@ -138,6 +154,7 @@ def _rewrite(store: Any, embedder: Any, chunk: Any, changes: Mapping[str, Any], 
     chunk_hash = str(chunk.metadata.get("chunkHash", ""))
     original = str(chunk.metadata.get("originalText") or chunk.content)
     staged = store.edits.staged(key, changes, unset, chunk_hash if rebase else None)
+    _check_size(staged.get("text") or original, staged.get("keywords"), staged.get("questions"))
     content, metadata = _row(staged, chunk.metadata, original)
     vector = embedder.embed_documents([search_text(content, metadata)])[0]
     with _pending(store, key, doc_id=chunk.doc_id, version=chunk.version, chunk_hash=chunk_hash, changes=changes,
@@ -146,10 +163,33 @@ def _rewrite(store: Any, embedder: Any, chunk: Any, changes: Mapping[str, Any], 
     return {"evidence_key": key, **store.edits.all().get(key, {})}
 
 
-def _clean(values: list[str] | None) -> list[str] | None:
-    return [v.strip() for v in values if v.strip()] if values is not None else None
+# What a person may give an edited or added chunk. The whole row (text, keywords, questions) fits the collection's
+# content field with room to spare, as ingest's chunks do.
+MAX_CHUNK_CHARS = 65_000
+LIMITS = {"keywords": (64, 200), "questions": (32, 500)}  # name -> (how many, characters each)
 
 
+def _clean(values: list[str] | None, name: str) -> list[str] | None:
+    """The values given, stripped and without empty ones; RetrievalError in one line past the limits (LIMITS)."""
+    if values is None:
+        return None
+    most, chars = LIMITS[name]
+    if len(values) > most:
+        raise RetrievalError(f"{len(values)} {name}: a chunk takes at most {most}.")
+    if long := next((v for v in values if len(v) > chars), None):
+        raise RetrievalError(f"One of the {name} has {len(long)} characters: at most {chars} each.")
+    return [v.strip() for v in values if v.strip()]
+
+
+def _check_size(text: str | None, keywords: list[str] | None, questions: list[str] | None) -> None:
+    """RetrievalError when the chunk's row would be longer than MAX_CHUNK_CHARS."""
+    size = len(embedded_text(text or "", keywords or [], questions or []))
+    if size > MAX_CHUNK_CHARS:
+        raise RetrievalError(f"The chunk would hold {size} characters with its keywords and questions; a chunk holds "
+                             f"at most {MAX_CHUNK_CHARS}.")
+
+
+@_locked
 def edit_chunk(store: Any, embedder: Any, key: str, *, text: str | None = None, keywords: list[str] | None = None,
                questions: list[str] | None = None, who: str = "local") -> dict[str, Any]:
     """Edit a chunk's text and/or set its keywords and example questions; only this chunk is re-embedded and its
@@ -158,8 +198,9 @@ def edit_chunk(store: Any, embedder: Any, key: str, *, text: str | None = None, 
         raise RetrievalError("The chunk text is empty: disable the chunk instead (`chunks disable KEY`).")
     if text is None and keywords is None and questions is None:
         raise RetrievalError("Nothing to change: give the new text, keywords or questions.")
+    keywords, questions = _clean(keywords, "keywords"), _clean(questions, "questions")
     chunk = chunk_of(store, key)
-    changes, what = store.edits.content_change(key, text=text, keywords=_clean(keywords), questions=_clean(questions))
+    changes, what = store.edits.content_change(key, text=text, keywords=keywords, questions=questions)
     return _rewrite(store, embedder, chunk, changes, what=what, who=who)
 
 
@@ -199,6 +240,7 @@ def _insert(store: Any, embedder: Any, template: Any, index: int, entry: Mapping
     return {"evidence_key": key, **store.edits.all().get(key, {})}
 
 
+@_locked
 def add_chunk(store: Any, embedder: Any, doc_id: str, text: str, *, keywords: list[str] | None = None,
               questions: list[str] | None = None, who: str = "local") -> dict[str, Any]:
     """Add a chunk with `text` (and keywords, example questions) to an indexed document, under the next free chunk
@@ -206,13 +248,16 @@ def add_chunk(store: Any, embedder: Any, doc_id: str, text: str, *, keywords: li
     RetrievalError for an empty text, NotIndexed for a document that is not indexed."""
     if not (text or "").strip():
         raise RetrievalError("The chunk text is empty: give the text of the chunk to add (--text).")
+    words, asked = _clean(keywords, "keywords") or [], _clean(questions, "questions") or []
+    _check_size(text.strip(), words, asked)
+    entry = {"text": text.strip(), "keywords": words, "questions": asked}
     _writes_rows(store)
     chunks = _chunks_of(store, doc_id)
     index = _next_index(store, doc_id, chunks)
-    entry = {"text": text.strip(), "keywords": _clean(keywords) or [], "questions": _clean(questions) or []}
     return _insert(store, embedder, chunks[0], index, entry, what="added", who=who)
 
 
+@_locked
 def reapply(store: Any, embedder: Any, doc_ids: Any) -> list[str]:
     """After new versions of `doc_ids` were written: the content edits whose chunk holds the same text again
     (re-index, re-upload of an unchanged original, a copy) are written onto it, and the added chunks whose key the
@@ -247,13 +292,17 @@ def resume(store: Any, embedder: Any) -> list[str]:
     """When a knowledge base opens: re-apply the edits a re-index killed after its commit left unapplied (marked by
     store.edits.mark_unapplied). Returns their keys."""
     edits = getattr(store, "edits", None)
-    if edits is None or not hasattr(store, "rewrite_chunk") or not (docs := edits.unapplied()):
+    if edits is None or not hasattr(store, "rewrite_chunk"):
         return []
-    applied = reapply(store, embedder, docs)
-    edits.mark_unapplied(docs, False)
+    with edits.lock():
+        if not (docs := edits.unapplied()):
+            return []
+        applied = reapply(store, embedder, docs)
+        edits.mark_unapplied(docs, False)
     return applied
 
 
+@_locked
 def revert(store: Any, embedder: Any, key: str, who: str = "local") -> dict[str, Any]:
     """Back to the original text, without keywords or questions (re-embedded); the history keeps the edits. An added
     chunk has no original: disable it instead."""
@@ -298,6 +347,7 @@ def _conflict(store: Any, key: str) -> tuple[dict[str, Any], list[Any]]:
     return {"key": key, **store.edits.all()[key]}, chunks
 
 
+@_locked
 def keep(store: Any, embedder: Any, key: str, who: str = "local") -> dict[str, Any]:
     """Keep an edit in conflict: re-applied to the chunk now under its key (its text as the person wrote it, its
     keywords and questions, disabled as it was); an edit whose chunk is gone is added as a chunk with its text; an
@@ -325,6 +375,7 @@ def keep(store: Any, embedder: Any, key: str, who: str = "local") -> dict[str, A
         who=who, what="kept after a re-upload: disabled", rebase=False)}
 
 
+@_locked
 def drop(store: Any, key: str, who: str = "local") -> dict[str, Any]:
     """Let an edit in conflict go: discarded from the edits (the chunk now under its key stays as the document
     has it), recorded in the history."""

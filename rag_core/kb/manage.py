@@ -28,6 +28,7 @@ from typing import Any
 
 from ..config import Settings, originals_dirs
 from ..errors import KnowledgeBaseError, RagError
+from ..files import FileLock
 from ..ports import Embedder, KnowledgeBaseCatalog
 from ..records import IngestReport, KnowledgeBase
 from ..store.milvus.rows import utc_now
@@ -104,6 +105,9 @@ class KnowledgeBases:
         self._load_embedder = load_embedder
         self._embedders: dict[tuple[Any, ...], Embedder] = {}
         self._held_open = frozenset(held_open)
+        # A name is checked and written under this lock in every process of the data folder, so two processes
+        # making names that differ only by case at the same moment never both succeed (kb.names).
+        self.names_lock = FileLock(settings.data_dir / ".kb-names.lock")
         self.made: KnowledgeBase | None = None
         try:
             self.recover()
@@ -230,11 +234,12 @@ class KnowledgeBases:
 
     def create(self, name: str, changes: Mapping[str, Any] | None = None, note: str = "") -> KnowledgeBase:
         """A new, empty knowledge base with the configured settings and `changes` (KB_KEYS -> value)."""
-        self._check_free(name)
         values = checked(self.settings, changes or {}, f"knowledge base {name}")
         values, measured = with_measured_fusion(values, set(changes or {}) | self.settings.explicit)
-        kb = self.catalog.write(KnowledgeBase(name, values, created_at=utc_now(),
-                                              note=joined(note or "created empty", measured)))
+        with self.names_lock():
+            self._check_free(name)
+            kb = self.catalog.write(KnowledgeBase(name, values, created_at=utc_now(),
+                                                  note=joined(note or "created empty", measured)))
         try:  # opening it creates its collections and checks its embedder can be built
             self.open(name, kb).close()
         except BaseException:
@@ -310,15 +315,17 @@ class KnowledgeBases:
         `source` re-chunked and re-embedded from its kept originals (`progress` gets the ingest's events).
         Documents without a kept original are reported failed; `source` is left as it was."""
         src = self.get(source)
-        self._check_free(name)
+        check_name(name)
         values, measured = self._measured_for_new_embedder(
             src, checked(apply(self.settings, src), changes or {}, f"knowledge base {name}"), changes or {})
         key = (self.settings.milvus_uri, name)
         with _running_guard:
             _running.add(key)
         try:
-            pending = self.catalog.write(KnowledgeBase(name, values, "creating", utc_now(),
-                                                       note=joined(f"copy of {source}", measured)))
+            with self.names_lock():
+                self._check_free(name)
+                pending = self.catalog.write(KnowledgeBase(name, values, "creating", utc_now(),
+                                                           note=joined(f"copy of {source}", measured)))
             try:
                 wb = self.open(name, pending)
                 try:

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..files import read_json_object, write_atomic
+from ..files import FileLock, read_json_object, write_atomic
 
 CONTENT = ("text", "keywords", "questions")  # what an edit changes in a chunk's row
 ADDED = "added"
@@ -49,9 +48,9 @@ class ChunkEdits:
     """evidence key -> {"doc_id", "version", "hash", "disabled", "text", "keywords", "questions", "added",
     "history": [...], "pending": {...}}; in memory when `path` is None."""
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, lock: FileLock | None = None) -> None:
         self.path = path
-        self._lock = threading.Lock()
+        self.lock = lock or FileLock(None if path is None else path.parent / f"{path.name}.lock")
         self._memory: dict[str, dict[str, Any]] = {}
 
     def _read(self) -> dict[str, dict[str, Any]]:
@@ -74,7 +73,7 @@ class ChunkEdits:
                      what: str = "", rebase: bool = True) -> dict[str, Any]:
         """Disable (or enable) the chunk `key` holding the text of `chunk_hash`; recorded in its history (`what`, by
         default "disabled" or "enabled"). `rebase`: as for `begin`."""
-        with self._lock:
+        with self.lock():
             data = self._read()
             entry = data.setdefault(key, {"history": []})
             if rebase:
@@ -114,7 +113,7 @@ class ChunkEdits:
         docstring); `writer`: the fields naming this process (store.milvus.writers). `replaces`: an entry this one
         takes the place of once finished (an added chunk moved to another key). `rebase`: an earlier edit made on
         other text than `chunk_hash` is let go (False: the change carries it over, a conflict kept)."""
-        with self._lock:
+        with self.lock():
             data = self._read()
             entry = data.setdefault(key, {"history": [], "disabled": False})
             entry["pending"] = {"doc_id": doc_id, "version": version, "hash": chunk_hash, "set": dict(changes),
@@ -125,7 +124,7 @@ class ChunkEdits:
 
     def finish(self, key: str) -> dict[str, Any]:
         """The pending change of `key` becomes its edit, recorded in its history. Returns the entry."""
-        with self._lock:
+        with self.lock():
             data = self._read()
             entry = data.get(key, {})
             pending = entry.pop("pending", None)
@@ -148,7 +147,7 @@ class ChunkEdits:
 
     def abort(self, key: str) -> None:
         """Forget the pending change of `key` (its row was not written): the entry is as it was."""
-        with self._lock:
+        with self.lock():
             data = self._read()
             entry = data.get(key)
             if entry is None or entry.pop("pending", None) is None:
@@ -167,21 +166,22 @@ class ChunkEdits:
         now holds their content (`row_content(doc_id, key)`: its text, None when there is no such row), else
         dropped. Returns the keys finished."""
         finished = []
-        for key, pending in self.pending().items():
-            if not abandoned(pending):
-                continue
-            now = row_content(pending["doc_id"], key)
-            if now is not None and content_hash(now) == pending["content"]:
-                self.finish(key)
-                finished.append(key)
-            else:
-                self.abort(key)
+        with self.lock():
+            for key, pending in self.pending().items():
+                if not abandoned(pending):
+                    continue
+                now = row_content(pending["doc_id"], key)
+                if now is not None and content_hash(now) == pending["content"]:
+                    self.finish(key)
+                    finished.append(key)
+                else:
+                    self.abort(key)
         return finished
 
     def let_go(self, key: str, what: str, who: str) -> dict[str, Any]:
         """A conflict dropped, without writing a row: the edit is discarded (disabled, text, keywords, questions,
         added), the history stays and says `what`."""
-        with self._lock:
+        with self.lock():
             data = self._read()
             entry = data.setdefault(key, {"history": []})
             for name in (*CONTENT, ADDED):
@@ -215,7 +215,7 @@ class ChunkEdits:
         new versions: set before a re-index commits, cleared once they are re-applied, so a process killed in between
         leaves the mark and the next open re-applies them (kb.chunk_edits.resume). Returns whether there were any."""
         ids = set(doc_ids)
-        with self._lock:
+        with self.lock():
             data = self._read()
             touched = [e for e in data.values()
                        if e.get("doc_id") in ids and (e.get(ADDED) or any(e.get(n) for n in CONTENT))]
@@ -238,17 +238,17 @@ class ChunkEdits:
         ids = set(doc_ids)
         theirs = {k: v for k, v in source.all().items() if v.get("doc_id") in ids}
         if theirs:
-            with self._lock:
+            with self.lock():
                 self._write({**self._read(), **theirs})
 
     def forget(self, doc_ids: Iterable[str]) -> None:
         ids = set(doc_ids)
-        with self._lock:
+        with self.lock():
             data = self._read()
             self._write({k: v for k, v in data.items() if v.get("doc_id") not in ids})
 
     def drop(self) -> None:
-        with self._lock:
+        with self.lock():
             self._memory = {}
             if self.path is not None:
                 self.path.unlink(missing_ok=True)

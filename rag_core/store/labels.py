@@ -16,14 +16,13 @@ the document's active version is the one it was read from (same content hash): a
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import StoreError
-from ..files import read_json_object, write_atomic
+from ..files import FileLock, read_json_object, write_atomic
 from ..retrieval.scope import BUILT_IN_KEYS, KEY_PATTERN, MAX_VALUE_CHARS
 
 TagValues = Mapping[str, Sequence[str]]
@@ -33,9 +32,9 @@ PENDING, RELABEL = "pending", "relabel"  # the marks of ingest (with the new fro
 class DocumentLabels:
     """Front matter and tags per doc_id; in memory when `path` is None (stores that keep no files)."""
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, lock: FileLock | None = None) -> None:
         self.path = path
-        self._lock = threading.Lock()
+        self.lock = lock or FileLock(None if path is None else path.parent / f"{path.name}.lock")
         self._memory: dict[str, dict[str, dict[str, list[str]]]] = {}
 
     # ---------------------------------------------------------------- reading
@@ -66,7 +65,7 @@ class DocumentLabels:
 
     # ---------------------------------------------------------------- writing
     def _write(self, change: Any) -> None:
-        with self._lock:
+        with self.lock():
             data = self._read()
             change(data)
             data = {doc_id: parts for doc_id, parts in data.items() if any(parts.values())}
@@ -135,6 +134,11 @@ class DocumentLabels:
         """Settle the marks whose writer is gone (`abandoned`): a mark's front matter becomes the document's when its
         active version holds the content it was read from (`content_hashes()`: doc_id -> content hash), then the
         rows are re-derived from the file (`relabel(doc_ids)`) and the marks cleared. Returns the documents."""
+        with self.lock():
+            return self._recover(relabel, abandoned, content_hashes)
+
+    def _recover(self, relabel: Callable[[list[str]], Any], abandoned: Callable[[Mapping[str, Any]], bool],
+                 content_hashes: Callable[[], Mapping[str, str]]) -> list[str]:
         gone = {doc_id: [kind for kind in (PENDING, RELABEL) if parts.get(kind) and abandoned(parts[kind])]
                 for doc_id, parts in self._read().items()}
         gone = {doc_id: kinds for doc_id, kinds in gone.items() if kinds}
@@ -174,7 +178,7 @@ class DocumentLabels:
         self._write(lambda data: [data.pop(d, None) for d in ids])
 
     def drop(self) -> None:
-        with self._lock:
+        with self.lock():
             self._memory = {}
             if self.path is not None:
                 self.path.unlink(missing_ok=True)
@@ -186,7 +190,7 @@ def relabelled(store: Any, change: Callable[[Mapping[str, str] | None], list[str
     rewritten and the marks cleared (a kill in between: the store's `recover` finishes it)."""
     if not hasattr(store, "relabel"):
         return change(None)
-    with store.editing() as writer:
+    with store.labels.lock(), store.editing() as writer:
         doc_ids = change(writer)
         store.relabel(doc_ids)
         store.labels.finish(doc_ids, kind=RELABEL, apply=False)

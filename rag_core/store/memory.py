@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..errors import StoreError
+from ..files import FileLock
 from ..ports import STORE_FILTER_FIELDS, StoreFilters
 from ..records import Document, IndexedVersion, NewVersion, SearchHit, StoredChunk, StoredDocument, WriteResult
 from ..retrieval.scope import document_labels
@@ -61,8 +62,9 @@ class InMemoryChunkStore:
 
     def __init__(self, name: str = "memory") -> None:
         self.collection = name
-        self.labels = DocumentLabels()  # front matter and tags (store.labels), in memory here
-        self.edits = ChunkEdits()  # disabled chunks (store.edits)
+        self.lock = FileLock(None)
+        self.labels = DocumentLabels(lock=self.lock)  # front matter and tags (store.labels), in memory here
+        self.edits = ChunkEdits(lock=self.lock)  # disabled chunks (store.edits)
         self.embedder_name = ""
         self.dim = 0
         self._versions: dict[str, _Version] = {}

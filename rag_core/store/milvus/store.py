@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import StoreError
+from ...files import FileLock
 from ...kb.names import REGISTRY_SUFFIX
 from ...ports import StoreFilters
 from ...records import Chunk, Document, IndexedVersion, NewVersion, SearchHit, StoredChunk, StoredDocument, WriteResult
@@ -80,9 +81,12 @@ class MilvusStore:
         self.lite = lite or connection.LiteOptions(collection=collection)
         self.collection = check_collection_name(collection)
         self.originals = OriginalFiles(originals) if originals is not None else None
-        # front matter and tags (store.labels), beside the kept originals
-        self.labels = DocumentLabels(originals.parent / f"{collection}.labels.json" if originals is not None else None)
-        self.edits = ChunkEdits(originals.parent / f"{collection}.edits.json" if originals is not None else None)
+        # front matter and tags (store.labels) and chunk edits (store.edits), beside the kept originals, changed under
+        # one lock that holds across the processes sharing the data folder
+        beside = originals.parent if originals is not None else None
+        self.lock = FileLock(beside / f".{collection}.lock" if beside is not None else None)
+        self.labels = DocumentLabels(beside / f"{collection}.labels.json" if beside else None, self.lock)
+        self.edits = ChunkEdits(beside / f"{collection}.edits.json" if beside else None, self.lock)
         self.legacy_originals = legacy_originals
         self._token = token
         self._timeout = timeout
@@ -250,10 +254,11 @@ class MilvusStore:
     def delete_document(self, doc_id: str) -> bool:
         """Remove a document and all its chunks. Returns False when it was not indexed."""
         parts = self._connected()
-        if not parts.writer.delete_document(doc_id):
-            return False
-        self.labels.forget([doc_id])
-        self.edits.forget([doc_id])
+        with self.lock():  # not between a chunk edit's read and its record (kb.chunk_edits)
+            if not parts.writer.delete_document(doc_id):
+                return False
+            self.labels.forget([doc_id])
+            self.edits.forget([doc_id])
         parts.searcher.has_rows = False  # maybe the last one: check again before the next BM25 search
         return True
 
