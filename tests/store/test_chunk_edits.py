@@ -439,3 +439,37 @@ def test_edits_a_reindex_killed_after_its_commit_left_unapplied_are_applied_when
         assert wb.store.get_chunks("cpu_high.md")[2].content == original
     finally:
         wb.close()
+
+
+@pytest.mark.milvus
+def test_keywords_and_questions_are_bounded_in_count_length_and_the_chunk_s_size(tmp_path, local_embedder, capsys):
+    from rag_core.kb.chunk_edits import LIMITS, MAX_CHUNK_CHARS
+
+    data, _, cli = ingested_by_the_cli(tmp_path, capsys)
+    wb = make_workbench(data, local_embedder)
+    server = live.start(create_app(wb, token="", env={}))
+    try:
+        chunk = f"{server.url}/v1/documents/disk_full.md/chunks"
+        before = httpx.get(chunk).json()["chunks"]
+        refused = [
+            (httpx.patch(f"{chunk}/1", json={"keywords": [f"k{i}" for i in range(100_000)]}, timeout=120),
+             "100000 keywords: a chunk takes at most 64."),
+            (httpx.patch(f"{chunk}/1", json={"questions": ["q?"] * (LIMITS["questions"][0] + 1)}),
+             "33 questions: a chunk takes at most 32."),
+            (httpx.patch(f"{chunk}/1", json={"keywords": ["x" * 201]}),
+             "One of the keywords has 201 characters: at most 200 each."),
+            (httpx.post(chunk, json={"text": "y", "questions": ["z" * 501]}),
+             "One of the questions has 501 characters: at most 500 each."),
+            (httpx.patch(f"{chunk}/1", json={"text": "w" * 64_990, "keywords": ["more words"] * 3}),
+             f"a chunk holds at most {MAX_CHUNK_CHARS}."),
+        ]
+        for answer, says in refused:
+            assert answer.status_code == 400 and says in answer.json()["error"]["message"], answer.text
+        assert httpx.get(chunk).json()["chunks"] == before  # nothing was written
+        assert not wb.store.edits.all()
+    finally:
+        server.stop()
+        wb.close()
+    assert main([*cli, "chunks", "keywords", "disk_full.md#chunk-1", *[f"k{i}" for i in range(65)]]) == 2
+    err = capsys.readouterr().err
+    assert "65 keywords: a chunk takes at most 64." in err and len(err.strip().splitlines()) == 1
