@@ -329,8 +329,9 @@ class Settings:
         return self.data_dir / "uploads"
 
     def public(self) -> dict[str, Any]:
-        """All values, safe to display (no secrets are ever settings; URIs lose credentials)."""
-        values = dict(self.values)
+        """All values, safe to display: no secret is a setting, but a URL setting may carry one (`user:password@`,
+        `?api_key=`), which is masked (redact_uri) in every one of them."""
+        values = {k: redact_uri(v) if isinstance(v, str) and "://" in v else v for k, v in self.values.items()}
         values["milvus.uri"] = redact_uri(self.milvus_uri)
         return values
 
@@ -342,9 +343,13 @@ def originals_dirs(settings: Settings, collection: str) -> dict[str, Path]:
             "legacy_originals": settings.uploads_dir / collection}
 
 
+_SECRET_PARAM = re.compile(r"([?&;][^=&;#]*(?:key|token|pass|secret|sig|auth|credential)[^=&;#]*=)[^&;#]*", re.I)
+
+
 def redact_uri(uri: str) -> str:
-    """Drop `user:password@` from a URI so it can be shown."""
-    return re.sub(r"(?<=://)[^/@]*@", "***@", uri)
+    """A URI that can be shown: `user:password@` becomes `***@` and the values of query parameters named like
+    secrets (`api_key=`, `token=`, `password=`, `sig=` ...) become `***`."""
+    return _SECRET_PARAM.sub(r"\1***", re.sub(r"(?<=://)[^/@]*@", "***@", uri))
 
 
 def load_settings(

@@ -90,6 +90,10 @@ class TurnNotFound(NotFound):
     """No recorded turn has that trace id, or that session and turn index."""
 
 
+class TurnQueryError(RagError):
+    """Recorded turns asked for wrongly: no turn named, a rating that is not one, a date that is not a date."""
+
+
 class KnowledgeBaseError(RagError):
     """A knowledge base that cannot be made, found, copied or deleted as asked. `code` says why, for programs
     (the HTTP API maps it to a status): "bad_name", "exists", "not_found", "bad_settings", "refused"."""

@@ -80,6 +80,7 @@ def test_projection_items_default_to_return_n(tmp_path: Path) -> None:
 def test_redact_uri() -> None:
     assert redact_uri("https://root:Milvus@example:19530/db") == "https://***@example:19530/db"
     assert redact_uri("./data/milvus.db") == "./data/milvus.db"
+    assert redact_uri("http://h/v1?token=t0k&x=1&Secret-Key=s;sig=9") == "http://h/v1?token=***&x=1&Secret-Key=***;sig=***"
 
 
 @pytest.mark.parametrize("raw", ["nan", "inf", "-inf", "NaN", "Infinity", float("nan"), float("inf")])

@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ..errors import FeedbackError, TurnNotFound
+from ..errors import FeedbackError, TurnNotFound, TurnQueryError
 from .records import Lookup, TurnRecord, now
 
 FILE_NAME = "turns.db"
@@ -118,7 +118,7 @@ class TurnStore:
         """Rate one turn (1 = 👍, -1 = 👎), found by its trace id or by session and turn index; a later rating
         replaces an earlier one. Raises TurnNotFound."""
         if rating not in (1, -1):
-            raise ValueError("rating must be 1 or -1")
+            raise TurnQueryError(f"The rating must be 1 (up) or -1 (down), got {rating!r}.")
         where, args = self._which(trace_id, session_id, turn_index)
         with self._connect() as conn:
             cursor = conn.execute(f"UPDATE turns SET rating = ?, comment = ?, rated_at = ? WHERE {where}",
@@ -161,10 +161,10 @@ class TurnStore:
         if kb:
             clauses.append("EXISTS (SELECT 1 FROM json_each(turns.knowledge_bases) WHERE value = ?)")
             args.append(kb)
-        if since:
+        if since := parse_when(since, "since"):
             clauses.append("created_at >= ?")
             args.append(since)
-        if until:
+        if until := parse_when(until, "until"):
             clauses.append("created_at < ?")
             args.append(_day_after(until))
         where = " AND ".join(clauses) or "1"
@@ -180,11 +180,12 @@ class TurnStore:
     # ------------------------------------------------------------------------------------------------
     @staticmethod
     def _which(trace_id: str | None, session_id: str | None, turn_index: int | None) -> tuple[str, tuple[Any, ...]]:
-        if trace_id:
+        if trace_id and trace_id.strip():
             return "trace_id = ?", (trace_id.strip().lower(),)
         if session_id and turn_index is not None:
             return "session_id = ? AND turn_index = ?", (session_id, int(turn_index))
-        raise ValueError("name a turn by its trace id, or by its session id and turn index")
+        raise TurnQueryError("Name the turn by its trace id (`feedback list` shows them), or by its session id and "
+                             "turn index.")
 
     @staticmethod
     def _missing(trace_id: str | None, session_id: str | None, turn_index: int | None) -> str:
@@ -196,6 +197,23 @@ class TurnStore:
 
 def _json(value: Any) -> str:
     return json.dumps(list(value), ensure_ascii=False)
+
+
+def parse_when(value: str | None, name: str) -> str | None:
+    """A `since` / `until` bound as the turns are stored: a date (2026-12-01) as it is, a time in UTC (naive: UTC);
+    None when not given. TurnQueryError, naming `name` and the accepted forms, for anything else."""
+    text = (value or "").strip()
+    if not text:
+        return None
+    try:
+        if len(text) == 10:
+            return datetime.strptime(text, "%Y-%m-%d").date().isoformat()
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise TurnQueryError(f"{name}={value!r} is not a date or a time: use ISO 8601, e.g. 2026-12-01 or "
+                             "2026-12-01T08:30:00Z (UTC when no offset is given).") from None
+    moment = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds")
 
 
 def _day_after(value: str) -> str:

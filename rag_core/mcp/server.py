@@ -115,6 +115,12 @@ class KnowledgeBaseServer(MCPServer):
         super().__init__(*args, **kwargs)
         self.arguments: dict[str, tuple[str, ...]] = {}
 
+    async def run_stdio_async(self) -> None:
+        """Over stdin/stdout, a line that is not a JSON-RPC message answered with a JSON-RPC error (mcp.stdio)."""
+        from .stdio import run
+
+        await run(self._lowlevel_server)
+
     def add_knowledge_tool(self, fn: Callable[..., Any]) -> None:
         self.add_tool(fn, structured_output=False)  # the result is built here (_answer), not by the SDK
         self.arguments[fn.__name__] = tuple(inspect.signature(fn).parameters)

@@ -11,7 +11,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from fastapi.concurrency import run_in_threadpool
 
+from ..errors import TurnQueryError
 from ..feedback import TurnStore, parse_rating
+from ..feedback.store import parse_when
 from .deps import ServiceDep
 from .errors import ApiError
 from .models import Envelope, FeedbackRequest
@@ -60,6 +62,10 @@ async def turns(svc: ServiceDep,
     value = None if rating in (None, "", "rated") else parse_rating(rating)
     if rating not in (None, "", "rated") and value is None:
         raise ApiError(422, "unprocessable", f'rating must be "up", "down" or "rated", got {rating!r}.')
+    try:  # a date that is not one is refused, never read as "no turns"
+        since, until = parse_when(since, "since"), parse_when(until, "until")
+    except TurnQueryError as exc:
+        raise ApiError(422, "unprocessable", str(exc)) from None
     found = await run_in_threadpool(_store(svc).find, rating=value, rated=rated, kb=kb, since=since, until=until,
                                     limit=limit)
     return Envelope[list[dict[str, Any]]](data=[r.to_dict() for r in found])

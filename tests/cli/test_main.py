@@ -117,6 +117,15 @@ def test_config_never_shows_secrets(tmp_path: Path, capsys, monkeypatch) -> None
     assert json.loads(out)["settings"]["milvus.uri"] == "http://***@milvus:19530"
 
 
+@pytest.mark.parametrize("key", ["chat.base-url", "embedding.base-url", "rerank.base-url"])
+def test_config_masks_credentials_in_every_url_setting(tmp_path: Path, capsys, key: str) -> None:
+    url = "https://bob:pa55word@llm.example.test/v1?api_key=sk-in-the-query&model=x"
+    for flags in (["--json"], []):
+        code, out, _ = run(capsys, "--data-dir", str(tmp_path), "--set", f"{key}={url}", "config", *flags)
+        assert code == 0 and "pa55word" not in out and "sk-in-the-query" not in out and "bob" not in out
+        assert "https://***@llm.example.test/v1?api_key=***&model=x" in out
+
+
 @pytest.mark.milvus
 def test_python_dash_m_entry_point(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-m", "rag_core", "--data-dir", str(tmp_path), "docs", "--json"],

@@ -26,3 +26,16 @@ def test_list_and_rate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert "cpu high?" in out and "disk full?" not in out
     assert main(["--data-dir", str(tmp_path), "feedback", "rate", "f" * 32, "up"]) == 2
     assert "No recorded turn has trace id" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["rate", "", "down"], "Name the turn by its trace id"),
+    (["rate", "  ", "up"], "Name the turn by its trace id"),
+    (["list", "--since", "yesterday"], "since='yesterday' is not a date or a time: use ISO 8601"),
+    (["list", "--until", "2026-13-45"], "until='2026-13-45' is not a date or a time"),
+])
+def test_a_turn_named_or_filtered_wrongly_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            argv: list[str], says: str) -> None:
+    assert main(["--data-dir", str(tmp_path), "feedback", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert says in err and "\n" not in err and "unexpected" not in err

@@ -113,3 +113,28 @@ def test_the_tools_over_stdio_answer_what_the_cli_prints(data: Path, capsys: pyt
     assert not any(h["cross_language"] for h in crossed["off"]["raw_hits"])
     for answer, flag in ((cross_on, "on"), (cross_off, "off")):
         assert without_timings(answer.structured_content) == without_timings(crossed[flag]), flag
+
+
+def test_a_line_that_is_not_json_rpc_gets_a_json_rpc_error_and_the_server_reads_on(data: Path):
+    # Written as a client would write them, one message per line; the SDK's transport alone answers none of the
+    # bad ones, so a client waiting for request 3 would wait forever.
+    import subprocess
+
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+    lines = [json.dumps(init), json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+             "this is not json", "",
+             '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search",'
+             '"arguments":{"query":"\\ud800"}}}',
+             '{"jsonrpc":"2.0","id":4,"method":42}', '[1, 2',
+             json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/list"})]
+    proc = subprocess.run([sys.executable, "-m", "rag_core", "--data-dir", str(data), "mcp"], cwd=REPO, env=env,
+                          input="\n".join(lines) + "\n", capture_output=True, text=True, timeout=300)
+    answers = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [a.get("id") for a in answers] == [1, None, 3, 4, None, 5], proc.stderr[-2000:]
+    codes = {a.get("id"): a.get("error", {}).get("code") for a in answers}
+    assert answers[1]["error"]["code"] == -32700 and answers[4]["error"]["code"] == -32700
+    assert codes[3] == -32700 and "lone surrogate" in answers[2]["error"]["message"]
+    assert codes[4] == -32600
+    assert "search" in [t["name"] for t in answers[5]["result"]["tools"]]  # and it read on

@@ -58,6 +58,12 @@ def test_bad_ratings_and_unknown_turns_are_clear_errors(client: httpx.Client) ->
     assert r.status_code == 422 and "turnIndex" in r.json()["message"]
     r = client.get("/api/feedback", params={"rating": "sideways"})
     assert r.status_code == 422
+    for name, value in (("since", "yesterday"), ("since", "2026-13-45"), ("until", "soon")):
+        r = client.get("/api/feedback", params={name: value})
+        assert r.status_code == 422 and r.json()["message"].startswith(f"{name}={value!r} is not a date or a time")
+        assert "ISO 8601" in r.json()["message"]
+    assert client.get("/api/feedback", params={"since": "2026-12-01", "until": "2026-12-01T08:30:00Z"}).status_code \
+        == 200
 
 
 def test_health_counts_the_spans_exported_and_lost(client: httpx.Client) -> None:
