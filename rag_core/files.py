@@ -86,24 +86,35 @@ class FileLock:
             return _files.setdefault(key, _Held())
 
     @contextlib.contextmanager
-    def __call__(self) -> Iterator[None]:
+    def __call__(self, wait: bool = True) -> Iterator[bool]:
+        """Hold the lock for the block; yields True. `wait` False: yields False at once, without the lock, when
+        another thread or process holds it (recovery when a store opens never waits behind a long write)."""
         held = self._held()
-        with held.lock:
+        if not held.lock.acquire(blocking=wait):
+            yield False
+            return
+        try:
             if held.depth == 0 and self.path is not None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
                 try:
-                    fcntl.flock(fd, fcntl.LOCK_EX)
+                    fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    os.close(fd)
+                    yield False
+                    return
                 except BaseException:
                     os.close(fd)
                     raise
                 held.fd = fd
             held.depth += 1
             try:
-                yield
+                yield True
             finally:
                 held.depth -= 1
                 if held.depth == 0 and held.fd is not None:
                     fd, held.fd = held.fd, None
                     fcntl.flock(fd, fcntl.LOCK_UN)
                     os.close(fd)
+        finally:
+            held.lock.release()

@@ -294,8 +294,8 @@ def resume(store: Any, embedder: Any) -> list[str]:
     edits = getattr(store, "edits", None)
     if edits is None or not hasattr(store, "rewrite_chunk"):
         return []
-    with edits.lock():
-        if not (docs := edits.unapplied()):
+    with edits.lock(wait=False) as free:  # a writer holding it (a re-index under way): done at a later open
+        if not free or not (docs := edits.unapplied()):
             return []
         applied = reapply(store, embedder, docs)
         edits.mark_unapplied(docs, False)

@@ -165,8 +165,10 @@ class ChunkEdits:
         """Settle the pending changes whose writer is gone (`abandoned`): finished when the chunk row under the key
         now holds their content (`row_content(doc_id, key)`: its text, None when there is no such row), else
         dropped. Returns the keys finished."""
-        finished = []
-        with self.lock():
+        finished: list[str] = []
+        with self.lock(wait=False) as free:
+            if not free:  # a writer holds the lock right now: its changes are its own, others are settled later
+                return finished
             for key, pending in self.pending().items():
                 if not abandoned(pending):
                     continue

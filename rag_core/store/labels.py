@@ -134,8 +134,8 @@ class DocumentLabels:
         """Settle the marks whose writer is gone (`abandoned`): a mark's front matter becomes the document's when its
         active version holds the content it was read from (`content_hashes()`: doc_id -> content hash), then the
         rows are re-derived from the file (`relabel(doc_ids)`) and the marks cleared. Returns the documents."""
-        with self.lock():
-            return self._recover(relabel, abandoned, content_hashes)
+        with self.lock(wait=False) as free:  # a writer holding it: settled at a later open
+            return self._recover(relabel, abandoned, content_hashes) if free else []
 
     def _recover(self, relabel: Callable[[list[str]], Any], abandoned: Callable[[Mapping[str, Any]], bool],
                  content_hashes: Callable[[], Mapping[str, str]]) -> list[str]:
