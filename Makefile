@@ -30,7 +30,7 @@ lint: $(STAMP)  ## ruff (lint and import order) on the code and tests, mypy on r
 
 messages: $(STAMP)  ## put the app's strings (t, tn, N_ in app.py, pages/, ui/) into locale/messages.pot and both catalogs
 	$(VENV)/bin/pybabel extract --no-default-keywords -k t -k tn:1,2 -k N_ --no-location --sort-output \
-		--project rag-workbench -o locale/messages.pot app.py pages ui
+		--project rag-workbench -o locale/messages.pot app.py pages ui rag_core/retrieval/options.py
 	for lang in en zh; do test -f locale/$$lang/LC_MESSAGES/messages.po || \
 		$(VENV)/bin/pybabel init -i locale/messages.pot -d locale -l $$lang; done
 	$(VENV)/bin/pybabel update -i locale/messages.pot -d locale --no-fuzzy-matching --ignore-obsolete

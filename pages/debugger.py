@@ -6,24 +6,22 @@ Every widget is bound to a URL query parameter (`?q=...&retrieve_k=20&return_n=5
 &mode=hybrid`), so other pages link here with a lookup pre-filled and it runs at once.
 """
 
-from dataclasses import replace
+from typing import Any
 
 import streamlit as st
 
 from rag_core.agent.kb_tool import tool_payload
 from rag_core.errors import RagError
-from rag_core.records import FUSIONS
-from rag_core.retrieval import SearchOptions
 from rag_core.retrieval.compare import compare_lookups
-from rag_core.retrieval.scope import parse_scope, split_terms
+from rag_core.retrieval.options import OPTIONS, lookup_overrides
 from ui.charts import rerank_movement_figure, score_by_rank_figure
 from ui.compare import Side, chunking_of, comparison_view, side_b_controls
 from ui.components import chunk_card, evidence_table, explanation_view, headers, hits_table, metric_row
+from ui.controls import BOUND, LIMITS, control, controls
 from ui.documents import chunk_editor
 from ui.errors import show_error
 from ui.html import ChunkView
 from ui.i18n import t, tn
-from ui.kbs import setting_help
 from ui.lookup import cached_explanation, cached_lookup, debugger_query_params
 from ui.reasons import describe_drop, location_text, notes, phrase, phrases, search_mode_label
 from ui.state import workbench_or_stop
@@ -34,61 +32,26 @@ st.caption(t("The same lookup the agent's tool runs: recall `retrieve-k` candida
              "cap per document, keep `return-n`. Sliders other than retrieve-k and search re-run only "
              "post-processing."))
 
-LIMITS = {"retrieve_k": 200, "return_n": 50, "max_chunks_per_document": 10}  # the sliders' maxima
-
 wb = workbench_or_stop()
 defaults = wb.retriever.defaults
-bound = dict(bind="query-params", persist_state="session")
 
+# Every control is an option of the lookup (rag_core.retrieval.options), bound to the URL under its name.
 query_col, mode_col = st.columns([3, 1], vertical_alignment="bottom")
 query = query_col.text_input(t("Query"), key="q",
-                             placeholder=t("e.g. CPU 使用率过高怎么办 / How do I free disk space?"), **bound)
-mode = mode_col.segmented_control(t("Search"), ["hybrid", "dense", "bm25"], default=defaults.search.mode, key="mode",
-                                  required=True, **bound)  # codes: a bound widget keeps its labels in the URL
-scope_text = st.text_input(t("Filter (document metadata)"), key="filter",
-                           placeholder=t("e.g. folder=runbooks/ type=md"),
-                           help=t("Space-separated key=value (a value with spaces in quotes: "
-                                  "team=\"site reliability\"): one key's values OR, different keys AND; folder=a/ "
-                                  "matches a folder and below. Keys: folder, type, ingested, front-matter fields, "
-                                  "tags."),
-                           **bound)
-k_col, n_col, cap_col = st.columns(3)
-retrieve_k = k_col.slider(t("retrieve-k (recall width)"), 1, LIMITS["retrieve_k"], defaults.retrieve_k,
-                          key="retrieve_k", **bound)
-return_n = n_col.slider(t("return-n (evidence blocks)"), 1, LIMITS["return_n"], defaults.return_n, key="return_n",
-                        **bound)
-cap = cap_col.slider(t("max chunks per document"), 1, LIMITS["max_chunks_per_document"],
-                     defaults.max_chunks_per_document, key="max_chunks_per_document", **bound)
+                             placeholder=t("e.g. CPU 使用率过高怎么办 / How do I free disk space?"), **BOUND)
+options: dict[str, Any] = {}
+options["mode"] = control(OPTIONS["mode"], defaults, mode_col)  # codes: a bound widget keeps its labels in the URL
+mode = options["mode"]
+controls("scope", defaults, options, documents=[d.doc_id for d in wb.store.list_documents()])
+controls("width", defaults, options)
 with st.expander(t("Hybrid fusion"), expanded=False):
-    hybrid = mode == "hybrid"
-    f1, f2, f3, f4 = st.columns(4)
-    fusion = f1.segmented_control(t("Fusion"), list(FUSIONS), default=defaults.search.fusion, key="fusion",
-                                  required=True, disabled=not hybrid, **bound)  # codes, as in the URL
-    rrf_k = f2.number_input(t("RRF k"), 1, 10_000, defaults.search.rrf_k, key="rrf_k",
-                            disabled=not hybrid or fusion != "rrf", **bound)
-    dense_weight = f3.slider(t("dense weight"), 0.0, 1.0, float(defaults.search.dense_weight), 0.05,
-                             key="dense_weight", disabled=not hybrid, **bound)
-    bm25_weight = f4.slider(t("bm25 weight"), 0.0, 1.0, float(defaults.search.bm25_weight), 0.05,
-                            key="bm25_weight", disabled=not hybrid, **bound)
-    cross_language = st.toggle(t("Cross-language stand-ins"), value=defaults.search.cross_language,
-                               key="cross_language", disabled=not hybrid, help=setting_help("rag.cross-language"),
-                               **bound)
+    controls("hybrid", defaults, options)
     st.caption(t("RRF scores a hit by Σ weight / (k + rank) over the channels; weighted fusion min-max normalises "
                  "each channel's scores and sums them with the weights."))
-threshold = st.number_input(t("score threshold ({mode}; 0 = off)", mode=search_mode_label(mode)), min_value=0.0,
-                            value=None, step=0.01, format="%.4f", key="score_threshold",
-                            placeholder=t("{value:g} (setting)", value=defaults.thresholds.of(mode)),
-                            help=t("Hits scoring below it are dropped; rag.score-threshold.{mode} is the default. "
-                                   "Scores of different search modes are not comparable.", mode=mode), **bound)
+controls("threshold", defaults, options, mode=search_mode_label(mode))
 reranker = wb.retriever.reranker
-rerank = replace(defaults.rerank, enabled=False)
 if reranker is not None:
-    r1, r2 = st.columns([1, 2], vertical_alignment="bottom")
-    use_rerank = r1.toggle(t("Rerank with {reranker}", reranker=reranker.name), value=defaults.rerank.enabled,
-                           key="rerank", **bound)
-    candidates = r2.slider(t("rerank candidates (top hits sent to the model)"), 1, 200, defaults.rerank.candidates,
-                           key="rerank_candidates", disabled=not use_rerank, **bound)
-    rerank = replace(defaults.rerank, enabled=use_rerank, candidates=candidates)
+    controls("rerank", defaults, options, reranker=reranker.name)
     circuit = reranker.state() if callable(getattr(reranker, "state", None)) else None  # rerank.circuit
     if circuit is not None and circuit.state != "closed":
         st.caption(tn("Searches skip this reranker: it failed {n} time in a row ({error}); tried again in "
@@ -99,7 +62,7 @@ else:
     st.caption(t("No reranker: set `rerank.provider` to reorder the candidates with a reranking model."))
 compare = st.toggle(t("Compare side by side"), key="compare", help=t(
     "Run the query a second time (B) against another knowledge base or with other parameters; the controls above "
-    "are A."), **bound)
+    "are A."), **BOUND)
 if compare:
     with st.container(border=True):
         try:
@@ -113,24 +76,18 @@ if not query.strip():
             icon="⌨️")
     st.stop()
 
-if return_n > retrieve_k:
+if options["return_n"] > options["retrieve_k"]:
     st.warning(t("return-n ({return_n}) is larger than retrieve-k ({retrieve_k}); using return-n = {retrieve_k}.",
-                 return_n=return_n, retrieve_k=retrieve_k))
-    return_n = retrieve_k
-try:
-    # RRF k only matters to RRF: keeping the default otherwise lets a cached fetch be reused.
-    search = SearchOptions(mode=mode, fusion=fusion, rrf_k=int(rrf_k) if fusion == "rrf" else defaults.search.rrf_k,
-                           dense_weight=dense_weight, bm25_weight=bm25_weight,
-                           cross_language=cross_language) if mode == "hybrid" else replace(defaults.search, mode=mode)
-    params = wb.retriever.params(retrieve_k=retrieve_k, return_n=return_n, max_chunks_per_document=cap, search=search,
-                                 rerank=rerank, score_threshold=threshold,
-                                 scope=parse_scope(split_terms(scope_text)) if scope_text.strip() else None)
+                 return_n=options["return_n"], retrieve_k=options["retrieve_k"]))
+    options["return_n"] = options["retrieve_k"]
+try:  # the options reach the lookup as the CLI's flags and the API's parameters do
+    params = wb.retriever.params(**lookup_overrides(options, wb.settings))
     # Fetched hits are kept per knowledge base: the same query on another one is another search.
     result, from_cache = cached_lookup(
         wb.retriever, query, params, st.session_state.setdefault("dbg.fetched", {}).setdefault(wb.settings.kb_name, {})
     )
     if compare:
-        params_b = wb_b.retriever.params(**overrides_b, rerank=rerank)  # A's rerank choice (one reranker per process)
+        params_b = wb_b.retriever.params(**overrides_b, rerank=params.rerank)  # A's rerank (one reranker per process)
         result_b, from_cache_b = cached_lookup(wb_b.retriever, query, params_b, st.session_state["dbg.fetched"]
                                                .setdefault(wb_b.settings.kb_name, {}))
 except RagError as exc:
@@ -197,11 +154,11 @@ with st.expander(t("Why wasn't it retrieved?"), expanded=bool(expected_url)):
     e1, e2, e3 = st.columns([3, 1, 3])
     # A document named in the URL (e.g. from the Evaluation page) is offered even if the live knowledge
     # base lacks it, so the panel can say so instead of silently dropping it.
-    options = ["", *doc_ids, *([expected_url] if expected_url and expected_url not in doc_ids else [])]
-    expect = e1.selectbox(t("Expected document"), options, key="expect", format_func=lambda d: d or "—", **bound)
+    choices = ["", *doc_ids, *([expected_url] if expected_url and expected_url not in doc_ids else [])]
+    expect = e1.selectbox(t("Expected document"), choices, key="expect", format_func=lambda d: d or "—", **BOUND)
     chunk = e2.number_input(t("chunk (optional)"), min_value=0, value=None, step=1, key="expect_chunk",
-                            placeholder=t("any"), **bound)
-    answer = e3.text_input(t("Expected answer text (optional)"), key="answer", **bound)
+                            placeholder=t("any"), **BOUND)
+    answer = e3.text_input(t("Expected answer text (optional)"), key="answer", **BOUND)
     if expect or answer.strip():
         target = f"{expect}#chunk-{int(chunk)}" if expect and chunk is not None else expect
         try:

@@ -423,15 +423,16 @@ def _meaning(key: Key) -> str:
     return " ".join(parts)
 
 
-def settings_table() -> str:
-    """The settings table of docs/configuration.md, generated from `KEYS` (tests/test_config.py keeps the page
+def settings_table(per_lookup: Mapping[str, str]) -> str:
+    """The settings table of docs/configuration.md, generated from `KEYS` and `per_lookup` (setting -> the lookup
+    option that overrides it for one lookup: retrieval.options.per_lookup) (tests/test_config.py keeps the page
     equal to it)."""
     aliases: dict[str, list[str]] = {}
     for var, name in ENV_ALIASES.items():
         aliases.setdefault(name, []).append(var)
-    lines = ["| key | default | environment | meaning |", "|---|---|---|---|"]
+    lines = ["| key | default | environment | per lookup | meaning |", "|---|---|---|---|---|"]
     for key in KEYS.values():
         env = ", ".join(f"`{v}`" for v in (*aliases.get(key.name, ()), env_name(key.name)))
         meaning = _meaning(key).replace("|", "\\|")
-        lines.append(f"| `{key.name}` | `{key.default!r}` | {env} | {meaning} |")
+        lines.append(f"| `{key.name}` | `{key.default!r}` | {env} | {per_lookup.get(key.name, '')} | {meaning} |")
     return "\n".join(lines) + "\n"

@@ -118,12 +118,13 @@ def test_config_file_that_is_a_folder_and_data_dir_that_is_a_file(tmp_path: Path
 
 def test_the_configuration_table_is_generated_from_the_settings() -> None:
     from rag_core.config import settings_table
+    from rag_core.retrieval.options import per_lookup
     from tests.helpers import REPO
 
     page = (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
-    begin = page.index("| key | default | environment | meaning |")
+    begin = page.index("| key | default | environment | per lookup | meaning |")
     end = page.index("<!-- end of settings table -->")
-    assert page[begin:end] == settings_table(), (
+    assert page[begin:end] == settings_table(per_lookup()), (
         "docs/configuration.md's settings table differs from the settings: replace it with the output of "
         "`python -m rag_core config --markdown`")
     assert "`chat.provider` | `'auto'`" in page and "chat.base-url and its key are set" in page

@@ -26,7 +26,8 @@ DEBUGGER_URL_PATH = "debugger"
 
 
 def fetch_key(query: str, params: LookupParams) -> Hashable:
-    filters = tuple(sorted(params.filters.items())) if params.filters else None
+    filters = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in params.filters.items())) \
+        if params.filters else None
     return (query.strip(), params.retrieve_k, params.search, filters, params.rerank, params.scope)
 
 

@@ -10,8 +10,11 @@ from .output import print_json
 
 
 def cmd_config(args: argparse.Namespace, settings: Settings) -> int:
+    from ..retrieval.options import per_lookup
+
+    overridden = per_lookup()
     if args.markdown:
-        sys.stdout.write(settings_table())
+        sys.stdout.write(settings_table(overridden))
         return 0
     if settings.knowledge_base:  # --kb: the values that knowledge base is opened with
         from ..bootstrap import kb_settings
@@ -22,7 +25,8 @@ def cmd_config(args: argparse.Namespace, settings: Settings) -> int:
         print_json({"data_dir": str(settings.data_dir), "settings": values})
         return 0
     for key, default, env, help_text in describe_keys():
-        print(f"{key} = {values[key]!r}   (default {default}; ${env})\n    {help_text}")
+        lookup = f"; per lookup: {overridden[key].replace('`', '')}" if key in overridden else ""
+        print(f"{key} = {values[key]!r}   (default {default}; ${env}{lookup})\n    {help_text}")
     return 0
 
 

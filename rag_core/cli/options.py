@@ -26,36 +26,34 @@ def setting_help(key: str, extra: str = "") -> str:
     return f"{KEYS[key].help.rstrip('.')}{extra}; default: the setting {key}"
 
 
-# The debugger's knobs, as options: each is the setting it overrides for this command, so values are checked by the
-# setting's own rules (choices, range, finite) and its help text is the option's help.
-def lookup_arguments(p: argparse.ArgumentParser) -> None:
-    """Every control of the retrieval debugger, as options (`lookup_overrides` reads them)."""
-    p.add_argument("--retrieve-k", type=int, metavar="N", help=setting_help("rag.retrieve-k"))
-    p.add_argument("--return-n", type=int, metavar="N", help=setting_help("rag.return-n"))
-    p.add_argument("--max-chunks-per-document", type=int, metavar="N",
-                   help=setting_help("rag.max-chunks-per-document"))
-    p.add_argument("--mode", choices=KEYS["rag.search-mode"].choices, help=setting_help("rag.search-mode"))
-    p.add_argument("--fusion", choices=KEYS["rag.fusion"].choices, help=setting_help("rag.fusion", " (hybrid only)"))
-    p.add_argument("--rrf-k", type=int, metavar="N", help=setting_help("rag.rrf-k", " (hybrid with rrf only)"))
-    p.add_argument("--dense-weight", type=float, metavar="W", help=setting_help("rag.dense-weight"))
-    p.add_argument("--bm25-weight", type=float, metavar="W", help=setting_help("rag.bm25-weight"))
-    p.add_argument("--cross-language", choices=("on", "off"), help=setting_help("rag.cross-language"))
-    p.add_argument("--score-threshold", type=float, metavar="S",
-                   help="drop hits scoring below S in this lookup's search mode (0 = off); default: the setting "
-                        "rag.score-threshold.<mode>")
-    p.add_argument("--filter", action="append", metavar="KEY=VALUE",
-                   help="only documents whose metadata match (repeatable: one key's values OR, keys AND; "
-                        "folder=runbooks/ matches a folder and below; keys: folder, type, ingested, front matter, "
-                        "tags)")
-    p.add_argument("--no-rerank", action="store_true", help="skip the reranker (rerank.provider) for this lookup")
+def lookup_arguments(p: argparse.ArgumentParser, *, explain: bool = False) -> None:
+    """Every option of a lookup (retrieval.options.LOOKUP_OPTIONS), as flags: `explain` leaves out those explain
+    does not take. Each is checked by the rules of the setting it overrides, whose help is its help."""
+    from ..retrieval.options import LOOKUP_OPTIONS
+
+    for o in LOOKUP_OPTIONS:
+        if explain and not o.explain:
+            continue
+        if o.flag:
+            p.add_argument(o.flag_name, dest=o.name, action="store_false", default=None, help=o.description)
+        elif o.kind is list:
+            p.add_argument(o.flag_name, action="append", metavar="KEY=VALUE" if o.name == "filter" else "VALUE",
+                           help=o.description)
+        elif o.kind is bool:
+            p.add_argument(o.flag_name, choices=("on", "off"), help=o.description)
+        elif o.choices:
+            p.add_argument(o.flag_name, choices=o.choices, help=o.description)
+        else:
+            p.add_argument(o.flag_name, type=o.kind, metavar="N" if o.kind is int else "X", help=o.description)
 
 
 def lookup_overrides(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
     """The options of `lookup_arguments`, as `lookup(...)` keyword arguments (by the function the HTTP API's
-    query parameters go through too)."""
+    query parameters, the MCP tools' arguments and the debugger's controls go through too)."""
+    from ..retrieval.options import OPTIONS
     from ..retrieval.options import lookup_overrides as overrides
 
-    return overrides(vars(args), settings, no_rerank=getattr(args, "no_rerank", False))
+    return overrides({name: getattr(args, name) for name in OPTIONS if hasattr(args, name)}, settings)
 
 
 # The arguments that are text (not paths), as `dest -> how the error names it`. Python turns bytes of an

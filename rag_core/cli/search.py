@@ -139,6 +139,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--expect", metavar="DOC_ID[#chunk-N]", help="the document (or chunk) that should be retrieved")
     p.add_argument("--answer", metavar="TEXT",
                    help="the expected answer text: which chunks hold it, and whether a chunk boundary splits it")
-    lookup_arguments(p)
+    lookup_arguments(p, explain=True)
     p.add_argument("--json", action="store_true", help="print the explanation as JSON (what GET /v1/explain returns)")
     p.set_defaults(func=cmd_explain)

@@ -22,7 +22,7 @@ import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -30,10 +30,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field, ValidationError
 
-from ..config import KEYS
 from ..errors import RagError
 from ..retrieval.identity import stored_chunks
-from ..retrieval.options import lookup_overrides
+from ..retrieval.options import LOOKUP_OPTIONS, given, lookup_overrides
 
 if TYPE_CHECKING:
     from ..kb.pool import OpenKnowledgeBases
@@ -57,25 +56,22 @@ class Library:
         return self.kbs.get(kb or None)
 
 
-def _setting(key: str, extra: str = "") -> str:
-    """An argument's description is the help of the setting it overrides (as the CLI's option help)."""
-    return f"{KEYS[key].help.rstrip('.')}{extra}. Default: the knowledge base's {key}."
-
-
-# The arguments, described once and shared by the tools that take them.
+# The arguments, described once and shared by the tools that take them; a lookup's options are declared in
+# retrieval.options (their names, types, ranges and help, as the CLI's flags and /v1/search's parameters).
 Kb = Annotated[str | None, Field(description="The knowledge base (list_knowledge_bases names them); default: "
                                              "the default one.")]
-RetrieveK = Annotated[int | None, Field(description=_setting("rag.retrieve-k"))]
-ReturnN = Annotated[int | None, Field(description=_setting("rag.return-n"))]
-MaxPerDoc = Annotated[int | None, Field(description=_setting("rag.max-chunks-per-document"))]
-Mode = Annotated[Literal["dense", "bm25", "hybrid"] | None, Field(description=_setting("rag.search-mode"))]
-Fusion = Annotated[Literal["weighted", "rrf", "dbsf"] | None,
-                   Field(description=_setting("rag.fusion", " (hybrid only)"))]
-RrfK = Annotated[int | None, Field(description=_setting("rag.rrf-k", " (hybrid with rrf only)"))]
-DenseWeight = Annotated[float | None, Field(description=_setting("rag.dense-weight"))]
-Bm25Weight = Annotated[float | None, Field(description=_setting("rag.bm25-weight"))]
-CrossLanguage = Annotated[bool | None, Field(description=_setting("rag.cross-language", " (hybrid only)"))]
-NoRerank = Annotated[bool, Field(description="Skip the configured reranker (rerank.provider) for this lookup.")]
+
+
+def _lookup_tool(fn: Callable[..., Any], explaining: bool) -> Callable[..., Any]:
+    """`fn(..., kb, **options)` with a signature the SDK reads its input schema from: its own arguments, then
+    every lookup option (retrieval.options) the tool takes."""
+    own = [p for p in inspect.signature(fn, eval_str=True).parameters.values()
+           if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    options = [inspect.Parameter(o.surface_name, inspect.Parameter.KEYWORD_ONLY, default=False if o.flag else None,
+                                 annotation=Annotated[o.annotation, Field(description=o.description, ge=o.ge, le=o.le)])
+               for o in LOOKUP_OPTIONS if o.explain or not explaining]
+    fn.__signature__ = inspect.Signature([*own, *options], return_annotation=CallToolResult)  # type: ignore[attr-defined]
+    return fn
 
 
 def json_text(value: Any) -> str:
@@ -155,24 +151,14 @@ def build_server(library: Library) -> KnowledgeBaseServer:
             return _refusal(str(exc))
 
     async def search(query: Annotated[str, Field(description="What to look for.")], kb: Kb = None,
-                     retrieve_k: RetrieveK = None, return_n: ReturnN = None,
-                     max_chunks_per_document: MaxPerDoc = None, mode: Mode = None, fusion: Fusion = None,
-                     rrf_k: RrfK = None, dense_weight: DenseWeight = None, bm25_weight: Bm25Weight = None,
-                     cross_language: CrossLanguage = None, no_rerank: NoRerank = False,
-                     doc_id: Annotated[list[str] | None, Field(description="Only these documents.")] = None,
-                     ) -> CallToolResult:
+                     **options: Any) -> CallToolResult:
         """Search a knowledge base by the one lookup path (what the retrieval debugger shows and the chat agent
         gets). The result is what `python -m rag_core search QUERY --json` prints: `evidence` (the kept chunks,
         each with its `evidence_key` to cite as [doc_id#chunk-N]), `raw_hits` (every candidate with its fate and
         the reason it was dropped), `dropped`, `projection` (what the agent reads), `params`, `timings`."""
-        options = {"retrieve_k": retrieve_k, "return_n": return_n, "max_chunks_per_document": max_chunks_per_document,
-                   "mode": mode, "fusion": fusion, "rrf_k": rrf_k, "dense_weight": dense_weight,
-                   "bm25_weight": bm25_weight, "cross_language": cross_language}
-
         def work() -> dict[str, Any]:
             wb = library.workbench(kb)
-            arguments = lookup_overrides(options, wb.settings, no_rerank=no_rerank)
-            return wb.retriever.lookup(query, **arguments, filters={"doc_id": doc_id} if doc_id else None).to_dict()
+            return wb.retriever.lookup(query, **lookup_overrides(given(options), wb.settings)).to_dict()
 
         return await run(work, library.lookup_threads)
 
@@ -181,24 +167,16 @@ def build_server(library: Library) -> KnowledgeBaseServer:
                                                           "(`doc_id`), or one chunk (`doc_id#chunk-N`).")] = None,
                       answer: Annotated[str | None, Field(description="The expected answer text: which chunks "
                                                           "hold it, and whether a chunk boundary splits it.")] = None,
-                      kb: Kb = None, retrieve_k: RetrieveK = None, return_n: ReturnN = None,
-                      max_chunks_per_document: MaxPerDoc = None, mode: Mode = None, fusion: Fusion = None,
-                      rrf_k: RrfK = None, dense_weight: DenseWeight = None, bm25_weight: Bm25Weight = None,
-                      cross_language: CrossLanguage = None, no_rerank: NoRerank = False) -> CallToolResult:
+                      kb: Kb = None, **options: Any) -> CallToolResult:
         """Why wasn't it retrieved? For each chunk of the expected document (or the chunks holding the expected
         answer): its rank in each channel over the whole knowledge base, its fate in the lookup (kept, beyond
         retrieve-k, capped, beyond return-n), and the smallest change of retrieve-k / max-chunks-per-document /
         return-n that brings it into the evidence. As `python -m rag_core explain QUERY --expect ... --json`."""
         from ..retrieval.explain import explain_dict
 
-        options = {"retrieve_k": retrieve_k, "return_n": return_n, "max_chunks_per_document": max_chunks_per_document,
-                   "mode": mode, "fusion": fusion, "rrf_k": rrf_k, "dense_weight": dense_weight,
-                   "bm25_weight": bm25_weight, "cross_language": cross_language}
-
         def work() -> dict[str, Any]:
             wb = library.workbench(kb)
-            return explain_dict(wb, query, expect, answer, **lookup_overrides(options, wb.settings,
-                                                                               no_rerank=no_rerank))
+            return explain_dict(wb, query, expect, answer, **lookup_overrides(given(options), wb.settings))
 
         return await run(work, library.lookup_threads)
 
@@ -225,7 +203,8 @@ def build_server(library: Library) -> KnowledgeBaseServer:
 
         return await run(work)
 
-    for tool in (search, explain, list_documents, read_document_chunks, list_knowledge_bases):
+    for tool in (_lookup_tool(search, False), _lookup_tool(explain, True), list_documents, read_document_chunks,
+                 list_knowledge_bases):
         server.add_knowledge_tool(tool)
     return server
 

@@ -77,6 +77,20 @@ class LookupParams:
         """The threshold of this lookup's search mode (0 = off)."""
         return self.thresholds.of(self.search.mode)
 
+    @property
+    def no_rerank(self) -> bool:
+        return not self.rerank.enabled
+
+    @property
+    def doc_ids(self) -> list[str]:
+        """The documents a `doc_id` filter keeps ([]: every one)."""
+        return list((self.filters or {}).get("doc_id") or [])
+
+    @property
+    def filter_items(self) -> list[str]:
+        """The metadata filter as `key=value` strings."""
+        return self.scope.items()
+
     def validate(self) -> None:
         for name in ("retrieve_k", "return_n", "max_chunks_per_document"):
             value = getattr(self, name)

@@ -4,11 +4,12 @@ chunks as `docs --json` and the store list them. Errors: `{"error": {"code", "me
 
 from __future__ import annotations
 
+import inspect
 import platform
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 from importlib.metadata import PackageNotFoundError, version
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import anyio
 import orjson
@@ -18,10 +19,9 @@ from starlette.responses import JSONResponse, Response
 
 from .. import loaders, tracing
 from ..bootstrap import Workbench
-from ..config import KEYS
 from ..errors import LoaderError, NotIndexed, RagError, StoreError
 from ..retrieval.identity import stored_chunks
-from ..retrieval.options import lookup_overrides
+from ..retrieval.options import LOOKUP_OPTIONS, LookupOption, given, lookup_overrides
 from ..store import is_lite
 from .deps import ServiceDep, query_kb
 from .errors import ApiError, refusal_status
@@ -33,40 +33,33 @@ router = APIRouter(prefix="/v1", tags=["native"])
 
 @dataclass(frozen=True)
 class LookupOptions:
-    """The debugger's controls as query parameters (unset = the knowledge base's settings)."""
+    """The lookup's options as given in the query string (unset = the knowledge base's settings)."""
     given: dict[str, Any]
-    no_rerank: bool
-    doc_id: list[str] | None
 
     def arguments(self, wb: Workbench) -> dict[str, Any]:
         """`lookup(...)` arguments over `wb`'s settings, by the same function as the CLI's options (so both
         answer alike), each value checked by the rules of the setting it overrides."""
-        return {**lookup_overrides(self.given, wb.settings, no_rerank=self.no_rerank),
-                "filters": {"doc_id": self.doc_id} if self.doc_id else None}
+        return lookup_overrides(self.given, wb.settings)
 
 
-async def lookup_options(  # async: pure parsing, no hop to a worker thread
-        retrieve_k: Annotated[int | None, Query(ge=1, le=1000)] = None,
-        return_n: Annotated[int | None, Query(ge=1, le=1000)] = None,
-        max_chunks_per_document: Annotated[int | None, Query(ge=1, le=1000)] = None,
-        mode: Literal["dense", "bm25", "hybrid"] | None = None,
-        fusion: Literal["weighted", "rrf", "dbsf"] | None = None,
-        rrf_k: Annotated[int | None, Query(ge=1)] = None,
-        dense_weight: Annotated[float | None, Query(ge=0, le=1)] = None,
-        bm25_weight: Annotated[float | None, Query(ge=0, le=1)] = None,
-        cross_language: Annotated[bool | None, Query(description=KEYS["rag.cross-language"].help)] = None,
-        score_threshold: Annotated[float | None, Query(ge=0, description="Drop hits scoring below this in the "
-                                                       "lookup's search mode (0 = off).")] = None,
-        no_rerank: Annotated[bool, Query(description="Skip the configured reranker for this lookup.")] = False,
-        filter: Annotated[list[str] | None, Query(description="Only documents whose metadata match, key=value "
-                                                  "(repeatable; one key's values OR, keys AND; folder=a/ matches a "
-                                                  "folder and below).")] = None,
-        doc_id: Annotated[list[str] | None, Query(description="Only these documents (repeatable).")] = None,
-) -> LookupOptions:
-    given = {"retrieve_k": retrieve_k, "return_n": return_n, "max_chunks_per_document": max_chunks_per_document,
-             "mode": mode, "fusion": fusion, "rrf_k": rrf_k, "dense_weight": dense_weight, "bm25_weight": bm25_weight,
-             "cross_language": cross_language, "score_threshold": score_threshold, "filter": filter}
-    return LookupOptions(given, no_rerank, doc_id)
+def _query_parameter(option: LookupOption) -> inspect.Parameter:
+    """An option (retrieval.options) as a query parameter: its type, its setting's choices and range."""
+    query = Query(description=option.description, ge=option.ge, le=option.le)
+    return inspect.Parameter(option.surface_name, inspect.Parameter.KEYWORD_ONLY,
+                             default=False if option.flag else None, annotation=Annotated[option.annotation, query])
+
+
+def _options_dependency(explaining: bool) -> Callable[..., Awaitable[LookupOptions]]:
+    """The FastAPI dependency reading the options of `/v1/search` (or of `/v1/explain`) from the query string."""
+    async def read(**parameters: Any) -> LookupOptions:  # async: pure parsing, no hop to a worker thread
+        return LookupOptions(given(parameters))
+
+    read.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [_query_parameter(o) for o in LOOKUP_OPTIONS if o.explain or not explaining], return_annotation=LookupOptions)
+    return read
+
+
+search_options, explain_options = _options_dependency(False), _options_dependency(True)
 
 
 def kb_routes(router: APIRouter, prefix: str, chosen: Callable[..., Workbench | Awaitable[Workbench]]) -> None:
@@ -78,7 +71,7 @@ def kb_routes(router: APIRouter, prefix: str, chosen: Callable[..., Workbench | 
     @router.get(f"{prefix}/search", summary=f"The lookup path on {where}: every hit's fate, the evidence, the "
                 "agent's projection")
     async def search(query: Annotated[str, Query(description="What to look for.")],
-                     options: Annotated[LookupOptions, Depends(lookup_options)],
+                     options: Annotated[LookupOptions, Depends(search_options)],
                      svc: ServiceDep, wb: Workbench = chosen_kb) -> Response:
         """Exactly what `python -m rag_core search QUERY --json` prints (same keys, same values; only the
         timings differ). Unset parameters take the knowledge base's settings."""
@@ -94,7 +87,7 @@ def kb_routes(router: APIRouter, prefix: str, chosen: Callable[..., Workbench | 
     @router.get(f"{prefix}/explain", summary=f"Why wasn't it retrieved? The fate of an expected document, chunk or "
                 f"answer in {where}")
     def explain(query: Annotated[str, Query(description="The question.")],
-                options: Annotated[LookupOptions, Depends(lookup_options)],
+                options: Annotated[LookupOptions, Depends(explain_options)],
                 expect: Annotated[str | None, Query(description="The expected document `doc_id`, or one chunk "
                                                                 "`doc_id#chunk-N`.")] = None,
                 answer: Annotated[str | None, Query(description="An expected answer text: which chunks hold it, "
@@ -104,9 +97,7 @@ def kb_routes(router: APIRouter, prefix: str, chosen: Callable[..., Workbench | 
         channel over the whole knowledge base, what cut it, and the smallest change that brings it in."""
         from ..retrieval.explain import explain_dict
 
-        arguments = options.arguments(wb)
-        arguments.pop("filters")  # explain ranks over the whole knowledge base
-        return JSONResponse(explain_dict(wb, query, expect, answer, **arguments))
+        return JSONResponse(explain_dict(wb, query, expect, answer, **options.arguments(wb)))
 
     @router.get(f"{prefix}/documents", summary=f"Documents of {where} (as `docs --json`)")
     def list_documents(wb: Workbench = chosen_kb) -> list[dict[str, Any]]:

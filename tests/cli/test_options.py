@@ -12,6 +12,7 @@ import pytest
 
 from rag_core.cli import build_parser, main
 from rag_core.config import settings_table
+from rag_core.retrieval.options import per_lookup
 from tests.helpers import SAMPLE_KB
 
 TIMINGS = ("timings",)
@@ -159,7 +160,7 @@ def test_search_needs_exactly_one_of_query_and_queries(tmp_path: Path, capsys) -
 
 def test_config_markdown_is_the_readme_table(capsys) -> None:
     code, out, _ = run(capsys, "config", "--markdown")
-    assert code == 0 and out == settings_table()
+    assert code == 0 and out == settings_table(per_lookup())
 
 
 def test_settings_errors_are_one_clear_line(tmp_path: Path, capsys) -> None:

@@ -129,10 +129,16 @@ def test_a_line_that_is_not_json_rpc_gets_a_json_rpc_error_and_the_server_reads_
              '"arguments":{"query":"\\ud800"}}}',
              '{"jsonrpc":"2.0","id":4,"method":42}', '[1, 2',
              json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/list"})]
-    proc = subprocess.run([sys.executable, "-m", "rag_core", "--data-dir", str(data), "mcp"], cwd=REPO, env=env,
-                          input="\n".join(lines) + "\n", capture_output=True, text=True, timeout=300)
-    answers = [json.loads(line) for line in proc.stdout.splitlines()]
-    assert [a.get("id") for a in answers] == [1, None, 3, 4, None, 5], proc.stderr[-2000:]
+    proc = subprocess.Popen([sys.executable, "-m", "rag_core", "--data-dir", str(data), "mcp"], cwd=REPO, env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:  # stdin stays open until every answer is read: at its end the server stops, dropping what still runs
+        proc.stdin.write("\n".join(lines) + "\n")
+        proc.stdin.flush()
+        answers = [json.loads(proc.stdout.readline()) for _ in range(6)]
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=120)
+    assert [a.get("id") for a in answers] == [1, None, 3, 4, None, 5]
     codes = {a.get("id"): a.get("error", {}).get("code") for a in answers}
     assert answers[1]["error"]["code"] == -32700 and answers[4]["error"]["code"] == -32700
     assert codes[3] == -32700 and "lone surrogate" in answers[2]["error"]["message"]

@@ -111,7 +111,9 @@ def test_every_shown_string_goes_through_the_catalog(path: Path) -> None:
 
 def extracted() -> set[str | tuple[str, str]]:
     out: set[str | tuple[str, str]] = set()
-    for directory, only in ((REPO, {"app.py"}), (REPO / "pages", None), (REPO / "ui", None)):
+    # the labels of the lookup options (rag_core.retrieval.options), which the debugger's controls show
+    for directory, only in ((REPO, {"app.py"}), (REPO / "pages", None), (REPO / "ui", None),
+                            (REPO / "rag_core" / "retrieval", {"options.py"})):
         for filename, _, message, *_ in extract_from_dir(str(directory), [("*.py", "python")], keywords=KEYWORDS):
             if (only is None or filename in only) and "/" not in filename:
                 out.add(message if isinstance(message, str) else (message[0], message[1]))

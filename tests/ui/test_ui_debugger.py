@@ -251,6 +251,19 @@ def test_a_reranker_that_keeps_failing_is_skipped_and_the_page_says_so(kb, monke
     assert list(hits["fused #"]) == list(range(1, 11))
 
 
+def test_every_lookup_option_has_a_control_bound_to_its_name(kb, reranker):
+    # The controls are made from the options' declaration (rag_core.retrieval.options): a new option shows here.
+    from rag_core.retrieval.options import LOOKUP_OPTIONS
+
+    at = app_at(PAGE, q=QUERY, doc_id="cpu_high.md", rrf_k="7", fusion="rrf")
+    keys = {w.key for kind in ("slider", "number_input", "toggle", "text_input", "multiselect", "button_group")
+            for w in getattr(at, kind) if w.key}
+    assert {o.name for o in LOOKUP_OPTIONS} <= keys
+    assert at.multiselect(key="doc_id").value == ["cpu_high.md"] and at.number_input(key="rrf_k").value == 7
+    hits, _ = frames(at)
+    assert set(hits["evidenceKey"].str.split("#").str[0]) == {"cpu_high.md"}  # the doc_id filter searched
+
+
 def test_without_a_reranker_the_page_says_how_to_configure_one(kb):
     at = app_at(PAGE, q=QUERY)
     assert [t.key for t in at.toggle] == ["cross_language", "compare"]  # no "rerank" toggle
