@@ -20,6 +20,7 @@ from ui.components import chunk_card, evidence_table, explanation_view, headers,
 from ui.controls import BOUND, LIMITS, control, controls
 from ui.documents import chunk_editor
 from ui.errors import show_error
+from ui.fates import HIT_FATES, look
 from ui.html import ChunkView
 from ui.i18n import t, tn
 from ui.lookup import cached_explanation, cached_lookup, debugger_query_params
@@ -105,9 +106,7 @@ for warning in phrases(data, "warnings"):
     st.warning(warning, icon="⚠️")
 counts = fate_counts(data)
 metric_row([(t("Raw hits"), len(result.traces)), (t("Evidence blocks"), len(result.evidence)),
-            (t("Duplicates"), counts["duplicate"]), (t("Per-document cap"), counts["doc_cap"]),
-            (t("Beyond return-n"), counts["beyond_return_n"]), (t("Below threshold"), counts["below_threshold"]),
-            (t("Disabled"), counts["disabled"]),
+            *((t(look(fate).count), counts[fate]) for fate in HIT_FATES if look(fate).count),  # one per drop reason
             (t("Total ms"), f"{result.timings['total']:.0f}")])
 if result.scope is not None:
     s = result.scope

@@ -28,7 +28,7 @@ from . import chunking, loaders
 from .chunk_diff import chunk_diff
 from .errors import SKIPPED_CODES, NotIndexed, OriginalMissing, RagError, StoreUnavailableError
 from .ports import ChunkStore, Embedder, KeptOriginals
-from .records import Chunk, ChunkDiff, Document, IngestReport, NewVersion, WriteResult
+from .records import Chunk, ChunkDiff, Document, IngestReport, IngestStatus, NewVersion, WriteResult
 from .retrieval.scope import front_matter
 from .store.labels import relabelled
 
@@ -288,8 +288,8 @@ class Ingestor:
         elapsed, chunks = time.perf_counter() - started, sum(len(g.chunks) for g, _, _ in written)
         for g, result, diff in written:
             # A file's share of the group's time, by chunks.
-            run.finish(g, "replaced" if result.replaced else "added", len(g.chunks), elapsed * len(g.chunks) / chunks,
-                       diff if result.replaced else None)
+            status = IngestStatus.REPLACED if result.replaced else IngestStatus.ADDED
+            run.finish(g, status, len(g.chunks), elapsed * len(g.chunks) / chunks, diff if result.replaced else None)
 
     def _write_group(self, group: list[_Prepared], run: _Run,
                      force: bool) -> list[tuple[_Prepared, WriteResult, ChunkDiff | None]]:
@@ -304,7 +304,7 @@ class Ingestor:
             and (g.original is None or current[g.doc.doc_id].has_original)]
         for g in unchanged:
             n = current[g.doc.doc_id].chunks
-            run.finish(g, "unchanged", n, 0.0, ChunkDiff(unchanged=n))
+            run.finish(g, IngestStatus.UNCHANGED, n, 0.0, ChunkDiff(unchanged=n))
         todo = [g for g in group if g not in unchanged]
         if not todo:
             return []
@@ -490,7 +490,8 @@ class _Run:
         on_embedded(0)
         return on_embedded
 
-    def finish(self, item: _Prepared, status: str, chunks: int, seconds: float, diff: ChunkDiff | None = None) -> None:
+    def finish(self, item: _Prepared, status: IngestStatus, chunks: int, seconds: float,
+               diff: ChunkDiff | None = None) -> None:
         self.partial = max(0.0, self.partial - self.sizes[item.index])
         self._report(item.index, IngestReport(item.source.name, item.doc.doc_id, status, chunks,
                                               item.load_seconds + seconds, diff=diff, notes=item.doc.notes,
@@ -503,7 +504,7 @@ class _Run:
         message = str(exc) if isinstance(exc, RagError) else f"unexpected error ({type(exc).__name__}: {exc})"
         code = getattr(exc, "code", "")  # e.g. a loader's "too_large": the HTTP API maps it to a status
         code = code if isinstance(code, str) else ""
-        status = "skipped" if code in SKIPPED_CODES else "failed"
+        status = IngestStatus.SKIPPED if code in SKIPPED_CODES else IngestStatus.FAILED
         self._report(index, IngestReport(name, doc_id, status, 0, seconds, message, code))
         self.tick(index, doc_id or name, status)
 
@@ -513,13 +514,13 @@ class _Run:
         message, code = str(exc), exc.code
         for g in group:
             if g.index not in self.reports:
-                self._report(g.index, IngestReport(g.source.name, g.doc.doc_id, "failed", 0, g.load_seconds,
+                self._report(g.index, IngestReport(g.source.name, g.doc.doc_id, IngestStatus.FAILED, 0, g.load_seconds,
                                                    message or "not written: the store failed during this write",
                                                    code or "not_attempted"))
                 message, code = "", ""
         for index, source in enumerate(sources):
             if index not in self.reports:
-                self._report(index, IngestReport(source.name, "", "failed", 0, 0.0,
+                self._report(index, IngestReport(source.name, "", IngestStatus.FAILED, 0, 0.0,
                                                  message or "not attempted: the store failed earlier in this run",
                                                  code or "not_attempted"))
                 message, code = "", ""

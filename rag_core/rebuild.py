@@ -20,7 +20,7 @@ from typing import Any
 from .config import Settings, originals_dirs
 from .errors import RagError
 from .ingest import IngestProgress
-from .records import IngestReport
+from .records import IngestReport, IngestStatus
 from .store.milvus.schema import check_collection_name
 from .store.originals.folder import KeptOriginalsFolder, holds_versions, read_folder, read_legacy_folder
 from .workbench import Workbench
@@ -80,7 +80,7 @@ def _rebuild(wb: Workbench, source: Path, collection: str, force: bool,
     folder = locate(source, collection, wb.settings, exclude)
     in_place = folder.root.resolve() in own
     reports = wb.ingestor.reindex(source=folder, progress=progress)
-    reports += [IngestReport(u.path, u.doc_id, "failed", 0, 0.0, u.reason, u.code) for u in folder.unusable]
+    reports += [IngestReport(u.path, u.doc_id, IngestStatus.FAILED, 0, 0.0, u.reason, u.code) for u in folder.unusable]
     if in_place:  # the restored documents' old versions are now superseded by the new ones
         folder.discard([r.doc_id for r in reports if r.status in ("added", "replaced")])
     return RebuildResult(folder.root, folder.layout, reports, folder.notes + _settings_notes(folder, wb))

@@ -7,7 +7,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 if TYPE_CHECKING:
     import numpy as np
@@ -15,8 +16,45 @@ if TYPE_CHECKING:
 
 from .errors import LogsError, RetrievalError
 
-SEARCH_MODES = ("dense", "bm25", "hybrid")
-FUSIONS = ("rrf", "weighted", "dbsf")
+SearchMode = Literal["dense", "bm25", "hybrid"]  # which channels find candidates
+Fusion = Literal["rrf", "weighted", "dbsf"]  # how hybrid search fuses its channels
+SEARCH_MODES: tuple[SearchMode, ...] = get_args(SearchMode)
+FUSIONS: tuple[Fusion, ...] = get_args(Fusion)
+
+
+class DropKind(StrEnum):
+    """Why the lookup dropped a raw hit: each of post-processing's checks gives its own (retrieval.postprocess,
+    which walks them in its order; this order is the app's legends')."""
+
+    DUPLICATE = "duplicate"  # a higher-ranked hit holds the same evidence key
+    DOC_CAP = "doc_cap"  # its document already had max-chunks-per-document blocks
+    BEYOND_RETURN_N = "beyond_return_n"  # return-n blocks were already accepted
+    BELOW_THRESHOLD = "below_threshold"  # its score is below the search mode's score threshold
+    DISABLED = "disabled"  # a person disabled the chunk (store.edits)
+
+
+class Fate(StrEnum):
+    """What became of a raw hit (`HitTrace.fate`), and in "why wasn't it retrieved?" of a chunk that was not even
+    among the hits (`ChunkFate.fate`). The drop reasons are DropKind's, with the same values."""
+
+    KEPT = "kept"
+    DUPLICATE = DropKind.DUPLICATE.value
+    DOC_CAP = DropKind.DOC_CAP.value
+    BEYOND_RETURN_N = DropKind.BEYOND_RETURN_N.value
+    BELOW_THRESHOLD = DropKind.BELOW_THRESHOLD.value
+    DISABLED = DropKind.DISABLED.value
+    BEYOND_RETRIEVE_K = "beyond_retrieve_k"  # explain: ranked in a channel, but below the retrieve-k hits
+    NO_CHANNEL = "no_channel"  # explain: no channel ranks it within the depth explain looks
+
+
+class IngestStatus(StrEnum):
+    """What ingesting one file did (`IngestReport.status`)."""
+
+    ADDED = "added"
+    REPLACED = "replaced"
+    UNCHANGED = "unchanged"
+    FAILED = "failed"
+    SKIPPED = "skipped"  # refused by a rule, not broken (a link out of the folder)
 
 
 PAGE, SLIDE, ROW, IMAGE = "page", "slide", "row", "image"  # the units of a Place (IMAGE: an image file, OCR'd)
@@ -222,8 +260,8 @@ class SearchHit:
 class SearchOptions:
     """How a KnowledgeSearchPort finds candidates: which channels, and how hybrid mode fuses them."""
 
-    mode: str = "hybrid"
-    fusion: str = "weighted"
+    mode: SearchMode = "hybrid"
+    fusion: Fusion = "weighted"
     rrf_k: int = 60
     dense_weight: float = 0.5
     bm25_weight: float = 1.0
@@ -284,7 +322,7 @@ class IngestReport:
 
     path: str
     doc_id: str
-    status: str  # "added" | "replaced" | "unchanged" | "failed" | "skipped" (a link out of the folder)
+    status: IngestStatus
     chunks: int = 0
     seconds: float = 0.0
     error: str = ""
@@ -295,7 +333,7 @@ class IngestReport:
 
     def to_dict(self) -> dict[str, Any]:
         """As `ingest --json` prints it and the HTTP API answers it (`diff` null for added or failed files)."""
-        return {"path": self.path, "doc_id": self.doc_id, "status": self.status, "chunks": self.chunks,
+        return {"path": self.path, "doc_id": self.doc_id, "status": str(self.status), "chunks": self.chunks,
                 "seconds": self.seconds, "error": self.error, "error_code": self.error_code,
                 "diff": self.diff.to_dict() if self.diff is not None else None, "notes": list(self.notes),
                 "note_phrases": [p.to_dict() for p in self.note_phrases]}
@@ -337,7 +375,7 @@ class DropReason:
     * `disabled`: a person disabled the chunk `key` (store.edits).
     """
 
-    kind: str  # "duplicate" | "doc_cap" | "beyond_return_n" | "below_threshold" | "disabled"
+    kind: DropKind
     key: str | None = None
     doc_id: str | None = None
     count: int = 0
@@ -355,10 +393,10 @@ class DropReason:
         if self.kind == "below_threshold" and self.score is not None and self.threshold is not None:
             score, threshold = score_pair(self.score, self.threshold)
             return f"below threshold ({score} < {threshold})"
-        return self.kind
+        return str(self.kind)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.kind, "key": self.key, "doc_id": self.doc_id, "count": self.count,
+        out: dict[str, Any] = {"kind": str(self.kind), "key": self.key, "doc_id": self.doc_id, "count": self.count,
                                "by": list(self.by)}
         if self.threshold is not None:  # below_threshold only: other drops keep the shape clients know
             out.update(score=self.score, threshold=self.threshold)
@@ -389,9 +427,8 @@ class HitTrace:
     rerank_score: float | None = None
 
     @property
-    def fate(self) -> str:
-        """ "kept" | "duplicate" | "doc_cap" | "beyond_return_n" | "below_threshold" """
-        return "kept" if self.drop is None else self.drop.kind
+    def fate(self) -> Fate:
+        return Fate.KEPT if self.drop is None else Fate(self.drop.kind)
 
     @property
     def status(self) -> str:

@@ -82,7 +82,7 @@ def test_the_debugger_binds_a_control_to_every_option() -> None:
 def test_an_option_reaches_the_lookup_as_its_setting_would(tmp_path, surface: dict[str, Any]) -> None:
     from dataclasses import replace
 
-    from rag_core.retrieval.retriever import with_threshold
+    from rag_core.retrieval.params import with_threshold
 
     args = lookup_overrides(given(surface), load_settings(tmp_path))
     chosen = replace(params_from_settings(load_settings(tmp_path)),

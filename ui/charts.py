@@ -9,12 +9,11 @@ import plotly.graph_objects as go
 
 from rag_core.records import Chunk
 
+from .fates import COLOURS as FATE_COLORS
+from .fates import HIT_FATES, fate_label
 from .i18n import t
-from .reasons import describe_drop, fate_label
-from .tables import FATES
+from .reasons import describe_drop
 
-FATE_COLORS = {"kept": "#2e7d32", "duplicate": "#9e9e9e", "doc_cap": "#ef6c00", "beyond_return_n": "#64b5f6",
-               "below_threshold": "#c62828", "disabled": "#424242"}
 # No figure titles: pages put a caption above each chart, like every other block.
 _LAYOUT = dict(template="plotly_white", margin=dict(l=10, r=10, t=30, b=10), height=320,
                legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
@@ -38,7 +37,7 @@ def score_by_rank_figure(result: Mapping[str, Any]) -> go.Figure:
     threshold), and the score threshold as a dashed line when one is set."""
     fig = go.Figure()
     hits = result.get("raw_hits", [])
-    for fate in FATES:
+    for fate in HIT_FATES:
         group = [h for h in hits if h.get("fate") == fate]
         if not group:
             continue
@@ -65,7 +64,7 @@ def rerank_movement_figure(result: Mapping[str, Any]) -> go.Figure:
     top = max([1] + [max(h["rank"], h.get("fused_rank", h["rank"])) for h in hits])
     fig.add_trace(go.Scatter(x=[1, top], y=[1, top], mode="lines", name=t("unchanged"),
                              line=dict(color="#bdbdbd", dash="dot"), hoverinfo="skip"))
-    for fate in FATES:
+    for fate in HIT_FATES:
         group = [h for h in hits if h.get("fate") == fate]
         if not group:
             continue

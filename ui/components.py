@@ -10,14 +10,11 @@ import streamlit as st
 from rag_core.ingest import IngestProgress
 from rag_core.records import IngestReport
 
+from .fates import ROW_STYLE
 from .html import ChunkView, changed_chunk_html, chunk_card_html
 from .i18n import N_, t, tn
 from .reasons import phrase, phrases
 from .tables import column_label, evidence_frame, explain_frame, hits_frame, ingest_frame, reranked
-
-FATE_ROW_STYLE = {"kept": "", "duplicate": "color: #8a8a8a", "doc_cap": "background-color: #fff3e0",
-                  "beyond_return_n": "background-color: #eef5fc", "below_threshold": "background-color: #fdecea",
-                  "disabled": "color: #8a8a8a; text-decoration: line-through"}
 
 
 def headers(columns: Iterable[str], config: Mapping[str, Any] | None = None,
@@ -49,7 +46,7 @@ def hits_table(result: Mapping[str, Any], *, key: str | None = None) -> None:
     if frame.empty:
         st.info(t("The search returned no hits."))
         return
-    styled = frame.style.apply(lambda row: [FATE_ROW_STYLE.get(row["fate"], "")] * len(row), axis=1)
+    styled = frame.style.apply(lambda row: [ROW_STYLE.get(row["fate"], "")] * len(row), axis=1)
     rerank_columns = ["fused #", "move", "rerank score"] if reranked(result) else []
     st.dataframe(styled, hide_index=True, key=key, width="stretch",
                  column_order=["rank", *rerank_columns, "score", "evidenceKey", "where", "status", "dense #", "bm25 #",

@@ -18,6 +18,7 @@ from typing import Any
 from rag_core.records import IMAGE, PAGE, ROW, SLIDE, Location, score_pair
 from rag_core.retrieval.phrases import ENGLISH, Phrase, render
 
+from .fates import fate_label as fate_label  # where it was first: tests import it from here
 from .i18n import N_, language, t
 
 
@@ -44,6 +45,7 @@ _SAY: dict[str, str] = {
     "fate.doc_cap": N_("dropped by the per-document cap ({cap}): {by} came first"),
     "fate.beyond_return_n": N_("beyond return-n: {return_n} blocks were accepted before it (rank #{rank})"),
     "fate.duplicate": N_("duplicate of {key}"),
+    "fate.dropped": N_("dropped: {reason}"),
     "fate.disabled": N_("disabled: a person left it out of every lookup (`python -m rag_core chunks "
                         "enable {key}` brings it back)"),
     "fate.below_threshold": N_("below threshold ({score} < {threshold}) of {mode} search: a "
@@ -185,15 +187,6 @@ def phrase(data: Phrase | Mapping[str, Any] | None, fallback: str = "") -> str:
 
 
 # ------------------------------------------------------------------------------------ fates and drop reasons
-def fate_label(fate: str) -> str:
-    """A hit's fate (`HitTrace.fate`, `ChunkFate.fate`) as a short label: a legend entry, a count."""
-    labels = {"kept": t("kept"), "duplicate": t("duplicate"), "doc_cap": t("per-document cap"),
-              "beyond_return_n": t("beyond return-n"), "below_threshold": t("below threshold"),
-              "disabled": t("disabled"), "beyond_retrieve_k": t("beyond retrieve-k"),
-              "no_channel": t("in no channel")}
-    return labels.get(fate, fate)
-
-
 def describe_drop(drop: Mapping[str, Any] | None, *, short: bool = False) -> str:
     """A raw hit's structured drop reason (`raw_hits[i]["drop"]`, `DropReason.to_dict()`) in words; None = kept.
     `short`: for a table column."""
@@ -214,9 +207,7 @@ def describe_drop(drop: Mapping[str, Any] | None, *, short: bool = False) -> str
     if kind == "below_threshold" and drop.get("score") is not None and drop.get("threshold") is not None:
         score, threshold = score_pair(drop["score"], drop["threshold"])
         return t("below threshold ({score} < {threshold})", score=score, threshold=threshold)
-    if kind == "disabled":
-        return t("disabled")
-    return str(kind)
+    return fate_label(str(kind))  # disabled, and a reason without words of its own here
 
 
 # ------------------------------------------------------------------------------------ where a chunk is

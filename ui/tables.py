@@ -19,11 +19,10 @@ from rag_core import chunking
 from rag_core.records import Chunk, IngestReport, StoredDocument
 from rag_core.retrieval.rerank import movement
 
+from .fates import HIT_FATES
 from .i18n import t
 from .reasons import describe_drop as describe_drop  # where it was first: pages and tests import it from here
 from .reasons import location_text, notes, phrase
-
-FATES = ("kept", "duplicate", "doc_cap", "beyond_return_n", "below_threshold", "disabled")  # a raw hit's fates
 
 
 def column_label(column: str) -> str:
@@ -116,7 +115,7 @@ def evidence_frame(result: Mapping[str, Any]) -> pd.DataFrame:
 
 
 def fate_counts(result: Mapping[str, Any]) -> dict[str, int]:
-    counts = {fate: 0 for fate in FATES}
+    counts = {str(fate): 0 for fate in HIT_FATES}
     for h in result.get("raw_hits", []):
         counts[h.get("fate", "kept")] = counts.get(h.get("fate", "kept"), 0) + 1
     return counts

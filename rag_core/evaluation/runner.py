@@ -36,7 +36,7 @@ from ..embedding import Embedder
 from ..embedding.catalog import expected_ingest
 from ..errors import EvaluationError, RagError
 from ..ports import Reranker
-from ..records import Document
+from ..records import Document, Fusion, SearchMode
 from ..retrieval import KnowledgeRetriever, LookupParams, MilvusSearchPort, SearchOptions, params_from_settings
 from ..retrieval.ports import FUSIONS, SEARCH_MODES
 from ..workbench import Factories, Workbench
@@ -61,8 +61,8 @@ FAILED_RULE = ("no relevant document among the evidence, or (for sets with answe
 class SweepPoint:
     chunk_size: int
     overlap: int
-    mode: str
-    fusion: str
+    mode: SearchMode
+    fusion: Fusion
     rrf_k: int
     dense_weight: float
     bm25_weight: float

@@ -2,10 +2,11 @@
 "why wasn't it retrieved?" explanation is `rag_core.retrieval.explain`."""
 
 from ..records import SearchOptions, SearchResult
+from .params import LookupParams, params_from_settings
 from .ports import KnowledgeSearchPort, MilvusSearchPort
 from .projection import Budgets
 from .rerank import RerankParams
-from .retriever import Fetched, KnowledgeRetriever, LookupParams, LookupResult, params_from_settings
+from .retriever import Fetched, KnowledgeRetriever, LookupResult
 
 __all__ = ["Budgets", "Fetched", "KnowledgeRetriever", "KnowledgeSearchPort", "LookupParams", "LookupResult",
            "MilvusSearchPort", "RerankParams", "SearchOptions", "SearchResult", "params_from_settings"]

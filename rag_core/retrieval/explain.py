@@ -31,16 +31,17 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from ..errors import NotIndexed, RetrievalError
-from ..records import Candidate, DropReason, SearchHit, StoredChunk, score_pair
+from ..records import Candidate, DropReason, Fate, SearchHit, SearchMode, StoredChunk, score_pair
 from ..text import fold
 from .identity import to_candidate
+from .params import LookupParams, with_threshold
 from .phrases import Phrase, english, joined
 from .ports import fuse
 from .postprocess import postprocess
-from .retriever import KnowledgeRetriever, LookupParams, LookupResult, with_threshold
+from .retriever import KnowledgeRetriever, LookupResult
 
 DEPTH = 1000  # channel ranks are exact down to here; = the largest rag.retrieve-k
-CHANNELS = ("dense", "bm25")
+CHANNELS: tuple[SearchMode, ...] = ("dense", "bm25")
 _EXPECT = re.compile(r"^(?P<doc>.+?)(?:#chunk-(?P<chunk>\d+))?$")
 
 
@@ -132,8 +133,7 @@ class ChunkFate:
     fused_rank: int | None  # rank before rerank in the lookup; None: beyond retrieve-k
     rank: int | None  # rank post-processing walked (after rerank); None: beyond retrieve-k
     rerank_score: float | None
-    # "kept" | "doc_cap" | "beyond_return_n" | "duplicate" | "below_threshold" | "beyond_retrieve_k" | "no_channel"
-    fate: str
+    fate: Fate
     drop: DropReason | None
     target: bool  # one of the chunks the question is about
     score: float | None = None  # its (fused) score in the lookup; None: beyond retrieve-k
@@ -155,6 +155,8 @@ class ChunkFate:
                 return Phrase("fate.below_threshold_unscored", at_most)
             score, threshold = score_pair(self.drop.score, self.drop.threshold)
             return Phrase("fate.below_threshold", {"score": score, "threshold": threshold, **at_most})
+        if self.drop is not None:  # a reason without words of its own here: its status, as `search --json` says it
+            return Phrase("fate.dropped", {"reason": self.drop.status})
         if self.fate == "no_channel":
             return Phrase("fate.no_channel", {"depth": DEPTH})
         ranks = tuple(Phrase("channel_rank", {"channel": ch, "rank": r.phrase}) for ch, r in self.channels.items()
@@ -338,10 +340,10 @@ def _mode_channels(mode: str) -> tuple[str, ...]:
 
 
 def _closeness(c: ChunkFate) -> tuple[int, int]:
-    order = {"kept": 0, "beyond_return_n": 1, "doc_cap": 1, "duplicate": 1, "below_threshold": 1, "disabled": 1,
-             "beyond_retrieve_k": 2, "no_channel": 3}
+    # in the evidence, then dropped (any reason), then beyond retrieve-k, then found by no channel
+    order = {Fate.KEPT: 0, Fate.BEYOND_RETRIEVE_K: 2, Fate.NO_CHANNEL: 3}.get(c.fate, 1)
     best_channel = min((r.rank for r in c.channels.values() if r.rank is not None), default=DEPTH + 1)
-    return order[c.fate], c.rank or best_channel
+    return order, c.rank or best_channel
 
 
 def _floor(score: float) -> str:
@@ -643,7 +645,8 @@ def explain(retriever: KnowledgeRetriever, source: ChunkSource, query: str, expe
     mode_channels = _mode_channels(params.search.mode)
     fates = []
     for i, text, start, end in rows:
-        channels = {ch: ranks[ch].get(key(i), ChannelRank(None, None, DEPTH, None)) for ch in CHANNELS}
+        channels: dict[str, ChannelRank] = {ch: ranks[ch].get(key(i), ChannelRank(None, None, DEPTH, None))
+                                            for ch in CHANNELS}
         trace = first_trace.get(key(i))
         own: float | None = None
         if trace is not None:
@@ -651,7 +654,8 @@ def explain(retriever: KnowledgeRetriever, source: ChunkSource, query: str, expe
             own = trace.score
         else:
             seen = any(channels[ch].rank is not None for ch in mode_channels)
-            fate, drop, fused, rank, score = ("beyond_retrieve_k" if seen else "no_channel"), None, None, None, None
+            fate = Fate.BEYOND_RETRIEVE_K if seen else Fate.NO_CHANNEL
+            drop, fused, rank, score = None, None, None, None
         fates.append(ChunkFate(key(i), i, start, end, text, channels, fused, rank, score, fate, drop, key(i) in targets,
                                own))
     fix = None

@@ -28,6 +28,7 @@ ENGLISH: Mapping[str, str] = {
     "fate.doc_cap": "dropped by the per-document cap ({cap}): {by} came first",
     "fate.beyond_return_n": "beyond return-n: {return_n} blocks were accepted before it (rank #{rank})",
     "fate.duplicate": "duplicate of {key}",
+    "fate.dropped": "dropped: {reason}",
     "fate.disabled": "disabled: a person left it out of every lookup (`python -m rag_core chunks enable {key}` "
                      "brings it back)",
     "fate.below_threshold": "below threshold ({score} < {threshold}) of {mode} search: a score-threshold of at "

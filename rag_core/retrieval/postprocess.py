@@ -1,27 +1,30 @@
 """Post-processing: candidates in ranking order -> evidence blocks, and the fate of every raw hit.
 
-Pure functions. Walking the ranking once, each candidate is, in this order of checks:
+Walking the ranking once, each candidate meets the checks of `CHECKS` in order; the first that drops it gives its
+reason (a `records.DropReason` of the check's `DropKind`), and one that passes them all is kept:
 
-0. `disabled` when a person disabled the chunk (store.edits): left out of every lookup.
-   `below threshold (0.31 < 0.40)` when a score threshold is set (`rag.score-threshold.<mode>`) and its score
-   is below it. It comes first: a hit too weak to be evidence takes no place in a cap or in return-n.
-1. `duplicate_of <key>` when an earlier candidate had the same evidence key (and nothing else makes two
-   candidates duplicates). The earlier, higher-ranked content is kept; hit reasons and channels merge.
-2. `doc_cap (<doc_id> already has N)` when N = max-chunks-per-document blocks of its document were
-   already accepted. Candidates without a doc_id are not capped (they have no document to count).
-3. `beyond_return_n` when return-n blocks were already accepted.
-4. `kept` otherwise.
+0. `Disabled`: a person disabled the chunk (store.edits): left out of every lookup.
+   `BelowThreshold`: a score threshold is set (`rag.score-threshold.<mode>`) and its score is below it. Both come
+   first: a hit left out or too weak to be evidence takes no place in a cap or in return-n.
+1. `Duplicate`: an earlier candidate had the same evidence key (and nothing else makes two candidates
+   duplicates). The earlier, higher-ranked content is kept; hit reasons and channels merge.
+2. `DocCap`: max-chunks-per-document blocks of its document were already accepted. Candidates without a doc_id
+   are not capped (they have no document to count).
+3. `ReturnN`: return-n blocks were already accepted.
 
-Each drop is a `records.DropReason` (kind, key, doc_id, count and the evidence keys that caused it);
-the status strings above are rendered from it.
+A check is one class: its `kind`, and `drop(candidate, walk)` that says why it drops the candidate (None: it
+passes). The walk holds what every check may read: the lookup's widths and threshold, the blocks accepted so far,
+each check's own state. A new reason is a class here, in `CHECKS` where it belongs in the order, with its member of
+`records.DropKind` (and `Fate`) and its look in the app (ui/fates.py). Pure functions and data: property-tested.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import ClassVar, Protocol
 
-from ..records import Candidate, DropReason, HitTrace
+from ..records import Candidate, DropKind, DropReason, HitTrace
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,87 @@ class PostProcessed:
     @property
     def dropped(self) -> tuple[HitTrace, ...]:
         return tuple(t for t in self.traces if t.drop is not None)
+
+
+@dataclass
+class Walk:
+    """One walk down the ranking: the lookup's limits, what was accepted so far, and each check's state."""
+
+    return_n: int
+    max_chunks_per_document: int
+    score_threshold: float | None
+    disabled: Collection[str] = ()  # evidence keys a person disabled (store.edits)
+    accepted: list[Candidate] = field(default_factory=list)
+    per_doc: dict[str, list[str]] = field(default_factory=dict)  # doc_id -> evidence keys accepted so far
+    seen: dict[str, int] = field(default_factory=dict)  # evidence key -> its index in `accepted`, -1: dropped
+
+    def accept(self, cand: Candidate) -> None:
+        self.seen[cand.evidence_key] = len(self.accepted)
+        self.accepted.append(cand)
+        if cand.doc_id is not None:
+            self.per_doc.setdefault(cand.doc_id, []).append(cand.evidence_key)
+
+
+class Check(Protocol):
+    """A reason post-processing drops a candidate."""
+
+    kind: ClassVar[DropKind]
+
+    def drop(self, cand: Candidate, walk: Walk) -> DropReason | None:
+        """Why `cand` is dropped (a DropReason of `kind`), or None when this check lets it through."""
+        ...
+
+
+class Disabled:
+    kind: ClassVar[DropKind] = DropKind.DISABLED
+
+    def drop(self, cand: Candidate, walk: Walk) -> DropReason | None:
+        return DropReason(self.kind, key=cand.evidence_key) if cand.evidence_key in walk.disabled else None
+
+
+class BelowThreshold:
+    kind: ClassVar[DropKind] = DropKind.BELOW_THRESHOLD
+
+    def drop(self, cand: Candidate, walk: Walk) -> DropReason | None:
+        if walk.score_threshold and cand.score < walk.score_threshold:
+            return DropReason(self.kind, key=cand.evidence_key, score=cand.score, threshold=walk.score_threshold)
+        return None
+
+
+class Duplicate:
+    """Owns `walk.seen`: a candidate that passes it is seen, so a later one with its key is its duplicate whatever
+    the later checks did with it (dropped ones stay -1)."""
+
+    kind: ClassVar[DropKind] = DropKind.DUPLICATE
+
+    def drop(self, cand: Candidate, walk: Walk) -> DropReason | None:
+        key = cand.evidence_key
+        if key not in walk.seen:
+            walk.seen[key] = -1
+            return None
+        if (index := walk.seen[key]) >= 0:
+            walk.accepted[index] = _merge(walk.accepted[index], cand)
+        return DropReason(self.kind, key=key, by=(key,))
+
+
+class DocCap:
+    kind: ClassVar[DropKind] = DropKind.DOC_CAP
+
+    def drop(self, cand: Candidate, walk: Walk) -> DropReason | None:
+        kept_of_doc = walk.per_doc.get(cand.doc_id, []) if cand.doc_id is not None else []
+        if len(kept_of_doc) >= walk.max_chunks_per_document:
+            return DropReason(self.kind, doc_id=cand.doc_id, count=len(kept_of_doc), by=tuple(kept_of_doc))
+        return None
+
+
+class ReturnN:
+    kind: ClassVar[DropKind] = DropKind.BEYOND_RETURN_N
+
+    def drop(self, cand: Candidate, walk: Walk) -> DropReason | None:
+        return DropReason(self.kind, count=walk.return_n) if len(walk.accepted) >= walk.return_n else None
+
+
+CHECKS: tuple[Check, ...] = (Disabled(), BelowThreshold(), Duplicate(), DocCap(), ReturnN())
 
 
 def _merge(kept: Candidate, dup: Candidate) -> Candidate:
@@ -47,42 +131,17 @@ def _trace(c: Candidate, drop: DropReason | None = None) -> HitTrace:
 
 
 def postprocess(candidates: Sequence[Candidate], *, return_n: int, max_chunks_per_document: int,
-                score_threshold: float | None = None, disabled: Collection[str] = ()) -> PostProcessed:
-    """Drop hits below `score_threshold` (None or 0: off), deduplicate by evidence key, cap per document, cut at
-    return-n; trace every candidate."""
+                score_threshold: float | None = None, disabled: Collection[str] = (),
+                checks: Sequence[Check] = CHECKS) -> PostProcessed:
+    """Walk the candidates in rank order through `checks`; trace every candidate."""
     if return_n < 1 or max_chunks_per_document < 1:
         raise ValueError("return_n and max_chunks_per_document must be at least 1")
-    first_seen: dict[str, int] = {}  # evidence key -> index in `accepted` (or -1 when it was dropped)
-    accepted: list[Candidate] = []
-    per_doc: dict[str, list[str]] = {}  # doc_id -> evidence keys accepted so far
+    walk = Walk(return_n, max_chunks_per_document, score_threshold, disabled)
     traces: list[HitTrace] = []
     for cand in sorted(candidates, key=lambda c: c.rank):
-        key = cand.evidence_key
-        if key in disabled:
-            traces.append(_trace(cand, DropReason("disabled", key=key)))
-            continue
-        if score_threshold and cand.score < score_threshold:
-            traces.append(_trace(cand, DropReason("below_threshold", key=key, score=cand.score,
-                                                  threshold=score_threshold)))
-            continue
-        if key in first_seen:
-            if first_seen[key] >= 0:
-                accepted[first_seen[key]] = _merge(accepted[first_seen[key]], cand)
-            traces.append(_trace(cand, DropReason("duplicate", key=key, by=(key,))))
-            continue
-        kept_of_doc = per_doc.get(cand.doc_id, []) if cand.doc_id is not None else []
-        if len(kept_of_doc) >= max_chunks_per_document:
-            first_seen[key] = -1
-            traces.append(_trace(cand, DropReason("doc_cap", doc_id=cand.doc_id, count=len(kept_of_doc),
-                                                  by=tuple(kept_of_doc))))
-            continue
-        if len(accepted) >= return_n:
-            first_seen[key] = -1
-            traces.append(_trace(cand, DropReason("beyond_return_n", count=return_n)))
-            continue
-        first_seen[key] = len(accepted)
-        accepted.append(cand)
-        if cand.doc_id is not None:
-            per_doc.setdefault(cand.doc_id, []).append(key)
-        traces.append(_trace(cand))
-    return PostProcessed(evidence=tuple(accepted), traces=tuple(traces))
+        drop = next((reason for check in checks if (reason := check.drop(cand, walk)) is not None), None)
+        if drop is None:
+            walk.accept(cand)
+        traces.append(_trace(cand, drop))
+    return PostProcessed(evidence=tuple(walk.accepted), traces=tuple(traces))
+

@@ -2,32 +2,29 @@
 all call `KnowledgeRetriever.lookup` (or its two halves, `fetch` + `assemble`), so what the debugger
 shows is exactly what the agent got.
 
-`fetch` asks the port for `retrieve_k` candidates and, when the retriever has a reranker, runs the
-rerank stage on them (rerank.py); `assemble` normalises them into candidates with identity, in the
-reranked order, post-processes (dedup, per-document cap, return-n) and projects the evidence for the
-agent. Changing return-n or the cap only needs `assemble` again, which is how the debugger re-runs
-instantly (and never calls the reranker again).
+A lookup is its stages (stages.py), in order: `fetch` runs those of the "fetch" phase (the search with the
+metadata filter's scope, then the rerank stage when the retriever has a reranker), `assemble` those of the
+"assemble" phase (identity in the reranked order, post-processing: disabled, threshold, dedup, per-document cap,
+return-n; then the projection for the agent). Changing return-n or the cap only needs `assemble` again, which is
+how the debugger re-runs instantly (and never calls the reranker again).
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from .. import tracing
-from ..config import Settings
 from ..errors import RetrievalError
 from ..ports import KnowledgeSearchPort, Reranker
 from ..records import Candidate, HitTrace, RerankOutcome, SearchHit, SearchOptions, cited_as, qa_question
-from ..tracing.semconv import RERANKER, STAGE
-from .identity import to_candidate
+from .params import LookupParams, with_threshold
 from .phrases import Phrase, english
-from .postprocess import PostProcessed, postprocess
-from .projection import Budgets, Projection, project
-from .rerank import RerankParams, rerank_hits
-from .scope import Scope, ScopeResolution, parse_scope, resolve, split_terms
+from .postprocess import PostProcessed
+from .projection import Projection
+from .rerank import RerankParams
+from .scope import Scope, ScopeResolution
+from .stages import Stage, Work, run, stages
 
 # The longest query a lookup takes, from every caller (debugger, CLI, API, the agent's tool). Questions to the
 # agent may be twice as long (agent.loop.MAX_QUESTION_CHARS: a model reads them and writes its own, shorter
@@ -48,106 +45,6 @@ def fit_query(text: str, limit: int = MAX_QUERY_CHARS) -> str:
 
 
 @dataclass(frozen=True)
-class ScoreThresholds:
-    """The score below which a hit is dropped, per search mode (scores of different modes are not comparable);
-    0 = off."""
-
-    dense: float = 0.0
-    bm25: float = 0.0
-    hybrid: float = 0.0
-
-    def of(self, mode: str) -> float:
-        return float(getattr(self, mode))
-
-
-@dataclass(frozen=True)
-class LookupParams:
-    retrieve_k: int = 20
-    return_n: int = 5
-    max_chunks_per_document: int = 2
-    search: SearchOptions = field(default_factory=SearchOptions)
-    budgets: Budgets = field(default_factory=Budgets)
-    filters: Mapping[str, Any] | None = None
-    rerank: RerankParams = field(default_factory=RerankParams)
-    thresholds: ScoreThresholds = field(default_factory=ScoreThresholds)
-    scope: Scope = field(default_factory=Scope)  # document metadata filters (retrieval.scope)
-
-    @property
-    def score_threshold(self) -> float:
-        """The threshold of this lookup's search mode (0 = off)."""
-        return self.thresholds.of(self.search.mode)
-
-    @property
-    def no_rerank(self) -> bool:
-        return not self.rerank.enabled
-
-    @property
-    def doc_ids(self) -> list[str]:
-        """The documents a `doc_id` filter keeps ([]: every one)."""
-        return list((self.filters or {}).get("doc_id") or [])
-
-    @property
-    def filter_items(self) -> list[str]:
-        """The metadata filter as `key=value` strings."""
-        return self.scope.items()
-
-    def validate(self) -> None:
-        for name in ("retrieve_k", "return_n", "max_chunks_per_document"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise RetrievalError(f"{name.replace('_', '-')} must be a whole number of at least 1 (got {value!r}).")
-        if self.return_n > self.retrieve_k:
-            raise RetrievalError(f"return-n ({self.return_n}) cannot be larger than retrieve-k ({self.retrieve_k}): "
-                                 "post-processing can only drop candidates, never add them.")
-        self.rerank.validate()
-        threshold = self.score_threshold
-        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold < float("inf"):
-            raise RetrievalError(f"score-threshold must be a number of at least 0 (0 = off), got {threshold!r}.")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"retrieve_k": self.retrieve_k, "return_n": self.return_n,
-                "max_chunks_per_document": self.max_chunks_per_document, "search_mode": self.search.mode,
-                "fusion": self.search.fusion, "rrf_k": self.search.rrf_k, "dense_weight": self.search.dense_weight,
-                "bm25_weight": self.search.bm25_weight, "cross_language": self.search.cross_language,
-                "projection": asdict(self.budgets),
-                "filters": dict(self.filters) if self.filters else None, "rerank": asdict(self.rerank),
-                "score_threshold": self.score_threshold or None, "filter": self.scope.to_dict() or None}
-
-
-def params_from_settings(settings: Settings) -> LookupParams:
-    """Defaults for lookups. The legacy `rag.top-k` is the fallback for `rag.retrieve-k` and for
-    `rag.return-n`, each separately, when that key is not set itself (in rag.toml, the environment or
-    an override); with neither set, the defaults are 20 and 5."""
-    top_k = settings["rag.top-k"]
-
-    def width(key: str) -> int:
-        return settings[key] if settings.is_set(key) or not top_k else top_k
-
-    return_n = width("rag.return-n")
-    return LookupParams(
-        retrieve_k=width("rag.retrieve-k"),
-        return_n=return_n,
-        max_chunks_per_document=settings["rag.max-chunks-per-document"],
-        search=SearchOptions(mode=settings["rag.search-mode"], fusion=settings["rag.fusion"],
-                             rrf_k=settings["rag.rrf-k"], dense_weight=settings["rag.dense-weight"],
-                             bm25_weight=settings["rag.bm25-weight"],
-                             cross_language=settings["rag.cross-language"]),
-        budgets=Budgets(max_items=settings["projection.max-items"] or return_n,
-                        max_chars_per_item=settings["projection.max-chars-per-item"],
-                        max_total_chars=settings["projection.max-total-chars"]),
-        rerank=RerankParams(candidates=settings["rerank.candidates"], on_error=settings["rerank.on-error"]),
-        thresholds=ScoreThresholds(**{mode: settings[f"rag.score-threshold.{mode}"]
-                                      for mode in ("dense", "bm25", "hybrid")}),
-        scope=parse_scope(split_terms(settings["rag.default-filter"])),
-    )
-
-
-def with_threshold(params: LookupParams, threshold: float) -> LookupParams:
-    """`params` with the score threshold of its search mode set to `threshold`."""
-    return replace(params, thresholds=replace(params.thresholds, **{params.search.mode: threshold}))
-
-
-@dataclass(frozen=True)
 class Fetched:
     """What the port returned for one query at one recall width (`hits`, in the port's fused order),
     and what the rerank stage made of it (None: no reranker, or reranking off)."""
@@ -161,12 +58,6 @@ class Fetched:
     rerank_params: RerankParams = field(default_factory=RerankParams)
     rerank: RerankOutcome | None = None
     scope: ScopeResolution | None = None  # what the metadata filter selected (None: no filter)
-
-    def ordered(self) -> list[tuple[SearchHit, int, float | None]]:
-        """(hit, fused rank, rerank score) in the order post-processing walks."""
-        if self.rerank is None:
-            return [(hit, i, None) for i, hit in enumerate(self.hits, start=1)]
-        return [(self.hits[i], i + 1, self.rerank.scores[i]) for i in self.rerank.order]
 
 
 def _padded(items: tuple[Any, ...], n: int) -> tuple[Any, ...]:
@@ -275,8 +166,11 @@ class LookupResult:
         }
 
 
+DEFAULTS = LookupParams()
+
+
 class KnowledgeRetriever:
-    def __init__(self, port: KnowledgeSearchPort, defaults: LookupParams = LookupParams(),
+    def __init__(self, port: KnowledgeSearchPort, defaults: LookupParams = DEFAULTS,
                  reranker: Reranker | None = None) -> None:
         self.port = port
         self.defaults = defaults
@@ -296,75 +190,39 @@ class KnowledgeRetriever:
         params.validate()
         return params
 
+    @property
+    def stages(self) -> tuple[Stage, ...]:
+        """The stages of its lookups, in order (retrieval.stages), over its port and its reranker now."""
+        return stages(self.port, self.reranker)
+
     def fetch(self, query: str, params: LookupParams) -> Fetched:
+        """The stages of the "fetch" phase: the search (with the metadata filter's scope) and the rerank."""
         query = (query or "").strip()
         if not query:
             raise RetrievalError("The query is empty: type a question or some keywords.")
         if len(query) > MAX_QUERY_CHARS:
             raise RetrievalError(f"The query has {len(query)} characters; the limit is {MAX_QUERY_CHARS}.")
         params.validate()
-        started = time.perf_counter()
-        scope, filters = self.scoped(params)
-        found = self.port.configured(params.search).search(query, params.retrieve_k, filters)
-        hits = found.hits[: params.retrieve_k]
-        timings = {**found.timings, "search": (time.perf_counter() - started) * 1000}
-        outcome = None
-        if self.reranker is not None and params.rerank.enabled and hits:
-            started = time.perf_counter()
-            with tracing.span("rerank", RERANKER, {STAGE: "rerank"}):
-                outcome = rerank_hits(self.reranker, query, hits, params.rerank)
-            timings["rerank"] = (time.perf_counter() - started) * 1000
-        return Fetched(query, params.retrieve_k, params.search, params.filters, hits, timings, params.rerank, outcome,
-                       scope)
-
-    def disabled(self, candidates: Sequence[Candidate]) -> set[str]:
-        """The disabled stage's input: the evidence keys among `candidates` a person disabled (store.edits), read at
-        every assembly so a disable shows at once, even on cached hits. An edit made on other text (the document
-        changed under it) does not apply."""
-        edits = getattr(getattr(self.port, "store", None), "edits", None)
-        off = edits.disabled() if edits is not None else {}
-        return {c.evidence_key for c in candidates
-                if c.evidence_key in off and off[c.evidence_key] in ("", c.metadata.get("chunkHash"))}
-
-    def scoped(self, params: LookupParams) -> tuple[ScopeResolution | None, Mapping[str, Any] | None]:
-        """The scope stage: the metadata filter as the store's `labels` filter, which Milvus applies to the chunk
-        rows' labels (with any filter already given), and what it selects among the documents (counted for the
-        debugger; none: nothing is searched); (None, the filters) without a metadata filter."""
-        if not params.scope:
-            return None, params.filters
-        store = getattr(self.port, "store", None)
-        if store is None or getattr(store, "labels", None) is None:
-            raise RetrievalError("Metadata filters need one knowledge base (this search spans several).")
-        scope = resolve(params.scope, store.list_documents(), store.labels.all())
-        filters: dict[str, Any] = {**(params.filters or {}), "labels": params.scope.labels()}
-        if not scope.doc_ids:
-            filters["doc_id"] = []  # a warning says so; the store searches nothing
-        return scope, filters
+        work, timings = run(self.stages, "fetch", Work(query, params))
+        return Fetched(query, params.retrieve_k, params.search, params.filters, work.hits,
+                       {**work.measured, **timings}, params.rerank, work.rerank, work.scope)
 
     def assemble(self, fetched: Fetched, params: LookupParams) -> LookupResult:
-        """Identity, post-processing and projection for already fetched hits."""
+        """The stages of the "assemble" phase (identity, post-processing and projection) for already fetched
+        hits."""
         params.validate()
         if ((params.retrieve_k, params.search, params.filters, params.rerank, params.scope)
                 != (fetched.retrieve_k, fetched.search, fetched.filters, fetched.rerank_params,
                     fetched.scope.scope if fetched.scope else Scope())):
             raise RetrievalError("These hits were fetched with other search settings; fetch again.")
-        started = time.perf_counter()
-        candidates = tuple(replace(to_candidate(hit, rank), fused_rank=fused_rank, rerank_score=score)
-                           for rank, (hit, fused_rank, score) in enumerate(fetched.ordered(), start=1))
-        with tracing.stage("postprocess"):
-            post = postprocess(candidates, return_n=params.return_n,
-                               max_chunks_per_document=params.max_chunks_per_document,
-                               score_threshold=params.score_threshold, disabled=self.disabled(candidates))
-        after_post = time.perf_counter()
-        with tracing.stage("projection"):
-            projection = project(post.evidence, params.budgets)
-        done = time.perf_counter()
-        timings = {**fetched.timings, "postprocess": (after_post - started) * 1000,
-                   "projection": (done - after_post) * 1000}
-        timings["total"] = (timings["search"] + timings.get("rerank", 0.0) + timings["postprocess"]
-                            + timings["projection"])
-        return LookupResult(fetched.query, params, candidates, post, projection, timings, fetched.rerank,
-                            fetched.scope)
+        pipeline = self.stages
+        work, ran = run(pipeline, "assemble", Work(fetched.query, params, scope=fetched.scope, hits=fetched.hits,
+                                                   rerank=fetched.rerank))
+        assert work.post is not None and work.projection is not None
+        timings = {**fetched.timings, **ran}
+        timings["total"] = sum(timings.get(stage.name, 0.0) for stage in pipeline)
+        return LookupResult(fetched.query, params, work.candidates, work.post, work.projection, timings,
+                            fetched.rerank, fetched.scope)
 
     def lookup(self, query: str, **overrides: Any) -> LookupResult:
         from .spans import traced_lookup

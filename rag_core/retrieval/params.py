@@ -1,0 +1,115 @@
+"""A lookup's parameters (`LookupParams`): what the lookup options (options.py) and the settings decide, validated
+before anything runs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from ..config import Settings
+from ..errors import RetrievalError
+from ..records import SearchOptions
+from .projection import Budgets
+from .rerank import RerankParams
+from .scope import Scope, parse_scope, split_terms
+
+
+@dataclass(frozen=True)
+class ScoreThresholds:
+    """The score below which a hit is dropped, per search mode (scores of different modes are not comparable);
+    0 = off."""
+
+    dense: float = 0.0
+    bm25: float = 0.0
+    hybrid: float = 0.0
+
+    def of(self, mode: str) -> float:
+        return float(getattr(self, mode))
+
+
+@dataclass(frozen=True)
+class LookupParams:
+    retrieve_k: int = 20
+    return_n: int = 5
+    max_chunks_per_document: int = 2
+    search: SearchOptions = field(default_factory=SearchOptions)
+    budgets: Budgets = field(default_factory=Budgets)
+    filters: Mapping[str, Any] | None = None
+    rerank: RerankParams = field(default_factory=RerankParams)
+    thresholds: ScoreThresholds = field(default_factory=ScoreThresholds)
+    scope: Scope = field(default_factory=Scope)  # document metadata filters (retrieval.scope)
+
+    @property
+    def score_threshold(self) -> float:
+        """The threshold of this lookup's search mode (0 = off)."""
+        return self.thresholds.of(self.search.mode)
+
+    @property
+    def no_rerank(self) -> bool:
+        return not self.rerank.enabled
+
+    @property
+    def doc_ids(self) -> list[str]:
+        """The documents a `doc_id` filter keeps ([]: every one)."""
+        return list((self.filters or {}).get("doc_id") or [])
+
+    @property
+    def filter_items(self) -> list[str]:
+        """The metadata filter as `key=value` strings."""
+        return self.scope.items()
+
+    def validate(self) -> None:
+        for name in ("retrieve_k", "return_n", "max_chunks_per_document"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise RetrievalError(f"{name.replace('_', '-')} must be a whole number of at least 1 (got {value!r}).")
+        if self.return_n > self.retrieve_k:
+            raise RetrievalError(f"return-n ({self.return_n}) cannot be larger than retrieve-k ({self.retrieve_k}): "
+                                 "post-processing can only drop candidates, never add them.")
+        self.rerank.validate()
+        threshold = self.score_threshold
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold < float("inf"):
+            raise RetrievalError(f"score-threshold must be a number of at least 0 (0 = off), got {threshold!r}.")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"retrieve_k": self.retrieve_k, "return_n": self.return_n,
+                "max_chunks_per_document": self.max_chunks_per_document, "search_mode": self.search.mode,
+                "fusion": self.search.fusion, "rrf_k": self.search.rrf_k, "dense_weight": self.search.dense_weight,
+                "bm25_weight": self.search.bm25_weight, "cross_language": self.search.cross_language,
+                "projection": asdict(self.budgets),
+                "filters": dict(self.filters) if self.filters else None, "rerank": asdict(self.rerank),
+                "score_threshold": self.score_threshold or None, "filter": self.scope.to_dict() or None}
+
+
+def params_from_settings(settings: Settings) -> LookupParams:
+    """Defaults for lookups. The legacy `rag.top-k` is the fallback for `rag.retrieve-k` and for
+    `rag.return-n`, each separately, when that key is not set itself (in rag.toml, the environment or
+    an override); with neither set, the defaults are 20 and 5."""
+    top_k = settings["rag.top-k"]
+
+    def width(key: str) -> int:
+        return settings[key] if settings.is_set(key) or not top_k else top_k
+
+    return_n = width("rag.return-n")
+    return LookupParams(
+        retrieve_k=width("rag.retrieve-k"),
+        return_n=return_n,
+        max_chunks_per_document=settings["rag.max-chunks-per-document"],
+        search=SearchOptions(mode=settings["rag.search-mode"], fusion=settings["rag.fusion"],
+                             rrf_k=settings["rag.rrf-k"], dense_weight=settings["rag.dense-weight"],
+                             bm25_weight=settings["rag.bm25-weight"],
+                             cross_language=settings["rag.cross-language"]),
+        budgets=Budgets(max_items=settings["projection.max-items"] or return_n,
+                        max_chars_per_item=settings["projection.max-chars-per-item"],
+                        max_total_chars=settings["projection.max-total-chars"]),
+        rerank=RerankParams(candidates=settings["rerank.candidates"], on_error=settings["rerank.on-error"]),
+        thresholds=ScoreThresholds(**{mode: settings[f"rag.score-threshold.{mode}"]
+                                      for mode in ("dense", "bm25", "hybrid")}),
+        scope=parse_scope(split_terms(settings["rag.default-filter"])),
+    )
+
+
+def with_threshold(params: LookupParams, threshold: float) -> LookupParams:
+    """`params` with the score threshold of its search mode set to `threshold`."""
+    return replace(params, thresholds=replace(params.thresholds, **{params.search.mode: threshold}))
