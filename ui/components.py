@@ -8,13 +8,13 @@ from typing import Any
 import streamlit as st
 
 from rag_core.ingest import IngestProgress
-from rag_core.records import IngestReport
+from rag_core.records import IngestReport, IngestStatus
 
 from .fates import ROW_STYLE
 from .html import ChunkView, changed_chunk_html, chunk_card_html
 from .i18n import N_, t, tn
 from .reasons import phrase, phrases
-from .tables import column_label, evidence_frame, explain_frame, hits_frame, ingest_frame, reranked
+from .tables import column_label, evidence_frame, explain_frame, hits_frame, ingest_count, ingest_frame, reranked
 
 
 def headers(columns: Iterable[str], config: Mapping[str, Any] | None = None,
@@ -210,11 +210,9 @@ def run_ingest(job: Callable[[Callable[[IngestProgress], None]], list[IngestRepo
 
 def ingest_summary(reports: Sequence[IngestReport]) -> None:
     """Counts, a clear error per failed file, and the result table."""
-    counts = {s: sum(r.status == s for r in reports) for s in ("added", "replaced", "unchanged", "failed")}
-    said = {"added": lambda n: t("{n} added", n=n), "replaced": lambda n: t("{n} replaced", n=n),
-            "unchanged": lambda n: t("{n} unchanged", n=n), "failed": lambda n: t("{n} failed", n=n)}
-    text = t(", ").join(said[s](n) for s, n in counts.items() if n) or t("nothing to do")
-    if counts["failed"]:
+    counts = {s: sum(r.status == s for r in reports) for s in IngestStatus}
+    text = t(", ").join(ingest_count(s, n) for s, n in counts.items() if n) or t("nothing to do")
+    if counts[IngestStatus.FAILED]:
         st.warning(t("Ingest finished: {counts}. Failed files were not indexed; everything else is unchanged.",
                      counts=text), icon="⚠️")
         for r in reports:

@@ -13,9 +13,9 @@ import functools
 import re
 import string
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, assert_never, cast
 
-from rag_core.records import IMAGE, PAGE, ROW, SLIDE, Location, score_pair
+from rag_core.records import FUSIONS, IMAGE, PAGE, ROW, SEARCH_MODES, SLIDE, Fusion, Location, SearchMode, score_pair
 from rag_core.retrieval.phrases import ENGLISH, Phrase, render
 
 from .fates import fate_label as fate_label  # where it was first: tests import it from here
@@ -24,12 +24,36 @@ from .i18n import N_, language, t
 
 def search_mode_label(mode: str) -> str:
     """A search mode or channel (a code, also in URLs: hybrid, dense, bm25) in words."""
-    return {"hybrid": t("hybrid"), "dense": t("dense"), "bm25": t("bm25")}.get(mode, mode)
+    return t(_mode_word(cast(SearchMode, mode))) if mode in SEARCH_MODES else mode
+
+
+def _mode_word(mode: SearchMode) -> str:  # exhaustive: mypy reports a search mode missing here
+    match mode:
+        case "hybrid":
+            return N_("hybrid")
+        case "dense":
+            return N_("dense")
+        case "bm25":
+            return N_("bm25")
+        case _:
+            assert_never(mode)
 
 
 def fusion_label(fusion: str) -> str:
     """A fusion method (a code stored in the URL) in words."""
-    return {"rrf": t("rrf"), "weighted": t("weighted"), "dbsf": t("dbsf")}.get(fusion, fusion)
+    return t(_fusion_word(cast(Fusion, fusion))) if fusion in FUSIONS else fusion
+
+
+def _fusion_word(fusion: Fusion) -> str:  # exhaustive: mypy reports a fusion missing here
+    match fusion:
+        case "rrf":
+            return N_("rrf")
+        case "weighted":
+            return N_("weighted")
+        case "dbsf":
+            return N_("dbsf")
+        case _:
+            assert_never(fusion)
 
 
 def _mode(params: Mapping[str, Any]) -> dict[str, Any]:

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, assert_never
 
 import pandas as pd
 
 from rag_core import chunking
-from rag_core.records import Chunk, IngestReport, StoredDocument
+from rag_core.records import Chunk, IngestReport, IngestStatus, StoredDocument
 from rag_core.retrieval.rerank import movement
 
 from .fates import HIT_FATES
-from .i18n import t
+from .i18n import N_, t
 from .reasons import describe_drop as describe_drop  # where it was first: pages and tests import it from here
 from .reasons import location_text, notes, phrase
 
@@ -54,9 +54,29 @@ def stage_label(stage: str) -> str:
 
 def ingest_status(status: str) -> str:
     """An IngestReport's status (a code: added, replaced, unchanged, failed, skipped) in words."""
-    labels = {"added": t("added"), "replaced": t("replaced"), "unchanged": t("unchanged"), "failed": t("failed"),
-              "skipped": t("skipped")}
-    return labels.get(status, status)
+    return t(_ingest_words(IngestStatus(status))[0]) if status in frozenset(IngestStatus) else status
+
+
+def ingest_count(status: IngestStatus, n: int) -> str:
+    """`n` files of `status`, in words ("3 added")."""
+    return t(_ingest_words(status)[1], n=n)
+
+
+def _ingest_words(status: IngestStatus) -> tuple[str, str]:
+    """(its label, its count) as msgids: one exhaustive match, so mypy reports a status missing here."""
+    match status:
+        case IngestStatus.ADDED:
+            return N_("added"), N_("{n} added")
+        case IngestStatus.REPLACED:
+            return N_("replaced"), N_("{n} replaced")
+        case IngestStatus.UNCHANGED:
+            return N_("unchanged"), N_("{n} unchanged")
+        case IngestStatus.FAILED:
+            return N_("failed"), N_("{n} failed")
+        case IngestStatus.SKIPPED:
+            return N_("skipped"), N_("{n} skipped")
+        case _:
+            assert_never(status)
 
 
 def snippet(text: str, limit: int = 160) -> str:

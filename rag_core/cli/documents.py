@@ -11,6 +11,7 @@ from typing import Any
 from .. import chunking, loaders
 from ..config import Settings
 from ..errors import RagError
+from ..records import IngestStatus
 from .options import setting_help
 from .output import EXIT_FAILED_FILES, ingest_progress_bar, ocr_progress_bar, print_json
 from .workbench import workbench
@@ -32,8 +33,7 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
             print(f"{r.status:<9} {r.doc_id or r.path}  ({detail}, {r.seconds:.2f}s)")
             for note in r.notes:  # how it was read: OCR'd pages, Q&A sheets, pages left unread
                 print(f"          note: {note}")
-        counts = {s: sum(r.status == s for r in reports)
-                  for s in ("added", "replaced", "unchanged", "failed", "skipped")}
+        counts = {s: sum(r.status == s for r in reports) for s in IngestStatus}
         print(", ".join(f"{n} {s}" for s, n in counts.items()))
     return EXIT_FAILED_FILES if any(r.status == "failed" for r in reports) else 0
 
