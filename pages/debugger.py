@@ -89,8 +89,8 @@ if reranker is not None:
     candidates = r2.slider(t("rerank candidates (top hits sent to the model)"), 1, 200, defaults.rerank.candidates,
                            key="rerank_candidates", disabled=not use_rerank, **bound)
     rerank = replace(defaults.rerank, enabled=use_rerank, candidates=candidates)
-    circuit = reranker.state() if callable(getattr(reranker, "state", None)) else None  # rerank.circuit
-    if circuit is not None and circuit.state != "closed":
+    circuit = reranker.state()  # rerank.circuit
+    if circuit.state != "closed":
         st.caption(tn("Searches skip this reranker: it failed {n} time in a row ({error}); tried again in "
                       "{seconds:.0f} s.",
                       "Searches skip this reranker: it failed {n} times in a row ({error}); tried again in "

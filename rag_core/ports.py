@@ -15,6 +15,7 @@ import numpy as np
 from .records import (
     Alert,
     AssistantReply,
+    CircuitState,
     IndexedVersion,
     KnowledgeBase,
     LogQuery,
@@ -230,6 +231,13 @@ class Reranker(Protocol):
 
     def rerank(self, query: str, documents: Sequence[str]) -> RerankResult:
         """One score per document, in input order (an empty list gives no scores)."""
+        ...
+
+    def state(self) -> CircuitState:
+        """Whether searches call it now: "closed" (they do), "open" (they skip it after failures in a row) or
+        "half-open" (one trial call is let through), with those failures and the last error; shown by the debugger
+        and `/v1/health`. Its circuit breaker is rerank.circuit.GuardedReranker, which bootstrap puts around every
+        reranker; one without it is always closed (records.CLOSED)."""
         ...
 
 
