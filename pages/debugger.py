@@ -24,7 +24,7 @@ from ui.errors import show_error
 from ui.html import ChunkView
 from ui.i18n import t, tn
 from ui.kbs import setting_help
-from ui.lookup import cached_explanation, cached_lookup, debugger_query_params
+from ui.lookup import URLBound, cached_explanation, cached_lookup, debugger_query_params
 from ui.reasons import describe_drop, location_text, notes, phrase, phrases, search_mode_label
 from ui.state import workbench_or_stop
 from ui.tables import fate_counts, reranked, timings_frame
@@ -38,7 +38,7 @@ LIMITS = {"retrieve_k": 200, "return_n": 50, "max_chunks_per_document": 10}  # t
 
 wb = workbench_or_stop()
 defaults = wb.retriever.defaults
-bound = dict(bind="query-params", persist_state="session")
+bound: URLBound = {"bind": "query-params", "persist_state": "session"}
 
 query_col, mode_col = st.columns([3, 1], vertical_alignment="bottom")
 query = query_col.text_input(t("Query"), key="q",
@@ -160,7 +160,7 @@ if result.scope is not None:
                  chunks=s.chunks_removed))
 if from_cache:
     st.caption(t("Hits reused from the previous search; only post-processing ran."))
-elif reranked(data):
+elif result.rerank is not None and reranked(data):
     st.caption(t("Searched the knowledge base ({mode}), reranked the top {n} with {reranker}.",
                  mode=search_mode_label(params.search.mode), n=result.rerank.candidates,
                  reranker=result.rerank.reranker))
@@ -226,7 +226,7 @@ with timing_col:
     timings = timings_frame(result.timings)
     st.dataframe(timings, hide_index=True, width="stretch", key="dbg.timings", column_config=headers(timings.columns))
 
-if reranked(data):
+if result.rerank is not None and reranked(data):
     moved = [h for h in data["raw_hits"] if h["rerank_score"] is not None and h["fused_rank"] != h["rank"]]
     st.markdown(t("**What the reranker changed** — {moved} of {n} candidates moved; points above the diagonal moved up",
                   moved=len(moved), n=result.rerank.candidates))
