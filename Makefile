@@ -24,7 +24,7 @@ test: $(STAMP)  ## the whole suite: unit, Milvus Lite, AppTest and real-browser 
 test-fast: $(STAMP)  ## everything but the real-browser tests
 	$(PY) -m pytest -q -n auto --dist loadfile -m "not e2e"
 
-lint: $(STAMP)  ## ruff (lint and import order) on the code and tests, mypy on rag_core (pyproject.toml)
+lint: $(STAMP)  ## ruff (lint and import order) on the code and tests, mypy on rag_core and the app (pyproject.toml)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 

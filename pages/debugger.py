@@ -53,8 +53,8 @@ controls("threshold", defaults, options, mode=search_mode_label(mode))
 reranker = wb.retriever.reranker
 if reranker is not None:
     controls("rerank", defaults, options, reranker=reranker.name)
-    circuit = reranker.state() if callable(getattr(reranker, "state", None)) else None  # rerank.circuit
-    if circuit is not None and circuit.state != "closed":
+    circuit = reranker.state()  # rerank.circuit
+    if circuit.state != "closed":
         st.caption(tn("Searches skip this reranker: it failed {n} time in a row ({error}); tried again in "
                       "{seconds:.0f} s.",
                       "Searches skip this reranker: it failed {n} times in a row ({error}); tried again in "
@@ -116,7 +116,7 @@ if result.scope is not None:
                  chunks=s.chunks_removed))
 if from_cache:
     st.caption(t("Hits reused from the previous search; only post-processing ran."))
-elif reranked(data):
+elif result.rerank is not None and reranked(data):
     st.caption(t("Searched the knowledge base ({mode}), reranked the top {n} with {reranker}.",
                  mode=search_mode_label(params.search.mode), n=result.rerank.candidates,
                  reranker=result.rerank.reranker))
@@ -182,7 +182,7 @@ with timing_col:
     timings = timings_frame(result.timings)
     st.dataframe(timings, hide_index=True, width="stretch", key="dbg.timings", column_config=headers(timings.columns))
 
-if reranked(data):
+if result.rerank is not None and reranked(data):
     moved = [h for h in data["raw_hits"] if h["rerank_score"] is not None and h["fused_rank"] != h["rank"]]
     st.markdown(t("**What the reranker changed** — {moved} of {n} candidates moved; points above the diagonal moved up",
                   moved=len(moved), n=result.rerank.candidates))

@@ -19,6 +19,7 @@ from rag_core.bootstrap import factories
 from rag_core.config import KEYS
 from rag_core.errors import RagError
 from rag_core.evaluation import (
+    EvalSet,
     Grid,
     bundled_sets,
     list_runs,
@@ -77,7 +78,7 @@ def run_resources(provider: str) -> Any:
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
-def bundled_set(name: str, split: str | None, subset: tuple[str, int | None, int | None], live: bool):  # noqa: ANN201
+def bundled_set(name: str, split: str | None, subset: tuple[str, int | None, int | None], live: bool) -> EvalSet:
     pick, n, seed = subset
     return load_set(name, split=split, live=live, limit=n if pick == "limit" else None,
                     sample=n if pick == "sample" else None, seed=seed if pick == "sample" else None)

@@ -10,6 +10,7 @@ import streamlit as st
 from rag_core.errors import RagError
 from rag_core.evaluation.testsets import list_test_sets, saved_sets_dir
 from rag_core.feedback.cases import add_to_test_set, expected_target, failure_item
+from rag_core.feedback.records import Lookup, TurnRecord
 from ui.errors import show_error
 from ui.evaluation import headers, link_column
 from ui.i18n import N_, t
@@ -46,11 +47,11 @@ if not turns:
     st.stop()
 
 
-def first_lookup(turn):  # the lookup the debugger replays: the turn's first search
+def first_lookup(turn: TurnRecord) -> Lookup | None:  # the lookup the debugger replays: the turn's first search
     return turn.lookups[0] if turn.lookups else None
 
 
-def link(turn) -> str | None:
+def link(turn: TurnRecord) -> str | None:
     lookup = first_lookup(turn)
     if lookup is None:
         return None
@@ -64,7 +65,7 @@ st.dataframe(table, hide_index=True, key="fail.table", width="stretch",
              column_config=headers(table.columns, debugger=link_column()))
 
 labels = {i: f"{x.created_at[:16].replace('T', ' ')} — {x.question[:80]}" for i, x in enumerate(turns)}
-chosen = st.selectbox(t("Failure"), list(labels), format_func=labels.get, key="fail.pick")
+chosen = st.selectbox(t("Failure"), list(labels), format_func=lambda i: labels[i], key="fail.pick")
 turn = turns[chosen]
 with st.container(border=True):
     st.markdown(t("**Question:** {question}", question=turn.question))

@@ -50,9 +50,9 @@ if not docs:
         reports = run_ingest(lambda progress: wb.ingestor.ingest_paths([ui.state.SAMPLE_KB_DIR], progress=progress))
         st.session_state["home.sample_reports"] = reports
         st.rerun()
-if reports := st.session_state.get("home.sample_reports"):
+if sample_reports := st.session_state.get("home.sample_reports"):
     with st.expander(t("Sample knowledge base: ingest results"), expanded=False):
-        ingest_summary(reports)
+        ingest_summary(sample_reports)
 
 st.subheader(t("How to start"))
 HOW_TO = [

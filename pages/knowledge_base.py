@@ -1,11 +1,16 @@
 """Knowledge base: the knowledge bases (create, copy, delete), then the selected one's documents: upload (with
 progress and what changed in re-uploaded documents), the document list, delete and re-index."""
 
+from collections.abc import Callable
+
 import streamlit as st
 
 from rag_core.errors import RagError
+from rag_core.ingest import IngestProgress
+from rag_core.kb.manage import CopyResult
 from rag_core.kb.settings import defaults_for_new, describe_fields
 from rag_core.loaders import OCR_EXTRA, SUPPORTED_EXTENSIONS, SUPPORTED_TEXT, ocr_available
+from rag_core.records import IngestReport
 from ui.components import headers, ingest_summary, run_ingest
 from ui.documents import document_chunk_editor, edit_conflicts, tags_editor
 from ui.errors import show_error
@@ -58,10 +63,14 @@ with st.expander(t("Knowledge bases: create, copy, delete"), expanded=bool(ss.ge
         copy_shown = dict(wb.kb.settings) if wb.kb else defaults_for_new(wb.settings)
         copy_values = given(settings_widgets("kb.copy", copy_shown), copy_shown)
         if st.button(t("Copy {name}", name=name), type="primary", key="kb.copy", disabled=not copy_name.strip()):
-            done = []  # the CopyResult, from inside the progress job
+            done: list[CopyResult] = []  # the CopyResult, from inside the progress job
+
+            def copy_job(progress: Callable[[IngestProgress], None]) -> list[IngestReport]:
+                done.append(kbs.copy(name, copy_name.strip(), copy_values, progress=progress))
+                return done[0].reports
+
             try:
-                reports = run_ingest(lambda progress: done.append(
-                    kbs.copy(name, copy_name.strip(), copy_values, progress=progress)) or done[0].reports)
+                reports = run_ingest(copy_job)
             except RagError as exc:
                 show_error(exc)
             else:
@@ -127,9 +136,10 @@ if ingest and files:
     ss["kb.uploader_round"] += 1  # a fresh, empty uploader
     st.rerun()
 
-if reports := ss.get("kb.reports"):
-    ingest_summary(reports)
-    edit_conflicts(wb, [r.doc_id for r in reports if r.diff is not None and r.diff.conflicts], key="kb.conflicts")
+if last_reports := ss.get("kb.reports"):
+    ingest_summary(last_reports)
+    edit_conflicts(wb, [r.doc_id for r in last_reports if r.diff is not None and r.diff.conflicts],
+                   key="kb.conflicts")
 
 # ------------------------------------------------------------------------------------------ documents
 st.subheader(t("Documents"))

@@ -15,6 +15,7 @@ import numpy as np
 from .records import (
     Alert,
     AssistantReply,
+    CircuitState,
     IndexedVersion,
     KnowledgeBase,
     LogQuery,
@@ -140,6 +141,12 @@ class ChunkStore(Protocol):
         """The bytes the active version was indexed from; None when none are kept."""
         ...
 
+    def disabled_keys(self, chunks: Iterable[StoredChunk]) -> set[str]:
+        """The evidence keys of those of `chunks` (as `get_chunks` gives them) that a person disabled
+        (kb.chunk_edits.set_disabled), so every lookup leaves them out. A disable made on other text than the chunk
+        holds now (its document was re-uploaded changed) does not count, as in lookups."""
+        ...
+
     def is_empty(self) -> bool: ...
 
     def count_chunks(self) -> int: ...
@@ -224,6 +231,13 @@ class Reranker(Protocol):
 
     def rerank(self, query: str, documents: Sequence[str]) -> RerankResult:
         """One score per document, in input order (an empty list gives no scores)."""
+        ...
+
+    def state(self) -> CircuitState:
+        """Whether searches call it now: "closed" (they do), "open" (they skip it after failures in a row) or
+        "half-open" (one trial call is let through), with those failures and the last error; shown by the debugger
+        and `/v1/health`. Its circuit breaker is rerank.circuit.GuardedReranker, which bootstrap puts around every
+        reranker; one without it is always closed (records.CLOSED)."""
         ...
 
 

@@ -482,6 +482,23 @@ class RerankResult:
 
 
 @dataclass(frozen=True)
+class CircuitState:
+    """Whether searches call a reranker now (Reranker.state; the circuit breaker is rerank.circuit)."""
+
+    state: str  # "closed" | "open" | "half-open" (a trial call is running or may run now)
+    failures: int  # calls in a row that failed for want of the service (rerank.circuit.COUNTED kinds)
+    retry_in_s: float  # seconds until a trial call is let through (0 when closed or due)
+    last_error: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"state": self.state, "failures": self.failures, "retry_in_s": round(self.retry_in_s, 1),
+                "last_error": self.last_error}
+
+
+CLOSED = CircuitState("closed", 0, 0.0, "")  # a reranker without a circuit breaker of its own
+
+
+@dataclass(frozen=True)
 class KnowledgeBase:
     """A knowledge base as the catalog holds it (rag_core.ports.KnowledgeBaseCatalog): its name (also the name
     of its collections), the settings it owns (`rag_core.kb.settings.KB_KEYS` -> value: chunking, embedder,

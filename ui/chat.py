@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 import streamlit as st
 
@@ -78,7 +78,7 @@ def _render_result(step: ToolStep, key: str) -> None:
         st.json(step.result, expanded=False)
 
 
-def _state(step: ToolStep) -> str:
+def _state(step: ToolStep) -> Literal["running", "complete", "error"]:
     return "running" if step.ok is None else ("complete" if step.ok else "error")
 
 
@@ -170,8 +170,8 @@ def stream_turn(events: Iterable[Event], key: str) -> AssistantTurn:
         step = turn.apply(event)
         if isinstance(event, ToolCallEvent) and step is not None:
             text_slot = None  # text after a tool call goes below it
-            statuses[step.call_id] = status = st.status(step_label(step), state="running", expanded=False)
-            with status:
+            statuses[step.call_id] = st.status(step_label(step), state="running", expanded=False)
+            with statuses[step.call_id]:
                 _render_arguments(step)
         elif isinstance(event, ToolResultEvent) and step is not None:
             step_key = f"{key}.tool{next(i for i, p in enumerate(turn.parts) if p is step)}"
@@ -185,7 +185,8 @@ def stream_turn(events: Iterable[Event], key: str) -> AssistantTurn:
         elif isinstance(event, ContentEvent):
             if text_slot is None:
                 text_slot = st.empty()
-            text_slot.markdown(turn.parts[-1] + CURSOR)  # apply() left the text piece last
+            if isinstance(piece := turn.parts[-1], str):  # apply() left the text piece last
+                text_slot.markdown(piece + CURSOR)
         elif isinstance(event, NoticeEvent):
             show_notice(event.message, event.kind)
         elif isinstance(event, (DoneEvent, ErrorEvent)):

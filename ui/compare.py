@@ -11,7 +11,7 @@ from typing import Any
 import streamlit as st
 
 from rag_core.bootstrap import Workbench
-from rag_core.records import FUSIONS, SearchOptions
+from rag_core.records import FUSIONS, SearchMode, SearchOptions
 from rag_core.retrieval import LookupParams, LookupResult
 from rag_core.retrieval.compare import BOTH, ONLY_A, ONLY_B, LookupComparison
 
@@ -56,7 +56,8 @@ def side_b_controls(limits: Mapping[str, int]) -> tuple[Workbench, dict[str, Any
     wb = get_workbench(kb)
     d = wb.retriever.defaults
     key = f"cmp.{kb}."  # per knowledge base: choosing another one starts from its own defaults
-    mode = c2.segmented_control(t("B: search"), ["hybrid", "dense", "bm25"], default=d.search.mode,
+    modes: list[SearchMode] = ["hybrid", "dense", "bm25"]
+    mode = c2.segmented_control(t("B: search"), modes, default=d.search.mode,
                                 key=key + "mode", required=True, format_func=search_mode_label)
     fusion = c3.segmented_control(t("B: fusion"), list(FUSIONS), default=d.search.fusion, key=key + "fusion",
                                   required=True, disabled=mode != "hybrid", format_func=fusion_label)

@@ -17,8 +17,9 @@ from rag_core.retrieval.scope import split_terms
 
 from .i18n import t
 from .kbs import setting_help
+from .lookup import URLBound
 
-BOUND: dict[str, Any] = {"bind": "query-params", "persist_state": "session"}
+BOUND: URLBound = {"bind": "query-params", "persist_state": "session"}
 LIMITS = {o.name: int(o.top) for o in LOOKUP_OPTIONS if o.group == "width" and o.top}  # the width sliders' maxima
 
 

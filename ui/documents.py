@@ -145,8 +145,8 @@ def document_chunk_editor(wb: Workbench, doc_ids: Sequence[str]) -> None:
         doc_id = st.selectbox(t("Document"), doc_ids, key="kb.chunks_doc")
         if not doc_id:
             return
-        off = wb.store.edits.disabled() if getattr(wb.store, "edits", None) is not None else {}
         rows = wb.store.get_chunks(doc_id)
+        off = wb.store.disabled_keys(rows)
         chunks = [{**c, "disabled": c["evidence_key"] in off} for c in stored_chunks(doc_id, rows)]
         chunk_editor(wb, chunks, key="kb")
         st.text_area(t("A chunk to add to this document (embedded and indexed under its next free chunk index)"),

@@ -53,10 +53,10 @@ def catalog(lang: str) -> dict[str | tuple[str, str], str | tuple[str, ...]]:
         if not message.id or message.fuzzy:
             continue
         if isinstance(message.id, tuple | list):
-            strings = tuple(message.string)
-            if all(strings):
+            strings = tuple(message.string or ())  # babel types a message's string as either form, or None
+            if strings and all(strings):
                 out[(message.id[0], message.id[1])] = strings
-        elif message.string:
+        elif message.string and isinstance(message.string, str):
             out[message.id] = message.string
     return out
 

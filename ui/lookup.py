@@ -9,7 +9,7 @@ so moving the return-n or per-document-cap slider runs `assemble` only (no searc
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, MutableMapping
-from typing import Any
+from typing import Any, Literal, TypedDict
 from urllib.parse import urlencode
 
 import streamlit as st
@@ -23,6 +23,13 @@ from .i18n import LANG_PARAM, browser_language, language
 CACHE_SIZE = 8
 DEBUGGER_PAGE = "pages/debugger.py"
 DEBUGGER_URL_PATH = "debugger"
+
+
+class URLBound(TypedDict):
+    """The keyword arguments that bind a widget to its URL query parameter (`**bound`), typed as Streamlit's."""
+
+    bind: Literal["query-params"]
+    persist_state: Literal["page", "session"]
 
 
 def fetch_key(query: str, params: LookupParams) -> Hashable:

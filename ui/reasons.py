@@ -13,7 +13,7 @@ import functools
 import re
 import string
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, assert_never, cast
+from typing import Any, assert_never
 
 from rag_core.records import FUSIONS, IMAGE, PAGE, ROW, SEARCH_MODES, SLIDE, Fusion, Location, SearchMode, score_pair
 from rag_core.retrieval.phrases import ENGLISH, Phrase, render
@@ -24,7 +24,7 @@ from .i18n import N_, language, t
 
 def search_mode_label(mode: str) -> str:
     """A search mode or channel (a code, also in URLs: hybrid, dense, bm25) in words."""
-    return t(_mode_word(cast(SearchMode, mode))) if mode in SEARCH_MODES else mode
+    return t(_mode_word(mode)) if mode in SEARCH_MODES else mode
 
 
 def _mode_word(mode: SearchMode) -> str:  # exhaustive: mypy reports a search mode missing here
@@ -41,7 +41,7 @@ def _mode_word(mode: SearchMode) -> str:  # exhaustive: mypy reports a search mo
 
 def fusion_label(fusion: str) -> str:
     """A fusion method (a code stored in the URL) in words."""
-    return t(_fusion_word(cast(Fusion, fusion))) if fusion in FUSIONS else fusion
+    return t(_fusion_word(fusion)) if fusion in FUSIONS else fusion
 
 
 def _fusion_word(fusion: Fusion) -> str:  # exhaustive: mypy reports a fusion missing here

@@ -26,6 +26,7 @@ from rag_core.errors import RagError
 from rag_core.evaluation.answers import answers_dir, save_answer_run, score_answers
 from rag_core.evaluation.generate import GENERATORS, OFFLINE_WARNING, generate_test_set
 from rag_core.evaluation.results import new_run_dir
+from rag_core.evaluation.runner import EvalProgress
 from rag_core.evaluation.testsets import (
     REVIEW_STATES,
     TestItem,
@@ -113,7 +114,7 @@ def generate_panel(settings: Any) -> None:
     model = build_eval_model(kb_conf, "generator") if generator == "model" else None
     bar = st.progress(0.0, text=t("Reading the documents…"))
 
-    def on_progress(p: Any) -> None:
+    def on_progress(p: EvalProgress) -> None:
         bar.progress(p.fraction, text=f"{stage_name(p.stage)}: {p.done}/{p.total} — {p.detail}")
 
     result = generate_test_set(workbench.store, size=size, generator=generator, model=model,
@@ -194,7 +195,7 @@ def review_table(settings: Any) -> None:
         column_config=headers(
             COLUMNS,
             review=st.column_config.SelectboxColumn(column_header("review"), options=list(REVIEW_STATES),
-                                                    required=True, format_func=review_name,
+                                                    required=True, format_func=lambda v: review_name(str(v)),
                                                     help=t("accepted, dropped (kept in the file, left out of runs), "
                                                            "edited, unreviewed")),
             query=st.column_config.TextColumn(column_header("query"), required=True, width="large"),
@@ -274,8 +275,12 @@ def answers_view(settings: Any) -> None:
                                                                             "the Evaluation page"))
         agent = build_agent(workbench, record=False)
         bar = st.progress(0.0, text=t("Answering…"))
+
+        def on_progress(p: EvalProgress) -> None:
+            bar.progress(p.fraction, text=f"{p.done}/{p.total} — {p.detail}")
+
         run = score_answers(agent, test_set, judge=build_eval_model(kb_conf, "judge"), sample=sample or None,
-                            progress=lambda p: bar.progress(p.fraction, text=f"{p.done}/{p.total} — {p.detail}"))
+                            progress=on_progress)
         paths = save_answer_run(run, new_run_dir(answers_dir(settings), test_set.name))
         bar.progress(1.0, text=t("Done in {seconds} s — saved to {path}", seconds=f"{run.seconds:.1f}",
                                  path=paths["json"].parent))

@@ -7,7 +7,11 @@ import json
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..evaluation.runner import EvalProgress
+    from ..ingest import IngestProgress
 
 EXIT_FAILED_FILES = 1  # the command ran, and some of its files, documents or queries failed (each says why)
 EXIT_ERROR = 2  # an error meant for people: one `error: ...` line on stderr
@@ -74,7 +78,7 @@ def count_bar(total: int, unit: str, enabled: bool) -> Iterator[Any]:
 
 
 @contextmanager
-def ingest_progress_bar(enabled: bool) -> Iterator[Callable[[Any], None]]:
+def ingest_progress_bar(enabled: bool) -> Iterator[Callable[[IngestProgress], None]]:
     """An ingest progress callback (ingest.IngestProgress events) drawing the chunks of the current file."""
     if not enabled:
         yield lambda _: None
@@ -83,7 +87,7 @@ def ingest_progress_bar(enabled: bool) -> Iterator[Callable[[Any], None]]:
 
     bars: list[Any] = []  # drawn at the first event: a command refused before any work draws none
 
-    def update(p) -> None:  # noqa: ANN001
+    def update(p: IngestProgress) -> None:
         if not bars:
             bars.append(_bar(0, "chunk"))
         bar = bars[0]
@@ -129,7 +133,7 @@ def ocr_progress_bar(enabled: bool) -> Iterator[Callable[[int, int], None] | Non
 
 
 @contextmanager
-def stage_progress_bar(enabled: bool) -> Iterator[Callable[[Any], None] | None]:
+def stage_progress_bar(enabled: bool) -> Iterator[Callable[[EvalProgress], None] | None]:
     """An evaluation progress callback (its `stage`, `total`, `done` and `detail`): characters while indexing,
     queries while searching, the combination being run as the description. None when disabled."""
     if not enabled:
@@ -138,7 +142,7 @@ def stage_progress_bar(enabled: bool) -> Iterator[Callable[[Any], None] | None]:
     bar = _bar(0, "step")
     state = {"stage": "", "detail": ""}
 
-    def update(p) -> None:  # noqa: ANN001
+    def update(p: EvalProgress) -> None:
         if (p.stage, p.total) != (state["stage"], bar.total):
             state["stage"] = p.stage
             bar.unit = {"indexing": "char", "reading": "doc", "generating": "item", "answering": "item"}.get(

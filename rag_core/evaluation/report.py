@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from .params import PARAM_KEYS
 
@@ -22,6 +22,7 @@ PER_QUERY = ("ndcg@10", "recall@5", "mrr@10", "raw_ndcg@10", "span_recall@5", "f
 DEFAULT_PARAMS = ("mode", "retrieve_k", "return_n", "max_chunks_per_document")
 RANK_BY = "ndcg@10"
 NOT_COMPARED = ("latency_p50_ms", "latency_p95_ms", "failed")
+Row = TypeVar("Row", bound=Mapping[str, Any])  # best_point gives back one of the rows, as the caller typed them
 
 
 def shown_metrics(rows: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -44,7 +45,7 @@ def point_names(rows: Sequence[Mapping[str, Any]], varying: Sequence[str]) -> li
     return [f"#{i + 1} {point_label(r, varying)}" for i, r in enumerate(rows)]
 
 
-def best_point(rows: Sequence[Mapping[str, Any]], by: str = RANK_BY) -> Mapping[str, Any]:
+def best_point(rows: Sequence[Row], by: str = RANK_BY) -> Row:
     return max(rows, key=lambda r: r.get(by) or 0.0)
 
 

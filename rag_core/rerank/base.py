@@ -20,7 +20,7 @@ from functools import partial
 from typing import Any
 
 from ..errors import RerankError
-from ..records import RerankResult
+from ..records import CLOSED, CircuitState, RerankResult
 from ..remote import Endpoint, MalformedReply, RemoteAdapter
 from ..remote.http import request_json
 from ..retrieval.phrases import Phrase, english
@@ -84,6 +84,9 @@ class RemoteReranker(RemoteAdapter):
     @property
     def name(self) -> str:
         return self._name
+
+    def state(self) -> CircuitState:
+        return CLOSED  # the circuit breaker is a GuardedReranker around this one
 
     def _checked_batch(self, query: str, documents: list[str]) -> list[float]:
         return self._checked(self._score_batch(query, documents), len(documents))

@@ -17,26 +17,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from ..errors import RerankError, RerankSkipped
 from ..ports import Reranker
-from ..records import RerankResult
+from ..records import CircuitState, RerankResult
 
 COUNTED = frozenset({"timeout", "connection", "server"})  # RemoteError kinds that say the service is unwell
-
-
-@dataclass(frozen=True)
-class CircuitState:
-    state: str  # "closed" | "open" | "half-open" (a trial call is running or may run now)
-    failures: int  # calls in a row that failed (COUNTED kinds)
-    retry_in_s: float  # seconds until a trial call is let through (0 when closed or due)
-    last_error: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"state": self.state, "failures": self.failures, "retry_in_s": round(self.retry_in_s, 1),
-                "last_error": self.last_error}
 
 
 def times(n: int) -> str:

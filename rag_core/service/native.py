@@ -290,8 +290,7 @@ def _reranker_health(wb: Workbench) -> dict[str, Any] | None:
     reranker = wb.retriever.reranker
     if reranker is None:
         return None
-    state = getattr(reranker, "state", None)
-    return {"name": reranker.name, **(state().to_dict() if callable(state) else {"state": "closed"})}
+    return {"name": reranker.name, **reranker.state().to_dict()}
 
 
 def _versions() -> dict[str, str]:

@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from ..files import FileLock, read_json_object, write_atomic
+from ..records import StoredChunk
+from ..retrieval.identity import evidence_key
 
 CONTENT = ("text", "keywords", "questions")  # what an edit changes in a chunk's row
 ADDED = "added"
@@ -65,6 +67,13 @@ class ChunkEdits:
     def disabled(self) -> dict[str, str]:
         """evidence key -> the content hash it was disabled on."""
         return {key: str(e.get("hash", "")) for key, e in self._read().items() if e.get("disabled")}
+
+    def disabled_among(self, chunks: Iterable[StoredChunk]) -> set[str]:
+        """The evidence keys of `chunks` disabled on the text each holds now (ChunkStore.disabled_keys)."""
+        off = self.disabled()
+        return {key for c in chunks
+                if (key := evidence_key(c.doc_id, c.chunk_index, c.id, c.content)) in off
+                and off[key] in ("", c.metadata.get("chunkHash"))}
 
     def history(self, key: str) -> list[dict[str, Any]]:
         return list(self._read().get(key, {}).get("history") or [])

@@ -188,6 +188,9 @@ class InMemoryChunkStore:
         version = self._active().get(doc_id)
         return version.original if version is not None else None
 
+    def disabled_keys(self, chunks: Iterable[StoredChunk]) -> set[str]:
+        return self.edits.disabled_among(chunks)
+
     def is_empty(self) -> bool:
         return not self._active()
 

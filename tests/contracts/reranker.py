@@ -48,6 +48,12 @@ class RerankerContract:
         (score,) = reranker.rerank("磁盘空间不足", [DOCS[3]]).scores
         assert score > reranker.rerank("磁盘空间不足", [DOCS[2]]).scores[0]
 
+    def test_a_healthy_reranker_is_called_by_searches(self, reranker) -> None:
+        """`state` says whether searches call it (a closed circuit), before and after calls that succeed."""
+        assert reranker.state().to_dict() == {"state": "closed", "failures": 0, "retry_in_s": 0.0, "last_error": ""}
+        reranker.rerank("disk is full", DOCS)
+        assert reranker.state().state == "closed" and reranker.state().failures == 0
+
     def test_no_documents_no_scores(self, reranker) -> None:
         assert reranker.rerank("anything", []).scores == ()
 

@@ -224,6 +224,26 @@ class ChunkStoreContract:
         assert store.read_original("same/a.md/b.md") == b"the file a.md/b.md"
         assert store.delete_document("same/a.md") and store.read_original("same/a.md/b.md") == b"the file a.md/b.md"
 
+    # ------------------------------------------------------------------ disabled chunks
+    def test_disabled_keys_are_the_chunks_disabled_on_the_text_they_hold(self, store: ChunkStore) -> None:
+        """`disabled_keys` names the chunks a person disabled, as lookups leave them out; a disable made on other text
+        (the document was re-uploaded changed) does not count, and one on the same text holds through a re-index."""
+        from rag_core.kb.chunk_edits import set_disabled
+
+        store.replace_documents([new_version("disabled/a.md", text_of("alpha"))])
+        chunks = store.get_chunks("disabled/a.md")
+        assert len(chunks) > 2 and store.disabled_keys(chunks) == set()
+        set_disabled(store, "disabled/a.md#chunk-1", True)
+        set_disabled(store, "disabled/a.md#chunk-2", True)
+        set_disabled(store, "disabled/a.md#chunk-2", False)
+        assert store.disabled_keys(store.get_chunks("disabled/a.md")) == {"disabled/a.md#chunk-1"}
+        assert store.disabled_keys(chunks[:1]) == set()  # only among the chunks given
+        store.replace_documents([new_version("disabled/a.md", text_of("alpha"), "fp-2")])  # the same text again
+        assert store.disabled_keys(store.get_chunks("disabled/a.md")) == {"disabled/a.md#chunk-1"}
+        store.replace_documents([new_version("disabled/a.md", text_of("beta"), "fp-3")])  # other text under the key
+        assert store.disabled_keys(store.get_chunks("disabled/a.md")) == set()
+        assert store.disabled_keys([]) == set()
+
     # ------------------------------------------------------------------ delete
     def test_delete_removes_exactly_the_named_document(self, store: ChunkStore) -> None:
         odd = [INJECTION, 'quote"d.md', "back\\slash.md", "it's.md", "中文/运维手册.md"]

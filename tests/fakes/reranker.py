@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rag_core.records import RerankResult
+from rag_core.records import CLOSED, CircuitState, RerankResult
 from rag_core.rerank.base import check_inputs
 from tests.servers.rerank import fake_score
 
@@ -20,3 +20,6 @@ class FakeReranker:
         docs = check_inputs(query, documents)
         self.calls.append((query, docs))
         return RerankResult(tuple(float(fake_score(query, d)) for d in docs))
+
+    def state(self) -> CircuitState:
+        return CLOSED

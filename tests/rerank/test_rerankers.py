@@ -9,6 +9,7 @@ import pytest
 from rag_core.bootstrap import build_reranker
 from rag_core.config import load_settings
 from rag_core.errors import ConfigError, RerankError
+from rag_core.rerank.circuit import GuardedReranker
 from rag_core.rerank.dashscope import DashScopeReranker
 from rag_core.rerank.openai_compat import OpenAICompatReranker
 from rag_core.rerank.tei import TEIReranker
@@ -25,6 +26,14 @@ class TestFakeReranker(RerankerContract):
     @pytest.fixture
     def reranker(self):
         return FakeReranker()
+
+
+class TestGuardedReranker(RerankerContract):
+    """The circuit breaker bootstrap puts around every reranker is a Reranker itself."""
+
+    @pytest.fixture
+    def reranker(self):
+        return GuardedReranker(FakeReranker())
 
 
 class RemoteRerankerTests(RerankerContract, RemoteFailuresContract):

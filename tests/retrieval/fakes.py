@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from rag_core.records import RerankResult, SearchHit, SearchOptions, SearchResult
+from rag_core.records import CLOSED, CircuitState, RerankResult, SearchHit, SearchOptions, SearchResult
 
 
 class ScriptedPort:
@@ -65,3 +65,6 @@ class ScriptedReranker:
         if self.error is not None:
             raise self.error
         return RerankResult(tuple(self._score(query, d) for d in documents), self.notes)
+
+    def state(self) -> CircuitState:
+        return CLOSED

@@ -3,7 +3,7 @@ with every set made with them (change it whenever a prompt changes)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .sampling import SampledChunk
@@ -110,6 +110,6 @@ def check_messages(question: str, passages: Sequence[tuple[str, str]], lang: str
             {"role": "user", "content": f"{asked}: {question}\n\n{returned}:\n{body}"}]
 
 
-def correction(lang: str):  # noqa: ANN201 - a one-line closure
+def correction(lang: str) -> Callable[[str], str]:
     return lambda problem: CORRECTION[lang].format(problem=problem)
 

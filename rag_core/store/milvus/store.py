@@ -281,6 +281,9 @@ class MilvusStore:
     def read_original(self, doc_id: str) -> bytes | None:
         return self.registry.read_original(doc_id)
 
+    def disabled_keys(self, chunks: Iterable[StoredChunk]) -> set[str]:
+        return self.edits.disabled_among(chunks)
+
     def is_empty(self) -> bool:
         return self.registry.is_empty()
 
