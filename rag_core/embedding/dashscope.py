@@ -8,13 +8,15 @@ raising; it is turned into `HTTPFailure` so that retries and messages treat it l
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Any
 
 import numpy as np
 
-from ..config import redact_uri
+from ..config import Settings, redact_uri
 from ..errors import EmbeddingError
+from ..registry import DEFAULT_KEY_ENV, secret
 from ..remote import HTTPFailure, MalformedReply
 from .base import Role
 from .remote import EmbeddingServiceError, RemoteEmbedder, endpoint, texts
@@ -103,3 +105,16 @@ class DashScopeEmbedder(RemoteEmbedder):
             seen.add(index)
             out[index] = vector
         return out
+
+
+def build(settings: Settings, env: Mapping[str, str] | None) -> DashScopeEmbedder:
+    """embedding.provider = dashscope (registered in embedding/providers.py): text-embedding-v4 at 1,024 dimensions
+    unless embedding.model and embedding.dimension say otherwise; the key from embedding.api-key-env, else
+    DASHSCOPE_API_KEY (checked on first use)."""
+    key_env = settings["embedding.api-key-env"] or DEFAULT_KEY_ENV["dashscope"]
+    return DashScopeEmbedder(api_key=secret(key_env, env), model=settings["embedding.model"] or "text-embedding-v4",
+                             dimension=settings["embedding.dimension"] or 1024,
+                             base_url=settings["embedding.base-url"] or None,
+                             batch_size=min(10, settings["embedding.batch-size"]),
+                             timeout=settings["embedding.timeout"], max_retries=settings["embedding.max-retries"],
+                             api_key_env=key_env)

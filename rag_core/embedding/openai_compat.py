@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from ..config import redact_uri
-from ..errors import EmbeddingError
+from ..config import Settings, redact_uri
+from ..errors import ConfigError, EmbeddingError
+from ..registry import DEFAULT_KEY_ENV, secret
 from ..remote import DeadlineExceeded, MalformedReply, stop_requested
 from ..remote.failures import not_json
 from .base import Role
@@ -126,3 +128,16 @@ class OpenAICompatEmbedder(RemoteEmbedder):
                 f"were expected; check embedding.model and embedding.dimension.")
         self._dim = expected
         return np.asarray(rows, dtype=np.float32)
+
+
+def build(settings: Settings, env: Mapping[str, str] | None) -> OpenAICompatEmbedder:
+    """embedding.provider = openai (registered in embedding/providers.py): embedding.base-url and embedding.model
+    are needed; the key (none for a keyless local server) from embedding.api-key-env, else OPENAI_API_KEY."""
+    if not settings["embedding.base-url"] or not settings["embedding.model"]:
+        raise ConfigError("embedding.provider = openai needs embedding.base-url and embedding.model "
+                          "(e.g. http://localhost:11434/v1 and nomic-embed-text).")
+    key_env = settings["embedding.api-key-env"] or DEFAULT_KEY_ENV["openai"]
+    return OpenAICompatEmbedder(base_url=settings["embedding.base-url"], model=settings["embedding.model"],
+                                api_key=secret(key_env, env), dimension=settings["embedding.dimension"] or None,
+                                batch_size=settings["embedding.batch-size"], timeout=settings["embedding.timeout"],
+                                max_retries=settings["embedding.max-retries"], api_key_env=key_env)

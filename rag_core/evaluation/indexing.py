@@ -21,10 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import Settings
-from ..embedding import Embedder
 from ..errors import EvaluationError
 from ..ingest import CHUNKER_VERSION, Ingestor
-from ..ports import ChunkStore
+from ..ports import ChunkStore, Embedder
 from ..records import Document
 
 GROUP_CHUNKS = 1024  # chunks embedded together before their documents are written (resume granularity)

@@ -32,10 +32,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..config import KEYS, Settings
-from ..embedding import Embedder
 from ..embedding.catalog import expected_ingest
 from ..errors import EvaluationError, RagError
-from ..ports import Reranker
+from ..ports import Embedder, Reranker
 from ..records import Document, Fusion, SearchMode
 from ..retrieval import KnowledgeRetriever, LookupParams, MilvusSearchPort, SearchOptions, params_from_settings
 from ..retrieval.ports import FUSIONS, SEARCH_MODES

@@ -4,13 +4,14 @@ One module per reason to change:
 
     doc_ids    the canonical doc_id of a path or name (`normalize_doc_id`, `doc_id_for`)
     folders    files and folders -> the files to load (`iter_files`)
-    formats    supported types
+    formats    the registry of formats: extension -> the extractor that reads it; the supported types
+    extracted  what every extractor returns (`Extracted`) and declares (`Format`), and the helpers they share
     limits     bytes, characters and seconds one document may cost (decompression bombs)
     options    the other `loader.*` settings: OCR bounds, Q&A columns, OCR progress (`load_options`)
-    load       bytes or a path -> Document (`load_bytes`, `load_path`): checks, then a decoder
+    load       bytes or a path -> Document (`load_bytes`, `load_path`): checks, then the format's extractor
     text       text files: BOMs, UTF-8, binary detection
     legacy     text that is not UTF-8 (GB18030/GBK, Big5, EUC-KR, Windows-1252, ...)
-    pdf, word  PDF (pages, tables, OCR of scanned pages) and DOCX extraction (`extracted` holds what they share)
+    pdf, word  PDF (pages, tables, OCR of scanned pages) and DOCX extraction
     html       HTML pages: the main content as Markdown
     sheets     .xlsx, .csv, .tsv: one record per row, Q&A sheets
     slides     .pptx: one section per slide, speaker notes

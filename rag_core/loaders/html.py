@@ -21,8 +21,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..errors import LoaderError
-from .extracted import clean_extracted, reason
+from .extracted import Extracted, Format, clean_extracted, reason
 from .limits import TextBudget
+from .options import LoadOptions
 from .text import decode_text
 
 TABLE_BLOCK_CHARS = 500  # a table block (header row + rows) stays under this, so two fit an 800-character chunk
@@ -51,8 +52,9 @@ _TOKEN_SPLIT = re.compile(r"[\s_\-]+")
 _WS = re.compile(r"\s+")
 
 
-def html_text(data: bytes, name: str, budget: TextBudget) -> tuple[str, str]:
-    """(Markdown text, encoding) of an HTML page; refuses a page with no text, or one that is an app shell."""
+def html_text(data: bytes, name: str, _ext: str, budget: TextBudget, _options: LoadOptions) -> Extracted:
+    """An HTML page's main content as Markdown, and the encoding it was decoded from; refuses a page with no text, or
+    one that is an app shell."""
     import lxml.html
     from lxml import etree
 
@@ -78,7 +80,10 @@ def html_text(data: bytes, name: str, budget: TextBudget) -> tuple[str, str]:
                 "that draws itself in the browser); open it in a browser and save it after it has loaded, or "
                 "export it as PDF", code="empty")
         raise LoaderError(f"{name}: the HTML page has no text in its main content; nothing to index", code="empty")
-    return markdown, encoding
+    return Extracted(markdown, encoding)
+
+
+FORMAT = Format(("html", "htm"), html_text)
 
 
 def _decode(data: bytes, name: str) -> tuple[str, str]:

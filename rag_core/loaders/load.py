@@ -1,4 +1,5 @@
-"""Bytes + a name -> `Document`: size and type checks, then the decoder or extractor for the type."""
+"""Bytes + a name -> `Document`: size and type checks, then the extractor the format registry (`formats`) has for
+the type."""
 
 from __future__ import annotations
 
@@ -11,18 +12,12 @@ from pathlib import Path
 
 from ..errors import LoaderError
 from ..records import Document, Place
-from ..retrieval.phrases import Phrase, english
+from ..retrieval.phrases import english
 from .doc_ids import doc_id_for, normalize_doc_id
-from .formats import HTML_EXTENSIONS, TABLE_EXTENSIONS, TEXT_EXTENSIONS, extension_or_raise
-from .html import html_text
+from .formats import BY_EXTENSION, SUPPORTED_TEXT, extension_or_raise
 from .limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_TEXT_CHARS, TextBudget, too_big
-from .ocr import image_text
 from .options import LoadOptions
-from .pdf import pdf_text
-from .sheets import delimited_text, xlsx_text
-from .slides import pptx_text
-from .text import decode_text
-from .word import docx_text
+from .text import NotText
 
 
 def load_path(
@@ -99,45 +94,22 @@ def load_bytes(data: bytes, doc_id: str, *, max_bytes: int = DEFAULT_MAX_BYTES,
     if size == 0:
         raise LoaderError(f"{doc_id}: the file is empty (0 bytes); nothing to index", code="empty")
     budget = TextBudget(doc_id, max_text_chars, seconds=options.max_seconds)
-    places: tuple[Place, ...] = ()
-    notes: tuple[Phrase, ...] = ()
-    if ext in TEXT_EXTENSIONS:
-        text, encoding = decode_text(data, doc_id)
-        if not text:
-            raise LoaderError(f"{doc_id}: the file contains no text, only a byte-order mark; nothing to index",
-                              code="empty")
-        if not text.strip():
-            raise LoaderError(
-                f"{doc_id}: the file contains only whitespace ({size} bytes); nothing to index", code="empty"
-            )
-    elif ext == "pdf":
-        text, places, notes = pdf_text(data, doc_id, budget, options)
-        encoding = "pdf+ocr" if any(p.ocr for p in places) else "pdf"
-    elif ext == "docx":
-        text, encoding = docx_text(data, doc_id, budget), "docx"
-    elif ext in HTML_EXTENSIONS:
-        text, encoding = html_text(data, doc_id, budget)
-    elif ext == "xlsx":
-        (text, places, notes), encoding = xlsx_text(data, doc_id, budget, options), "xlsx"
-    elif ext in TABLE_EXTENSIONS:
-        text, encoding, places, notes = delimited_text(data, doc_id, ext, budget, options)
-    elif ext == "pptx":
-        (text, places), encoding = pptx_text(data, doc_id, budget), "pptx"
-    else:  # an image (formats.IMAGE_EXTENSIONS)
-        (text, places), encoding = image_text(data, doc_id, budget, options), "ocr"
-        notes = (Phrase("load.read_by_ocr"),)
-    budget.check(text)
+    try:
+        extracted = BY_EXTENSION[ext].extract(data, doc_id, ext, budget, options)
+    except NotText as refusal:
+        raise refusal.naming(SUPPORTED_TEXT) from None
+    budget.check(extracted.text)
     return Document(
         doc_id=doc_id,
-        text=text,
+        text=extracted.text,
         file_name=doc_id.rsplit("/", 1)[-1],
         extension=ext,
         size_bytes=size,
-        content_hash=content_hash(text, places),
-        encoding=encoding,
-        places=places,
-        notes=tuple(english(n) for n in notes),
-        note_phrases=notes,
+        content_hash=content_hash(extracted.text, extracted.places),
+        encoding=extracted.encoding,
+        places=extracted.places,
+        notes=tuple(english(n) for n in extracted.notes),
+        note_phrases=extracted.notes,
     )
 
 

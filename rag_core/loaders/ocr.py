@@ -27,7 +27,8 @@ from typing import Any
 
 from ..errors import LoaderError
 from ..records import IMAGE, Place
-from .extracted import clean_extracted, reason
+from ..retrieval.phrases import Phrase
+from .extracted import Extracted, Format, clean_extracted, reason
 from .limits import TextBudget
 from .options import LoadOptions
 
@@ -53,8 +54,8 @@ def needs_ocr(name: str, what: str) -> LoaderError:
                        code="needs_ocr")
 
 
-def image_text(data: bytes, name: str, budget: TextBudget, options: LoadOptions) -> tuple[str, tuple[Place, ...]]:
-    """The text of a PNG or JPEG image, one `image` place (read by OCR)."""
+def image_text(data: bytes, name: str, _ext: str, budget: TextBudget, options: LoadOptions) -> Extracted:
+    """The text of a PNG or JPEG image, one `image` place (read by OCR), and a note saying it was read by OCR."""
     if not data.startswith((_PNG, _JPEG)):
         kind = "JPEG" if name.lower().endswith((".jpg", ".jpeg")) else "PNG"
         raise LoaderError(f"{name}: is not a {kind} image (its first bytes are not an image's); it may be another "
@@ -71,7 +72,10 @@ def image_text(data: bytes, name: str, budget: TextBudget, options: LoadOptions)
     if not text:
         raise LoaderError(f"{name}: OCR found no text in the image; nothing to index", code="empty")
     budget.add(len(text))
-    return text, (Place(0, IMAGE, 1, ocr=True),)
+    return Extracted(text, "ocr", (Place(0, IMAGE, 1, ocr=True),), (Phrase("load.read_by_ocr"),))
+
+
+FORMAT = Format(("png", "jpg", "jpeg"), image_text)
 
 
 def open_image(data: bytes, name: str, max_pixels: int) -> Any:

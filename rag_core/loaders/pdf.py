@@ -31,7 +31,7 @@ from typing import Any
 from ..errors import LoaderError
 from ..records import PAGE, Place
 from ..retrieval.phrases import Phrase
-from .extracted import clean_extracted, reason
+from .extracted import Extracted, Format, clean_extracted, reason
 from .html import table_blocks
 from .limits import TextBudget, markup_limit, too_much_markup
 from .ocr import needs_ocr, ocr_available, read_image
@@ -43,10 +43,9 @@ _PAGE_MARGIN_CHARS = 40  # text above or below a table shorter than this is a ru
 _WS = re.compile(r"\s+")
 
 
-def pdf_text(data: bytes, name: str, budget: TextBudget,
-             options: LoadOptions | None = None) -> tuple[str, tuple[Place, ...], tuple[Phrase, ...]]:
-    """(text, one place per page with text, notes: what a person should know, as phrases)."""
-    options = options or LoadOptions()
+def pdf_text(data: bytes, name: str, _ext: str, budget: TextBudget, options: LoadOptions) -> Extracted:
+    """The pages' text, one place per page with text, notes (what a person should know, as phrases); read as
+    "pdf+ocr" when some page was read by OCR."""
     if b"%PDF-" not in data[:1024]:
         raise LoaderError(
             f"{name}: is not a PDF file (no %PDF- header); it may be another type of file renamed to .pdf",
@@ -92,7 +91,10 @@ def pdf_text(data: bytes, name: str, budget: TextBudget,
     if not parts:
         what = "OCR found no text either" if scanned and ocr_available() else "its pages are blank"
         raise LoaderError(f"{name}: no extractable text ({what}); nothing to index", code="empty")
-    return "\n\n".join(parts), tuple(places), tuple(notes)
+    return Extracted("\n\n".join(parts), "pdf+ocr" if ocr_done else "pdf", tuple(places), tuple(notes))
+
+
+FORMAT = Format(("pdf",), pdf_text)
 
 
 def _numbers(indexes: list[int]) -> str:

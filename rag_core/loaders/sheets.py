@@ -31,7 +31,7 @@ from collections.abc import Iterable, Iterator
 from ..errors import LoaderError
 from ..records import ROW, Place
 from ..retrieval.phrases import Phrase
-from .extracted import clean_extracted, reason
+from .extracted import Extracted, Format, clean_extracted, reason
 from .limits import TextBudget
 from .options import LoadOptions
 from .packages import count_text, open_package
@@ -70,15 +70,14 @@ class _Writer:
         self.blocks.append(block)
         self.size = offset + len(block)
 
-    def text(self) -> str:
-        return "\n\n".join(self.blocks)
+    def extracted(self, encoding: str) -> Extracted:
+        return Extracted("\n\n".join(self.blocks), encoding, tuple(self.places), tuple(self.notes))
 
 
 # --- .xlsx ----------------------------------------------------------------------------------------
 
-def xlsx_text(data: bytes, name: str, budget: TextBudget,
-              options: LoadOptions) -> tuple[str, tuple[Place, ...], tuple[Phrase, ...]]:
-    """(text, one place per row, notes)."""
+def xlsx_text(data: bytes, name: str, _ext: str, budget: TextBudget, options: LoadOptions) -> Extracted:
+    """One record per row, one place per row, and a note per sheet read as Q&A."""
     if data.startswith(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"):
         raise LoaderError(f"{name}: is an old Excel .xls file or a password-protected workbook, not an .xlsx; open it "
                           "in Excel and save it as .xlsx without a password", code="unsupported")
@@ -106,7 +105,10 @@ def xlsx_text(data: bytes, name: str, budget: TextBudget,
                           "in Excel and save it again as .xlsx", code="undecodable") from exc
     if not writer.blocks:
         raise LoaderError(f"{name}: the workbook has no values in any sheet; nothing to index", code="empty")
-    return writer.text(), tuple(writer.places), tuple(writer.notes)
+    return writer.extracted("xlsx")
+
+
+XLSX = Format(("xlsx",), xlsx_text)
 
 
 def _cell_text(cell: object) -> str:
@@ -132,9 +134,9 @@ def _cell_text(cell: object) -> str:
 
 # --- .csv / .tsv ----------------------------------------------------------------------------------
 
-def delimited_text(data: bytes, name: str, ext: str, budget: TextBudget,
-                   options: LoadOptions) -> tuple[str, str, tuple[Place, ...], tuple[Phrase, ...]]:
-    """(text, encoding, places, notes) of a CSV or TSV file, decoded like a text file (UTF-8, GBK, Big5, ...)."""
+def delimited_text(data: bytes, name: str, ext: str, budget: TextBudget, options: LoadOptions) -> Extracted:
+    """A CSV or TSV file as `xlsx_text` reads a sheet, decoded like a text file (UTF-8, GBK, Big5, ...): its encoding
+    is the one found."""
     text, encoding = decode_text(data, name)
     _check_lines(text, name)
     delimiter = "\t" if ext == "tsv" else _delimiter(text)
@@ -148,7 +150,10 @@ def delimited_text(data: bytes, name: str, ext: str, budget: TextBudget,
                           "save it again from the spreadsheet", code="undecodable") from None
     if not writer.blocks:
         raise LoaderError(f"{name}: the file has no values; nothing to index", code="empty")
-    return writer.text(), encoding, tuple(writer.places), tuple(writer.notes)
+    return writer.extracted(encoding)
+
+
+DELIMITED = Format(("csv", "tsv"), delimited_text)  # delimited text; .xlsx is a package
 
 
 def _check_lines(text: str, name: str) -> None:

@@ -14,16 +14,18 @@ from typing import Any
 
 from ..errors import LoaderError
 from ..records import SLIDE, Place
-from .extracted import clean_extracted, reason
+from .extracted import Extracted, Format, clean_extracted, reason
 from .html import table_blocks
 from .limits import TextBudget
+from .options import LoadOptions
 from .packages import open_package
 
 _WS = re.compile(r"\s+")
 _LOOKS_LIKE_BLOCK = re.compile(r" {0,3}(?:#{1,6}(?:\s|$)|`{3}|~{3})")
 
 
-def pptx_text(data: bytes, name: str, budget: TextBudget) -> tuple[str, tuple[Place, ...]]:
+def pptx_text(data: bytes, name: str, _ext: str, budget: TextBudget, _options: LoadOptions) -> Extracted:
+    """One section per slide with text, one `slide` place each."""
     if data.startswith(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"):
         raise LoaderError(f"{name}: is an old PowerPoint .ppt file or a password-protected deck, not a .pptx; open "
                           "it in PowerPoint and save it as .pptx without a password", code="unsupported")
@@ -50,7 +52,10 @@ def pptx_text(data: bytes, name: str, budget: TextBudget) -> tuple[str, tuple[Pl
                           "it in PowerPoint and save it again as .pptx", code="undecodable") from exc
     if not sections:
         raise LoaderError(f"{name}: the deck's slides have no text; nothing to index", code="empty")
-    return "\n\n".join(sections), tuple(places)
+    return Extracted("\n\n".join(sections), "pptx", tuple(places))
+
+
+FORMAT = Format(("pptx",), pptx_text)
 
 
 def _slide(slide: Any, number: int, budget: TextBudget) -> str:

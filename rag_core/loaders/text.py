@@ -1,4 +1,5 @@
-"""Decoding the bytes of a text file (.md, .markdown, .txt), and refusing what is not text.
+"""Text files (.md, .markdown, .txt): decoding their bytes, and refusing what is not text. `decode_text` also
+decodes the text inside other formats (HTML, CSV).
 
 Decoded in this order: byte-order mark (UTF-8, UTF-16, UTF-32); strict UTF-8; then legacy encodings
 (`legacy.decode_legacy`). Data with a NUL byte is binary unless a byte-order mark declares UTF-16/32.
@@ -13,8 +14,10 @@ import re
 import unicodedata
 
 from ..errors import LoaderError
-from .formats import SUPPORTED_TEXT
+from .extracted import Extracted, Format
 from .legacy import SAMPLE, TEXT_CONTROL, decode_legacy
+from .limits import TextBudget
+from .options import LoadOptions
 
 _BOMS: tuple[tuple[bytes, str, str], ...] = (
     # UTF-32 first: its little-endian BOM starts with the UTF-16 one.
@@ -48,9 +51,23 @@ _RAW_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]")
 _BINARY_CONTROL_SHARE = 0.01  # more than 1% control characters: not text
 
 
-def _not_text(name: str, what: str, advice: str = "") -> LoaderError:
-    advice = advice or f"it cannot be read as text; supported file types: {SUPPORTED_TEXT}"
-    return LoaderError(f"{name}: looks like a binary file ({what}), not text; {advice}", code="binary")
+class NotText(LoaderError):
+    """Bytes that are not text (code "binary"): what they look like, and what to do. Without advice of its own the
+    refusal names the file types that can be read, which are the registry's (`formats`, which imports this module):
+    `load_bytes` turns it into that refusal (`naming`)."""
+
+    def __init__(self, name: str, what: str, advice: str = "") -> None:
+        self.name, self.what, self.advice = name, what, advice
+        super().__init__(self._message(), code="binary")
+
+    def _message(self, types: str = "") -> str:
+        advice = self.advice or "it cannot be read as text" + (f"; supported file types: {types}" if types else "")
+        return f"{self.name}: looks like a binary file ({self.what}), not text; {advice}"
+
+    def naming(self, types: str) -> LoaderError:
+        """The refusal as people get it: its advice names the file types that can be read (`formats.SUPPORTED_TEXT`)
+        unless it has a more precise one."""
+        return LoaderError(self._message(types), code="binary")
 
 
 def _check_controls(sample: str, pattern: re.Pattern[str], name: str) -> None:
@@ -58,13 +75,28 @@ def _check_controls(sample: str, pattern: re.Pattern[str], name: str) -> None:
         return
     count = len(pattern.findall(sample))
     if count and count / len(sample) > _BINARY_CONTROL_SHARE:
-        raise _not_text(name, f"{count} control characters in the first {len(sample):,}")
+        raise NotText(name, f"{count} control characters in the first {len(sample):,}")
+
+
+def plain_text(data: bytes, name: str, _ext: str, _budget: TextBudget, _options: LoadOptions) -> Extracted:
+    """A text file's text and the encoding it was decoded from; refused when it holds nothing to index."""
+    text, encoding = decode_text(data, name)
+    if not text:
+        raise LoaderError(f"{name}: the file contains no text, only a byte-order mark; nothing to index", code="empty")
+    if not text.strip():
+        raise LoaderError(f"{name}: the file contains only whitespace ({len(data)} bytes); nothing to index",
+                          code="empty")
+    return Extracted(text, encoding)
+
+
+FORMAT = Format(("md", "markdown", "txt"), plain_text)
 
 
 def decode_text(data: bytes, name: str) -> tuple[str, str]:
+    """(text, encoding) of bytes that should be text; `NotText` (code "binary") when they are not."""
     for magic, what, advice in _MAGIC:
         if data.startswith(magic):
-            raise _not_text(name, what, advice)
+            raise NotText(name, what, advice)
     for bom, codec, label in _BOMS:
         if data.startswith(bom):
             unicode_name = label.upper().removesuffix("-SIG")
@@ -84,7 +116,7 @@ def decode_text(data: bytes, name: str) -> tuple[str, str]:
         if b"\x00" in data:
             # No text contains NUL. UTF-16/32 do, but they must say so with a byte-order mark: guessing
             # them from a NUL pattern read ASCII-with-NULs as UTF-16 and indexed it as nonsense CJK.
-            raise _not_text(name, "it contains NUL bytes and no byte-order mark declares UTF-16 or UTF-32",
+            raise NotText(name, "it contains NUL bytes and no byte-order mark declares UTF-16 or UTF-32",
                             "if it is UTF-16 or UTF-32 text, save it as UTF-8 or with a byte-order mark")
         _check_controls(data[:SAMPLE].decode("latin-1"), _RAW_CONTROL, name)
         try:

@@ -15,8 +15,9 @@ import zipfile
 from xml.etree.ElementTree import XMLParser
 
 from ..errors import LoaderError
-from .extracted import clean_extracted, reason
+from .extracted import Extracted, Format, clean_extracted, reason
 from .limits import TextBudget, markup_limit, too_much_markup
+from .options import LoadOptions
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _BODY = "word/document.xml"
@@ -25,7 +26,7 @@ _HEADING_STYLE = re.compile(r"^(?:heading|标题)\s*([1-9])$", re.IGNORECASE)
 _TITLE_STYLES = frozenset({"title", "标题"})
 
 
-def docx_text(data: bytes, name: str, budget: TextBudget) -> str:
+def docx_text(data: bytes, name: str, _ext: str, budget: TextBudget, _options: LoadOptions) -> Extracted:
     if data.startswith(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"):
         raise LoaderError(
             f"{name}: is an old Word .doc file or a password-protected document, not a .docx; "
@@ -57,7 +58,10 @@ def docx_text(data: bytes, name: str, budget: TextBudget) -> str:
     text = clean_extracted("\n\n".join(blocks))
     if not text.strip():
         raise LoaderError(f"{name}: the Word document has no text; nothing to index", code="empty")
-    return text
+    return Extracted(text, "docx")
+
+
+FORMAT = Format(("docx",), docx_text)
 
 
 def _measure(data: bytes, name: str, budget: TextBudget) -> None:

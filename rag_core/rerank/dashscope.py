@@ -8,11 +8,13 @@ and for the query (longer ones are truncated). Tokens are estimated conservative
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from ..config import redact_uri
+from ..config import Settings, redact_uri
 from ..embedding.dashscope import DEFAULT_BASE_URL, raise_for_answer
-from ..errors import RerankError
+from ..errors import ConfigError, RerankError
+from ..registry import DEFAULT_KEY_ENV, secret
 from ..remote import Endpoint
 from .base import RemoteReranker, scores_by_index
 
@@ -54,3 +56,16 @@ class DashScopeReranker(RemoteReranker):
         output = resp.output
         results = getattr(output, "results", None) if output is not None else None
         return scores_by_index([dict(r) for r in results] if isinstance(results, list) else results, len(documents))
+
+
+def build(settings: Settings, env: Mapping[str, str] | None) -> DashScopeReranker:
+    """rerank.provider = dashscope (registered in rerank/providers.py): gte-rerank-v2 unless rerank.model says; the
+    key from rerank.api-key-env, else DASHSCOPE_API_KEY, is needed now."""
+    key_env = settings["rerank.api-key-env"] or DEFAULT_KEY_ENV["dashscope"]
+    key = secret(key_env, env)
+    if not key:
+        raise ConfigError(f"rerank.provider = dashscope needs an API key in ${key_env}. Set it, or set "
+                          "rerank.provider = none.")
+    return DashScopeReranker(key, settings["rerank.model"] or DEFAULT_MODEL, settings["rerank.base-url"] or None,
+                             api_key_env=key_env, timeout=settings["rerank.timeout"],
+                             max_retries=settings["rerank.max-retries"])

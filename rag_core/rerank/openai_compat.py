@@ -4,10 +4,12 @@ relevance. The key, if the server needs one, goes as a Bearer token."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from ..config import redact_uri
-from ..errors import RerankError
+from ..config import Settings, redact_uri
+from ..errors import ConfigError, RerankError
+from ..registry import secret
 from ..remote import Endpoint
 from .base import RemoteReranker, scores_by_index
 
@@ -38,3 +40,15 @@ class OpenAICompatReranker(RemoteReranker):
                                              "top_n": len(documents)})
         results = answer.get("results") if isinstance(answer, dict) else None
         return scores_by_index(results, len(documents))
+
+
+def build(settings: Settings, env: Mapping[str, str] | None) -> OpenAICompatReranker:
+    """rerank.provider = openai (registered in rerank/providers.py): rerank.base-url and rerank.model are needed; a
+    key only when rerank.api-key-env names one."""
+    key_env = settings["rerank.api-key-env"]
+    model, base_url = settings["rerank.model"], settings["rerank.base-url"]
+    if not base_url or not model:
+        raise ConfigError("rerank.provider = openai needs rerank.base-url and rerank.model (e.g. "
+                          "http://localhost:8000/v1 and BAAI/bge-reranker-v2-m3).")
+    return OpenAICompatReranker(base_url, model, secret(key_env, env) if key_env else "", api_key_env=key_env,
+                                timeout=settings["rerank.timeout"], max_retries=settings["rerank.max-retries"])

@@ -5,10 +5,12 @@ model's input are truncated by the server (`truncate: true`) instead of refused.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from ..config import redact_uri
-from ..errors import RerankError
+from ..config import Settings, redact_uri
+from ..errors import ConfigError, RerankError
+from ..registry import secret
 from ..remote import Endpoint
 from .base import RemoteReranker, scores_by_index
 
@@ -39,3 +41,14 @@ class TEIReranker(RemoteReranker):
     def _score_batch(self, query: str, documents: list[str]) -> list[float]:
         answer = self._post_json(self._url, {"query": query, "texts": documents, "truncate": True})
         return scores_by_index(answer, len(documents), score="score")
+
+
+def build(settings: Settings, env: Mapping[str, str] | None) -> TEIReranker:
+    """rerank.provider = tei (registered in rerank/providers.py): rerank.base-url is needed (the server's root); a
+    key only when rerank.api-key-env names one."""
+    key_env = settings["rerank.api-key-env"]
+    if not settings["rerank.base-url"]:
+        raise ConfigError("rerank.provider = tei needs rerank.base-url (the server's root, e.g. http://localhost:8080).")
+    return TEIReranker(settings["rerank.base-url"], settings["rerank.model"], secret(key_env, env) if key_env else "",
+                       api_key_env=key_env, timeout=settings["rerank.timeout"],
+                       max_retries=settings["rerank.max-retries"])

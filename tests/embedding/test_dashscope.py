@@ -9,9 +9,9 @@ import time
 import numpy as np
 import pytest
 
-from rag_core.embedding import Embedder
 from rag_core.embedding.dashscope import DashScopeEmbedder
 from rag_core.errors import EmbeddingError
+from rag_core.ports import Embedder
 from tests.servers import RecordedRequest, Reply
 from tests.servers.embeddings import DashScopeEmbeddingServer, fake_vector
 

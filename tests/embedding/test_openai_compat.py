@@ -8,9 +8,9 @@ import time
 import numpy as np
 import pytest
 
-from rag_core.embedding import Embedder
 from rag_core.embedding.openai_compat import OpenAICompatEmbedder
 from rag_core.errors import EmbeddingError
+from rag_core.ports import Embedder
 from tests.servers import RecordedRequest, Reply
 from tests.servers.embeddings import OpenAIEmbeddingServer, fake_vector
 
