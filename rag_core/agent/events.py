@@ -102,7 +102,8 @@ class DoneEvent(_Event):
     remembered from an earlier turn): a page should flag them. `evidence_keys`: everything the tools
     returned this turn. `stop_reason`: "answer", or "max_steps" when chat.max-steps ended the turn.
     `mode`: "model" or "offline". `trace_id`: the turn's trace (rag_core.tracing), by which it is rated;
-    `turn_index`: its place in its session as the turns store recorded it (-1: not recorded).
+    `turn_index`: its place in its session as the turns store recorded it (-1: not recorded). `usage`: the tokens
+    the turn used (agent.usage), None where nothing was counted (alert triage).
     """
 
     text: str
@@ -114,6 +115,8 @@ class DoneEvent(_Event):
     stop_reason: str = "answer"
     trace_id: str = ""
     turn_index: int = -1
+    # tokens: prompt_tokens, completion_tokens, total_tokens, counted_by (the model's report or the tokenizer)
+    usage: Mapping[str, Any] | None = None
     type: Literal["done"] = field(default="done", init=False)
 
 

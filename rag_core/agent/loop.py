@@ -28,6 +28,7 @@ from ..remote import Retrying
 from ..retrieval import LookupResult
 from ..retrieval.phrases import Phrase
 from ..retrieval.retriever import MAX_QUERY_CHARS
+from ..tokens import count_tokens
 from ..tracing import semconv as sc
 from .citations import check_citations
 from .events import ContentEvent, DoneEvent, ErrorEvent, Event, NoticeEvent, ToolCallEvent, ToolResultEvent
@@ -37,6 +38,7 @@ from .offline import compose
 from .prompt import SYSTEM_PROMPT
 from .session import Session, Turn
 from .tools import Toolbox, ToolRun, parse_arguments
+from .usage import TurnUsage
 
 log = logging.getLogger(__name__)
 
@@ -166,6 +168,7 @@ class Agent:
         specs = self.toolbox.specs()
         texts: list[str] = []
         returned: dict[str, None] = {}  # evidence keys returned this turn, in order
+        usage = TurnUsage()
         until = self._clock() + self.deadline
         for step in range(1, self.max_steps + 1):
             if step > 1 and self._clock() >= until:
@@ -197,6 +200,7 @@ class Agent:
                 return
             finally:
                 stream.close()  # a consumer that stops early must not leave the HTTP response open
+            usage.model_call(messages, reply)
 
             if not reply.tool_calls and not reply.content.strip():
                 # Never an empty answer shown as success: the person would see nothing and no reason.
@@ -209,7 +213,7 @@ class Agent:
                 if reply.finish_reason == "length":
                     yield NoticeEvent("length", "The answer was cut off at chat.max-tokens; raise it for longer "
                                       "answers.", step)
-                yield self._finish(question, session, texts, returned, step, "model", "answer")
+                yield self._finish(question, session, texts, returned, step, "model", "answer", usage)
                 return
             if step == self.max_steps:
                 names = ", ".join(sorted({c.name or "?" for c in reply.tool_calls}))
@@ -220,7 +224,7 @@ class Agent:
                     message = "\n\n" + message
                 texts.append(message)
                 yield ContentEvent(message, step)
-                yield self._finish(question, session, texts, returned, step, "model", "max_steps")
+                yield self._finish(question, session, texts, returned, step, "model", "max_steps", usage)
                 return
 
             messages.append(_assistant_message(reply))
@@ -264,16 +268,19 @@ class Agent:
         for line in answer.splitlines(keepends=True):  # line by line, so a UI renders it like a stream
             texts.append(line)
             yield ContentEvent(line, 1)
-        yield self._finish(question, session, texts, dict.fromkeys(run.output.evidence_keys), 1, "offline", "answer")
+        usage = TurnUsage()
+        usage.counted(count_tokens(question), count_tokens(answer))  # no model: the question in, the answer out
+        yield self._finish(question, session, texts, dict.fromkeys(run.output.evidence_keys), 1, "offline", "answer",
+                           usage)
 
     # ----------------------------------------------------------------------------------- finish
     def _finish(self, question: str, session: Session | None, texts: list[str], returned: Mapping[str, None],
-                steps: int, mode: str, stop_reason: str) -> DoneEvent:
+                steps: int, mode: str, stop_reason: str, usage: TurnUsage) -> DoneEvent:
         text = "".join(texts)
         verified, unverified = check_citations(text, returned)
         if session is not None:
             session.add(Turn(question, text, verified, mode, stop_reason))
-        return DoneEvent(text, verified, unverified, tuple(returned), steps, mode, stop_reason)
+        return DoneEvent(text, verified, unverified, tuple(returned), steps, mode, stop_reason, usage=usage.to_dict())
 
 
 def model_name(model: ChatModel | None) -> str:

@@ -44,6 +44,7 @@ class AssistantTurn:
     mode: str = ""
     trace_id: str = ""  # the turn's trace: what a rating names (rag_core.feedback)
     turn_index: int = -1
+    usage: dict[str, Any] | None = None  # DoneEvent.usage
 
     @property
     def text(self) -> str:
@@ -98,6 +99,7 @@ class AssistantTurn:
                 event.mode,
             )
             self.trace_id, self.turn_index = event.trace_id, event.turn_index
+            self.usage = dict(event.usage) if event.usage is not None else None
         elif isinstance(event, ErrorEvent):
             self.error, self.error_kind = event.message, event.kind
         return None

@@ -8,11 +8,15 @@ one; chat.max-steps, chat.deadline, the limits on turns at once).
   `system` messages are added to the agent's own instructions. Nothing is kept on the server between requests.
 - The agent's tools are its own (the knowledge base, the clock, ...), never the client's: a request with
   `tools` or `functions` (or a `tool` message) is refused with 400 rather than answered as if they were
-  called. Sampling options (`temperature`, `max_tokens`, ...) are accepted and left to the chat.* settings.
+  called.
 - The answer cites evidence keys in its text (`[runbooks/disk_full.md#chunk-2]`); `citations` (the keys, in
   order), `evidence` (their blocks) and `trace_id` (the turn's trace, by which `/api/feedback` rates it) are extra
-  fields of the response, and of the last chunk when streamed, which OpenAI clients ignore. `usage` is null: the
-  chat model port reports no token counts.
+  fields of the response, and of the last chunk when streamed, which OpenAI clients ignore. `usage` holds the
+  turn's tokens over all its model calls: the chat model's own counts, else (a model that reports none, offline
+  mode) counts made with the bundled Qwen tokenizer; `usage.counted_by` says which. Streamed, they come when the
+  request asks with `stream_options: {"include_usage": true}`, in a last chunk with no choices, as OpenAI's.
+- Sampling options (`temperature`, `top_p`, `max_tokens`, ...) are checked as OpenAI checks them (a wrong type or
+  range is a 400 naming the field) and then left to the chat.* settings.
 - Errors have OpenAI's shape, `{"error": {"message", "type", "param", "code"}}`: 404 `model_not_found`, 400
   for a body that is not a chat request, 503 when api.chat-turns turns run; a failed turn is 502 (504 when
   it ran out of time). Streamed, a failed turn sends one `{"error": ...}` chunk, then `data: [DONE]`.
@@ -30,7 +34,7 @@ from typing import Any, Literal
 
 import anyio
 from fastapi import APIRouter, Request
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from ..agent.events import ContentEvent, DoneEvent, ErrorEvent, Event, NoticeEvent
@@ -63,17 +67,34 @@ class Message(BaseModel):
     tool_calls: list[dict[str, Any]] | None = None
 
 
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    include_usage: StrictBool = False
+
+
 class ChatCompletionRequest(BaseModel):
-    """OpenAI's chat request; fields it has that are not here (temperature, max_tokens, user, ...) are accepted."""
+    """OpenAI's chat request. The sampling options are checked as OpenAI checks them (types and ranges) and left to
+    the chat.* settings; other fields it has that are not here (`user`, `metadata`, ...) are accepted."""
 
     model_config = ConfigDict(extra="allow")
 
     model: str = Field(min_length=1, max_length=300)
     messages: list[Message] = Field(min_length=1)
-    stream: bool = False
-    n: int = 1
+    stream: bool = Field(False, strict=True)
+    stream_options: StreamOptions | None = None
+    n: int = Field(1, strict=True)
     tools: list[Any] | None = None
     functions: list[Any] | None = None
+    temperature: float | None = Field(None, ge=0, le=2, strict=True)
+    top_p: float | None = Field(None, ge=0, le=1, strict=True)
+    max_tokens: int | None = Field(None, ge=1, strict=True)
+    max_completion_tokens: int | None = Field(None, ge=1, strict=True)
+    presence_penalty: float | None = Field(None, ge=-2, le=2, strict=True)
+    frequency_penalty: float | None = Field(None, ge=-2, le=2, strict=True)
+    seed: int | None = Field(None, strict=True)
+    stop: StrictStr | list[StrictStr] | None = None
+    logprobs: bool | None = Field(None, strict=True)
 
 
 def openai_error(status: int, message: str, kind: str = "invalid_request_error", code: str | None = None,
@@ -189,7 +210,9 @@ async def _parse(request: Request) -> ChatCompletionRequest:
     try:
         return ChatCompletionRequest.model_validate(check_texts(raw))
     except ValidationError as exc:
-        raise Refused(openai_error(400, validation_message([dict(e) for e in exc.errors()]))) from None
+        errors = [dict(e) for e in exc.errors()]
+        param = str(errors[0]["loc"][0]) if errors and errors[0].get("loc") else None  # the request's field
+        raise Refused(openai_error(400, validation_message(errors), param=param)) from None
     except RagError as exc:  # a lone surrogate in a string (rag_core.text)
         raise Refused(openai_error(400, str(exc))) from None
 
@@ -254,7 +277,8 @@ async def chat_completions(request: Request, svc: ServiceDep) -> Response:
         question, system, history = conversation(body)
         if body.stream:
             agent = await _agent(svc, body, system, svc.stream_threads)
-            return _stream(svc, agent, body.model, question, history)
+            usage = body.stream_options is not None and body.stream_options.include_usage
+            return _stream(svc, agent, body.model, question, history, usage)
         if not svc.chat_turns.enter():  # refused at once: a queue of turns would hold connections without bound
             return openai_error(503, f"{svc.chat_turns.limit} chat turns are running (api.chat-turns); try again "
                                 f"in {CHAT_RETRY_AFTER_S} s.", "server_error", "busy",
@@ -284,19 +308,22 @@ def _completion(model: str, events: list[Event]) -> JSONResponse:
         "model": model, "system_fingerprint": None,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": turn.text, "refusal": None},
                      "logprobs": None, "finish_reason": "length" if length else "stop"}],
-        "usage": None,
+        "usage": turn.usage,
         **_extras(turn.citations, turn.evidence(), turn.mode, turn.trace_id), "notices": turn.notices})
 
 
-def _stream(svc: Service, agent: Any, model: str, question: str, history: History) -> StreamingResponse:
+def _stream(svc: Service, agent: Any, model: str, question: str, history: History,
+            usage: bool) -> StreamingResponse:
+    """`usage`: the client asked for it (stream_options.include_usage): every chunk has `usage: null` and a last
+    chunk without choices has the turn's usage, as OpenAI sends them."""
     ident, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
     turn = AssistantTurn()  # folds the events as they pass, for the evidence the last chunk carries
     state = {"length": False}
 
-    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
+    def chunk(delta: dict[str, Any] | None, finish: str | None = None, **extra: Any) -> dict[str, Any]:
+        choices = [] if delta is None else [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
         return {"id": ident, "object": "chat.completion.chunk", "created": created, "model": model,
-                "system_fingerprint": None,
-                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}], **extra}
+                "system_fingerprint": None, "choices": choices, **({"usage": None} if usage else {}), **extra}
 
     def encode(event: Event) -> list[dict[str, Any]]:
         turn.apply(event)
@@ -305,8 +332,9 @@ def _stream(svc: Service, agent: Any, model: str, question: str, history: Histor
         if isinstance(event, NoticeEvent) and event.kind == "length":
             state["length"] = True
         if isinstance(event, DoneEvent):
-            return [chunk({}, "length" if state["length"] else "stop",
-                          **_extras(event.citations, turn.evidence(), event.mode, event.trace_id))]
+            last = chunk({}, "length" if state["length"] else "stop",
+                         **_extras(event.citations, turn.evidence(), event.mode, event.trace_id))
+            return [last, {**chunk(None), "usage": turn.usage}] if usage else [last]
         if isinstance(event, ErrorEvent):
             return [{"error": _turn_failure(event.message, event.kind)[1]}]
         return []  # tool calls and results are the agent's own, not the client's

@@ -12,7 +12,8 @@ import httpx
 import openai
 import pytest
 
-from tests.servers.chat import Completion, OpenAIChatServer, tool_call
+from rag_core.tokens import TOKENIZER, count_tokens
+from tests.servers.chat import USAGE, Completion, OpenAIChatServer, tool_call
 from tests.service import live
 from tests.service.conftest import CHAT_KEY, model_settings, serve
 
@@ -53,7 +54,11 @@ def test_a_completion_cites_evidence_keys_in_its_text_and_in_citations_and_is_ra
     assert extra["citations"] and all(f"[{key}]" in text for key in extra["citations"])
     assert [e["evidence_key"] for e in extra["evidence"]] == extra["citations"]
     assert any(key.startswith("runbooks/disk_full.md#chunk-") for key in extra["citations"])
-    assert completion.usage is None and extra["mode"] == "offline"
+    assert extra["mode"] == "offline"
+    # offline, no model counts tokens: the bundled tokenizer did, and the usage says so
+    assert completion.usage.prompt_tokens == count_tokens(QUESTION) and completion.usage.completion_tokens == \
+        count_tokens(text) and completion.usage.total_tokens == count_tokens(QUESTION) + count_tokens(text)
+    assert completion.usage.model_extra["counted_by"] == TOKENIZER
     r = httpx.post(f"{guarded.url}/api/feedback", json={"traceId": extra["trace_id"], "rating": "down"},
                    headers={"Authorization": f"Bearer {TOKEN}"})
     assert r.status_code == 200 and r.json()["data"]["question"] == QUESTION, r.text
@@ -74,6 +79,60 @@ def test_a_streamed_completion_is_chunks_then_done(client: openai.OpenAI, guarde
         lines = [line for line in r.iter_lines() if line.startswith("data: ")]
     assert r.headers["content-type"].startswith("text/event-stream") and lines[-1] == "data: [DONE]"
     assert json.loads(lines[-2][6:])["citations"] == citations
+
+
+def test_a_stream_reports_usage_in_a_last_chunk_when_asked(client: openai.OpenAI, kb):
+    asked = list(client.chat.completions.create(model=kb.settings.kb_name, stream=True, messages=[
+        {"role": "user", "content": QUESTION}], stream_options={"include_usage": True}))
+    text = "".join(c.choices[0].delta.content or "" for c in asked if c.choices)
+    assert asked[-1].choices == [] and all(c.usage is None for c in asked[:-1])
+    assert asked[-1].usage.prompt_tokens == count_tokens(QUESTION)
+    assert asked[-1].usage.completion_tokens == count_tokens(text) > 0
+    plain = list(client.chat.completions.create(model=kb.settings.kb_name, stream=True,
+                                                messages=[{"role": "user", "content": QUESTION}]))
+    assert all(c.choices for c in plain) and all(c.usage is None for c in plain)
+
+
+@pytest.mark.parametrize(("field", "value", "says"), [
+    ("temperature", "hot", "temperature: Input should be a valid number"),
+    ("temperature", 3, "temperature: Input should be less than or equal to 2"),
+    ("top_p", -0.1, "top_p: Input should be greater than or equal to 0"),
+    ("max_tokens", "many", "max_tokens: Input should be a valid integer"),
+    ("stream", "yes", "stream: Input should be a valid boolean"),
+    ("stop", 7, "stop"),
+])
+def test_sampling_options_of_the_wrong_type_or_range_are_400_naming_the_field(
+        client: openai.OpenAI, kb, field: str, value: Any, says: str):
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(model=kb.settings.kb_name, messages=[{"role": "user", "content": QUESTION}],
+                                       extra_body={field: value})
+    error = caught.value.response.json()["error"]
+    assert error["param"] == field and says in error["message"] and error["type"] == "invalid_request_error"
+    ok = client.chat.completions.create(model=kb.settings.kb_name, messages=[{"role": "user", "content": QUESTION}],
+                                        temperature=0.2, top_p=1, max_tokens=50, seed=1, stop=["\n\n\n"])
+    assert ok.choices[0].message.content
+
+
+def test_simonw_llm_asks_and_gets_an_answer_with_its_usage(guarded: live.LiveServer, kb, tmp_path):
+    # simonw's `llm` CLI, configured as its docs say for an OpenAI-compatible server (extra-openai-models.yaml)
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "extra-openai-models.yaml").write_text(
+        f"- model_id: {kb.settings.kb_name}\n  model_name: {kb.settings.kb_name}\n"
+        f"  api_base: {guarded.url}/v1\n  api_key_name: workbench\n", encoding="utf-8")
+    (tmp_path / "keys.json").write_text(json.dumps({"workbench": TOKEN}), encoding="utf-8")
+    env = {**os.environ, "LLM_USER_PATH": str(tmp_path)}
+    for flags in (["--no-stream"], []):
+        run = subprocess.run([sys.executable, "-m", "llm", "-m", kb.settings.kb_name, *flags, QUESTION],
+                             env=env, capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0 and "Offline mode" in run.stdout, run.stderr
+    logged = subprocess.run([sys.executable, "-m", "llm", "logs", "--json", "-n", "2"], env=env,
+                            capture_output=True, text=True, timeout=120)
+    rows = json.loads(logged.stdout)
+    assert logged.returncode == 0 and [r["input_tokens"] for r in rows] == [count_tokens(QUESTION)] * 2
+    assert all(r["output_tokens"] > 0 for r in rows)
 
 
 def test_an_unknown_model_is_404_in_openais_shape(client: openai.OpenAI):
@@ -142,6 +201,12 @@ def test_with_a_chat_model_the_agent_runs_its_tools_on_the_clients_conversation(
     text = "".join(c.choices[0].delta.content or "" for c in chunks)
     citations = chunks[-1].model_extra["citations"]
     assert text.startswith("Free space on the volume [") and citations and f"[{citations[0]}]" in text
+    assert chunks[-1].usage is None  # not asked for
+    chat_model.reply(Completion.calls(tool_call("search_knowledge_base", {"query": "disk full"})), answer)
+    completion = model_client.chat.completions.create(model=kb.settings.kb_name, messages=[
+        {"role": "user", "content": QUESTION}])
+    assert completion.usage.model_extra["counted_by"] == "model"
+    assert completion.usage.total_tokens == 2 * USAGE["total_tokens"]  # both model calls of the turn, as reported
     first = chat_model.chat_requests()[0]["messages"]
     assert first[0]["role"] == "system" and first[0]["content"].endswith("Answer in one sentence.")
     assert [(m["role"], m["content"]) for m in first[1:]] == [("user", "hi"), ("assistant", "Hello."),
