@@ -196,6 +196,8 @@ KEYS: dict[str, Key] = _keys(
     Key("tracing.export-timeout", float, 5.0, "Seconds one export request to the collector may take.", min=0.1,
         max=120),
     Key("tracing.service-name", str, "rag-workbench", "The `service.name` the traces carry."),
+    Key("tracing.project", str, "", "The Arize Phoenix project the traces go to (resource attribute "
+        "openinference.project.name); empty: Phoenix's default project."),
     # Turns and feedback (rag_core/feedback): every chat turn, with its rating, in data/turns.db.
     Key("feedback.retention-days", int, 90, "Days recorded chat turns are kept; 0 = no age limit.", min=0,
         max=100_000),

@@ -111,7 +111,7 @@ class Agent:
             tracing.fail(span, "stopped: the caller went away", "stopped")
             raise
         finally:
-            span.end()
+            tracing.end(span)
 
     def _ended(self, event: DoneEvent | ErrorEvent, question: str, session: Session | None, span: Span,
                lookups: list[Lookup], seconds: float) -> Event:

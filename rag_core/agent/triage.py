@@ -152,7 +152,7 @@ class Triage:
                     event = replace(event, trace_id=tracing.trace_id(span), turn_index=index)
                 yield event
         finally:
-            span.end()
+            tracing.end(span)
 
     def _record(self, span: Span, alerts: Sequence[str], lookups: Sequence[Lookup], answer: str,
                 citations: Sequence[str], error: str | None, seconds: float, mode: str = "") -> int:

@@ -262,11 +262,19 @@ class OpenAIChatModel(RemoteAdapter):
             tracing.set_attributes(span, {
                 sc.LLM_FINISH_REASON: reply.finish_reason, sc.LLM_TOKEN_COUNT_PROMPT: usage.get("prompt_tokens"),
                 sc.LLM_TOKEN_COUNT_COMPLETION: usage.get("completion_tokens"),
-                sc.LLM_TOKEN_COUNT_TOTAL: usage.get("total_tokens"), sc.OUTPUT_VALUE: reply.content,
+                sc.LLM_TOKEN_COUNT_TOTAL: usage.get("total_tokens"),
+                # a step that called tools shows them as its output (its text is empty), as trace viewers read it
+                sc.OUTPUT_VALUE: reply.content or json.dumps(
+                    [{"name": c.name, "arguments": c.arguments} for c in reply.tool_calls], ensure_ascii=False),
+                sc.message(sc.LLM_OUTPUT_MESSAGES, 0, sc.MESSAGE_ROLE): "assistant",
+                sc.message(sc.LLM_OUTPUT_MESSAGES, 0, sc.MESSAGE_CONTENT): reply.content or None,
+                **{sc.tool_call(0, j, name): value for j, c in enumerate(reply.tool_calls)
+                   for name, value in ((sc.TOOL_CALL_ID, c.id), (sc.TOOL_CALL_FUNCTION_NAME, c.name),
+                                       (sc.TOOL_CALL_FUNCTION_ARGUMENTS, c.arguments))},
                 "rag.tool_calls": [call.name for call in reply.tool_calls]})
             return reply
         finally:
-            span.end()
+            tracing.end(span)
 
     def _open(self, kwargs: Mapping[str, Any]) -> Any:
         """The SDK's event stream, once the answer's headers say it is one (runs in the worker)."""

@@ -30,9 +30,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from .. import tracing
 from ..errors import NotIndexed, RetrievalError
 from ..records import Candidate, DropReason, Fate, SearchHit, SearchMode, StoredChunk, score_pair
 from ..text import fold
+from ..tracing import semconv as sc
 from .identity import to_candidate
 from .params import LookupParams, with_threshold
 from .phrases import Phrase, english, joined
@@ -602,7 +604,17 @@ def explain(retriever: KnowledgeRetriever, source: ChunkSource, query: str, expe
     """Why the expected document / chunk / answer is or is not in the evidence of `query` (see the module
     docstring). `answer_start`: the answer's offset in the document, when known (labelled sets).
     `overrides` are lookup settings (retrieve_k, return_n, max_chunks_per_document, search, rerank,
-    filters), as for `KnowledgeRetriever.lookup`. Raises RetrievalError for bad input."""
+    filters), as for `KnowledgeRetriever.lookup`. Raises RetrievalError for bad input. One span holds all it
+    searches (its lookup and each channel's ranking): one trace per explanation."""
+    with tracing.span("explain", sc.CHAIN, {sc.INPUT_VALUE: query, "rag.expect": str(expect or ""),
+                                            "rag.answer": answer}) as span:
+        explanation = _explain(retriever, source, query, expect, answer, answer_start=answer_start, **overrides)
+        tracing.set_attributes(span, {sc.OUTPUT_VALUE: explanation.verdict, "rag.cause": explanation.cause})
+        return explanation
+
+
+def _explain(retriever: KnowledgeRetriever, source: ChunkSource, query: str, expect: str | Expectation | None,
+             answer: str | None, *, answer_start: int | None, **overrides: Any) -> Explanation:
     params = retriever.params(**overrides)
     answer = (answer or "").strip() or None
     notes: list[Phrase] = []

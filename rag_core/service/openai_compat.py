@@ -211,7 +211,8 @@ async def _parse(request: Request) -> ChatCompletionRequest:
         return ChatCompletionRequest.model_validate(check_texts(raw))
     except ValidationError as exc:
         errors = [dict(e) for e in exc.errors()]
-        param = str(errors[0]["loc"][0]) if errors and errors[0].get("loc") else None  # the request's field
+        loc = exc.errors()[0]["loc"] if errors else ()
+        param = str(loc[0]) if loc else None  # the request's field
         raise Refused(openai_error(400, validation_message(errors), param=param)) from None
     except RagError as exc:  # a lone surrogate in a string (rag_core.text)
         raise Refused(openai_error(400, str(exc))) from None

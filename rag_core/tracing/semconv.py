@@ -37,6 +37,9 @@ MESSAGE_CONTENT = MessageAttributes.MESSAGE_CONTENT
 TOOL_NAME = SpanAttributes.TOOL_NAME
 TOOL_PARAMETERS = SpanAttributes.TOOL_PARAMETERS
 TOOL_CALL_ID = ToolCallAttributes.TOOL_CALL_ID
+TOOL_CALL_FUNCTION_NAME = ToolCallAttributes.TOOL_CALL_FUNCTION_NAME
+TOOL_CALL_FUNCTION_ARGUMENTS = ToolCallAttributes.TOOL_CALL_FUNCTION_ARGUMENTS_JSON
+MESSAGE_TOOL_CALLS = MessageAttributes.MESSAGE_TOOL_CALLS
 EMBEDDING_MODEL_NAME = SpanAttributes.EMBEDDING_MODEL_NAME
 RETRIEVAL_DOCUMENTS = SpanAttributes.RETRIEVAL_DOCUMENTS
 DOCUMENT_ID = DocumentAttributes.DOCUMENT_ID
@@ -66,13 +69,18 @@ def message(which: str, i: int, name: str) -> str:
     return f"{which}.{i}.{name}"
 
 
+def tool_call(i: int, j: int, name: str) -> str:
+    """`llm.output_messages.{i}.message.tool_calls.{j}.tool_call.function.name` and the like."""
+    return f"{LLM_OUTPUT_MESSAGES}.{i}.{MESSAGE_TOOL_CALLS}.{j}.{name}"
+
+
 def dropped(i: int, name: str) -> str:
     return f"{DROPPED}.{i}.{name}"
 
 
 # Attributes that hold what people wrote or documents say: left out with tracing.capture-content = false.
-CONTENT_KEYS = frozenset({INPUT_VALUE, OUTPUT_VALUE, TOOL_PARAMETERS})
-CONTENT_SUFFIXES = (f".{DOCUMENT_CONTENT}", f".{MESSAGE_CONTENT}")
+CONTENT_KEYS = frozenset({INPUT_VALUE, OUTPUT_VALUE, TOOL_PARAMETERS})  # and a tool call's arguments:
+CONTENT_SUFFIXES = (f".{DOCUMENT_CONTENT}", f".{MESSAGE_CONTENT}", f".{TOOL_CALL_FUNCTION_ARGUMENTS}")
 
 
 def is_content(key: str) -> bool:

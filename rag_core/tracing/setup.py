@@ -121,10 +121,14 @@ class TracingConfig:
     queue_size: int = 2048
     export_timeout: float = 5.0
     service_name: str = "rag-workbench"
+    project: str = ""  # openinference.project.name: the Phoenix project
 
     def __repr__(self) -> str:  # headers carry tokens
         return (f"TracingConfig(endpoint={self.endpoint!r}, headers=<{len(self.headers)}>, "
                 f"capture_content={self.capture_content}, queue_size={self.queue_size})")
+
+
+PROJECT = "openinference.project.name"  # the resource attribute Phoenix files traces by
 
 
 @dataclass
@@ -140,7 +144,10 @@ _state: _State | None = None
 
 
 def _provider(config: TracingConfig) -> TracerProvider:
-    return TracerProvider(resource=Resource.create({"service.name": config.service_name}), shutdown_on_exit=True)
+    attributes = {"service.name": config.service_name}
+    if config.project:
+        attributes[PROJECT] = config.project
+    return TracerProvider(resource=Resource.create(attributes), shutdown_on_exit=True)
 
 
 def _current() -> _State:
@@ -210,7 +217,7 @@ def config_from_settings(settings: Settings, env: Mapping[str, str] | None = Non
                          headers=parse_env_headers(raw, liberal=True) if raw else {},
                          capture_content=settings["tracing.capture-content"], queue_size=settings["tracing.queue-size"],
                          export_timeout=settings["tracing.export-timeout"],
-                         service_name=settings["tracing.service-name"])
+                         service_name=settings["tracing.service-name"], project=settings["tracing.project"].strip())
 
 
 def configure(settings: Settings, env: Mapping[str, str] | None = None) -> None:

@@ -63,6 +63,20 @@ def span(name: str, kind: str = semconv.CHAIN, attributes: Attributes | None = N
         except BaseException as exc:
             fail(current, exc)
             raise
+        succeeded(current)
+
+
+def succeeded(target: Span) -> None:
+    """A span whose work ended without failing: its status OK (what trace viewers show), unless marked failed."""
+    status = getattr(target, "status", None)  # the SDK's spans have it; a no-op span has none
+    if status is None or status.status_code is StatusCode.UNSET:
+        target.set_status(Status(StatusCode.OK))
+
+
+def end(target: Span) -> None:
+    """End a span `start` made: OK unless `fail` marked it."""
+    succeeded(target)
+    target.end()
 
 
 def stage(name: str) -> Any:

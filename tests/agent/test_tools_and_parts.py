@@ -100,7 +100,7 @@ def test_events_are_frozen_with_a_type_and_a_dict() -> None:
     done = DoneEvent("t", ("a#chunk-1",), (), ("a#chunk-1",), 1, "model")
     assert done.to_dict() == {"text": "t", "citations": ["a#chunk-1"], "unverified_citations": [],
                               "evidence_keys": ["a#chunk-1"], "steps": 1, "mode": "model", "stop_reason": "answer",
-                              "trace_id": "", "turn_index": -1, "type": "done"}
+                              "trace_id": "", "turn_index": -1, "usage": None, "type": "done"}
     assert ToolCallEvent("c1", "f", {"q": 1}, '{"q": 1}', 1).type == "tool_call"
     with pytest.raises(AttributeError):
         ErrorEvent("m", "server", 1).message = "x"  # type: ignore[misc]

@@ -13,6 +13,7 @@ import httpx
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
 
 from rag_core import tracing
 from rag_core.tracing import semconv as sc
@@ -123,9 +124,15 @@ def test_a_chat_turn_is_one_trace_named_by_its_answer_and_rated_by_it(
     assert len(llm) == 2 and all(_parent(s, names, "agent.turn") for s in llm)
     assert {s.attributes[sc.LLM_MODEL_NAME] for s in llm} == {"test-chat"}
     assert all(s.attributes[sc.LLM_TOKEN_COUNT_TOTAL] == 15 for s in llm)
+    # the step that called the tool shows the call as its output
+    calling = min(llm, key=lambda s: s.start_time)
+    assert calling.attributes[sc.tool_call(0, 0, sc.TOOL_CALL_FUNCTION_NAME)] == "search_knowledge_base"
+    assert "HighCPUUsage" in calling.attributes[sc.tool_call(0, 0, sc.TOOL_CALL_FUNCTION_ARGUMENTS)]
+    assert "search_knowledge_base" in calling.attributes[sc.OUTPUT_VALUE]
     (tool,) = names["search_knowledge_base"]
     assert _parent(tool, names, "agent.turn")
     _check_lookup(names, "search_knowledge_base")
+    assert {s.status.status_code for ss in names.values() for s in ss} == {StatusCode.OK}  # none left Unset
     rated = _rate(client, trace_id)
     assert (rated["question"], rated["rating"], rated["trace_id"]) == (QUESTION, "down", trace_id)
 
@@ -171,3 +178,23 @@ def test_a_search_is_one_trace(client: httpx.Client, spans: InMemorySpanExporter
     assert list(retrieve.attributes[sc.EVIDENCE_KEYS]) == [p["document_id"] for p in r.json()["projection"]]
     for stage in STAGES:
         assert _parent(names[stage][0], names, "retrieve"), stage
+
+
+def test_an_explanation_is_one_trace_over_http_and_mcp(client: httpx.Client, server: live.LiveServer,
+                                                       spans: InMemorySpanExporter) -> None:
+    # explain ranks every channel over the whole knowledge base besides its lookup: all of it under one span
+    r = client.get("/v1/explain", params={"query": "disk full", "expect": "runbooks/disk_full.md"})
+    assert r.status_code == 200, r.text
+    _, top, names = _one_trace(_ended(spans, "explain"), "explain")
+    assert top.attributes[sc.INPUT_VALUE] == "disk full" and top.attributes[sc.OUTPUT_VALUE] == r.json()["verdict"]
+    assert _parent(names["retrieve"][0], names, "explain") and len(names["embed"]) >= 2
+    assert {s.status.status_code for ss in names.values() for s in ss} == {StatusCode.OK}
+    spans.clear()
+    from mcp import Client
+
+    async def call() -> Any:
+        async with Client(f"{server.url}/mcp") as mcp:
+            return await mcp.call_tool("explain", {"query": "disk full", "expect": "runbooks/disk_full.md"})
+
+    assert not live.run_async(call()).is_error
+    _one_trace(_ended(spans, "explain"), "explain")

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from rag_core import tracing
 from rag_core.agent import DoneEvent
 from rag_core.retrieval import KnowledgeRetriever
 from rag_core.tracing import semconv as sc
@@ -133,3 +134,21 @@ def test_an_alert_triage_is_one_trace(retriever: KnowledgeRetriever, spans: InMe
     assert len({s.context.trace_id for s in finished}) == 1
     assert [s.name for s in finished if s.parent is None] == ["triage"]
     assert "retrieve" in {s.name for s in finished}
+
+
+def test_traces_name_the_phoenix_project_when_tracing_project_is_set(tmp_path) -> None:
+    from rag_core.config import load_settings
+    from rag_core.tracing.setup import PROJECT, config_from_settings
+
+    exporter = InMemorySpanExporter()
+    config = config_from_settings(load_settings(tmp_path, overrides={"tracing.project": "runbooks"}), env={})
+    tracing.install(config, exporter, simple=True)
+    try:
+        with tracing.span("work"):
+            pass
+        (done,) = exporter.get_finished_spans()
+        assert done.resource.attributes[PROJECT] == "runbooks"
+        assert done.status.status_code.name == "OK"
+    finally:
+        tracing.install(tracing.TracingConfig(), pinned=False)
+    assert config_from_settings(load_settings(tmp_path), env={}).project == ""  # Phoenix's default project
