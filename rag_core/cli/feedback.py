@@ -59,6 +59,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     rate = actions.add_parser("rate", help="rate a turn by its trace id")
     rate.add_argument("trace_id", help="the turn's trace id (`feedback list` shows it)")
     rate.add_argument("rating", help="up or down")
-    rate.add_argument("--comment", default="", help="what was wrong, or right")
+    rate.add_argument("--comment", help="what was wrong, or right (left out: the turn's comment stays; \"\": removed)")
     rate.add_argument("--json", action="store_true", help="the rated turn as JSON")
     rate.set_defaults(func=cmd_rate)

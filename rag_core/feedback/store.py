@@ -113,16 +113,17 @@ class TurnStore:
 
         return replace(record, id=int(cursor.lastrowid or 0), turn_index=int(index))
 
-    def rate(self, rating: int, comment: str = "", *, trace_id: str | None = None, session_id: str | None = None,
-             turn_index: int | None = None) -> TurnRecord:
+    def rate(self, rating: int, comment: str | None = None, *, trace_id: str | None = None,
+             session_id: str | None = None, turn_index: int | None = None) -> TurnRecord:
         """Rate one turn (1 = 👍, -1 = 👎), found by its trace id or by session and turn index; a later rating
-        replaces an earlier one. Raises TurnNotFound."""
+        replaces an earlier one. `comment` None keeps the turn's comment ("" removes it). Raises TurnNotFound."""
         if rating not in (1, -1):
             raise TurnQueryError(f"The rating must be 1 (up) or -1 (down), got {rating!r}.")
         where, args = self._which(trace_id, session_id, turn_index)
         with self._connect() as conn:
-            cursor = conn.execute(f"UPDATE turns SET rating = ?, comment = ?, rated_at = ? WHERE {where}",
-                                  (rating, (comment or "").strip()[:COMMENT_MAX], now(), *args))
+            cursor = conn.execute(f"UPDATE turns SET rating = ?, comment = COALESCE(?, comment), rated_at = ? "
+                                  f"WHERE {where}",
+                                  (rating, None if comment is None else comment.strip()[:COMMENT_MAX], now(), *args))
             if cursor.rowcount == 0:
                 raise TurnNotFound(self._missing(trace_id, session_id, turn_index))
             row = conn.execute(f"SELECT * FROM turns WHERE {where}", args).fetchone()

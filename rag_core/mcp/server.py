@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from ..errors import RagError
@@ -118,7 +118,12 @@ class KnowledgeBaseServer(MCPServer):
         await run(self._lowlevel_server)
 
     def add_knowledge_tool(self, fn: Callable[..., Any]) -> None:
-        self.add_tool(fn, structured_output=False)  # the result is built here (_answer), not by the SDK
+        """A tool whose description is its docstring without the code's indentation; every tool here only reads
+        (readOnlyHint: clients may call them without asking), and answers only from the knowledge bases (closed
+        world)."""
+        self.add_tool(fn, description=inspect.cleandoc(fn.__doc__ or ""), structured_output=False,  # built: _answer
+                      annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                                                  open_world_hint=False))
         self.arguments[fn.__name__] = tuple(inspect.signature(fn).parameters)
 
     async def call_tool(self, name: str, arguments: dict[str, Any],

@@ -1,4 +1,6 @@
-"""`/api/feedback`: rate a recorded chat turn (👍/👎 and a comment) from any front end, and list the turns.
+"""`/api/feedback`: rate a recorded chat turn (👍/👎 and a comment) from any front end, and list the turns. Answers
+name fields as the /api routes do, in camelCase (`traceId`, `sessionId`, `turnIndex`, `createdAt`, ...); the CLI's
+`feedback list --json` has the same fields in snake_case.
 
 A turn is named by its trace id (`traceId` of a chat answer, `trace_id` of the stream's `citations` event), or by
 its session id and turn index (`sessionId` + `turnIndex`). In SuperBizAgent's envelope, like the other /api routes.
@@ -47,7 +49,7 @@ async def rate(body: FeedbackRequest, svc: ServiceDep) -> Envelope[dict[str, Any
             raise ApiError(422, "unprocessable", f"turnIndex must be a whole number from 0, got {turn_index!r}.")
     record = await run_in_threadpool(_store(svc).rate, rating, body.comment, trace_id=trace_id, session_id=session_id,
                                      turn_index=turn_index)  # TurnNotFound: 404 (a NotFound)
-    return Envelope[dict[str, Any]](data=record.to_dict())
+    return Envelope[dict[str, Any]](data=camel_turn(record.to_dict()))
 
 
 @router.get("/feedback", response_model=Envelope[list[dict[str, Any]]], summary="Recorded chat turns, newest first")
@@ -68,4 +70,17 @@ async def turns(svc: ServiceDep,
         raise ApiError(422, "unprocessable", str(exc)) from None
     found = await run_in_threadpool(_store(svc).find, rating=value, rated=rated, kb=kb, since=since, until=until,
                                     limit=limit)
-    return Envelope[list[dict[str, Any]]](data=[r.to_dict() for r in found])
+    return Envelope[list[dict[str, Any]]](data=[camel_turn(r.to_dict()) for r in found])
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def camel_turn(turn: dict[str, Any]) -> dict[str, Any]:
+    """A recorded turn in the /api family's style (SuperBizAgent's: `traceId`, `sessionId`, `turnIndex`), as its
+    requests name them: its fields and its lookups' fields; what they hold (a lookup's params, timings) as it is."""
+    out = {_camel(k): v for k, v in turn.items()}
+    out["lookups"] = [{_camel(k): v for k, v in lookup.items()} for lookup in turn.get("lookups") or []]
+    return out

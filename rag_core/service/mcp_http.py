@@ -60,6 +60,12 @@ class McpEndpoint:
         return both
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("method") == "GET":  # a stream of server messages: a stateless server sends none (405, as the
+            # streamable-HTTP transport says, instead of a connection held open with nothing on it)
+            await error_response(scope["path"], 405, "method_not_allowed", "This MCP endpoint is stateless and sends "
+                                 "no messages of its own: POST each JSON-RPC request to /mcp.",
+                                 headers={"Allow": "POST"})(scope, receive, send)
+            return
         manager = self._manager or await self._start()
         if manager is None:
             await error_response(scope["path"], 503, "unavailable", "The MCP endpoint is not running (the app was "

@@ -93,7 +93,8 @@ class FeedbackRequest(Inbound):
     turn_index: Any = Field(None, validation_alias=AliasChoices("turnIndex", "turn_index", "turn"),
                             description="The turn's place in its session, from 0 (chat answers give it).")
     rating: Any = Field(None, description='"up" or "down" (also 1 / -1, 👍 / 👎).')
-    comment: str = Field("", max_length=2000)
+    comment: str | None = Field(None, max_length=2000, description="What was wrong, or right; left out: the turn's "
+                                "comment stays, \"\": removed.")
 
 
 class HistoryPair(BaseModel):

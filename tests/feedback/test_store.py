@@ -33,7 +33,9 @@ def test_turns_are_numbered_per_session_rated_and_listed(tmp_path: Path) -> None
     down = store.rate(-1, "  wrong runbook ", trace_id=a1.trace_id)
     assert (down.rating, down.comment, down.question) == (-1, "wrong runbook", "two")
     assert store.rate(1, session_id="b", turn_index=0).rating == 1
-    assert store.rate(-1, trace_id=a1.trace_id.upper()).comment == ""  # a later rating replaces the earlier one
+    # a later rating replaces the earlier one; its comment stays unless one is given ("" removes it, issue 34)
+    assert store.rate(-1, trace_id=a1.trace_id.upper()).comment == "wrong runbook"
+    assert store.rate(-1, "", trace_id=a1.trace_id).comment == ""
     assert [t.question for t in store.find()] == ["three", "two", "one"]
     assert [t.question for t in store.find(rating=-1)] == ["two"]
     assert [t.question for t in store.find(rated=True)] == ["three", "two"]

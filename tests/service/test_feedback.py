@@ -26,15 +26,23 @@ def test_a_chat_answer_is_recorded_and_rated_by_trace_id_or_by_session_and_turn(
                                             "comment": "cited the wrong runbook"})
     assert r.status_code == 200, r.text
     rated = r.json()["data"]
-    assert (rated["rating"], rated["comment"], rated["session_id"], rated["turn_index"]) == (
+    # the answer names its fields as the request and the /api routes do (camelCase)
+    assert (rated["rating"], rated["comment"], rated["sessionId"], rated["turnIndex"]) == (
         "down", "cited the wrong runbook", session, 1)
-    assert rated["lookups"] and rated["evidence_keys"] and rated["knowledge_bases"]
+    assert rated["lookups"][0]["evidenceKeys"] and rated["evidenceKeys"] and rated["knowledgeBases"]
+    assert not any("_" in key for key in (*rated, *rated["lookups"][0]))
     r = client.post("/api/feedback", json={"sessionId": session, "turnIndex": 0, "rating": "👍"})
     assert r.status_code == 200 and r.json()["data"]["rating"] == "up"
+    # rated again without a comment: the comment stays; an empty one removes it
+    again = client.post("/api/feedback", json={"traceId": second["traceId"], "rating": "up"}).json()["data"]
+    assert (again["rating"], again["comment"]) == ("up", "cited the wrong runbook")
+    cleared = client.post("/api/feedback", json={"traceId": second["traceId"], "rating": "down", "comment": ""})
+    assert cleared.json()["data"]["comment"] == ""
+    client.post("/api/feedback", json={"traceId": second["traceId"], "rating": "down", "comment": "wrong runbook"})
 
     listed = client.get("/api/feedback", params={"rating": "down", "limit": 1000}).json()["data"]
-    assert second["traceId"] in [t["trace_id"] for t in listed]
-    assert first["traceId"] not in [t["trace_id"] for t in listed]
+    assert second["traceId"] in [t["traceId"] for t in listed]
+    assert first["traceId"] not in [t["traceId"] for t in listed]
 
 
 def test_the_stream_gives_the_trace_id_to_rate_by(client: httpx.Client) -> None:

@@ -92,3 +92,22 @@ def test_every_tool_takes_kb_and_search_and_explain_take_the_v1_routes_parameter
         route_params = {p["name"] for p in paths[route]["get"]["parameters"]}
         assert {"query", "retrieve_k", "return_n"} <= set(schemas[tool]["properties"]), tool
         assert set(schemas[tool]["properties"]) - {"kb"} <= route_params, (tool, route_params)
+
+
+def test_tools_are_described_without_code_indentation_and_marked_read_only(guarded: live.LiveServer):
+    async def tools() -> list[Any]:
+        async with httpx2.AsyncClient(headers=AUTH, timeout=60) as http, \
+                Client(streamable_http_client(f"{guarded.url}/mcp", http_client=http)) as client:
+            return list((await client.list_tools()).tools)
+
+    listed = live.run_async(tools())
+    assert len(listed) == 5
+    for tool in listed:
+        assert "\n " not in tool.description and tool.description == tool.description.strip(), tool.name
+        assert tool.annotations.read_only_hint is True and tool.annotations.destructive_hint is False, tool.name
+
+
+def test_get_on_mcp_is_405_not_a_stream_that_sends_nothing(guarded: live.LiveServer):
+    r = httpx.get(f"{guarded.url}/mcp", headers={**AUTH, "Accept": "text/event-stream"}, timeout=60)
+    assert r.status_code == 405 and r.headers["allow"] == "POST"
+    assert "stateless" in r.json()["error"]["message"]

@@ -134,7 +134,7 @@ def test_a_chat_turn_is_one_trace_named_by_its_answer_and_rated_by_it(
     _check_lookup(names, "search_knowledge_base")
     assert {s.status.status_code for ss in names.values() for s in ss} == {StatusCode.OK}  # none left Unset
     rated = _rate(client, trace_id)
-    assert (rated["question"], rated["rating"], rated["trace_id"]) == (QUESTION, "down", trace_id)
+    assert (rated["question"], rated["rating"], rated["traceId"]) == (QUESTION, "down", trace_id)
 
 
 def test_a_streamed_turn_is_one_trace_named_by_its_citations_event_and_rated_by_it(
@@ -166,7 +166,7 @@ def test_an_alert_triage_is_one_trace_named_by_its_citations_event_and_rated_by_
     assert _parent(llm, names, "triage") and llm.attributes[sc.LLM_MODEL_NAME] == "test-chat"
     _check_lookup(names, "search_knowledge_base")
     rated = _rate(client, trace_id)
-    assert "HighCPUUsage" in rated["question"] and rated["lookups"][0]["evidence_keys"]
+    assert "HighCPUUsage" in rated["question"] and rated["lookups"][0]["evidenceKeys"]
     assert rated["answer"] == live.content_of(events) and rated["mode"] == "model"
 
 
