@@ -6,6 +6,9 @@ do next. They never contain secrets or stack traces.
 
 from __future__ import annotations
 
+import logging
+import re
+
 
 class RagError(Exception):
     """Root of every error this package raises on purpose."""
@@ -188,3 +191,32 @@ class ChatModelError(AgentError, RemoteError):
 
     def __init__(self, message: str, kind: str) -> None:
         super().__init__(message, kind)
+
+
+# What a message written for the person at the workbench says that a client of the API has no use for and should
+# not see: the addresses of the services behind it, and commands of the CLI.
+_ADDRESS = re.compile(r"\s+at\s+[a-z][a-z0-9+.-]*://[^\s,;()]+|[a-z][a-z0-9+.-]*://[^\s,;()]+", re.I)
+_COMMANDS = ("kb", "docs", "chunks", "ingest", "reindex", "migrate", "host", "config", "eval", "search", "explain",
+             "tag", "feedback", "serve", "mcp", "rebuild", "testset", "chat", "chunk")
+_CLI = re.compile(r"`(?:python -m rag_core )?(?:--\S+ \S+ )*(?:" + "|".join(_COMMANDS) + r")\b[^`]*`")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`(])")
+
+
+def for_client(message: str) -> str:
+    """`message` as a client of the API gets it: the reason, without the addresses of the services behind the
+    workbench (the chat model's, Prometheus') and without the CLI commands it advises (the settings it names stay:
+    what a client tells whoever runs the server); the full message goes to the server's log."""
+    said = _ADDRESS.sub("", message)
+    said = re.sub(r"\s*\([^()]*`[^()]*\)", lambda m: "" if _CLI.search(m.group()) else m.group(), said)
+    kept = []
+    for sentence in _SENTENCE.split(said):
+        sentence = re.sub(r":\s*" + _CLI.pattern + r"\.?$", ".", sentence)  # "... instead: `command`."
+        if _CLI.search(sentence):  # its clauses without commands, unless the first has one
+            clauses = [c for c in sentence.split("; ") if not _CLI.search(c)]
+            sentence = "; ".join(clauses) if clauses and not _CLI.search(sentence.split("; ")[0]) else ""
+            sentence = sentence if not sentence or sentence.endswith((".", "!", "?")) else sentence + "."
+        kept.append(sentence)
+    said = " ".join(k for k in kept if k and not _CLI.search(k)).strip()
+    if said != message:
+        logging.getLogger("rag_core.service").info("answered a client with %r for: %s", said, message)
+    return said or "The request failed; the details are in the server's log."

@@ -30,7 +30,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
-from ..errors import RagError
+from ..errors import RagError, for_client
 from ..retrieval.identity import stored_chunks
 from ..retrieval.options import LOOKUP_OPTIONS, given, lookup_overrides
 
@@ -86,7 +86,9 @@ def _answer(value: Any) -> CallToolResult:
 
 
 def _refusal(message: str) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=" ".join(message.split()))], is_error=True)
+    """A tool error in one line, as a client gets it (errors.for_client: no internal addresses, no CLI advice)."""
+    return CallToolResult(content=[TextContent(type="text", text=" ".join(for_client(message).split()))],
+                          is_error=True)
 
 
 def _one_line(error: ValidationError) -> str:

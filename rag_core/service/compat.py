@@ -16,6 +16,7 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, StreamingResponse
 
 from ..agent.turn import AssistantTurn
+from ..errors import for_client
 from .deps import ServiceDep
 from .errors import ApiError, error_response, refusal_status
 from .models import ChatAnswer, ChatRequest, ClearRequest, Envelope, HistoryPair, SessionInfo, ToolCallInfo, UploadInfo
@@ -47,7 +48,7 @@ def chat_answer(turn: AssistantTurn, session_id: str) -> ChatAnswer:
     ok = turn.error is None
     # A failed turn keeps whatever text streamed before the failure (None when there was none).
     answer = turn.text if ok else (turn.text or None)
-    return ChatAnswer(success=ok, answer=answer, errorMessage=turn.error,
+    return ChatAnswer(success=ok, answer=answer, errorMessage=for_client(turn.error) if turn.error else None,
                       sessionId=session_id, mode=turn.mode, citations=list(turn.citations),
                       unverifiedCitations=list(turn.unverified), toolCalls=tools,
                       evidence=list(turn.evidence().values()), notices=list(turn.notices), traceId=turn.trace_id,

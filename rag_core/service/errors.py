@@ -29,6 +29,7 @@ from ..errors import (
     RagError,
     StoreError,
     UpstreamError,
+    for_client,
 )
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,9 @@ def is_compat(path: str) -> bool:
 
 def error_response(path: str, status: int, code: str, message: str, data: Any = None,
                    headers: Mapping[str, str] | None = None) -> JSONResponse:
+    """The error answer; its message as a client gets it (errors.for_client: no addresses behind the server, no
+    CLI advice)."""
+    message = for_client(message)
     if is_compat(path):
         body: dict[str, Any] = {"code": status, "message": message, "data": data}
     else:

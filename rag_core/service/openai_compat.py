@@ -40,7 +40,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from ..agent.events import ContentEvent, DoneEvent, ErrorEvent, Event, NoticeEvent
 from ..agent.session import Session
 from ..agent.turn import AssistantTurn
-from ..errors import NotFound, RagError
+from ..errors import NotFound, RagError, for_client
 from ..text import check_texts
 from .compat import CHAT_RETRY_AFTER_S, CLIENT_GONE, SSE_HEADERS
 from .deps import ServiceDep
@@ -139,7 +139,7 @@ def _manager(svc: Service) -> Any:
 
 def _rag_refusal(exc: RagError, param: str | None = None) -> JSONResponse:
     if isinstance(exc, NotFound):
-        return openai_error(404, f"{exc} Each model is a knowledge base: GET /v1/models lists them.",
+        return openai_error(404, f"{for_client(str(exc))} Each model is a knowledge base: GET /v1/models lists them.",
                             code="model_not_found", param=param)
     err = from_rag_error(exc)
     return openai_error(err.status, err.message, "invalid_request_error" if err.status < 500 else "server_error",
@@ -241,7 +241,7 @@ def _extras(turn_citations: Iterable[str], evidence: dict[str, dict[str, Any]], 
 
 def _turn_failure(message: str, kind: str) -> tuple[int, dict[str, Any]]:
     status, error_type = TURN_FAILURES.get(kind, (502, "upstream_error"))
-    return status, {"message": message, "type": error_type, "param": None, "code": kind}
+    return status, {"message": for_client(message), "type": error_type, "param": None, "code": kind}
 
 
 def _inlined(schema: dict[str, Any]) -> dict[str, Any]:

@@ -32,6 +32,7 @@ import anyio
 from starlette.types import Receive
 
 from ..agent.events import ContentEvent, DoneEvent, ErrorEvent, Event
+from ..errors import for_client
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +51,8 @@ def payloads(event: Event) -> list[dict[str, Any]]:
     if isinstance(event, ContentEvent):
         return [{"type": "content", "data": event.text}]
     if isinstance(event, ErrorEvent):
-        return [{"type": "error", "data": event.message, "kind": event.kind}, {"type": "done", "data": None}]
+        return [{"type": "error", "data": for_client(event.message), "kind": event.kind},
+                {"type": "done", "data": None}]
     body = event.to_dict()
     body.pop("type", None)
     if isinstance(event, DoneEvent):

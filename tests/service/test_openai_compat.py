@@ -141,6 +141,7 @@ def test_an_unknown_model_is_404_in_openais_shape(client: openai.OpenAI):
     error = caught.value.response.json()["error"]
     assert error["code"] == "model_not_found" and error["type"] == "invalid_request_error"
     assert "There is no knowledge base 'nope'" in error["message"] and "GET /v1/models" in error["message"]
+    assert "kb create" not in error["message"] and "python -m" not in error["message"]  # CLI advice is not a client's
     with pytest.raises(openai.NotFoundError):
         client.models.retrieve("nope")
 
@@ -220,6 +221,7 @@ def test_a_failed_turn_is_an_openai_error(kb, chat_model: OpenAIChatServer, mode
         model_client.chat.completions.create(model=kb.settings.kb_name, messages=[{"role": "user", "content": "x"}])
     error = caught.value.response.json()["error"]
     assert caught.value.status_code == 502 and error["type"] == "upstream_error" and error["message"]
+    assert "HTTP 500" in error["message"] and chat_model.base_url.split("//")[1] not in error["message"]
     chat_model.reply(chat_model.server_error(500))
     body = {"model": kb.settings.kb_name, "stream": True, "messages": [{"role": "user", "content": "x"}]}
     with httpx.stream("POST", f"{model_server.url}/v1/chat/completions", json=body, timeout=60) as r:
