@@ -23,7 +23,7 @@ from .ingest import Ingestor
 from .loaders import load_options
 from .ports import ChunkStore
 from .records import KnowledgeBase
-from .retrieval import KnowledgeRetriever, MilvusSearchPort, params_from_settings
+from .retrieval import KnowledgeRetriever, StoreSearchPort, params_from_settings
 from .store import LiteOptions, MilvusStore
 from .workbench import Factories, Workbench
 
@@ -184,7 +184,7 @@ def _wire(settings: Settings, embedder: Embedder, store: ChunkStore, reranker: R
                         max_text_chars=settings["loader.max-text-chars"],
                         batch_size=settings["embedding.batch-size"], load_options=load_options(settings))
     params = params_from_settings(settings)
-    retriever = KnowledgeRetriever(MilvusSearchPort(store, embedder, params.search), params, reranker)
+    retriever = KnowledgeRetriever(StoreSearchPort(store, embedder, params.search), params, reranker)
     return Workbench(settings, embedder, store, ingestor, retriever, kb)
 
 

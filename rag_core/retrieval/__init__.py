@@ -2,10 +2,10 @@
 "why wasn't it retrieved?" explanation is `rag_core.retrieval.explain`."""
 
 from ..records import SearchOptions, SearchResult
-from .ports import KnowledgeSearchPort, MilvusSearchPort
+from .ports import KnowledgeSearchPort, StoreSearchPort
 from .projection import Budgets
 from .rerank import RerankParams
 from .retriever import Fetched, KnowledgeRetriever, LookupParams, LookupResult, params_from_settings
 
 __all__ = ["Budgets", "Fetched", "KnowledgeRetriever", "KnowledgeSearchPort", "LookupParams", "LookupResult",
-           "MilvusSearchPort", "RerankParams", "SearchOptions", "SearchResult", "params_from_settings"]
+           "RerankParams", "SearchOptions", "SearchResult", "StoreSearchPort", "params_from_settings"]

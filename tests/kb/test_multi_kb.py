@@ -11,7 +11,7 @@ from rag_core.bootstrap import Workbench, build_agent, knowledge_bases, multi_kb
 from rag_core.ingest import Ingestor
 from rag_core.retrieval.identity import doc_id_of
 from rag_core.retrieval.multi import MultiKnowledgeBasePort
-from rag_core.retrieval.ports import MilvusSearchPort
+from rag_core.retrieval.ports import StoreSearchPort
 from rag_core.store.memory import InMemoryChunkStore
 from tests.contracts.search_port import CHUNK_OVERLAP, CHUNK_SIZE, CORPUS, SearchPortContract
 from tests.helpers import SAMPLE_KB
@@ -21,13 +21,13 @@ PARTS = {"ops": {k: v for k, v in CORPUS.items() if k.startswith("ops/")},
          "rest": {k: v for k, v in CORPUS.items() if not k.startswith("ops/")}}
 
 
-def memory_port(embedder, texts: dict[str, str]) -> MilvusSearchPort:
+def memory_port(embedder, texts: dict[str, str]) -> StoreSearchPort:
     store = InMemoryChunkStore()
     store.open(embedder.name, embedder.dim)
     if texts:
         Ingestor(store, embedder, max_size=CHUNK_SIZE, overlap=CHUNK_OVERLAP).ingest_uploads(
             [(doc_id, text.encode()) for doc_id, text in texts.items()])
-    return MilvusSearchPort(store, embedder)
+    return StoreSearchPort(store, embedder)
 
 
 @pytest.fixture(scope="module")
