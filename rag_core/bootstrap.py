@@ -21,7 +21,7 @@ from .embedding import Embedder
 from .errors import ConfigError
 from .ingest import Ingestor
 from .loaders import load_options
-from .ports import ChunkStore
+from .ports import KnowledgeStore
 from .records import KnowledgeBase
 from .retrieval import KnowledgeRetriever, StoreSearchPort, params_from_settings
 from .store import LiteOptions, MilvusStore
@@ -145,7 +145,7 @@ def build_workbench(settings: Settings, env: Mapping[str, str] | None = None,
     kb_store = connect_store(settings, check_kb_name(settings.kb_name), env)
     try:  # the store's connection reads the catalog first: the knowledge base's settings decide the rest
         catalog = MilvusCatalog(kb_store.client)
-        kb = kb or resolve(catalog, settings, kb_store.client, record=False)
+        kb = kb or resolve(catalog, settings, record=False)
         settings = apply(settings, kb)
         embedder = embedder or _kb_embedder(settings, env, kb)
         reranker = build_reranker(settings, env)
@@ -177,7 +177,7 @@ def _kb_embedder(settings: Settings, env: Mapping[str, str] | None, kb: Knowledg
                           f"set {kb.name} --embedder ...` changes it.") from None
 
 
-def _wire(settings: Settings, embedder: Embedder, store: ChunkStore, reranker: Reranker | None,
+def _wire(settings: Settings, embedder: Embedder, store: KnowledgeStore, reranker: Reranker | None,
           kb: KnowledgeBase | None) -> Workbench:
     ingestor = Ingestor(store, embedder, max_size=settings["chunk.max-size"], overlap=settings["chunk.overlap"],
                         max_bytes=int(settings["loader.max-file-mb"] * 1024 * 1024),
@@ -212,7 +212,7 @@ def kb_settings(settings: Settings, env: Mapping[str, str] | None = None) -> Set
     check_kb_name(settings.kb_name)
     catalog = open_catalog(settings, env)
     try:  # a default not made yet is shown with the values it would get, and not made by looking
-        return apply(settings, resolve(catalog, settings, catalog.client, record=False))
+        return apply(settings, resolve(catalog, settings, record=False))
     finally:
         catalog.close()
 

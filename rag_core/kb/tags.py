@@ -4,26 +4,26 @@ time, front matter, tags) and setting tags, the same for the CLI (`tag`, `docs -
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from ..errors import NotIndexed, RagError, StoreError
+from ..ports import LabelledStore
 from ..retrieval.scope import Labels, document_labels, known_keys, labels_of
 from ..store.labels import parse_tags, relabelled
 
 
-def metadata(store: Any) -> dict[str, dict[str, list[str]]]:
+def metadata(store: LabelledStore) -> dict[str, dict[str, list[str]]]:
     """doc_id -> key -> values of every indexed document."""
     labels = store.labels.all()
     return {d.doc_id: {k: list(v) for k, v in labels_of(d, labels.get(d.doc_id)).items()}
             for d in store.list_documents()}
 
 
-def filter_keys(store: Any) -> tuple[str, ...]:
+def filter_keys(store: LabelledStore) -> tuple[str, ...]:
     """The keys a metadata filter may use on this knowledge base."""
     return known_keys(store.labels.all())
 
 
-def tag(store: Any, doc_id: str, items: Sequence[str] | dict[str, list[str]], *, replace: bool = False,
+def tag(store: LabelledStore, doc_id: str, items: Sequence[str] | dict[str, list[str]], *, replace: bool = False,
         ) -> dict[str, list[str]]:
     """Set tags on an indexed document (`["team=sre", "owner="]`: `owner=` removes the key; `replace`: these are
     all its tags). Returns its tags. NotIndexed for an unknown document, StoreError for a bad tag."""
@@ -42,7 +42,7 @@ def tag(store: Any, doc_id: str, items: Sequence[str] | dict[str, list[str]], *,
 
     result: dict[str, list[str]] = {}
 
-    def change(writer: Mapping[str, str] | None) -> list[str]:  # its chunk rows carry the new labels (store.labels)
+    def change(writer: Mapping[str, str]) -> list[str]:  # its chunk rows carry the new labels (store.labels)
         result.update(store.labels.set_tags(doc_id, tags, replace=replace, writer=writer, fits=fits))
         return [doc_id]
 

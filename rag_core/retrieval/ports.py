@@ -10,7 +10,7 @@ from typing import Any
 
 from .. import tracing
 from ..errors import EmptyKnowledgeBase
-from ..ports import ChunkStore, Embedder, KnowledgeSearchPort
+from ..ports import Embedder, KnowledgeSearchPort, KnowledgeStore
 from ..records import FUSIONS, SEARCH_MODES, SearchHit, SearchOptions, SearchResult
 from ..tracing import semconv as sc
 from . import fusion
@@ -31,9 +31,10 @@ def fuse(ranked: Mapping[str, list[SearchHit]], options: SearchOptions, k: int, 
 
 class StoreSearchPort:
     """Dense (the embedder's query vector, cosine), BM25 (the store's full-text search) or both fused (see fusion.py)
-    over one knowledge base's store."""
+    over one knowledge base's store: a ports.SingleStoreSearchPort, so the lookup path reads that store's disabled
+    chunks and labels."""
 
-    def __init__(self, store: ChunkStore, embedder: Embedder, options: SearchOptions = SearchOptions()) -> None:
+    def __init__(self, store: KnowledgeStore, embedder: Embedder, options: SearchOptions = SearchOptions()) -> None:
         self.store = store
         self.embedder = embedder
         self.options = options

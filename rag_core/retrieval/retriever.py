@@ -19,7 +19,7 @@ from typing import Any
 from .. import tracing
 from ..config import Settings
 from ..errors import RetrievalError
-from ..ports import KnowledgeSearchPort, Reranker
+from ..ports import KnowledgeSearchPort, Reranker, SingleStoreSearchPort
 from ..records import Candidate, HitTrace, RerankOutcome, SearchHit, SearchOptions, cited_as, qa_question
 from ..tracing.semconv import RERANKER, STAGE
 from .identity import to_candidate
@@ -307,8 +307,7 @@ class KnowledgeRetriever:
         """The disabled stage's input: the evidence keys among `candidates` a person disabled (store.edits), read at
         every assembly so a disable shows at once, even on cached hits. An edit made on other text (the document
         changed under it) does not apply."""
-        edits = getattr(getattr(self.port, "store", None), "edits", None)
-        off = edits.disabled() if edits is not None else {}
+        off = self.port.store.edits.disabled() if isinstance(self.port, SingleStoreSearchPort) else {}
         return {c.evidence_key for c in candidates
                 if c.evidence_key in off and off[c.evidence_key] in ("", c.metadata.get("chunkHash"))}
 
@@ -318,9 +317,9 @@ class KnowledgeRetriever:
         debugger; none: nothing is searched); (None, the filters) without a metadata filter."""
         if not params.scope:
             return None, params.filters
-        store = getattr(self.port, "store", None)
-        if store is None or getattr(store, "labels", None) is None:
+        if not isinstance(self.port, SingleStoreSearchPort):
             raise RetrievalError("Metadata filters need one knowledge base (this search spans several).")
+        store = self.port.store
         scope = resolve(params.scope, store.list_documents(), store.labels.all())
         filters: dict[str, Any] = {**(params.filters or {}), "labels": params.scope.labels()}
         if not scope.doc_ids:

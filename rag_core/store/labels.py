@@ -23,6 +23,7 @@ from typing import Any
 
 from ..errors import StoreError
 from ..files import FileLock, read_json_object, write_atomic
+from ..ports import KeptLabels, LabelledStore
 from ..retrieval.scope import BUILT_IN_KEYS, KEY_PATTERN, MAX_VALUE_CHARS
 
 TagValues = Mapping[str, Sequence[str]]
@@ -30,7 +31,8 @@ PENDING, RELABEL = "pending", "relabel"  # the marks of ingest (with the new fro
 
 
 class DocumentLabels:
-    """Front matter and tags per doc_id; in memory when `path` is None (stores that keep no files)."""
+    """Front matter and tags per doc_id; in memory when `path` is None (stores that keep no files). The KeptLabels of
+    rag_core.ports."""
 
     def __init__(self, path: Path | None = None, lock: FileLock | None = None) -> None:
         self.path = path
@@ -62,6 +64,10 @@ class DocumentLabels:
 
     def tags(self, doc_id: str) -> dict[str, list[str]]:
         return dict(self._read().get(doc_id, {}).get("tags") or {})
+
+    def tags_by_document(self) -> dict[str, dict[str, list[str]]]:
+        """doc_id -> its tags (not its front matter), in one read."""
+        return {doc_id: dict(tags) for doc_id, parts in self._read().items() if (tags := parts.get("tags"))}
 
     # ---------------------------------------------------------------- writing
     def _write(self, change: Any) -> None:
@@ -158,12 +164,12 @@ class DocumentLabels:
             self.finish([doc_id for doc_id, kinds in gone.items() if kind in kinds], kind=kind, apply=False)
         return sorted(gone)
 
-    def copy_tags(self, source: DocumentLabels, doc_ids: Iterable[str], writer: Mapping[str, str] | None = None,
+    def copy_tags(self, source: KeptLabels, doc_ids: Iterable[str], writer: Mapping[str, str] | None = None,
                   ) -> list[str]:
         """The tags of `doc_ids` in `source` (another knowledge base: kb copy, reindex --from) made these (`writer`:
         marked as `set_tags` marks them). Returns the documents that got tags."""
-        theirs = source._read()
-        pairs = [(d, theirs[d]["tags"]) for d in doc_ids if (theirs.get(d) or {}).get("tags")]
+        theirs = source.tags_by_document()
+        pairs = [(d, theirs[d]) for d in doc_ids if theirs.get(d)]
         if pairs:
             def change(data: dict[str, Any]) -> None:
                 for doc_id, tags in pairs:
@@ -184,12 +190,10 @@ class DocumentLabels:
                 self.path.unlink(missing_ok=True)
 
 
-def relabelled(store: Any, change: Callable[[Mapping[str, str] | None], list[str]]) -> list[str]:
+def relabelled(store: LabelledStore, change: Callable[[Mapping[str, str]], list[str]]) -> list[str]:
     """A change of `store`'s labels file that its rows follow: `change(writer)` writes it with a RELABEL mark naming
-    `writer` (None: a store whose rows carry no labels) and returns the documents it changed; their rows are then
-    rewritten and the marks cleared (a kill in between: the store's `recover` finishes it)."""
-    if not hasattr(store, "relabel"):
-        return change(None)
+    `writer` and returns the documents it changed; their rows are then rewritten and the marks cleared (a kill in
+    between: the store's `recover` finishes it)."""
     with store.labels.lock(), store.editing() as writer:
         doc_ids = change(writer)
         store.relabel(doc_ids)
