@@ -235,9 +235,13 @@ class InMemoryChunkStore:
                 self._versions[version].committed = next(self._commits)
 
     def delete_document(self, doc_id: str) -> bool:
-        with self._lock:
+        """As MilvusStore's: the document with every version, its labels and its chunk edits."""
+        with self.lock(), self._lock:
             found = doc_id in self._active()
             self._versions = {v: ver for v, ver in self._versions.items() if ver.doc.doc_id != doc_id}
+            if found:
+                self.labels.forget([doc_id])
+                self.edits.forget([doc_id])
             return found
 
     # ---------------------------------------------------------------- reads
