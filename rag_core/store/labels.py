@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import StoreError
+from ..errors import InvalidTags
 from ..files import FileLock, read_json_object, write_atomic
 from ..ports import KeptLabels, LabelledStore
 from ..retrieval.scope import BUILT_IN_KEYS, KEY_PATTERN, MAX_VALUE_CHARS
@@ -83,7 +83,7 @@ class DocumentLabels:
     def set_tags(self, doc_id: str, tags: TagValues, *, replace: bool = False, writer: Mapping[str, str] | None = None,
                  fits: Callable[[dict[str, tuple[str, ...]]], None] | None = None) -> dict[str, list[str]]:
         """Add `tags` (key -> values; an empty list removes the key) to the document's, or `replace` them all.
-        Returns its tags. Raises StoreError naming a bad key or value. `writer`: mark the document pending (see the
+        Returns its tags. Raises InvalidTags naming a bad key or value. `writer`: mark the document pending (see the
         module docstring) in the same write; `fits(labels)`: raises when the document's labels would not fit its
         rows (nothing is written then)."""
         checked = check_tags(tags)
@@ -218,13 +218,13 @@ def check_tags(tags: TagValues) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for key, values in tags.items():
         if not isinstance(key, str) or not KEY_PATTERN.fullmatch(key):
-            raise StoreError(f"Tag key {key!r}: use letters, digits, _ . - (starting with a letter or _), at most 64.")
+            raise InvalidTags(f"Tag key {key!r}: use letters, digits, _ . - (starting with a letter or _), at most 64.")
         if key in BUILT_IN_KEYS:
-            raise StoreError(f"Tag key {key!r} is built in ({', '.join(BUILT_IN_KEYS)} come from the document).")
+            raise InvalidTags(f"Tag key {key!r} is built in ({', '.join(BUILT_IN_KEYS)} come from the document).")
         values = [values] if isinstance(values, str) else list(values)
         if not all(isinstance(v, str) and v.strip() and len(v) <= MAX_VALUE_CHARS and "\x00" not in v
                    for v in values):
-            raise StoreError(f"Tag {key}: values must be non-empty text of at most {MAX_VALUE_CHARS} characters.")
+            raise InvalidTags(f"Tag {key}: values must be non-empty text of at most {MAX_VALUE_CHARS} characters.")
         out[key] = list(dict.fromkeys(v.strip() for v in values))
     return out
 
@@ -235,7 +235,7 @@ def parse_tags(items: Sequence[str]) -> dict[str, list[str]]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep:
-            raise StoreError(f"Tag {item!r} is not key=value (e.g. team=sre; key= removes the key).")
+            raise InvalidTags(f"Tag {item!r} is not key=value (e.g. team=sre; key= removes the key).")
         out.setdefault(key.strip(), [])
         if value.strip():
             out[key.strip()].append(value.strip())
