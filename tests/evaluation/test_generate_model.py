@@ -23,7 +23,7 @@ from rag_core.evaluation import load_user_set
 from rag_core.evaluation.generate import PROMPT_VERSION, generate_test_set, generate_with_model, prompts
 from rag_core.evaluation.testsets import read_test_set
 from rag_core.ingest import Ingestor
-from rag_core.retrieval import KnowledgeRetriever, LookupParams, MilvusSearchPort
+from rag_core.retrieval import KnowledgeRetriever, LookupParams, StoreSearchPort
 from rag_core.store.memory import InMemoryChunkStore
 from tests.fakes.embedder import FakeEmbedder
 from tests.servers.chat import Completion, OpenAIChatServer
@@ -55,7 +55,7 @@ def kb() -> tuple[InMemoryChunkStore, KnowledgeRetriever]:
     reports = Ingestor(store, embedder, max_size=400, overlap=0).ingest_uploads(
         [(doc_id, text.encode("utf-8")) for doc_id, (text, _, _) in DOCS.items()])
     assert [r.chunks for r in reports] == [1] * len(DOCS)
-    retriever = KnowledgeRetriever(MilvusSearchPort(store, embedder), LookupParams(retrieve_k=5, return_n=3))
+    retriever = KnowledgeRetriever(StoreSearchPort(store, embedder), LookupParams(retrieve_k=5, return_n=3))
     return store, retriever
 
 

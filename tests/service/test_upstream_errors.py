@@ -13,12 +13,14 @@ import pytest
 from rag_core.bootstrap import build_logs_client, build_metrics_client
 from rag_core.errors import (
     EmptyKnowledgeBase,
+    InvalidTags,
     KnowledgeBaseNotFound,
     LogsError,
     MetricsError,
     NotIndexed,
     RerankFailed,
     RetrievalError,
+    StoreError,
 )
 from rag_core.records import LogQuery
 from rag_core.service.app import create_app
@@ -159,6 +161,8 @@ def test_the_status_follows_the_type_not_the_message():
     assert from_rag_error(RetrievalError(empty)).status == 400
     assert from_rag_error(KnowledgeBaseNotFound("gone")).status == 404
     assert from_rag_error(NotIndexed("gone")).status == 404
+    assert from_rag_error(InvalidTags("Tag key 'folder' is built in")).status == 400  # a StoreError, but bad input
+    assert from_rag_error(StoreError("Tag key 'folder' is built in")).status == 503
     assert from_rag_error(RerankFailed("Reranking failed", deadline=True)).status == 504
     assert from_rag_error(MetricsError("Prometheus at x kept failing (HTTP 500)", "server")).status == 502
     assert from_rag_error(LogsError("Loki at x did not answer within 1 s", "timeout")).status == 504

@@ -17,7 +17,7 @@ from rag_core.clients.openai_chat import ChatModelConfig, OpenAIChatModel
 from rag_core.embedding.openai_compat import OpenAICompatEmbedder
 from rag_core.records import Document, NewVersion, SearchOptions
 from rag_core.rerank.openai_compat import OpenAICompatReranker
-from rag_core.retrieval import KnowledgeRetriever, LookupParams, MilvusSearchPort
+from rag_core.retrieval import KnowledgeRetriever, LookupParams, StoreSearchPort
 from rag_core.store.memory import InMemoryChunkStore
 from tests.servers.chat import OpenAIChatServer
 from tests.servers.embeddings import OpenAIEmbeddingServer
@@ -63,7 +63,7 @@ def retriever(embed_server: OpenAIEmbeddingServer, rerank_server: OpenAIRerankSe
                                 embedder.embed_documents([c.text for c in chunks]), fingerprint=""))
     store.replace_documents(items)
     reranker = OpenAICompatReranker(rerank_server.base_url, "test-rerank", timeout=5, max_retries=0)
-    port = MilvusSearchPort(store, embedder, SearchOptions(mode="hybrid"))
+    port = StoreSearchPort(store, embedder, SearchOptions(mode="hybrid"))
     return KnowledgeRetriever(port, LookupParams(retrieve_k=10, return_n=3, max_chunks_per_document=1), reranker)
 
 
