@@ -51,7 +51,7 @@ def server():
 
 def model_of(server: OpenAIChatServer, **config: Any) -> ChatModel:
     cfg = ChatModelConfig(provider="openai", base_url=server.base_url, model=server.models[0],
-                          api_key_env="TEST_CHAT_KEY", **{"timeout": 5.0, "max_retries": 0, **config})
+                          api_key_env="TEST_CHAT_KEY", **{"timeout": 30.0, "max_retries": 0, **config})
     return ChatModel(cfg, KEY, sleep=lambda s: None, jitter=lambda: 0.0)
 
 

@@ -197,7 +197,7 @@ def test_a_failing_remote_embedder_is_503_and_health_still_answers(kb):
     with OpenAIEmbeddingServer(api_key=key) as remote:
         model = next(iter(remote.models))
         settings = {"embedding.provider": "openai", "embedding.base-url": remote.base_url, "embedding.model": model,
-                    "embedding.max-retries": 0, "embedding.timeout": 5, "milvus.collection": "service_remote"}
+                    "embedding.max-retries": 0, "embedding.timeout": 30, "milvus.collection": "service_remote"}
         wb = build_workbench(load_settings(data_dir=kb.settings.data_dir, env={}, overrides=settings),
                              env={"OPENAI_API_KEY": key})
         server = serve(wb)
