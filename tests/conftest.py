@@ -103,7 +103,11 @@ def browser() -> Iterator[object]:
     from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, _chromium_or_skip
 
     _chromium_or_skip()
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
+
+    # An assertion (`expect(...)`) waits as long as the tests' actions do (their contexts' default timeout), not
+    # Playwright's 5 s: a rerun of a page on a loaded machine can take longer than that.
+    expect.set_options(timeout=30_000)
 
     with sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
