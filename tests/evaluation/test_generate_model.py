@@ -80,7 +80,7 @@ class FakeTime:
 
 
 def chat_model(server: OpenAIChatServer, time: FakeTime, key: str = KEY, **config: Any) -> ChatModel:
-    config = {"timeout": 5.0, "max_retries": 2, **config}
+    config = {"timeout": 30.0, "max_retries": 2, **config}
     cfg = ChatModelConfig(provider="openai", base_url=server.base_url, model=server.models[0],
                           api_key_env="TEST_CHAT_KEY", **config)
     return ChatModel(cfg, key, sleep=time.sleep, jitter=lambda: 0.0, clock=time.clock)
@@ -256,7 +256,7 @@ def test_failures_no_item_would_escape_end_the_run_with_one_line(kb, server, tmp
     server.stop()
     with pytest.raises(EvaluationError, match="connect|refused|running") as info:
         cfg = ChatModelConfig(provider="openai", base_url=f"http://127.0.0.1:{port}/v1", model="test-chat",
-                              timeout=2.0, max_retries=0)
+                              timeout=30.0, max_retries=0)
         generate_with_model(kb[0], ChatModel(cfg, KEY), size=2, unanswerable=0.0)
     assert not list(tmp_path.iterdir())
 

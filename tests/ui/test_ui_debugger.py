@@ -343,7 +343,7 @@ def test_a_fix_beyond_the_sliders_is_given_as_a_command():
                 "answer": None, "chunks": [], "notes": [], "warnings": []}
         explanation_view(data, {"q": "disk full"}, {"retrieve_k": 200, "return_n": 50})
 
-    far = AppTest.from_function(script, args=(450,)).run()
+    far = AppTest.from_function(script, args=(450,), default_timeout=60).run()
     assert not far.exception
     assert ('try `python -m rag_core search "disk full" --retrieve-k 450 --return-n 9 --max-chunks-per-document 2`'
             in texts(far, "caption"))
