@@ -1,7 +1,7 @@
 """Metadata filters on Milvus Lite: what a scoped search costs, the chunk rows' `labels` against the alternatives.
 
 A scope (`--filter team=t3`) reaches Milvus as `array_contains_any(labels, [...])` on the chunk rows' `labels`
-ARRAY (retrieval.scope, store.milvus.filters). Measured here through MilvusStore on synthetic chunks (random
+ARRAY (scope, store.milvus.filters). Measured here through MilvusStore on synthetic chunks (random
 vectors, random words), in the same run, interleaved query by query so load on the machine hits every variant:
 
 * no filter (the floor);
@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import log, main, ratio, record_and_print, section, table
+from rag_core import scope
 from rag_core.records import Chunk, Document, NewVersion
-from rag_core.retrieval import scope
 from rag_core.store import MilvusStore
 
 DIM, CHUNKS_PER_DOC, TEAMS = 64, 50, 10

@@ -8,8 +8,8 @@ import pandas as pd
 import streamlit as st
 
 from rag_core.errors import RagError
+from rag_core.evaluation.failures import add_to_test_set, expected_target, failure_item
 from rag_core.evaluation.testsets import list_test_sets, saved_sets_dir
-from rag_core.feedback.cases import add_to_test_set, expected_target, failure_item
 from rag_core.feedback.records import Lookup, TurnRecord
 from ui.errors import show_error
 from ui.evaluation import headers, link_column

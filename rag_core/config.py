@@ -312,7 +312,7 @@ class Settings:
                 f"chunk.overlap ({self['chunk.overlap']}) must be smaller than chunk.max-size "
                 f"({self['chunk.max-size']})."
             )
-        from .kb.names import name_problem  # the one rule for knowledge-base (collection) names
+        from .names import name_problem  # the one rule for knowledge-base (collection) names
 
         if problem := name_problem(self["milvus.collection"]):
             raise ConfigError(f"milvus.collection (the default knowledge base): {problem}")

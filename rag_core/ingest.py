@@ -29,7 +29,7 @@ from .chunk_diff import chunk_diff
 from .errors import SKIPPED_CODES, NotIndexed, OriginalMissing, RagError, StoreUnavailableError
 from .ports import Embedder, KeptOriginals, KnowledgeStore
 from .records import Chunk, ChunkDiff, Document, IngestReport, IngestStatus, NewVersion, WriteResult
-from .retrieval.scope import front_matter
+from .scope import front_matter
 from .store.labels import relabelled
 
 CHUNKER_VERSION = "1"
@@ -332,7 +332,7 @@ class Ingestor:
 
     def _replace(self, todo: list[_Prepared], vectors: np.ndarray, offsets: np.ndarray) -> list[WriteResult]:
         """The new versions written, their rows carrying their labels: front matter read from each (and the tags it
-        has), for metadata filters (retrieval.scope). The labels file takes the front matter as a pending mark
+        has), for metadata filters (scope). The labels file takes the front matter as a pending mark
         first (store.labels), so a kill after the commit still gives the file the version's front matter."""
         labels = self.store.labels
         fields = {g.doc.doc_id: front_matter(g.doc.text) for g in todo}
@@ -384,7 +384,7 @@ class Ingestor:
         return self._earlier_spelling(self._load_bytes(data, doc_id, on_page), legacy), data
 
     def _earlier_spelling(self, doc: Document, legacy: str) -> Document:
-        """`doc`, or `doc` under the id an earlier release gave its name (`legacy`, see loaders.doc_ids) when a
+        """`doc`, or `doc` under the id an earlier release gave its name (`legacy`, see doc_ids) when a
         document has that id and none has the new one: it is replaced, not joined by a twin that reads the same.
         Asks the registry only for the few names the new rule spells differently."""
         if not legacy or legacy == doc.doc_id:

@@ -90,7 +90,7 @@ class SingleStoreSearchPort(KnowledgeSearchPort, Protocol):
 # ---------------------------------------------------------------------------------------- store
 # Search filters: field -> one value or any of several, e.g. {"doc_id": "a.md"} or {"doc_id": ["a.md", "b.md"]}.
 # Fields: doc_id, source, and labels: `key=value` strings a chunk must carry (StoredChunk.labels), one of each key's
-# (`{"labels": ["type=md", "type=txt", "team=sre"]}`: type md or txt, and team sre; retrieval.scope makes them).
+# (`{"labels": ["type=md", "type=txt", "team=sre"]}`: type md or txt, and team sre; scope makes them).
 # Values are compared exactly (never parsed), so any string is safe.
 StoreFilters = Mapping[str, str | Sequence[str]]
 STORE_FILTER_FIELDS = ("doc_id", "source", "labels")

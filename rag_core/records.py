@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 
 from .errors import LogsError, RetrievalError
+from .phrases import Phrase
 
 SearchMode = Literal["dense", "bm25", "hybrid"]  # which channels find candidates
 Fusion = Literal["rrf", "weighted", "dbsf"]  # how hybrid search fuses its channels
@@ -145,7 +146,7 @@ class Document:
     encoding: str = "utf-8"  # what the bytes were decoded from (informational)
     places: tuple[Place, ...] = ()  # pages, slides or rows, sorted by offset; () for plain text
     notes: tuple[str, ...] = ()  # what a person should know about the reading ("pages 3, 7 have no text ...")
-    note_phrases: tuple[Any, ...] = ()  # the same notes as codes with parameters (the app renders them)
+    note_phrases: tuple[Phrase, ...] = ()  # the same notes as codes with parameters (the app renders them)
 
     @property
     def ocr_pages(self) -> tuple[int, ...]:
@@ -203,7 +204,7 @@ class StoredChunk:
     title: str
     version: str
     metadata: Mapping[str, Any]  # the seed's keys plus offsets (start, end, overlapChars), hashes, ingestedAt
-    # Its document's `key=value` labels, which metadata filters match (retrieval.scope.document_labels); searches
+    # Its document's `key=value` labels, which metadata filters match (scope.document_labels); searches
     # filter on them but do not return them.
     labels: tuple[str, ...] = ()
 
@@ -242,7 +243,7 @@ class WriteResult:
 class SearchHit:
     """What a KnowledgeSearchPort returns: one stored chunk with its score, best first.
 
-    `score` is already "higher is better" for every metric (see retrieval.identity).
+    `score` is already "higher is better" for every metric (see identity).
     `channels` maps a channel name ("dense", "bm25") to (rank in that channel, 1-based; raw score).
     `cross_language`: hybrid fusion gave it BM25's share from its dense rank or score, because it is in the other
     language than the query and so could never match it lexically (retrieval.fusion.cross_language).
@@ -329,7 +330,7 @@ class IngestReport:
     error_code: str = ""  # why it failed, for programs: the failing exception's `code` ("too_large", ...)
     diff: ChunkDiff | None = None  # replaced and unchanged documents: their chunks against the previous version
     notes: tuple[str, ...] = ()  # how it was read (Document.notes): "OCR'd pages 2, 3", "Q&A sheet: FAQ (...)"
-    note_phrases: tuple[Any, ...] = ()  # the same as codes with parameters (Document.note_phrases)
+    note_phrases: tuple[Phrase, ...] = ()  # the same as codes with parameters (Document.note_phrases)
 
     def to_dict(self) -> dict[str, Any]:
         """As `ingest --json` prints it and the HTTP API answers it (`diff` null for added or failed files)."""
@@ -341,7 +342,7 @@ class IngestReport:
 
 @dataclass(frozen=True)
 class Candidate:
-    """A search hit with chunk-level identity (see retrieval.identity). Kept candidates are the
+    """A search hit with chunk-level identity (see identity). Kept candidates are the
     evidence blocks; their `hit_reasons` and `channels` include those of merged duplicates."""
 
     rank: int  # 1-based position in the ranking post-processing walks (after the rerank stage, if any)
@@ -465,7 +466,7 @@ class RerankOutcome:
     notes: tuple[str, ...] = ()
     error: str = ""
     skipped: bool = False
-    note_phrases: tuple[Any, ...] = ()  # the notes as codes with parameters (RerankResult.note_phrases)
+    note_phrases: tuple[Phrase, ...] = ()  # the notes as codes with parameters (RerankResult.note_phrases)
 
     @property
     def applied(self) -> bool:
@@ -478,7 +479,7 @@ class RerankResult:
 
     scores: tuple[float, ...]  # one per input document, in input order; higher is more relevant
     notes: tuple[str, ...] = ()  # what the adapter had to do, for the trace: "2 documents truncated to 4,000 tokens"
-    note_phrases: tuple[Any, ...] = ()  # the same notes as codes with parameters (the app renders them)
+    note_phrases: tuple[Phrase, ...] = ()  # the same notes as codes with parameters (the app renders them)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ The edges: the HTTP service's JSON bodies (service.models.Inbound; query strings
 multipart file names are decoded with replacement characters, so they cannot carry one), the CLI's text
 arguments and the questions `chat` reads on stdin (cli.options.TEXT_ARGUMENTS, cli.chat), JSON-lines query and
 evaluation files (evaluation.datasets), and the arguments a chat model sends to a tool (agent.tools).
-File names have their own rule (loaders.doc_ids), which refuses them too.
+File names have their own rule (doc_ids), which refuses them too.
 
 `fold` is what the BM25 channel reads instead of the text: Traditional Chinese folded to Simplified (OpenCC
 `t2s`), so a document and a question in different scripts share their words (store.milvus.schema's `bm25_text`).

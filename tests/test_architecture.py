@@ -1,6 +1,8 @@
 """The dependency rules of the layout (ARCHITECTURE.md), read from the source with `ast`, nothing imported:
 
-- no import cycle among rag_core's modules;
+- no import cycle among rag_core's modules, nor among its subpackages (rag_core/agent/, rag_core/store/, ...: one
+  module of a subpackage importing one of another makes the first depend on the second; a leaf shared by two
+  subpackages lives at the top, as rag_core/phrases.py, names.py, scope.py and identity.py do);
 - only entry points import `rag_core.bootstrap` (the CLI, the HTTP service, `python -m rag_core`; outside the
   package: app.py, pages/, ui/, bench/, tests/): everything else is handed what bootstrap builds;
 - the ports and the records that cross them import no adapter.
@@ -155,6 +157,34 @@ def describe_cycle(g: Graph, component: list[str]) -> str:
     return f"{len(component)} modules ({', '.join(component)}): {' -> '.join(cycle)} ({steps})"
 
 
+def subpackage(g: Graph, module: str) -> str | None:
+    """The subpackage of the package's top (rag_core.store for rag_core.store.milvus.writes) a module is in, or None
+    for the top's own modules."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if len(parts) > 1 and ".".join(parts[:2]) in g.files and \
+        g.files[".".join(parts[:2])].name == "__init__.py" else None
+
+
+def subpackage_imports(g: Graph) -> tuple[dict[str, dict[str, int]], dict[tuple[str, str], str]]:
+    """Subpackage -> the subpackages its modules import, and for each such pair the first import that makes it."""
+    imports: dict[str, dict[str, int]] = {}
+    first: dict[tuple[str, str], str] = {}
+    for module in sorted(g.imports):
+        source = subpackage(g, module)
+        if source is None:
+            continue
+        imports.setdefault(source, {})
+        for target in sorted(g.imports[module], key=lambda t: (-t.count("."), t)):  # the module itself first
+            into = subpackage(g, target)
+            if into is not None and into != source:
+                imports[source].setdefault(into, 0)
+                first.setdefault((source, into), f"{g.where(module, target)} imports {target}")
+    for targets in list(imports.values()):
+        for target in targets:
+            imports.setdefault(target, {})
+    return imports, first
+
+
 def is_entry_point(module: str) -> bool:
     return (module in (f"{PACKAGE}.cli", f"{PACKAGE}.__main__", BOOTSTRAP)
             or module.startswith((f"{PACKAGE}.cli.", f"{PACKAGE}.service.")))
@@ -165,6 +195,15 @@ def test_no_import_cycle() -> None:
     g = graph()
     cycles = [describe_cycle(g, component) for component in strongly_connected(g.imports)]
     assert not cycles, "Import cycles among rag_core's modules (every one found):\n" + "\n".join(cycles)
+
+
+def test_no_import_cycle_among_subpackages() -> None:
+    imports, first = subpackage_imports(graph())
+    cycles = []
+    for component in strongly_connected(imports):
+        cycle = shortest_cycle(imports, component)
+        cycles.append(" -> ".join(cycle) + " (" + "; ".join(first[a, b] for a, b in zip(cycle, cycle[1:])) + ")")
+    assert not cycles, "Import cycles among rag_core's subpackages (every one found):\n" + "\n".join(cycles)
 
 
 def test_only_entry_points_import_bootstrap() -> None:
@@ -188,6 +227,26 @@ def test_the_ports_and_their_records_import_no_adapter() -> None:
 
 
 # ------------------------------------------------------------------------------------------------ the checker
+def test_a_cycle_between_subpackages_is_found_without_one_between_modules(tmp_path: Path) -> None:
+    g = graph_of(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/top.py": "from .a import one\n",  # the top's own modules belong to no subpackage
+        "pkg/a/__init__.py": "",
+        "pkg/a/one.py": "from ..b.two import x\n",
+        "pkg/a/three.py": "",
+        "pkg/b/__init__.py": "",
+        "pkg/b/two.py": "",
+        "pkg/b/four.py": "from ..a import three\n",
+    })
+    assert strongly_connected(g.imports) == []
+    imports, first = subpackage_imports(g)
+    assert imports == {"pkg.a": {"pkg.b": 0}, "pkg.b": {"pkg.a": 0}}
+    assert strongly_connected(imports) == [["pkg.a", "pkg.b"]]
+    assert first["pkg.a", "pkg.b"] == "pkg/a/one.py:1 imports pkg.b.two"
+    assert first["pkg.b", "pkg.a"] == "pkg/b/four.py:1 imports pkg.a.three"
+
+
+
 def graph_of(root: Path, files: dict[str, str]) -> Graph:
     for name, text in files.items():
         path = root / name

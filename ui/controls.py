@@ -13,7 +13,7 @@ import streamlit as st
 
 from rag_core.retrieval import LookupParams
 from rag_core.retrieval.options import LOOKUP_OPTIONS, LookupOption
-from rag_core.retrieval.scope import split_terms
+from rag_core.scope import split_terms
 
 from .i18n import t
 from .kbs import setting_help

@@ -76,7 +76,7 @@ def tags_editor(wb: Workbench, doc_ids: Sequence[str]) -> None:
     rules as `python -m rag_core tag DOC key=value` (rag_core.kb.tags)."""
     from rag_core.errors import RagError
     from rag_core.kb.tags import metadata, tag
-    from rag_core.retrieval.scope import split_terms
+    from rag_core.scope import split_terms
 
     with st.expander(t("Metadata and tags (for filtered search)"), expanded=False):
         doc_id = st.selectbox(t("Document"), doc_ids, key="kb.tag_doc")
@@ -145,7 +145,7 @@ def chunk_editor(wb: Workbench, chunks: Sequence[Mapping[str, Any]], *, key: str
 def document_chunk_editor(wb: Workbench, doc_ids: Sequence[str]) -> None:
     """A document's stored chunks on the Knowledge base page, each to disable, enable or edit (`chunk_editor`), a
     chunk to add to it (`chunks add DOC_ID --text ...`) and its edits in conflict after a re-upload."""
-    from rag_core.retrieval.identity import stored_chunks
+    from rag_core.identity import stored_chunks
 
     with st.expander(t("A document's chunks: edit, disable, enable or add"), expanded=False):
         doc_id = st.selectbox(t("Document"), doc_ids, key="kb.chunks_doc")

@@ -1,9 +1,9 @@
 """The words that come from rag_core, in the user's language: drop reasons and hit fates (codes of
 `rag_core.records.DropReason` / `HitTrace.fate`), search modes, and what "why wasn't it retrieved?" and a lookup's
-warnings say (`rag_core.retrieval.phrases`: a code and its parameters, rendered here with the catalog). The JSON
+warnings say (`rag_core.phrases`: a code and its parameters, rendered here with the catalog). The JSON
 keeps its English texts beside the phrases; data saved before phrases existed is shown in that English.
 
-Each code's English text is its msgid, the same words as `rag_core.retrieval.phrases.ENGLISH` (the CLI's
+Each code's English text is its msgid, the same words as `rag_core.phrases.ENGLISH` (the CLI's
 renderer; tests/ui/test_reasons.py keeps them equal). A code this module does not know is shown as the code.
 """
 
@@ -15,8 +15,8 @@ import string
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, assert_never
 
+from rag_core.phrases import ENGLISH, Phrase, render
 from rag_core.records import FUSIONS, IMAGE, PAGE, ROW, SEARCH_MODES, SLIDE, Fusion, Location, SearchMode, score_pair
-from rag_core.retrieval.phrases import ENGLISH, Phrase, render
 
 from .fates import fate_label as fate_label  # where it was first: tests import it from here
 from .i18n import N_, language, t

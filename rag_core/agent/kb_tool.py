@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import RagError
 from ..retrieval import KnowledgeRetriever, LookupResult
 from ..retrieval.retriever import MAX_QUERY_CHARS, fit_query
-from ..retrieval.scope import parse_scope
+from ..scope import parse_scope
 from .tools import Tool, ToolOutput
 
 TOOL_NAME = "search_knowledge_base"

@@ -22,11 +22,11 @@ from opentelemetry.trace import Span
 from .. import tracing
 from ..errors import ChatModelError
 from ..feedback.records import Lookup, TurnRecord
+from ..phrases import Phrase
 from ..ports import ChatModel
 from ..records import AssistantReply, ToolCallRequest
 from ..remote import Retrying
 from ..retrieval import LookupResult
-from ..retrieval.phrases import Phrase
 from ..retrieval.retriever import MAX_QUERY_CHARS
 from ..tokens import count_tokens
 from ..tracing import semconv as sc

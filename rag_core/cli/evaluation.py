@@ -90,7 +90,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     if args.embedder:
         settings = settings.with_overrides({"embedding.provider": args.embedder}, "--embedder")
     if args.filter:  # every lookup of the run is scoped, as `search --filter` (a knowledge base's default yields)
-        from ..retrieval.scope import parse_scope
+        from ..scope import parse_scope
 
         parse_scope(args.filter)
         settings = replace(settings.with_overrides({"rag.default-filter": " ".join(args.filter)}, "--filter"),

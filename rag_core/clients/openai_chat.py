@@ -34,10 +34,10 @@ from typing import Any
 from .. import tracing
 from ..config import Settings, redact_uri
 from ..errors import ChatModelError, ConfigError
+from ..phrases import Phrase, english
 from ..records import AssistantReply, ToolCallRequest
 from ..registry import DEFAULT_KEY_ENV, secret
 from ..remote import Endpoint, Failure, MalformedReply, RemoteAdapter, Retrying, clip, explain, not_json, stream_within
-from ..retrieval.phrases import Phrase, english
 from ..tracing import semconv as sc
 
 __all__ = ["ChatModelConfig", "DASHSCOPE_BASE_URL", "DASHSCOPE_DEFAULT_MODEL", "OpenAIChatModel",

@@ -63,7 +63,7 @@ def choices_of(name: str) -> tuple[str, ...]:
 def parse_kb_names(text: str | Sequence[str]) -> list[str]:
     """"small, wide" (or a list) -> ["small", "wide"], unique, in the order given; each must be a valid knowledge
     base name (whether it exists is the catalog's to say). Raises EvaluationError naming the bad one."""
-    from ..kb.names import name_problem
+    from ..names import name_problem
 
     parts = text.split(",") if isinstance(text, str) else list(text)
     names = list(dict.fromkeys(p.strip() for p in parts if p.strip()))

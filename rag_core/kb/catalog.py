@@ -19,9 +19,9 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import StoreError
+from ..names import CATALOG, REGISTRY_SUFFIX
 from ..records import KnowledgeBase
 from ..store.milvus import filters
-from .names import CATALOG, REGISTRY_SUFFIX
 
 FIELDS = ["key", "name", "state", "settings", "created_at", "note", "committed_ns"]
 STATES = ("active", "creating", "deleted")

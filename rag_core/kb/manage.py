@@ -12,7 +12,7 @@ or the new one, and what it left half-done is finished (or undone) the next time
 - delete: a `deleted` entry (the commit: the knowledge base is gone for everyone), then its collections and
   kept originals are removed, then its entries. Recovery finishes an interrupted delete. A delete never drops a
   collection whose name differs only by letter case from another knowledge base's or collection's: Milvus Lite
-  keeps those in one table (kb.names), so such a knowledge base leaves the catalog but its storage stays.
+  keeps those in one table (names), so such a knowledge base leaves the catalog but its storage stays.
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from typing import Any
 from ..config import Settings, originals_dirs
 from ..errors import KnowledgeBaseError, RagError
 from ..files import FileLock
+from ..names import CATALOG, collections_of, fold
 from ..ports import Embedder, KnowledgeBaseCatalog
 from ..records import IngestReport, KnowledgeBase
 from ..store.milvus.rows import utc_now
 from ..workbench import Factories, Workbench
-from .names import CATALOG, collections_of, fold
 from .resolve import case_clash, check_name, database_of, not_found, resolve
 from .settings import EMBEDDER_KEYS, apply, checked, describe, joined, per_command, with_measured_fusion
 
@@ -108,7 +108,7 @@ class KnowledgeBases:
         self._embedders: dict[tuple[Any, ...], Embedder] = {}
         self._held_open = frozenset(held_open)
         # A name is checked and written under this lock in every process of the data folder, so two processes
-        # making names that differ only by case at the same moment never both succeed (kb.names).
+        # making names that differ only by case at the same moment never both succeed (names).
         self.names_lock = FileLock(settings.data_dir / ".kb-names.lock")
         self.made: KnowledgeBase | None = None
         try:

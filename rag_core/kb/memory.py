@@ -13,10 +13,10 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from ..names import CATALOG, REGISTRY_SUFFIX
 from ..records import KnowledgeBase
 from ..store.memory import InMemoryChunkStore
 from .catalog import active, newest, stamped, unfinished_of
-from .names import CATALOG, REGISTRY_SUFFIX
 
 
 class InMemoryCatalog:

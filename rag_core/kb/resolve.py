@@ -21,10 +21,10 @@ from ..config import Settings
 from ..embedding.fusion_defaults import FUSION_KEYS
 from ..errors import KnowledgeBaseError, KnowledgeBaseNotFound, StoreError
 from ..ingest import fingerprint
+from ..names import REGISTRY_SUFFIX, collections_of, name_problem, same_as
 from ..ports import DatabaseCatalog, KnowledgeBaseCatalog
 from ..records import KnowledgeBase
 from ..store.milvus.rows import utc_now
-from .names import REGISTRY_SUFFIX, collections_of, name_problem, same_as
 from .settings import defaults_for_new, embedder_of, joined, with_measured_fusion
 
 log = logging.getLogger(__name__)
@@ -68,7 +68,7 @@ def resolve(catalog: KnowledgeBaseCatalog, settings: Settings, *, record: bool =
 def case_clash(catalog: KnowledgeBaseCatalog, name: str) -> str | None:
     """Why a knowledge base `name` cannot be made because the store would take it for another one: a knowledge
     base or collection whose name differs from it (or from its registry's, its migration copy's) only by letter
-    case (kb.names). A sentence naming that one, or None."""
+    case (names). A sentence naming that one, or None."""
     entries = [kb.name for kb in (*catalog.list_knowledge_bases(), *catalog.unfinished())]
     if other := same_as(name, entries):
         return (f"{name!r} differs only by letter case from the knowledge base {other!r}, and Milvus Lite stores "
@@ -145,7 +145,7 @@ def adopt_collections(catalog: DatabaseCatalog, settings: Settings) -> list[str]
     """Make every collection this workbench created (with its registry) a knowledge base, unless the catalog
     has it already. Runs when the catalog is first created, and by `migrate`. Returns the names adopted."""
     names = set(catalog.list_collections())
-    # A collection named like a listed knowledge base in other case shares its storage (kb.names): one left
+    # A collection named like a listed knowledge base in other case shares its storage (names): one left
     # behind by the delete of such a name (see manage.KnowledgeBases.delete) is not made a knowledge base again.
     # Collections made before the catalog are all adopted, case variants included, as they were used.
     listed = [kb.name for kb in catalog.list_knowledge_bases()]

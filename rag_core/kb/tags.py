@@ -1,4 +1,4 @@
-"""Document metadata as people see and change it: every document's labels (retrieval.scope: folder, type, ingest
+"""Document metadata as people see and change it: every document's labels (scope: folder, type, ingest
 time, front matter, tags) and setting tags, the same for the CLI (`tag`, `docs --json`), the API and the pages."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 from ..errors import InvalidTags, NotIndexed, RagError
 from ..ports import LabelledStore
-from ..retrieval.scope import Labels, document_labels, known_keys, labels_of
+from ..scope import Labels, document_labels, known_keys, labels_of
 from ..store.labels import parse_tags, relabelled
 
 

@@ -22,7 +22,7 @@ Everything other modules use is importable from `rag_core.loaders`. Every refusa
 whose `code` says why, for programs (`rag_core.errors.LOADER_ERROR_CODES`).
 """
 
-from .doc_ids import MAX_DOC_ID_BYTES, doc_id_for, join_doc_id, legacy_doc_id, normalize_doc_id
+from ..doc_ids import MAX_DOC_ID_BYTES, doc_id_for, join_doc_id, legacy_doc_id, normalize_doc_id
 from .folders import iter_files
 from .formats import SUPPORTED_EXTENSIONS, SUPPORTED_TEXT, TEXT_EXTENSIONS
 from .limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_TEXT_CHARS

@@ -7,8 +7,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..phrases import Phrase
 from ..records import Place
-from ..retrieval.phrases import Phrase
 from .limits import TextBudget
 from .options import LoadOptions
 

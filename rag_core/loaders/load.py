@@ -10,10 +10,10 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..doc_ids import doc_id_for, normalize_doc_id
 from ..errors import LoaderError
+from ..phrases import english
 from ..records import Document, Place
-from ..retrieval.phrases import english
-from .doc_ids import doc_id_for, normalize_doc_id
 from .formats import BY_EXTENSION, SUPPORTED_TEXT, extension_or_raise
 from .limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_TEXT_CHARS, TextBudget, too_big
 from .options import LoadOptions

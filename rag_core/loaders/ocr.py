@@ -26,8 +26,8 @@ from statistics import median
 from typing import Any
 
 from ..errors import LoaderError
+from ..phrases import Phrase
 from ..records import IMAGE, Place
-from ..retrieval.phrases import Phrase
 from .extracted import Extracted, Format, clean_extracted, reason
 from .limits import TextBudget
 from .options import LoadOptions

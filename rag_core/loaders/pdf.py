@@ -29,8 +29,8 @@ import re
 from typing import Any
 
 from ..errors import LoaderError
+from ..phrases import Phrase
 from ..records import PAGE, Place
-from ..retrieval.phrases import Phrase
 from .extracted import Extracted, Format, clean_extracted, reason
 from .html import table_blocks
 from .limits import TextBudget, markup_limit, too_much_markup

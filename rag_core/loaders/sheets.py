@@ -29,8 +29,8 @@ import re
 from collections.abc import Iterable, Iterator
 
 from ..errors import LoaderError
+from ..phrases import Phrase
 from ..records import ROW, Place
-from ..retrieval.phrases import Phrase
 from .extracted import Extracted, Format, clean_extracted, reason
 from .limits import TextBudget
 from .options import LoadOptions

@@ -31,7 +31,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from ..errors import RagError, for_client
-from ..retrieval.identity import stored_chunks
+from ..identity import stored_chunks
 from ..retrieval.options import LOOKUP_OPTIONS, given, lookup_overrides
 
 if TYPE_CHECKING:

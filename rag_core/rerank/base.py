@@ -20,10 +20,10 @@ from functools import partial
 from typing import Any
 
 from ..errors import RerankError
+from ..phrases import Phrase, english
 from ..records import CLOSED, CircuitState, RerankResult
 from ..remote import Endpoint, MalformedReply, RemoteAdapter
 from ..remote.http import request_json
-from ..retrieval.phrases import Phrase, english
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 

@@ -32,12 +32,12 @@ from typing import Any, Protocol
 
 from .. import tracing
 from ..errors import NotIndexed, RetrievalError
+from ..identity import to_candidate
+from ..phrases import Phrase, english, joined
 from ..records import Candidate, DropReason, Fate, SearchHit, SearchMode, StoredChunk, score_pair
 from ..text import fold
 from ..tracing import semconv as sc
-from .identity import to_candidate
 from .params import LookupParams, with_threshold
-from .phrases import Phrase, english, joined
 from .ports import fuse
 from .postprocess import postprocess
 from .retriever import KnowledgeRetriever, LookupResult

@@ -19,9 +19,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import EmptyKnowledgeBase, RetrievalError
+from ..identity import DOC_ID_KEYS, SOURCE_KEYS, doc_id_of
 from ..ports import KnowledgeSearchPort
 from ..records import SearchHit, SearchOptions, SearchResult
-from .identity import DOC_ID_KEYS, SOURCE_KEYS, doc_id_of
 
 SEPARATOR = ":"
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from ..config import KEYS, Key, Settings
-from .scope import parse_scope
+from ..scope import parse_scope
 
 Widget = Literal["slider", "number", "choice", "toggle", "text", "documents"]
 

@@ -10,9 +10,9 @@ from typing import Any
 from ..config import Settings
 from ..errors import RetrievalError
 from ..records import SearchOptions
+from ..scope import Scope, parse_scope, split_terms
 from .projection import Budgets
 from .rerank import RerankParams
-from .scope import Scope, parse_scope, split_terms
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class LookupParams:
     filters: Mapping[str, Any] | None = None
     rerank: RerankParams = field(default_factory=RerankParams)
     thresholds: ScoreThresholds = field(default_factory=ScoreThresholds)
-    scope: Scope = field(default_factory=Scope)  # document metadata filters (retrieval.scope)
+    scope: Scope = field(default_factory=Scope)  # document metadata filters (scope)
 
     @property
     def score_threshold(self) -> float:

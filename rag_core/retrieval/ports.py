@@ -1,6 +1,6 @@
 """The KnowledgeSearchPort over one ChunkStore (dense, BM25 or hybrid); the port is in rag_core.ports. Nothing here is
-Milvus's: the store does the searching (MilvusStore, or the in-memory store: retrieval.memory), this adds the query's
-embedding and the fusion of the two channels."""
+Milvus's: the store does the searching (MilvusStore, or the in-memory store: tests/retrieval/memory.py), this adds
+the query's embedding and the fusion of the two channels."""
 
 from __future__ import annotations
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..phrases import Phrase, english
 from ..records import Candidate, Projected
-from .phrases import Phrase, english
 
 MIN_USEFUL_CHARS = 40  # below this, a truncated tail is noise: leave the item out instead
 

@@ -16,14 +16,14 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ..errors import RetrievalError
+from ..phrases import Phrase, english
 from ..ports import KnowledgeSearchPort, Reranker
 from ..records import Candidate, HitTrace, RerankOutcome, SearchHit, SearchOptions, cited_as, qa_question
+from ..scope import Scope, ScopeResolution
 from .params import LookupParams, with_threshold
-from .phrases import Phrase, english
 from .postprocess import PostProcessed
 from .projection import Projection
 from .rerank import RerankParams
-from .scope import Scope, ScopeResolution
 from .stages import Stage, Work, run, stages
 
 # The longest query a lookup takes, from every caller (debugger, CLI, API, the agent's tool). Questions to the
@@ -84,7 +84,7 @@ class LookupResult:
 
     @property
     def warning_phrases(self) -> tuple[Phrase, ...]:
-        """`warnings` as codes with parameters (rag_core.retrieval.phrases), for an edge that words them itself."""
+        """`warnings` as codes with parameters (rag_core.phrases), for an edge that words them itself."""
         scope = self.scope.warning_phrase if self.scope is not None else None
         return (*((scope,) if scope else ()), *self._threshold_warnings(), *self._rerank_warnings())
 

@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from .. import tracing
 from ..errors import RetrievalError
+from ..identity import to_candidate
 from ..ports import SingleStoreSearchPort
 from ..records import Candidate, RerankOutcome, SearchHit
+from ..scope import ScopeResolution, resolve
 from ..tracing.semconv import CHAIN, RERANKER, STAGE
-from .identity import to_candidate
 from .postprocess import PostProcessed, postprocess
 from .projection import Projection, project
 from .rerank import rerank_hits
-from .scope import ScopeResolution, resolve
 
 if TYPE_CHECKING:
     from ..ports import KnowledgeSearchPort, KnowledgeStore, Reranker

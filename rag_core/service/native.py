@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse, Response
 from .. import loaders, tracing
 from ..bootstrap import Workbench
 from ..errors import LoaderError, RagError
-from ..retrieval.identity import stored_chunks
+from ..identity import stored_chunks
 from ..retrieval.options import LOOKUP_OPTIONS, LookupOption, given, lookup_overrides
 from ..store import is_lite
 from .deps import ServiceDep, query_kb
@@ -241,7 +241,7 @@ def _refuse_duplicates(names: list[str], folder: str) -> None:
 
 def _doc_id(wb: Workbench, raw: str) -> str:
     """The document `raw` names: itself when one has exactly that id (one indexed under an earlier release's rule
-    keeps it, see loaders.doc_ids), else its canonical spelling."""
+    keeps it, see doc_ids), else its canonical spelling."""
     try:
         loaders.normalize_doc_id(raw)  # a name ingest refuses (`..`, a NUL) never reaches the store
         return wb.ingestor.resolve_doc_id(raw)

@@ -3,7 +3,7 @@
 python-multipart keeps only what follows the last backslash of a file name that starts like `C:\\` or `\\\\`
 (a work-around for Internet Explorer 6, which sent the whole path). So `C:\\Windows\\x.md` arrived as `x.md`,
 and replaced the document x.md without a word. The part's own Content-Disposition header still has the name
-as sent; with it, the doc_id rule (loaders.doc_ids) refuses a Windows path in one line, like any other path
+as sent; with it, the doc_id rule (doc_ids) refuses a Windows path in one line, like any other path
 that is not inside the knowledge base.
 """
 

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from ..files import FileLock, read_json_object, write_atomic
+from ..identity import evidence_key
 from ..ports import KeptChunkEdits
 from ..records import StoredChunk
-from ..retrieval.identity import evidence_key
 
 CONTENT = ("text", "keywords", "questions")  # what an edit changes in a chunk's row
 ADDED = "added"

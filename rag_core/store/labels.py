@@ -3,7 +3,7 @@ and the tags a user set (`python -m rag_core tag DOC key=value`, the Knowledge b
 
 One JSON file per knowledge base (`<data-dir>/originals/<collection>.labels.json`), replaced atomically (a
 temporary file, fsync, rename), so a process killed while tagging leaves the old labels or the new ones. It is the
-source of truth; every chunk row carries a copy (its `labels` field, retrieval.scope.document_labels) that Milvus
+source of truth; every chunk row carries a copy (its `labels` field, scope.document_labels) that Milvus
 filters on directly (store.milvus.filters), so searches never read this file to filter chunks.
 
 A change the rows must follow is written as chunk edits are (store.edits): the file changes with a `pending` mark
@@ -24,7 +24,7 @@ from typing import Any
 from ..errors import InvalidTags
 from ..files import FileLock, read_json_object, write_atomic
 from ..ports import KeptLabels, LabelledStore
-from ..retrieval.scope import BUILT_IN_KEYS, KEY_PATTERN, MAX_VALUE_CHARS
+from ..scope import BUILT_IN_KEYS, KEY_PATTERN, MAX_VALUE_CHARS
 
 TagValues = Mapping[str, Sequence[str]]
 PENDING, RELABEL = "pending", "relabel"  # the marks of ingest (with the new front matter) and of a tag change

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..errors import StoreError
 from ..files import FileLock
-from ..kb.names import collections_of
+from ..names import collections_of
 from ..ports import STORE_FILTER_FIELDS, StoreFilters
 from ..records import (
     Document,
@@ -42,7 +42,7 @@ from ..records import (
     WriteResult,
     search_text,
 )
-from ..retrieval.scope import document_labels
+from ..scope import document_labels
 from ..text import fold
 from .edits import ChunkEdits
 from .labels import DocumentLabels

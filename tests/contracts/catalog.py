@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import pytest
 
-from rag_core.kb.names import CATALOG
+from rag_core.names import CATALOG
 from rag_core.ports import DatabaseCatalog, KnowledgeBaseCatalog, KnowledgeStore
 from rag_core.records import KnowledgeBase
 from tests.contracts.store import DIM, EMBEDDER, new_version, text_of

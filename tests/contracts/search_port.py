@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from rag_core.errors import RetrievalError
+from rag_core.identity import chunk_index_of, doc_id_of
 from rag_core.records import SearchHit, SearchOptions, SearchResult
-from rag_core.retrieval.identity import chunk_index_of, doc_id_of
 
 CHUNK_SIZE, CHUNK_OVERLAP = 300, 0
 LONG = "\n\n".join(
@@ -101,7 +101,7 @@ class SearchPortContract:
         assert own and {self.doc_of(h) for h in own} == {'odd/x" or id != ".md'}
 
     def test_a_labels_filter_restricts_to_the_documents_carrying_them(self, port) -> None:
-        """Metadata filters (retrieval.scope) reach the port as `labels`; injection-shaped values stay values."""
+        """Metadata filters (scope) reach the port as `labels`; injection-shaped values stay values."""
         def docs(*labels: str) -> set[str | None]:
             return {self.doc_of(h) for h in port.search("disk tank quartz 内存", 50, {"labels": list(labels)}).hits}
 

@@ -313,7 +313,7 @@ class ChunkStoreContract:
             assert [h.id for h in both] == [h.id for h in hits]
 
     def test_the_labels_filter_matches_each_rows_labels_exactly(self, store: ChunkStore) -> None:
-        """Metadata filters (retrieval.scope) reach the store as `labels`: one label of every key, compared as exact
+        """Metadata filters (scope) reach the store as `labels`: one label of every key, compared as exact
         strings, so injection-shaped values stay values."""
         evil, odd = 'x" or 1==1 or "', 'a\\b"c] or [x'
         items = [replace(new_version("labels/ops/a.md", text_of("alpha")), labels={"team": ("sre", evil)}),

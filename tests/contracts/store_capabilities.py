@@ -14,7 +14,7 @@ from dataclasses import replace
 import pytest
 
 from rag_core.errors import StoreError
-from rag_core.kb.names import collections_of
+from rag_core.names import collections_of
 from rag_core.ports import EditableStore, EditingStore, LabelledStore, SharedStore
 from rag_core.records import StoredChunk
 from rag_core.store.edits import content_hash

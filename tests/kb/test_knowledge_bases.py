@@ -14,9 +14,9 @@ from rag_core.errors import KnowledgeBaseError
 from rag_core.ingest import Ingestor
 from rag_core.kb.manage import KnowledgeBases
 from rag_core.kb.memory import InMemoryCatalog
-from rag_core.kb.names import CATALOG
 from rag_core.kb.settings import ignored
 from rag_core.kb.tags import tag
+from rag_core.names import CATALOG
 from rag_core.records import KnowledgeBase
 from rag_core.store import MilvusStore
 from tests.helpers import SAMPLE_KB

@@ -9,9 +9,9 @@ import pytest
 from rag_core.agent import DoneEvent
 from rag_core.bootstrap import Workbench, build_agent, knowledge_bases, multi_kb_workbench
 from rag_core.errors import EmptyKnowledgeBase, RetrievalError
+from rag_core.identity import doc_id_of
 from rag_core.ingest import Ingestor
 from rag_core.records import SearchOptions
-from rag_core.retrieval.identity import doc_id_of
 from rag_core.retrieval.multi import MultiKnowledgeBasePort
 from rag_core.retrieval.ports import StoreSearchPort
 from rag_core.service.errors import from_rag_error

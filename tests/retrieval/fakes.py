@@ -1,5 +1,5 @@
 """Test doubles above the search port: a port with fixed hits (counting calls, recording widths) and
-a scripted reranker. The in-memory port that passes the full contract is rag_core.retrieval.memory."""
+a scripted reranker. The in-memory port that passes the full contract is tests.retrieval.memory."""
 
 from __future__ import annotations
 

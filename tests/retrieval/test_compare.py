@@ -6,8 +6,8 @@ from __future__ import annotations
 from rag_core.records import Candidate
 from rag_core.retrieval import KnowledgeRetriever, LookupParams
 from rag_core.retrieval.compare import BOTH, ONLY_A, ONLY_B, compare_evidence, compare_lookups
-from rag_core.retrieval.memory import InMemorySearchPort
 from tests.helpers import SAMPLE_KB
+from tests.retrieval.memory import InMemorySearchPort
 
 
 def block(doc_id: str, index: int, span: tuple[int, int] | None = None, score: float = 1.0) -> Candidate:

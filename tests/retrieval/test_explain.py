@@ -11,9 +11,9 @@ from rag_core.errors import RagError
 from rag_core.records import Chunk, SearchOptions
 from rag_core.retrieval import KnowledgeRetriever
 from rag_core.retrieval.explain import DEPTH, explain, locate_answer, parse_expect
-from rag_core.retrieval.memory import InMemorySearchPort
 from rag_core.retrieval.rerank import RerankParams
 from tests.retrieval.fakes import ScriptedReranker
+from tests.retrieval.memory import InMemorySearchPort
 
 
 def document(paragraphs: list[str]) -> list[Chunk]:

@@ -1,7 +1,6 @@
 import pytest
 
-from rag_core.records import SearchHit
-from rag_core.retrieval.identity import (
+from rag_core.identity import (
     chunk_index_of,
     doc_id_of,
     evidence_key,
@@ -9,6 +8,7 @@ from rag_core.retrieval.identity import (
     normalize_chunk_index,
     to_candidate,
 )
+from rag_core.records import SearchHit
 
 
 def hit(metadata: dict, id: str | None = "v1", content: str = "text", score: float = 0.5) -> SearchHit:

@@ -1,14 +1,14 @@
-"""explain says codes with parameters (rag_core.retrieval.phrases): the JSON carries each phrase beside the English
+"""explain says codes with parameters (rag_core.phrases): the JSON carries each phrase beside the English
 text it renders to, the one English renderer joins nested phrases, and an unknown code is shown as the code."""
 
 from __future__ import annotations
 
 import json
 
+from rag_core.phrases import Phrase, english, joined
 from rag_core.retrieval import KnowledgeRetriever
 from rag_core.retrieval.explain import explain
-from rag_core.retrieval.memory import InMemorySearchPort
-from rag_core.retrieval.phrases import Phrase, english, joined
+from tests.retrieval.memory import InMemorySearchPort
 from tests.retrieval.test_explain import DOCS, PARAMS
 
 

@@ -16,7 +16,7 @@ from rag_core.cli.options import lookup_overrides
 from rag_core.errors import RagError, RetrievalError
 from rag_core.kb.tags import metadata, tag
 from rag_core.records import StoredDocument
-from rag_core.retrieval.scope import Scope, document_labels, front_matter, parse_scope, resolve, split_terms
+from rag_core.scope import Scope, document_labels, front_matter, parse_scope, resolve, split_terms
 from rag_core.service.app import create_app
 from tests.helpers import SAMPLE_KB, make_workbench
 from tests.service import live

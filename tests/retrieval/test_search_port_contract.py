@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from rag_core.ingest import Ingestor
-from rag_core.retrieval.memory import InMemorySearchPort
 from rag_core.retrieval.ports import StoreSearchPort
 from rag_core.store.memory import InMemoryChunkStore
 from tests.contracts.search_port import CHUNK_OVERLAP, CHUNK_SIZE, CORPUS, SearchPortContract
 from tests.helpers import make_workbench
+from tests.retrieval.memory import InMemorySearchPort
 
 
 @pytest.fixture(scope="module")

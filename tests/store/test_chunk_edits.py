@@ -20,11 +20,11 @@ from rag_core.kb.chunk_edits import history, set_disabled
 from rag_core.records import Chunk
 from rag_core.retrieval import KnowledgeRetriever, SearchOptions
 from rag_core.retrieval.explain import explain
-from rag_core.retrieval.memory import InMemorySearchPort
-from rag_core.retrieval.scope import parse_scope
+from rag_core.scope import parse_scope
 from rag_core.service.app import create_app
 from rag_core.store.edits import ChunkEdits
 from tests.helpers import REPO, SAMPLE_KB, make_workbench
+from tests.retrieval.memory import InMemorySearchPort
 from tests.service import live
 
 BM25 = SearchOptions(mode="bm25")

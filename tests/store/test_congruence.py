@@ -38,7 +38,7 @@ from rag_core.kb.tags import metadata, tag
 from rag_core.ports import Embedder, KnowledgeStore
 from rag_core.records import SearchHit, SearchOptions
 from rag_core.retrieval import KnowledgeRetriever, LookupParams, StoreSearchPort
-from rag_core.retrieval.scope import parse_scope
+from rag_core.scope import parse_scope
 from rag_core.store import MilvusStore
 from rag_core.store.memory import InMemoryChunkStore
 

@@ -1,5 +1,5 @@
 """The words that come from rag_core in the user's language (ui/reasons.py): every phrase code of
-rag_core.retrieval.phrases renders in English exactly as the CLI says it and in Chinese with its parameters; an
+rag_core.phrases renders in English exactly as the CLI says it and in Chinese with its parameters; an
 unknown code shows as the code; drop reasons and fates in both languages; debugger links carry the language."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 import streamlit as st
 
+from rag_core.phrases import ENGLISH, Phrase, english, joined
 from rag_core.retrieval import KnowledgeRetriever
 from rag_core.retrieval.explain import explain
-from rag_core.retrieval.memory import InMemorySearchPort
-from rag_core.retrieval.phrases import ENGLISH, Phrase, english, joined
+from tests.retrieval.memory import InMemorySearchPort
 from tests.retrieval.test_explain import DOCS, PARAMS
 from ui import reasons
 from ui.i18n import LANG_PARAM

@@ -1,4 +1,4 @@
-"""What rag_core says (phrases of rag_core.retrieval.phrases) in Chinese where the app shows it (AppTest, `?lang=zh`):
+"""What rag_core says (phrases of rag_core.phrases) in Chinese where the app shows it (AppTest, `?lang=zh`):
 how a document was read (its loader's notes) on the chunk preview and in the ingest report; which chat model answers
 on the chat page."""
 

@@ -22,9 +22,9 @@ from functools import cached_property
 
 from ...agent.offline import sentences
 from ...errors import EvaluationError
+from ...identity import evidence_key
 from ...languages import CJK, language_of
 from ...ports import ChunkStore
-from ...retrieval.identity import evidence_key
 
 LANGS = ("auto", "zh", "en")  # --lang: the chunk's own language, or one forced
 

@@ -4,7 +4,7 @@ Raw strings are never interpolated into an expression: every value becomes a quo
 literal in which `\\` and `"` are escaped (a JSON-style literal, which Milvus 2.5 parses), so a value
 like `x" or id != "` stays one literal and can never widen a delete. Only top-level fields are filtered
 (JSON-key filters are slow and limited): scalars, and `labels`, the ARRAY of `key=value` strings metadata
-filters match (retrieval.scope), through `array_contains_any`.
+filters match (scope), through `array_contains_any`.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import numpy as np
 
 from ...errors import RagError, StoreError
 from ...records import Chunk, Document, NewVersion, SearchHit, StoredChunk, search_text
-from ...retrieval.scope import Labels, document_labels
+from ...scope import Labels, document_labels
 from ...text import fold
 
 

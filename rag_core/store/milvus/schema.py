@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import StoreError, StoreMigrationNeeded
-from ...kb.names import MIGRATING, name_problem, same_as  # the one name rule; MIGRATING: the migration copy's suffix
-from ...retrieval.scope import MAX_LABELS, MAX_VALUE_CHARS
+from ...names import MIGRATING, name_problem, same_as  # the one name rule; MIGRATING: the migration copy's suffix
+from ...scope import MAX_LABELS, MAX_VALUE_CHARS
 from .rows import with_bm25_text
 
 log = logging.getLogger(__name__)
@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 
 # Of the chunk collection; bump when a field or the analyzer changes (then `migrate` rebuilds it).
 # 1: jieba + lowercase + stemmer + stop. 2: punctuation tokens dropped (cnalphanumonly). 3: `labels`, the
-# document's metadata as `key=value` strings that filters match (retrieval.scope.document_labels). 4: `bm25_text`,
+# document's metadata as `key=value` strings that filters match (scope.document_labels). 4: `bm25_text`,
 # the content folded to Simplified Chinese (text.fold, OpenCC t2s), is what BM25 analyses, so Traditional and
 # Simplified text share their words (bench/results/folding.json).
 SCHEMA_VERSION = 4
@@ -46,7 +46,7 @@ QUERY_LIMIT = 16384  # Milvus's cap on one query/search window
 
 
 def check_collection_name(name: str) -> str:
-    """A knowledge base's collection name, checked by the one rule (rag_core.kb.names) before Milvus sees it."""
+    """A knowledge base's collection name, checked by the one rule (rag_core.names) before Milvus sees it."""
     problem = name_problem(name)
     if problem:
         raise StoreError(problem)

@@ -35,10 +35,10 @@ import numpy as np
 
 from ...errors import StoreError
 from ...files import FileLock
-from ...kb.names import REGISTRY_SUFFIX
+from ...names import REGISTRY_SUFFIX
 from ...ports import StoreFilters
 from ...records import Chunk, Document, IndexedVersion, NewVersion, SearchHit, StoredChunk, StoredDocument, WriteResult
-from ...retrieval.scope import document_labels
+from ...scope import document_labels
 from ..edits import ChunkEdits
 from ..labels import DocumentLabels
 from ..lite import connection

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 
 from ...errors import StoreError
-from ...kb.names import collections_of, same_as
+from ...names import collections_of, same_as
 from ...records import Chunk, Document, NewVersion, StoredChunk, WriteResult
-from ...retrieval.scope import Labels
+from ...scope import Labels
 from ..originals.files import KeptVersion, OriginalFiles, adopt_legacy, shared_with_variant
 from . import filters, writers
 from .registry import Registry, newest_active, registry_row
@@ -109,7 +109,7 @@ class Writer:
         """Drop the collections and (`originals`) the kept originals: an evaluation index rebuilt, tests, a
         deleted knowledge base. Returns the collections kept: those in `spare` (another knowledge base's, by
         the catalog), and any whose name the database also has in other letter case, because Milvus Lite stores
-        the two in one table and dropping one empties the other (kb.names). The kept originals stay when their
+        the two in one table and dropping one empties the other (names). The kept originals stay when their
         folder is also such a one's (a case-insensitive file system)."""
         present = list(self.client.list_collections())
         kept = []

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import StoreError
-from ...kb.names import fold  # the one rule names are compared by (a folder is named after a collection)
+from ...names import fold  # the one rule names are compared by (a folder is named after a collection)
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ...doc_ids import normalize_doc_id
 from ...errors import LoaderError, OriginalMissing, StoreError
-from ...loaders.doc_ids import normalize_doc_id
 from ...ports import KeptChunkEdits, KeptLabels
 from ...records import StoredDocument
 from ..edits import ChunkEdits

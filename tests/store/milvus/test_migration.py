@@ -12,7 +12,7 @@ from rag_core.errors import StoreError, StoreMigrationNeeded
 from rag_core.kb import resolve
 from rag_core.kb.chunk_edits import edit_chunk
 from rag_core.kb.tags import tag
-from rag_core.retrieval.scope import parse_scope
+from rag_core.scope import parse_scope
 from rag_core.store import MilvusStore
 from rag_core.store.milvus import schema
 from rag_core.text import fold

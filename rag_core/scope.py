@@ -27,9 +27,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import RetrievalError
-from ..records import StoredDocument
+from .errors import RetrievalError
 from .phrases import Phrase, english
+from .records import StoredDocument
 
 BUILT_IN_KEYS = ("folder", "type", "ingested")
 KEY_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")

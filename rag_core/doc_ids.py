@@ -35,8 +35,8 @@ import re
 import unicodedata
 from pathlib import Path
 
-from ..errors import LoaderError
-from ..text import display
+from .errors import LoaderError
+from .text import display
 
 MAX_DOC_ID_BYTES = 512
 _BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")

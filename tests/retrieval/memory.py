@@ -1,4 +1,4 @@
-"""An in-memory KnowledgeSearchPort for fast tests of everything above the port (the lookup path, the
+"""An in-memory KnowledgeSearchPort (a test double) for fast tests of everything above the port (the lookup path, the
 rerank stage, the "why wasn't it retrieved?" explanation, pages, routes) without Milvus or a model.
 
 It is StoreSearchPort over the in-memory ChunkStore (rag_core.store.memory) with `TrigramEmbedder`, so
@@ -15,11 +15,11 @@ from pathlib import PurePosixPath
 
 import numpy as np
 
-from ..chunking import chunk_text
-from ..embedding.base import BatchEmbedder, Role
-from ..records import Chunk, Document, NewVersion, SearchOptions
-from ..store.memory import InMemoryChunkStore
-from .ports import StoreSearchPort
+from rag_core.chunking import chunk_text
+from rag_core.embedding.base import BatchEmbedder, Role
+from rag_core.records import Chunk, Document, NewVersion, SearchOptions
+from rag_core.retrieval.ports import StoreSearchPort
+from rag_core.store.memory import InMemoryChunkStore
 
 _DIM = 256
 
@@ -61,7 +61,7 @@ class InMemorySearchPort(StoreSearchPort):
     `texts`: the documents' texts, when known (`from_texts`); otherwise a document's text is its chunks'
     texts, which only its size and hash in `list_documents` show."""
 
-    def __init__(self, documents: Mapping[str, Sequence[Chunk]], options: SearchOptions = SearchOptions(), *,
+    def __init__(self, documents: Mapping[str, Sequence[Chunk]], options: SearchOptions | None = None, *,
                  texts: Mapping[str, str] | None = None) -> None:
         embedder = TrigramEmbedder()
         store = InMemoryChunkStore("memory-search")
@@ -71,10 +71,10 @@ class InMemorySearchPort(StoreSearchPort):
                  for doc_id, chunks in sorted(documents.items()) if chunks]
         if items:
             store.replace_documents(items)
-        super().__init__(store, embedder, options)
+        super().__init__(store, embedder, options or SearchOptions())
 
     @classmethod
     def from_texts(cls, texts: Mapping[str, str], max_size: int = 800, overlap: int = 100,
-                   options: SearchOptions = SearchOptions()) -> InMemorySearchPort:
+                   options: SearchOptions | None = None) -> InMemorySearchPort:
         return cls({doc_id: chunk_text(text, max_size, overlap) for doc_id, text in texts.items()}, options,
                    texts=texts)

@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import EvaluationError
-from ..evaluation.testsets import TestItem, check_name, list_test_sets, load_test_set, save_test_set
-from .records import TurnRecord
+from ..feedback.records import TurnRecord
+from .testsets import TestItem, check_name, list_test_sets, load_test_set, save_test_set
 
 CHUNK = "#chunk-"
 

@@ -23,7 +23,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..records import Candidate, SearchHit
+from .records import Candidate, SearchHit
 
 DOC_ID_KEYS = ("docId", "doc_id", "_source", "source")
 CHUNK_INDEX_KEYS = ("chunkIndex", "chunk_index")
