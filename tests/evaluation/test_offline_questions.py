@@ -109,6 +109,9 @@ def test_a_sentence_of_a_known_form_gives_the_question_it_answers(sentence, lang
     ("值班期间请不要离开有网络的地方超过半小时，如果要外出，请随身携带笔记本电脑。", "zh"),  # 半小时 is no "时，"
     ("因为朱夫人的母亲是孙休的姐姐，此事被后人诟病。", "zh"),
     ("Paul）是美国圣公会密歇根教区的主教座堂。", "zh"),  # a subject cut out of its brackets
+    ("需要特别注意的是回滚前必须先备份数据。", "zh"),  # a cleft, not a definition of "需要特别注意的"
+    ("交废料来的是附近的居民和垃圾收集员。", "zh"),
+    (" ", "en"), ("**", "zh"),  # nothing to ask
 ])
 def test_a_sentence_without_such_a_form_gives_none(sentence, lang) -> None:
     assert sentence_question(sentence, lang) is None
@@ -117,8 +120,8 @@ def test_a_sentence_without_such_a_form_gives_none(sentence, lang) -> None:
 def test_terms_questions_name_the_terms_as_written_and_the_document() -> None:
     assert terms_question(["NorthPay", "wallet", "card"], ["Payment Gateway", "Routing"], "en", rng()) == (
         "What does the Payment Gateway document say about NorthPay, wallet and card?")
-    assert terms_question(["Ca2", "AMPA"], [], "en", rng()) in ("What is known about Ca2 and AMPA?",
-                                                                "What does the text say about Ca2 and AMPA?")
+    assert terms_question(["Ca2", "AMPA"], [], "en", rng()) in ("What do we know about Ca2 and AMPA?",
+                                                                "What can you tell me about Ca2 and AMPA?")
     assert terms_question(["荨麻", "纤维"], [], "zh", rng()) in ("关于荨麻和纤维，有哪些说明？",
                                                              "荨麻和纤维是怎么回事？")
     assert terms_question(["主动", "升级"], ["值班制度", "主动升级"], "zh", rng()) == (

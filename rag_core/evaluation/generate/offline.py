@@ -12,7 +12,7 @@ language):
 * "sentence": from the form of one of its sentences, the first that has one (a condition, a definition, an
   instruction or a rule under a heading: "What happens if `df` reports the disk as full but `du` cannot find
   the space?", "`rows` 表示什么？"); its answer is that sentence;
-* "terms": the chunk's most distinctive terms in a question ("What is known about Ca2, AMPA and migration?"),
+* "terms": the chunk's most distinctive terms in a question ("What do we know about Ca2, AMPA and migration?"),
   `TERMS` of them: content terms (`agent.offline.terms`: jieba words of two or more characters for Chinese,
   words of three or more letters without stop words for English; no bare numbers) scored by tf x idf,
   tf = (1 + log count in the chunk), idf = log(1 + N / df) over the N chunks of the knowledge base; ties go to
@@ -159,6 +159,8 @@ def _distinctive_terms(content: str, idf: Mapping[str, float]) -> list[str]:
     scored = []
     for term in terms(content):
         if _NUMBER.match(term) or (term.isascii() and len(term) < 3):  # "le", "gi": labels and units, not topics
+            continue
+        if term.isascii() and len(term) >= 10 and any(ch.isdigit() for ch in term):  # ids, hashes: "pmc5377511"
             continue
         count = text.count(term)
         if count:
