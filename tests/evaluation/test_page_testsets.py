@@ -131,3 +131,60 @@ def test_the_offline_note_comes_from_the_benchmark_result(tmp_path) -> None:
     assert "scifact tau undefined, another winner" in offline_note(result)  # it cannot rank them at all
     result.write_text('{"agreement": [{"set": "scifact", "generator": "offline", "tau": 0.9, "same_winner": true}]}')
     assert offline_note(result) is None
+
+
+@pytest.fixture
+def app(two_kbs, monkeypatch) -> Iterator[AppTest]:
+    """The whole app (app.py, so pages can be left and come back to) on the Evaluation page, in English."""
+    monkeypatch.setenv("RAG_DATA_DIR", str(two_kbs))
+    monkeypatch.delenv("RAG_CONFIG", raising=False)
+    monkeypatch.delenv("DASHSCOPE_API_KEY", raising=False)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=90)
+    at.query_params["lang"] = "en"
+    at.run()
+    at.switch_page("pages/evaluation.py").run()
+    assert not at.exception, at.exception
+    yield at
+    clear_workbench()
+
+
+def test_table_edits_survive_leaving_the_page_and_switching_language(app: AppTest) -> None:
+    """Streamlit drops a widget's state when a run does not draw it (another page), so the table's edits are kept
+    with the set in the session: back on the page, and in the other language, the edit is still there, and the
+    item's review column says it was edited."""
+    at = app
+    at.number_input(key="eval_gen_size").set_value(4)
+    at.button(key="eval_gen_run").click().run()
+    assert not at.exception, at.exception
+    key = f"eval_ts_editor_{at.session_state[BASE]['version']}"
+    at.session_state[key] = {"edited_rows": {1: {"query": "How full may the disk get?"}}, "added_rows": [],
+                             "deleted_rows": []}
+    at.run()
+    assert not at.exception, at.exception
+
+    def table() -> list[tuple[str, str]]:
+        editor = next(e for e in at.data_editor if e.key and e.key.startswith("eval_ts_editor_"))
+        return list(zip(editor.value["review"], editor.value["query"]))
+
+    assert table()[1] == ("edited", "How full may the disk get?")  # the review column follows the edit
+    assert at.session_state[BASE]["items"][1].query == "How full may the disk get?"
+    at.switch_page("pages/home.py").run()
+    assert not at.exception, at.exception
+    at.switch_page("pages/evaluation.py").run()
+    assert not at.exception, at.exception
+    assert table()[1] == ("edited", "How full may the disk get?")
+    # a later edit of another row keeps the first
+    key = next(e.key for e in at.data_editor if e.key and e.key.startswith("eval_ts_editor_"))
+    at.session_state[key] = {"edited_rows": {2: {"review": "dropped"}}, "added_rows": [], "deleted_rows": []}
+    at.run()
+    assert [r for r, _ in table()] == ["unreviewed", "edited", "dropped", "unreviewed"]
+    assert table()[1][1] == "How full may the disk get?"
+    # the language switched (AppTest reruns the page alone, without app.py's sidebar: the switcher's binding to
+    # the URL is what changes; tests/e2e/test_e2e_evaluation.py clicks the switcher itself)
+    at.query_params["lang"] = "zh"
+    at.session_state["lang"] = "zh"
+    at.run()
+    assert not at.exception, at.exception
+    assert "评测" in at.title[0].value
+    assert [r for r, _ in table()] == ["unreviewed", "edited", "dropped", "unreviewed"]
+    assert table()[1][1] == "How full may the disk get?"
