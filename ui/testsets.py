@@ -174,6 +174,15 @@ def highlighted(content: str, answer: str | None) -> str:
     return f"{esc(content[:start])}<mark>{esc(content[start:end])}</mark>{esc(content[end:])}"
 
 
+def source_chunk_html(content: str, answer: str | None) -> str:
+    """The source chunk as the knowledge base holds it, the answer marked: escaped once and drawn as HTML (st.html),
+    never read as Markdown, which would turn some lines into headings, end the block at a code fence and show the
+    escapes inside code (`&#x27;`). An answer is a verbatim quote of this text, so the text is shown as it is."""
+    return ('<div class="source-chunk" style="white-space:pre-wrap;word-break:break-word;font-size:0.9rem;'
+            'line-height:1.55;padding:0.6rem 0.8rem;border:1px solid #d5dbe3;border-radius:0.5rem;'
+            f'background:#fff;max-height:480px;overflow-y:auto">{highlighted(content, answer)}</div>')
+
+
 def review_table(settings: Any) -> None:
     """The review table of the generated (or opened) set, an item's source chunk with its answer marked, and
     saving under a name."""
@@ -228,9 +237,7 @@ def review_table(settings: Any) -> None:
             st.caption(t("No source chunk (an item no chunk answers, or the chunk is no longer in the knowledge "
                          "base)."))
         else:
-            marked = highlighted(content, item.answer)
-            st.markdown(f"<div style='white-space:pre-wrap;font-size:0.9rem'>{marked}</div>",  # i18n: ok
-                        unsafe_allow_html=True)
+            st.html(source_chunk_html(content, item.answer))
         b1, b2, b3 = st.columns(3)
         actions = {"accept": b1.button(t("Accept"), key="eval_ts_accept"),
                    "drop": b2.button(t("Drop"), key="eval_ts_drop"),

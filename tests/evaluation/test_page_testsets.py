@@ -5,6 +5,8 @@ links into the debugger."""
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Iterator
 from urllib.parse import parse_qs, urlsplit
 
@@ -16,7 +18,7 @@ from rag_core.evaluation.generate import OFFLINE_WARNING
 from rag_core.evaluation.testsets import load_test_set, saved_sets_dir
 from tests.helpers import REPO
 from ui.state import clear_workbench
-from ui.testsets import BASE, apply_edits, highlighted, offline_note, review_frame
+from ui.testsets import BASE, apply_edits, highlighted, offline_note, review_frame, source_chunk_html
 
 PAGE = str(REPO / "pages" / "evaluation.py")
 
@@ -56,8 +58,8 @@ def test_generate_review_save_then_run_and_score_the_answers(page: AppTest, two_
     at.run()
     assert not at.exception, at.exception
     # the item panel: the first item's source chunk with its answer marked, then accepted by its button
-    marked = [m.value for m in at.markdown if "<mark>" in m.value]
-    assert marked and "</mark>" in marked[0]
+    marked = [h.value for h in at.html if 'class="source-chunk"' in h.value]
+    assert marked and "<mark>" in marked[0] and "</mark>" in marked[0]
     at.selectbox(key="eval_ts_item").set_value("g001")
     at.button(key="eval_ts_accept").click().run()
     assert not at.exception, at.exception
@@ -117,6 +119,31 @@ def test_review_helpers() -> None:
     assert apply_edits(items, review_frame(items)) == items
     assert highlighted("a <b>  an\nanswer here", "an answer") == "a &lt;b&gt;  <mark>an\nanswer</mark> here"
     assert highlighted("text", "absent") == "text"
+
+
+CODE_CHUNK = """## Expanding a PVC
+
+Patch the claim (quotes, <angle brackets> & all):
+
+```bash
+kubectl patch pvc data -p '{"spec": {"resources": {"requests": {"storage": "150Gi"}}}}'
+```
+
+### When x < 5 and y > 3
+Expand by 50% of the current size.
+# Not a heading of this page"""
+
+
+def test_the_source_chunk_is_shown_as_the_knowledge_base_holds_it() -> None:
+    """Code, quotes, < > and headings: escaped once, drawn as HTML, never read as Markdown (no heading made of some
+    lines, no block ended at a code fence, no `&#x27;` shown inside code)."""
+    shown = source_chunk_html(CODE_CHUNK, "Expand by 50% of the current size.")
+    body = shown.split(">", 1)[1].rsplit("</div>", 1)[0]
+    assert html.unescape(body.replace("<mark>", "").replace("</mark>", "")) == CODE_CHUNK  # escaped exactly once
+    assert "<mark>Expand by 50% of the current size.</mark>" in body
+    assert re.findall(r"</?[a-z]+", body) == ["<mark", "</mark"]  # no tag but the mark: no <h2>, <code>, <pre>
+    assert "&amp;#x27;" not in shown and "&#x27;{&quot;spec&quot;" in body and "```" in body
+    assert "&lt;angle brackets&gt; &amp; all" in body and "## Expanding a PVC" in body
 
 
 def test_the_offline_note_comes_from_the_benchmark_result(tmp_path) -> None:
