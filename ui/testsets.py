@@ -107,7 +107,8 @@ def generate_panel(settings: Any) -> None:
     generator = c4.radio(t("Generator"), list(GENERATORS), index=list(GENERATORS).index("offline"),
                          key="eval_gen_generator", format_func=generator_name,
                          help=t("model: a chat model writes one question per sampled chunk (`eval.generator-model`, "
-                                "else the chat model); offline: pseudo-queries from the documents' own words."))
+                                "else the chat model); offline: questions made by templates from the documents' own "
+                                "words."))
     if generator == "offline":
         offline_warning()
     if not st.button(t("Generate"), type="primary", key="eval_gen_run"):

@@ -103,7 +103,7 @@ def test_a_generated_set_runs_through_eval_on_its_knowledge_base_and_on_one_chun
     assert set(rows) == {("biz", "bm25"), ("biz", "dense"), ("small", "bm25"), ("small", "dense")}
     for metrics in rows.values():
         assert metrics["queries"] == 12 and metrics["queries_with_answers"] == 12
-    # pseudo-queries made of the text's words: keyword search finds their documents (the warning's point)
+    # questions made of the text's words: keyword search finds their documents (the warning's point)
     assert rows[("biz", "bm25")]["recall@5"] == pytest.approx(1.0)
     assert rows[("biz", "bm25")]["recall@5"] >= rows[("biz", "dense")]["recall@5"]
     # the answers are quotes of biz's 800-character chunks: small's 300-character chunks hold fewer of them whole
