@@ -8,7 +8,8 @@ is shared by both runs). The six configurations are ordered by nDCG@10 under eac
 two orderings compared by Kendall's tau-b (1 = the same order; the aim is >= 0.8) and by their winner. Tau is
 undefined (None) when one set of labels scores every configuration the same: it cannot rank them at all.
 
-Generators: offline (`generate_offline`: heading paths and distinctive terms) and the model generator
+Generators: offline (`generate_offline`: questions by templates from heading paths, sentence forms and
+distinctive terms) and the model generator
 (`generate_with_model`) through a loopback stub speaking the OpenAI protocol (tests/servers/chat.py), which
 writes one question per passage from its distinctive terms and quotes its first sentence: what it measures
 is the pipeline (prompts, filters, speed), not a real model's questions. Generation speed is items per second

@@ -81,9 +81,9 @@ RUN_NOTE_TEXTS = {
 # Constants of rag_core shown as they are in English (the same text: tests/ui/test_i18n_pages.py).
 FAILED_RULE = N_("no relevant document among the evidence, or (for sets with answers) no evidence chunk contains an "
                  "answer, or (for sets with spans) no evidence chunk hits a gold span")
-OFFLINE_WARNING = N_("Offline pseudo-queries are made of the documents' own words (headings and distinctive terms), "
-                     "so they flatter keyword search (BM25): use them to compare configurations with each other, not "
-                     "as a measure of absolute quality.")
+OFFLINE_WARNING = N_("Offline questions are made of the documents' own words (their headings, sentences and "
+                     "distinctive terms), so they flatter keyword search (BM25): use them to compare configurations "
+                     "with each other, not as a measure of absolute quality.")
 NO_JUDGE = N_("no judge model configured (eval.judge-model): faithfulness is not measured; the other figures do "
               "not need one")
 KNOWN = {FAILED_RULE, OFFLINE_WARNING, NO_JUDGE}

@@ -4,10 +4,13 @@ Generation, review, saving and scoring are rag_core.evaluation's (`generate_test
 `save_test_set`, `score_answers`: the `eval generate` and `eval answers` commands call the same); this module
 draws the widgets and renders what they return.
 
-The review table (`st.data_editor`) is built from the items as they were when the set was generated or opened
-(`BASE`), so its cell edits accumulate in the widget; the reviewed items are those edits applied through
-`review_item`. The item panel's buttons fold the table's edits in first, then change one item, and start the
-table afresh from the result (a new widget key), so no edit is lost either way.
+The review table (`st.data_editor`) is drawn from the set's items kept in the session (`BASE`), and every cell
+edit is folded into them at once (through `review_item`, so an edited question or answer makes its item "edited"),
+then the page runs again to show it: the review column follows the edit, and the edits outlive the widget's own
+state, which Streamlit drops whenever a run does not draw the table (another page, another tab of the browser's
+history) and which a language switch would otherwise start afresh. The editor keeps its key while the set's
+version does (a keyed editor with fixed rows keeps its edits when only its values change); the item panel's buttons
+change one item and start the table afresh from the result (a new version, a new key).
 """
 
 from __future__ import annotations
@@ -104,7 +107,8 @@ def generate_panel(settings: Any) -> None:
     generator = c4.radio(t("Generator"), list(GENERATORS), index=list(GENERATORS).index("offline"),
                          key="eval_gen_generator", format_func=generator_name,
                          help=t("model: a chat model writes one question per sampled chunk (`eval.generator-model`, "
-                                "else the chat model); offline: pseudo-queries from the documents' own words."))
+                                "else the chat model); offline: questions made by templates from the documents' own "
+                                "words."))
     if generator == "offline":
         offline_warning()
     if not st.button(t("Generate"), type="primary", key="eval_gen_run"):
@@ -154,7 +158,8 @@ def apply_edits(items: Sequence[TestItem], edited: pd.DataFrame) -> tuple[TestIt
     for item, row in zip(items, edited.to_dict("records")):
         state = row["review"] if row["review"] != item.review else None
         query = row["query"] if row["query"] != item.query else None
-        answer = row["answer"] if row["answer"] != (item.answer or "") else None
+        text = row["answer"] if isinstance(row["answer"], str) else ""  # a cleared cell is None
+        answer = text if text != (item.answer or "") else None
         should = not row[NO_ANSWER] if bool(row[NO_ANSWER]) == item.should_answer else None
         if state or query is not None or answer is not None or should is not None:
             out = review_item(out, item.id, state=state, query=query, answer=answer, should_answer=should)
@@ -168,6 +173,15 @@ def highlighted(content: str, answer: str | None) -> str:
         return esc(content)
     start, end = span
     return f"{esc(content[:start])}<mark>{esc(content[start:end])}</mark>{esc(content[end:])}"
+
+
+def source_chunk_html(content: str, answer: str | None) -> str:
+    """The source chunk as the knowledge base holds it, the answer marked: escaped once and drawn as HTML (st.html),
+    never read as Markdown, which would turn some lines into headings, end the block at a code fence and show the
+    escapes inside code (`&#x27;`). An answer is a verbatim quote of this text, so the text is shown as it is."""
+    return ('<div class="source-chunk" style="white-space:pre-wrap;word-break:break-word;font-size:0.9rem;'
+            'line-height:1.55;padding:0.6rem 0.8rem;border:1px solid #d5dbe3;border-radius:0.5rem;'
+            f'background:#fff;max-height:480px;overflow-y:auto">{highlighted(content, answer)}</div>')
 
 
 def review_table(settings: Any) -> None:
@@ -204,6 +218,9 @@ def review_table(settings: Any) -> None:
             **{NO_ANSWER: st.column_config.CheckboxColumn(column_header(NO_ANSWER), help=t(
                 "the knowledge base should not answer it: answer scoring expects a refusal"))}))
     reviewed = apply_edits(items, edited)
+    if reviewed != tuple(items):  # kept with the set, not only in the widget; drawn again with its review state
+        st.session_state[BASE] = {**base, "items": list(reviewed)}
+        st.rerun()
     counts = TestSet("review", reviewed).counts()
     st.caption(counts_text(counts))
 
@@ -221,9 +238,7 @@ def review_table(settings: Any) -> None:
             st.caption(t("No source chunk (an item no chunk answers, or the chunk is no longer in the knowledge "
                          "base)."))
         else:
-            marked = highlighted(content, item.answer)
-            st.markdown(f"<div style='white-space:pre-wrap;font-size:0.9rem'>{marked}</div>",  # i18n: ok
-                        unsafe_allow_html=True)
+            st.html(source_chunk_html(content, item.answer))
         b1, b2, b3 = st.columns(3)
         actions = {"accept": b1.button(t("Accept"), key="eval_ts_accept"),
                    "drop": b2.button(t("Drop"), key="eval_ts_drop"),

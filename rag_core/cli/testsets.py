@@ -8,10 +8,10 @@ answers scored on a set.
 
 `generate` samples chunks over the documents (seeded; --per-doc-max caps one document's share) and writes a
 question per chunk with the answer quoted from it: with a chat model (eval.generator-model, else the chat
-model) or offline (pseudo-queries made of the documents' own words, which flatter BM25). Every rejection is
-counted by reason; the set appears only once complete. `answers` runs the chat page's agent on every item that
-is not dropped and scores what it says: answer found, F1, citations valid, citation support, refusals, and
-faithfulness when eval.judge-model names a judge.
+model) or offline (questions made by templates from the documents' own words, which flatter BM25). Every
+rejection is counted by reason; the set appears only once complete. `answers` runs the chat page's agent on
+every item that is not dropped and scores what it says: answer found, F1, citations valid, citation support,
+refusals, and faithfulness when eval.judge-model names a judge.
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ def build_parsers(prog: str) -> dict[str, argparse.ArgumentParser]:
     g.add_argument("--lang", choices=LANGS, default="auto", help="question language (default: the chunk's own)")
     g.add_argument("--generator", choices=GENERATORS, default="offline",
                    help="model: a chat model writes the questions (eval.generator-model, else the chat model); "
-                        "offline (default): pseudo-queries from the documents' own words, no key")
+                        "offline (default): questions by templates from the documents' own words, no key")
     where = g.add_mutually_exclusive_group(required=True)
     where.add_argument("--out", metavar="FILE.jsonl", help="write the set here (its description beside it)")
     where.add_argument("--name", metavar="NAME", help="save as a named set under <data-dir>/eval/testsets/, "

@@ -187,7 +187,7 @@ def score_answers(agent: Any, test_set: TestSet | Sequence[TestItem], *, judge: 
         warnings.append(f"The judge gave no usable verdicts on {summary['judge_failures']} items: they have no "
                         "faithfulness figure (their raw replies are saved with the run).")
     if meta.get("generator") == "offline":
-        warnings.append("This set was generated offline (pseudo-queries made of the documents' own words): compare "
+        warnings.append("This set was generated offline (questions made of the documents' own words): compare "
                         "configurations with it, do not read its figures as absolute quality.")
     config = {"agent": agent.describe(), "mode": agent.mode, "refusal_rule": "any of REFUSAL_PATTERNS "
               "(rag_core.evaluation.answers), English and Chinese phrases; a heuristic",

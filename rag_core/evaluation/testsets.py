@@ -9,8 +9,9 @@ generated set says about each item (`datasets.ITEM_FIELDS`):
      "should_answer": true, "review": "unreviewed"}
 
 `source` is the evidence key of the chunk the item was made from (None for an item no chunk answers);
-`kind` is how it was made ("question": a model's question on the chunk, "title" and "terms": offline
-pseudo-queries, "unanswerable": a model's question no chunk answers); `review` is "unreviewed", "accepted",
+`kind` is how it was made ("question": a model's question on the chunk; offline questions from "title": the
+chunk's heading path, "sentence": the form of the sentence it quotes, "terms": its distinctive terms;
+"unanswerable": a model's question no chunk answers); `review` is "unreviewed", "accepted",
 "edited" (the person changed the query or the answer) or "dropped" (kept in the file, left out of runs).
 
 Named sets live in `<data-dir>/eval/testsets/NAME.jsonl`, each with `NAME.meta.json` beside it (how it was
@@ -36,7 +37,7 @@ from ..ports import ChunkStore
 from .datasets import ITEM_FIELDS, _json_objects, should_answer_value
 
 REVIEW_STATES = ("unreviewed", "accepted", "edited", "dropped")
-KINDS = ("question", "title", "terms", "unanswerable", "")
+KINDS = ("question", "title", "sentence", "terms", "unanswerable", "")
 GENERATORS = ("model", "offline", "")  # "": written by hand
 META_SUFFIX = ".meta.json"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")

@@ -73,3 +73,58 @@ def test_generate_drop_an_item_save_and_evaluate_the_set(page, app_server) -> No
     page.get_by_role("button", name="Run evaluation").click()
     expect(page.get_by_text(re.compile(r"^Done in .* saved to "))).to_be_visible(timeout=120_000)
     expect(page.get_by_text(re.compile(r"^e2e-set — 3 queries"))).to_be_visible()
+
+
+EDITED = "How much free space must the node keep?"
+
+
+def test_a_review_edit_survives_another_page_and_the_other_language(page, app_server) -> None:
+    """A question edited in the review table (a canvas grid: typed into with the keyboard), then another page, back,
+    and Chinese: the edit is still in the table, its item counted as edited; the source chunk shows its text as it
+    is (code fences and quotes, not escapes)."""
+    open_page(page, app_server.url, "evaluation", heading="📏 Evaluation")
+    page.get_by_role("tab", name="Test sets").click()
+    size = page.get_by_role("spinbutton", name="Size")
+    size.fill("4")
+    size.press("Enter")
+    wait_idle(page)
+    page.get_by_role("button", name="Generate", exact=True).click()
+    expect(page.get_by_role("heading", name="Review (4 items from biz)")).to_be_visible(timeout=60_000)
+    wait_idle(page)
+    chunk = page.locator(".source-chunk")
+    expect(chunk).to_be_visible()
+    assert "&#x27;" not in chunk.inner_text() and "&quot;" not in chunk.inner_text()
+
+    # the second row's question (g002): a double click on its cell opens the grid's editor (rows are 35 px high,
+    # under a header row as high; the query column begins at about a quarter of the width)
+    grid = page.locator('[data-testid="stDataFrame"]').filter(has=page.locator("td", has_text="g001")).first
+    box = grid.bounding_box()
+    assert box is not None
+    page.mouse.dblclick(box["x"] + box["width"] * 0.3, box["y"] + 35 * 2 + 17)
+    editor = page.locator("textarea.gdg-input")
+    expect(editor).to_be_visible()
+    editor.press("ControlOrMeta+a")
+    editor.press_sequentially(EDITED)
+    editor.press("Enter")
+    wait_idle(page)
+    expect(page.get_by_text(re.compile(r"unreviewed 3 · accepted 0 · edited 1 · dropped 0"))).to_be_visible()
+    cell = page.locator('[data-testid="stDataFrame"] td', has_text=EDITED)  # the grid's mirror of its data
+    expect(cell.first).to_be_attached(timeout=30_000)
+
+    nav = page.get_by_test_id("stSidebarNav")
+    nav.get_by_role("link", name="Home").click()
+    expect(page.get_by_role("heading", name="🧰 RAG workbench")).to_be_visible(timeout=30_000)
+    wait_idle(page)
+    nav.get_by_role("link", name="Evaluation").click()
+    expect(page.get_by_role("heading", name="📏 Evaluation")).to_be_visible(timeout=30_000)
+    page.get_by_role("tab", name="Test sets").click()
+    wait_idle(page)
+    expect(cell.first).to_be_attached(timeout=30_000)
+    expect(page.get_by_text(re.compile(r"unreviewed 3 · accepted 0 · edited 1 · dropped 0"))).to_be_visible()
+
+    page.get_by_test_id("stSidebar").get_by_role("radio", name="zh").click()
+    expect(page.get_by_role("heading", name="📏 评测")).to_be_visible(timeout=30_000)
+    wait_idle(page)
+    page.get_by_role("tab", name="测试集").click()
+    expect(cell.first).to_be_attached(timeout=30_000)
+    expect(page.get_by_text(re.compile("已编辑 1")).first).to_be_visible()

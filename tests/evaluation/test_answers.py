@@ -144,10 +144,13 @@ def test_a_model_agents_invented_citation_is_not_valid_and_a_failed_turn_is_an_e
 
 def test_the_judge_scores_sentences_against_the_cited_evidence_and_a_garbage_verdict_is_recorded(
         biz, offline_set, server) -> None:
+    asked: list[Any] = []
+
     def verdicts(request: Any) -> Completion:
+        asked.append(request)
         numbered = request.json["messages"][1]["content"].split("Answer sentences:\n", 1)[1].splitlines()
-        if "Payment Gateway" in request.json["messages"][1]["content"] and len(numbered) > 3:
-            return Completion.say("I think most of it is fine!")  # not the verdicts asked for
+        if len(asked) <= 2:  # the first item's judge, and the one retry: not the verdicts asked for
+            return Completion.say("I think most of it is fine!")
         kinds = ["no_claim"] + ["supported", "unsupported", "supported"] * len(numbered)
         return Completion.say(json.dumps({"verdicts": [{"sentence": n, "verdict": kinds[n - 1]}
                                                        for n in range(1, len(numbered) + 1)]}))
@@ -156,7 +159,6 @@ def test_the_judge_scores_sentences_against_the_cited_evidence_and_a_garbage_ver
     items = offline_set.items[:3]
     run = score_answers(build_agent(biz, env={}), TestSet("judged", items), judge=model_of(server), judge_retries=1)
     garbage, *judged = run.items
-    assert items[0].query == "Payment Gateway Late Payments"
     assert garbage["faithfulness"] is None and garbage["judge"]["error"].startswith("malformed: the reply is not JSON")
     assert garbage["judge"]["raw"] == ["I think most of it is fine!"] * 2  # asked again once, both kept
     for record in judged:

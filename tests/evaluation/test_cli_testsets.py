@@ -124,7 +124,7 @@ def test_command_line_errors_are_one_clear_line(data, saved, tmp_path, capsys, m
     monkeypatch.delenv("DASHSCOPE_API_KEY", raising=False)
     cases = [
         (("eval", "generate", "--kb", "biz", "--size", "500", "--out", str(tmp_path / "x.jsonl")),
-         "can give at most 168 items"),
+         "can give at most 149 items"),
         (("eval", "generate", "--size", "5", "--out", str(tmp_path / "x.csv")), "give a .jsonl file"),
         (("eval", "generate", "--size", "5", "--name", "bad/name"), "Test set name 'bad/name'"),
         (("eval", "generate", "--kb", "biz", "--size", "5", "--generator", "model", "--out",

@@ -1,7 +1,7 @@
 """The offline generator on the sample knowledge base (examples/kb in Milvus Lite, the real local embedder):
-deterministic for a seed, in Chinese and in English, every answer quoted from its chunk; and a generated set
-runs through the retrieval evaluation at once, on the knowledge base it came from and on one chunked
-differently."""
+deterministic for a seed, in Chinese and in English, questions a person would type, every answer a whole sentence
+quoted from its chunk; and a generated set runs through the retrieval evaluation at once, on the knowledge base it
+came from and on one chunked differently."""
 
 from __future__ import annotations
 
@@ -28,19 +28,22 @@ def chunk_text(wb, key: str) -> str:
     return next(c.content for c in wb.store.get_chunks(doc_id) if c.chunk_index == int(index))
 
 
-@pytest.mark.parametrize(("lang", "pinned"), [
-    ("zh", [("title", "运行手册：MySQL 慢查询处理 在线变更表结构", "runbooks/slow_query_zh.md"),
-            ("terms", "主动 升级 安全", "policies/oncall_zh.md")]),
-    ("en", [("title", "Runbook: Disk Space Low Expanding a PVC", "runbooks/disk_full.md"),
-            ("terms", "changed recently history", "policies/incident_response.md")]),
+@pytest.mark.parametrize(("lang", "pinned", "kinds"), [
+    ("zh", [("title", "关于慢查询的定义，MySQL 慢查询处理运行手册是怎么说的？", "runbooks/slow_query_zh.md"),
+            ("sentence", "如果你在确认告警之后发现自己无法处理，应该怎么办？", "policies/oncall_zh.md")],
+     {"title": 5, "sentence": 3}),
+    ("en", [("title", "What are the rules for escalation and follow-up in the Disk Space Low runbook?",
+             "runbooks/disk_full.md"),
+            ("title", "When is a postmortem required?", "policies/incident_response.md")],
+     {"title": 7, "sentence": 1}),
 ])
-def test_offline_items_are_deterministic_for_a_seed_in_chinese_and_english(biz, lang, pinned) -> None:
+def test_offline_items_are_deterministic_for_a_seed_in_chinese_and_english(biz, lang, pinned, kinds) -> None:
     result = generate_offline(biz.store, size=8, seed=0, lang=lang, kb_name="biz")
     assert generate_offline(biz.store, size=8, seed=0, lang=lang, kb_name="biz").items == result.items
     assert [(i.kind, i.query, i.relevant[0]) for i in result.items[:2]] == pinned
     assert len(result.items) == 8 and result.rejected == {} and result.warnings == (OFFLINE_WARNING,)
     assert {i.lang for i in result.items} == {lang} and {i.generator for i in result.items} == {"offline"}
-    assert Counter(i.kind for i in result.items) == {"title": 4, "terms": 4}
+    assert Counter(i.kind for i in result.items) == kinds
     for item in result.items:
         assert item.relevant == (item.source.rpartition("#chunk-")[0],) and item.should_answer
         assert item.answer in chunk_text(biz, item.source)  # verbatim: `eval` finds it as it is
@@ -49,6 +52,32 @@ def test_offline_items_are_deterministic_for_a_seed_in_chinese_and_english(biz, 
     other = generate_offline(biz.store, size=8, seed=1, lang=lang, kb_name="biz")
     assert [i.source for i in other.items] != [i.source for i in result.items]
     assert result.meta()["generator"] == "offline" and result.meta()["model"] is None
+
+
+EN_ASKS = ("What", "How", "Why", "When", "Where", "Which", "Who", "Is", "Are", "Does", "Do", "Can", "Should", "May",
+           "Must")
+ZH_OPENS = ("如何", "怎样", "为什么", "关于", "如果", "假如", "若", "一旦", "哪")
+ZH_ASKS = ("什么", "怎么", "怎样", "哪些", "如何", "谁", "吗", "多少", "多久")
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_offline_items_read_as_questions_with_answers_that_end_a_sentence(biz, lang) -> None:
+    """Every item of a large set: a question a person would type (its question form, its question mark) whose
+    answer is a whole sentence of its chunk, not keywords and not a line cut off mid-sentence."""
+    result = generate_offline(biz.store, size=30, seed=3, lang=lang, kb_name="biz")
+    assert len(result.items) == 30
+    for item in result.items:
+        query, answer = item.query, item.answer
+        assert answer is not None and answer in chunk_text(biz, item.source), item
+        if lang == "zh":
+            assert query.endswith("？") and "?" not in query, query
+            assert query.startswith(ZH_OPENS) or any(word in query for word in ZH_ASKS), query
+            assert answer.rstrip("”」』）)`*").endswith(("。", "！", "？")), answer
+        else:
+            assert query.endswith("?") and query.split()[0] in EN_ASKS, query
+            assert answer.rstrip("\"')]`*").endswith((".", "!", "?")), answer
+            assert answer[0].isupper() or answer[0] in "`\"'(", answer  # not the tail of a sentence
+        assert len(query) < 160 and query != answer, query
 
 
 def test_a_size_the_knowledge_base_cannot_give_is_one_line(biz) -> None:
@@ -74,7 +103,7 @@ def test_a_generated_set_runs_through_eval_on_its_knowledge_base_and_on_one_chun
     assert set(rows) == {("biz", "bm25"), ("biz", "dense"), ("small", "bm25"), ("small", "dense")}
     for metrics in rows.values():
         assert metrics["queries"] == 12 and metrics["queries_with_answers"] == 12
-    # pseudo-queries made of the text's words: keyword search finds their documents (the warning's point)
+    # questions made of the text's words: keyword search finds their documents (the warning's point)
     assert rows[("biz", "bm25")]["recall@5"] == pytest.approx(1.0)
     assert rows[("biz", "bm25")]["recall@5"] >= rows[("biz", "dense")]["recall@5"]
     # the answers are quotes of biz's 800-character chunks: small's 300-character chunks hold fewer of them whole

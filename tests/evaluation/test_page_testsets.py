@@ -5,6 +5,8 @@ links into the debugger."""
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Iterator
 from urllib.parse import parse_qs, urlsplit
 
@@ -16,7 +18,7 @@ from rag_core.evaluation.generate import OFFLINE_WARNING
 from rag_core.evaluation.testsets import load_test_set, saved_sets_dir
 from tests.helpers import REPO
 from ui.state import clear_workbench
-from ui.testsets import BASE, apply_edits, highlighted, offline_note, review_frame
+from ui.testsets import BASE, apply_edits, highlighted, offline_note, review_frame, source_chunk_html
 
 PAGE = str(REPO / "pages" / "evaluation.py")
 
@@ -37,7 +39,7 @@ def test_generate_review_save_then_run_and_score_the_answers(page: AppTest, two_
     at = page
     assert any(OFFLINE_WARNING in w.value for w in at.warning)  # offline is the default generator: said up front
     # and where the published benchmark found offline sets short of real labels, the page says so next to them
-    assert any("Measured against real labels" in c.value and "covidqa tau 0.60, another winner" in c.value
+    assert any("Measured against real labels" in c.value and "covidqa tau 0.47, another winner" in c.value
                for c in at.caption)
     at.number_input(key="eval_gen_size").set_value(6)
     at.button(key="eval_gen_run").click().run()
@@ -56,8 +58,8 @@ def test_generate_review_save_then_run_and_score_the_answers(page: AppTest, two_
     at.run()
     assert not at.exception, at.exception
     # the item panel: the first item's source chunk with its answer marked, then accepted by its button
-    marked = [m.value for m in at.markdown if "<mark>" in m.value]
-    assert marked and "</mark>" in marked[0]
+    marked = [h.value for h in at.html if 'class="source-chunk"' in h.value]
+    assert marked and "<mark>" in marked[0] and "</mark>" in marked[0]
     at.selectbox(key="eval_ts_item").set_value("g001")
     at.button(key="eval_ts_accept").click().run()
     assert not at.exception, at.exception
@@ -119,6 +121,31 @@ def test_review_helpers() -> None:
     assert highlighted("text", "absent") == "text"
 
 
+CODE_CHUNK = """## Expanding a PVC
+
+Patch the claim (quotes, <angle brackets> & all):
+
+```bash
+kubectl patch pvc data -p '{"spec": {"resources": {"requests": {"storage": "150Gi"}}}}'
+```
+
+### When x < 5 and y > 3
+Expand by 50% of the current size.
+# Not a heading of this page"""
+
+
+def test_the_source_chunk_is_shown_as_the_knowledge_base_holds_it() -> None:
+    """Code, quotes, < > and headings: escaped once, drawn as HTML, never read as Markdown (no heading made of some
+    lines, no block ended at a code fence, no `&#x27;` shown inside code)."""
+    shown = source_chunk_html(CODE_CHUNK, "Expand by 50% of the current size.")
+    body = shown.split(">", 1)[1].rsplit("</div>", 1)[0]
+    assert html.unescape(body.replace("<mark>", "").replace("</mark>", "")) == CODE_CHUNK  # escaped exactly once
+    assert "<mark>Expand by 50% of the current size.</mark>" in body
+    assert re.findall(r"</?[a-z]+", body) == ["<mark", "</mark"]  # no tag but the mark: no <h2>, <code>, <pre>
+    assert "&amp;#x27;" not in shown and "&#x27;{&quot;spec&quot;" in body and "```" in body
+    assert "&lt;angle brackets&gt; &amp; all" in body and "## Expanding a PVC" in body
+
+
 def test_the_offline_note_comes_from_the_benchmark_result(tmp_path) -> None:
     result = tmp_path / "testsets.json"
     assert offline_note(result) is None  # not run: nothing said
@@ -131,3 +158,60 @@ def test_the_offline_note_comes_from_the_benchmark_result(tmp_path) -> None:
     assert "scifact tau undefined, another winner" in offline_note(result)  # it cannot rank them at all
     result.write_text('{"agreement": [{"set": "scifact", "generator": "offline", "tau": 0.9, "same_winner": true}]}')
     assert offline_note(result) is None
+
+
+@pytest.fixture
+def app(two_kbs, monkeypatch) -> Iterator[AppTest]:
+    """The whole app (app.py, so pages can be left and come back to) on the Evaluation page, in English."""
+    monkeypatch.setenv("RAG_DATA_DIR", str(two_kbs))
+    monkeypatch.delenv("RAG_CONFIG", raising=False)
+    monkeypatch.delenv("DASHSCOPE_API_KEY", raising=False)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=90)
+    at.query_params["lang"] = "en"
+    at.run()
+    at.switch_page("pages/evaluation.py").run()
+    assert not at.exception, at.exception
+    yield at
+    clear_workbench()
+
+
+def test_table_edits_survive_leaving_the_page_and_switching_language(app: AppTest) -> None:
+    """Streamlit drops a widget's state when a run does not draw it (another page), so the table's edits are kept
+    with the set in the session: back on the page, and in the other language, the edit is still there, and the
+    item's review column says it was edited."""
+    at = app
+    at.number_input(key="eval_gen_size").set_value(4)
+    at.button(key="eval_gen_run").click().run()
+    assert not at.exception, at.exception
+    key = f"eval_ts_editor_{at.session_state[BASE]['version']}"
+    at.session_state[key] = {"edited_rows": {1: {"query": "How full may the disk get?"}}, "added_rows": [],
+                             "deleted_rows": []}
+    at.run()
+    assert not at.exception, at.exception
+
+    def table() -> list[tuple[str, str]]:
+        editor = next(e for e in at.data_editor if e.key and e.key.startswith("eval_ts_editor_"))
+        return list(zip(editor.value["review"], editor.value["query"]))
+
+    assert table()[1] == ("edited", "How full may the disk get?")  # the review column follows the edit
+    assert at.session_state[BASE]["items"][1].query == "How full may the disk get?"
+    at.switch_page("pages/home.py").run()
+    assert not at.exception, at.exception
+    at.switch_page("pages/evaluation.py").run()
+    assert not at.exception, at.exception
+    assert table()[1] == ("edited", "How full may the disk get?")
+    # a later edit of another row keeps the first
+    key = next(e.key for e in at.data_editor if e.key and e.key.startswith("eval_ts_editor_"))
+    at.session_state[key] = {"edited_rows": {2: {"review": "dropped"}}, "added_rows": [], "deleted_rows": []}
+    at.run()
+    assert [r for r, _ in table()] == ["unreviewed", "edited", "dropped", "unreviewed"]
+    assert table()[1][1] == "How full may the disk get?"
+    # the language switched (AppTest reruns the page alone, without app.py's sidebar: the switcher's binding to
+    # the URL is what changes; tests/e2e/test_e2e_evaluation.py clicks the switcher itself)
+    at.query_params["lang"] = "zh"
+    at.session_state["lang"] = "zh"
+    at.run()
+    assert not at.exception, at.exception
+    assert "评测" in at.title[0].value
+    assert [r for r, _ in table()] == ["unreviewed", "edited", "dropped", "unreviewed"]
+    assert table()[1][1] == "How full may the disk get?"

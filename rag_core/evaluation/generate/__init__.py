@@ -1,6 +1,7 @@
 """Test sets generated from a knowledge base: chunks sampled over its documents (seeded), then questions
-from a chat model (`generate_with_model`) or, without one, deterministic pseudo-queries (`generate_offline`);
-every item checkable (its source chunk, its verbatim answer) and every rejection counted by reason.
+from a chat model (`generate_with_model`) or, without one, deterministic questions by templates
+(`generate_offline`); every item checkable (its source chunk, its verbatim answer) and every rejection counted by
+reason.
 
     result = generate_test_set(workbench.store, size=50, seed=0, generator="model", model=chat_model,
                                lookup=workbench.retriever.lookup, kb_name="biz", progress=print)

@@ -1,27 +1,35 @@
-"""The offline generator (no model, no key): deterministic pseudo-queries made from the knowledge base itself.
+"""The offline generator (no model, no key): deterministic questions made from the knowledge base itself.
 
-Chunks are taken in the seeded round-robin order (sampling.py); the chunks of odd and even positions in it
-alternate between two kinds of query, each falling back to the other when it cannot be made:
-* "title": the chunk's heading path as a title query: the document's top heading and the chunk's own
-  heading ("运行手册：内存泄漏排查 告警规则"), or the top heading alone for a chunk directly under it;
-* "terms": the chunk's most distinctive terms, `TERMS` of them: content terms (`agent.offline.terms`: jieba
-  words of two or more characters for Chinese, words of three or more letters without stop words for English;
-  no bare numbers) scored
-  by tf x idf, tf = (1 + log count in the chunk), idf = log(1 + N / df) over the N chunks of the knowledge
-  base; ties go to the term that comes first in the chunk. A term inside a better one ("泄漏" in "内存泄漏") is
-  skipped.
-The answer is the chunk's quotable sentence that best matches the query: the largest idf-weighted share of
-the query's terms, the first such sentence on a tie, the chunk's first sentence when none shares a term (the
-opening of a section answers its title). Near-duplicates of a kept query are rejected and counted (filters.py).
+Chunks are taken in the seeded round-robin order (sampling.py); a chunk is used when it holds a sentence an
+answer may quote (`questions.answer_sentences`: one that ends at a sentence end). The chunks of odd and even
+positions in the order alternate between two kinds of question, each falling back to the other, then to the
+third, when it cannot be made (the templates are in questions.py, in Chinese and English by the chunk's
+language):
+* "title": from the chunk's heading path ("How do I go about expanding a PVC?", "发布规范中的封网是怎样的？");
+  its answer is the sentence that best matches the heading: the largest idf-weighted share of the heading's
+  terms, the first such sentence on a tie, the chunk's first sentence when none shares a term (the opening of
+  a section answers its title);
+* "sentence": from the form of one of its sentences, the first that has one (a condition, a definition, an
+  instruction or a rule under a heading: "What happens if `df` reports the disk as full but `du` cannot find
+  the space?", "`rows` 表示什么？"); its answer is that sentence;
+* "terms": the chunk's most distinctive terms in a question ("What do we know about Ca2, AMPA and migration?"),
+  `TERMS` of them: content terms (`agent.offline.terms`: jieba words of two or more characters for Chinese,
+  words of three or more letters without stop words for English; no bare numbers) scored by tf x idf,
+  tf = (1 + log count in the chunk), idf = log(1 + N / df) over the N chunks of the knowledge base; ties go to
+  the term that comes first in the chunk. A term inside a better one ("泄漏" in "内存泄漏") is skipped. Its
+  answer is the sentence that best matches the terms, as for a title.
+Where a form has several wordings, a generator seeded by the seed and the chunk's evidence key picks one.
+Near-duplicates of a kept question are rejected and counted (filters.py).
 
-Such queries share words with the text, so they flatter BM25: they compare configurations, they do not measure
-quality (`result.OFFLINE_WARNING`, carried by every offline set). No item is "should not be answerable" offline;
-a person can mark any item so when reviewing.
+Such questions are made of the text's own words, so they flatter BM25: they compare configurations, they do
+not measure quality (`result.OFFLINE_WARNING`, carried by every offline set). No item is "should not be
+answerable" offline; a person can mark any item so when reviewing.
 """
 
 from __future__ import annotations
 
 import math
+import random
 import re
 import time
 from collections import Counter
@@ -33,19 +41,19 @@ from ...ports import ChunkStore
 from ..runner import EvalProgress
 from ..testsets import TestItem
 from .filters import DUPLICATE, NO_TERMS, KeepFilters
+from .questions import answer_sentences, clean_heading, heading_question, sentence_question, terms_question
 from .result import OFFLINE_WARNING, GenerationProgress, GenerationResult, shortfall_warning
-from .sampling import LANGS, SampledChunk, check_size, quotable_sentences, read_chunks, sample_order
+from .sampling import LANGS, SampledChunk, check_size, read_chunks, sample_order
 
 TERMS = 3
 _NUMBER = re.compile(r"^[\d.,%:/\-]+$")
-_MARKUP = re.compile(r"[`*_#>|]+")
 
 
 def generate_offline(store: ChunkStore, *, size: int, seed: int = 0, per_doc_max: int | None = None,
                      lang: str = "auto", kb_name: str = "", progress: GenerationProgress | None = None
                      ) -> GenerationResult:
     """`size` offline items from the knowledge base behind `store` (see the module docstring). `lang` "zh" or
-    "en" takes only chunks in that language (offline queries are the text's own words, never translated)."""
+    "en" takes only chunks in that language (offline questions are the text's own words, never translated)."""
     if lang not in LANGS:
         raise EvaluationError(f"--lang {lang!r}: use one of {', '.join(LANGS)}.")
     started = time.perf_counter()
@@ -54,30 +62,30 @@ def generate_offline(store: ChunkStore, *, size: int, seed: int = 0, per_doc_max
                                                                                  "reading the documents")))
     every = [c for cs in by_doc.values() for c in cs]
     idf = _idf(every)
-    eligible = {d: [c for c in cs if (lang == "auto" or c.lang == lang) and quotable_sentences(c.content)]
-                for d, cs in by_doc.items()}
+    eligible = {d: [c for c in cs if (lang == "auto" or c.lang == lang) and _answers(c)] for d, cs in by_doc.items()}
     order = sample_order(eligible, seed, per_doc_max)
     check_size(size, order, len(by_doc), per_doc_max, kb_name)
     filters = KeepFilters()
     items: list[TestItem] = []
     tried = 0
-    report(EvalProgress("generating", 0, size, "offline pseudo-queries"))
+    report(EvalProgress("generating", 0, size, "offline questions"))
     for position, chunk in enumerate(order):
         if len(items) >= size:
             break
         tried += 1
-        made = _pseudo_query(chunk, idf, title_first=position % 2 == 0)
+        made = _question(chunk, idf, random.Random(f"offline:{seed}:{chunk.evidence_key}"),
+                         heading_first=position % 2 == 0)
         if made is None:
             filters.reject(NO_TERMS)
             continue
-        kind, query, query_terms = made
-        if filters.duplicate_of(query) is not None:
+        kind, query, answer = made
+        topic = _topic(chunk) if kind == "title" else query  # two chunks of one section ask the same of its title
+        if filters.duplicate_of(topic) is not None:
             filters.reject(DUPLICATE)
             continue
-        filters.keep(query)
-        items.append(TestItem(id=f"g{len(items) + 1:03d}", query=query, relevant=(chunk.doc_id,),
-                              answers=(_best_sentence(chunk.content, query_terms, idf),), source=chunk.evidence_key,
-                              lang=chunk.lang, generator="offline", kind=kind))
+        filters.keep(topic)
+        items.append(TestItem(id=f"g{len(items) + 1:03d}", query=query, relevant=(chunk.doc_id,), answers=(answer,),
+                              source=chunk.evidence_key, lang=chunk.lang, generator="offline", kind=kind))
         report(EvalProgress("generating", len(items), size, f"{tried} chunks tried"))
     warnings = [OFFLINE_WARNING]
     if len(items) < size:
@@ -85,6 +93,16 @@ def generate_offline(store: ChunkStore, *, size: int, seed: int = 0, per_doc_max
     return GenerationResult(tuple(items), size, "offline", seed, kb_name, lang, per_doc_max, filters.counts(),
                             len(by_doc), len(every), len(order), tried, time.perf_counter() - started,
                             warnings=tuple(warnings))
+
+
+def _answers(chunk: SampledChunk) -> list[str]:
+    return answer_sentences(chunk.content, first_chunk=chunk.chunk_index == 0)
+
+
+def _topic(chunk: SampledChunk) -> str:
+    """What a title question asks about, whatever its wording: the document's title and the chunk's heading."""
+    path = [h for h in (clean_heading(p) for p in chunk.heading_path) if h]
+    return " ".join(path[:1] + path[-1:] if len(path) > 1 else path)
 
 
 def _idf(chunks: Sequence[SampledChunk]) -> dict[str, float]:
@@ -95,30 +113,54 @@ def _idf(chunks: Sequence[SampledChunk]) -> dict[str, float]:
     return {t: math.log(1 + n / d) for t, d in df.items()}
 
 
-def _pseudo_query(chunk: SampledChunk, idf: Mapping[str, float],
-                  title_first: bool) -> tuple[str, str, set[str]] | None:
-    """(kind, query, the query's terms) for the chunk, or None when neither kind can be made."""
-    makers = (_title_query, _terms_query) if title_first else (_terms_query, _title_query)
-    for make in makers:
-        made = make(chunk, idf)
+def _question(chunk: SampledChunk, idf: Mapping[str, float], rng: random.Random,
+              heading_first: bool) -> tuple[str, str, str] | None:
+    """(kind, question, answer) for the chunk, or None when no kind can be made."""
+    answers = _answers(chunk)
+    makers = (_title_question, _sentence_question) if heading_first else (_sentence_question, _title_question)
+    for make in (*makers, _terms_question):
+        made = make(chunk, answers, idf, rng)
         if made is not None:
             return made
     return None
 
 
-def _title_query(chunk: SampledChunk, idf: Mapping[str, float]) -> tuple[str, str, set[str]] | None:
-    path = [_clean(h) for h in chunk.heading_path if _clean(h)]
-    if not path:
+def _title_question(chunk: SampledChunk, answers: Sequence[str], idf: Mapping[str, float],
+                    rng: random.Random) -> tuple[str, str, str] | None:
+    if not chunk.heading_path:
         return None
-    query = path[0] if len(path) == 1 else f"{path[0]} {path[-1]}"
-    return "title", query, terms(query)
+    answer = _best_sentence(answers, terms(clean_heading(chunk.heading_path[-1])), idf)
+    query = heading_question(chunk.heading_path, chunk.lang, rng, answer)
+    return None if query is None else ("title", query, answer)
 
 
-def _terms_query(chunk: SampledChunk, idf: Mapping[str, float]) -> tuple[str, str, set[str]] | None:
-    text = chunk.content.lower()
+def _sentence_question(chunk: SampledChunk, answers: Sequence[str], idf: Mapping[str, float],
+                       rng: random.Random) -> tuple[str, str, str] | None:
+    for sentence in answers:
+        query = sentence_question(sentence, chunk.lang)
+        if query is not None:
+            return "sentence", query, sentence
+    return None
+
+
+def _terms_question(chunk: SampledChunk, answers: Sequence[str], idf: Mapping[str, float],
+                    rng: random.Random) -> tuple[str, str, str] | None:
+    chosen = _distinctive_terms(chunk.content, idf)
+    if not chosen:
+        return None
+    shown = [_as_written(term, chunk.content) for term in chosen]
+    query = terms_question(shown, chunk.heading_path, chunk.lang, rng)
+    return "terms", query, _best_sentence(answers, set(chosen), idf)
+
+
+def _distinctive_terms(content: str, idf: Mapping[str, float]) -> list[str]:
+    """The chunk's `TERMS` most distinctive terms, in the order the chunk has them."""
+    text = content.lower()
     scored = []
-    for term in terms(chunk.content):
+    for term in terms(content):
         if _NUMBER.match(term) or (term.isascii() and len(term) < 3):  # "le", "gi": labels and units, not topics
+            continue
+        if term.isascii() and len(term) >= 10 and any(ch.isdigit() for ch in term):  # ids, hashes: "pmc5377511"
             continue
         count = text.count(term)
         if count:
@@ -130,18 +172,17 @@ def _terms_query(chunk: SampledChunk, idf: Mapping[str, float]) -> tuple[str, st
         chosen.append(term)
         if len(chosen) == TERMS:
             break
-    if not chosen:
-        return None
-    chosen.sort(key=text.find)  # in the order the chunk has them: reads more like a query
-    return "terms", " ".join(chosen), set(chosen)
+    chosen.sort(key=text.find)  # in the order the chunk has them: reads more like a question
+    return chosen
 
 
-def _clean(heading: str) -> str:
-    return " ".join(_MARKUP.sub(" ", heading).split())
+def _as_written(term: str, content: str) -> str:
+    """The term as the text writes it ("AMPA", not "ampa")."""
+    found = re.search(re.escape(term), content, re.IGNORECASE)
+    return found.group() if found else term
 
 
-def _best_sentence(content: str, query_terms: set[str], idf: Mapping[str, float]) -> str:
-    candidates = quotable_sentences(content)
+def _best_sentence(candidates: Sequence[str], query_terms: set[str], idf: Mapping[str, float]) -> str:
     total = sum(idf.get(t, 0.0) for t in query_terms) or 1.0
     best, best_score = candidates[0], 0.0
     for sentence in candidates:

@@ -15,9 +15,9 @@ from ..testsets import TestItem, write_test_set
 from .filters import DUPLICATE_JACCARD, MAX_SHARED_RUN
 
 SET_FORMAT = "testset-1"
-OFFLINE_WARNING = ("Offline pseudo-queries are made of the documents' own words (headings and distinctive terms), "
-                   "so they flatter keyword search (BM25): use them to compare configurations with each other, not "
-                   "as a measure of absolute quality.")
+OFFLINE_WARNING = ("Offline questions are made of the documents' own words (their headings, sentences and "
+                   "distinctive terms), so they flatter keyword search (BM25): use them to compare configurations "
+                   "with each other, not as a measure of absolute quality.")
 
 GenerationProgress = Callable[[EvalProgress], None]  # stages "reading" (documents) and "generating" (items)
 
