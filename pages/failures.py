@@ -93,23 +93,31 @@ except RagError as exc:
     st.caption(t("The documents of {kb} cannot be listed: {error}", kb=kb_name, error=exc))
 root = saved_sets_dir(get_settings())
 existing = [s.name for s in list_test_sets(root)]
-with st.form("fail.add", border=True):
+# The set is chosen outside any form: choosing "(new)" enables the name field at once (a form would send the
+# choice only with the submit, leaving the field disabled and the item in a set called "failures").
+set_col, new_col = st.columns(2)
+set_name = set_col.selectbox(t("Test set"), [*existing, NEW], key="fail.set",
+                             format_func=lambda name: t(NEW) if name == NEW else name)
+new_name = new_col.text_input(t("New test set name"), value="failures", key="fail.new_set", disabled=set_name != NEW)
+# The item's fields start at the picked failure's: picking another one starts them afresh (a keyed field keeps
+# its value across reruns, so the question of the failure picked before would go into this one's item).
+fields = {"fail.question": turn.question, "fail.answer": "", "fail.expected": None}
+if st.session_state.get("fail.item_of") != turn.id:
+    st.session_state.update({**fields, "fail.item_of": turn.id})
+for field, value in fields.items():
+    st.session_state.setdefault(field, value)
+with st.container(border=True):
     expected = st.selectbox(t("Expected document or chunk"), offered, index=None, key="fail.expected",
                             placeholder=t("the chunk or document the answer should come from"),
                             help=t("The turn's evidence first, then the hits its search dropped, then every "
                                    "document."))
-    question = st.text_input(t("Question"), value=turn.question, key="fail.question")
+    question = st.text_input(t("Question"), key="fail.question")
     answer = st.text_area(t("Right answer (optional)"), key="fail.answer",
                           help=t("A verbatim quote of the expected chunk scores answers best (`eval answers`)."))
-    set_col, new_col = st.columns(2)
-    set_name = set_col.selectbox(t("Test set"), [*existing, NEW], key="fail.set",
-                                 format_func=lambda name: t(NEW) if name == NEW else name)
-    new_name = new_col.text_input(t("New test set name"), value="failures", key="fail.new_set",
-                                  disabled=bool(existing) and set_name != NEW)
-    submitted = st.form_submit_button(t("Add to the test set"), icon="➕", type="primary")
+    submitted = st.button(t("Add to the test set"), icon="➕", type="primary", key="fail.add")
 if submitted:
     try:
-        name = new_name if set_name == NEW or not existing else set_name
+        name = new_name if set_name == NEW else set_name
         path = add_to_test_set(root, name, failure_item(turn, expected or "", answer, question))
     except RagError as exc:
         show_error(exc)

@@ -94,3 +94,42 @@ def test_the_knowledge_base_filter_keeps_that_knowledge_bases_failures(kb) -> No
     assert not at.exception, at.exception
     questions = list(at.dataframe[0].value["question"])
     assert QUESTION in questions and other.question not in questions
+
+
+def test_choosing_new_enables_the_name_at_once_and_the_item_lands_in_the_named_set(kb) -> None:
+    """With a saved set, "(new)" used to be chosen inside the form: the name field stayed disabled until a submit,
+    so the item went into a set called "failures"."""
+    from rag_core.evaluation.testsets import TestItem, list_test_sets, save_test_set
+
+    _seed()
+    root = saved_sets_dir(load_settings())
+    save_test_set(root, "already-there", [TestItem(id="x", query="q", relevant=("runbooks/cpu_high.md",))])
+    at = app_at(PAGE)
+    assert at.selectbox(key="fail.set").value != "(new)" and at.text_input(key="fail.new_set").disabled
+    at.selectbox(key="fail.set").set_value("(new)").run()
+    assert not at.exception, at.exception
+    assert not at.text_input(key="fail.new_set").disabled  # at once, before anything is submitted
+    at.text_input(key="fail.new_set").set_value("named-at-once")
+    at.selectbox(key="fail.expected").set_value("runbooks/disk_full.md#chunk-1")
+    at.button(key="fail.add").click().run()
+    assert not at.exception, at.exception
+    assert "Added to test set **named-at-once**" in texts(at, "success")
+    (item,) = load_test_set(root, "named-at-once").items
+    assert item.relevant == ("runbooks/disk_full.md",)
+    assert "failures" not in {s.name for s in list_test_sets(root)}
+
+
+def test_picking_another_failure_starts_its_item_from_its_own_question(kb) -> None:
+    _seed()
+    store = TurnStore(load_settings().data_dir / FILE_NAME)
+    other = store.add(TurnRecord(os.urandom(8).hex(), "a second failed question (failures page)", "no", ("biz",),
+                                 trace_id=os.urandom(16).hex()))
+    store.rate(-1, trace_id=other.trace_id)
+    at = app_at(PAGE)
+    assert at.text_input(key="fail.question").value == other.question  # newest first
+    at.text_area(key="fail.answer").set_value("an answer for the second question").run()
+    picked = next(i for i, label in enumerate(at.selectbox(key="fail.pick").options) if QUESTION[:40] in label)
+    at.selectbox(key="fail.pick").set_value(picked).run()
+    assert not at.exception, at.exception
+    assert at.text_input(key="fail.question").value == QUESTION
+    assert at.text_area(key="fail.answer").value == ""
