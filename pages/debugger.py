@@ -23,11 +23,12 @@ from ui.errors import show_error
 from ui.fates import HIT_FATES, look
 from ui.html import ChunkView
 from ui.i18n import t, tn
-from ui.lookup import cached_explanation, cached_lookup, debugger_query_params
+from ui.lookup import cached_explanation, cached_lookup, debugger_query_params, open_replay
 from ui.reasons import describe_drop, location_text, notes, phrase, phrases, search_mode_label
 from ui.state import workbench_or_stop
 from ui.tables import fate_counts, reranked, timings_frame
 
+open_replay()  # a link from another page opens its lookup, not this session's earlier controls (compare mode...)
 st.title("🔎 " + t("Retrieval debugger"))
 st.caption(t("The same lookup the agent's tool runs: recall `retrieve-k` candidates, deduplicate by evidenceKey, "
              "cap per document, keep `return-n`. Sliders other than retrieve-k and search re-run only "

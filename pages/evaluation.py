@@ -62,11 +62,12 @@ TARGETS = [N_("Sample knowledge base (examples/kb, indexed separately)"), N_("Kn
 # Links shown next to each failed query: column name -> (the saved query record, the point's parameters)
 # -> URL. The record has the query, its relevant doc_ids, answers found or not, evidence keys.
 FAILED_QUERY_LINKS: dict[str, Callable[[dict[str, Any], dict[str, Any]], str]] = {
-    # the debugger with the query, and its first relevant document in "Why wasn't it retrieved?"; on the
-    # knowledge base the row searched (?kb= selects it in the sidebar), if any
+    # the debugger with the query, and its first relevant document and first answer in "Why wasn't it retrieved?"
+    # (a query whose document is in the evidence fails when its chunks lack the answer); on the knowledge base the
+    # row searched (?kb= selects it in the sidebar), if any
     "debugger": lambda q, params: debugger_url(q["query"], {k: params.get(k) for k in (
         "retrieve_k", "return_n", "max_chunks_per_document", "mode")}, (q.get("relevant") or [None])[0],
-        kb=params.get("kb")),
+        kb=params.get("kb"), answer=(q.get("answers") or [None])[0]),
 }
 
 

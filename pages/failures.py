@@ -9,7 +9,7 @@ import streamlit as st
 
 from rag_core.errors import RagError
 from rag_core.evaluation.testsets import list_test_sets, saved_sets_dir
-from rag_core.feedback.cases import add_to_test_set, expected_target, failure_item
+from rag_core.feedback.cases import CHUNK, add_to_test_set, expected_target, failure_item
 from rag_core.feedback.records import Lookup, TurnRecord
 from ui.errors import show_error
 from ui.evaluation import headers, link_column
@@ -80,7 +80,7 @@ with st.container(border=True):
     kb_name = turn.knowledge_bases[0] if turn.knowledge_bases else None
     if lookup is not None:
         st.page_link(DEBUGGER_PAGE, label=t("Open “{query}” in the retrieval debugger", query=lookup.query), icon="🔎",
-                     query_params=debugger_query_params(lookup.query, lookup.params, kb=kb_name))
+                     query_params=debugger_query_params(lookup.query, lookup.params, kb=kb_name, replay=True))
 
 st.subheader(t("Add to a test set"))
 # What it should have found: the turn's evidence, the hits its lookups dropped (the "why wasn't it retrieved?"
@@ -125,6 +125,10 @@ if submitted:
         st.success(t("Added to test set **{name}**: run it with `python -m rag_core eval {path} --live`.", name=name,
                      path=path), icon="✅")
 if expected and lookup is not None:
-    doc_id, _ = expected_target(expected, turn.knowledge_bases)
+    # The panel checks the document (its chunk, when one was picked) and the right answer: a document in the evidence
+    # whose chunks lack the answer is a failure too, which the document alone would call retrieved.
+    doc_id, source = expected_target(expected, turn.knowledge_bases)
     st.page_link(DEBUGGER_PAGE, label=t("Why wasn't {doc} retrieved?", doc=doc_id), icon="🔍",
-                 query_params=debugger_query_params(lookup.query, lookup.params, doc_id, kb=kb_name))
+                 query_params=debugger_query_params(lookup.query, lookup.params, doc_id, kb=kb_name, replay=True,
+                                                    expect_chunk=source and source.partition(CHUNK)[2],
+                                                    answer=answer.strip()))

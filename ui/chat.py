@@ -72,7 +72,7 @@ def _render_result(step: ToolStep, key: str) -> None:
             st.warning(warning, icon="⚠️")
         evidence_table(step.lookup, key=f"{key}.evidence")
         st.page_link(DEBUGGER_PAGE, label=t("Replay this lookup in the retrieval debugger"), icon="🔎",
-                     query_params=debugger_query_params(step.lookup["query"], params))
+                     query_params=debugger_query_params(step.lookup["query"], params, replay=True))
     else:
         st.caption(t("Result"))
         st.json(step.result, expanded=False)

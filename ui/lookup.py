@@ -23,6 +23,14 @@ from .i18n import LANG_PARAM, browser_language, language
 CACHE_SIZE = 8
 DEBUGGER_PAGE = "pages/debugger.py"
 DEBUGGER_URL_PATH = "debugger"
+# A link from another page names a whole lookup (`?replay=1`): the debugger's controls it does not name start at
+# their defaults. Without it they would come back as this session left them: the debugger's widgets are bound to
+# the URL with persist_state="session", so a page link that leaves `compare` out reopens compare mode with the
+# earlier `kb_b` (and an earlier filter, expected document, ...), and `compare=false` cannot say otherwise
+# (Streamlit drops a bound parameter at its default before reading it).
+REPLAY = "replay"
+# The debugger's widgets bound to the URL besides the lookup options' (each under its option's name).
+DEBUGGER_KEYS = ("q", "compare", "kb_b", "expect", "expect_chunk", "answer")
 
 
 class URLBound(TypedDict):
@@ -73,12 +81,14 @@ def cached_explanation(retriever: KnowledgeRetriever, source: ChunkSource, query
 
 
 def debugger_query_params(query: str, params: LookupParams | Mapping[str, Any] | None = None,
-                          expect: str | None = None, **extra: Any) -> dict[str, str]:
+                          expect: str | None = None, *, replay: bool = False, **extra: Any) -> dict[str, str]:
     """Query parameters that open the retrieval debugger pre-filled with this lookup
     (`st.page_link(DEBUGGER_PAGE, query_params=...)`, or `?` + urlencode for a plain link); `expect`
     (a doc_id) opens its "Why wasn't it retrieved?" panel on that document; `extra`: more widget values
-    by key (None and "" are left out). The language goes along (`lang`) when this session chose one (the switcher,
-    `?lang=`) other than the browser's, which the opened page would take anyway."""
+    by key (None and "" are left out). `replay`: a link from another page, which opens exactly this lookup (the
+    controls it does not name at their defaults, compare mode off: `open_replay`). The language goes along
+    (`lang`) when this session chose one (the switcher, `?lang=`) other than the browser's, which the opened page
+    would take anyway."""
     out = {"q": query}
     if expect:
         out["expect"] = expect
@@ -94,6 +104,8 @@ def debugger_query_params(query: str, params: LookupParams | Mapping[str, Any] |
             out["mode"] = str(mode)
         if params.get("score_threshold"):
             out["score_threshold"] = str(params["score_threshold"])
+    if replay:
+        out[REPLAY] = "1"
     if LANG_PARAM not in out and ((lang := language()) != browser_language() or LANG_PARAM in st.query_params):
         out[LANG_PARAM] = lang  # last: the other parameters keep their places in the query string
     return out
@@ -103,3 +115,18 @@ def debugger_url(query: str, params: LookupParams | Mapping[str, Any] | None = N
                  expect: str | None = None, **extra: Any) -> str:
     """A relative URL to the debugger for this lookup, e.g. for a link column (it opens a new tab)."""
     return f"{DEBUGGER_URL_PATH}?{urlencode(debugger_query_params(query, params, expect, **extra))}"
+
+
+def open_replay() -> None:
+    """Called by the debugger before its widgets: on a link from another page (`replay`), forget the values this
+    session left in the controls the link does not name, so they start at their defaults, and drop the marker
+    (the next rerun is the person's own)."""
+    if REPLAY not in st.query_params:
+        return
+    from rag_core.retrieval.options import LOOKUP_OPTIONS
+
+    named = set(st.query_params)
+    for key in (*DEBUGGER_KEYS, *(o.name for o in LOOKUP_OPTIONS)):
+        if key not in named and key in st.session_state:
+            del st.session_state[key]
+    del st.query_params[REPLAY]
