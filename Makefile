@@ -35,7 +35,7 @@ messages: $(STAMP)  ## put the app's strings (t, tn, N_ in app.py, pages/, ui/) 
 		$(VENV)/bin/pybabel init -i locale/messages.pot -d locale -l $$lang; done
 	$(VENV)/bin/pybabel update -i locale/messages.pot -d locale --no-fuzzy-matching --ignore-obsolete
 
-test-unit: $(STAMP)  ## the edit-run loop: the tests that need neither Milvus nor a browser (tests/conftest.py)
+test-unit: $(STAMP)  ## the edit-run loop: the quick tests, without Milvus, a browser or `slow` ones (tests/conftest.py)
 	$(PY) -m pytest -q --unit -n auto --dist load
 
 sample: $(STAMP)  ## index the sample knowledge base from the command line

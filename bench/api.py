@@ -161,7 +161,7 @@ def summarized(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
 def cpu_budget(wb: Any, http: Callable[[str], None], api: CpuMeter, qs: Sequence[str]) -> dict[str, float]:
     """Where one /v1/search's CPU goes in the API process, mean ms per query. Query by query, one HTTP request
     (the API process's CPU over all of them, from `api`) and then the same lookup's steps in this process (thread
-    CPU time of each, the store's calls as `MilvusSearchPort.search` makes them): alternating, so that both see
+    CPU time of each, the store's calls as `StoreSearchPort.search` makes them): alternating, so that both see
     the same machine."""
     from rag_core.retrieval.ports import fuse
 

@@ -58,7 +58,7 @@ def measure(quick: bool = False) -> dict[str, Any]:
     from rag_core.evaluation import collection_name, load_beir
     from rag_core.evaluation import metrics as m
     from rag_core.evaluation.indexing import bulk_index
-    from rag_core.retrieval import KnowledgeRetriever, MilvusSearchPort, params_from_settings
+    from rag_core.retrieval import KnowledgeRetriever, StoreSearchPort, params_from_settings
     from rag_core.retrieval.explain import explain
 
     settings = load_settings(data_dir=RESULTS / ("quick" if quick else "") / "data", env={}, config_file=None)
@@ -72,7 +72,7 @@ def measure(quick: bool = False) -> dict[str, Any]:
         try:
             log(f"explain: {name}: indexing {len(eval_set.documents)} documents (reused when unchanged) ...")
             bulk_index(store, embedder, eval_set.documents, chunk_size=size, overlap=overlap)
-            retriever = KnowledgeRetriever(MilvusSearchPort(store, embedder, params.search), params)
+            retriever = KnowledgeRetriever(StoreSearchPort(store, embedder, params.search), params)
             started, doc_level, answer_level, answer_queries = time.perf_counter(), [], [], 0
             for q in eval_set.queries:
                 result = retriever.lookup(q.text)

@@ -31,7 +31,7 @@ import numpy as np
 from bench.common import REPO, log, main, percentiles, ratio, record_and_print, scifact_queries, section, table
 from bench.latency import fill, texts_pool
 from rag_core.embedding.local import LocalUSEEmbedder
-from rag_core.retrieval import KnowledgeRetriever, LookupParams, MilvusSearchPort, SearchOptions
+from rag_core.retrieval import KnowledgeRetriever, LookupParams, SearchOptions, StoreSearchPort
 from rag_core.store import LiteOptions, MilvusStore
 from rag_core.store.lite import host_client
 from rag_core.store.milvus.search import SEARCH_FIELDS
@@ -42,7 +42,7 @@ def _lookups(queries: list[str], embedder: LocalUSEEmbedder, stores: dict[str, M
     vectors = {q: embedder.embed_query(q).tolist() for q in queries}
     for mode in ("dense", "bm25", "hybrid"):
         params = LookupParams(retrieve_k=20, return_n=5, max_chunks_per_document=2, search=SearchOptions(mode=mode))
-        retrievers = {name: KnowledgeRetriever(MilvusSearchPort(store, embedder, params.search), params)
+        retrievers = {name: KnowledgeRetriever(StoreSearchPort(store, embedder, params.search), params)
                       for name, store in stores.items()}
         timings = {(name, kind): [] for name in stores for kind in ("lookup", "bare")}
         for q in queries[:10]:  # warm up

@@ -48,7 +48,7 @@ from bench.common import (
 from rag_core.chunking import chunk_text
 from rag_core.embedding.local import LocalUSEEmbedder
 from rag_core.records import Chunk, Document
-from rag_core.retrieval import KnowledgeRetriever, LookupParams, MilvusSearchPort, SearchOptions
+from rag_core.retrieval import KnowledgeRetriever, LookupParams, SearchOptions, StoreSearchPort
 from rag_core.store import MilvusStore
 from rag_core.store.milvus.search import SEARCH_FIELDS
 
@@ -114,7 +114,7 @@ def measure_rerank(store: MilvusStore, embedder: LocalUSEEmbedder, queries: list
     try:
         params = LookupParams(retrieve_k=20, return_n=5, max_chunks_per_document=2, search=SearchOptions(),
                               rerank=RerankParams(candidates=RERANK_CANDIDATES, on_error="fail"))
-        plain = KnowledgeRetriever(MilvusSearchPort(store, embedder, params.search), params)
+        plain = KnowledgeRetriever(StoreSearchPort(store, embedder, params.search), params)
         reranked = plain.with_reranker(OpenAICompatReranker(server.base_url, "test-rerank", max_retries=0))
         for q in queries[:10]:  # warm up (connections, model)
             plain.lookup(q), reranked.lookup(q)
@@ -159,7 +159,7 @@ def measure(quick: bool = False) -> dict:
             for mode in ("dense", "bm25", "hybrid"):
                 params = LookupParams(retrieve_k=20, return_n=5, max_chunks_per_document=2,
                                       search=SearchOptions(mode=mode))
-                retriever = KnowledgeRetriever(MilvusSearchPort(store, embedder, params.search), params)
+                retriever = KnowledgeRetriever(StoreSearchPort(store, embedder, params.search), params)
                 for q in queries[:10]:  # warm up
                     retriever.lookup(q)
                 ours, embed, post, bare = [], [], [], []

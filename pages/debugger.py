@@ -20,7 +20,8 @@ from ui.components import chunk_card, evidence_table, explanation_view, headers,
 from ui.controls import BOUND, LIMITS, control, controls
 from ui.documents import chunk_editor
 from ui.errors import show_error
-from ui.fates import HIT_FATES, look
+from ui.fates import HIT_FATES, fate_label, look
+from ui.hits import hit_list_html
 from ui.html import ChunkView
 from ui.i18n import t, tn
 from ui.lookup import cached_explanation, cached_lookup, debugger_query_params, open_replay
@@ -37,32 +38,34 @@ st.caption(t("The same lookup the agent's tool runs: recall `retrieve-k` candida
 wb = workbench_or_stop()
 defaults = wb.retriever.defaults
 
-# Every control is an option of the lookup (rag_core.retrieval.options), bound to the URL under its name.
-query_col, mode_col = st.columns([3, 1], vertical_alignment="bottom")
+# Every control is an option of the lookup (rag_core.retrieval.options), bound to the URL under its name. A compact
+# bar (the query, the search mode, the widths); the rest one click away; the results right under it.
+query_col, mode_col, compare_col = st.columns([5, 2.2, 2], vertical_alignment="bottom")
 query = query_col.text_input(t("Query"), key="q",
                              placeholder=t("e.g. CPU 使用率过高怎么办 / How do I free disk space?"), **BOUND)
 options: dict[str, Any] = {}
 options["mode"] = control(OPTIONS["mode"], defaults, mode_col)  # codes: a bound widget keeps its labels in the URL
 mode = options["mode"]
-controls("scope", defaults, options, documents=[d.doc_id for d in wb.store.list_documents()])
 controls("width", defaults, options)
-with st.expander(t("Hybrid fusion"), expanded=False):
+reranker = wb.retriever.reranker
+with st.expander(t("Filters, fusion, threshold and reranking"), expanded=False):
+    controls("scope", defaults, options, documents=[d.doc_id for d in wb.store.list_documents()])
+    st.markdown("**" + t("Hybrid fusion") + "**")
     controls("hybrid", defaults, options)
     st.caption(t("RRF scores a hit by Σ weight / (k + rank) over the channels; weighted fusion min-max normalises "
                  "each channel's scores and sums them with the weights."))
-controls("threshold", defaults, options, mode=search_mode_label(mode))
-reranker = wb.retriever.reranker
-if reranker is not None:
-    controls("rerank", defaults, options, reranker=reranker.name)
-    circuit = reranker.state()  # rerank.circuit
-    if circuit.state != "closed":
-        st.caption(tn("Searches skip this reranker: it failed {n} time in a row ({error}); tried again in "
-                      "{seconds:.0f} s.",
-                      "Searches skip this reranker: it failed {n} times in a row ({error}); tried again in "
-                      "{seconds:.0f} s.", circuit.failures, error=circuit.last_error, seconds=circuit.retry_in_s))
-else:
-    st.caption(t("No reranker: set `rerank.provider` to reorder the candidates with a reranking model."))
-compare = st.toggle(t("Compare side by side"), key="compare", help=t(
+    controls("threshold", defaults, options, mode=search_mode_label(mode))
+    if reranker is not None:
+        controls("rerank", defaults, options, reranker=reranker.name)
+        circuit = reranker.state()  # rerank.circuit
+        if circuit.state != "closed":
+            st.caption(tn("Searches skip this reranker: it failed {n} time in a row ({error}); tried again in "
+                          "{seconds:.0f} s.",
+                          "Searches skip this reranker: it failed {n} times in a row ({error}); tried again in "
+                          "{seconds:.0f} s.", circuit.failures, error=circuit.last_error, seconds=circuit.retry_in_s))
+    else:
+        st.caption(t("No reranker: set `rerank.provider` to reorder the candidates with a reranking model."))
+compare = compare_col.toggle(t("Compare side by side"), key="compare", help=t(
     "Run the query a second time (B) against another knowledge base or with other parameters; the controls above "
     "are A."), **BOUND)
 if compare:
@@ -105,32 +108,66 @@ if compare:
 data = result.to_dict()
 for warning in phrases(data, "warnings"):
     st.warning(warning, icon="⚠️")
-counts = fate_counts(data)
-metric_row([(t("Raw hits"), len(result.traces)), (t("Evidence blocks"), len(result.evidence)),
-            *((t(look(fate).count), counts[fate]) for fate in HIT_FATES if look(fate).count),  # one per drop reason
-            (t("Total ms"), f"{result.timings['total']:.0f}")])
 if result.scope is not None:
     s = result.scope
     st.pills(t("Filter"), result.scope.scope.items(), key="dbg.chips", disabled=True)
     st.caption(t("The filter kept {kept:,} of {documents:,} documents: it removed {removed:,} documents ({chunks:,} "
                  "chunks) from the search.", kept=len(s.doc_ids), documents=s.documents, removed=s.removed,
                  chunks=s.chunks_removed))
+counts = fate_counts(data)
+dropped_counts = t(", ").join(t("{n} {reason}", n=counts[fate], reason=fate_label(fate))
+                              for fate in HIT_FATES if look(fate).count and counts[fate])
 if from_cache:
-    st.caption(t("Hits reused from the previous search; only post-processing ran."))
+    how = t("Hits reused from the previous search; only post-processing ran.")
 elif result.rerank is not None and reranked(data):
-    st.caption(t("Searched the knowledge base ({mode}), reranked the top {n} with {reranker}.",
-                 mode=search_mode_label(params.search.mode), n=result.rerank.candidates,
-                 reranker=result.rerank.reranker))
+    how = t("Searched the knowledge base ({mode}), reranked the top {n} with {reranker}.",
+            mode=search_mode_label(params.search.mode), n=result.rerank.candidates, reranker=result.rerank.reranker)
 else:
-    st.caption(t("Searched the knowledge base ({mode}).", mode=search_mode_label(params.search.mode)))
+    how = t("Searched the knowledge base ({mode}).", mode=search_mode_label(params.search.mode))
+st.caption(t("{hits} raw hits → {evidence} evidence blocks", hits=len(result.traces), evidence=len(result.evidence))
+           + (t(" · dropped: {counts}", counts=dropped_counts) if dropped_counts else "")
+           + t(" · {ms:.0f} ms", ms=result.timings["total"]) + " · " + how)
 
-hits_col, evidence_col = st.columns([7, 5], gap="medium")
-with hits_col:
+# The results first: every hit as a readable row; the evidence as cards; the grids and the figures one tab away.
+hits_tab, evidence_tab, table_tab, scores_tab = st.tabs([
+    t("Raw hits ({n})", n=len(result.traces)), t("Evidence ({n})", n=len(result.evidence)), t("Table"),
+    t("Scores and timings")])
+with hits_tab:
+    st.html(hit_list_html(data["raw_hits"], query))
+with evidence_tab:
+    for i, e in enumerate(data["evidence"]):
+        chunk_card(ChunkView(index=e["chunk_index"] if e["chunk_index"] is not None else i, text=e["content"],
+                             heading_path=e.get("heading_path", ""), doc_id=e.get("doc_id") or e["evidence_key"],
+                             score=e["score"], location=location_text(e.get("location", "")),
+                             searched_by=e.get("searched_by", "")), alt=bool(i % 2))
+with table_tab:
     st.subheader(t("Raw hits ({n})", n=len(result.traces)))
     hits_table(data, key="dbg.hits")
-with evidence_col:
     st.subheader(t("Evidence ({n})", n=len(result.evidence)))
     evidence_table(data, key="dbg.evidence")
+with scores_tab:
+    metric_row([(t("Raw hits"), len(result.traces)), (t("Evidence blocks"), len(result.evidence)),
+                *((t(look(fate).count), counts[fate]) for fate in HIT_FATES if look(fate).count),
+                (t("Total ms"), f"{result.timings['total']:.0f}")])
+    chart_col, timing_col = st.columns([3, 1], gap="medium")
+    with chart_col:
+        st.markdown("**" + t("Scores by rank, coloured by fate") + "**")
+        if data["raw_hits"]:
+            st.plotly_chart(score_by_rank_figure(data), key="dbg.scores", config={"displaylogo": False})
+        else:
+            st.caption(t("No hits to chart."))
+    with timing_col:
+        st.markdown("**" + t("Stage timings (ms)") + "**")
+        timings = timings_frame(result.timings)
+        st.dataframe(timings, hide_index=True, width="stretch", key="dbg.timings",
+                     column_config=headers(timings.columns))
+    if result.rerank is not None and reranked(data):
+        moved = [h for h in data["raw_hits"] if h["rerank_score"] is not None and h["fused_rank"] != h["rank"]]
+        st.markdown(t("**What the reranker changed** — {moved} of {n} candidates moved; points above the diagonal "
+                      "moved up", moved=len(moved), n=result.rerank.candidates))
+        st.plotly_chart(rerank_movement_figure(data), key="dbg.rerank", config={"displaylogo": False})
+        if result.rerank.notes:
+            st.caption(t("Reranker notes: {notes}", notes=t("; ").join(notes(result.rerank))))
 
 dropped = [h for h in data["raw_hits"] if h["fate"] != "kept"]
 if dropped:
@@ -173,30 +210,6 @@ with st.expander(t("Why wasn't it retrieved?"), expanded=bool(expected_url)):
                                                  expect_chunk=None if chunk is None else int(chunk),
                                                  answer=answer.strip())
             explanation_view(explanation, link or None, LIMITS)
-
-chart_col, timing_col = st.columns([3, 1], gap="medium")
-with chart_col:
-    st.markdown("**" + t("Scores by rank, coloured by fate") + "**")
-    st.plotly_chart(score_by_rank_figure(data), key="dbg.scores", config={"displaylogo": False})
-with timing_col:
-    st.markdown("**" + t("Stage timings (ms)") + "**")
-    timings = timings_frame(result.timings)
-    st.dataframe(timings, hide_index=True, width="stretch", key="dbg.timings", column_config=headers(timings.columns))
-
-if result.rerank is not None and reranked(data):
-    moved = [h for h in data["raw_hits"] if h["rerank_score"] is not None and h["fused_rank"] != h["rank"]]
-    st.markdown(t("**What the reranker changed** — {moved} of {n} candidates moved; points above the diagonal moved up",
-                  moved=len(moved), n=result.rerank.candidates))
-    st.plotly_chart(rerank_movement_figure(data), key="dbg.rerank", config={"displaylogo": False})
-    if result.rerank.notes:
-        st.caption(t("Reranker notes: {notes}", notes=t("; ").join(notes(result.rerank))))
-
-with st.expander(t("Evidence blocks in full"), expanded=False):
-    for i, e in enumerate(data["evidence"]):
-        chunk_card(ChunkView(index=e["chunk_index"] if e["chunk_index"] is not None else i, text=e["content"],
-                             heading_path=e.get("heading_path", ""), doc_id=e.get("doc_id") or e["evidence_key"],
-                             score=e["score"], location=location_text(e.get("location", "")),
-                             searched_by=e.get("searched_by", "")), alt=bool(i % 2))
 
 with st.expander(tn("Agent projection — exactly what the agent's tool returns ({n} item)",
                     "Agent projection — exactly what the agent's tool returns ({n} items)", len(data["projection"]))):

@@ -21,11 +21,11 @@ from .embedding.providers import EMBEDDERS
 from .errors import ConfigError
 from .ingest import Ingestor
 from .loaders import load_options
-from .ports import ChunkStore, Embedder
+from .ports import Embedder, KnowledgeStore
 from .records import KnowledgeBase
 from .registry import DEFAULT_KEY_ENV, secret
 from .rerank.providers import NONE, RERANKERS
-from .retrieval import KnowledgeRetriever, MilvusSearchPort, params_from_settings
+from .retrieval import KnowledgeRetriever, StoreSearchPort, params_from_settings
 from .store import LiteOptions, MilvusStore
 from .workbench import Factories, Workbench
 
@@ -115,7 +115,7 @@ def build_workbench(settings: Settings, env: Mapping[str, str] | None = None,
     kb_store = connect_store(settings, check_kb_name(settings.kb_name), env)
     try:  # the store's connection reads the catalog first: the knowledge base's settings decide the rest
         catalog = MilvusCatalog(kb_store.client)
-        kb = kb or resolve(catalog, settings, kb_store.client, record=False)
+        kb = kb or resolve(catalog, settings, record=False)
         settings = apply(settings, kb)
         embedder = embedder or _kb_embedder(settings, env, kb)
         reranker = build_reranker(settings, env)
@@ -147,14 +147,14 @@ def _kb_embedder(settings: Settings, env: Mapping[str, str] | None, kb: Knowledg
                           f"set {kb.name} --embedder ...` changes it.") from None
 
 
-def _wire(settings: Settings, embedder: Embedder, store: ChunkStore, reranker: Reranker | None,
+def _wire(settings: Settings, embedder: Embedder, store: KnowledgeStore, reranker: Reranker | None,
           kb: KnowledgeBase | None) -> Workbench:
     ingestor = Ingestor(store, embedder, max_size=settings["chunk.max-size"], overlap=settings["chunk.overlap"],
                         max_bytes=int(settings["loader.max-file-mb"] * 1024 * 1024),
                         max_text_chars=settings["loader.max-text-chars"],
                         batch_size=settings["embedding.batch-size"], load_options=load_options(settings))
     params = params_from_settings(settings)
-    retriever = KnowledgeRetriever(MilvusSearchPort(store, embedder, params.search), params, reranker)
+    retriever = KnowledgeRetriever(StoreSearchPort(store, embedder, params.search), params, reranker)
     return Workbench(settings, embedder, store, ingestor, retriever, kb)
 
 
@@ -182,7 +182,7 @@ def kb_settings(settings: Settings, env: Mapping[str, str] | None = None) -> Set
     check_kb_name(settings.kb_name)
     catalog = open_catalog(settings, env)
     try:  # a default not made yet is shown with the values it would get, and not made by looking
-        return apply(settings, resolve(catalog, settings, catalog.client, record=False))
+        return apply(settings, resolve(catalog, settings, record=False))
     finally:
         catalog.close()
 

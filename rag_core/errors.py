@@ -79,6 +79,13 @@ class NotIndexed(StoreError, NotFound):
     """A doc_id names no document in the knowledge base."""
 
 
+class InvalidTags(StoreError):
+    """Tags given wrongly: a key or value that is not allowed, a built-in key, or none (the HTTP API answers 400).
+    A StoreError, as the labels file refuses them (store.labels)."""
+
+    code = "bad_tags"
+
+
 class OriginalMissing(StoreError):
     """A document's original file is not kept, so it cannot be re-indexed."""
 

@@ -27,7 +27,7 @@ import numpy as np
 from . import chunking, loaders
 from .chunk_diff import chunk_diff
 from .errors import SKIPPED_CODES, NotIndexed, OriginalMissing, RagError, StoreUnavailableError
-from .ports import ChunkStore, Embedder, KeptOriginals
+from .ports import Embedder, KeptOriginals, KnowledgeStore
 from .records import Chunk, ChunkDiff, Document, IngestReport, IngestStatus, NewVersion, WriteResult
 from .retrieval.scope import front_matter
 from .store.labels import relabelled
@@ -142,7 +142,7 @@ def _chunk_hashes(prepared: _Prepared) -> dict[str, str]:
 
 
 class Ingestor:
-    def __init__(self, store: ChunkStore, embedder: Embedder, *, max_size: int = 800, overlap: int = 100,
+    def __init__(self, store: KnowledgeStore, embedder: Embedder, *, max_size: int = 800, overlap: int = 100,
                  max_bytes: int = 50 * 1024 * 1024, batch_size: int = 32,
                  group_chunks: int = GROUP_CHUNKS, max_text_chars: int = loaders.DEFAULT_MAX_TEXT_CHARS,
                  load_options: loaders.LoadOptions | None = None) -> None:
@@ -186,8 +186,8 @@ class Ingestor:
         to rebuild a lost one, see rag_core.rebuild): all of its documents, or the named ones. Every
         document that cannot be rebuilt (not indexed there, no kept original, an original that no longer
         loads) is reported as failed with the reason."""
-        source = self.store if source is None else source
-        listed = {d.doc_id for d in source.list_documents()}
+        kept: KeptOriginals = self.store if source is None else source
+        listed = {d.doc_id for d in kept.list_documents()}
         sources: list[Source] = []
         for raw in sorted(listed) if doc_ids is None else doc_ids:
             try:
@@ -196,19 +196,19 @@ class Ingestor:
                 sources.append(Source(raw, failure=exc))
                 continue
             if doc_id in listed:
-                sources.append(Source(doc_id, kept_in=source))
+                sources.append(Source(doc_id, kept_in=kept))
             else:
                 sources.append(Source(raw, failure=NotIndexed(
                     f"{raw}: no such document in the knowledge base (`docs` lists them)")))
         reports = self._run(sources, "", progress, force=True)
-        theirs, mine = getattr(source, "labels", None), getattr(self.store, "labels", None)
         copied = {r.doc_id for r in reports if r.status in ("added", "replaced")}
-        if theirs is not None and mine is not None and source is not self.store:  # kb copy, reindex --from
+        theirs, mine = kept.labels, self.store.labels
+        if theirs is not None and kept is not self.store:  # kb copy, reindex --from
             relabelled(self.store, lambda writer: mine.copy_tags(theirs, sorted(copied), writer))
-        if source is not self.store:  # kb copy, reindex --from, rebuild --from: their chunk edits, applied here
+        if kept is not self.store:  # kb copy, reindex --from, rebuild --from: their chunk edits, applied here
             from .kb.chunk_edits import copy_edits
 
-            copy_edits(source, self.store, self.embedder, copied)
+            copy_edits(kept, self.store, self.embedder, copied)
         return reports
 
     def resolve_doc_id(self, raw: str) -> str:
@@ -312,40 +312,34 @@ class Ingestor:
                  for g in todo]  # read before the new versions retire the old ones
         vectors = self._embed([c.search_text or c.text for g in todo for c in g.chunks], run.embedding_ticker(todo))
         offsets = np.cumsum([0] + [len(g.chunks) for g in todo])
-        edits = getattr(self.store, "edits", None)
-        if edits is None:
-            return list(zip(todo, self._replace(todo, vectors, offsets), diffs))
-        rewrites = hasattr(self.store, "rewrite_chunk")
+        edits = self.store.edits
         # From the commit to re-applying the edits, under the lock chunk edits take in every process (kb.chunk_edits):
         # an edit made meanwhile is recorded before the commit and re-applied, or made on the new version.
         with edits.lock():
             # their edits are written onto the new versions after the commit: marked until then (chunk_edits.resume)
-            marked = rewrites and edits.mark_unapplied([g.doc.doc_id for g in todo], True)
+            marked = edits.mark_unapplied([g.doc.doc_id for g in todo], True)
             results = self._replace(todo, vectors, offsets)
             # edits whose chunk now holds other text stop applying: say which; re-apply the rest
             diffs = [replace(d, conflicts=tuple(edits.conflicts(_chunk_hashes(g), g.doc.doc_id))) if d is not None
                      else None
                      for g, d in zip(todo, diffs)]
-            if rewrites:
-                from .kb.chunk_edits import reapply
+            from .kb.chunk_edits import reapply
 
-                reapply(self.store, self.embedder, [g.doc.doc_id for g in todo])
-                if marked:
-                    edits.mark_unapplied([g.doc.doc_id for g in todo], False)
+            reapply(self.store, self.embedder, [g.doc.doc_id for g in todo])
+            if marked:
+                edits.mark_unapplied([g.doc.doc_id for g in todo], False)
         return list(zip(todo, results, diffs))
 
     def _replace(self, todo: list[_Prepared], vectors: np.ndarray, offsets: np.ndarray) -> list[WriteResult]:
         """The new versions written, their rows carrying their labels: front matter read from each (and the tags it
         has), for metadata filters (retrieval.scope). The labels file takes the front matter as a pending mark
         first (store.labels), so a kill after the commit still gives the file the version's front matter."""
-        labels = getattr(self.store, "labels", None)
+        labels = self.store.labels
         fields = {g.doc.doc_id: front_matter(g.doc.text) for g in todo}
-        own = labels.of(fields) if labels is not None else {}
+        own = labels.of(fields)
         items = [NewVersion(g.doc, g.chunks, vectors[offsets[i]:offsets[i + 1]], g.fingerprint, g.original,
                             self.indexed_with(), own.get(g.doc.doc_id, {}))
                  for i, g in enumerate(todo)]
-        if labels is None or not (hasattr(self.store, "relabel") and hasattr(self.store, "editing")):
-            return self.store.replace_documents(items)
         ids = [g.doc.doc_id for g in todo]
         with self.store.editing() as writer:
             labels.begin({g.doc.doc_id: (fields[g.doc.doc_id], g.doc.content_hash) for g in todo}, writer)

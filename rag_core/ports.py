@@ -7,7 +7,9 @@ builds real adapters; everything else depends on these Protocols.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Generator, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -73,6 +75,16 @@ class KnowledgeSearchPort(Protocol):
     def configured(self, options: SearchOptions) -> KnowledgeSearchPort: ...
 
     def search(self, query: str, k: int, filters: Mapping[str, Any] | None = None) -> SearchResult: ...
+
+
+@runtime_checkable
+class SingleStoreSearchPort(KnowledgeSearchPort, Protocol):
+    """A search port over one knowledge base's store (retrieval.ports.StoreSearchPort), which the lookup path also
+    reads what a person kept there from: the disabled chunks and the documents' labels (metadata filters). A port
+    over several knowledge bases (retrieval.multi) is not one."""
+
+    @property
+    def store(self) -> KnowledgeStore: ...
 
 
 # ---------------------------------------------------------------------------------------- store
@@ -166,6 +178,175 @@ class ChunkStore(Protocol):
         ...
 
 
+# ---------------------------------------------------------------------------------------- what a store keeps
+# The optional capabilities of a ChunkStore, one Protocol each, with a contract mixin each in tests/contracts/
+# (store_capabilities.py), passed by MilvusStore and the in-memory store alike. Code that needs one takes a store of
+# that type; `KnowledgeStore` is all of them, the store of a knowledge base (Workbench.store).
+class ChangeLock(Protocol):
+    """`with lock():` (files.FileLock: across processes, re-entrant in its thread); `with lock(wait=False) as got:`
+    does not wait (got False: another holds it)."""
+
+    def __call__(self, wait: bool = True) -> AbstractContextManager[bool]: ...
+
+
+class KeptChunkEdits(Protocol):
+    """The chunk edits kept beside an index (store.edits.ChunkEdits, its file's format and rules): evidence key ->
+    {"doc_id", "version", "hash", "disabled", "text", "keywords", "questions", "added", "history", "pending"}. Every
+    read-modify-write takes `lock`, the knowledge base's lock (the store's `lock`), which a caller holds around a
+    whole change (read the chunk, write its row, record it)."""
+
+    @property
+    def path(self) -> Path | None:
+        """The file (None: kept in memory)."""
+        ...
+
+    @property
+    def lock(self) -> ChangeLock: ...
+
+    def all(self) -> dict[str, dict[str, Any]]: ...
+
+    def disabled(self) -> dict[str, str]:
+        """evidence key -> the content hash it was disabled on."""
+        ...
+
+    def history(self, key: str) -> list[dict[str, Any]]: ...
+
+    def set_disabled(self, key: str, *, doc_id: str, version: str, chunk_hash: str, disabled: bool, who: str,
+                     what: str = "", rebase: bool = True) -> dict[str, Any]: ...
+
+    def content_change(self, key: str, *, text: str | None, keywords: list[str] | None,
+                       questions: list[str] | None) -> tuple[dict[str, Any], str]: ...
+
+    def staged(self, key: str, changes: Mapping[str, Any], unset: Sequence[str] = (),
+               chunk_hash: str | None = None) -> dict[str, Any]: ...
+
+    def begin(self, key: str, *, doc_id: str, version: str, chunk_hash: str, changes: Mapping[str, Any],
+              unset: Sequence[str] = (), what: str, who: str, content: str, writer: Mapping[str, str],
+              replaces: str = "", rebase: bool = True) -> None:
+        """Record a change as pending before its chunk row is written (then `finish`, or `abort`)."""
+        ...
+
+    def finish(self, key: str) -> dict[str, Any]: ...
+
+    def abort(self, key: str) -> None: ...
+
+    def let_go(self, key: str, what: str, who: str) -> dict[str, Any]: ...
+
+    def conflicts(self, current: Mapping[str, str], doc_id: str | None = None) -> list[str]: ...
+
+    def mark_unapplied(self, doc_ids: Iterable[str], unapplied: bool) -> bool: ...
+
+    def unapplied(self) -> set[str]: ...
+
+    def copy_from(self, source: KeptChunkEdits, doc_ids: Iterable[str]) -> None: ...
+
+
+class KeptLabels(Protocol):
+    """The document labels kept beside an index (store.labels.DocumentLabels): each document's front matter and
+    tags, the source of truth its chunk rows' `labels` follow. Changes take `lock`, the store's lock."""
+
+    @property
+    def lock(self) -> ChangeLock: ...
+
+    def all(self) -> dict[str, dict[str, tuple[str, ...]]]:
+        """doc_id -> key -> values: front matter, then tags."""
+        ...
+
+    def of(self, front_matter: Mapping[str, Mapping[str, Sequence[str]] | None],
+           ) -> dict[str, dict[str, tuple[str, ...]]]:
+        """doc_id -> its labels as `all` gives them, with `front_matter` (None: its own) replacing each one's."""
+        ...
+
+    def tags(self, doc_id: str) -> dict[str, list[str]]: ...
+
+    def tags_by_document(self) -> dict[str, dict[str, list[str]]]:
+        """doc_id -> its tags (not its front matter), in one read."""
+        ...
+
+    def set_tags(self, doc_id: str, tags: Mapping[str, Sequence[str]], *, replace: bool = False,
+                 writer: Mapping[str, str] | None = None,
+                 fits: Callable[[dict[str, tuple[str, ...]]], None] | None = None) -> dict[str, list[str]]: ...
+
+    def begin(self, front_matter: Mapping[str, tuple[Mapping[str, Sequence[str]], str]],
+              writer: Mapping[str, str]) -> None:
+        """New versions' front matter marked pending (with the content hash it was read from) until `finish`."""
+        ...
+
+    def finish(self, doc_ids: Iterable[str], *, kind: str = "pending", apply: bool = True) -> None: ...
+
+    def copy_tags(self, source: KeptLabels, doc_ids: Iterable[str],
+                  writer: Mapping[str, str] | None = None) -> list[str]: ...
+
+
+@runtime_checkable
+class EditingStore(ChunkStore, Protocol):
+    """A store whose chunk rows follow records kept beside it (chunk edits, labels).
+
+    Contract (tests/contracts/store_capabilities.py, EditingStoreContract): `lock` is the knowledge base's one lock
+    (the records' own `lock`), held across the processes sharing its data folder and re-entrant per thread;
+    `editing()` is around a change whose row is being written: it yields the fields naming this process as the
+    pending change's writer, and while it runs `recover` spares that change."""
+
+    @property
+    def lock(self) -> ChangeLock: ...
+
+    def editing(self) -> AbstractContextManager[dict[str, str]]: ...
+
+
+@runtime_checkable
+class EditableStore(EditingStore, Protocol):
+    """A store that keeps chunk edits (disabled, edited, added chunks: `edits`) and writes the rows they make.
+
+    Contract (tests/contracts/store_capabilities.py, EditableStoreContract): `rewrite_chunk` gives one chunk row
+    new text, vector and metadata under the same id, version and evidence key, searched (dense and BM25) as written;
+    a row id the store does not hold is a StoreError. `add_chunk` writes a chunk into its version under the id of
+    its place in it (writing it again leaves one row); `get_chunks` lists it in chunk order, searches find it, and
+    the document's listed chunk count stays the one its version was written with. `recover` settles the pending
+    edits of writers that are gone (store.edits)."""
+
+    @property
+    def edits(self) -> KeptChunkEdits: ...
+
+    def rewrite_chunk(self, row_id: str, content: str, vector: np.ndarray, metadata: dict[str, Any]) -> None: ...
+
+    def add_chunk(self, chunk: StoredChunk, vector: np.ndarray) -> None: ...
+
+
+@runtime_checkable
+class LabelledStore(EditingStore, Protocol):
+    """A store that keeps its documents' labels (front matter and tags: `labels`), which its rows carry.
+
+    Contract (tests/contracts/store_capabilities.py, LabelledStoreContract): `relabel(doc_ids)` rewrites those
+    documents' rows with the labels `labels` and their built-in ones give them (returns the rows rewritten), so the
+    `labels` filter finds them by the new labels and no longer by the old; `recover` re-derives the rows of the
+    marks a writer that is gone left (store.labels)."""
+
+    @property
+    def labels(self) -> KeptLabels: ...
+
+    def relabel(self, doc_ids: Iterable[str]) -> int: ...
+
+
+@runtime_checkable
+class SharedStore(ChunkStore, Protocol):
+    """A store in a database that other processes and other knowledge bases may share.
+
+    Contract (tests/contracts/store_capabilities.py, SharedStoreContract): `exclusive_access()` tells, without
+    connecting, whether no other process can be writing to it now (recovery may then abandon any pending change);
+    `drop(spare, originals=...)` removes its collections but those named in `spare` (shared with another knowledge
+    base), and its kept originals and records when `originals`; it returns the collections it kept."""
+
+    def exclusive_access(self) -> bool: ...
+
+    def drop(self, spare: Collection[str] = (), *, originals: bool = True) -> list[str]: ...
+
+
+@runtime_checkable
+class KnowledgeStore(EditableStore, LabelledStore, SharedStore, Protocol):
+    """The store of a knowledge base: chunks, and everything kept beside them (every capability above). What a
+    Workbench holds, the Ingestor writes and `Factories` open."""
+
+
 # ---------------------------------------------------------------------------------------- knowledge bases
 @runtime_checkable
 class KnowledgeBaseCatalog(Protocol):
@@ -204,6 +385,30 @@ class KnowledgeBaseCatalog(Protocol):
 
 
 @runtime_checkable
+class DatabaseCatalog(KnowledgeBaseCatalog, Protocol):
+    """A catalog kept in the database that holds the knowledge bases' collections (kb.catalog.MilvusCatalog), so it
+    can say what that database holds besides its entries: what a catalog without a database (kb.memory) cannot.
+
+    Contract (tests/contracts/catalog.py, DatabaseCatalogContract): `created` is whether this open made the catalog
+    (a database from before knowledge bases); `list_collections` / `has_collection` name the database's collections
+    exactly as stored (names that differ only by case are not the same); `collection_meta(name)` is what the
+    workbench recorded with a chunk collection (app, layout, embedder, dim; {} for another collection or none);
+    `sample_fingerprint(name)` is the fingerprint and content hash of one indexed document of knowledge base `name`
+    (None when it has none or they cannot be read)."""
+
+    @property
+    def created(self) -> bool: ...
+
+    def list_collections(self) -> list[str]: ...
+
+    def has_collection(self, name: str) -> bool: ...
+
+    def collection_meta(self, name: str) -> Mapping[str, Any]: ...
+
+    def sample_fingerprint(self, name: str) -> tuple[str, str] | None: ...
+
+
+@runtime_checkable
 class KeptOriginals(Protocol):
     """Documents and the original bytes they were indexed from: what `Ingestor.reindex` rebuilds from.
     Every ChunkStore is one (its active versions); so is a folder of kept originals read without its
@@ -218,6 +423,16 @@ class KeptOriginals(Protocol):
     def list_documents(self) -> list[StoredDocument]: ...
 
     def read_original(self, doc_id: str) -> bytes | None: ...
+
+    @property
+    def labels(self) -> KeptLabels | None:
+        """The labels kept with the documents (tags a copy carries over), None when none are kept here."""
+        ...
+
+    @property
+    def edits(self) -> KeptChunkEdits | None:
+        """The chunk edits kept with the documents (a copy or a rebuild re-applies them), None when none are kept."""
+        ...
 
 
 # ---------------------------------------------------------------------------------------- rerank

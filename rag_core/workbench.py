@@ -16,10 +16,9 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from .config import Settings
     from .ingest import Ingestor
-    from .ports import ChunkStore, Embedder, KnowledgeBaseCatalog, Reranker
+    from .ports import DatabaseCatalog, Embedder, KnowledgeStore, Reranker
     from .records import KnowledgeBase
     from .retrieval import KnowledgeRetriever
-    from .store import MilvusStore
 
 
 @dataclass
@@ -29,7 +28,7 @@ class Workbench:
 
     settings: Settings
     embedder: Embedder
-    store: ChunkStore
+    store: KnowledgeStore
     ingestor: Ingestor
     retriever: KnowledgeRetriever
     kb: KnowledgeBase | None = None  # the catalog entry it was opened from
@@ -48,19 +47,22 @@ class OpenWorkbench(Protocol):
 
 @dataclass(frozen=True)
 class Factories:
-    """The adapters' constructors, each bootstrap's function of that name with the environment (secrets) given:
+    """The adapters' constructors, each bootstrap's function of that name with the environment (secrets) given,
+    typed with the ports (rag_core.ports), so a test can hand in any adapter that passes their contracts:
 
-    - `open_catalog(settings)`: the catalog of knowledge bases, on a connection of its own (close it);
+    - `open_catalog(settings)`: the catalog of knowledge bases, kept in their database, on a connection of its own
+      (close it);
     - `connect_store(settings, collection)`: a store on a collection of the database, not opened;
-    - `open_source_store(settings, collection)`: another knowledge base's store, opened to read (close it);
+    - `open_source_store(settings, collection)`: another knowledge base's store, opened to read its documents, kept
+      originals, labels and chunk edits (close it);
     - `build_embedder(settings)`, `build_reranker(settings)` (None for rerank.provider = none);
     - `build_workbench(settings, embedder=None, *, migrate=False, kb=None)`: a knowledge base, opened;
     - `open_eval_store(settings, collection, embedder)`: an isolated evaluation index, opened."""
 
-    open_catalog: Callable[[Settings], KnowledgeBaseCatalog]
-    connect_store: Callable[[Settings, str], MilvusStore]
-    open_source_store: Callable[[Settings, str], MilvusStore]
+    open_catalog: Callable[[Settings], DatabaseCatalog]
+    connect_store: Callable[[Settings, str], KnowledgeStore]
+    open_source_store: Callable[[Settings, str], KnowledgeStore]
     build_embedder: Callable[[Settings], Embedder]
     build_reranker: Callable[[Settings], Reranker | None]
     build_workbench: OpenWorkbench
-    open_eval_store: Callable[[Settings, str, Embedder], MilvusStore]
+    open_eval_store: Callable[[Settings, str, Embedder], KnowledgeStore]

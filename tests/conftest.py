@@ -1,8 +1,9 @@
 """Fixtures shared by every test package, and the unit run. Keep this small: packages add their own conftest.py.
 
-`pytest --unit` (`make test-unit`, the edit-run loop) runs the tests that need neither Milvus nor a browser:
-it leaves out the tests marked `e2e` and `milvus`. A test is marked `milvus` when it, or a fixture it uses,
-requests the `milvus` fixture below (every fixture that opens Milvus does), or by hand (`@pytest.mark.milvus`,
+`pytest --unit` (`make test-unit`, the edit-run loop) runs the quick tests that need neither Milvus nor a browser:
+it leaves out the tests marked `e2e`, `milvus` and `slow` (OCR, decompression bombs, property tests: seconds each,
+and CPU that the loop is better without; `make test` runs them). A test is marked `milvus` when it, or a fixture it
+uses, requests the `milvus` fixture below (every fixture that opens Milvus does), or by hand (`@pytest.mark.milvus`,
 `pytestmark`) when it opens Milvus itself (make_workbench, an AppTest of a page, a CLI that indexes). A test left
 unmarked that starts Milvus Lite anyway fails in the unit run (rag_core.store.lite.internals.FORBID_ENV), in this
 process and in the processes it starts.
@@ -16,6 +17,8 @@ import tempfile
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 
 from rag_core.embedding.local import TEST_CACHE_ENV, LocalUSEEmbedder
 from rag_core.store.lite.internals import FORBID_ENV
@@ -28,6 +31,11 @@ os.environ.setdefault("RAG_MILVUS_LITE_MODE", "exclusive")
 # A subprocess that does go through a store host (`--set milvus.lite-mode=shared`) leaves none running: its host
 # stops when its last client leaves (tests that need a host to outlive a command set milvus.host-idle).
 os.environ.setdefault("RAG_MILVUS_HOST_IDLE", "0")
+
+# Property tests are bounded by their number of examples, not by seconds: no deadline per example, and no "data
+# generation is too slow" health check, both of which a loaded machine trips (a test's own settings add to this).
+hypothesis_settings.register_profile("workbench", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+hypothesis_settings.load_profile("workbench")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -47,8 +55,8 @@ def local_embedder() -> LocalUSEEmbedder:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--unit", action="store_true",
-                     help="only the tests that use neither Milvus nor a browser (make test-unit); "
-                          "a test that starts Milvus Lite fails")
+                     help="only the quick tests that use neither Milvus nor a browser (make test-unit): not those "
+                          "marked milvus, e2e or slow; a test that starts Milvus Lite fails")
 
 
 _EMBEDDING_CACHE = pytest.StashKey[str]()
@@ -73,12 +81,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 
+UNIT_LEAVES_OUT = ("milvus", "e2e", "slow")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if "milvus" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.milvus)
     if config.getoption("--unit"):
-        kept = [i for i in items if not (i.get_closest_marker("milvus") or i.get_closest_marker("e2e"))]
+        kept = [i for i in items if not any(i.get_closest_marker(m) for m in UNIT_LEAVES_OUT)]
         if len(kept) < len(items):
             kept_ids = set(map(id, kept))
             config.hook.pytest_deselected(items=[i for i in items if id(i) not in kept_ids])
@@ -92,7 +103,11 @@ def browser() -> Iterator[object]:
     from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, _chromium_or_skip
 
     _chromium_or_skip()
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
+
+    # An assertion (`expect(...)`) waits as long as the tests' actions do (their contexts' default timeout), not
+    # Playwright's 5 s: a rerun of a page on a loaded machine can take longer than that.
+    expect.set_options(timeout=30_000)
 
     with sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)

@@ -3,6 +3,7 @@ marked as made by both or by one of them."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -69,6 +70,7 @@ def test_two_configurations_of_a_real_document() -> None:
     assert c.counts()[ONLY_B] > c.counts()[ONLY_A] > 0 and c.counts()[BOTH] > 0  # section starts are shared
 
 
+@pytest.mark.slow  # a property test (Hypothesis)
 @settings(max_examples=40, deadline=None)
 @given(st.text(alphabet="ab .。\n#", min_size=1, max_size=600), st.integers(20, 200), st.integers(20, 200))
 def test_alignment_holds_for_any_text_and_sizes(text: str, size_a: int, size_b: int) -> None:

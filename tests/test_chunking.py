@@ -624,6 +624,7 @@ def sizes(draw: st.DrawFn) -> tuple[int, int]:
 _settings = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.slow  # a property test (Hypothesis)
 @_settings
 @given(documents, sizes())
 def test_property_invariants(text: str, params: tuple[int, int]) -> None:
@@ -636,6 +637,7 @@ def test_property_invariants(text: str, params: tuple[int, int]) -> None:
     assert summary["with_overlap"] + summary["section_starts"] + summary["without_overlap"] == summary["boundaries"]
 
 
+@pytest.mark.slow  # a property test (Hypothesis)
 @_settings
 @given(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=400), sizes())
 def test_property_invariants_on_arbitrary_text(text: str, params: tuple[int, int]) -> None:
@@ -643,6 +645,7 @@ def test_property_invariants_on_arbitrary_text(text: str, params: tuple[int, int
     check_invariants(text, chunk_text(text, max_size, overlap), max_size, overlap)
 
 
+@pytest.mark.slow  # a property test (Hypothesis)
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.sampled_from(["这是一个句子。", "第二句话更长一些，对吧？", "好！"]), min_size=5, max_size=60)
        .map("".join),

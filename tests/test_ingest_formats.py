@@ -80,6 +80,7 @@ def test_a_qa_question_finds_its_answer(wb) -> None:
     assert hit.metadata["location"] == "sheet FAQ, rows 1–2"
 
 
+@pytest.mark.slow  # runs OCR
 @pytest.mark.skipif(not OCR, reason='needs the OCR extra (pip install ".[ocr]") and the Noto CJK font')
 def test_ocr_pages_are_recorded_with_their_chunks(wb) -> None:
     chunks = wb.store.get_chunks("scans/mixed.pdf")
@@ -89,6 +90,7 @@ def test_ocr_pages_are_recorded_with_their_chunks(wb) -> None:
     assert hit.doc_id == "scans/mixed.pdf" and hit.metadata["location"] == "pp. 1–2"  # one chunk: both pages
 
 
+@pytest.mark.slow  # a bomb
 def test_a_bomb_is_refused_and_loses_nothing(wb) -> None:
     before = wb.store.list_documents()
     laughs = b'<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaa">]><sst/>'

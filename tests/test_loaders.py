@@ -222,6 +222,7 @@ def test_normalize_doc_id_refuses_with_specific_message(raw: str, expect: tuple[
     refused(normalize_doc_id, raw, expect=expect)
 
 
+@pytest.mark.slow  # a property test (Hypothesis)
 @given(st.text(alphabet=st.sampled_from(list("ab中🚀 ./\\:C\x00\n\u202e")) | st.characters(), max_size=40))
 @settings(max_examples=400, deadline=None)
 def test_normalize_doc_id_either_refuses_or_returns_a_safe_canonical_id(raw: str) -> None:
@@ -756,6 +757,7 @@ def test_corrupt_docx() -> None:
 
 # --------------------------------------------------------------------------------------------------
 # Decompression bombs: bounded extraction (#10 item 4)
+# The bombs themselves are `slow` (tens of megabytes to refuse): `make test-unit` leaves them out.
 
 W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 
@@ -824,6 +826,7 @@ def refused_within(budget_mb: float, call, *args, **kwargs) -> LoaderError:
     return info.value
 
 
+@pytest.mark.slow  # a bomb
 def test_docx_text_bomb_stops_at_the_limit() -> None:
     bomb = docx_bomb(12_000_000)  # 12 M characters in ~25 KB (under the XML bound: the text count stops it)
     assert len(bomb) < 64 * 1024
@@ -832,6 +835,7 @@ def test_docx_text_bomb_stops_at_the_limit() -> None:
     assert "more than 100,000 characters" in str(error) and "loader.max-text-chars" in str(error)
 
 
+@pytest.mark.slow  # a bomb
 def test_docx_bomb_is_refused_at_the_default_limit_too() -> None:
     # The case: a few hundred KB expanding past 100 M characters; refused after ~10 M, quickly.
     bomb = docx_bomb(110_000_000, runs=11)
@@ -840,6 +844,7 @@ def test_docx_bomb_is_refused_at_the_default_limit_too() -> None:
     assert error.code == "too_much_text" and "more than 10,000,000 characters" in str(error)
 
 
+@pytest.mark.slow  # a bomb
 def test_docx_markup_bomb_is_refused_before_parsing() -> None:
     # Little text, a mountain of empty paragraphs: python-docx would build the whole tree in memory.
     bomb = docx_bomb(10, filler=b"<w:p/>" * 4_000_000)  # 24 MB of XML
@@ -847,6 +852,7 @@ def test_docx_markup_bomb_is_refused_before_parsing() -> None:
     assert error.code == "too_much_text" and "its XML expands to" in str(error) and "decompression bomb" in str(error)
 
 
+@pytest.mark.slow  # a bomb
 def test_pdf_content_bomb_is_refused_before_pypdf_parses_it() -> None:
     bomb = pdf_bomb(200_000)  # one page, 21 MB of drawing instructions, ~70 KB on disk
     assert len(bomb) < 128 * 1024
@@ -854,6 +860,7 @@ def test_pdf_content_bomb_is_refused_before_pypdf_parses_it() -> None:
     assert error.code == "too_much_text" and "its page content expands to" in str(error)
 
 
+@pytest.mark.slow  # a bomb
 def test_pdf_text_bomb_over_many_pages_stops_at_the_limit() -> None:
     bomb = pdf_bomb(1_000, pages=400)  # 400 pages sharing one stream: 40 M characters
     error = refused_within(16, load_bytes, bomb, "pages.pdf", max_text_chars=50_000)

@@ -129,8 +129,10 @@ def _save_rating(turn: AssistantTurn, key: str) -> None:
                               trace_id=turn.trace_id)
     except RagError as exc:
         st.session_state[f"{key}.rating_error"] = exc
+        st.session_state.pop(f"{key}.rating_saved", None)
     else:
         st.session_state.pop(f"{key}.rating_error", None)
+        st.session_state[f"{key}.rating_saved"] = bool(st.session_state.get(f"{key}.comment", "").strip())
 
 
 def render_feedback(turn: AssistantTurn, key: str) -> None:
@@ -144,6 +146,8 @@ def render_feedback(turn: AssistantTurn, key: str) -> None:
                           label_visibility="collapsed", on_change=_save_rating, args=(turn, key))
     if error := st.session_state.get(f"{key}.rating_error"):
         show_error(error)
+    elif (commented := st.session_state.get(f"{key}.rating_saved")) is not None:
+        st.caption("✅ " + (t("Rating and comment saved.") if commented else t("Rating saved.")))
 
 
 def render_turn(turn: AssistantTurn, key: str) -> None:

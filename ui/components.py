@@ -109,9 +109,13 @@ def explanation_view(data: Mapping[str, Any], fix_link: Mapping[str, str] | None
                 st.code(span["boundary"]["context"], language=None, wrap_lines=True)
     for note in [*phrases(data, "notes"), *phrases(data, "warnings")]:
         st.caption(note)
-    st.dataframe(explain_frame(data), hide_index=True, width="stretch", key="dbg.explain", column_config={
+    frame = explain_frame(data)
+    # no rerank stage ran: no rerank score column (it would print None); the keys whole, chunk number included
+    shown = [c for c in frame.columns if c != "rerank score" or frame[c].notna().any()]
+    key_width = min(460, 20 + 7 * max((len(k) for k in frame["evidenceKey"]), default=10))
+    st.dataframe(frame, hide_index=True, width="stretch", key="dbg.explain", column_order=shown, column_config={
         "target": st.column_config.TextColumn("", help=t("A chunk the question is about"), width=30),
-        "evidenceKey": st.column_config.TextColumn(column_label("evidenceKey"), width=200),
+        "evidenceKey": st.column_config.TextColumn(column_label("evidenceKey"), width=key_width),
         "dense #": st.column_config.NumberColumn(column_label("dense #"), help=t(
             "Exact rank over the knowledge base (searched to #{depth:,})", depth=data["depth"]), width=65),
         "dense score": st.column_config.NumberColumn(column_label("dense score"), format="%.4f", width=80),

@@ -45,8 +45,8 @@ def control(option: LookupOption, defaults: LookupParams, where: Any = st, *, va
     elif option.widget == "text":
         text = where.text_input(label, placeholder=t("e.g. folder=runbooks/ type=md"), help=t(
             "Space-separated key=value (a value with spaces in quotes: team=\"site reliability\"): one key's values "
-            "OR, different keys AND; folder=a/ matches a folder and below. Keys: folder, type, ingested, "
-            "front-matter fields, tags."), **common)
+            "OR (type=md,html or type=md type=html), different keys AND; folder=a/ matches a folder and below. Keys: "
+            "folder, type, ingested, front-matter fields, tags."), **common)
         value = split_terms(text) if text.strip() else None
     elif option.widget == "documents":
         value = where.multiselect(label, list(documents), placeholder=t("every document"), **common) or None

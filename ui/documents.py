@@ -106,6 +106,8 @@ def chunk_editor(wb: Workbench, chunks: Sequence[Mapping[str, Any]], *, key: str
 
     st.caption(t("A disabled chunk is left out of every lookup (the agent's too) and shows in the debugger as a "
                  "drop with reason `disabled`; `python -m rag_core chunks history KEY` shows what was done to it."))
+    if saved := st.session_state.pop(f"{key}.saved", None):  # what the last change did, shown after its rerun
+        st.success(saved, icon="✅")
     by_key = {c["evidence_key"]: c for c in chunks}
     d1, d2 = st.columns([3, 1], vertical_alignment="bottom")
     chosen = d1.selectbox(t("Chunk"), list(by_key), key=f"{key}.edit_key")
@@ -119,6 +121,8 @@ def chunk_editor(wb: Workbench, chunks: Sequence[Mapping[str, Any]], *, key: str
             show_error(exc)
         else:
             st.session_state["dbg.fetched"] = {}
+            st.session_state[f"{key}.saved"] = (t("{key} is enabled again.", key=chosen) if chunk["disabled"] else
+                                                t("{key} is disabled: every lookup leaves it out.", key=chosen))
             st.rerun()
     new_text = st.text_area(t("Text (only this chunk is re-embedded; its evidence key stays)"), chunk["content"],
                             key=f"{key}.edit_text.{chosen}", height=150)
@@ -133,6 +137,8 @@ def chunk_editor(wb: Workbench, chunks: Sequence[Mapping[str, Any]], *, key: str
             show_error(exc)
         else:
             st.session_state["dbg.fetched"] = {}  # the hits changed: the debugger searches again
+            st.session_state[f"{key}.saved"] = t("Saved the edit of {key}: it was re-embedded and is searched as "
+                                                 "edited.", key=chosen)
             st.rerun()
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from ..config import Settings
 from ..errors import EvaluationError
 from ..ingest import CHUNKER_VERSION, Ingestor
-from ..ports import ChunkStore, Embedder
+from ..ports import Embedder, KnowledgeStore
 from ..records import Document
 
 GROUP_CHUNKS = 1024  # chunks embedded together before their documents are written (resume granularity)
@@ -52,7 +52,7 @@ def collection_name(documents: Sequence[Document], chunk_size: int, overlap: int
     return f"eval_{digest.hexdigest()[:20]}"
 
 
-def bulk_index(store: ChunkStore, embedder: Embedder, documents: Sequence[Document], *, chunk_size: int,
+def bulk_index(store: KnowledgeStore, embedder: Embedder, documents: Sequence[Document], *, chunk_size: int,
                overlap: int, batch_size: int = 32,
                progress: Callable[[int, int], None] = lambda done, total: None) -> tuple[int, int, int]:
     """Make `store` hold exactly `documents` chunked at (chunk_size, overlap); documents already stored

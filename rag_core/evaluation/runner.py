@@ -36,7 +36,7 @@ from ..embedding.catalog import expected_ingest
 from ..errors import EvaluationError, RagError
 from ..ports import Embedder, Reranker
 from ..records import Document, Fusion, SearchMode
-from ..retrieval import KnowledgeRetriever, LookupParams, MilvusSearchPort, SearchOptions, params_from_settings
+from ..retrieval import KnowledgeRetriever, LookupParams, SearchOptions, StoreSearchPort, params_from_settings
 from ..retrieval.ports import FUSIONS, SEARCH_MODES
 from ..workbench import Factories, Workbench
 from . import metrics as m
@@ -388,7 +388,7 @@ def run_evaluation(eval_set: EvalSet, grid: Grid, settings: Settings, *, factori
             index_stats.append({**index, "seconds": round(time.perf_counter() - index_started, 3)})
             try:
                 defaults = params_from_settings(target_settings)
-                retriever = KnowledgeRetriever(MilvusSearchPort(target_store, target_embedder), defaults)
+                retriever = KnowledgeRetriever(StoreSearchPort(target_store, target_embedder), defaults)
                 _warm_up(retriever, eval_set, [g[0] for g in groups.values()])
                 for group in groups.values():
                     results += _run_group(retriever.with_reranker(rerankers.get(group[0].rerank)), eval_set, group,

@@ -21,7 +21,7 @@ from typing import Any
 from ..errors import StoreError
 from ..records import KnowledgeBase
 from ..store.milvus import filters
-from .names import CATALOG
+from .names import CATALOG, REGISTRY_SUFFIX
 
 FIELDS = ["key", "name", "state", "settings", "created_at", "note", "committed_ns"]
 STATES = ("active", "creating", "deleted")
@@ -58,7 +58,8 @@ def stamped(kb: KnowledgeBase, older: Iterable[KnowledgeBase]) -> KnowledgeBase:
 
 class MilvusCatalog:
     """The KnowledgeBaseCatalog (rag_core.ports) in a Milvus collection, through an open client (see the module
-    docstring). `on_close` releases the connection it was given, if it owns one."""
+    docstring), and a DatabaseCatalog: the collections of that database are what it reads them from. `on_close`
+    releases the connection it was given, if it owns one."""
 
     def __init__(self, client: Any, *, on_close: Callable[[], None] | None = None) -> None:
         self.client = client
@@ -137,6 +138,27 @@ class MilvusCatalog:
 
     def forget(self, name: str) -> None:
         self.client.delete(CATALOG, filter=filters.equals("name", name))
+
+    # ---------------------------------------------------------------- the database (ports.DatabaseCatalog)
+    def list_collections(self) -> list[str]:
+        return list(self.client.list_collections())
+
+    def has_collection(self, name: str) -> bool:
+        return bool(self.client.has_collection(name))
+
+    def collection_meta(self, name: str) -> Mapping[str, Any]:
+        return collection_meta(self.client, name) if self.has_collection(name) else {}
+
+    def sample_fingerprint(self, name: str) -> tuple[str, str] | None:
+        """The fingerprint and content hash of one active document in knowledge base `name`'s registry."""
+        registry = name + REGISTRY_SUFFIX
+        try:
+            self.client.load_collection(registry)
+            rows = self.client.query(registry, filter='state == "active"', limit=1,
+                                     output_fields=["fingerprint", "content_hash"])
+        except Exception:  # noqa: BLE001 - an unreadable registry: the store's open reports it
+            return None
+        return (str(rows[0]["fingerprint"]), str(rows[0]["content_hash"])) if rows else None
 
     def close(self) -> None:
         if self._on_close is not None:

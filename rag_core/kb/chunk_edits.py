@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ..errors import NotIndexed, RetrievalError
+from ..ports import EditableStore, Embedder, KeptOriginals
 from ..records import StoredChunk, qa_question, search_text
 from ..retrieval.explain import parse_expect
 from ..store.edits import ADDED, CONTENT, content_hash
@@ -31,7 +32,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 def _locked(change: F) -> F:
     """`change(store, ...)` run holding the knowledge base's lock (see the module docstring)."""
     @functools.wraps(change)
-    def run(store: Any, *args: Any, **kwargs: Any) -> Any:
+    def run(store: EditableStore, *args: Any, **kwargs: Any) -> Any:
         with store.edits.lock():
             return change(store, *args, **kwargs)
     return run  # type: ignore[return-value]
@@ -41,7 +42,7 @@ def _key(doc_id: str, index: int) -> str:
     return f"{doc_id}#chunk-{index}"
 
 
-def chunk_of(store: Any, key: str) -> Any:
+def chunk_of(store: EditableStore, key: str) -> StoredChunk:
     """The stored chunk an evidence key names; NotIndexed / RetrievalError saying what is missing."""
     expect = parse_expect(key)
     if expect.chunk_index is None:
@@ -54,7 +55,7 @@ def chunk_of(store: Any, key: str) -> Any:
     return found
 
 
-def _chunks_of(store: Any, doc_id: str) -> list[Any]:
+def _chunks_of(store: EditableStore, doc_id: str) -> list[StoredChunk]:
     chunks = store.get_chunks(doc_id)
     if not chunks:
         raise NotIndexed(f"No document {doc_id!r} in the knowledge base (`docs` lists them).")
@@ -72,13 +73,8 @@ def _ranges(indexes: Iterable[int]) -> str:
     return ", ".join(f"{a} to {b}" if b > a else str(a) for a, b in runs)
 
 
-def _writes_rows(store: Any) -> None:
-    if not hasattr(store, "rewrite_chunk"):
-        raise RetrievalError("This knowledge base's store cannot edit or add chunks (only disable them).")
-
-
 @_locked
-def set_disabled(store: Any, key: str, disabled: bool, who: str = "local") -> dict[str, Any]:
+def set_disabled(store: EditableStore, key: str, disabled: bool, who: str = "local") -> dict[str, Any]:
     """Leave the chunk out of every lookup (or bring it back). Returns its record with its history."""
     chunk = chunk_of(store, key)
     key = _key(chunk.doc_id, chunk.chunk_index)
@@ -87,7 +83,7 @@ def set_disabled(store: Any, key: str, disabled: bool, who: str = "local") -> di
     return {"evidence_key": key, **entry}
 
 
-def history(store: Any, key: str) -> dict[str, Any]:
+def history(store: EditableStore, key: str) -> dict[str, Any]:
     """A chunk's state, its history and its text; a chunk no longer in the document (an edit in conflict) by its
     record alone."""
     try:
@@ -133,7 +129,7 @@ def _row(entry: Mapping[str, Any], metadata: Mapping[str, Any], original: str) -
 
 
 @contextlib.contextmanager
-def _pending(store: Any, key: str, **begin: Any) -> Iterator[None]:
+def _pending(store: EditableStore, key: str, **begin: Any) -> Iterator[None]:
     """begin (pending) -> the block writes the row -> finish; a failure forgets the pending change."""
     with store.editing() as writer:
         store.edits.begin(key, writer=writer, **begin)
@@ -145,11 +141,10 @@ def _pending(store: Any, key: str, **begin: Any) -> Iterator[None]:
         store.edits.finish(key)
 
 
-def _rewrite(store: Any, embedder: Any, chunk: Any, changes: Mapping[str, Any], *, what: str, who: str,
-             unset: Sequence[str] = (), rebase: bool = True) -> dict[str, Any]:
+def _rewrite(store: EditableStore, embedder: Embedder, chunk: StoredChunk, changes: Mapping[str, Any], *, what: str,
+             who: str, unset: Sequence[str] = (), rebase: bool = True) -> dict[str, Any]:
     """Make `changes` to the chunk's edit and rewrite its row from it (re-embedding only this chunk; its evidence
     key and row id stay)."""
-    _writes_rows(store)
     key = _key(chunk.doc_id, chunk.chunk_index)
     chunk_hash = str(chunk.metadata.get("chunkHash", ""))
     original = str(chunk.metadata.get("originalText") or chunk.content)
@@ -190,8 +185,9 @@ def _check_size(text: str | None, keywords: list[str] | None, questions: list[st
 
 
 @_locked
-def edit_chunk(store: Any, embedder: Any, key: str, *, text: str | None = None, keywords: list[str] | None = None,
-               questions: list[str] | None = None, who: str = "local") -> dict[str, Any]:
+def edit_chunk(store: EditableStore, embedder: Embedder, key: str, *, text: str | None = None,
+               keywords: list[str] | None = None, questions: list[str] | None = None,
+               who: str = "local") -> dict[str, Any]:
     """Edit a chunk's text and/or set its keywords and example questions; only this chunk is re-embedded and its
     evidence key stays. Raises RetrievalError for an empty text or nothing to change."""
     if text is not None and not text.strip():
@@ -204,7 +200,7 @@ def edit_chunk(store: Any, embedder: Any, key: str, *, text: str | None = None, 
     return _rewrite(store, embedder, chunk, changes, what=what, who=who)
 
 
-def _next_index(store: Any, doc_id: str, chunks: Sequence[Any]) -> int:
+def _next_index(store: EditableStore, doc_id: str, chunks: Sequence[StoredChunk]) -> int:
     """The next free chunk index: after the document's chunks and any key an edit of it was ever recorded under (so
     an added chunk never inherits another's history)."""
     used = [c.chunk_index for c in chunks]
@@ -214,7 +210,7 @@ def _next_index(store: Any, doc_id: str, chunks: Sequence[Any]) -> int:
     return max(used, default=-1) + 1
 
 
-def _added_row(template: Any, index: int, entry: Mapping[str, Any]) -> tuple[StoredChunk, str]:
+def _added_row(template: StoredChunk, index: int, entry: Mapping[str, Any]) -> tuple[StoredChunk, str]:
     """The row of a chunk added to `template`'s document version under `index`, from its edit `entry`."""
     text = str(entry["text"])
     metadata = {k: v for k, v in template.metadata.items() if k not in PLACE_KEYS and k not in EDIT_KEYS}
@@ -226,8 +222,8 @@ def _added_row(template: Any, index: int, entry: Mapping[str, Any]) -> tuple[Sto
     return chunk, content
 
 
-def _insert(store: Any, embedder: Any, template: Any, index: int, entry: Mapping[str, Any], *, what: str, who: str,
-            replaces: str = "") -> dict[str, Any]:
+def _insert(store: EditableStore, embedder: Embedder, template: StoredChunk, index: int, entry: Mapping[str, Any],
+            *, what: str, who: str, replaces: str = "") -> dict[str, Any]:
     """Write the added chunk `entry` under `index` (pending, the row, finish)."""
     key = _key(template.doc_id, index)
     row, content = _added_row(template, index, entry)
@@ -241,7 +237,7 @@ def _insert(store: Any, embedder: Any, template: Any, index: int, entry: Mapping
 
 
 @_locked
-def add_chunk(store: Any, embedder: Any, doc_id: str, text: str, *, keywords: list[str] | None = None,
+def add_chunk(store: EditableStore, embedder: Embedder, doc_id: str, text: str, *, keywords: list[str] | None = None,
               questions: list[str] | None = None, who: str = "local") -> dict[str, Any]:
     """Add a chunk with `text` (and keywords, example questions) to an indexed document, under the next free chunk
     index: embedded and indexed (BM25 too), marked `edited` and `added` in hits, kept like any edit. Raises
@@ -251,14 +247,13 @@ def add_chunk(store: Any, embedder: Any, doc_id: str, text: str, *, keywords: li
     words, asked = _clean(keywords, "keywords") or [], _clean(questions, "questions") or []
     _check_size(text.strip(), words, asked)
     entry = {"text": text.strip(), "keywords": words, "questions": asked}
-    _writes_rows(store)
     chunks = _chunks_of(store, doc_id)
     index = _next_index(store, doc_id, chunks)
     return _insert(store, embedder, chunks[0], index, entry, what="added", who=who)
 
 
 @_locked
-def reapply(store: Any, embedder: Any, doc_ids: Any) -> list[str]:
+def reapply(store: EditableStore, embedder: Embedder, doc_ids: Iterable[str]) -> list[str]:
     """After new versions of `doc_ids` were written: the content edits whose chunk holds the same text again
     (re-index, re-upload of an unchanged original, a copy) are written onto it, and the added chunks whose key the
     document's own chunks leave free are added again. Returns their keys."""
@@ -288,12 +283,10 @@ def reapply(store: Any, embedder: Any, doc_ids: Any) -> list[str]:
     return applied
 
 
-def resume(store: Any, embedder: Any) -> list[str]:
+def resume(store: EditableStore, embedder: Embedder) -> list[str]:
     """When a knowledge base opens: re-apply the edits a re-index killed after its commit left unapplied (marked by
     store.edits.mark_unapplied). Returns their keys."""
-    edits = getattr(store, "edits", None)
-    if edits is None or not hasattr(store, "rewrite_chunk"):
-        return []
+    edits = store.edits
     with edits.lock(wait=False) as free:  # a writer holding it (a re-index under way): done at a later open
         if not free or not (docs := edits.unapplied()):
             return []
@@ -303,7 +296,7 @@ def resume(store: Any, embedder: Any) -> list[str]:
 
 
 @_locked
-def revert(store: Any, embedder: Any, key: str, who: str = "local") -> dict[str, Any]:
+def revert(store: EditableStore, embedder: Embedder, key: str, who: str = "local") -> dict[str, Any]:
     """Back to the original text, without keywords or questions (re-embedded); the history keeps the edits. An added
     chunk has no original: disable it instead."""
     chunk = chunk_of(store, key)
@@ -315,12 +308,12 @@ def revert(store: Any, embedder: Any, key: str, who: str = "local") -> dict[str,
 
 
 # ------------------------------------------------------------------------------ conflicts after a re-upload
-def _own_hashes(chunks: Sequence[Any]) -> dict[str, str]:
+def _own_hashes(chunks: Sequence[StoredChunk]) -> dict[str, str]:
     return {_key(c.doc_id, c.chunk_index): str(c.metadata.get("chunkHash", "")) for c in chunks
             if not c.metadata.get(ADDED)}
 
 
-def conflicts(store: Any, doc_id: str) -> list[dict[str, Any]]:
+def conflicts(store: EditableStore, doc_id: str) -> list[dict[str, Any]]:
     """The edits of `doc_id` that stopped applying when a changed original was re-uploaded (store.edits.conflicts),
     each with what it did and the chunk now under its key (None: the document no longer has that chunk)."""
     chunks = _chunks_of(store, doc_id)
@@ -336,7 +329,7 @@ def conflicts(store: Any, doc_id: str) -> list[dict[str, Any]]:
     return found
 
 
-def _conflict(store: Any, key: str) -> tuple[dict[str, Any], list[Any]]:
+def _conflict(store: EditableStore, key: str) -> tuple[dict[str, Any], list[StoredChunk]]:
     expect = parse_expect(key)
     if expect.chunk_index is None:
         raise RetrievalError(f"{key!r} is not an evidence key: name a chunk as DOC_ID#chunk-N.")
@@ -348,7 +341,7 @@ def _conflict(store: Any, key: str) -> tuple[dict[str, Any], list[Any]]:
 
 
 @_locked
-def keep(store: Any, embedder: Any, key: str, who: str = "local") -> dict[str, Any]:
+def keep(store: EditableStore, embedder: Embedder, key: str, who: str = "local") -> dict[str, Any]:
     """Keep an edit in conflict: re-applied to the chunk now under its key (its text as the person wrote it, its
     keywords and questions, disabled as it was); an edit whose chunk is gone is added as a chunk with its text; an
     added chunk whose key the document now uses moves to the next free key. Recorded in the history."""
@@ -376,7 +369,7 @@ def keep(store: Any, embedder: Any, key: str, who: str = "local") -> dict[str, A
 
 
 @_locked
-def drop(store: Any, key: str, who: str = "local") -> dict[str, Any]:
+def drop(store: EditableStore, key: str, who: str = "local") -> dict[str, Any]:
     """Let an edit in conflict go: discarded from the edits (the chunk now under its key stays as the document
     has it), recorded in the history."""
     entry, _ = _conflict(store, key)
@@ -384,17 +377,18 @@ def drop(store: Any, key: str, who: str = "local") -> dict[str, Any]:
     return {"evidence_key": key, **store.edits.let_go(key, "dropped after a re-upload (in conflict)", who)}
 
 
-def copy_edits(source: Any, target: Any, embedder: Any, doc_ids: Iterable[str]) -> list[str]:
-    """The edits of `doc_ids` in the store `source` copied to `target` (kb copy, reindex --from) and applied where
-    the copy's chunks hold the same text. Returns the keys applied."""
+def copy_edits(source: KeptOriginals, target: EditableStore, embedder: Embedder, doc_ids: Iterable[str]) -> list[str]:
+    """The edits of `doc_ids` kept in `source` (another knowledge base's store: kb copy, reindex --from; a folder of
+    kept originals: rebuild --from) copied to `target` and applied where the copy's chunks hold the same text.
+    Returns the keys applied."""
     ids = set(doc_ids)
-    their, mine = getattr(source, "edits", None), getattr(target, "edits", None)
-    if their is None or mine is None or not ids:
+    their, mine = source.edits, target.edits
+    if their is None or not ids:
         return []
     if their.path is not None and mine.path is not None and their.path.resolve() == mine.path.resolve():
         return []  # a rebuild in place: its own edits, applied already by the re-index
     mine.copy_from(their, ids)
-    return reapply(target, embedder, ids) if hasattr(target, "rewrite_chunk") else []
+    return reapply(target, embedder, ids)
 
 
 __all__ = ["add_chunk", "chunk_of", "conflicts", "copy_edits", "drop", "edit_chunk", "embedded_text", "history",

@@ -34,7 +34,7 @@ from ..records import IngestReport, KnowledgeBase
 from ..store.milvus.rows import utc_now
 from ..workbench import Factories, Workbench
 from .names import CATALOG, collections_of, fold
-from .resolve import case_clash, check_name, not_found, resolve
+from .resolve import case_clash, check_name, database_of, not_found, resolve
 from .settings import EMBEDDER_KEYS, apply, checked, describe, joined, per_command, with_measured_fusion
 
 log = logging.getLogger(__name__)
@@ -102,6 +102,8 @@ class KnowledgeBases:
         self.factories = factories
         self._own_catalog = catalog is None
         self.catalog = catalog if catalog is not None else factories.open_catalog(settings)
+        # None: a catalog without a database (kb.memory, in tests): nothing is stored, so nothing is opened or dropped
+        self.database = database_of(self.catalog)
         self._load_embedder = load_embedder
         self._embedders: dict[tuple[Any, ...], Embedder] = {}
         self._held_open = frozenset(held_open)
@@ -118,11 +120,10 @@ class KnowledgeBases:
 
     def _make_default(self) -> KnowledgeBase | None:
         """The default knowledge base made now (None when it exists): written once it has opened."""
-        client = getattr(self.catalog, "client", None)
-        kb = resolve(self.catalog, self.settings, client, record=False)
+        kb = resolve(self.catalog, self.settings, record=False)
         if kb.committed_ns:
             return None
-        if client is None:
+        if self.database is None:
             return self.catalog.write(kb)  # a catalog without a database (tests): nothing to open
         wb = self.open(kb.name, kb)
         wb.close()
@@ -178,12 +179,9 @@ class KnowledgeBases:
 
     def info(self, name: str) -> KnowledgeBaseInfo:
         """What a knowledge base holds, read from its registry (no embedder is loaded)."""
-        from .catalog import collection_meta
-
         kb = self.get(name)
         info = KnowledgeBaseInfo(kb, kb.name == self.default)
-        client = getattr(self.catalog, "client", None)
-        if client is not None and not client.has_collection(kb.name):
+        if self.database is not None and not self.database.has_collection(kb.name):
             return info  # made, never opened yet: its collections are created on first use
         try:
             store = self.factories.open_source_store(self.settings, kb.name)
@@ -191,7 +189,7 @@ class KnowledgeBases:
             return replace(info, error=str(exc))
         try:
             docs = store.list_documents()
-            meta = collection_meta(store.client, kb.name) if client is not None else {}
+            meta = self.database.collection_meta(kb.name) if self.database is not None else {}
         finally:
             store.close()
         return replace(info, documents=len(docs), chunks=sum(d.chunks for d in docs),
@@ -224,10 +222,10 @@ class KnowledgeBases:
         if any(kb.name == name for kb in self.catalog.unfinished()):
             raise KnowledgeBaseError(f"Knowledge base {name!r} is being created or deleted right now; choose "
                                      "another name or try again when that is done.", "exists")
-        client = getattr(self.catalog, "client", None)
-        if problem := case_clash(self.catalog, client, name):
+        if problem := case_clash(self.catalog, name):
             raise KnowledgeBaseError(problem[0].upper() + problem[1:], "exists")
-        taken = [c for c in collections_of(name) if client is not None and client.has_collection(c)]
+        database = self.database
+        taken = [c for c in collections_of(name) if database is not None and database.has_collection(c)]
         if taken:
             raise KnowledgeBaseError(f"The database already has a collection named {taken[0]!r} that is not a "
                                      f"knowledge base; choose another name than {name!r}.", "exists")
@@ -276,7 +274,7 @@ class KnowledgeBases:
             raise KnowledgeBaseError(f"{what} while this process has it open with its embedder loaded (the "
                                      f"service's default knowledge base); stop the service and run `python -m "
                                      f"rag_core kb set {kb.name} ...`.", "bad_settings")
-        if getattr(self.catalog, "client", None) is None:
+        if self.database is None:
             return  # a catalog without a database (tests): nothing stored
         info = self.info(kb.name)
         if info.error:
@@ -349,8 +347,7 @@ class KnowledgeBases:
         """Collections made before knowledge bases that the catalog does not list yet, made knowledge bases."""
         from .resolve import adopt_collections
 
-        client = getattr(self.catalog, "client", None)
-        return adopt_collections(self.catalog, client, self.settings) if client is not None else []
+        return adopt_collections(self.database, self.settings) if self.database is not None else []
 
     # ---------------------------------------------------------------- recovery
     def _remove(self, kb: KnowledgeBase) -> builtins.list[str]:
@@ -375,8 +372,7 @@ class KnowledgeBases:
         the database has in other letter case (MilvusStore.drop). Returns the collections kept."""
         from ..store.originals.files import shared_with_variant
 
-        client = getattr(self.catalog, "client", None)
-        if client is None:
+        if self.database is None:
             return []  # a catalog without a database (tests): nothing stored
         others = self._others(name)
         theirs = {fold(c) for other in others for c in collections_of(other)} | {fold(CATALOG)}

@@ -21,10 +21,9 @@ from ..config import Settings
 from ..embedding.fusion_defaults import FUSION_KEYS
 from ..errors import KnowledgeBaseError, KnowledgeBaseNotFound, StoreError
 from ..ingest import fingerprint
-from ..ports import KnowledgeBaseCatalog
+from ..ports import DatabaseCatalog, KnowledgeBaseCatalog
 from ..records import KnowledgeBase
 from ..store.milvus.rows import utc_now
-from .catalog import collection_meta
 from .names import REGISTRY_SUFFIX, collections_of, name_problem, same_as
 from .settings import defaults_for_new, embedder_of, joined, with_measured_fusion
 
@@ -39,28 +38,34 @@ def check_name(name: str) -> str:
     return name
 
 
-def resolve(catalog: KnowledgeBaseCatalog, settings: Settings, client: Any = None, *,
-            record: bool = True) -> KnowledgeBase:
+def database_of(catalog: KnowledgeBaseCatalog) -> DatabaseCatalog | None:
+    """`catalog` when it is kept in the knowledge bases' database, so it can say which collections that holds
+    (ports.DatabaseCatalog); None for a catalog without a database (kb.memory: nothing is stored)."""
+    return catalog if isinstance(catalog, DatabaseCatalog) else None
+
+
+def resolve(catalog: KnowledgeBaseCatalog, settings: Settings, *, record: bool = True) -> KnowledgeBase:
     """The knowledge base `settings` choose (`settings.kb_name`). The default one is made when missing
-    (adopting its collection when one exists); another name must exist. `client`: the Milvus client of that
-    database (None for a catalog without one), used to recognise collections made before the catalog.
-    `record`: write a default made now to the catalog; when False it is returned unwritten (committed_ns 0),
-    for the caller to write once it has opened (or never, when only its values are wanted)."""
+    (adopting its collection when one exists); another name must exist. A catalog kept in the database
+    (ports.DatabaseCatalog) recognises the collections made before it. `record`: write a default made now to the
+    catalog; when False it is returned unwritten (committed_ns 0), for the caller to write once it has opened (or
+    never, when only its values are wanted)."""
     name = check_name(settings.kb_name)
-    if client is not None and getattr(catalog, "created", False):
-        adopt_collections(catalog, client, settings)
+    database = database_of(catalog)
+    if database is not None and database.created:
+        adopt_collections(database, settings)
     kb = catalog.get(name)
     if kb is not None:
         return kb
     if name != settings["milvus.collection"]:
         raise not_found(catalog, name)
-    if problem := case_clash(catalog, client, name):
+    if problem := case_clash(catalog, name):
         raise KnowledgeBaseError(f"milvus.collection (the default knowledge base): {problem}", "exists")
-    kb = _default(name, settings, client)
+    kb = _default(name, settings, database)
     return catalog.write(kb) if record else kb
 
 
-def case_clash(catalog: KnowledgeBaseCatalog, client: Any, name: str) -> str | None:
+def case_clash(catalog: KnowledgeBaseCatalog, name: str) -> str | None:
     """Why a knowledge base `name` cannot be made because the store would take it for another one: a knowledge
     base or collection whose name differs from it (or from its registry's, its migration copy's) only by letter
     case (kb.names). A sentence naming that one, or None."""
@@ -68,8 +73,8 @@ def case_clash(catalog: KnowledgeBaseCatalog, client: Any, name: str) -> str | N
     if other := same_as(name, entries):
         return (f"{name!r} differs only by letter case from the knowledge base {other!r}, and Milvus Lite stores "
                 f"names that differ only by case in the same place; use {other!r}, or choose another name.")
-    if client is not None:
-        present = list(client.list_collections())
+    if (database := database_of(catalog)) is not None:
+        present = database.list_collections()
         for mine in collections_of(name):
             if other := same_as(mine, present):
                 return (f"the database has a collection {other!r}, which Milvus Lite takes for {mine!r} (names "
@@ -94,33 +99,29 @@ def not_found(catalog: KnowledgeBaseCatalog, name: str) -> KnowledgeBaseError:
                                  f"`python -m rag_core kb create {name}`).")
 
 
-def _default(name: str, settings: Settings, client: Any) -> KnowledgeBase:
+def _default(name: str, settings: Settings, database: DatabaseCatalog | None) -> KnowledgeBase:
     values = defaults_for_new(settings)
     configured = {**values, **{key: settings[key] for key in FUSION_KEYS}}  # the note names what was measured
     measured = with_measured_fusion(configured, settings.explicit)[1]
     note = joined("the default knowledge base (milvus.collection)", measured)
-    if client is not None and client.has_collection(name):
-        meta = collection_meta(client, name)
+    if database is not None and database.has_collection(name):
+        meta = database.collection_meta(name)
         if meta.get("app") != APP:
             raise StoreError(f"Collection {name!r} exists but was not created by this workbench; choose another "
                              "milvus.collection.")
-        values.update(adopted_values(client, name, meta, values))
+        values.update(adopted_values(database, name, meta, values))
         note = ADOPTED
     return KnowledgeBase(name, values, created_at=utc_now(), note=note)
 
 
-def adopted_values(client: Any, name: str, meta: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+def adopted_values(database: DatabaseCatalog, name: str, meta: Mapping[str, Any],
+                   values: Mapping[str, Any]) -> dict[str, Any]:
     """The embedder a collection records and the chunking its documents were indexed with, read back from a
     registry fingerprint (the configured chunking when it has no documents or none of the usual values fits)."""
     adopted = embedder_of(meta, values)
-    try:
-        client.load_collection(name + REGISTRY_SUFFIX)
-        rows = client.query(name + REGISTRY_SUFFIX, filter='state == "active"', limit=1,
-                            output_fields=["fingerprint", "content_hash"])
-    except Exception:  # noqa: BLE001 - an unreadable registry: the store's open reports it
-        rows = []
-    if rows:
-        found = chunking_of(rows[0]["fingerprint"], rows[0]["content_hash"], str(meta.get("embedder", "")),
+    sample = database.sample_fingerprint(name)
+    if sample is not None:
+        found = chunking_of(sample[0], sample[1], str(meta.get("embedder", "")),
                             (values["chunk.max-size"], values["chunk.overlap"]))
         if found is not None:
             adopted["chunk.max-size"], adopted["chunk.overlap"] = found
@@ -140,10 +141,10 @@ def chunking_of(fp: str, content_hash: str, embedder_name: str, first: tuple[int
     return next((p for p in pairs() if fingerprint(content_hash, p[0], p[1], embedder_name) == fp), None)
 
 
-def adopt_collections(catalog: KnowledgeBaseCatalog, client: Any, settings: Settings) -> list[str]:
+def adopt_collections(catalog: DatabaseCatalog, settings: Settings) -> list[str]:
     """Make every collection this workbench created (with its registry) a knowledge base, unless the catalog
     has it already. Runs when the catalog is first created, and by `migrate`. Returns the names adopted."""
-    names = set(client.list_collections())
+    names = set(catalog.list_collections())
     # A collection named like a listed knowledge base in other case shares its storage (kb.names): one left
     # behind by the delete of such a name (see manage.KnowledgeBases.delete) is not made a knowledge base again.
     # Collections made before the catalog are all adopted, case variants included, as they were used.
@@ -156,11 +157,11 @@ def adopt_collections(catalog: KnowledgeBaseCatalog, client: Any, settings: Sett
             log.warning("collection %s not adopted: knowledge base %s differs from it only by case", name,
                         same_as(name, listed))
             continue
-        meta = collection_meta(client, name)
+        meta = catalog.collection_meta(name)
         if meta.get("app") != APP:
             continue
         values = defaults_for_new(settings)
-        values.update(adopted_values(client, name, meta, values))
+        values.update(adopted_values(catalog, name, meta, values))
         catalog.write(KnowledgeBase(name, values, created_at=utc_now(), note=ADOPTED))
         adopted.append(name)
     if adopted:

@@ -3,10 +3,10 @@
 
 from ..records import SearchOptions, SearchResult
 from .params import LookupParams, params_from_settings
-from .ports import KnowledgeSearchPort, MilvusSearchPort
+from .ports import KnowledgeSearchPort, StoreSearchPort
 from .projection import Budgets
 from .rerank import RerankParams
 from .retriever import Fetched, KnowledgeRetriever, LookupResult
 
 __all__ = ["Budgets", "Fetched", "KnowledgeRetriever", "KnowledgeSearchPort", "LookupParams", "LookupResult",
-           "MilvusSearchPort", "RerankParams", "SearchOptions", "SearchResult", "params_from_settings"]
+           "RerankParams", "SearchOptions", "SearchResult", "StoreSearchPort", "params_from_settings"]

@@ -1,9 +1,9 @@
 """An in-memory KnowledgeSearchPort for fast tests of everything above the port (the lookup path, the
 rerank stage, the "why wasn't it retrieved?" explanation, pages, routes) without Milvus or a model.
 
-It is MilvusSearchPort over the in-memory ChunkStore (rag_core.store.memory) with `TrigramEmbedder`, so
+It is StoreSearchPort over the in-memory ChunkStore (rag_core.store.memory) with `TrigramEmbedder`, so
 the channels are the store fake's: `bm25` is its Okapi BM25 (Traditional Chinese folded to Simplified, as
-MilvusStore's), `dense` the cosine of the embedder's vectors, and hybrid fuses them with MilvusSearchPort's own
+MilvusStore's), `dense` the cosine of the embedder's vectors, and hybrid fuses them with StoreSearchPort's own
 code. It passes the same contract (tests/contracts/search_port.py).
 """
 
@@ -19,7 +19,7 @@ from ..chunking import chunk_text
 from ..embedding.base import BatchEmbedder, Role
 from ..records import Chunk, Document, NewVersion, SearchOptions
 from ..store.memory import InMemoryChunkStore
-from .ports import MilvusSearchPort
+from .ports import StoreSearchPort
 
 _DIM = 256
 
@@ -55,7 +55,7 @@ def _document(doc_id: str, text: str) -> Document:
                     content_hash=hashlib.sha256(data).hexdigest())
 
 
-class InMemorySearchPort(MilvusSearchPort):
+class InMemorySearchPort(StoreSearchPort):
     """`documents` (doc_id -> its chunks) indexed in a fresh in-memory store; see the module docstring.
 
     `texts`: the documents' texts, when known (`from_texts`); otherwise a document's text is its chunks'

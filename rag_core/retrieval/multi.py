@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import RetrievalError
+from ..errors import EmptyKnowledgeBase, RetrievalError
 from ..ports import KnowledgeSearchPort
 from ..records import SearchHit, SearchOptions, SearchResult
 from .identity import DOC_ID_KEYS, SOURCE_KEYS, doc_id_of
@@ -86,16 +86,14 @@ class MultiKnowledgeBasePort:
                 continue
             try:
                 found = port.search(query, k, mine if isinstance(mine, Mapping) else None)
-            except RetrievalError as exc:
-                if "empty" not in str(exc):
-                    raise
+            except EmptyKnowledgeBase:  # the others may hold documents
                 empty += 1
                 continue
             for stage, ms in found.timings.items():
                 timings[stage] = timings.get(stage, 0.0) + ms
             hits += [(-hit.score, order, rank, labelled(name, hit)) for rank, hit in enumerate(found.hits)]
         if empty == len(self.ports):
-            raise RetrievalError(f"The knowledge bases {', '.join(self.ports)} are empty: ingest documents first.")
+            raise EmptyKnowledgeBase(f"The knowledge bases {', '.join(self.ports)} are empty: ingest documents first.")
         merged = [hit for *_, hit in sorted(hits, key=lambda h: h[:3])][:k]
         return SearchResult(tuple(_reranked_channels(merged)), timings)
 

@@ -135,8 +135,8 @@ LOOKUP_OPTIONS: tuple[LookupOption, ...] = (
                       "rag.score-threshold.<mode>"),
     LookupOption("filter", list, "rag.default-filter", "filter_items", N_("Filter (document metadata)"), "text",
                  "scope", help="Only documents whose metadata match, key=value (repeatable: one key's values OR, "
-                 "keys AND; folder=runbooks/ matches a folder and below; keys: folder, type, ingested, front matter, "
-                 "tags)"),
+                 "type=md,html too; keys AND; folder=runbooks/ matches a folder and below; keys: folder, type, "
+                 "ingested, front matter, tags)"),
     LookupOption("doc_id", list, "", "doc_ids", N_("Only these documents"), "documents", "scope",
                  help="Only these documents (repeatable)", explain=False),
     LookupOption("rerank", bool, "", "rerank.enabled", N_("Rerank with {reranker}"), "toggle", "rerank",

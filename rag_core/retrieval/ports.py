@@ -1,4 +1,6 @@
-"""The Milvus adapter of the KnowledgeSearchPort (dense, BM25 or hybrid); the port is in rag_core.ports."""
+"""The KnowledgeSearchPort over one ChunkStore (dense, BM25 or hybrid); the port is in rag_core.ports. Nothing here is
+Milvus's: the store does the searching (MilvusStore, or the in-memory store: retrieval.memory), this adds the query's
+embedding and the fusion of the two channels."""
 
 from __future__ import annotations
 
@@ -8,12 +10,12 @@ from typing import Any
 
 from .. import tracing
 from ..errors import EmptyKnowledgeBase
-from ..ports import ChunkStore, Embedder, KnowledgeSearchPort
+from ..ports import Embedder, KnowledgeSearchPort, KnowledgeStore
 from ..records import FUSIONS, SEARCH_MODES, SearchHit, SearchOptions, SearchResult
 from ..tracing import semconv as sc
 from . import fusion
 
-__all__ = ["FUSIONS", "SEARCH_MODES", "KnowledgeSearchPort", "MilvusSearchPort", "SearchOptions", "fuse"]
+__all__ = ["FUSIONS", "SEARCH_MODES", "KnowledgeSearchPort", "SearchOptions", "StoreSearchPort", "fuse"]
 
 
 def fuse(ranked: Mapping[str, list[SearchHit]], options: SearchOptions, k: int, query: str) -> list[SearchHit]:
@@ -27,16 +29,18 @@ def fuse(ranked: Mapping[str, list[SearchHit]], options: SearchOptions, k: int, 
     return fusion.weighted(ranked, weights, k, stand_in)
 
 
-class MilvusSearchPort:
-    """Dense (embedder + COSINE), BM25 (Milvus full-text) or both fused (see fusion.py)."""
+class StoreSearchPort:
+    """Dense (the embedder's query vector, cosine), BM25 (the store's full-text search) or both fused (see fusion.py)
+    over one knowledge base's store: a ports.SingleStoreSearchPort, so the lookup path reads that store's disabled
+    chunks and labels."""
 
-    def __init__(self, store: ChunkStore, embedder: Embedder, options: SearchOptions = SearchOptions()) -> None:
+    def __init__(self, store: KnowledgeStore, embedder: Embedder, options: SearchOptions = SearchOptions()) -> None:
         self.store = store
         self.embedder = embedder
         self.options = options
 
-    def configured(self, options: SearchOptions) -> MilvusSearchPort:
-        return self if options == self.options else MilvusSearchPort(self.store, self.embedder, options)
+    def configured(self, options: SearchOptions) -> StoreSearchPort:
+        return self if options == self.options else StoreSearchPort(self.store, self.embedder, options)
 
     def search(self, query: str, k: int, filters: Mapping[str, Any] | None = None) -> SearchResult:
         timings: dict[str, float] = {}

@@ -83,8 +83,9 @@ def split_terms(text: str) -> list[str]:
 
 
 def parse_scope(items: Iterable[str] | str | None, known: Sequence[str] | None = None) -> Scope:
-    """`["folder=runbooks/", "type=md", "type=txt"]` -> a Scope. `known`: the keys there are (None: any well-formed
-    key, checked later by `resolve`). Raises RetrievalError in one line listing the known keys."""
+    """`["folder=runbooks/", "type=md", "type=txt"]` -> a Scope; `type=md,html` is `type=md type=html` (one key's
+    values OR). `known`: the keys there are (None: any well-formed key, checked later by `resolve`). Raises
+    RetrievalError in one line listing the known keys."""
     if items is None:
         return Scope()
     if isinstance(items, str):
@@ -93,20 +94,25 @@ def parse_scope(items: Iterable[str] | str | None, known: Sequence[str] | None =
     for item in items:
         if not isinstance(item, str):
             raise RetrievalError(f"A filter is key=value text, got {item!r}.{_known(known)}")
-        key, sep, value = item.partition("=")
-        key, value = key.strip(), value.strip()
+        key, sep, values = item.partition("=")
+        key = key.strip()
         if not sep or not KEY_PATTERN.fullmatch(key):
             raise RetrievalError(f"Filter {item!r} is not key=value (e.g. folder=runbooks/ or type=md).{_known(known)}")
-        if len(value) > MAX_VALUE_CHARS or "\x00" in value:
-            raise RetrievalError(f"Filter {key}: the value must be at most {MAX_VALUE_CHARS} characters, without NUL.")
-        if known is not None and key not in known:
-            raise RetrievalError(f"Unknown filter key {key!r}.{_known(known)}")
-        if key == "ingested" and not INGESTED_VALUE.fullmatch(value):
-            raise RetrievalError(f"Filter ingested={value}: give a year, month, day, hour or minute of the ingest time "
-                                 "(UTC), e.g. ingested=2026, ingested=2026-12-01 or ingested=2026-12-01T10.")
-        if value not in terms.setdefault(key, []):
-            terms[key].append(value)
+        for value in [v.strip() for v in values.split(",")] if "," in values else [values.strip()]:
+            _add_term(terms, key, value, known)
     return Scope(tuple((key, tuple(values)) for key, values in sorted(terms.items())))
+
+
+def _add_term(terms: dict[str, list[str]], key: str, value: str, known: Sequence[str] | None) -> None:
+    if len(value) > MAX_VALUE_CHARS or "\x00" in value:
+        raise RetrievalError(f"Filter {key}: the value must be at most {MAX_VALUE_CHARS} characters, without NUL.")
+    if known is not None and key not in known:
+        raise RetrievalError(f"Unknown filter key {key!r}.{_known(known)}")
+    if key == "ingested" and not INGESTED_VALUE.fullmatch(value):
+        raise RetrievalError(f"Filter ingested={value}: give a year, month, day, hour or minute of the ingest time "
+                             "(UTC), e.g. ingested=2026, ingested=2026-12-01 or ingested=2026-12-01T10.")
+    if value not in terms.setdefault(key, []):
+        terms[key].append(value)
 
 
 def _known(known: Sequence[str] | None) -> str:

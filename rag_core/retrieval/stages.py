@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from .. import tracing
 from ..errors import RetrievalError
+from ..ports import SingleStoreSearchPort
 from ..records import Candidate, RerankOutcome, SearchHit
 from ..tracing.semconv import CHAIN, RERANKER, STAGE
 from .identity import to_candidate
@@ -31,7 +32,7 @@ from .rerank import rerank_hits
 from .scope import ScopeResolution, resolve
 
 if TYPE_CHECKING:
-    from ..ports import KnowledgeSearchPort, Reranker
+    from ..ports import KnowledgeSearchPort, KnowledgeStore, Reranker
     from .params import LookupParams
 
 Phase = Literal["fetch", "assemble"]
@@ -69,9 +70,9 @@ class Stage(Protocol):
     def run(self, work: Work) -> Work: ...
 
 
-def _store(port: Any) -> Any:
+def _store(port: KnowledgeSearchPort) -> KnowledgeStore | None:
     """The one knowledge base's store behind a search port (None: a search over several)."""
-    return getattr(port, "store", None)
+    return port.store if isinstance(port, SingleStoreSearchPort) else None
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ class Search:
         scope, filters = None, params.filters
         if params.scope:
             store = _store(self.port)
-            if store is None or getattr(store, "labels", None) is None:
+            if store is None:
                 raise RetrievalError("Metadata filters need one knowledge base (this search spans several).")
             scope = resolve(params.scope, store.list_documents(), store.labels.all())
             filters = {**(params.filters or {}), "labels": params.scope.labels()}
@@ -147,8 +148,8 @@ class PostProcess:
         return replace(work, candidates=candidates, post=post)
 
     def disabled(self, candidates: Sequence[Candidate]) -> set[str]:
-        edits = getattr(_store(self.port), "edits", None)
-        off = edits.disabled() if edits is not None else {}
+        store = _store(self.port)
+        off = store.edits.disabled() if store is not None else {}
         return {c.evidence_key for c in candidates
                 if c.evidence_key in off and off[c.evidence_key] in ("", c.metadata.get("chunkHash"))}
 

@@ -23,6 +23,7 @@ from ..errors import (
     AgentError,
     EmbeddingError,
     EmptyKnowledgeBase,
+    InvalidTags,
     KnowledgeBaseError,
     LoaderError,
     NotFound,
@@ -104,6 +105,8 @@ def from_rag_error(exc: RagError) -> ApiError:
         return ApiError(409, "empty_knowledge_base", message)
     if isinstance(exc, LoaderError):
         return ApiError(refusal_status(exc.code), exc.code or "refused", message)
+    if isinstance(exc, InvalidTags):  # bad input, though the labels file (a StoreError) refuses it
+        return ApiError(400, "bad_request", message)
     # The store, or the embedder a knowledge base is searched with (a remote one too): nothing can be searched or
     # indexed until it is back.
     if isinstance(exc, (StoreError, EmbeddingError)):

@@ -19,7 +19,7 @@ from starlette.responses import JSONResponse, Response
 
 from .. import loaders, tracing
 from ..bootstrap import Workbench
-from ..errors import LoaderError, NotIndexed, RagError, StoreError
+from ..errors import LoaderError, RagError
 from ..retrieval.identity import stored_chunks
 from ..retrieval.options import LOOKUP_OPTIONS, LookupOption, given, lookup_overrides
 from ..store import is_lite
@@ -158,12 +158,8 @@ def kb_routes(router: APIRouter, prefix: str, chosen: Callable[..., Workbench | 
         from ..kb.tags import metadata, tag
 
         doc_id = _doc_id(wb, doc_id)
-        try:
-            tag(wb.store, doc_id, {k: list(v) for k, v in body.tags.items()}, replace=body.replace)
-        except NotIndexed as exc:
-            raise ApiError(404, "not_found", str(exc)) from None
-        except StoreError as exc:
-            raise ApiError(400, "bad_request", str(exc)) from None
+        # NotIndexed: 404, InvalidTags: 400 (service/errors.py)
+        tag(wb.store, doc_id, {k: list(v) for k, v in body.tags.items()}, replace=body.replace)
         return {"doc_id": doc_id, "metadata": metadata(wb.store)[doc_id]}
 
     @router.get(f"{prefix}/documents/{{doc_id:path}}/chunks/conflicts",

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..files import FileLock, read_json_object, write_atomic
+from ..ports import KeptChunkEdits
 from ..records import StoredChunk
 from ..retrieval.identity import evidence_key
 
@@ -48,7 +49,7 @@ def _now() -> str:
 
 class ChunkEdits:
     """evidence key -> {"doc_id", "version", "hash", "disabled", "text", "keywords", "questions", "added",
-    "history": [...], "pending": {...}}; in memory when `path` is None."""
+    "history": [...], "pending": {...}}; in memory when `path` is None. The KeptChunkEdits of rag_core.ports."""
 
     def __init__(self, path: Path | None = None, lock: FileLock | None = None) -> None:
         self.path = path
@@ -243,7 +244,7 @@ class ChunkEdits:
         """The documents with edits marked by `mark_unapplied`."""
         return {str(e["doc_id"]) for e in self._read().values() if e.get("unapplied")}
 
-    def copy_from(self, source: ChunkEdits, doc_ids: Iterable[str]) -> None:
+    def copy_from(self, source: KeptChunkEdits, doc_ids: Iterable[str]) -> None:
         """The edits of `doc_ids` in `source` (another knowledge base: kb copy, reindex --from) made these. They
         apply where the copy's chunks hold the same text (another chunking makes other chunks)."""
         ids = set(doc_ids)

@@ -21,8 +21,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import StoreError
+from ..errors import InvalidTags
 from ..files import FileLock, read_json_object, write_atomic
+from ..ports import KeptLabels, LabelledStore
 from ..retrieval.scope import BUILT_IN_KEYS, KEY_PATTERN, MAX_VALUE_CHARS
 
 TagValues = Mapping[str, Sequence[str]]
@@ -30,7 +31,8 @@ PENDING, RELABEL = "pending", "relabel"  # the marks of ingest (with the new fro
 
 
 class DocumentLabels:
-    """Front matter and tags per doc_id; in memory when `path` is None (stores that keep no files)."""
+    """Front matter and tags per doc_id; in memory when `path` is None (stores that keep no files). The KeptLabels of
+    rag_core.ports."""
 
     def __init__(self, path: Path | None = None, lock: FileLock | None = None) -> None:
         self.path = path
@@ -63,6 +65,10 @@ class DocumentLabels:
     def tags(self, doc_id: str) -> dict[str, list[str]]:
         return dict(self._read().get(doc_id, {}).get("tags") or {})
 
+    def tags_by_document(self) -> dict[str, dict[str, list[str]]]:
+        """doc_id -> its tags (not its front matter), in one read."""
+        return {doc_id: dict(tags) for doc_id, parts in self._read().items() if (tags := parts.get("tags"))}
+
     # ---------------------------------------------------------------- writing
     def _write(self, change: Any) -> None:
         with self.lock():
@@ -77,7 +83,7 @@ class DocumentLabels:
     def set_tags(self, doc_id: str, tags: TagValues, *, replace: bool = False, writer: Mapping[str, str] | None = None,
                  fits: Callable[[dict[str, tuple[str, ...]]], None] | None = None) -> dict[str, list[str]]:
         """Add `tags` (key -> values; an empty list removes the key) to the document's, or `replace` them all.
-        Returns its tags. Raises StoreError naming a bad key or value. `writer`: mark the document pending (see the
+        Returns its tags. Raises InvalidTags naming a bad key or value. `writer`: mark the document pending (see the
         module docstring) in the same write; `fits(labels)`: raises when the document's labels would not fit its
         rows (nothing is written then)."""
         checked = check_tags(tags)
@@ -158,12 +164,12 @@ class DocumentLabels:
             self.finish([doc_id for doc_id, kinds in gone.items() if kind in kinds], kind=kind, apply=False)
         return sorted(gone)
 
-    def copy_tags(self, source: DocumentLabels, doc_ids: Iterable[str], writer: Mapping[str, str] | None = None,
+    def copy_tags(self, source: KeptLabels, doc_ids: Iterable[str], writer: Mapping[str, str] | None = None,
                   ) -> list[str]:
         """The tags of `doc_ids` in `source` (another knowledge base: kb copy, reindex --from) made these (`writer`:
         marked as `set_tags` marks them). Returns the documents that got tags."""
-        theirs = source._read()
-        pairs = [(d, theirs[d]["tags"]) for d in doc_ids if (theirs.get(d) or {}).get("tags")]
+        theirs = source.tags_by_document()
+        pairs = [(d, theirs[d]) for d in doc_ids if theirs.get(d)]
         if pairs:
             def change(data: dict[str, Any]) -> None:
                 for doc_id, tags in pairs:
@@ -184,12 +190,10 @@ class DocumentLabels:
                 self.path.unlink(missing_ok=True)
 
 
-def relabelled(store: Any, change: Callable[[Mapping[str, str] | None], list[str]]) -> list[str]:
+def relabelled(store: LabelledStore, change: Callable[[Mapping[str, str]], list[str]]) -> list[str]:
     """A change of `store`'s labels file that its rows follow: `change(writer)` writes it with a RELABEL mark naming
-    `writer` (None: a store whose rows carry no labels) and returns the documents it changed; their rows are then
-    rewritten and the marks cleared (a kill in between: the store's `recover` finishes it)."""
-    if not hasattr(store, "relabel"):
-        return change(None)
+    `writer` and returns the documents it changed; their rows are then rewritten and the marks cleared (a kill in
+    between: the store's `recover` finishes it)."""
     with store.labels.lock(), store.editing() as writer:
         doc_ids = change(writer)
         store.relabel(doc_ids)
@@ -214,13 +218,13 @@ def check_tags(tags: TagValues) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for key, values in tags.items():
         if not isinstance(key, str) or not KEY_PATTERN.fullmatch(key):
-            raise StoreError(f"Tag key {key!r}: use letters, digits, _ . - (starting with a letter or _), at most 64.")
+            raise InvalidTags(f"Tag key {key!r}: use letters, digits, _ . - (starting with a letter or _), at most 64.")
         if key in BUILT_IN_KEYS:
-            raise StoreError(f"Tag key {key!r} is built in ({', '.join(BUILT_IN_KEYS)} come from the document).")
+            raise InvalidTags(f"Tag key {key!r} is built in ({', '.join(BUILT_IN_KEYS)} come from the document).")
         values = [values] if isinstance(values, str) else list(values)
         if not all(isinstance(v, str) and v.strip() and len(v) <= MAX_VALUE_CHARS and "\x00" not in v
                    for v in values):
-            raise StoreError(f"Tag {key}: values must be non-empty text of at most {MAX_VALUE_CHARS} characters.")
+            raise InvalidTags(f"Tag {key}: values must be non-empty text of at most {MAX_VALUE_CHARS} characters.")
         out[key] = list(dict.fromkeys(v.strip() for v in values))
     return out
 
@@ -231,7 +235,7 @@ def parse_tags(items: Sequence[str]) -> dict[str, list[str]]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep:
-            raise StoreError(f"Tag {item!r} is not key=value (e.g. team=sre; key= removes the key).")
+            raise InvalidTags(f"Tag {item!r} is not key=value (e.g. team=sre; key= removes the key).")
         out.setdefault(key.strip(), [])
         if value.strip():
             out[key.strip()].append(value.strip())

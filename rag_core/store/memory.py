@@ -4,7 +4,10 @@ pages, routes) without Milvus. Nothing survives the process; `close` keeps the d
 that is opened again.
 
 It follows MilvusStore's write protocol (a pending version, its chunks, the commit that makes it active,
-then the old version retired), so an interrupted write and `recover` behave as they do on Milvus Lite.
+then the old version retired), so an interrupted write and `recover` behave as they do on Milvus Lite, and it has
+every capability MilvusStore has (ports.KnowledgeStore: chunk edits and the rows they rewrite or add, labels and
+relabelling, `editing`, the lock, `exclusive_access`, `drop` sparing collections), so the code above the store runs
+the same path on both (tests/store/test_congruence.py compares them).
 Channels: dense is cosine similarity; bm25 is Okapi BM25 (k1 1.2, b 0.75, Milvus's idf) over lower-cased
 words and single CJK characters of the text folded to Simplified Chinese (text.fold, as MilvusStore's `bm25_text`),
 counted over the active versions' chunks. Thread-safe.
@@ -19,21 +22,32 @@ import re
 import threading
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
 from ..errors import StoreError
 from ..files import FileLock
+from ..kb.names import collections_of
 from ..ports import STORE_FILTER_FIELDS, StoreFilters
-from ..records import Document, IndexedVersion, NewVersion, SearchHit, StoredChunk, StoredDocument, WriteResult
+from ..records import (
+    Document,
+    IndexedVersion,
+    NewVersion,
+    SearchHit,
+    StoredChunk,
+    StoredDocument,
+    WriteResult,
+    search_text,
+)
 from ..retrieval.scope import document_labels
 from ..text import fold
 from .edits import ChunkEdits
 from .labels import DocumentLabels
 from .milvus import filters as store_filters
-from .milvus.rows import check_new_versions, search_hit, stored_chunk, utc_now
+from .milvus.rows import check_new_versions, chunk_row_id, search_hit, stored_chunk, utc_now
 
 _TOKEN = re.compile(r"[\u3400-\u9fff]|[^\W_]+", re.UNICODE)
 K1, B = 1.2, 0.75
@@ -55,6 +69,7 @@ class _Version:
     state: str = "pending"  # "pending" until the commit makes it "active"
     committed: int = 0  # commit order; the newest active version of a document is its active one
     terms: list[Counter] = field(default_factory=list)
+    written: int = 0  # chunks the version was written with (its registry row's count: added chunks are not counted)
 
 
 class InMemoryChunkStore:
@@ -70,6 +85,7 @@ class InMemoryChunkStore:
         self._versions: dict[str, _Version] = {}
         self._commits = itertools.count(1)
         self._lock = threading.RLock()
+        self._editing = 0  # changes being written (`editing`)
 
     # ---------------------------------------------------------------- lifecycle
     def open(self, embedder_name: str, dim: int, *, migrate: bool = False) -> None:
@@ -85,13 +101,29 @@ class InMemoryChunkStore:
     def close(self) -> None:
         pass
 
-    def drop(self) -> list[str]:
+    def drop(self, spare: Collection[str] = (), *, originals: bool = True) -> list[str]:
+        """As MilvusStore.drop: the documents removed unless the collection is in `spare` (returned: the ones kept of
+        its chunk collection and registry), the kept originals when `originals`, and with a collection not spared its
+        labels and chunk edits too."""
+        kept = [name for name in collections_of(self.collection)[:2] if name in spare]
         with self._lock:
-            self._versions.clear()
-        return []
+            if self.collection not in kept:
+                self._versions.clear()
+            elif originals:
+                for ver in self._versions.values():
+                    ver.original = None
+        if originals and self.collection not in kept:
+            self.labels.drop()
+            self.edits.drop()
+        return kept
+
+    def exclusive_access(self) -> bool:
+        """Always: only this process can reach memory it owns."""
+        return True
 
     def recover(self) -> int:
-        """One process owns this store, so every pending version (and pending relabelling) is abandoned."""
+        """One process owns this store, so every pending version is abandoned, and so is every pending chunk edit or
+        relabelling unless a change is being written (`editing`): settled as MilvusStore.recover settles them."""
         with self._lock:
             active = self._active()
             dead = [v for v, ver in self._versions.items()
@@ -99,8 +131,17 @@ class InMemoryChunkStore:
             docs = {self._versions[v].doc.doc_id for v in dead}
             for version in dead:
                 del self._versions[version]
-        self.labels.recover(self.relabel, lambda _: True,
-                            lambda: {d.doc_id: d.content_hash for d in self.list_documents()})
+
+        def abandoned(_: object) -> bool:
+            return self._editing == 0
+
+        if self.edits.pending():
+            def row_content(doc_id: str, key: str) -> str | None:
+                index = key.rsplit("#chunk-", 1)[-1]
+                return next((c.content for c in self.get_chunks(doc_id) if str(c.chunk_index) == index), None)
+
+            self.edits.recover(row_content, abandoned)
+        self.labels.recover(self.relabel, abandoned, lambda: {d.doc_id: d.content_hash for d in self.list_documents()})
         return len(docs)
 
     def relabel(self, doc_ids: Iterable[str]) -> int:
@@ -116,13 +157,49 @@ class InMemoryChunkStore:
 
     @contextlib.contextmanager
     def editing(self) -> Iterator[dict[str, str]]:
-        """Around a change whose rows follow (store.labels): one process owns this store, so nothing to name."""
-        yield {}
+        """Around a change whose rows follow (store.edits, store.labels): one process owns this store, so no writer
+        to name; `recover` spares pending changes while one runs."""
+        with self._lock:
+            self._editing += 1
+        try:
+            yield {}
+        finally:
+            with self._lock:
+                self._editing -= 1
+
+    def rewrite_chunk(self, row_id: str, content: str, vector: Any, metadata: dict[str, Any]) -> None:
+        """One chunk row with new text, vector and metadata (same id, version and evidence key), as MilvusStore's
+        upsert: whichever version holds the row."""
+        with self._lock:
+            for ver in self._versions.values():
+                for i, chunk in enumerate(ver.chunks):
+                    if chunk.id == row_id:
+                        ver.chunks[i] = replace(chunk, content=content, metadata=dict(metadata))
+                        ver.vectors[i] = _unit(vector)
+                        ver.terms[i] = Counter(tokens(search_text(content, metadata)))
+                        return
+        raise StoreError(f"No chunk row {row_id!r} (the document was re-indexed meanwhile?); try again.")
+
+    def add_chunk(self, chunk: StoredChunk, vector: Any) -> None:
+        """A chunk a person added to its version, under the id of its place in that version (writing it again
+        replaces it: one row). A version that is gone takes nothing (MilvusStore's row would never be read)."""
+        row = replace(chunk, id=chunk_row_id(chunk.doc_id, chunk.version, chunk.chunk_index),
+                      metadata=dict(chunk.metadata), labels=tuple(chunk.labels))
+        with self._lock:
+            ver = self._versions.get(chunk.version)
+            if ver is None:
+                return
+            keep = [i for i, c in enumerate(ver.chunks) if c.id != row.id]
+            chunks = [ver.chunks[i] for i in keep] + [row]
+            vectors = np.vstack([ver.vectors[keep], _unit(vector)[None, :]])
+            terms = [ver.terms[i] for i in keep] + [Counter(tokens(search_text(row.content, row.metadata)))]
+            order = sorted(range(len(chunks)), key=lambda i: chunks[i].chunk_index)  # chunk order, as get_chunks reads
+            ver.chunks, ver.vectors, ver.terms = [chunks[i] for i in order], vectors[order], [terms[i] for i in order]
 
     # ---------------------------------------------------------------- writes
     def fingerprints(self, doc_ids: Iterable[str]) -> dict[str, IndexedVersion]:
         active = self._active()
-        return {d: IndexedVersion(active[d].fingerprint, len(active[d].chunks), active[d].original is not None)
+        return {d: IndexedVersion(active[d].fingerprint, active[d].written, active[d].original is not None)
                 for d in set(doc_ids) if d in active}
 
     def replace_documents(self, items: Sequence[NewVersion]) -> list[WriteResult]:
@@ -140,7 +217,7 @@ class InMemoryChunkStore:
                 self._versions[version] = _Version(item.doc, chunks, vectors / np.where(norms == 0, 1, norms),
                                                    item.fingerprint, ingested_at, item.original,
                                                    terms=[Counter(tokens(c.search_text or c.text))
-                                                          for c in item.chunks])
+                                                          for c in item.chunks], written=len(chunks))
                 versions.append(version)
         self._commit(versions)
         with self._lock:  # retire the versions that were active before
@@ -158,9 +235,13 @@ class InMemoryChunkStore:
                 self._versions[version].committed = next(self._commits)
 
     def delete_document(self, doc_id: str) -> bool:
-        with self._lock:
+        """As MilvusStore's: the document with every version, its labels and its chunk edits."""
+        with self.lock(), self._lock:
             found = doc_id in self._active()
             self._versions = {v: ver for v, ver in self._versions.items() if ver.doc.doc_id != doc_id}
+            if found:
+                self.labels.forget([doc_id])
+                self.edits.forget([doc_id])
             return found
 
     # ---------------------------------------------------------------- reads
@@ -175,7 +256,7 @@ class InMemoryChunkStore:
 
     def list_documents(self) -> list[StoredDocument]:
         return [StoredDocument(doc_id=d, file_name=v.doc.file_name, extension=v.doc.extension,
-                               size_bytes=v.doc.size_bytes, chunks=len(v.chunks), content_hash=v.doc.content_hash,
+                               size_bytes=v.doc.size_bytes, chunks=v.written, content_hash=v.doc.content_hash,
                                version=v.chunks[0].version, ingested_at=v.ingested_at,
                                has_original=v.original is not None)
                 for d, v in sorted(self._active().items())]
@@ -195,7 +276,7 @@ class InMemoryChunkStore:
         return not self._active()
 
     def count_chunks(self) -> int:
-        return sum(len(v.chunks) for v in self._active().values())
+        return sum(v.written for v in self._active().values())
 
     def search_dense(self, vector: np.ndarray, k: int, filters: StoreFilters | None = None) -> list[SearchHit]:
         return self._dense(self._chunks(None), vector, k, filters)
@@ -250,6 +331,12 @@ class InMemoryChunkStore:
     def _ranked(channel: str, scored: list[tuple[float, StoredChunk]], k: int) -> list[SearchHit]:
         scored.sort(key=lambda pair: (-pair[0], pair[1].id))
         return [search_hit(chunk, score, channel, rank) for rank, (score, chunk) in enumerate(scored[:k], start=1)]
+
+
+def _unit(vector: Any) -> np.ndarray:
+    vector = np.asarray(vector, dtype=np.float32)
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm else vector
 
 
 def _matches(chunk: StoredChunk, wanted: dict[str, tuple[str, ...]]) -> bool:

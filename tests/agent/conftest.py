@@ -4,6 +4,8 @@ ingested once for the whole tests/agent run), fake chat servers, and an agent fa
 from __future__ import annotations
 
 import dataclasses
+import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -11,6 +13,7 @@ import pytest
 from rag_core.agent import Agent, Toolbox, clock_tool, knowledge_base_tool
 from rag_core.bootstrap import Workbench
 from rag_core.clients.openai_chat import ChatModelConfig, OpenAIChatModel
+from tests.contracts.remote import GENEROUS
 from tests.helpers import SAMPLE_KB, make_workbench
 from tests.servers.chat import DashScopeChatServer, OpenAIChatServer
 
@@ -47,12 +50,24 @@ def sleeps() -> list[float]:
 
 
 def make_model(server: OpenAIChatServer, sleeps: list[float] | None = None, *, key: str | None = KEY,
-               provider: str = "openai", model: str | None = None, **config: Any) -> OpenAIChatModel:
-    config.setdefault("timeout", 5.0)
+               provider: str = "openai", model: str | None = None,
+               clock: Callable[[], float] = time.monotonic, **config: Any) -> OpenAIChatModel:
+    """`config`: ChatModelConfig's fields; chat.timeout is generous unless a test is about it."""
+    config.setdefault("timeout", GENEROUS)
     cfg = ChatModelConfig(provider=provider, base_url=server.base_url, model=model or server.models[0],
                           api_key_env="TEST_CHAT_KEY", **config)
     return OpenAIChatModel(cfg, key, sleep=(sleeps.append if sleeps is not None else lambda s: None),
-                           jitter=lambda: 0.0)
+                           jitter=lambda: 0.0, clock=clock)
+
+
+def warm_up(server: OpenAIChatServer) -> None:
+    """One answer through the SDK before a test whose model has a short deadline, then a clean server: the SDK's
+    first call in a process imports what it needs, which took seconds on a loaded machine."""
+    from tests.servers.chat import Completion
+
+    server.reply(Completion.say("ready"))
+    list(make_model(server).stream([{"role": "user", "content": "hi"}]))
+    server.reset()
 
 
 def make_agent(wb: Workbench, model: OpenAIChatModel | None, *, max_steps: int = 6, history_pairs: int = 6,

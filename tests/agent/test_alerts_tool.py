@@ -38,7 +38,7 @@ def test_first_alert_per_name_with_state_and_duration(prometheus) -> None:
 
 def test_no_alerts_and_a_url_for_convenience() -> None:
     with PrometheusServer([]) as empty:
-        out = prometheus_alerts_tool(empty.url, timeout=2).fn()
+        out = prometheus_alerts_tool(empty.url, timeout=30).fn()
     assert out.ok and out.data == {"alerts": [], "count": 0, "message": "No alerts are active in Prometheus."}
 
 

@@ -12,7 +12,7 @@ CALL = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments
 
 
 def client(server: OpenAIChatServer) -> openai.OpenAI:
-    return openai.OpenAI(base_url=server.base_url, api_key=server.api_key, max_retries=0, timeout=5)
+    return openai.OpenAI(base_url=server.base_url, api_key=server.api_key, max_retries=0, timeout=30)
 
 
 def test_non_streamed_and_streamed_answers() -> None:

@@ -83,9 +83,9 @@ def test_query_logs_bad_arguments_go_back_to_the_model(arguments, error) -> None
 def test_the_client_and_the_tool_exist_only_when_configured(kb, loki) -> None:
     assert build_logs_client(kb.settings, env={}) is None
     assert "query_logs" not in build_agent(kb, env={}).toolbox
-    wb = with_settings(kb, {"logs.loki-url": loki.url, "logs.tenant": "team-a", "logs.timeout": 4})
+    wb = with_settings(kb, {"logs.loki-url": loki.url, "logs.tenant": "team-a", "logs.timeout": 30})
     client = build_logs_client(wb.settings, env={"LOKI_TOKEN": TOKEN})
-    assert client.where == loki.url and client.policy.timeout == 4 and TOKEN not in repr(client)
+    assert client.where == loki.url and client.policy.timeout == 30 and TOKEN not in repr(client)
     client.query_range(LogQuery('{app="payment"}'))
     assert loki.requests[0].header("authorization") == f"Bearer {TOKEN}"
     assert loki.requests[0].header("x-scope-orgid") == "team-a"

@@ -51,6 +51,7 @@ def test_chunk_shows_sheets_rows_and_the_qa_note(files: Path, capsys) -> None:
     assert data["encoding"] == "pptx" and data["notes"] == [] and data["ocr_pages"] == []
 
 
+@pytest.mark.slow  # runs OCR
 @pytest.mark.skipif(not (ocr_available() and CJK_FONT.is_file()), reason='needs the OCR extra (pip install ".[ocr]") '
                     "and the Noto CJK font")
 def test_chunk_names_the_ocrd_pages_and_draws_the_ocr_bar(tmp_path: Path, capsys) -> None:
@@ -124,6 +125,7 @@ def test_ingest_refuses_bombs_and_oversized_files_and_indexes_none_of_them(tmp_p
     assert code == 0 and [d["doc_id"] for d in json.loads(out)] == ["good.md"]  # nothing of the bombs indexed
 
 
+@pytest.mark.slow  # runs OCR
 @pytest.mark.milvus
 @pytest.mark.skipif(not (ocr_available() and CJK_FONT.is_file()), reason='needs the OCR extra (pip install ".[ocr]") '
                     "and the Noto CJK font")

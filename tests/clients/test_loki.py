@@ -11,7 +11,7 @@ from rag_core.clients.loki import LokiClient
 from rag_core.errors import LogsError
 from rag_core.records import LogQuery
 from tests.contracts.logs import NOW, STREAMS, LogsClientContract
-from tests.contracts.remote import RemoteFailuresContract
+from tests.contracts.remote import GENEROUS, RemoteFailuresContract
 from tests.fakes.logs import FakeLogsClient
 from tests.servers.loki import LokiServer
 
@@ -42,7 +42,7 @@ class TestLokiClient(LogsClientContract, RemoteFailuresContract):
 
     @pytest.fixture
     def logs(self, make):
-        return make(timeout=5)
+        return make(timeout=GENEROUS)
 
     def test_the_request(self, server, logs) -> None:
         logs.query_range(LogQuery('{app="order-service"}', contains="OutOfMemory", limit=7))

@@ -11,7 +11,7 @@ from openai.types.chat import ChatCompletionChunk
 from rag_core.clients.openai_chat import ChatModelConfig, OpenAIChatModel, StreamAccumulator
 from rag_core.errors import ChatModelError
 from tests.contracts.chat_model import MESSAGES, ChatModelContract, drain
-from tests.contracts.remote import RemoteFailuresContract
+from tests.contracts.remote import GENEROUS, RemoteFailuresContract
 from tests.fakes.chat import ScriptedChatModel
 from tests.servers.chat import DashScopeChatServer, OpenAIChatServer
 
@@ -19,7 +19,7 @@ KEY = "sk-chat-SECRET-5f1e9a7c3b"
 
 
 def chat_model(base_url: str, model: str, provider: str = "openai", **kw) -> OpenAIChatModel:
-    config = {"timeout": 5.0, "max_retries": 0}
+    config = {"timeout": GENEROUS, "max_retries": 0}
     config.update({k: kw.pop(k) for k in ("timeout", "max_retries") if k in kw})
     return OpenAIChatModel(ChatModelConfig(provider=provider, base_url=base_url, model=model,
                                            api_key_env="TEST_CHAT_KEY", **config), KEY, jitter=lambda: 0.0, **kw)

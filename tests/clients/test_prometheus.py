@@ -9,7 +9,7 @@ from rag_core.clients.prometheus import PrometheusClient
 from rag_core.errors import MetricsError
 from rag_core.records import Alert
 from tests.contracts.metrics import ALERTS, SERVER_ALERTS, MetricsClientContract
-from tests.contracts.remote import RemoteFailuresContract
+from tests.contracts.remote import GENEROUS, RemoteFailuresContract
 from tests.fakes.metrics import FakeMetricsClient
 from tests.servers.prometheus import PrometheusServer
 
@@ -38,7 +38,7 @@ class TestPrometheusClient(MetricsClientContract, RemoteFailuresContract):
 
     @pytest.fixture
     def metrics(self, make):
-        return make(timeout=5)
+        return make(timeout=GENEROUS)
 
     @pytest.fixture
     def no_alerts(self):

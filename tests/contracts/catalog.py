@@ -1,14 +1,21 @@
 """The KnowledgeBaseCatalog contract (rag_core.ports.KnowledgeBaseCatalog), checked on every adapter. A test
-module subclasses `CatalogContract` and provides a `catalog` fixture: an open, empty catalog."""
+module subclasses `CatalogContract` and provides a `catalog` fixture: an open, empty catalog.
+
+A catalog kept in the knowledge bases' database (ports.DatabaseCatalog) also subclasses `DatabaseCatalogContract`
+and provides `database`: that catalog, and `make_store(name)`, a store on collection `name` of the same database
+(a ports.KnowledgeStore, not opened)."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import pytest
 
-from rag_core.ports import KnowledgeBaseCatalog
+from rag_core.kb.names import CATALOG
+from rag_core.ports import DatabaseCatalog, KnowledgeBaseCatalog, KnowledgeStore
 from rag_core.records import KnowledgeBase
+from tests.contracts.store import DIM, EMBEDDER, new_version, text_of
 
 SETTINGS = {"chunk.max-size": 800, "chunk.overlap": 100, "embedding.provider": "local", "rag.dense-weight": 0.5}
 
@@ -81,3 +88,34 @@ class CatalogContract:
             stop.set()
             reader.join()
         assert not missing and catalog.get("busy").settings["chunk.max-size"] == 119
+
+
+class DatabaseCatalogContract:
+    @pytest.fixture
+    def database(self) -> DatabaseCatalog:
+        raise NotImplementedError("a test module provides the adapter under test")
+
+    @pytest.fixture
+    def make_store(self) -> Callable[[str], KnowledgeStore]:
+        raise NotImplementedError
+
+    def test_is_a_database_catalog(self, database: DatabaseCatalog) -> None:
+        assert isinstance(database, DatabaseCatalog) and isinstance(database.created, bool)
+        assert database.has_collection(CATALOG) and CATALOG in database.list_collections()
+
+    def test_it_sees_a_knowledge_base_s_collections_and_what_they_record(
+            self, database: DatabaseCatalog, make_store: Callable[[str], KnowledgeStore]) -> None:
+        assert not database.has_collection("seen") and database.collection_meta("seen") == {}
+        store = make_store("seen")
+        store.open(EMBEDDER, DIM)
+        assert database.has_collection("seen") and database.has_collection("seen_docs")
+        assert {"seen", "seen_docs"} <= set(database.list_collections())
+        assert not database.has_collection("SEEN")  # names are compared exactly
+        meta = database.collection_meta("seen")
+        assert (meta["app"], meta["embedder"], meta["dim"]) == ("rag-workbench", EMBEDDER, DIM)
+        assert database.collection_meta("seen_docs").get("embedder") in (None, "")
+        assert database.sample_fingerprint("seen") is None  # no documents yet
+        item = new_version("fp.md", text_of("fingerprint"), "fp-sample")
+        store.replace_documents([item])
+        assert database.sample_fingerprint("seen") == ("fp-sample", item.doc.content_hash)
+        assert database.sample_fingerprint("absent") is None

@@ -314,7 +314,7 @@ class ChunkStoreContract:
 
     def test_the_labels_filter_matches_each_rows_labels_exactly(self, store: ChunkStore) -> None:
         """Metadata filters (retrieval.scope) reach the store as `labels`: one label of every key, compared as exact
-        strings, so injection-shaped values stay values; `relabel` makes the rows follow the labels file."""
+        strings, so injection-shaped values stay values."""
         evil, odd = 'x" or 1==1 or "', 'a\\b"c] or [x'
         items = [replace(new_version("labels/ops/a.md", text_of("alpha")), labels={"team": ("sre", evil)}),
                  replace(new_version("labels/b.md", text_of("beta")), labels={"team": ("dba",), "q": (odd,)})]
@@ -337,11 +337,7 @@ class ChunkStoreContract:
         assert found("team=x") == found('team=" or "" == "') == found("team=sre\\") == []
         with pytest.raises(StoreError):
             store.search_bm25("alpha", 5, {"labels": ["no key"]})
-        if hasattr(store, "relabel"):  # rows re-derived from the labels file, their source of truth
-            store.labels.set_tags("labels/b.md", {"team": ["sre"]})
-            assert store.relabel(["labels/b.md"]) == len(items[1].chunks)
-            assert found("team=sre") == both and found("q=" + odd) == found("team=dba") == []
-            store.labels.forget(["labels/b.md"])
+        # rows re-derived from a labels file: tests/contracts/store_capabilities.py, LabelledStoreContract
 
     @pytest.mark.parametrize("bad", [{"metadata": "x"}, {"version": "x"}, {"doc_id": 3}, {"doc_id": [None]}])
     def test_bad_filters_are_refused(self, store: ChunkStore, bad: dict[str, Any]) -> None:

@@ -3,6 +3,9 @@
 `tests.servers.chat.OpenAIChatServer` writes a whole event stream at once, which a browser cannot tell
 apart from a non-streamed answer. This subclass sends the same bytes event by event, `gap` seconds
 apart, so an end-to-end test can watch the answer grow on the page.
+
+`hold()` makes the answers wait, before their first byte, until `release()`: a test that needs turns to be waiting
+for their model at the same moment holds them there, instead of hoping that a slow answer lasts long enough.
 """
 
 from __future__ import annotations
@@ -20,6 +23,15 @@ class SlowOpenAIChatServer(OpenAIChatServer):
         super().__init__(*args, **kwargs)
         self.gap = gap
         self.finished: list[bool] = []  # per answered request: all of it written (False: the client hung up)
+        self._flowing = threading.Event()
+        self._flowing.set()
+
+    def hold(self) -> None:
+        """Requests from now on are recorded, then their answers wait (before any byte) until `release()`."""
+        self._flowing.clear()
+
+    def release(self) -> None:
+        self._flowing.set()
 
     def start(self) -> SlowOpenAIChatServer:
         server = self
@@ -32,6 +44,9 @@ class SlowOpenAIChatServer(OpenAIChatServer):
                 request = RecordedRequest(self.command, self.path, {k.lower(): v for k, v in self.headers.items()},
                                           self.rfile.read(length) if length else b"")
                 reply = server._respond(request)
+                while not server._flowing.wait(0.05):  # held
+                    if server._stopping.is_set():
+                        return
                 streamed = reply.headers.get("Content-Type", "").startswith("text/event-stream")
                 pieces = [e + b"\n\n" for e in reply.body.split(b"\n\n") if e] if streamed else [reply.body]
                 try:

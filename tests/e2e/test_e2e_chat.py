@@ -57,7 +57,8 @@ def test_offline_chat_answers_with_a_citation(page, app_server):
     expect(page.get_by_role("textbox", name="Query")).to_have_value(
         "How do I free disk space when a node disk is full?"
     )
-    expect(page.get_by_role("heading", name=re.compile(r"Raw hits \(\d+\)"))).to_be_visible(timeout=60_000)
+    expect(page.get_by_role("tab", name=re.compile(r"Raw hits \(\d+\)"))).to_be_visible(timeout=60_000)
+    expect(page.locator(".hit-row").filter(has_text="disk_full.md#chunk-").first).to_be_visible()
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.helpers import open_page, wait_idle
+from tests.helpers import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -25,6 +26,10 @@ def cli(app_server, *argv: str) -> str:
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+def found_by_the_cli(app_server, word: str) -> list:
+    return json.loads(cli(app_server, "search", word, "--mode", "bm25", "--json"))["raw_hits"]
 
 
 def test_disable_a_chunk_then_edit_one_and_see_its_new_rank(page, app_server):
@@ -44,11 +49,14 @@ def test_disable_a_chunk_then_edit_one_and_see_its_new_rank(page, app_server):
     page.get_by_role("button", name="Save the edit").click()
     wait_idle(page)
     try:
+        # The page shows nothing when an edit is saved, and wait_idle may look before the click's rerun began: wait
+        # until the store has the edit (through the app's store host), so the next page is not opened before it.
+        assert wait_until(lambda: found_by_the_cli(app_server, "xylofrobnik"), timeout=120), "the edit was not saved"
         open_page(page, app_server.url, "debugger?q=xylofrobnik&mode=bm25&return_n=1",
                   heading="🔎 Retrieval debugger")
         expect(metric(page, "Raw hits")).to_have_text("1", timeout=30_000)  # only the edited chunk has the word
         expect(metric(page, "Evidence blocks")).to_have_text("1")
     finally:
-        found = json.loads(cli(app_server, "search", "xylofrobnik", "--mode", "bm25", "--json"))["raw_hits"]
+        found = found_by_the_cli(app_server, "xylofrobnik")
         for key in {h["evidence_key"] for h in found if h["edited"]}:
             cli(app_server, "chunks", "revert", key)

@@ -80,10 +80,23 @@ def test_chunk_preview_highlights_overlap_after_moving_the_slider(page, app_serv
 def test_debugger_shows_raw_hits_and_capped_evidence(page, app_server):
     open_page(page, app_server.url, "debugger?q=CPU%20usage%20high&return_n=4&max_chunks_per_document=1",
               heading="🔎 Retrieval debugger")
-    expect(page.get_by_role("heading", name="Raw hits (20)")).to_be_visible()
-    expect(page.get_by_role("heading", name=re.compile(r"Evidence \([1-4]\)"))).to_be_visible()
-    # evidence keys in the grids; the cap keeps one chunk of the CPU runbook
+    expect(page.get_by_role("tab", name="Raw hits (20)")).to_be_visible()
+    expect(page.get_by_role("tab", name=re.compile(r"Evidence \([1-4]\)"))).to_be_visible()
+    # At 1440 x 900 the results start above the fold: the first hit's row with its whole evidence key, its fate,
+    # its channels and its text with the query's words marked, readable without scrolling or a grid.
+    page.set_viewport_size({"width": 1440, "height": 900})
+    first = page.locator(".hit-row").first
+    expect(first).to_be_visible()
+    box = first.bounding_box()
+    assert box is not None and box["y"] + 60 < 900, box
+    assert re.search(r"#1\s.*\S+#chunk-\d+", first.inner_text(), re.S) and "bm25 #" in first.inner_text()
+    expect(first.locator("mark").first).to_be_visible()
+    assert page.locator(".hit-row").count() == 20
+    page.set_viewport_size({"width": 1440, "height": 1400})
+    # the grid is one click away; the cap keeps one chunk of the CPU runbook
+    page.get_by_role("tab", name="Table").click()
     expect(grid_cell(page, "cpu_high.md#chunk-").first).to_be_attached()
+    page.get_by_role("tab", name="Scores and timings").click()
     cap = page.get_by_test_id("stMetric").filter(has_text="Per-document cap").get_by_test_id("stMetricValue")
     assert int(cap.inner_text()) > 0
     dropped = page.get_by_test_id("stExpander").filter(has_text=re.compile(r"Why \d+ hits were dropped"))
@@ -96,5 +109,5 @@ def test_debugger_shows_raw_hits_and_capped_evidence(page, app_server):
     box.press("Enter")
     expect(page).to_have_url(re.compile(r"q=disk"), timeout=30_000)
     wait_idle(page)
-    expect(grid_cell(page, "disk_full.md#chunk-").first).to_be_attached()
-    page.get_by_text("Raw hits (20)").scroll_into_view_if_needed()
+    page.get_by_role("tab", name="Raw hits (20)").click()
+    expect(page.locator(".hit-row").filter(has_text="disk_full.md#chunk-").first).to_be_visible()

@@ -51,7 +51,7 @@ def test_chat_and_debugger_in_chinese_from_the_browser_language(browser, app_ser
             wait_idle(page)
         replay.click()
         expect(page.get_by_role("heading", name=re.compile("^🔎"))).to_be_visible(timeout=60_000)
-        expect(page.get_by_test_id("stDataFrame").first).to_be_visible(timeout=60_000)
+        expect(page.locator(".hit-row").first).to_be_visible(timeout=60_000)
         wait_idle(page, timeout=60_000)
         for title in NAV_ZH:  # the debugger's body is translated on its own; the navigation and sidebar are here
             expect(nav.get_by_role("link", name=title)).to_be_visible()

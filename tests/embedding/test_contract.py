@@ -14,7 +14,7 @@ from rag_core.embedding.openai_compat import OpenAICompatEmbedder
 from rag_core.errors import EmbeddingError
 from rag_core.retrieval.memory import TrigramEmbedder
 from tests.contracts.embedder import EmbedderContract
-from tests.contracts.remote import RemoteFailuresContract
+from tests.contracts.remote import GENEROUS, RemoteFailuresContract
 from tests.fakes.embedder import FakeEmbedder
 from tests.servers.embeddings import DashScopeEmbeddingServer, OpenAIEmbeddingServer
 
@@ -28,7 +28,7 @@ class RemoteEmbedderTests(EmbedderContract, RemoteFailuresContract):
 
     @pytest.fixture
     def embedder(self, make):
-        return make(timeout=5, max_retries=0)
+        return make(timeout=GENEROUS, max_retries=0)
 
     @pytest.fixture
     def call(self):

@@ -18,7 +18,7 @@ def post(url: str, payload: object, headers: dict[str, str] | None = None) -> tu
     req = urllib.request.Request(url, data=json.dumps(payload).encode(), method="POST",
                                  headers={"Content-Type": "application/json", **(headers or {})})
     try:
-        with urllib.request.urlopen(req, timeout=5) as resp:
+        with urllib.request.urlopen(req, timeout=30) as resp:
             return resp.status, json.loads(resp.read())
     except urllib.error.HTTPError as err:
         return err.code, json.loads(err.read())
@@ -55,7 +55,7 @@ def test_dashscope_server_enforces_the_documented_limits() -> None:
 
 def test_openai_server_speaks_base64_as_the_sdk_requests_by_default() -> None:
     with OpenAIEmbeddingServer(api_key="k") as server:
-        client = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0, timeout=5)
+        client = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0, timeout=30)
         resp = client.embeddings.create(model="test-embed", input=["a", "b"])  # SDK asks for base64
         assert server.requests[0].json["encoding_format"] == "base64"
         np.testing.assert_allclose(resp.data[1].embedding, fake_vector("b", 16), rtol=1e-6)

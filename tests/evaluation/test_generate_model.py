@@ -23,7 +23,7 @@ from rag_core.evaluation import load_user_set
 from rag_core.evaluation.generate import PROMPT_VERSION, generate_test_set, generate_with_model, prompts
 from rag_core.evaluation.testsets import read_test_set
 from rag_core.ingest import Ingestor
-from rag_core.retrieval import KnowledgeRetriever, LookupParams, MilvusSearchPort
+from rag_core.retrieval import KnowledgeRetriever, LookupParams, StoreSearchPort
 from rag_core.store.memory import InMemoryChunkStore
 from tests.fakes.embedder import FakeEmbedder
 from tests.servers.chat import Completion, OpenAIChatServer
@@ -55,7 +55,7 @@ def kb() -> tuple[InMemoryChunkStore, KnowledgeRetriever]:
     reports = Ingestor(store, embedder, max_size=400, overlap=0).ingest_uploads(
         [(doc_id, text.encode("utf-8")) for doc_id, (text, _, _) in DOCS.items()])
     assert [r.chunks for r in reports] == [1] * len(DOCS)
-    retriever = KnowledgeRetriever(MilvusSearchPort(store, embedder), LookupParams(retrieve_k=5, return_n=3))
+    retriever = KnowledgeRetriever(StoreSearchPort(store, embedder), LookupParams(retrieve_k=5, return_n=3))
     return store, retriever
 
 
@@ -80,7 +80,7 @@ class FakeTime:
 
 
 def chat_model(server: OpenAIChatServer, time: FakeTime, key: str = KEY, **config: Any) -> ChatModel:
-    config = {"timeout": 5.0, "max_retries": 2, **config}
+    config = {"timeout": 30.0, "max_retries": 2, **config}
     cfg = ChatModelConfig(provider="openai", base_url=server.base_url, model=server.models[0],
                           api_key_env="TEST_CHAT_KEY", **config)
     return ChatModel(cfg, key, sleep=time.sleep, jitter=lambda: 0.0, clock=time.clock)
@@ -256,7 +256,7 @@ def test_failures_no_item_would_escape_end_the_run_with_one_line(kb, server, tmp
     server.stop()
     with pytest.raises(EvaluationError, match="connect|refused|running") as info:
         cfg = ChatModelConfig(provider="openai", base_url=f"http://127.0.0.1:{port}/v1", model="test-chat",
-                              timeout=2.0, max_retries=0)
+                              timeout=30.0, max_retries=0)
         generate_with_model(kb[0], ChatModel(cfg, KEY), size=2, unanswerable=0.0)
     assert not list(tmp_path.iterdir())
 

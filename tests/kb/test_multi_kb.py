@@ -8,10 +8,13 @@ import pytest
 
 from rag_core.agent import DoneEvent
 from rag_core.bootstrap import Workbench, build_agent, knowledge_bases, multi_kb_workbench
+from rag_core.errors import EmptyKnowledgeBase, RetrievalError
 from rag_core.ingest import Ingestor
+from rag_core.records import SearchOptions
 from rag_core.retrieval.identity import doc_id_of
 from rag_core.retrieval.multi import MultiKnowledgeBasePort
-from rag_core.retrieval.ports import MilvusSearchPort
+from rag_core.retrieval.ports import StoreSearchPort
+from rag_core.service.errors import from_rag_error
 from rag_core.store.memory import InMemoryChunkStore
 from tests.contracts.search_port import CHUNK_OVERLAP, CHUNK_SIZE, CORPUS, SearchPortContract
 from tests.helpers import SAMPLE_KB
@@ -21,13 +24,13 @@ PARTS = {"ops": {k: v for k, v in CORPUS.items() if k.startswith("ops/")},
          "rest": {k: v for k, v in CORPUS.items() if not k.startswith("ops/")}}
 
 
-def memory_port(embedder, texts: dict[str, str]) -> MilvusSearchPort:
+def memory_port(embedder, texts: dict[str, str]) -> StoreSearchPort:
     store = InMemoryChunkStore()
     store.open(embedder.name, embedder.dim)
     if texts:
         Ingestor(store, embedder, max_size=CHUNK_SIZE, overlap=CHUNK_OVERLAP).ingest_uploads(
             [(doc_id, text.encode()) for doc_id, text in texts.items()])
-    return MilvusSearchPort(store, embedder)
+    return StoreSearchPort(store, embedder)
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +57,32 @@ def test_a_filter_naming_a_knowledge_base_reaches_only_it(two_ports) -> None:
     hits = two_ports.search("disk tank", 50, {"doc_id": ["ops:ops/disk.md", "lab/zebrafish.md"]}).hits
     assert {doc_id_of(h.metadata) for h in hits} == {"ops:ops/disk.md", "rest:lab/zebrafish.md"}
     assert two_ports.search("disk", 5, {"doc_id": "nope:ops/disk.md"}).hits == ()  # no such kb: a plain doc_id
+
+
+def test_empty_knowledge_bases_are_told_by_type_and_answer_as_one_empty_knowledge_base(local_embedder,
+                                                                                       two_ports) -> None:
+    """Every knowledge base empty: an EmptyKnowledgeBase, as for one (HTTP 409 both, service/errors.py); one of
+    several empty: the others answer; another failure, whatever its words, is not taken for an empty one."""
+    empty = memory_port(local_embedder, {})
+    with pytest.raises(EmptyKnowledgeBase) as one:
+        empty.search("anything", 5)
+    with pytest.raises(EmptyKnowledgeBase) as several:
+        MultiKnowledgeBasePort({"a": empty, "b": memory_port(local_embedder, {})}).search("anything", 5)
+    assert from_rag_error(several.value).status == from_rag_error(one.value).status == 409
+    assert from_rag_error(several.value).code == "empty_knowledge_base"
+    hits = MultiKnowledgeBasePort({"empty": empty, **two_ports.ports}).search("disk", 5).hits
+    assert hits and {h.metadata["knowledgeBase"] for h in hits} <= set(PARTS)
+
+    class Refusing:
+        def configured(self, options: SearchOptions) -> Refusing:
+            return self
+
+        def search(self, query, k, filters=None):
+            raise RetrievalError("The filter is empty: give key=value.")  # says "empty", is no empty knowledge base
+
+    with pytest.raises(RetrievalError) as refused:
+        MultiKnowledgeBasePort({"a": Refusing(), "b": empty}).search("anything", 5)
+    assert not isinstance(refused.value, EmptyKnowledgeBase) and from_rag_error(refused.value).status == 400
 
 
 @pytest.mark.milvus

@@ -1,12 +1,13 @@
 """Bombs and junk in the new formats: each refused in one line, before a parser loads what it would expand to.
 
 Office packages (.xlsx, .pptx) are checked as .docx is (rag_core.loaders.packages): the XML the ZIP declares is
-bounded by the text limit, and an XML part declaring a document type (the way of entity bombs) is refused."""
+bounded by the text limit, and an XML part declaring a document type (the way of entity bombs) is refused.
+"Before a parser loads it" is measured in memory (the peak Python allocated), not in seconds. `slow`: some build
+inputs of tens of megabytes, so `make test-unit` leaves them out."""
 
 from __future__ import annotations
 
 import io
-import time
 import tracemalloc
 import zipfile
 
@@ -16,10 +17,11 @@ from rag_core.errors import LoaderError
 from rag_core.loaders import load_bytes
 from tests.loaders.samples import LAUGHS, deck, patch_package, workbook, zip_bomb
 
+pytestmark = pytest.mark.slow
+
 
 def refused(data: bytes, name: str, fragment: str, code: str, **kwargs) -> str:
     tracemalloc.start()
-    started = time.perf_counter()
     try:
         with pytest.raises(LoaderError) as info:
             load_bytes(data, name, **kwargs)
@@ -29,7 +31,6 @@ def refused(data: bytes, name: str, fragment: str, code: str, **kwargs) -> str:
     message = str(info.value)
     assert fragment in message and info.value.code == code, message
     assert message.startswith(f"{name}: ") and "\n" not in message  # one line, naming the file
-    assert time.perf_counter() - started < 10
     return message if peak < 4 * len(data) + 64 * 1024 * 1024 else pytest.fail(f"{peak:,} bytes at peak")
 
 

@@ -1,5 +1,6 @@
 """OCR (the `ocr` extra, rapidocr-onnxruntime): images and scanned pages rendered here from known Chinese and
-English text, so what OCR should read is known; its bounds; and the refusal without the extra."""
+English text, so what OCR should read is known; its bounds; and the refusal without the extra. The tests that run
+OCR (seconds each) are `slow`: `make test-unit` leaves them out."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ def page():
     return render_page(LINES, size=(900, 420), font_px=30)
 
 
+@pytest.mark.slow  # runs OCR
 def test_an_image_is_read_by_ocr(page) -> None:
     doc = load_bytes(png_bytes(page), "screens/runbook.png")
     assert cer(doc.text, "".join(LINES)) < 0.08, doc.text
@@ -43,6 +45,7 @@ def test_an_image_is_read_by_ocr(page) -> None:
     assert "数据库连接池" in load_bytes(buf.getvalue(), "photo.jpg").text
 
 
+@pytest.mark.slow  # runs OCR
 def test_mixed_pdf_ocrs_only_the_page_without_text(page) -> None:
     seen: list[tuple[int, int]] = []
     doc = load_bytes(mixed_pdf("Page one has a text layer.", page), "mixed.pdf",
@@ -60,8 +63,8 @@ def test_scanned_pdf_bounds(page) -> None:
     with pytest.raises(LoaderError, match="2 pages have no text layer and need OCR, more than the 1") as info:
         load_bytes(scan, "scan.pdf", options=LoadOptions(ocr_max_pages=1))
     assert info.value.code == "too_large"
-    with pytest.raises(LoaderError, match="longer than 0.1 seconds") as info:
-        load_bytes(scan, "scan.pdf", options=LoadOptions(max_seconds=0.1))
+    with pytest.raises(LoaderError, match="longer than 0 seconds") as info:  # any reading is (whatever the machine)
+        load_bytes(scan, "scan.pdf", options=LoadOptions(max_seconds=0.0))
     assert info.value.code == "too_slow"
 
 
@@ -85,6 +88,7 @@ def test_without_the_extra_an_image_is_refused_naming_it(page, monkeypatch: pyte
     assert info.value.code == "needs_ocr"
 
 
+@pytest.mark.slow  # runs OCR
 def test_a_scanned_page_is_rendered_within_the_pixel_budget(page, monkeypatch: pytest.MonkeyPatch) -> None:
     """A scanned PDF page is rendered for OCR at no more than `loader.ocr-max-pixels` (200 dpi when that fits)."""
     from rag_core.loaders import pdf
@@ -99,6 +103,7 @@ def test_a_scanned_page_is_rendered_within_the_pixel_budget(page, monkeypatch: p
     assert "payment gateway" in doc.text  # still read at that size
 
 
+@pytest.mark.slow  # runs OCR
 def test_ocr_reads_with_the_network_off(page, tmp_path) -> None:
     """The OCR models are inside the installed package: a fresh process with no network and an empty home reads
     an image (nothing is downloaded at run time)."""

@@ -24,10 +24,9 @@ def test_run_within_gives_up_on_time_and_tells_the_worker() -> None:
             time.sleep(0.01)
         stopped.set()
 
-    started = time.monotonic()
-    with pytest.raises(DeadlineExceeded) as info:
+    with pytest.raises(DeadlineExceeded) as info:  # the worker never ends by itself: only the deadline ends the wait
         run_within(slow, 0.2)
-    assert time.monotonic() - started < 1.5 and info.value.phase == "attempt"
+    assert (info.value.phase, info.value.seconds) == ("attempt", 0.2)
     assert stopped.wait(5)  # the worker noticed and ended
 
 
@@ -51,13 +50,13 @@ def test_stream_within_yields_items_as_they_come() -> None:
     (ticks(100, 0.05), 5, 5, 0.4, "total", None),            # steady, but the overall deadline passed
 ])
 def test_stream_within_deadlines(stream, first, idle, until, phase, got) -> None:
+    # Each stream lasts far longer than the deadline it meets (10 s, 10 s, 5 s), so the phase says which one ended it.
     received = []
-    started = time.monotonic()
     with pytest.raises(DeadlineExceeded) as info:
         for item in stream_within(stream, first=first, idle=idle,
                                   until=None if until is None else time.monotonic() + until):
             received.append(item)
-    assert info.value.phase == phase and time.monotonic() - started < 2.0
+    assert info.value.phase == phase
     if got is not None:
         assert received == got
 

@@ -13,7 +13,7 @@ from rag_core.rerank.circuit import GuardedReranker
 from rag_core.rerank.dashscope import DashScopeReranker
 from rag_core.rerank.openai_compat import OpenAICompatReranker
 from rag_core.rerank.tei import TEIReranker
-from tests.contracts.remote import RemoteFailuresContract
+from tests.contracts.remote import GENEROUS, RemoteFailuresContract
 from tests.contracts.reranker import DOCS, RerankerContract
 from tests.fakes.reranker import FakeReranker
 from tests.servers import RecordedRequest, Reply
@@ -43,7 +43,7 @@ class RemoteRerankerTests(RerankerContract, RemoteFailuresContract):
 
     @pytest.fixture
     def reranker(self, make):
-        return make(timeout=5, max_retries=0)
+        return make(timeout=GENEROUS, max_retries=0)
 
     @pytest.fixture
     def call(self):

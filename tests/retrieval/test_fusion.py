@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from rag_core.records import SearchHit
-from rag_core.retrieval import KnowledgeRetriever, MilvusSearchPort, SearchOptions
+from rag_core.retrieval import KnowledgeRetriever, SearchOptions, StoreSearchPort
 from rag_core.retrieval.fusion import cross_language, dbsf, rrf, weighted
 from rag_core.retrieval.ports import fuse
 from rag_core.store import CHUNK_FIELDS
@@ -72,7 +72,7 @@ def test_limit_and_determinism() -> None:
 
 
 def test_the_same_chunk_found_by_both_channels_is_one_candidate(sample_wb) -> None:
-    retriever = KnowledgeRetriever(MilvusSearchPort(sample_wb.store, sample_wb.embedder))
+    retriever = KnowledgeRetriever(StoreSearchPort(sample_wb.store, sample_wb.embedder))
     result = retriever.lookup("向量检索", search=SearchOptions(mode="hybrid"), retrieve_k=20)
     keys = [c.evidence_key for c in result.candidates]
     assert len(keys) == len(set(keys))
@@ -112,7 +112,7 @@ def test_our_rrf_orders_like_milvus_hybrid_search(sample_wb) -> None:
         [AnnSearchRequest([vector], "vector", {"metric_type": "COSINE"}, limit=k),
          AnnSearchRequest([query], "sparse", {"metric_type": "BM25"}, limit=k)],
         RRFRanker(60), limit=k, output_fields=CHUNK_FIELDS)[0]
-    ours = MilvusSearchPort(store, embedder, SearchOptions(mode="hybrid", fusion="rrf", dense_weight=1.0,
+    ours = StoreSearchPort(store, embedder, SearchOptions(mode="hybrid", fusion="rrf", dense_weight=1.0,
                                                             bm25_weight=1.0, cross_language=False)).search(query, k)
     native_scores = {h["id"]: h["distance"] for h in native}
     our_scores = {h.id: h.score for h in ours.hits}

@@ -1,5 +1,6 @@
 """Post-processing rules and their properties (Hypothesis)."""
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -93,6 +94,7 @@ ranked_lists = st.lists(
 ).map(lambda items: [cand(i + 1, d, c if d else None, reasons=(r,)) for i, (d, c, r) in enumerate(items)])
 
 
+@pytest.mark.slow  # a property test (Hypothesis)
 @settings(max_examples=300, deadline=None)
 @given(ranked_lists, st.integers(1, 12), st.integers(1, 4))
 def test_properties(ranked, return_n, cap) -> None:

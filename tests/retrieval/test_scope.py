@@ -103,7 +103,8 @@ def surfaces(wb, api, filters: list[str]) -> tuple[dict, dict]:
     evidence must agree. Returns the CLI's and the API's answers."""
     args = build_parser().parse_args(["search", QUERY, *(f"--filter={f}" for f in filters)])
     cli = wb.retriever.lookup(QUERY, **lookup_overrides(args, wb.settings)).to_dict()
-    http = httpx.get(f"{api.url}/v1/search", params=[("query", QUERY), *(("filter", f) for f in filters)]).json()
+    http = httpx.get(f"{api.url}/v1/search", params=[("query", QUERY), *(("filter", f) for f in filters)],
+                     timeout=60).json()
     debugger, _ = cached_lookup(wb.retriever, QUERY, wb.retriever.params(scope=parse_scope(" ".join(filters).split())),
                                 {})
     tool = knowledge_base_tool(wb.retriever, filter_keys=("folder", "team")).fn(QUERY, filter=filters)
@@ -125,7 +126,7 @@ def test_cli_api_debugger_and_agent_give_the_same_result_for_the_same_filter(wb,
     assert cli["scope"]["chunks_removed"] > 0 and cli["params"]["filter"] == http["params"]["filter"]
     # a tag moved through the API lands in the chunk rows Milvus filters: every surface follows at once
     for doc_id, team in (("runbooks/disk_full.md", []), ("runbooks/cpu_high.md", ["sre"])):
-        answer = httpx.post(f"{api.url}/v1/documents/{doc_id}/tags", json={"tags": {"team": team}})
+        answer = httpx.post(f"{api.url}/v1/documents/{doc_id}/tags", json={"tags": {"team": team}}, timeout=60)
         assert answer.status_code == 200
     assert all("team=sre" in c.labels for c in wb.store.get_chunks("runbooks/cpu_high.md"))
     assert not any("team=sre" in c.labels for c in wb.store.get_chunks("runbooks/disk_full.md"))
@@ -139,7 +140,7 @@ def test_cli_api_debugger_and_agent_give_the_same_result_for_the_same_filter(wb,
 def test_a_filter_matching_nothing_warns_and_searches_nothing(wb, api):
     result = wb.retriever.lookup(QUERY, scope=parse_scope([f"folder={INJECTION}"]))
     assert not result.traces and "matches no document (of 3): nothing was searched" in result.warnings[0]
-    http = httpx.get(f"{api.url}/v1/search", params={"query": QUERY, "filter": f"team={INJECTION}"})
+    http = httpx.get(f"{api.url}/v1/search", params={"query": QUERY, "filter": f"team={INJECTION}"}, timeout=60)
     assert http.status_code == 200 and http.json()["raw_hits"] == [] and http.json()["warnings"]
 
 
@@ -162,18 +163,21 @@ def test_injection_shaped_tags_and_doc_ids_stay_literals(wb):
 def test_unknown_keys_and_bad_tags_are_clear_errors_on_every_surface(wb, api):
     with pytest.raises(RagError, match="Unknown filter key 'owner'. Known keys: folder, type, ingested, service"):
         wb.retriever.lookup(QUERY, scope=parse_scope(["owner=me"]))
-    answer = httpx.get(f"{api.url}/v1/search", params={"query": QUERY, "filter": "owner=me"})
+    answer = httpx.get(f"{api.url}/v1/search", params={"query": QUERY, "filter": "owner=me"}, timeout=60)
     assert answer.status_code == 400 and "Known keys: folder, type, ingested" in answer.text
-    answer = httpx.get(f"{api.url}/v1/search", params={"query": QUERY, "filter": "nonsense"})
+    answer = httpx.get(f"{api.url}/v1/search", params={"query": QUERY, "filter": "nonsense"}, timeout=60)
     assert answer.status_code == 400 and "is not key=value" in answer.text
     tool = knowledge_base_tool(wb.retriever, filter_keys=("folder",)).fn(QUERY, filter=["team=sre"])
     assert "Unknown filter key 'team'. Known keys: folder." in str(tool.data)
-    answer = httpx.post(f"{api.url}/v1/documents/runbooks/cpu_high.md/tags", json={"tags": {"folder": ["x"]}})
+    answer = httpx.post(f"{api.url}/v1/documents/runbooks/cpu_high.md/tags", json={"tags": {"folder": ["x"]}},
+                        timeout=60)
     assert answer.status_code == 400 and "is built in" in answer.text
-    answer = httpx.post(f"{api.url}/v1/documents/runbooks/cpu_high.md/tags", json={"tags": {"owner": ["ana"]}})
+    answer = httpx.post(f"{api.url}/v1/documents/runbooks/cpu_high.md/tags", json={"tags": {"owner": ["ana"]}},
+                        timeout=60)
     assert answer.status_code == 200 and answer.json()["metadata"]["owner"] == ["ana"]
-    assert httpx.get(f"{api.url}/v1/metadata").json()["keys"][:3] == ["folder", "type", "ingested"]
-    assert httpx.post(f"{api.url}/v1/documents/nope.md/tags", json={"tags": {"a": ["b"]}}).status_code == 404
+    assert httpx.get(f"{api.url}/v1/metadata", timeout=60).json()["keys"][:3] == ["folder", "type", "ingested"]
+    assert httpx.post(f"{api.url}/v1/documents/nope.md/tags", json={"tags": {"a": ["b"]}},
+                      timeout=60).status_code == 404
 
 
 def test_a_value_holding_spaces_is_given_in_quotes_and_an_open_quote_is_one_clear_error() -> None:

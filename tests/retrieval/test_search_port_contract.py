@@ -1,4 +1,4 @@
-"""The KnowledgeSearchPort contract on every adapter: MilvusSearchPort over Milvus Lite and over the
+"""The KnowledgeSearchPort contract on every adapter: StoreSearchPort over Milvus Lite and over the
 in-memory ChunkStore (both with the real local embedder), and the in-memory search port (the same port
 over the in-memory ChunkStore with the trigram embedder, built by its own constructors)."""
 
@@ -10,7 +10,7 @@ import pytest
 
 from rag_core.ingest import Ingestor
 from rag_core.retrieval.memory import InMemorySearchPort
-from rag_core.retrieval.ports import MilvusSearchPort
+from rag_core.retrieval.ports import StoreSearchPort
 from rag_core.store.memory import InMemoryChunkStore
 from tests.contracts.search_port import CHUNK_OVERLAP, CHUNK_SIZE, CORPUS, SearchPortContract
 from tests.helpers import make_workbench
@@ -33,14 +33,14 @@ def empty_wb(tmp_path_factory, local_embedder, milvus):
     wb.close()
 
 
-class TestMilvusSearchPort(SearchPortContract):
+class TestStoreSearchPortOnMilvusLite(SearchPortContract):
     @pytest.fixture
     def search_port(self, contract_wb):
-        return MilvusSearchPort(contract_wb.store, contract_wb.embedder)
+        return StoreSearchPort(contract_wb.store, contract_wb.embedder)
 
     @pytest.fixture
     def empty_search_port(self, empty_wb):
-        return MilvusSearchPort(empty_wb.store, empty_wb.embedder)
+        return StoreSearchPort(empty_wb.store, empty_wb.embedder)
 
 
 @pytest.fixture(scope="module")
@@ -53,16 +53,16 @@ def memory_store(local_embedder):
     return store
 
 
-class TestMilvusSearchPortOnInMemoryChunkStore(SearchPortContract):
+class TestStoreSearchPortOnInMemoryChunkStore(SearchPortContract):
     @pytest.fixture
     def search_port(self, memory_store, local_embedder):
-        return MilvusSearchPort(memory_store, local_embedder)
+        return StoreSearchPort(memory_store, local_embedder)
 
     @pytest.fixture
     def empty_search_port(self, local_embedder):
         store = InMemoryChunkStore()
         store.open(local_embedder.name, local_embedder.dim)
-        return MilvusSearchPort(store, local_embedder)
+        return StoreSearchPort(store, local_embedder)
 
 
 @pytest.fixture(scope="module")

@@ -8,12 +8,12 @@ import pytest
 
 from rag_core.errors import RetrievalError
 from rag_core.records import SearchHit
-from rag_core.retrieval import KnowledgeRetriever, MilvusSearchPort, SearchOptions
+from rag_core.retrieval import KnowledgeRetriever, SearchOptions, StoreSearchPort
 from tests.retrieval.fakes import ScriptedPort, SpyPort
 
 
-def dense_port(wb) -> MilvusSearchPort:
-    return MilvusSearchPort(wb.store, wb.embedder, SearchOptions(mode="dense"))
+def dense_port(wb) -> StoreSearchPort:
+    return StoreSearchPort(wb.store, wb.embedder, SearchOptions(mode="dense"))
 
 
 def test_identity_extracted_from_metadata(sample_wb) -> None:

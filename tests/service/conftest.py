@@ -39,8 +39,9 @@ def serve(wb: Workbench, *, token: str = "", env: Mapping[str, str] | None = Non
 
 
 def model_settings(base_url: str) -> dict[str, Any]:
+    """chat.timeout is longer than any test waits with the model's answers held (SlowOpenAIChatServer.hold)."""
     return {"chat__provider": "openai", "chat__base_url": base_url, "chat__model": "test-chat",
-            "chat__max_retries": 0, "chat__timeout": 10}
+            "chat__max_retries": 0, "chat__timeout": 120}
 
 
 @pytest.fixture(scope="session")

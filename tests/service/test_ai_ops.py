@@ -41,14 +41,14 @@ def chat_model() -> Iterator[OpenAIChatServer]:
 
 @pytest.fixture(scope="module")
 def offline_ops(kb, prometheus: PrometheusServer) -> Iterator[live.LiveServer]:
-    server = serve(kb, prometheus__url=prometheus.url, prometheus__timeout=5, prometheus__max_retries=0)
+    server = serve(kb, prometheus__url=prometheus.url, prometheus__timeout=30, prometheus__max_retries=0)
     yield server
     server.stop()
 
 
 @pytest.fixture(scope="module")
 def model_ops(kb, prometheus: PrometheusServer, chat_model: OpenAIChatServer) -> Iterator[live.LiveServer]:
-    server = serve(kb, env={"OPENAI_API_KEY": CHAT_KEY}, prometheus__url=prometheus.url, prometheus__timeout=5,
+    server = serve(kb, env={"OPENAI_API_KEY": CHAT_KEY}, prometheus__url=prometheus.url, prometheus__timeout=30,
                    prometheus__max_retries=0, **model_settings(chat_model.base_url))
     yield server
     server.stop()

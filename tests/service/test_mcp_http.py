@@ -51,11 +51,11 @@ def test_the_tools_answer_what_the_v1_routes_answer(guarded: live.LiveServer):
         ("list_documents", {}),  # still serving after the refusals
     ]))
     assert names == ["search", "explain", "list_documents", "read_document_chunks", "list_knowledge_bases"]
-    v1 = httpx.get(f"{guarded.url}/v1/search", params=query, headers=AUTH).json()
+    v1 = httpx.get(f"{guarded.url}/v1/search", params=query, headers=AUTH, timeout=60).json()
     assert not search.is_error and without_timings(search.structured_content) == without_timings(v1)
     assert chunks.structured_content == httpx.get(f"{guarded.url}/v1/documents/runbooks/disk_full.md/chunks",
-                                                  headers=AUTH).json()
-    assert kbs.structured_content["items"] == httpx.get(f"{guarded.url}/v1/kbs", headers=AUTH).json()
+                                                  headers=AUTH, timeout=60).json()
+    assert kbs.structured_content["items"] == httpx.get(f"{guarded.url}/v1/kbs", headers=AUTH, timeout=60).json()
     for refused, starts in ((unknown_kb, "There is no knowledge base 'nope'"),
                             (bad, "search: retrieve_k: Input should be a valid integer"),
                             (misspelt, "search: unknown argument 'retrieveK'; it takes query, kb, retrieve_k")):
@@ -67,14 +67,14 @@ def test_the_tools_answer_what_the_v1_routes_answer(guarded: live.LiveServer):
 @pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong-token-000000"}])
 def test_no_token_is_401(guarded: live.LiveServer, headers: dict[str, str]):
     r = httpx.post(f"{guarded.url}/mcp", headers={**headers, "Accept": "application/json, text/event-stream"},
-                   json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+                   json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, timeout=60)
     assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
 
 
 def test_a_page_on_another_site_is_refused(guarded: live.LiveServer):
     r = httpx.post(f"{guarded.url}/mcp", headers={**AUTH, "Origin": "http://evil.example.test",
                                                   "Accept": "application/json, text/event-stream"},
-                   json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+                   json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, timeout=60)
     assert r.status_code == 403 and r.json()["error"]["code"] == "origin_not_allowed"
 
 
@@ -87,7 +87,7 @@ def test_every_tool_takes_kb_and_search_and_explain_take_the_v1_routes_parameter
     schemas = live.run_async(tools())
     assert all("kb" in s["properties"] for s in schemas.values()), {n: list(s["properties"]) for n, s in
                                                                      schemas.items()}
-    paths = httpx.get(f"{guarded.url}/openapi.json", headers=AUTH).json()["paths"]
+    paths = httpx.get(f"{guarded.url}/openapi.json", headers=AUTH, timeout=60).json()["paths"]
     for tool, route in (("search", "/v1/search"), ("explain", "/v1/explain")):
         route_params = {p["name"] for p in paths[route]["get"]["parameters"]}
         assert {"query", "retrieve_k", "return_n"} <= set(schemas[tool]["properties"]), tool

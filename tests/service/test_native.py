@@ -94,7 +94,7 @@ def test_search_of_an_empty_knowledge_base_is_409(kb):
     empty = make_workbench(kb.settings.data_dir, kb.embedder, **{"milvus.collection": "service_empty"})
     server = serve(empty)
     try:
-        r = httpx.get(f"{server.url}/v1/search", params={"query": "anything"})
+        r = httpx.get(f"{server.url}/v1/search", params={"query": "anything"}, timeout=60)
         assert r.status_code == 409
         assert r.json()["error"]["code"] == "empty_knowledge_base" and "ingest" in r.json()["error"]["message"]
     finally:
@@ -179,17 +179,17 @@ def test_unknown_route_and_method_are_json(client: httpx.Client):
 
 
 def test_openapi_page_lists_every_route(offline_server: live.LiveServer):
-    schema = httpx.get(f"{offline_server.url}/openapi.json").json()
+    schema = httpx.get(f"{offline_server.url}/openapi.json", timeout=60).json()
     assert {"/api/chat", "/api/chat_stream", "/api/chat/clear", "/api/chat/session/{session_id}", "/api/upload",
             "/api/ai_ops", "/v1/search", "/v1/documents", "/v1/documents/{doc_id}", "/v1/documents/{doc_id}/chunks",
             "/v1/health"} <= set(schema["paths"])
-    page = httpx.get(f"{offline_server.url}/docs")
+    page = httpx.get(f"{offline_server.url}/docs", timeout=60)
     assert page.status_code == 200
     # Swagger UI's own files come from this server, not a CDN: the page works without internet.
     assets = re.findall(r'(?:src|href)="([^"]+\.(?:js|css))"', page.text)
     assert assets and all(a.startswith("/docs/static/") for a in assets)
     for asset in assets:
-        assert httpx.get(f"{offline_server.url}{asset}").status_code == 200
+        assert httpx.get(f"{offline_server.url}{asset}", timeout=60).status_code == 200
 
 
 def test_a_failing_remote_embedder_is_503_and_health_still_answers(kb):
@@ -197,19 +197,19 @@ def test_a_failing_remote_embedder_is_503_and_health_still_answers(kb):
     with OpenAIEmbeddingServer(api_key=key) as remote:
         model = next(iter(remote.models))
         settings = {"embedding.provider": "openai", "embedding.base-url": remote.base_url, "embedding.model": model,
-                    "embedding.max-retries": 0, "embedding.timeout": 5, "milvus.collection": "service_remote"}
+                    "embedding.max-retries": 0, "embedding.timeout": 30, "milvus.collection": "service_remote"}
         wb = build_workbench(load_settings(data_dir=kb.settings.data_dir, env={}, overrides=settings),
                              env={"OPENAI_API_KEY": key})
         server = serve(wb)
         try:
             files = {"files": ("note.md", b"# Note\n\nThe rollback window is 30 minutes.")}
-            assert httpx.post(f"{server.url}/v1/documents", files=files).status_code == 200
-            assert httpx.get(f"{server.url}/v1/search", params={"query": "rollback"}).status_code == 200
+            assert httpx.post(f"{server.url}/v1/documents", files=files, timeout=60).status_code == 200
+            assert httpx.get(f"{server.url}/v1/search", params={"query": "rollback"}, timeout=60).status_code == 200
             remote.always(remote.server_error(500))
-            r = httpx.get(f"{server.url}/v1/search", params={"query": "rollback"})
+            r = httpx.get(f"{server.url}/v1/search", params={"query": "rollback"}, timeout=60)
             assert r.status_code == 503 and r.json()["error"]["code"] == "unavailable"
             assert key not in r.text and "\n" not in r.json()["error"]["message"]
-            assert httpx.get(f"{server.url}/v1/health").status_code == 200  # the store still answers
+            assert httpx.get(f"{server.url}/v1/health", timeout=60).status_code == 200  # the store still answers
         finally:
             server.stop()
             wb.store.drop()

@@ -60,7 +60,7 @@ def test_a_completion_cites_evidence_keys_in_its_text_and_in_citations_and_is_ra
         count_tokens(text) and completion.usage.total_tokens == count_tokens(QUESTION) + count_tokens(text)
     assert completion.usage.model_extra["counted_by"] == TOKENIZER
     r = httpx.post(f"{guarded.url}/api/feedback", json={"traceId": extra["trace_id"], "rating": "down"},
-                   headers={"Authorization": f"Bearer {TOKEN}"})
+                   headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60)
     assert r.status_code == 200 and r.json()["data"]["question"] == QUESTION, r.text
 
 
@@ -158,7 +158,8 @@ def test_an_unknown_model_is_404_in_openais_shape(client: openai.OpenAI):
      "only text content is supported"),
 ])
 def test_a_bad_body_is_400_in_openais_shape(guarded: live.LiveServer, body: dict[str, Any], says: str):
-    r = httpx.post(f"{guarded.url}/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {TOKEN}"})
+    r = httpx.post(f"{guarded.url}/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {TOKEN}"},
+                   timeout=60)
     error = r.json()["error"]
     assert r.status_code == 400 and error["type"] == "invalid_request_error" and says in error["message"], error
 

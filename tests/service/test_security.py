@@ -40,7 +40,8 @@ def guarded(kb) -> Iterator[live.LiveServer]:
 def test_every_route_needs_the_token(guarded: live.LiveServer, method: str, path: str, shape: str):
     for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}):
         r = httpx.request(
-            method, guarded.url + path, headers=headers, json={"Question": "x"} if method == "POST" else None
+            method, guarded.url + path, headers=headers, json={"Question": "x"} if method == "POST" else None,
+            timeout=60,
         )
         assert r.status_code == 401, (path, headers)
         assert r.headers["www-authenticate"] == "Bearer"
@@ -53,20 +54,20 @@ def test_every_route_needs_the_token(guarded: live.LiveServer, method: str, path
 
 def test_the_right_token_opens_every_route(guarded: live.LiveServer):
     auth = {"Authorization": f"Bearer {TOKEN}"}
-    assert httpx.get(f"{guarded.url}/v1/search", params={"query": "cpu"}, headers=auth).status_code == 200
-    r = httpx.post(f"{guarded.url}/api/chat", json={"Question": "disk full"}, headers=auth)
+    assert httpx.get(f"{guarded.url}/v1/search", params={"query": "cpu"}, headers=auth, timeout=60).status_code == 200
+    r = httpx.post(f"{guarded.url}/api/chat", json={"Question": "disk full"}, headers=auth, timeout=60)
     assert r.status_code == 200 and r.json()["data"]["success"] is True and TOKEN not in r.text
 
 
 @pytest.mark.parametrize("header", [f"bearer {TOKEN}", f"BEARER {TOKEN}", f"Bearer  {TOKEN}"])
 def test_the_scheme_is_case_insensitive(guarded: live.LiveServer, header: str):
-    assert httpx.get(f"{guarded.url}/v1/documents", headers={"Authorization": header}).status_code == 200
+    assert httpx.get(f"{guarded.url}/v1/documents", headers={"Authorization": header}, timeout=60).status_code == 200
 
 
 @pytest.mark.parametrize("header", [f"Basic {TOKEN}", f"bearer {TOKEN}x", f"bearer {TOKEN[:-1]}", "bearer",
                                     f"Bearer{TOKEN}"])
 def test_other_schemes_and_tokens_are_refused(guarded: live.LiveServer, header: str):
-    assert httpx.get(f"{guarded.url}/v1/documents", headers={"Authorization": header}).status_code == 401
+    assert httpx.get(f"{guarded.url}/v1/documents", headers={"Authorization": header}, timeout=60).status_code == 401
 
 
 def test_a_short_token_stops_serve_in_one_line(capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -85,28 +86,30 @@ def test_a_short_token_stops_serve_in_one_line(capsys, tmp_path: Path, monkeypat
 
 
 def test_health_and_the_openapi_pages_need_no_token(guarded: live.LiveServer):
-    health = httpx.get(f"{guarded.url}/v1/health")
+    health = httpx.get(f"{guarded.url}/v1/health", timeout=60)
     assert health.status_code == 200 and health.json()["auth"] is True and TOKEN not in health.text
-    schema = httpx.get(f"{guarded.url}/openapi.json")
+    schema = httpx.get(f"{guarded.url}/openapi.json", timeout=60)
     assert schema.status_code == 200 and schema.json()["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
-    assert httpx.get(f"{guarded.url}/docs").status_code == 200
-    assert httpx.get(f"{guarded.url}/docs/static/swagger-ui-bundle.js").status_code == 200
-    assert httpx.get(f"{guarded.url}/v1/documents").status_code == 401  # the exemption is only the docs'
+    assert httpx.get(f"{guarded.url}/docs", timeout=60).status_code == 200
+    assert httpx.get(f"{guarded.url}/docs/static/swagger-ui-bundle.js", timeout=60).status_code == 200
+    assert httpx.get(f"{guarded.url}/v1/documents", timeout=60).status_code == 401  # the exemption is only the docs'
 
 
 def test_cors_allows_only_the_configured_origins(guarded: live.LiveServer, offline_server: live.LiveServer):
     preflight = {"Access-Control-Request-Method": "POST",
                  "Access-Control-Request-Headers": "authorization,content-type"}
-    ok = httpx.options(f"{guarded.url}/api/chat_stream", headers={"Origin": "http://localhost:5173", **preflight})
+    ok = httpx.options(f"{guarded.url}/api/chat_stream", headers={"Origin": "http://localhost:5173", **preflight},
+                       timeout=60)
     assert ok.status_code == 200 and ok.headers["access-control-allow-origin"] == "http://localhost:5173"
     assert "authorization" in ok.headers["access-control-allow-headers"].lower()
-    denied = httpx.options(f"{guarded.url}/api/chat_stream", headers={"Origin": "http://evil.test", **preflight})
+    denied = httpx.options(f"{guarded.url}/api/chat_stream", headers={"Origin": "http://evil.test", **preflight},
+                           timeout=60)
     assert "access-control-allow-origin" not in denied.headers
     # a 401 still carries the header, so a browser page can read why
-    r = httpx.get(f"{guarded.url}/v1/documents", headers={"Origin": "http://app.example.test"})
+    r = httpx.get(f"{guarded.url}/v1/documents", headers={"Origin": "http://app.example.test"}, timeout=60)
     assert r.status_code == 401 and r.headers["access-control-allow-origin"] == "http://app.example.test"
     # none by default
-    r = httpx.get(f"{offline_server.url}/v1/health", headers={"Origin": "http://app.example.test"})
+    r = httpx.get(f"{offline_server.url}/v1/health", headers={"Origin": "http://app.example.test"}, timeout=60)
     assert "access-control-allow-origin" not in r.headers
 
 
@@ -186,8 +189,10 @@ def test_serve_runs_answers_and_releases_the_knowledge_base_on_ctrl_c(tmp_path: 
             time.sleep(0.2)
         auth = {"Authorization": f"Bearer {TOKEN}"}
         files = {"files": ("note.md", b"# Note\n\nThe rollback window is 30 minutes.")}
-        assert httpx.post(f"http://127.0.0.1:{port}/v1/documents", files=files, headers=auth).status_code == 200
-        r = httpx.get(f"http://127.0.0.1:{port}/v1/search", params={"query": "rollback window"}, headers=auth)
+        assert httpx.post(f"http://127.0.0.1:{port}/v1/documents", files=files, headers=auth,
+                          timeout=60).status_code == 200
+        r = httpx.get(f"http://127.0.0.1:{port}/v1/search", params={"query": "rollback window"}, headers=auth,
+                      timeout=60)
         assert r.json()["evidence"][0]["doc_id"] == "note.md"
         proc.send_signal(signal.SIGINT)
         output, _ = proc.communicate(timeout=30)
@@ -214,7 +219,7 @@ NOTE = ("note.md", b"# Note\n\nCross-site uploads must be refused.", "text/markd
 
 
 def documents(server: live.LiveServer) -> list[str]:
-    return [d["doc_id"] for d in httpx.get(f"{server.url}/v1/documents").json()]
+    return [d["doc_id"] for d in httpx.get(f"{server.url}/v1/documents", timeout=60).json()]
 
 
 def refused(r: httpx.Response, code: str, *words: str) -> None:
@@ -237,20 +242,22 @@ def refused(r: httpx.Response, code: str, *words: str) -> None:
 ])
 def test_a_cross_site_upload_is_refused_and_adds_nothing(offline_server: live.LiveServer, headers: dict[str, str]):
     before = documents(offline_server)
-    r = httpx.post(f"{offline_server.url}/api/upload", files={"file": NOTE}, data={"folder": "xsite"}, headers=headers)
+    r = httpx.post(f"{offline_server.url}/api/upload", files={"file": NOTE}, data={"folder": "xsite"}, headers=headers,
+                   timeout=60)
     refused(r, "origin_not_allowed", "api.cors-origins")
     assert ("Origin: null" in r.json()["message"]) == (headers.get("Origin") == "null")
     assert documents(offline_server) == before
     for method, path in (("DELETE", "/v1/documents/runbooks/cpu_high.md"), ("POST", "/api/chat"),
                          ("POST", "/api/chat_stream"), ("POST", "/v1/documents")):
-        refused(httpx.request(method, offline_server.url + path, json={"Question": "x"}, headers=headers),
+        refused(httpx.request(method, offline_server.url + path, json={"Question": "x"}, headers=headers, timeout=60),
                 "origin_not_allowed", "api.cors-origins")
     assert documents(offline_server) == before
 
 
 def test_reads_from_another_origin_pass(offline_server: live.LiveServer):
     # the browser does not let the page read the answer (no CORS header); refusing would break nothing either
-    r = httpx.get(f"{offline_server.url}/v1/search", params={"query": "cpu"}, headers={"Origin": "http://evil.test"})
+    r = httpx.get(f"{offline_server.url}/v1/search", params={"query": "cpu"}, headers={"Origin": "http://evil.test"},
+                  timeout=60)
     assert r.status_code == 200 and "access-control-allow-origin" not in r.headers
 
 
@@ -260,9 +267,9 @@ def test_the_servers_own_pages_curl_and_sdks_may_change_things(offline_server: l
            {"Origin": f"http://localhost:{port}", "Host": f"localhost:{port}"}, {}]
     for headers in own:
         r = httpx.post(f"{offline_server.url}/api/upload", files={"file": NOTE}, data={"folder": "own"},
-                       headers=headers)
+                       headers=headers, timeout=60)
         assert r.status_code == 200, (headers, r.text)
-    assert httpx.delete(f"{offline_server.url}/v1/documents/own/note.md").status_code == 200
+    assert httpx.delete(f"{offline_server.url}/v1/documents/own/note.md", timeout=60).status_code == 200
     # curl and the requests package send no Origin
     chat = subprocess.run(["curl", "-s", f"{offline_server.url}/api/chat", "-H", "Content-Type: application/json",
                            "-d", '{"Question": "disk full"}'], capture_output=True, text=True, timeout=60)
@@ -276,9 +283,10 @@ def test_the_servers_own_pages_curl_and_sdks_may_change_things(offline_server: l
 def test_a_configured_origin_may_change_things_with_the_token(guarded: live.LiveServer):
     auth = {"Authorization": f"Bearer {TOKEN}"}
     r = httpx.post(f"{guarded.url}/api/chat", json={"Question": "disk full"},
-                   headers={"Origin": "http://app.example.test", **auth})
+                   headers={"Origin": "http://app.example.test", **auth}, timeout=60)
     assert r.status_code == 200 and r.headers["access-control-allow-origin"] == "http://app.example.test"
-    evil = httpx.post(f"{guarded.url}/api/chat", json={"Question": "x"}, headers={"Origin": "http://evil.test", **auth})
+    evil = httpx.post(f"{guarded.url}/api/chat", json={"Question": "x"}, headers={"Origin": "http://evil.test", **auth},
+                      timeout=60)
     refused(evil, "origin_not_allowed", "api.cors-origins")
 
 
@@ -286,27 +294,29 @@ def test_a_configured_origin_may_change_things_with_the_token(guarded: live.Live
 def test_a_host_the_server_is_not_is_refused(offline_server: live.LiveServer, host: str):
     port = offline_server.url.rsplit(":", 1)[1]
     host = host.format(port=port)
-    refused(httpx.get(f"{offline_server.url}/v1/health", headers={"Host": host}), "host_not_allowed",
+    refused(httpx.get(f"{offline_server.url}/v1/health", headers={"Host": host}, timeout=60), "host_not_allowed",
             "api.allowed-hosts", "DNS rebinding")
     # DNS rebinding: the page's own origin, under the attacker's name
     before = documents(offline_server)
     refused(httpx.post(f"{offline_server.url}/api/upload", files={"file": NOTE},
-                       headers={"Host": host, "Origin": f"http://{host}"}), "host_not_allowed", "api.allowed-hosts")
+                       headers={"Host": host, "Origin": f"http://{host}"},
+                       timeout=60), "host_not_allowed", "api.allowed-hosts")
     assert documents(offline_server) == before
 
 
 def test_loopback_names_and_configured_hosts_are_answered(kb, offline_server: live.LiveServer):
     port = offline_server.url.rsplit(":", 1)[1]
     for host in ("127.0.0.1", f"127.0.0.1:{port}", f"localhost:{port}", "LOCALHOST", f"[::1]:{port}", "localhost."):
-        assert httpx.get(f"{offline_server.url}/v1/health", headers={"Host": host}).status_code == 200, host
+        assert httpx.get(f"{offline_server.url}/v1/health", headers={"Host": host}, timeout=60).status_code == 200, host
     named = serve(kb, api__allowed_hosts="kb.example.test, Wiki.Example.Test:8000")
     try:
         for host in ("kb.example.test", f"kb.example.test:{port}", "wiki.example.test"):
-            assert httpx.get(f"{named.url}/v1/health", headers={"Host": host}).status_code == 200, host
+            assert httpx.get(f"{named.url}/v1/health", headers={"Host": host}, timeout=60).status_code == 200, host
         r = httpx.post(f"{named.url}/api/chat", json={"Question": "disk"},
-                       headers={"Host": "kb.example.test", "Origin": "http://kb.example.test"})
+                       headers={"Host": "kb.example.test", "Origin": "http://kb.example.test"}, timeout=60)
         assert r.status_code == 200  # its own origin under the configured name
-        assert httpx.get(f"{named.url}/v1/health", headers={"Host": "other.example.test"}).status_code == 403
+        assert httpx.get(f"{named.url}/v1/health", headers={"Host": "other.example.test"},
+                         timeout=60).status_code == 403
     finally:
         named.stop()
 

@@ -63,7 +63,7 @@ def spans() -> Iterator[InMemorySpanExporter]:
 
 def _ended(spans: InMemorySpanExporter, root: str) -> list[ReadableSpan]:
     """Every span once the root span has ended (a stream's last event can reach the client just before)."""
-    assert wait_until(lambda: any(s.name == root for s in spans.get_finished_spans()), timeout=10)
+    assert wait_until(lambda: any(s.name == root for s in spans.get_finished_spans()), timeout=60)
     return list(spans.get_finished_spans())
 
 

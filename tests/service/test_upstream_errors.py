@@ -13,16 +13,19 @@ import pytest
 from rag_core.bootstrap import build_logs_client, build_metrics_client
 from rag_core.errors import (
     EmptyKnowledgeBase,
+    InvalidTags,
     KnowledgeBaseNotFound,
     LogsError,
     MetricsError,
     NotIndexed,
     RerankFailed,
     RetrievalError,
+    StoreError,
 )
 from rag_core.records import LogQuery
 from rag_core.service.app import create_app
 from rag_core.service.errors import from_rag_error
+from tests.contracts.remote import HANG, ONCE
 from tests.helpers import make_workbench
 from tests.servers import Reply
 from tests.servers.loki import LokiServer
@@ -30,7 +33,8 @@ from tests.servers.prometheus import PrometheusServer
 from tests.servers.rerank import OpenAIRerankServer
 from tests.service import live
 
-HANG = 30  # seconds a hanging server waits before answering: far beyond the clients' 0.3 s
+# The clients' timeout is ONCE (3 s): each test waits it out once for its 504, and the answers before (a 200, a 500)
+# must come within it, on a loaded machine too. A hanging server waits HANG (30 s) before answering.
 
 
 def error_of(r: httpx.Response) -> dict[str, Any]:
@@ -42,7 +46,7 @@ def test_a_failing_reranker_with_on_error_fail_is_502_and_a_hanging_one_504(kb):
     with OpenAIRerankServer() as rerank:
         wb = make_workbench(kb.settings.data_dir, kb.embedder, **{
             "rerank.provider": "openai", "rerank.base-url": rerank.base_url, "rerank.model": "test-rerank",
-            "rerank.on-error": "fail", "rerank.timeout": 0.3, "rerank.max-retries": 0,
+            "rerank.on-error": "fail", "rerank.timeout": ONCE, "rerank.max-retries": 0,
             "rerank.circuit-failures": 2})
         server = live.start(create_app(wb, env={}, close_workbench=False))
         try:
@@ -63,7 +67,7 @@ def test_a_failing_reranker_with_on_error_fail_is_502_and_a_hanging_one_504(kb):
                 assert r.status_code == 504, r.text
                 error = error_of(r)
                 assert error["code"] == "upstream_timeout" and error["data"] == {"upstream": "reranker"}
-                assert "did not answer within 0.3 s" in error["message"]
+                assert f"did not answer within {ONCE:g} s" in error["message"]
 
                 # two failures in a row opened its circuit: skipped at once, still the reranker's failure
                 sent = len(rerank.requests)
@@ -92,9 +96,9 @@ def probes(kb, prometheus: PrometheusServer, loki: LokiServer) -> Iterator[live.
     """The service with two routes of the test's own that read Prometheus and Loki through the clients bootstrap
     builds. No route of the service calls them outside a stream today (/api/ai_ops reports their failures as SSE
     `error` events); these stand for the next one that does, so that its failures get their status by type."""
-    settings = kb.settings.with_overrides({"prometheus.url": prometheus.url, "prometheus.timeout": 0.3,
+    settings = kb.settings.with_overrides({"prometheus.url": prometheus.url, "prometheus.timeout": ONCE,
                                            "prometheus.max-retries": 0, "logs.loki-url": loki.url,
-                                           "logs.timeout": 0.3, "logs.max-retries": 0})
+                                           "logs.timeout": ONCE, "logs.max-retries": 0})
     metrics, logs = build_metrics_client(settings, {}), build_logs_client(settings, {})
     app = create_app(kb, env={}, close_workbench=False)
 
@@ -123,7 +127,7 @@ def test_a_failing_prometheus_is_502_and_a_hanging_one_504(probes: live.LiveServ
         prometheus.always(Reply.json(200, {"status": "success", "data": {"alerts": []}}, delay=HANG))
         r = client.get("/v1/probe/alerts")
         assert r.status_code == 504 and error_of(r)["code"] == "upstream_timeout"
-        assert error_of(r)["data"] == {"upstream": "prometheus"} and "did not answer within 0.3 s" in r.text
+        assert error_of(r)["data"] == {"upstream": "prometheus"} and f"did not answer within {ONCE:g} s" in r.text
     prometheus.always(None)
 
 
@@ -159,6 +163,8 @@ def test_the_status_follows_the_type_not_the_message():
     assert from_rag_error(RetrievalError(empty)).status == 400
     assert from_rag_error(KnowledgeBaseNotFound("gone")).status == 404
     assert from_rag_error(NotIndexed("gone")).status == 404
+    assert from_rag_error(InvalidTags("Tag key 'folder' is built in")).status == 400  # a StoreError, but bad input
+    assert from_rag_error(StoreError("Tag key 'folder' is built in")).status == 503
     assert from_rag_error(RerankFailed("Reranking failed", deadline=True)).status == 504
     assert from_rag_error(MetricsError("Prometheus at x kept failing (HTTP 500)", "server")).status == 502
     assert from_rag_error(LogsError("Loki at x did not answer within 1 s", "timeout")).status == 504

@@ -1,5 +1,6 @@
-"""The ChunkStore contract on every adapter: MilvusStore on Milvus Lite, MilvusStore through a server URI
-(Milvus Lite's gRPC server on a loopback port), and the in-memory fake."""
+"""The ChunkStore contract and the contracts of its capabilities (tests/contracts/store_capabilities.py) on every
+adapter: MilvusStore on Milvus Lite, MilvusStore through a server URI (Milvus Lite's gRPC server on a loopback port),
+and the in-memory store. Each has every capability (ports.KnowledgeStore)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 from rag_core.store import MilvusStore
 from rag_core.store.memory import InMemoryChunkStore
 from tests.contracts.store import DIM, EMBEDDER, ChunkStoreContract, InterruptedWrite
+from tests.contracts.store_capabilities import EditableStoreContract, LabelledStoreContract, SharedStoreContract
 from tests.store.clients import FailingClient
 
 
@@ -38,7 +40,11 @@ def memory_store() -> InMemoryChunkStore:
     return store
 
 
-class MilvusContract(ChunkStoreContract):
+class EveryCapability(EditableStoreContract, LabelledStoreContract, SharedStoreContract):
+    """ports.KnowledgeStore: every capability's contract."""
+
+
+class MilvusContract(ChunkStoreContract, EveryCapability):
     def break_commit(self, store: MilvusStore, monkeypatch: pytest.MonkeyPatch) -> None:
         def fail_on_commit(insert, collection, rows, **kwargs):
             if collection == store.registry.name and any(row["state"] == "active" for row in rows):
@@ -60,7 +66,7 @@ class TestMilvusServer(MilvusContract):
         return server_store
 
 
-class TestInMemory(ChunkStoreContract):
+class TestInMemory(ChunkStoreContract, EveryCapability):
     @pytest.fixture
     def store(self, memory_store: InMemoryChunkStore) -> InMemoryChunkStore:
         return memory_store

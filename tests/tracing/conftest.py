@@ -17,7 +17,7 @@ from rag_core.clients.openai_chat import ChatModelConfig, OpenAIChatModel
 from rag_core.embedding.openai_compat import OpenAICompatEmbedder
 from rag_core.records import Document, NewVersion, SearchOptions
 from rag_core.rerank.openai_compat import OpenAICompatReranker
-from rag_core.retrieval import KnowledgeRetriever, LookupParams, MilvusSearchPort
+from rag_core.retrieval import KnowledgeRetriever, LookupParams, StoreSearchPort
 from rag_core.store.memory import InMemoryChunkStore
 from tests.servers.chat import OpenAIChatServer
 from tests.servers.embeddings import OpenAIEmbeddingServer
@@ -51,7 +51,7 @@ def chat_server() -> Iterator[OpenAIChatServer]:
 
 @pytest.fixture(scope="module")
 def retriever(embed_server: OpenAIEmbeddingServer, rerank_server: OpenAIRerankServer) -> KnowledgeRetriever:
-    embedder = OpenAICompatEmbedder(embed_server.base_url, "test-embed", EMBED_KEY, timeout=5, max_retries=0)
+    embedder = OpenAICompatEmbedder(embed_server.base_url, "test-embed", EMBED_KEY, timeout=30, max_retries=0)
     store = InMemoryChunkStore("traced")
     store.open(embedder.name, embedder.dim)
     items = []
@@ -62,8 +62,8 @@ def retriever(embed_server: OpenAIEmbeddingServer, rerank_server: OpenAIRerankSe
         items.append(NewVersion(document, chunks,
                                 embedder.embed_documents([c.text for c in chunks]), fingerprint=""))
     store.replace_documents(items)
-    reranker = OpenAICompatReranker(rerank_server.base_url, "test-rerank", timeout=5, max_retries=0)
-    port = MilvusSearchPort(store, embedder, SearchOptions(mode="hybrid"))
+    reranker = OpenAICompatReranker(rerank_server.base_url, "test-rerank", timeout=30, max_retries=0)
+    port = StoreSearchPort(store, embedder, SearchOptions(mode="hybrid"))
     return KnowledgeRetriever(port, LookupParams(retrieve_k=10, return_n=3, max_chunks_per_document=1), reranker)
 
 
@@ -71,7 +71,7 @@ def make_agent(retriever: KnowledgeRetriever, server: OpenAIChatServer | None, *
     model = None
     if server is not None:
         model = OpenAIChatModel(ChatModelConfig(provider="openai", base_url=server.base_url, model=server.models[0],
-                                                timeout=5, max_retries=0, api_key_env="TEST_CHAT_KEY"), CHAT_KEY)
+                                                timeout=30, max_retries=0, api_key_env="TEST_CHAT_KEY"), CHAT_KEY)
     return Agent(Toolbox([knowledge_base_tool(retriever)]), model, kbs=("traced",), **kw)  # type: ignore[arg-type]
 
 

@@ -1,9 +1,13 @@
 """Export by OTLP/HTTP (protobuf) to a loopback receiver that decodes what a collector receives; a receiver that
-hangs or answers 500 costs spans (counted), never the turn or its time."""
+hangs or answers 500 costs spans (counted), never the turn or its time.
+
+What was exported is read after a force-flush of the provider (it returns once every ended span was handed to the
+receiver and its answer counted), never after a sleep; "never the turn's time" is an order: the turn is over while
+the collector has not answered anything yet."""
 
 from __future__ import annotations
 
-import time
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -13,12 +17,15 @@ from rag_core.agent import DoneEvent
 from rag_core.config import load_settings
 from rag_core.retrieval import KnowledgeRetriever
 from rag_core.tracing import semconv as sc
-from tests.servers import Reply
+from tests.contracts.remote import GENEROUS, HANG
+from tests.helpers import wait_until
+from tests.servers import RecordedRequest, Reply
 from tests.servers.chat import Completion, OpenAIChatServer, tool_call
 from tests.servers.otlp import OTLPReceiver
 from tests.tracing.conftest import CHAT_KEY, EMBED_KEY, make_agent
 
 TOKEN = "collector-SECRET-token-41af"
+LONGEST = 120.0  # the longest tracing.export-timeout allowed
 
 
 @pytest.fixture
@@ -26,13 +33,14 @@ def receiver() -> Iterator[OTLPReceiver]:
     yield from OTLPReceiver().serve()
 
 
-def _export_to(receiver: OTLPReceiver, tmp_path, **settings: object) -> None:
-    values = {"tracing.otlp-endpoint": receiver.endpoint, "tracing.export-timeout": 0.5, **settings}
+def _export_to(receiver: OTLPReceiver, tmp_path, **settings: object):
+    """The process's tracing exporting to `receiver` (tracing.export-timeout generous unless given); its provider."""
+    values = {"tracing.otlp-endpoint": receiver.endpoint, "tracing.export-timeout": GENEROUS, **settings}
     env = {"RAG_TRACE_HEADERS": f"Authorization=Bearer {TOKEN}"}
     config = tracing.config_from_settings(load_settings(tmp_path, overrides={**values,
                                                                            "tracing.headers-env": "RAG_TRACE_HEADERS"},
                                                         env={}), env)
-    tracing.install(config)
+    return tracing.install(config)
 
 
 @pytest.fixture(autouse=True)
@@ -41,28 +49,19 @@ def _restore() -> Iterator[None]:
     tracing.install(tracing.TracingConfig(), pinned=False)
 
 
-def _turn(retriever: KnowledgeRetriever, chat_server: OpenAIChatServer) -> tuple[DoneEvent, float]:
+def _turn(retriever: KnowledgeRetriever, chat_server: OpenAIChatServer) -> DoneEvent:
     chat_server.reply(Completion.calls(tool_call("search_knowledge_base", {"query": "cpu high"})),
                       lambda req: Completion.say("Restart it [runbooks/cpu_high.md#chunk-1]."))
-    started = time.perf_counter()
     events = list(make_agent(retriever, chat_server).run("What do I do when CPU is high?"))
     assert isinstance(events[-1], DoneEvent), events[-1]
-    return events[-1], time.perf_counter() - started
-
-
-def _wait(condition, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
+    return events[-1]
 
 
 def test_a_collector_receives_the_turn_as_one_trace_with_the_token_and_no_secret(
         retriever: KnowledgeRetriever, chat_server: OpenAIChatServer, receiver: OTLPReceiver, tmp_path) -> None:
-    _export_to(receiver, tmp_path)
-    done, _ = _turn(retriever, chat_server)
-    tracing.tracer()  # the provider in place
-    _wait(lambda: any(s.name == "agent.turn" for s in receiver.spans()))
+    provider = _export_to(receiver, tmp_path)
+    done = _turn(retriever, chat_server)
+    assert provider.force_flush()  # every span of the turn is with the receiver, and counted
     spans = receiver.spans()
     assert {s.trace_id for s in spans} == {done.trace_id}
     names = {s.name for s in spans}
@@ -80,19 +79,38 @@ def test_a_collector_receives_the_turn_as_one_trace_with_the_token_and_no_secret
 
 def test_a_hanging_collector_neither_blocks_nor_fails_a_turn_and_dropped_spans_are_counted(
         retriever: KnowledgeRetriever, chat_server: OpenAIChatServer, receiver: OTLPReceiver, tmp_path) -> None:
-    receiver.always(Reply(200, b"", delay=30))
-    _export_to(receiver, tmp_path, **{"tracing.queue-size": 4})
-    _, seconds = _turn(retriever, chat_server)
-    assert seconds < 3
-    assert tracing.stats()["dropped"] > 0  # more spans than the queue holds, while the collector hangs
-    _wait(lambda: tracing.stats()["failed"] > 0)  # the export in flight gave up after tracing.export-timeout
+    answer = threading.Event()  # the collector answers nothing until the test says so
+
+    def hang(request: RecordedRequest) -> Reply:
+        answer.wait(LONGEST)
+        return Reply.text(500, "answered late")
+
+    receiver.always(hang)
+    _export_to(receiver, tmp_path, **{"tracing.queue-size": 4, "tracing.export-timeout": LONGEST})
+    try:
+        _turn(retriever, chat_server)  # the turn is done ...
+        # ... and no export has ended: none answered, none gave up (its timeout is the longest allowed). Had the turn
+        # waited for an export, one would have ended (answered or timed out) before the turn could.
+        assert tracing.stats()["exported"] == 0 and tracing.stats()["failed"] == 0
+        assert tracing.stats()["dropped"] > 0  # more spans than the queue holds, while the collector hangs
+    finally:
+        answer.set()
+    assert wait_until(lambda: tracing.stats()["failed"] > 0, GENEROUS)  # the export in flight: answered 500
+
+
+def test_an_export_that_hangs_gives_up_after_the_export_timeout(receiver: OTLPReceiver, tmp_path) -> None:
+    receiver.always(Reply(200, b"", delay=HANG))
+    provider = _export_to(receiver, tmp_path, **{"tracing.export-timeout": 0.5})
+    with tracing.span("lonely"):
+        pass
+    assert provider.force_flush()  # returns once the export gave up
+    assert (tracing.stats()["exported"], tracing.stats()["failed"]) == (0, 1)
 
 
 def test_a_collector_answering_500_costs_spans_not_the_turn(
         retriever: KnowledgeRetriever, chat_server: OpenAIChatServer, receiver: OTLPReceiver, tmp_path) -> None:
     receiver.always(Reply.text(500, "internal error"))
-    _export_to(receiver, tmp_path)
-    _, seconds = _turn(retriever, chat_server)
-    assert seconds < 3
-    _wait(lambda: tracing.stats()["failed"] > 0)
-    assert tracing.stats()["exported"] == 0
+    provider = _export_to(receiver, tmp_path)
+    _turn(retriever, chat_server)
+    assert provider.force_flush()
+    assert tracing.stats()["failed"] > 0 and tracing.stats()["exported"] == 0

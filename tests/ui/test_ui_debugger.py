@@ -137,6 +137,25 @@ def test_a_metadata_filter_from_the_url_scopes_the_search_and_counts_what_it_rem
         tag(kb.store, "cpu_high.md", ["team="])
 
 
+def test_commas_are_or_in_a_filter_and_an_empty_result_draws_no_chart(kb):
+    at = app_at(PAGE, q=QUERY, filter="type=md,html")
+    hits, _ = frames(at)
+    assert len(hits) and set(hits["evidenceKey"].str.split("#").str[0].str.rsplit(".").str[-1]) <= {"md", "html"}
+    assert at.pills(key="dbg.chips").options == ["type=md", "type=html"]
+    at = app_at(PAGE, q=QUERY, filter="folder=nowhere/")
+    assert "No hits to chart." in texts(at, "caption") and not at.get("plotly_chart")
+
+
+def test_the_hit_list_shows_each_hit_s_key_fate_channels_and_marked_words(kb):
+    at = app_at(PAGE, q=QUERY, retrieve_k="8")
+    (html,) = [h.proto.body for h in at.get("html") if "hit-list" in h.proto.body]
+    hits, _ = frames(at)
+    assert html.count('class="hit-row"') == 8
+    for key in hits["evidenceKey"]:
+        assert f">{key}</code>" in html  # whole, chunk number included
+    assert "<mark>CPU</mark>" in html and "dense #" in html and "bm25 #" in html
+
+
 def test_a_chunk_disabled_from_the_debugger_is_a_drop_with_reason_disabled(kb):
     at = app_at(PAGE, q=QUERY)
     hits, _ = frames(at)
@@ -148,6 +167,7 @@ def test_a_chunk_disabled_from_the_debugger_is_a_drop_with_reason_disabled(kb):
         hits, evidence = frames(at)
         assert hits.loc[hits["evidenceKey"] == first, "status"].iloc[0] == "disabled"
         assert first not in set(evidence["evidenceKey"]) and metrics(at)["Disabled"] == "1"
+        assert f"{first} is disabled: every lookup leaves it out." in texts(at, "success")  # it says so
         at.selectbox(key="dbg.edit_key").set_value(first).run()
         at.button(key="dbg.edit_toggle").click().run()  # now "Enable"
         assert frames(at)[0].loc[lambda f: f["evidenceKey"] == first, "status"].iloc[0] == "kept"
@@ -266,7 +286,7 @@ def test_every_lookup_option_has_a_control_bound_to_its_name(kb, reranker):
 
 def test_without_a_reranker_the_page_says_how_to_configure_one(kb):
     at = app_at(PAGE, q=QUERY)
-    assert [t.key for t in at.toggle] == ["cross_language", "compare"]  # no "rerank" toggle
+    assert sorted(t.key for t in at.toggle) == ["compare", "cross_language"]  # no "rerank" toggle
     assert "set `rerank.provider`" in texts(at, "caption")
 
 
@@ -285,6 +305,9 @@ def test_the_expected_document_from_the_url_is_explained_with_a_fix_link(kb):
     assert len(frame) == n_chunks and (frame["target"] == "★").all()
     assert frame["dense #"].notna().all()  # exact ranks over the whole knowledge base
     assert frame["what happened"].str.startswith("beyond retrieve-k (3)").all()
+    (table,) = [d for d in at.dataframe if "what happened" in d.value.columns]
+    # no rerank stage ran: no rerank score column printing None; every other column shown
+    assert "rerank score" not in table.proto.column_order and "evidenceKey" in table.proto.column_order
     link = next(e for e in at.get("page_link") if e.proto.label.startswith("Apply retrieve-k ≥"))
     assert link.proto.page == "debugger"
     assert "q=disk+full+cleanup&expect=cpu_high.md&retrieve_k=" in link.proto.query_string
@@ -320,7 +343,7 @@ def test_a_fix_beyond_the_sliders_is_given_as_a_command():
                 "answer": None, "chunks": [], "notes": [], "warnings": []}
         explanation_view(data, {"q": "disk full"}, {"retrieve_k": 200, "return_n": 50})
 
-    far = AppTest.from_function(script, args=(450,)).run()
+    far = AppTest.from_function(script, args=(450,), default_timeout=60).run()
     assert not far.exception
     assert ('try `python -m rag_core search "disk full" --retrieve-k 450 --return-n 9 --max-chunks-per-document 2`'
             in texts(far, "caption"))

@@ -3,6 +3,7 @@
 import html
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -79,6 +80,7 @@ def test_overlap_summary_lines_explain_boundaries_without_overlap():
         "One chunk: there is no boundary to overlap."]
 
 
+@pytest.mark.slow  # a property test (Hypothesis)
 @settings(max_examples=60, deadline=None)
 @given(text=st.text(alphabet=st.sampled_from(list("ab .。\n#<>&\"'中")), max_size=400),
        size=st.integers(10, 80), overlap_share=st.floats(0, 0.9))

@@ -86,6 +86,7 @@ def test_pages_and_slides_in_chinese(located_kb):
     assert "incident.pptx#chunk-1 第 2 张幻灯片" in popover_labels(at), popover_labels(at)
 
 
+@pytest.mark.slow  # runs OCR
 def test_chunk_preview_says_which_pages_were_read_by_ocr(kb):
     from rag_core.loaders import ocr_available
     from tests.loaders.samples import CJK_FONT, mixed_pdf, render_page

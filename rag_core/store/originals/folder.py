@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ...errors import LoaderError, OriginalMissing, StoreError
 from ...loaders.doc_ids import normalize_doc_id
+from ...ports import KeptChunkEdits, KeptLabels
 from ...records import StoredDocument
 from ..edits import ChunkEdits
 from .files import STATES, KeptVersion, OriginalFiles, remove_empty_folders, scan
@@ -61,7 +62,8 @@ class KeptOriginalsFolder:
         self._versions = versions  # doc_id -> every version of it found (for `discard`)
         # the chunk edits kept beside the folder (store.edits), re-applied by the rebuild; only read here
         beside = root.parent / f"{root.name}.edits.json"
-        self.edits = ChunkEdits(beside) if layout == "versions" and beside.is_file() else None
+        self.edits: KeptChunkEdits | None = ChunkEdits(beside) if layout == "versions" and beside.is_file() else None
+        self.labels: KeptLabels | None = None  # tags are not restored from the folder
 
     def list_documents(self) -> list[StoredDocument]:
         return [StoredDocument(doc_id=doc_id, file_name=c.kept.file_name, extension=c.kept.extension,

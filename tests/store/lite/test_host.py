@@ -265,8 +265,8 @@ def test_a_host_whose_database_is_deleted_exits_within_seconds(tmp_path: Path, l
     else:  # while a client is still attached
         (data / "milvus.db").unlink()
     try:
-        wait_gone(endpoint.host_pid, timeout=5)
-        wait_gone(endpoint.server_pid, timeout=5)
+        wait_gone(endpoint.host_pid, timeout=30)
+        wait_gone(endpoint.server_pid, timeout=30)
     finally:
         wb.close()
     assert processes_serving(data / "milvus.db") == []
@@ -287,9 +287,12 @@ def test_a_command_asking_for_no_lingering_host_leaves_no_process(tmp_path: Path
     assert read_endpoint(HostFiles((data / "milvus.db").absolute())) is None
 
 
-def test_no_lingering_leaves_a_host_others_started_running(tmp_path: Path, local_embedder) -> None:
+def test_no_lingering_leaves_a_host_others_started_running(tmp_path: Path, local_embedder, monkeypatch) -> None:
     """A client asking for no lingering host, on a host another process started with an idle time (the app's):
     it neither stops that host nor waits for it to stop."""
+    waits: list[object] = []  # each wait of a leaving client for its host to stop (up to STOP_WAIT_S)
+    wait = host_client.Attachment._wait_for_the_host
+    monkeypatch.setattr(host_client.Attachment, "_wait_for_the_host", lambda self: (waits.append(self), wait(self))[1])
     data = tmp_path / "data"
     wb = make_workbench(data, embedder=local_embedder, **SHARED)
     running = endpoint_of(wb)
@@ -298,9 +301,8 @@ def test_no_lingering_leaves_a_host_others_started_running(tmp_path: Path, local
     try:
         assert endpoint_of(quick) == running
     finally:
-        started = time.monotonic()
         quick.close()
-    assert time.monotonic() - started < host_client.STOP_WAIT_S / 2 and running.alive()
+    assert waits == [] and running.alive()
     assert host_client.stop((data / "milvus.db").absolute()) is not None
 
 

@@ -15,6 +15,7 @@ from rag_core.store.milvus.coalesce import Coalescer
 from tests.contracts.store import DIM, EMBEDDER, new_version, text_of, vector
 from tests.store.clients import FailingClient
 
+WAIT = 60  # seconds a test waits for threads to get where it holds them: generous, it returns as soon as they do
 TOPICS = ["disk", "memory", "network", "latency", "database", "queue", "cache", "certificate", "backup", "kernel"]
 
 
@@ -33,7 +34,7 @@ class Recorder:
             first = len(self.batches) == 1
         if first and self.hold_first:
             self.started.set()
-            assert self.release.wait(10)
+            assert self.release.wait(WAIT)
         if self.fail_on in items:
             raise ValueError(f"bad item {self.fail_on!r}")
         return [(key, item) for item in items]
@@ -43,9 +44,9 @@ def run_while_first_is_held(coalescer: Coalescer, recorder: Recorder, calls: lis
     """The first call starts a batch and holds it; the others arrive meanwhile; then it is released."""
     with ThreadPoolExecutor(len(calls)) as pool:
         first = pool.submit(coalescer, *calls[0])
-        assert recorder.started.wait(10)
+        assert recorder.started.wait(WAIT)
         rest = [pool.submit(coalescer, *call) for call in calls[1:]]
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + WAIT
         while sum(len(s.queue) for s in coalescer._shapes.values()) < len(calls) - 1:
             assert time.monotonic() < deadline, "the callers did not queue"
             time.sleep(0.005)
@@ -77,11 +78,11 @@ def test_searches_of_other_shapes_neither_wait_for_nor_join_each_other() -> None
     coalescer = Coalescer(recorder)
     with ThreadPoolExecutor(4) as pool:
         held = pool.submit(coalescer, "a", 0)
-        assert recorder.started.wait(10)
-        assert pool.submit(coalescer, "b", 1).result(timeout=10) == ("b", 1)  # not behind shape a's batch
-        assert pool.submit(coalescer, "b", 2).result(timeout=10) == ("b", 2)
+        assert recorder.started.wait(WAIT)
+        assert pool.submit(coalescer, "b", 1).result(timeout=WAIT) == ("b", 1)  # not behind shape a's batch
+        assert pool.submit(coalescer, "b", 2).result(timeout=WAIT) == ("b", 2)
         recorder.release.set()
-        assert held.result(timeout=10) == ("a", 0)
+        assert held.result(timeout=WAIT) == ("a", 0)
     assert recorder.batches == [("a", [0]), ("b", [1]), ("b", [2])]
 
 
@@ -143,13 +144,13 @@ def test_concurrent_hybrid_searches_get_exactly_their_hits_alone(store: MilvusSt
     def observed(search, collection, **kwargs):
         sizes.append(len(kwargs["data"]))
         if len(sizes) == 1:
-            assert gate.wait(10)  # hold the first request until the others queue behind it
+            assert gate.wait(WAIT)  # hold the first request until the others queue behind it
         return search(collection, **kwargs)
 
     monkeypatch.setattr(store, "client", FailingClient(store.client, "search", observed))
     with ThreadPoolExecutor(len(queries)) as pool:
         futures = [pool.submit(store.search_both, vector(q), q, 5) for q in queries]
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + WAIT
         while sum(len(s.queue) for s in store.searcher._coalesce._shapes.values()) < len(queries) - 1:
             assert time.monotonic() < deadline, "the searches did not queue"
             time.sleep(0.005)

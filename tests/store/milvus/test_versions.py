@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from rag_core.records import SearchOptions
-from rag_core.retrieval import MilvusSearchPort
+from rag_core.retrieval import StoreSearchPort
 from rag_core.store import MilvusStore
 from rag_core.store.milvus.versions import ActiveVersions
 from tests.contracts.store import DIM, EMBEDDER, new_version, text_of, vector
@@ -140,7 +140,7 @@ def test_a_commit_between_the_registry_read_and_the_second_channel_does_not_mix_
         return active
 
     monkeypatch.setattr(reader.registry, "active_versions", commit_after_read)
-    port = MilvusSearchPort(reader, VectorOfText(), SearchOptions(mode="hybrid"))
+    port = StoreSearchPort(reader, VectorOfText(), SearchOptions(mode="hybrid"))
     hits = port.search("oldtopic newtopic paragraph", 50).hits
     [doc] = writer.list_documents()
     assert hits and len({h.metadata["version"] for h in hits}) == 1
