@@ -57,7 +57,7 @@ from ui.testsets import answers_view, generate_panel, offline_warning, open_save
 
 LAST_RUN = "eval_last_run"
 PICKS = {N_("Random sample"): "sample", N_("First N"): "limit", N_("All"): "all"}
-SOURCES = [N_("Bundled set"), N_("Saved test set"), N_("Upload a set")]  # values kept in the URL-bound radio
+SOURCES = [N_("Bundled set"), words.SAVED_SOURCE, N_("Upload a set")]  # the radio's values (shown translated)
 TARGETS = [N_("Sample knowledge base (examples/kb, indexed separately)"), N_("Knowledge bases (as they are)")]
 # Links shown next to each failed query: column name -> (the saved query record, the point's parameters)
 # -> URL. The record has the query, its relevant doc_ids, answers found or not, evidence keys.
@@ -119,7 +119,7 @@ def choose_saved_set(subset: tuple[str, int | None, int | None]) -> tuple[Any, l
         st.info(t("No saved test sets yet: generate one in the Test sets tab (or `python -m rag_core eval generate "
                   "--name NAME`)."))
         return None, None
-    name = st.selectbox(t("Test set"), [s.name for s in saved], key="eval_saved_set",
+    name = st.selectbox(t("Test set"), [s.name for s in saved], key=words.SAVED_SET_KEY,
                         format_func=lambda n: next(t("{name} ({items} items, {generator})", name=s.name, items=s.items,
                                                      generator=s.generator) for s in saved if s.name == n))
     pick, n, seed = subset
@@ -130,17 +130,18 @@ def choose_saved_set(subset: tuple[str, int | None, int | None]) -> tuple[Any, l
     names = knowledge_bases().names()
     made_from = read_test_set(saved[[s.name for s in saved].index(name)].path).meta.get("knowledge_base")
     kbs = st.multiselect(t("Knowledge bases"), names, default=[k for k in [made_from or selected_kb()] if k in names],
-                         key="eval_saved_kbs", help=t("Each is searched as it is; the set's relevant ids are doc_ids, "
-                                                      "so a knowledge base chunked differently works too."))
+                         key=words.SAVED_KBS_KEY, help=t("Each is searched as it is; the set's relevant ids are "
+                                                         "doc_ids, so a knowledge base chunked differently works "
+                                                         "too."))
     return eval_set, kbs
 
 
 def choose_set() -> tuple[Any, list[str] | None]:
     """Widgets for the set; returns (EvalSet, the knowledge bases to run against: None for an isolated index)."""
     sets = bundled_sets()
-    source = st.radio(t("Evaluation set"), SOURCES, horizontal=True, key="eval_source", format_func=t)
+    source = st.radio(t("Evaluation set"), SOURCES, horizontal=True, key=words.SOURCE_KEY, format_func=t)
     subset = choose_subset()
-    if source == "Saved test set":
+    if source == words.SAVED_SOURCE:
         return choose_saved_set(subset)
     if source == "Bundled set":
         if not sets:

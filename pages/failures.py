@@ -12,9 +12,10 @@ from rag_core.evaluation.testsets import list_test_sets, saved_sets_dir
 from rag_core.feedback.cases import CHUNK, add_to_test_set, expected_target, failure_item
 from rag_core.feedback.records import Lookup, TurnRecord
 from ui.errors import show_error
-from ui.evaluation import headers, link_column
+from ui.evaluation import EVALUATION_PAGE, headers, link_column, preselect_saved_set
 from ui.i18n import N_, t
 from ui.lookup import DEBUGGER_PAGE, debugger_query_params, debugger_url
+from ui.navigation import page_file
 from ui.state import get_settings, get_turn_store, get_workbench, knowledge_bases
 
 st.title(t("👎 Failures"))
@@ -23,6 +24,7 @@ st.caption(t("Chat answers rated 👎 (on the chat page, `POST /api/feedback` or
 
 ALL = N_("all knowledge bases")  # the option's value (shown translated)
 NEW = N_("(new)")
+CHAT_PAGE = "pages/chat.py"
 try:
     names = knowledge_bases().names()
 except RagError as exc:
@@ -44,6 +46,7 @@ except RagError as exc:
     st.stop()
 if not turns:
     st.info(t("No 👎 answers here: rate answers on the Agent chat page, and the failures show up here."), icon="✅")
+    st.page_link(page_file(CHAT_PAGE), label=t("Agent chat"), icon="💬")
     st.stop()
 
 
@@ -113,7 +116,8 @@ with st.container(border=True):
                                    "document."))
     question = st.text_input(t("Question"), key="fail.question")
     answer = st.text_area(t("Right answer (optional)"), key="fail.answer",
-                          help=t("A verbatim quote of the expected chunk scores answers best (`eval answers`)."))
+                          help=t("A verbatim quote of the expected chunk scores answers best (the Evaluation page's "
+                                 "Answers tab, or `eval answers`)."))
     submitted = st.button(t("Add to the test set"), icon="➕", type="primary", key="fail.add")
 if submitted:
     try:
@@ -122,8 +126,10 @@ if submitted:
     except RagError as exc:
         show_error(exc)
     else:
-        st.success(t("Added to test set **{name}**: run it with `python -m rag_core eval {path} --live`.", name=name,
-                     path=path), icon="✅")
+        st.success(t("Added to test set **{name}**.", name=name), icon="✅")
+        preselect_saved_set(name, kb_name if kb_name in names else None)  # the link below opens it, ready to run
+        st.page_link(page_file(EVALUATION_PAGE), label=t("Run {name} on the Evaluation page", name=name), icon="📏")
+        st.caption(t("From the command line: `{command}`", command=f"python -m rag_core eval {path} --live"))
 if expected and lookup is not None:
     # The panel checks the document (its chunk, when one was picked) and the right answer: a document in the evidence
     # whose chunks lack the answer is a failure too, which the document alone would call retrieved.

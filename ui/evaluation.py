@@ -22,6 +22,11 @@ from rag_core.evaluation.report import RUN_NOTES, run_note_items
 from .components import headers as column_config
 from .i18n import N_, SOURCE, language, t
 
+EVALUATION_PAGE = "pages/evaluation.py"
+# The Evaluation page's widgets that choose a saved test set to run, and the knowledge bases to run it on.
+SOURCE_KEY, SAVED_SOURCE = "eval_source", N_("Saved test set")  # the radio, and its value to choose
+SAVED_SET_KEY, SAVED_KBS_KEY = "eval_saved_set", "eval_saved_kbs"
+
 # Metric codes -> their names (English: plots.label's). Codes at a cut-off (`recall@5`, `nDCG@10`, `MRR@10`) are
 # names of their own, in every language; `raw_` and `span_` ones are built from them (metric_name).
 METRIC_NAMES = {
@@ -156,6 +161,16 @@ def headers(columns: Iterable[str], **config: Any) -> dict[str, Any]:
     """`column_config` for a table: every column's header in the session's language (the column names, what
     tests and downloads read, unchanged); `config` gives columns their own (a link column, an editable one)."""
     return column_config(columns, config, label=column_header)
+
+
+def preselect_saved_set(name: str, kb: str | None = None) -> None:
+    """The Evaluation page opens with saved test set `name` chosen (and knowledge base `kb` to run it on): for a link
+    there (`st.page_link(EVALUATION_PAGE)`) from a page that just saved the set. Its widgets read these values when
+    they are drawn next."""
+    st.session_state[SOURCE_KEY] = SAVED_SOURCE
+    st.session_state[SAVED_SET_KEY] = name
+    if kb:
+        st.session_state[SAVED_KBS_KEY] = [kb]
 
 
 def link_column(column: str = "debugger") -> Any:

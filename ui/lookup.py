@@ -18,11 +18,17 @@ from rag_core.retrieval import Fetched, KnowledgeRetriever, LookupParams, Lookup
 from rag_core.retrieval.explain import ChunkSource, explain
 from rag_core.retrieval.spans import traced_lookup
 
-from .i18n import LANG_PARAM, browser_language, language
+from .i18n import LANG_PARAM, N_, browser_language, language, t
+from .navigation import page_file
+from .reasons import phrases
 
 CACHE_SIZE = 8
 DEBUGGER_PAGE = "pages/debugger.py"
 DEBUGGER_URL_PATH = "debugger"
+KNOWLEDGE_BASE_PAGE = "pages/knowledge_base.py"
+NO_DOCUMENT_MATCHES = "warning.no_document_matches"  # a filter that matched no document (retrieval/scope.py)
+NO_MATCHES_IN_APP = N_("The filter {filter} matches no document (of {documents:,}): nothing was searched. Check the "
+                       "values: the Knowledge base page shows each document's metadata.")
 # A link from another page names a whole lookup (`?replay=1`): the debugger's controls it does not name start at
 # their defaults. Without it they would come back as this session left them: the debugger's widgets are bound to
 # the URL with persist_state="session", so a page link that leaves `compare` out reopens compare mode with the
@@ -130,3 +136,20 @@ def open_replay() -> None:
         if key not in named and key in st.session_state:
             del st.session_state[key]
     del st.query_params[REPLAY]
+
+
+def lookup_warnings(data: Mapping[str, Any]) -> None:
+    """A lookup's warnings (`LookupResult.to_dict()`) in the person's language. rag_core's sentence for a filter that
+    matches no document sends the person to the command line (`docs --json`): here it names the page that shows each
+    document's metadata and links there, and the command follows as a secondary hint."""
+    said = data.get("warning_phrases") or []
+    texts = phrases(data, "warnings")
+    for n, warning in enumerate(texts):
+        found = said[n] if len(said) == len(texts) else {}
+        if found.get("code") != NO_DOCUMENT_MATCHES:
+            st.warning(warning, icon="⚠️")
+            continue
+        st.warning(t(NO_MATCHES_IN_APP, **found["params"]), icon="⚠️")
+        st.page_link(page_file(KNOWLEDGE_BASE_PAGE), icon="📚",
+                     label=t("Each document's metadata: the Knowledge base page, under Metadata and tags"))
+        st.caption(t("From the command line: `{command}`", command="python -m rag_core docs --json"))

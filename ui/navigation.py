@@ -43,6 +43,13 @@ def pages(root: Path = REPO_ROOT) -> list[st.Page]:
             for path, title, icon in PAGES]
 
 
+def page_file(path: str) -> Path:
+    """The file of page `path` ("pages/chat.py") for `st.page_link`: absolute, as `pages()` gives it to st.navigation,
+    so the link is found whichever script runs as the main one (app.py, or a page run alone by AppTest, where a
+    relative path would be looked up under pages/)."""
+    return REPO_ROOT / path
+
+
 def run_through_app() -> None:
     """Called when `ui` is first imported: a page running without app.py (see the module docstring)
     ends the legacy mode with st.navigation and reruns. A no-op outside a Streamlit run."""

@@ -8,19 +8,18 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.helpers import REPO
+from tests.ui.apptest_helpers import app_at
 from ui.state import clear_workbench, get_workbench
 
-PAGE = str(REPO / "pages" / "evaluation.py")
+PAGE = "pages/evaluation.py"
 
 
 @pytest.fixture
 def page(eval_data_dir, monkeypatch) -> Iterator[AppTest]:
     monkeypatch.setenv("RAG_DATA_DIR", str(eval_data_dir))
     monkeypatch.delenv("RAG_CONFIG", raising=False)
-    at = AppTest.from_file(PAGE, default_timeout=90)
-    at.run()
-    assert not at.exception
+    at = app_at(PAGE)  # through app.py, as the app runs it: the page's links need its navigation
+    at.default_timeout = 90
     yield at
     clear_workbench()  # the page opened the shared workbench: release its Milvus Lite file
 

@@ -192,3 +192,27 @@ def test_why_wasnt_it_retrieved_carries_the_chunk_and_the_right_answer(kb) -> No
     assert at.selectbox(key="expect").value == "runbooks/disk_full.md"
     assert at.number_input(key="expect_chunk").value == 1
     assert at.text_input(key="answer").value == "Clean up old logs under /var/log."
+
+
+def test_the_success_line_links_to_the_evaluation_page_with_the_set_and_knowledge_base_chosen(kb) -> None:
+    """The success line used to send the person to the command line (`python -m rag_core eval ... --live`): it links
+    to the Evaluation page, which opens with the saved set and the failure's knowledge base chosen; the command stays
+    as a secondary hint."""
+    _seed()
+    at = app_at("pages/evaluation.py")  # visited before: its widgets had values of their own
+    at.switch_page(PAGE).run()
+    assert not at.exception, at.exception
+    _pick_seeded(at)
+    at.selectbox(key="fail.set").set_value("(new)").run()
+    at.text_input(key="fail.new_set").set_value("linked-set")
+    at.selectbox(key="fail.expected").set_value("runbooks/disk_full.md#chunk-1")
+    at.button(key="fail.add").click().run()
+    assert not at.exception, at.exception
+    assert texts(at, "success") == "Added to test set **linked-set**."  # no command in the success line
+    (link,) = [p for p in at.get("page_link") if "evaluation" in p.proto.page]
+    assert link.proto.label == "Run linked-set on the Evaluation page"
+    assert "python -m rag_core eval" in texts(at, "caption") and "--live" in texts(at, "caption")
+    _follow(at, {}, "pages/evaluation.py")
+    assert at.radio(key="eval_source").value == "Saved test set"
+    assert at.selectbox(key="eval_saved_set").value == "linked-set"
+    assert at.multiselect(key="eval_saved_kbs").value == ["biz"]
