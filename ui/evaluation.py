@@ -26,6 +26,7 @@ EVALUATION_PAGE = "pages/evaluation.py"
 # The Evaluation page's widgets that choose a saved test set to run, and the knowledge bases to run it on.
 SOURCE_KEY, SAVED_SOURCE = "eval_source", N_("Saved test set")  # the radio, and its value to choose
 SAVED_SET_KEY, SAVED_KBS_KEY = "eval_saved_set", "eval_saved_kbs"
+GRID_SHOWN = "eval_grid_shown"  # the parameters' values shown last (start_fields)
 
 # Metric codes -> their names (English: plots.label's). Codes at a cut-off (`recall@5`, `nDCG@10`, `MRR@10`) are
 # names of their own, in every language; `raw_` and `span_` ones are built from them (metric_name).
@@ -171,6 +172,18 @@ def preselect_saved_set(name: str, kb: str | None = None) -> None:
     st.session_state[SAVED_SET_KEY] = name
     if kb:
         st.session_state[SAVED_KBS_KEY] = [kb]
+
+
+def start_fields(values: Mapping[str, Any], shown: str = GRID_SHOWN) -> None:
+    """Keyed fields (widget key -> value) that start at `values` and follow them when they change (another knowledge
+    base or embedder chosen): a field still at the value shown before takes the new one, a field the person changed
+    keeps theirs. A keyed widget keeps its value when its default changes, so its default cannot say it. Call before
+    the widgets are drawn, and draw them without a default."""
+    before = st.session_state.get(shown) or {}
+    for key, value in values.items():
+        if key not in st.session_state or (key in before and st.session_state[key] == before[key]):
+            st.session_state[key] = value
+    st.session_state[shown] = dict(values)
 
 
 def link_column(column: str = "debugger") -> Any:
