@@ -7,7 +7,7 @@ from typing import Any
 
 import streamlit as st
 
-from rag_core.ingest import IngestProgress
+from rag_core.ingest import IngestProgress, IngestTally
 from rag_core.records import IngestReport, IngestStatus
 
 from .fates import ROW_STYLE
@@ -15,7 +15,16 @@ from .html import ChunkView, changed_chunk_html, chunk_card_html
 from .i18n import N_, t, tn
 from .navigation import page_file
 from .reasons import phrase, phrases
-from .tables import column_label, evidence_frame, explain_frame, hits_frame, ingest_count, ingest_frame, reranked
+from .tables import (
+    column_label,
+    evidence_frame,
+    explain_frame,
+    hits_frame,
+    ingest_count,
+    ingest_frame,
+    ingest_overall,
+    reranked,
+)
 
 
 def headers(columns: Iterable[str], config: Mapping[str, Any] | None = None,
@@ -162,6 +171,7 @@ class IngestProgressView:
 
     def __init__(self, names: Sequence[str] = ()) -> None:
         self.overall = st.progress(0.0, text=t("Starting…"))
+        self.tally = IngestTally()  # the overall count, in files and chunks
         self.area = st.container()
         self.bars: dict[int, Any] = {}
         for i, name in enumerate(names):
@@ -183,8 +193,8 @@ class IngestProgressView:
         else:
             within, text = 0.0, f"{p.name} — {ingest_stage(p.stage)}"
         bar.progress(within, text=text)
-        self.overall.progress(p.fraction, text=t("Overall: file {i} of {n} ({fraction:.0%})", i=min(
-            p.file_index + 1, p.files_total), n=p.files_total, fraction=p.fraction))
+        self.tally = self.tally.add(p)
+        self.overall.progress(p.fraction, text=ingest_overall(self.tally))
 
     def finish(self) -> None:
         self.overall.progress(1.0, text=t("Overall: done"))
