@@ -126,6 +126,16 @@ def test_the_embedder_tradeoff_is_shown(kb):
     assert all(frame[frame["embedder"] == "local"].iloc[1][s] >= bm25[s] for s in frame.columns if "q)" in s)
 
 
+def test_how_to_start_links_every_page_of_the_navigation(kb):
+    """It listed 4 of the app's pages; it is built from the navigation, so a new page is listed too."""
+    from ui.navigation import HOME, PAGES
+
+    at = app_at()
+    links = [p.proto.page for p in at.get("page_link") if p.proto.label.startswith("**")]  # "**Page** — what for"
+    assert links == [path.removeprefix("pages/").removesuffix(".py") for path, _, _ in PAGES if path != HOME]
+    assert len(links) == len(PAGES) - 1 == 6
+
+
 def _progress_of(events) -> None:
     """An app script: an ingest's progress bars driven by `events` (a real run's, up to some point)."""
     from ui.components import IngestProgressView
