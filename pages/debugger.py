@@ -24,11 +24,12 @@ from ui.fates import HIT_FATES, fate_label, look
 from ui.hits import hit_list_html
 from ui.html import ChunkView
 from ui.i18n import t, tn
-from ui.lookup import cached_explanation, cached_lookup, debugger_query_params
-from ui.reasons import describe_drop, location_text, notes, phrase, phrases, search_mode_label
+from ui.lookup import cached_explanation, cached_lookup, debugger_query_params, lookup_warnings, open_replay
+from ui.reasons import describe_drop, location_text, notes, phrase, search_mode_label
 from ui.state import workbench_or_stop
 from ui.tables import fate_counts, reranked, timings_frame
 
+open_replay()  # a link from another page opens its lookup, not this session's earlier controls (compare mode...)
 st.title("🔎 " + t("Retrieval debugger"))
 st.caption(t("The same lookup the agent's tool runs: recall `retrieve-k` candidates, deduplicate by evidenceKey, "
              "cap per document, keep `return-n`. Sliders other than retrieve-k and search re-run only "
@@ -105,8 +106,7 @@ if compare:
     st.stop()  # the single-lookup views below are for one side
 
 data = result.to_dict()
-for warning in phrases(data, "warnings"):
-    st.warning(warning, icon="⚠️")
+lookup_warnings(data)
 if result.scope is not None:
     s = result.scope
     st.pills(t("Filter"), result.scope.scope.items(), key="dbg.chips", disabled=True)

@@ -16,7 +16,7 @@ import streamlit as st
 
 import ui  # noqa: F401 - every page imports ui first (see ui/__init__.py: direct page URLs)
 from rag_core.bootstrap import factories
-from rag_core.config import KEYS
+from rag_core.config import KEYS, Settings
 from rag_core.errors import RagError
 from rag_core.evaluation import (
     EvalSet,
@@ -45,6 +45,7 @@ from rag_core.evaluation.report import (
 )
 from rag_core.evaluation.results import new_run_dir, summary_rows
 from rag_core.evaluation.testsets import list_test_sets, read_test_set, saved_sets_dir
+from rag_core.kb.settings import with_measured_settings
 from rag_core.records import FUSIONS
 from ui import evaluation as words
 from ui.components import embedder_tradeoff
@@ -57,16 +58,17 @@ from ui.testsets import answers_view, generate_panel, offline_warning, open_save
 
 LAST_RUN = "eval_last_run"
 PICKS = {N_("Random sample"): "sample", N_("First N"): "limit", N_("All"): "all"}
-SOURCES = [N_("Bundled set"), N_("Saved test set"), N_("Upload a set")]  # values kept in the URL-bound radio
+SOURCES = [N_("Bundled set"), words.SAVED_SOURCE, N_("Upload a set")]  # the radio's values (shown translated)
 TARGETS = [N_("Sample knowledge base (examples/kb, indexed separately)"), N_("Knowledge bases (as they are)")]
 # Links shown next to each failed query: column name -> (the saved query record, the point's parameters)
 # -> URL. The record has the query, its relevant doc_ids, answers found or not, evidence keys.
 FAILED_QUERY_LINKS: dict[str, Callable[[dict[str, Any], dict[str, Any]], str]] = {
-    # the debugger with the query, and its first relevant document in "Why wasn't it retrieved?"; on the
-    # knowledge base the row searched (?kb= selects it in the sidebar), if any
+    # the debugger with the query, and its first relevant document and first answer in "Why wasn't it retrieved?"
+    # (a query whose document is in the evidence fails when its chunks lack the answer); on the knowledge base the
+    # row searched (?kb= selects it in the sidebar), if any
     "debugger": lambda q, params: debugger_url(q["query"], {k: params.get(k) for k in (
         "retrieve_k", "return_n", "max_chunks_per_document", "mode")}, (q.get("relevant") or [None])[0],
-        kb=params.get("kb")),
+        kb=params.get("kb"), answer=(q.get("answers") or [None])[0]),
 }
 
 
@@ -118,7 +120,7 @@ def choose_saved_set(subset: tuple[str, int | None, int | None]) -> tuple[Any, l
         st.info(t("No saved test sets yet: generate one in the Test sets tab (or `python -m rag_core eval generate "
                   "--name NAME`)."))
         return None, None
-    name = st.selectbox(t("Test set"), [s.name for s in saved], key="eval_saved_set",
+    name = st.selectbox(t("Test set"), [s.name for s in saved], key=words.SAVED_SET_KEY,
                         format_func=lambda n: next(t("{name} ({items} items, {generator})", name=s.name, items=s.items,
                                                      generator=s.generator) for s in saved if s.name == n))
     pick, n, seed = subset
@@ -129,17 +131,18 @@ def choose_saved_set(subset: tuple[str, int | None, int | None]) -> tuple[Any, l
     names = knowledge_bases().names()
     made_from = read_test_set(saved[[s.name for s in saved].index(name)].path).meta.get("knowledge_base")
     kbs = st.multiselect(t("Knowledge bases"), names, default=[k for k in [made_from or selected_kb()] if k in names],
-                         key="eval_saved_kbs", help=t("Each is searched as it is; the set's relevant ids are doc_ids, "
-                                                      "so a knowledge base chunked differently works too."))
+                         key=words.SAVED_KBS_KEY, help=t("Each is searched as it is; the set's relevant ids are "
+                                                         "doc_ids, so a knowledge base chunked differently works "
+                                                         "too."))
     return eval_set, kbs
 
 
 def choose_set() -> tuple[Any, list[str] | None]:
     """Widgets for the set; returns (EvalSet, the knowledge bases to run against: None for an isolated index)."""
     sets = bundled_sets()
-    source = st.radio(t("Evaluation set"), SOURCES, horizontal=True, key="eval_source", format_func=t)
+    source = st.radio(t("Evaluation set"), SOURCES, horizontal=True, key=words.SOURCE_KEY, format_func=t)
     subset = choose_subset()
-    if source == "Saved test set":
+    if source == words.SAVED_SOURCE:
         return choose_saved_set(subset)
     if source == "Bundled set":
         if not sets:
@@ -168,48 +171,87 @@ def choose_set() -> tuple[Any, list[str] | None]:
                          seed=seed), kbs
 
 
-def choose_grid(settings: Any) -> tuple[Grid, str, bool]:
-    base = Grid.from_settings(settings)
+def grid_settings(settings: Settings, kbs: list[str] | None, provider: str) -> tuple[Settings, str]:
+    """The settings a run starts from, which the parameters show: on knowledge bases the first one's own (its
+    workbench's, whose lookup defaults the debugger starts at; the others keep theirs for a field left as shown); on
+    a separately indexed corpus the settings with the embedder chosen and the fusion measured for it, as `eval`
+    indexes it. And a note on where the values come from ("" when from the settings as they are)."""
+    if kbs is not None:
+        names = knowledge_bases().names()
+        first = next((k for k in kbs if k in names), selected_kb())
+        return get_workbench(first).settings, t("Shown: the settings of knowledge base {kb}.", kb=first)
+    chosen = settings.with_overrides({"embedding.provider": provider}, "the Evaluation page")
+    measured, note = with_measured_settings(chosen, "the fusion measured for the embedder")
+    return measured, t("Shown: the fusion measured for {embedder}.", embedder=provider) if note else ""
 
-    def values(column: Any, name: str, kind: type) -> list[Any]:
-        label = words.param_label(name)
-        text = column.text_input(label, ",".join(map(str, getattr(base, name))), key=f"eval_{name}",
-                                 help=setting_help(PARAM_SETTINGS[name]))
-        return parse_values(text, kind, LABELS[name])
 
+def others_differ(grid: Grid, kbs: list[str]) -> list[str]:
+    """For each other knowledge base run on, the parameters whose own value differs from those shown
+    (`grid`'s, the first one's): a field left as shown runs each with its own."""
+    notes = []
+    for name in kbs[1:]:
+        own = Grid.from_settings(get_workbench(name).settings)
+        differ = [f"{words.param_label(k)} {','.join(map(str, getattr(own, k)))}" for k in PARAM_SETTINGS
+                  if k not in ("chunk_size", "overlap") and getattr(own, k) != getattr(grid, k)]
+        if differ:
+            notes.append(f"{name}: {', '.join(differ)}")
+    return notes
+
+
+def choose_grid(settings: Settings, kbs: list[str] | None) -> tuple[Grid, str, Settings, bool]:
+    """The parameters (a sweep: comma-separated values) and the embedder of a separately indexed corpus; returns the
+    grid, the embedder, the settings the run starts from (`grid_settings`) and whether to rebuild the index."""
     with st.expander(t("Parameters (comma-separated lists sweep every combination)"), expanded=True):
-        c1, c2, c3 = st.columns(3)
-        modes = c1.multiselect(t("Search mode"), ["dense", "bm25", "hybrid"], default=list(base.mode),
-                               key="eval_mode", format_func=words.mode_name)
-        retrieve_k, return_n = values(c1, "retrieve_k", int), values(c1, "return_n", int)
-        cap = parse_values(c2.text_input(words.param_label("max_chunks_per_document"),
-                                         ",".join(map(str, base.max_chunks_per_document)), key="eval_cap"),
-                           int, LABELS["max_chunks_per_document"])
-        chunk_size, overlap = values(c2, "chunk_size", int), values(c2, "overlap", int)
-        fusion = c3.multiselect(t("Fusion (hybrid)"), list(FUSIONS), default=list(base.fusion),
-                                key="eval_fusion")
-        rrf_k, dense_w, bm25_w = values(c3, "rrf_k", int), values(c3, "dense_weight", float), values(
-            c3, "bm25_weight", float)
-        rerank = c3.multiselect(t("Reranker"), list(KEYS["rerank.provider"].choices), default=list(base.rerank),
-                                key="eval_rerank", help=t("none and a provider: every combination without and with "
-                                                          "the reranker (`rerank.model`, `rerank.base-url` and the "
-                                                          "key's variable configure it)."))
         providers = list(KEYS["embedding.provider"].choices)
         embedder = st.selectbox(t("Embedder"), providers, index=providers.index(settings["embedding.provider"]),
-                                key="eval_embedder", help=t("For the separately indexed corpus; a knowledge base is "
-                                                            "searched with its own embedder."))
+                                key="eval_embedder", disabled=kbs is not None,
+                                help=t("For the separately indexed corpus; a knowledge base is searched with its "
+                                       "own embedder."))
+        base_settings, shown_from = grid_settings(settings, kbs, embedder)
+        base = Grid.from_settings(base_settings)
+        texts = {name: ",".join(map(str, getattr(base, name))) for name in (
+            "retrieve_k", "return_n", "chunk_size", "overlap", "rrf_k", "dense_weight", "bm25_weight")}
+        # The fields start at the values that will run, and follow them to another knowledge base or embedder
+        # unless the person changed them (a keyed field keeps its value when its default changes).
+        words.start_fields({"eval_mode": list(base.mode), "eval_cap": ",".join(map(str, base.max_chunks_per_document)),
+                            "eval_fusion": list(base.fusion), "eval_rerank": list(base.rerank),
+                            **{f"eval_{name}": text for name, text in texts.items()}})
+
+        def values(column: Any, name: str, kind: type) -> list[Any]:
+            text = column.text_input(words.param_label(name), key=f"eval_{name}",
+                                     help=setting_help(PARAM_SETTINGS[name]))
+            return parse_values(text, kind, LABELS[name])
+
+        c1, c2, c3 = st.columns(3)
+        modes = c1.multiselect(t("Search mode"), ["dense", "bm25", "hybrid"], key="eval_mode",
+                               format_func=words.mode_name)
+        retrieve_k, return_n = values(c1, "retrieve_k", int), values(c1, "return_n", int)
+        cap = parse_values(c2.text_input(words.param_label("max_chunks_per_document"), key="eval_cap"),
+                           int, LABELS["max_chunks_per_document"])
+        chunk_size, overlap = values(c2, "chunk_size", int), values(c2, "overlap", int)
+        fusion = c3.multiselect(t("Fusion (hybrid)"), list(FUSIONS), key="eval_fusion")
+        rrf_k, dense_w, bm25_w = values(c3, "rrf_k", int), values(c3, "dense_weight", float), values(
+            c3, "bm25_weight", float)
+        rerank = c3.multiselect(t("Reranker"), list(KEYS["rerank.provider"].choices), key="eval_rerank",
+                                help=t("none and a provider: every combination without and with the reranker "
+                                       "(`rerank.model`, `rerank.base-url` and the key's variable configure it)."))
+        if shown_from:
+            st.caption(shown_from)
+        if kbs and (differ := others_differ(base, kbs)):
+            st.caption(t("A field left as shown runs each knowledge base with its own value: {others}.",
+                         others="; ".join(differ)))
         with st.popover(t("Embedders: quality vs ingest time (measured)")):
             embedder_tradeoff(embedder)
         reindex = st.checkbox(t("Rebuild the index even if it is complete"), key="eval_reindex")
-    grid = Grid.from_form(settings, mode=modes, fusion=fusion, retrieve_k=retrieve_k, return_n=return_n,
+    grid = Grid.from_form(base_settings, mode=modes, fusion=fusion, retrieve_k=retrieve_k, return_n=return_n,
                           max_chunks_per_document=cap, chunk_size=chunk_size, overlap=overlap, rrf_k=rrf_k,
                           dense_weight=dense_w, bm25_weight=bm25_w, rerank=rerank)
-    return grid, embedder, reindex
+    return grid, embedder, base_settings, reindex
 
 
 def execute(settings: Any) -> None:
     eval_set, kbs = choose_set()
-    grid, provider, reindex = choose_grid(settings)
+    grid, provider, start, reindex = choose_grid(settings, kbs)
     if eval_set is None:
         return
     if kbs == []:
@@ -225,7 +267,9 @@ def execute(settings: Any) -> None:
                      points=len(points)) + (t("; skipped: {skipped}", skipped="; ".join(skipped)) if skipped else ""))
     if not st.button(t("Run evaluation"), type="primary", key="eval_run"):
         return
-    run_settings = settings.with_overrides({"embedding.provider": provider}, "the Evaluation page")
+    # a corpus indexed here runs with the settings shown (the fusion measured for its embedder); knowledge bases with
+    # their own (Grid.rebased)
+    run_settings = settings.with_overrides({"embedding.provider": provider}, "the Evaluation page") if kbs else start
     workbenches = [get_workbench(name) for name in kbs or []]  # the shared ones: Milvus Lite allows one open per file
     embedder = None if kbs else run_resources(provider)
     bar = st.progress(0.0, text=t("Starting…"))

@@ -8,13 +8,14 @@ import pandas as pd
 import streamlit as st
 
 from rag_core.errors import RagError
-from rag_core.evaluation.failures import add_to_test_set, expected_target, failure_item
+from rag_core.evaluation.failures import CHUNK, add_to_test_set, expected_target, failure_item
 from rag_core.evaluation.testsets import list_test_sets, saved_sets_dir
 from rag_core.feedback.records import Lookup, TurnRecord
 from ui.errors import show_error
-from ui.evaluation import headers, link_column
+from ui.evaluation import EVALUATION_PAGE, headers, link_column, preselect_saved_set
 from ui.i18n import N_, t
 from ui.lookup import DEBUGGER_PAGE, debugger_query_params, debugger_url
+from ui.navigation import page_file
 from ui.state import get_settings, get_turn_store, get_workbench, knowledge_bases
 
 st.title(t("👎 Failures"))
@@ -23,6 +24,7 @@ st.caption(t("Chat answers rated 👎 (on the chat page, `POST /api/feedback` or
 
 ALL = N_("all knowledge bases")  # the option's value (shown translated)
 NEW = N_("(new)")
+CHAT_PAGE = "pages/chat.py"
 try:
     names = knowledge_bases().names()
 except RagError as exc:
@@ -44,6 +46,7 @@ except RagError as exc:
     st.stop()
 if not turns:
     st.info(t("No 👎 answers here: rate answers on the Agent chat page, and the failures show up here."), icon="✅")
+    st.page_link(page_file(CHAT_PAGE), label=t("Agent chat"), icon="💬")
     st.stop()
 
 
@@ -80,7 +83,7 @@ with st.container(border=True):
     kb_name = turn.knowledge_bases[0] if turn.knowledge_bases else None
     if lookup is not None:
         st.page_link(DEBUGGER_PAGE, label=t("Open “{query}” in the retrieval debugger", query=lookup.query), icon="🔎",
-                     query_params=debugger_query_params(lookup.query, lookup.params, kb=kb_name))
+                     query_params=debugger_query_params(lookup.query, lookup.params, kb=kb_name, replay=True))
 
 st.subheader(t("Add to a test set"))
 # What it should have found: the turn's evidence, the hits its lookups dropped (the "why wasn't it retrieved?"
@@ -93,30 +96,45 @@ except RagError as exc:
     st.caption(t("The documents of {kb} cannot be listed: {error}", kb=kb_name, error=exc))
 root = saved_sets_dir(get_settings())
 existing = [s.name for s in list_test_sets(root)]
-with st.form("fail.add", border=True):
+# The set is chosen outside any form: choosing "(new)" enables the name field at once (a form would send the
+# choice only with the submit, leaving the field disabled and the item in a set called "failures").
+set_col, new_col = st.columns(2)
+set_name = set_col.selectbox(t("Test set"), [*existing, NEW], key="fail.set",
+                             format_func=lambda name: t(NEW) if name == NEW else name)
+new_name = new_col.text_input(t("New test set name"), value="failures", key="fail.new_set", disabled=set_name != NEW)
+# The item's fields start at the picked failure's: picking another one starts them afresh (a keyed field keeps
+# its value across reruns, so the question of the failure picked before would go into this one's item).
+fields = {"fail.question": turn.question, "fail.answer": "", "fail.expected": None}
+if st.session_state.get("fail.item_of") != turn.id:
+    st.session_state.update({**fields, "fail.item_of": turn.id})
+for field, value in fields.items():
+    st.session_state.setdefault(field, value)
+with st.container(border=True):
     expected = st.selectbox(t("Expected document or chunk"), offered, index=None, key="fail.expected",
                             placeholder=t("the chunk or document the answer should come from"),
                             help=t("The turn's evidence first, then the hits its search dropped, then every "
                                    "document."))
-    question = st.text_input(t("Question"), value=turn.question, key="fail.question")
+    question = st.text_input(t("Question"), key="fail.question")
     answer = st.text_area(t("Right answer (optional)"), key="fail.answer",
-                          help=t("A verbatim quote of the expected chunk scores answers best (`eval answers`)."))
-    set_col, new_col = st.columns(2)
-    set_name = set_col.selectbox(t("Test set"), [*existing, NEW], key="fail.set",
-                                 format_func=lambda name: t(NEW) if name == NEW else name)
-    new_name = new_col.text_input(t("New test set name"), value="failures", key="fail.new_set",
-                                  disabled=bool(existing) and set_name != NEW)
-    submitted = st.form_submit_button(t("Add to the test set"), icon="➕", type="primary")
+                          help=t("A verbatim quote of the expected chunk scores answers best (the Evaluation page's "
+                                 "Answers tab, or `eval answers`)."))
+    submitted = st.button(t("Add to the test set"), icon="➕", type="primary", key="fail.add")
 if submitted:
     try:
-        name = new_name if set_name == NEW or not existing else set_name
+        name = new_name if set_name == NEW else set_name
         path = add_to_test_set(root, name, failure_item(turn, expected or "", answer, question))
     except RagError as exc:
         show_error(exc)
     else:
-        st.success(t("Added to test set **{name}**: run it with `python -m rag_core eval {path} --live`.", name=name,
-                     path=path), icon="✅")
+        st.success(t("Added to test set **{name}**.", name=name), icon="✅")
+        preselect_saved_set(name, kb_name if kb_name in names else None)  # the link below opens it, ready to run
+        st.page_link(page_file(EVALUATION_PAGE), label=t("Run {name} on the Evaluation page", name=name), icon="📏")
+        st.caption(t("From the command line: `{command}`", command=f"python -m rag_core eval {path} --live"))
 if expected and lookup is not None:
-    doc_id, _ = expected_target(expected, turn.knowledge_bases)
+    # The panel checks the document (its chunk, when one was picked) and the right answer: a document in the evidence
+    # whose chunks lack the answer is a failure too, which the document alone would call retrieved.
+    doc_id, source = expected_target(expected, turn.knowledge_bases)
     st.page_link(DEBUGGER_PAGE, label=t("Why wasn't {doc} retrieved?", doc=doc_id), icon="🔍",
-                 query_params=debugger_query_params(lookup.query, lookup.params, doc_id, kb=kb_name))
+                 query_params=debugger_query_params(lookup.query, lookup.params, doc_id, kb=kb_name, replay=True,
+                                                    expect_chunk=source and source.partition(CHUNK)[2],
+                                                    answer=answer.strip()))

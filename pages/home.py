@@ -5,6 +5,7 @@ import streamlit as st
 import ui.state
 from ui.components import embedder_tradeoff, ingest_summary, metric_row, run_ingest
 from ui.i18n import t
+from ui.navigation import how_to_start, page_file
 from ui.state import chat_mode, get_settings, workbench_or_stop
 
 st.title(t("🧰 RAG workbench"))
@@ -55,17 +56,7 @@ if sample_reports := st.session_state.get("home.sample_reports"):
         ingest_summary(sample_reports)
 
 st.subheader(t("How to start"))
-HOW_TO = [
-    ("pages/knowledge_base.py", t("**Knowledge base** — upload files, see the document list, delete or re-index"),
-     "📚"),
-    ("pages/chunk_preview.py", t("**Chunk preview** — tune max size and overlap live, see every overlap highlighted"),
-     "✂️"),
-    ("pages/debugger.py", t("**Retrieval debugger** — raw hits next to the deduplicated, capped evidence, with the "
-                            "reason for every drop"), "🔎"),
-    ("pages/chat.py", t("**Agent chat** — ask questions; see every tool call, the evidence it returned and the cited "
-                        "chunks"), "💬"),
-]
-for path, label, icon in HOW_TO:
-    st.page_link(path, label=label, icon=icon)
+for path, label, icon in how_to_start():  # every page of the navigation: a new one is listed too
+    st.page_link(page_file(path), label=label, icon=icon)
 st.caption(t("Everything runs locally by default: Milvus Lite in the data folder and a local multilingual "
              "embedder, no key needed. The same steps work from the command line: `python -m rag_core --help`."))

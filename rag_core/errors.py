@@ -136,6 +136,10 @@ class EvaluationError(RagError):
     """An evaluation set is malformed or a run could not complete."""
 
 
+class GeneratorNeedsModel(EvaluationError):
+    """A test set asked of a chat model (generator "model") where none is configured."""
+
+
 class UpstreamError(RagError):
     """A service the workbench calls (a reranker, Prometheus, Loki, a chat or embedding model) failed, refused or
     did not answer. `upstream` names it for programs (the message names it, with its address, for people);

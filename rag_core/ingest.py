@@ -73,6 +73,56 @@ class IngestProgress:
 ProgressCallback = Callable[[IngestProgress], None]
 
 
+@dataclass(frozen=True)
+class IngestTally:
+    """A run's overall progress in files and chunks, folded from its `IngestProgress` events (`add`): files finished
+    (done, failed or skipped) of all, and chunks embedded of the chunks to embed. Files are read first and embedded
+    together in groups, so a file's chunks count from its group's first embedding event: `chunks` grows as groups
+    start, and a file left unchanged (done without embedding) adds none. `reading`: the file being read, when a file
+    is being read and none is being embedded."""
+
+    files: int = 0
+    finished: frozenset[int] = frozenset()
+    embedding: tuple[tuple[int, int, int], ...] = ()  # (file index, chunks embedded, its chunks), one per file
+    reading: int | None = None
+
+    def add(self, p: IngestProgress) -> IngestTally:
+        embedding = {index: (done, total) for index, done, total in self.embedding}
+        finished, reading = set(self.finished), self.reading
+        if p.stage in ("loading", "ocr"):
+            reading = p.file_index
+        elif p.stage == "embedding":
+            embedding[p.file_index], reading = (p.done, p.total), None
+        elif p.stage == "done":
+            finished.add(p.file_index)
+            if p.file_index in embedding:
+                embedding[p.file_index] = (p.total, p.total)
+        else:  # failed or skipped: its chunks will not be embedded
+            finished.add(p.file_index)
+            embedding.pop(p.file_index, None)
+        if reading in finished:
+            reading = None
+        return IngestTally(p.files_total, frozenset(finished),
+                           tuple((index, done, total) for index, (done, total) in sorted(embedding.items())), reading)
+
+    @property
+    def files_done(self) -> int:
+        return len(self.finished)
+
+    @property
+    def chunks_embedded(self) -> int:
+        return sum(done for _, done, _ in self.embedding)
+
+    @property
+    def chunks(self) -> int:
+        return sum(total for _, _, total in self.embedding)
+
+    @property
+    def chunk_fraction(self) -> float:
+        """Chunks embedded of the chunks known so far (0 when none are known yet)."""
+        return self.chunks_embedded / self.chunks if self.chunks else 0.0
+
+
 def ocr_step(done: int, total: int) -> str:
     """An OCR progress bar's text: "OCR page 3/12" while page 3 is read, "OCR done, 12 pages" at the end."""
     return f"OCR page {done + 1}/{total}" if done < total else f"OCR done, {total} page{'s' * (total != 1)}"

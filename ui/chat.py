@@ -19,7 +19,7 @@ from .components import chunk_card, evidence_table
 from .errors import show_chat_error, show_error, show_notice
 from .html import ChunkView
 from .i18n import t, tn
-from .lookup import DEBUGGER_PAGE, debugger_query_params
+from .lookup import DEBUGGER_PAGE, debugger_query_params, lookup_warnings
 from .reasons import location_text
 
 CURSOR = " ▌"
@@ -68,11 +68,10 @@ def _render_result(step: ToolStep, key: str) -> None:
                      "max {cap} per document, return-n {n})", k=params["retrieve_k"],
                      hits=len(step.lookup["raw_hits"]), reranked=reranked, evidence=len(step.lookup["evidence"]),
                      dropped=dropped, cap=params["max_chunks_per_document"], n=params["return_n"]))
-        for warning in step.lookup.get("warnings", []):
-            st.warning(warning, icon="⚠️")
+        lookup_warnings(step.lookup)
         evidence_table(step.lookup, key=f"{key}.evidence")
         st.page_link(DEBUGGER_PAGE, label=t("Replay this lookup in the retrieval debugger"), icon="🔎",
-                     query_params=debugger_query_params(step.lookup["query"], params))
+                     query_params=debugger_query_params(step.lookup["query"], params, replay=True))
     else:
         st.caption(t("Result"))
         st.json(step.result, expanded=False)

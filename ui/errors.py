@@ -4,7 +4,9 @@ rag_core writes its messages in English for people (what went wrong, what to do)
 and often a code: `LoaderError.code` / `IngestReport.error_code`, `KnowledgeBaseError.code`, `RemoteError.kind`,
 the chat's `ErrorEvent.kind` and `NoticeEvent.kind`. The app translates by type and code — one sentence per type
 or code in the catalog — never the English sentence itself; in Chinese the original follows in an expander (or a
-tooltip, for notices), to paste into a bug report. In English the original is the message: nothing is added.
+tooltip, for notices), to paste into a bug report. In English the original is the message: nothing is added, unless
+it is worded for the command line (`COMMAND_LINE_WORDED`: "use --generator offline"), when the app's sentence says
+what to do on the page and the original follows in the expander, as in Chinese.
 
     try:
         ...
@@ -75,10 +77,12 @@ NOTICES: Mapping[str, str] = {
 }
 # By type, most specific first: the first that matches names the error.
 TYPES: tuple[tuple[type[BaseException], str], ...] = (
+    (e.GeneratorNeedsModel, N_("Generating with a model needs a chat model: set DASHSCOPE_API_KEY (or chat.base-url "
+                               "and its key) and restart the app, or choose the offline generator.")),
     (e.StoreLockedError, N_("The database file is in use by another process (the CLI, the HTTP API or another "
                             "app): stop it and try again.")),
-    (e.StoreMigrationNeeded, N_("The collection was made by an older version and must be rebuilt: "
-                                "`python -m rag_core migrate`.")),
+    (e.StoreMigrationNeeded, N_("The collection was made by an older version and must be rebuilt (every vector is "
+                                "kept): press Migrate now on the Home page (or run `python -m rag_core migrate`).")),
     (e.StoreUnavailableError, N_("The connection to the vector store was lost: check that Milvus is running, then "
                                  "try again.")),
     (e.OriginalMissing, N_("The original file of this document is not kept: upload it again to re-index it.")),
@@ -98,6 +102,9 @@ TYPES: tuple[tuple[type[BaseException], str], ...] = (
     (e.EvaluationError, N_("The test set is malformed, or the run could not complete.")),
     (e.UpstreamError, N_("A service the workbench calls failed.")),
 )
+# Errors whose message is worded for the command line (its flags): their sentence above says what to do in the app,
+# and is shown in English too; the message follows in the expander.
+COMMAND_LINE_WORDED: tuple[type[BaseException], ...] = (e.GeneratorNeedsModel,)
 UNKNOWN = N_("Something went wrong.")
 # Who failed (UpstreamError.upstream), in front of a remote failure's sentence.
 UPSTREAMS: Mapping[str, str] = {"reranker": N_("Reranker"), "chat model": N_("Chat model"),
@@ -122,9 +129,10 @@ def error_sentence(exc: BaseException) -> str:
     return t(next((text for kind, text in TYPES if isinstance(exc, kind)), UNKNOWN))
 
 
-def _show(sentence: str, original: str, *, icon: str | None, prefix: str = "", warning: bool = False) -> None:
+def _show(sentence: str, original: str, *, icon: str | None, prefix: str = "", warning: bool = False,
+          worded_for_app: bool = True) -> None:
     box = st.warning if warning else st.error
-    if language() == SOURCE:  # the original is written in this language: it is the message
+    if language() == SOURCE and worded_for_app:  # the original is written in this language: it is the message
         box(prefix + original, icon=icon)
         return
     box(prefix + sentence, icon=icon)
@@ -135,7 +143,8 @@ def _show(sentence: str, original: str, *, icon: str | None, prefix: str = "", w
 def show_error(exc: BaseException, *, icon: str | None = "🛑", prefix: str = "", warning: bool = False) -> None:
     """An error on the page (`warning`: as a warning): translated by type and code, the original text in an
     expander. `prefix`: what it is about (e.g. "B: "), already in the session's language."""
-    _show(error_sentence(exc), str(exc), icon=icon, prefix=prefix, warning=warning)
+    _show(error_sentence(exc), str(exc), icon=icon, prefix=prefix, warning=warning,
+          worded_for_app=not isinstance(exc, COMMAND_LINE_WORDED))
 
 
 def show_report_error(report: IngestReport, *, icon: str | None = None) -> None:

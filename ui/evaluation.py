@@ -22,6 +22,12 @@ from rag_core.evaluation.report import RUN_NOTES, run_note_items
 from .components import headers as column_config
 from .i18n import N_, SOURCE, language, t
 
+EVALUATION_PAGE = "pages/evaluation.py"
+# The Evaluation page's widgets that choose a saved test set to run, and the knowledge bases to run it on.
+SOURCE_KEY, SAVED_SOURCE = "eval_source", N_("Saved test set")  # the radio, and its value to choose
+SAVED_SET_KEY, SAVED_KBS_KEY = "eval_saved_set", "eval_saved_kbs"
+GRID_SHOWN = "eval_grid_shown"  # the parameters' values shown last (start_fields)
+
 # Metric codes -> their names (English: plots.label's). Codes at a cut-off (`recall@5`, `nDCG@10`, `MRR@10`) are
 # names of their own, in every language; `raw_` and `span_` ones are built from them (metric_name).
 METRIC_NAMES = {
@@ -156,6 +162,28 @@ def headers(columns: Iterable[str], **config: Any) -> dict[str, Any]:
     """`column_config` for a table: every column's header in the session's language (the column names, what
     tests and downloads read, unchanged); `config` gives columns their own (a link column, an editable one)."""
     return column_config(columns, config, label=column_header)
+
+
+def preselect_saved_set(name: str, kb: str | None = None) -> None:
+    """The Evaluation page opens with saved test set `name` chosen (and knowledge base `kb` to run it on): for a link
+    there (`st.page_link(EVALUATION_PAGE)`) from a page that just saved the set. Its widgets read these values when
+    they are drawn next."""
+    st.session_state[SOURCE_KEY] = SAVED_SOURCE
+    st.session_state[SAVED_SET_KEY] = name
+    if kb:
+        st.session_state[SAVED_KBS_KEY] = [kb]
+
+
+def start_fields(values: Mapping[str, Any], shown: str = GRID_SHOWN) -> None:
+    """Keyed fields (widget key -> value) that start at `values` and follow them when they change (another knowledge
+    base or embedder chosen): a field still at the value shown before takes the new one, a field the person changed
+    keeps theirs. A keyed widget keeps its value when its default changes, so its default cannot say it. Call before
+    the widgets are drawn, and draw them without a default."""
+    before = st.session_state.get(shown) or {}
+    for key, value in values.items():
+        if key not in st.session_state or (key in before and st.session_state[key] == before[key]):
+            st.session_state[key] = value
+    st.session_state[shown] = dict(values)
 
 
 def link_column(column: str = "debugger") -> Any:

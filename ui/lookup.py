@@ -18,11 +18,25 @@ from rag_core.retrieval import Fetched, KnowledgeRetriever, LookupParams, Lookup
 from rag_core.retrieval.explain import ChunkSource, explain
 from rag_core.retrieval.spans import traced_lookup
 
-from .i18n import LANG_PARAM, browser_language, language
+from .i18n import LANG_PARAM, N_, browser_language, language, t
+from .navigation import page_file
+from .reasons import phrases
 
 CACHE_SIZE = 8
 DEBUGGER_PAGE = "pages/debugger.py"
 DEBUGGER_URL_PATH = "debugger"
+KNOWLEDGE_BASE_PAGE = "pages/knowledge_base.py"
+NO_DOCUMENT_MATCHES = "warning.no_document_matches"  # a filter that matched no document (retrieval/scope.py)
+NO_MATCHES_IN_APP = N_("The filter {filter} matches no document (of {documents:,}): nothing was searched. Check the "
+                       "values: the Knowledge base page shows each document's metadata.")
+# A link from another page names a whole lookup (`?replay=1`): the debugger's controls it does not name start at
+# their defaults. Without it they would come back as this session left them: the debugger's widgets are bound to
+# the URL with persist_state="session", so a page link that leaves `compare` out reopens compare mode with the
+# earlier `kb_b` (and an earlier filter, expected document, ...), and `compare=false` cannot say otherwise
+# (Streamlit drops a bound parameter at its default before reading it).
+REPLAY = "replay"
+# The debugger's widgets bound to the URL besides the lookup options' (each under its option's name).
+DEBUGGER_KEYS = ("q", "compare", "kb_b", "expect", "expect_chunk", "answer")
 
 
 class URLBound(TypedDict):
@@ -73,12 +87,14 @@ def cached_explanation(retriever: KnowledgeRetriever, source: ChunkSource, query
 
 
 def debugger_query_params(query: str, params: LookupParams | Mapping[str, Any] | None = None,
-                          expect: str | None = None, **extra: Any) -> dict[str, str]:
+                          expect: str | None = None, *, replay: bool = False, **extra: Any) -> dict[str, str]:
     """Query parameters that open the retrieval debugger pre-filled with this lookup
     (`st.page_link(DEBUGGER_PAGE, query_params=...)`, or `?` + urlencode for a plain link); `expect`
     (a doc_id) opens its "Why wasn't it retrieved?" panel on that document; `extra`: more widget values
-    by key (None and "" are left out). The language goes along (`lang`) when this session chose one (the switcher,
-    `?lang=`) other than the browser's, which the opened page would take anyway."""
+    by key (None and "" are left out). `replay`: a link from another page, which opens exactly this lookup (the
+    controls it does not name at their defaults, compare mode off: `open_replay`). The language goes along
+    (`lang`) when this session chose one (the switcher, `?lang=`) other than the browser's, which the opened page
+    would take anyway."""
     out = {"q": query}
     if expect:
         out["expect"] = expect
@@ -94,6 +110,8 @@ def debugger_query_params(query: str, params: LookupParams | Mapping[str, Any] |
             out["mode"] = str(mode)
         if params.get("score_threshold"):
             out["score_threshold"] = str(params["score_threshold"])
+    if replay:
+        out[REPLAY] = "1"
     if LANG_PARAM not in out and ((lang := language()) != browser_language() or LANG_PARAM in st.query_params):
         out[LANG_PARAM] = lang  # last: the other parameters keep their places in the query string
     return out
@@ -103,3 +121,35 @@ def debugger_url(query: str, params: LookupParams | Mapping[str, Any] | None = N
                  expect: str | None = None, **extra: Any) -> str:
     """A relative URL to the debugger for this lookup, e.g. for a link column (it opens a new tab)."""
     return f"{DEBUGGER_URL_PATH}?{urlencode(debugger_query_params(query, params, expect, **extra))}"
+
+
+def open_replay() -> None:
+    """Called by the debugger before its widgets: on a link from another page (`replay`), forget the values this
+    session left in the controls the link does not name, so they start at their defaults, and drop the marker
+    (the next rerun is the person's own)."""
+    if REPLAY not in st.query_params:
+        return
+    from rag_core.retrieval.options import LOOKUP_OPTIONS
+
+    named = set(st.query_params)
+    for key in (*DEBUGGER_KEYS, *(o.name for o in LOOKUP_OPTIONS)):
+        if key not in named and key in st.session_state:
+            del st.session_state[key]
+    del st.query_params[REPLAY]
+
+
+def lookup_warnings(data: Mapping[str, Any]) -> None:
+    """A lookup's warnings (`LookupResult.to_dict()`) in the person's language. rag_core's sentence for a filter that
+    matches no document sends the person to the command line (`docs --json`): here it names the page that shows each
+    document's metadata and links there, and the command follows as a secondary hint."""
+    said = data.get("warning_phrases") or []
+    texts = phrases(data, "warnings")
+    for n, warning in enumerate(texts):
+        found = said[n] if len(said) == len(texts) else {}
+        if found.get("code") != NO_DOCUMENT_MATCHES:
+            st.warning(warning, icon="⚠️")
+            continue
+        st.warning(t(NO_MATCHES_IN_APP, **found["params"]), icon="⚠️")
+        st.page_link(page_file(KNOWLEDGE_BASE_PAGE), icon="📚",
+                     label=t("Each document's metadata: the Knowledge base page, under Metadata and tags"))
+        st.caption(t("From the command line: `{command}`", command="python -m rag_core docs --json"))

@@ -28,6 +28,22 @@ PAGES = [
     ("pages/evaluation.py", N_("Evaluation"), "📏"),
     ("pages/failures.py", N_("Failures"), "👎"),
 ]
+HOME = "pages/home.py"
+# What each page is for, in Home's "How to start" (every page but Home, in the navigation's order): a page added to
+# PAGES without a line here is still listed, by its title (tests/ui/test_ui_navigation.py asks for its line).
+PURPOSES = {
+    "pages/knowledge_base.py": N_("**Knowledge base** — upload files, see the document list, delete or re-index"),
+    "pages/chunk_preview.py": N_("**Chunk preview** — tune max size and overlap live, see every overlap "
+                                 "highlighted"),
+    "pages/debugger.py": N_("**Retrieval debugger** — raw hits next to the deduplicated, capped evidence, with the "
+                            "reason for every drop"),
+    "pages/chat.py": N_("**Agent chat** — ask questions; see every tool call, the evidence it returned and the cited "
+                        "chunks"),
+    "pages/evaluation.py": N_("**Evaluation** — measure retrieval on a labelled set, sweep its parameters, generate "
+                              "and review test sets, score the agent's answers"),
+    "pages/failures.py": N_("**Failures** — answers rated 👎: open them in the debugger, or add them to a test set "
+                            "with what they should have found"),
+}
 ENTERED = "_app.entered"  # the session-state key app.py sets first (it cannot import it: that would import ui)
 
 
@@ -39,8 +55,21 @@ def pages(root: Path = REPO_ROOT) -> list[st.Page]:
         raise FileNotFoundError(f"ui/navigation.py lists {', '.join(missing)}, not found in {root}: restore "
                                 "the file, or remove it from PAGES.")
     # Absolute paths: the guard below may run with a page as the main script (AppTest on one page).
-    return [st.Page(root / path, title=t(title), icon=icon, default=(path == "pages/home.py"))
+    return [st.Page(root / path, title=t(title), icon=icon, default=(path == HOME))
             for path, title, icon in PAGES]
+
+
+def how_to_start() -> list[tuple[str, str, str]]:
+    """(page file, what it is for, icon) of every page but Home, in the navigation's order, for Home's list."""
+    return [(path, t(PURPOSES[path]) if path in PURPOSES else f"**{t(title)}**", icon)
+            for path, title, icon in PAGES if path != HOME]
+
+
+def page_file(path: str) -> Path:
+    """The file of page `path` ("pages/chat.py") for `st.page_link`: absolute, as `pages()` gives it to st.navigation,
+    so the link is found whichever script runs as the main one (app.py, or a page run alone by AppTest, where a
+    relative path would be looked up under pages/)."""
+    return REPO_ROOT / path
 
 
 def run_through_app() -> None:

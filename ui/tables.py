@@ -16,11 +16,12 @@ from typing import Any, assert_never
 import pandas as pd
 
 from rag_core import chunking
+from rag_core.ingest import IngestTally
 from rag_core.records import Chunk, IngestReport, IngestStatus, StoredDocument
 from rag_core.retrieval.rerank import movement
 
 from .fates import HIT_FATES
-from .i18n import N_, t
+from .i18n import N_, t, tn
 from .reasons import describe_drop as describe_drop  # where it was first: pages and tests import it from here
 from .reasons import location_text, notes, phrase
 
@@ -55,6 +56,19 @@ def stage_label(stage: str) -> str:
 def ingest_status(status: str) -> str:
     """An IngestReport's status (a code: added, replaced, unchanged, failed, skipped) in words."""
     return t(_ingest_words(IngestStatus(status))[0]) if status in frozenset(IngestStatus) else status
+
+
+def ingest_overall(tally: IngestTally) -> str:
+    """An ingest run's overall progress in words: files done of all, chunks embedded of those to embed (once a group
+    of files is being embedded), the file being read ("Overall: 3 of 10 files done · 120 of 450 chunks embedded
+    (27%)"). Counting files alone read "file 10 of 10 (0%)" while the ten files, all read, were being embedded."""
+    parts = [tn("{done} of {n} file done", "{done} of {n} files done", tally.files, done=tally.files_done)]
+    if tally.chunks:
+        parts.append(t("{embedded:,} of {chunks:,} chunks embedded ({fraction:.0%})", embedded=tally.chunks_embedded,
+                       chunks=tally.chunks, fraction=tally.chunk_fraction))
+    if tally.reading is not None:
+        parts.append(t("reading file {i}", i=tally.reading + 1))
+    return t("Overall: {progress}", progress=t(" · ").join(parts))
 
 
 def ingest_count(status: IngestStatus, n: int) -> str:

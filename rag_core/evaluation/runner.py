@@ -259,7 +259,8 @@ def score_query(query: EvalQuery, result: Any, latency_ms: float) -> dict[str, A
     """One query's record at one point, from a `LookupResult`."""
     evidence_docs = m.document_ranking(c.doc_id for c in result.evidence)
     raw_docs = m.document_ranking(c.doc_id for c in result.candidates)
-    record: dict[str, Any] = {"query_id": query.query_id, "query": query.text, "relevant": sorted(query.relevant)}
+    record: dict[str, Any] = {"query_id": query.query_id, "query": query.text, "relevant": sorted(query.relevant),
+                              "answers": [a.text for a in query.answers]}  # for "why wasn't it retrieved?"
     record.update(m.document_metrics(evidence_docs, query.relevant))
     record.update(m.document_metrics(raw_docs, query.relevant, prefix="raw_"))
     record["first_relevant_rank"] = m.first_relevant_rank(evidence_docs, query.relevant)

@@ -8,19 +8,18 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.helpers import REPO
+from tests.ui.apptest_helpers import app_at
 from ui.state import clear_workbench, get_workbench
 
-PAGE = str(REPO / "pages" / "evaluation.py")
+PAGE = "pages/evaluation.py"
 
 
 @pytest.fixture
 def page(eval_data_dir, monkeypatch) -> Iterator[AppTest]:
     monkeypatch.setenv("RAG_DATA_DIR", str(eval_data_dir))
     monkeypatch.delenv("RAG_CONFIG", raising=False)
-    at = AppTest.from_file(PAGE, default_timeout=90)
-    at.run()
-    assert not at.exception
+    at = app_at(PAGE)  # through app.py, as the app runs it: the page's links need its navigation
+    at.default_timeout = 90
     yield at
     clear_workbench()  # the page opened the shared workbench: release its Milvus Lite file
 
@@ -52,7 +51,9 @@ def test_bundled_sweep_then_upload_then_compare(page: AppTest) -> None:
     at.file_uploader(key="eval_upload").set_value((
         "mine.jsonl",
         b'{"query": "When does HighCPUUsageCritical fire?", "relevant": ["runbooks/cpu_high.md"]}\n'
-        b'{"query": "What is the weather on Mars?", "relevant": ["nowhere.md"]}\n',
+        b'{"query": "What is the weather on Mars?", "relevant": ["nowhere.md"]}\n'
+        b'{"query": "How do I free disk space?", "relevant": ["runbooks/disk_full.md"], '
+        b'"answer": "words no runbook holds"}\n',
         "application/json")).run()
     assert not at.exception
     at.text_input(key="eval_return_n").set_value("5")
@@ -61,12 +62,15 @@ def test_bundled_sweep_then_upload_then_compare(page: AppTest) -> None:
     assert at.session_state["eval_last_run"]["run"]["set"] == "mine"
     assert any("nowhere.md" in w.value for w in at.warning)
     failed = next(f for f in _frames(at) if "debugger" in f.columns)
-    assert list(failed["query"]) == ["What is the weather on Mars?"]
+    assert list(failed["query"]) == ["What is the weather on Mars?", "How do I free disk space?"]
     link = urlsplit(failed["debugger"][0])
     assert link.path == "debugger"  # relative to the app's root, like every page's URL
     assert parse_qs(link.query) == {"q": ["What is the weather on Mars?"], "retrieve_k": ["20"], "return_n": ["5"],
                                     "max_chunks_per_document": ["2"], "mode": ["dense"],
                                     "expect": ["nowhere.md"]}  # opens "Why wasn't it retrieved?" on it
+    # a query whose document is in the evidence fails on its answer: the panel is given the answer to look for
+    assert list(failed["first relevant rank"])[1] is not None and not list(failed["answer found"])[1]
+    assert parse_qs(urlsplit(failed["debugger"][1]).query)["answer"] == ["words no runbook holds"]
 
     assert at.selectbox(key="eval_cmp_a").value != at.selectbox(key="eval_cmp_b").value
     diff = next(f for f in _frames(at) if "B − A" in f.columns)

@@ -11,11 +11,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from rag_core.evaluation.report import wins_losses
-from tests.helpers import REPO
 from tests.servers.rerank import OpenAIRerankServer
+from tests.ui.apptest_helpers import app_at
 from ui.state import clear_workbench
 
-PAGE = str(REPO / "pages" / "evaluation.py")
+PAGE = "pages/evaluation.py"
 
 
 @pytest.fixture(scope="module")
@@ -32,9 +32,8 @@ def page(two_kbs, server, monkeypatch) -> Iterator[AppTest]:
     for name, value in (("RAG_RERANK_BASE_URL", server.base_url), ("RAG_RERANK_MODEL", "test-rerank"),
                         ("RAG_RERANK_MAX_RETRIES", "0")):
         monkeypatch.setenv(name, value)
-    at = AppTest.from_file(PAGE, default_timeout=90)
-    at.run()
-    assert not at.exception
+    at = app_at(PAGE)  # through app.py, as the app runs it: the page's links need its navigation
+    at.default_timeout = 90
     yield at
     clear_workbench()
 

@@ -16,11 +16,11 @@ from streamlit.testing.v1 import AppTest
 from rag_core.config import load_settings
 from rag_core.evaluation.generate import OFFLINE_WARNING
 from rag_core.evaluation.testsets import load_test_set, saved_sets_dir
-from tests.helpers import REPO
+from tests.ui.apptest_helpers import app_at
 from ui.state import clear_workbench
 from ui.testsets import BASE, apply_edits, highlighted, offline_note, review_frame, source_chunk_html
 
-PAGE = str(REPO / "pages" / "evaluation.py")
+PAGE = "pages/evaluation.py"
 
 
 @pytest.fixture
@@ -28,9 +28,8 @@ def page(two_kbs, monkeypatch) -> Iterator[AppTest]:
     monkeypatch.setenv("RAG_DATA_DIR", str(two_kbs))
     monkeypatch.delenv("RAG_CONFIG", raising=False)
     monkeypatch.delenv("DASHSCOPE_API_KEY", raising=False)
-    at = AppTest.from_file(PAGE, default_timeout=90)
-    at.run()
-    assert not at.exception
+    at = app_at(PAGE)  # through app.py, as the app runs it: the page's links need its navigation
+    at.default_timeout = 90
     yield at
     clear_workbench()
 

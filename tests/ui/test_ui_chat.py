@@ -104,6 +104,25 @@ def test_model_answer_streams_after_a_visible_tool_call(kb, chat_server):
     assert requests[1]["messages"][-1]["role"] == "tool"
 
 
+def test_a_tool_call_whose_filter_matches_no_document_links_to_the_documents_metadata(kb):
+    """A filter the model chose that matches no document: the warning names the Knowledge base page and links to
+    it (not only the command line's `docs --json`)."""
+    from rag_core.agent.turn import AssistantTurn, ToolStep
+    from rag_core.scope import parse_scope
+
+    lookup = kb.retriever.lookup("disk full", scope=parse_scope(["folder=nowhere/"])).to_dict()
+    step = ToolStep("call-1", "search_knowledge_base", {"query": "disk full", "filter": ["folder=nowhere/"]}, "",
+                    ok=True, lookup=lookup)
+    at = app_at(PAGE)
+    at.session_state["chat.turns"] = [("The disk is full, what now?", AssistantTurn(parts=[step, "Nothing found."]))]
+    at.run()
+    assert not at.exception, at.exception
+    (status,) = at.status
+    assert "matches no document" in texts(status, "warning") and "Knowledge base page" in texts(status, "warning")
+    (link,) = [p for p in status.get("page_link") if "metadata" in p.proto.label]
+    assert link.proto.page == "knowledge_base"
+
+
 def first_key_from(at) -> str:
     return at.status[0].dataframe[0].value["evidenceKey"][0]
 

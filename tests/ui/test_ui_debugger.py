@@ -137,6 +137,20 @@ def test_a_metadata_filter_from_the_url_scopes_the_search_and_counts_what_it_rem
         tag(kb.store, "cpu_high.md", ["team="])
 
 
+def test_a_filter_matching_no_document_links_to_the_documents_metadata(kb):
+    """The warning used to send the person to the command line (`docs --json`): it names the Knowledge base page,
+    where each document's metadata is, and links there; the command stays in its words as a secondary hint."""
+    at = app_at(PAGE, q=QUERY, filter="folder=nowhere/")
+    warning = texts(at, "warning")
+    assert "matches no document (of 3)" in warning and "the Knowledge base page shows each document's metadata" in \
+        warning and "docs --json" not in warning
+    assert "From the command line: `python -m rag_core docs --json`" in texts(at, "caption")
+    (link,) = [p for p in at.get("page_link") if "metadata" in p.proto.label]
+    assert link.proto.page == "knowledge_base"  # its URL path
+    at = app_at(PAGE, q=QUERY, filter="type=md")  # a filter that matches: no link
+    assert not [p for p in at.get("page_link") if "metadata" in p.proto.label]
+
+
 def test_commas_are_or_in_a_filter_and_an_empty_result_draws_no_chart(kb):
     at = app_at(PAGE, q=QUERY, filter="type=md,html")
     hits, _ = frames(at)

@@ -124,3 +124,44 @@ def test_the_embedder_tradeoff_is_shown(kb):
     assert "measured 2026-11-29 on" in texts(at, "caption")
     bm25 = frame[frame["mode"] == "bm25"].iloc[0]
     assert all(frame[frame["embedder"] == "local"].iloc[1][s] >= bm25[s] for s in frame.columns if "q)" in s)
+
+
+def test_how_to_start_links_every_page_of_the_navigation(kb):
+    """It listed 4 of the app's pages; it is built from the navigation, so a new page is listed too."""
+    from ui.navigation import HOME, PAGES
+
+    at = app_at()
+    links = [p.proto.page for p in at.get("page_link") if p.proto.label.startswith("**")]  # "**Page** — what for"
+    assert links == [path.removeprefix("pages/").removesuffix(".py") for path, _, _ in PAGES if path != HOME]
+    assert len(links) == len(PAGES) - 1 == 6
+
+
+def _progress_of(events) -> None:
+    """An app script: an ingest's progress bars driven by `events` (a real run's, up to some point)."""
+    from ui.components import IngestProgressView
+
+    view = IngestProgressView()
+    for event in events:
+        view(event)
+
+
+def test_the_overall_progress_counts_files_done_and_chunks_embedded(fresh_kb):
+    """Files are read first, then embedded together: the overall bar read "Overall: file 3 of 3 (0%)" all through
+    the embedding, as if stuck; it counts the files done and the chunks embedded."""
+    from streamlit.testing.v1 import AppTest
+
+    events = []
+    reports = fresh_kb.ingestor.ingest_paths([REPO / "examples/kb/runbooks/cpu_high.md",
+                                              REPO / "examples/kb/runbooks/disk_full.md",
+                                              REPO / "examples/kb/product/order_service.md"], progress=events.append)
+    chunks = sum(r.chunks for r in reports)
+    started = max(i for i, e in enumerate(events) if e.stage == "embedding" and e.done == 0)  # every file read
+
+    def overall(upto: int) -> str:
+        at = AppTest.from_function(_progress_of, args=(events[:upto],), default_timeout=30).run()
+        assert not at.exception, at.exception
+        return at.get("progress")[0].proto.text
+
+    assert overall(1) == "Overall: 0 of 3 files done · reading file 1"
+    assert overall(started + 1) == f"Overall: 0 of 3 files done · 0 of {chunks:,} chunks embedded (0%)"
+    assert overall(len(events)) == f"Overall: 3 of 3 files done · {chunks:,} of {chunks:,} chunks embedded (100%)"

@@ -11,7 +11,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from tests.ui.apptest_helpers import app_at
-from ui.navigation import ENTERED, PAGES, REPO_ROOT, pages, run_through_app
+from ui.navigation import ENTERED, HOME, PAGES, PURPOSES, REPO_ROOT, pages, run_through_app
 
 # The pages' URL paths: bookmarks and the debugger links other pages build (`/debugger?q=...`) rely on them.
 URL_PATHS = ["", "knowledge_base", "chunk_preview", "debugger", "chat", "evaluation", "failures"]
@@ -21,6 +21,11 @@ def test_every_page_file_is_in_the_navigation_and_back():
     listed = {path for path, _, _ in PAGES}
     on_disk = {f"pages/{p.name}" for p in (REPO_ROOT / "pages").glob("*.py")}
     assert listed == on_disk
+
+
+def test_every_page_but_home_says_what_it_is_for_in_how_to_start():
+    assert set(PURPOSES) == {path for path, _, _ in PAGES} - {HOME}
+    assert all(PURPOSES[path].startswith(f"**{title}** — ") for path, title, _ in PAGES if path != HOME)
 
 
 def _page_facts() -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...errors import EvaluationError
+from ...errors import EvaluationError, GeneratorNeedsModel
 from ...ports import ChatModel, ChunkStore
 from .filters import REASONS
 from .model import Lookup, generate_with_model
@@ -39,6 +39,6 @@ def generate_test_set(store: ChunkStore, *, size: int, generator: str = "offline
     if generator != "model":
         raise EvaluationError(f"--generator {generator!r}: use one of {', '.join(GENERATORS)}.")
     if model is None:
-        raise EvaluationError("--generator model needs a chat model: set DASHSCOPE_API_KEY, or chat.provider, "
+        raise GeneratorNeedsModel("--generator model needs a chat model: set DASHSCOPE_API_KEY, or chat.provider, "
                               "chat.base-url and chat.model (or eval.generator-model), or use --generator offline.")
     return generate_with_model(store, model, size=size, lookup=lookup, **options)
