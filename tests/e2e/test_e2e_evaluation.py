@@ -43,9 +43,8 @@ def test_upload_run_and_open_a_failed_query_in_the_debugger(page, app_server, tm
     expect(page.get_by_role("textbox", name="Query")).to_have_value(FAILING)
 
 
-def test_generate_drop_an_item_save_and_evaluate_the_set(page, app_server) -> None:
-    """The Test sets tab: an offline set from the seeded knowledge base, one item dropped, saved under a name,
-    then run from the set picker (the dropped item left out)."""
+def generate_four(page, app_server) -> None:
+    """The Test sets tab with an offline set of four items from the seeded knowledge base under review."""
     open_page(page, app_server.url, "evaluation", heading="📏 Evaluation")
     page.get_by_role("tab", name="Test sets").click()
     size = page.get_by_role("spinbutton", name="Size")
@@ -55,6 +54,12 @@ def test_generate_drop_an_item_save_and_evaluate_the_set(page, app_server) -> No
     page.get_by_role("button", name="Generate", exact=True).click()
     expect(page.get_by_role("heading", name="Review (4 items from biz)")).to_be_visible(timeout=60_000)
     wait_idle(page)
+
+
+def test_generate_drop_an_item_save_and_evaluate_the_set(page, app_server) -> None:
+    """The Test sets tab: an offline set from the seeded knowledge base, one item dropped, saved under a name,
+    then run from the set picker (the dropped item left out)."""
+    generate_four(page, app_server)
     expect(page.get_by_text("unreviewed 4").first).to_be_visible()
     page.get_by_role("button", name="Drop", exact=True).click()
     expect(page.get_by_text(re.compile(r"unreviewed 3 · accepted 0 · edited 0 · dropped 1"))).to_be_visible()
@@ -82,15 +87,7 @@ def test_a_review_edit_survives_another_page_and_the_other_language(page, app_se
     """A question edited in the review table (a canvas grid: typed into with the keyboard), then another page, back,
     and Chinese: the edit is still in the table, its item counted as edited; the source chunk shows its text as it
     is (code fences and quotes, not escapes)."""
-    open_page(page, app_server.url, "evaluation", heading="📏 Evaluation")
-    page.get_by_role("tab", name="Test sets").click()
-    size = page.get_by_role("spinbutton", name="Size")
-    size.fill("4")
-    size.press("Enter")
-    wait_idle(page)
-    page.get_by_role("button", name="Generate", exact=True).click()
-    expect(page.get_by_role("heading", name="Review (4 items from biz)")).to_be_visible(timeout=60_000)
-    wait_idle(page)
+    generate_four(page, app_server)
     chunk = page.locator(".source-chunk")
     expect(chunk).to_be_visible()
     assert "&#x27;" not in chunk.inner_text() and "&quot;" not in chunk.inner_text()

@@ -165,12 +165,7 @@ def app(two_kbs, monkeypatch) -> Iterator[AppTest]:
     monkeypatch.setenv("RAG_DATA_DIR", str(two_kbs))
     monkeypatch.delenv("RAG_CONFIG", raising=False)
     monkeypatch.delenv("DASHSCOPE_API_KEY", raising=False)
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=90)
-    at.query_params["lang"] = "en"
-    at.run()
-    at.switch_page("pages/evaluation.py").run()
-    assert not at.exception, at.exception
-    yield at
+    yield app_at("pages/evaluation.py", lang="en")
     clear_workbench()
 
 
