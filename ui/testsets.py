@@ -232,7 +232,7 @@ def review_table(settings: Any) -> None:
     with c2:
         content = source_chunk(get_workbench(base["kb"]).store, item) if item.source else None
         unanswerable = t(" · should not be answerable") if not item.should_answer else ""
-        st.markdown(f"**{esc(item.query)}** — `{item.review}`{unanswerable} · {esc(item.source or '')}",
+        st.markdown(f"**{esc(item.query)}** — `{review_name(item.review)}`{unanswerable} · {esc(item.source or '')}",
                     unsafe_allow_html=True)
         if content is None:
             st.caption(t("No source chunk (an item no chunk answers, or the chunk is no longer in the knowledge "

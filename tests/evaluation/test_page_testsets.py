@@ -209,3 +209,5 @@ def test_table_edits_survive_leaving_the_page_and_switching_language(app: AppTes
     assert "评测" in at.title[0].value
     assert [r for r, _ in table()] == ["unreviewed", "edited", "dropped", "unreviewed"]
     assert table()[1][1] == "How full may the disk get?"
+    header = next(m.value for m in at.markdown if " — `" in m.value)  # the chosen item: question — state
+    assert "`未审核`" in header and "`unreviewed`" not in header  # the chosen item's review state, translated
