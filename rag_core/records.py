@@ -243,7 +243,7 @@ class WriteResult:
 class SearchHit:
     """What a KnowledgeSearchPort returns: one stored chunk with its score, best first.
 
-    `score` is already "higher is better" for every metric (see identity).
+    `score` is already "higher is better" for every metric (see rag_core.identity).
     `channels` maps a channel name ("dense", "bm25") to (rank in that channel, 1-based; raw score).
     `cross_language`: hybrid fusion gave it BM25's share from its dense rank or score, because it is in the other
     language than the query and so could never match it lexically (retrieval.fusion.cross_language).
@@ -342,7 +342,7 @@ class IngestReport:
 
 @dataclass(frozen=True)
 class Candidate:
-    """A search hit with chunk-level identity (see identity). Kept candidates are the
+    """A search hit with chunk-level identity (see rag_core.identity). Kept candidates are the
     evidence blocks; their `hit_reasons` and `channels` include those of merged duplicates."""
 
     rank: int  # 1-based position in the ranking post-processing walks (after the rerank stage, if any)

@@ -16,6 +16,7 @@ import streamlit as st
 
 from rag_core.retrieval import Fetched, KnowledgeRetriever, LookupParams, LookupResult
 from rag_core.retrieval.explain import ChunkSource, explain
+from rag_core.retrieval.options import LOOKUP_OPTIONS
 from rag_core.retrieval.spans import traced_lookup
 
 from .i18n import LANG_PARAM, N_, browser_language, language, t
@@ -26,7 +27,7 @@ CACHE_SIZE = 8
 DEBUGGER_PAGE = "pages/debugger.py"
 DEBUGGER_URL_PATH = "debugger"
 KNOWLEDGE_BASE_PAGE = "pages/knowledge_base.py"
-NO_DOCUMENT_MATCHES = "warning.no_document_matches"  # a filter that matched no document (retrieval/scope.py)
+NO_DOCUMENT_MATCHES = "warning.no_document_matches"  # a filter that matched no document (rag_core/scope.py)
 NO_MATCHES_IN_APP = N_("The filter {filter} matches no document (of {documents:,}): nothing was searched. Check the "
                        "values: the Knowledge base page shows each document's metadata.")
 # A link from another page names a whole lookup (`?replay=1`): the debugger's controls it does not name start at
@@ -129,8 +130,6 @@ def open_replay() -> None:
     (the next rerun is the person's own)."""
     if REPLAY not in st.query_params:
         return
-    from rag_core.retrieval.options import LOOKUP_OPTIONS
-
     named = set(st.query_params)
     for key in (*DEBUGGER_KEYS, *(o.name for o in LOOKUP_OPTIONS)):
         if key not in named and key in st.session_state:
