@@ -21,7 +21,7 @@ from .embedding.providers import EMBEDDERS
 from .errors import ConfigError
 from .ingest import Ingestor
 from .loaders import load_options
-from .ports import Embedder, KnowledgeStore
+from .ports import Embedder, KnowledgeStore, QueryRewriter
 from .records import KnowledgeBase
 from .registry import DEFAULT_KEY_ENV, secret
 from .rerank.providers import NONE, RERANKERS
@@ -129,7 +129,7 @@ def build_workbench(settings: Settings, env: Mapping[str, str] | None = None,
     except BaseException:
         kb_store.close()
         raise
-    wb = _wire(settings, embedder, kb_store, reranker, kb)
+    wb = _wire(settings, embedder, kb_store, reranker, kb, build_rewriter(settings, env))
     wb.made = made
     return wb
 
@@ -148,13 +148,13 @@ def _kb_embedder(settings: Settings, env: Mapping[str, str] | None, kb: Knowledg
 
 
 def _wire(settings: Settings, embedder: Embedder, store: KnowledgeStore, reranker: Reranker | None,
-          kb: KnowledgeBase | None) -> Workbench:
+          kb: KnowledgeBase | None, rewriter: QueryRewriter | None = None) -> Workbench:
     ingestor = Ingestor(store, embedder, max_size=settings["chunk.max-size"], overlap=settings["chunk.overlap"],
                         max_bytes=int(settings["loader.max-file-mb"] * 1024 * 1024),
                         max_text_chars=settings["loader.max-text-chars"],
                         batch_size=settings["embedding.batch-size"], load_options=load_options(settings))
     params = params_from_settings(settings)
-    retriever = KnowledgeRetriever(StoreSearchPort(store, embedder, params.search), params, reranker)
+    retriever = KnowledgeRetriever(StoreSearchPort(store, embedder, params.search), params, reranker, rewriter)
     return Workbench(settings, embedder, store, ingestor, retriever, kb)
 
 
@@ -170,7 +170,8 @@ def multi_kb_workbench(workbenches: Sequence[Workbench]) -> Workbench:
         return workbenches[0]
     first = workbenches[0]
     port = MultiKnowledgeBasePort({wb.settings.kb_name: wb.retriever.port for wb in workbenches})
-    return replace(first, retriever=KnowledgeRetriever(port, first.retriever.defaults, first.retriever.reranker))
+    return replace(first, retriever=KnowledgeRetriever(port, first.retriever.defaults, first.retriever.reranker,
+                                                       first.retriever.rewriter))
 
 
 def kb_settings(settings: Settings, env: Mapping[str, str] | None = None) -> Settings:
@@ -275,6 +276,20 @@ def build_chat_model(settings: Settings, env: Mapping[str, str] | None = None) -
         return None
     build: Callable[[Settings, Mapping[str, str] | None], ChatModel] = CHAT_MODELS.factory(provider)
     return build(settings, env)
+
+
+def build_rewriter(settings: Settings, env: Mapping[str, str] | None = None) -> QueryRewriter | None:
+    """The chat model's rewrite of follow-up questions (retrieval.rewrite), when a chat model is configured and
+    rag.rewrite allows it (None: the offline rewrite only)."""
+    if settings["rag.rewrite"] in ("off", "offline"):
+        return None
+    model = build_chat_model(settings, env)
+    if model is None:
+        return None
+    from .agent.loop import model_name
+    from .retrieval.rewrite import ModelRewriter
+
+    return ModelRewriter(model, deadline=settings["rag.rewrite-deadline"], model_name=model_name(model))
 
 
 def build_eval_model(settings: Settings, role: str, env: Mapping[str, str] | None = None) -> ChatModel | None:

@@ -108,6 +108,11 @@ KEYS: dict[str, Key] = _keys(
     Key("rag.cross-language", bool, True, "A dense hit in the other language than the question (a Chinese question "
         "with no Latin word, an English one with no Chinese character), which BM25 can never match, gets BM25's "
         "share in hybrid fusion from its dense rank or score instead of nothing."),
+    Key("rag.rewrite", str, "auto", "How a follow-up question in a conversation becomes the standalone question "
+        "searched: auto = the chat model when one is configured, else offline (borrows the earlier question's topic); "
+        "off = search it as asked.", choices=("auto", "offline", "model", "off")),
+    Key("rag.rewrite-deadline", float, 8.0, "Seconds the chat model may take to rewrite a follow-up question; past "
+        "them the question is searched as asked.", min=0.5, max=120.0),
     # Per search mode: a cosine, a BM25 score and a fused score are not comparable. 0 = off.
     *(Key(f"rag.score-threshold.{mode}", float, 0.0, f"Hits of {mode} search scoring below this are dropped "
           "(reason `below threshold`); 0 = off.", min=0.0) for mode in ("dense", "bm25", "hybrid")),

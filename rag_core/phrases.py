@@ -107,6 +107,10 @@ ENGLISH: Mapping[str, str] = {
     "warning.all_below_threshold": "Every hit scored below the {mode} score threshold {threshold:g} (the best "
                                    "{best:.4f}); lower rag.score-threshold.{mode} (--score-threshold) to see them.",
     "warning.rerank_skipped": "Reranking with {reranker} was {error}. The evidence is in the fused order.",
+    "warning.rewrite_failed": "The follow-up question could not be rewritten by {model} ({detail}); it was "
+                              "searched as asked.",
+    "warning.rewrite_rejected": "{model}'s rewrite of the follow-up question was not used: it {detail}; the question "
+                                "was searched as asked.",
     "warning.rerank_failed": "Reranking with {reranker} failed ({error}); the evidence is in the fused order.",
 }
 ENGLISH_JOINS = {"and": " and ", "sentences": " ", "list": ", "}

@@ -18,12 +18,14 @@ from .records import (
     Alert,
     AssistantReply,
     CircuitState,
+    ConversationTurn,
     IndexedVersion,
     KnowledgeBase,
     LogQuery,
     LogResult,
     NewVersion,
     RerankResult,
+    Rewrite,
     SearchHit,
     SearchOptions,
     SearchResult,
@@ -455,6 +457,20 @@ class Reranker(Protocol):
         reranker; one without it is always closed (records.CLOSED)."""
         ...
 
+
+
+@runtime_checkable
+class QueryRewriter(Protocol):
+    """Turns a question asked in a conversation into the standalone question a lookup searches (the rewrite
+    stage, retrieval/stages.py). `history`: the earlier messages, oldest first, assistants' with what they cited.
+    Never raises for a model's failure: the outcome says it ("model_failed"), and the original is searched."""
+
+    @property
+    def name(self) -> str:
+        """"offline", or the model's name."""
+        ...
+
+    def rewrite(self, question: str, history: Sequence[ConversationTurn]) -> Rewrite: ...
 
 # ---------------------------------------------------------------------------------------- remote clients
 # Built by `rag_core.bootstrap` (build_chat_model, build_metrics_client, build_logs_client) from the adapters in

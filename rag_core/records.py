@@ -449,6 +449,47 @@ class Projected:
     location: str = ""  # where in the document, e.g. "p. 12" (Location.label; "" for plain text)
 
 
+Role = Literal["user", "assistant"]
+REWRITE_MODES = ("auto", "offline", "model", "off")  # rag.rewrite's choices
+RewriteOutcome = Literal["rewritten", "kept", "off", "model_failed", "model_rejected"]
+
+
+@dataclass(frozen=True)
+class ConversationTurn:
+    """One earlier message of a conversation, as a lookup is given it: who said it and what. `cited`: what an
+    assistant's answer cited, as the titles or heading paths of that evidence (the rewrite stage fills it in from
+    the answer's `[document_id]` citations)."""
+
+    role: Role
+    content: str
+    cited: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """What the rewrite stage made of a question asked in a conversation (retrieval.rewrite): the question as
+    asked, the standalone question searched, and why. `outcome`: "rewritten"; "kept" (it stands alone, or the
+    model gave it back unchanged); "off" (rewriting is off for this lookup); "model_failed" (an error or the
+    deadline: the original is searched); "model_rejected" (the model's rewrite added facts the conversation does
+    not hold, or lost a name, number or code of the question: the original is searched). `by`: "offline" or the
+    model's name. `detail`: the error, the facts added, or what the offline rewrite borrowed."""
+
+    original: str
+    searched: str
+    outcome: RewriteOutcome
+    by: str
+    detail: str = ""
+    borrowed: tuple[str, ...] = ()  # the offline rewrite: the terms and headings it added
+    turns: int = 0  # the earlier messages it was given
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"original": self.original, "searched": self.searched, "outcome": self.outcome, "by": self.by,
+                "detail": self.detail, "borrowed": list(self.borrowed), "turns": self.turns}
+
+
 @dataclass(frozen=True)
 class RerankOutcome:
     """What the rerank stage did to one fetched ranking (see retrieval.rerank).

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_core.agent.citations import cited_as
+from rag_core.citations import cited_as
 from rag_core.agent.kb_tool import tool_payload
 from rag_core.loaders import ocr_available
 from tests.helpers import make_workbench

@@ -146,6 +146,10 @@ _SAY: dict[str, str] = {
                                       "(--score-threshold) to see them."),
     "warning.rerank_skipped": N_("Reranking with {reranker} was {error}. The evidence is in the fused "
                                  "order."),
+    "warning.rewrite_failed": N_("The follow-up question could not be rewritten by {model} ({detail}); it was "
+                                 "searched as asked."),
+    "warning.rewrite_rejected": N_("{model}'s rewrite of the follow-up question was not used: it {detail}; the "
+                                   "question was searched as asked."),
     "warning.rerank_failed": N_("Reranking with {reranker} failed ({error}); the evidence is in the fused "
                                 "order."),
 }

@@ -9,7 +9,7 @@ configured. No Streamlit here.
 """
 
 from .alerts_tool import prometheus_alerts_tool
-from .citations import check_citations, extract_citations
+from ..citations import check_citations, extract_citations
 from .clock import clock_tool
 from .events import ContentEvent, DoneEvent, ErrorEvent, Event, NoticeEvent, ToolCallEvent, ToolResultEvent
 from .kb_tool import knowledge_base_tool

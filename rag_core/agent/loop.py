@@ -30,7 +30,7 @@ from ..retrieval import LookupResult
 from ..retrieval.retriever import MAX_QUERY_CHARS
 from ..tokens import count_tokens
 from ..tracing import semconv as sc
-from .citations import check_citations
+from ..citations import check_citations
 from .events import ContentEvent, DoneEvent, ErrorEvent, Event, NoticeEvent, ToolCallEvent, ToolResultEvent
 from .kb_tool import TOOL_NAME as KB_TOOL
 from .kb_tool import shortened_note

@@ -35,7 +35,7 @@ from ..records import Alert, LogQuery
 from ..remote import Retrying
 from ..tracing import semconv as sc
 from .alerts_tool import simplify_alerts
-from .citations import check_citations
+from ..citations import check_citations
 from .events import ContentEvent, DoneEvent, ErrorEvent, Event, NoticeEvent, ToolCallEvent, ToolResultEvent
 from .kb_tool import TOOL_NAME as KB_TOOL
 from .loop import lookup_record, model_name

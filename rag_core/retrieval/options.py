@@ -119,6 +119,7 @@ LOOKUP_OPTIONS: tuple[LookupOption, ...] = (
     LookupOption("max_chunks_per_document", int, "rag.max-chunks-per-document", "max_chunks_per_document",
                  N_("max chunks per document"), "slider", "width", top=10),
     LookupOption("mode", str, "rag.search-mode", "search.mode", N_("Search"), "choice", "query"),
+    LookupOption("rewrite", str, "rag.rewrite", "rewrite", N_("Rewrite follow-up questions"), "choice", "query"),
     LookupOption("fusion", str, "rag.fusion", "search.fusion", N_("Fusion"), "choice", "hybrid",
                  when=(("mode", "hybrid"),)),
     LookupOption("rrf_k", int, "rag.rrf-k", "search.rrf_k", N_("RRF k"), "number", "hybrid", top=10_000,
@@ -173,6 +174,7 @@ def lookup_overrides(options: Mapping[str, Any], settings: Settings) -> dict[str
     return {**{name: options.get(name) for name in _WIDTHS}, "search": params.search, "rerank": rerank,
             "score_threshold": params.score_threshold if threshold is not None else None,
             "scope": parse_scope(options["filter"]) if options.get("filter") else None,
+            "rewrite": options.get("rewrite"),
             "filters": {"doc_id": list(options["doc_id"])} if options.get("doc_id") else None}
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..config import Settings
 from ..errors import RetrievalError
-from ..records import SearchOptions
+from ..records import REWRITE_MODES, ConversationTurn, SearchOptions
 from ..scope import Scope, parse_scope, split_terms
 from .projection import Budgets
 from .rerank import RerankParams
@@ -39,6 +39,8 @@ class LookupParams:
     rerank: RerankParams = field(default_factory=RerankParams)
     thresholds: ScoreThresholds = field(default_factory=ScoreThresholds)
     scope: Scope = field(default_factory=Scope)  # document metadata filters (scope)
+    rewrite: str = "auto"  # the rewrite stage: auto (the chat model when there is one, else offline), offline, model, off
+    history: tuple[ConversationTurn, ...] = ()  # the conversation before the query (the rewrite stage reads it)
 
     @property
     def score_threshold(self) -> float:
@@ -68,6 +70,8 @@ class LookupParams:
             raise RetrievalError(f"return-n ({self.return_n}) cannot be larger than retrieve-k ({self.retrieve_k}): "
                                  "post-processing can only drop candidates, never add them.")
         self.rerank.validate()
+        if self.rewrite not in REWRITE_MODES:
+            raise RetrievalError(f"rewrite must be one of {', '.join(REWRITE_MODES)} (got {self.rewrite!r}).")
         threshold = self.score_threshold
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold < float("inf"):
             raise RetrievalError(f"score-threshold must be a number of at least 0 (0 = off), got {threshold!r}.")
@@ -79,7 +83,8 @@ class LookupParams:
                 "bm25_weight": self.search.bm25_weight, "cross_language": self.search.cross_language,
                 "projection": asdict(self.budgets),
                 "filters": dict(self.filters) if self.filters else None, "rerank": asdict(self.rerank),
-                "score_threshold": self.score_threshold or None, "filter": self.scope.to_dict() or None}
+                "score_threshold": self.score_threshold or None, "filter": self.scope.to_dict() or None,
+                "rewrite": self.rewrite, "history_turns": len(self.history)}
 
 
 def params_from_settings(settings: Settings) -> LookupParams:
@@ -107,6 +112,7 @@ def params_from_settings(settings: Settings) -> LookupParams:
         thresholds=ScoreThresholds(**{mode: settings[f"rag.score-threshold.{mode}"]
                                       for mode in ("dense", "bm25", "hybrid")}),
         scope=parse_scope(split_terms(settings["rag.default-filter"])),
+        rewrite=settings["rag.rewrite"],
     )
 
 

@@ -17,13 +17,14 @@ from typing import Any
 
 from ..errors import RetrievalError
 from ..phrases import Phrase, english
-from ..ports import KnowledgeSearchPort, Reranker
-from ..records import Candidate, HitTrace, RerankOutcome, SearchHit, SearchOptions, cited_as, qa_question
+from ..ports import KnowledgeSearchPort, QueryRewriter, Reranker
+from ..records import Candidate, ConversationTurn, HitTrace, RerankOutcome, Rewrite, SearchHit, SearchOptions, cited_as, qa_question
 from ..scope import Scope, ScopeResolution
 from .params import LookupParams, with_threshold
 from .postprocess import PostProcessed
 from .projection import Projection
 from .rerank import RerankParams
+from .rewrite import parse_history
 from .stages import Stage, Work, run, stages
 
 # The longest query a lookup takes, from every caller (debugger, CLI, API, the agent's tool). Questions to the
@@ -58,6 +59,9 @@ class Fetched:
     rerank_params: RerankParams = field(default_factory=RerankParams)
     rerank: RerankOutcome | None = None
     scope: ScopeResolution | None = None  # what the metadata filter selected (None: no filter)
+    rewrite: Rewrite | None = None  # the rewrite stage's outcome (None: no conversation before the query)
+    rewrite_mode: str = "auto"
+    history: tuple[ConversationTurn, ...] = ()
 
 
 def _padded(items: tuple[Any, ...], n: int) -> tuple[Any, ...]:
@@ -75,6 +79,12 @@ class LookupResult:
     timings: Mapping[str, float]
     rerank: RerankOutcome | None = None
     scope: ScopeResolution | None = None
+    rewrite: Rewrite | None = None  # the rewrite stage's outcome (None: no conversation before the query)
+
+    @property
+    def searched(self) -> str:
+        """The question the knowledge base was searched for: the rewritten one, else `query` as asked."""
+        return self.rewrite.searched if self.rewrite is not None else self.query
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -86,7 +96,14 @@ class LookupResult:
     def warning_phrases(self) -> tuple[Phrase, ...]:
         """`warnings` as codes with parameters (rag_core.phrases), for an edge that words them itself."""
         scope = self.scope.warning_phrase if self.scope is not None else None
-        return (*((scope,) if scope else ()), *self._threshold_warnings(), *self._rerank_warnings())
+        return (*self._rewrite_warnings(), *((scope,) if scope else ()), *self._threshold_warnings(),
+                *self._rerank_warnings())
+
+    def _rewrite_warnings(self) -> tuple[Phrase, ...]:
+        if self.rewrite is None or self.rewrite.outcome not in ("model_failed", "model_rejected"):
+            return ()
+        return (Phrase(f"warning.rewrite_{self.rewrite.outcome.removeprefix('model_')}",
+                       {"model": self.rewrite.by, "detail": self.rewrite.detail}),)
 
     def _threshold_warnings(self) -> tuple[Phrase, ...]:
         below = [t for t in self.traces if t.fate == "below_threshold"]
@@ -163,6 +180,7 @@ class LookupResult:
             "warnings": list(self.warnings),
             "warning_phrases": [w.to_dict() for w in self.warning_phrases],
             "scope": self.scope.to_dict() if self.scope is not None else None,
+            "rewrite": self.rewrite.to_dict() if self.rewrite is not None else None,
         }
 
 
@@ -171,19 +189,28 @@ DEFAULTS = LookupParams()
 
 class KnowledgeRetriever:
     def __init__(self, port: KnowledgeSearchPort, defaults: LookupParams = DEFAULTS,
-                 reranker: Reranker | None = None) -> None:
+                 reranker: Reranker | None = None, rewriter: QueryRewriter | None = None) -> None:
+        """`rewriter`: the chat model's rewrite of follow-up questions (None: the offline rewrite only)."""
         self.port = port
         self.defaults = defaults
         self.reranker = reranker
+        self.rewriter = rewriter
 
     def with_reranker(self, reranker: Reranker | None) -> KnowledgeRetriever:
         """The same retriever with another reranker (None: without one), e.g. for a sweep comparing them."""
-        return KnowledgeRetriever(self.port, self.defaults, reranker)
+        return KnowledgeRetriever(self.port, self.defaults, reranker, self.rewriter)
+
+    def with_rewriter(self, rewriter: QueryRewriter | None) -> KnowledgeRetriever:
+        """The same retriever with another model rewrite (None: the offline rewrite only)."""
+        return KnowledgeRetriever(self.port, self.defaults, self.reranker, rewriter)
 
     def params(self, **overrides: Any) -> LookupParams:
         """Defaults with the given fields replaced (None values are ignored), validated. `score_threshold`:
-        the threshold of the lookup's search mode."""
+        the threshold of the lookup's search mode; `history`: the conversation before the query (messages as
+        {"role", "content"} objects, "role: content" lines or ConversationTurns)."""
         threshold = overrides.pop("score_threshold", None)
+        if overrides.get("history") is not None:
+            overrides["history"] = parse_history(overrides["history"])
         params = replace(self.defaults, **{k: v for k, v in overrides.items() if v is not None})
         if threshold is not None:
             params = with_threshold(params, threshold)
@@ -193,7 +220,7 @@ class KnowledgeRetriever:
     @property
     def stages(self) -> tuple[Stage, ...]:
         """The stages of its lookups, in order (retrieval.stages), over its port and its reranker now."""
-        return stages(self.port, self.reranker)
+        return stages(self.port, self.reranker, self.rewriter)
 
     def fetch(self, query: str, params: LookupParams) -> Fetched:
         """The stages of the "fetch" phase: the search (with the metadata filter's scope) and the rerank."""
@@ -205,24 +232,26 @@ class KnowledgeRetriever:
         params.validate()
         work, timings = run(self.stages, "fetch", Work(query, params))
         return Fetched(query, params.retrieve_k, params.search, params.filters, work.hits,
-                       {**work.measured, **timings}, params.rerank, work.rerank, work.scope)
+                       {**work.measured, **timings}, params.rerank, work.rerank, work.scope, work.rewrite,
+                       params.rewrite, params.history)
 
     def assemble(self, fetched: Fetched, params: LookupParams) -> LookupResult:
         """The stages of the "assemble" phase (identity, post-processing and projection) for already fetched
         hits."""
         params.validate()
-        if ((params.retrieve_k, params.search, params.filters, params.rerank, params.scope)
+        if ((params.retrieve_k, params.search, params.filters, params.rerank, params.scope,
+             (params.rewrite, params.history))
                 != (fetched.retrieve_k, fetched.search, fetched.filters, fetched.rerank_params,
-                    fetched.scope.scope if fetched.scope else Scope())):
+                    fetched.scope.scope if fetched.scope else Scope(), (fetched.rewrite_mode, fetched.history))):
             raise RetrievalError("These hits were fetched with other search settings; fetch again.")
         pipeline = self.stages
-        work, ran = run(pipeline, "assemble", Work(fetched.query, params, scope=fetched.scope, hits=fetched.hits,
-                                                   rerank=fetched.rerank))
+        work, ran = run(pipeline, "assemble", Work(fetched.query, params, fetched.rewrite, scope=fetched.scope,
+                                                   hits=fetched.hits, rerank=fetched.rerank))
         assert work.post is not None and work.projection is not None
         timings = {**fetched.timings, **ran}
         timings["total"] = sum(timings.get(stage.name, 0.0) for stage in pipeline)
         return LookupResult(fetched.query, params, work.candidates, work.post, work.projection, timings,
-                            fetched.rerank, fetched.scope)
+                            fetched.rerank, fetched.scope, fetched.rewrite)
 
     def lookup(self, query: str, **overrides: Any) -> LookupResult:
         from .spans import traced_lookup

@@ -24,15 +24,17 @@ from .. import tracing
 from ..errors import RetrievalError
 from ..identity import to_candidate
 from ..ports import SingleStoreSearchPort
-from ..records import Candidate, RerankOutcome, SearchHit
+from ..citations import extract_citations
+from ..records import Candidate, ConversationTurn, RerankOutcome, Rewrite, SearchHit
 from ..scope import ScopeResolution, resolve
+from ..tracing import semconv as sc
 from ..tracing.semconv import CHAIN, RERANKER, STAGE
 from .postprocess import PostProcessed, postprocess
 from .projection import Projection, project
 from .rerank import rerank_hits
 
 if TYPE_CHECKING:
-    from ..ports import KnowledgeSearchPort, KnowledgeStore, Reranker
+    from ..ports import KnowledgeSearchPort, KnowledgeStore, QueryRewriter, Reranker
     from .params import LookupParams
 
 Phase = Literal["fetch", "assemble"]
@@ -44,6 +46,7 @@ class Work:
 
     query: str
     params: LookupParams
+    rewrite: Rewrite | None = None  # what the rewrite stage made of a question asked in a conversation
     filters: Mapping[str, Any] | None = None  # what the store is asked to filter by (the scope's labels included)
     scope: ScopeResolution | None = None  # what the metadata filter selected (None: no filter)
     hits: tuple[SearchHit, ...] = ()  # the port's fused ranking, at most retrieve-k
@@ -52,6 +55,11 @@ class Work:
     candidates: tuple[Candidate, ...] = ()  # the hits with identity, in the order post-processing walks
     post: PostProcessed | None = None
     projection: Projection | None = None
+
+    @property
+    def searched(self) -> str:
+        """The question the knowledge base is searched for: the rewritten one, else as asked."""
+        return self.rewrite.searched if self.rewrite is not None else self.query
 
     def ordered(self) -> list[tuple[SearchHit, int, float | None]]:
         """(hit, fused rank, rerank score) in the order post-processing walks."""
@@ -73,6 +81,59 @@ class Stage(Protocol):
 def _store(port: KnowledgeSearchPort) -> KnowledgeStore | None:
     """The one knowledge base's store behind a search port (None: a search over several)."""
     return port.store if isinstance(port, SingleStoreSearchPort) else None
+
+
+@dataclass(frozen=True)
+class RewriteQuestion:
+    """A question asked in a conversation (the lookup's `history`) becomes the standalone question that is searched
+    (retrieval/rewrite.py): by the offline rewrite, or by the chat model when there is one and `rewrite` is "auto"
+    or "model". The earlier answers' `[document_id]` citations are read as the heading paths (else titles, else
+    documents) of those chunks, which the offline rewrite borrows."""
+
+    port: KnowledgeSearchPort
+    offline: QueryRewriter
+    model: QueryRewriter | None
+    name: ClassVar[str] = "rewrite"
+    phase: ClassVar[Phase] = "fetch"
+    span_kind: ClassVar[str | None] = CHAIN
+
+    def applies(self, work: Work) -> bool:
+        return bool(work.params.history)
+
+    def run(self, work: Work) -> Work:
+        mode, history = work.params.rewrite, work.params.history
+        if mode == "off":
+            done = Rewrite(work.query, work.query, "off", "", "rewriting is off for this lookup",
+                                 turns=len(history))
+        elif mode == "model" and self.model is None:
+            raise RetrievalError("rewrite = model needs a chat model (chat.provider), and none is configured; use "
+                                 "rewrite = offline or auto.")
+        else:
+            rewriter = self.model if mode in ("model", "auto") and self.model is not None else self.offline
+            done = rewriter.rewrite(work.query, self.cited(history))
+        span = tracing.current()
+        tracing.set_attributes(span, {sc.REWRITE_OUTCOME: done.outcome, sc.REWRITE_BY: done.by})
+        tracing.set_content(span, sc.REWRITE_DETAIL, done.detail)
+        tracing.set_content(span, sc.INPUT_VALUE, work.query)
+        tracing.set_content(span, sc.OUTPUT_VALUE, done.searched)
+        return replace(work, rewrite=done)
+
+    def cited(self, history: Sequence[ConversationTurn]) -> tuple[ConversationTurn, ...]:
+        """`history` with each assistant answer's citations read as headings (its `cited`)."""
+        store = _store(self.port)
+        chunks: dict[str, dict[int, str]] = {}
+
+        def heading(key: str) -> str:
+            doc_id, _, index = key.partition("#chunk-")
+            if store is None or not index.isdigit():
+                return doc_id.rsplit("/", 1)[-1]
+            if doc_id not in chunks:
+                chunks[doc_id] = {c.chunk_index: str(c.metadata.get("headingPath") or c.metadata.get("title") or "")
+                                  for c in store.get_chunks(doc_id)}
+            return chunks[doc_id].get(int(index)) or doc_id.rsplit("/", 1)[-1]
+
+        return tuple(replace(t, cited=t.cited or tuple(dict.fromkeys(heading(k) for k in extract_citations(t.content))))
+                     if t.role == "assistant" else t for t in history)
 
 
 @dataclass(frozen=True)
@@ -100,7 +161,7 @@ class Search:
             filters = {**(params.filters or {}), "labels": params.scope.labels()}
             if not scope.doc_ids:
                 filters["doc_id"] = []  # a warning says so; the store searches nothing
-        found = self.port.configured(params.search).search(work.query, params.retrieve_k, filters)
+        found = self.port.configured(params.search).search(work.searched, params.retrieve_k, filters)
         return replace(work, filters=filters, scope=scope, hits=tuple(found.hits[: params.retrieve_k]),
                        measured=found.timings)
 
@@ -120,7 +181,7 @@ class Rerank:
 
     def run(self, work: Work) -> Work:
         assert self.reranker is not None
-        return replace(work, rerank=rerank_hits(self.reranker, work.query, list(work.hits), work.params.rerank))
+        return replace(work, rerank=rerank_hits(self.reranker, work.searched, list(work.hits), work.params.rerank))
 
 
 @dataclass(frozen=True)
@@ -170,9 +231,14 @@ class Project:
         return replace(work, projection=project(work.post.evidence, work.params.budgets))
 
 
-def stages(port: KnowledgeSearchPort, reranker: Reranker | None) -> tuple[Stage, ...]:
-    """Every stage of a lookup over `port`, in order."""
-    return (Search(port), Rerank(reranker), PostProcess(port), Project())
+def stages(port: KnowledgeSearchPort, reranker: Reranker | None, rewriter: QueryRewriter | None = None
+           ) -> tuple[Stage, ...]:
+    """Every stage of a lookup over `port`, in order. `rewriter`: the chat model's (None: the offline rewrite
+    only)."""
+    from .rewrite import OfflineRewriter
+
+    return (RewriteQuestion(port, OfflineRewriter(), rewriter), Search(port), Rerank(reranker), PostProcess(port),
+            Project())
 
 
 @contextlib.contextmanager

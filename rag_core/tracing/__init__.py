@@ -7,8 +7,8 @@ a `/v1/search` or a debugger lookup is one too. `setup` holds the process's prov
 
 from . import semconv
 from .setup import TracingConfig, capture_content, config_from_settings, configure, install, stats, tracer
-from .spans import end, fail, set_attributes, set_content, span, stage, start, succeeded, trace_id, within
+from .spans import current, end, fail, set_attributes, set_content, span, stage, start, succeeded, trace_id, within
 
-__all__ = ["TracingConfig", "capture_content", "config_from_settings", "configure", "end", "fail", "install",
+__all__ = ["TracingConfig", "capture_content", "config_from_settings", "configure", "current", "end", "fail", "install",
            "semconv", "set_attributes", "set_content", "span", "stage", "start", "stats", "succeeded", "trace_id",
            "tracer", "within"]

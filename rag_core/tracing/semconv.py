@@ -56,6 +56,9 @@ STAGE = "rag.stage"
 HITS = "rag.hits"
 PARAMS = "rag.params"  # JSON of the lookup parameters
 MODE = "rag.mode"
+REWRITE_OUTCOME = "rag.rewrite.outcome"  # the rewrite stage: rewritten, kept, off, model_failed, model_rejected
+REWRITE_BY = "rag.rewrite.by"  # offline, or the model
+REWRITE_DETAIL = "rag.rewrite.detail"
 ERROR_KIND = "rag.error_kind"
 
 

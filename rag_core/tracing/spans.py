@@ -109,6 +109,11 @@ def within(current: Span, items: Generator[T, None, R]) -> Generator[T, None, R]
                 otel_context.detach(token)
 
 
+def current() -> Span:
+    """The span work is running in now (a no-op span outside any)."""
+    return trace.get_current_span()
+
+
 def set_attributes(target: Span, attributes: Attributes) -> None:
     target.set_attributes(_clean(attributes))
 

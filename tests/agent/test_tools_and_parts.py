@@ -9,7 +9,7 @@ from typing import Literal
 import pytest
 
 from rag_core.agent import DoneEvent, Tool, Toolbox, ToolOutput, extract_citations
-from rag_core.agent.citations import check_citations
+from rag_core.citations import check_citations
 from rag_core.agent.events import ErrorEvent, ToolCallEvent
 
 

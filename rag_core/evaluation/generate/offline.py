@@ -13,7 +13,7 @@ language):
   instruction or a rule under a heading: "What happens if `df` reports the disk as full but `du` cannot find
   the space?", "`rows` 表示什么？"); its answer is that sentence;
 * "terms": the chunk's most distinctive terms in a question ("What do we know about Ca2, AMPA and migration?"),
-  `TERMS` of them: content terms (`agent.offline.terms`: jieba words of two or more characters for Chinese,
+  `TERMS` of them: content terms (`words.terms`: jieba words of two or more characters for Chinese,
   words of three or more letters without stop words for English; no bare numbers) scored by tf x idf,
   tf = (1 + log count in the chunk), idf = log(1 + N / df) over the N chunks of the knowledge base; ties go to
   the term that comes first in the chunk. A term inside a better one ("泄漏" in "内存泄漏") is skipped. Its
@@ -35,7 +35,7 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from ...agent.offline import terms
+from ...words import terms
 from ...errors import EvaluationError
 from ...ports import ChunkStore
 from ..runner import EvalProgress

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ..records import cited_as
+from .records import cited_as
 
 __all__ = ["check_citations", "cited_as", "extract_citations"]
 
