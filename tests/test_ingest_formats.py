@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from rag_core.citations import cited_as
 from rag_core.agent.kb_tool import tool_payload
+from rag_core.citations import cited_as
 from rag_core.loaders import ocr_available
 from tests.helpers import make_workbench
 from tests.loaders.samples import (

@@ -8,8 +8,8 @@ configured. No Streamlit here.
         ...  # ToolCallEvent, ToolResultEvent, ContentEvent, NoticeEvent, then DoneEvent or ErrorEvent
 """
 
-from .alerts_tool import prometheus_alerts_tool
 from ..citations import check_citations, extract_citations
+from .alerts_tool import prometheus_alerts_tool
 from .clock import clock_tool
 from .events import ContentEvent, DoneEvent, ErrorEvent, Event, NoticeEvent, ToolCallEvent, ToolResultEvent
 from .kb_tool import knowledge_base_tool

@@ -20,6 +20,7 @@ from typing import Any
 from opentelemetry.trace import Span
 
 from .. import tracing
+from ..citations import check_citations
 from ..errors import ChatModelError
 from ..feedback.records import Lookup, TurnRecord
 from ..phrases import Phrase
@@ -30,7 +31,6 @@ from ..retrieval import LookupResult
 from ..retrieval.retriever import MAX_QUERY_CHARS
 from ..tokens import count_tokens
 from ..tracing import semconv as sc
-from ..citations import check_citations
 from .events import ContentEvent, DoneEvent, ErrorEvent, Event, NoticeEvent, ToolCallEvent, ToolResultEvent
 from .kb_tool import TOOL_NAME as KB_TOOL
 from .kb_tool import shortened_note

@@ -28,6 +28,7 @@ from typing import Any
 from opentelemetry.trace import Span
 
 from .. import tracing
+from ..citations import check_citations
 from ..errors import ChatModelError, RagError
 from ..feedback.records import Lookup, TurnRecord
 from ..ports import ChatModel, LogsClient, MetricsClient
@@ -35,7 +36,6 @@ from ..records import Alert, LogQuery
 from ..remote import Retrying
 from ..tracing import semconv as sc
 from .alerts_tool import simplify_alerts
-from ..citations import check_citations
 from .events import ContentEvent, DoneEvent, ErrorEvent, Event, NoticeEvent, ToolCallEvent, ToolResultEvent
 from .kb_tool import TOOL_NAME as KB_TOOL
 from .loop import lookup_record, model_name

@@ -39,7 +39,7 @@ class LookupParams:
     rerank: RerankParams = field(default_factory=RerankParams)
     thresholds: ScoreThresholds = field(default_factory=ScoreThresholds)
     scope: Scope = field(default_factory=Scope)  # document metadata filters (scope)
-    rewrite: str = "auto"  # the rewrite stage: auto (the chat model when there is one, else offline), offline, model, off
+    rewrite: str = "auto"  # the rewrite stage: auto (the chat model if there is one, else offline), offline, model, off
     history: tuple[ConversationTurn, ...] = ()  # the conversation before the query (the rewrite stage reads it)
 
     @property

@@ -18,7 +18,17 @@ from typing import Any
 from ..errors import RetrievalError
 from ..phrases import Phrase, english
 from ..ports import KnowledgeSearchPort, QueryRewriter, Reranker
-from ..records import Candidate, ConversationTurn, HitTrace, RerankOutcome, Rewrite, SearchHit, SearchOptions, cited_as, qa_question
+from ..records import (
+    Candidate,
+    ConversationTurn,
+    HitTrace,
+    RerankOutcome,
+    Rewrite,
+    SearchHit,
+    SearchOptions,
+    cited_as,
+    qa_question,
+)
 from ..scope import Scope, ScopeResolution
 from .params import LookupParams, with_threshold
 from .postprocess import PostProcessed

@@ -57,8 +57,7 @@ _QUESTION_WORDS_ZH = frozenset("""
 """.split())
 _REFERENCES_EN = frozenset("it its it's this that these those they them their theirs same such".split())
 _OPENERS_EN = ("what about", "how about", "and ", "and what", "what if", "also ", "then ")
-_REFERENCES_ZH = ("它", "它们", "这个", "那个", "这些", "那些", "这种", "那种", "该", "其", "此", "上述", "这里", "那里",
-                  "这样", "那样", "这一步", "那一步")
+_REFERENCES_ZH = frozenset("它 它们 这个 那个 这些 那些 这种 那种 该 其 此 上述 这里 那里 这样 那样".split())
 _OPENERS_ZH = ("那", "那么", "还有", "另外", "如果")
 _EN_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 _CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
@@ -141,7 +140,8 @@ SYSTEM_EN = ("You rewrite the last question of a conversation as one standalone 
              "to (it, this, that, the same ...) from the earlier messages. Keep every name, number, command and error "
              "code exactly as written. Add nothing the conversation does not say. If the question already stands "
              "alone, return it unchanged. Reply with the rewritten question only, in the question's language.")
-SYSTEM_ZH = ("你负责把对话中的最后一个问题改写成一个可以独立检索的问题。根据前面的对话补全“它、这个、那个、上述”等指代的内容。"
+SYSTEM_ZH = ("你负责把对话中的最后一个问题改写成一个可以独立检索的问题。"
+             "根据前面的对话补全“它、这个、那个、上述”等指代的内容。"
              "所有名称、数字、命令和错误码必须原样保留，不要添加对话中没有的信息。如果问题本身已经完整，原样返回。"
              "只回复改写后的问题，使用问题本身的语言。")
 
@@ -239,18 +239,20 @@ def parse_history(items: Iterable[Any], where: str = "history") -> tuple[Convers
             turns.append(item)
             continue
         if isinstance(item, str):
-            role, sep, content = item.partition(":")
-            if not sep or role.strip().lower() not in ("user", "assistant", "system", "tool"):
+            head, sep, text = item.partition(":")
+            if not sep or head.strip().lower() not in ("user", "assistant", "system", "tool"):
                 raise RetrievalError(f"{where}, turn {i}: write it as \"user: ...\" or \"assistant: ...\".")
-            item = {"role": role.strip().lower(), "content": content.strip()}
+            item = {"role": head.strip().lower(), "content": text.strip()}
         if not isinstance(item, Mapping):
             raise RetrievalError(f"{where}, turn {i}: expected an object with role and content.")
         role = item.get("role")
         if role not in ("user", "assistant", "system", "tool", "developer"):
             raise RetrievalError(f"{where}, turn {i}: role must be user or assistant (got {role!r}).")
-        content = message_text(item.get("content"))
-        if role in ("user", "assistant") and content.strip():
-            turns.append(ConversationTurn(role, content.strip()))
+        content = message_text(item.get("content")).strip()
+        if content and role == "user":
+            turns.append(ConversationTurn("user", content))
+        elif content and role == "assistant":
+            turns.append(ConversationTurn("assistant", content))
     return tuple(turns)
 
 

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from .. import tracing
+from ..citations import extract_citations
 from ..errors import RetrievalError
 from ..identity import to_candidate
 from ..ports import SingleStoreSearchPort
-from ..citations import extract_citations
 from ..records import Candidate, ConversationTurn, RerankOutcome, Rewrite, SearchHit
 from ..scope import ScopeResolution, resolve
 from ..tracing import semconv as sc

@@ -9,8 +9,8 @@ from typing import Literal
 import pytest
 
 from rag_core.agent import DoneEvent, Tool, Toolbox, ToolOutput, extract_citations
-from rag_core.citations import check_citations
 from rag_core.agent.events import ErrorEvent, ToolCallEvent
+from rag_core.citations import check_citations
 
 
 def forecast(city: str, days: int = 1, unit: Literal["c", "f"] = "c", tags: list[str] | None = None) -> dict:

@@ -35,9 +35,9 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from ...words import terms
 from ...errors import EvaluationError
 from ...ports import ChunkStore
+from ...words import terms
 from ..runner import EvalProgress
 from ..testsets import TestItem
 from .filters import DUPLICATE, NO_TERMS, KeepFilters
