@@ -28,6 +28,21 @@ test set (`ITEM_FIELDS`, see `testsets`) are accepted too, so such a set runs as
 `"should_answer": false` (no chunk answers it: `relevant` may be empty) or `"review": "dropped"` is left out
 of a retrieval run, counted in the set's `info["excluded"]`.
 
+Conversations (JSONL only): a line may label the last question of a conversation, given either as `turns`, the
+whole conversation whose last turn is the user's question the labels are for (no `query` then), or as `query` plus
+`history`, the turns before it:
+
+    {"turns": [{"role": "user", "content": "How do I free disk space?"},
+               {"role": "assistant", "content": "Prune unused images ... [runbooks/disk_full.md#chunk-4]"},
+               {"role": "user", "content": "Which command shows it?"}],
+     "relevant": ["runbooks/disk_full.md"], "answer": "df -h -x tmpfs -x overlay"}
+    {"query": "Which command shows it?", "history": [{"role": "user", "content": "How do I free disk space?"}], ...}
+
+Both become an `EvalQuery` whose `text` is the last question and `history` the turns before it; a run searches
+it as a lookup with that history, so the rewrite stage runs as in chat. Roles are user and assistant (assistant
+turns are optional), every turn has text, and `turns` ends with the user's question. `examples/kb_conversations.jsonl`
+(the bundled set `sample-conversations`) is one, over `examples/kb`.
+
 Subsets: `sample=N` (with `seed`, default 0) takes a seeded random sample of N queries, kept in file
 order, the same for the same set, N and seed; `limit=N` takes the first N in file order. Prefer the
 sample: sets are often ordered by document (the first 150 queries of CMRC 2018 dev have 40 relevant
@@ -53,16 +68,19 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EvaluationError, InvalidText
-from ..records import Document
+from ..records import ConversationTurn, Document
 from ..text import check_texts
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_KB = REPO_ROOT / "examples" / "kb"
 SAMPLE_QUERIES = REPO_ROOT / "examples" / "kb_queries.jsonl"
 SAMPLE_NAME = "sample"
+SAMPLE_CONVERSATIONS = REPO_ROOT / "examples" / "kb_conversations.jsonl"
+SAMPLE_CONVERSATIONS_NAME = "sample-conversations"
 EVAL_DIR_ENV = "RAG_EVAL_DIR"
 # What a test set's line may carry besides query, relevant, answer and id (rag_core.evaluation.testsets).
-ITEM_FIELDS = ("source", "lang", "generator", "kind", "should_answer", "review")
+ITEM_FIELDS = ("source", "lang", "generator", "kind", "should_answer", "review", "history")
+ROLES = ("user", "assistant")
 DEFAULT_SAMPLE_PER_QUERY = 10
 MIN_DEFAULT_SAMPLE = 100
 DEFAULT_SEED = 0
@@ -97,6 +115,7 @@ class EvalQuery:
     relevant: Mapping[str, int]  # doc_id -> graded relevance (> 0)
     answers: tuple[Answer, ...] = ()
     spans: tuple[Span, ...] = ()
+    history: tuple[ConversationTurn, ...] = ()  # the conversation before `text` (searched through the rewrite stage)
 
 
 @dataclass(frozen=True)
@@ -421,15 +440,56 @@ def excluded_reason(row: Mapping[str, Any], where: str) -> str | None:
     return None if should_answer_value(row.get("should_answer"), where) else "should_not_answer"
 
 
-def _user_query(row: Mapping[str, Any], where: str, default_id: str, csv_row: bool) -> EvalQuery | str:
-    """The line's query, or why it is left out of a retrieval run (`excluded_reason`)."""
-    unknown = set(row) - {"id", "query", "relevant", "answer", *ITEM_FIELDS}
-    if unknown:
-        raise EvaluationError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}; use query, relevant, "
-                              f"answer and optionally id (or a test set's {', '.join(ITEM_FIELDS)}).")
+def _turns(value: Any, where: str, what: str) -> list[ConversationTurn]:
+    """A conversation's turns ({"role", "content"} objects); errors name the line, the field and the turn."""
+    if not isinstance(value, list):
+        raise EvaluationError(f"{where}: `{what}` must be a list of {{\"role\", \"content\"}} objects, got "
+                              f"{json.dumps(value, ensure_ascii=False)[:60]}.")
+    turns = []
+    for n, item in enumerate(value, start=1):
+        if not isinstance(item, dict):
+            raise EvaluationError(f"{where}: `{what}`, turn {n}: expected an object with role and content.")
+        role, content = item.get("role"), item.get("content")
+        if role not in ROLES:
+            raise EvaluationError(f"{where}: `{what}`, turn {n}: role must be user or assistant (got "
+                                  f"{json.dumps(role, ensure_ascii=False)[:40]}).")
+        if not isinstance(content, str) or not content.strip():
+            raise EvaluationError(f"{where}: `{what}`, turn {n}: `content` is missing or empty.")
+        extra = set(item) - {"role", "content"}
+        if extra:
+            raise EvaluationError(f"{where}: `{what}`, turn {n}: unknown field(s) {', '.join(sorted(extra))}; a turn "
+                                  "has role and content.")
+        turns.append(ConversationTurn(role, content.strip()))
+    return turns
+
+
+def _question(row: Mapping[str, Any], where: str, csv_row: bool) -> tuple[str, tuple[ConversationTurn, ...]]:
+    """The line's question and the conversation before it: `query` (with an optional `history`), or `turns`."""
+    if csv_row and ({"turns", "history"} & set(row)):
+        raise EvaluationError(f"{where}: a CSV set cannot hold conversations; write a .jsonl file with `turns` (or "
+                              "`query` and `history`).")
+    if "turns" in row:
+        if "query" in row or "history" in row:
+            raise EvaluationError(f"{where}: give either `turns` (the whole conversation, ending with the question) "
+                                  "or `query` with an optional `history`, not both.")
+        turns = _turns(row["turns"], where, "turns")
+        if not turns or turns[-1].role != "user":
+            raise EvaluationError(f"{where}: the last of `turns` must be the user's question the labels are for.")
+        return turns[-1].content, tuple(turns[:-1])
     text = row.get("query")
     if not isinstance(text, str) or not text.strip():
         raise EvaluationError(f"{where}: `query` is missing or empty.")
+    history = _turns(row["history"], where, "history") if row.get("history") is not None else []
+    return text.strip(), tuple(history)
+
+
+def _user_query(row: Mapping[str, Any], where: str, default_id: str, csv_row: bool) -> EvalQuery | str:
+    """The line's query, or why it is left out of a retrieval run (`excluded_reason`)."""
+    unknown = set(row) - {"id", "query", "turns", "relevant", "answer", *ITEM_FIELDS}
+    if unknown:
+        raise EvaluationError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}; use query (or turns), "
+                              f"relevant, answer and optionally id (or a test set's {', '.join(ITEM_FIELDS)}).")
+    text, history = _question(row, where, csv_row)
     excluded = excluded_reason(row, where)
     relevant = _as_list(row.get("relevant"), where, "relevant", csv_row)
     if excluded is not None:
@@ -440,7 +500,7 @@ def _user_query(row: Mapping[str, Any], where: str, default_id: str, csv_row: bo
                               "\"should_answer\": false.")
     answers = _as_list(row.get("answer"), where, "answer", False)
     qid = str(row.get("id") or "").strip() or default_id
-    return EvalQuery(qid, text.strip(), {d: 1 for d in relevant}, tuple(Answer(a) for a in answers))
+    return EvalQuery(qid, text, {d: 1 for d in relevant}, tuple(Answer(a) for a in answers), history=history)
 
 
 def _rows(data: bytes | str, name: str, required: set[str],
@@ -608,6 +668,9 @@ def answers_located(eval_set: EvalSet) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------ bundled sets
+SAMPLE_SETS = {SAMPLE_NAME: SAMPLE_QUERIES, SAMPLE_CONVERSATIONS_NAME: SAMPLE_CONVERSATIONS}  # over examples/kb
+
+
 def eval_sets_dir(env: Mapping[str, str] | None = None) -> Path | None:
     """Where the bundled BEIR sets live: $RAG_EVAL_DIR, else ../shared/eval next to the repository."""
     env = os.environ if env is None else env
@@ -618,8 +681,9 @@ def eval_sets_dir(env: Mapping[str, str] | None = None) -> Path | None:
 
 
 def bundled_sets(env: Mapping[str, str] | None = None) -> dict[str, Path]:
-    """Set name -> location: "sample" (examples/kb_queries.jsonl over examples/kb) and each BEIR folder."""
-    sets = {SAMPLE_NAME: SAMPLE_QUERIES} if SAMPLE_QUERIES.is_file() else {}
+    """Set name -> location: "sample" (examples/kb_queries.jsonl over examples/kb), "sample-conversations"
+    (examples/kb_conversations.jsonl over examples/kb) and each BEIR folder."""
+    sets = {name: path for name, path in SAMPLE_SETS.items() if path.is_file()}
     root = eval_sets_dir(env)
     if root is not None:
         for folder in sorted(root.iterdir()):
@@ -634,7 +698,7 @@ def load_set(spec: str, *, split: str | None = None, limit: int | None = None, s
     """A bundled set name, a BEIR folder, a JSONL/CSV file, or the name of a test set saved under `saved`
     (`testsets.saved_sets_dir`) -> EvalSet.
 
-    The sample set's corpus is examples/kb unless `corpus` is given; `live` evaluates a simple-format set
+    The sample sets' corpus is examples/kb unless `corpus` is given; `live` evaluates a simple-format set
     against the configured knowledge base instead of indexing a corpus. A saved set is made from a knowledge
     base, so without `corpus` it is evaluated live."""
     sets = bundled_sets(env)
@@ -659,7 +723,8 @@ def load_set(spec: str, *, split: str | None = None, limit: int | None = None, s
     if live:
         corpus_arg = None
     else:
-        corpus_arg = corpus or (SAMPLE_KB if path.resolve() == SAMPLE_QUERIES.resolve() else None)
+        bundled = {p.resolve() for p in SAMPLE_SETS.values()}
+        corpus_arg = corpus or (SAMPLE_KB if path.resolve() in bundled else None)
         if corpus_arg is None:
             raise EvaluationError(f"{path}: say which documents to evaluate against: --corpus FOLDER "
                                   "(indexed into the isolated evaluation database) or --live (the knowledge base).")

@@ -34,7 +34,7 @@ from typing import Any
 from ..config import KEYS, Settings
 from ..embedding.catalog import expected_ingest
 from ..errors import EvaluationError, RagError
-from ..ports import Embedder, Reranker
+from ..ports import Embedder, QueryRewriter, Reranker
 from ..records import Document, Fusion, SearchMode
 from ..retrieval import KnowledgeRetriever, LookupParams, SearchOptions, StoreSearchPort, params_from_settings
 from ..retrieval.ports import FUSIONS, SEARCH_MODES
@@ -261,6 +261,8 @@ def score_query(query: EvalQuery, result: Any, latency_ms: float) -> dict[str, A
     raw_docs = m.document_ranking(c.doc_id for c in result.candidates)
     record: dict[str, Any] = {"query_id": query.query_id, "query": query.text, "relevant": sorted(query.relevant),
                               "answers": [a.text for a in query.answers]}  # for "why wasn't it retrieved?"
+    if query.history:  # a question asked in a conversation: what was searched, and why
+        record.update(searched=result.searched, rewrite=result.rewrite.outcome if result.rewrite else None)
     record.update(m.document_metrics(evidence_docs, query.relevant))
     record.update(m.document_metrics(raw_docs, query.relevant, prefix="raw_"))
     record["first_relevant_rank"] = m.first_relevant_rank(evidence_docs, query.relevant)
@@ -329,7 +331,7 @@ def _group(points: Sequence[SweepPoint], keys: Sequence[str]) -> dict[tuple[Any,
 def run_evaluation(eval_set: EvalSet, grid: Grid, settings: Settings, *, factories: Factories,
                    embedder: Embedder | None = None, live: bool = False, store: Any = None, reindex: bool = False,
                    progress: ProgressCallback | None = None,
-                   knowledge_bases: Sequence[Workbench] = ()) -> EvalRun:
+                   knowledge_bases: Sequence[Workbench] = (), rewriter: QueryRewriter | None = None) -> EvalRun:
     """Evaluate every point of `grid` on `eval_set` (see the module docstring). `factories`
     (`bootstrap.factories()`): how the embedder, the rerankers, the evaluation index and the live knowledge base
     are built and opened.
@@ -340,7 +342,9 @@ def run_evaluation(eval_set: EvalSet, grid: Grid, settings: Settings, *, factori
     the knowledge base `settings` choose, opened here (or `store`, when the caller holds it open already,
     with `embedder` its embedder: Milvus Lite allows one open per file); used as is and not closed.
     Neither can sweep chunking, which is fixed by what was ingested. Every reranker the grid names is built
-    before any work (a bad rerank setting fails at once)."""
+    before any work (a bad rerank setting fails at once). A query asked in a conversation (`EvalQuery.history`) is
+    looked up with its history, so the rewrite stage runs as `rag.rewrite` says: `rewriter` is the chat model's
+    rewrite (`bootstrap.build_rewriter`; None: the offline rewrite, as for a lookup without a chat model)."""
     from .results import versions
 
     started = time.perf_counter()
@@ -388,7 +392,8 @@ def run_evaluation(eval_set: EvalSet, grid: Grid, settings: Settings, *, factori
             index_stats.append({**index, "seconds": round(time.perf_counter() - index_started, 3)})
             try:
                 defaults = params_from_settings(target_settings)
-                retriever = KnowledgeRetriever(StoreSearchPort(target_store, target_embedder), defaults)
+                retriever = KnowledgeRetriever(StoreSearchPort(target_store, target_embedder), defaults,
+                                               rewriter=rewriter)
                 _warm_up(retriever, eval_set, [g[0] for g in groups.values()])
                 for group in groups.values():
                     results += _run_group(retriever.with_reranker(rerankers.get(group[0].rerank)), eval_set, group,
@@ -411,6 +416,8 @@ def run_evaluation(eval_set: EvalSet, grid: Grid, settings: Settings, *, factori
               "knowledge_bases": [t.name for t in targets], "reindex": reindex, "embedder": ", ".join(embedders),
               "rerankers": {p: r.name for p, r in rerankers.items()}, "projection": asdict(defaults.budgets),
               "failed_rule": FAILED_RULE, "span_min_overlap": m.SPAN_MIN_OVERLAP}
+    if any(q.history for q in eval_set.queries):
+        config["rewrite"] = {"mode": defaults.rewrite, "model": rewriter.name if rewriter is not None else None}
     return EvalRun(eval_set.name, dict(eval_set.info), config, versions(", ".join(embedders)), started_at,
                    time.perf_counter() - started, index_stats, results, skipped, warnings,
                    machine_load(load_before, cpu_before))
@@ -599,19 +606,21 @@ def _run_group(retriever: KnowledgeRetriever, eval_set: EvalSet, group: Sequence
     params = [LookupParams(retrieve_k=p.retrieve_k, return_n=p.return_n,
                            max_chunks_per_document=p.max_chunks_per_document, search=p.search_options(),
                            budgets=replace(defaults.budgets, max_items=p.return_n), rerank=rerank,
-                           scope=defaults.scope, thresholds=defaults.thresholds) for p in group]
+                           scope=defaults.scope, thresholds=defaults.thresholds, rewrite=defaults.rewrite)
+              for p in group]
     failures: list[tuple[str, str]] = []
     report(EvalProgress("querying", plan.done, plan.total, label))
     for query in eval_set.queries:
+        asked = [replace(p, history=query.history) for p in params] if query.history else params
         t0 = time.perf_counter()
         try:
-            fetched = retriever.fetch(query.text, params[0])
+            fetched = retriever.fetch(query.text, asked[0])
         except RagError as exc:  # e.g. the reranker failed with rerank.on-error = fail
             raise EvaluationError(f"query {query.query_id}: {exc}") from None
         fetch_ms = (time.perf_counter() - t0) * 1000
         if fetched.rerank is not None and fetched.rerank.error:
             failures.append((query.query_id, fetched.rerank.error))
-        for i, p in enumerate(params):
+        for i, p in enumerate(asked):
             t1 = time.perf_counter()
             result = retriever.assemble(fetched, p)
             records[i].append(score_query(query, result, fetch_ms + (time.perf_counter() - t1) * 1000))
