@@ -160,7 +160,7 @@ def rewrite_messages(question: str, history: Sequence[ConversationTurn]) -> list
 def facts(text: str) -> set[str]:
     """The numbers, codes, identifiers and capitalised names of `text` (what a rewrite must neither invent nor
     lose)."""
-    found = {m.strip(".:-/").lower() for m in _FACT.findall(text)}
+    found = {m.strip(".:-").rstrip("/").lower() for m in _FACT.findall(text)}
     found |= {m.lower() for m in _NAME.findall(text)}
     return {f for f in found if f}
 

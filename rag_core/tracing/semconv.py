@@ -82,7 +82,7 @@ def dropped(i: int, name: str) -> str:
 
 
 # Attributes that hold what people wrote or documents say: left out with tracing.capture-content = false.
-CONTENT_KEYS = frozenset({INPUT_VALUE, OUTPUT_VALUE, TOOL_PARAMETERS})  # and a tool call's arguments:
+CONTENT_KEYS = frozenset({INPUT_VALUE, OUTPUT_VALUE, TOOL_PARAMETERS, REWRITE_DETAIL})  # and a tool call's arguments:
 CONTENT_SUFFIXES = (f".{DOCUMENT_CONTENT}", f".{MESSAGE_CONTENT}", f".{TOOL_CALL_FUNCTION_ARGUMENTS}")
 
 

@@ -104,6 +104,34 @@ def test_a_search_outside_a_turn_is_a_trace_of_its_own(retriever: KnowledgeRetri
     assert roots[0].context.trace_id != roots[1].context.trace_id
 
 
+REWRITE_HISTORY = ["user: How do I free disk space?", "assistant: Delete old logs [runbooks/disk_full.md#chunk-1]."]
+
+
+def test_the_rewrite_stage_is_a_span_of_its_own_with_both_questions(retriever: KnowledgeRetriever,
+                                                                    spans: InMemorySpanExporter) -> None:
+    result = retriever.lookup("Which command shows it?", history=REWRITE_HISTORY)
+    finished = spans.get_finished_spans()
+    (rewrite,) = _by_name(finished)["rewrite"]
+    assert _ancestors(rewrite, finished) == ["retrieve"]
+    attributes = dict(rewrite.attributes or {})
+    assert attributes[sc.SPAN_KIND] == sc.CHAIN and attributes[sc.STAGE] == "rewrite"
+    assert (attributes[sc.REWRITE_OUTCOME], attributes[sc.REWRITE_BY]) == ("rewritten", "offline")
+    assert attributes[sc.INPUT_VALUE] == "Which command shows it?" and attributes[sc.OUTPUT_VALUE] == result.searched
+    assert result.searched != "Which command shows it?" and attributes[sc.REWRITE_DETAIL]
+    spans.clear()
+    retriever.lookup("disk full")
+    assert "rewrite" not in _by_name(spans.get_finished_spans())  # no conversation: no rewrite stage
+
+
+def test_with_capture_content_off_the_rewrite_span_holds_no_question(retriever: KnowledgeRetriever,
+                                                                     no_content_spans: InMemorySpanExporter) -> None:
+    retriever.lookup("Which command shows it?", history=REWRITE_HISTORY)
+    (rewrite,) = _by_name(no_content_spans.get_finished_spans())["rewrite"]
+    attributes = dict(rewrite.attributes or {})
+    assert attributes[sc.REWRITE_OUTCOME] == "rewritten"
+    assert not {sc.INPUT_VALUE, sc.OUTPUT_VALUE, sc.REWRITE_DETAIL} & set(attributes)
+
+
 def test_a_debugger_lookup_is_a_trace_and_a_cached_rerun_one_too(retriever: KnowledgeRetriever,
                                                                 spans: InMemorySpanExporter) -> None:
     from ui.lookup import cached_lookup
