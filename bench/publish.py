@@ -18,6 +18,7 @@ from pathlib import Path
 from bench import (
     api,
     chunking,
+    conversations,
     explain,
     filters,
     folding,
@@ -36,7 +37,8 @@ from bench.common import REPO, load
 README = REPO / "bench" / "README.md"
 RESULTS = (("chunking", chunking.render), ("ingest", ingest.render), ("latency", latency.render),
            ("startup", startup.render), ("quality", quality.render), ("host", host.render), ("api", api.render),
-           ("formats", formats.render), ("testsets", testsets.render), ("filters", filters.render))
+           ("formats", formats.render), ("testsets", testsets.render), ("filters", filters.render),
+           ("conversations", conversations.render))
 
 
 def _results() -> str:

@@ -6,10 +6,12 @@ it is short (at most `SHORT_WORDS` English words or `SHORT_CJK` Chinese characte
 or demonstrative: it, this, that, they, 它, 这个, 那个, 该, 其 ...; or an elliptical opener: "what about", "and",
 "how about", 那, 还有, a question ending in 呢) with at most `FEW_TOPIC_TERMS` topic terms of its own, or has no topic
 term at all ("Which command shows it?": *command* and *show* are question words, not a topic). Then it borrows the
-topic terms of the previous question (itself rewritten first when it was a follow-up) and the heading paths (else
-titles) of the evidence the previous answer cited, added in brackets after it:
-"Which command shows it? (free disk space; Disk Full Runbook > Diagnosis)". Anything else is kept as asked, so a
-question that switches topic carries nothing over.
+topic terms of the previous question (itself rewritten first when it was a follow-up; as written there, capitals kept)
+and, when it has no topic term of its own, the heading paths (else titles) of the evidence the previous answer cited,
+added in brackets after it: "Which command shows it? (free disk space; Disk Full Runbook > Diagnosis)". A follow-up
+that names a topic of its own ("And the inodes?", "那 Go 服务呢？") asks what that answer did not cover, so it borrows
+the earlier question's topic only: the cited headings would pull the search back to the earlier answer. Anything else
+is kept as asked, so a question that switches topic carries nothing over.
 
 What it cannot do: resolve a reference to anything but the previous question and answer ("the second one you
 mentioned"), understand a question that is long and still refers back, or replace a term rather than add to it
@@ -53,11 +55,11 @@ best safe safely happen later earlier before after same different difference exp
 _QUESTION_WORDS_ZH = frozenset("""
 命令 步骤 多久 默认 意思 处理 然后 接下来 还有 第一步 下一步 其他 其它 详细 具体 例子 负责 多少 时间 需要 应该 查看 检查
 执行 运行 解决 办法 方法 原因 为什么 区别 不同 一样 之后 之前 以后 以前 谁 哪里 哪儿 多长时间 多长 怎么样 情况 配置 设置
-说明 解释 可以 能否 是否 适用 默认值 上限 下限 限制
+说明 解释 可以 能否 是否 适用 默认值 上限 下限 限制 正在 就是 其中 一个 之一 还是 哪个
 """.split())
 _REFERENCES_EN = frozenset("it its it's this that these those they them their theirs same such".split())
 _OPENERS_EN = ("what about", "how about", "and ", "and what", "what if", "also ", "then ")
-_REFERENCES_ZH = frozenset("它 它们 这个 那个 这些 那些 这种 那种 该 其 此 上述 这里 那里 这样 那样".split())
+_REFERENCES_ZH = frozenset("它 它们 这个 那个 这些 那些 这种 那种 该 其 此 上述 其中 这里 那里 这样 那样".split())
 _OPENERS_ZH = ("那", "那么", "还有", "另外", "如果")
 _EN_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 _CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
@@ -97,13 +99,20 @@ def _refers_back(text: str) -> bool:
         return True
     if any(w.lower() in _REFERENCES_EN for w in _EN_WORD.findall(text)):
         return True
-    if _CJK_RUN.search(text):
-        return any(w in _REFERENCES_ZH for span in _CJK_RUN.findall(text) for w in cut(span))
+    if _CJK_RUN.search(text):  # 它 and the references of two characters wherever they are (jieba cuts 它会 as one word)
+        return (any(w in text for w in _REFERENCES_ZH if len(w) > 1 or w == "它")
+                or any(w in _REFERENCES_ZH for span in _CJK_RUN.findall(text) for w in cut(span)))
     return False
 
 
 def _user_questions(history: Sequence[ConversationTurn]) -> list[int]:
     return [i for i, turn in enumerate(history) if turn.role == "user" and turn.content.strip()]
+
+
+def _surface(term: str, text: str) -> str:
+    """`term` as `text` writes it (terms are lower-cased: HighCPUUsage, not highcpuusage)."""
+    found = re.search(re.escape(term), text, re.I)
+    return found.group(0) if found else term
 
 
 class OfflineRewriter:
@@ -121,9 +130,12 @@ class OfflineRewriter:
         last = asked[-1]
         previous = self.rewrite(history[last].content, history[:last]).searched  # a follow-up of a follow-up
         own = set(ordered_terms(question))
-        borrowed = [t for t in _topic_terms(previous) if t not in own][:MAX_BORROWED_TERMS]
+        borrowed = [_surface(t, previous) for t in _topic_terms(previous) if t not in own][:MAX_BORROWED_TERMS]
         answer = next((t for t in history[last + 1:] if t.role == "assistant"), None)
-        headings = [h for h in dict.fromkeys(answer.cited if answer is not None else ()) if h.strip()][:MAX_HEADINGS]
+        # A follow-up with a topic of its own ("And the inodes?") asks what the earlier answer did not cover: the
+        # headings it cited would pull the search back to that answer (bench/conversations.py measured it).
+        cited = answer.cited if answer is not None and not _topic_terms(question) else ()
+        headings = [h for h in dict.fromkeys(cited) if h.strip()][:MAX_HEADINGS]
         if not borrowed and not headings:
             return Rewrite(question, question, "kept", self.name, "the earlier question has no topic to borrow",
                            turns=len(history))

@@ -11,6 +11,7 @@ import pytest
 from bench import (
     api,
     chunking,
+    conversations,
     explain,
     filters,
     folding,
@@ -30,7 +31,7 @@ from rag_core.embedding import catalog
 RENDERS = {"chunking": chunking.render, "ingest": ingest.render, "latency": latency.render,
            "quality": quality.render, "explain": explain.render, "api": api.render, "host": host.render,
            "formats": formats.render, "testsets": testsets.render, "filters": filters.render,
-           "fusion": fusion.render, "folding": folding.render}
+           "fusion": fusion.render, "folding": folding.render, "conversations": conversations.render}
 
 
 def test_the_bench_readme_tables_are_rendered_from_the_records():

@@ -71,7 +71,7 @@ def test_a_pronoun_follow_up_borrows_the_earlier_questions_topic_in_chinese() ->
 def test_an_elliptical_follow_up_borrows_too_in_both_languages() -> None:
     assert OFFLINE.rewrite("What about the timeout?", user("How long does the order service keep an "
                                                            "Idempotency-Key?")).searched == (
-        "What about the timeout? (order service keep idempotency-key)")
+        "What about the timeout? (order service keep Idempotency-Key)")  # borrowed as written there
     assert OFFLINE.rewrite("那超时呢？", user("订单服务的幂等键保存多久？")).searched.startswith("那超时呢？（订单")
 
 
@@ -88,6 +88,21 @@ def test_the_headings_the_previous_answer_cited_are_borrowed() -> None:
     done = OFFLINE.rewrite("Which command shows it?", history)
     assert done.searched == "Which command shows it? (free disk space node; Disk Full > Clean up)"
     assert done.borrowed[-1] == "Disk Full > Clean up"
+
+
+def test_a_follow_up_naming_a_topic_of_its_own_borrows_no_headings() -> None:
+    # "And the inodes?" asks what the cited section did not say: its heading would pull the search back to it
+    history = (DISK[0], ConversationTurn("assistant", DISK[1].content, cited=("Disk Full > Clean up",)))
+    done = OFFLINE.rewrite("And the inodes?", history)
+    assert done.searched == "And the inodes? (free disk space node)"
+    assert "Disk Full > Clean up" not in done.borrowed
+
+
+@pytest.mark.parametrize("question", ["它会在夜里呼叫吗？", "如果正在增长的就是其中一个，该怎么办？"])
+def test_a_chinese_reference_inside_a_word_is_seen(question: str) -> None:
+    # jieba cuts 它会 as one word, and 其中一个 names no topic
+    assert is_follow_up(question)
+    assert OFFLINE.rewrite(question, DISK_ZH).outcome == "rewritten"
 
 
 def test_a_follow_up_of_a_follow_up_reaches_back_to_the_topic() -> None:
