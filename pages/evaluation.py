@@ -30,7 +30,14 @@ from rag_core.evaluation import (
     runs_dir,
     save_run,
 )
-from rag_core.evaluation.datasets import DEFAULT_SEED, SAMPLE_KB, SAMPLE_NAME, beir_splits, default_split
+from rag_core.evaluation.datasets import (
+    DEFAULT_SEED,
+    SAMPLE_CONVERSATIONS_NAME,
+    SAMPLE_KB,
+    SAMPLE_NAME,
+    beir_splits,
+    default_split,
+)
 from rag_core.evaluation.params import LABELS, PARAM_SETTINGS, parse_values
 from rag_core.evaluation.report import (
     PER_QUERY,
@@ -65,8 +72,8 @@ TARGETS = [N_("Sample knowledge base (examples/kb, indexed separately)"), N_("Kn
 FAILED_QUERY_LINKS: dict[str, Callable[[dict[str, Any], dict[str, Any]], str]] = {
     # the debugger with the query, and its first relevant document and first answer in "Why wasn't it retrieved?"
     # (a query whose document is in the evidence fails when its chunks lack the answer); on the knowledge base the
-    # row searched (?kb= selects it in the sidebar), if any
-    "debugger": lambda q, params: debugger_url(q["query"], {k: params.get(k) for k in (
+    # row searched (?kb= selects it in the sidebar), if any; a question asked in a conversation as it was searched
+    "debugger": lambda q, params: debugger_url(q.get("searched") or q["query"], {k: params.get(k) for k in (
         "retrieve_k", "return_n", "max_chunks_per_document", "mode")}, (q.get("relevant") or [None])[0],
         kb=params.get("kb"), answer=(q.get("answers") or [None])[0]),
 }
@@ -148,8 +155,10 @@ def choose_set() -> tuple[Any, list[str] | None]:
         if not sets:
             raise RagError(t("No bundled sets found (examples/kb_queries.jsonl, or set RAG_EVAL_DIR)."))
         name = st.selectbox(t("Set"), list(sets), key="eval_set",
-                            help=t("{sample}: examples/kb_queries.jsonl over examples/kb; others: BEIR folders with "
-                                   "their own corpus.", sample=SAMPLE_NAME))
+                            help=t("{sample}: examples/kb_queries.jsonl over examples/kb; {conversations}: "
+                                   "examples/kb_conversations.jsonl (follow-up questions) over examples/kb; others: "
+                                   "BEIR folders with their own corpus.", sample=SAMPLE_NAME,
+                                   conversations=SAMPLE_CONVERSATIONS_NAME))
         if sets[name].is_dir():
             splits = beir_splits(sets[name])
             split = st.selectbox(t("Split"), splits, index=splits.index(default_split(sets[name])), key="eval_split")
@@ -159,7 +168,9 @@ def choose_set() -> tuple[Any, list[str] | None]:
         with st.spinner(t("Reading the evaluation set…")):
             return bundled_set(name, None, subset, kbs is not None), kbs
     upload = st.file_uploader(t("Queries (.jsonl or .csv: query, relevant, optional answer)"), type=["jsonl", "csv"],
-                              key="eval_upload")
+                              key="eval_upload", help=t("A .jsonl line may label the last question of a "
+                                                        "conversation: `turns` (role, content), or `query` with "
+                                                        "the earlier turns in `history`."))
     kbs = choose_target("eval_target")
     if upload is None:
         st.info(t("Upload a file with one query per line, e.g. {example} (CSV: `relevant` separated by `;`).",

@@ -52,7 +52,8 @@ HEADERS = {
     "answers_lost": N_("answers_lost"), "distinct_docs": N_("distinct_docs"), "latency_p50_ms": N_("latency_p50_ms"),
     "latency_p95_ms": N_("latency_p95_ms"), "failed": N_("failed"),
     # failed queries, comparisons, wins and losses
-    "query": N_("query"), "relevant": N_("relevant"), "first relevant rank": N_("first relevant rank"),
+    "query": N_("query"), "searched": N_("searched"), "relevant": N_("relevant"),
+    "first relevant rank": N_("first relevant rank"),
     "answer found": N_("answer found"), "span found": N_("span found"), "in raw hits": N_("in raw hits"),
     "evidence": N_("evidence"), "debugger": N_("debugger"), "metric": N_("metric"), "better": N_("better"),
     "query_id": N_("query_id"),

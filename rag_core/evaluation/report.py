@@ -60,16 +60,20 @@ def compare_best(a_rows: Sequence[Mapping[str, Any]], b_rows: Sequence[Mapping[s
 
 def failed_queries(point: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One row per failed query of a saved point (the page adds its links, e.g. to the debugger). The
-    answer and span columns appear for sets that have those labels."""
+    answer and span columns appear for sets that have those labels; "searched" for a conversational set whose
+    rewrite changed a question (the question searched, when it is not the one asked)."""
     queries = point["queries"]
+    rewritten = any(q.get("searched") not in (None, q["query"]) for q in queries)
     answers = any(q.get("answer_found") is not None for q in queries)
     spans = any(q.get("span_found") is not None for q in queries)
     rows = []
     for q in queries:
         if not q["failed"]:
             continue
-        row: dict[str, Any] = {"query": q["query"], "relevant": "; ".join(q["relevant"]),
-                               "first relevant rank": q["first_relevant_rank"]}
+        row: dict[str, Any] = {"query": q["query"]}
+        if rewritten:
+            row["searched"] = q["searched"] if q.get("searched") not in (None, q["query"]) else ""
+        row.update({"relevant": "; ".join(q["relevant"]), "first relevant rank": q["first_relevant_rank"]})
         if answers:
             row["answer found"] = q["answer_found"]
         if spans:
