@@ -25,7 +25,7 @@ from streamlit.testing.v1 import AppTest
 from rag_core.bootstrap import Workbench, build_agent, factories
 from rag_core.evaluation import Grid, load_user_set, run_evaluation, save_run
 from rag_core.evaluation.answers import score_answers
-from rag_core.evaluation.datasets import SAMPLE_NAME
+from rag_core.evaluation.datasets import SAMPLE_CONVERSATIONS_NAME, SAMPLE_NAME
 from rag_core.evaluation.generate import generate_test_set
 from rag_core.evaluation.results import runs_dir
 from rag_core.evaluation.testsets import save_test_set, saved_sets_dir
@@ -150,8 +150,8 @@ def _evaluation(wb: Workbench) -> tuple[Any, Any, Any]:
 
 def _data(wb: Workbench, items: Any) -> set[str]:
     """The seeded data's strings (shown in labels as data): document ids, queries, names, embedder, mode."""
-    out = {KB, TEST_SET, SAMPLE_NAME, "i18n.jsonl", "i18n", QUESTION, "wrong document", "order service logs", "offline",
-           str(wb.settings["embedding.provider"])}
+    out = {KB, TEST_SET, SAMPLE_NAME, SAMPLE_CONVERSATIONS_NAME, "i18n.jsonl", "i18n", QUESTION, "wrong document",
+           "order service logs", "offline", str(wb.settings["embedding.provider"])}
     out |= {d.doc_id for d in wb.store.list_documents()}
     bench = json.loads(BENCH_RESULT.read_text(encoding="utf-8")) if BENCH_RESULT.is_file() else {}
     out |= {r["set"] for r in bench.get("agreement", [])}  # the benchmark's sets, named in the offline note
