@@ -242,9 +242,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         subparsers._parser_class = own  # noqa: SLF001
     p.subcommands = build_parsers(p.prog)
     p.add_argument("eval_set", nargs="?", default="sample", metavar="SET",
-                   help="bundled set (sample, scifact, cmrc2018, covidqa), a saved test set's name, a BEIR folder, "
-                        "or a .jsonl/.csv file; `eval generate --help` and `eval answers --help` for the "
-                        "subcommands")
+                   help="bundled set (sample, sample-conversations, scifact, cmrc2018, covidqa), a saved test set's "
+                        "name, a BEIR folder, or a .jsonl/.csv file; `eval generate --help` and `eval answers --help` "
+                        "for the subcommands")
     p.add_argument("--split", help="BEIR split (default: test, else dev)")
     p.add_argument("--sample", type=int, metavar="N",
                    help="a seeded random sample of N queries (recorded in the run); the corpus slice follows them")
