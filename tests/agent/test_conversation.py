@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 
-from rag_core.agent import DoneEvent, Session, ToolCallEvent, ToolResultEvent
+from rag_core.agent import Agent, DoneEvent, Session, Toolbox, ToolCallEvent, ToolResultEvent, knowledge_base_tool
+from rag_core.agent.kb_tool import TOOL_NAME
 from rag_core.bootstrap import build_agent
 from rag_core.feedback import TurnStore
 from rag_core.feedback.records import Lookup
+from tests.fakes.chat import ScriptedChatModel
+from tests.servers.chat import Completion, tool_call
 
 from .conftest import with_settings
 
@@ -49,3 +52,24 @@ def test_a_lookup_recorded_before_rewrites_reads_as_no_rewrite() -> None:
     old = {"query": "q", "params": {}, "evidence_keys": ["a#chunk-0"], "timings": {}, "candidates": []}
     lookup = Lookup.from_dict(json.loads(json.dumps(old)))
     assert lookup.rewrite is None and lookup.searched == "q" and lookup.to_dict()["rewrite"] is None
+
+
+def test_with_a_model_its_tool_query_is_looked_up_with_the_history_and_it_is_told_what_was_searched(kb) -> None:
+    model = ScriptedChatModel(
+        Completion.calls(tool_call(TOOL_NAME, {"query": FIRST}, id="c1")),
+        Completion.say("Run `df -h` to see which filesystem is full [runbooks/disk_full.md#chunk-6]."),
+        Completion.calls(tool_call(TOOL_NAME, {"query": FOLLOW_UP}, id="c2")),
+        Completion.say("`df -h` [runbooks/disk_full.md#chunk-6]."))
+    agent = Agent(Toolbox([knowledge_base_tool(kb.retriever)]), model)  # the retriever has no model rewrite: offline
+    session = Session()
+    first = list(agent.run(FIRST, session))
+    second = list(agent.run(FOLLOW_UP, session))
+    (alone,) = [e.lookup for e in first if isinstance(e, ToolResultEvent)]
+    (follow,) = [e.lookup for e in second if isinstance(e, ToolResultEvent)]
+    assert alone is not None and alone.rewrite is None
+    assert follow is not None and follow.rewrite is not None and follow.rewrite.turns == 2
+    assert follow.rewrite.outcome == "rewritten" and "Disk Space Low" in follow.rewrite.searched  # the cited heading
+    # the model's third call has the history; its fourth the tool's answer, with the question searched
+    assert [m["role"] for m in model.requests[2]["messages"]] == ["system", "user", "assistant", "user"]
+    tool_message = json.loads(model.requests[3]["messages"][-1]["content"])
+    assert tool_message["query"] == FOLLOW_UP and tool_message["searched_as"] == follow.rewrite.searched
