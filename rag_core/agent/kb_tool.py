@@ -31,20 +31,24 @@ NO_RESULTS = ("No results in the knowledge base for this query. Try other keywor
               "(Chinese/English) once; if there is still nothing, tell the person the knowledge base does not "
               "cover it.")
 
-# The earlier turns of the conversation the tool is running in (set by `conversation`; empty: none).
-_CONVERSATION: ContextVar[tuple[ConversationTurn, ...]] = ContextVar("kb_tool_conversation", default=())
+# The earlier turns of the conversation the tool is running in, and whether a model wrote the call (set by
+# `conversation`; empty: none).
+_CONVERSATION: ContextVar[tuple[tuple[ConversationTurn, ...], bool]] = ContextVar("kb_tool_conversation",
+                                                                                  default=((), False))
 
 
 @contextmanager
-def conversation(history: Sequence[ConversationTurn]) -> Iterator[None]:
+def conversation(history: Sequence[ConversationTurn], *, by_model: bool = False) -> Iterator[None]:
     """The knowledge-base tool's lookups within this block get `history` (the turns before the question).
+    `by_model`: a chat model wrote the query with the conversation in view, so `rag.rewrite = auto` rewrites it
+    offline at most (no second model call for a query the model already made standalone).
 
     A context variable rather than a tool argument: the tool's arguments are its JSON schema, what the model reads
     and fills in, and the conversation is not the model's to write (nor worth its tokens); and rather than state on
     the tool or the agent, which are shared by every session and worker thread of a service at once. The agent sets
     it around one synchronous `Toolbox.run` call (never across a `yield`, so a turn resumed on another thread
     cannot leak it), and a caller that never sets it (the alert triage, a test) searches without history."""
-    token = _CONVERSATION.set(tuple(history))
+    token = _CONVERSATION.set((tuple(history), by_model))
     try:
         yield
     finally:
@@ -102,8 +106,11 @@ def knowledge_base_tool(retriever: KnowledgeRetriever, *, filter_keys: Sequence[
                 overrides["scope"] = parse_scope(list(filter), known=filter_keys or None)
             # Shortened, not refused, when longer than a search takes: offline mode searches for the question
             # (up to twice as long), and a model that pasted a long text is better served than told to retry.
-            result = retriever.lookup(fit_query(query) if isinstance(query, str) else query,
-                                      history=_CONVERSATION.get(), **overrides)
+            history, by_model = _CONVERSATION.get()
+            if by_model and history and overrides.get("rewrite", retriever.defaults.rewrite) == "auto":
+                overrides["rewrite"] = "offline"
+            result = retriever.lookup(fit_query(query) if isinstance(query, str) else query, history=history,
+                                      **overrides)
         except RagError as exc:
             return ToolOutput.failure(f"The knowledge base search failed: {exc}")
         keys = tuple(p.document_id for p in result.projection.items)

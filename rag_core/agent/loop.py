@@ -8,8 +8,9 @@ the question and the answer is extractive (offline.py); the events are the same.
 The knowledge-base tool's lookups get the conversation before the question (`conversation`: the last
 chat.history-pairs pairs the model is sent too), so a follow-up question ("Which command shows it?") is searched as
 the standalone question it means (the rewrite stage, retrieval/rewrite.py). Offline, the tool searches the question
-itself and the rewrite stage makes it standalone; with a model, the model writes the tool's query and the stage
-decides whether it still needs the conversation. Each recorded lookup keeps the rewrite.
+itself and the rewrite stage makes it standalone; with a model, the model writes the tool's query with the
+conversation in view, so the stage rewrites it offline at most (`rag.rewrite = auto` asks no second model call).
+Each recorded lookup keeps the rewrite.
 
 The agent knows nothing of Streamlit: a page or the CLI iterates `run()` and renders each event.
 """
@@ -245,15 +246,15 @@ class Agent:
 
             messages.append(_assistant_message(reply))
             for call in reply.tool_calls:
-                run = yield from self._call_tool(call.id, call.name, call.arguments, step, history)
+                run = yield from self._call_tool(call.id, call.name, call.arguments, step, history, by_model=True)
                 returned.update(dict.fromkeys(run.output.evidence_keys))
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": run.content()})
         raise AssertionError("unreachable: the last step always finishes the turn")  # pragma: no cover
 
-    def _call_tool(self, call_id: str, name: str, raw: str, step: int,
-                   history: tuple[ConversationTurn, ...] = ()) -> Generator[Event, None, ToolRun]:
+    def _call_tool(self, call_id: str, name: str, raw: str, step: int, history: tuple[ConversationTurn, ...] = (),
+                   *, by_model: bool = False) -> Generator[Event, None, ToolRun]:
         """One tool call; the knowledge-base tool's lookups get `history` (kb_tool.conversation, held only while
-        the call runs, within this thread)."""
+        the call runs, within this thread). `by_model`: the model wrote the call's arguments."""
         arguments, problem = parse_arguments(raw)
         yield ToolCallEvent(call_id, name, arguments, raw, step)
         if problem is not None:
@@ -261,7 +262,7 @@ class Agent:
                               f"JSON ({problem}); it was told so and can try again.", step)
         with tracing.span(name, sc.TOOL, {sc.TOOL_NAME: name, sc.TOOL_CALL_ID: call_id,
                                           sc.TOOL_PARAMETERS: raw}) as span:
-            with conversation(history):
+            with conversation(history, by_model=by_model):
                 run: ToolRun = self.toolbox.run(name, raw)
             tracing.set_content(span, sc.OUTPUT_VALUE, run.content())
             if not run.output.ok:

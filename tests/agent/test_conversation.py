@@ -73,3 +73,22 @@ def test_with_a_model_its_tool_query_is_looked_up_with_the_history_and_it_is_tol
     assert [m["role"] for m in model.requests[2]["messages"]] == ["system", "user", "assistant", "user"]
     tool_message = json.loads(model.requests[3]["messages"][-1]["content"])
     assert tool_message["query"] == FOLLOW_UP and tool_message["searched_as"] == follow.rewrite.searched
+
+
+def test_with_a_model_rewrite_auto_asks_no_second_model_call_for_the_models_own_query(kb) -> None:
+    from tests.fakes.rewriter import ScriptedRewriter
+
+    scripted = ScriptedRewriter({FOLLOW_UP: "Which command shows the free disk space of a node?"})
+    retriever = kb.retriever.with_rewriter(scripted)
+    model = ScriptedChatModel(
+        Completion.calls(tool_call(TOOL_NAME, {"query": FOLLOW_UP}, id="c1")), Completion.say("`df -h`."))
+    session = Session()
+    list(Agent(Toolbox([knowledge_base_tool(kb.retriever)]), None).run(FIRST, session))
+    events = list(Agent(Toolbox([knowledge_base_tool(retriever)]), model).run(FOLLOW_UP, session))
+    (lookup,) = [e.lookup for e in events if isinstance(e, ToolResultEvent)]
+    assert lookup is not None and lookup.rewrite is not None and lookup.rewrite.by == "offline"
+    assert scripted.asked == []  # the model wrote the query with the conversation in view
+    offline = list(Agent(Toolbox([knowledge_base_tool(retriever)]), None).run(FOLLOW_UP, session))
+    (asked,) = [e.lookup for e in offline if isinstance(e, ToolResultEvent)]
+    # offline mode searches the question as asked: the retriever's model rewrite makes it standalone
+    assert asked is not None and asked.rewrite is not None and asked.rewrite.by == "scripted"
