@@ -38,8 +38,9 @@ def test_the_http_routes_take_every_option_as_a_query_parameter() -> None:
 
     from rag_core.service.native import explain_options, search_options
 
-    assert set(inspect.signature(search_options).parameters) == SEARCH
-    assert set(inspect.signature(explain_options).parameters) == EXPLAIN
+    # and the conversation before the query (`history`), which is not an option of the debugger's controls
+    assert set(inspect.signature(search_options).parameters) == SEARCH | {"history"}
+    assert set(inspect.signature(explain_options).parameters) == EXPLAIN | {"history"}
 
 
 def test_the_mcp_tools_take_every_option(tmp_path) -> None:

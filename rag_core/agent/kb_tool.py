@@ -3,15 +3,23 @@
 for the same query, and returns the agent projection: `document_id` (the chunk's evidence key, what
 answers cite), `source`, `content`, `score`, `truncated` and `location` (`p. 12`, `slides 3–4`, `sheet FAQ,
 row 7`; "" for documents without pages, slides or rows).
+
+The conversation before the question reaches its lookups through `conversation(...)`, which the agent holds
+around each tool call: a lookup given the earlier turns rewrites a follow-up question into the standalone
+question it means (the rewrite stage, retrieval/rewrite.py), and the model is told what was searched
+(`searched_as`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any
 
 from ..errors import RagError
+from ..records import ConversationTurn
 from ..retrieval import KnowledgeRetriever, LookupResult
 from ..retrieval.retriever import MAX_QUERY_CHARS, fit_query
 from ..scope import parse_scope
@@ -23,13 +31,39 @@ NO_RESULTS = ("No results in the knowledge base for this query. Try other keywor
               "(Chinese/English) once; if there is still nothing, tell the person the knowledge base does not "
               "cover it.")
 
+# The earlier turns of the conversation the tool is running in, and whether a model wrote the call (set by
+# `conversation`; empty: none).
+_CONVERSATION: ContextVar[tuple[tuple[ConversationTurn, ...], bool]] = ContextVar("kb_tool_conversation",
+                                                                                  default=((), False))
+
+
+@contextmanager
+def conversation(history: Sequence[ConversationTurn], *, by_model: bool = False) -> Iterator[None]:
+    """The knowledge-base tool's lookups within this block get `history` (the turns before the question).
+    `by_model`: a chat model wrote the query with the conversation in view, so `rag.rewrite = auto` rewrites it
+    offline at most (no second model call for a query the model already made standalone).
+
+    A context variable rather than a tool argument: the tool's arguments are its JSON schema, what the model reads
+    and fills in, and the conversation is not the model's to write (nor worth its tokens); and rather than state on
+    the tool or the agent, which are shared by every session and worker thread of a service at once. The agent sets
+    it around one synchronous `Toolbox.run` call (never across a `yield`, so a turn resumed on another thread
+    cannot leak it), and a caller that never sets it (the alert triage, a test) searches without history."""
+    token = _CONVERSATION.set((tuple(history), by_model))
+    try:
+        yield
+    finally:
+        _CONVERSATION.reset(token)
+
 
 def tool_payload(result: LookupResult, asked: str | None = None) -> dict[str, Any]:
     """The JSON object the model receives for a lookup (the debugger shows the same). `asked`: the query as the
-    caller gave it, when the search was for a shortened one (`shortened_note` says so in `note`)."""
+    caller gave it, when the search was for a shortened one (`shortened_note` says so in `note`). A follow-up
+    question that the rewrite stage made standalone has the question searched in `searched_as`."""
     items = [{"document_id": p.document_id, "source": p.source, "content": p.content, "score": p.score,
               "truncated": p.truncated, "location": p.location} for p in result.projection.items]
     data: dict[str, Any] = {"query": result.query, "results": items}
+    if result.rewrite is not None and result.rewrite.outcome == "rewritten":
+        data["searched_as"] = result.rewrite.searched
     if asked is not None and fit_query(asked) != asked.strip():
         data["note"] = shortened_note(asked)
     if not items:
@@ -72,7 +106,11 @@ def knowledge_base_tool(retriever: KnowledgeRetriever, *, filter_keys: Sequence[
                 overrides["scope"] = parse_scope(list(filter), known=filter_keys or None)
             # Shortened, not refused, when longer than a search takes: offline mode searches for the question
             # (up to twice as long), and a model that pasted a long text is better served than told to retry.
-            result = retriever.lookup(fit_query(query) if isinstance(query, str) else query, **overrides)
+            history, by_model = _CONVERSATION.get()
+            if by_model and history and overrides.get("rewrite", retriever.defaults.rewrite) == "auto":
+                overrides["rewrite"] = "offline"
+            result = retriever.lookup(fit_query(query) if isinstance(query, str) else query, history=history,
+                                      **overrides)
         except RagError as exc:
             return ToolOutput.failure(f"The knowledge base search failed: {exc}")
         keys = tuple(p.document_id for p in result.projection.items)

@@ -5,6 +5,13 @@ their results go back as `tool` messages -> the model is called again, until it 
 or `max_steps` model calls have been made. With no model (offline mode) the knowledge-base tool runs on
 the question and the answer is extractive (offline.py); the events are the same.
 
+The knowledge-base tool's lookups get the conversation before the question (`conversation`: the last
+chat.history-pairs pairs the model is sent too), so a follow-up question ("Which command shows it?") is searched as
+the standalone question it means (the rewrite stage, retrieval/rewrite.py). Offline, the tool searches the question
+itself and the rewrite stage makes it standalone; with a model, the model writes the tool's query with the
+conversation in view, so the stage rewrites it offline at most (`rag.rewrite = auto` asks no second model call).
+Each recorded lookup keeps the rewrite.
+
 The agent knows nothing of Streamlit: a page or the CLI iterates `run()` and renders each event.
 """
 
@@ -25,15 +32,16 @@ from ..errors import ChatModelError
 from ..feedback.records import Lookup, TurnRecord
 from ..phrases import Phrase
 from ..ports import ChatModel
-from ..records import AssistantReply, ToolCallRequest
+from ..records import AssistantReply, ConversationTurn, ToolCallRequest
 from ..remote import Retrying
 from ..retrieval import LookupResult
 from ..retrieval.retriever import MAX_QUERY_CHARS
+from ..retrieval.rewrite import parse_history
 from ..tokens import count_tokens
 from ..tracing import semconv as sc
 from .events import ContentEvent, DoneEvent, ErrorEvent, Event, NoticeEvent, ToolCallEvent, ToolResultEvent
 from .kb_tool import TOOL_NAME as KB_TOOL
-from .kb_tool import shortened_note
+from .kb_tool import conversation, shortened_note
 from .offline import compose
 from .prompt import SYSTEM_PROMPT
 from .session import Session, Turn
@@ -90,6 +98,13 @@ class Agent:
         """The messages of the first model call of a turn."""
         history = session.history_messages(self.history_pairs) if session is not None else []
         return [{"role": "system", "content": self.system_prompt}, *history, {"role": "user", "content": question}]
+
+    def conversation(self, session: Session | None) -> tuple[ConversationTurn, ...]:
+        """The turns before the question, as the knowledge-base tool's lookups get them: the same window of
+        chat.history-pairs pairs as the model's messages (`Session.history_messages`, so a client's own history,
+        as /v1/chat/completions sends it, counts too); each earlier answer's text holds its `[document_id]`
+        citations, which the rewrite stage reads as the headings it cited."""
+        return parse_history(session.history_messages(self.history_pairs)) if session is not None else ()
 
     def run(self, question: str, session: Session | None = None) -> Iterator[Event]:
         """The turn's events; one trace (rag_core.tracing) holds its model calls, tool calls and lookups, and the
@@ -153,17 +168,19 @@ class Agent:
                              "Shorten it, or ingest long text as a document instead.", "question", 0)
             return
         try:
+            history = self.conversation(session)
             if self.model is None:
-                yield from self._offline(question, session)
+                yield from self._offline(question, session, history)
             else:
-                yield from self._loop(self.model, question, session)
+                yield from self._loop(self.model, question, session, history)
         except Exception:  # a bug, not a service failure: the person gets a plain message, the log the trace
             log.exception("Agent turn failed")
             yield ErrorEvent("An unexpected error ended this turn; the details are in the application log.",
                              "internal", 0)
 
     # ------------------------------------------------------------------------------------ model
-    def _loop(self, model: ChatModel, question: str, session: Session | None) -> Iterator[Event]:
+    def _loop(self, model: ChatModel, question: str, session: Session | None,
+              history: tuple[ConversationTurn, ...]) -> Iterator[Event]:
         messages = self.messages(question, session)
         specs = self.toolbox.specs()
         texts: list[str] = []
@@ -229,12 +246,15 @@ class Agent:
 
             messages.append(_assistant_message(reply))
             for call in reply.tool_calls:
-                run = yield from self._call_tool(call.id, call.name, call.arguments, step)
+                run = yield from self._call_tool(call.id, call.name, call.arguments, step, history, by_model=True)
                 returned.update(dict.fromkeys(run.output.evidence_keys))
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": run.content()})
         raise AssertionError("unreachable: the last step always finishes the turn")  # pragma: no cover
 
-    def _call_tool(self, call_id: str, name: str, raw: str, step: int) -> Generator[Event, None, ToolRun]:
+    def _call_tool(self, call_id: str, name: str, raw: str, step: int, history: tuple[ConversationTurn, ...] = (),
+                   *, by_model: bool = False) -> Generator[Event, None, ToolRun]:
+        """One tool call; the knowledge-base tool's lookups get `history` (kb_tool.conversation, held only while
+        the call runs, within this thread). `by_model`: the model wrote the call's arguments."""
         arguments, problem = parse_arguments(raw)
         yield ToolCallEvent(call_id, name, arguments, raw, step)
         if problem is not None:
@@ -242,7 +262,8 @@ class Agent:
                               f"JSON ({problem}); it was told so and can try again.", step)
         with tracing.span(name, sc.TOOL, {sc.TOOL_NAME: name, sc.TOOL_CALL_ID: call_id,
                                           sc.TOOL_PARAMETERS: raw}) as span:
-            run: ToolRun = self.toolbox.run(name, raw)
+            with conversation(history, by_model=by_model):
+                run: ToolRun = self.toolbox.run(name, raw)
             tracing.set_content(span, sc.OUTPUT_VALUE, run.content())
             if not run.output.ok:
                 tracing.fail(span, run.output.error or "the tool failed", "tool")
@@ -252,18 +273,22 @@ class Agent:
         return run
 
     # ---------------------------------------------------------------------------------- offline
-    def _offline(self, question: str, session: Session | None) -> Iterator[Event]:
+    def _offline(self, question: str, session: Session | None,
+                 history: tuple[ConversationTurn, ...]) -> Iterator[Event]:
         if KB_TOOL not in self.toolbox:
             yield ErrorEvent("Offline mode needs the knowledge-base tool, and it is not configured.", "internal", 1)
             return
         if len(question) > MAX_QUERY_CHARS:  # the tool searches for the question shortened (kb_tool.fit_query)
             yield NoticeEvent("query_shortened", shortened_note(question, "question"), 1)
-        run = yield from self._call_tool("offline-1", KB_TOOL, json.dumps({"query": question}, ensure_ascii=False), 1)
+        run = yield from self._call_tool("offline-1", KB_TOOL, json.dumps({"query": question}, ensure_ascii=False), 1,
+                                         history)
         if not run.output.ok:
             yield ErrorEvent(run.output.error or "The knowledge base search failed.", "tool", 1)
             return
-        items = run.output.lookup.projection.items if run.output.lookup is not None else ()
-        answer = compose(question, items)
+        lookup = run.output.lookup
+        items = lookup.projection.items if lookup is not None else ()
+        # The quotes are chosen for the question searched: a follow-up's rewrite names what "it" is.
+        answer = compose(lookup.searched if lookup is not None else question, items)
         texts = []
         for line in answer.splitlines(keepends=True):  # line by line, so a UI renders it like a stream
             texts.append(line)
@@ -290,9 +315,11 @@ def model_name(model: ChatModel | None) -> str:
 
 
 def lookup_record(result: LookupResult) -> Lookup:
-    """A lookup as the turns store keeps it (shared with the alert triage)."""
+    """A lookup as the turns store keeps it (shared with the alert triage), with its rewrite when it was asked in
+    a conversation."""
     return Lookup(result.query, result.params.to_dict(), tuple(result.evidence_keys),
-                  {k: round(v, 3) for k, v in result.timings.items()}, tuple(t.evidence_key for t in result.traces))
+                  {k: round(v, 3) for k, v in result.timings.items()}, tuple(t.evidence_key for t in result.traces),
+                  result.rewrite.to_dict() if result.rewrite is not None else None)
 
 
 def _assistant_message(reply: AssistantReply) -> dict[str, Any]:

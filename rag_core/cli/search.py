@@ -1,5 +1,7 @@
 """`python -m rag_core search | explain`: the one lookup path (what the debugger shows and the agent's tool gets),
-for one query or a file of queries, and why an expected document, chunk or answer is (not) in the evidence."""
+for one query or a file of queries, and why an expected document, chunk or answer is (not) in the evidence.
+`--history FILE` gives the conversation before the query, so a follow-up question is searched as the standalone
+question it means."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from typing import Any
 
 from ..config import Settings
 from ..errors import RagError, RetrievalError
-from ..records import cited_as
+from ..records import ConversationTurn, Rewrite, cited_as
 from .options import lookup_arguments, lookup_overrides
 from .output import EXIT_FAILED_FILES, count_bar, json_line, print_json
 from .workbench import workbench
@@ -22,14 +24,15 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
         raise RagError("search: give one query, or --queries FILE (.jsonl or .csv with a `query` column), "
                        "not both and not neither.")
     lookup_overrides(args, settings)  # bad values are refused before anything is opened
+    history = read_history(args.history)
     if args.queries:
         from ..evaluation.datasets import read_query_file
 
         queries = read_query_file(Path(args.queries))
         with workbench(settings, asked=getattr(args, "asked", ())) as wb:
-            return _search_batch(wb, queries, lookup_overrides(args, wb.settings), args)
+            return _search_batch(wb, queries, {**lookup_overrides(args, wb.settings), "history": history}, args)
     with workbench(settings, asked=getattr(args, "asked", ())) as wb:
-        result = wb.retriever.lookup(args.query, **lookup_overrides(args, wb.settings))
+        result = wb.retriever.lookup(args.query, history=history, **lookup_overrides(args, wb.settings))
     if args.json:
         for warning in result.warnings:
             print(f"warning: {warning}", file=sys.stderr)
@@ -39,11 +42,41 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def read_history(path: str | None) -> tuple[ConversationTurn, ...]:
+    """The conversation of `--history FILE` (JSON lines of {"role", "content"}, or "user: ..." / "assistant: ..."
+    lines; retrieval.rewrite.read_history_file); a file that is missing, unreadable or malformed is one line."""
+    from ..retrieval.rewrite import read_history_file
+
+    if not path:
+        return ()
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise RagError(f"--history {path}: no such file.") from None
+    except UnicodeDecodeError as exc:
+        raise RagError(f"--history {path}: byte 0x{exc.object[exc.start]:02X} is not UTF-8; save the file as "
+                       "UTF-8.") from None
+    except OSError as exc:
+        raise RagError(f"--history {path}: cannot be read ({exc.strerror or exc}).") from None
+    return read_history_file(text, f"--history {path}")
+
+
+def searched_as(rewrite: Rewrite | None) -> str | None:
+    """The line saying what was searched for a question asked after earlier turns (None without history)."""
+    if rewrite is None:
+        return None
+    why = f"{rewrite.outcome}, {rewrite.by}" if rewrite.by else rewrite.outcome
+    return f"Searched as: {rewrite.searched} ({why}{'; ' + rewrite.detail if rewrite.detail else ''})"
+
+
 def _print_result(result: Any) -> None:
     from ..retrieval.rerank import movement
 
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    said = searched_as(result.rewrite)
+    if said:
+        print(said + "\n")
     where = {c.rank: c.metadata.get("location") for c in result.candidates}  # "p. 12", "slide 3" (new formats)
     for t in result.traces:
         reranked = "" if t.rerank_score is None else \
@@ -91,11 +124,16 @@ def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
     from ..retrieval.explain import explain
 
     lookup_overrides(args, settings)  # bad values are refused before anything is opened
+    history = read_history(args.history)
     with workbench(settings, asked=getattr(args, "asked", ())) as wb:
-        e = explain(wb.retriever, wb.store, args.query, args.expect, args.answer, **lookup_overrides(args, wb.settings))
+        e = explain(wb.retriever, wb.store, args.query, args.expect, args.answer, history=history,
+                    **lookup_overrides(args, wb.settings))
     if args.json:
         print_json(e.to_dict())
         return 0
+    said = searched_as(e.lookup.rewrite)
+    if said:
+        print(said)
     print(e.verdict)
     if e.answer is not None:
         print(e.answer.describe(e.expect.doc_id))
@@ -114,6 +152,11 @@ def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+HISTORY_HELP = ("the conversation before the query: a file of \"user: ...\" / \"assistant: ...\" lines or JSON "
+                "lines ({\"role\": ..., \"content\": ...}); a follow-up question is searched as the standalone "
+                "question it means")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "search", help="run the lookup path and show every hit's fate",
@@ -125,6 +168,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="run every query of a .jsonl ({\"query\": ..., \"id\": ...} per line) or .csv (query[,id] "
                         "columns) file in one process; with --json one result per line")
     lookup_arguments(p)
+    p.add_argument("--history", metavar="FILE", help=HISTORY_HELP)
     p.add_argument("--json", action="store_true", help="print the full lookup result as JSON (one line per query "
                                                         "with --queries)")
     p.add_argument("--quiet", action="store_true", help="no progress bar (with --queries)")
@@ -140,5 +184,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--answer", metavar="TEXT",
                    help="the expected answer text: which chunks hold it, and whether a chunk boundary splits it")
     lookup_arguments(p, explain=True)
+    p.add_argument("--history", metavar="FILE", help=HISTORY_HELP)
     p.add_argument("--json", action="store_true", help="print the explanation as JSON (what GET /v1/explain returns)")
     p.set_defaults(func=cmd_explain)

@@ -32,22 +32,33 @@ def rating_name(rating: int | None) -> str | None:
 @dataclass(frozen=True)
 class Lookup:
     """One knowledge-base search of the turn: the query, the parameters it ran with (`LookupParams.to_dict()`),
-    the evidence keys it returned, its stage timings (ms)."""
+    the evidence keys it returned, its stage timings (ms). `rewrite`: what the rewrite stage made of a question
+    asked in a conversation (`Rewrite.to_dict()`: original, searched, outcome, by, ...); None when it had no
+    history, as in turns recorded before there was one."""
 
     query: str
     params: Mapping[str, Any]
     evidence_keys: tuple[str, ...]
     timings: Mapping[str, float] = field(default_factory=dict)
     candidates: tuple[str, ...] = ()  # every raw hit's evidence key, in rank order (kept or dropped)
+    rewrite: Mapping[str, Any] | None = None
+
+    @property
+    def searched(self) -> str:
+        """The question the knowledge base was searched for: the rewritten one, else `query`."""
+        return str((self.rewrite or {}).get("searched") or self.query)
 
     def to_dict(self) -> dict[str, Any]:
         return {"query": self.query, "params": dict(self.params), "evidence_keys": list(self.evidence_keys),
-                "timings": dict(self.timings), "candidates": list(self.candidates)}
+                "timings": dict(self.timings), "candidates": list(self.candidates),
+                "rewrite": dict(self.rewrite) if self.rewrite is not None else None}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Lookup:
+        rewrite = data.get("rewrite")
         return cls(data.get("query", ""), dict(data.get("params") or {}), tuple(data.get("evidence_keys") or ()),
-                   dict(data.get("timings") or {}), tuple(data.get("candidates") or ()))
+                   dict(data.get("timings") or {}), tuple(data.get("candidates") or ()),
+                   dict(rewrite) if isinstance(rewrite, Mapping) else None)
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,10 @@
 
 - `search`: the one lookup path; its result is exactly what `python -m rag_core search QUERY --json` prints (and
   `GET /v1/search` answers): every raw hit with its fate, the evidence, what was dropped and why, the agent's
-  projection, timings. Arguments are named as the CLI's options and /v1/search's parameters.
-- `explain`: "why wasn't it retrieved?", as `explain QUERY --expect ... --json`.
+  projection, timings. Arguments are named as the CLI's options and /v1/search's parameters; `history` (the
+  conversation before the query, as {"role", "content"} objects) makes a follow-up question standalone first
+  (`rewrite` in the result).
+- `explain`: "why wasn't it retrieved?", as `explain QUERY --expect ... --json` (`history` too).
 - `list_documents` (as `docs --json`), `read_document_chunks` (as `GET /v1/documents/{doc_id}/chunks`),
   `list_knowledge_bases` (as `kb list --json`).
 
@@ -60,6 +62,10 @@ class Library:
 # retrieval.options (their names, types, ranges and help, as the CLI's flags and /v1/search's parameters).
 Kb = Annotated[str | None, Field(description="The knowledge base (list_knowledge_bases names them); default: "
                                              "the default one.")]
+History = Annotated[list[dict[str, Any]] | None, Field(description=(
+    "The conversation before the query, oldest first: {\"role\": \"user\" or \"assistant\", \"content\": "
+    "\"...\"} objects (other roles are skipped). A follow-up question (\"Which command shows it?\") is then searched "
+    "as the standalone question it means; the result's `rewrite` says what was searched and why."))]
 
 
 def _lookup_tool(fn: Callable[..., Any], explaining: bool) -> Callable[..., Any]:
@@ -158,14 +164,16 @@ def build_server(library: Library) -> KnowledgeBaseServer:
             return _refusal(str(exc))
 
     async def search(query: Annotated[str, Field(description="What to look for.")], kb: Kb = None,
-                     **options: Any) -> CallToolResult:
+                     history: History = None, **options: Any) -> CallToolResult:
         """Search a knowledge base by the one lookup path (what the retrieval debugger shows and the chat agent
         gets). The result is what `python -m rag_core search QUERY --json` prints: `evidence` (the kept chunks,
         each with its `evidence_key` to cite as [doc_id#chunk-N]), `raw_hits` (every candidate with its fate and
-        the reason it was dropped), `dropped`, `projection` (what the agent reads), `params`, `timings`."""
+        the reason it was dropped), `dropped`, `projection` (what the agent reads), `params`, `timings`, and
+        `rewrite` (with `history`: the question searched, rewritten or kept, and why; else null)."""
         def work() -> dict[str, Any]:
             wb = library.workbench(kb)
-            return wb.retriever.lookup(query, **lookup_overrides(given(options), wb.settings)).to_dict()
+            overrides = lookup_overrides(given(options), wb.settings)
+            return wb.retriever.lookup(query, history=history, **overrides).to_dict()
 
         return await run(work, library.lookup_threads)
 
@@ -174,7 +182,7 @@ def build_server(library: Library) -> KnowledgeBaseServer:
                                                           "(`doc_id`), or one chunk (`doc_id#chunk-N`).")] = None,
                       answer: Annotated[str | None, Field(description="The expected answer text: which chunks "
                                                           "hold it, and whether a chunk boundary splits it.")] = None,
-                      kb: Kb = None, **options: Any) -> CallToolResult:
+                      kb: Kb = None, history: History = None, **options: Any) -> CallToolResult:
         """Why wasn't it retrieved? For each chunk of the expected document (or the chunks holding the expected
         answer): its rank in each channel over the whole knowledge base, its fate in the lookup (kept, beyond
         retrieve-k, capped, beyond return-n), and the smallest change of retrieve-k / max-chunks-per-document /
@@ -183,7 +191,8 @@ def build_server(library: Library) -> KnowledgeBaseServer:
 
         def work() -> dict[str, Any]:
             wb = library.workbench(kb)
-            return explain_dict(wb, query, expect, answer, **lookup_overrides(given(options), wb.settings))
+            return explain_dict(wb, query, expect, answer, history=history,
+                                **lookup_overrides(given(options), wb.settings))
 
         return await run(work, library.lookup_threads)
 

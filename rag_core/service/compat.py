@@ -43,7 +43,8 @@ def _session_id(raw: str | None) -> str | None:
 
 def chat_answer(turn: AssistantTurn, session_id: str) -> ChatAnswer:
     tools = [ToolCallInfo(name=s.name, arguments=s.arguments, ok=s.ok, error=s.error, seconds=s.seconds,
-                          evidenceKeys=[p["document_id"] for p in (s.lookup or {}).get("projection", [])])
+                          evidenceKeys=[p["document_id"] for p in (s.lookup or {}).get("projection", [])],
+                          rewrite=(s.lookup or {}).get("rewrite"))
              for s in turn.tools()]
     ok = turn.error is None
     # A failed turn keeps whatever text streamed before the failure (None when there was none).

@@ -63,6 +63,9 @@ class ToolCallInfo(BaseModel):
     error: str | None = None
     seconds: float = 0.0
     evidenceKeys: list[str] = []
+    # What the lookup searched when the question followed earlier turns of the session (Rewrite.to_dict(): original,
+    # searched, outcome, by, ...); null when it had none, or for other tools.
+    rewrite: dict[str, Any] | None = None
 
 
 class ChatAnswer(BaseModel):

@@ -1,6 +1,10 @@
 """`/v1`: the workbench's own routes. `/v1/search` answers exactly the object `search --json` prints (every raw
 hit with its fate, the evidence, what was dropped and why, the agent's projection, timings); documents and
-chunks as `docs --json` and the store list them. Errors: `{"error": {"code", "message"}}`."""
+chunks as `docs --json` and the store list them. Errors: `{"error": {"code", "message"}}`.
+
+`/v1/search` and `/v1/explain` take the conversation before the query as repeated `history` parameters, each
+"user: ..." or "assistant: ...": a follow-up question is searched as the standalone question it means (the answer's
+`rewrite`); one written otherwise is a 400 naming it."""
 
 from __future__ import annotations
 
@@ -21,7 +25,9 @@ from .. import loaders, tracing
 from ..bootstrap import Workbench
 from ..errors import LoaderError, RagError
 from ..identity import stored_chunks
+from ..records import ConversationTurn
 from ..retrieval.options import LOOKUP_OPTIONS, LookupOption, given, lookup_overrides
+from ..retrieval.rewrite import parse_history
 from ..store import is_lite
 from .deps import ServiceDep, query_kb
 from .errors import ApiError, refusal_status
@@ -33,13 +39,20 @@ router = APIRouter(prefix="/v1", tags=["native"])
 
 @dataclass(frozen=True)
 class LookupOptions:
-    """The lookup's options as given in the query string (unset = the knowledge base's settings)."""
+    """The lookup's options as given in the query string (unset = the knowledge base's settings), and the
+    conversation before the query (`history`)."""
     given: dict[str, Any]
+    history: tuple[ConversationTurn, ...] = ()
 
     def arguments(self, wb: Workbench) -> dict[str, Any]:
         """`lookup(...)` arguments over `wb`'s settings, by the same function as the CLI's options (so both
         answer alike), each value checked by the rules of the setting it overrides."""
-        return lookup_overrides(self.given, wb.settings)
+        return {**lookup_overrides(self.given, wb.settings), "history": self.history}
+
+
+HISTORY = Query(description="An earlier message of the conversation, oldest first, written \"user: ...\" or "
+                            "\"assistant: ...\" (repeatable): a follow-up question is searched as the standalone "
+                            "question it means (the answer's `rewrite`).")
 
 
 def _query_parameter(option: LookupOption) -> inspect.Parameter:
@@ -51,11 +64,14 @@ def _query_parameter(option: LookupOption) -> inspect.Parameter:
 
 def _options_dependency(explaining: bool) -> Callable[..., Awaitable[LookupOptions]]:
     """The FastAPI dependency reading the options of `/v1/search` (or of `/v1/explain`) from the query string."""
-    async def read(**parameters: Any) -> LookupOptions:  # async: pure parsing, no hop to a worker thread
-        return LookupOptions(given(parameters))
+    async def read(history: list[str] | None = None, **parameters: Any) -> LookupOptions:  # async: pure parsing
+        return LookupOptions(given(parameters), parse_history(history or ()))
 
+    history = inspect.Parameter("history", inspect.Parameter.KEYWORD_ONLY, default=None,
+                                annotation=Annotated[list[str] | None, HISTORY])
     read.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [_query_parameter(o) for o in LOOKUP_OPTIONS if o.explain or not explaining], return_annotation=LookupOptions)
+        [_query_parameter(o) for o in LOOKUP_OPTIONS if o.explain or not explaining] + [history],
+        return_annotation=LookupOptions)
     return read
 
 

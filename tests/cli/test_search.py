@@ -133,3 +133,21 @@ def test_a_search_is_one_trace_whose_retriever_span_holds_what_json_prints(data,
     keys = [p["document_id"] for p in json.loads(out)["projection"]]
     assert [root.attributes[sc.document(i, sc.DOCUMENT_ID)] for i in range(len(keys))] == keys
     assert {"embed", "hybrid_search", "fusion", "postprocess", "projection"} <= {s.name for s in finished}
+
+
+def test_search_and_explain_take_a_history_file_of_role_lines(data, capsys, tmp_path):
+    history = tmp_path / "chat.txt"
+    history.write_text("user: How do I free disk space on a node?\nassistant: Check the disk first.\n"
+                       "Then clean up [kb/disk_full.md#chunk-6].\n", "utf-8")
+    code, out, _ = run(capsys, data, "search", "Which command shows it?", "--history", str(history), "--json")
+    rewrite = json.loads(out)["rewrite"]
+    assert code == 0 and rewrite["outcome"] == "rewritten" and rewrite["turns"] == 2
+    assert rewrite["searched"].startswith("Which command shows it? (free disk space node")
+    code, out, _ = run(capsys, data, "explain", "Which command shows it?", "--history", str(history), "--expect",
+                       "kb/disk_full.md", "--json")
+    assert code == 0 and json.loads(out)["rewrite"] == rewrite
+    code, out, _ = run(capsys, data, "explain", "Which command shows it?", "--history", str(history), "--expect",
+                       "kb/disk_full.md")
+    assert code == 0 and out.splitlines()[0].startswith(f"Searched as: {rewrite['searched']} (rewritten, offline; ")
+    code, out, _ = run(capsys, data, "search", "Which command shows it?", "--json")  # no history: nothing rewritten
+    assert code == 0 and json.loads(out)["rewrite"] is None

@@ -58,7 +58,8 @@ def test_the_tools_answer_what_the_v1_routes_answer(guarded: live.LiveServer):
     assert kbs.structured_content["items"] == httpx.get(f"{guarded.url}/v1/kbs", headers=AUTH, timeout=60).json()
     for refused, starts in ((unknown_kb, "There is no knowledge base 'nope'"),
                             (bad, "search: retrieve_k: Input should be a valid integer"),
-                            (misspelt, "search: unknown argument 'retrieveK'; it takes query, kb, retrieve_k")):
+                            (misspelt, "search: unknown argument 'retrieveK'; it takes query, kb, history, "
+                                       "retrieve_k")):
         text = refused.content[0].text
         assert refused.is_error and text.startswith(starts) and "\n" not in text, text
     assert not docs.is_error and {d["doc_id"] for d in docs.structured_content["items"]} >= {"runbooks/disk_full.md"}
