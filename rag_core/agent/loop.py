@@ -24,7 +24,7 @@ from ..citations import check_citations
 from ..errors import ChatModelError
 from ..feedback.records import Lookup, TurnRecord
 from ..phrases import Phrase
-from ..ports import ChatModel
+from ..ports import ChatModel, Embedder
 from ..records import AssistantReply, ToolCallRequest
 from ..remote import Retrying
 from ..retrieval import LookupResult
@@ -53,10 +53,12 @@ class Agent:
     def __init__(self, toolbox: Toolbox, model: ChatModel | None = None, *, max_steps: int = 6,
                  history_pairs: int = 6, system_prompt: str = SYSTEM_PROMPT, deadline: float = 300.0,
                  clock: Callable[[], float] = time.monotonic, kbs: Sequence[str] = (),
-                 recorder: Callable[[TurnRecord], TurnRecord] | None = None) -> None:
+                 recorder: Callable[[TurnRecord], TurnRecord] | None = None,
+                 embedder: Embedder | None = None) -> None:
         """`deadline`: seconds one turn may take in all (chat.deadline): model calls, tools, retries. `kbs`: the
         knowledge bases its tool searches (recorded with each turn). `recorder`: keeps each finished turn
-        (rag_core.feedback.TurnStore.add); None = turns are not recorded."""
+        (rag_core.feedback.TurnStore.add); None = turns are not recorded. `embedder`: the knowledge base's, with
+        which offline mode picks the sentences it quotes (offline.py); None = by shared words only."""
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         self.toolbox = toolbox
@@ -68,6 +70,7 @@ class Agent:
         self._clock = clock
         self.kbs = tuple(kbs)
         self.recorder = recorder
+        self.embedder = embedder
 
     @property
     def mode(self) -> str:
@@ -263,7 +266,7 @@ class Agent:
             yield ErrorEvent(run.output.error or "The knowledge base search failed.", "tool", 1)
             return
         items = run.output.lookup.projection.items if run.output.lookup is not None else ()
-        answer = compose(question, items)
+        answer = compose(question, items, embedder=self.embedder)
         texts = []
         for line in answer.splitlines(keepends=True):  # line by line, so a UI renders it like a stream
             texts.append(line)
