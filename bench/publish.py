@@ -26,6 +26,7 @@ from bench import (
     host,
     ingest,
     latency,
+    offline_answers,
     quality,
     startup,
     testsets,
@@ -36,7 +37,8 @@ from bench.common import REPO, load
 README = REPO / "bench" / "README.md"
 RESULTS = (("chunking", chunking.render), ("ingest", ingest.render), ("latency", latency.render),
            ("startup", startup.render), ("quality", quality.render), ("host", host.render), ("api", api.render),
-           ("formats", formats.render), ("testsets", testsets.render), ("filters", filters.render))
+           ("formats", formats.render), ("testsets", testsets.render), ("filters", filters.render),
+           ("offline_answers", offline_answers.render))
 
 
 def _results() -> str:
