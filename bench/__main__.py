@@ -1,7 +1,7 @@
 """`python -m bench` (`make bench`): every benchmark, each printing our figure next to its baseline's from
 the same run. `--quick` for a short smoke run; `--only NAME` (repeatable) for some of them. Each is also
 runnable alone: `python -m bench.chunking|ingest|latency|quality|tradeoff|fusion|folding|explain|startup|api|
-host|formats|testsets|filters|conversations [--quick]`.
+host|formats|testsets|filters|conversations|offline_answers [--quick]`.
 
 A full run writes each result record to bench/results/<name>.json (the trade-off to
 rag_core/embedding/tradeoff.json, which the app reads) and then rewrites the tables in bench/README.md from
@@ -26,6 +26,7 @@ from bench import (
     host,
     ingest,
     latency,
+    offline_answers,
     quality,
     startup,
     testsets,
@@ -38,7 +39,8 @@ from bench.publish import publish
 BENCHMARKS = {"chunking": chunking.run, "ingest": ingest.run, "latency": latency.run, "quality": quality.run,
               "tradeoff": tradeoff.run, "fusion": fusion.run, "folding": folding.run, "explain": explain.run,
               "startup": startup.run, "api": api.run, "host": host.run, "formats": formats.run,
-              "testsets": testsets.run, "filters": filters.run, "conversations": conversations.run}
+              "testsets": testsets.run, "filters": filters.run, "conversations": conversations.run,
+              "offline_answers": offline_answers.run}
 
 
 def main() -> None:

@@ -27,6 +27,7 @@ from bench import (
     host,
     ingest,
     latency,
+    offline_answers,
     quality,
     startup,
     testsets,
@@ -38,7 +39,7 @@ README = REPO / "bench" / "README.md"
 RESULTS = (("chunking", chunking.render), ("ingest", ingest.render), ("latency", latency.render),
            ("startup", startup.render), ("quality", quality.render), ("host", host.render), ("api", api.render),
            ("formats", formats.render), ("testsets", testsets.render), ("filters", filters.render),
-           ("conversations", conversations.render))
+           ("conversations", conversations.render), ("offline_answers", offline_answers.render))
 
 
 def _results() -> str:

@@ -329,7 +329,7 @@ def build_agent(workbench: Workbench, env: Mapping[str, str] | None = None, *, r
     return Agent(Toolbox(tools), build_chat_model(settings, env), max_steps=settings["chat.max-steps"],
                  history_pairs=settings["chat.history-pairs"], deadline=settings["chat.deadline"],
                  kbs=searched_kbs(workbench),
-                 recorder=build_turn_store(settings).add if record else None)
+                 recorder=build_turn_store(settings).add if record else None, embedder=workbench.embedder)
 
 
 def searched_kbs(workbench: Workbench) -> tuple[str, ...]:
@@ -404,4 +404,4 @@ def build_triage(workbench: Workbench, model: ChatModel | None, env: Mapping[str
     settings = workbench.settings
     return Triage(build_metrics_client(settings, env), knowledge_base_tool(workbench.retriever), model,
                   build_logs_client(settings, env), kbs=searched_kbs(workbench),
-                  recorder=build_turn_store(settings).add if record else None)
+                  recorder=build_turn_store(settings).add if record else None, embedder=workbench.embedder)

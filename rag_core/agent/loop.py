@@ -31,7 +31,7 @@ from ..citations import check_citations
 from ..errors import ChatModelError
 from ..feedback.records import Lookup, TurnRecord
 from ..phrases import Phrase
-from ..ports import ChatModel
+from ..ports import ChatModel, Embedder
 from ..records import AssistantReply, ConversationTurn, ToolCallRequest
 from ..remote import Retrying
 from ..retrieval import LookupResult
@@ -61,10 +61,12 @@ class Agent:
     def __init__(self, toolbox: Toolbox, model: ChatModel | None = None, *, max_steps: int = 6,
                  history_pairs: int = 6, system_prompt: str = SYSTEM_PROMPT, deadline: float = 300.0,
                  clock: Callable[[], float] = time.monotonic, kbs: Sequence[str] = (),
-                 recorder: Callable[[TurnRecord], TurnRecord] | None = None) -> None:
+                 recorder: Callable[[TurnRecord], TurnRecord] | None = None,
+                 embedder: Embedder | None = None) -> None:
         """`deadline`: seconds one turn may take in all (chat.deadline): model calls, tools, retries. `kbs`: the
         knowledge bases its tool searches (recorded with each turn). `recorder`: keeps each finished turn
-        (rag_core.feedback.TurnStore.add); None = turns are not recorded."""
+        (rag_core.feedback.TurnStore.add); None = turns are not recorded. `embedder`: the knowledge base's, with
+        which offline mode picks the sentences it quotes (offline.py); None = by shared words only."""
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         self.toolbox = toolbox
@@ -76,6 +78,7 @@ class Agent:
         self._clock = clock
         self.kbs = tuple(kbs)
         self.recorder = recorder
+        self.embedder = embedder
 
     @property
     def mode(self) -> str:
@@ -288,7 +291,7 @@ class Agent:
         lookup = run.output.lookup
         items = lookup.projection.items if lookup is not None else ()
         # The quotes are chosen for the question searched: a follow-up's rewrite names what "it" is.
-        answer = compose(lookup.searched if lookup is not None else question, items)
+        answer = compose(lookup.searched if lookup is not None else question, items, embedder=self.embedder)
         texts = []
         for line in answer.splitlines(keepends=True):  # line by line, so a UI renders it like a stream
             texts.append(line)

@@ -31,7 +31,7 @@ from .. import tracing
 from ..citations import check_citations
 from ..errors import ChatModelError, RagError
 from ..feedback.records import Lookup, TurnRecord
-from ..ports import ChatModel, LogsClient, MetricsClient
+from ..ports import ChatModel, Embedder, LogsClient, MetricsClient
 from ..records import Alert, LogQuery
 from ..remote import Retrying
 from ..tracing import semconv as sc
@@ -111,9 +111,11 @@ class Triage:
                  logs: LogsClient | None = None, *, max_alerts: int = MAX_ALERTS,
                  now: Callable[[], datetime] | None = None,
                  new_id: Callable[[], str] = lambda: uuid.uuid4().hex[:12], kbs: Sequence[str] = (),
-                 recorder: Callable[[TurnRecord], TurnRecord] | None = None) -> None:
+                 recorder: Callable[[TurnRecord], TurnRecord] | None = None,
+                 embedder: Embedder | None = None) -> None:
         """`kbs`: the knowledge bases `kb_tool` searches; `recorder`: keeps each triage as a turn
-        (rag_core.feedback.TurnStore.add), None = not recorded (as the Agent's)."""
+        (rag_core.feedback.TurnStore.add), None = not recorded (as the Agent's); `embedder`: the knowledge
+        base's, with which the extractive report picks runbook sentences (offline.pick_quotes)."""
         self.metrics = metrics
         self.toolbox = Toolbox([kb_tool])
         self.model = model
@@ -123,6 +125,7 @@ class Triage:
         self._new_id = new_id
         self.kbs = tuple(kbs)
         self.recorder = recorder
+        self.embedder = embedder
 
     @property
     def mode(self) -> str:
@@ -269,7 +272,8 @@ class Triage:
                     yield ContentEvent("\n\n", 2)
                 mode = "offline"
         if mode == "offline":
-            for piece in extractive_report(sections, skipped, pending, model_configured=self.model is not None):
+            for piece in extractive_report(sections, skipped, pending, model_configured=self.model is not None,
+                                           embedder=self.embedder):
                 texts.append(piece)
                 yield ContentEvent(piece, 2)
         text = "".join(texts)
@@ -313,7 +317,7 @@ def _section_facts(s: Section) -> dict[str, Any]:
 
 
 def extractive_report(sections: Sequence[Section], skipped: int = 0, pending: int = 0, *,
-                      model_configured: bool = False) -> Iterator[str]:
+                      model_configured: bool = False, embedder: Embedder | None = None) -> Iterator[str]:
     """The report without a model, piece by piece: quotes, never paraphrases."""
     if model_configured:
         yield "**Alert triage (extractive)**: runbook sentences quoted as written, not composed by a model.\n\n"
@@ -326,15 +330,16 @@ def extractive_report(sections: Sequence[Section], skipped: int = 0, pending: in
     summary += f"; {pending} pending." if pending else "."
     yield summary + "\n\n"
     for n, s in enumerate(sections, start=1):
-        yield from _extractive_section(n, s)
+        yield from _extractive_section(n, s, embedder)
     if not model_configured:
         yield HINT_EN + "\n"
 
 
-def diverse_quotes(query: str, evidence: Sequence[Any], name: str = "", limit: int = QUOTES_PER_ALERT) -> list[Any]:
+def diverse_quotes(query: str, evidence: Sequence[Any], name: str = "", limit: int = QUOTES_PER_ALERT,
+                   embedder: Embedder | None = None) -> list[Any]:
     """The best sentences for the alert: those naming the alert first (runbooks list the alerts they cover), one
     per source document first (three rows of an on-call table must not hide the runbook itself)."""
-    ranked = pick_quotes(query, evidence, max_quotes=10 * limit)
+    ranked = pick_quotes(query, evidence, max_quotes=10 * limit, embedder=embedder)
     named = name.lower()
     ranked.sort(key=lambda q: (not (named and named in q.text.lower()), -q.score))
     chosen: list[Any] = []
@@ -347,7 +352,7 @@ def diverse_quotes(query: str, evidence: Sequence[Any], name: str = "", limit: i
     return chosen or ranked[:1]
 
 
-def _extractive_section(n: int, s: Section) -> Iterator[str]:
+def _extractive_section(n: int, s: Section, embedder: Embedder | None) -> Iterator[str]:
     a = s.alert
     since = f" for {a['duration']}" if a.get("duration") else ""
     head = f"## {n}. {a.get('name')} ({a.get('state') or 'firing'}{since})\n\n"
@@ -357,7 +362,7 @@ def _extractive_section(n: int, s: Section) -> Iterator[str]:
     if s.search_error:
         yield f"Runbook search failed: {s.search_error}\n\n"
     else:
-        quotes = diverse_quotes(s.query, s.evidence, str(a.get("name") or ""))
+        quotes = diverse_quotes(s.query, s.evidence, str(a.get("name") or ""), embedder=embedder)
         if quotes:
             yield "**From the runbooks:**\n" + "".join(f"- \"{q.text}\" [{q.document_id}]\n" for q in quotes) + "\n"
         else:

@@ -20,6 +20,7 @@ from bench import (
     host,
     ingest,
     latency,
+    offline_answers,
     quality,
     testsets,
     tradeoff,
@@ -31,7 +32,8 @@ from rag_core.embedding import catalog
 RENDERS = {"chunking": chunking.render, "ingest": ingest.render, "latency": latency.render,
            "quality": quality.render, "explain": explain.render, "api": api.render, "host": host.render,
            "formats": formats.render, "testsets": testsets.render, "filters": filters.render,
-           "fusion": fusion.render, "folding": folding.render, "conversations": conversations.render}
+           "fusion": fusion.render, "folding": folding.render, "conversations": conversations.render,
+           "offline_answers": offline_answers.render}
 
 
 def test_the_bench_readme_tables_are_rendered_from_the_records():
