@@ -230,7 +230,7 @@ class ModelRewriter:
             return Rewrite(question, question, "model_failed", self.name, "the model's reply was empty", turns=n)
         if len(text) > max(4 * len(question), 400):
             return Rewrite(question, question, "model_rejected", self.name,
-                           f"the rewrite has {len(text)} characters, far more than a question", turns=n)
+                           f"has {len(text)} characters, far more than a question", turns=n)
         added, lost = added_facts(text, question, history)
         if added or lost:
             why = "; ".join(p for p in (f"adds {', '.join(added)}, which the conversation does not say" if added
