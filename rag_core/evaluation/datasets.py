@@ -62,7 +62,7 @@ SAMPLE_QUERIES = REPO_ROOT / "examples" / "kb_queries.jsonl"
 SAMPLE_NAME = "sample"
 EVAL_DIR_ENV = "RAG_EVAL_DIR"
 # What a test set's line may carry besides query, relevant, answer and id (rag_core.evaluation.testsets).
-ITEM_FIELDS = ("source", "lang", "generator", "kind", "should_answer", "review")
+ITEM_FIELDS = ("source", "lang", "generator", "kind", "should_answer", "review", "history")
 DEFAULT_SAMPLE_PER_QUERY = 10
 MIN_DEFAULT_SAMPLE = 100
 DEFAULT_SEED = 0
