@@ -362,7 +362,7 @@ _FOLLOW_UPS: tuple[tuple[str, re.Pattern[str], tuple[str, ...], tuple[str, ...]]
      ("那具体的阈值是多少？", "那具体的数字是多少？")),
     ("reason", re.compile(r"\b(?:because|so that|otherwise|to avoid|to prevent)\b|因为|否则|以免|避免|为了|防止",
                           re.IGNORECASE),
-     ("Why is that?", "Why does it work that way?"), ("为什么要这样？", "这样做的原因是什么？")),
+     ("Why is it done that way?", "What is the reason for it?"), ("为什么要这样做？", "这样做的原因是什么？")),
     ("rule", _RULE, ("Are there any rules for that?", "What must I keep in mind about it?"),
      ("那有什么要求呢？", "这个有什么规定？")),
     ("action", _ACTION, ("What should I do about it?", "What do I do in that case?"),
