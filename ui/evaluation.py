@@ -59,6 +59,7 @@ HEADERS = {
     "query_id": N_("query_id"),
     # test sets: review and answers
     "id": N_("id"), "review": N_("review"), "answer": N_("answer"), "should not answer": N_("should not answer"),
+    "asked after": N_("asked after"),
     "kind": N_("kind"), "source": N_("source"), "citations": N_("citations"), "found": N_("found"), "f1": N_("f1"),
     "valid": N_("valid"), "support": N_("support"), "refused": N_("refused"), "faithfulness": N_("faithfulness"),
     "verdicts": N_("verdicts"),
@@ -73,7 +74,8 @@ REVIEW_NAMES = {"unreviewed": N_("unreviewed"), "accepted": N_("accepted"), "edi
 REJECTED_NAMES = {"answer_not_in_chunk": N_("answer not in chunk"), "copied_question": N_("copied question"),
                   "duplicate": N_("duplicate"), "wrong_language": N_("wrong language"), "malformed": N_("malformed"),
                   "model_failed": N_("model failed"), "answered_by_kb": N_("answered by the knowledge base"),
-                  "lookup_failed": N_("lookup failed"), "no_terms": N_("no terms")}
+                  "lookup_failed": N_("lookup failed"), "no_terms": N_("no terms"),
+                  "stands_alone": N_("follow-up stands alone")}
 # rag_core.evaluation.report.RUN_NOTES, the same English (tests/ui/test_i18n_pages.py checks they agree).
 RUN_NOTE_TEXTS = {
     "beyond_return_n": N_("metrics at {ats} rank the evidence the agent gets, at most return-n = {return_ns} "

@@ -62,7 +62,8 @@ from ui.state import get_workbench, kb_settings, knowledge_bases, selected_kb
 BASE = "eval_ts_base"  # {"items": [...], "meta": {...}, "kb": name, "name": suggested name, "version": n}
 LAST_ANSWERS = "eval_ts_answers"
 NO_ANSWER = "should not answer"
-COLUMNS = ["id", "review", "query", "answer", NO_ANSWER, "kind", "source"]
+AFTER = "asked after"  # a follow-up's earlier question(s), read-only
+COLUMNS = ["id", "review", AFTER, "query", "answer", NO_ANSWER, "kind", "source"]
 FIGURES = {"answer_found": N_("Answer found"), "f1": N_("Token F1"), "citations_valid": N_("Citations valid"),
            "citation_support": N_("Citation support"), "refusals": N_("Refusals"), "faithfulness": N_("Faithfulness")}
 BENCH_RESULT = Path(__file__).resolve().parent.parent / "bench" / "results" / "testsets.json"
@@ -109,6 +110,11 @@ def generate_panel(settings: Any) -> None:
                          help=t("model: a chat model writes one question per sampled chunk (`eval.generator-model`, "
                                 "else the chat model); offline: questions made by templates from the documents' own "
                                 "words."))
+    follow_ups = st.slider(t("Follow-up items"), min_value=0, max_value=50, value=0, step=5, format="%d%%",
+                           key="eval_gen_follow_ups",
+                           help=t("The share of items that are follow-ups: a question that only makes sense after the "
+                                  "first question it keeps as its history (\"How long is that?\"), to measure how "
+                                  "follow-ups are rewritten before the search. None by default."))
     if generator == "offline":
         offline_warning()
     if not st.button(t("Generate"), type="primary", key="eval_gen_run"):
@@ -122,7 +128,8 @@ def generate_panel(settings: Any) -> None:
         bar.progress(p.fraction, text=f"{stage_name(p.stage)}: {p.done}/{p.total} — {p.detail}")
 
     result = generate_test_set(workbench.store, size=size, generator=generator, model=model,
-                               lookup=workbench.retriever.lookup, seed=seed, kb_name=kb, progress=on_progress)
+                               lookup=workbench.retriever.lookup, seed=seed, follow_ups=follow_ups / 100,
+                               kb_name=kb, progress=on_progress)
     bar.progress(1.0, text=t("{n} items in {seconds} s", n=len(result.items), seconds=f"{result.seconds:.1f}"))
     version = st.session_state.get(BASE, {}).get("version", 0) + 1
     st.session_state[BASE] = {"items": list(result.items), "meta": result.meta(), "kb": kb, "version": version,
@@ -146,7 +153,8 @@ def open_saved_panel(settings: Any) -> None:
 
 # ------------------------------------------------------------------------------------------ review
 def review_frame(items: Sequence[TestItem]) -> pd.DataFrame:
-    return pd.DataFrame([{"id": i.id, "review": i.review, "query": i.query, "answer": i.answer or "",
+    return pd.DataFrame([{"id": i.id, "review": i.review, AFTER: " / ".join(turn.content for turn in i.history),
+                          "query": i.query, "answer": i.answer or "",
                           NO_ANSWER: not i.should_answer, "kind": i.kind, "source": i.source or ""} for i in items],
                         columns=COLUMNS)
 
@@ -205,7 +213,8 @@ def review_table(settings: Any) -> None:
         offline_warning()
     editor_key = f"eval_ts_editor_{base['version']}"
     edited = st.data_editor(
-        review_frame(items), key=editor_key, hide_index=True, num_rows="fixed", disabled=["id", "kind", "source"],
+        review_frame(items), key=editor_key, hide_index=True, num_rows="fixed",
+        disabled=["id", AFTER, "kind", "source"],
         column_config=headers(
             COLUMNS,
             review=st.column_config.SelectboxColumn(column_header("review"), options=list(REVIEW_STATES),
@@ -232,6 +241,9 @@ def review_table(settings: Any) -> None:
     with c2:
         content = source_chunk(get_workbench(base["kb"]).store, item) if item.source else None
         unanswerable = t(" · should not be answerable") if not item.should_answer else ""
+        for turn in item.history:  # a follow-up's earlier turns, read-only: editing the question keeps them
+            st.caption(t("Asked before: {text}", text=turn.content) if turn.role == "user" else
+                       t("Answered before: {text}", text=turn.content))
         st.markdown(f"**{esc(item.query)}** — `{review_name(item.review)}`{unanswerable} · {esc(item.source or '')}",
                     unsafe_allow_html=True)
         if content is None:

@@ -3,15 +3,17 @@ answers scored on a set.
 
     python -m rag_core eval generate --size 50 --name biz-50                 # offline: no key needed
     python -m rag_core eval generate --kb small --size 30 --generator model --out q.jsonl
+    python -m rag_core eval generate --size 40 --follow-up-share 0.25 --name biz-conv   # 10 follow-up items
     python -m rag_core eval biz-50 --kb biz,small                            # a saved set works by its name
     python -m rag_core eval answers biz-50 --sample 20 --offline             # the agent's answers, scored
 
 `generate` samples chunks over the documents (seeded; --per-doc-max caps one document's share) and writes a
 question per chunk with the answer quoted from it: with a chat model (eval.generator-model, else the chat
 model) or offline (questions made by templates from the documents' own words, which flatter BM25). Every
-rejection is counted by reason; the set appears only once complete. `answers` runs the chat page's agent on
-every item that is not dropped and scores what it says: answer found, F1, citations valid, citation support,
-refusals, and faithfulness when eval.judge-model names a judge.
+rejection is counted by reason; the set appears only once complete. --follow-up-share makes a share of the items
+follow-ups: a question that only makes sense after the first question kept as its history (none by default).
+`answers` runs the chat page's agent on every item that is not dropped and scores what it says: answer found, F1,
+citations valid, citation support, refusals, and faithfulness when eval.judge-model names a judge.
 """
 
 from __future__ import annotations
@@ -62,7 +64,8 @@ def cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
     with workbench(settings) as wb, stage_progress_bar(not args.quiet) as progress:
         result = generate_test_set(wb.store, size=args.size, generator=args.generator, model=model,
                                    lookup=wb.retriever.lookup, seed=args.seed, per_doc_max=args.per_doc_max,
-                                   lang=args.lang, kb_name=settings.kb_name, progress=progress)
+                                   lang=args.lang, follow_ups=args.follow_up_share, kb_name=settings.kb_name,
+                                   progress=progress)
     if args.name is not None:
         path = save_test_set(saved_sets_dir(settings), args.name, result.items, result.meta())
     else:
@@ -71,7 +74,9 @@ def cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
         print_json({"path": str(path), **result.meta()}, indent=1)
     else:
         rejected = ", ".join(f"{reason.replace('_', ' ')} {n}" for reason, n in result.rejected.items()) or "none"
-        print(f"{path}: {len(result.items)} items ({result.meta()['should_not_answer']} should not be answerable) "
+        meta = result.meta()
+        follow_ups = f", {meta['follow_ups']} follow-ups" if meta["follow_ups"] else ""
+        print(f"{path}: {len(result.items)} items ({meta['should_not_answer']} should not be answerable{follow_ups}) "
               f"from {result.knowledge_base or 'the knowledge base'} ({result.documents} documents, {result.tried} "
               f"chunks tried), generator {result.generator}"
               f"{' ' + result.model if result.model else ''}, seed {result.seed}, {result.seconds:.1f}s")
@@ -131,6 +136,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{value:g} is not between 0 and 1")
+    return value
+
+
 def build_parsers(prog: str) -> dict[str, argparse.ArgumentParser]:
     """The parsers of `eval generate` and `eval answers` (the `eval` parser hands its arguments over when the
     first one names a subcommand: see evaluation.EvalParser)."""
@@ -147,6 +162,9 @@ def build_parsers(prog: str) -> dict[str, argparse.ArgumentParser]:
                                                       "generator give the same set")
     g.add_argument("--per-doc-max", type=_positive, metavar="M", help="at most M items from one document")
     g.add_argument("--lang", choices=LANGS, default="auto", help="question language (default: the chunk's own)")
+    g.add_argument("--follow-up-share", type=_share, default=0.0, metavar="SHARE",
+                   help="the share of items that are follow-ups (0 to 1, default 0): a question that only makes sense "
+                        "after the first question it keeps as its history, to measure the rewrite of follow-ups")
     g.add_argument("--generator", choices=GENERATORS, default="offline",
                    help="model: a chat model writes the questions (eval.generator-model, else the chat model); "
                         "offline (default): questions by templates from the documents' own words, no key")

@@ -2,7 +2,10 @@
 
 The agent is passed in (built by the entry point with the chat page's loop, tools and settings, or offline);
 each item's question is one turn of `Agent.run(question, Session())`, folded by `AssistantTurn.from_events`
-as the chat page and `/api/chat` fold it. Per item, and as means over the items they apply to:
+as the chat page and `/api/chat` fold it. A follow-up item is asked in the session of its `history`: an earlier
+question with its answer is put in the session as it is, one without (a generated follow-up's first question) is
+asked of the agent first, unscored, so the follow-up comes after the agent's own answer, as in a chat. Per item,
+and as means over the items they apply to:
 
 * `answer_found`: a gold answer occurs in the agent's answer as a contiguous run of tokens
   (`textmatch.match_tokens`: NFKC, lower case, Chinese by characters, English by words; punctuation, Markdown
@@ -38,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agent.offline import sentences
-from ..agent.session import Session
+from ..agent.session import Session, Turn
 from ..agent.turn import AssistantTurn
 from ..config import Settings
 from ..errors import EvaluationError
@@ -198,9 +201,25 @@ def score_answers(agent: Any, test_set: TestSet | Sequence[TestItem], *, judge: 
     return AnswerRun(name, info, config, started_at, time.perf_counter() - started, records, summary, warnings)
 
 
+def _session(agent: Any, item: TestItem) -> Session:
+    """The conversation an item is asked in: its earlier turns (see the module docstring); empty for most."""
+    session = Session()
+    turns = list(item.history)
+    for n, turn in enumerate(turns):
+        if turn.role != "user":
+            continue
+        answer = turns[n + 1] if n + 1 < len(turns) and turns[n + 1].role == "assistant" else None
+        if answer is not None:
+            session.add(Turn(turn.content, answer.content))
+        else:
+            for _ in agent.run(turn.content, session):  # the agent answers it, unscored; its turn joins the session
+                pass
+    return session
+
+
 def _score_item(agent: Any, item: TestItem, asker: JsonAsker | None) -> dict[str, Any]:
     t0 = time.perf_counter()
-    turn = AssistantTurn.from_events(agent.run(item.query, Session()))
+    turn = AssistantTurn.from_events(agent.run(item.query, _session(agent, item)))
     seconds = time.perf_counter() - t0
     text = turn.text if turn.error is None else ""
     received = [p["document_id"] for s in turn.tools() for p in (s.lookup or {}).get("projection", [])]

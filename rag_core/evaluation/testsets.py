@@ -11,7 +11,9 @@ generated set says about each item (`datasets.ITEM_FIELDS`):
 `source` is the evidence key of the chunk the item was made from (None for an item no chunk answers);
 `kind` is how it was made ("question": a model's question on the chunk; offline questions from "title": the
 chunk's heading path, "sentence": the form of the sentence it quotes, "terms": its distinctive terms;
-"unanswerable": a model's question no chunk answers); `review` is "unreviewed", "accepted",
+"unanswerable": a model's question no chunk answers; "follow_up": a question that only makes sense after the
+earlier turn(s) in its `history`, `[{"role": "user", "content": "the first question"}]`, which name its topic);
+`review` is "unreviewed", "accepted",
 "edited" (the person changed the query or the answer) or "dropped" (kept in the file, left out of runs).
 
 Named sets live in `<data-dir>/eval/testsets/NAME.jsonl`, each with `NAME.meta.json` beside it (how it was
@@ -31,13 +33,15 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Settings
-from ..errors import EvaluationError
+from ..errors import EvaluationError, RetrievalError
 from ..files import write_atomic
 from ..ports import ChunkStore
+from ..records import ConversationTurn
+from ..retrieval.rewrite import parse_history
 from .datasets import ITEM_FIELDS, _json_objects, should_answer_value
 
 REVIEW_STATES = ("unreviewed", "accepted", "edited", "dropped")
-KINDS = ("question", "title", "sentence", "terms", "unanswerable", "")
+KINDS = ("question", "title", "sentence", "terms", "unanswerable", "follow_up", "")
 GENERATORS = ("model", "offline", "")  # "": written by hand
 META_SUFFIX = ".meta.json"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")
@@ -46,7 +50,8 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")
 @dataclass(frozen=True)
 class TestItem:
     """One labelled question. `answers` are verbatim quotes of the source chunk (one for a generated item;
-    a hand-written line may give several, any of which counts)."""
+    a hand-written line may give several, any of which counts). `history`: the turns asked before it, for a
+    follow-up (kind "follow_up"); empty for a question that stands alone."""
 
     __test__ = False  # not a pytest class, whatever its name
 
@@ -60,6 +65,7 @@ class TestItem:
     kind: str = ""
     should_answer: bool = True
     review: str = "unreviewed"
+    history: tuple[ConversationTurn, ...] = ()
 
     @property
     def answer(self) -> str | None:
@@ -73,9 +79,12 @@ class TestItem:
     def to_dict(self) -> dict[str, Any]:
         answer: str | list[str] | None = (self.answers[0] if len(self.answers) == 1 else list(self.answers)
                                           if self.answers else None)
-        return {"id": self.id, "query": self.query, "relevant": list(self.relevant), "answer": answer,
-                "source": self.source, "lang": self.lang, "generator": self.generator, "kind": self.kind,
-                "should_answer": self.should_answer, "review": self.review}
+        row: dict[str, Any] = {"id": self.id, "query": self.query, "relevant": list(self.relevant), "answer": answer,
+                               "source": self.source, "lang": self.lang, "generator": self.generator,
+                               "kind": self.kind, "should_answer": self.should_answer, "review": self.review}
+        if self.history:  # only a follow-up has one: other lines stay the simple format
+            row["history"] = [turn.to_dict() for turn in self.history]
+        return row
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], where: str, default_id: str) -> TestItem:
@@ -108,7 +117,8 @@ class TestItem:
             raise EvaluationError(f"{where}: `source` must be an evidence key (a string) or null.")
         return cls(id=str(row.get("id") or "").strip() or default_id, query=query.strip(), relevant=tuple(relevant),
                    answers=tuple(answers), source=source or None, lang=texts["lang"], generator=texts["generator"],
-                   kind=texts["kind"], should_answer=should_answer, review=texts["review"] or "unreviewed")
+                   kind=texts["kind"], should_answer=should_answer, review=texts["review"] or "unreviewed",
+                   history=_history(row.get("history"), where))
 
 
 @dataclass(frozen=True)
@@ -133,6 +143,19 @@ class TestSet:
             counts[item.review] += 1
         counts["should_not_answer"] = sum(1 for i in self.active if not i.should_answer)
         return counts
+
+
+def _history(value: Any, where: str) -> tuple[ConversationTurn, ...]:
+    """The earlier turns of a follow-up: a list of {"role": "user" | "assistant", "content": "..."}."""
+    if value is None or value == []:
+        return ()
+    if not isinstance(value, list):
+        raise EvaluationError(f"{where}: `history` must be a list of {{\"role\", \"content\"}} turns, got "
+                              f"{json.dumps(value, ensure_ascii=False)[:60]}.")
+    try:
+        return parse_history(value, f"{where}: `history`")
+    except RetrievalError as exc:
+        raise EvaluationError(str(exc)) from None
 
 
 def _strings(value: Any, where: str, what: str) -> list[str]:

@@ -80,13 +80,14 @@ def is_follow_up(question: str) -> bool:
     words = len(_EN_WORD.findall(text))
     if cjk > SHORT_CJK or words > SHORT_WORDS or (cjk == 0 and words == 0):
         return False
-    topic = _topic_terms(text)
+    topic = topic_terms(text)
     if not topic:
         return True
     return _refers_back(text) and len(topic) <= FEW_TOPIC_TERMS
 
 
-def _topic_terms(text: str) -> list[str]:
+def topic_terms(text: str) -> list[str]:
+    """The content terms of `text` that name a topic, in order: not question words ("command", "default", "多久")."""
     return [t for t in ordered_terms(text) if t not in _QUESTION_WORDS and t not in _QUESTION_WORDS_ZH
             and t.rstrip("s") not in _QUESTION_WORDS]
 
@@ -130,11 +131,11 @@ class OfflineRewriter:
         last = asked[-1]
         previous = self.rewrite(history[last].content, history[:last]).searched  # a follow-up of a follow-up
         own = set(ordered_terms(question))
-        borrowed = [_surface(t, previous) for t in _topic_terms(previous) if t not in own][:MAX_BORROWED_TERMS]
+        borrowed = [_surface(t, previous) for t in topic_terms(previous) if t not in own][:MAX_BORROWED_TERMS]
         answer = next((t for t in history[last + 1:] if t.role == "assistant"), None)
         # A follow-up with a topic of its own ("And the inodes?") asks what the earlier answer did not cover: the
         # headings it cited would pull the search back to that answer (bench/conversations.py measured it).
-        cited = answer.cited if answer is not None and not _topic_terms(question) else ()
+        cited = answer.cited if answer is not None and not topic_terms(question) else ()
         headings = [h for h in dict.fromkeys(cited) if h.strip()][:MAX_HEADINGS]
         if not borrowed and not headings:
             return Rewrite(question, question, "kept", self.name, "the earlier question has no topic to borrow",

@@ -181,3 +181,24 @@ def test_an_empty_set_is_an_error(biz, offline_set) -> None:
     dropped = tuple(review_item(offline_set.items[:1], offline_set.items[0].id, state="dropped"))
     with pytest.raises(EvaluationError, match="has no items to ask"):
         score_answers(build_agent(biz, env={}), TestSet("none", dropped))
+
+
+def test_a_follow_up_is_asked_after_its_earlier_turns(biz, server) -> None:
+    """A generated follow-up (its first question only): the agent answers the first question, unscored, then the
+    follow-up in the same session; a hand-written one with the earlier answer: that answer is the session's."""
+    from rag_core.records import ConversationTurn
+
+    first = "What does the HighCPUUsageCritical alert do?"
+    generated = TestItem("f1", "How long must it stay high?", ("runbooks/cpu_high.md",), ("95% for 5 minutes",),
+                         kind="follow_up", history=(ConversationTurn("user", first),))
+    written = TestItem("f2", "And who gets paged?", ("runbooks/cpu_high.md",), ("primary",), kind="follow_up",
+                       history=(ConversationTurn("user", first), ConversationTurn("assistant", "It pages someone.")))
+    server.reply(Completion.say("It pages the on-call engineer."), Completion.say("Above 95% for 5 minutes."),
+                 Completion.say("The primary on-call engineer."))
+    run = score_answers(Agent(Toolbox([knowledge_base_tool(biz.retriever)]), model_of(server)), [generated, written])
+    assert [(r["id"], r["answer_found"]) for r in run.items] == [("f1", True), ("f2", True)]
+    asked = [[(m["role"], m["content"]) for m in body["messages"][1:]] for body in server.chat_requests()]
+    assert asked == [[("user", first)],
+                     [("user", first), ("assistant", "It pages the on-call engineer."),
+                      ("user", "How long must it stay high?")],
+                     [("user", first), ("assistant", "It pages someone."), ("user", "And who gets paged?")]]

@@ -142,3 +142,19 @@ def test_an_empty_knowledge_base_is_one_clear_line(tmp_path, capsys, milvus) -> 
     code, out, err = run(tmp_path, capsys, "eval", "generate", "--size", "5", "--name", "none", "--quiet")
     assert code == 2 and "is empty: ingest documents first" in err
     assert not (tmp_path / "eval" / "testsets").exists()
+
+
+def test_generate_with_a_follow_up_share_writes_items_with_their_history(data, tmp_path, capsys) -> None:
+    out = tmp_path / "conv.jsonl"
+    code, printed, err = run(data, capsys, "eval", "generate", "--kb", "biz", "--size", "8", "--follow-up-share",
+                             "0.25", "--out", str(out), "--quiet")
+    assert code == 0 and "8 items (0 should not be answerable, 2 follow-ups)" in printed, printed + err
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [line["kind"] == "follow_up" for line in lines] == [False, False, False, True] * 2
+    assert all([t["role"] for t in line["history"]] == ["user"] for line in lines if line["kind"] == "follow_up")
+    assert json.loads(out.with_name("conv.meta.json").read_text(encoding="utf-8"))["follow_up_share"] == 0.25
+    with pytest.raises(SystemExit) as exit_:
+        run(data, capsys, "eval", "generate", "--size", "8", "--follow-up-share", "2", "--out",
+            str(tmp_path / "x.jsonl"), "--quiet")
+    assert exit_.value.code == 2
+    assert "--follow-up-share: 2 is not between 0 and 1" in capsys.readouterr().err

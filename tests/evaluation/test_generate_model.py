@@ -94,7 +94,7 @@ def doc_of(request: Any) -> str:
 def kind_of(request: Any) -> str:
     system = request.json["messages"][0]["content"]
     for kind, texts in (("question", prompts.QUESTION), ("unanswerable", prompts.UNANSWERABLE),
-                        ("check", prompts.CHECK)):
+                        ("check", prompts.CHECK), ("follow_up", prompts.FOLLOW_UP)):
         if system in texts.values():
             return kind
     raise AssertionError(system[:60])
@@ -332,3 +332,76 @@ def test_should_not_be_answerable_items_are_checked_by_the_lookup(kb, server) ->
     assert "Asked for 2 items that should not be answerable, made 1" in result.warnings[0]
     check = next(b for b in server.chat_requests() if b["messages"][0]["content"] == prompts.CHECK["en"])
     assert "[" + expected[0] + "]" in check["messages"][1]["content"]
+
+
+FOLLOW = {  # doc_id -> (first question, follow-up, the follow-up's answer)
+    "cpu.md": ("What does the HighCPUUsageCritical alert do?", "How long must it stay that way first?",
+               "for 5 minutes"),
+    "disk.md": ("What must never be deleted when a node's disk is full?", "What should I run instead?",
+                "clear old container images with crictl rmi --prune instead"),
+    "orders.md": ("What happens to an order left in PENDING_PAYMENT?", "After how long?", "30 minutes"),
+    "keys.md": ("How does the order service handle an Idempotency-Key?", "How long is it kept?", "for 24 hours"),
+    "oncall_zh.md": ("P1 故障的告警由谁确认？", "那要在多久之内完成呢？", "5 分钟内由主值班工程师确认"),
+    "release_zh.md": ("上线之前要在发布系统里建什么单？", "它要写明哪些内容？",
+                      "写明版本号、变更内容、影响范围和回滚方案"),
+}
+
+
+def follow_responder(overrides: dict[str, Callable[[Any], Any]] | None = None) -> Callable[[Any], Any]:
+    """Answers a follow-up request with the document's (first question, follow-up, answer), a question request as
+    `responder` does."""
+    def reply(request: Any) -> Any:
+        if kind_of(request) != "follow_up":
+            return responder()(request)
+        doc = doc_of(request)
+        if overrides and doc in overrides:
+            return overrides[doc](request)
+        first, follow_up, answer = FOLLOW[doc]
+        return say({"question": first, "follow_up": follow_up, "answer": answer})
+    return reply
+
+
+def test_follow_up_items_keep_the_first_question_as_their_history(kb, server, tmp_path: Path) -> None:
+    script(server, follow_responder())
+    result = generate(kb, server, FakeTime(), size=6, follow_ups=0.5)
+    assert result.rejected == {} and len(result.items) == 6
+    assert [i.kind for i in result.items] == ["question", "follow_up"] * 3  # spread over the set
+    for item in result.items[1::2]:
+        doc_id = item.relevant[0]
+        first, follow_up, answer = FOLLOW[doc_id]
+        assert (item.query, item.answer, item.source) == (follow_up, answer, f"{doc_id}#chunk-0")
+        assert [(t.role, t.content) for t in item.history] == [("user", first)] and item.generator == "model"
+    asked = [b for b in server.chat_requests() if b["messages"][0]["content"] in prompts.FOLLOW_UP.values()]
+    assert len(asked) == 3 and all(b["temperature"] == 0.0 for b in asked)
+    assert result.meta()["follow_ups"] == 3 and result.meta()["prompt_version"] == PROMPT_VERSION
+    back = read_test_set(result.write(tmp_path / "conv.jsonl"))
+    assert back.items == result.items
+
+
+@pytest.mark.parametrize(("reply", "rejected"), [
+    ({"question": "What must never be deleted when a node's disk is full?",  # repeats the topic: stands alone
+      "follow_up": "Which folders must stay on a full disk?", "answer": "/var/lib/mysql"}, "stands_alone"),
+    ({"question": "What must never be deleted when a node's disk is full?",  # a topic of its own, no reference
+      "follow_up": "What is the refund window for euro payments?", "answer": "/var/lib/mysql"}, "stands_alone"),
+    ({"question": "What must never be deleted when a node's disk is full?",  # no follow-up: asked again, then counted
+      "answer": "/var/lib/mysql"}, "malformed"),
+    ({"question": "磁盘满时哪些目录不能删？", "follow_up": "What should I run instead?",  # a first question in Chinese
+      "answer": "/var/lib/mysql"}, "wrong_language"),
+])
+def test_a_follow_up_that_stands_alone_or_is_malformed_is_rejected_by_its_reason(kb, server, reply,
+                                                                                   rejected) -> None:
+    script(server, follow_responder({"disk.md": lambda r: say(reply)}))
+    result = generate(kb, server, FakeTime(), size=6, follow_ups=1.0)
+    assert result.rejected == {rejected: 1} and len(result.items) == 5
+    assert {i.kind for i in result.items} == {"follow_up"} and "disk.md" not in {i.relevant[0] for i in result.items}
+    if rejected == "malformed":
+        assert result.failures[0]["detail"] == '"follow_up" is missing or not a non-empty string'
+        assert len(result.failures[0]["replies"]) == 3  # asked again twice
+
+
+def test_a_follow_up_share_that_leaves_no_room_is_one_line(kb, server) -> None:
+    store, retriever = kb
+    with pytest.raises(EvaluationError, match=r"--follow-up-share 1 asks for 4 follow-ups, but only 2 of the 4"):
+        generate_with_model(store, chat_model(server, FakeTime()), size=4, unanswerable=0.5, follow_ups=1.0,
+                            lookup=retriever.lookup)
+    assert server.chat_requests() == []

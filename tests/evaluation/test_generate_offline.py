@@ -108,3 +108,45 @@ def test_a_generated_set_runs_through_eval_on_its_knowledge_base_and_on_one_chun
     assert rows[("biz", "bm25")]["recall@5"] >= rows[("biz", "dense")]["recall@5"]
     # the answers are quotes of biz's 800-character chunks: small's 300-character chunks hold fewer of them whole
     assert rows[("small", "bm25")]["answer_recall"] <= rows[("biz", "bm25")]["answer_recall"]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_follow_up_items_ask_after_a_first_question_and_cannot_be_answered_alone(biz, lang, tmp_path) -> None:
+    """A share of the set are follow-ups, spread over it (3 of 12: items 4, 8 and 12): the first question names the
+    topic and is the item's history; the follow-up names none of it (so the offline rewrite takes it for a
+    follow-up and borrows that topic), and its answer is a sentence of the same chunk. The set round-trips through
+    a file and review with its history."""
+    from rag_core.evaluation.generate.filters import stands_alone
+    from rag_core.evaluation.testsets import review_item, write_test_set
+    from rag_core.retrieval.rewrite import OfflineRewriter, is_follow_up, topic_terms
+
+    plain = generate_offline(biz.store, size=12, seed=0, lang=lang, kb_name="biz")
+    result = generate_offline(biz.store, size=12, seed=0, lang=lang, follow_ups=0.25, kb_name="biz")
+    assert generate_offline(biz.store, size=12, seed=0, lang=lang, follow_ups=0.25, kb_name="biz").items == result.items
+    assert [i.id for i in result.items if i.kind == "follow_up"] == ["g004", "g008", "g012"]
+    assert result.items[:3] == plain.items[:3]  # the other places are the questions they were
+    assert result.meta()["follow_ups"] == 3 and result.meta()["follow_up_share"] == 0.25
+    assert not any(i.history for i in plain.items)
+    for item in (i for i in result.items if i.kind == "follow_up"):
+        [turn] = item.history
+        first, follow_up = turn.content, item.query
+        assert turn.role == "user" and first.endswith("？" if lang == "zh" else "?") and follow_up != first
+        assert not stands_alone(follow_up, first) and is_follow_up(follow_up)
+        assert not set(topic_terms(first)) & set(topic_terms(follow_up)), (first, follow_up)
+        assert item.answer in chunk_text(biz, item.source) and item.relevant == (item.source.rpartition("#")[0],)
+        rewrite = OfflineRewriter().rewrite(follow_up, item.history)
+        assert rewrite.outcome == "rewritten" and rewrite.borrowed, rewrite
+    path = write_test_set(tmp_path / "conv.jsonl", result.items, result.meta())
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert '"history": [{"role": "user", "content": ' in lines[3] and "history" not in lines[0]
+    back = read_test_set(path)
+    assert back.items == result.items
+    edited = review_item(back.items, "g004", query=back.items[3].query + " ")  # unchanged text: not edited
+    edited = review_item(edited, "g004", query="And how long does that last?")
+    assert edited[3].history == result.items[3].history and edited[3].review == "edited"
+    assert len(load_user_set(path).queries) == 12  # `eval` reads the set as it is
+
+
+def test_a_follow_up_share_outside_0_to_1_is_one_line(biz) -> None:
+    with pytest.raises(EvaluationError, match=r"--follow-up-share must lie in \[0, 1\] \(got 1.5\)"):
+        generate_offline(biz.store, size=4, follow_ups=1.5)

@@ -211,3 +211,31 @@ def test_table_edits_survive_leaving_the_page_and_switching_language(app: AppTes
     assert table()[1][1] == "How full may the disk get?"
     header = next(m.value for m in at.markdown if " — `" in m.value)  # the chosen item: question — state
     assert "`未审核`" in header and "`unreviewed`" not in header  # the chosen item's review state, translated
+
+
+def test_follow_up_items_show_their_earlier_question_and_keep_it_when_edited(app: AppTest, two_kbs) -> None:
+    at = app
+    at.number_input(key="eval_gen_size").set_value(4)
+    at.slider(key="eval_gen_follow_ups").set_value(25)
+    at.button(key="eval_gen_run").click().run()
+    assert not at.exception, at.exception
+    items = at.session_state[BASE]["items"]
+    assert [i.kind == "follow_up" for i in items] == [False, False, False, True]
+    first = items[3].history[0].content
+    key = f"eval_ts_editor_{at.session_state[BASE]['version']}"
+    editor = at.data_editor(key=key)
+    assert list(editor.value["asked after"]) == ["", "", "", first]  # read-only, beside the question
+    at.session_state[key] = {"edited_rows": {3: {"query": "And how do I check that?"}}, "added_rows": [],
+                             "deleted_rows": []}
+    at.run()
+    assert not at.exception, at.exception
+    edited = at.session_state[BASE]["items"][3]
+    assert (edited.query, edited.review, edited.history) == ("And how do I check that?", "edited", items[3].history)
+    at.selectbox(key="eval_ts_item").set_value("g004").run()
+    assert any(c.value == f"Asked before: {first}" for c in at.caption)  # above the question, in the item panel
+    version = at.session_state[BASE]["version"]
+    at.text_input(key=f"eval_ts_name_{version}").set_value("page-follow-ups")
+    at.button(key="eval_ts_save").click().run()
+    assert not at.exception, at.exception
+    saved = load_test_set(saved_sets_dir(load_settings(data_dir=two_kbs, env={}, config_file=None)), "page-follow-ups")
+    assert saved.items[3].history == items[3].history and saved.meta["follow_ups"] == 1

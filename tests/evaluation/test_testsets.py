@@ -68,6 +68,10 @@ def test_eval_reads_a_generated_set_as_it_is_leaving_out_what_retrieval_cannot_s
     ('{"query": "a", "relevant": ["d"], "generator": "gpt"}', r"`generator` \"gpt\" is not one of model, offline"),
     ('{"query": "a", "relevant": ["d"], "colour": "red"}', r"unknown field\(s\) colour"),
     ('{"query": "a", "relevant": ["d"], "source": 3}', r"`source` must be an evidence key"),
+    ('{"query": "a", "relevant": ["d"], "history": "user: b"}', r"line 1: `history` must be a list of"),
+    ('{"query": "a", "relevant": ["d"], "history": [{"role": "bot", "content": "b"}]}',
+     r"line 1: `history`, turn 1: role must be user or assistant \(got 'bot'\)"),
+    ('{"query": "a", "relevant": ["d"], "kind": "chat"}', r"`kind` \"chat\" is not one of .*follow_up"),
     ('{"id": "x", "query": "a", "relevant": ["d"]}\n{"id": "x", "query": "b", "relevant": ["d"]}',
      r"'x' appears twice"),
 ])
@@ -76,6 +80,23 @@ def test_a_bad_line_is_one_clear_error_naming_it(tmp_path: Path, line: str, mess
     path.write_text(line + "\n", encoding="utf-8")
     with pytest.raises(EvaluationError, match=message):
         read_test_set(path)
+
+
+def test_a_follow_up_keeps_its_earlier_turns_through_a_file_and_review(tmp_path: Path) -> None:
+    line = {"id": "f1", "query": "它的默认值是多少？", "relevant": ["product/vector_search_zh.md"],
+            "answer": "默认是 `hybrid`。", "kind": "follow_up",
+            "history": [{"role": "user", "content": "向量检索支持哪些检索模式？"},
+                        {"role": "assistant", "content": "支持 dense、bm25 和 hybrid。"}]}
+    path = tmp_path / "conv.jsonl"
+    path.write_text(json.dumps(line, ensure_ascii=False) + "\n", encoding="utf-8")
+    [item] = read_test_set(path).items
+    assert [(t.role, t.content) for t in item.history] == [("user", "向量检索支持哪些检索模式？"),
+                                                          ("assistant", "支持 dense、bm25 和 hybrid。")]
+    assert item.to_dict()["history"] == line["history"] and "history" not in ITEMS[0].to_dict()
+    [reviewed] = review_item((item,), "f1", query="那它的默认值呢？", state="accepted")
+    assert reviewed.history == item.history and reviewed.query == "那它的默认值呢？"
+    saved = write_test_set(tmp_path / "again.jsonl", (reviewed,))
+    assert json.loads(saved.read_text(encoding="utf-8"))["history"] == line["history"]  # saved (downloaded) as is
 
 
 def test_a_hand_written_set_reads_as_items_too(tmp_path: Path) -> None:

@@ -33,7 +33,8 @@ __all__ = ["GENERATORS", "OFFLINE_WARNING", "PROMPT_VERSION", "REASONS", "Genera
 def generate_test_set(store: ChunkStore, *, size: int, generator: str = "offline", model: ChatModel | None = None,
                       lookup: Lookup | None = None, **options: Any) -> GenerationResult:
     """`generate_with_model` (generator "model": `model` needed) or `generate_offline`, with `options` (seed,
-    per_doc_max, lang, kb_name, progress; for a model also unanswerable, retries, item_deadline, clock)."""
+    per_doc_max, lang, follow_ups, kb_name, progress; for a model also unanswerable, retries, item_deadline,
+    clock)."""
     if generator == "offline":
         return generate_offline(store, size=size, **options)
     if generator != "model":

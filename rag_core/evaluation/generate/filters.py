@@ -10,7 +10,11 @@ An item is kept only when
   questions is below `DUPLICATE_JACCARD` (0.8: rewordings of one question, such as "When does the X alert
   fire?" and "When is the X alert fired?", score above it; two questions that differ in one name, such as
   the P1 and the P2 response time, can too, and are then counted here);
-* (model items) it is in the language asked for.
+* (model items) it is in the language asked for;
+* (follow-up items) the follow-up does not stand alone (`stands_alone`): it repeats none of the first question's
+  topic terms and reads as a follow-up to the offline rewrite (`retrieval.rewrite.is_follow_up`: short, and
+  referring back with a pronoun or an elliptical opener, or with no topic of its own), so it is unanswerable without
+  the turn before it, which is what such an item measures.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from collections import Counter
 from collections.abc import Sequence
 
 from ... import languages
+from ...retrieval.rewrite import is_follow_up, topic_terms
+from ...words import ordered_terms, terms
 from ..textmatch import bigram_jaccard, find_normalised, longest_shared_run, match_tokens
 
 MAX_SHARED_RUN = {"zh": 12, "en": 6}
@@ -34,8 +40,9 @@ MODEL_FAILED = "model_failed"  # the model call failed (429, 5xx, timeout...) af
 ANSWERED_BY_KB = "answered_by_kb"  # a candidate for "should not be answerable" that the lookup's evidence answers
 LOOKUP_FAILED = "lookup_failed"
 NO_TERMS = "no_terms"  # offline: a chunk with neither a heading nor a distinctive term
+STANDS_ALONE = "stands_alone"  # a follow-up that repeats its first question's topic, or does not refer back to it
 REASONS = (ANSWER_NOT_IN_CHUNK, COPIED_QUESTION, DUPLICATE, WRONG_LANGUAGE, MALFORMED, MODEL_FAILED, ANSWERED_BY_KB,
-           LOOKUP_FAILED, NO_TERMS)
+           LOOKUP_FAILED, NO_TERMS, STANDS_ALONE)
 
 
 def language_of(text: str) -> str:
@@ -54,6 +61,15 @@ def shared_run(question: str, content: str) -> int:
 
 def copies_chunk(question: str, content: str, lang: str) -> bool:
     return shared_run(question, content) > MAX_SHARED_RUN.get(lang, MAX_SHARED_RUN["en"])
+
+
+def stands_alone(follow_up: str, first: str) -> bool:
+    """Whether a follow-up would be understood without the question before it (see the module docstring)."""
+    topic = set(topic_terms(first))
+    own = terms(follow_up) | set(ordered_terms(follow_up))
+    lower = follow_up.lower()
+    repeated = topic & own or {t for t in topic if not t.isascii() and t in lower}  # a Chinese term cut otherwise
+    return bool(repeated) or not is_follow_up(follow_up)
 
 
 class KeepFilters:

@@ -6,6 +6,12 @@ temperature 0) for one question a user would ask that the chunk answers, in the 
 (filters.py) decide; the walk goes on until `size` items are kept or every chunk was tried. A model failure
 is one chunk's (modelcalls.py): counted, never the end of the run, unless no other chunk could escape it.
 
+Follow-up items (`follow_ups`, a share of the set; none by default): a chunk that comes to a follow-up's place
+(sampling.follow_up_slot) is asked for a first question and a follow-up that only makes sense after it, with the
+follow-up's answer quoted (prompts.FOLLOW_UP). Both questions pass the language and copying filters, the follow-up
+must not stand alone (`filters.stands_alone`: it repeats a topic term of the first question, or does not refer back
+to it), and the item is the follow-up with the first question as its `history` (kind "follow_up").
+
 "Should not be answerable" items (`unanswerable`, a share of `size`): the model gets excerpts of a few
 sampled chunks (their documents' subject) and writes a question on that subject that the excerpts do not
 answer (prompts.UNANSWERABLE). Then it is *checked by a lookup*: the question goes through `lookup` — the
@@ -27,6 +33,7 @@ from typing import Any
 
 from ...errors import EvaluationError, RagError
 from ...ports import ChatModel, ChunkStore
+from ...records import ConversationTurn
 from ..modelcalls import JsonAsker, JsonReply, text_fields
 from ..runner import EvalProgress
 from ..testsets import TestItem
@@ -37,14 +44,25 @@ from .filters import (
     COPIED_QUESTION,
     DUPLICATE,
     LOOKUP_FAILED,
+    STANDS_ALONE,
     WRONG_LANGUAGE,
     KeepFilters,
     answer_in_chunk,
     copies_chunk,
     language_of,
+    stands_alone,
 )
 from .result import GenerationProgress, GenerationResult, shortfall_warning
-from .sampling import LANGS, SampledChunk, check_size, quotable_sentences, read_chunks, sample_order
+from .sampling import (
+    LANGS,
+    SampledChunk,
+    check_size,
+    follow_up_count,
+    follow_up_slot,
+    quotable_sentences,
+    read_chunks,
+    sample_order,
+)
 
 CONTEXT_CHUNKS = 3  # excerpts shown for one "should not be answerable" question
 UNANSWERABLE_TRIES = 3  # candidates per such item wanted, at most
@@ -53,11 +71,12 @@ Lookup = Callable[[str], Any]  # query -> LookupResult (KnowledgeRetriever.looku
 
 def generate_with_model(store: ChunkStore, model: ChatModel, *, size: int, seed: int = 0,
                         per_doc_max: int | None = None, lang: str = "auto", lookup: Lookup | None = None,
-                        unanswerable: float = 0.1, retries: int = 2, item_deadline: float = 120.0,
-                        kb_name: str = "", progress: GenerationProgress | None = None,
+                        unanswerable: float = 0.1, follow_ups: float = 0.0, retries: int = 2,
+                        item_deadline: float = 120.0, kb_name: str = "", progress: GenerationProgress | None = None,
                         clock: Callable[[], float] = time.monotonic) -> GenerationResult:
     """`size` items from the knowledge base behind `store`, `round(size * unanswerable)` of them "should not be
-    answerable" (they need `lookup`; see the module docstring). `retries`: how often a reply that is not the
+    answerable" (they need `lookup`) and `round(size * follow_ups)` follow-ups (see the module docstring).
+    `retries`: how often a reply that is not the
     JSON asked for is asked again; `item_deadline`: seconds one item may take, its model calls and their
     retries included."""
     if lang not in LANGS:
@@ -68,6 +87,7 @@ def generate_with_model(store: ChunkStore, model: ChatModel, *, size: int, seed:
     started = time.perf_counter()
     report = progress or (lambda _: None)
     wanted_unanswerable = round(size * unanswerable) if isinstance(size, int) and size > 0 else 0
+    wanted_follow_ups = follow_up_count(size, follow_ups, size - wanted_unanswerable)
     if wanted_unanswerable and lookup is None:
         raise EvaluationError("Items that should not be answerable are checked by a lookup: pass the knowledge "
                               "base's lookup, or ask for none (unanswerable = 0).")
@@ -82,7 +102,10 @@ def generate_with_model(store: ChunkStore, model: ChatModel, *, size: int, seed:
         if len(run.items) >= size - wanted_unanswerable:
             break
         run.tried += 1
-        run.question(chunk)
+        if follow_up_slot(len(run.items), size - wanted_unanswerable, wanted_follow_ups):
+            run.follow_up(chunk)
+        else:
+            run.question(chunk)
     answerable = len(run.items)
     for n in range(wanted_unanswerable * UNANSWERABLE_TRIES):
         if len(run.items) - answerable >= wanted_unanswerable:
@@ -107,7 +130,7 @@ def generate_with_model(store: ChunkStore, model: ChatModel, *, size: int, seed:
                             len(by_doc), sum(len(cs) for cs in by_doc.values()), len(order), run.tried,
                             time.perf_counter() - started, model=model.describe(),
                             prompt_version=prompts.PROMPT_VERSION, failures=tuple(run.failures),
-                            checks=tuple(run.checks), warnings=tuple(warnings))
+                            checks=tuple(run.checks), warnings=tuple(warnings), follow_up_share=follow_ups)
 
 
 class _Run:
@@ -135,13 +158,14 @@ class _Run:
         self.report(EvalProgress("generating", len(self.items), self.size,
                                  f"{self.tried} chunks asked, {rejected} rejected"))
 
-    def _acceptable(self, question: str, lang: str, copied_from: str) -> bool:
-        """Language, copying and near-duplicates: rejected (and counted) or not."""
-        if language_of(question) != lang:
+    def _acceptable(self, question: str, lang: str, copied_from: str, *also: str) -> bool:
+        """Language, copying and near-duplicates (of `question`; `also`, the questions asked before it, only for
+        language and copying): rejected (and counted) or not."""
+        if any(language_of(q) != lang for q in (*also, question)):
             self.filters.reject(WRONG_LANGUAGE)
-        elif copies_chunk(question, copied_from, lang):
+        elif any(copies_chunk(q, copied_from, lang) for q in (*also, question)):
             self.filters.reject(COPIED_QUESTION)
-        elif self.filters.duplicate_of(question) is not None:
+        elif self.filters.duplicate_of(" ".join((*also, question))) is not None:
             self.filters.reject(DUPLICATE)
         else:
             return True
@@ -163,6 +187,28 @@ class _Run:
                 self.items.append(TestItem(id=f"g{len(self.items) + 1:03d}", query=question, relevant=(chunk.doc_id,),
                                            answers=(quoted,), source=chunk.evidence_key, lang=lang, generator="model",
                                            kind="question"))
+        self._progress()
+
+    def follow_up(self, chunk: SampledChunk) -> None:
+        lang = chunk.lang if self.lang == "auto" else self.lang
+        reply = self.asker.ask(prompts.follow_up_messages(chunk, lang),
+                               lambda v: text_fields(v, "question", "follow_up", "answer"), prompts.correction(lang))
+        if reply.value is None:
+            self._failed(reply, chunk.evidence_key)
+            return self._progress()
+        first, question = (" ".join(reply.value[k].split()) for k in ("question", "follow_up"))
+        quoted = answer_in_chunk(reply.value["answer"], chunk.content)
+        if quoted is None:
+            self.filters.reject(ANSWER_NOT_IN_CHUNK)
+        elif not self._acceptable(question, lang, chunk.content, first):
+            pass  # counted by its reason
+        elif stands_alone(question, first):
+            self.filters.reject(STANDS_ALONE)
+        else:
+            self.filters.keep(f"{first} {question}")
+            self.items.append(TestItem(id=f"g{len(self.items) + 1:03d}", query=question, relevant=(chunk.doc_id,),
+                                       answers=(quoted,), source=chunk.evidence_key, lang=lang, generator="model",
+                                       kind="follow_up", history=(ConversationTurn("user", first),)))
         self._progress()
 
     def unanswerable(self, context: list[SampledChunk], lookup: Lookup) -> None:

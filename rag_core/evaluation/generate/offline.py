@@ -21,6 +21,13 @@ language):
 Where a form has several wordings, a generator seeded by the seed and the chunk's evidence key picks one.
 Near-duplicates of a kept question are rejected and counted (filters.py).
 
+Follow-ups (`follow_ups`, a share of the set; none by default): a chunk that comes to a follow-up's place
+(sampling.follow_up_slot) gives a first question that names its topic (the title question of its heading path, else
+its terms question) and a follow-up that refers back to it without naming it
+(`questions.follow_up_question`: "What is its default value?", "How do I check it?", "那要多久呢？"), answered by
+the chunk's sentence that holds what it asks (a default, a command, a time...). The item is the follow-up, with the
+first question as its `history` (kind "follow_up"); one that would stand alone is rejected (`filters.stands_alone`).
+
 Such questions are made of the text's own words, so they flatter BM25: they compare configurations, they do
 not measure quality (`result.OFFLINE_WARNING`, carried by every offline set). No item is "should not be
 answerable" offline; a person can mark any item so when reviewing.
@@ -37,25 +44,43 @@ from collections.abc import Mapping, Sequence
 
 from ...errors import EvaluationError
 from ...ports import ChunkStore
+from ...records import ConversationTurn
 from ...words import terms
 from ..runner import EvalProgress
 from ..testsets import TestItem
-from .filters import DUPLICATE, NO_TERMS, KeepFilters
-from .questions import answer_sentences, clean_heading, heading_question, sentence_question, terms_question
+from .filters import DUPLICATE, NO_TERMS, STANDS_ALONE, KeepFilters, stands_alone
+from .questions import (
+    answer_sentences,
+    clean_heading,
+    follow_up_question,
+    heading_question,
+    sentence_question,
+    terms_question,
+)
 from .result import OFFLINE_WARNING, GenerationProgress, GenerationResult, shortfall_warning
-from .sampling import LANGS, SampledChunk, check_size, read_chunks, sample_order
+from .sampling import (
+    LANGS,
+    SampledChunk,
+    check_size,
+    follow_up_count,
+    follow_up_slot,
+    read_chunks,
+    sample_order,
+)
 
 TERMS = 3
 _NUMBER = re.compile(r"^[\d.,%:/\-]+$")
 
 
 def generate_offline(store: ChunkStore, *, size: int, seed: int = 0, per_doc_max: int | None = None,
-                     lang: str = "auto", kb_name: str = "", progress: GenerationProgress | None = None
-                     ) -> GenerationResult:
-    """`size` offline items from the knowledge base behind `store` (see the module docstring). `lang` "zh" or
-    "en" takes only chunks in that language (offline questions are the text's own words, never translated)."""
+                     lang: str = "auto", follow_ups: float = 0.0, kb_name: str = "",
+                     progress: GenerationProgress | None = None) -> GenerationResult:
+    """`size` offline items from the knowledge base behind `store` (see the module docstring), `round(size *
+    follow_ups)` of them follow-ups. `lang` "zh" or "en" takes only chunks in that language (offline questions
+    are the text's own words, never translated)."""
     if lang not in LANGS:
         raise EvaluationError(f"--lang {lang!r}: use one of {', '.join(LANGS)}.")
+    wanted_follow_ups = follow_up_count(size, follow_ups)
     started = time.perf_counter()
     report = progress or (lambda _: None)
     by_doc = read_chunks(store, kb_name, lambda done, total: report(EvalProgress("reading", done, total,
@@ -73,26 +98,39 @@ def generate_offline(store: ChunkStore, *, size: int, seed: int = 0, per_doc_max
         if len(items) >= size:
             break
         tried += 1
-        made = _question(chunk, idf, random.Random(f"offline:{seed}:{chunk.evidence_key}"),
-                         heading_first=position % 2 == 0)
-        if made is None:
-            filters.reject(NO_TERMS)
-            continue
-        kind, query, answer = made
-        topic = _topic(chunk) if kind == "title" else query  # two chunks of one section ask the same of its title
+        rng = random.Random(f"offline:{seed}:{chunk.evidence_key}")
+        history: tuple[ConversationTurn, ...] = ()
+        if follow_up_slot(len(items), size, wanted_follow_ups):
+            pair = _follow_up(chunk, idf, rng)
+            if pair is None:
+                filters.reject(NO_TERMS)
+                continue
+            first, query, answer = pair
+            if stands_alone(query, first):
+                filters.reject(STANDS_ALONE)
+                continue
+            kind, topic, history = "follow_up", f"{first} {query}", (ConversationTurn("user", first),)
+        else:
+            made = _question(chunk, idf, rng, heading_first=position % 2 == 0)
+            if made is None:
+                filters.reject(NO_TERMS)
+                continue
+            kind, query, answer = made
+            topic = _topic(chunk) if kind == "title" else query  # two chunks of one section ask the same of its title
         if filters.duplicate_of(topic) is not None:
             filters.reject(DUPLICATE)
             continue
         filters.keep(topic)
         items.append(TestItem(id=f"g{len(items) + 1:03d}", query=query, relevant=(chunk.doc_id,), answers=(answer,),
-                              source=chunk.evidence_key, lang=chunk.lang, generator="offline", kind=kind))
+                              source=chunk.evidence_key, lang=chunk.lang, generator="offline", kind=kind,
+                              history=history))
         report(EvalProgress("generating", len(items), size, f"{tried} chunks tried"))
     warnings = [OFFLINE_WARNING]
     if len(items) < size:
         warnings.append(shortfall_warning(size, len(items), filters.counts()))
     return GenerationResult(tuple(items), size, "offline", seed, kb_name, lang, per_doc_max, filters.counts(),
                             len(by_doc), len(every), len(order), tried, time.perf_counter() - started,
-                            warnings=tuple(warnings))
+                            warnings=tuple(warnings), follow_up_share=follow_ups)
 
 
 def _answers(chunk: SampledChunk) -> list[str]:
@@ -123,6 +161,23 @@ def _question(chunk: SampledChunk, idf: Mapping[str, float], rng: random.Random,
         if made is not None:
             return made
     return None
+
+
+def _follow_up(chunk: SampledChunk, idf: Mapping[str, float], rng: random.Random) -> tuple[str, str, str] | None:
+    """(first question, follow-up, the follow-up's answer) for the chunk, or None when it has neither a heading
+    nor a distinctive term to name its topic."""
+    answers = _answers(chunk)
+    first = heading_question(chunk.heading_path, chunk.lang, rng) if chunk.heading_path else None
+    if first is not None:
+        answered = _best_sentence(answers, terms(clean_heading(chunk.heading_path[-1])), idf)
+    else:
+        chosen = _distinctive_terms(chunk.content, idf)
+        if not chosen:
+            return None
+        first = terms_question([_as_written(term, chunk.content) for term in chosen], (), chunk.lang, rng)
+        answered = _best_sentence(answers, set(chosen), idf)
+    query, answer = follow_up_question(answers, first, chunk.lang, rng, answered)
+    return first, query, answer
 
 
 def _title_question(chunk: SampledChunk, answers: Sequence[str], idf: Mapping[str, float],

@@ -8,7 +8,7 @@ from typing import Any
 
 from .sampling import SampledChunk
 
-PROMPT_VERSION = "testset-gen-1"
+PROMPT_VERSION = "testset-gen-2"  # 2: FOLLOW_UP added (QUESTION, UNANSWERABLE and CHECK as in 1)
 PASSAGE_CHARS = 3000  # a chunk is at most a few thousand characters; the cut only guards the request
 TOPIC_CHARS = 400  # of each excerpt that shows the model what the documents are about
 
@@ -38,6 +38,42 @@ most 200 characters), with the passage's own characters, punctuation and formatt
 - 用你自己的话提问，不要把原文的句子照抄进问题。
 - 答案从原文中逐字复制：原文中连续的一段（一个短语或一句话，不超过 200 个字符），字符、标点和格式都与原文完全一致。
 - 只回复下面这个 JSON 对象，不要任何其他内容：{"question": "...", "answer": "..."}
+""",
+}
+
+FOLLOW_UP = {
+    "en": """\
+You write evaluation questions for a search system over a team's documents. You get one passage of them.
+Write two questions a user of these documents would really ask one after the other in a chat, both answered by this \
+passage: a first question, and a follow-up that only makes sense after it.
+
+Rules:
+- Write both questions in English.
+- The first question must make sense on its own: name the system, alert, service or policy it is about; never say \
+"the passage" or "the text".
+- The follow-up asks about something else the passage states (a number, a step, a condition, a reason, a command) \
+and refers back to the first question with a pronoun or by leaving its subject out ("How long does it take?", \
+"Which command shows it?"). It must not repeat the name or the key words of the first question: asked alone, it \
+cannot be answered. Keep it short: at most 12 words.
+- Use your own words: do not copy sentences of the passage into the questions.
+- The answer is the answer to the follow-up, copied from the passage verbatim: one exact, contiguous piece of it (a \
+phrase or one sentence, at most 200 characters), with the passage's own characters, punctuation and formatting.
+- Reply with only this JSON object and nothing else: {"question": "...", "follow_up": "...", "answer": "..."}
+""",
+    "zh": """\
+你为一个检索系统编写评测问题，检索对象是一个团队的文档。下面给你其中的一段原文。
+请写两个这些文档的使用者在对话中真的会先后问出的问题，都能由这段原文回答：第一个问题，以及只有接在它后面才说得通的追问。
+
+规则：
+- 两个问题都用中文写。
+- 第一个问题要能单独成立：写明它涉及的系统、告警、服务或制度，不要说“这段原文”“文中”。
+- 追问问的是原文中陈述的另一件事（数字、步骤、条件、原因、命令），用代词或省略主语的方式承接第一个问题\
+（“它要多久？”“那用什么命令查看呢？”）。追问不能重复第一个问题中的名称和关键词：单独问它，是回答不了的。\
+追问要简短，不超过 25 个字。
+- 用你自己的话提问，不要把原文的句子照抄进问题。
+- 答案是追问的答案，从原文中逐字复制：原文中连续的一段（一个短语或一句话，不超过 200 个字符），\
+字符、标点和格式都与原文完全一致。
+- 只回复下面这个 JSON 对象，不要任何其他内容：{"question": "...", "follow_up": "...", "answer": "..."}
 """,
 }
 
@@ -93,6 +129,10 @@ def question_messages(chunk: SampledChunk, lang: str) -> list[dict[str, Any]]:
     head = f"{doc}: {chunk.doc_id}\n" + (f"{section}: {' > '.join(chunk.heading_path)}\n" if chunk.heading_path else "")
     return [{"role": "system", "content": QUESTION[lang]},
             {"role": "user", "content": f"{head}\n{passage}:\n<<<\n{chunk.content[:PASSAGE_CHARS]}\n>>>"}]
+
+
+def follow_up_messages(chunk: SampledChunk, lang: str) -> list[dict[str, Any]]:
+    return [{"role": "system", "content": FOLLOW_UP[lang]}, question_messages(chunk, lang)[1]]
 
 
 def unanswerable_messages(context: Sequence[SampledChunk], lang: str) -> list[dict[str, Any]]:

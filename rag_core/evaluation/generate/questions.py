@@ -332,3 +332,66 @@ def terms_question(shown: Sequence[str], path: Sequence[str], lang: str, rng: ra
     if own:
         return f"What does {_subject(own[0], 'en')} say about {listed}?"
     return rng.choice((f"What do we know about {listed}?", f"What can you tell me about {listed}?"))
+
+
+# ------------------------------------------------------------------------------------------ follow-ups
+# A follow-up asks about one sentence of the chunk by what it holds, and refers back to the first question's topic
+# ("it", "that", 它, 那 ... 呢) without naming it: (form, what marks such a sentence, English and Chinese wordings),
+# the more specific forms first.
+_COMMAND = re.compile(r"`[a-z][\w.-]*(?:\s[^`]+)`")
+_ACTION = re.compile("^(?:" + "|".join(sorted(_EN_VERBS - _EN_NOUN_TOO - {"never", "always", "don't", "first"},
+                                              key=len, reverse=True)) + r")\b|^(?:"
+                     + "|".join(s for s in _ZH_STEPS if len(s) > 1 or s in "先再") + ")", re.IGNORECASE)
+_TIME = re.compile(r"\d+\s*(?:seconds?|minutes?|hours?|days?|weeks?|months?|ms|s|min)\b|"
+                   r"\d+\s*(?:秒|分钟|小时|天|周|个月)", re.IGNORECASE)
+_NUMBER_UNIT = re.compile(r"\d+(?:\.\d+)?\s*(?:%|percent\b|GB\b|MB\b|rows\b|million\b|行|万|亿|个百分点)",
+                          re.IGNORECASE)
+_RULE = re.compile(r"\b(?:must|never|always|at least|at most|no later than)\b|必须|禁止|不得|不允许|务必|只能|应当",
+                   re.IGNORECASE)
+_FOLLOW_UPS: tuple[tuple[str, re.Pattern[str], tuple[str, ...], tuple[str, ...]], ...] = (
+    ("default", re.compile(r"\bdefaults?\b|默认", re.IGNORECASE),
+     ("What is its default value?", "What is the default for it?"), ("它的默认值是多少？", "那默认是怎样的呢？")),
+    ("command", _COMMAND, ("Which command do I run for that?", "What command shows it?"),
+     ("那用什么命令呢？", "用哪个命令可以查看它？")),
+    ("check", re.compile(r"\b(?:check(?:s|ed|ing)?|verif(?:y|ies|ied)|inspect\w*|confirm\w*)\b|检查|查看",
+                         re.IGNORECASE),
+     ("How do I check it?", "How can I confirm that?"), ("怎么检查它？", "那怎么确认呢？")),
+    ("time", _TIME,
+     ("How long is that?", "Is there a time limit on that?"), ("那要多久呢？", "它的时限是多久？")),
+    ("number", _NUMBER_UNIT, ("What are the thresholds for that?", "What numbers apply to it?"),
+     ("那具体的阈值是多少？", "那具体的数字是多少？")),
+    ("reason", re.compile(r"\b(?:because|so that|otherwise|to avoid|to prevent)\b|因为|否则|以免|避免|为了|防止",
+                          re.IGNORECASE),
+     ("Why is it done that way?", "What is the reason for it?"), ("为什么要这样做？", "这样做的原因是什么？")),
+    ("rule", _RULE, ("Are there any rules for that?", "What must I keep in mind about it?"),
+     ("那有什么要求呢？", "这个有什么规定？")),
+    ("action", _ACTION, ("What should I do about it?", "What do I do in that case?"),
+     ("那应该怎么处理？", "遇到这种情况该怎么办？")),
+)
+_FOLLOW_UP_ANY = (("Can you tell me more about that?", "What else should I know about it?"),
+                  ("那具体是怎样的呢？", "那还有什么要注意的呢？"))
+# What a first question already asks, so its follow-up does not ask it again.
+_ASKS_ACTION = re.compile(r"^(?:how do i|what are the steps|what should i do)|如何|怎样|怎么做|怎么处理|怎么办",
+                          re.IGNORECASE)
+_ASKS_RULE = re.compile(r"\b(?:rules?|must|never)\b|要求|规定|必须|不能", re.IGNORECASE)
+_ASKS_TIME = re.compile(r"\b(?:how long|when)\b|多久|时限|什么时候|何时", re.IGNORECASE)
+
+
+def follow_up_question(sentences: Sequence[str], first: str, lang: str, rng: random.Random,
+                       answered: str = "") -> tuple[str, str]:
+    """(a follow-up to the question `first`, the sentence of `sentences` that answers it). The follow-up asks what
+    the first form of `_FOLLOW_UPS` that one of the sentences holds asks (a default, a command, a check, a time, a
+    number, a reason, a rule, an action), preferring a sentence other than `answered` (the one answering `first`);
+    a form the first question already asks is skipped. With none, it asks for more about it."""
+    skip = {"action"} if _ASKS_ACTION.search(first) else set()
+    skip |= {"rule"} if _ASKS_RULE.search(first) else set()
+    skip |= {"time"} if _ASKS_TIME.search(first) else set()
+    ordered = [s for s in sentences if s != answered] + [s for s in sentences if s == answered]
+    for form, mark, english, chinese in _FOLLOW_UPS:
+        if form in skip:
+            continue
+        found = next((s for s in ordered if mark.search(" ".join(_EMPHASIS.sub("", s).split()))), None)
+        if found is not None:
+            return rng.choice(chinese if lang == "zh" else english), found
+    english, chinese = _FOLLOW_UP_ANY
+    return rng.choice(chinese if lang == "zh" else english), ordered[0]

@@ -11,6 +11,9 @@ first round takes one chunk of every document, the second a second one, and so o
 from two documents differ by at most one, unless one of them has no chunk left. A generator walks the
 order until it has kept enough items: a chunk whose item is rejected is followed by the next in the order.
 The same seed and the same knowledge base give the same order.
+
+Follow-up items (a share of the set, `follow_up_count`) take evenly spread places in it (`follow_up_slot`): the
+chunk that comes to such a place gives a first question and a follow-up instead of one question.
 """
 
 from __future__ import annotations
@@ -111,3 +114,22 @@ def check_size(size: int, order: Sequence[SampledChunk], documents: int, per_doc
                           f"{'s' if len(order) != 1 else ''} ({documents} documents with {len(order)} chunks that "
                           f"hold a sentence to quote{cap}): ask for --size {len(order) + size - needed} or "
                           f"fewer{hint}.")
+
+
+def follow_up_count(size: int, share: float, answerable: int | None = None) -> int:
+    """How many of `size` items are follow-ups for a `share` (--follow-up-share); they are made of the `answerable`
+    items (default all). One clear line when the share is not in [0, 1] or asks for more than there are."""
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0.0 <= share <= 1.0:
+        raise EvaluationError(f"--follow-up-share must lie in [0, 1] (got {share!r}).")
+    wanted = round(size * share) if isinstance(size, int) and size > 0 else 0
+    answerable = size if answerable is None else answerable
+    if wanted > answerable:
+        raise EvaluationError(f"--follow-up-share {share:g} asks for {wanted} follow-ups, but only {answerable} of "
+                              f"the {size} items can be answered (the others should not be): lower either share.")
+    return wanted
+
+
+def follow_up_slot(n: int, slots: int, wanted: int) -> bool:
+    """Whether item `n` (from 0) of `slots` is a follow-up, the `wanted` follow-ups spread evenly over them (for 3
+    of 12: items 4, 8 and 12). A slot whose follow-up is rejected is tried again on the next chunk."""
+    return slots > 0 and (n + 1) * wanted // slots > n * wanted // slots
