@@ -333,6 +333,7 @@ class Explanation:
             "evidence": self.lookup.evidence_keys, "warnings": list(self.lookup.warnings), "notes": list(self.notes),
             "note_phrases": [n.to_dict() for n in self.note_phrases],
             "warning_phrases": [w.to_dict() for w in self.lookup.warning_phrases],
+            "rewrite": self.lookup.rewrite.to_dict() if self.lookup.rewrite is not None else None,
         }
 
 
@@ -562,7 +563,8 @@ def _overrides(params: LookupParams) -> dict[str, Any]:
     return {"retrieve_k": params.retrieve_k, "return_n": params.return_n,
             "max_chunks_per_document": params.max_chunks_per_document, "search": params.search,
             "filters": params.filters, "rerank": params.rerank, "budgets": params.budgets,
-            "thresholds": params.thresholds, "scope": params.scope}
+            "thresholds": params.thresholds, "scope": params.scope, "rewrite": params.rewrite,
+            "history": params.history}
 
 
 # ---------------------------------------------------------------------------------------- entry point
@@ -604,7 +606,8 @@ def explain(retriever: KnowledgeRetriever, source: ChunkSource, query: str, expe
     """Why the expected document / chunk / answer is or is not in the evidence of `query` (see the module
     docstring). `answer_start`: the answer's offset in the document, when known (labelled sets).
     `overrides` are lookup settings (retrieve_k, return_n, max_chunks_per_document, search, rerank,
-    filters), as for `KnowledgeRetriever.lookup`. Raises RetrievalError for bad input. One span holds all it
+    filters, rewrite, history), as for `KnowledgeRetriever.lookup`: with `history` the question is rewritten first,
+    and each channel ranks the question searched. Raises RetrievalError for bad input. One span holds all it
     searches (its lookup and each channel's ranking): one trace per explanation."""
     with tracing.span("explain", sc.CHAIN, {sc.INPUT_VALUE: query, "rag.expect": str(expect or ""),
                                             "rag.answer": answer}) as span:
@@ -637,7 +640,8 @@ def _explain(retriever: KnowledgeRetriever, source: ChunkSource, query: str, exp
         raise RetrievalError(f"{expectation.doc_id} has chunks 0 to {max(indexes)}; there is no "
                              f"chunk-{expectation.chunk_index}.")
     result = retriever.lookup(query, **_overrides(params))
-    ranked, ranks = _channel_ranks(retriever, query, params, expectation.doc_id, len(rows))
+    # The channels rank the question the lookup searched: a follow-up asked after earlier turns is rewritten first.
+    ranked, ranks = _channel_ranks(retriever, result.searched, params, expectation.doc_id, len(rows))
     located = locate_answer(rows, answer, answer_start) if answer else None
 
     def key(i: int) -> str:
@@ -673,7 +677,7 @@ def _explain(retriever: KnowledgeRetriever, source: ChunkSource, query: str, exp
     fix = None
     fixable = targets - {f.evidence_key for f in fates if f.fate == "disabled"}  # no setting brings those back
     if fixable and not any(f.fate == "kept" for f in fates if f.target):
-        fix = _find_fix(retriever, result.query, params, result, fixable, _Simulation(ranked, params, result.query))
+        fix = _find_fix(retriever, result.query, params, result, fixable, _Simulation(ranked, params, result.searched))
     return Explanation(result.query, expectation, params, tuple(fates), fix, located, result, tuple(notes))
 
 
