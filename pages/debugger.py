@@ -61,7 +61,7 @@ with st.expander(t("Previous turns"), expanded=bool(st.session_state.get(HISTORY
     history_box = st.text_area(
         t("Previous turns"), key=HISTORY, height=110,
         placeholder=t("user: How do I free disk space?\nassistant: Clean the journal [disk_full.md#chunk-1]"),
-        help=t("The conversation before the query, one message per line: “user: …” or “assistant: …” (a line that "
+        help=t("The conversation before the query, one message per line: `user: …` or `assistant: …` (a line that "
                "starts with neither continues the message above). Empty by default: the query is searched on its "
                "own."), **BOUND) or ""
     options["rewrite"] = control(OPTIONS["rewrite"], defaults)
@@ -98,7 +98,7 @@ try:
     history = read_history_file(history_box, "Previous turns")
 except RagError as exc:  # one clear error; nothing is searched
     show_error(exc, sentence=t("The previous turns cannot be read: write one message per line, starting with "
-                               "“user:” or “assistant:”."))
+                               "`user:` or `assistant:`."))
     st.stop()
 
 if not query.strip():
