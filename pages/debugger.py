@@ -49,7 +49,7 @@ defaults = wb.retriever.defaults
 
 # Every control is an option of the lookup (rag_core.retrieval.options), bound to the URL under its name. A compact
 # bar (the query, the search mode, the widths); the rest one click away; the results right under it.
-query_col, mode_col, compare_col = st.columns([5, 2.2, 2], vertical_alignment="bottom")
+query_col, mode_col, compare_col = st.columns([4.1, 2.6, 2.5], vertical_alignment="bottom")
 query = query_col.text_input(t("Query"), key="q",
                              placeholder=t("e.g. CPU 使用率过高怎么办 / How do I free disk space?"), **BOUND)
 options: dict[str, Any] = {}
