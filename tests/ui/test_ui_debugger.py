@@ -446,3 +446,23 @@ def test_why_wasn_t_it_retrieved_uses_the_previous_turns(kb):
     assert explain_frame_of(at)["dense #"].min() == 1
     alone = app_at(PAGE, q=FOLLOW_UP, expect="disk_full.md", return_n="1")
     assert "disk_full.md is not in the evidence" in texts(alone, "warning")
+
+
+def test_a_model_rewrite_that_fails_or_adds_facts_is_a_warning_and_the_question_is_searched_as_asked(kb, monkeypatch):
+    from rag_core.bootstrap import build_rewriter
+    from rag_core.config import load_settings
+    from tests.servers.chat import Completion, OpenAIChatServer
+
+    with OpenAIChatServer() as server:
+        env = {"RAG_CHAT_PROVIDER": "openai", "RAG_CHAT_BASE_URL": server.base_url, "RAG_CHAT_MODEL": "test-chat",
+               "RAG_CHAT_MAX_RETRIES": "0", "OPENAI_API_KEY": "sk-chat-test"}
+        monkeypatch.setattr(kb.retriever, "rewriter", build_rewriter(load_settings(env=env), env))
+        server.reply(server.server_error(500), Completion.say("What is the first step on node-7 after a disk alert?"))
+        failed = app_at(PAGE, q=FOLLOW_UP, history=EARLIER)
+        assert "could not be rewritten by test-chat" in texts(failed, "warning")
+        assert f"**Searched:** {FOLLOW_UP}" in texts(failed) and "model failed: " in texts(failed, "caption")
+        rejected = app_at(PAGE, q=FOLLOW_UP, history=EARLIER, retrieve_k="19")  # another search: the model again
+        assert "test-chat's rewrite of the follow-up question was not used: it adds node-7" in texts(rejected,
+                                                                                                      "warning")
+        assert "model's rewrite rejected: adds node-7" in texts(rejected, "caption")
+        assert len(server.chat_requests()) == 2
