@@ -3,7 +3,9 @@ how the reranker moved them, when one is configured. Compare mode: the same quer
 base or another parameter set (B), both evidence lists side by side, what both or only one found marked.
 
 Every widget is bound to a URL query parameter (`?q=...&retrieve_k=20&return_n=5&max_chunks_per_document=2
-&mode=hybrid`), so other pages link here with a lookup pre-filled and it runs at once.
+&mode=hybrid`), so other pages link here with a lookup pre-filled and it runs at once. "Previous turns" (`history`):
+the conversation before the query, so a follow-up is searched as the standalone question it means; the page shows
+the question asked and the one searched.
 """
 
 from typing import Any
