@@ -4,7 +4,7 @@ import streamlit as st
 
 from rag_core.agent import Session
 from rag_core.errors import RagError
-from ui.chat import render_turn, stream_turn
+from ui.chat import earlier_turns, render_turn, stream_turn
 from ui.errors import show_error
 from ui.i18n import t
 from ui.reasons import phrase
@@ -58,12 +58,13 @@ for n, (question, turn) in enumerate(ss["chat.turns"]):
     with st.chat_message("user"):  # i18n: ok (a role)
         st.markdown(question)
     with st.chat_message("assistant"):  # i18n: ok (a role)
-        render_turn(turn, key=f"chat.t{n}")
+        render_turn(turn, key=f"chat.t{n}", earlier=earlier_turns(ss["chat.turns"][:n], agent.history_pairs))
 
 if question := st.chat_input(t("Ask about runbooks, alerts, policies…"), key="chat.input"):
     with st.chat_message("user"):  # i18n: ok (a role)
         st.markdown(question)
     with st.chat_message("assistant"):  # i18n: ok (a role)
-        turn = stream_turn(agent.run(question, ss["chat.session"]), key=f"chat.t{len(ss['chat.turns'])}")
+        turn = stream_turn(agent.run(question, ss["chat.session"]), key=f"chat.t{len(ss['chat.turns'])}",
+                           earlier=earlier_turns(ss["chat.turns"], agent.history_pairs))
     ss["chat.turns"].append((question, turn))
     st.rerun()  # the transcript above (with its clear button enabled) now includes this turn

@@ -3,7 +3,9 @@ how the reranker moved them, when one is configured. Compare mode: the same quer
 base or another parameter set (B), both evidence lists side by side, what both or only one found marked.
 
 Every widget is bound to a URL query parameter (`?q=...&retrieve_k=20&return_n=5&max_chunks_per_document=2
-&mode=hybrid`), so other pages link here with a lookup pre-filled and it runs at once.
+&mode=hybrid`), so other pages link here with a lookup pre-filled and it runs at once. "Previous turns" (`history`):
+the conversation before the query, so a follow-up is searched as the standalone question it means; the page shows
+the question asked and the one searched.
 """
 
 from typing import Any
@@ -14,6 +16,7 @@ from rag_core.agent.kb_tool import tool_payload
 from rag_core.errors import RagError
 from rag_core.retrieval.compare import compare_lookups
 from rag_core.retrieval.options import OPTIONS, lookup_overrides
+from rag_core.retrieval.rewrite import read_history_file
 from ui.charts import rerank_movement_figure, score_by_rank_figure
 from ui.compare import Side, chunking_of, comparison_view, side_b_controls
 from ui.components import chunk_card, evidence_table, explanation_view, headers, hits_table, metric_row
@@ -24,7 +27,15 @@ from ui.fates import HIT_FATES, fate_label, look
 from ui.hits import hit_list_html
 from ui.html import ChunkView
 from ui.i18n import t, tn
-from ui.lookup import cached_explanation, cached_lookup, debugger_query_params, lookup_warnings, open_replay
+from ui.lookup import (
+    HISTORY,
+    cached_explanation,
+    cached_lookup,
+    debugger_query_params,
+    lookup_warnings,
+    open_replay,
+    rewrite_view,
+)
 from ui.reasons import describe_drop, location_text, notes, phrase, search_mode_label
 from ui.state import workbench_or_stop
 from ui.tables import fate_counts, reranked, timings_frame
@@ -40,13 +51,22 @@ defaults = wb.retriever.defaults
 
 # Every control is an option of the lookup (rag_core.retrieval.options), bound to the URL under its name. A compact
 # bar (the query, the search mode, the widths); the rest one click away; the results right under it.
-query_col, mode_col, compare_col = st.columns([5, 2.2, 2], vertical_alignment="bottom")
+query_col, mode_col, compare_col = st.columns([4.1, 2.6, 2.5], vertical_alignment="bottom")
 query = query_col.text_input(t("Query"), key="q",
                              placeholder=t("e.g. CPU 使用率过高怎么办 / How do I free disk space?"), **BOUND)
 options: dict[str, Any] = {}
 options["mode"] = control(OPTIONS["mode"], defaults, mode_col)  # codes: a bound widget keeps its labels in the URL
 mode = options["mode"]
 controls("width", defaults, options)
+# The conversation before the query: a follow-up question is searched as the standalone question it means.
+with st.expander(t("Previous turns"), expanded=bool(st.session_state.get(HISTORY) or st.query_params.get(HISTORY))):
+    history_box = st.text_area(
+        t("Previous turns"), key=HISTORY, height=110,
+        placeholder=t("user: How do I free disk space?\nassistant: Clean the journal [disk_full.md#chunk-1]"),
+        help=t("The conversation before the query, one message per line: `user: …` or `assistant: …` (a line that "
+               "starts with neither continues the message above). Empty by default: the query is searched on its "
+               "own."), **BOUND) or ""
+    options["rewrite"] = control(OPTIONS["rewrite"], defaults)
 reranker = wb.retriever.reranker
 with st.expander(t("Filters, fusion, threshold and reranking"), expanded=False):
     controls("scope", defaults, options, documents=[d.doc_id for d in wb.store.list_documents()])
@@ -76,6 +96,13 @@ if compare:
             show_error(exc)
             st.stop()
 
+try:
+    history = read_history_file(history_box, "Previous turns")
+except RagError as exc:  # one clear error; nothing is searched
+    show_error(exc, sentence=t("The previous turns cannot be read: write one message per line, starting with "
+                               "`user:` or `assistant:`."))
+    st.stop()
+
 if not query.strip():
     st.info(t("Type a query to see the raw hits, the evidence the agent gets, and why anything was dropped."),
             icon="⌨️")
@@ -86,13 +113,14 @@ if options["return_n"] > options["retrieve_k"]:
                  return_n=options["return_n"], retrieve_k=options["retrieve_k"]))
     options["return_n"] = options["retrieve_k"]
 try:  # the options reach the lookup as the CLI's flags and the API's parameters do
-    params = wb.retriever.params(**lookup_overrides(options, wb.settings))
+    params = wb.retriever.params(**lookup_overrides(options, wb.settings), history=history)
     # Fetched hits are kept per knowledge base: the same query on another one is another search.
     result, from_cache = cached_lookup(
         wb.retriever, query, params, st.session_state.setdefault("dbg.fetched", {}).setdefault(wb.settings.kb_name, {})
     )
     if compare:
-        params_b = wb_b.retriever.params(**overrides_b, rerank=params.rerank)  # A's rerank (one reranker per process)
+        # A's rerank (one reranker per process); the same conversation before the query
+        params_b = wb_b.retriever.params(**overrides_b, rerank=params.rerank, rewrite=params.rewrite, history=history)
         result_b, from_cache_b = cached_lookup(wb_b.retriever, query, params_b, st.session_state["dbg.fetched"]
                                                .setdefault(wb_b.settings.kb_name, {}))
 except RagError as exc:
@@ -102,10 +130,14 @@ except RagError as exc:
 if compare:
     a = Side("A", wb.settings.kb_name, params, result, from_cache, chunking_of(wb))
     b = Side("B", wb_b.settings.kb_name, params_b, result_b, from_cache_b, chunking_of(wb_b))
+    rewrite_view(result.to_dict())
+    if result_b.searched != result.searched:  # B's knowledge base read the earlier answers' citations otherwise
+        rewrite_view(result_b.to_dict(), prefix="B: ")
     comparison_view(compare_lookups(result, result_b, by_text=a.chunking != b.chunking), a, b)
     st.stop()  # the single-lookup views below are for one side
 
 data = result.to_dict()
+rewrite_view(data)  # a follow-up: the question as asked and the one searched
 lookup_warnings(data)
 if result.scope is not None:
     s = result.scope
@@ -132,7 +164,7 @@ hits_tab, evidence_tab, table_tab, scores_tab = st.tabs([
     t("Raw hits ({n})", n=len(result.traces)), t("Evidence ({n})", n=len(result.evidence)), t("Table"),
     t("Scores and timings")])
 with hits_tab:
-    st.html(hit_list_html(data["raw_hits"], query))
+    st.html(hit_list_html(data["raw_hits"], result.searched))
 with evidence_tab:
     for i, e in enumerate(data["evidence"]):
         chunk_card(ChunkView(index=e["chunk_index"] if e["chunk_index"] is not None else i, text=e["content"],
@@ -207,7 +239,7 @@ with st.expander(t("Why wasn't it retrieved?"), expanded=bool(expected_url)):
             fix = explanation.get("fix")
             link = fix and debugger_query_params(query, {**params.to_dict(), **fix["changes"]}, explanation["doc_id"],
                                                  expect_chunk=None if chunk is None else int(chunk),
-                                                 answer=answer.strip())
+                                                 answer=answer.strip(), history=history_box.strip())
             explanation_view(explanation, link or None, LIMITS)
 
 with st.expander(tn("Agent projection — exactly what the agent's tool returns ({n} item)",

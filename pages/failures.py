@@ -14,7 +14,7 @@ from rag_core.feedback.records import Lookup, TurnRecord
 from ui.errors import show_error
 from ui.evaluation import EVALUATION_PAGE, headers, link_column, preselect_saved_set
 from ui.i18n import N_, t
-from ui.lookup import DEBUGGER_PAGE, debugger_query_params, debugger_url
+from ui.lookup import DEBUGGER_PAGE, HISTORY, debugger_query_params, debugger_url, history_text, recorded_history
 from ui.navigation import page_file
 from ui.state import get_settings, get_turn_store, get_workbench, knowledge_bases
 
@@ -81,9 +81,18 @@ with st.container(border=True):
                  evidence=", ".join(f"`{k}`" for k in turn.evidence_keys) or t("none")))
     lookup = first_lookup(turn)
     kb_name = turn.knowledge_bases[0] if turn.knowledge_bases else None
+    # The turns asked before it in its chat session (those the turns store still keeps) go to the debugger's
+    # "Previous turns" box, so a follow-up is searched as it was.
+    earlier: dict[str, str] = {}
     if lookup is not None:
+        try:
+            pairs = recorded_history(get_turn_store(), turn, get_settings()["chat.history-pairs"])
+        except RagError:  # the turns store cannot be read now: the box stays empty
+            pairs = []
+        earlier = {HISTORY: history_text(pairs, lookup.params)}
         st.page_link(DEBUGGER_PAGE, label=t("Open “{query}” in the retrieval debugger", query=lookup.query), icon="🔎",
-                     query_params=debugger_query_params(lookup.query, lookup.params, kb=kb_name, replay=True))
+                     query_params=debugger_query_params(lookup.query, lookup.params, kb=kb_name, replay=True,
+                                                        **earlier))
 
 st.subheader(t("Add to a test set"))
 # What it should have found: the turn's evidence, the hits its lookups dropped (the "why wasn't it retrieved?"
@@ -137,4 +146,4 @@ if expected and lookup is not None:
     st.page_link(DEBUGGER_PAGE, label=t("Why wasn't {doc} retrieved?", doc=doc_id), icon="🔍",
                  query_params=debugger_query_params(lookup.query, lookup.params, doc_id, kb=kb_name, replay=True,
                                                     expect_chunk=source and source.partition(CHUNK)[2],
-                                                    answer=answer.strip()))
+                                                    answer=answer.strip(), **earlier))

@@ -4,7 +4,7 @@ session state on every rerun, with the same components as the debugger (evidence
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 import streamlit as st
@@ -19,10 +19,13 @@ from .components import chunk_card, evidence_table
 from .errors import show_chat_error, show_error, show_notice
 from .html import ChunkView
 from .i18n import t, tn
-from .lookup import DEBUGGER_PAGE, debugger_query_params, lookup_warnings
+from .lookup import DEBUGGER_PAGE, HISTORY, debugger_query_params, history_text, lookup_warnings, rewrite_view
 from .reasons import location_text
 
 CURSOR = " ▌"
+# The (question, answer) pairs of the chat before a turn, as its agent was given them: what "Replay this lookup in
+# the retrieval debugger" puts in the debugger's "Previous turns" box.
+Earlier = Sequence[tuple[str, str]]
 
 
 def step_label(step: ToolStep) -> str:
@@ -50,7 +53,7 @@ def _render_arguments(step: ToolStep) -> None:
                        indent=2), language="json")
 
 
-def _render_result(step: ToolStep, key: str) -> None:
+def _render_result(step: ToolStep, key: str, earlier: Earlier = ()) -> None:
     if step.ok is None:
         return
     if not step.ok:
@@ -68,10 +71,12 @@ def _render_result(step: ToolStep, key: str) -> None:
                      "max {cap} per document, return-n {n})", k=params["retrieve_k"],
                      hits=len(step.lookup["raw_hits"]), reranked=reranked, evidence=len(step.lookup["evidence"]),
                      dropped=dropped, cap=params["max_chunks_per_document"], n=params["return_n"]))
+        rewrite_view(step.lookup, changed_only=True)  # a follow-up searched as the standalone question it means
         lookup_warnings(step.lookup)
         evidence_table(step.lookup, key=f"{key}.evidence")
         st.page_link(DEBUGGER_PAGE, label=t("Replay this lookup in the retrieval debugger"), icon="🔎",
-                     query_params=debugger_query_params(step.lookup["query"], params, replay=True))
+                     query_params=debugger_query_params(step.lookup["query"], params, replay=True,
+                                                        **{HISTORY: history_text(earlier, params)}))
     else:
         st.caption(t("Result"))
         st.json(step.result, expanded=False)
@@ -81,11 +86,19 @@ def _state(step: ToolStep) -> Literal["running", "complete", "error"]:
     return "running" if step.ok is None else ("complete" if step.ok else "error")
 
 
-def render_tool(step: ToolStep, key: str) -> None:
-    """A tool call as a status block: its arguments, then its result (the evidence table for lookups)."""
+def render_tool(step: ToolStep, key: str, earlier: Earlier = ()) -> None:
+    """A tool call as a status block: its arguments, then its result (the evidence table for lookups). `earlier`:
+    the chat's turns before this one."""
     with st.status(step_label(step), state=_state(step), expanded=False):
         _render_arguments(step)
-        _render_result(step, key)
+        _render_result(step, key, earlier)
+
+
+def earlier_turns(turns: Sequence[tuple[str, AssistantTurn]], pairs: int) -> list[tuple[str, str]]:
+    """The chat's (question, answer) pairs the agent is given before the next turn (rag_core.agent.Session.window):
+    the last `pairs` that were answered (a turn that ended in an error is not kept)."""
+    answered = [(question, turn.text) for question, turn in turns if turn.text.strip() and not turn.error]
+    return answered[-pairs:] if pairs > 0 else []
 
 
 def citation_label(cited: str, block: dict[str, Any] | None) -> str:
@@ -149,11 +162,11 @@ def render_feedback(turn: AssistantTurn, key: str) -> None:
         st.caption("✅ " + (t("Rating and comment saved.") if commented else t("Rating saved.")))
 
 
-def render_turn(turn: AssistantTurn, key: str) -> None:
-    """An answered turn, as it looked when it finished."""
+def render_turn(turn: AssistantTurn, key: str, earlier: Earlier = ()) -> None:
+    """An answered turn, as it looked when it finished. `earlier`: the chat's turns before it."""
     for i, part in enumerate(turn.parts):
         if isinstance(part, ToolStep):
-            render_tool(part, f"{key}.tool{i}")
+            render_tool(part, f"{key}.tool{i}", earlier)
         elif part.strip():
             st.markdown(part)
     for notice, kind in zip(turn.notices, turn.notice_kinds, strict=False):
@@ -164,8 +177,9 @@ def render_turn(turn: AssistantTurn, key: str) -> None:
     render_feedback(turn, key)
 
 
-def stream_turn(events: Iterable[Event], key: str) -> AssistantTurn:
-    """Render a turn while its events arrive (the answer streams into place); return its record."""
+def stream_turn(events: Iterable[Event], key: str, earlier: Earlier = ()) -> AssistantTurn:
+    """Render a turn while its events arrive (the answer streams into place); return its record. `earlier`: the
+    chat's turns before it."""
     turn = AssistantTurn()
     statuses: dict[str, Any] = {}
     text_slot: Any = None
@@ -180,10 +194,10 @@ def stream_turn(events: Iterable[Event], key: str) -> AssistantTurn:
             step_key = f"{key}.tool{next(i for i, p in enumerate(turn.parts) if p is step)}"
             status = statuses.get(step.call_id)
             if status is None:
-                render_tool(step, step_key)
+                render_tool(step, step_key, earlier)
                 continue
             with status:
-                _render_result(step, step_key)
+                _render_result(step, step_key, earlier)
             status.update(label=step_label(step), state=_state(step))
         elif isinstance(event, ContentEvent):
             if text_slot is None:

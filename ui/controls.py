@@ -39,7 +39,7 @@ def control(option: LookupOption, defaults: LookupParams, where: Any = st, *, va
     common: dict[str, Any] = {"key": option.name, "disabled": disabled, **BOUND}
     value: Any
     if option.widget == "choice":
-        value = where.segmented_control(label, list(option.choices), default=start, required=True, **common)
+        value = where.segmented_control(label, list(option.choices), default=start, required=True, **helped, **common)
     elif option.widget == "toggle":
         value = where.toggle(label, value=bool(start), **helped, **common)
     elif option.widget == "text":

@@ -140,10 +140,12 @@ def _show(sentence: str, original: str, *, icon: str | None, prefix: str = "", w
         st.code(original, language=None, wrap_lines=True)
 
 
-def show_error(exc: BaseException, *, icon: str | None = "🛑", prefix: str = "", warning: bool = False) -> None:
+def show_error(exc: BaseException, *, icon: str | None = "🛑", prefix: str = "", warning: bool = False,
+               sentence: str | None = None) -> None:
     """An error on the page (`warning`: as a warning): translated by type and code, the original text in an
-    expander. `prefix`: what it is about (e.g. "B: "), already in the session's language."""
-    _show(error_sentence(exc), str(exc), icon=icon, prefix=prefix, warning=warning,
+    expander. `prefix`: what it is about (e.g. "B: "), already in the session's language. `sentence`: the page's own
+    words for it (already translated), where the type's sentence would be too vague (a box the person filled)."""
+    _show(sentence or error_sentence(exc), str(exc), icon=icon, prefix=prefix, warning=warning,
           worded_for_app=not isinstance(exc, COMMAND_LINE_WORDED))
 
 

@@ -34,6 +34,9 @@ SETTING_HELP = {
                              "word, an English one with no Chinese character), which BM25 can never match, gets "
                              "BM25's share in hybrid fusion from its dense rank or score instead of nothing."),
     "rag.rrf-k": N_("RRF constant k (rank fusion)."),
+    "rag.rewrite": N_("How a follow-up question in a conversation becomes the standalone question searched: auto = the "
+                      "chat model when one is configured, else offline (borrows the earlier question's topic); off = "
+                      "search it as asked."),
     "rerank.provider": N_("Reranking model between recall and post-processing; none = off."),
     "embedding.model": N_("Model name; empty picks the provider's default."),
     "embedding.dimension": N_("Vector size for providers that allow choosing it; 0 = provider default."),

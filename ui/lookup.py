@@ -8,20 +8,23 @@ so moving the return-n or per-document-cap slider runs `assemble` only (no searc
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, MutableMapping
+import re
+from collections.abc import Hashable, Iterable, Mapping, MutableMapping
 from typing import Any, Literal, TypedDict
 from urllib.parse import urlencode
 
 import streamlit as st
 
+from rag_core.errors import TurnNotFound
+from rag_core.feedback import TurnRecord, TurnStore
 from rag_core.retrieval import Fetched, KnowledgeRetriever, LookupParams, LookupResult
 from rag_core.retrieval.explain import ChunkSource, explain
 from rag_core.retrieval.options import LOOKUP_OPTIONS
 from rag_core.retrieval.spans import traced_lookup
 
-from .i18n import LANG_PARAM, N_, browser_language, language, t
+from .i18n import LANG_PARAM, N_, browser_language, language, t, tn
 from .navigation import page_file
-from .reasons import phrases
+from .reasons import phrases, rewrite_outcome
 
 CACHE_SIZE = 8
 DEBUGGER_PAGE = "pages/debugger.py"
@@ -36,8 +39,11 @@ NO_MATCHES_IN_APP = N_("The filter {filter} matches no document (of {documents:,
 # earlier `kb_b` (and an earlier filter, expected document, ...), and `compare=false` cannot say otherwise
 # (Streamlit drops a bound parameter at its default before reading it).
 REPLAY = "replay"
+# The debugger's "Previous turns" box: the conversation before the query, one message per line ("user: ...",
+# "assistant: ..."), read by rag_core.retrieval.rewrite.read_history_file; bound to the URL so links carry it.
+HISTORY = "history"
 # The debugger's widgets bound to the URL besides the lookup options' (each under its option's name).
-DEBUGGER_KEYS = ("q", "compare", "kb_b", "expect", "expect_chunk", "answer")
+DEBUGGER_KEYS = ("q", HISTORY, "compare", "kb_b", "expect", "expect_chunk", "answer")
 
 
 class URLBound(TypedDict):
@@ -50,7 +56,8 @@ class URLBound(TypedDict):
 def fetch_key(query: str, params: LookupParams) -> Hashable:
     filters = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in params.filters.items())) \
         if params.filters else None
-    return (query.strip(), params.retrieve_k, params.search, filters, params.rerank, params.scope)
+    return (query.strip(), params.retrieve_k, params.search, filters, params.rerank, params.scope, params.rewrite,
+            params.history)
 
 
 def cached_lookup(retriever: KnowledgeRetriever, query: str, params: LookupParams,
@@ -81,7 +88,7 @@ def cached_explanation(retriever: KnowledgeRetriever, source: ChunkSource, query
                              retrieve_k=params.retrieve_k, return_n=params.return_n,
                              max_chunks_per_document=params.max_chunks_per_document, search=params.search,
                              rerank=params.rerank, filters=params.filters, thresholds=params.thresholds,
-                             scope=params.scope).to_dict()
+                             scope=params.scope, rewrite=params.rewrite, history=params.history).to_dict()
     while len(cache) > CACHE_SIZE:
         cache.pop(next(iter(cache)))
     return cache[key]
@@ -152,3 +159,56 @@ def lookup_warnings(data: Mapping[str, Any]) -> None:
         st.page_link(page_file(KNOWLEDGE_BASE_PAGE), icon="📚",
                      label=t("Each document's metadata: the Knowledge base page, under Metadata and tags"))
         st.caption(t("From the command line: `{command}`", command="python -m rag_core docs --json"))
+
+
+# ------------------------------------------------------------------------------------ the conversation before
+def history_text(pairs: Iterable[tuple[str, str]], params: Mapping[str, Any] | None = None) -> str:
+    """Earlier (question, answer) pairs as the debugger's "Previous turns" box reads them: "user: ..." and
+    "assistant: ..." lines (an answer's further lines continue it). `params`: the replayed lookup's
+    (`LookupParams.to_dict()`); when it says how many earlier messages the lookup was given (`history_turns`),
+    only that many of the last are kept, so the replay is that lookup."""
+    messages = [f"{role}: {text.strip()}" for question, answer in pairs
+                for role, text in (("user", question), ("assistant", answer)) if text.strip()]
+    given = (params or {}).get("history_turns")
+    if isinstance(given, int) and 0 < given < len(messages):
+        messages = messages[-given:]
+    return "\n".join(messages)
+
+
+def recorded_history(store: TurnStore, turn: TurnRecord, pairs: int) -> list[tuple[str, str]]:
+    """The (question, answer) pairs asked before a recorded turn in its chat session, as the agent was given them:
+    the last `pairs` answered ones (chat.history-pairs); those the turns store no longer keeps are left out."""
+    found: list[tuple[str, str]] = []
+    for index in range(turn.turn_index - 1, -1, -1):
+        if len(found) >= pairs or not turn.session_id:
+            break
+        try:
+            earlier = store.get(session_id=turn.session_id, turn_index=index)
+        except TurnNotFound:
+            continue
+        if earlier.answer.strip() and not earlier.error:
+            found.append((earlier.question, earlier.answer))
+    return found[::-1]
+
+
+_MARKDOWN = re.compile(r"([\\`*_\[\]<|~$])")
+
+
+def _plain(text: str) -> str:
+    """`text` shown as it is inside markdown (no emphasis, links or formulas made of its characters)."""
+    return _MARKDOWN.sub(r"\\\1", text)
+
+
+def rewrite_view(data: Mapping[str, Any], *, changed_only: bool = False, prefix: str = "") -> None:
+    """The question as asked and the one searched, with what the rewrite did (a lookup's `rewrite`:
+    `LookupResult.to_dict()`); nothing for a lookup without earlier turns. `changed_only`: only when the searched
+    question differs from the asked one (the chat's tool panel). `prefix`: which side (compare mode)."""
+    rewrite = data.get("rewrite")
+    if not rewrite or (changed_only and rewrite["searched"] == rewrite["original"]):
+        return
+    with st.container(border=True):
+        st.markdown(prefix + t("**Asked:** {question}", question=_plain(rewrite["original"])) + "  \n"
+                    + t("**Searched:** {question}", question=_plain(rewrite["searched"])))
+        turns = int(rewrite.get("turns") or 0)
+        st.caption(rewrite_outcome(rewrite) + (tn(" · after {n} earlier message", " · after {n} earlier messages",
+                                                  turns) if turns else ""))

@@ -274,3 +274,42 @@ def location_text(label: str) -> str:
         return label
     first = int(m["first"])
     return location_label(Location(_UNIT_OF[m["unit"]], first, int(m["last"] or first), sheet=m["sheet"] or ""))
+
+
+# ------------------------------------------------------------------------------------ a follow-up's rewrite
+# The fixed reasons the rewrite stage gives (`Rewrite.detail`: rag_core/retrieval/rewrite.py and stages.py), in the
+# user's language; any other detail (a model's error, the facts its rewrite added) is shown as it is, as the
+# rewrite warnings do.
+REWRITE_DETAILS: Mapping[str, str] = {
+    "no earlier question": N_("no earlier question"),
+    "it stands alone": N_("it stands alone"),
+    "the earlier question has no topic to borrow": N_("the earlier question has no topic to borrow"),
+    "the model kept it as asked": N_("the model kept it as asked"),
+    "the model's reply was empty": N_("the model's reply was empty"),
+    "rewriting is off for this lookup": N_("rewriting is off for this lookup"),
+}
+
+
+def _rewrite_detail(detail: str) -> str:
+    return t(REWRITE_DETAILS[detail]) if detail in REWRITE_DETAILS else detail
+
+
+def rewrite_outcome(rewrite: Mapping[str, Any]) -> str:
+    """What the rewrite stage did (a lookup's `rewrite`, `Rewrite.to_dict()`), in words: rewritten (and what the
+    offline rewrite borrowed), kept as asked, rewriting off, the model failed or its rewrite was rejected (why)."""
+    outcome, by, detail = rewrite.get("outcome"), str(rewrite.get("by") or ""), str(rewrite.get("detail") or "")
+    if outcome == "rewritten":
+        borrowed = t(", ").join(f"“{b}”" for b in rewrite.get("borrowed") or ())
+        if by == "offline":
+            return t("rewritten offline: borrowed {borrowed}", borrowed=borrowed) if borrowed else \
+                t("rewritten offline")
+        return t("rewritten by {model}", model=by)
+    if outcome == "kept":
+        return t("kept as asked: {why}", why=_rewrite_detail(detail)) if detail else t("kept as asked")
+    if outcome == "off":
+        return t("rewriting off")
+    if outcome == "model_failed":
+        return t("model failed: {detail}", detail=_rewrite_detail(detail))
+    if outcome == "model_rejected":
+        return t("model's rewrite rejected: {detail}", detail=_rewrite_detail(detail))
+    return str(outcome)

@@ -606,7 +606,8 @@ def explain(retriever: KnowledgeRetriever, source: ChunkSource, query: str, expe
     """Why the expected document / chunk / answer is or is not in the evidence of `query` (see the module
     docstring). `answer_start`: the answer's offset in the document, when known (labelled sets).
     `overrides` are lookup settings (retrieve_k, return_n, max_chunks_per_document, search, rerank,
-    filters), as for `KnowledgeRetriever.lookup`. Raises RetrievalError for bad input. One span holds all it
+    filters, rewrite, history), as for `KnowledgeRetriever.lookup`: with `history` the question is rewritten first,
+    and each channel ranks the question searched. Raises RetrievalError for bad input. One span holds all it
     searches (its lookup and each channel's ranking): one trace per explanation."""
     with tracing.span("explain", sc.CHAIN, {sc.INPUT_VALUE: query, "rag.expect": str(expect or ""),
                                             "rag.answer": answer}) as span:

@@ -61,6 +61,37 @@ def test_offline_chat_answers_with_a_citation(page, app_server):
     expect(page.locator(".hit-row").filter(has_text="disk_full.md#chunk-").first).to_be_visible()
 
 
+def test_a_follow_up_replays_in_the_debugger_with_the_turns_before_it(page, app_server):
+    # a follow-up asked in the chat opens in the debugger with the conversation before it: both questions shown
+    open_page(page, app_server.url, "chat", heading="💬 Agent chat")
+    statuses = page.get_by_test_id("stExpander").filter(has_text="Searched the knowledge base")
+    ask(page, "How do I free disk space when a node disk is full?")
+    expect(statuses).to_have_count(1, timeout=60_000)
+    wait_idle(page)
+    ask(page, "What is the first step?")
+    expect(statuses).to_have_count(2, timeout=60_000)
+    wait_idle(page)
+    follow_up = statuses.last
+    replay = follow_up.get_by_role("link", name=re.compile("Replay this lookup"))
+    if not replay.is_visible():
+        follow_up.get_by_text("Searched the knowledge base").click()
+        wait_idle(page)
+    replay.click()
+    expect(page.get_by_role("heading", name="🔎 Retrieval debugger")).to_be_visible(timeout=30_000)
+    expect(page.get_by_role("textbox", name="Query")).to_have_value("What is the first step?", timeout=60_000)
+    box = page.get_by_role("textbox", name="Previous turns")
+    expect(box).to_have_value(re.compile(r"^user: How do I free disk space when a node disk is full\?\nassistant: "
+                                         r".*\[(runbooks/)?disk_full\.md#chunk-\d+\]", re.S), timeout=60_000)
+    questions = page.get_by_test_id("stMarkdownContainer").filter(has_text="Searched:")
+    expect(questions).to_contain_text("Asked: What is the first step?", timeout=60_000)
+    expect(questions).to_contain_text("Searched: What is the first step? (free disk space node full; Runbook: Disk "
+                                      "Space Low")
+    expect(page.get_by_text(re.compile("rewritten offline: borrowed “free”, “disk”"))).to_be_visible()
+    expect(page.locator(".hit-row").filter(has_text="disk_full.md#chunk-").first).to_be_visible()
+    wait_idle(page)
+    shot(page, "debugger_follow_up")
+
+
 @pytest.fixture(scope="module")
 def model_app(tmp_path_factory):
     """A second app whose chat model is a local OpenAI-compatible server that streams slowly."""

@@ -304,3 +304,20 @@ def test_a_split_answer_is_a_chunking_cause_even_when_its_parts_are_evidence():
     assert all(c.fate == "kept" for c in e.targets)  # both parts are evidence...
     assert not e.retrieved and e.cause == "answer_split" and e.fix is None  # ...but no block holds the answer
     assert "split across a chunk boundary" in e.verdict and "chunk.overlap" in e.verdict
+
+
+def test_a_follow_up_is_explained_as_the_question_it_was_searched_for(port):
+    # the earlier turns reach explain's lookup, and each channel ranks the rewritten question, not the one asked
+    retriever = KnowledgeRetriever(port)
+    alone = explain(retriever, port.store, "What does it say?", "many.md#chunk-0", **PARAMS)
+    assert alone.targets[0].channels["bm25"].rank is None and not alone.retrieved
+    assert alone.to_dict()["rewrite"] is None
+    e = explain(retriever, port.store, "What does it say?", "many.md#chunk-0",
+                history=["user: Where is alpha?", "assistant: In [many.md#chunk-0]."], **PARAMS)
+    assert e.retrieved and e.targets[0].channels["bm25"].rank == 1
+    rewrite = e.to_dict()["rewrite"]
+    assert (rewrite["original"], rewrite["outcome"]) == ("What does it say?", "rewritten")
+    assert "alpha" in rewrite["borrowed"] and rewrite["searched"] != rewrite["original"]
+    off = explain(retriever, port.store, "What does it say?", "many.md#chunk-0", rewrite="off",
+                  history=["user: Where is alpha?", "assistant: In [many.md#chunk-0]."], **PARAMS)
+    assert not off.retrieved and off.to_dict()["rewrite"]["outcome"] == "off"

@@ -184,3 +184,49 @@ def test_an_answer_is_one_trace_rated_with_a_comment_into_the_turns_store(kb):
     assert turn.comment == "should cite the log rotation runbook" and turn.knowledge_bases == ("biz",)
     assert turn.lookups and turn.lookups[0].evidence_keys and turn.mode == "offline"
     assert turn.trace_id == trace_id
+
+
+# ------------------------------------------------------------------------------------ follow-up questions
+FIRST = "How do I free disk space when a node disk is full?"
+FOLLOW_UP = "What is the first step?"
+
+
+def test_replay_carries_the_turns_before_it_into_the_debugger_s_previous_turns(kb):
+    at = app_at(PAGE)
+    ask(at, FIRST)
+    ask(at, FOLLOW_UP)
+    first_answer = at.session_state["chat.turns"][0][1].text
+    first, second = debugger_links(at)
+    assert "history" not in first  # the first turn had nothing before it
+    assert second["q"] == [FOLLOW_UP] and second["replay"] == ["1"]
+    assert second["history"] == [f"user: {FIRST}\nassistant: {first_answer.strip()}"]
+    assert "[disk_full.md#chunk-" in second["history"][0]  # the answer's citations: what the offline rewrite reads
+    for name in list(at.query_params):
+        del at.query_params[name]
+    for name, values in second.items():
+        at.query_params[name] = values[0]
+    at.switch_page("pages/debugger.py").run()
+    assert not at.exception, at.exception
+    assert at.text_area(key="history").value == second["history"][0]
+    shown = texts(at)
+    assert f"**Asked:** {FOLLOW_UP}" in shown and f"**Searched:** {FOLLOW_UP} (free disk space node full" in shown
+
+
+def test_the_tool_panel_shows_the_searched_question_of_a_rewritten_follow_up(kb):
+    from rag_core.agent.turn import AssistantTurn, ToolStep
+
+    earlier = [f"user: {FIRST}", "assistant: Clean the journal [disk_full.md#chunk-1]"]
+    rewritten = kb.retriever.lookup(FOLLOW_UP, history=earlier).to_dict()
+    as_asked = kb.retriever.lookup(FIRST, history=[]).to_dict()  # no earlier turns: no rewrite
+    steps = [ToolStep(f"call-{i}", "search_knowledge_base", {"query": q}, "{}", ok=True, seconds=0.1, lookup=lookup)
+             for i, (q, lookup) in enumerate(((FOLLOW_UP, rewritten), (FIRST, as_asked)))]
+    at = app_at(PAGE)
+    at.session_state["chat.turns"] = [(FOLLOW_UP, AssistantTurn(parts=[steps[0]])),
+                                      (FIRST, AssistantTurn(parts=[steps[1]]))]
+    at.run()
+    assert not at.exception, at.exception
+    rewritten_panel, plain_panel = at.status
+    shown = texts(rewritten_panel)
+    assert f"**Asked:** {FOLLOW_UP}" in shown and f"**Searched:** {rewritten['rewrite']['searched']}" in shown
+    assert "rewritten offline: borrowed “free”, “disk”" in texts(rewritten_panel, "caption")
+    assert "**Searched:**" not in texts(plain_panel)

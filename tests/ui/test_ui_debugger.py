@@ -399,3 +399,70 @@ def test_a_cross_language_stand_in_is_marked_and_the_toggle_turns_it_off(kb):
     assert not at.exception
     hits, _ = frames(at)
     assert not hits["cross-language"].any()
+
+
+# ------------------------------------------------------------------------------------ a follow-up question
+EARLIER = ("user: How do I free disk space when a node disk is full?\n"
+           "assistant: Clean the journal [disk_full.md#chunk-1]")
+FOLLOW_UP = "What is the first step?"
+
+
+def test_previous_turns_rewrite_the_follow_up_and_both_questions_are_shown(kb):
+    alone = app_at(PAGE, q=FOLLOW_UP)
+    assert "**Asked:**" not in texts(alone)  # no earlier turns: nothing rewritten, nothing said
+    _, evidence_alone = frames(alone)
+    at = app_at(PAGE, q=FOLLOW_UP, history=EARLIER)
+    assert at.text_area(key="history").value == EARLIER
+    shown = texts(at)
+    assert f"**Asked:** {FOLLOW_UP}" in shown
+    assert "**Searched:** What is the first step? (free disk space node full; Runbook: Disk Space Low > Alerts" in shown
+    outcome = texts(at, "caption")
+    assert "rewritten offline: borrowed “free”, “disk”, “space”, “node”, “full”" in outcome
+    assert "after 2 earlier messages" in outcome
+    _, evidence = frames(at)
+    assert evidence["evidenceKey"].iloc[0].startswith("disk_full.md#chunk-")
+    assert list(evidence["evidenceKey"]) != list(evidence_alone["evidenceKey"])
+    assert not evidence_alone["evidenceKey"].iloc[0].startswith("disk_full.md#")
+    # the rewrite control, then rewriting off: the question is searched as asked, and the page says so
+    assert at.button_group(key="rewrite").value == "auto"
+    at.button_group(key="rewrite").set_value("off").run()
+    assert f"**Searched:** {FOLLOW_UP}" in texts(at) and "rewriting off" in texts(at, "caption")
+    _, evidence_off = frames(at)
+    assert list(evidence_off["evidenceKey"]) == list(evidence_alone["evidenceKey"])
+
+
+def test_a_malformed_previous_turns_box_is_one_error_and_nothing_is_searched(kb, searches):
+    at = app_at(PAGE, q=FOLLOW_UP, history="How do I free disk space?\nassistant: Clean the journal")
+    (error,) = at.error
+    assert 'Previous turns, turn 1: write it as "user: ..." or "assistant: ..."' in error.value
+    assert searches == {"dense": 0, "bm25": 0} and not at.dataframe
+
+
+def test_why_wasn_t_it_retrieved_uses_the_previous_turns(kb):
+    # one evidence block: the follow-up alone finds a CPU runbook chunk first; searched with the earlier turns, the
+    # disk runbook's (the panel's own lookup and channel ranks take the history too)
+    at = app_at(PAGE, q=FOLLOW_UP, history=EARLIER, expect="disk_full.md", return_n="1")
+    assert "disk_full.md is in the evidence" in texts(at, "success")
+    assert explain_frame_of(at)["dense #"].min() == 1
+    alone = app_at(PAGE, q=FOLLOW_UP, expect="disk_full.md", return_n="1")
+    assert "disk_full.md is not in the evidence" in texts(alone, "warning")
+
+
+def test_a_model_rewrite_that_fails_or_adds_facts_is_a_warning_and_the_question_is_searched_as_asked(kb, monkeypatch):
+    from rag_core.bootstrap import build_rewriter
+    from rag_core.config import load_settings
+    from tests.servers.chat import Completion, OpenAIChatServer
+
+    with OpenAIChatServer() as server:
+        env = {"RAG_CHAT_PROVIDER": "openai", "RAG_CHAT_BASE_URL": server.base_url, "RAG_CHAT_MODEL": "test-chat",
+               "RAG_CHAT_MAX_RETRIES": "0", "OPENAI_API_KEY": "sk-chat-test"}
+        monkeypatch.setattr(kb.retriever, "rewriter", build_rewriter(load_settings(env=env), env))
+        server.reply(server.server_error(500), Completion.say("What is the first step on node-7 after a disk alert?"))
+        failed = app_at(PAGE, q=FOLLOW_UP, history=EARLIER)
+        assert "could not be rewritten by test-chat" in texts(failed, "warning")
+        assert f"**Searched:** {FOLLOW_UP}" in texts(failed) and "model failed: " in texts(failed, "caption")
+        rejected = app_at(PAGE, q=FOLLOW_UP, history=EARLIER, retrieve_k="19")  # another search: the model again
+        assert "test-chat's rewrite of the follow-up question was not used: it adds node-7" in texts(rejected,
+                                                                                                      "warning")
+        assert "model's rewrite rejected: adds node-7" in texts(rejected, "caption")
+        assert len(server.chat_requests()) == 2

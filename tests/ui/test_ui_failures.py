@@ -216,3 +216,38 @@ def test_the_success_line_links_to_the_evaluation_page_with_the_set_and_knowledg
     assert at.radio(key="eval_source").value == "Saved test set"
     assert at.selectbox(key="eval_saved_set").value == "linked-set"
     assert at.multiselect(key="eval_saved_kbs").value == ["biz"]
+
+
+def test_a_failed_follow_up_opens_in_the_debugger_with_the_turns_before_it(kb) -> None:
+    """The turns store keeps each turn's session and place in it: the turns asked before a 👎 follow-up go to the
+    debugger's "Previous turns" box (a failed turn is left out, as the agent left it out); a turn whose earlier
+    turns are no longer kept opens with the box empty."""
+    store = TurnStore(load_settings().data_dir / FILE_NAME)
+    session = os.urandom(8).hex()
+    params = {"retrieve_k": 7, "return_n": 3, "max_chunks_per_document": 1, "search_mode": "hybrid"}
+    asked = [("How do I free disk space on a full node?", "Clean the journal [disk_full.md#chunk-1]", None),
+             ("And the order service?", "", "the chat model failed"),
+             ("What is the first step? (a follow-up)", "Delete the order service logs.", None)]
+    for question, answer, error in asked:
+        turn = store.add(TurnRecord(session, question, answer, ("biz",), (Lookup(question, params, ()),),
+                                    trace_id=os.urandom(16).hex(), error=error))
+    store.rate(-1, "lost the topic", trace_id=turn.trace_id)
+    at = app_at(PAGE)
+    picked = next(i for i, label in enumerate(at.selectbox(key="fail.pick").options) if "(a follow-up)" in label)
+    at.selectbox(key="fail.pick").set_value(picked).run()
+    (link,) = [parse_qs(p.proto.query_string) for p in at.get("page_link") if "debugger" in p.proto.page]
+    assert link["history"] == ["user: How do I free disk space on a full node?\n"
+                               "assistant: Clean the journal [disk_full.md#chunk-1]"]
+    expected = at.selectbox(key="fail.expected")
+    expected.set_value(expected.options[0]).run()
+    (why,) = [parse_qs(p.proto.query_string) for p in at.get("page_link") if "retrieved" in p.proto.label]
+    assert why["history"] == link["history"]
+    _follow(at, link)
+    assert at.text_area(key="history").value == link["history"][0]
+    assert "**Asked:** What is the first step? (a follow-up)" in texts(at)
+
+    _seed()  # a turn with nothing before it in its session
+    at = app_at(PAGE)
+    _pick_seeded(at)
+    (link,) = [parse_qs(p.proto.query_string) for p in at.get("page_link") if "debugger" in p.proto.page]
+    assert "history" not in link
