@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 import ui  # noqa: F401 - every page imports ui first (see ui/__init__.py: direct page URLs)
-from rag_core.bootstrap import factories
+from rag_core.bootstrap import build_rewriter, factories
 from rag_core.config import KEYS, Settings
 from rag_core.errors import RagError
 from rag_core.evaluation import (
@@ -293,7 +293,7 @@ def execute(settings: Any) -> None:
         bar.progress(p.fraction, text=text)
 
     run = run_evaluation(eval_set, grid, run_settings, factories=factories(), embedder=embedder, reindex=reindex,
-                         progress=on_progress, knowledge_bases=workbenches)
+                         progress=on_progress, knowledge_bases=workbenches, rewriter=build_rewriter(run_settings))
     paths = save_run(run, new_run_dir(runs_dir(settings), eval_set.name))
     bar.progress(1.0, text=t("Done in {seconds} s — saved to {path}", seconds=f"{run.seconds:.1f}",
                              path=paths["json"].parent))

@@ -74,7 +74,7 @@ def _list_of_kbs(text: str) -> list[str]:
 
 
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
-    from ..bootstrap import build_embedder, factories
+    from ..bootstrap import build_embedder, build_rewriter, factories
     from ..evaluation.datasets import load_set
     from ..evaluation.kbs import opened_knowledge_bases
     from ..evaluation.results import new_run_dir, runs_dir, save_run
@@ -111,10 +111,10 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         if live:  # the knowledge bases as they are: the named ones, or the one --kb before `eval` chooses
             with opened_knowledge_bases(settings, args.kbs or [settings.kb_name], factories()) as workbenches:
                 run = run_evaluation(eval_set, grid, settings, factories=factories(), reindex=args.reindex,
-                                     progress=progress, knowledge_bases=workbenches)
+                                     progress=progress, knowledge_bases=workbenches, rewriter=build_rewriter(settings))
         else:
             run = run_evaluation(eval_set, grid, settings, factories=factories(), embedder=build_embedder(settings),
-                                 reindex=args.reindex, progress=progress)
+                                 reindex=args.reindex, progress=progress, rewriter=build_rewriter(settings))
     paths = {} if args.no_save else save_run(run, Path(args.out) if args.out else new_run_dir(runs_dir(settings),
                                                                                                 eval_set.name))
     comparisons = point_comparisons(run.to_dict(), args.by)

@@ -263,6 +263,8 @@ def score_query(query: EvalQuery, result: Any, latency_ms: float) -> dict[str, A
                               "answers": [a.text for a in query.answers]}  # for "why wasn't it retrieved?"
     if query.history:  # a question asked in a conversation: what was searched, and why
         record.update(searched=result.searched, rewrite=result.rewrite.outcome if result.rewrite else None)
+        if result.rewrite is not None and result.rewrite.outcome in ("model_failed", "model_rejected"):
+            record["rewrite_detail"] = result.rewrite.detail
     record.update(m.document_metrics(evidence_docs, query.relevant))
     record.update(m.document_metrics(raw_docs, query.relevant, prefix="raw_"))
     record["first_relevant_rank"] = m.first_relevant_rank(evidence_docs, query.relevant)

@@ -185,3 +185,28 @@ def test_the_evaluation_page_runs_an_uploaded_conversation(eval_data_dir, monkey
         assert "Idempotency-Key" in failed["debugger"][0]  # the debugger searches what the run searched
     finally:
         clear_workbench()
+
+
+def test_eval_with_a_chat_model_rewrites_with_it(settings, capsys, tmp_path, monkeypatch) -> None:
+    from tests.servers.chat import Completion, OpenAIChatServer
+
+    path = tmp_path / "conv.jsonl"
+    path.write_text(line(id="c", turns=[{"role": "user", "content": FIRST}, {"role": "user", "content": LAST}],
+                         **LABELS), encoding="utf-8")
+    standalone = "How long does the order service store an Idempotency-Key?"
+    monkeypatch.setenv("TEST_CHAT_KEY", "sk-eval-rewrite")
+    for server in OpenAIChatServer(api_key="sk-eval-rewrite").serve():
+        server.reply(Completion.say(standalone))
+        chat = {"chat.provider": "openai", "chat.base-url": server.base_url, "chat.model": "test-chat",
+                "chat.api-key-env": "TEST_CHAT_KEY", "rag.rewrite-deadline": 60}
+        sets = [arg for key, value in chat.items() for arg in ("--set", f"{key}={value}")]
+        code = eval_main(["--data-dir", str(settings.data_dir), *sets, "eval", str(path), "--corpus", str(SAMPLE_KB),
+                          "--quiet", "--no-save", "--json"])
+        out = capsys.readouterr().out
+        assert code == 0, out
+        run = json.loads(out)
+        assert run["config"]["rewrite"] == {"mode": "auto", "model": "test-chat"}
+        (query,) = run["points"][0]["queries"]
+        assert (query["rewrite"], query["searched"], query["answer_found"]) == ("rewritten", standalone, True), (
+            query.get("rewrite_detail"))
+        assert len(server.chat_requests()) == 1

@@ -271,7 +271,7 @@ class TestOfflineRewriterContract(QueryRewriterContract):
 class TestModelRewriterContract(QueryRewriterContract):
     @pytest.fixture
     def rewriter(self, chat_server):
-        chat_server.always(Completion.say("Which command shows the free disk space on a node?"))
+        chat_server.reply(*[Completion.say("Which command shows the free disk space on a node?")] * 5)
         return model_rewriter(chat_server)
 
 
