@@ -463,7 +463,8 @@ def _turns(value: Any, where: str, what: str) -> list[ConversationTurn]:
     return turns
 
 
-def _question(row: Mapping[str, Any], where: str, csv_row: bool) -> tuple[str, tuple[ConversationTurn, ...]]:
+def conversation_question(row: Mapping[str, Any], where: str,
+                          csv_row: bool = False) -> tuple[str, tuple[ConversationTurn, ...]]:
     """The line's question and the conversation before it: `query` (with an optional `history`), or `turns`."""
     if csv_row and ({"turns", "history"} & set(row)):
         raise EvaluationError(f"{where}: a CSV set cannot hold conversations; write a .jsonl file with `turns` (or "
@@ -489,7 +490,7 @@ def _user_query(row: Mapping[str, Any], where: str, default_id: str, csv_row: bo
     if unknown:
         raise EvaluationError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}; use query (or turns), "
                               f"relevant, answer and optionally id (or a test set's {', '.join(ITEM_FIELDS)}).")
-    text, history = _question(row, where, csv_row)
+    text, history = conversation_question(row, where, csv_row)
     excluded = excluded_reason(row, where)
     relevant = _as_list(row.get("relevant"), where, "relevant", csv_row)
     if excluded is not None:

@@ -12,7 +12,9 @@ generated set says about each item (`datasets.ITEM_FIELDS`):
 `kind` is how it was made ("question": a model's question on the chunk; offline questions from "title": the
 chunk's heading path, "sentence": the form of the sentence it quotes, "terms": its distinctive terms;
 "unanswerable": a model's question no chunk answers; "follow_up": a question that only makes sense after the
-earlier turn(s) in its `history`, `[{"role": "user", "content": "the first question"}]`, which name its topic);
+earlier turn(s) in its `history`, `[{"role": "user", "content": "the first question"}]`, which name its topic;
+"pronoun", "ellipsis", "switch": a hand-written conversation's last question, given as `turns` or `query` and
+`history`, see datasets);
 `review` is "unreviewed", "accepted",
 "edited" (the person changed the query or the answer) or "dropped" (kept in the file, left out of runs).
 
@@ -33,15 +35,14 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Settings
-from ..errors import EvaluationError, RetrievalError
+from ..errors import EvaluationError
 from ..files import write_atomic
 from ..ports import ChunkStore
 from ..records import ConversationTurn
-from ..retrieval.rewrite import parse_history
-from .datasets import ITEM_FIELDS, _json_objects, should_answer_value
+from .datasets import ITEM_FIELDS, _json_objects, conversation_question, should_answer_value
 
 REVIEW_STATES = ("unreviewed", "accepted", "edited", "dropped")
-KINDS = ("question", "title", "sentence", "terms", "unanswerable", "follow_up", "")
+KINDS = ("question", "title", "sentence", "terms", "unanswerable", "follow_up", "pronoun", "ellipsis", "switch", "")
 GENERATORS = ("model", "offline", "")  # "": written by hand
 META_SUFFIX = ".meta.json"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")
@@ -89,13 +90,11 @@ class TestItem:
     @classmethod
     def from_row(cls, row: Mapping[str, Any], where: str, default_id: str) -> TestItem:
         """A line of a test set (or of a hand-written simple-format set). Errors name the line and the field."""
-        unknown = set(row) - {"id", "query", "relevant", "answer", *ITEM_FIELDS}
+        unknown = set(row) - {"id", "query", "turns", "relevant", "answer", *ITEM_FIELDS}
         if unknown:
-            raise EvaluationError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}; use query, relevant, "
-                                  f"answer and optionally id, {', '.join(ITEM_FIELDS)}.")
-        query = row.get("query")
-        if not isinstance(query, str) or not query.strip():
-            raise EvaluationError(f"{where}: `query` is missing or empty.")
+            raise EvaluationError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}; use query (or turns), "
+                                  f"relevant, answer and optionally id, {', '.join(ITEM_FIELDS)}.")
+        query, history = conversation_question(row, where)
         relevant = _strings(row.get("relevant"), where, "relevant")
         answers = _strings(row.get("answer"), where, "answer")
         should_answer = should_answer_value(row.get("should_answer"), where)
@@ -118,7 +117,7 @@ class TestItem:
         return cls(id=str(row.get("id") or "").strip() or default_id, query=query.strip(), relevant=tuple(relevant),
                    answers=tuple(answers), source=source or None, lang=texts["lang"], generator=texts["generator"],
                    kind=texts["kind"], should_answer=should_answer, review=texts["review"] or "unreviewed",
-                   history=_history(row.get("history"), where))
+                   history=history)
 
 
 @dataclass(frozen=True)
@@ -143,19 +142,6 @@ class TestSet:
             counts[item.review] += 1
         counts["should_not_answer"] = sum(1 for i in self.active if not i.should_answer)
         return counts
-
-
-def _history(value: Any, where: str) -> tuple[ConversationTurn, ...]:
-    """The earlier turns of a follow-up: a list of {"role": "user" | "assistant", "content": "..."}."""
-    if value is None or value == []:
-        return ()
-    if not isinstance(value, list):
-        raise EvaluationError(f"{where}: `history` must be a list of {{\"role\", \"content\"}} turns, got "
-                              f"{json.dumps(value, ensure_ascii=False)[:60]}.")
-    try:
-        return parse_history(value, f"{where}: `history`")
-    except RetrievalError as exc:
-        raise EvaluationError(str(exc)) from None
 
 
 def _strings(value: Any, where: str, what: str) -> list[str]:

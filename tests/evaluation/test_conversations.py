@@ -210,3 +210,11 @@ def test_eval_with_a_chat_model_rewrites_with_it(settings, capsys, tmp_path, mon
         assert (query["rewrite"], query["searched"], query["answer_found"]) == ("rewritten", standalone, True), (
             query.get("rewrite_detail"))
         assert len(server.chat_requests()) == 1
+
+
+def test_answer_scoring_reads_the_bundled_conversations_as_test_items() -> None:
+    from rag_core.evaluation.testsets import read_test_set
+
+    items = read_test_set(SAMPLE_CONVERSATIONS).items
+    assert len(items) >= 40 and all(i.history and i.history[-1].role in ("user", "assistant") for i in items)
+    assert {i.kind for i in items} == {"pronoun", "ellipsis", "switch"}

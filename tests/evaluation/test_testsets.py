@@ -70,7 +70,7 @@ def test_eval_reads_a_generated_set_as_it_is_leaving_out_what_retrieval_cannot_s
     ('{"query": "a", "relevant": ["d"], "source": 3}', r"`source` must be an evidence key"),
     ('{"query": "a", "relevant": ["d"], "history": "user: b"}', r"line 1: `history` must be a list of"),
     ('{"query": "a", "relevant": ["d"], "history": [{"role": "bot", "content": "b"}]}',
-     r"line 1: `history`, turn 1: role must be user or assistant \(got 'bot'\)"),
+     r'line 1: `history`, turn 1: role must be user or assistant \(got "bot"\)'),
     ('{"query": "a", "relevant": ["d"], "kind": "chat"}', r"`kind` \"chat\" is not one of .*follow_up"),
     ('{"id": "x", "query": "a", "relevant": ["d"]}\n{"id": "x", "query": "b", "relevant": ["d"]}',
      r"'x' appears twice"),
