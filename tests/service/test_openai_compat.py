@@ -12,6 +12,7 @@ import httpx
 import openai
 import pytest
 
+from rag_core.citations import extract_citations
 from rag_core.tokens import TOKENIZER, count_tokens
 from tests.servers.chat import USAGE, Completion, OpenAIChatServer, tool_call
 from tests.service import live
@@ -133,6 +134,29 @@ def test_simonw_llm_asks_and_gets_an_answer_with_its_usage(guarded: live.LiveSer
     rows = json.loads(logged.stdout)
     assert logged.returncode == 0 and [r["input_tokens"] for r in rows] == [count_tokens(QUESTION)] * 2
     assert all(r["output_tokens"] > 0 for r in rows)
+
+
+def test_simonw_llm_continues_a_conversation_and_the_follow_up_is_searched_with_it(guarded: live.LiveServer, kb,
+                                                                                   tmp_path):
+    # The report: `llm "How do I free disk space?"` then `llm -c "Which command shows it?"` was answered
+    # from an unrelated on-call table; `-c` sends the earlier turns, which the follow-up's search now reads.
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "extra-openai-models.yaml").write_text(
+        f"- model_id: {kb.settings.kb_name}\n  model_name: {kb.settings.kb_name}\n"
+        f"  api_base: {guarded.url}/v1\n  api_key_name: workbench\n", encoding="utf-8")
+    (tmp_path / "keys.json").write_text(json.dumps({"workbench": TOKEN}), encoding="utf-8")
+    env = {**os.environ, "LLM_USER_PATH": str(tmp_path)}
+    answers = []
+    for flags in (["How do I free disk space on a node?"], ["-c", "Which command shows it?"]):
+        run = subprocess.run([sys.executable, "-m", "llm", "-m", kb.settings.kb_name, "--no-stream", *flags],
+                             env=env, capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr
+        answers.append(run.stdout)
+    first, follow_up = (extract_citations(answer) for answer in answers)
+    assert first[0].startswith("runbooks/disk_full.md#") and follow_up[0].startswith("runbooks/disk_full.md#")
 
 
 def test_an_unknown_model_is_404_in_openais_shape(client: openai.OpenAI):
