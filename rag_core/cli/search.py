@@ -90,15 +90,16 @@ def _print_result(result: Any) -> None:
         print(f"- [{c.evidence_key}]{cited} ({', '.join(c.hit_reasons)}) {c.content[:160]!r}")
 
 
-def _search_batch(wb: Any, queries: Sequence[tuple[str, str]], overrides: dict[str, Any],
-                  args: argparse.Namespace) -> int:
+def _search_batch(wb: Any, queries: Sequence[tuple[str, str, tuple[ConversationTurn, ...]]],
+                  overrides: dict[str, Any], args: argparse.Namespace) -> int:
     """One lookup per query in one process (one start-up, one model load); with --json one result per line,
-    `{"id": ..., <what search --json prints>}`, or `{"id", "query", "error"}` for a query that was refused."""
+    `{"id": ..., <what search --json prints>}`, or `{"id", "query", "error"}` for a query that was refused. A line
+    holding a conversation (`turns`, or `query` with `history`) is searched after it; others after --history."""
     failed = 0
     with count_bar(len(queries), "query", enabled=not args.quiet) as bar:
-        for qid, query in queries:
+        for qid, query, history in queries:
             try:
-                result = wb.retriever.lookup(query, **overrides)
+                result = wb.retriever.lookup(query, **{**overrides, **({"history": history} if history else {})})
             except RetrievalError as exc:  # this query is bad; the others still run
                 failed += 1
                 record: dict[str, Any] = {"id": qid, "query": query, "error": str(exc)}

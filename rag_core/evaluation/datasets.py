@@ -566,26 +566,25 @@ def _parse_user_set(data: bytes | str, name: str) -> tuple[list[EvalQuery], dict
     return queries, excluded
 
 
-def read_query_file(path: Path) -> list[tuple[str, str]]:
-    """(id, query) pairs of a query list for `search --queries`: .jsonl objects with `query` and optional
-    `id`, or a .csv with a `query` column and optional `id`. Other fields are ignored, so an evaluation
-    set works as a query list. The default id is `q<line>`."""
+def read_query_file(path: Path) -> list[tuple[str, str, tuple[ConversationTurn, ...]]]:
+    """(id, query, the conversation before it) of a query list for `search --queries`: .jsonl objects with `query`
+    (and an optional `history`) or `turns`, and an optional `id`, or a .csv with a `query` column and optional `id`.
+    Other fields are ignored, so an evaluation set (conversations too) works as a query list. The default id is
+    `q<line>`."""
     try:
         data = Path(path).read_bytes()
     except FileNotFoundError:
         raise EvaluationError(f"Query file {path} does not exist.") from None
     except IsADirectoryError:
         raise EvaluationError(f"Query file {path} is a folder; give a .jsonl or .csv file.") from None
-    out: list[tuple[str, str]] = []
-    for where, row, _ in _rows(data, str(path), {"query"}, "query (and optionally id)"):
-        text = row.get("query")
-        if not isinstance(text, str) or not text.strip():
-            raise EvaluationError(f"{where}: `query` is missing or empty.")
+    out: list[tuple[str, str, tuple[ConversationTurn, ...]]] = []
+    for where, row, is_csv in _rows(data, str(path), {"query"}, "query (and optionally id)"):
+        text, history = conversation_question(row, where, is_csv)
         qid = str(row.get("id") or "").strip() or "q" + where.rsplit(" ", 1)[-1]
-        out.append((qid, text.strip()))
+        out.append((qid, text, history))
     if not out:
         raise EvaluationError(f"{path} contains no queries.")
-    _unique_ids([qid for qid, _ in out], str(path))
+    _unique_ids([qid for qid, _, _ in out], str(path))
     return out
 
 

@@ -151,3 +151,18 @@ def test_search_and_explain_take_a_history_file_of_role_lines(data, capsys, tmp_
     assert code == 0 and out.splitlines()[0].startswith(f"Searched as: {rewrite['searched']} (rewritten, offline; ")
     code, out, _ = run(capsys, data, "search", "Which command shows it?", "--json")  # no history: nothing rewritten
     assert code == 0 and json.loads(out)["rewrite"] is None
+
+
+def test_a_query_file_of_conversations_searches_each_last_question_after_its_own_turns(data, capsys, tmp_path):
+    queries = tmp_path / "conversations.jsonl"
+    queries.write_text("\n".join(json.dumps(row) for row in (
+        {"id": "turns", "turns": [{"role": "user", "content": "How do I free disk space on a node?"},
+                                  {"role": "user", "content": "Which command shows it?"}]},
+        {"id": "history", "query": "Which command shows it?",
+         "history": [{"role": "user", "content": "How long can an order stay unpaid?"}]},
+        {"id": "alone", "query": "Which command shows it?"})) + "\n", "utf-8")
+    code, out, _ = run(capsys, data, "search", "--queries", str(queries), "--json", "--quiet")
+    rows = {row["id"]: row for row in map(json.loads, out.splitlines())}
+    assert code == 0 and rows["alone"]["rewrite"] is None
+    assert rows["turns"]["rewrite"]["searched"].startswith("Which command shows it? (free disk space node")
+    assert rows["history"]["rewrite"]["searched"].startswith("Which command shows it? (order stay unpaid")
