@@ -87,8 +87,8 @@ def _store(port: KnowledgeSearchPort) -> KnowledgeStore | None:
 class RewriteQuestion:
     """A question asked in a conversation (the lookup's `history`) becomes the standalone question that is searched
     (retrieval/rewrite.py): by the offline rewrite, or by the chat model when there is one and `rewrite` is "auto"
-    or "model". The earlier answers' `[document_id]` citations are read as the heading paths (else titles, else
-    documents) of those chunks, which the offline rewrite borrows."""
+    or "model". For the offline rewrite, the earlier answers' `[document_id]` citations are read as the heading paths
+    (else titles, else documents) of those chunks, which it borrows."""
 
     port: KnowledgeSearchPort
     offline: QueryRewriter
@@ -103,14 +103,15 @@ class RewriteQuestion:
     def run(self, work: Work) -> Work:
         mode, history = work.params.rewrite, work.params.history
         if mode == "off":
-            done = Rewrite(work.query, work.query, "off", "", "rewriting is off for this lookup",
-                                 turns=len(history))
+            done = Rewrite(work.query, work.query, "off", "", "rewriting is off for this lookup", turns=len(history))
         elif mode == "model" and self.model is None:
             raise RetrievalError("rewrite = model needs a chat model (chat.provider), and none is configured; use "
                                  "rewrite = offline or auto.")
         else:
-            rewriter = self.model if mode in ("model", "auto") and self.model is not None else self.offline
-            done = rewriter.rewrite(work.query, self.cited(history))
+            if mode in ("model", "auto") and self.model is not None:
+                done = self.model.rewrite(work.query, history)  # the model reads the answers' citations as written
+            else:  # only the offline rewrite borrows cited headings: the store is read for them then only
+                done = self.offline.rewrite(work.query, self.cited(history))
         span = tracing.current()
         tracing.set_attributes(span, {sc.REWRITE_OUTCOME: done.outcome, sc.REWRITE_BY: done.by})
         tracing.set_content(span, sc.REWRITE_DETAIL, done.detail)
