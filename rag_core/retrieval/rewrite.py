@@ -25,6 +25,7 @@ A failure (an error, the deadline) also searches the original; the outcome says 
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -281,8 +282,6 @@ def message_text(content: Any) -> str:
 def read_history_file(text: str, where: str) -> tuple[ConversationTurn, ...]:
     """A `--history FILE`: JSON lines ({"role", "content"}) or "role: content" lines (a line that starts with
     neither continues the message before it)."""
-    import json
-
     lines = [ln for ln in text.splitlines() if ln.strip()]
     if lines and lines[0].lstrip().startswith("{"):
         items = []
