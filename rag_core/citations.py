@@ -22,7 +22,7 @@ __all__ = ["check_citations", "cited_as", "extract_citations"]
 _BRACKETS = re.compile(r"\[([^\[\]\n]{1,400})\](?!\()|【([^【】\n]{1,400})】")
 _SEPARATORS = re.compile(r"\s*[,;，；]\s*")
 _PREFIX = re.compile(r"^(?:document_id|doc_id|id|source|来源)\s*[:=：]\s*", re.I)
-_KEY_SHAPE = re.compile(r"(?:#chunk-\d+|^vector:\S+|^content:[0-9a-f]{16})$")
+_KEY_SHAPE = re.compile(r"(?:#chunk-\d+(?:\.\.\d+)?|^vector:\S+|^content:[0-9a-f]{16})$")
 
 
 def extract_citations(text: str, known: Iterable[str] = ()) -> list[str]:

@@ -113,6 +113,22 @@ KEYS: dict[str, Key] = _keys(
         "off = search it as asked.", choices=("auto", "offline", "model", "off")),
     Key("rag.rewrite-deadline", float, 8.0, "Seconds the chat model may take to rewrite a follow-up question; past "
         "them the question is searched as asked.", min=0.5, max=120.0),
+    # Small to big (retrieval/expand.py, retrieval/merge.py); the default of `rag.expand` is measured
+    # (bench/expand.py) and a new knowledge base takes the measured one (kb/settings.with_measured_expand).
+    Key("rag.expand", str, "none", "What each evidence block grows to: its chunk's parent section (the heading section "
+        "it is in, at most chunk.parent-max-size characters), its neighbouring chunks, or nothing.",
+        choices=("none", "neighbours", "parent")),
+    Key("rag.expand-neighbours", int, 1, "Chunks a block takes on each side of its hit with rag.expand = neighbours.",
+        min=0, max=10),
+    Key("chunk.parent-max-size", int, 4000, "Characters a parent section holds at most; a longer section is split at "
+        "its sub-headings, then between chunks (at page breaks where it can). Read at lookup: no re-index.",
+        min=100, max=65_000),
+    Key("rag.merge", bool, True, "Hits whose chunks touch or overlap in one document become one evidence block "
+        "(doc#chunk-a..b); the others are dropped as merged_into it."),
+    Key("rag.block-tokens", int, 1000, "Tokens one evidence block may grow to (and is cut at), per hit it holds.",
+        min=20, max=100_000),
+    Key("rag.context-tokens", int, 6000, "Tokens across all the evidence the agent is given (the projection).",
+        min=20, max=1_000_000),
     # Per search mode: a cosine, a BM25 score and a fused score are not comparable. 0 = off.
     *(Key(f"rag.score-threshold.{mode}", float, 0.0, f"Hits of {mode} search scoring below this are dropped "
           "(reason `below threshold`); 0 = off.", min=0.0) for mode in ("dense", "bm25", "hybrid")),

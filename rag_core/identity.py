@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -80,6 +81,25 @@ def evidence_key(doc_id: str | None, chunk_index: int | None, vector_id: Any, co
     if vid is not None:
         return f"vector:{vid}"
     return "content:" + hashlib.sha256(content.encode("utf-8")).hexdigest()[:16]
+
+
+def block_key(doc_id: str, first: int, last: int) -> str:
+    """The evidence key of a block of hits merged in one document (retrieval/merge.py): `doc#chunk-3..5` names the
+    least and greatest chunk index of the hits it holds; one hit keeps its own key."""
+    return f"{doc_id}#chunk-{first}" if first == last else f"{doc_id}#chunk-{first}..{last}"
+
+
+_KEY_RANGE = re.compile(r"^(?P<doc>.+)#chunk-(?P<first>\d+)(?:\.\.(?P<last>\d+))?$")
+
+
+def key_range(key: str) -> tuple[str, int, int] | None:
+    """(doc_id, first, last) of a chunk's key `doc#chunk-4` (first = last) or a block's `doc#chunk-3..5`; None for
+    other keys (`vector:`, `content:`)."""
+    m = _KEY_RANGE.match(key or "")
+    if m is None:
+        return None
+    first = int(m["first"])
+    return m["doc"], first, int(m["last"] or first)
 
 
 def higher_is_better(score: float, metric: str) -> float:

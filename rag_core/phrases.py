@@ -28,6 +28,7 @@ ENGLISH: Mapping[str, str] = {
     "fate.doc_cap": "dropped by the per-document cap ({cap}): {by} came first",
     "fate.beyond_return_n": "beyond return-n: {return_n} blocks were accepted before it (rank #{rank})",
     "fate.duplicate": "duplicate of {key}",
+    "fate.merged": "merged into the block {key}: its chunk touches a better hit's",
     "fate.dropped": "dropped: {reason}",
     "fate.disabled": "disabled: a person left it out of every lookup (`python -m rag_core chunks enable {key}` "
                      "brings it back)",
@@ -94,6 +95,7 @@ ENGLISH: Mapping[str, str] = {
     "projection.duplicate": "duplicate evidence key",
     "projection.max_items": "projection max items ({max_items})",
     "projection.total_chars": "projection total characters ({max_total_chars})",
+    "projection.total_tokens": "projection total tokens ({max_total_tokens})",
     # which model answers in the chat (Agent.describe_phrase); {provider} is a chat.provider code or a name
     "chat.offline": "offline mode: extractive answers from the knowledge base (no chat model configured)",
     "chat.model_via": "{model} via {provider} ({where})",
@@ -111,6 +113,8 @@ ENGLISH: Mapping[str, str] = {
                               "searched as asked.",
     "warning.rewrite_rejected": "{model}'s rewrite of the follow-up question was not used: it {detail}; the question "
                                 "was searched as asked.",
+    "warning.expand_unavailable": "This search cannot read whole documents, so evidence was not expanded ({expand}) "
+                                  "or merged.",
     "warning.rerank_failed": "Reranking with {reranker} failed ({error}); the evidence is in the fused order.",
 }
 ENGLISH_JOINS = {"and": " and ", "sentences": " ", "list": ", "}

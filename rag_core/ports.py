@@ -89,6 +89,19 @@ class SingleStoreSearchPort(KnowledgeSearchPort, Protocol):
     def store(self) -> KnowledgeStore: ...
 
 
+@runtime_checkable
+class DocumentChunksPort(KnowledgeSearchPort, Protocol):
+    """A search port that also gives a document's chunks, which the expansion and merge stages grow evidence blocks
+    from (retrieval/expand.py). A port without it gets blocks of the hits alone, with a warning.
+
+    Contract (tests/contracts/search_port.py, DocumentChunksContract): `document_chunks(doc_id)` returns the chunks
+    of the document's active version that a lookup may show (disabled ones left out), in chunk order, with the
+    doc_id a hit of that port carries (a port over several knowledge bases: `<kb>:<doc_id>`); [] for an unknown
+    document."""
+
+    def document_chunks(self, doc_id: str) -> list[StoredChunk]: ...
+
+
 # ---------------------------------------------------------------------------------------- store
 # Search filters: field -> one value or any of several, e.g. {"doc_id": "a.md"} or {"doc_id": ["a.md", "b.md"]}.
 # Fields: doc_id, source, and labels: `key=value` strings a chunk must carry (StoredChunk.labels), one of each key's

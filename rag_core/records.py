@@ -32,6 +32,7 @@ class DropKind(StrEnum):
     BEYOND_RETURN_N = "beyond_return_n"  # return-n blocks were already accepted
     BELOW_THRESHOLD = "below_threshold"  # its score is below the search mode's score threshold
     DISABLED = "disabled"  # a person disabled the chunk (store.edits)
+    MERGED = "merged"  # the merge stage put it into a higher-ranked hit's block of the same document
 
 
 class Fate(StrEnum):
@@ -44,6 +45,7 @@ class Fate(StrEnum):
     BEYOND_RETURN_N = DropKind.BEYOND_RETURN_N.value
     BELOW_THRESHOLD = DropKind.BELOW_THRESHOLD.value
     DISABLED = DropKind.DISABLED.value
+    MERGED = DropKind.MERGED.value
     BEYOND_RETRIEVE_K = "beyond_retrieve_k"  # explain: ranked in a channel, but below the retrieve-k hits
     NO_CHANNEL = "no_channel"  # explain: no channel ranks it within the depth explain looks
 
@@ -373,7 +375,9 @@ class DropReason:
     * `doc_cap`: `doc_id` already had `count` blocks (= the cap), namely the evidence keys in `by`;
     * `beyond_return_n`: `count` = return-n blocks were already accepted;
     * `below_threshold`: its `score` is below the search mode's score threshold `threshold`;
-    * `disabled`: a person disabled the chunk `key` (store.edits).
+    * `disabled`: a person disabled the chunk `key` (store.edits);
+    * `merged`: its chunk `key` touches or overlaps a higher-ranked hit's in one document, and is in that hit's
+      block `by[0]` (retrieval/merge.py).
     """
 
     kind: DropKind
@@ -394,6 +398,8 @@ class DropReason:
         if self.kind == "below_threshold" and self.score is not None and self.threshold is not None:
             score, threshold = score_pair(self.score, self.threshold)
             return f"below threshold ({score} < {threshold})"
+        if self.kind == "merged" and self.by:
+            return f"merged_into {self.by[0]}"
         return str(self.kind)
 
     def to_dict(self) -> dict[str, Any]:
@@ -447,6 +453,61 @@ class Projected:
     score: float
     truncated: bool = False
     location: str = ""  # where in the document, e.g. "p. 12" (Location.label; "" for plain text)
+    matched: tuple[str, ...] = ()  # a block of several hits (retrieval/merge.py): every hit's evidence key, by rank
+    section: str = ""  # the block grew (retrieval/expand.py): the heading path of what it holds
+    tokens: int = 0  # its content's tokens (tokens.TOKENIZER)
+
+
+@dataclass(frozen=True)
+class Block:
+    """One piece of evidence as the agent gets it, after the expansion and merge stages (retrieval/expand.py,
+    retrieval/merge.py): the hit's chunk grown to its parent section or its neighbours, and the hits of one document
+    whose chunks touch or overlap merged.
+
+    `key`: the hit's evidence key, or, for several hits, `doc#chunk-a..b` (a..b: the least and greatest matched chunk
+    index); `matched`: every hit's evidence key, best first; `hit`: the best hit. `first`/`last`: the chunk indexes
+    `content` spans (None: a hit without a chunk identity); `before`: the matched chunks' range. `content`: the chunks
+    stitched in order (overlaps once, an edited chunk's text as edited, "…" where a disabled chunk is left out);
+    `highlights`: each matched chunk's [start, end) in it. `start`/`end`: its place in the document (None: unknown,
+    e.g. an added chunk). `grew`: "none", "neighbours" or "parent"; `stopped`: what stopped the growth ("" when it
+    reached what it grows to; "block_tokens", "document", "disabled", "added", "changed", "unavailable");
+    `tokens`: the content's tokens; `section`: the heading path of what it holds."""
+
+    key: str
+    hit: Candidate
+    matched: tuple[str, ...]
+    content: str
+    first: int | None = None
+    last: int | None = None
+    before: tuple[int, int] | None = None
+    highlights: tuple[tuple[int, int], ...] = ()
+    start: int | None = None
+    end: int | None = None
+    grew: str = "none"
+    stopped: str = ""
+    tokens: int = 0
+    section: str = ""
+
+    @property
+    def doc_id(self) -> str | None:
+        return self.hit.doc_id
+
+    @property
+    def source(self) -> str:
+        return self.hit.source
+
+    @property
+    def grown(self) -> bool:
+        """It holds more than its matched chunks."""
+        return self.before is not None and (self.first, self.last) != self.before
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "matched": list(self.matched), "doc_id": self.doc_id, "source": self.source,
+                "rank": self.hit.rank, "score": self.hit.score, "range": [self.first, self.last],
+                "matched_range": list(self.before) if self.before else None, "grew": self.grew,
+                "stopped": self.stopped, "tokens": self.tokens, "section": self.section,
+                "start": self.start, "end": self.end, "highlights": [list(h) for h in self.highlights],
+                "content": self.content}
 
 
 Role = Literal["user", "assistant"]

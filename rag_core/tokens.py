@@ -28,3 +28,15 @@ def _loaded() -> Any:
 def count_tokens(text: str) -> int:
     """The tokens of `text` for Qwen's tokenizer (0 for empty text)."""
     return len(_loaded().encode(text)) if text else 0
+
+
+def truncate(text: str, limit: int) -> tuple[str, int]:
+    """The longest start of `text` within `limit` tokens (whole characters: a cut inside a multi-byte character
+    backs off to the character before it), and its tokens."""
+    ids = _loaded().encode(text) if text else []
+    if len(ids) <= limit:
+        return text, len(ids)
+    kept = _loaded().decode(ids[:max(0, limit)])
+    while kept and not text.startswith(kept):  # a character split between tokens decodes as U+FFFD
+        kept = kept[:-1]
+    return kept, count_tokens(kept)

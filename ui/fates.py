@@ -34,6 +34,8 @@ def look(fate: Fate) -> Look:
             return Look(N_("below threshold"), "#c62828", "background-color: #fdecea", N_("Below threshold"))
         case Fate.DISABLED:
             return Look(N_("disabled"), "#424242", "color: #8a8a8a; text-decoration: line-through", N_("Disabled"))
+        case Fate.MERGED:
+            return Look(N_("merged"), "#6a1b9a", "color: #6a1b9a", N_("Merged"))
         case Fate.BEYOND_RETRIEVE_K:
             return Look(N_("beyond retrieve-k"), "#bdbdbd", "")
         case Fate.NO_CHANNEL:

@@ -69,6 +69,7 @@ _SAY: dict[str, str] = {
     "fate.doc_cap": N_("dropped by the per-document cap ({cap}): {by} came first"),
     "fate.beyond_return_n": N_("beyond return-n: {return_n} blocks were accepted before it (rank #{rank})"),
     "fate.duplicate": N_("duplicate of {key}"),
+    "fate.merged": N_("merged into the block {key}: its chunk touches a better hit's"),
     "fate.dropped": N_("dropped: {reason}"),
     "fate.disabled": N_("disabled: a person left it out of every lookup (`python -m rag_core chunks "
                         "enable {key}` brings it back)"),
@@ -133,6 +134,7 @@ _SAY: dict[str, str] = {
     "projection.duplicate": N_("duplicate evidence key"),
     "projection.max_items": N_("projection max items ({max_items})"),
     "projection.total_chars": N_("projection total characters ({max_total_chars})"),
+    "projection.total_tokens": N_("projection total tokens ({max_total_tokens})"),
     "chat.offline": N_("offline mode: extractive answers from the knowledge base (no chat model configured)"),
     "chat.model_via": N_("{model} via {provider} ({where})"),
     "chat.provider.dashscope": N_("DashScope"),
@@ -150,6 +152,8 @@ _SAY: dict[str, str] = {
                                  "searched as asked."),
     "warning.rewrite_rejected": N_("{model}'s rewrite of the follow-up question was not used: it {detail}; the "
                                    "question was searched as asked."),
+    "warning.expand_unavailable": N_("This search cannot read whole documents, so evidence was not expanded "
+                                     "({expand}) or merged."),
     "warning.rerank_failed": N_("Reranking with {reranker} failed ({error}); the evidence is in the fused "
                                 "order."),
 }

@@ -22,7 +22,8 @@ EMBEDDER_KEYS = ("embedding.provider", "embedding.model", "embedding.dimension")
 SEARCH_KEYS = ("rag.search-mode", "rag.fusion", "rag.rrf-k", "rag.dense-weight", "rag.bm25-weight",
                "rag.cross-language", "rag.retrieve-k", "rag.return-n", "rag.max-chunks-per-document",
                "rag.score-threshold.dense", "rag.score-threshold.bm25", "rag.score-threshold.hybrid",
-               "rag.default-filter", "rag.filter-keys")
+               "rag.default-filter", "rag.filter-keys", "rag.expand", "rag.expand-neighbours", "chunk.parent-max-size",
+               "rag.merge", "rag.block-tokens", "rag.context-tokens")
 KB_KEYS = CHUNK_KEYS + EMBEDDER_KEYS + SEARCH_KEYS
 
 

@@ -16,12 +16,13 @@ value without a knowledge base name applies to all.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from ..errors import EmptyKnowledgeBase, RetrievalError
 from ..identity import DOC_ID_KEYS, SOURCE_KEYS, doc_id_of
-from ..ports import KnowledgeSearchPort
-from ..records import SearchHit, SearchOptions, SearchResult
+from ..ports import DocumentChunksPort, KnowledgeSearchPort
+from ..records import SearchHit, SearchOptions, SearchResult, StoredChunk
 
 SEPARATOR = ":"
 
@@ -55,6 +56,18 @@ class MultiKnowledgeBasePort:
         if options == self.options:
             return self
         return MultiKnowledgeBasePort({name: port.configured(options) for name, port in self.ports.items()}, options)
+
+    def document_chunks(self, doc_id: str) -> list[StoredChunk]:
+        """The chunks of `<kb>:<doc_id>` as its knowledge base's port gives them, labelled like its hits
+        (ports.DocumentChunksPort); [] when that port gives none."""
+        kb, sep, rest = doc_id.partition(SEPARATOR)
+        port = self.ports.get(kb) if sep else None
+        if not isinstance(port, DocumentChunksPort):
+            return []
+        return [replace(c, id=f"{kb}{SEPARATOR}{c.id}", doc_id=doc_id, source=f"{kb}{SEPARATOR}{c.source}",
+                        metadata={**c.metadata, "docId": doc_id, "_source": f"{kb}{SEPARATOR}{c.source}",
+                                  "knowledgeBase": kb})
+                for c in port.document_chunks(rest)]
 
     def _filters(self, name: str, filters: Mapping[str, Any] | None) -> Mapping[str, Any] | None | bool:
         """This knowledge base's share of `filters`; False when they exclude it entirely."""

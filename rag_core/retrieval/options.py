@@ -46,7 +46,7 @@ class LookupOption:
     param: str
     label: str
     widget: Widget
-    group: Literal["query", "width", "hybrid", "threshold", "rerank", "scope"]
+    group: Literal["query", "width", "hybrid", "threshold", "rerank", "scope", "context"]
     help: str = ""
     top: float | None = None
     explain: bool = True
@@ -145,18 +145,37 @@ LOOKUP_OPTIONS: tuple[LookupOption, ...] = (
     LookupOption("rerank_candidates", int, "rerank.candidates", "rerank.candidates",
                  N_("rerank candidates (top hits sent to the model)"), "slider", "rerank", top=200,
                  when=(("rerank", True),)),
+    LookupOption("expand", str, "rag.expand", "expand.mode", N_("Expand each block to"), "choice", "context"),
+    LookupOption("expand_neighbours", int, "rag.expand-neighbours", "expand.neighbours",
+                 N_("neighbouring chunks on each side"), "slider", "context", top=10,
+                 when=(("expand", "neighbours"),)),
+    LookupOption("parent_max_size", int, "chunk.parent-max-size", "expand.parent_max_size",
+                 N_("parent section at most (characters)"), "number", "context", top=65_000,
+                 when=(("expand", "parent"),)),
+    LookupOption("merge", bool, "rag.merge", "expand.merge", N_("Merge hits whose chunks touch"), "toggle",
+                 "context"),
+    LookupOption("block_tokens", int, "rag.block-tokens", "budgets.max_tokens_per_item", N_("tokens per block"),
+                 "number", "context", top=100_000),
+    LookupOption("context_tokens", int, "rag.context-tokens", "budgets.max_total_tokens",
+                 N_("tokens in all evidence"), "number", "context", top=1_000_000),
 )
 OPTIONS = {o.name: o for o in LOOKUP_OPTIONS}
 # Options whose value is the setting's: given, they override it for the lookup, checked by its rules.
 _PLAIN = {o.name: o.setting for o in LOOKUP_OPTIONS if o.setting and "{" not in o.setting and o.kind is not list}
 _WIDTHS = ("retrieve_k", "return_n", "max_chunks_per_document")
+_EXPAND = ("expand", "expand_neighbours", "parent_max_size", "merge")
+_BUDGETS = ("block_tokens", "context_tokens")
+
+
+def _given(options: Mapping[str, Any], names: tuple[str, ...]) -> bool:
+    return any(options.get(name) is not None for name in names)
 
 
 def lookup_overrides(options: Mapping[str, Any], settings: Settings) -> dict[str, Any]:
     """`options`: values by option name (missing or None = the configured default). They reach the lookup as the
-    debugger's controls do; everything else (projection budgets) stays as configured, so `search --json` is what
-    the debugger shows. Values are checked by the rules of the setting each option overrides before anything
-    runs."""
+    debugger's controls do; everything else (the projection's item and character budgets) stays as configured, so
+    `search --json` is what the debugger shows. Values are checked by the rules of the setting each option
+    overrides before anything runs."""
     from . import params_from_settings
 
     unknown = sorted(set(options) - set(OPTIONS))
@@ -175,6 +194,8 @@ def lookup_overrides(options: Mapping[str, Any], settings: Settings) -> dict[str
             "score_threshold": params.score_threshold if threshold is not None else None,
             "scope": parse_scope(options["filter"]) if options.get("filter") else None,
             "rewrite": options.get("rewrite"),
+            "expand": params.expand if _given(options, _EXPAND) else None,
+            "budgets": params.budgets if _given(options, _BUDGETS) else None,
             "filters": {"doc_id": list(options["doc_id"])} if options.get("doc_id") else None}
 
 

@@ -11,6 +11,7 @@ from ..config import Settings
 from ..errors import RetrievalError
 from ..records import REWRITE_MODES, ConversationTurn, SearchOptions
 from ..scope import Scope, parse_scope, split_terms
+from .expand import EXPAND_MODES, ExpandParams
 from .projection import Budgets
 from .rerank import RerankParams
 
@@ -41,6 +42,7 @@ class LookupParams:
     scope: Scope = field(default_factory=Scope)  # document metadata filters (scope)
     rewrite: str = "auto"  # the rewrite stage: auto (the chat model if there is one, else offline), offline, model, off
     history: tuple[ConversationTurn, ...] = ()  # the conversation before the query (the rewrite stage reads it)
+    expand: ExpandParams = field(default_factory=ExpandParams)  # the expansion and merge stages
 
     @property
     def score_threshold(self) -> float:
@@ -72,6 +74,8 @@ class LookupParams:
         self.rerank.validate()
         if self.rewrite not in REWRITE_MODES:
             raise RetrievalError(f"rewrite must be one of {', '.join(REWRITE_MODES)} (got {self.rewrite!r}).")
+        if self.expand.mode not in EXPAND_MODES:
+            raise RetrievalError(f"expand must be one of {', '.join(EXPAND_MODES)} (got {self.expand.mode!r}).")
         threshold = self.score_threshold
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold < float("inf"):
             raise RetrievalError(f"score-threshold must be a number of at least 0 (0 = off), got {threshold!r}.")
@@ -84,7 +88,7 @@ class LookupParams:
                 "projection": asdict(self.budgets),
                 "filters": dict(self.filters) if self.filters else None, "rerank": asdict(self.rerank),
                 "score_threshold": self.score_threshold or None, "filter": self.scope.to_dict() or None,
-                "rewrite": self.rewrite, "history_turns": len(self.history)}
+                "rewrite": self.rewrite, "history_turns": len(self.history), "expand": asdict(self.expand)}
 
 
 def params_from_settings(settings: Settings) -> LookupParams:
@@ -107,12 +111,16 @@ def params_from_settings(settings: Settings) -> LookupParams:
                              cross_language=settings["rag.cross-language"]),
         budgets=Budgets(max_items=settings["projection.max-items"] or return_n,
                         max_chars_per_item=settings["projection.max-chars-per-item"],
-                        max_total_chars=settings["projection.max-total-chars"]),
+                        max_total_chars=settings["projection.max-total-chars"],
+                        max_tokens_per_item=settings["rag.block-tokens"],
+                        max_total_tokens=settings["rag.context-tokens"]),
         rerank=RerankParams(candidates=settings["rerank.candidates"], on_error=settings["rerank.on-error"]),
         thresholds=ScoreThresholds(**{mode: settings[f"rag.score-threshold.{mode}"]
                                       for mode in ("dense", "bm25", "hybrid")}),
         scope=parse_scope(split_terms(settings["rag.default-filter"])),
         rewrite=settings["rag.rewrite"],
+        expand=ExpandParams(mode=settings["rag.expand"], neighbours=settings["rag.expand-neighbours"],
+                            parent_max_size=settings["chunk.parent-max-size"], merge=settings["rag.merge"]),
     )
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from .. import tracing
 from ..errors import EmptyKnowledgeBase
 from ..ports import Embedder, KnowledgeSearchPort, KnowledgeStore
-from ..records import FUSIONS, SEARCH_MODES, SearchHit, SearchOptions, SearchResult
+from ..records import FUSIONS, SEARCH_MODES, SearchHit, SearchOptions, SearchResult, StoredChunk
 from ..tracing import semconv as sc
 from . import fusion
 
@@ -38,6 +38,12 @@ class StoreSearchPort:
         self.store = store
         self.embedder = embedder
         self.options = options
+
+    def document_chunks(self, doc_id: str) -> list[StoredChunk]:
+        """The document's chunks a lookup may show (ports.DocumentChunksPort): disabled ones left out."""
+        chunks = self.store.get_chunks(doc_id)
+        off = self.store.disabled_keys(chunks)
+        return [c for c in chunks if f"{c.doc_id}#chunk-{c.chunk_index}" not in off]
 
     def configured(self, options: SearchOptions) -> StoreSearchPort:
         return self if options == self.options else StoreSearchPort(self.store, self.embedder, options)

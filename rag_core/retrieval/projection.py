@@ -1,9 +1,17 @@
 """Agent projection: evidence blocks -> the list the agent's tool returns.
 
-Deduplicates by the chunk-scoped evidence key only, never by `source`: two chunks of one document are
-two items. `document_id` is the evidence key, so the model cites chunks, not files. Budgets cap the
-number of items, the characters per item and the characters in total; a cut is marked in the text.
-Everything the budgets leave out is reported, like every other drop.
+Deduplicates by the block's evidence key only, never by `source`: two chunks of one document are
+two items (unless the merge stage made them one block, whose key names both). `document_id` is the
+block's key, so the model cites chunks, not files. Budgets cut in this order, each cut marked in the
+text and everything left out reported like every other drop:
+
+1. how far a block grows: `rag.block-tokens` (the expansion stage stops growing it there);
+2. the number of items: `max_items`;
+3. each item: at most `max_tokens_per_item` tokens per hit it holds (rag.block-tokens) and
+   `max_chars_per_item` characters per chunk it holds;
+4. all items together: `max_total_tokens` (rag.context-tokens) and `max_total_chars`.
+
+Tokens are counted with `tokens.TOKENIZER`, which every projection names.
 """
 
 from __future__ import annotations
@@ -12,9 +20,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..phrases import Phrase, english
-from ..records import Candidate, Projected
+from ..records import Block, Projected
+from ..tokens import TOKENIZER, count_tokens, truncate
 
 MIN_USEFUL_CHARS = 40  # below this, a truncated tail is noise: leave the item out instead
+MIN_USEFUL_TOKENS = 12
+_MARKER_TOKENS = 12  # what " …[truncated N tokens]" takes
 
 
 @dataclass(frozen=True)
@@ -22,6 +33,8 @@ class Budgets:
     max_items: int = 5
     max_chars_per_item: int = 1500
     max_total_chars: int = 8000
+    max_tokens_per_item: int = 1000  # per hit a block holds (rag.block-tokens)
+    max_total_tokens: int = 6000  # rag.context-tokens
 
 
 @dataclass(frozen=True)
@@ -29,22 +42,39 @@ class Projection:
     items: tuple[Projected, ...]
     left_out: tuple[tuple[str, str], ...]  # (evidence key, reason)
     reasons: tuple[Phrase, ...] = ()  # each left-out block's reason as a phrase (the reason is its English)
+    tokens: int = 0  # the items' tokens
+    tokenizer: str = TOKENIZER
+
+    def to_dict(self) -> dict[str, object]:
+        return {"tokens": self.tokens, "tokenizer": self.tokenizer}
 
 
-def _cut(text: str, limit: int) -> tuple[str, bool]:
+def _cut_chars(text: str, limit: int) -> tuple[str, bool]:
     if len(text) <= limit:
         return text, False
     marker = f" …[truncated {len(text) - limit} chars]"
     return text[: max(0, limit - len(marker))].rstrip() + marker, True
 
 
-def project(evidence: Sequence[Candidate], budgets: Budgets) -> Projection:
+def _cut_tokens(text: str, limit: int) -> tuple[str, bool]:
+    total = count_tokens(text)
+    if total <= limit:
+        return text, False
+    kept, n = truncate(text, max(0, limit - _MARKER_TOKENS))
+    return kept.rstrip() + f" …[truncated {total - n} tokens]", True
+
+
+def _chunks(block: Block) -> int:
+    return block.last - block.first + 1 if block.first is not None and block.last is not None else 1
+
+
+def project(blocks: Sequence[Block], budgets: Budgets) -> Projection:
     items: list[Projected] = []
     left_out: list[tuple[str, Phrase]] = []
     seen: set[str] = set()
-    used = 0
-    for block in evidence:
-        key = block.evidence_key
+    chars = tokens = 0
+    for block in blocks:
+        key = block.key
         if key in seen:
             left_out.append((key, Phrase("projection.duplicate")))
             continue
@@ -52,14 +82,23 @@ def project(evidence: Sequence[Candidate], budgets: Budgets) -> Projection:
         if len(items) >= budgets.max_items:
             left_out.append((key, Phrase("projection.max_items", {"max_items": budgets.max_items})))
             continue
-        room = min(budgets.max_chars_per_item, budgets.max_total_chars - used)
-        if room < min(MIN_USEFUL_CHARS, len(block.content)):
+        room_chars = min(budgets.max_chars_per_item * _chunks(block), budgets.max_total_chars - chars)
+        room_tokens = min(budgets.max_tokens_per_item * len(block.matched), budgets.max_total_tokens - tokens)
+        if room_chars < min(MIN_USEFUL_CHARS, len(block.content)):
             left_out.append((key, Phrase("projection.total_chars", {"max_total_chars": budgets.max_total_chars})))
             continue
-        content, truncated = _cut(block.content, room)
-        used += len(content)
-        items.append(Projected(document_id=key, source=block.source, content=content,
-                               score=round(block.score, 6), truncated=truncated,
-                               location=str(block.metadata.get("location") or "")))
+        if room_tokens < min(MIN_USEFUL_TOKENS, block.tokens or 1):
+            left_out.append((key, Phrase("projection.total_tokens", {"max_total_tokens": budgets.max_total_tokens})))
+            continue
+        content, cut = _cut_chars(block.content, room_chars)
+        content, cut_t = _cut_tokens(content, room_tokens) if cut or block.tokens > room_tokens else (content, False)
+        used = count_tokens(content) if cut or cut_t else block.tokens
+        chars += len(content)
+        tokens += used
+        hit = block.hit
+        items.append(Projected(document_id=key, source=block.source, content=content, score=round(hit.score, 6),
+                               truncated=cut or cut_t, location=str(hit.metadata.get("location") or ""),
+                               matched=block.matched if len(block.matched) > 1 else (),
+                               section=block.section if block.grown else "", tokens=used))
     return Projection(items=tuple(items), left_out=tuple((k, english(r)) for k, r in left_out),
-                      reasons=tuple(r for _, r in left_out))
+                      reasons=tuple(r for _, r in left_out), tokens=tokens)

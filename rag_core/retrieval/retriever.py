@@ -19,6 +19,7 @@ from ..errors import RetrievalError
 from ..phrases import Phrase, english
 from ..ports import KnowledgeSearchPort, QueryRewriter, Reranker
 from ..records import (
+    Block,
     Candidate,
     ConversationTurn,
     HitTrace,
@@ -90,6 +91,7 @@ class LookupResult:
     rerank: RerankOutcome | None = None
     scope: ScopeResolution | None = None
     rewrite: Rewrite | None = None  # the rewrite stage's outcome (None: no conversation before the query)
+    blocks: tuple[Block, ...] = ()  # the evidence as blocks (expansion and merge stages), what the projection cut
 
     @property
     def searched(self) -> str:
@@ -107,7 +109,12 @@ class LookupResult:
         """`warnings` as codes with parameters (rag_core.phrases), for an edge that words them itself."""
         scope = self.scope.warning_phrase if self.scope is not None else None
         return (*self._rewrite_warnings(), *((scope,) if scope else ()), *self._threshold_warnings(),
-                *self._rerank_warnings())
+                *self._rerank_warnings(), *self._expand_warnings())
+
+    def _expand_warnings(self) -> tuple[Phrase, ...]:
+        if any(b.stopped == "unavailable" for b in self.blocks):
+            return (Phrase("warning.expand_unavailable", {"expand": self.params.expand.mode}),)
+        return ()
 
     def _rewrite_warnings(self) -> tuple[Phrase, ...]:
         if self.rewrite is None or self.rewrite.outcome not in ("model_failed", "model_rejected"):
@@ -178,6 +185,11 @@ class LookupResult:
             "dropped": [{"evidence_key": t.evidence_key, "reason": t.status, "rank": t.rank,
                          "drop": t.drop.to_dict() if t.drop else None} for t in self.post.dropped],
             "projection": [asdict(p) for p in self.projection.items],
+            "blocks": [b.to_dict() for b in self.blocks],
+            "context": {"expand": self.params.expand.mode, "merge": self.params.expand.merge,
+                        "tokens": self.projection.tokens, "budget": self.params.budgets.max_total_tokens,
+                        "block_budget": self.params.budgets.max_tokens_per_item,
+                        "tokenizer": self.projection.tokenizer},
             "projection_left_out": [
                 {"evidence_key": k, "reason": r, "reason_phrase": p.to_dict() if p is not None else None}
                 for (k, r), p in zip(self.projection.left_out, _padded(self.projection.reasons,
@@ -261,7 +273,7 @@ class KnowledgeRetriever:
         timings = {**fetched.timings, **ran}
         timings["total"] = sum(timings.get(stage.name, 0.0) for stage in pipeline)
         return LookupResult(fetched.query, params, work.candidates, work.post, work.projection, timings,
-                            fetched.rerank, fetched.scope, fetched.rewrite)
+                            fetched.rerank, fetched.scope, fetched.rewrite, work.blocks)
 
     def lookup(self, query: str, **overrides: Any) -> LookupResult:
         from .spans import traced_lookup

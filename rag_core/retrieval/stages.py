@@ -24,11 +24,13 @@ from .. import tracing
 from ..citations import extract_citations
 from ..errors import RetrievalError
 from ..identity import to_candidate
-from ..ports import SingleStoreSearchPort
-from ..records import Candidate, ConversationTurn, RerankOutcome, Rewrite, SearchHit
+from ..ports import DocumentChunksPort, SingleStoreSearchPort
+from ..records import Block, Candidate, ConversationTurn, RerankOutcome, Rewrite, SearchHit
 from ..scope import ScopeResolution, resolve
 from ..tracing import semconv as sc
 from ..tracing.semconv import CHAIN, RERANKER, STAGE
+from .expand import Documents, expand_blocks
+from .merge import merge_blocks, merged_post
 from .postprocess import PostProcessed, postprocess
 from .projection import Projection, project
 from .rerank import rerank_hits
@@ -54,6 +56,8 @@ class Work:
     rerank: RerankOutcome | None = None
     candidates: tuple[Candidate, ...] = ()  # the hits with identity, in the order post-processing walks
     post: PostProcessed | None = None
+    blocks: tuple[Block, ...] = ()  # the evidence as blocks: grown by the expansion stage, merged by the merge stage
+    documents: Documents | None = None  # the documents' chunks the assemble stages read (None: not read yet)
     projection: Projection | None = None
 
     @property
@@ -216,9 +220,66 @@ class PostProcess:
                 if c.evidence_key in off and off[c.evidence_key] in ("", c.metadata.get("chunkHash"))}
 
 
+def _documents(port: KnowledgeSearchPort, work: Work) -> Documents | None:
+    """The reader of documents' chunks the assemble stages share (None: the port cannot give them)."""
+    if work.documents is not None:
+        return work.documents
+    return Documents(port.document_chunks) if isinstance(port, DocumentChunksPort) else None
+
+
+@dataclass(frozen=True)
+class Expand:
+    """Each evidence hit becomes a block: its chunk, grown to its parent section or its neighbouring chunks as
+    `rag.expand` says, within `rag.block-tokens` (retrieval/expand.py). The documents' chunks are read from the
+    port as they are now, so an edit or a disable shows at once."""
+
+    port: KnowledgeSearchPort
+    name: ClassVar[str] = "expand"
+    phase: ClassVar[Phase] = "assemble"
+    span_kind: ClassVar[str | None] = CHAIN
+
+    def applies(self, work: Work) -> bool:
+        return work.post is not None
+
+    def run(self, work: Work) -> Work:
+        assert work.post is not None
+        params = work.params
+        documents = _documents(self.port, work) if params.expand.mode != "none" else None
+        blocks = expand_blocks(work.post.evidence, documents, params.expand, params.budgets.max_tokens_per_item)
+        span = tracing.current()
+        tracing.set_attributes(span, {sc.EXPAND_MODE: params.expand.mode, sc.BLOCKS: len(blocks),
+                                      sc.BLOCKS_GROWN: sum(b.grown for b in blocks)})
+        return replace(work, blocks=blocks, documents=documents)
+
+
+@dataclass(frozen=True)
+class Merge:
+    """Blocks of one document whose chunks touch or overlap become one block, `doc#chunk-a..b`; the hits merged
+    into a better one's block are dropped as `merged_into <key>` (retrieval/merge.py). Needs the documents' chunks
+    (a port that cannot give them merges nothing)."""
+
+    port: KnowledgeSearchPort
+    name: ClassVar[str] = "merge"
+    phase: ClassVar[Phase] = "assemble"
+    span_kind: ClassVar[str | None] = CHAIN
+
+    def applies(self, work: Work) -> bool:
+        return work.params.expand.merge and len(work.blocks) > 1 and isinstance(self.port, DocumentChunksPort)
+
+    def run(self, work: Work) -> Work:
+        assert work.post is not None
+        documents = _documents(self.port, work)
+        assert documents is not None
+        blocks = merge_blocks(work.blocks, documents)
+        tracing.set_attributes(tracing.current(), {sc.BLOCKS: len(blocks),
+                                                   sc.BLOCKS_MERGED: len(work.blocks) - len(blocks)})
+        return replace(work, blocks=blocks, post=merged_post(work.post, blocks), documents=documents)
+
+
 @dataclass(frozen=True)
 class Project:
-    """The evidence as the agent's tool gives it, within the projection budgets."""
+    """The evidence blocks as the agent's tool gives them, within the projection budgets (tokens counted with
+    tokens.TOKENIZER)."""
 
     name: ClassVar[str] = "projection"
     phase: ClassVar[Phase] = "assemble"
@@ -229,7 +290,11 @@ class Project:
 
     def run(self, work: Work) -> Work:
         assert work.post is not None
-        return replace(work, projection=project(work.post.evidence, work.params.budgets))
+        projection = project(work.blocks, work.params.budgets)
+        tracing.set_attributes(tracing.current(), {sc.CONTEXT_TOKENS: projection.tokens,
+                                                   sc.CONTEXT_BUDGET: work.params.budgets.max_total_tokens,
+                                                   sc.TOKENIZER: projection.tokenizer})
+        return replace(work, projection=projection)
 
 
 def stages(port: KnowledgeSearchPort, reranker: Reranker | None, rewriter: QueryRewriter | None = None
@@ -239,7 +304,7 @@ def stages(port: KnowledgeSearchPort, reranker: Reranker | None, rewriter: Query
     from .rewrite import OfflineRewriter
 
     return (RewriteQuestion(port, OfflineRewriter(), rewriter), Search(port), Rerank(reranker), PostProcess(port),
-            Project())
+            Expand(port), Merge(port), Project())
 
 
 @contextlib.contextmanager

@@ -58,6 +58,13 @@ PARAMS = "rag.params"  # JSON of the lookup parameters
 MODE = "rag.mode"
 REWRITE_OUTCOME = "rag.rewrite.outcome"  # the rewrite stage: rewritten, kept, off, model_failed, model_rejected
 REWRITE_BY = "rag.rewrite.by"  # offline, or the model
+EXPAND_MODE = "rag.expand.mode"  # the expansion stage: none, neighbours, parent
+BLOCKS = "rag.blocks"  # evidence blocks after the expansion (merge) stage
+BLOCKS_GROWN = "rag.blocks.grown"  # blocks that hold more than their hits' chunks
+BLOCKS_MERGED = "rag.blocks.merged"  # blocks the merge stage joined into others
+CONTEXT_TOKENS = "rag.context.tokens"  # the projection's tokens
+CONTEXT_BUDGET = "rag.context.budget"  # rag.context-tokens
+TOKENIZER = "rag.context.tokenizer"  # what counted them (tokens.TOKENIZER)
 REWRITE_DETAIL = "rag.rewrite.detail"
 ERROR_KIND = "rag.error_kind"
 
