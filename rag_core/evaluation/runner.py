@@ -257,7 +257,7 @@ class EvalRun:
 # ---------------------------------------------------------------------------------------- scoring
 def score_query(query: EvalQuery, result: Any, latency_ms: float) -> dict[str, Any]:
     """One query's record at one point, from a `LookupResult`."""
-    evidence_docs = m.document_ranking(c.doc_id for c in result.evidence)
+    evidence_docs = m.document_ranking(c.doc_id for c in result.given)
     raw_docs = m.document_ranking(c.doc_id for c in result.candidates)
     record: dict[str, Any] = {"query_id": query.query_id, "query": query.text, "relevant": sorted(query.relevant),
                               "answers": [a.text for a in query.answers]}  # for "why wasn't it retrieved?"
@@ -268,7 +268,7 @@ def score_query(query: EvalQuery, result: Any, latency_ms: float) -> dict[str, A
     record.update(m.document_metrics(evidence_docs, query.relevant))
     record.update(m.document_metrics(raw_docs, query.relevant, prefix="raw_"))
     record["first_relevant_rank"] = m.first_relevant_rank(evidence_docs, query.relevant)
-    evidence = [m.returned_chunk(c) for c in result.evidence]
+    evidence = [m.returned_chunk(c) for c in result.given]
     raw = [m.returned_chunk(c) for c in result.candidates]
     if query.answers:
         found = m.answer_found(evidence, query.answers, query.relevant)
@@ -290,7 +290,7 @@ def score_query(query: EvalQuery, result: Any, latency_ms: float) -> dict[str, A
     record["latency_ms"] = round(latency_ms, 3)
     record["failed"] = (record["first_relevant_rank"] is None or record["answer_found"] is False
                         or record["span_found"] is False)
-    record["evidence_keys"] = [c.evidence_key for c in result.evidence]
+    record["evidence_keys"] = result.evidence_keys
     record["raw_docs"] = raw_docs[:10]
     return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in record.items()}
 

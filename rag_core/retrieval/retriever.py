@@ -146,8 +146,18 @@ class LookupResult:
         return self.post.traces
 
     @property
+    def given(self) -> tuple[Candidate, ...]:
+        """Every hit whose chunk the agent is given, block by block (a merged block's hits in its `matched` order):
+        the evidence before the merge stage, in the order the blocks show them. What evaluation scores."""
+        if not self.blocks:
+            return self.evidence
+        by_key = {c.evidence_key: c for c in reversed(self.candidates)}
+        return tuple(by_key[k] for b in self.blocks for k in b.matched if k in by_key)
+
+    @property
     def evidence_keys(self) -> list[str]:
-        return [c.evidence_key for c in self.evidence]
+        """The evidence keys of every hit the agent is given (`given`)."""
+        return [c.evidence_key for c in self.given]
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object the CLI prints and the agent's tool result carries."""
