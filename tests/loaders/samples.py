@@ -206,7 +206,8 @@ OUTLINED = (
 )
 
 
-def outlined_pdf(lines: Sequence[tuple[int, int, str]] = OUTLINED, outline: Sequence[tuple[int, int, str]] = ()) -> bytes:
+def outlined_pdf(lines: Sequence[tuple[int, int, str]] = OUTLINED,
+                 outline: Sequence[tuple[int, int, str]] = ()) -> bytes:
     """Pages of Helvetica lines (`lines`: page, depth, text) with an outline: an entry (bookmark) for each line of
     depth > 0 at that depth, plus the `outline` entries (page, depth, title) given, after the page's own."""
     from reportlab.lib.pagesizes import A4
@@ -219,7 +220,7 @@ def outlined_pdf(lines: Sequence[tuple[int, int, str]] = OUTLINED, outline: Sequ
         y = 780
         entries = [(d, t) for page, d, t in lines if page == number and d] + \
             [(d, t) for page, d, t in outline if page == number]
-        for _, depth, text in (line for line in lines if line[0] == number):
+        for _, _, text in (line for line in lines if line[0] == number):
             pdf.drawString(72, y, " ".join(text.split()))
             y -= 16
         for n, (depth, title) in enumerate(entries):
