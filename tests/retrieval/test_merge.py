@@ -97,3 +97,20 @@ def test_merge_keeps_the_rank_order_of_the_blocks() -> None:
     keys = [b.key for b in result.blocks]
     assert sorted(keys) == ["a.md#chunk-1", "a.md#chunk-7", "b.md#chunk-5", "c.md#chunk-6", "c.md#chunk-8"]
     assert keys == [k for k in order if k in keys]
+
+
+def test_a_hit_that_bridges_two_blocks_merges_all_three() -> None:
+    """Blocks 0..2 and 4..6 apart; the third hit's block 2..4 touches both: one block, with no chunk shown twice."""
+    result = lookup({"d.md": paragraphs("d", {1: 3, 5: 2, 3: 1})}, expand="neighbours")
+    assert [c.evidence_key for c in result.candidates] == ["d.md#chunk-1", "d.md#chunk-5", "d.md#chunk-3"]
+    [block] = result.blocks
+    assert block.key == "d.md#chunk-1..5" and (block.first, block.last) == (0, 6)
+    assert block.matched == ("d.md#chunk-1", "d.md#chunk-5", "d.md#chunk-3")  # best first
+    assert all(block.content.count(f"Paragraph {i} ") == 1 for i in range(7))
+    assert [t.status for t in result.traces] == ["kept", "merged_into d.md#chunk-1..5", "merged_into d.md#chunk-1..5"]
+
+
+def test_a_chain_of_touching_hits_merges_whatever_their_order() -> None:
+    result = lookup({"d.md": paragraphs("d", {2: 4, 6: 3, 4: 2, 3: 1, 5: 1})})
+    [block] = result.blocks
+    assert block.key == "d.md#chunk-2..6" and len(block.matched) == 5 and block.matched[0] == "d.md#chunk-2"
