@@ -2,8 +2,8 @@
 
 Walking the blocks in rank order, a block joins the first block kept before it that is of the same document and
 whose chunk range overlaps its own or ends right before or after it (chunk 4 touches chunks 3 and 5); when the
-block so made reaches another kept block (a hit between two), that one joins it too, so no chunk is shown twice. The block
-made holds the union of their chunks, stitched again; its evidence key names the range of the hits it holds,
+block so made reaches another kept block (a hit between two), that one joins it too, so no chunk is shown twice.
+The block made holds the union of their chunks, stitched again; its evidence key names the range of the hits it holds,
 `doc#chunk-a..b` (a and b: the least and greatest chunk index among them), and `matched` lists every hit's own
 key, best first. The hits that joined another's block are dropped as `merged_into <key>` (records.DropKind.MERGED).
 
