@@ -16,6 +16,13 @@ is installed (`loaders.ocr`), their places marked `ocr`; a mixed PDF OCRs only t
 extra a PDF with no text at all is refused naming the extra, and a mixed one is read without those pages,
 with a note saying which were not read.
 
+Headings from the outline: a PDF's text has no Markdown headings, so when the PDF has an outline (bookmarks), the
+line on each entry's page that is its title (whitespace-normalised, case-insensitive; the first such line after the
+previous entry's heading) becomes a Markdown heading, `#` repeated the entry's depth (1 for a top-level entry, at
+most 6), so chunking sees the sections (heading paths, parents). An entry whose title is on no line of its page, or
+whose page comes before the previous entry's heading, is skipped; a PDF without an outline reads as before. The
+marks are put in the pages' text before the pages are joined, so the places' offsets count them.
+
 Extraction is bounded (see `limits`): each page's content streams are measured before pypdf parses them,
 and the characters pypdf produces are counted as it goes, so a small PDF that expands to millions of
 characters stops at the limit instead of filling memory; the deadline is checked before every page.
@@ -51,7 +58,7 @@ def pdf_text(data: bytes, name: str, _ext: str, budget: TextBudget, options: Loa
             f"{name}: is not a PDF file (no %PDF- header); it may be another type of file renamed to .pdf",
             code="unsupported",
         )
-    texts = _pypdf_pages(data, name, budget)
+    texts, outline = _pypdf_pages(data, name, budget)
     try:
         drawn = _drawn_pages(data)
         tables = [i for i, (_, paths) in enumerate(drawn) if paths >= MIN_RULES and texts[i]]
@@ -79,6 +86,7 @@ def pdf_text(data: bytes, name: str, _ext: str, budget: TextBudget, options: Loa
             if ocr_done:
                 notes.append(Phrase("load.ocr_pages" if len(ocr_done) > 1 else "load.ocr_page",
                                     {"pages": _numbers(sorted(ocr_done))}))
+    _mark_headings(texts, outline, budget)
     parts: list[str] = []
     places: list[Place] = []
     size = 0
@@ -104,7 +112,8 @@ def _numbers(indexes: list[int]) -> str:
 
 # --- text (pypdf) -------------------------------------------------------------------------------
 
-def _pypdf_pages(data: bytes, name: str, budget: TextBudget) -> list[str]:
+def _pypdf_pages(data: bytes, name: str, budget: TextBudget) -> tuple[list[str], list[tuple[int, int, str]]]:
+    """The pages' text and the outline's entries (see `_outline`)."""
     from pypdf import PdfReader
     from pypdf.errors import DependencyError
 
@@ -142,7 +151,49 @@ def _pypdf_pages(data: bytes, name: str, budget: TextBudget) -> list[str]:
             f"{name}: could not read the PDF ({reason(exc)}); the file may be damaged: open it and "
             "save or export it again", code="undecodable"
         ) from exc
-    return pages
+    return pages, _outline(reader)
+
+
+def _outline(reader: Any) -> list[tuple[int, int, str]]:
+    """The outline's entries in order as (page index, depth: 1 for a top-level entry, title); [] when the PDF has no
+    outline or pypdf cannot read it (the headings are a help, never a reason to refuse the file)."""
+    entries: list[tuple[int, int, str]] = []
+
+    def walk(items: list[Any], depth: int) -> None:
+        for item in items:
+            if isinstance(item, list):  # the entries under the item before it
+                walk(item, depth + 1)
+                continue
+            page = reader.get_destination_page_number(item)
+            title = _WS.sub(" ", str(item.title or "")).strip()
+            if page is not None and page >= 0 and title:
+                entries.append((page, depth, title))
+
+    try:
+        walk(list(reader.outline), 1)
+    except Exception:  # a damaged outline: read the text without headings
+        return []
+    return entries
+
+
+def _mark_headings(texts: list[str], outline: list[tuple[int, int, str]], budget: TextBudget) -> None:
+    """Make the line of each outline entry's title a Markdown heading in `texts` (the module's rule)."""
+    lines = {i: texts[i].split("\n") for i in {page for page, _, _ in outline} if i < len(texts)}
+    after = (-1, -1)  # (page, line) of the previous heading
+    for page, depth, title in outline:
+        if page not in lines:
+            continue
+        want = title.casefold()
+        found = next((n for n, line in enumerate(lines[page]) if (page, n) > after
+                      and _WS.sub(" ", line).strip().casefold() == want), None)
+        if found is None:
+            continue
+        mark = "#" * min(depth, 6) + " "
+        lines[page][found] = mark + lines[page][found].strip()
+        budget.add(len(mark))
+        after = (page, found)
+    for i, page_lines in lines.items():
+        texts[i] = "\n".join(page_lines)
 
 
 def _extract(page: Any, budget: TextBudget) -> str:

@@ -10,11 +10,15 @@ document's chunks grows none ("unavailable", and the lookup warns).
 
 A block's text is its chunks stitched in order: the overlap a chunk repeats from the one before is given once,
 an edited chunk's text is given as edited (with a blank line around it: its text no longer continues the
-document's), and a gap between chunks is a blank line.
+document's), and the whitespace between two chunks (which the rows do not hold) is given by its length: none, one
+space (a line break before a heading line), or a blank line for two characters or more. So stitching unedited
+chunks gives the document's text exactly where that whitespace is "", " ", a blank line or a line break before a
+heading, and otherwise the same text with other whitespace between two chunks (tests/test_parents.py).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
@@ -24,6 +28,7 @@ from ..records import Block, Candidate, StoredChunk
 from ..tokens import count_tokens
 
 EXPAND_MODES = ("none", "neighbours", "parent")
+_HEADING_LINE = re.compile(r" {0,3}#{1,6}[^\S\n]")  # as chunking's headings start
 
 
 @dataclass(frozen=True)
@@ -54,21 +59,23 @@ def _place(chunk: StoredChunk) -> int | None:
 
 @dataclass
 class Rows:
-    """One document's chunks as a lookup may show them (disabled ones left out), in chunk order, with their tokens
-    counted once."""
+    """One document's chunks as a lookup may show them (disabled ones left out), in chunk order, with the tokens of
+    their runs counted once."""
 
     chunks: Sequence[StoredChunk]
     at: dict[int, int] = field(init=False)
-    _tokens: dict[int, int] = field(init=False, default_factory=dict)
+    _tokens: dict[tuple[int, int], int] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.chunks = sorted(self.chunks, key=lambda c: c.chunk_index)
         self.at = {c.chunk_index: i for i, c in enumerate(self.chunks)}
 
-    def tokens(self, pos: int) -> int:
-        if pos not in self._tokens:
-            self._tokens[pos] = count_tokens(self.chunks[pos].content)
-        return self._tokens[pos]
+    def tokens(self, lo: int, hi: int) -> int:
+        """The tokens of positions lo..hi stitched into one text (what a block of them holds: the separators
+        between chunks are tokens too, and an overlap is counted once)."""
+        if (lo, hi) not in self._tokens:
+            self._tokens[(lo, hi)] = count_tokens(stitch(self.chunks[lo:hi + 1], ())[0])
+        return self._tokens[(lo, hi)]
 
     def follows(self, pos: int, nxt: int) -> str:
         """"" when the chunk at `nxt` continues the one at `pos` in the document (consecutive indexes, both with
@@ -76,7 +83,7 @@ class Rows:
         a, b = self.chunks[min(pos, nxt)], self.chunks[max(pos, nxt)]
         if b.chunk_index != a.chunk_index + 1:
             return "disabled"
-        return "" if _located(self.chunks[nxt]) else "added"
+        return "" if _located(a) and _located(b) else "added"
 
     def spans(self) -> list[ChunkSpan]:
         return [ChunkSpan(c.chunk_index, c.metadata.get("start") if _located(c) else None,
@@ -96,6 +103,12 @@ class Documents:
         return self.rows[doc_id]
 
 
+def _one(after: str) -> str:
+    """The one character between two chunks: a line break before a heading line (which starts a line), else a
+    space."""
+    return "\n" if _HEADING_LINE.match(after) else " "
+
+
 def stitch(chunks: Sequence[StoredChunk], matched: Collection[int]
            ) -> tuple[str, tuple[tuple[int, int], ...], int | None, int | None]:
     """`chunks` (consecutive, in order) as one text (the module's rule), the [start, end) of each chunk whose index
@@ -111,7 +124,7 @@ def stitch(chunks: Sequence[StoredChunk], matched: Collection[int]
                 and not chunk.metadata.get("edited")
             gap = chunk.metadata["start"] - prev.metadata["end"] if joined else 2
             cut = min(max(0, -gap), len(text))
-            sep = "\n\n" if gap >= 2 else " " if gap == 1 else ""
+            sep = "\n\n" if gap >= 2 else _one(text) if gap == 1 else ""
             parts.append(sep)
             length += len(sep)
         if chunk.chunk_index in matched:
@@ -161,9 +174,9 @@ def block_of(rows: Rows, lo: int, hi: int, hit: Candidate, matched: tuple[str, .
 
 def grow(rows: Rows, pos: int, limits: tuple[int, int], budget: int) -> tuple[int, int, str]:
     """From position `pos`, the positions [lo, hi] a block reaches inside `limits` (after, then before, in turn)
-    within `budget` tokens, and what stopped it ("" when it reached its limits)."""
+    within `budget` tokens (of the block's stitched text; the hit's own chunk is kept whatever its size), and what
+    stopped it ("" when it reached its limits)."""
     lo = hi = pos
-    used = rows.tokens(pos)
     stopped = ""
     open_sides = {1: True, -1: True}
     side = 1
@@ -174,10 +187,9 @@ def grow(rows: Rows, pos: int, limits: tuple[int, int], budget: int) -> tuple[in
                 open_sides[side] = False
             elif why := rows.follows(hi if side == 1 else lo, nxt):
                 open_sides[side], stopped = False, stopped or why
-            elif used + rows.tokens(nxt) > budget:
+            elif rows.tokens(*((lo, nxt) if side == 1 else (nxt, hi))) > budget:
                 return lo, hi, "block_tokens"
             else:
-                used += rows.tokens(nxt)
                 lo, hi = (lo, nxt) if side == 1 else (nxt, hi)
         side = -side
     return lo, hi, stopped

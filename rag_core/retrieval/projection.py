@@ -84,11 +84,11 @@ def project(blocks: Sequence[Block], budgets: Budgets) -> Projection:
             continue
         room_chars = min(budgets.max_chars_per_item * _chunks(block), budgets.max_total_chars - chars)
         room_tokens = min(budgets.max_tokens_per_item * len(block.matched), budgets.max_total_tokens - tokens)
-        if room_chars < min(MIN_USEFUL_CHARS, len(block.content)):
-            left_out.append((key, Phrase("projection.total_chars", {"max_total_chars": budgets.max_total_chars})))
-            continue
         if room_tokens < min(MIN_USEFUL_TOKENS, block.tokens or 1):
             left_out.append((key, Phrase("projection.total_tokens", {"max_total_tokens": budgets.max_total_tokens})))
+            continue
+        if room_chars < min(MIN_USEFUL_CHARS, len(block.content)):
+            left_out.append((key, Phrase("projection.total_chars", {"max_total_chars": budgets.max_total_chars})))
             continue
         content, cut = _cut_chars(block.content, room_chars)
         content, cut_t = _cut_tokens(content, room_tokens) if cut or block.tokens > room_tokens else (content, False)

@@ -3,6 +3,8 @@
 A test module subclasses `SearchPortContract` and provides two fixtures:
 * `search_port`: the adapter over `CORPUS` (each document chunked at CHUNK_SIZE / CHUNK_OVERLAP);
 * `empty_search_port`: the adapter over an empty knowledge base.
+
+An adapter that is also a DocumentChunksPort mixes in `DocumentChunksContract` too.
 """
 
 from __future__ import annotations
@@ -131,3 +133,51 @@ class SearchPortContract:
         for mode in MODES:
             with pytest.raises(RetrievalError, match="empty"):
                 empty_search_port.configured(SearchOptions(mode=mode)).search("anything", 5)
+
+
+class DocumentChunksContract:
+    """Contract of the DocumentChunksPort (rag_core.ports): a document's chunks, which the expansion and merge stages
+    grow blocks from. Mixed into a `SearchPortContract` subclass (its `search_port` fixture, over CORPUS); it may
+    override `label` (the doc_id the port's hits carry for a CORPUS document) and `disable` (leave a chunk out of
+    lookups, or bring it back, where the adapter's store can)."""
+
+    def label(self, doc: str) -> str:
+        return doc
+
+    def disable(self, search_port, doc: str, index: int, disabled: bool) -> None:
+        pytest.skip("this adapter's store cannot disable chunks")
+
+    def test_a_document_s_chunks_in_order_as_its_hits_name_them(self, search_port) -> None:
+        for doc, text in CORPUS.items():
+            chunks = search_port.document_chunks(self.label(doc))
+            assert [c.chunk_index for c in chunks] == list(range(len(chunks))) and chunks
+            for c in chunks:
+                assert c.doc_id == doc_id_of(c.metadata) == self.label(doc)
+                assert chunk_index_of(c.metadata) == c.chunk_index
+                assert text[c.metadata["start"]:c.metadata["end"]] == c.content  # the offsets the parents read
+        assert len(search_port.document_chunks(self.label("lab/zebrafish.md"))) > 2
+
+    def test_the_chunks_are_the_rows_its_searches_return(self, search_port) -> None:
+        port = search_port.configured(SearchOptions(mode="dense"))
+        for doc in ("lab/zebrafish.md", 'odd/x" or id != ".md', "zh/内存.md"):
+            hits = port.search("anything at all", 1000, {"doc_id": self.label(doc)}).hits
+            chunks = search_port.document_chunks(self.label(doc))
+            assert sorted((chunk_index_of(h.metadata), h.id, h.content) for h in hits) == \
+                [(c.chunk_index, c.id, c.content) for c in chunks]
+            assert {h.metadata.get("version") for h in hits} == {c.version for c in chunks}
+
+    def test_an_unknown_document_has_no_chunks(self, search_port) -> None:
+        assert search_port.document_chunks(self.label("nope/missing.md")) == []
+        assert search_port.document_chunks(INJECTION) == []
+        assert search_port.document_chunks("") == []
+
+    def test_a_disabled_chunk_is_left_out_until_enabled(self, search_port) -> None:
+        doc = "lab/zebrafish.md"
+        before = [c.chunk_index for c in search_port.document_chunks(self.label(doc))]
+        self.disable(search_port, doc, 1, True)
+        try:
+            assert [c.chunk_index for c in search_port.document_chunks(self.label(doc))] == \
+                [i for i in before if i != 1]
+        finally:
+            self.disable(search_port, doc, 1, False)
+        assert [c.chunk_index for c in search_port.document_chunks(self.label(doc))] == before

@@ -190,6 +190,48 @@ def text_pdf(pages: Sequence[str]) -> bytes:
     return buf.getvalue()
 
 
+# (page, outline depth or 0 for body text, line): a manual with chapters and sections over three pages
+OUTLINED = (
+    (1, 1, "Payment gateway"),
+    (1, 0, "The gateway takes card payments from the shop and hands them to the bank."),
+    (1, 2, "Restarting the workers"),
+    (1, 0, "Drain one zone first, then restart the workers of that zone."),
+    (1, 0, "Restarting the workers takes about two minutes per zone."),
+    (2, 2, "Rotating keys"),
+    (2, 0, "Create the new key, deploy it, then revoke the old key after one day."),
+    (2, 3, "Emergency   rotation"),
+    (2, 0, "When a key leaks, revoke it at once and accept the failed payments."),
+    (3, 1, "Disk space"),
+    (3, 0, "Delete old log files under /var/log and rotate them with logrotate."),
+)
+
+
+def outlined_pdf(lines: Sequence[tuple[int, int, str]] = OUTLINED,
+                 outline: Sequence[tuple[int, int, str]] = ()) -> bytes:
+    """Pages of Helvetica lines (`lines`: page, depth, text) with an outline: an entry (bookmark) for each line of
+    depth > 0 at that depth, plus the `outline` entries (page, depth, title) given, after the page's own."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    buf = io.BytesIO()
+    pdf = canvas.Canvas(buf, pagesize=A4)
+    pages = sorted({page for page, _, _ in lines})
+    for number in pages:
+        y = 780
+        entries = [(d, t) for page, d, t in lines if page == number and d] + \
+            [(d, t) for page, d, t in outline if page == number]
+        for _, _, text in (line for line in lines if line[0] == number):
+            pdf.drawString(72, y, " ".join(text.split()))
+            y -= 16
+        for n, (depth, title) in enumerate(entries):
+            key = f"p{number}-{n}"
+            pdf.bookmarkPage(key)
+            pdf.addOutlineEntry(title, key, level=depth - 1)
+        pdf.showPage()
+    pdf.save()
+    return buf.getvalue()
+
+
 def mixed_pdf(text_page: str, image) -> bytes:
     """Page 1 (A4) has a text layer; page 2 is only an image (scanned at 150 dpi)."""
     from reportlab.lib.pagesizes import A4

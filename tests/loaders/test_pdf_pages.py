@@ -11,7 +11,7 @@ from rag_core.errors import LoaderError
 from rag_core.loaders import load_bytes
 from rag_core.records import PAGE
 from tests.loaders.checks import chunks_of
-from tests.loaders.samples import TABLE_ROWS, mixed_pdf, render_page, scanned_pdf, table_pdf, text_pdf
+from tests.loaders.samples import TABLE_ROWS, mixed_pdf, outlined_pdf, render_page, scanned_pdf, table_pdf, text_pdf
 
 HEADER = "| Alert | Threshold | Severity | Runbook |\n|---|---|---|---|"
 
@@ -56,3 +56,33 @@ def test_blank_and_scanned_pages_without_the_ocr_extra(monkeypatch: pytest.Monke
     assert doc.text == "A page with a text layer." and [p.number for p in doc.places] == [1]
     assert doc.notes == ('page 2 has no text layer and was not read: OCR needs the optional extra '
                          '(pip install ".[ocr]")',)
+
+
+def test_an_outline_makes_headings_and_sections() -> None:
+    extra = ((1, 3, "Restarting the workers"),  # its line is already the heading before: no later line matches
+             (2, 1, "Not a line of this page"),
+             (3, 2, "DELETE old log files under /var/log and rotate them with logrotate."))  # case differs
+    doc = load_bytes(outlined_pdf(outline=extra), "manual.pdf")
+    headings = [line for line in doc.text.splitlines() if line.startswith("#")]
+    assert headings == ["# Payment gateway", "## Restarting the workers", "## Rotating keys",
+                        "### Emergency rotation",  # the outline's title has runs of spaces, the page one
+                        "# Disk space", "## Delete old log files under /var/log and rotate them with logrotate."]
+    # the places count the marks: each page starts where its place says
+    assert [p.number for p in doc.places] == [1, 2, 3]
+    assert doc.text[doc.places[1].offset:].startswith("## Rotating keys\nCreate the new key")
+    assert doc.text[doc.places[2].offset:].startswith("# Disk space\n## Delete old log files")
+    chunks = chunks_of(doc, 120, 0)
+    paths = {c.heading_path for c in chunks}
+    assert ("Payment gateway", "Rotating keys", "Emergency rotation") in paths
+    assert ("Disk space", "Delete old log files under /var/log and rotate them with logrotate.") in paths
+    for chunk in chunks:
+        assert doc.text[chunk.start:chunk.end] == chunk.text
+        if chunk.heading_path[:2] == ("Payment gateway", "Rotating keys"):
+            assert chunk.location.label == "p. 2"
+
+
+def test_without_an_outline_a_pdf_has_no_headings() -> None:
+    pages = ["Payment gateway\nThe gateway takes card payments.", "Disk space\nDelete old log files."]
+    doc = load_bytes(text_pdf(pages), "plain.pdf")
+    assert doc.text == "Payment gateway\nThe gateway takes card payments.\n\nDisk space\nDelete old log files."
+    assert all(c.heading_path == () for c in chunks_of(doc, 40, 0))

@@ -1,11 +1,24 @@
-from rag_core.records import Candidate
+"""The projection: blocks -> the agent's items, deduplicated by evidence key only, within budgets that cut in the
+documented order (rag_core/retrieval/projection.py), every cut marked and reported."""
+
+from __future__ import annotations
+
+from rag_core.chunking import chunk_text
+from rag_core.records import Block, Candidate
+from rag_core.retrieval.expand import ExpandParams, Rows, expand_hit, single
 from rag_core.retrieval.projection import Budgets, project
+from rag_core.tokens import TOKENIZER, count_tokens
+from tests.test_parents import stored
 
 
-def block(key: str, source: str, content: str, score: float = 0.5) -> Candidate:
+def candidate(key: str, source: str, content: str, score: float = 0.5) -> Candidate:
     doc, _, chunk = key.partition("#chunk-")
     return Candidate(rank=1, id=None, doc_id=doc, chunk_index=int(chunk), evidence_key=key, score=score,
                      content=content, source=source, metadata={}, hit_reasons=("dense",))
+
+
+def block(key: str, source: str, content: str, score: float = 0.5) -> Block:
+    return single(candidate(key, source, content, score))
 
 
 def test_same_source_different_evidence_keys_both_project() -> None:
@@ -40,3 +53,75 @@ def test_total_budget_leaves_out_rather_than_emitting_a_stub() -> None:
 def test_duplicate_keys_are_projected_once() -> None:
     out = project([block("a#chunk-0", "a", "one"), block("a#chunk-0", "a", "again")], Budgets())
     assert [p.content for p in out.items] == ["one"] and out.left_out == (("a#chunk-0", "duplicate evidence key"),)
+
+
+# --- budgets in tokens, in order ---------------------------------------------------------------
+
+SENTENCE = "The payment gateway drains one zone before it restarts the workers of that zone. "
+TEXT = "\n\n".join(SENTENCE * 3 for _ in range(8))  # 8 paragraphs of 3 sentences
+WIDE = Budgets(max_items=10, max_chars_per_item=100_000, max_total_chars=1_000_000, max_tokens_per_item=100_000,
+               max_total_tokens=1_000_000)
+
+
+def test_block_tokens_stop_the_growth_first_so_the_projection_need_not_cut() -> None:
+    rows = Rows(stored("d.md", chunk_text(TEXT, 300, 0)))
+    hit = candidate("d.md#chunk-3", "d.md", rows.chunks[3].content)
+    budget = count_tokens(rows.chunks[3].content) * 2 + 5
+    grown = expand_hit(hit, rows, ExpandParams("neighbours", neighbours=3), budget)
+    assert grown.stopped == "block_tokens" and grown.tokens <= budget and grown.last - grown.first == 1  # type: ignore[operator]
+    out = project([grown], Budgets(max_tokens_per_item=budget))
+    assert [(p.content, p.truncated, p.tokens) for p in out.items] == [(grown.content, False, grown.tokens)]
+    assert out.tokenizer == TOKENIZER and out.tokens == grown.tokens
+
+
+def test_max_items_cuts_before_the_token_budgets() -> None:
+    blocks = [block(f"d#chunk-{i}", "d", SENTENCE * 4) for i in range(4)]
+    each = blocks[0].tokens
+    out = project(blocks, Budgets(max_items=2, max_chars_per_item=100_000, max_total_chars=1_000_000,
+                                  max_tokens_per_item=100_000, max_total_tokens=each * 2))
+    assert [p.document_id for p in out.items] == ["d#chunk-0", "d#chunk-1"] and out.tokens == each * 2
+    assert out.left_out == (("d#chunk-2", "projection max items (2)"), ("d#chunk-3", "projection max items (2)"))
+
+
+def test_an_item_is_cut_at_its_tokens_per_hit_with_a_marker() -> None:
+    long = block("d#chunk-0", "d", SENTENCE * 20)
+    out = project([long], Budgets(max_items=5, max_chars_per_item=100_000, max_total_chars=1_000_000,
+                                  max_tokens_per_item=60, max_total_tokens=6000))
+    [item] = out.items
+    assert item.truncated and item.tokens <= 60 and item.tokens == count_tokens(item.content) == out.tokens
+    assert item.content.endswith(f" …[truncated {long.tokens - count_tokens(item.content.split(' …[')[0])} tokens]")
+    assert SENTENCE.strip() in item.content and not out.left_out
+
+
+def test_the_total_tokens_cut_the_last_items_then_leave_them_out() -> None:
+    blocks = [block(f"d#chunk-{i}", "d", SENTENCE * 3) for i in range(4)]
+    each = blocks[0].tokens
+    total = each * 2 + each // 2
+    out = project(blocks, Budgets(max_items=10, max_chars_per_item=100_000, max_total_chars=1_000_000,
+                                  max_tokens_per_item=100_000, max_total_tokens=total))
+    assert [p.document_id for p in out.items] == ["d#chunk-0", "d#chunk-1", "d#chunk-2"]
+    assert [p.truncated for p in out.items] == [False, False, True] and out.tokens <= total
+    assert out.left_out == (("d#chunk-3", f"projection total tokens ({total})"),)
+    assert [r.code for r in out.reasons] == ["projection.total_tokens"]
+
+
+def test_the_total_tokens_are_reported_before_the_total_characters() -> None:
+    blocks = [block("a#chunk-0", "a", SENTENCE * 3), block("b#chunk-0", "b", SENTENCE * 3)]
+    first = blocks[0]
+    out = project(blocks, Budgets(max_items=5, max_chars_per_item=100_000, max_total_chars=len(first.content),
+                                  max_tokens_per_item=100_000, max_total_tokens=first.tokens))
+    assert [p.document_id for p in out.items] == ["a#chunk-0"]
+    assert out.left_out == (("b#chunk-0", f"projection total tokens ({first.tokens})"),)
+
+
+def test_a_merged_block_has_a_budget_per_hit_and_lists_its_hits() -> None:
+    one = block("d#chunk-2", "d", SENTENCE * 10)
+    merged = Block(key="d#chunk-2..3", hit=one.hit, matched=("d#chunk-2", "d#chunk-3"), content=SENTENCE * 10,
+                   first=2, last=3, before=(2, 3), tokens=one.tokens, section="Ops")
+    budget = Budgets(max_items=5, max_chars_per_item=100_000, max_total_chars=1_000_000,
+                     max_tokens_per_item=one.tokens // 2 + 1, max_total_tokens=6000)
+    [alone] = project([one], budget).items
+    [both] = project([merged], budget).items
+    assert alone.truncated and not both.truncated
+    assert both.document_id == "d#chunk-2..3" and both.matched == ("d#chunk-2", "d#chunk-3")
+    assert project([one], WIDE).items[0].matched == ()
