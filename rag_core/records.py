@@ -467,10 +467,10 @@ class Block:
     `key`: the hit's evidence key, or, for several hits, `doc#chunk-a..b` (a..b: the least and greatest matched chunk
     index); `matched`: every hit's evidence key, best first; `hit`: the best hit. `first`/`last`: the chunk indexes
     `content` spans (None: a hit without a chunk identity); `before`: the matched chunks' range. `content`: the chunks
-    stitched in order (overlaps once, an edited chunk's text as edited, "…" where a disabled chunk is left out);
+    stitched in order (overlaps once, an edited chunk's text as edited; it never spans a disabled chunk);
     `highlights`: each matched chunk's [start, end) in it. `start`/`end`: its place in the document (None: unknown,
     e.g. an added chunk). `grew`: "none", "neighbours" or "parent"; `stopped`: what stopped the growth ("" when it
-    reached what it grows to; "block_tokens", "document", "disabled", "added", "changed", "unavailable");
+    reached what it grows to; "block_tokens", "disabled", "added", "changed", "unavailable");
     `tokens`: the content's tokens; `section`: the heading path of what it holds."""
 
     key: str

@@ -194,7 +194,7 @@ class LookupResult:
             "evidence": evidence,
             "dropped": [{"evidence_key": t.evidence_key, "reason": t.status, "rank": t.rank,
                          "drop": t.drop.to_dict() if t.drop else None} for t in self.post.dropped],
-            "projection": [asdict(p) for p in self.projection.items],
+            "projection": [{**asdict(p), "matched": list(p.matched)} for p in self.projection.items],
             "blocks": [b.to_dict() for b in self.blocks],
             "context": {"expand": self.params.expand.mode, "merge": self.params.expand.merge,
                         "tokens": self.projection.tokens, "budget": self.params.budgets.max_total_tokens,

@@ -41,7 +41,8 @@ def test_adjacent_hits_merge_into_one_block_naming_their_range() -> None:
                                                                 sorted(result.candidates, key=lambda c: c.chunk_index)]
     assert block.content.startswith("Paragraph 3 of d") and block.content.endswith("tank number 5. zeta")
     assert block.tokens == count_tokens(block.content)
-    assert result.evidence_keys == ["d.md#chunk-4"]  # the evidence shrinks to the best hit of each block
+    assert [c.evidence_key for c in result.evidence] == ["d.md#chunk-4"]  # the best hit of each block
+    assert result.evidence_keys == list(block.matched)  # every hit the agent is given
     merged = [t for t in result.traces if t.drop is not None]
     assert [(t.evidence_key, t.drop.kind, t.status) for t in merged] == [  # type: ignore[union-attr]
         ("d.md#chunk-3", DropKind.MERGED, "merged_into d.md#chunk-3..5"),
