@@ -31,6 +31,7 @@ _STOPPED = {
     "added": N_("an added chunk (it has no place in the document's text)"),
 }
 # A block that did not grow at all, and why (its `stopped`).
+_CODE = '<code style="font-size:0.78rem">{}</code>'
 _NOT_GROWN = {
     "changed": N_("Not expanded: the document changed since the search (re-indexed)."),
     "unavailable": N_("Not expanded: this search cannot read whole documents."),
@@ -45,6 +46,17 @@ def chunks_text(first: int | None, last: int | None) -> str:
     return t("chunk {index}", index=first) if first == last else t("chunks {first}–{last}", first=first, last=last)
 
 
+def matched_text(block: Block) -> str:
+    """The chunks the block's hits matched: "chunk 4", "chunks 3–5", or "chunks 0, 2" when they are not in a row."""
+    before = block.get("matched_range")
+    if not before:
+        return chunks_text(None, None)
+    indexes = sorted({r[1] for r in map(key_range, block.get("matched") or ()) if r is not None})
+    if len(indexes) > 1 and indexes != list(range(indexes[0], indexes[-1] + 1)):
+        return t("chunks {indexes}", indexes=", ".join(map(str, indexes)))
+    return chunks_text(before[0], before[1])
+
+
 def _range(block: Block) -> tuple[int | None, int | None]:
     first, last = (list(block.get("range") or ()) + [None, None])[:2]
     return first, last
@@ -57,7 +69,7 @@ def growth_text(block: Block, params: Mapping[str, Any] | None = None) -> str:
     first, last = _range(block)
     if not before:
         return t("not a chunk of a known document: given as found")
-    was = chunks_text(before[0], before[1])
+    was = matched_text(block)
     now = chunks_text(first, last)
     grew = block.get("grew", "none")
     if grew == "none":
@@ -131,12 +143,12 @@ def block_html(block: Block, *, params: Mapping[str, Any] | None = None, block_b
     lines = [esc(" · ".join(facts))]
     if len(matched) > 1:
         lines.append(esc(tn("{n} hit merged into this block:", "{n} hits merged into this block:", len(matched),))
-                     + " " + ", ".join(f"<code>{esc(k)}</code>" for k in matched))
+                     + " " + ", ".join(_CODE.format(esc(k)) for k in matched))
     elif matched and matched[0] != key:
-        lines.append(esc(t("matched:")) + f" <code>{esc(matched[0])}</code>")
+        lines.append(esc(t("matched:")) + " " + _CODE.format(esc(matched[0])))
     for extra in (stopped, given_text(block, given, left_out)):
         if extra:
-            lines.append(esc(extra).replace("`rag.block-tokens`", "<code>rag.block-tokens</code>"))
+            lines.append(esc(extra).replace("`rag.block-tokens`", _CODE.format("rag.block-tokens")))
     no_heading = '<span style="color:#9ca3af">' + esc(t("(no heading)")) + '</span>'
     section = esc(block.get("section")) if block.get("section") else no_heading
     title = t("matched chunk (found by the search)")
@@ -165,7 +177,7 @@ def budget_html(context: Mapping[str, Any]) -> str:
             f'<div style="height:10px;border-radius:5px;background:#e5e7eb;overflow:hidden">'
             f'<div style="width:{share * 100:.1f}%;height:100%;background:{colour}"></div></div>'
             f'<div style="font-size:0.85rem;color:#374151;margin-top:0.25rem;word-break:break-word">'
-            + esc(words).replace("`rag.context-tokens`", "<code>rag.context-tokens</code>") + '</div></div>')
+            + esc(words).replace("`rag.context-tokens`", _CODE.format("rag.context-tokens")) + '</div></div>')
 
 
 def _by_key(rows: Iterable[Mapping[str, Any]], field: str) -> dict[str, Mapping[str, Any]]:

@@ -68,7 +68,7 @@ def test_expand_parent_shows_grown_blocks_with_the_matched_chunks_marked_and_the
     assert keys == [b["key"] for b in expected["blocks"]]
     merged = expected["blocks"][0]  # chunks 0 and 2 of the CPU runbook, grown to chunks 0-3
     assert merged["key"] == "cpu_high.md#chunk-0..2" and merged["range"] == [0, 3]
-    assert "chunks 0–2 → chunks 0–3, parent section &#x27;Runbook: CPU Usage High&#x27;" in body
+    assert "chunks 0, 2 → chunks 0–3, parent section &#x27;Runbook: CPU Usage High&#x27;" in body
     assert "2 hits merged into this block:" in body
     assert body.count('<mark class="matched"') >= len(expected["blocks"])
     first = merged["highlights"][0]
@@ -118,7 +118,7 @@ def test_a_citation_of_a_hit_inside_a_merged_block_opens_the_block_with_its_chun
         (body,) = [h.value for h in popover.get("html") if "context-block" in h.value]
         assert body.count('<mark class="matched"') == marks  # the member's chunk alone; the block's every one
         assert '<span class="block-section">Runbook: CPU Usage High</span>' in body  # the section named
-        assert "chunks 0–2 → chunks 0–3, parent section &#x27;Runbook: CPU Usage High&#x27;" in body
+        assert "chunks 0, 2 → chunks 0–3, parent section &#x27;Runbook: CPU Usage High&#x27;" in body
         assert texts(popover, "caption").startswith(said)
     start, end = block["highlights"][1]  # chunk 2's text, marked in the member's popover
     (body,) = [h.value for h in popovers[0].get("html") if "context-block" in h.value]
