@@ -124,3 +124,13 @@ def test_a_citation_of_a_hit_inside_a_merged_block_opens_the_block_with_its_chun
     (body,) = [h.value for h in popovers[0].get("html") if "context-block" in h.value]
     marked = re.search(r'<mark class="matched"[^>]*>([^<]{0,30})', body)
     assert marked is not None and block["content"][start:end].startswith(marked.group(1)[:15])
+
+
+def test_the_context_controls_and_tab_in_chinese_show_no_english_label(kb):
+    from tests.ui.test_i18n_pages import untranslated
+
+    at = app_at(PAGE, q=QUERY, expand="parent", context_tokens="300", lang="zh")  # 300 tokens: a block left out
+    assert "上下文" in at.tabs[2].label and at.warning  # the tab, and what the budget left out
+    data = {QUERY, "parent", "neighbours", *(d.doc_id for d in kb.store.list_documents())}
+    # (the raw hits table's frame keeps a `fate` column it does not show: its rows' colours)
+    assert [x for x in untranslated(at.main, data) if x != "table header: 'fate' (fate)"] == []
