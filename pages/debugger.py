@@ -5,7 +5,9 @@ base or another parameter set (B), both evidence lists side by side, what both o
 Every widget is bound to a URL query parameter (`?q=...&retrieve_k=20&return_n=5&max_chunks_per_document=2
 &mode=hybrid`), so other pages link here with a lookup pre-filled and it runs at once. "Previous turns" (`history`):
 the conversation before the query, so a follow-up is searched as the standalone question it means; the page shows
-the question asked and the one searched.
+the question asked and the one searched. "Context": the expansion, merge and token-budget options (`expand`,
+`context_tokens`, ...), which re-run the assemble phase only, and a tab with the evidence blocks the agent gets, each
+grown to its section or neighbours with its matched chunks marked, and the projection's tokens against its budget.
 """
 
 from typing import Any
@@ -17,6 +19,7 @@ from rag_core.errors import RagError
 from rag_core.retrieval.compare import compare_lookups
 from rag_core.retrieval.options import OPTIONS, lookup_overrides
 from rag_core.retrieval.rewrite import read_history_file
+from ui.blocks import context_view
 from ui.charts import rerank_movement_figure, score_by_rank_figure
 from ui.compare import Side, chunking_of, comparison_view, side_b_controls
 from ui.components import chunk_card, evidence_table, explanation_view, headers, hits_table, metric_row
@@ -85,6 +88,12 @@ with st.expander(t("Filters, fusion, threshold and reranking"), expanded=False):
                           "{seconds:.0f} s.", circuit.failures, error=circuit.last_error, seconds=circuit.retry_in_s))
     else:
         st.caption(t("No reranker: set `rerank.provider` to reorder the candidates with a reranking model."))
+# The context stages (expansion, merge, token budgets) run on fetched hits: moving these re-runs no search.
+with st.expander(t("Context: expansion, merging and token budgets"), expanded=False):
+    controls("context", defaults, options, per_row=3)
+    st.caption(t("Each evidence block can grow to its parent section or to its neighbouring chunks; hits whose chunks "
+                 "touch merge into one block. Tokens are counted per block and over all the evidence the agent is "
+                 "given. Changing these runs no new search."))
 compare = compare_col.toggle(t("Compare side by side"), key="compare", help=t(
     "Run the query a second time (B) against another knowledge base or with other parameters; the controls above "
     "are A."), **BOUND)
@@ -160,9 +169,9 @@ st.caption(t("{hits} raw hits → {evidence} evidence blocks", hits=len(result.t
            + t(" · {ms:.0f} ms", ms=result.timings["total"]) + " · " + how)
 
 # The results first: every hit as a readable row; the evidence as cards; the grids and the figures one tab away.
-hits_tab, evidence_tab, table_tab, scores_tab = st.tabs([
-    t("Raw hits ({n})", n=len(result.traces)), t("Evidence ({n})", n=len(result.evidence)), t("Table"),
-    t("Scores and timings")])
+hits_tab, evidence_tab, context_tab, table_tab, scores_tab = st.tabs([
+    t("Raw hits ({n})", n=len(result.traces)), t("Evidence ({n})", n=len(result.evidence)),
+    t("Context ({n})", n=len(result.blocks)), t("Table"), t("Scores and timings")])
 with hits_tab:
     st.html(hit_list_html(data["raw_hits"], result.searched))
 with evidence_tab:
@@ -171,6 +180,8 @@ with evidence_tab:
                              heading_path=e.get("heading_path", ""), doc_id=e.get("doc_id") or e["evidence_key"],
                              score=e["score"], location=location_text(e.get("location", "")),
                              searched_by=e.get("searched_by", "")), alt=bool(i % 2))
+with context_tab:  # the blocks the agent gets: grown, merged, within the token budgets (ui/blocks.py)
+    context_view(data)
 with table_tab:
     st.subheader(t("Raw hits ({n})", n=len(result.traces)))
     hits_table(data, key="dbg.hits")

@@ -15,6 +15,7 @@ from rag_core.agent.turn import AssistantTurn, ToolStep
 from rag_core.errors import RagError
 from rag_core.records import cited_as
 
+from .blocks import block_html, cited_block, more_than_a_chunk
 from .components import chunk_card, evidence_table
 from .errors import show_chat_error, show_error, show_notice
 from .html import ChunkView
@@ -108,15 +109,26 @@ def citation_label(cited: str, block: dict[str, Any] | None) -> str:
 
 
 def render_citations(turn: AssistantTurn, key: str) -> None:
-    """Cited evidence keys as chips; each opens the cited chunk. Unverified citations are flagged."""
+    """Cited evidence keys as chips; each opens the cited chunk, or, when the evidence grew or merged (a block's key,
+    or a hit inside a block), the block with the cited chunk marked and its section named. Unverified citations are
+    flagged."""
     if not turn.citations and not turn.unverified:
         return
     evidence = turn.evidence()
+    lookups = [step.lookup for step in turn.tools() if step.lookup]
     with st.container(horizontal=True, gap="small", key=f"{key}.citations"):
         st.caption(t("Sources:"), width="content")
         for i, cited in enumerate(turn.citations):
-            block = evidence.get(cited)
+            found = cited_block(lookups, cited)
+            block = evidence.get(cited) or (evidence.get(str(found[0]["matched"][0])) if found else None)
             with st.popover(citation_label(cited, block), icon="📄", key=f"{key}.cite.{i}"):
+                if found is not None and more_than_a_chunk(found[0]):  # grown or merged: the block, chunk marked
+                    grown, lookup = found
+                    st.caption(t("The cited chunk, marked in the evidence block the agent was given:")
+                               if cited != grown["key"] else
+                               t("The chunks found, marked in the evidence block the agent was given:"))
+                    st.html(block_html(grown, params=lookup.get("params"), cited=cited))
+                    continue
                 if block is None:
                     st.write(t("The tool returned this key, but its content is not in this turn's lookups."))
                     continue

@@ -67,11 +67,14 @@ def control(option: LookupOption, defaults: LookupParams, where: Any = st, *, va
 
 
 def controls(group: str, defaults: LookupParams, values: dict[str, Any], *, columns: bool = True,
-             **words: Any) -> dict[str, Any]:
-    """The controls of every option of `group`, side by side in columns (or one under the other); their values are
-    added to `values` (which later options' `when` reads) and returned."""
+             per_row: int | None = None, **words: Any) -> dict[str, Any]:
+    """The controls of every option of `group`, side by side in columns (`per_row` in each row: a choice of three
+    stays whole at 1280 px), or one under the other; their values are added to `values` (which later options'
+    `when` reads) and returned."""
     found = options_of(group)
-    places = st.columns(len(found)) if columns and len(found) > 1 else [st] * len(found)
+    width = per_row or len(found)
+    places = [place for at in range(0, len(found), width) for place in st.columns(width)][:len(found)] \
+        if columns and len(found) > 1 else [st] * len(found)
     for option, where in zip(found, places):
         values[option.name] = control(option, defaults, where, values=values, **words)
     return values

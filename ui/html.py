@@ -39,6 +39,32 @@ def esc(text: Any) -> str:
     return html.escape(str(text), quote=True)
 
 
+MATCHED_BG = "#fff1a8"  # a matched chunk inside its evidence block (ui/blocks.py)
+MATCHED_BORDER = "#b08900"
+
+
+def marked_html(text: str, spans: Sequence[Sequence[int]], *, title: str = "", css_class: str = "matched") -> str:
+    """`text` escaped, each [start, end) of `spans` inside a `<mark>` (spans that overlap or touch are one mark);
+    `title`: the marks' tooltip."""
+    merged: list[list[int]] = []
+    for start, end in sorted((max(0, int(a)), min(len(text), int(b))) for a, b in spans):
+        if start >= end:
+            continue
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    tip = f' title="{esc(title)}"' if title else ""
+    parts, at = [], 0
+    for start, end in merged:
+        parts += [esc(text[at:start]),
+                  f'<mark class="{esc(css_class)}"{tip} style="background:{MATCHED_BG};border-bottom:2px solid '
+                  f'{MATCHED_BORDER};padding:0;color:inherit">{esc(text[start:end])}</mark>']
+        at = end
+    parts.append(esc(text[at:]))
+    return "".join(parts)
+
+
 @dataclass(frozen=True)
 class ChunkView:
     """What a chunk card shows; built from a chunking `Chunk` or from a cited evidence block."""

@@ -38,6 +38,16 @@ SETTING_HELP = {
                       "chat model when one is configured, else offline (borrows the earlier question's topic); off = "
                       "search it as asked."),
     "rerank.provider": N_("Reranking model between recall and post-processing; none = off."),
+    "rag.expand": N_("What each evidence block grows to: its chunk's parent section (the heading section it is in, at "
+                     "most chunk.parent-max-size characters), its neighbouring chunks, or nothing."),
+    "rag.expand-neighbours": N_("Chunks a block takes on each side of its hit with rag.expand = neighbours."),
+    "chunk.parent-max-size": N_("Characters a parent section holds at most; a longer section is split at its "
+                                "sub-headings, then between chunks (at page breaks where it can). Read at lookup: no "
+                                "re-index."),
+    "rag.merge": N_("Hits whose chunks touch or overlap in one document become one evidence block (doc#chunk-a..b); "
+                    "the others are dropped as merged_into it."),
+    "rag.block-tokens": N_("Tokens one evidence block may grow to (and is cut at), per hit it holds."),
+    "rag.context-tokens": N_("Tokens across all the evidence the agent is given (the projection)."),
     "embedding.model": N_("Model name; empty picks the provider's default."),
     "embedding.dimension": N_("Vector size for providers that allow choosing it; 0 = provider default."),
 }

@@ -64,7 +64,7 @@ def test_query_params_prefill_and_run(kb, searches):
 
 
 def test_post_processing_sliders_do_not_search_again(kb, searches):
-    at = app_at(PAGE, q=QUERY)
+    at = app_at(PAGE, q=QUERY, merge="false")  # each kept hit its own block (merging is tests/ui/test_ui_context.py's)
     assert searches == {"dense": 1, "bm25": 1}
     _, evidence = frames(at)
     assert len(evidence) == 5
@@ -103,7 +103,7 @@ def test_fusion_controls_reach_the_search(kb, searches):
 
 
 def test_a_score_threshold_from_the_url_drops_hits_with_the_reason_and_no_new_search(kb, searches):
-    at = app_at(PAGE, q=QUERY, mode="dense")
+    at = app_at(PAGE, q=QUERY, mode="dense", merge="false")  # the two best hits are neighbours: kept apart
     hits, _ = frames(at)
     threshold = round(float(hits["score"].iloc[2]) + 1e-4, 4)  # between the 2nd and the 3rd hit
     at.number_input(key="score_threshold").set_value(threshold).run()
@@ -114,7 +114,7 @@ def test_a_score_threshold_from_the_url_drops_hits_with_the_reason_and_no_new_se
     assert len(below) == len(hits) - 2 and all(s.startswith("below threshold (") for s in below["status"])
     assert metrics(at)["Below threshold"] == str(len(below))
     # the URL carries it like every control
-    again = app_at(PAGE, q=QUERY, mode="dense", score_threshold=str(threshold))
+    again = app_at(PAGE, q=QUERY, mode="dense", merge="false", score_threshold=str(threshold))
     assert again.number_input(key="score_threshold").value == threshold
     assert list(frames(again)[0]["fate"]) == list(hits["fate"])
 
@@ -300,7 +300,7 @@ def test_every_lookup_option_has_a_control_bound_to_its_name(kb, reranker):
 
 def test_without_a_reranker_the_page_says_how_to_configure_one(kb):
     at = app_at(PAGE, q=QUERY)
-    assert sorted(t.key for t in at.toggle) == ["compare", "cross_language"]  # no "rerank" toggle
+    assert sorted(t.key for t in at.toggle) == ["compare", "cross_language", "merge"]  # no "rerank" toggle
     assert "set `rerank.provider`" in texts(at, "caption")
 
 

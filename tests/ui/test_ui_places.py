@@ -59,9 +59,11 @@ def test_chat_citation_chips_name_the_page_and_the_slide(located_kb):
     assert any(c.endswith(" p. 2") for c in pdf), chips
     ask(at, "When was the rollback started in the incident timeline?")
     chips = popover_labels(at)
-    assert "incident.pptx#chunk-1 slide 2" in chips, chips
-    (popover,) = [p for p in at.get("popover") if p.proto.popover.label == "incident.pptx#chunk-1 slide 2"]
-    assert any("incident.pptx #1 slide 2" in h.value for h in popover.get("html"))  # the chip opens its card
+    # the deck's chunks 0 and 1 both match and touch: one block (rag.merge), cited by its key; its chip names the
+    # best hit's slide and opens the block
+    assert "incident.pptx#chunk-0..1 slide 2" in chips, chips
+    (popover,) = [p for p in at.get("popover") if p.proto.popover.label == "incident.pptx#chunk-0..1 slide 2"]
+    assert any('data-key="incident.pptx#chunk-0..1"' in h.value for h in popover.get("html"))
 
 
 def test_chunk_preview_shows_the_pages_and_slides_of_an_indexed_pdf_and_deck(located_kb):
@@ -83,7 +85,7 @@ def test_pages_and_slides_in_chinese(located_kb):
     assert "第 2 页" in cards(at)[0] and " p. 2" not in cards(at)[0]
     at = app_at("pages/chat.py", lang="zh")
     ask(at, "When was the rollback started in the incident timeline?")
-    assert "incident.pptx#chunk-1 第 2 张幻灯片" in popover_labels(at), popover_labels(at)
+    assert "incident.pptx#chunk-0..1 第 2 张幻灯片" in popover_labels(at), popover_labels(at)  # a merged block
 
 
 @pytest.mark.slow  # runs OCR
