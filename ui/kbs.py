@@ -9,6 +9,7 @@ import streamlit as st
 
 from rag_core.config import KEYS
 from rag_core.embedding.fusion_defaults import FUSION_KEYS
+from rag_core.kb.settings import KB_KEYS
 
 from .i18n import N_, t
 
@@ -62,6 +63,7 @@ def settings_widgets(prefix: str, values: Mapping[str, Any]) -> dict[str, Any]:
     """Inputs for every setting a knowledge base keeps, filled with `values`; returns {setting: value}. Values
     are checked by the settings' own rules when the knowledge base is made (one clear message)."""
     out: dict[str, Any] = {}
+    values = {key: KEYS[key].default for key in KB_KEYS} | dict(values)  # a knowledge base made before a setting was
 
     def number(col: Any, key: str, label: str, step: float | int = 1) -> None:
         k = KEYS[key]
@@ -99,6 +101,15 @@ def settings_widgets(prefix: str, values: Mapping[str, Any]) -> dict[str, Any]:
                                                values["embedding.model"], key=f"{prefix}.embedding.model",
                                                help=setting_help("embedding.model"))
         number(c2, "embedding.dimension", t("Embedding dimension (0: the provider's default)"))
+        c1, c2, c3 = st.columns(3)
+        choice(c1, "rag.expand", t("Expand each block to"))
+        number(c2, "rag.expand-neighbours", t("neighbouring chunks on each side"))
+        number(c3, "chunk.parent-max-size", t("parent section at most (characters)"), 500)
+        c1, c2, c3 = st.columns(3)
+        number(c1, "rag.block-tokens", t("tokens per block"), 100)
+        number(c2, "rag.context-tokens", t("tokens in all evidence"), 500)
+        out["rag.merge"] = c3.toggle(t("Merge hits whose chunks touch"), bool(values["rag.merge"]),
+                                     key=f"{prefix}.rag.merge", help=setting_help("rag.merge"))
     return out
 
 

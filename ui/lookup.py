@@ -118,6 +118,15 @@ def debugger_query_params(query: str, params: LookupParams | Mapping[str, Any] |
             out["mode"] = str(mode)
         if params.get("score_threshold"):
             out["score_threshold"] = str(params["score_threshold"])
+        expand, budgets = params.get("expand") or {}, params.get("projection") or {}
+        for name, value in (("expand", expand.get("mode")), ("expand_neighbours", expand.get("neighbours")),
+                            ("parent_max_size", expand.get("parent_max_size")),
+                            ("block_tokens", budgets.get("max_tokens_per_item")),
+                            ("context_tokens", budgets.get("max_total_tokens"))):
+            if value is not None:
+                out[name] = str(value)
+        if expand.get("merge") is not None:
+            out["merge"] = "true" if expand["merge"] else "false"
     if replay:
         out[REPLAY] = "1"
     if LANG_PARAM not in out and ((lang := language()) != browser_language() or LANG_PARAM in st.query_params):

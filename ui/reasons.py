@@ -236,6 +236,8 @@ def describe_drop(drop: Mapping[str, Any] | None, *, short: bool = False) -> str
         return t("per-document cap: {doc} already has {count}", doc=drop.get("doc_id"), count=count)
     if kind == "beyond_return_n":
         return t("beyond return-n ({count})", count=count) if count else t("beyond return-n")
+    if kind == "merged" and drop.get("by"):
+        return t("merged into {key}", key=drop["by"][0])
     if kind == "below_threshold" and drop.get("score") is not None and drop.get("threshold") is not None:
         score, threshold = score_pair(drop["score"], drop["threshold"])
         return t("below threshold ({score} < {threshold})", score=score, threshold=threshold)

@@ -64,6 +64,8 @@ def test_two_knowledge_bases_made_in_the_app_both_answer(local_embedder) -> None
     at.text_input(key="kb.new_name").set_value("small").run()
     at.number_input(key="kb.new.chunk.max-size").set_value(300)
     at.number_input(key="kb.new.chunk.overlap").set_value(30)
+    at.selectbox(key="kb.new.rag.expand").set_value("parent")
+    at.number_input(key="kb.new.rag.context-tokens").set_value(3000)
     at.button(key="kb.create").click().run()
     assert not at.exception, at.exception
     assert "Created knowledge base small" in texts(at, "success")
@@ -79,6 +81,9 @@ def test_two_knowledge_bases_made_in_the_app_both_answer(local_embedder) -> None
         at.switch_page("pages/debugger.py").run()
         at.text_input(key="q").set_value("How do I free disk space?").run()
         assert not at.exception, at.exception
+        if kb == "small":  # the knowledge base's own settings
+            assert (at.button_group(key="expand").value, at.number_input(key="context_tokens").value) == ("parent",
+                                                                                                         3000)
         evidence = frame(at, "hit reasons")
         assert evidence["evidenceKey"].iloc[0].startswith("disk_full.md#chunk-")
         hits = frame(at, "dense #")["evidenceKey"]

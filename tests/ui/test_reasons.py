@@ -209,3 +209,21 @@ def test_a_stored_location_label_in_chinese(lang) -> None:
     lang("zh")
     assert [reasons.location_text(x) for x in labels] == [
         "第 12 页", "第 3–4 页", "第 2 张幻灯片", "工作表 FAQ, 2024，第 4–7 行", "图片", "chapter 2"]
+
+
+def test_a_replay_link_carries_the_context_options() -> None:
+    from rag_core.retrieval import LookupParams
+    from rag_core.retrieval.expand import ExpandParams
+    from rag_core.retrieval.projection import Budgets
+
+    params = LookupParams(expand=ExpandParams("neighbours", 2, 3000, False),
+                          budgets=Budgets(max_tokens_per_item=400, max_total_tokens=1500))
+    out = debugger_query_params("q", params, replay=True)
+    assert {k: out[k] for k in ("expand", "expand_neighbours", "parent_max_size", "merge", "block_tokens",
+                                "context_tokens")} == {"expand": "neighbours", "expand_neighbours": "2",
+                                                       "parent_max_size": "3000", "merge": "false",
+                                                       "block_tokens": "400", "context_tokens": "1500"}
+    assert debugger_query_params("q", params.to_dict())["merge"] == "false"  # a recorded lookup's params too
+    from ui import reasons as words
+
+    assert words.describe_drop({"kind": "merged", "by": ["a#chunk-1..2"]}) == "merged into a#chunk-1..2"
