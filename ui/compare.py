@@ -5,7 +5,7 @@ second chunking's controls and both chunkings aligned by offset (`rag_core.chunk
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import streamlit as st
@@ -13,6 +13,7 @@ import streamlit as st
 from rag_core.bootstrap import Workbench
 from rag_core.records import FUSIONS, SearchMode, SearchOptions
 from rag_core.retrieval import LookupParams, LookupResult
+from rag_core.retrieval.expand import EXPAND_MODES
 from rag_core.retrieval.compare import BOTH, ONLY_A, ONLY_B, LookupComparison
 
 from .components import metric_row
@@ -72,9 +73,16 @@ def side_b_controls(limits: Mapping[str, int]) -> tuple[Workbench, dict[str, Any
         st.warning(t("B: return-n ({return_n}) is larger than retrieve-k ({retrieve_k}); using return-n = "
                      "{retrieve_k}.", return_n=return_n, retrieve_k=retrieve_k))
         return_n = retrieve_k
+    c1, c2 = st.columns(2)
+    expand = c1.segmented_control(t("B: expand each block to"), list(EXPAND_MODES), default=d.expand.mode,
+                                  key=key + "expand", required=True)
+    context_tokens = c2.number_input(t("B: tokens in all evidence"), 20, 1_000_000, d.budgets.max_total_tokens,
+                                     step=500, key=key + "context_tokens")
     search = SearchOptions(mode=mode, fusion=fusion, rrf_k=d.search.rrf_k, dense_weight=d.search.dense_weight,
                            bm25_weight=d.search.bm25_weight, cross_language=d.search.cross_language)
-    return wb, {"retrieve_k": retrieve_k, "return_n": return_n, "max_chunks_per_document": cap, "search": search}
+    return wb, {"retrieve_k": retrieve_k, "return_n": return_n, "max_chunks_per_document": cap, "search": search,
+                "expand": replace(d.expand, mode=expand),
+                "budgets": replace(d.budgets, max_total_tokens=int(context_tokens))}
 
 
 def describe_params(params: LookupParams) -> str:
@@ -83,7 +91,10 @@ def describe_params(params: LookupParams) -> str:
            if search.mode == "hybrid" else search_mode_label(search.mode))
     said = t("{how}, retrieve-k {retrieve_k}, return-n {return_n}, cap {cap}", how=how, retrieve_k=params.retrieve_k,
              return_n=params.return_n, cap=params.max_chunks_per_document)
-    return said + (t(", reranked") if params.rerank.enabled else "")
+    said += t(", reranked") if params.rerank.enabled else ""
+    if params.expand.mode != "none":
+        said += t(", blocks grown to {expand}", expand=params.expand.mode)
+    return said + t(", {tokens:,} tokens at most", tokens=params.budgets.max_total_tokens)
 
 
 def comparison_view(comparison: LookupComparison, a: Side, b: Side) -> None:

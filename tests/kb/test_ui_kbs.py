@@ -155,6 +155,10 @@ def test_debugger_compare_mode_marks_what_both_or_one_found(local_embedder) -> N
     page = html_of(at)
     assert 'data-mark="only B"' in page and 'data-mark="only A"' not in page
     assert "return-n 8, cap 4" in texts(at, "caption") and "return-n 5, cap 2" in texts(at, "caption")
+    at.button_group(key="cmp.biz.expand").set_value("parent")
+    at.number_input(key="cmp.biz.context_tokens").set_value(2000).run()
+    assert not at.exception, at.exception
+    assert "blocks grown to parent, 2,000 tokens at most" in texts(at, "caption")
     # a link naming a knowledge base that does not exist says so and compares with the selected one
     at = app_at("pages/debugger.py", q="disk", compare="true", kb_b="nope")
     assert "`nope` does not exist" in texts(at, "warning") and at.selectbox(key="kb_b").value == "biz"
