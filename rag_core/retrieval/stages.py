@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 from .. import tracing
 from ..citations import extract_citations
 from ..errors import RetrievalError
-from ..identity import to_candidate
+from ..identity import key_range, to_candidate
 from ..ports import DocumentChunksPort, SingleStoreSearchPort
 from ..records import Block, Candidate, ConversationTurn, RerankOutcome, Rewrite, SearchHit
 from ..scope import ScopeResolution, resolve
@@ -128,14 +128,15 @@ class RewriteQuestion:
         store = _store(self.port)
         chunks: dict[str, dict[int, str]] = {}
 
-        def heading(key: str) -> str:
-            doc_id, _, index = key.partition("#chunk-")
-            if store is None or not index.isdigit():
+        def heading(key: str) -> str:  # a block's range `doc#chunk-3..5` reads as its first chunk's heading
+            found = key_range(key)
+            doc_id = found[0] if found is not None else key.partition("#chunk-")[0]
+            if store is None or found is None:
                 return doc_id.rsplit("/", 1)[-1]
             if doc_id not in chunks:
                 chunks[doc_id] = {c.chunk_index: str(c.metadata.get("headingPath") or c.metadata.get("title") or "")
                                   for c in store.get_chunks(doc_id)}
-            return chunks[doc_id].get(int(index)) or doc_id.rsplit("/", 1)[-1]
+            return chunks[doc_id].get(found[1]) or doc_id.rsplit("/", 1)[-1]
 
         return tuple(replace(t, cited=t.cited or tuple(dict.fromkeys(heading(k) for k in extract_citations(t.content))))
                      if t.role == "assistant" else t for t in history)
