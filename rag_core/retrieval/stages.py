@@ -15,6 +15,7 @@ A new stage is one class here, placed in `stages()`; if it drops hits, its reaso
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -36,6 +37,8 @@ from .projection import Projection, project
 from .rerank import rerank_hits
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
     from ..ports import KnowledgeSearchPort, KnowledgeStore, QueryRewriter, Reranker
     from .params import LookupParams
 
@@ -250,6 +253,7 @@ class Expand:
         span = tracing.current()
         tracing.set_attributes(span, {sc.EXPAND_MODE: params.expand.mode, sc.BLOCKS: len(blocks),
                                       sc.BLOCKS_GROWN: sum(b.grown for b in blocks)})
+        _trace_blocks(span, blocks)
         return replace(work, blocks=blocks, documents=documents)
 
 
@@ -272,8 +276,9 @@ class Merge:
         documents = _documents(self.port, work)
         assert documents is not None
         blocks = merge_blocks(work.blocks, documents)
-        tracing.set_attributes(tracing.current(), {sc.BLOCKS: len(blocks),
-                                                   sc.BLOCKS_MERGED: len(work.blocks) - len(blocks)})
+        span = tracing.current()
+        tracing.set_attributes(span, {sc.BLOCKS: len(blocks), sc.BLOCKS_MERGED: len(work.blocks) - len(blocks)})
+        _trace_blocks(span, blocks)
         return replace(work, blocks=blocks, post=merged_post(work.post, blocks), documents=documents)
 
 
@@ -292,10 +297,25 @@ class Project:
     def run(self, work: Work) -> Work:
         assert work.post is not None
         projection = project(work.blocks, work.params.budgets)
-        tracing.set_attributes(tracing.current(), {sc.CONTEXT_TOKENS: projection.tokens,
-                                                   sc.CONTEXT_BUDGET: work.params.budgets.max_total_tokens,
-                                                   sc.TOKENIZER: projection.tokenizer})
+        span = tracing.current()
+        tracing.set_attributes(span, {sc.CONTEXT_TOKENS: projection.tokens,
+                                      sc.CONTEXT_BUDGET: work.params.budgets.max_total_tokens,
+                                      sc.TOKENIZER: projection.tokenizer,
+                                      sc.BLOCK_KEYS: [p.document_id for p in projection.items],
+                                      sc.BLOCK_TOKENS: [p.tokens for p in projection.items]})
+        tracing.set_content(span, sc.OUTPUT_VALUE, json.dumps(
+            [{"key": p.document_id, "matched": list(p.matched), "section": p.section, "tokens": p.tokens,
+              "truncated": p.truncated, "content": p.content} for p in projection.items], ensure_ascii=False))
         return replace(work, projection=projection)
+
+
+def _trace_blocks(span: Span, blocks: Sequence[Block]) -> None:
+    """The blocks a stage made on its span: their keys and tokens (identities and counts, like the lookup's evidence
+    keys), and, where tracing.capture-content allows, each one's matched keys, section and text as its output."""
+    tracing.set_attributes(span, {sc.BLOCK_KEYS: [b.key for b in blocks], sc.BLOCK_TOKENS: [b.tokens for b in blocks]})
+    tracing.set_content(span, sc.OUTPUT_VALUE, json.dumps(
+        [{"key": b.key, "matched": list(b.matched), "range": [b.first, b.last], "grew": b.grew, "stopped": b.stopped,
+          "section": b.section, "tokens": b.tokens, "content": b.content} for b in blocks], ensure_ascii=False))
 
 
 def stages(port: KnowledgeSearchPort, reranker: Reranker | None, rewriter: QueryRewriter | None = None
