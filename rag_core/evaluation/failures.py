@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import EvaluationError
-from ..identity import key_range
 from ..feedback.records import TurnRecord
+from ..identity import key_range
 from .testsets import TestItem, check_name, list_test_sets, load_test_set, save_test_set
 
 CHUNK = "#chunk-"

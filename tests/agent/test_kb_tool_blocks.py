@@ -55,7 +55,8 @@ def test_without_expansion_or_merging_the_items_read_as_before(kb) -> None:
 
 def test_the_description_says_what_to_cite(kb) -> None:
     tool = knowledge_base_tool(kb.retriever)
-    assert "Cite a result by its `document_id`" in tool.description and "section around the matched chunk" in tool.description
+    assert "Cite a result by its `document_id`" in tool.description
+    assert "section around the matched chunk" in tool.description
 
 
 def quotes_of(text: str) -> list[tuple[str, str]]:
@@ -66,8 +67,8 @@ def test_the_offline_agent_quotes_the_same_best_sentence_from_expanded_and_merge
     question = "How do I find what is filling the disk when the disk is full?"
     answers = {}
     for mode in ("none", "parent", "neighbours"):
-        agent = Agent(Toolbox([knowledge_base_tool(kb.retriever, expand=ExpandParams(mode), max_chunks_per_document=5)]),
-                      None, embedder=kb.embedder)
+        tool = knowledge_base_tool(kb.retriever, expand=ExpandParams(mode), max_chunks_per_document=5)
+        agent = Agent(Toolbox([tool]), None, embedder=kb.embedder)
         events = list(agent.run(question))
         result, done = events[1], events[-1]
         assert isinstance(result, ToolResultEvent) and isinstance(done, DoneEvent) and result.lookup is not None

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from rag_core.errors import RagError
+from rag_core.phrases import Phrase
 from rag_core.records import Chunk, SearchOptions
 from rag_core.retrieval import KnowledgeRetriever
 from rag_core.retrieval.expand import ExpandParams
-from rag_core.phrases import Phrase
 from rag_core.retrieval.explain import DEPTH, Expectation, explain, locate_answer, parse_expect
 from rag_core.retrieval.rerank import RerankParams
 from tests.retrieval.fakes import ScriptedReranker
