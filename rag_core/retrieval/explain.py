@@ -21,6 +21,10 @@ expected answer; else any chunk of the document. Among targets, the fix changing
 
 With an expected answer text, the document is searched for it (exactly, then ignoring case and
 whitespace): which chunks contain it, and when no chunk does, the chunk boundary that splits it.
+
+With the expansion and merge stages (small to big), a target merged into a better hit's block is in the evidence
+(fate `merged`), and a target that is no hit given to the agent but lies inside a block it is given (grown over it,
+or a split answer one block holds whole) is in its context: cause "in_context", and no fix is sought.
 """
 
 from __future__ import annotations
