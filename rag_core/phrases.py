@@ -30,6 +30,7 @@ ENGLISH: Mapping[str, str] = {
     "fate.duplicate": "duplicate of {key}",
     "fate.merged": "merged into the block {key}: its chunk touches a better hit's",
     "fate.dropped": "dropped: {reason}",
+    "explain.in_block": "not a hit itself, but in the context of {key} (expanded)",
     "fate.disabled": "disabled: a person left it out of every lookup (`python -m rag_core chunks enable {key}` "
                      "brings it back)",
     "fate.below_threshold": "below threshold ({score} < {threshold}) of {mode} search: a score-threshold of at "
@@ -54,6 +55,8 @@ ENGLISH: Mapping[str, str] = {
     "verdict.answer_in": "the answer in {doc}",
     "verdict.in_evidence": "{what} is in the evidence: {kept}.",
     "verdict.kept": "{key} (#{rank})",
+    "verdict.merged": "{key} (#{rank}, merged into {block})",
+    "verdict.in_context": "{what} is not a hit itself, but the agent gets it in the context of {blocks}.",
     "verdict.no_target": "{what}: no chunk to look for ({answer})",
     "verdict.split": "{what} is split across a chunk boundary, so no evidence block holds all of it: a chunking "
                      "problem (a larger chunk.overlap keeps it whole). Its parts: {parts}.",

@@ -71,6 +71,7 @@ _SAY: dict[str, str] = {
     "fate.duplicate": N_("duplicate of {key}"),
     "fate.merged": N_("merged into the block {key}: its chunk touches a better hit's"),
     "fate.dropped": N_("dropped: {reason}"),
+    "explain.in_block": N_("not a hit itself, but in the context of {key} (expanded)"),
     "fate.disabled": N_("disabled: a person left it out of every lookup (`python -m rag_core chunks "
                         "enable {key}` brings it back)"),
     "fate.below_threshold": N_("below threshold ({score} < {threshold}) of {mode} search: a "
@@ -92,6 +93,8 @@ _SAY: dict[str, str] = {
     "verdict.answer_in": N_("the answer in {doc}"),
     "verdict.in_evidence": N_("{what} is in the evidence: {kept}."),
     "verdict.kept": N_("{key} (#{rank})"),
+    "verdict.merged": N_("{key} (#{rank}, merged into {block})"),
+    "verdict.in_context": N_("{what} is not a hit itself, but the agent gets it in the context of {blocks}."),
     "verdict.no_target": N_("{what}: no chunk to look for ({answer})"),
     "verdict.split": N_("{what} is split across a chunk boundary, so no evidence block holds all of it: "
                         "a chunking problem (a larger chunk.overlap keeps it whole). Its parts: {parts}."),

@@ -54,7 +54,8 @@ class ToolResultEvent(_Event):
     `result` is the JSON object the model received. `ok` is False when the tool could not run (bad
     arguments, unknown tool, a failing service); `error` then says why, in words for a person.
     For the knowledge-base tool, `lookup` is the full LookupResult of the one lookup path and
-    `evidence_keys` the `document_id`s the model was shown (citable this turn).
+    `evidence_keys` the `document_id`s the model was shown and the `matched` keys of the blocks holding several
+    hits (citable this turn).
     """
 
     call_id: str

@@ -44,7 +44,8 @@ _JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", b
 @dataclass(frozen=True)
 class ToolOutput:
     """A tool's answer: `data` goes to the model as JSON. `lookup` (knowledge-base tool) travels with
-    the tool_result event; `evidence_keys` are the citable `document_id`s the model was shown."""
+    the tool_result event; `evidence_keys` are the citable keys the model was shown (each `document_id`, and the
+    keys a block of several hits lists in `matched`)."""
 
     data: Any
     ok: bool = True

@@ -205,7 +205,8 @@ class Triage:
         returned: dict[str, None] = {}
         for alert in firing[: self.max_alerts]:
             section = yield from self._investigate(alert, first[str(alert["name"])], now)
-            returned.update(dict.fromkeys(p.document_id for p in section.evidence))
+            # a block's matched chunks are citable too (kb_tool.evidence_keys)
+            returned.update(dict.fromkeys(k for p in section.evidence for k in (p.document_id, *p.matched)))
             sections.append(section)
         skipped = len(firing) - len(sections)
         yield from self._report(sections, skipped, pending, returned)
@@ -311,7 +312,8 @@ def _since(started: float) -> float:
 
 def _section_facts(s: Section) -> dict[str, Any]:
     return {"alert": dict(s.alert),
-            "runbook_excerpts": [{"document_id": p.document_id, "content": p.content} for p in s.evidence],
+            "runbook_excerpts": [{"document_id": p.document_id, "content": p.content,
+                                  **({"matched": list(p.matched)} if p.matched else {})} for p in s.evidence],
             "knowledge_base_error": s.search_error,
             "recent_logs": [dict(line) for line in s.logs] or s.logs_note}
 

@@ -4,10 +4,11 @@ answers `/api/chat` with it, so every entry point reads a turn the same way."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..identity import key_range
 from .events import ContentEvent, DoneEvent, ErrorEvent, Event, NoticeEvent, ToolCallEvent, ToolResultEvent
 
 
@@ -28,6 +29,14 @@ class ToolStep:
         if self.lookup:
             return self.lookup["query"]
         return str((self.arguments or {}).get("query", ""))
+
+
+def _block_entry(block: Mapping[str, Any], best: Mapping[str, Any]) -> dict[str, Any]:
+    """A block of several hits as an evidence entry, shaped like its best hit's (`best`)."""
+    first = key_range(block["key"])
+    return {**best, "evidence_key": block["key"], "chunk_index": first[1] if first else best.get("chunk_index"),
+            "content": block["content"], "heading_path": block.get("section") or best.get("heading_path", ""),
+            "score": block["score"], "matched": list(block["matched"]), "block": block["key"]}
 
 
 @dataclass
@@ -54,12 +63,27 @@ class AssistantTurn:
         return [p for p in self.parts if isinstance(p, ToolStep)]
 
     def evidence(self) -> dict[str, dict[str, Any]]:
-        """Every evidence block the tools returned this turn, by evidence key (first wins)."""
+        """Every piece of evidence an answer may cite this turn, by evidence key (first wins): each hit in the
+        evidence and each hit merged into another's block, with `block` (the key of the block holding it) when the
+        lookup made blocks, and each block of several hits under its range key (`doc#chunk-3..5`: its content,
+        `chunk_index` its first matched chunk, `heading_path` its section), so a citation of either opens."""
         found: dict[str, dict[str, Any]] = {}
         for step in self.tools():
-            for block in (step.lookup or {}).get("evidence", []):
-                found.setdefault(block["evidence_key"], block)
+            lookup = step.lookup or {}
+            holder = {key: b["key"] for b in lookup.get("blocks", []) for key in b["matched"]}
+            merged = [h for h in lookup.get("raw_hits", []) if h.get("fate") == "merged"]
+            for hit in [*lookup.get("evidence", []), *merged]:
+                key = hit["evidence_key"]
+                found.setdefault(key, {**hit, "block": holder[key]} if key in holder else hit)
+            for block in lookup.get("blocks", []):
+                if block["key"] not in found:
+                    found[block["key"]] = _block_entry(block, found.get(block["matched"][0], {}))
         return found
+
+    def blocks(self) -> dict[str, dict[str, Any]]:
+        """Every evidence block the tools returned this turn (`Block.to_dict()`), by its key: what a citation's
+        `block` opens (the section around the matched chunk)."""
+        return {b["key"]: b for step in self.tools() for b in (step.lookup or {}).get("blocks", [])}
 
     @classmethod
     def from_events(cls, events: Iterable[Event]) -> AssistantTurn:

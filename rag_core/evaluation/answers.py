@@ -82,7 +82,7 @@ REFUSAL_PATTERNS = (
 _REFUSAL = re.compile("|".join(REFUSAL_PATTERNS), re.I)
 # What the answer quotes is the documents' words, not the agent's: "实在找不到合适的位置" in a quote is no refusal.
 _QUOTED = re.compile(r"“[^”]*”|\"[^\"\n]*\"|「[^」]*」|^\s*>.*$", re.M)
-_CITATION = re.compile(r"[\[【][^\[\]【】\n]{0,400}?(?:#chunk-\d+|vector:\S+|content:[0-9a-f]{16})"
+_CITATION = re.compile(r"[\[【][^\[\]【】\n]{0,400}?(?:#chunk-\d+(?:\.\.\d+)?|vector:\S+|content:[0-9a-f]{16})"
                        r"[^\[\]【】\n]{0,400}?[\]】]")
 
 JUDGE = {

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..errors import EvaluationError
 from ..feedback.records import TurnRecord
+from ..identity import key_range
 from .testsets import TestItem, check_name, list_test_sets, load_test_set, save_test_set
 
 CHUNK = "#chunk-"
@@ -17,17 +18,21 @@ CHUNK = "#chunk-"
 def expected_target(expected: str, knowledge_bases: tuple[str, ...] = ()) -> tuple[str, str | None]:
     """(doc_id, evidence key or None) of what should have been found: a doc_id, or a chunk's evidence key
     `doc_id#chunk-N`. A key of a search over several knowledge bases (`kb:doc_id#chunk-N`) loses its `kb:`, since
-    a test set runs on one knowledge base."""
+    a test set runs on one knowledge base. A block's key (`doc_id#chunk-3..5`, hits merged into one block) names its
+    first matched chunk, `doc_id#chunk-3`: a test item expects one chunk."""
     expected = (expected or "").strip()
     if not expected:
         raise EvaluationError("Pick the document or chunk the answer should have come from.")
     kb, sep, rest = expected.partition(":")
     if sep and kb in knowledge_bases:
         expected = rest
-    doc_id, chunk, index = expected.partition(CHUNK)
-    if chunk and not index.isdigit():
+    doc_id, chunk, _ = expected.partition(CHUNK)
+    if not chunk:
+        return doc_id, None
+    named = key_range(expected)
+    if named is None:
         raise EvaluationError(f"{expected!r} is not a document or a chunk key (doc_id#chunk-N).")
-    return doc_id, expected if chunk else None
+    return named[0], f"{named[0]}{CHUNK}{named[1]}"
 
 
 def failure_item(turn: TurnRecord, expected: str, answer: str = "", question: str | None = None) -> TestItem:

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from ..errors import NotIndexed, RetrievalError
 from ..ports import EditableStore, Embedder, KeptOriginals
 from ..records import StoredChunk, qa_question, search_text
-from ..retrieval.explain import parse_expect
+from ..retrieval.explain import Expectation, parse_expect
 from ..store.edits import ADDED, CONTENT, content_hash
 
 EDIT_KEYS = ("edited", ADDED, "keywords", "questions", "originalText")  # what an edit puts in a row's metadata
@@ -42,11 +42,22 @@ def _key(doc_id: str, index: int) -> str:
     return f"{doc_id}#chunk-{index}"
 
 
-def chunk_of(store: EditableStore, key: str) -> StoredChunk:
-    """The stored chunk an evidence key names; NotIndexed / RetrievalError saying what is missing."""
+def _one_chunk(key: str) -> Expectation:
+    """The chunk an evidence key names; RetrievalError for a document or a block's range (`doc#chunk-3..5`, which
+    search gives for merged hits: an edit is of one chunk)."""
     expect = parse_expect(key)
     if expect.chunk_index is None:
         raise RetrievalError(f"{key!r} is not an evidence key: name a chunk as DOC_ID#chunk-N.")
+    if expect.several:
+        raise RetrievalError(f"{key!r} names several chunks ({expect.chunk_index}..{expect.end}); give one, e.g. "
+                             f"{_key(expect.doc_id, expect.chunk_index)}.")
+    return expect
+
+
+def chunk_of(store: EditableStore, key: str) -> StoredChunk:
+    """The stored chunk an evidence key names; NotIndexed / RetrievalError saying what is missing."""
+    expect = _one_chunk(key)
+    assert expect.chunk_index is not None
     chunks = _chunks_of(store, expect.doc_id)
     found = next((c for c in chunks if c.chunk_index == expect.chunk_index), None)
     if found is None:
@@ -330,9 +341,8 @@ def conflicts(store: EditableStore, doc_id: str) -> list[dict[str, Any]]:
 
 
 def _conflict(store: EditableStore, key: str) -> tuple[dict[str, Any], list[StoredChunk]]:
-    expect = parse_expect(key)
-    if expect.chunk_index is None:
-        raise RetrievalError(f"{key!r} is not an evidence key: name a chunk as DOC_ID#chunk-N.")
+    expect = _one_chunk(key)
+    assert expect.chunk_index is not None
     chunks = _chunks_of(store, expect.doc_id)
     key = _key(expect.doc_id, expect.chunk_index)
     if key not in store.edits.conflicts(_own_hashes(chunks), expect.doc_id):

@@ -43,7 +43,8 @@ if TYPE_CHECKING:
 NAME = "rag-workbench"
 INSTRUCTIONS = (
     "Search the workbench's knowledge bases (internal runbooks, policies, product and service documentation). "
-    "`search` returns the evidence with its evidence keys (`doc_id#chunk-N`): cite them in square brackets. "
+    "`search` returns the evidence with its evidence keys (`doc_id#chunk-N`, or `doc_id#chunk-3..5` for a block of "
+    "neighbouring hits): cite them in square brackets. "
     "`list_knowledge_bases` names the knowledge bases every tool's `kb` argument takes (default: the default one).")
 
 @dataclass(frozen=True)
@@ -169,7 +170,10 @@ def build_server(library: Library) -> KnowledgeBaseServer:
         gets). The result is what `python -m rag_core search QUERY --json` prints: `evidence` (the kept chunks,
         each with its `evidence_key` to cite as [doc_id#chunk-N]), `raw_hits` (every candidate with its fate and
         the reason it was dropped), `dropped`, `projection` (what the agent reads), `params`, `timings`, and
-        `rewrite` (with `history`: the question searched, rewritten or kept, and why; else null)."""
+        `rewrite` (with `history`: the question searched, rewritten or kept, and why; else null), `blocks` (each
+        evidence block: its key, the hits it holds in `matched`, how it grew with `expand`, its tokens and text) and
+        `context` (the expansion, merging and token budgets the lookup ran with, and the tokens the agent's evidence
+        takes)."""
         def work() -> dict[str, Any]:
             wb = library.workbench(kb)
             overrides = lookup_overrides(given(options), wb.settings)
@@ -179,7 +183,8 @@ def build_server(library: Library) -> KnowledgeBaseServer:
 
     async def explain(query: Annotated[str, Field(description="The question, as the agent would search it.")],
                       expect: Annotated[str | None, Field(description="The document that should be retrieved "
-                                                          "(`doc_id`), or one chunk (`doc_id#chunk-N`).")] = None,
+                                                          "(`doc_id`), one chunk (`doc_id#chunk-N`), or any chunk "
+                                                          "of a block's range (`doc_id#chunk-3..5`).")] = None,
                       answer: Annotated[str | None, Field(description="The expected answer text: which chunks "
                                                           "hold it, and whether a chunk boundary splits it.")] = None,
                       kb: Kb = None, history: History = None, **options: Any) -> CallToolResult:

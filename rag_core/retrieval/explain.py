@@ -21,6 +21,10 @@ expected answer; else any chunk of the document. Among targets, the fix changing
 
 With an expected answer text, the document is searched for it (exactly, then ignoring case and
 whitespace): which chunks contain it, and when no chunk does, the chunk boundary that splits it.
+
+With the expansion and merge stages (small to big), a target merged into a better hit's block is in the evidence
+(fate `merged`), and a target that is no hit given to the agent but lies inside a block it is given (grown over it,
+or a split answer one block holds whole) is in its context: cause "in_context", and no fix is sought.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from typing import Any, Protocol
 
 from .. import tracing
 from ..errors import NotIndexed, RetrievalError
-from ..identity import to_candidate
+from ..identity import block_key, to_candidate
 from ..phrases import Phrase, english, joined
 from ..records import Candidate, DropReason, Fate, SearchHit, SearchMode, StoredChunk, score_pair
 from ..text import fold
@@ -44,7 +48,7 @@ from .retriever import KnowledgeRetriever, LookupResult
 
 DEPTH = 1000  # channel ranks are exact down to here; = the largest rag.retrieve-k
 CHANNELS: tuple[SearchMode, ...] = ("dense", "bm25")
-_EXPECT = re.compile(r"^(?P<doc>.+?)(?:#chunk-(?P<chunk>\d+))?$")
+_EXPECT = re.compile(r"^(?P<doc>.+?)(?:#chunk-(?P<chunk>\d+)(?:\.\.(?P<last>\d+))?)?$")
 
 
 class ChunkSource(Protocol):
@@ -56,22 +60,39 @@ class ChunkSource(Protocol):
 # ---------------------------------------------------------------------------------------- records
 @dataclass(frozen=True)
 class Expectation:
+    """A document, one chunk of it (`chunk_index`), or the chunks `chunk_index`..`last` (an evidence block's key,
+    `doc#chunk-3..5`: any of them counts)."""
+
     doc_id: str
     chunk_index: int | None = None
+    last: int | None = None  # None: one chunk
 
     @property
     def label(self) -> str:
-        return self.doc_id if self.chunk_index is None else f"{self.doc_id}#chunk-{self.chunk_index}"
+        return self.doc_id if self.chunk_index is None else block_key(self.doc_id, self.chunk_index, self.end)
+
+    @property
+    def end(self) -> int:
+        """The last chunk expected (the chunk itself for one)."""
+        assert self.chunk_index is not None
+        return self.last if self.last is not None else self.chunk_index
+
+    @property
+    def several(self) -> bool:
+        return self.chunk_index is not None and self.end != self.chunk_index
 
 
 def parse_expect(text: str) -> Expectation:
-    """"runbooks/cpu_high.md" or "runbooks/cpu_high.md#chunk-3"."""
+    """"runbooks/cpu_high.md", "runbooks/cpu_high.md#chunk-3" or a block's "runbooks/cpu_high.md#chunk-3..5"."""
     match = _EXPECT.match((text or "").strip())
     if not match:
         raise RetrievalError("--expect needs a document id, optionally with #chunk-N "
                              "(e.g. runbooks/cpu_high.md#chunk-3).")
-    chunk = match["chunk"]
-    return Expectation(match["doc"], int(chunk) if chunk is not None else None)
+    chunk, last = match["chunk"], match["last"]
+    if chunk is None:
+        return Expectation(match["doc"])
+    first, end = sorted((int(chunk), int(last if last is not None else chunk)))
+    return Expectation(match["doc"], first, end if end != first else None)
 
 
 @dataclass(frozen=True)
@@ -139,10 +160,25 @@ class ChunkFate:
     drop: DropReason | None
     target: bool  # one of the chunks the question is about
     score: float | None = None  # its (fused) score in the lookup; None: beyond retrieve-k
+    block: str | None = None  # the key of the evidence block given to the agent whose text holds it (None: none)
+
+    @property
+    def given(self) -> bool:
+        """A hit the agent was given: kept, or merged into a better hit's block."""
+        return self.fate in (Fate.KEPT, Fate.MERGED)
+
+    @property
+    def in_block(self) -> bool:
+        """Not a hit the agent was given, but inside a block it was given (the block grew over it)."""
+        return self.block is not None and not self.given
 
     def cause_phrase(self, params: LookupParams) -> Phrase:
+        if self.in_block:
+            return Phrase("explain.in_block", {"key": self.block})
         if self.fate == "kept":
             return Phrase("fate.kept", {"rank": self.rank})
+        if self.fate == "merged" and self.drop:
+            return Phrase("fate.merged", {"key": self.drop.by[0] if self.drop.by else self.block})
         if self.fate == "doc_cap" and self.drop:
             return Phrase("fate.doc_cap", {"cap": params.max_chunks_per_document, "by": tuple(self.drop.by)})
         if self.fate == "beyond_return_n":
@@ -174,7 +210,8 @@ class ChunkFate:
                 "end": self.end, "channels": {ch: r.to_dict() for ch, r in self.channels.items()},
                 "fused_rank": self.fused_rank, "rank": self.rank, "rerank_score": self.rerank_score,
                 "fate": self.fate, "drop": self.drop.to_dict() if self.drop else None, "cause": self.cause(params),
-                "target": self.target, "score": self.score, "cause_phrase": self.cause_phrase(params).to_dict()}
+                "target": self.target, "score": self.score, "cause_phrase": self.cause_phrase(params).to_dict(),
+                "block": self.block}
 
 
 @dataclass(frozen=True)
@@ -249,8 +286,27 @@ class Explanation:
     @property
     def retrieved(self) -> bool:
         """Whether the expected chunk (or a chunk holding the whole answer, or any chunk of the document)
-        is evidence. An answer split across chunks is never retrieved whole."""
-        return not self.split and any(c.fate == "kept" for c in self.targets)
+        is evidence: kept, or merged into a better hit's block. An answer split across chunks is never retrieved
+        whole."""
+        return not self.split and any(c.given for c in self.targets)
+
+    @property
+    def context(self) -> tuple[str, ...]:
+        """The keys of the blocks given to the agent that hold what was expected without it being a hit given: a
+        target chunk inside a block grown over it, or every chunk of a split answer inside one block."""
+        if self.retrieved:
+            return ()
+        if not self.split:
+            return tuple(dict.fromkeys(c.block for c in self.targets if c.block is not None))
+        block = {c.chunk_index: c.block for c in self.chunks}
+        assert self.answer is not None
+        whole = [{block.get(i) for i in s.overlapping} for s in self.answer.spans]
+        return tuple(dict.fromkeys(b for keys in whole if len(keys) == 1 for b in keys if b is not None))
+
+    @property
+    def in_context(self) -> bool:
+        """What was expected is in the text the agent gets (in the evidence, or inside a block given)."""
+        return self.retrieved or bool(self.context)
 
     @property
     def split(self) -> bool:
@@ -258,10 +314,12 @@ class Explanation:
 
     @property
     def cause(self) -> str:
-        """"in_evidence" | "answer_split" | "beyond_retrieve_k" | "doc_cap" | "beyond_return_n" |
+        """"in_evidence" | "in_context" | "answer_split" | "beyond_retrieve_k" | "doc_cap" | "beyond_return_n" |
         "no_channel" | "not_found"."""
         if self.retrieved:
             return "in_evidence"
+        if self.context:
+            return "in_context"
         if self.split:
             return "answer_split"
         if not self.targets:
@@ -290,10 +348,14 @@ class Explanation:
         if self.answer is not None and self.expect.chunk_index is None:
             what = Phrase("verdict.answer_in", {"doc": self.expect.doc_id})
         if self.retrieved:
-            kept = sorted((c for c in self.targets if c.fate == "kept"), key=lambda c: c.rank or 0)
+            kept = sorted((c for c in self.targets if c.given), key=lambda c: c.rank or 0)
             return joined("sentences", [Phrase("verdict.in_evidence", {"what": what, "kept": tuple(
-                Phrase("verdict.kept", {"key": c.evidence_key, "rank": c.rank}) for c in kept)}),
-                *self._threshold_note()])
+                Phrase("verdict.kept", {"key": c.evidence_key, "rank": c.rank}) if c.fate == "kept" else
+                Phrase("verdict.merged", {"key": c.evidence_key, "rank": c.rank, "block": c.block or c.evidence_key})
+                for c in kept)}), *self._threshold_note()])
+        if self.context:
+            return joined("sentences", [Phrase("verdict.in_context", {"what": what, "blocks": self.context}),
+                                        *self._threshold_note()])
         if not self.targets:
             return joined("sentences", [Phrase("verdict.no_target", {
                 "what": what, "answer": self.answer.phrase(self.expect.doc_id) if self.answer else ""})])
@@ -324,13 +386,15 @@ class Explanation:
         return {
             "query": self.query, "expect": self.expect.label, "doc_id": self.expect.doc_id,
             "chunk_index": self.expect.chunk_index, "params": self.params.to_dict(), "depth": DEPTH,
-            "retrieved": self.retrieved, "cause": self.cause, "verdict": self.verdict,
+            "retrieved": self.retrieved, "in_context": self.in_context, "context": list(self.context),
+            "cause": self.cause, "verdict": self.verdict,
             "verdict_phrase": self.verdict_phrase.to_dict(),
             "highest_threshold": self.highest_threshold,
             "fix": self.fix.to_dict() if self.fix else None,
             "answer": self.answer.to_dict(self.expect.doc_id) if self.answer else None,
             "chunks": [c.to_dict(self.params) for c in self.chunks],
-            "evidence": self.lookup.evidence_keys, "warnings": list(self.lookup.warnings), "notes": list(self.notes),
+            "evidence": self.lookup.evidence_keys, "blocks": [p.document_id for p in self.lookup.projection.items],
+            "warnings": list(self.lookup.warnings), "notes": list(self.notes),
             "note_phrases": [n.to_dict() for n in self.note_phrases],
             "warning_phrases": [w.to_dict() for w in self.lookup.warning_phrases],
             "rewrite": self.lookup.rewrite.to_dict() if self.lookup.rewrite is not None else None,
@@ -344,7 +408,7 @@ def _mode_channels(mode: str) -> tuple[str, ...]:
 
 def _closeness(c: ChunkFate) -> tuple[int, int]:
     # in the evidence, then dropped (any reason), then beyond retrieve-k, then found by no channel
-    order = {Fate.KEPT: 0, Fate.BEYOND_RETRIEVE_K: 2, Fate.NO_CHANNEL: 3}.get(c.fate, 1)
+    order = {Fate.KEPT: 0, Fate.MERGED: 0, Fate.BEYOND_RETRIEVE_K: 2, Fate.NO_CHANNEL: 3}.get(c.fate, 1)
     best_channel = min((r.rank for r in c.channels.values() if r.rank is not None), default=DEPTH + 1)
     return order, c.rank or best_channel
 
@@ -555,8 +619,25 @@ def _find_fix(retriever: KnowledgeRetriever, query: str, params: LookupParams, r
     _, key, k, cap, n, threshold = min(options)
     proposed = with_threshold(replace(params, retrieve_k=max(k, params.retrieve_k), max_chunks_per_document=cap,
                                       return_n=n), threshold)
-    verified = key in retriever.lookup(query, **_overrides(proposed)).evidence_keys
+    verified = key in _given(retriever.lookup(query, **_overrides(proposed)))
     return Fix(key, _changes(params, k, cap, n, threshold), verified)
+
+
+def _given(result: LookupResult) -> set[str]:
+    """The hits the agent was given: the evidence, and the hits merged into its blocks."""
+    return {*result.evidence_keys, *(k for b in result.blocks for k in b.matched)}
+
+
+def _blocks(result: LookupResult, doc_id: str) -> dict[int, str]:
+    """chunk index -> the key of the block given to the agent (in the projection) whose text holds that chunk of
+    `doc_id`, the best block first."""
+    given = {p.document_id for p in result.projection.items}
+    held: dict[int, str] = {}
+    for b in result.blocks:
+        if b.key in given and b.doc_id == doc_id and b.first is not None and b.last is not None:
+            for i in range(b.first, b.last + 1):
+                held.setdefault(i, b.key)
+    return held
 
 
 def _overrides(params: LookupParams) -> dict[str, Any]:
@@ -564,7 +645,7 @@ def _overrides(params: LookupParams) -> dict[str, Any]:
             "max_chunks_per_document": params.max_chunks_per_document, "search": params.search,
             "filters": params.filters, "rerank": params.rerank, "budgets": params.budgets,
             "thresholds": params.thresholds, "scope": params.scope, "rewrite": params.rewrite,
-            "history": params.history}
+            "history": params.history, "expand": params.expand}
 
 
 # ---------------------------------------------------------------------------------------- entry point
@@ -636,9 +717,11 @@ def _explain(retriever: KnowledgeRetriever, source: ChunkSource, query: str, exp
     if not rows:
         raise NotIndexed(f"No document {expectation.doc_id!r} in the knowledge base (`docs` lists them).")
     indexes = [i for i, _, _, _ in rows]
-    if expectation.chunk_index is not None and expectation.chunk_index not in indexes:
-        raise RetrievalError(f"{expectation.doc_id} has chunks 0 to {max(indexes)}; there is no "
-                             f"chunk-{expectation.chunk_index}.")
+    if expectation.chunk_index is not None:
+        for wanted in dict.fromkeys((expectation.chunk_index, expectation.end)):
+            if wanted not in indexes:
+                raise RetrievalError(f"{expectation.doc_id} has chunks 0 to {max(indexes)}; there is no "
+                                     f"chunk-{wanted}.")
     result = retriever.lookup(query, **_overrides(params))
     # A question asked in a conversation is explained as the standalone question the lookup searched: the channel
     # ranks, the simulation and the fix search it without the history (the rewrite is not made again).
@@ -650,7 +733,7 @@ def _explain(retriever: KnowledgeRetriever, source: ChunkSource, query: str, exp
         return f"{expectation.doc_id}#chunk-{i}"
 
     if expectation.chunk_index is not None:
-        targets = {key(expectation.chunk_index)}
+        targets = {key(i) for i in indexes if expectation.chunk_index <= i <= expectation.end}
     elif located is not None and located.found:
         targets = {key(i) for s in located.spans for i in (s.chunks or s.overlapping)}
     elif located is not None:
@@ -661,6 +744,7 @@ def _explain(retriever: KnowledgeRetriever, source: ChunkSource, query: str, exp
     for t in result.traces:
         first_trace.setdefault(t.evidence_key, t)
     mode_channels = _mode_channels(params.search.mode)
+    held = _blocks(result, expectation.doc_id)
     fates = []
     for i, text, start, end in rows:
         channels: dict[str, ChannelRank] = {ch: ranks[ch].get(key(i), ChannelRank(None, None, DEPTH, None))
@@ -675,12 +759,13 @@ def _explain(retriever: KnowledgeRetriever, source: ChunkSource, query: str, exp
             fate = Fate.BEYOND_RETRIEVE_K if seen else Fate.NO_CHANNEL
             drop, fused, rank, score = None, None, None, None
         fates.append(ChunkFate(key(i), i, start, end, text, channels, fused, rank, score, fate, drop, key(i) in targets,
-                               own))
-    fix = None
+                               own, held.get(i)))
+    explained = Explanation(result.query, expectation, params, tuple(fates), None, located, result, tuple(notes))
     fixable = targets - {f.evidence_key for f in fates if f.fate == "disabled"}  # no setting brings those back
-    if fixable and not any(f.fate == "kept" for f in fates if f.target):
-        fix = _find_fix(retriever, searched, standalone, result, fixable, _Simulation(ranked, standalone, searched))
-    return Explanation(result.query, expectation, params, tuple(fates), fix, located, result, tuple(notes))
+    if not fixable or any(f.given for f in fates if f.target) or explained.context:  # nothing to fix
+        return explained
+    fix = _find_fix(retriever, searched, standalone, result, fixable, _Simulation(ranked, standalone, searched))
+    return replace(explained, fix=fix)
 
 
 def explain_dict(workbench: Any, query: str, expect: str | None = None, answer: str | None = None,

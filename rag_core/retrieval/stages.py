@@ -15,6 +15,7 @@ A new stage is one class here, placed in `stages()`; if it drops hits, its reaso
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 from .. import tracing
 from ..citations import extract_citations
 from ..errors import RetrievalError
-from ..identity import to_candidate
+from ..identity import key_range, to_candidate
 from ..ports import DocumentChunksPort, SingleStoreSearchPort
 from ..records import Block, Candidate, ConversationTurn, RerankOutcome, Rewrite, SearchHit
 from ..scope import ScopeResolution, resolve
@@ -36,6 +37,8 @@ from .projection import Projection, project
 from .rerank import rerank_hits
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
     from ..ports import KnowledgeSearchPort, KnowledgeStore, QueryRewriter, Reranker
     from .params import LookupParams
 
@@ -128,14 +131,15 @@ class RewriteQuestion:
         store = _store(self.port)
         chunks: dict[str, dict[int, str]] = {}
 
-        def heading(key: str) -> str:
-            doc_id, _, index = key.partition("#chunk-")
-            if store is None or not index.isdigit():
+        def heading(key: str) -> str:  # a block's range `doc#chunk-3..5` reads as its first chunk's heading
+            found = key_range(key)
+            doc_id = found[0] if found is not None else key.partition("#chunk-")[0]
+            if store is None or found is None:
                 return doc_id.rsplit("/", 1)[-1]
             if doc_id not in chunks:
                 chunks[doc_id] = {c.chunk_index: str(c.metadata.get("headingPath") or c.metadata.get("title") or "")
                                   for c in store.get_chunks(doc_id)}
-            return chunks[doc_id].get(int(index)) or doc_id.rsplit("/", 1)[-1]
+            return chunks[doc_id].get(found[1]) or doc_id.rsplit("/", 1)[-1]
 
         return tuple(replace(t, cited=t.cited or tuple(dict.fromkeys(heading(k) for k in extract_citations(t.content))))
                      if t.role == "assistant" else t for t in history)
@@ -249,6 +253,7 @@ class Expand:
         span = tracing.current()
         tracing.set_attributes(span, {sc.EXPAND_MODE: params.expand.mode, sc.BLOCKS: len(blocks),
                                       sc.BLOCKS_GROWN: sum(b.grown for b in blocks)})
+        _trace_blocks(span, blocks)
         return replace(work, blocks=blocks, documents=documents)
 
 
@@ -271,8 +276,9 @@ class Merge:
         documents = _documents(self.port, work)
         assert documents is not None
         blocks = merge_blocks(work.blocks, documents)
-        tracing.set_attributes(tracing.current(), {sc.BLOCKS: len(blocks),
-                                                   sc.BLOCKS_MERGED: len(work.blocks) - len(blocks)})
+        span = tracing.current()
+        tracing.set_attributes(span, {sc.BLOCKS: len(blocks), sc.BLOCKS_MERGED: len(work.blocks) - len(blocks)})
+        _trace_blocks(span, blocks)
         return replace(work, blocks=blocks, post=merged_post(work.post, blocks), documents=documents)
 
 
@@ -291,10 +297,25 @@ class Project:
     def run(self, work: Work) -> Work:
         assert work.post is not None
         projection = project(work.blocks, work.params.budgets)
-        tracing.set_attributes(tracing.current(), {sc.CONTEXT_TOKENS: projection.tokens,
-                                                   sc.CONTEXT_BUDGET: work.params.budgets.max_total_tokens,
-                                                   sc.TOKENIZER: projection.tokenizer})
+        span = tracing.current()
+        tracing.set_attributes(span, {sc.CONTEXT_TOKENS: projection.tokens,
+                                      sc.CONTEXT_BUDGET: work.params.budgets.max_total_tokens,
+                                      sc.TOKENIZER: projection.tokenizer,
+                                      sc.BLOCK_KEYS: [p.document_id for p in projection.items],
+                                      sc.BLOCK_TOKENS: [p.tokens for p in projection.items]})
+        tracing.set_content(span, sc.OUTPUT_VALUE, json.dumps(
+            [{"key": p.document_id, "matched": list(p.matched), "section": p.section, "tokens": p.tokens,
+              "truncated": p.truncated, "content": p.content} for p in projection.items], ensure_ascii=False))
         return replace(work, projection=projection)
+
+
+def _trace_blocks(span: Span, blocks: Sequence[Block]) -> None:
+    """The blocks a stage made on its span: their keys and tokens (identities and counts, like the lookup's evidence
+    keys), and, where tracing.capture-content allows, each one's matched keys, section and text as its output."""
+    tracing.set_attributes(span, {sc.BLOCK_KEYS: [b.key for b in blocks], sc.BLOCK_TOKENS: [b.tokens for b in blocks]})
+    tracing.set_content(span, sc.OUTPUT_VALUE, json.dumps(
+        [{"key": b.key, "matched": list(b.matched), "range": [b.first, b.last], "grew": b.grew, "stopped": b.stopped,
+          "section": b.section, "tokens": b.tokens, "content": b.content} for b in blocks], ensure_ascii=False))
 
 
 def stages(port: KnowledgeSearchPort, reranker: Reranker | None, rewriter: QueryRewriter | None = None

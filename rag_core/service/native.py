@@ -104,8 +104,9 @@ def kb_routes(router: APIRouter, prefix: str, chosen: Callable[..., Workbench | 
                 f"answer in {where}")
     def explain(query: Annotated[str, Query(description="The question.")],
                 options: Annotated[LookupOptions, Depends(explain_options)],
-                expect: Annotated[str | None, Query(description="The expected document `doc_id`, or one chunk "
-                                                                "`doc_id#chunk-N`.")] = None,
+                expect: Annotated[str | None, Query(description="The expected document `doc_id`, one chunk "
+                                                                "`doc_id#chunk-N`, or any chunk of a block's range "
+                                                                "`doc_id#chunk-3..5`.")] = None,
                 answer: Annotated[str | None, Query(description="An expected answer text: which chunks hold it, "
                                                                 "and whether a chunk boundary splits it.")] = None,
                 wb: Workbench = chosen_kb) -> JSONResponse:

@@ -4,12 +4,12 @@ knowledge base (Milvus Lite + local embedder, examples/kb)."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from datetime import datetime
 
 import pytest
 
 from rag_core.agent import SYSTEM_PROMPT, ContentEvent, DoneEvent, NoticeEvent, Session, ToolCallEvent, ToolResultEvent
+from rag_core.agent.kb_tool import item_payload
 from rag_core.retrieval import LookupResult
 from tests.servers import RecordedRequest
 from tests.servers.chat import Completion, tool_call
@@ -88,9 +88,10 @@ def test_a_knowledge_base_call_and_a_cited_answer(kb, chat_server) -> None:
     assert result.ok and isinstance(result.lookup, LookupResult)
     assert result.lookup.evidence_keys == kb.retriever.lookup(query).evidence_keys
     projected = result.lookup.projection.items
-    assert result.evidence_keys == tuple(p.document_id for p in projected) and projected
-    assert any(k.startswith("runbooks/cpu_high.md#chunk-") for k in result.evidence_keys)
-    assert result.result == {"query": query, "results": [asdict(p) for p in projected]}
+    # every block's key, and the keys of the hits a merged block holds (a citation of either counts)
+    assert result.evidence_keys == tuple(dict.fromkeys(k for p in projected for k in (p.document_id, *p.matched)))
+    assert projected and any(k.startswith("runbooks/cpu_high.md#chunk-") for k in result.evidence_keys)
+    assert result.result == {"query": query, "results": [item_payload(p) for p in projected]}
     as_dict = result.to_dict()
     assert as_dict["type"] == "tool_result" and as_dict["lookup"] == result.lookup.to_dict()
 

@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 
 from rag_core.errors import RagError
+from rag_core.phrases import Phrase
 from rag_core.records import Chunk, SearchOptions
 from rag_core.retrieval import KnowledgeRetriever
-from rag_core.retrieval.explain import DEPTH, explain, locate_answer, parse_expect
+from rag_core.retrieval.expand import ExpandParams
+from rag_core.retrieval.explain import DEPTH, Expectation, explain, locate_answer, parse_expect
 from rag_core.retrieval.rerank import RerankParams
 from tests.retrieval.fakes import ScriptedReranker
 from tests.retrieval.memory import InMemorySearchPort
@@ -40,7 +42,8 @@ DOCS = {
     "none.md": document(["nothing to see here, only beta and gamma"]),
 }
 BM25 = SearchOptions(mode="bm25")
-PARAMS = dict(search=BM25, retrieve_k=6, return_n=3, max_chunks_per_document=2)
+# Merging off: the cases are about post-processing's checks (merging and expanding: test_explain_blocks below).
+PARAMS = dict(search=BM25, retrieve_k=6, return_n=3, max_chunks_per_document=2, expand=ExpandParams(merge=False))
 
 
 @pytest.fixture(scope="module")
@@ -300,7 +303,7 @@ def test_a_split_answer_is_a_chunking_cause_even_when_its_parts_are_evidence():
     port = InMemorySearchPort({"logs.md": logs})
     e = explain(KnowledgeRetriever(port), port.store, "cleanup job flag", "logs.md",
                 answer="run the cleanup job with the flag --force-purge-archives", search=BM25, retrieve_k=2,
-                return_n=2)
+                return_n=2, expand=ExpandParams(merge=False))
     assert all(c.fate == "kept" for c in e.targets)  # both parts are evidence...
     assert not e.retrieved and e.cause == "answer_split" and e.fix is None  # ...but no block holds the answer
     assert "split across a chunk boundary" in e.verdict and "chunk.overlap" in e.verdict
@@ -321,3 +324,60 @@ def test_a_follow_up_is_explained_as_the_question_it_was_searched_for(port):
     off = explain(retriever, port.store, "What does it say?", "many.md#chunk-0", rewrite="off",
                   history=["user: Where is alpha?", "assistant: In [many.md#chunk-0]."], **PARAMS)
     assert not off.retrieved and off.to_dict()["rewrite"]["outcome"] == "off"
+
+
+# ---------------------------------------------------------------------------------------- small to big
+def test_an_expectation_may_name_a_blocks_range():
+    assert parse_expect("a.md#chunk-3..5") == Expectation("a.md", 3, 5)
+    assert parse_expect("a.md#chunk-3..5").label == "a.md#chunk-3..5" and parse_expect("a.md#chunk-3..5").several
+    assert parse_expect("a.md#chunk-5..3") == Expectation("a.md", 3, 5)
+    assert parse_expect("a.md#chunk-4") == Expectation("a.md", 4) and not parse_expect("a.md#chunk-4").several
+    assert parse_expect("a.md#chunk-4..4") == Expectation("a.md", 4)
+    assert parse_expect("a.md") == Expectation("a.md")
+
+
+def test_a_range_expects_any_of_its_chunks(port):
+    e = why(port, "many.md#chunk-1..2")
+    assert [c.evidence_key for c in e.targets] == ["many.md#chunk-1", "many.md#chunk-2"]
+    assert e.retrieved and e.to_dict()["expect"] == "many.md#chunk-1..2"
+    with pytest.raises(RagError, match="there is no chunk-9"):
+        why(port, "many.md#chunk-1..9")
+
+
+def test_a_chunk_merged_into_a_better_hits_block_is_in_the_evidence(port):
+    e = why(port, "many.md#chunk-1", expand=ExpandParams())  # merging on: many#0 and many#1 touch
+    (target,) = e.targets
+    assert (target.fate, target.rank, target.block) == ("merged", 2, "many.md#chunk-0..1")
+    assert target.cause_phrase(e.params) == Phrase("fate.merged", {"key": "many.md#chunk-0..1"})
+    assert e.retrieved and e.in_context and e.cause == "in_evidence" and e.fix is None
+    assert e.verdict == "many.md#chunk-1 is in the evidence: many.md#chunk-1 (#2, merged into many.md#chunk-0..1)."
+    data = e.to_dict()
+    assert data["chunks"][1]["block"] == "many.md#chunk-0..1" and data["blocks"][0] == "many.md#chunk-0..1"
+    assert "merged into the block many.md#chunk-0..1" in data["chunks"][1]["cause"]
+
+
+def test_a_chunk_inside_a_block_grown_over_it_is_in_the_context(port):
+    e = why(port, "many.md#chunk-2", expand=ExpandParams("neighbours", 1))  # many#1's neighbour
+    (target,) = e.targets
+    assert target.fate == "doc_cap" and target.block == "many.md#chunk-0..1"  # the block of many#0 and #1 holds it
+    assert target.cause_phrase(e.params) == Phrase("explain.in_block", {"key": "many.md#chunk-0..1"})
+    assert target.cause(e.params) == "not a hit itself, but in the context of many.md#chunk-0..1 (expanded)"
+    assert not e.retrieved and e.in_context and e.context == ("many.md#chunk-0..1",)
+    assert e.cause == "in_context" and e.fix is None  # the agent reads it: nothing to fix
+    assert e.verdict == ("many.md#chunk-2 is not a hit itself, but the agent gets it in the context of "
+                         "many.md#chunk-0..1.")
+    assert e.to_dict()["in_context"] and e.to_dict()["context"] == ["many.md#chunk-0..1"]
+    # Without the expansion it is capped as before, with the fix that brings it in.
+    plain = why(port, "many.md#chunk-2", expand=ExpandParams("none"))
+    assert plain.targets[0].block is None and plain.cause == "doc_cap" and plain.fix is not None
+
+
+def test_a_split_answer_held_whole_by_a_merged_block_is_in_the_context():
+    cut = SPLIT_DOC.index("with the flag")
+    logs = [Chunk(0, SPLIT_DOC[:cut], 0, cut, "", (), 0), Chunk(1, SPLIT_DOC[cut:], cut, len(SPLIT_DOC), "", (), 0)]
+    port = InMemorySearchPort({"logs.md": logs})
+    e = explain(KnowledgeRetriever(port), port.store, "cleanup job flag", "logs.md",
+                answer="run the cleanup job with the flag --force-purge-archives", search=BM25, retrieve_k=2,
+                return_n=2, expand=ExpandParams())
+    assert {c.fate for c in e.targets} == {"kept", "merged"} and e.split and not e.retrieved
+    assert e.context == ("logs.md#chunk-0..1",) and e.cause == "in_context" and e.fix is None

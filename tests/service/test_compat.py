@@ -9,7 +9,7 @@ import httpx
 
 from tests.service.live import content_of, stream
 
-KEY_RE = re.compile(r"\[([^\[\]]+#chunk-\d+)\]")
+KEY_RE = re.compile(r"\[([^\[\]]+#chunk-\d+(?:\.\.\d+)?)\]")  # a chunk, or a block of merged hits
 
 
 def sid() -> str:

@@ -144,7 +144,8 @@ def test_a_debugger_lookup_is_a_trace_and_a_cached_rerun_one_too(retriever: Know
     roots = [s for s in finished if s.parent is None]
     assert [s.name for s in roots] == ["debugger.lookup", "debugger.lookup"]
     second = {s.name for s in finished if s.context.trace_id == roots[1].context.trace_id}
-    assert second == {"debugger.lookup", "postprocess", "projection"}  # no search, no reranker call
+    # only the assemble stages: no search, no reranker call (merge: when there are blocks to merge)
+    assert second - {"merge"} == {"debugger.lookup", "postprocess", "expand", "projection"}
     assert roots[1].attributes[sc.document(0, sc.DOCUMENT_ID)] == roots[0].attributes[sc.document(0, sc.DOCUMENT_ID)]
 
 
