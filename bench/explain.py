@@ -19,14 +19,15 @@ from typing import Any
 from bench.common import RESULTS, log, main, need_set, record_and_print, section, table
 
 SETS = (("scifact", "test"), ("cmrc2018", "dev"), ("covidqa", "test"))
-CAUSES = ("beyond_return_n", "doc_cap", "beyond_retrieve_k", "no_channel", "answer_split", "not_found", "in_evidence")
+CAUSES = ("beyond_return_n", "doc_cap", "beyond_retrieve_k", "no_channel", "answer_split", "not_found", "in_evidence",
+          "in_context")
 SHOWN = 5  # the causes with a column; the rest are "other"
 LABELS = {"beyond_return_n": "beyond return-n", "doc_cap": "per-document cap",
           "beyond_retrieve_k": "beyond retrieve-k", "no_channel": "no channel in top 1,000",
           "answer_split": "answer split by a chunk boundary", "not_found": "answer text not in the chunks",
-          "in_evidence": "found by explain"}
+          "in_evidence": "found by explain", "in_context": "in an evidence block's context"}
 # For a query with several relevant documents or answers, the one closest to the evidence is explained.
-ORDER = {c: i for i, c in enumerate(("in_evidence", "beyond_return_n", "doc_cap", "beyond_retrieve_k", "answer_split",
+ORDER = {c: i for i, c in enumerate(("in_evidence", "in_context", "beyond_return_n", "doc_cap", "beyond_retrieve_k", "answer_split",
                                      "no_channel", "not_found"))}
 QUICK_LIMIT = 30
 

@@ -181,7 +181,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "knowledge base, its fate in the lookup (kept, beyond retrieve-k, capped, beyond return-n), "
                     "and the smallest change of retrieve-k / cap / return-n that brings it into the evidence.")
     p.add_argument("query", help="the query, as the agent or the debugger would send it")
-    p.add_argument("--expect", metavar="DOC_ID[#chunk-N]", help="the document (or chunk) that should be retrieved")
+    p.add_argument("--expect", metavar="DOC_ID[#chunk-N]",
+                   help="the document, chunk or chunk range (#chunk-3..5) that should be retrieved")
     p.add_argument("--answer", metavar="TEXT",
                    help="the expected answer text: which chunks hold it, and whether a chunk boundary splits it")
     lookup_arguments(p, explain=True)
