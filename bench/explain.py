@@ -27,8 +27,8 @@ LABELS = {"beyond_return_n": "beyond return-n", "doc_cap": "per-document cap",
           "answer_split": "answer split by a chunk boundary", "not_found": "answer text not in the chunks",
           "in_evidence": "found by explain", "in_context": "in an evidence block's context"}
 # For a query with several relevant documents or answers, the one closest to the evidence is explained.
-ORDER = {c: i for i, c in enumerate(("in_evidence", "in_context", "beyond_return_n", "doc_cap", "beyond_retrieve_k", "answer_split",
-                                     "no_channel", "not_found"))}
+ORDER = {c: i for i, c in enumerate(("in_evidence", "in_context", "beyond_return_n", "doc_cap", "beyond_retrieve_k",
+                                     "answer_split", "no_channel", "not_found"))}
 QUICK_LIMIT = 30
 
 

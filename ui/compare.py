@@ -13,8 +13,8 @@ import streamlit as st
 from rag_core.bootstrap import Workbench
 from rag_core.records import FUSIONS, SearchMode, SearchOptions
 from rag_core.retrieval import LookupParams, LookupResult
-from rag_core.retrieval.expand import EXPAND_MODES
 from rag_core.retrieval.compare import BOTH, ONLY_A, ONLY_B, LookupComparison
+from rag_core.retrieval.expand import EXPAND_MODES
 
 from .components import metric_row
 from .html import aligned_chunkings_html, compared_evidence_html, esc, mark_badge_html
