@@ -15,7 +15,7 @@ from ui.i18n import catalog
 
 # Words that stay as they are in Chinese text: names, units, codes, setting names, file names, example values.
 KEPT = re.compile(r"`[^`]*`|\{[^}]*\}|https?://\S+|:material/\w+:|\b(RAG|Milvus|Lite|BM25|RRF|JSON|OCR|PDF|MB|KB|"
-                  r"DashScope|OpenAI|retrieve-k|return-n|Language|runbooks|en|zh)\b|\b\w+_\w+\b|\b\w+(\.[\w-]+)+|"
+                  r"DashScope|OpenAI|retrieve-k|return-n|Language|runbooks|en|zh|token)\b|\b\w+_\w+\b|\b\w+(\.[\w-]+)+|"
                   r"\w+=\w*")
 ENGLISH = re.compile(r"[A-Za-z]{3,}")
 CJK = re.compile(r"[\u4e00-\u9fff]")
