@@ -19,6 +19,7 @@ from bench import (
     api,
     chunking,
     conversations,
+    expand,
     explain,
     filters,
     folding,
@@ -64,6 +65,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "explain": _one("explain", explain.render),
     "fusion": _one("fusion", fusion.render),
     "folding": _one("folding", folding.render),
+    "expand": _one("expand", expand.render),
     # one sentence each on what the tables of the results block say
     "summary-api": _one("api", api.summary),
     "summary-host": _one("host", host.summary),

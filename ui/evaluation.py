@@ -36,7 +36,8 @@ METRIC_NAMES = {
     "answers_lost": N_("answers lost by post-processing"), "distinct_docs": N_("distinct documents"),
     "latency_p50_ms": N_("latency p50 (ms)"), "latency_p95_ms": N_("latency p95 (ms)"),
     "latency_ms": N_("latency (ms)"), "failed": N_("failed"), "first_relevant_rank": N_("first relevant rank"),
-    "answer_found": N_("answer found"),
+    "answer_found": N_("answer found"), "answer_in_context": N_("answer in context"),
+    "span_recall_context": N_("span recall (context)"), "context_tokens_used": N_("context tokens used"),
 }
 AT = re.compile(r"^(raw_)?(\w+?)@(\d+)$")
 
@@ -47,6 +48,9 @@ HEADERS = {
     "max_chunks_per_document": N_("max_chunks_per_document"), "chunk_size": N_("chunk_size"),
     "overlap": N_("overlap"), "rrf_k": N_("rrf_k"), "dense_weight": N_("dense_weight"),
     "bm25_weight": N_("bm25_weight"), "rerank": N_("rerank"), "kb": N_("kb"), "queries": N_("queries"),
+    "expand": N_("expand"), "expand_neighbours": N_("expand_neighbours"), "block_tokens": N_("block_tokens"),
+    "context_tokens": N_("context_tokens"), "answer_in_context": N_("answer_in_context"),
+    "span_recall_context": N_("span_recall_context"), "context_tokens_used": N_("context_tokens_used"),
     # metrics (summary tables)
     "answer_recall": N_("answer_recall"), "raw_answer_recall": N_("raw_answer_recall"),
     "answers_lost": N_("answers_lost"), "distinct_docs": N_("distinct_docs"), "latency_p50_ms": N_("latency_p50_ms"),
@@ -101,7 +105,9 @@ KNOWN = {FAILED_RULE, OFFLINE_WARNING, NO_JUDGE}
 PARAM_LABELS = {"chunk_size": N_("chunk size"), "overlap": N_("overlap"), "mode": N_("search mode"),
                 "fusion": N_("fusion"), "rrf_k": N_("RRF k"), "dense_weight": N_("dense weight"),
                 "bm25_weight": N_("BM25 weight"), "retrieve_k": N_("retrieve-k"), "rerank": N_("reranker"),
-                "return_n": N_("return-n"), "max_chunks_per_document": N_("max chunks per document")}
+                "return_n": N_("return-n"), "max_chunks_per_document": N_("max chunks per document"),
+                "expand": N_("expand"), "expand_neighbours": N_("expand neighbours"),
+                "block_tokens": N_("block tokens"), "context_tokens": N_("context tokens")}
 MODES = {"dense": N_("dense"), "bm25": N_("bm25"), "hybrid": N_("hybrid")}
 # Stages of an EvalProgress (runs, generation, answer scoring).
 STAGES = {"indexing": N_("indexing"), "querying": N_("querying"), "reading": N_("reading"),

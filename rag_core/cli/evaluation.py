@@ -51,7 +51,9 @@ SHORT = {"max_chunks_per_document": "cap", "retrieve_k": "k", "return_n": "n", "
          "dense_weight": "w_dense", "bm25_weight": "w_bm25", "latency_p50_ms": "p50_ms", "latency_p95_ms": "p95_ms",
          "answer_recall": "ans_rec", "raw_answer_recall": "raw_ans", "answers_lost": "ans_lost",
          "distinct_docs": "docs", "span_recall@1": "span@1", "span_recall@5": "span@5", "span_recall@10": "span@10",
-         "raw_span_recall@20": "raw_span@20"}
+         "raw_span_recall@20": "raw_span@20", "answer_in_context": "ans_ctx", "span_recall_context": "span_ctx",
+         "context_tokens_used": "ctx_used", "expand_neighbours": "nbrs", "block_tokens": "blk_tok",
+         "context_tokens": "ctx_tok"}
 
 
 def _list_of(kind: Callable[[str], Any], name: str,

@@ -19,17 +19,33 @@ Definitions (also in bench/README.md):
   2,000-character span must cover at least half of an 800-character chunk. A chunk that only shares
   its overlap region with a span does not count. span recall@k = |gold spans hit by the first k
   chunks| / |gold spans| (chunk-level: k counts evidence blocks, not documents).
+
+What the agent reads (the projection: evidence blocks after the expansion and merge stages and the budgets) is
+measured on its own, so the evidence figures above stay comparable with runs made before blocks grew:
+
+* answer in context: an answer's text occurs verbatim in the projected content of an item from the answer's
+  document (of a relevant document, for an answer without a document), as an answer without offsets is matched
+  in a chunk above.
+* span recall (context): the share of the gold span's characters that the projected items' document ranges
+  cover (the answer's span, the best of a query's answers; for span labels, the mean over the spans). An item's
+  range is its block's `start` plus the length of the text kept after the budgets' cuts, when the block's text is
+  an exact slice of the document (its length is `end - start`) and the kept text is its start; any other item (an
+  edited or added chunk, a gap left by a disabled one) is not placed, and counts as covering the whole span when
+  it holds the answer's text (never for a span label, which has no text).
+* context tokens used: the tokens the projected items use (`Projection.tokens`, the tokenizer it names).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ..identity import key_range
 from .datasets import Answer, Span
 
 RECALL_KS = (1, 5, 10, 20)
@@ -147,3 +163,75 @@ def percentile(values: Sequence[float], q: float) -> float:
 def mean(values: Iterable[float | None]) -> float | None:
     present = [float(v) for v in values if v is not None]
     return sum(present) / len(present) if present else None
+
+
+# ---------------------------------------------------------------------------------------- what the agent reads
+# The mark the projection puts where a budget cut an item's text (retrieval/projection.py: _cut_chars, _cut_tokens).
+_CUT_MARK = re.compile(r" …\[truncated \d+ (?:chars|tokens)\]$")
+
+
+@dataclass(frozen=True)
+class ContextItem:
+    """One projected item as the context metrics need it: its document, its text as the agent got it, and where
+    in the document the kept text lies ([start, end); None: not known exactly)."""
+
+    doc_id: str | None
+    content: str
+    start: int | None = None
+    end: int | None = None
+
+
+def context_item(item: Any, block: Any | None) -> ContextItem:
+    """A `Projected` item and the `Block` it was projected from (None: not known) -> ContextItem."""
+    doc_id = block.doc_id if block is not None else (key_range(item.document_id) or (None,))[0]
+    if block is None or block.start is None or block.end is None or block.end - block.start != len(block.content):
+        return ContextItem(doc_id, item.content)  # not an exact slice of the document
+    kept = _CUT_MARK.sub("", item.content) if item.truncated else item.content
+    if not block.content.startswith(kept):
+        return ContextItem(doc_id, item.content)
+    return ContextItem(doc_id, item.content, block.start, block.start + len(kept))
+
+
+def _answer_docs(answer: Answer, relevant: Mapping[str, int] | None) -> set[str]:
+    return {answer.doc_id} if answer.doc_id else set(relevant or ())
+
+
+def answer_in_context(items: Sequence[ContextItem], answers: Sequence[Answer],
+                      relevant: Mapping[str, int] | None = None) -> bool:
+    return any(a.text and c.doc_id in _answer_docs(a, relevant) and a.text in c.content for a in answers for c in items)
+
+
+def _covered(items: Sequence[ContextItem], doc_id: str, start: int, end: int, text: str | None) -> float:
+    """The share of [start, end) of `doc_id` the items cover (an unplaced item holding `text`: all of it)."""
+    if end <= start:
+        return 0.0
+    ranges = []
+    for c in items:
+        if c.doc_id != doc_id:
+            continue
+        if c.start is None or c.end is None:
+            if text and text in c.content:
+                return 1.0
+            continue
+        lo, hi = max(start, c.start), min(end, c.end)
+        if lo < hi:
+            ranges.append((lo, hi))
+    covered, reach = 0, start
+    for lo, hi in sorted(ranges):
+        lo = max(lo, reach)
+        if hi > lo:
+            covered += hi - lo
+            reach = hi
+    return covered / (end - start)
+
+
+def span_recall_context(items: Sequence[ContextItem], answers: Sequence[Answer],
+                        spans: Sequence[Span] = ()) -> float | None:
+    """The gold span's characters covered by the items (the best answer with an offset; else the mean over the span
+    labels); None when the query has neither."""
+    located = [a for a in answers if a.start is not None and a.doc_id is not None and a.text]
+    if located:
+        return max(_covered(items, str(a.doc_id), a.start or 0, (a.start or 0) + len(a.text), a.text) for a in located)
+    if spans:
+        return sum(_covered(items, s.doc_id, s.start, s.end, None) for s in spans) / len(spans)
+    return None

@@ -14,7 +14,11 @@ SEARCH_KEYS = ("mode", "fusion", "rrf_k", "dense_weight", "bm25_weight", "retrie
 RERANK_KEYS = ("rerank",)  # the rerank stage runs inside a fetch: a point per reranker fetches on its own
 FETCH_KEYS = SEARCH_KEYS + RERANK_KEYS
 POST_KEYS = ("return_n", "max_chunks_per_document")
-PARAM_KEYS = INDEX_KEYS + FETCH_KEYS + POST_KEYS
+# The expansion and merge stages and the projection run in the "assemble" phase: a point per value re-assembles the
+# fetched hits, it never searches again.
+CONTEXT_KEYS = ("expand", "expand_neighbours", "block_tokens", "context_tokens")
+ASSEMBLE_KEYS = POST_KEYS + CONTEXT_KEYS
+PARAM_KEYS = INDEX_KEYS + FETCH_KEYS + ASSEMBLE_KEYS
 # `--rerank configured`: the provider the settings name (rerank.provider, with its model and base URL).
 CONFIGURED = "configured"
 # The setting each parameter defaults to (its help text is the parameter's help).
@@ -22,11 +26,14 @@ PARAM_SETTINGS = {"chunk_size": "chunk.max-size", "overlap": "chunk.overlap", "m
                   "fusion": "rag.fusion", "rrf_k": "rag.rrf-k", "dense_weight": "rag.dense-weight",
                   "bm25_weight": "rag.bm25-weight", "retrieve_k": "rag.retrieve-k", "rerank": "rerank.provider",
                   "return_n": "rag.return-n",
-                  "max_chunks_per_document": "rag.max-chunks-per-document"}
+                  "max_chunks_per_document": "rag.max-chunks-per-document", "expand": "rag.expand",
+                  "expand_neighbours": "rag.expand-neighbours", "block_tokens": "rag.block-tokens",
+                  "context_tokens": "rag.context-tokens"}
 LABELS = {"chunk_size": "chunk size", "overlap": "overlap", "mode": "search mode", "fusion": "fusion",
           "rrf_k": "RRF k", "dense_weight": "dense weight", "bm25_weight": "BM25 weight", "retrieve_k": "retrieve-k",
           "rerank": "reranker",
-          "return_n": "return-n", "max_chunks_per_document": "max chunks per document"}
+          "return_n": "return-n", "max_chunks_per_document": "max chunks per document", "expand": "expand",
+          "expand_neighbours": "expand neighbours", "block_tokens": "block tokens", "context_tokens": "context tokens"}
 
 
 def parse_values(text: str, kind: Callable[[str], Any], name: str,

@@ -17,7 +17,9 @@ from .report import point_label
 METRIC_LABELS = {"ndcg@10": "nDCG@10", "mrr@10": "MRR@10", "answer_recall": "answer recall",
                  "raw_answer_recall": "answer recall (raw hits)", "answers_lost": "answers lost by post-processing",
                  "distinct_docs": "distinct documents", "latency_p50_ms": "latency p50 (ms)",
-                 "latency_p95_ms": "latency p95 (ms)", "latency_ms": "latency (ms)"}
+                 "latency_p95_ms": "latency p95 (ms)", "latency_ms": "latency (ms)",
+                 "answer_in_context": "answer in context", "span_recall_context": "span recall (context)",
+                 "context_tokens_used": "context tokens used"}
 
 
 def label(metric: str) -> str:

@@ -15,10 +15,11 @@ from .params import PARAM_KEYS
 
 HEADLINE = ("ndcg@10", "recall@1", "recall@5", "recall@10", "recall@20", "mrr@10", "raw_ndcg@10", "raw_recall@20",
             "answer_recall", "raw_answer_recall", "answers_lost", "span_recall@1", "span_recall@5",
-            "span_recall@10", "raw_span_recall@20", "distinct_docs", "latency_p50_ms", "latency_p95_ms", "failed")
+            "span_recall@10", "raw_span_recall@20", "answer_in_context", "span_recall_context",
+            "context_tokens_used", "distinct_docs", "latency_p50_ms", "latency_p95_ms", "failed")
 # Columns per query on the page's distribution chart.
-PER_QUERY = ("ndcg@10", "recall@5", "mrr@10", "raw_ndcg@10", "span_recall@5", "first_relevant_rank", "distinct_docs",
-             "latency_ms")
+PER_QUERY = ("ndcg@10", "recall@5", "mrr@10", "raw_ndcg@10", "span_recall@5", "span_recall_context",
+             "context_tokens_used", "first_relevant_rank", "distinct_docs", "latency_ms")
 DEFAULT_PARAMS = ("mode", "retrieve_k", "return_n", "max_chunks_per_document")
 RANK_BY = "ndcg@10"
 NOT_COMPARED = ("latency_p50_ms", "latency_p95_ms", "failed")
@@ -87,7 +88,8 @@ def failed_queries(point: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 # ---------------------------------------------------------------------------------------- per query
 # Per-query values two points can be compared by: the first a query set has values for is the default.
-PER_QUERY_METRICS = ("ndcg@10", "mrr@10", "recall@1", "recall@5", "recall@10", "span_recall@5", "answer_found")
+PER_QUERY_METRICS = ("ndcg@10", "mrr@10", "recall@1", "recall@5", "recall@10", "span_recall@5", "answer_found",
+                     "answer_in_context", "span_recall_context")
 TIE = 1e-9
 
 

@@ -37,6 +37,7 @@ from ..errors import EvaluationError, RagError
 from ..ports import Embedder, QueryRewriter, Reranker
 from ..records import Document, Fusion, SearchMode
 from ..retrieval import KnowledgeRetriever, LookupParams, SearchOptions, StoreSearchPort, params_from_settings
+from ..retrieval.expand import EXPAND_MODES
 from ..retrieval.ports import FUSIONS, SEARCH_MODES
 from ..workbench import Factories, Workbench
 from . import metrics as m
@@ -69,6 +70,10 @@ class SweepPoint:
     return_n: int
     max_chunks_per_document: int
     rerank: str = "none"  # "none", or the rerank provider whose model reorders the fetched hits
+    expand: str = "none"  # rag.expand: what each evidence block grows to
+    expand_neighbours: int = 1  # rag.expand-neighbours (with expand = neighbours)
+    block_tokens: int = 1000  # rag.block-tokens
+    context_tokens: int = 6000  # rag.context-tokens
     kb: str | None = None  # the knowledge base searched; None: the set's corpus in an isolated index
     cross_language: bool = True  # rag.cross-language: one value per run (the settings'), not swept
 
@@ -82,6 +87,8 @@ class SweepPoint:
             return self.mode == "hybrid"
         if key == "rrf_k":
             return self.mode == "hybrid" and self.fusion == "rrf"
+        if key == "expand_neighbours":
+            return self.expand == "neighbours"
         return True
 
     def to_dict(self) -> dict[str, Any]:
@@ -108,6 +115,10 @@ class Grid:
     return_n: tuple[int, ...] = (5,)
     max_chunks_per_document: tuple[int, ...] = (2,)
     rerank: tuple[str, ...] = ("none",)
+    expand: tuple[str, ...] = ("none",)
+    expand_neighbours: tuple[int, ...] = (1,)
+    block_tokens: tuple[int, ...] = (1000,)
+    context_tokens: tuple[int, ...] = (6000,)
     # The parameters the caller chose; the others hold the settings' values. A run on knowledge bases
     # takes each knowledge base's own values for those (`rebased`).
     given: frozenset[str] = frozenset()
@@ -122,7 +133,10 @@ class Grid:
                     "mode": params.search.mode, "fusion": params.search.fusion, "rrf_k": params.search.rrf_k,
                     "dense_weight": params.search.dense_weight, "bm25_weight": params.search.bm25_weight,
                     "retrieve_k": params.retrieve_k, "rerank": settings["rerank.provider"],
-                    "return_n": params.return_n, "max_chunks_per_document": params.max_chunks_per_document}
+                    "return_n": params.return_n, "max_chunks_per_document": params.max_chunks_per_document,
+                    "expand": params.expand.mode, "expand_neighbours": params.expand.neighbours,
+                    "block_tokens": params.budgets.max_tokens_per_item,
+                    "context_tokens": params.budgets.max_total_tokens}
         unknown = set(values) - set(defaults)
         if unknown:
             raise EvaluationError(f"Unknown sweep parameter(s): {', '.join(sorted(unknown))}.")
@@ -150,13 +164,18 @@ class Grid:
         return Grid.from_settings(settings, **{k: getattr(self, k) for k in self.given})
 
     def validate(self) -> None:
-        for name in ("chunk_size", "rrf_k", "retrieve_k", "return_n", "max_chunks_per_document"):
+        for name in ("chunk_size", "rrf_k", "retrieve_k", "return_n", "max_chunks_per_document", "block_tokens",
+                     "context_tokens"):
             for v in getattr(self, name):
                 if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                     raise EvaluationError(f"{name.replace('_', '-')} values must be whole numbers >= 1 (got {v!r}).")
-        for v in self.overlap:
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise EvaluationError(f"overlap values must be whole numbers >= 0 (got {v!r}).")
+        for name in ("overlap", "expand_neighbours"):
+            for v in getattr(self, name):
+                if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                    raise EvaluationError(f"{name.replace('_', '-')} values must be whole numbers >= 0 (got {v!r}).")
+        for v in self.expand:
+            if v not in EXPAND_MODES:
+                raise EvaluationError(f"Unknown expansion {v!r}; use {', '.join(EXPAND_MODES)}.")
         for v in self.mode:
             if v not in SEARCH_MODES:
                 raise EvaluationError(f"Unknown search mode {v!r}; use {', '.join(SEARCH_MODES)}.")
@@ -217,6 +236,7 @@ class EvalProgress:
 
 
 ProgressCallback = Callable[[EvalProgress], None]
+ScoreMore = Callable[[EvalQuery, Any], Mapping[str, Any]]  # (query, its LookupResult at a point) -> more figures
 
 
 @dataclass
@@ -285,6 +305,13 @@ def score_query(query: EvalQuery, result: Any, latency_ms: float) -> dict[str, A
     else:
         record.update({f"span_recall@{k}": None for k in m.RECALL_KS})
         record.update({f"raw_span_recall@{RAW_SPAN_K}": None, "span_found": None, "raw_span_found": None})
+    # what the agent reads: the projected items (after expansion, merge and the budgets)
+    blocks = {b.key: b for b in result.blocks}
+    context = [m.context_item(item, blocks.get(item.document_id)) for item in result.projection.items]
+    record["answer_in_context"] = m.answer_in_context(context, query.answers, query.relevant) if query.answers else None
+    record["span_recall_context"] = m.span_recall_context(context, query.answers, query.spans)
+    record["context_tokens_used"] = result.projection.tokens
+    record["context_unplaced"] = sum(c.start is None for c in context)  # items the span figure matched by text
     record["distinct_docs"] = len(evidence_docs)
     record["evidence_blocks"] = len(result.evidence)
     record["latency_ms"] = round(latency_ms, 3)
@@ -313,6 +340,10 @@ def summarize(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     summary["queries_with_spans"] = len(with_spans)
     for key in (*(f"span_recall@{k}" for k in m.RECALL_KS), f"raw_span_recall@{RAW_SPAN_K}"):
         summary[key] = m.mean(r[key] for r in with_spans)
+    summary["answer_in_context"] = m.mean(float(r["answer_in_context"]) for r in with_answers
+                                          if r.get("answer_in_context") is not None)
+    summary["span_recall_context"] = m.mean(r.get("span_recall_context") for r in records)
+    summary["context_tokens_used"] = m.mean(r.get("context_tokens_used") for r in records)
     summary["distinct_docs"] = m.mean(r["distinct_docs"] for r in records)
     summary["evidence_blocks"] = m.mean(r["evidence_blocks"] for r in records)
     latencies = [r["latency_ms"] for r in records]
@@ -333,7 +364,8 @@ def _group(points: Sequence[SweepPoint], keys: Sequence[str]) -> dict[tuple[Any,
 def run_evaluation(eval_set: EvalSet, grid: Grid, settings: Settings, *, factories: Factories,
                    embedder: Embedder | None = None, live: bool = False, store: Any = None, reindex: bool = False,
                    progress: ProgressCallback | None = None,
-                   knowledge_bases: Sequence[Workbench] = (), rewriter: QueryRewriter | None = None) -> EvalRun:
+                   knowledge_bases: Sequence[Workbench] = (), rewriter: QueryRewriter | None = None,
+                   score_more: ScoreMore | None = None) -> EvalRun:
     """Evaluate every point of `grid` on `eval_set` (see the module docstring). `factories`
     (`bootstrap.factories()`): how the embedder, the rerankers, the evaluation index and the live knowledge base
     are built and opened.
@@ -346,7 +378,9 @@ def run_evaluation(eval_set: EvalSet, grid: Grid, settings: Settings, *, factori
     Neither can sweep chunking, which is fixed by what was ingested. Every reranker the grid names is built
     before any work (a bad rerank setting fails at once). A query asked in a conversation (`EvalQuery.history`) is
     looked up with its history, so the rewrite stage runs as `rag.rewrite` says: `rewriter` is the chat model's
-    rewrite (`bootstrap.build_rewriter`; None: the offline rewrite, as for a lookup without a chat model)."""
+    rewrite (`bootstrap.build_rewriter`; None: the offline rewrite, as for a lookup without a chat model).
+    `score_more(query, result)`: more figures of a query at a point, from its `LookupResult`, added to its record
+    (a benchmark's own, e.g. the offline answer's; not summarised, not timed)."""
     from .results import versions
 
     started = time.perf_counter()
@@ -399,7 +433,7 @@ def run_evaluation(eval_set: EvalSet, grid: Grid, settings: Settings, *, factori
                 _warm_up(retriever, eval_set, [g[0] for g in groups.values()])
                 for group in groups.values():
                     results += _run_group(retriever.with_reranker(rerankers.get(group[0].rerank)), eval_set, group,
-                                          defaults, plan, report, warnings)
+                                          defaults, plan, report, warnings, score_more)
             finally:
                 if opened_here is not None:  # one isolated index open at a time
                     opened_here.close()
@@ -599,7 +633,8 @@ def _warm_up(retriever: KnowledgeRetriever, eval_set: EvalSet, points: Sequence[
 
 
 def _run_group(retriever: KnowledgeRetriever, eval_set: EvalSet, group: Sequence[SweepPoint],
-               defaults: LookupParams, plan: _Plan, report: ProgressCallback, warnings: list[str]) -> list[PointResult]:
+               defaults: LookupParams, plan: _Plan, report: ProgressCallback, warnings: list[str],
+               score_more: ScoreMore | None = None) -> list[PointResult]:
     """One fetch per query for the group's search setting and reranker; every post-processing point assembles
     it. A reranker that failed on some queries (rerank.on-error = fallback) is a warning naming them."""
     label = plan.next_label(group[0])
@@ -607,8 +642,11 @@ def _run_group(retriever: KnowledgeRetriever, eval_set: EvalSet, group: Sequence
     rerank = replace(defaults.rerank, enabled=group[0].rerank != "none")
     params = [LookupParams(retrieve_k=p.retrieve_k, return_n=p.return_n,
                            max_chunks_per_document=p.max_chunks_per_document, search=p.search_options(),
-                           budgets=replace(defaults.budgets, max_items=p.return_n), rerank=rerank,
-                           scope=defaults.scope, thresholds=defaults.thresholds, rewrite=defaults.rewrite)
+                           budgets=replace(defaults.budgets, max_items=p.return_n, max_tokens_per_item=p.block_tokens,
+                                           max_total_tokens=p.context_tokens),
+                           rerank=rerank, scope=defaults.scope, thresholds=defaults.thresholds,
+                           rewrite=defaults.rewrite,
+                           expand=replace(defaults.expand, mode=p.expand, neighbours=p.expand_neighbours))
               for p in group]
     failures: list[tuple[str, str]] = []
     report(EvalProgress("querying", plan.done, plan.total, label))
@@ -625,7 +663,8 @@ def _run_group(retriever: KnowledgeRetriever, eval_set: EvalSet, group: Sequence
         for i, p in enumerate(asked):
             t1 = time.perf_counter()
             result = retriever.assemble(fetched, p)
-            records[i].append(score_query(query, result, fetch_ms + (time.perf_counter() - t1) * 1000))
+            record = score_query(query, result, fetch_ms + (time.perf_counter() - t1) * 1000)
+            records[i].append({**record, **score_more(query, result)} if score_more is not None else record)
         plan.done += 1
         report(EvalProgress("querying", plan.done, plan.total, label))
     if failures:

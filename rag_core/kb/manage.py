@@ -35,7 +35,16 @@ from ..records import IngestReport, KnowledgeBase
 from ..store.milvus.rows import utc_now
 from ..workbench import Factories, Workbench
 from .resolve import case_clash, check_name, database_of, not_found, resolve
-from .settings import EMBEDDER_KEYS, apply, checked, describe, joined, per_command, with_measured_fusion
+from .settings import (
+    EMBEDDER_KEYS,
+    apply,
+    checked,
+    describe,
+    joined,
+    per_command,
+    with_measured_expand,
+    with_measured_fusion,
+)
 
 log = logging.getLogger(__name__)
 
@@ -234,6 +243,8 @@ class KnowledgeBases:
         """A new, empty knowledge base with the configured settings and `changes` (KB_KEYS -> value)."""
         values = checked(self.settings, changes or {}, f"knowledge base {name}")
         values, measured = with_measured_fusion(values, set(changes or {}) | self.settings.explicit)
+        values, expand = with_measured_expand(values, set(changes or {}) | self.settings.explicit)
+        measured = joined(measured, expand)
         with self.names_lock():
             self._check_free(name)
             kb = self.catalog.write(KnowledgeBase(name, values, created_at=utc_now(),

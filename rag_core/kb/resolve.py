@@ -25,7 +25,7 @@ from ..names import REGISTRY_SUFFIX, collections_of, name_problem, same_as
 from ..ports import DatabaseCatalog, KnowledgeBaseCatalog
 from ..records import KnowledgeBase
 from ..store.milvus.rows import utc_now
-from .settings import defaults_for_new, embedder_of, joined, with_measured_fusion
+from .settings import defaults_for_new, embedder_of, joined, with_measured_expand, with_measured_fusion
 
 log = logging.getLogger(__name__)
 APP = "rag-workbench"  # what the workbench records in its collections' descriptions (store.schema)
@@ -103,7 +103,8 @@ def _default(name: str, settings: Settings, database: DatabaseCatalog | None) ->
     values = defaults_for_new(settings)
     configured = {**values, **{key: settings[key] for key in FUSION_KEYS}}  # the note names what was measured
     measured = with_measured_fusion(configured, settings.explicit)[1]
-    note = joined("the default knowledge base (milvus.collection)", measured)
+    note = joined(joined("the default knowledge base (milvus.collection)", measured),
+                  with_measured_expand({}, settings.explicit)[1])
     if database is not None and database.has_collection(name):
         meta = database.collection_meta(name)
         if meta.get("app") != APP:

@@ -30,13 +30,15 @@ KB_KEYS = CHUNK_KEYS + EMBEDDER_KEYS + SEARCH_KEYS
 def defaults_for_new(settings: Settings) -> dict[str, Any]:
     """The values a knowledge base created now gets: the effective settings (the legacy rag.top-k resolved
     into retrieve-k and return-n, as lookups read it), with the fusion settings measured for its embedder in
-    place of those not set anywhere (`with_measured_fusion`)."""
+    place of those not set anywhere (`with_measured_fusion`), and the expansion measured best unless rag.expand
+    is set (`with_measured_expand`)."""
     from ..retrieval import params_from_settings
 
     values = {key: settings[key] for key in KB_KEYS}
     params = params_from_settings(settings)
     values["rag.retrieve-k"], values["rag.return-n"] = params.retrieve_k, params.return_n
-    return with_measured_fusion(values, settings.explicit)[0]
+    values = with_measured_fusion(values, settings.explicit)[0]
+    return with_measured_expand(values, settings.explicit)[0]
 
 
 def with_measured_fusion(values: Mapping[str, Any], given: Iterable[str]) -> tuple[dict[str, Any], str]:
@@ -53,6 +55,19 @@ def with_measured_fusion(values: Mapping[str, Any], given: Iterable[str]) -> tup
         return out, ""
     out.update(taken)
     return out, f"{', '.join(f'{k} = {v!r}' for k, v in taken.items())} {found.source}"
+
+
+def with_measured_expand(values: Mapping[str, Any], given: Iterable[str]) -> tuple[dict[str, Any], str]:
+    """`values` (a new knowledge base's) with the expansion measured best (rag_core.retrieval.expand_defaults,
+    written by `python -m bench.expand`) unless rag.expand is in `given`, and a note saying where it comes from
+    (also when the measurement kept `none`); ("" when rag.expand was given, or the install has no measurement)."""
+    from ..retrieval.expand_defaults import measured
+
+    given = set(given)
+    found = measured()
+    if found is None or "rag.expand" in given:
+        return dict(values), ""
+    return {**values, **{k: v for k, v in found.values.items() if k not in given}}, found.note
 
 
 def with_measured_settings(settings: Settings, origin: str) -> tuple[Settings, str]:

@@ -12,6 +12,7 @@ from bench import (
     api,
     chunking,
     conversations,
+    expand,
     explain,
     filters,
     folding,
@@ -33,7 +34,7 @@ RENDERS = {"chunking": chunking.render, "ingest": ingest.render, "latency": late
            "quality": quality.render, "explain": explain.render, "api": api.render, "host": host.render,
            "formats": formats.render, "testsets": testsets.render, "filters": filters.render,
            "fusion": fusion.render, "folding": folding.render, "conversations": conversations.render,
-           "offline_answers": offline_answers.render}
+           "offline_answers": offline_answers.render, "expand": expand.render}
 
 
 def test_the_bench_readme_tables_are_rendered_from_the_records():
@@ -72,6 +73,17 @@ def test_the_measured_fusion_defaults_are_the_records_choice(tmp_path):
     from rag_core.embedding.fusion_defaults import DATA, write_defaults
 
     assert write_defaults(load("fusion"), tmp_path / "fusion.json") == json.loads(DATA.read_text(encoding="utf-8"))
+
+
+def test_the_measured_expand_default_is_the_records_choice(tmp_path):
+    # rag_core/retrieval/expand_measured.json (what new knowledge bases get) is exactly what bench/expand.py's record
+    # chooses, and the published table says the same
+    from rag_core.retrieval.expand_defaults import DATA, write_defaults
+
+    record = load("expand")
+    data = write_defaults(record, tmp_path / "expand_measured.json")
+    assert data == json.loads(DATA.read_text(encoding="utf-8"))
+    assert f"rag.expand = {data['rag.expand']!r}: {data['why']}." in expand.render(record)
 
 
 def test_a_changed_figure_makes_the_check_fail(tmp_path, monkeypatch):

