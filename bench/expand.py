@@ -42,6 +42,9 @@ SETS = (
     ("COVID-QA", "covidqa", "test", 100, 10),
     ("sample KB, zh+en", "sample", None, None, None),
 )
+# (chunk size, overlap): the default chunking, and small chunks, which small to big is for (search small chunks,
+# give the agent their section); the default for new knowledge bases is chosen on the default chunking
+CHUNKINGS = ((800, 100), (300, 30))
 MODES = ("none", "neighbours", "parent")
 NEIGHBOURS = (1, 2)
 BUDGETS = (1000, 2000, 4000)
@@ -54,13 +57,8 @@ _HEADING = re.compile(r"^#{1,6} \S", re.M)
 
 
 def measure(quick: bool = False) -> dict[str, Any]:
-    from rag_core.agent.offline import compose
-    from rag_core.bootstrap import factories
     from rag_core.config import load_settings
     from rag_core.embedding.local import LocalUSEEmbedder
-    from rag_core.evaluation import Grid, load_set, run_evaluation
-    from rag_core.evaluation.answers import found_in
-    from rag_core.evaluation.metrics import context_item
     from rag_core.kb.settings import with_measured_settings
 
     embedder = LocalUSEEmbedder()
@@ -69,68 +67,86 @@ def measure(quick: bool = False) -> dict[str, Any]:
         settings = load_settings(data_dir=Path(tmp), env={}, config_file=None,
                                  overrides={**LIFTED, "milvus.lite-mode": "exclusive"})
         settings, _ = with_measured_settings(settings, "the fusion measured for the embedder")
-        for label, name, split, queries, others in SETS:
-            if name != "sample":
-                need_set(name)
-            limit = QUICK_QUERIES if quick else queries
-            eval_set = load_set(name, split=split, limit=limit, corpus_sample=others if limit else None)
-            texts = {d.doc_id: d.text for d in eval_set.documents or ()}
-            composed = {q.query_id for q in eval_set.queries[: QUICK_QUERIES if quick else OFFLINE]}
-            checked = Counter[str]()
-
-            def more(query: Any, result: Any, composed: set[str] = composed, texts: dict[str, str] = texts,
-                     checked: Counter[str] = checked) -> dict[str, Any]:
-                """The offline answer's figure on the composed queries; every placed item checked against its
-                document (its kept text is the document's characters at its range); hits under a heading."""
-                blocks = {b.key: b for b in result.blocks}
-                for item in result.projection.items:
-                    c = context_item(item, blocks.get(item.document_id))
-                    if c.start is not None and c.end is not None:
-                        kept = texts.get(str(c.doc_id), "")[c.start:c.end]
-                        checked["placed"] += 1
-                        checked["mismatched"] += not c.content.startswith(kept)
-                budget, mode = result.params.budgets.max_total_tokens, result.params.expand.mode
-                if (mode, budget) == ("none", BUDGETS[0]):  # once per query
-                    checked["hits"] += len(result.evidence)
-                    checked["under_heading"] += sum(bool(c.metadata.get("headingPath")) for c in result.evidence)
-                if query.query_id not in composed or not query.answers or budget != REFERENCE_TOKENS:
-                    return {}
-                answer = compose(query.text, result.projection.items, embedder=embedder)
-                return {"offline_found": found_in(answer, [a.text for a in query.answers])}
-
-            grid = Grid.from_settings(settings, expand=list(MODES), expand_neighbours=list(NEIGHBOURS),
-                                      context_tokens=list(BUDGETS), retrieve_k=[RETRIEVE_K], return_n=[RETURN_N],
-                                      max_chunks_per_document=[CAP])
-            log(f"expand: {label} ({len(eval_set.queries)} queries, {len(texts)} documents) ...")
-            run = run_evaluation(eval_set, grid, settings, factories=factories(), embedder=embedder, score_more=more)
-            index = run.index[0]
-            rows = []
-            for p in run.points:
-                found = [q["offline_found"] for q in p.queries if "offline_found" in q]
-                rows.append({"expand": p.point.expand,
-                             "neighbours": p.point.expand_neighbours if p.point.expand == "neighbours" else None,
-                             "context_tokens": p.point.context_tokens, **{k: p.metrics[k] for k in (
-                                 "answer_in_context", "span_recall_context", "context_tokens_used", "answer_recall")},
-                             "offline_found": sum(found) / len(found) if found else None, "offline_queries": len(found),
-                             "unplaced": sum(q["context_unplaced"] for q in p.queries)})
-                log(f"  {mode_name(rows[-1]['expand'], rows[-1]['neighbours'])} @ {p.point.context_tokens}: "
-                    f"answer in context {p.metrics['answer_in_context']:.3f}")
-            per_doc = index["chunks"] / max(1, index["documents"])
-            sets.append({"label": f"{label} ({len(eval_set.queries)} q, {len(texts)} docs)", "set": name,
-                         "split": split, "queries": len(eval_set.queries), "documents": len(texts),
-                         "chunks": index["chunks"], "chunks_per_document": round(per_doc, 2),
-                         "median_document_chars": statistics.median(len(t) for t in texts.values()),
-                         "documents_with_headings": sum(bool(_HEADING.search(t)) for t in texts.values()),
-                         "hits_under_heading": checked["under_heading"], "hits": checked["hits"],
-                         "placed_items": checked["placed"], "placed_mismatched": checked["mismatched"],
-                         "long": per_doc >= LONG_CHUNKS, "rows": rows})
-    params = settings  # the lookup defaults every point started from
+        for chunking in CHUNKINGS:
+            chunked = settings.with_overrides({"chunk.max-size": chunking[0], "chunk.overlap": chunking[1]}, "bench")
+            sets += [measure_set(chunked, embedder, quick, *one) for one in SETS]
     return {"sets": sets, "embedder": embedder.name,
             "point": {"retrieve_k": RETRIEVE_K, "return_n": RETURN_N, "max_chunks_per_document": CAP,
-                      "block_tokens": params["rag.block-tokens"], "parent_max_size": params["chunk.parent-max-size"],
-                      "merge": params["rag.merge"], "mode": params["rag.search-mode"], "fusion": params["rag.fusion"],
-                      "chunk_size": params["chunk.max-size"], "overlap": params["chunk.overlap"]},
+                      "block_tokens": settings["rag.block-tokens"],
+                      "parent_max_size": settings["chunk.parent-max-size"],
+                      "merge": settings["rag.merge"], "mode": settings["rag.search-mode"],
+                      "fusion": settings["rag.fusion"], "chunk_size": settings["chunk.max-size"],
+                      "overlap": settings["chunk.overlap"], "chunkings": [list(c) for c in CHUNKINGS]},
             "budgets": list(BUDGETS), "offline_queries": OFFLINE, "long_chunks": LONG_CHUNKS}
+
+
+def measure_set(settings: Any, embedder: Any, quick: bool, label: str, name: str, split: str | None,
+                queries: int | None, others: int | None) -> dict[str, Any]:
+    """One set indexed with `settings`' chunking, every point of the grid scored."""
+    from rag_core.agent.offline import compose
+    from rag_core.bootstrap import factories
+    from rag_core.evaluation import Grid, load_set, run_evaluation
+    from rag_core.evaluation.answers import found_in
+    from rag_core.evaluation.metrics import context_item
+
+    if name != "sample":
+        need_set(name)
+    limit = QUICK_QUERIES if quick else queries
+    eval_set = load_set(name, split=split, limit=limit, corpus_sample=others if limit else None)
+    texts = {d.doc_id: d.text for d in eval_set.documents or ()}
+    composed = {q.query_id for q in eval_set.queries[: QUICK_QUERIES if quick else OFFLINE]}
+    checked = Counter[str]()
+
+    def more(query: Any, result: Any) -> dict[str, Any]:
+        """The offline answer's figure on the composed queries; every placed item checked against its document (its
+        kept text is the document's characters at its range); hits under a heading."""
+        blocks = {b.key: b for b in result.blocks}
+        for item in result.projection.items:
+            c = context_item(item, blocks.get(item.document_id))
+            if c.start is not None and c.end is not None:
+                kept = texts.get(str(c.doc_id), "")[c.start:c.end]
+                checked["placed"] += 1
+                checked["mismatched"] += not c.content.startswith(kept)
+        budget, mode = result.params.budgets.max_total_tokens, result.params.expand.mode
+        if (mode, budget) == ("none", BUDGETS[0]):  # once per query
+            checked["hits"] += len(result.evidence)
+            checked["under_heading"] += sum(bool(c.metadata.get("headingPath")) for c in result.evidence)
+        if query.query_id not in composed or not query.answers or budget != REFERENCE_TOKENS:
+            return {}
+        answer = compose(query.text, result.projection.items, embedder=embedder)
+        return {"offline_found": found_in(answer, [a.text for a in query.answers])}
+
+    grid = Grid.from_settings(settings, expand=list(MODES), expand_neighbours=list(NEIGHBOURS),
+                              context_tokens=list(BUDGETS), retrieve_k=[RETRIEVE_K], return_n=[RETURN_N],
+                              max_chunks_per_document=[CAP])
+    chunking = (settings["chunk.max-size"], settings["chunk.overlap"])
+    log(f"expand: {label}, chunks {chunking[0]}/{chunking[1]} ({len(eval_set.queries)} queries, {len(texts)} "
+        "documents) ...")
+    run = run_evaluation(eval_set, grid, settings, factories=factories(), embedder=embedder, score_more=more)
+    index = run.index[0]
+    rows = []
+    for p in run.points:
+        found = [q["offline_found"] for q in p.queries if "offline_found" in q]
+        rows.append({"expand": p.point.expand,
+                     "neighbours": p.point.expand_neighbours if p.point.expand == "neighbours" else None,
+                     "context_tokens": p.point.context_tokens, **{k: p.metrics[k] for k in (
+                         "answer_in_context", "span_recall_context", "context_tokens_used", "answer_recall")},
+                     "offline_found": sum(found) / len(found) if found else None, "offline_queries": len(found),
+                     "unplaced": sum(q["context_unplaced"] for q in p.queries)})
+        log(f"  {mode_name(rows[-1]['expand'], rows[-1]['neighbours'])} @ {p.point.context_tokens}: "
+            f"answer in context {p.metrics['answer_in_context']:.3f}")
+    per_doc = index["chunks"] / max(1, index["documents"])
+    default = chunking == CHUNKINGS[0]
+    return {"label": f"{label} ({len(eval_set.queries)} q, {len(texts)} docs"
+                     f"{'' if default else f', chunks {chunking[0]}/{chunking[1]}'})",
+            "set": name, "split": split, "chunking": list(chunking), "default_chunking": default,
+            "queries": len(eval_set.queries), "documents": len(texts),
+            "chunks": index["chunks"], "chunks_per_document": round(per_doc, 2),
+            "median_document_chars": statistics.median(len(t) for t in texts.values()),
+            "documents_with_headings": sum(bool(_HEADING.search(t)) for t in texts.values()),
+            "hits_under_heading": checked["under_heading"], "hits": checked["hits"],
+            "placed_items": checked["placed"], "placed_mismatched": checked["mismatched"],
+            "long": per_doc >= LONG_CHUNKS, "rows": rows}
 
 
 def _pct(value: float | None) -> str:
@@ -160,12 +176,12 @@ def render(record: dict[str, Any]) -> str:
                    text + "\n\n" + _notes(record), record)
 
 
-def goal(record: dict[str, Any], tokens: int) -> tuple[bool, list[str]]:
-    """Whether some expansion raises answer in context by GOAL_POINTS on every long-document set at `tokens`, and
-    each long set's best gain there."""
+def goal(sets: list[dict[str, Any]], tokens: int) -> tuple[bool, list[str]]:
+    """Whether some expansion raises answer in context by GOAL_POINTS on every long-document set of `sets` (one
+    chunking's) at `tokens`, and each long set's best gain there."""
     from rag_core.retrieval.expand_defaults import gains
 
-    long_sets = [s for s in record["sets"] if s["long"]]
+    long_sets = [s for s in sets if s["long"]]
     modes = list(dict.fromkeys((r["expand"], r["neighbours"]) for s in long_sets for r in s["rows"]
                                if r["expand"] != "none"))
     met = any(min(gains(long_sets, *m, tokens=tokens)) >= GOAL_POINTS for m in modes) if long_sets else False
@@ -177,7 +193,7 @@ def goal(record: dict[str, Any], tokens: int) -> tuple[bool, list[str]]:
 
 
 def _notes(record: dict[str, Any]) -> str:
-    from rag_core.retrieval.expand_defaults import choice
+    from rag_core.retrieval.expand_defaults import at_default_chunking, choice
 
     p = record["point"]
     sets = record["sets"]
@@ -187,17 +203,21 @@ def _notes(record: dict[str, Any]) -> str:
         f"with Markdown headings, {s['hits_under_heading']} of {s['hits']} evidence chunks under a heading"
         for s in sets)
     goals = []
-    for tokens in record["budgets"]:
-        met, best = goal(record, tokens)
-        goals.append(f"{tokens} tokens: {'met' if met else 'not met'} (best gain: {', '.join(best)})")
-    chosen = choice(sets)
+    for size, overlap in record["point"].get("chunkings", [[p["chunk_size"], p["overlap"]]]):
+        chunked = [s for s in sets if s.get("chunking", [size, overlap]) == [size, overlap]]
+        for tokens in record["budgets"]:
+            met, best = goal(chunked, tokens)
+            goals.append(f"chunks {size}/{overlap}, {tokens} tokens: {'met' if met else 'not met'} (best gain: "
+                         f"{', '.join(best)})")
+    chosen = choice(at_default_chunking(sets))
     placed = sum(s["placed_items"] for s in sets)
     mismatched = sum(s["placed_mismatched"] for s in sets)
     long_sets = ", ".join(s["label"].split(" (")[0] for s in sets if s["long"]) or "none"
     return (f"Every point from one search per query ({record['embedder']}, {p['mode']} / {p['fusion']}, retrieve-k "
             f"{p['retrieve_k']}, return-n {p['return_n']}, cap {p['max_chunks_per_document']} per document, chunks "
-            f"{p['chunk_size']}/{p['overlap']}, rag.block-tokens {p['block_tokens']}, chunk.parent-max-size "
-            f"{p['parent_max_size']}, merge {'on' if p['merge'] else 'off'}, character budgets lifted): only the "
+            f"{p['chunk_size']}/{p['overlap']} unless the set says other, rag.block-tokens {p['block_tokens']}, "
+            f"chunk.parent-max-size {p['parent_max_size']}, merge {'on' if p['merge'] else 'off'}, character budgets "
+            "lifted): only the "
             "total token budget (rag.context-tokens, Qwen's tokenizer) differs between a row and its baseline. "
             "Answer in context: the answer's text in what the agent reads (the projected items); span recall "
             "(context): the share of the gold answer span's characters the projected items' document ranges cover "
@@ -211,7 +231,8 @@ def _notes(record: dict[str, Any]) -> str:
             f"(at least {record['long_chunks']:g} chunks per document): {long_sets}. Goal (at equal tokens, parent or "
             f"neighbours raises answer in context by at least {GOAL_POINTS:g} points on every long-document set): "
             f"{'; '.join(goals)}. The default for new knowledge bases (rag_core/retrieval/expand_measured.json, "
-            f"chosen at {REFERENCE_TOKENS} tokens): rag.expand = {chosen['rag.expand']!r}: {chosen['why']}."
+            f"chosen at {REFERENCE_TOKENS} tokens on the sets at the default chunking): rag.expand = "
+            f"{chosen['rag.expand']!r}: {chosen['why']}."
             + (" Quick run: a few queries per set." if record["quick"] else ""))
 
 

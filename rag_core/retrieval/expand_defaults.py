@@ -68,12 +68,19 @@ def choice(sets: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "applied": applied, "why": why}
 
 
+def at_default_chunking(sets: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The sets of a bench/expand.py record measured at the default chunking (it also measures small chunks), which
+    the default for new knowledge bases is chosen on."""
+    return [s for s in sets if s.get("default_chunking", True)]
+
+
 def write_defaults(record: Mapping[str, Any], path: Path = DATA) -> dict[str, Any]:
-    """expand_measured.json from a bench/expand.py record."""
+    """expand_measured.json from a bench/expand.py record (its sets at the default chunking)."""
+    sets = at_default_chunking(record["sets"])
     data = {"source": "python -m bench.expand (record: bench/results/expand.json)",
             "timestamp": record["timestamp"], "machine": record["machine"], "context_tokens": REFERENCE_TOKENS,
-            "goal_points": GOAL_POINTS, "sets": [s["label"] for s in record["sets"]],
-            "long_sets": [s["label"] for s in record["sets"] if s["long"]], **choice(record["sets"])}
+            "goal_points": GOAL_POINTS, "sets": [s["label"] for s in sets],
+            "long_sets": [s["label"] for s in sets if s["long"]], **choice(sets)}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     load.cache_clear()

@@ -83,8 +83,9 @@ def project(blocks: Sequence[Block], budgets: Budgets) -> Projection:
             left_out.append((key, Phrase("projection.max_items", {"max_items": budgets.max_items})))
             continue
         room_chars = min(budgets.max_chars_per_item * _chunks(block), budgets.max_total_chars - chars)
-        room_tokens = min(budgets.max_tokens_per_item * len(block.matched), budgets.max_total_tokens - tokens)
-        if room_tokens < min(MIN_USEFUL_TOKENS, block.tokens or 1):
+        total_room = budgets.max_total_tokens - tokens
+        room_tokens = min(budgets.max_tokens_per_item * len(block.matched), total_room)
+        if block.tokens > total_room and total_room < MIN_USEFUL_TOKENS + _MARKER_TOKENS:  # no room for text and mark
             left_out.append((key, Phrase("projection.total_tokens", {"max_total_tokens": budgets.max_total_tokens})))
             continue
         if room_chars < min(MIN_USEFUL_CHARS, len(block.content)):

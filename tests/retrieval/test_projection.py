@@ -125,3 +125,14 @@ def test_a_merged_block_has_a_budget_per_hit_and_lists_its_hits() -> None:
     assert alone.truncated and not both.truncated
     assert both.document_id == "d#chunk-2..3" and both.matched == ("d#chunk-2", "d#chunk-3")
     assert project([one], WIDE).items[0].matched == ()
+
+
+def test_an_item_is_never_only_the_cut_marker() -> None:
+    # 20 tokens left of the total: too few for text and its "…[truncated N tokens]": left out, not a stub
+    words = " ".join(f"word{i}" for i in range(200))
+    first = block("d#chunk-0", "d", words)
+    second = block("d#chunk-5", "d", words)
+    out = project([first, second], Budgets(max_chars_per_item=10**6, max_total_chars=10**7,
+                                           max_total_tokens=first.tokens + 20))
+    assert [p.document_id for p in out.items] == ["d#chunk-0"]
+    assert [k for k, _ in out.left_out] == ["d#chunk-5"] and out.reasons[0].code == "projection.total_tokens"
