@@ -54,6 +54,7 @@ from rag_core.evaluation.results import new_run_dir, summary_rows
 from rag_core.evaluation.testsets import list_test_sets, read_test_set, saved_sets_dir
 from rag_core.kb.settings import with_measured_settings
 from rag_core.records import FUSIONS
+from rag_core.retrieval.expand import EXPAND_MODES
 from ui import evaluation as words
 from ui.components import embedder_tradeoff
 from ui.errors import show_error
@@ -221,11 +222,13 @@ def choose_grid(settings: Settings, kbs: list[str] | None) -> tuple[Grid, str, S
         base_settings, shown_from = grid_settings(settings, kbs, embedder)
         base = Grid.from_settings(base_settings)
         texts = {name: ",".join(map(str, getattr(base, name))) for name in (
-            "retrieve_k", "return_n", "chunk_size", "overlap", "rrf_k", "dense_weight", "bm25_weight")}
+            "retrieve_k", "return_n", "chunk_size", "overlap", "rrf_k", "dense_weight", "bm25_weight",
+            "context_tokens")}
         # The fields start at the values that will run, and follow them to another knowledge base or embedder
         # unless the person changed them (a keyed field keeps its value when its default changes).
         words.start_fields({"eval_mode": list(base.mode), "eval_cap": ",".join(map(str, base.max_chunks_per_document)),
                             "eval_fusion": list(base.fusion), "eval_rerank": list(base.rerank),
+                            "eval_expand": list(base.expand),
                             **{f"eval_{name}": text for name, text in texts.items()}})
 
         def values(column: Any, name: str, kind: type) -> list[Any]:
@@ -246,6 +249,10 @@ def choose_grid(settings: Settings, kbs: list[str] | None) -> tuple[Grid, str, S
         rerank = c3.multiselect(t("Reranker"), list(KEYS["rerank.provider"].choices), key="eval_rerank",
                                 help=t("none and a provider: every combination without and with the reranker "
                                        "(`rerank.model`, `rerank.base-url` and the key's variable configure it)."))
+        c1, c2, _ = st.columns(3)
+        expand = c1.multiselect(words.param_label("expand"), list(EXPAND_MODES), key="eval_expand",
+                                help=setting_help("rag.expand"))
+        context_tokens = values(c2, "context_tokens", int)
         if shown_from:
             st.caption(shown_from)
         if kbs and (differ := others_differ(base, kbs)):
@@ -256,7 +263,8 @@ def choose_grid(settings: Settings, kbs: list[str] | None) -> tuple[Grid, str, S
         reindex = st.checkbox(t("Rebuild the index even if it is complete"), key="eval_reindex")
     grid = Grid.from_form(base_settings, mode=modes, fusion=fusion, retrieve_k=retrieve_k, return_n=return_n,
                           max_chunks_per_document=cap, chunk_size=chunk_size, overlap=overlap, rrf_k=rrf_k,
-                          dense_weight=dense_w, bm25_weight=bm25_w, rerank=rerank)
+                          dense_weight=dense_w, bm25_weight=bm25_w, rerank=rerank, expand=expand,
+                          context_tokens=context_tokens)
     return grid, embedder, base_settings, reindex
 
 

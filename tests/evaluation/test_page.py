@@ -111,3 +111,19 @@ def test_first_n_and_a_seed_are_choices_and_recorded(page: AppTest) -> None:
     sampled = at.session_state["eval_last_run"]["run"]
     assert sampled["set_info"]["queries"] == {"rule": "sample", "sample": 3, "seed": 5, "chosen": 3, "of": 36}
     assert [q["query_id"] for q in sampled["points"][0]["queries"]] != ["q1", "q2", "q3"]
+
+
+def test_a_sweep_over_expansions_at_one_token_budget(page: AppTest) -> None:
+    at = page
+    at.number_input(key="eval_limit").set_value(4)
+    at.multiselect(key="eval_mode").set_value(["bm25"])
+    at.multiselect(key="eval_expand").set_value(["none", "parent"])
+    at.text_input(key="eval_context_tokens").set_value("1500")
+    at.button(key="eval_run").click().run()
+    assert not at.exception, at.exception
+    points = at.session_state["eval_last_run"]["run"]["points"]
+    assert [(p["params"]["expand"], p["params"]["context_tokens"]) for p in points] == [("none", 1500),
+                                                                                       ("parent", 1500)]
+    assert all(p["metrics"]["context_tokens_used"] <= 1500 for p in points)
+    summary = _frames(at)[0]
+    assert list(summary["expand"]) == ["none", "parent"] and "answer_in_context" in summary.columns
