@@ -109,8 +109,10 @@ def test_cached_lookup_fetches_once_per_query_k_and_search_options():
 
 def test_debugger_links_carry_the_lookup():
     params = LookupParams(retrieve_k=30, return_n=4, max_chunks_per_document=1, search=SearchOptions(mode="bm25"))
-    assert debugger_query_params("cpu 高", params) == {"q": "cpu 高", "retrieve_k": "30", "return_n": "4",
-                                                       "max_chunks_per_document": "1", "mode": "bm25"}
+    assert debugger_query_params("cpu 高", params) == {
+        "q": "cpu 高", "retrieve_k": "30", "return_n": "4", "max_chunks_per_document": "1", "mode": "bm25",
+        "expand": "none", "expand_neighbours": "1", "parent_max_size": "4000", "merge": "true", "block_tokens": "1000",
+        "context_tokens": "6000"}
     assert debugger_query_params("x") == {"q": "x"}
     assert debugger_url("a b", {"retrieve_k": 5}) == "debugger?q=a+b&retrieve_k=5"
 
