@@ -16,7 +16,7 @@ from rag_core.retrieval.multi import MultiKnowledgeBasePort
 from rag_core.retrieval.ports import StoreSearchPort
 from rag_core.service.errors import from_rag_error
 from rag_core.store.memory import InMemoryChunkStore
-from tests.contracts.search_port import CHUNK_OVERLAP, CHUNK_SIZE, CORPUS, SearchPortContract
+from tests.contracts.search_port import CHUNK_OVERLAP, CHUNK_SIZE, CORPUS
 from tests.helpers import SAMPLE_KB
 from tests.kb.conftest import settings_for
 
@@ -38,19 +38,7 @@ def two_ports(local_embedder) -> MultiKnowledgeBasePort:
     return MultiKnowledgeBasePort({name: memory_port(local_embedder, texts) for name, texts in PARTS.items()})
 
 
-class TestMultiKnowledgeBasePort(SearchPortContract):
-    def doc_of(self, hit):
-        kb, _, doc_id = doc_id_of(hit.metadata).partition(":")
-        assert kb in PARTS and doc_id in PARTS[kb] and hit.metadata["knowledgeBase"] == kb
-        return doc_id
-
-    @pytest.fixture
-    def search_port(self, two_ports):
-        return two_ports
-
-    @pytest.fixture
-    def empty_search_port(self, local_embedder):
-        return MultiKnowledgeBasePort({"a": memory_port(local_embedder, {}), "b": memory_port(local_embedder, {})})
+# The search port's contracts over two knowledge bases: tests/retrieval/test_search_port_contract.py.
 
 
 def test_a_filter_naming_a_knowledge_base_reaches_only_it(two_ports) -> None:
