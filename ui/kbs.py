@@ -13,6 +13,8 @@ from rag_core.kb.settings import KB_KEYS
 
 from .i18n import N_, t
 
+EXPAND_KEYS = ("rag.expand", "rag.expand-neighbours")  # measured per chunk size
+
 # The settings' help (rag_core.config.KEYS[...].help, word for word: tests/ui/test_ui_zh.py checks) for the catalog;
 # the Knowledge base and Evaluation pages show them.
 SETTING_HELP = {
@@ -114,6 +116,8 @@ def settings_widgets(prefix: str, values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def given(values: Mapping[str, Any], shown: Mapping[str, Any]) -> dict[str, Any]:
-    """The form's values without the fusion settings left as shown, so that a knowledge base made with another
-    embedder gets the fusion measured for it (rag_core.kb.settings.with_measured_fusion) unless they were changed."""
-    return {key: value for key, value in values.items() if key not in FUSION_KEYS or value != shown.get(key)}
+    """The form's values without the measured settings left as shown, so that a knowledge base made with another
+    embedder gets the fusion measured for it (rag_core.kb.settings.with_measured_fusion), and one made with other
+    chunks the expansion measured for them (with_measured_expand), unless they were changed."""
+    return {key: value for key, value in values.items()
+            if key not in (*FUSION_KEYS, *EXPAND_KEYS) or value != shown.get(key)}

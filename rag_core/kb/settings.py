@@ -59,12 +59,13 @@ def with_measured_fusion(values: Mapping[str, Any], given: Iterable[str]) -> tup
 
 def with_measured_expand(values: Mapping[str, Any], given: Iterable[str]) -> tuple[dict[str, Any], str]:
     """`values` (a new knowledge base's) with the expansion measured best (rag_core.retrieval.expand_defaults,
-    written by `python -m bench.expand`) unless rag.expand is in `given`, and a note saying where it comes from
-    (also when the measurement kept `none`); ("" when rag.expand was given, or the install has no measurement)."""
+    written by `python -m bench.expand`) at the measured chunk size nearest its own, unless rag.expand is in
+    `given`, and a note saying where it comes from (also when the measurement kept `none`); ("" when rag.expand was
+    given, or the install has no measurement)."""
     from ..retrieval.expand_defaults import measured
 
     given = set(given)
-    found = measured()
+    found = measured(chunk_size=values.get("chunk.max-size"))
     if found is None or "rag.expand" in given:
         return dict(values), ""
     return {**values, **{k: v for k, v in found.values.items() if k not in given}}, found.note

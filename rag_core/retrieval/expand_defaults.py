@@ -7,11 +7,16 @@ budgets (rag.context-tokens), on CMRC 2018, COVID-QA and the sample knowledge ba
 whose smallest gain in answer-in-context over `none` on the long-document sets, at `REFERENCE_TOKENS`, is the
 largest; it is `applied` only when that gain is at least `GOAL_POINTS` and it loses no more than `MARGIN_POINTS` on
 any set at that budget. Otherwise the default stays `none`, and the file says why.
+
+The benchmark measures the default chunking and small chunks (which small to big is for): the choice is made per
+chunking (`by_chunking`), and a new knowledge base takes the one measured at the chunk size nearest its own
+(`measured(chunk_size=...)`); the top-level choice is the default chunking's.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -77,10 +82,13 @@ def at_default_chunking(sets: Sequence[Mapping[str, Any]]) -> list[Mapping[str, 
 def write_defaults(record: Mapping[str, Any], path: Path = DATA) -> dict[str, Any]:
     """expand_measured.json from a bench/expand.py record (its sets at the default chunking)."""
     sets = at_default_chunking(record["sets"])
+    chunkings = list(dict.fromkeys(tuple(s["chunking"]) for s in record["sets"] if s.get("chunking")))
     data = {"source": "python -m bench.expand (record: bench/results/expand.json)",
             "timestamp": record["timestamp"], "machine": record["machine"], "context_tokens": REFERENCE_TOKENS,
             "goal_points": GOAL_POINTS, "sets": [s["label"] for s in sets],
-            "long_sets": [s["label"] for s in sets if s["long"]], **choice(sets)}
+            "long_sets": [s["label"] for s in sets if s["long"]], **choice(sets),
+            "by_chunking": [{"chunking": list(c), **choice([s for s in record["sets"] if tuple(s["chunking"]) == c])}
+                            for c in chunkings]}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     load.cache_clear()
@@ -98,22 +106,28 @@ def load(path: Path = DATA) -> dict[str, Any] | None:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
-def measured(data: Mapping[str, Any] | None = None) -> MeasuredExpand | None:
-    """The expansion bench/expand.py measured best (`none` when none met the goal, saying so); None for an install
-    without the file."""
+def measured(data: Mapping[str, Any] | None = None, chunk_size: int | None = None) -> MeasuredExpand | None:
+    """The expansion bench/expand.py measured best (`none` when none met the goal, saying so), at the measured
+    chunking nearest `chunk_size` (None: the default chunking's); None for an install without the file."""
     data = data if data is not None else load()
     if not data:
         return None
     date = str(data.get("timestamp", "?"))[:10]
+    at = ""
+    if chunk_size and data.get("by_chunking"):
+        nearest = min(data["by_chunking"], key=lambda c: abs(math.log(chunk_size / c["chunking"][0])))
+        if nearest["rag.expand"] != data["rag.expand"] or nearest["chunking"][0] != chunk_size:
+            at = f" for chunks of {nearest['chunking'][0]} characters (the measured size nearest {chunk_size})"
+        data = {**data, **nearest}
     best = data["best"]
     mode = data["rag.expand"]
     values: dict[str, Any] = {"rag.expand": mode}
     if mode == "neighbours":
         values["rag.expand-neighbours"] = data["rag.expand-neighbours"]
     if data["applied"]:
-        note = (f"rag.expand = {mode!r} measured by bench/expand.py on {date}: answer-in-context "
+        note = (f"rag.expand = {mode!r} measured by bench/expand.py on {date}{at}: answer-in-context "
                 f"{best['gain_points']:+.1f} points at {data['context_tokens']} tokens"
                 + (f" (rag.expand-neighbours = {values['rag.expand-neighbours']})" if mode == "neighbours" else ""))
     else:
-        note = f"rag.expand = 'none' measured by bench/expand.py on {date}: {data['why']}"
+        note = f"rag.expand = 'none' measured by bench/expand.py on {date}{at}: {data['why']}"
     return MeasuredExpand(values, note)

@@ -114,3 +114,22 @@ def test_the_packaged_measurement_names_a_mode_and_where_it_comes_from():
     assert found is not None, "run `python -m bench.expand` to write rag_core/retrieval/expand_measured.json"
     assert found.values["rag.expand"] in ("none", "neighbours", "parent")
     assert found.note.startswith(f"rag.expand = {found.values['rag.expand']!r} measured by bench/expand.py on ")
+
+
+def test_a_knowledge_base_of_small_chunks_takes_the_choice_measured_on_small_chunks(measured, tmp_path: Path):
+    # the default chunking (800): none won; small chunks (300): neighbours won. Each new knowledge base takes the
+    # choice measured at the chunk size nearest its own, and its note says which.
+    default, small = _record(2.0)["sets"], _record(8.0)["sets"]
+    for s in default:
+        s.update(chunking=[800, 100], default_chunking=True)
+    for s in small:
+        s.update(label=s["label"] + " small", chunking=[300, 30], default_chunking=False)
+    data = measured({**_record(0.0), "sets": default + small})
+    assert (data["rag.expand"], [c["rag.expand"] for c in data["by_chunking"]]) == ("none", ["none", "parent"])
+    settings = settings_for(tmp_path)
+    assert defaults_for_new(settings)["rag.expand"] == "none"
+    values, note = with_measured_expand({**{k: settings[k] for k in KB_KEYS}, "chunk.max-size": 250}, ())
+    assert values["rag.expand"] == "parent"
+    assert note == ("rag.expand = 'parent' measured by bench/expand.py on 2026-12-04 for chunks of 300 characters (the "
+                    "measured size nearest 250): answer-in-context +8.0 points at 2000 tokens")
+    assert with_measured_expand({"chunk.max-size": 1000}, ())[0]["rag.expand"] == "none"
