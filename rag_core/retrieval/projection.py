@@ -8,7 +8,8 @@ text and everything left out reported like every other drop:
 1. how far a block grows: `rag.block-tokens` (the expansion stage stops growing it there);
 2. the number of items: `max_items`;
 3. each item: at most `max_tokens_per_item` tokens per hit it holds (rag.block-tokens) and
-   `max_chars_per_item` characters per chunk it holds;
+   `max_chars_per_item` characters per chunk it holds; a cut keeps the text from the block's best hit's chunk on
+   ("… " before it) when a cut from the start would not keep that chunk whole;
 4. all items together: `max_total_tokens` (rag.context-tokens) and `max_total_chars`.
 
 Tokens are counted with `tokens.TOKENIZER`, which every projection names.
@@ -19,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..identity import key_range
 from ..phrases import Phrase, english
 from ..records import Block, Projected
 from ..tokens import TOKENIZER, count_tokens, truncate
@@ -49,19 +51,40 @@ class Projection:
         return {"tokens": self.tokens, "tokenizer": self.tokenizer}
 
 
-def _cut_chars(text: str, limit: int) -> tuple[str, bool]:
+def _cut_chars(text: str, limit: int) -> str:
     if len(text) <= limit:
-        return text, False
+        return text
     marker = f" …[truncated {len(text) - limit} chars]"
-    return text[: max(0, limit - len(marker))].rstrip() + marker, True
+    return text[: max(0, limit - len(marker))].rstrip() + marker
 
 
-def _cut_tokens(text: str, limit: int) -> tuple[str, bool]:
+def _cut_tokens(text: str, limit: int) -> str:
     total = count_tokens(text)
     if total <= limit:
-        return text, False
+        return text
     kept, n = truncate(text, max(0, limit - _MARKER_TOKENS))
-    return kept.rstrip() + f" …[truncated {total - n} tokens]", True
+    return kept.rstrip() + f" …[truncated {total - n} tokens]"
+
+
+def _best(block: Block) -> tuple[int, int] | None:
+    """Where the block's best hit's chunk is in its text (its highlight), None when unknown."""
+    ranges = [key_range(k) for k in block.matched]
+    indexes = sorted({r[1] for r in ranges if r is not None})
+    best = ranges[0][1] if ranges and ranges[0] is not None else None
+    if best is None or len(indexes) != len(block.highlights) or best not in indexes:
+        return None
+    return block.highlights[indexes.index(best)]
+
+
+def _focused(block: Block, room_chars: int, room_tokens: int) -> str:
+    """The block's text for a cut: from its best hit's chunk on ("… " before it) when a cut from the start would not
+    keep that chunk whole, so a budget never cuts away the text the block was found by."""
+    best = _best(block)
+    if best is None or best[0] == 0:
+        return block.content
+    if best[1] <= room_chars and count_tokens(block.content[:best[1]]) <= room_tokens - _MARKER_TOKENS:
+        return block.content
+    return "… " + block.content[best[0]:]
 
 
 def _chunks(block: Block) -> int:
@@ -91,14 +114,16 @@ def project(blocks: Sequence[Block], budgets: Budgets) -> Projection:
         if room_chars < min(MIN_USEFUL_CHARS, len(block.content)):
             left_out.append((key, Phrase("projection.total_chars", {"max_total_chars": budgets.max_total_chars})))
             continue
-        content, cut = _cut_chars(block.content, room_chars)
-        content, cut_t = _cut_tokens(content, room_tokens) if cut or block.tokens > room_tokens else (content, False)
-        used = count_tokens(content) if cut or cut_t else block.tokens
+        content = block.content
+        if len(content) > room_chars or block.tokens > room_tokens:
+            content = _cut_tokens(_cut_chars(_focused(block, room_chars, room_tokens), room_chars), room_tokens)
+        truncated = content != block.content
+        used = count_tokens(content) if truncated else block.tokens
         chars += len(content)
         tokens += used
         hit = block.hit
         items.append(Projected(document_id=key, source=block.source, content=content, score=round(hit.score, 6),
-                               truncated=cut or cut_t, location=str(hit.metadata.get("location") or ""),
+                               truncated=truncated, location=str(hit.metadata.get("location") or ""),
                                matched=block.matched if len(block.matched) > 1 else (),
                                section=block.section if block.grown else "", tokens=used))
     return Projection(items=tuple(items), left_out=tuple((k, english(r)) for k, r in left_out),

@@ -4,6 +4,8 @@ other documents' chunks never merge, and two chunks that only share a source bot
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from rag_core.records import DropKind
@@ -115,3 +117,20 @@ def test_a_chain_of_touching_hits_merges_whatever_their_order() -> None:
     result = lookup({"d.md": paragraphs("d", {2: 4, 6: 3, 4: 2, 3: 1, 5: 1})})
     [block] = result.blocks
     assert block.key == "d.md#chunk-2..6" and len(block.matched) == 5 and block.matched[0] == "d.md#chunk-2"
+
+
+def test_a_merged_block_cut_by_the_budget_keeps_its_best_hit() -> None:
+    # chunks 2..4 merged, the best hit last in their text: a budget that holds little more than one chunk keeps the
+    # best hit's chunk (from it on, "… " before it), not the start of the block
+    texts = {"d.md": paragraphs("d", {4: 3, 3: 1, 2: 1})}
+    port = InMemorySearchPort.from_texts(texts, 80, 0, BM25)
+    retriever = KnowledgeRetriever(port)
+    whole = retriever.lookup("zeta", search=BM25, retrieve_k=20, return_n=20, max_chunks_per_document=10)
+    [block] = whole.blocks
+    assert block.matched[0] == "d.md#chunk-4" and (block.first, block.last) == (2, 4)
+    best = port.document_chunks("d.md")[4].content
+    budget = replace(whole.params.budgets, max_total_tokens=count_tokens(best) + 30)
+    [item] = retriever.lookup("zeta", search=BM25, retrieve_k=20, return_n=20, max_chunks_per_document=10,
+                              budgets=budget).projection.items
+    assert item.truncated and item.content.startswith("… " + best[:20]) and "Paragraph 2 " not in item.content
+    assert item.tokens <= budget.max_total_tokens
