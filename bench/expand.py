@@ -193,8 +193,6 @@ def goal(sets: list[dict[str, Any]], tokens: int) -> tuple[bool, list[str]]:
 
 
 def _notes(record: dict[str, Any]) -> str:
-    from rag_core.retrieval.expand_defaults import at_default_chunking, choice
-
     p = record["point"]
     sets = record["sets"]
     shape = "; ".join(
@@ -209,10 +207,11 @@ def _notes(record: dict[str, Any]) -> str:
             met, best = goal(chunked, tokens)
             goals.append(f"chunks {size}/{overlap}, {tokens} tokens: {'met' if met else 'not met'} (best gain: "
                          f"{', '.join(best)})")
-    chosen = choice(at_default_chunking(sets))
+    chosen = "; ".join(f"chunks {c[0]}/{c[1]}: rag.expand = {pick['rag.expand']!r} ({pick['why']})"
+                       for c, pick in _per_chunking(record))
     placed = sum(s["placed_items"] for s in sets)
     mismatched = sum(s["placed_mismatched"] for s in sets)
-    long_sets = ", ".join(s["label"].split(" (")[0] for s in sets if s["long"]) or "none"
+    long_sets = ", ".join(dict.fromkeys(s["label"].split(" (")[0] for s in sets if s["long"])) or "none"
     return (f"Every point from one search per query ({record['embedder']}, {p['mode']} / {p['fusion']}, retrieve-k "
             f"{p['retrieve_k']}, return-n {p['return_n']}, cap {p['max_chunks_per_document']} per document, chunks "
             f"{p['chunk_size']}/{p['overlap']} unless the set says other, rag.block-tokens {p['block_tokens']}, "
@@ -231,9 +230,18 @@ def _notes(record: dict[str, Any]) -> str:
             f"(at least {record['long_chunks']:g} chunks per document): {long_sets}. Goal (at equal tokens, parent or "
             f"neighbours raises answer in context by at least {GOAL_POINTS:g} points on every long-document set): "
             f"{'; '.join(goals)}. The default for new knowledge bases (rag_core/retrieval/expand_measured.json, "
-            f"chosen at {REFERENCE_TOKENS} tokens on the sets at the default chunking): rag.expand = "
-            f"{chosen['rag.expand']!r}: {chosen['why']}."
+            f"chosen per chunking at {REFERENCE_TOKENS} tokens; a new knowledge base takes the one measured at the "
+            f"chunk size nearest its own): {chosen}."
             + (" Quick run: a few queries per set." if record["quick"] else ""))
+
+
+def _per_chunking(record: dict[str, Any]) -> list[tuple[tuple[int, int], dict[str, Any]]]:
+    """Each measured chunking and the choice made on its sets."""
+    from rag_core.retrieval.expand_defaults import choice
+
+    chunkings = list(dict.fromkeys(tuple(s.get("chunking", ())) for s in record["sets"]))
+    return [((c[0], c[1]), choice([s for s in record["sets"] if tuple(s.get("chunking", ())) == c]))
+            for c in chunkings if c]
 
 
 def run(quick: bool = False) -> str:

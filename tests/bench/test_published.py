@@ -83,7 +83,10 @@ def test_the_measured_expand_default_is_the_records_choice(tmp_path):
     record = load("expand")
     data = write_defaults(record, tmp_path / "expand_measured.json")
     assert data == json.loads(DATA.read_text(encoding="utf-8"))
-    assert f"rag.expand = {data['rag.expand']!r}: {data['why']}." in expand.render(record)
+    shown = expand.render(record)
+    for chosen in data["by_chunking"]:  # one choice per measured chunking
+        size, overlap = chosen["chunking"]
+        assert f"chunks {size}/{overlap}: rag.expand = {chosen['rag.expand']!r} ({chosen['why']})" in shown
 
 
 def test_a_changed_figure_makes_the_check_fail(tmp_path, monkeypatch):
