@@ -88,6 +88,28 @@ def _print_result(result: Any) -> None:
         location = str(c.metadata.get("location") or "")
         cited = f" {cited_as(c.source, location)}:" if location else ""
         print(f"- [{c.evidence_key}]{cited} ({', '.join(c.hit_reasons)}) {c.content[:160]!r}")
+    _print_context(result)
+
+
+def _print_context(result: Any) -> None:
+    """What the agent is given, block by block, when blocks grew, merged or a budget left some out."""
+    projection, blocks = result.projection, {b.key: b for b in result.blocks}
+    if result.params.expand.mode == "none" and not projection.left_out and all(
+            len(b.matched) == 1 for b in result.blocks):
+        return
+    print(f"\nGiven to the agent ({projection.tokens:,} of {result.params.budgets.max_total_tokens:,} tokens, "
+          f"rag.expand = {result.params.expand.mode}; counted with {projection.tokenizer}):")
+    for item in projection.items:
+        block = blocks.get(item.document_id)
+        span = f"chunks {block.first}-{block.last}" if block and block.first != block.last else ""
+        said = [part for part in (span, f"section '{block.section}'" if block and block.grown and block.section
+                                  else "", f"{item.tokens:,} tokens" + (", cut" if item.truncated else ""),
+                                  f"stopped: {block.stopped}" if block and block.stopped else "",
+                                  "holds " + ", ".join(block.matched) if block and len(block.matched) > 1 else "")
+                if part]
+        print(f"- [{item.document_id}] {'; '.join(said)}")
+    for key, reason in projection.left_out:
+        print(f"- left out: {key} ({reason})")
 
 
 def _search_batch(wb: Any, queries: Sequence[tuple[str, str, tuple[ConversationTurn, ...]]],

@@ -207,3 +207,15 @@ def test_eval_filter_is_checked_before_anything_runs(tmp_path, capsys) -> None:
     code, _, err = run(capsys, "--data-dir", str(tmp_path), "eval", "sample", "--filter", "folder", "--no-save")
     assert code != 0 and "Filter 'folder' is not key=value" in err
     assert not (tmp_path / "milvus.db").exists()
+
+
+def test_search_says_what_the_agent_is_given_when_blocks_grow(kb: Path, capsys) -> None:
+    code, out, _ = run(capsys, "--data-dir", str(kb), "search", "How do I free disk space?", "--expand", "parent",
+                       "--context-tokens", "400")
+    assert code == 0
+    given = out.split("Given to the agent (", 1)[1]
+    assert given.split(" tokens", 1)[0].endswith("of 400") and "rag.expand = parent" in given
+    assert "- [runbooks/disk_full.md#chunk-" in given and "section '" in given
+    assert "- left out: " in given and "(projection total tokens (400))" in given
+    code, out, _ = run(capsys, "--data-dir", str(kb), "search", "How do I free disk space?", "--merge", "off")
+    assert code == 0 and "Given to the agent" not in out  # nothing grew, merged or was left out
