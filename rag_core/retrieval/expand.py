@@ -18,6 +18,7 @@ heading, and otherwise the same text with other whitespace between two chunks (t
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
@@ -85,7 +86,9 @@ class Rows:
             return "disabled"
         return "" if _located(a) and _located(b) else "added"
 
+    @functools.cached_property
     def spans(self) -> list[ChunkSpan]:
+        """The chunks as parents are made of (read once per document per lookup, for all its hits)."""
         return [ChunkSpan(c.chunk_index, c.metadata.get("start") if _located(c) else None,
                           c.metadata.get("end") if _located(c) else None, _path(c), _place(c)) for c in self.chunks]
 
@@ -207,7 +210,7 @@ def expand_hit(hit: Candidate, rows: Rows | None, params: ExpandParams, budget: 
     if not _located(rows.chunks[pos]):
         return single(hit, "added")
     if params.mode == "parent":
-        first, last = parent_range(rows.spans(), pos, params.parent_max_size)
+        first, last = parent_range(rows.spans, pos, params.parent_max_size)
     else:
         first, last = max(0, pos - params.neighbours), min(len(rows.chunks) - 1, pos + params.neighbours)
     lo, hi, stopped = grow(rows, pos, (first, last), budget)
