@@ -205,6 +205,15 @@ KEYS: dict[str, Key] = _keys(
         "first-come-first-served queue. 0 = four times the CPU cores.", min=0, max=1000),
     Key("api.chat-turns", int, 100, "Chat turns (/api/chat) the HTTP API runs at once, in threads of their own; "
         "beyond it the answer is 503 with Retry-After.", min=1, max=1000),
+    # A team's server (rag_core/access, docs/deployment.md): users with their own tokens, roles per knowledge base.
+    Key("database.url", str, "", "PostgreSQL URL (postgresql://user:password@host:5432/db) of the shared state: users, "
+        "roles, groups, the audit log, chat turns and feedback; empty = embedded SQLite files in the data folder. Set "
+        "it in the environment (RAG_DATABASE_URL): its password is never shown or logged."),
+    Key("auth.required", bool, False, "Ask every caller of the app for their token, even on loopback (served to "
+        "others, the app always asks)."),
+    Key("auth.trusted-proxies", str, "", "Addresses of reverse proxies (comma-separated) whose auth.user-header names "
+        "the signed-in user (single sign-on); the header is ignored from anyone else."),
+    Key("auth.user-header", str, "X-Forwarded-User", "Header in which a trusted proxy names the signed-in user."),
     # Traces (rag_core/tracing, docs/tracing.md): one per chat turn, search and debugger lookup.
     Key("tracing.otlp-endpoint", str, "", "OTLP/HTTP collector the traces go to (e.g. http://localhost:6006 for "
         "Phoenix, or its .../v1/traces URL); empty = traces are not exported."),

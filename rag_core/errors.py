@@ -128,6 +128,19 @@ class EmptyKnowledgeBase(RetrievalError):
     """A lookup on a knowledge base that holds no documents: ingest some first (the HTTP API answers 409)."""
 
 
+class AccessError(RagError):
+    """A user, role or access group that cannot be used as given (an unknown role, a bad KB=ROLE, a user that
+    exists already or does not): a bad request, not a refusal."""
+
+
+class Unauthenticated(RagError):
+    """No caller could be identified (no token, a wrong or revoked one): 401."""
+
+
+class Forbidden(RagError):
+    """The caller lacks a role for what they asked: 403, the message names the role and knowledge base."""
+
+
 class AgentError(RagError):
     """The chat model or a tool failed in a way the person should see."""
 

@@ -35,6 +35,7 @@ from .records import (
 )
 
 if TYPE_CHECKING:
+    from .access.records import AuditEvent, Principal, Role, User
     from .remote import Retrying
 
 
@@ -535,3 +536,56 @@ class LogsClient(Protocol):
     def query_range(self, query: LogQuery) -> LogResult:
         """Log lines matching `query` in its time range, at most `query.limit`, newest first by default."""
         ...
+
+
+# ---------------------------------------------------------------------------------------- access
+@runtime_checkable
+class AccessStore(Protocol):
+    """Users, their roles per knowledge base and access groups, and the audit log (rag_core/access).
+
+    Tokens are random, shown once by `create_user`/`new_token`, and kept only as a hash; `authenticate` of a
+    revoked user's token is None at once (no cache). Raises `AccessError` for an unknown or duplicate user, a
+    bad name; `StoreError` when the database cannot be reached."""
+
+    @property
+    def where(self) -> str:
+        """The database, without credentials, for messages."""
+        ...
+
+    def authenticate(self, token: str) -> Principal | None:
+        """The active user holding `token`, as a principal; None for an unknown or revoked token."""
+        ...
+
+    def principal(self, name: str) -> Principal | None:
+        """The active user `name` as a principal (a trusted proxy's X-Forwarded-User, the CLI's `--as`)."""
+        ...
+
+    def create_user(self, name: str, roles: Mapping[str, Role], groups: Iterable[str] = ()) -> tuple[User, str]:
+        """A new user and their token (the only time it is seen)."""
+        ...
+
+    def new_token(self, name: str) -> str:
+        """Replaces the user's token (the old one stops working) and returns the new one."""
+        ...
+
+    def set_user(self, name: str, *, roles: Mapping[str, Role | None] | None = None,
+                 groups: Iterable[str] | None = None) -> User:
+        """Changes roles (a None role removes that knowledge base's role) or replaces the groups."""
+        ...
+
+    def revoke(self, name: str) -> User: ...
+
+    def users(self, *, include_revoked: bool = False) -> list[User]: ...
+
+    def user(self, name: str) -> User | None: ...
+
+    def record(self, event: AuditEvent) -> AuditEvent:
+        """Appends to the audit log (the store sets `at` when empty) and returns what was kept."""
+        ...
+
+    def audit(self, *, limit: int = 100, user: str | None = None, kb: str | None = None,
+              action: str | None = None) -> list[AuditEvent]:
+        """The newest events first, filtered by user, knowledge base and action (a prefix: `documents.`)."""
+        ...
+
+    def close(self) -> None: ...

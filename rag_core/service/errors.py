@@ -23,12 +23,14 @@ from ..errors import (
     AgentError,
     EmbeddingError,
     EmptyKnowledgeBase,
+    Forbidden,
     InvalidTags,
     KnowledgeBaseError,
     LoaderError,
     NotFound,
     RagError,
     StoreError,
+    Unauthenticated,
     UpstreamError,
     for_client,
 )
@@ -99,6 +101,10 @@ def from_rag_error(exc: RagError) -> ApiError:
     message = str(exc)
     if isinstance(exc, NotFound):  # a document or a knowledge base that does not exist
         return ApiError(404, "not_found", message)
+    if isinstance(exc, Unauthenticated):
+        return ApiError(401, "unauthorized", message)
+    if isinstance(exc, Forbidden):  # the message names the role and the knowledge base
+        return ApiError(403, "forbidden", message)
     if isinstance(exc, KnowledgeBaseError):  # `code` says why, as the CLI and the catalog name it
         return ApiError(KNOWLEDGE_BASE_STATUS.get(exc.code, 409), exc.code, message)
     if isinstance(exc, EmptyKnowledgeBase):
