@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from .kb.catalog import MilvusCatalog
     from .kb.manage import KnowledgeBases
     from .kb.pool import OpenKnowledgeBases
-    from .ports import ChatModel, KnowledgeBaseCatalog, LogsClient, MetricsClient, Reranker
+    from .ports import AccessStore, ChatModel, KnowledgeBaseCatalog, LogsClient, MetricsClient, Reranker
 
 def build_embedder(settings: Settings, env: Mapping[str, str] | None = None) -> Embedder:
     """The embedder `embedding.provider` names, by its factory in `embedding/providers.py`. A key is read there."""
@@ -338,6 +338,14 @@ def searched_kbs(workbench: Workbench) -> tuple[str, ...]:
 
     port = workbench.retriever.port
     return tuple(port.ports) if isinstance(port, MultiKnowledgeBasePort) else (workbench.settings.kb_name,)
+
+
+def build_access_store(settings: Settings, env: Mapping[str, str] | None = None) -> AccessStore:
+    """Users, roles, groups and the audit log: PostgreSQL when database.url is set, else the data folder's SQLite
+    file. (Placeholder until the SQL store lands: an empty in-memory store, so everyone is the one person.)"""
+    from .access.memory import MemoryAccessStore
+
+    return MemoryAccessStore()
 
 
 def build_turn_store(settings: Settings) -> TurnStore:
