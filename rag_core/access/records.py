@@ -14,6 +14,8 @@ import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from ..errors import AccessError
+
 ALL = "*"  # a role on every knowledge base
 ACCESS_KEY = "access"  # the label key of a document's access groups: tag `access=sre`
 
@@ -32,8 +34,6 @@ class Role(enum.Enum):
 
     @classmethod
     def parse(cls, value: str) -> Role:
-        from ..errors import AccessError
-
         try:
             return cls(value.strip().lower())
         except ValueError:
@@ -132,8 +132,6 @@ class AuditEvent:
 
 def parse_roles(items: Iterable[str]) -> dict[str, Role]:
     """`["docs=reader", "*=admin"]` -> {"docs": READER, "*": ADMIN}; AccessError naming a bad item."""
-    from ..errors import AccessError
-
     roles: dict[str, Role] = {}
     for item in items:
         kb, sep, role = item.partition("=")
