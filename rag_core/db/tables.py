@@ -1,0 +1,72 @@
+"""The schema at the newest revision, as SQLAlchemy Core tables for the stores' queries.
+
+The revisions in migrations/versions/ create it by hand (a revision never imports this module: it must keep
+making what it made when it was written); tests/db/test_migrations.py checks that the database they make is
+exactly this one, on SQLite and PostgreSQL. Times are ISO 8601 UTC text with microseconds (as the records carry
+them), which sorts by time on both databases. Columns are `user_name`, `group_name`: `user` and `group` are
+reserved words in PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+
+metadata = sa.MetaData()
+
+TIME = sa.String(32)
+NAME = sa.String(64)  # access/names.py: a user's or group's name
+KB = sa.String(255)
+# A JSON document: jsonb on PostgreSQL, text on SQLite.
+JSON = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
+# An id given in insertion order: INTEGER PRIMARY KEY on SQLite (its rowid), bigint identity on PostgreSQL.
+ROW_ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+users = sa.Table(
+    "users", metadata,
+    sa.Column("name", NAME, primary_key=True),
+    sa.Column("created_at", TIME, nullable=False),
+    sa.Column("revoked_at", TIME, nullable=True),
+)
+
+user_roles = sa.Table(
+    "user_roles", metadata,
+    sa.Column("user_name", NAME, sa.ForeignKey("users.name", ondelete="CASCADE"), primary_key=True),
+    sa.Column("kb", KB, primary_key=True),
+    sa.Column("role", sa.String(16), nullable=False),
+)
+
+user_groups = sa.Table(
+    "user_groups", metadata,
+    sa.Column("user_name", NAME, sa.ForeignKey("users.name", ondelete="CASCADE"), primary_key=True),
+    sa.Column("group_name", NAME, primary_key=True),
+)
+
+tokens = sa.Table(
+    "tokens", metadata,
+    sa.Column("hash", sa.String(64), primary_key=True),  # sha256 hex of the token; the token itself is never kept
+    sa.Column("user_name", NAME, sa.ForeignKey("users.name", ondelete="CASCADE"), nullable=False, index=True),
+)
+
+audit = sa.Table(
+    "audit", metadata,
+    sa.Column("id", ROW_ID, primary_key=True, autoincrement=True),
+    sa.Column("at", TIME, nullable=False, index=True),
+    sa.Column("user_name", sa.String(255), nullable=False),
+    sa.Column("action", sa.String(64), nullable=False),
+    sa.Column("kb", KB, nullable=False),
+    sa.Column("target", sa.Text(), nullable=False),
+    sa.Column("detail", JSON, nullable=False),
+    sa.Index("ix_audit_user_name_id", "user_name", "id"),
+    sa.Index("ix_audit_kb_id", "kb", "id"),
+    sa.Index("ix_audit_action_id", "action", "id"),
+)
+
+# Chat sessions shared by the API's workers (a later change reads and writes them): a session's turns as JSON text.
+chat_sessions = sa.Table(
+    "chat_sessions", metadata,
+    sa.Column("user_name", sa.String(255), primary_key=True),
+    sa.Column("session_id", sa.String(255), primary_key=True),
+    sa.Column("turns", sa.Text(), nullable=False),
+    sa.Column("updated_at", TIME, nullable=False, index=True),
+)
