@@ -352,10 +352,12 @@ def build_access_store(settings: Settings, env: Mapping[str, str] | None = None)
 
 
 def build_turn_store(settings: Settings) -> TurnStore:
-    """The turns store of this data folder (rag_core.feedback): every chat turn and its rating."""
+    """The turns store (rag_core.feedback): every chat turn and its rating, in PostgreSQL with the rest of the shared
+    state when database.url is set, else in the data folder's turns.db."""
     from .feedback import FILE_NAME, TurnStore
 
-    return TurnStore(settings.data_dir / FILE_NAME, retention_days=settings["feedback.retention-days"],
+    where = str(settings["database.url"] or "").strip() or settings.data_dir / FILE_NAME
+    return TurnStore(where, retention_days=settings["feedback.retention-days"],
                      max_turns=settings["feedback.max-turns"])
 
 

@@ -70,3 +70,31 @@ chat_sessions = sa.Table(
     sa.Column("turns", sa.Text(), nullable=False),
     sa.Column("updated_at", TIME, nullable=False, index=True),
 )
+
+# Recorded chat turns and their ratings (rag_core/feedback/store.py): JSON lists as text.
+turns = sa.Table(
+    "turns", metadata,
+    sa.Column("id", ROW_ID, primary_key=True, autoincrement=True),
+    sa.Column("session_id", sa.Text(), nullable=False),
+    sa.Column("turn_index", sa.Integer(), nullable=False),
+    sa.Column("trace_id", sa.Text(), nullable=False, server_default=""),
+    sa.Column("created_at", sa.Text(), nullable=False),
+    sa.Column("question", sa.Text(), nullable=False),
+    sa.Column("answer", sa.Text(), nullable=False),
+    sa.Column("knowledge_bases", sa.Text(), nullable=False, server_default="[]"),
+    sa.Column("lookups", sa.Text(), nullable=False, server_default="[]"),
+    sa.Column("evidence_keys", sa.Text(), nullable=False, server_default="[]"),
+    sa.Column("citations", sa.Text(), nullable=False, server_default="[]"),
+    sa.Column("model", sa.Text(), nullable=False, server_default=""),
+    sa.Column("mode", sa.Text(), nullable=False, server_default=""),
+    sa.Column("seconds", sa.Float(), nullable=False, server_default="0"),
+    sa.Column("error", sa.Text(), nullable=True),
+    sa.Column("rating", sa.Integer(), nullable=True),
+    sa.Column("comment", sa.Text(), nullable=False, server_default=""),
+    sa.Column("rated_at", sa.Text(), nullable=True),
+    sa.UniqueConstraint("session_id", "turn_index", name="uq_turns_session_id_turn_index"),
+    sa.Index("turns_trace", "trace_id"),
+    sa.Index("turns_created", "created_at"),
+    sa.Index("turns_rating", "rating", "created_at"),
+    sqlite_autoincrement=True,
+)

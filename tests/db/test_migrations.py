@@ -21,6 +21,7 @@ from rag_core.errors import StoreError
 from tests.postgres import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
+REVISIONS = ["0001_access", "0002_turns"]  # every revision, oldest first
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -72,7 +73,7 @@ def test_sqlite_is_opened_for_several_processes(tmp_path: Path) -> None:
 def test_migrations_run_to_head_once(url: str) -> None:
     eng = engine(url)
     assert migrate.current(eng) is None
-    assert migrate.upgrade(eng) == ["0001_access"] and migrate.head() == "0001_access"
+    assert migrate.upgrade(eng) == REVISIONS and migrate.head() == REVISIONS[-1]
     assert migrate.current(eng) == migrate.head()
     assert migrate.upgrade(eng) == []  # a second open does nothing
     assert migrate.upgrade(engine(url)) == [] and migrate.current(eng) == migrate.head()
@@ -97,5 +98,5 @@ def test_processes_opening_a_new_database_at_once_migrate_it_once(url: str) -> N
                              stderr=subprocess.PIPE, text=True) for _ in range(3)]
     outputs = [run.communicate(timeout=300) for run in runs]
     assert [run.returncode for run in runs] == [0, 0, 0], [err for _, err in outputs]
-    assert sorted(out.strip() for out, _ in outputs) == ["", "", "0001_access"]
+    assert sorted(out.strip() for out, _ in outputs) == ["", "", ",".join(REVISIONS)]
     assert migrate.current(engine(url)) == migrate.head()
