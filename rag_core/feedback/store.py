@@ -88,8 +88,8 @@ class TurnStore:
                 yield conn
         except exc.SQLAlchemyError as error:
             reason = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
-            raise FeedbackError(f"The turns store {self.where} failed ({reason}). If the file is damaged, move it "
-                                "away: a new one is made.") from None
+            hint = " If the file is damaged, move it away: a new one is made." if self.path is not None else ""
+            raise FeedbackError(f"The turns store {self.where} failed ({reason}).{hint}") from None
 
     # ------------------------------------------------------------------------------------------ writes
     def add(self, record: TurnRecord) -> TurnRecord:
