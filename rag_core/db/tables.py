@@ -4,7 +4,8 @@ The revisions in migrations/versions/ create it by hand (a revision never import
 making what it made when it was written); tests/db/test_migrations.py checks that the database they make is
 exactly this one, on SQLite and PostgreSQL. Times are ISO 8601 UTC text with microseconds (as the records carry
 them), which sorts by time on both databases. Columns are `user_name`, `group_name`: `user` and `group` are
-reserved words in PostgreSQL.
+reserved words in PostgreSQL. Only names access/names.py checks have a length (64); other text is `text`, so
+PostgreSQL never refuses what SQLite and the in-memory store take.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ metadata = sa.MetaData()
 
 TIME = sa.String(32)
 NAME = sa.String(64)  # access/names.py: a user's or group's name
-KB = sa.String(255)
 # A JSON document: jsonb on PostgreSQL, text on SQLite.
 JSON = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 # An id given in insertion order: INTEGER PRIMARY KEY on SQLite (its rowid), bigint identity on PostgreSQL.
@@ -32,7 +32,7 @@ users = sa.Table(
 user_roles = sa.Table(
     "user_roles", metadata,
     sa.Column("user_name", NAME, sa.ForeignKey("users.name", ondelete="CASCADE"), primary_key=True),
-    sa.Column("kb", KB, primary_key=True),
+    sa.Column("kb", sa.Text(), primary_key=True),
     sa.Column("role", sa.String(16), nullable=False),
 )
 
@@ -52,9 +52,9 @@ audit = sa.Table(
     "audit", metadata,
     sa.Column("id", ROW_ID, primary_key=True, autoincrement=True),
     sa.Column("at", TIME, nullable=False, index=True),
-    sa.Column("user_name", sa.String(255), nullable=False),
-    sa.Column("action", sa.String(64), nullable=False),
-    sa.Column("kb", KB, nullable=False),
+    sa.Column("user_name", sa.Text(), nullable=False),
+    sa.Column("action", sa.Text(), nullable=False),
+    sa.Column("kb", sa.Text(), nullable=False),
     sa.Column("target", sa.Text(), nullable=False),
     sa.Column("detail", JSON, nullable=False),
     sa.Index("ix_audit_user_name_id", "user_name", "id"),
@@ -65,8 +65,8 @@ audit = sa.Table(
 # Chat sessions shared by the API's workers (a later change reads and writes them): a session's turns as JSON text.
 chat_sessions = sa.Table(
     "chat_sessions", metadata,
-    sa.Column("user_name", sa.String(255), primary_key=True),
-    sa.Column("session_id", sa.String(255), primary_key=True),
+    sa.Column("user_name", sa.Text(), primary_key=True),
+    sa.Column("session_id", sa.Text(), primary_key=True),
     sa.Column("turns", sa.Text(), nullable=False),
     sa.Column("updated_at", TIME, nullable=False, index=True),
 )

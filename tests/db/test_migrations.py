@@ -100,3 +100,24 @@ def test_processes_opening_a_new_database_at_once_migrate_it_once(url: str) -> N
     assert [run.returncode for run in runs] == [0, 0, 0], [err for _, err in outputs]
     assert sorted(out.strip() for out, _ in outputs) == ["", "", ",".join(REVISIONS)]
     assert migrate.current(engine(url)) == migrate.head()
+
+
+def test_without_postgresql_installed_the_tests_say_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tests.postgres
+
+    monkeypatch.setattr(tests.postgres.glob, "glob", lambda pattern: [])
+    with pytest.raises(RuntimeError, match="`apt-get install postgresql`"):
+        tests.postgres.binaries()
+
+
+def test_long_texts_are_kept_on_every_database(url: str) -> None:
+    from rag_core.access.records import AuditEvent, Role
+    from rag_core.access.sql import SqlAccessStore
+
+    store = SqlAccessStore(engine(url))
+    long_kb, long_user = "k" * 500, "proxy-user-" + "x" * 300
+    store.create_user("ann", {long_kb: Role.READER})
+    store.record(AuditEvent(long_user, "documents." + "a" * 200, long_kb, "t" * 5000, {"n": 1}))
+    assert store.user("ann").roles == {long_kb: Role.READER}
+    assert store.audit(user=long_user)[0].target == "t" * 5000
+    store.close()

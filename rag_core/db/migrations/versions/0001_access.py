@@ -15,7 +15,6 @@ depends_on = None
 
 TIME = sa.String(32)
 NAME = sa.String(64)
-KB = sa.String(255)
 JSON = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 ROW_ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
@@ -30,7 +29,7 @@ def upgrade() -> None:
     op.create_table(
         "user_roles",
         sa.Column("user_name", NAME, sa.ForeignKey("users.name", ondelete="CASCADE"), primary_key=True),
-        sa.Column("kb", KB, primary_key=True),
+        sa.Column("kb", sa.Text(), primary_key=True),
         sa.Column("role", sa.String(16), nullable=False),
     )
     op.create_table(
@@ -48,9 +47,9 @@ def upgrade() -> None:
         "audit",
         sa.Column("id", ROW_ID, primary_key=True, autoincrement=True),
         sa.Column("at", TIME, nullable=False),
-        sa.Column("user_name", sa.String(255), nullable=False),
-        sa.Column("action", sa.String(64), nullable=False),
-        sa.Column("kb", KB, nullable=False),
+        sa.Column("user_name", sa.Text(), nullable=False),
+        sa.Column("action", sa.Text(), nullable=False),
+        sa.Column("kb", sa.Text(), nullable=False),
         sa.Column("target", sa.Text(), nullable=False),
         sa.Column("detail", JSON, nullable=False),
     )
@@ -60,8 +59,8 @@ def upgrade() -> None:
     op.create_index("ix_audit_action_id", "audit", ["action", "id"])
     op.create_table(
         "chat_sessions",
-        sa.Column("user_name", sa.String(255), primary_key=True),
-        sa.Column("session_id", sa.String(255), primary_key=True),
+        sa.Column("user_name", sa.Text(), primary_key=True),
+        sa.Column("session_id", sa.Text(), primary_key=True),
         sa.Column("turns", sa.Text(), nullable=False),
         sa.Column("updated_at", TIME, nullable=False),
     )
