@@ -63,3 +63,27 @@ class TestPostgresAccessStore(AccessStoreContract):
     @pytest.fixture
     def stored(self, store: SqlAccessStore) -> Callable[[], str]:
         return lambda: every_row(store)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'team.db'}"
+    return request.getfixturevalue("postgres_db")
+
+
+def test_a_change_made_by_one_process_reaches_another_at_once(url: str) -> None:
+    """Two API workers: nothing is cached, so a revoke, a new token or a role change in one holds in the other."""
+    from rag_core.access.records import Role
+
+    here, there = SqlAccessStore(engine(url)), SqlAccessStore(engine(url))
+    _, token = here.create_user("ann", {"docs": Role.READER})
+    assert there.authenticate(token) is not None
+    here.set_user("ann", roles={"docs": Role.EDITOR})
+    assert there.authenticate(token).can("docs", Role.EDITOR)
+    fresh = there.new_token("ann")
+    assert here.authenticate(token) is None and here.authenticate(fresh) is not None
+    here.revoke("ann")
+    assert there.authenticate(fresh) is None and there.principal("ann") is None
+    here.close()
+    there.close()
