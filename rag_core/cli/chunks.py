@@ -12,11 +12,22 @@ import argparse
 from typing import Any
 
 from ..config import Settings
+from . import audit
 from .output import print_json
 from .workbench import workbench
 
 ACTIONS = ("edit", "keywords", "questions", "disable", "enable", "revert", "history", "add", "conflicts", "keep",
            "drop")
+CHANGES = ("edit", "keywords", "questions", "disable", "enable", "revert", "add", "keep", "drop")  # audited
+
+
+def _detail(args: argparse.Namespace) -> dict[str, Any]:
+    """What an audit event of a chunk change says about it: sizes and keywords, not the text itself."""
+    if args.action in ("edit", "add"):
+        return {"characters": len(args.text or "")}
+    if args.action in ("keywords", "questions"):
+        return {args.action: list(args.values)}
+    return {}
 
 
 def cmd_chunks(args: argparse.Namespace, settings: Settings) -> int:
@@ -53,6 +64,9 @@ def cmd_chunks(args: argparse.Namespace, settings: Settings) -> int:
             record = edits.drop(wb.store, args.key, who="local")
         else:
             record = edits.set_disabled(wb.store, args.key, args.action == "disable", who="local")
+    if args.action in CHANGES:
+        audit.record(settings, f"chunks.{args.action}", settings.kb_name, record.get("evidence_key") or args.key,
+                     _detail(args))
     if args.json:
         print_json(record)
         return 0
