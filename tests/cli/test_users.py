@@ -194,3 +194,11 @@ def test_python_dash_m_users(tmp_path: Path) -> None:
     assert refused.stderr == "error: Unknown role 'boss'; roles: reader, editor, admin.\n"
     listed = rag("audit", "list", "--json")
     assert listed.returncode == 0 and isinstance(json.loads(listed.stdout), list)
+
+
+def test_a_role_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "rag_core", "--data-dir", str(tmp_path), "users", "create", "ana",
+                          "--role", b"biz=read\xff"], capture_output=True, timeout=300)
+    assert out.returncode == 2 and out.stdout == b""
+    assert out.stderr.startswith(b"error: --role: character 9 is the byte 0xFF, which is not UTF-8")
+    assert out.stderr.count(b"\n") == 1
