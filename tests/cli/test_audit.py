@@ -66,13 +66,20 @@ def test_changing_commands_are_recorded_and_reading_ones_are_not(data: Path, sto
     assert run(data, capsys, "tag", "disk_full.md")[0] == 0  # only shows its tags
     assert run(data, capsys, "chunks", "disable", "disk_full.md#chunk-1")[0] == 0
     assert run(data, capsys, "chunks", "keywords", "disk_full.md#chunk-1", "journald", "vacuum")[0] == 0
-    assert run(data, capsys, "chunks", "history", "disk_full.md#chunk-1")[0] == 0
+    code, out, _ = run(data, capsys, "chunks", "history", "disk_full.md#chunk-1", "--json")
+    assert code == 0 and {h["who"] for h in json.loads(out)["history"]} == {who()}  # as the audit log names them
     assert run(data, capsys, "search", "disk full")[0] == 0
+    assert run(data, capsys, "reindex", "--quiet")[0] == 0
+    code, _, err = run(data, capsys, "eval", "generate", "--size", "2", "--name", "two", "--quiet")
+    assert code == 0, err
+    assert run(data, capsys, "eval", "generate", "--size", "2", "--out", str(data / "two.jsonl"), "--quiet")[0] == 0
     assert events(store) == [
         ("documents.upload", "biz", "disk_full.md", {"status": "added", "chunks": chunks}),
         ("tags.set", "biz", "disk_full.md", {"tags": ["team=sre"], "replace": False}),
         ("chunks.disable", "biz", "disk_full.md#chunk-1", {}),
         ("chunks.keywords", "biz", "disk_full.md#chunk-1", {"keywords": ["journald", "vacuum"]}),
+        ("documents.reindex", "biz", "", {"documents": 1, "failed": 0}),
+        ("testsets.create", "biz", "two", {"items": 2, "generator": "offline"}),
     ]
     seen = len(store.audit(limit=1000))
     assert run(data, capsys, "kb", "create", "small", "--max-size", "400")[0] == 0
