@@ -31,12 +31,18 @@ DEFAULT_LIMIT = 50
 
 
 def who() -> str:
-    """`cli:<OS user>`; a process without a name for its user (a container's bare uid) is `cli:uid-N`."""
+    """`cli:<OS user>`: the account the process runs as (not $USER, which anyone can set); a uid without an
+    account (a container's bare uid) is `cli:uid-N`."""
     try:
-        name = getpass.getuser()
+        import pwd
+
+        return f"cli:{pwd.getpwuid(os.getuid()).pw_name}"
+    except (ImportError, KeyError):  # no pwd module (Windows) or no account for this uid
+        pass
+    try:
+        return f"cli:{getpass.getuser()}"
     except (OSError, KeyError):
-        name = f"uid-{os.getuid()}"
-    return f"cli:{name}"
+        return f"cli:uid-{os.getuid()}"
 
 
 def warn(message: str) -> None:

@@ -4,6 +4,7 @@ the change (it says so in one line and returns None)."""
 from __future__ import annotations
 
 import logging
+import os
 
 import pytest
 
@@ -42,3 +43,13 @@ def test_without_a_warn_callback_the_failure_is_logged(caplog: pytest.LogCapture
         assert audited(BrokenLog(), "ana", "feedback.rate", "biz", "f" * 32, {"rating": "down"}) is None
     assert [r.levelno for r in caplog.records] == [logging.WARNING]
     assert "feedback.rate" in caplog.records[0].getMessage()
+
+
+def test_the_cli_names_the_account_it_runs_as_not_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pwd
+
+    from rag_core.cli.audit import who
+
+    monkeypatch.setenv("USER", "someone-else")
+    monkeypatch.setenv("LOGNAME", "someone-else")
+    assert who() == f"cli:{pwd.getpwuid(os.getuid()).pw_name}"
