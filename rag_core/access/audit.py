@@ -3,6 +3,14 @@
 The audit log is a record of changes that have already happened: the document is stored, the user made. So a
 failure to write the log must not undo or hide the change; `audited` never raises, it says so in one warning
 line (to `warn`, else the `rag_core.audit` logger) and returns None.
+
+The actions, named alike by every entry point (`audit list --action documents.` finds them all):
+`documents.upload` (one per added or replaced document; detail: status, chunks), `documents.delete`,
+`documents.reindex` (detail: documents, failed), `tags.set` (detail: tags, replace), `chunks.<what>` for edit,
+keywords, questions, disable, enable, revert, add, keep and drop (target: the evidence key; detail: a text's
+length, never the text), `kbs.create`, `kbs.set` (detail: the settings given), `kbs.copy` (detail: from,
+documents), `kbs.delete`, `testsets.create`, `feedback.rate` (target: the trace id; detail: rating, comment),
+`users.create`, `users.set` (detail: roles, removed, groups), `users.revoke`, `users.token` (never the token).
 """
 
 from __future__ import annotations
