@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..access.audit import audited
+from ..access.names import check_name
 from ..access.records import ALL, Role, User, parse_roles
 from ..config import Settings
 from ..errors import AccessError
@@ -77,8 +78,9 @@ def cmd_create(args: argparse.Namespace, settings: Settings) -> int:
     if not args.role:
         raise AccessError("users create: give at least one --role KB=ROLE (as --role biz=reader, or --role '*=admin' "
                           "for every knowledge base).")
+    check_name(args.name)  # before the catalog is opened
+    groups = [check_name(g, "group") for g in groups_of(args) or []]
     roles = checked_roles(args.role, settings)
-    groups = groups_of(args) or []
     with access_store(settings) as store:
         user, token = store.create_user(args.name, roles, groups)
         audited(store, who(), "users.create", target=user.name,
@@ -93,8 +95,12 @@ def cmd_create(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
     with access_store(settings) as store:
         users = store.users(include_revoked=args.all)
+        revoked = 0 if users or args.all else len(store.users(include_revoked=True))
     if args.json:
         print_json([u.to_dict() for u in users])
+        return 0
+    if revoked:
+        print(f"no active users ({revoked} revoked: `users list --all` shows them)")
         return 0
     if not users:
         print("no users: the workbench is a one-person tool (RAG_API_TOKEN, if set, is an admin of everything); "

@@ -154,6 +154,9 @@ def test_list(data: Path, store: MemoryAccessStore, capsys) -> None:
     assert [(u["name"], u["active"]) for u in json.loads(out)] == [("ana", True), ("bo", False)]
     code, out, _ = run(data, capsys, "users", "list", "--all")
     assert out.splitlines()[0].split()[-1] == "revoked" and len(out.splitlines()) == 4
+    assert run(data, capsys, "users", "revoke", "ana")[0] == 0
+    code, out, _ = run(data, capsys, "users", "list")
+    assert code == 0 and out == "no active users (2 revoked: `users list --all` shows them)\n"
 
 
 def test_audit_list_newest_first_with_filters(data: Path, store: MemoryAccessStore, capsys) -> None:
