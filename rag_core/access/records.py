@@ -116,7 +116,8 @@ class User:
 @dataclass(frozen=True)
 class AuditEvent:
     """One thing a person did: `action` as `documents.upload`, `documents.delete`, `chunks.edit`, `tags.set`,
-    `users.create`, `users.set`, `users.revoke`, `feedback.rate`, `kbs.create`, `kbs.delete`, `kbs.copy`."""
+    `users.create`, `users.set`, `users.revoke`, `feedback.rate`, `kbs.create`, `kbs.delete`, `kbs.copy` (every
+    name, and what its detail holds: rag_core/access/audit.py)."""
 
     user: str
     action: str

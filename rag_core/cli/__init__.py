@@ -4,9 +4,10 @@ Global options come before the command: `--data-dir` (or RAG_DATA_DIR) isolates 
 names a rag.toml, `--set key=value` overrides any setting. `--json` prints machine-readable output on
 stdout; progress bars go to stderr. Errors meant for people exit with status 2 and one clear line.
 
-One module per command group (documents, search, reindex, config, kb, chat, evaluation, serve, host), each with
-its `register(subparsers)` and `cmd_*` functions; `parser` puts them together, `output` holds what they print
-(JSON, tables, progress bars, exit statuses), `options` the options they share.
+One module per command group (documents, search, reindex, config, kb, chat, evaluation, serve, host, users,
+audit), each with its `register(subparsers)` and `cmd_*` functions; `parser` puts them together, `output` holds
+what they print (JSON, tables, progress bars, exit statuses), `options` the options they share; `audit` also
+holds how the changing commands record who did what.
 """
 
 from __future__ import annotations

@@ -12,11 +12,22 @@ import argparse
 from typing import Any
 
 from ..config import Settings
+from . import audit
 from .output import print_json
 from .workbench import workbench
 
 ACTIONS = ("edit", "keywords", "questions", "disable", "enable", "revert", "history", "add", "conflicts", "keep",
            "drop")
+CHANGES = ("edit", "keywords", "questions", "disable", "enable", "revert", "add", "keep", "drop")  # audited
+
+
+def _detail(args: argparse.Namespace) -> dict[str, Any]:
+    """What an audit event of a chunk change says about it: sizes and keywords, not the text itself."""
+    if args.action in ("edit", "add"):
+        return {"characters": len(args.text or "")}
+    if args.action in ("keywords", "questions"):
+        return {args.action: list(args.values)}
+    return {}
 
 
 def cmd_chunks(args: argparse.Namespace, settings: Settings) -> int:
@@ -29,30 +40,34 @@ def cmd_chunks(args: argparse.Namespace, settings: Settings) -> int:
     if args.values and args.action not in ("keywords", "questions"):
         raise RagError(f"chunks {args.action}: unexpected values {' '.join(args.values)!r} after the key (values are "
                        "for `chunks keywords` and `chunks questions`).")
+    user = audit.who()  # the chunk's own history names who did it, as the audit log does
     with workbench(settings, asked=getattr(args, "asked", ())) as wb:
         record: Any
         if args.action == "history":
             record = edits.history(wb.store, args.key)
         elif args.action == "edit":
-            record = edits.edit_chunk(wb.store, wb.embedder, args.key, text=args.text, who="local")
+            record = edits.edit_chunk(wb.store, wb.embedder, args.key, text=args.text, who=user)
         elif args.action == "keywords":
-            record = edits.edit_chunk(wb.store, wb.embedder, args.key, keywords=list(args.values), who="local")
+            record = edits.edit_chunk(wb.store, wb.embedder, args.key, keywords=list(args.values), who=user)
         elif args.action == "questions":
-            record = edits.edit_chunk(wb.store, wb.embedder, args.key, questions=list(args.values), who="local")
+            record = edits.edit_chunk(wb.store, wb.embedder, args.key, questions=list(args.values), who=user)
         elif args.action == "revert":
-            record = edits.revert(wb.store, wb.embedder, args.key, who="local")
+            record = edits.revert(wb.store, wb.embedder, args.key, who=user)
         elif args.action == "add":
             record = edits.add_chunk(wb.store, wb.embedder, wb.ingestor.resolve_doc_id(args.key), args.text or "",
-                                     who="local")
+                                     who=user)
         elif args.action == "conflicts":
             doc_id = wb.ingestor.resolve_doc_id(args.key)
             record = {"doc_id": doc_id, "conflicts": edits.conflicts(wb.store, doc_id)}
         elif args.action == "keep":
-            record = edits.keep(wb.store, wb.embedder, args.key, who="local")
+            record = edits.keep(wb.store, wb.embedder, args.key, who=user)
         elif args.action == "drop":
-            record = edits.drop(wb.store, args.key, who="local")
+            record = edits.drop(wb.store, args.key, who=user)
         else:
-            record = edits.set_disabled(wb.store, args.key, args.action == "disable", who="local")
+            record = edits.set_disabled(wb.store, args.key, args.action == "disable", who=user)
+    if args.action in CHANGES:
+        audit.record(settings, f"chunks.{args.action}", settings.kb_name, record.get("evidence_key") or args.key,
+                     _detail(args))
     if args.json:
         print_json(record)
         return 0

@@ -12,6 +12,7 @@ from .. import chunking, loaders
 from ..config import Settings
 from ..errors import RagError
 from ..records import IngestStatus
+from .audit import Trail, record
 from .options import setting_help
 from .output import EXIT_FAILED_FILES, ingest_progress_bar, ocr_progress_bar, print_json
 from .workbench import workbench
@@ -23,6 +24,10 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
                    succeeded=lambda: not any(r.status == "failed" for r in reports)) as wb, \
             ingest_progress_bar(not args.quiet) as progress:
         reports = wb.ingestor.ingest_paths(args.paths, prefix=args.prefix, force=args.force, progress=progress)
+    with Trail(settings) as trail:  # what changed: added and replaced documents
+        for r in reports:
+            if r.status in ("added", "replaced"):
+                trail.add("documents.upload", settings.kb_name, r.doc_id, {"status": str(r.status), "chunks": r.chunks})
     if args.json:
         print_json([r.to_dict() for r in reports])
     else:
@@ -95,6 +100,8 @@ def cmd_tag(args: argparse.Namespace, settings: Settings) -> int:
         labels = metadata(wb.store).get(doc_id)
     if labels is None:
         raise RagError(f"No document {doc_id!r} in the knowledge base (`docs` lists them).")
+    if args.tags or args.replace:
+        record(settings, "tags.set", settings.kb_name, doc_id, {"tags": list(args.tags), "replace": args.replace})
     if args.json:
         print_json({"doc_id": doc_id, "metadata": labels})
     else:
@@ -110,6 +117,7 @@ def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
     if not deleted:
         named = f"{args.doc_id!r}" + (f" ({doc_id!r})" if doc_id != args.doc_id else "")
         raise RagError(f"No document {named} in the knowledge base (`docs` lists them).")
+    record(settings, "documents.delete", settings.kb_name, doc_id)
     print(f"deleted {doc_id}")
     return 0
 

@@ -9,6 +9,7 @@ from ..bootstrap import build_turn_store
 from ..config import Settings
 from ..errors import RagError
 from ..feedback import parse_rating, rating_name
+from . import audit
 from .output import format_table, print_json
 
 RATING_FILTERS = ("up", "down", "rated", "any")
@@ -36,6 +37,13 @@ def cmd_rate(args: argparse.Namespace, settings: Settings) -> int:
     if rating is None:
         raise RagError(f'The rating must be "up" or "down", got {args.rating!r}.')
     record = build_turn_store(settings).rate(rating, args.comment, trace_id=args.trace_id)
+    kbs = record.knowledge_bases
+    detail: dict[str, object] = {"rating": rating_name(rating)}
+    if args.comment is not None:
+        detail["comment"] = args.comment[:200]
+    if len(kbs) > 1:
+        detail["knowledge_bases"] = list(kbs)
+    audit.record(settings, "feedback.rate", kbs[0] if len(kbs) == 1 else "", record.trace_id, detail)
     if args.json:
         print_json(record.to_dict())
     else:

@@ -21,6 +21,7 @@ from typing import Any
 from ..config import KEYS, Settings
 from ..errors import KnowledgeBaseError
 from ..kb.settings import KB_KEYS, describe, made_with
+from .audit import record
 from .output import EXIT_FAILED_FILES, ingest_progress_bar, print_json, report_line
 
 # option -> the setting it sets (the option's help is the setting's)
@@ -89,6 +90,7 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_create(args: argparse.Namespace, settings: Settings) -> int:
     with _manager(settings, args) as kbs:
         kb = kbs.create(args.name, changes(args))
+    record(settings, "kbs.create", kb.name, kb.name, changes(args))
     if args.json:
         print_json({"name": kb.name, "settings": dict(kb.settings), "created_at": kb.created_at})
     else:
@@ -104,6 +106,7 @@ def cmd_set(args: argparse.Namespace, settings: Settings) -> int:
     with _manager(settings, args) as kbs:
         before = kbs.get(args.name)
         kb = kbs.update(args.name, given)
+    record(settings, "kbs.set", kb.name, kb.name, given)
     if args.json:
         print_json({"name": kb.name, "settings": dict(kb.settings)})
         return 0
@@ -116,6 +119,8 @@ def cmd_set(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_copy(args: argparse.Namespace, settings: Settings) -> int:
     with _manager(settings, args) as kbs, ingest_progress_bar(not args.quiet) as progress:
         result = kbs.copy(args.source, args.name, changes(args), progress=progress)
+    record(settings, "kbs.copy", result.kb.name, result.kb.name,
+           {"from": args.source, "documents": len(result.reports) - len(result.failed), **changes(args)})
     if args.json:
         print_json(result.to_dict())
     else:
@@ -142,6 +147,7 @@ def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
                 print("not deleted")
                 return 1
         note = kbs.delete(args.name)
+    record(settings, "kbs.delete", args.name, args.name, {"documents": info.documents, "chunks": info.chunks})
     print(f"deleted {args.name}")
     if note:
         print(f"note: {note}", file=sys.stderr)

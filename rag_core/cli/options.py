@@ -64,7 +64,8 @@ TEXT_ARGUMENTS = {"query": "the query", "question": "the question", "expect": "-
                   "doc_id": "the doc_id", "doc_ids": "the doc_ids", "prefix": "--prefix", "set": "--set",
                   "kb": "--kb", "kbs": "--kb", "name": "the name", "from_collection": "--from",
                   "collection": "--collection", "split": "--split", "by": "--by", "filter": "--filter",
-                  "tags": "the tags", "key": "the evidence key"}
+                  "tags": "the tags", "key": "the evidence key", "role": "--role", "remove_role": "--remove-role",
+                  "group": "--group", "groups": "--groups", "user": "--user", "kb_name": "--kb", "action": "--action"}
 
 
 def check_text_arguments(args: argparse.Namespace) -> None:

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from ..config import Settings
+from .audit import record
 from .output import EXIT_FAILED_FILES, ingest_progress_bar, print_json, report_line
 from .workbench import workbench
 
@@ -21,12 +22,18 @@ def cmd_reindex(args: argparse.Namespace, settings: Settings) -> int:
         finally:
             if source is not None:
                 source.close()
+    failed = sum(r.status == "failed" for r in reports)
+    detail: dict[str, object] = {"documents": len(reports) - failed, "failed": failed}
+    if args.doc_ids:
+        detail["doc_ids"] = list(args.doc_ids)
+    if args.from_collection:
+        detail["from"] = args.from_collection
+    record(settings, "documents.reindex", settings.kb_name, "", detail)
     if args.json:
         print_json([r.to_dict() for r in reports])
     else:
         for r in reports:
             print(report_line(r))
-        failed = sum(r.status == "failed" for r in reports)
         print(f"{len(reports) - failed} rebuilt, {failed} could not be rebuilt")
     return EXIT_FAILED_FILES if any(r.status == "failed" for r in reports) else 0
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from ..config import Settings
 from ..errors import EvaluationError
+from .audit import record
 from .output import format_table, print_json, stage_progress_bar
 
 SUBCOMMANDS = ("generate", "answers")
@@ -68,6 +69,8 @@ def cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
                                    progress=progress)
     if args.name is not None:
         path = save_test_set(saved_sets_dir(settings), args.name, result.items, result.meta())
+        record(settings, "testsets.create", settings.kb_name, args.name,
+               {"items": len(result.items), "generator": result.generator})
     else:
         path = result.write(args.out)
     if args.json:

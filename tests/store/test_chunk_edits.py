@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from rag_core.cli import main
+from rag_core.cli.audit import who
 from rag_core.errors import RagError
 from rag_core.kb.chunk_edits import history, set_disabled
 from rag_core.records import Chunk
@@ -206,7 +207,7 @@ def test_a_chunk_added_on_the_cli_and_the_api_is_indexed_marked_and_lasts(tmp_pa
     assert main([*cli, "chunks", "add", "disk_full.md", "--text", "Quokkaflux drains the inode table.", "--json"]) == 0
     added = json.loads(capsys.readouterr().out)
     key = added["evidence_key"]
-    assert added["added"] and added["history"][-1]["what"] == "added" and added["history"][-1]["who"] == "local"
+    assert added["added"] and added["history"][-1]["what"] == "added" and added["history"][-1]["who"] == who()
     for args, message in ((["disk_full.md", "--text", "  "], "The chunk text is empty"),
                           (["disk_full.md", "extra", "--text", "x"], "unexpected values 'extra'")):
         assert main([*cli, "chunks", "add", *args]) != 0
