@@ -15,6 +15,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .access.groups import parse_folder_rules
 from .clients.providers import CHAT_MODELS, OFFLINE
 from .config import Settings, originals_dirs
 from .embedding.providers import EMBEDDERS
@@ -154,7 +155,8 @@ def _wire(settings: Settings, embedder: Embedder, store: KnowledgeStore, reranke
                         max_text_chars=settings["loader.max-text-chars"],
                         batch_size=settings["embedding.batch-size"], load_options=load_options(settings))
     params = params_from_settings(settings)
-    retriever = KnowledgeRetriever(StoreSearchPort(store, embedder, params.search), params, reranker, rewriter)
+    port = StoreSearchPort(store, embedder, params.search, parse_folder_rules(settings["access.folders"]))
+    retriever = KnowledgeRetriever(port, params, reranker, rewriter)
     return Workbench(settings, embedder, store, ingestor, retriever, kb)
 
 

@@ -1,0 +1,133 @@
+"""Access groups of documents, and the filter that keeps a lookup to those its caller may retrieve.
+
+A document's groups are the values of its `access` labels (a tag `access=sre`, or front matter `access: sre`) and
+the groups of every folder rule of its knowledge base (`access.folders`: "runbooks/secret/**=sre; hr/**=hr,legal")
+matching its folder. A document with no group is retrieved for everyone; one with groups only for a caller in one
+of them (`AccessScope.groups`), or for a caller whose scope is unrestricted.
+
+Folder rules are read when a lookup is made, not written into the rows: every chunk row already carries its folder
+and each folder above it as labels (`folder=runbooks/secret`, scope.document_labels), so a rule is one more label
+the filter names, Milvus still filters the rows itself, and changing a rule takes effect at the next lookup without
+rewriting a row. A subfolder's rule adds groups to its parent's, it never takes them away.
+
+`AccessFilter` is what a store is given (the `access` entry of its filters): a row passes when it carries one of
+`mine` or none of `restricted` (store.milvus.filters writes it as one expression; the in-memory store checks it
+the same way, `passes`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ..errors import ConfigError
+from ..scope import KEY_PATTERN, folder_of, label
+from .records import ACCESS_KEY, AccessScope
+
+GROUP_PATTERN = KEY_PATTERN  # a group name: letters, digits, _ . - (as a label key), at most 64
+
+
+@dataclass(frozen=True)
+class FolderRule:
+    folder: str  # without its slashes: "runbooks/secret"
+    groups: frozenset[str]
+
+    @property
+    def label(self) -> str:
+        """The row label of the folder: rows of documents in it or below it carry it (scope.document_labels)."""
+        return label("folder", self.folder)
+
+    def covers(self, doc_id: str) -> bool:
+        folder = folder_of(doc_id)
+        return folder == self.folder or folder.startswith(self.folder + "/")
+
+
+@dataclass(frozen=True)
+class FolderRules:
+    rules: tuple[FolderRule, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.rules)
+
+    def groups_of(self, doc_id: str) -> frozenset[str]:
+        """The groups the rules give a document (by its folder)."""
+        return frozenset(g for rule in self.rules if rule.covers(doc_id) for g in rule.groups)
+
+    @property
+    def text(self) -> str:
+        return "; ".join(f"{r.folder}/**={','.join(sorted(r.groups))}" for r in self.rules)
+
+
+NO_RULES = FolderRules()
+
+
+def parse_folder_rules(text: str) -> FolderRules:
+    """`"runbooks/secret/**=sre; hr/**=hr,legal"` -> FolderRules. A rule is FOLDER/**=GROUP[,GROUP...] (FOLDER= is the
+    same: the folder and everything below it), rules separated by `;` or new lines. Raises ConfigError in one line
+    naming the bad rule."""
+    rules: list[FolderRule] = []
+    for item in (part.strip() for part in text.replace("\n", ";").split(";")):
+        if not item:
+            continue
+        folder, sep, groups = item.rpartition("=")
+        folder = folder.strip()
+        if folder.endswith("**"):
+            folder = folder[:-2]
+        folder = folder.strip().strip("/")
+        names = [g.strip() for g in groups.split(",") if g.strip()]
+        if not sep or not folder or not names or "*" in folder or "?" in folder or "[" in folder:
+            raise ConfigError(f"access.folders: {item!r} is not FOLDER/**=GROUP[,GROUP] (as runbooks/secret/**=sre; "
+                              "a folder is matched with everything below it, no other wildcards).")
+        bad = [g for g in names if not GROUP_PATTERN.fullmatch(g)]
+        if bad:
+            raise ConfigError(f"access.folders: group {bad[0]!r} in {item!r}: use letters, digits, _ . - (starting "
+                              "with a letter or _), at most 64.")
+        rules.append(FolderRule(folder, frozenset(names)))
+    return FolderRules(tuple(rules))
+
+
+@dataclass(frozen=True)
+class AccessFilter:
+    """What a store filters rows by for a restricted lookup: a row passes when it carries one of `mine` (the caller's
+    group labels and the folder labels of the rules giving one of its groups) or none of `restricted` (every access
+    label in use and every rule's folder label). `restricted` empty: nothing is restricted, every row passes."""
+
+    mine: tuple[str, ...]
+    restricted: tuple[str, ...]
+
+    def passes(self, labels: Iterable[str]) -> bool:
+        own = set(labels)
+        return bool(own.intersection(self.mine)) or not own.intersection(self.restricted)
+
+
+def access_labels(groups: Iterable[str]) -> list[str]:
+    return [label(ACCESS_KEY, g) for g in sorted(groups)]
+
+
+def groups_in_use(labels: Mapping[str, Mapping[str, Sequence[str]]]) -> frozenset[str]:
+    """Every group some document's `access` labels name (labels: the knowledge base's, doc_id -> key -> values)."""
+    return frozenset(g for doc in labels.values() for g in doc.get(ACCESS_KEY, ()))
+
+
+def access_filter(groups: Iterable[str], labels: Mapping[str, Mapping[str, Sequence[str]]],
+                  rules: FolderRules | None = None) -> AccessFilter:
+    """The filter of a caller in `groups` over a knowledge base with document `labels` and folder `rules`."""
+    mine, rules = frozenset(groups), rules or NO_RULES
+    return AccessFilter(
+        mine=tuple(dict.fromkeys([*access_labels(mine), *(r.label for r in rules.rules if r.groups & mine)])),
+        restricted=tuple(dict.fromkeys([*access_labels(groups_in_use(labels)), *(r.label for r in rules.rules)])))
+
+
+def document_groups(doc_id: str, labels: Mapping[str, Mapping[str, Sequence[str]]],
+                    rules: FolderRules | None = None) -> frozenset[str]:
+    """A document's access groups: its `access` labels' values and those its folder rules give it."""
+    return frozenset((labels.get(doc_id) or {}).get(ACCESS_KEY, ())) | (rules or NO_RULES).groups_of(doc_id)
+
+
+def hides(scope: AccessScope, doc_id: str, labels: Mapping[str, Mapping[str, Sequence[str]]],
+          rules: FolderRules | None = None) -> bool:
+    """Whether a lookup in `scope` may not retrieve the document (it has groups, none of them the caller's)."""
+    if scope.groups is None:
+        return False
+    groups = document_groups(doc_id, labels, rules)
+    return bool(groups) and not groups & scope.groups
