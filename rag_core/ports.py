@@ -304,6 +304,11 @@ class KeptLabels(Protocol):
 
     def finish(self, doc_ids: Iterable[str], *, kind: str = "pending", apply: bool = True) -> None: ...
 
+    def pending(self) -> dict[str, list[dict[str, Any]]]:
+        """doc_id -> its marks (rows being rewritten, or left by a killed writer); an ingest's holds the new version's
+        front matter, which a restricted lookup counts as the document's already (access.groups)."""
+        ...
+
     def copy_tags(self, source: KeptLabels, doc_ids: Iterable[str],
                   writer: Mapping[str, str] | None = None) -> list[str]: ...
 

@@ -5,14 +5,18 @@ the groups of every folder rule of its knowledge base (`access.folders`: "runboo
 matching its folder. A document with no group is retrieved for everyone; one with groups only for a caller in one
 of them (`AccessScope.groups`), or for a caller whose scope is unrestricted.
 
-Folder rules are read when a lookup is made, not written into the rows: every chunk row already carries its folder
-and each folder above it as labels (`folder=runbooks/secret`, scope.document_labels), so a rule is one more label
-the filter names, Milvus still filters the rows itself, and changing a rule takes effect at the next lookup without
-rewriting a row. A subfolder's rule adds groups to its parent's, it never takes them away.
+A subfolder's rule adds groups to its parent's, it never takes them away.
 
-`AccessFilter` is what a store is given (the `access` entry of its filters): a row passes when it carries one of
-`mine` or none of `restricted` (store.milvus.filters writes it as one expression; the in-memory store checks it
-the same way, `passes`).
+`AccessFilter` is what a store is given (the `access` entry of its filters): the documents this caller may not
+retrieve, worked out from the labels file (the source of truth, store.labels) and the rules when the lookup is made,
+which Milvus applies with the other filters (`doc_id not in [...]`), so retrieve-k is filled with visible hits.
+Why not a filter on the rows' `labels` ("one of mine, or none in use"): it needs a negation, and Milvus Lite 2.5.1
+refuses every unary `not` ("unsupported expr proto node", checked here on `not array_contains_any(...)` and even
+`not (id == 1)`), while `not in` on a scalar works. So rules are read at lookup time, never written into rows:
+changing `access.folders` or a document's `access` tag takes effect at the next lookup without rewriting a row. The
+expression grows with the documents hidden from the caller (like the `doc_id in [...]` scopes before labels); a
+knowledge base hiding many thousands of documents from most users would want a positive row label instead (a
+marker on rows without groups), which needs every row rewritten.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..errors import ConfigError
-from ..scope import KEY_PATTERN, folder_of, label
+from ..scope import KEY_PATTERN, folder_of
 from .records import ACCESS_KEY, AccessScope
 
 GROUP_PATTERN = KEY_PATTERN  # a group name: letters, digits, _ . - (as a label key), at most 64
@@ -31,11 +35,6 @@ GROUP_PATTERN = KEY_PATTERN  # a group name: letters, digits, _ . - (as a label 
 class FolderRule:
     folder: str  # without its slashes: "runbooks/secret"
     groups: frozenset[str]
-
-    @property
-    def label(self) -> str:
-        """The row label of the folder: rows of documents in it or below it carry it (scope.document_labels)."""
-        return label("folder", self.folder)
 
     def covers(self, doc_id: str) -> bool:
         folder = folder_of(doc_id)
@@ -88,20 +87,14 @@ def parse_folder_rules(text: str) -> FolderRules:
 
 @dataclass(frozen=True)
 class AccessFilter:
-    """What a store filters rows by for a restricted lookup: a row passes when it carries one of `mine` (the caller's
-    group labels and the folder labels of the rules giving one of its groups) or none of `restricted` (every access
-    label in use and every rule's folder label). `restricted` empty: nothing is restricted, every row passes."""
+    """What a store filters rows by for a restricted lookup: the documents the caller may not retrieve (`hidden`,
+    doc_ids). Milvus applies it with the other filters as `doc_id not in [...]` (store.milvus.filters.visible); the
+    in-memory store checks it the same way (`passes`). Empty: nothing hidden, every row passes."""
 
-    mine: tuple[str, ...]
-    restricted: tuple[str, ...]
+    hidden: tuple[str, ...]
 
-    def passes(self, labels: Iterable[str]) -> bool:
-        own = set(labels)
-        return bool(own.intersection(self.mine)) or not own.intersection(self.restricted)
-
-
-def access_labels(groups: Iterable[str]) -> list[str]:
-    return [label(ACCESS_KEY, g) for g in sorted(groups)]
+    def passes(self, doc_id: str) -> bool:
+        return doc_id not in self.hidden
 
 
 def groups_in_use(labels: Mapping[str, Mapping[str, Sequence[str]]]) -> frozenset[str]:
@@ -109,13 +102,13 @@ def groups_in_use(labels: Mapping[str, Mapping[str, Sequence[str]]]) -> frozense
     return frozenset(g for doc in labels.values() for g in doc.get(ACCESS_KEY, ()))
 
 
-def access_filter(groups: Iterable[str], labels: Mapping[str, Mapping[str, Sequence[str]]],
-                  rules: FolderRules | None = None) -> AccessFilter:
-    """The filter of a caller in `groups` over a knowledge base with document `labels` and folder `rules`."""
-    mine, rules = frozenset(groups), rules or NO_RULES
-    return AccessFilter(
-        mine=tuple(dict.fromkeys([*access_labels(mine), *(r.label for r in rules.rules if r.groups & mine)])),
-        restricted=tuple(dict.fromkeys([*access_labels(groups_in_use(labels)), *(r.label for r in rules.rules)])))
+def access_filter(scope: AccessScope, labels: Mapping[str, Mapping[str, Sequence[str]]],
+                  rules: FolderRules | None = None, doc_ids: Iterable[str] = ()) -> AccessFilter:
+    """The filter of a lookup in `scope` over a knowledge base with document `labels` and folder `rules`; `doc_ids`:
+    its documents (needed only when there are rules: a document without labels may sit below a ruled folder)."""
+    rules = rules or NO_RULES
+    candidates = set(labels) | ({d for d in doc_ids if rules.groups_of(d)} if rules else set())
+    return AccessFilter(tuple(sorted(d for d in candidates if hides(scope, d, labels, rules))))
 
 
 def document_groups(doc_id: str, labels: Mapping[str, Mapping[str, Sequence[str]]],

@@ -10,7 +10,7 @@ from typing import Any
 
 from .. import tracing
 from ..access.groups import NO_RULES, FolderRules, access_filter, hides
-from ..access.records import UNRESTRICTED, AccessScope
+from ..access.records import ACCESS_KEY, UNRESTRICTED, AccessScope
 from ..errors import EmptyKnowledgeBase, RetrievalError
 from ..identity import doc_id_of
 from ..ports import Embedder, KnowledgeSearchPort, KnowledgeStore
@@ -48,7 +48,19 @@ class StoreSearchPort:
 
     def hides(self, scope: AccessScope, doc_id: str) -> bool:
         """Whether a lookup in `scope` may not retrieve the document (ports.AccessFilteringPort)."""
-        return not scope.unrestricted and hides(scope, doc_id, self.store.labels.all(), self.folders)
+        return not scope.unrestricted and hides(scope, doc_id, self._labels(), self.folders)
+
+    def _labels(self) -> dict[str, dict[str, tuple[str, ...]]]:
+        """The documents' labels (the labels file, the source of truth), with the `access` groups of front matter
+        being written (an ingest's pending mark) counted already: a document is hidden from the moment its rows
+        may be searched."""
+        labels = self.store.labels.all()
+        for doc_id, marks in self.store.labels.pending().items():
+            coming = [g for mark in marks for g in (mark.get("front_matter") or {}).get(ACCESS_KEY, ())]
+            if coming:
+                own = labels.setdefault(doc_id, {})
+                own[ACCESS_KEY] = tuple(dict.fromkeys([*own.get(ACCESS_KEY, ()), *coming]))
+        return labels
 
     def _access(self, filters: Mapping[str, Any] | None) -> tuple[Mapping[str, Any] | None, AccessScope]:
         """`filters` with the lookup's AccessScope (under `access`) made the store's AccessFilter, and the scope."""
@@ -58,8 +70,8 @@ class StoreSearchPort:
         rest = {k: v for k, v in (filters or {}).items() if k != ACCESS} if filters is not None else None
         if scope.unrestricted:
             return rest, scope
-        assert scope.groups is not None
-        return {**(rest or {}), ACCESS: access_filter(scope.groups, self.store.labels.all(), self.folders)}, scope
+        doc_ids = [d.doc_id for d in self.store.list_documents()] if self.folders else []
+        return {**(rest or {}), ACCESS: access_filter(scope, self._labels(), self.folders, doc_ids)}, scope
 
     def document_chunks(self, doc_id: str) -> list[StoredChunk]:
         """The document's chunks a lookup may show (ports.DocumentChunksPort): disabled ones left out."""
@@ -95,6 +107,9 @@ class StoreSearchPort:
             timings["fusion"] = (time.perf_counter() - started) * 1000
         else:
             hits = ranked[mode]
+        if not scope.unrestricted:  # a document labelled or ingested while this search ran: filtered here too
+            labels = self._labels()
+            hits = [h for h in hits if not hides(scope, doc_id_of(h.metadata or {}) or "", labels, self.folders)]
         hidden = None
         if scope.reveal and not scope.unrestricted:
             started = time.perf_counter()
@@ -123,5 +138,5 @@ class StoreSearchPort:
         hides: what the filter removed (drop reason `no_access`), counted, never shown."""
         ranked = self._ranked(vector, query, k, {key: v for key, v in (filters or {}).items() if key != ACCESS})
         hits = fuse(ranked, self.options, k, query) if self.options.mode == "hybrid" else ranked[self.options.mode]
-        labels = self.store.labels.all()
+        labels = self._labels()
         return sum(hides(scope, doc_id_of(h.metadata or {}) or "", labels, self.folders) for h in hits[:k])

@@ -344,7 +344,7 @@ def _unit(vector: Any) -> np.ndarray:
 
 def _matches(chunk: StoredChunk, wanted: dict[str, tuple[str, ...]],
              access: AccessFilter | None = None) -> bool:
-    if access is not None and not access.passes(chunk.labels):
+    if access is not None and not access.passes(chunk.doc_id):
         return False
     return all(store_filters.carries(chunk.labels, values) if name == "labels" else getattr(chunk, name) in values
                for name, values in wanted.items())

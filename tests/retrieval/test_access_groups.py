@@ -92,14 +92,15 @@ def test_a_document_groups_are_its_access_labels_and_its_folder_rules() -> None:
 
 
 def test_the_filter_is_one_milvus_expression_with_escaped_literals() -> None:
-    access = access_filter({"a"}, {"d.md": {"access": ("a", 'x" or id != "')}}, parse_folder_rules("s/**=a"))
-    assert access == AccessFilter(("access=a", "folder=s"), ('access=a', 'access=x" or id != "', "folder=s"))
-    expr = filters.from_mapping({"access": access, "doc_id": "d.md"}, ("doc_id", "access"))
-    assert expr == ('(array_contains_any(labels, ["access=a", "folder=s"]) or not array_contains_any(labels, '
-                    '["access=a", "access=x\\" or id != \\"", "folder=s"])) and (doc_id == "d.md")')
-    assert filters.visible(AccessFilter((), ("access=a",))) == 'not array_contains_any(labels, ["access=a"])'
-    assert filters.visible(AccessFilter((), ())) == ""  # nothing restricted: every row
-    assert access.passes(["folder=s"]) and access.passes(["type=md"]) and not access.passes(["access=x\" or id != \""])
+    labels = {"d.md": {"access": ("b",)}, 'x" or id != ".md': {"access": ("b",)}, "e.md": {"access": ("a", "b")}}
+    access = access_filter(AccessScope(frozenset({"a"})), labels, parse_folder_rules("s/**=c"),
+                           ["d.md", "s/t/u.md", "pub.md", "e.md"])
+    assert access == AccessFilter(("d.md", "s/t/u.md", 'x" or id != ".md'))
+    expr = filters.from_mapping({"access": access, "source": "d.md"}, ("source", "access"))
+    assert expr == '(doc_id not in ["d.md", "s/t/u.md", "x\\" or id != \\".md"]) and (source == "d.md")'
+    assert filters.visible(AccessFilter(())) == ""  # nothing hidden: every row
+    assert access.passes("pub.md") and access.passes("e.md") and not access.passes("s/t/u.md")
+    assert access_filter(UNRESTRICTED, labels) == AccessFilter(())
 
 
 # ------------------------------------------------------------------------------------ lookups

@@ -4,8 +4,8 @@ Raw strings are never interpolated into an expression: every value becomes a quo
 literal in which `\\` and `"` are escaped (a JSON-style literal, which Milvus 2.5 parses), so a value
 like `x" or id != "` stays one literal and can never widen a delete. Only top-level fields are filtered
 (JSON-key filters are slow and limited): scalars, and `labels`, the ARRAY of `key=value` strings metadata
-filters match (scope), through `array_contains_any`; and `access`, an `AccessFilter` (access.groups): rows carrying
-one of the caller's access labels or none of those in use.
+filters match (scope), through `array_contains_any`; and `access`, an `AccessFilter` (access.groups): rows of the
+documents a restricted lookup may retrieve (`doc_id not in [...]`).
 """
 
 from __future__ import annotations
@@ -64,13 +64,9 @@ def labelled(labels: Iterable[str]) -> str:
 
 
 def visible(access: AccessFilter) -> str:
-    """Rows a restricted lookup may retrieve: carrying one of `access.mine`, or none of `access.restricted`."""
-    if not access.restricted:
-        return ""
-    hidden = f"array_contains_any(labels, [{', '.join(literal(v) for v in access.restricted)}])"
-    if not access.mine:
-        return f"not {hidden}"
-    return f"array_contains_any(labels, [{', '.join(literal(v) for v in access.mine)}]) or not {hidden}"
+    """Rows a restricted lookup may retrieve: those of documents not hidden from it (access.groups explains why a
+    doc_id list and not a negated label filter: Milvus Lite rejects `not`)."""
+    return f"doc_id not in [{', '.join(literal(v) for v in access.hidden)}]" if access.hidden else ""
 
 
 def carries(carried: Iterable[str], labels: Iterable[str]) -> bool:
