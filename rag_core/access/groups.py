@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 from ..scope import KEY_PATTERN, folder_of
-from .records import ACCESS_KEY, AccessScope
+from .records import ACCESS_KEY, UNRESTRICTED, AccessScope, Principal, Role
 
 GROUP_PATTERN = KEY_PATTERN  # a group name: letters, digits, _ . - (as a label key), at most 64
 
@@ -124,3 +124,12 @@ def hides(scope: AccessScope, doc_id: str, labels: Mapping[str, Mapping[str, Seq
         return False
     groups = document_groups(doc_id, labels, rules)
     return bool(groups) and not groups & scope.groups
+
+
+def scope_over(principal: Principal, kbs: Sequence[str]) -> AccessScope:
+    """The scope of `principal`'s lookups over the knowledge bases `kbs` searched as one (the agent over several):
+    their groups, told what was hidden only when they are an admin of every one. One knowledge base:
+    `principal.scope(kb)`."""
+    if principal.everything:
+        return UNRESTRICTED
+    return AccessScope(groups=principal.groups, reveal=bool(kbs) and all(principal.can(kb, Role.ADMIN) for kb in kbs))

@@ -217,3 +217,29 @@ def test_a_restricted_lookup_over_a_port_that_cannot_filter_is_refused() -> None
     r = KnowledgeRetriever(Plain())
     with pytest.raises(RetrievalError, match="access groups"):
         r.lookup("disk", access=AccessScope(frozenset({"a"})))
+
+
+# ------------------------------------------------------------------------------------ the agent's tool
+def test_the_agent_tool_retrieves_what_the_principal_it_serves_may() -> None:
+    from rag_core.access.groups import scope_over
+    from rag_core.agent import Agent, Toolbox, knowledge_base_tool
+    from rag_core.agent.events import ToolResultEvent
+
+    r = retriever()
+    query = "Disk full for team A, team B and the secret runbook"
+
+    def looked_up(agent: Agent, **kwargs) -> set[str]:  # noqa: ANN003
+        found = [e.lookup for e in agent.run(query, **kwargs) if isinstance(e, ToolResultEvent)]
+        assert found and found[0] is not None
+        assert "no_access" not in found[0].to_dict() or found[0].params.access.reveal
+        return docs(found[0])
+
+    everyone = Agent(Toolbox([knowledge_base_tool(r)]))
+    assert looked_up(everyone) >= HIDDEN[frozenset()]
+    bob = Principal("bob", {"kb": Role.READER}, frozenset({"b"}))
+    served = Agent(Toolbox([knowledge_base_tool(r, access=scope_over(bob, ["kb"]))]))
+    assert not looked_up(served) & HIDDEN[frozenset({"b"})] and "team/b-disk.md" in looked_up(served)
+    # a shared agent told the scope of each turn's person
+    assert not looked_up(everyone, access=AccessScope(frozenset({"a"}))) & HIDDEN[frozenset({"a"})]
+    assert scope_over(bob, ["kb", "other"]) == AccessScope(frozenset({"b"}))
+    assert scope_over(Principal("ann", {"*": Role.ADMIN}), ["kb", "x"]).reveal
