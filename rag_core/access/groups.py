@@ -14,9 +14,11 @@ Why not a filter on the rows' `labels` ("one of mine, or none in use"): it needs
 refuses every unary `not` ("unsupported expr proto node", checked here on `not array_contains_any(...)` and even
 `not (id == 1)`), while `not in` on a scalar works. So rules are read at lookup time, never written into rows:
 changing `access.folders` or a document's `access` tag takes effect at the next lookup without rewriting a row. The
-expression grows with the documents hidden from the caller (like the `doc_id in [...]` scopes before labels); a
-knowledge base hiding many thousands of documents from most users would want a positive row label instead (a
-marker on rows without groups), which needs every row rewritten.
+expression grows with the documents hidden from the caller (like the `doc_id in [...]` scopes before labels): on
+Milvus Lite 2.5.1, 50,000 rows, a dense top-20 took 2.9 ms unfiltered, 6.5 / 10.5 / 27 ms hiding 100 / 1,000 / 3,000
+documents, 7.5 ms with a `labels` filter (docs/retrieval.md). A knowledge base hiding many thousands of documents
+from most users would want a positive row label instead (a marker on rows without groups), which needs every row
+rewritten.
 """
 
 from __future__ import annotations
