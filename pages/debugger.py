@@ -16,6 +16,7 @@ import streamlit as st
 
 from rag_core.agent.kb_tool import tool_payload
 from rag_core.errors import RagError
+from rag_core.records import Fate
 from rag_core.retrieval.compare import compare_lookups
 from rag_core.retrieval.options import OPTIONS, lookup_overrides
 from rag_core.retrieval.rewrite import read_history_file
@@ -32,12 +33,14 @@ from ui.html import ChunkView
 from ui.i18n import t, tn
 from ui.lookup import (
     HISTORY,
+    access_of,
     cached_explanation,
     cached_lookup,
     debugger_query_params,
     lookup_warnings,
     open_replay,
     rewrite_view,
+    visible_documents,
 )
 from ui.reasons import describe_drop, location_text, notes, phrase, search_mode_label
 from ui.state import workbench_or_stop
@@ -51,6 +54,7 @@ st.caption(t("The same lookup the agent's tool runs: recall `retrieve-k` candida
 
 wb = workbench_or_stop()
 defaults = wb.retriever.defaults
+access = access_of(wb.settings.kb_name)  # what this session's user may retrieve (ui.lookup.signed_in)
 
 # Every control is an option of the lookup (rag_core.retrieval.options), bound to the URL under its name. A compact
 # bar (the query, the search mode, the widths); the rest one click away; the results right under it.
@@ -72,7 +76,8 @@ with st.expander(t("Previous turns"), expanded=bool(st.session_state.get(HISTORY
     options["rewrite"] = control(OPTIONS["rewrite"], defaults)
 reranker = wb.retriever.reranker
 with st.expander(t("Filters, fusion, threshold and reranking"), expanded=False):
-    controls("scope", defaults, options, documents=[d.doc_id for d in wb.store.list_documents()])
+    controls("scope", defaults, options, documents=visible_documents(
+        wb.retriever, [d.doc_id for d in wb.store.list_documents()], access))
     st.markdown("**" + t("Hybrid fusion") + "**")
     controls("hybrid", defaults, options)
     st.caption(t("RRF scores a hit by Σ weight / (k + rank) over the channels; weighted fusion min-max normalises "
@@ -122,14 +127,15 @@ if options["return_n"] > options["retrieve_k"]:
                  return_n=options["return_n"], retrieve_k=options["retrieve_k"]))
     options["return_n"] = options["retrieve_k"]
 try:  # the options reach the lookup as the CLI's flags and the API's parameters do
-    params = wb.retriever.params(**lookup_overrides(options, wb.settings), history=history)
+    params = wb.retriever.params(**lookup_overrides(options, wb.settings), history=history, access=access)
     # Fetched hits are kept per knowledge base: the same query on another one is another search.
     result, from_cache = cached_lookup(
         wb.retriever, query, params, st.session_state.setdefault("dbg.fetched", {}).setdefault(wb.settings.kb_name, {})
     )
     if compare:
         # A's rerank (one reranker per process); the same conversation before the query
-        params_b = wb_b.retriever.params(**overrides_b, rerank=params.rerank, rewrite=params.rewrite, history=history)
+        params_b = wb_b.retriever.params(**overrides_b, rerank=params.rerank, rewrite=params.rewrite, history=history,
+                                         access=access_of(wb_b.settings.kb_name))
         result_b, from_cache_b = cached_lookup(wb_b.retriever, query, params_b, st.session_state["dbg.fetched"]
                                                .setdefault(wb_b.settings.kb_name, {}))
 except RagError as exc:
@@ -189,7 +195,8 @@ with table_tab:
     evidence_table(data, key="dbg.evidence")
 with scores_tab:
     metric_row([(t("Raw hits"), len(result.traces)), (t("Evidence blocks"), len(result.evidence)),
-                *((t(look(fate).count), counts[fate]) for fate in HIT_FATES if look(fate).count),
+                *((t(look(fate).count), counts[fate]) for fate in HIT_FATES if look(fate).count
+                  and (fate != Fate.NO_ACCESS or "no_access" in data)),  # counted for an admin of the KB only
                 (t("Total ms"), f"{result.timings['total']:.0f}")])
     chart_col, timing_col = st.columns([3, 1], gap="medium")
     with chart_col:
@@ -229,7 +236,7 @@ with st.expander(t("Why wasn't it retrieved?"), expanded=bool(expected_url)):
     st.caption(t("Pick the document you expected (optionally one of its chunks, or the answer text it should give): "
                  "each chunk's exact rank in both channels over the whole knowledge base, what cut it, and the "
                  "smallest change of retrieve-k / cap / return-n that brings it in."))
-    doc_ids = [d.doc_id for d in wb.store.list_documents()]
+    doc_ids = visible_documents(wb.retriever, [d.doc_id for d in wb.store.list_documents()], params.access)
     e1, e2, e3 = st.columns([3, 1, 3])
     # A document named in the URL (e.g. from the Evaluation page) is offered even if the live knowledge
     # base lacks it, so the panel can say so instead of silently dropping it.

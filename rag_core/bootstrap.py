@@ -15,6 +15,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .access.groups import parse_folder_rules, scope_over
+from .access.records import EVERYONE, Principal
 from .clients.providers import CHAT_MODELS, OFFLINE
 from .config import Settings, originals_dirs
 from .embedding.providers import EMBEDDERS
@@ -154,7 +156,8 @@ def _wire(settings: Settings, embedder: Embedder, store: KnowledgeStore, reranke
                         max_text_chars=settings["loader.max-text-chars"],
                         batch_size=settings["embedding.batch-size"], load_options=load_options(settings))
     params = params_from_settings(settings)
-    retriever = KnowledgeRetriever(StoreSearchPort(store, embedder, params.search), params, reranker, rewriter)
+    port = StoreSearchPort(store, embedder, params.search, parse_folder_rules(settings["access.folders"]))
+    retriever = KnowledgeRetriever(port, params, reranker, rewriter)
     return Workbench(settings, embedder, store, ingestor, retriever, kb)
 
 
@@ -308,17 +311,22 @@ def build_eval_model(settings: Settings, role: str, env: Mapping[str, str] | Non
     return model
 
 
-def build_agent(workbench: Workbench, env: Mapping[str, str] | None = None, *, record: bool = True) -> Agent:
+def build_agent(workbench: Workbench, env: Mapping[str, str] | None = None, *, record: bool = True,
+                principal: Principal = EVERYONE) -> Agent:
     """The chat agent over this workbench's retriever: the knowledge-base and date-time tools, the
     Prometheus alerts tool when prometheus.url is set, the Loki logs tool when logs.loki-url is set, and the
     configured model (None = offline). Its turns are recorded in the turn store (feedback, Failures) unless
-    `record` is False: an evaluation's answers are not conversations anybody had."""
+    `record` is False: an evaluation's answers are not conversations anybody had. `principal`: whom it serves
+    (its knowledge-base tool retrieves what their access groups may); an agent shared by several people is told
+    each turn's (`Agent.run(..., access=principal.scope(kb))`)."""
     from .agent import Agent, Toolbox, clock_tool, knowledge_base_tool, logs_tool, prometheus_alerts_tool
     from .agent.clock import zone
 
     settings = workbench.settings
     filter_keys = tuple(k.strip() for k in settings["rag.filter-keys"].split(",") if k.strip())
-    tools = [knowledge_base_tool(workbench.retriever, filter_keys=filter_keys), clock_tool(settings["chat.timezone"])]
+    access = scope_over(principal, searched_kbs(workbench))
+    tools = [knowledge_base_tool(workbench.retriever, filter_keys=filter_keys, access=access),
+             clock_tool(settings["chat.timezone"])]
     metrics = build_metrics_client(settings, env)
     if metrics is not None:
         tools.append(prometheus_alerts_tool(metrics))

@@ -214,6 +214,9 @@ KEYS: dict[str, Key] = _keys(
     Key("auth.trusted-proxies", str, "", "Addresses of reverse proxies (comma-separated) whose auth.user-header names "
         "the signed-in user (single sign-on); the header is ignored from anyone else."),
     Key("auth.user-header", str, "X-Forwarded-User", "Header in which a trusted proxy names the signed-in user."),
+    Key("access.folders", str, "", "Access groups by folder, kept by each knowledge base: FOLDER/**=GROUP[,GROUP] "
+        "rules separated by ; (e.g. 'runbooks/secret/**=sre; hr/**=hr'): documents below a folder are retrieved only "
+        "for users in one of its groups (as with a tag access=GROUP). Empty = no folder rules."),
     # Traces (rag_core/tracing, docs/tracing.md): one per chat turn, search and debugger lookup.
     Key("tracing.otlp-endpoint", str, "", "OTLP/HTTP collector the traces go to (e.g. http://localhost:6006 for "
         "Phoenix, or its .../v1/traces URL); empty = traces are not exported."),
@@ -342,6 +345,9 @@ class Settings:
                 f"chunk.overlap ({self['chunk.overlap']}) must be smaller than chunk.max-size "
                 f"({self['chunk.max-size']})."
             )
+        from .access.groups import parse_folder_rules  # raises ConfigError naming a bad rule
+
+        parse_folder_rules(self["access.folders"])
         from .names import name_problem  # the one rule for knowledge-base (collection) names
 
         if problem := name_problem(self["milvus.collection"]):

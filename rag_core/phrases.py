@@ -38,6 +38,8 @@ ENGLISH: Mapping[str, str] = {
     "fate.below_threshold_unscored": "below_threshold of {mode} search: a score-threshold of at most {at_most} "
                                      "keeps it",
     "fate.no_channel": "no channel ranks it in the top {depth:,}",
+    "fate.no_access": "hidden from this lookup's user: its document's access groups are none of theirs (no lookup "
+                      "setting brings it in)",
     "fate.beyond_retrieve_k": "beyond retrieve-k ({retrieve_k}): {ranks}",
     "fate.beyond_retrieve_k_fused": "beyond retrieve-k ({retrieve_k}) in the fused ranking: {ranks}",
     # the smallest change of settings (Fix.text)

@@ -35,7 +35,8 @@ from .records import (
 )
 
 if TYPE_CHECKING:
-    from .access.records import AuditEvent, Principal, Role, User
+    from .access.groups import AccessFilter
+    from .access.records import AccessScope, AuditEvent, Principal, Role, User
     from .remote import Retrying
 
 
@@ -103,13 +104,26 @@ class DocumentChunksPort(KnowledgeSearchPort, Protocol):
     def document_chunks(self, doc_id: str) -> list[StoredChunk]: ...
 
 
+@runtime_checkable
+class AccessFilteringPort(KnowledgeSearchPort, Protocol):
+    """A search port that keeps a lookup to the documents its caller may retrieve (access.groups): `search` takes the
+    lookup's AccessScope as its filters' `access` entry and has the store filter the rows by it, and, for a scope
+    that may know (`reveal`), says in `SearchResult.hidden` how many hits it removed. `hides(scope, doc_id)`: whether
+    that document is hidden from `scope` (explain answers as for an unknown document then). A restricted lookup over
+    a port without it is refused, never run unfiltered."""
+
+    def hides(self, scope: AccessScope, doc_id: str) -> bool: ...
+
+
 # ---------------------------------------------------------------------------------------- store
 # Search filters: field -> one value or any of several, e.g. {"doc_id": "a.md"} or {"doc_id": ["a.md", "b.md"]}.
 # Fields: doc_id, source, and labels: `key=value` strings a chunk must carry (StoredChunk.labels), one of each key's
 # (`{"labels": ["type=md", "type=txt", "team=sre"]}`: type md or txt, and team sre; scope makes them).
 # Values are compared exactly (never parsed), so any string is safe.
-StoreFilters = Mapping[str, str | Sequence[str]]
-STORE_FILTER_FIELDS = ("doc_id", "source", "labels")
+# `access`: an access.groups.AccessFilter (a restricted lookup: rows of the caller's groups or of none), which Milvus
+# applies with the other filters.
+StoreFilters = Mapping[str, "str | Sequence[str] | AccessFilter"]
+STORE_FILTER_FIELDS = ("doc_id", "source", "labels", "access")
 
 
 @runtime_checkable
@@ -289,6 +303,11 @@ class KeptLabels(Protocol):
         ...
 
     def finish(self, doc_ids: Iterable[str], *, kind: str = "pending", apply: bool = True) -> None: ...
+
+    def pending(self) -> dict[str, list[dict[str, Any]]]:
+        """doc_id -> its marks (rows being rewritten, or left by a killed writer); an ingest's holds the new version's
+        front matter, which a restricted lookup counts as the document's already (access.groups)."""
+        ...
 
     def copy_tags(self, source: KeptLabels, doc_ids: Iterable[str],
                   writer: Mapping[str, str] | None = None) -> list[str]: ...

@@ -33,6 +33,9 @@ class DropKind(StrEnum):
     BELOW_THRESHOLD = "below_threshold"  # its score is below the search mode's score threshold
     DISABLED = "disabled"  # a person disabled the chunk (store.edits)
     MERGED = "merged"  # the merge stage put it into a higher-ranked hit's block of the same document
+    # the lookup's access groups hid its document (access.groups): filtered inside the store, so never a raw hit;
+    # only counted, and only for a caller who may know (AccessScope.reveal: an admin of the knowledge base)
+    NO_ACCESS = "no_access"
 
 
 class Fate(StrEnum):
@@ -46,6 +49,7 @@ class Fate(StrEnum):
     BELOW_THRESHOLD = DropKind.BELOW_THRESHOLD.value
     DISABLED = DropKind.DISABLED.value
     MERGED = DropKind.MERGED.value
+    NO_ACCESS = DropKind.NO_ACCESS.value
     BEYOND_RETRIEVE_K = "beyond_retrieve_k"  # explain: ranked in a channel, but below the retrieve-k hits
     NO_CHANNEL = "no_channel"  # explain: no channel ranks it within the depth explain looks
 
@@ -289,6 +293,9 @@ class SearchResult:
     timings: Mapping[str, float] = field(
         default_factory=dict
     )  # e.g. embed, dense_search, bm25_search, hybrid_search, fusion
+    # a restricted lookup that may know (AccessScope.reveal): how many of the hits the same search would have had
+    # without the access filter were of documents it hides; None: not counted (unrestricted, or not to be told)
+    hidden: int | None = None
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,8 @@ def look(fate: Fate) -> Look:
             return Look(N_("disabled"), "#424242", "color: #8a8a8a; text-decoration: line-through", N_("Disabled"))
         case Fate.MERGED:
             return Look(N_("merged"), "#6a1b9a", "color: #6a1b9a", N_("Merged"))
+        case Fate.NO_ACCESS:  # counted only (never a raw hit), shown to an admin of the knowledge base
+            return Look(N_("no access"), "#37474f", "color: #8a8a8a", N_("No access"))
         case Fate.BEYOND_RETRIEVE_K:
             return Look(N_("beyond retrieve-k"), "#bdbdbd", "")
         case Fate.NO_CHANNEL:

@@ -15,8 +15,10 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
+from rag_core.access.records import EVERYONE, AccessScope, Principal
 from rag_core.errors import TurnNotFound
 from rag_core.feedback import TurnRecord, TurnStore
+from rag_core.ports import AccessFilteringPort
 from rag_core.retrieval import Fetched, KnowledgeRetriever, LookupParams, LookupResult
 from rag_core.retrieval.explain import ChunkSource, explain
 from rag_core.retrieval.options import LOOKUP_OPTIONS
@@ -53,11 +55,33 @@ class URLBound(TypedDict):
     persist_state: Literal["page", "session"]
 
 
+def signed_in() -> Principal:
+    """Who this session's lookups are for. THE ONE PLACE the app's sign-in plugs in (issue 37: `ui.access.
+    current_principal()` once it lands); until then the one person of a local workbench, who sees every document."""
+    return EVERYONE
+
+
+def access_of(kb: str) -> AccessScope:
+    """The access scope of this session's lookups on knowledge base `kb` (its user's groups; every document for the
+    one person)."""
+    return signed_in().scope(kb)
+
+
+def visible_documents(retriever: KnowledgeRetriever, doc_ids: Iterable[str], access: AccessScope) -> list[str]:
+    """`doc_ids` without those `access` hides (the choices of the debugger's boxes name no hidden document)."""
+    port = retriever.port
+    if access.unrestricted or access.reveal:
+        return list(doc_ids)
+    if not isinstance(port, AccessFilteringPort):
+        return []
+    return [d for d in doc_ids if not port.hides(access, d)]
+
+
 def fetch_key(query: str, params: LookupParams) -> Hashable:
     filters = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in params.filters.items())) \
         if params.filters else None
     return (query.strip(), params.retrieve_k, params.search, filters, params.rerank, params.scope, params.rewrite,
-            params.history)
+            params.history, params.access)
 
 
 def cached_lookup(retriever: KnowledgeRetriever, query: str, params: LookupParams,
@@ -88,7 +112,8 @@ def cached_explanation(retriever: KnowledgeRetriever, source: ChunkSource, query
                              retrieve_k=params.retrieve_k, return_n=params.return_n,
                              max_chunks_per_document=params.max_chunks_per_document, search=params.search,
                              rerank=params.rerank, filters=params.filters, thresholds=params.thresholds,
-                             scope=params.scope, rewrite=params.rewrite, history=params.history).to_dict()
+                             scope=params.scope, rewrite=params.rewrite, history=params.history,
+                             access=params.access).to_dict()
     while len(cache) > CACHE_SIZE:
         cache.pop(next(iter(cache)))
     return cache[key]

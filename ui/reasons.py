@@ -79,6 +79,8 @@ _SAY: dict[str, str] = {
     "fate.below_threshold_unscored": N_("below_threshold of {mode} search: a score-threshold of at most "
                                         "{at_most} keeps it"),
     "fate.no_channel": N_("no channel ranks it in the top {depth:,}"),
+    "fate.no_access": N_("hidden from this lookup's user: its document's access groups are none of theirs (no "
+                         "lookup setting brings it in)"),
     "fate.beyond_retrieve_k": N_("beyond retrieve-k ({retrieve_k}): {ranks}"),
     "fate.beyond_retrieve_k_fused": N_("beyond retrieve-k ({retrieve_k}) in the fused ranking: {ranks}"),
     "fix.at_least": N_("{setting} ≥ {value}"),

@@ -17,7 +17,7 @@ import pandas as pd
 
 from rag_core import chunking
 from rag_core.ingest import IngestTally
-from rag_core.records import Chunk, IngestReport, IngestStatus, StoredDocument
+from rag_core.records import Chunk, Fate, IngestReport, IngestStatus, StoredDocument
 from rag_core.retrieval.rerank import movement
 
 from .fates import HIT_FATES
@@ -152,6 +152,7 @@ def fate_counts(result: Mapping[str, Any]) -> dict[str, int]:
     counts = {str(fate): 0 for fate in HIT_FATES}
     for h in result.get("raw_hits", []):
         counts[h.get("fate", "kept")] = counts.get(h.get("fate", "kept"), 0) + 1
+    counts[str(Fate.NO_ACCESS)] = int(result.get("no_access") or 0)  # present only for who may know (an admin)
     return counts
 
 

@@ -21,6 +21,7 @@ from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any
 
+from ..access.records import UNRESTRICTED, AccessScope
 from ..errors import RagError
 from ..records import ConversationTurn, Projected
 from ..retrieval import KnowledgeRetriever, LookupResult
@@ -34,24 +35,26 @@ NO_RESULTS = ("No results in the knowledge base for this query. Try other keywor
               "(Chinese/English) once; if there is still nothing, tell the person the knowledge base does not "
               "cover it.")
 
-# The earlier turns of the conversation the tool is running in, and whether a model wrote the call (set by
-# `conversation`; empty: none).
-_CONVERSATION: ContextVar[tuple[tuple[ConversationTurn, ...], bool]] = ContextVar("kb_tool_conversation",
-                                                                                  default=((), False))
+# The earlier turns of the conversation the tool is running in, whether a model wrote the call, and the access scope
+# of the person asking (set by `conversation`; empty: none, and the tool's own scope).
+_CONVERSATION: ContextVar[tuple[tuple[ConversationTurn, ...], bool, AccessScope | None]] = ContextVar(
+    "kb_tool_conversation", default=((), False, None))
 
 
 @contextmanager
-def conversation(history: Sequence[ConversationTurn], *, by_model: bool = False) -> Iterator[None]:
+def conversation(history: Sequence[ConversationTurn], *, by_model: bool = False,
+                 access: AccessScope | None = None) -> Iterator[None]:
     """The knowledge-base tool's lookups within this block get `history` (the turns before the question).
     `by_model`: a chat model wrote the query with the conversation in view, so `rag.rewrite = auto` rewrites it
-    offline at most (no second model call for a query the model already made standalone).
+    offline at most (no second model call for a query the model already made standalone). `access`: the scope of
+    the person the turn serves (Agent.run's), which replaces the tool's own.
 
     A context variable rather than a tool argument: the tool's arguments are its JSON schema, what the model reads
     and fills in, and the conversation is not the model's to write (nor worth its tokens); and rather than state on
     the tool or the agent, which are shared by every session and worker thread of a service at once. The agent sets
     it around one synchronous `Toolbox.run` call (never across a `yield`, so a turn resumed on another thread
     cannot leak it), and a caller that never sets it (the alert triage, a test) searches without history."""
-    token = _CONVERSATION.set((tuple(history), by_model))
+    token = _CONVERSATION.set((tuple(history), by_model, access))
     try:
         yield
     finally:
@@ -98,11 +101,13 @@ def shortened_note(asked: str, what: str = "query") -> str:
 
 
 def knowledge_base_tool(retriever: KnowledgeRetriever, *, filter_keys: Sequence[str] = (),
-                        **lookup_overrides: Any) -> Tool:
+                        access: AccessScope = UNRESTRICTED, **lookup_overrides: Any) -> Tool:
     """The tool bound to a retriever. `lookup_overrides` (retrieve_k, return_n, ...) pass to every lookup,
     e.g. what was tuned in the debugger (`scope`: a default metadata filter); by default the retriever's settings
     apply. `filter_keys`: the metadata keys the model may filter on, listed in the tool's schema (an optional
-    `filter` argument of key=value strings, read by the same parser as `search --filter`)."""
+    `filter` argument of key=value strings, read by the same parser as `search --filter`). `access`: the scope of the
+    principal it serves (`principal.scope(kb)`), unless a turn names its own (`conversation(..., access=)`: an agent
+    shared by the sessions of a service)."""
 
     def search_knowledge_base(query: str, filter: list[str] | None = None) -> ToolOutput:  # noqa: A002
         """Search the internal knowledge base: runbooks, procedures, on-call and release policies, product and
@@ -131,7 +136,8 @@ def knowledge_base_tool(retriever: KnowledgeRetriever, *, filter_keys: Sequence[
                 overrides["scope"] = parse_scope(list(filter), known=filter_keys or None)
             # Shortened, not refused, when longer than a search takes: offline mode searches for the question
             # (up to twice as long), and a model that pasted a long text is better served than told to retry.
-            history, by_model = _CONVERSATION.get()
+            history, by_model, serving = _CONVERSATION.get()
+            overrides["access"] = serving if serving is not None else access
             if by_model and history and overrides.get("rewrite", retriever.defaults.rewrite) == "auto":
                 overrides["rewrite"] = "offline"
             result = retriever.lookup(fit_query(query) if isinstance(query, str) else query, history=history,

@@ -27,6 +27,7 @@ from typing import Any
 from opentelemetry.trace import Span
 
 from .. import tracing
+from ..access.records import AccessScope
 from ..citations import check_citations
 from ..errors import ChatModelError
 from ..feedback.records import Lookup, TurnRecord
@@ -109,9 +110,12 @@ class Agent:
         citations, which the rewrite stage reads as the headings it cited."""
         return parse_history(session.history_messages(self.history_pairs)) if session is not None else ()
 
-    def run(self, question: str, session: Session | None = None) -> Iterator[Event]:
+    def run(self, question: str, session: Session | None = None, *, access: AccessScope | None = None
+            ) -> Iterator[Event]:
         """The turn's events; one trace (rag_core.tracing) holds its model calls, tool calls and lookups, and the
-        turns store (`recorder`) keeps it, whichever entry point asked."""
+        turns store (`recorder`) keeps it, whichever entry point asked. `access`: the scope of the person asking
+        (`principal.scope(kb)`), which the knowledge-base tool's lookups take (None: the tool's own, see
+        kb_tool.knowledge_base_tool); an agent shared by every session of a service is told it per turn."""
         question = (question or "").strip()
         span = tracing.start("agent.turn", sc.AGENT, {sc.SESSION_ID: session.id if session is not None else None,
                                                       sc.INPUT_VALUE: question, sc.MODE: self.mode,
@@ -119,7 +123,7 @@ class Agent:
         started = self._clock()
         lookups: list[Lookup] = []
         try:
-            for event in tracing.within(span, self._run(question, session)):
+            for event in tracing.within(span, self._run(question, session, access)):
                 if isinstance(event, ToolResultEvent) and event.lookup is not None:
                     lookups.append(lookup_record(event.lookup))
                 elif isinstance(event, (DoneEvent, ErrorEvent)):
@@ -162,7 +166,8 @@ class Agent:
     def model_name(self) -> str:
         return model_name(self.model)
 
-    def _run(self, question: str, session: Session | None) -> Generator[Event, None, None]:
+    def _run(self, question: str, session: Session | None, access: AccessScope | None = None
+             ) -> Generator[Event, None, None]:
         if not question:
             yield ErrorEvent("Type a question first.", "question", 0)
             return
@@ -173,9 +178,9 @@ class Agent:
         try:
             history = self.conversation(session)
             if self.model is None:
-                yield from self._offline(question, session, history)
+                yield from self._offline(question, session, history, access)
             else:
-                yield from self._loop(self.model, question, session, history)
+                yield from self._loop(self.model, question, session, history, access)
         except Exception:  # a bug, not a service failure: the person gets a plain message, the log the trace
             log.exception("Agent turn failed")
             yield ErrorEvent("An unexpected error ended this turn; the details are in the application log.",
@@ -183,7 +188,7 @@ class Agent:
 
     # ------------------------------------------------------------------------------------ model
     def _loop(self, model: ChatModel, question: str, session: Session | None,
-              history: tuple[ConversationTurn, ...]) -> Iterator[Event]:
+              history: tuple[ConversationTurn, ...], access: AccessScope | None = None) -> Iterator[Event]:
         messages = self.messages(question, session)
         specs = self.toolbox.specs()
         texts: list[str] = []
@@ -249,13 +254,14 @@ class Agent:
 
             messages.append(_assistant_message(reply))
             for call in reply.tool_calls:
-                run = yield from self._call_tool(call.id, call.name, call.arguments, step, history, by_model=True)
+                run = yield from self._call_tool(call.id, call.name, call.arguments, step, history, by_model=True,
+                                                 access=access)
                 returned.update(dict.fromkeys(run.output.evidence_keys))
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": run.content()})
         raise AssertionError("unreachable: the last step always finishes the turn")  # pragma: no cover
 
     def _call_tool(self, call_id: str, name: str, raw: str, step: int, history: tuple[ConversationTurn, ...] = (),
-                   *, by_model: bool = False) -> Generator[Event, None, ToolRun]:
+                   *, by_model: bool = False, access: AccessScope | None = None) -> Generator[Event, None, ToolRun]:
         """One tool call; the knowledge-base tool's lookups get `history` (kb_tool.conversation, held only while
         the call runs, within this thread). `by_model`: the model wrote the call's arguments."""
         arguments, problem = parse_arguments(raw)
@@ -265,7 +271,7 @@ class Agent:
                               f"JSON ({problem}); it was told so and can try again.", step)
         with tracing.span(name, sc.TOOL, {sc.TOOL_NAME: name, sc.TOOL_CALL_ID: call_id,
                                           sc.TOOL_PARAMETERS: raw}) as span:
-            with conversation(history, by_model=by_model):
+            with conversation(history, by_model=by_model, access=access):
                 run: ToolRun = self.toolbox.run(name, raw)
             tracing.set_content(span, sc.OUTPUT_VALUE, run.content())
             if not run.output.ok:
@@ -277,14 +283,14 @@ class Agent:
 
     # ---------------------------------------------------------------------------------- offline
     def _offline(self, question: str, session: Session | None,
-                 history: tuple[ConversationTurn, ...]) -> Iterator[Event]:
+                 history: tuple[ConversationTurn, ...], access: AccessScope | None = None) -> Iterator[Event]:
         if KB_TOOL not in self.toolbox:
             yield ErrorEvent("Offline mode needs the knowledge-base tool, and it is not configured.", "internal", 1)
             return
         if len(question) > MAX_QUERY_CHARS:  # the tool searches for the question shortened (kb_tool.fit_query)
             yield NoticeEvent("query_shortened", shortened_note(question, "question"), 1)
         run = yield from self._call_tool("offline-1", KB_TOOL, json.dumps({"query": question}, ensure_ascii=False), 1,
-                                         history)
+                                         history, access=access)
         if not run.output.ok:
             yield ErrorEvent(run.output.error or "The knowledge base search failed.", "tool", 1)
             return

@@ -34,7 +34,8 @@ OPTIONS = {"max_size": "chunk.max-size", "overlap": "chunk.overlap", "embedder":
            **{f"score_threshold_{m}": f"rag.score-threshold.{m}" for m in ("dense", "bm25", "hybrid")},
            "default_filter": "rag.default-filter", "filter_keys": "rag.filter-keys", "expand": "rag.expand",
            "expand_neighbours": "rag.expand-neighbours", "parent_max_size": "chunk.parent-max-size",
-           "merge": "rag.merge", "block_tokens": "rag.block-tokens", "context_tokens": "rag.context-tokens"}
+           "merge": "rag.merge", "block_tokens": "rag.block-tokens", "context_tokens": "rag.context-tokens",
+           "access_folders": "access.folders"}
 assert set(OPTIONS.values()) == set(KB_KEYS)
 
 

@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..access.records import EVERYONE, UNRESTRICTED, AccessScope, Principal, Role
 from ..config import Settings
-from ..errors import RagError, RetrievalError
+from ..errors import AccessError, Forbidden, RagError, RetrievalError
 from ..records import ConversationTurn, Rewrite, cited_as
 from .options import lookup_arguments, lookup_overrides
 from .output import EXIT_FAILED_FILES, count_bar, json_line, print_json
@@ -30,9 +31,11 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
 
         queries = read_query_file(Path(args.queries))
         with workbench(settings, asked=getattr(args, "asked", ())) as wb:
-            return _search_batch(wb, queries, {**lookup_overrides(args, wb.settings), "history": history}, args)
+            return _search_batch(wb, queries, {**lookup_overrides(args, wb.settings), "history": history,
+                                               "access": access_as(args.as_user, wb.settings)}, args)
     with workbench(settings, asked=getattr(args, "asked", ())) as wb:
-        result = wb.retriever.lookup(args.query, history=history, **lookup_overrides(args, wb.settings))
+        result = wb.retriever.lookup(args.query, history=history, access=access_as(args.as_user, wb.settings),
+                                     **lookup_overrides(args, wb.settings))
     if args.json:
         for warning in result.warnings:
             print(f"warning: {warning}", file=sys.stderr)
@@ -40,6 +43,33 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     _print_result(result)
     return 0
+
+
+def caller() -> Principal:
+    """Who runs this command: on this machine, the one person (an admin of every knowledge base, as without users).
+    The one place a CLI that signs in (against a server) would name its user instead."""
+    return EVERYONE
+
+
+def access_as(user: str | None, settings: Settings) -> AccessScope:
+    """`--as USER`: the access scope USER has on the knowledge base `settings` open (their groups; told what they
+    hid when they are its admin), for an admin of it only; without --as, every document. An unknown or revoked
+    user is one line."""
+    if not user:
+        return UNRESTRICTED
+    kb = settings.kb_name
+    if not caller().can(kb, Role.ADMIN):
+        raise Forbidden(f"--as {user}: searching as another user needs the admin role on {kb!r}.")
+    from ..bootstrap import build_access_store
+
+    store = build_access_store(settings)
+    try:
+        principal = store.principal(user)
+    finally:
+        store.close()
+    if principal is None:
+        raise AccessError(f"--as {user}: no such user (or revoked); `python -m rag_core users list` lists them.")
+    return principal.scope(kb)
 
 
 def read_history(path: str | None) -> tuple[ConversationTurn, ...]:
@@ -150,7 +180,7 @@ def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
     history = read_history(args.history)
     with workbench(settings, asked=getattr(args, "asked", ())) as wb:
         e = explain(wb.retriever, wb.store, args.query, args.expect, args.answer, history=history,
-                    **lookup_overrides(args, wb.settings))
+                    access=access_as(args.as_user, wb.settings), **lookup_overrides(args, wb.settings))
     if args.json:
         print_json(e.to_dict())
         return 0
@@ -180,6 +210,10 @@ HISTORY_HELP = ("the conversation before the query: a file of \"user: ...\" / \"
                 "question it means")
 
 
+AS_HELP = ("look up as this user would: only the documents their access groups may retrieve (admins of the "
+           "knowledge base only)")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "search", help="run the lookup path and show every hit's fate",
@@ -191,6 +225,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="run every query of a .jsonl ({\"query\": ..., \"id\": ...} per line) or .csv (query[,id] "
                         "columns) file in one process; with --json one result per line")
     lookup_arguments(p)
+    p.add_argument("--as", dest="as_user", metavar="USER", help=AS_HELP)
     p.add_argument("--history", metavar="FILE", help=HISTORY_HELP)
     p.add_argument("--json", action="store_true", help="print the full lookup result as JSON (one line per query "
                                                         "with --queries)")
@@ -208,6 +243,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--answer", metavar="TEXT",
                    help="the expected answer text: which chunks hold it, and whether a chunk boundary splits it")
     lookup_arguments(p, explain=True)
+    p.add_argument("--as", dest="as_user", metavar="USER", help=AS_HELP)
     p.add_argument("--history", metavar="FILE", help=HISTORY_HELP)
     p.add_argument("--json", action="store_true", help="print the explanation as JSON (what GET /v1/explain returns)")
     p.set_defaults(func=cmd_explain)

@@ -24,7 +24,8 @@ SEARCH_KEYS = ("rag.search-mode", "rag.fusion", "rag.rrf-k", "rag.dense-weight",
                "rag.score-threshold.dense", "rag.score-threshold.bm25", "rag.score-threshold.hybrid",
                "rag.default-filter", "rag.filter-keys", "rag.expand", "rag.expand-neighbours", "chunk.parent-max-size",
                "rag.merge", "rag.block-tokens", "rag.context-tokens")
-KB_KEYS = CHUNK_KEYS + EMBEDDER_KEYS + SEARCH_KEYS
+ACCESS_KEYS = ("access.folders",)  # who may retrieve what: never a command's own lookup option
+KB_KEYS = CHUNK_KEYS + EMBEDDER_KEYS + SEARCH_KEYS + ACCESS_KEYS
 
 
 def defaults_for_new(settings: Settings) -> dict[str, Any]:

@@ -38,10 +38,11 @@ from .. import tracing
 from ..errors import NotIndexed, RetrievalError
 from ..identity import block_key, to_candidate
 from ..phrases import Phrase, english, joined
+from ..ports import AccessFilteringPort
 from ..records import Candidate, DropReason, Fate, SearchHit, SearchMode, StoredChunk, score_pair
 from ..text import fold
 from ..tracing import semconv as sc
-from .params import LookupParams, with_threshold
+from .params import LookupParams, search_filters, with_threshold
 from .ports import fuse
 from .postprocess import postprocess
 from .retriever import KnowledgeRetriever, LookupResult
@@ -197,6 +198,8 @@ class ChunkFate:
             return Phrase("fate.dropped", {"reason": self.drop.status})
         if self.fate == "no_channel":
             return Phrase("fate.no_channel", {"depth": DEPTH})
+        if self.fate == "no_access":
+            return Phrase("fate.no_access", {})
         ranks = tuple(Phrase("channel_rank", {"channel": ch, "rank": r.phrase}) for ch, r in self.channels.items()
                       if ch in _mode_channels(params.search.mode))
         code = "fate.beyond_retrieve_k_fused" if params.search.mode == "hybrid" else "fate.beyond_retrieve_k"
@@ -369,6 +372,8 @@ class Explanation:
         if self.fix is not None:
             said.append(Phrase("verdict.fix" if self.fix.verified else "verdict.fix_unverified",
                                {"fix": self.fix.phrase, "target": self.fix.target}))
+        elif best.fate == "no_access":  # the cause says no setting brings it in
+            pass
         elif best.fate == "no_channel":
             reasons = _dissimilar(best)
             said.append(Phrase("verdict.no_setting_because", {"depth": DEPTH, "reasons": joined("and", reasons)})
@@ -594,6 +599,15 @@ class _Simulation:
         return low
 
 
+def _hidden(retriever: KnowledgeRetriever, params: LookupParams, doc_id: str) -> bool:
+    """Whether the lookup's access scope hides the document (a port that cannot tell: every document, for a
+    restricted scope)."""
+    if params.access.unrestricted:
+        return False
+    port = retriever.port
+    return not isinstance(port, AccessFilteringPort) or port.hides(params.access, doc_id)
+
+
 def _find_fix(retriever: KnowledgeRetriever, query: str, params: LookupParams, result: LookupResult,
               targets: set[str], sim: _Simulation) -> Fix | None:
     options: list[tuple[tuple[int, int, int, int, float], str, int, int, int, float]] = []
@@ -645,7 +659,7 @@ def _overrides(params: LookupParams) -> dict[str, Any]:
             "max_chunks_per_document": params.max_chunks_per_document, "search": params.search,
             "filters": params.filters, "rerank": params.rerank, "budgets": params.budgets,
             "thresholds": params.thresholds, "scope": params.scope, "rewrite": params.rewrite,
-            "history": params.history, "expand": params.expand}
+            "history": params.history, "expand": params.expand, "access": params.access}
 
 
 # ---------------------------------------------------------------------------------------- entry point
@@ -655,8 +669,8 @@ def _channel_ranks(retriever: KnowledgeRetriever, query: str, params: LookupPara
     ranks: dict[str, dict[str, ChannelRank]] = {}
     for channel in CHANNELS:
         port = retriever.port.configured(replace(params.search, mode=channel))
-        full = list(port.search(query, DEPTH, params.filters).hits)
-        own = port.search(query, max(size, 1), {**(params.filters or {}), "doc_id": doc_id}).hits
+        full = list(port.search(query, DEPTH, search_filters(params)).hits)
+        own = port.search(query, max(size, 1), {**(search_filters(params) or {}), "doc_id": doc_id}).hits
         position: dict[Any, int] = {}
         for rank, hit in enumerate(full, start=1):
             position.setdefault(_key(hit), rank)
@@ -671,7 +685,7 @@ def _answer_document(retriever: KnowledgeRetriever, source: ChunkSource, answer:
     """The documents containing `answer`, found among those whose chunks best match its words (BM25)."""
     port = retriever.port.configured(replace(params.search, mode="bm25"))
     docs: list[str] = []
-    for hit in port.search(answer, 200, params.filters).hits:
+    for hit in port.search(answer, 200, search_filters(params)).hits:
         doc_id = to_candidate(hit, 1).doc_id
         if doc_id and doc_id not in docs:
             docs.append(doc_id)
@@ -714,7 +728,8 @@ def _explain(retriever: KnowledgeRetriever, source: ChunkSource, query: str, exp
     else:
         expectation = expect if isinstance(expect, Expectation) else parse_expect(expect)
     rows = _rows(source, expectation.doc_id)
-    if not rows:
+    hidden = _hidden(retriever, params, expectation.doc_id)
+    if not rows or (hidden and not params.access.reveal):  # a hidden document is as unknown as a missing one
         raise NotIndexed(f"No document {expectation.doc_id!r} in the knowledge base (`docs` lists them).")
     indexes = [i for i, _, _, _ in rows]
     if expectation.chunk_index is not None:
@@ -751,7 +766,9 @@ def _explain(retriever: KnowledgeRetriever, source: ChunkSource, query: str, exp
                                             for ch in CHANNELS}
         trace = first_trace.get(key(i))
         own: float | None = None
-        if trace is not None:
+        if hidden:  # shown to who may know only (reveal): its access groups kept it out of every channel
+            fate, drop, fused, rank, score = Fate.NO_ACCESS, None, None, None, None
+        elif trace is not None:
             fate, drop, fused, rank, score = trace.fate, trace.drop, trace.fused_rank, trace.rank, trace.rerank_score
             own = trace.score
         else:
@@ -761,7 +778,7 @@ def _explain(retriever: KnowledgeRetriever, source: ChunkSource, query: str, exp
         fates.append(ChunkFate(key(i), i, start, end, text, channels, fused, rank, score, fate, drop, key(i) in targets,
                                own, held.get(i)))
     explained = Explanation(result.query, expectation, params, tuple(fates), None, located, result, tuple(notes))
-    fixable = targets - {f.evidence_key for f in fates if f.fate == "disabled"}  # no setting brings those back
+    fixable = targets - {f.evidence_key for f in fates if f.fate in ("disabled", "no_access")}  # no setting can
     if not fixable or any(f.given for f in fates if f.target) or explained.context:  # nothing to fix
         return explained
     fix = _find_fix(retriever, searched, standalone, result, fixable, _Simulation(ranked, standalone, searched))

@@ -19,10 +19,12 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from ..access.records import AccessScope
 from ..errors import EmptyKnowledgeBase, RetrievalError
 from ..identity import DOC_ID_KEYS, SOURCE_KEYS, doc_id_of
-from ..ports import DocumentChunksPort, KnowledgeSearchPort
+from ..ports import AccessFilteringPort, DocumentChunksPort, KnowledgeSearchPort
 from ..records import SearchHit, SearchOptions, SearchResult, StoredChunk
+from .params import ACCESS
 
 SEPARATOR = ":"
 
@@ -75,6 +77,9 @@ class MultiKnowledgeBasePort:
             return filters
         mine: dict[str, Any] = {}
         for field, value in filters.items():
+            if field == ACCESS:  # the caller's AccessScope: every knowledge base filters by it
+                mine[field] = value
+                continue
             values = [value] if isinstance(value, str) else list(value)
             kept = []
             for v in values:
@@ -89,14 +94,28 @@ class MultiKnowledgeBasePort:
             mine[field] = kept
         return mine
 
+    def hides(self, scope: AccessScope, doc_id: str) -> bool:
+        """Whether `<kb>:<doc_id>` is hidden from `scope` in its knowledge base (ports.AccessFilteringPort); a
+        knowledge base whose port cannot tell hides every document of a restricted scope."""
+        kb, sep, rest = doc_id.partition(SEPARATOR)
+        port = self.ports.get(kb) if sep else None
+        if scope.unrestricted:
+            return False
+        return not isinstance(port, AccessFilteringPort) or port.hides(scope, rest)
+
     def search(self, query: str, k: int, filters: Mapping[str, Any] | None = None) -> SearchResult:
+        """Each knowledge base's search, merged; the caller's AccessScope (filters' `access`) goes to every one, and
+        what each hid is summed (`SearchResult.hidden`)."""
         hits: list[tuple[float, int, int, SearchHit]] = []
         timings: dict[str, float] = {}
-        empty = 0
+        empty, hidden = 0, None
         for order, (name, port) in enumerate(self.ports.items()):
             mine = self._filters(name, filters)
             if mine is False:
                 continue
+            if isinstance(mine, Mapping) and ACCESS in mine and not isinstance(port, AccessFilteringPort):
+                raise RetrievalError(f"Knowledge base {name!r} cannot filter documents by access groups, so it is not "
+                                     "searched for a user with a restricted scope.")
             try:
                 found = port.search(query, k, mine if isinstance(mine, Mapping) else None)
             except EmptyKnowledgeBase:  # the others may hold documents
@@ -104,11 +123,13 @@ class MultiKnowledgeBasePort:
                 continue
             for stage, ms in found.timings.items():
                 timings[stage] = timings.get(stage, 0.0) + ms
+            if found.hidden is not None:
+                hidden = (hidden or 0) + found.hidden
             hits += [(-hit.score, order, rank, labelled(name, hit)) for rank, hit in enumerate(found.hits)]
         if empty == len(self.ports):
             raise EmptyKnowledgeBase(f"The knowledge bases {', '.join(self.ports)} are empty: ingest documents first.")
         merged = [hit for *_, hit in sorted(hits, key=lambda h: h[:3])][:k]
-        return SearchResult(tuple(_reranked_channels(merged)), timings)
+        return SearchResult(tuple(_reranked_channels(merged)), timings, hidden)
 
 
 def _reranked_channels(hits: list[SearchHit]) -> list[SearchHit]:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from ..access.records import UNRESTRICTED, AccessScope
 from ..config import Settings
 from ..errors import RetrievalError
 from ..records import REWRITE_MODES, ConversationTurn, SearchOptions
@@ -43,6 +44,9 @@ class LookupParams:
     rewrite: str = "auto"  # the rewrite stage: auto (the chat model if there is one, else offline), offline, model, off
     history: tuple[ConversationTurn, ...] = ()  # the conversation before the query (the rewrite stage reads it)
     expand: ExpandParams = field(default_factory=ExpandParams)  # the expansion and merge stages
+    # what the caller may retrieve (access.records: a user's groups; UNRESTRICTED: every document). Not a lookup
+    # option: the surfaces set it from who is calling (Principal.scope), never from what the caller asks for.
+    access: AccessScope = UNRESTRICTED
 
     @property
     def score_threshold(self) -> float:
@@ -76,6 +80,8 @@ class LookupParams:
             raise RetrievalError(f"rewrite must be one of {', '.join(REWRITE_MODES)} (got {self.rewrite!r}).")
         if self.expand.mode not in EXPAND_MODES:
             raise RetrievalError(f"expand must be one of {', '.join(EXPAND_MODES)} (got {self.expand.mode!r}).")
+        if not isinstance(self.access, AccessScope):
+            raise RetrievalError(f"access must be an AccessScope (got {type(self.access).__name__}).")
         threshold = self.score_threshold
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold < float("inf"):
             raise RetrievalError(f"score-threshold must be a number of at least 0 (0 = off), got {threshold!r}.")
@@ -89,6 +95,17 @@ class LookupParams:
                 "filters": dict(self.filters) if self.filters else None, "rerank": asdict(self.rerank),
                 "score_threshold": self.score_threshold or None, "filter": self.scope.to_dict() or None,
                 "rewrite": self.rewrite, "history_turns": len(self.history), "expand": asdict(self.expand)}
+
+
+def search_filters(params: LookupParams) -> dict[str, Any] | None:
+    """What a lookup asks its search port to filter by: its `filters`, and its access scope under `access` when it
+    is restricted (the port turns it into the store's filter: retrieval.ports.StoreSearchPort)."""
+    if params.access.unrestricted:
+        return dict(params.filters) if params.filters is not None else None
+    return {**(params.filters or {}), ACCESS: params.access}
+
+
+ACCESS = "access"  # the search filters' entry holding the lookup's AccessScope
 
 
 def params_from_settings(settings: Settings) -> LookupParams:

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from ..access.records import UNRESTRICTED, AccessScope
 from ..errors import RetrievalError
 from ..phrases import Phrase, english
 from ..ports import KnowledgeSearchPort, QueryRewriter, Reranker
@@ -73,6 +74,8 @@ class Fetched:
     rewrite: Rewrite | None = None  # the rewrite stage's outcome (None: no conversation before the query)
     rewrite_mode: str = "auto"
     history: tuple[ConversationTurn, ...] = ()
+    access: AccessScope = UNRESTRICTED  # what the caller may retrieve (LookupParams.access)
+    hidden: int | None = None  # hits the access filter removed, counted only for a scope that may know (reveal)
 
 
 def _padded(items: tuple[Any, ...], n: int) -> tuple[Any, ...]:
@@ -92,6 +95,9 @@ class LookupResult:
     scope: ScopeResolution | None = None
     rewrite: Rewrite | None = None  # the rewrite stage's outcome (None: no conversation before the query)
     blocks: tuple[Block, ...] = ()  # the evidence as blocks (expansion and merge stages), what the projection cut
+    # how many hits the caller's access groups hid (drop reason `no_access`): only for a caller who may know (an
+    # admin of the knowledge base, AccessScope.reveal); None otherwise, and then nothing says hidden documents exist
+    hidden: int | None = None
 
     @property
     def searched(self) -> str:
@@ -213,6 +219,7 @@ class LookupResult:
             "warning_phrases": [w.to_dict() for w in self.warning_phrases],
             "scope": self.scope.to_dict() if self.scope is not None else None,
             "rewrite": self.rewrite.to_dict() if self.rewrite is not None else None,
+            **({"no_access": self.hidden} if self.hidden is not None else {}),
         }
 
 
@@ -265,16 +272,17 @@ class KnowledgeRetriever:
         work, timings = run(self.stages, "fetch", Work(query, params))
         return Fetched(query, params.retrieve_k, params.search, params.filters, work.hits,
                        {**work.measured, **timings}, params.rerank, work.rerank, work.scope, work.rewrite,
-                       params.rewrite, params.history)
+                       params.rewrite, params.history, params.access, work.hidden)
 
     def assemble(self, fetched: Fetched, params: LookupParams) -> LookupResult:
         """The stages of the "assemble" phase (identity, post-processing and projection) for already fetched
         hits."""
         params.validate()
         if ((params.retrieve_k, params.search, params.filters, params.rerank, params.scope,
-             (params.rewrite, params.history))
+             (params.rewrite, params.history), params.access)
                 != (fetched.retrieve_k, fetched.search, fetched.filters, fetched.rerank_params,
-                    fetched.scope.scope if fetched.scope else Scope(), (fetched.rewrite_mode, fetched.history))):
+                    fetched.scope.scope if fetched.scope else Scope(), (fetched.rewrite_mode, fetched.history),
+                    fetched.access)):
             raise RetrievalError("These hits were fetched with other search settings; fetch again.")
         pipeline = self.stages
         work, ran = run(pipeline, "assemble", Work(fetched.query, params, fetched.rewrite, scope=fetched.scope,
@@ -283,9 +291,11 @@ class KnowledgeRetriever:
         timings = {**fetched.timings, **ran}
         timings["total"] = sum(timings.get(stage.name, 0.0) for stage in pipeline)
         return LookupResult(fetched.query, params, work.candidates, work.post, work.projection, timings,
-                            fetched.rerank, fetched.scope, fetched.rewrite, work.blocks)
+                            fetched.rerank, fetched.scope, fetched.rewrite, work.blocks, fetched.hidden)
 
     def lookup(self, query: str, **overrides: Any) -> LookupResult:
+        """The lookup of `query`; `overrides` are LookupParams fields, among them `access`: the AccessScope of who
+        is asking (`principal.scope(kb)`; default UNRESTRICTED: every document)."""
         from .spans import traced_lookup
 
         with traced_lookup(query) as done:

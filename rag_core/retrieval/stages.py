@@ -25,13 +25,14 @@ from .. import tracing
 from ..citations import extract_citations
 from ..errors import RetrievalError
 from ..identity import key_range, to_candidate
-from ..ports import DocumentChunksPort, SingleStoreSearchPort
+from ..ports import AccessFilteringPort, DocumentChunksPort, SingleStoreSearchPort
 from ..records import Block, Candidate, ConversationTurn, RerankOutcome, Rewrite, SearchHit
 from ..scope import ScopeResolution, resolve
 from ..tracing import semconv as sc
 from ..tracing.semconv import CHAIN, RERANKER, STAGE
 from .expand import Documents, expand_blocks
 from .merge import merge_blocks, merged_post
+from .params import ACCESS
 from .postprocess import PostProcessed, postprocess
 from .projection import Projection, project
 from .rerank import rerank_hits
@@ -56,6 +57,7 @@ class Work:
     scope: ScopeResolution | None = None  # what the metadata filter selected (None: no filter)
     hits: tuple[SearchHit, ...] = ()  # the port's fused ranking, at most retrieve-k
     measured: Mapping[str, float] = field(default_factory=dict)  # timings the port took inside the search stage
+    hidden: int | None = None  # hits the access filter removed (only counted for a scope that may know: reveal)
     rerank: RerankOutcome | None = None
     candidates: tuple[Candidate, ...] = ()  # the hits with identity, in the order post-processing walks
     post: PostProcessed | None = None
@@ -148,8 +150,10 @@ class RewriteQuestion:
 @dataclass(frozen=True)
 class Search:
     """The scope (the metadata filter as the store's `labels` filter, which Milvus applies to the chunk rows, and
-    what it selects among the documents, counted for the debugger; nothing selected: nothing is searched), then the
-    port's search: retrieve-k candidates, fused in hybrid mode."""
+    what it selects among the documents, counted for the debugger; nothing selected: nothing is searched), the
+    lookup's access scope (a user's groups: the port filters the rows inside the store, and for a caller who may
+    know counts the hits it hid, drop reason `no_access`), then the port's search: retrieve-k candidates, fused in
+    hybrid mode."""
 
     port: KnowledgeSearchPort
     name: ClassVar[str] = "search"
@@ -162,17 +166,27 @@ class Search:
     def run(self, work: Work) -> Work:
         params = work.params
         scope, filters = None, params.filters
+        if not params.access.unrestricted and not isinstance(self.port, AccessFilteringPort):
+            raise RetrievalError("This search cannot filter documents by access groups, so it is not run for a user "
+                                 "with a restricted scope.")
         if params.scope:
             store = _store(self.port)
             if store is None:
                 raise RetrievalError("Metadata filters need one knowledge base (this search spans several).")
-            scope = resolve(params.scope, store.list_documents(), store.labels.all())
+            documents, labels = store.list_documents(), store.labels.all()
+            if not params.access.unrestricted and not params.access.reveal:  # counts and keys of visible ones only
+                assert isinstance(self.port, AccessFilteringPort)
+                documents = [d for d in documents if not self.port.hides(params.access, d.doc_id)]
+                labels = {d.doc_id: labels[d.doc_id] for d in documents if d.doc_id in labels}
+            scope = resolve(params.scope, documents, labels)
             filters = {**(params.filters or {}), "labels": params.scope.labels()}
             if not scope.doc_ids:
                 filters["doc_id"] = []  # a warning says so; the store searches nothing
+        if not params.access.unrestricted:  # inside the store, with the other filters (retrieval.ports)
+            filters = {**(filters or {}), ACCESS: params.access}
         found = self.port.configured(params.search).search(work.searched, params.retrieve_k, filters)
         return replace(work, filters=filters, scope=scope, hits=tuple(found.hits[: params.retrieve_k]),
-                       measured=found.timings)
+                       measured=found.timings, hidden=found.hidden if params.access.reveal else None)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ..access.groups import AccessFilter
 from ..errors import StoreError
 from ..files import FileLock
 from ..names import collections_of
@@ -295,7 +296,9 @@ class InMemoryChunkStore:
         query = np.asarray(vector, dtype=np.float32)
         norm = float(np.linalg.norm(query))
         query = query / norm if norm else query
-        scored = [(float(ver.vectors[i] @ query), chunk) for ver, i, chunk in everything if _matches(chunk, wanted)]
+        access = store_filters.access_of(filters)
+        scored = [(float(ver.vectors[i] @ query), chunk) for ver, i, chunk in everything
+                  if _matches(chunk, wanted, access)]
         return self._ranked("dense", scored, k)
 
     def _bm25(self, everything: list[tuple[_Version, int, StoredChunk]], text: str, k: int,
@@ -310,9 +313,9 @@ class InMemoryChunkStore:
         avg = sum(lengths.values()) / n or 1.0
         df = Counter(t for ver, i, _ in everything for t in ver.terms[i])
         terms = set(tokens(text))
-        scored = []
+        scored, access = [], store_filters.access_of(filters)
         for ver, i, chunk in everything:
-            if not _matches(chunk, wanted):
+            if not _matches(chunk, wanted, access):
                 continue
             tf = ver.terms[i]
             score = sum(math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) * tf[t] * (K1 + 1)
@@ -323,9 +326,9 @@ class InMemoryChunkStore:
 
     def _chunks(self, filters: StoreFilters | None) -> list[tuple[_Version, int, StoredChunk]]:
         """The active versions' chunks that pass `filters`, from one consistent view of the store."""
-        wanted = store_filters.normalize(filters, STORE_FILTER_FIELDS)
+        wanted, access = store_filters.normalize(filters, STORE_FILTER_FIELDS), store_filters.access_of(filters)
         return [(ver, i, chunk) for _, ver in sorted(self._active().items()) for i, chunk in enumerate(ver.chunks)
-                if _matches(chunk, wanted)]
+                if _matches(chunk, wanted, access)]
 
     @staticmethod
     def _ranked(channel: str, scored: list[tuple[float, StoredChunk]], k: int) -> list[SearchHit]:
@@ -339,6 +342,9 @@ def _unit(vector: Any) -> np.ndarray:
     return vector / norm if norm else vector
 
 
-def _matches(chunk: StoredChunk, wanted: dict[str, tuple[str, ...]]) -> bool:
+def _matches(chunk: StoredChunk, wanted: dict[str, tuple[str, ...]],
+             access: AccessFilter | None = None) -> bool:
+    if access is not None and not access.passes(chunk.doc_id):
+        return False
     return all(store_filters.carries(chunk.labels, values) if name == "labels" else getattr(chunk, name) in values
                for name, values in wanted.items())

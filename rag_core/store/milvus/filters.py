@@ -4,7 +4,8 @@ Raw strings are never interpolated into an expression: every value becomes a quo
 literal in which `\\` and `"` are escaped (a JSON-style literal, which Milvus 2.5 parses), so a value
 like `x" or id != "` stays one literal and can never widen a delete. Only top-level fields are filtered
 (JSON-key filters are slow and limited): scalars, and `labels`, the ARRAY of `key=value` strings metadata
-filters match (scope), through `array_contains_any`.
+filters match (scope), through `array_contains_any`; and `access`, an `AccessFilter` (access.groups): rows of the
+documents a restricted lookup may retrieve (`doc_id not in [...]`).
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ...access.groups import AccessFilter
 from ...errors import StoreError
 
 FILTERABLE_FIELDS = ("doc_id", "source", "version", "id", "key", "name", "labels")
+ACCESS = "access"  # the filter entry holding an AccessFilter (not a field: it filters `labels`)
 
 
 def literal(value: str) -> str:
@@ -60,6 +63,12 @@ def labelled(labels: Iterable[str]) -> str:
                     for group in label_groups(labels)))
 
 
+def visible(access: AccessFilter) -> str:
+    """Rows a restricted lookup may retrieve: those of documents not hidden from it (access.groups explains why a
+    doc_id list and not a negated label filter: Milvus Lite rejects `not`)."""
+    return f"doc_id not in [{', '.join(literal(v) for v in access.hidden)}]" if access.hidden else ""
+
+
 def carries(carried: Iterable[str], labels: Iterable[str]) -> bool:
     """`labelled` in Python, for stores that filter rows themselves (store.memory)."""
     own = set(carried)
@@ -76,6 +85,10 @@ def normalize(filters: Mapping[str, Any] | None,
     `allowed` fields, only string values. Every store reads filters through this, so all agree."""
     out: dict[str, tuple[str, ...]] = {}
     for name, value in sorted((filters or {}).items()):
+        if name == ACCESS and ACCESS in allowed:
+            if not isinstance(value, AccessFilter):
+                raise StoreError(f"Filter {ACCESS!r}: expected an AccessFilter, got {type(value).__name__}.")
+            continue  # not a field's values: `access_of` reads it
         if name not in allowed:
             raise StoreError(f"Cannot filter on {name!r}; filterable fields: {', '.join(allowed)}.")
         values = (value,) if isinstance(value, str) else value
@@ -85,10 +98,17 @@ def normalize(filters: Mapping[str, Any] | None,
     return out
 
 
+def access_of(filters: Mapping[str, Any] | None) -> AccessFilter | None:
+    """The AccessFilter among `filters` (None: the lookup is not restricted)."""
+    found = (filters or {}).get(ACCESS)
+    return found if isinstance(found, AccessFilter) else None
+
+
 def from_mapping(filters: Mapping[str, Any] | None, allowed: Sequence[str] = FILTERABLE_FIELDS) -> str:
     """{"doc_id": "a.md"} or {"doc_id": ["a.md", "b.md"], "source": "x"} -> a safe expression; `labels`: see
-    `labelled`."""
-    clauses = []
+    `labelled`; `access` (an AccessFilter, where `allowed` has it): see `visible`."""
+    access = access_of(filters) if ACCESS in allowed else None
+    clauses = [visible(access)] if access is not None else []
     for name, values in normalize(filters, allowed).items():
         if name == "labels":
             clauses.append(labelled(values))
