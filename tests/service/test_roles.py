@@ -50,7 +50,8 @@ def store(wb: Workbench) -> MemoryAccessStore:
 def tokens(store: MemoryAccessStore, wb: Workbench) -> dict[str, str]:
     kb = wb.settings.kb_name
     people = {"reader": {kb: Role.READER}, "editor": {kb: Role.EDITOR}, "admin": {kb: Role.ADMIN},
-              "stranger": {"elsewhere": Role.ADMIN}, "secret": {SECRET_KB: Role.READER, kb: Role.READER}}
+              "stranger": {"elsewhere": Role.ADMIN}, "secret": {SECRET_KB: Role.READER, kb: Role.READER},
+              "other": {SECRET_KB: Role.READER}}
     return {name: store.create_user(name, roles)[1] for name, roles in people.items()}
 
 
@@ -300,3 +301,38 @@ def test_a_users_chat_session_is_their_own(server: live.LiveServer, tokens: dict
                        headers={**bearer(tokens["editor"]), "X-User-Id": "reader"})
     assert theirs.status_code == 404
     assert re.search("No session 'shared-id'", message(theirs))
+
+
+def test_a_rating_needs_to_read_the_turns_knowledge_base_and_is_audited(server: live.LiveServer,
+                                                                         store: MemoryAccessStore,
+                                                                         tokens: dict[str, str]):
+    asked = httpx.post(f"{server.url}/api/chat", headers=bearer(tokens["reader"]), timeout=120,
+                       json={"Question": "alpha service restarts"})
+    trace = asked.json()["data"]["traceId"]
+    assert trace, asked.text
+    def rate(user: str, trace_id: str) -> httpx.Response:
+        return httpx.post(f"{server.url}/api/feedback", headers=bearer(tokens[user]), timeout=60,
+                          json={"traceId": trace_id, "rating": "up"})
+
+    # A turn on a knowledge base the caller cannot read is answered as one that was never recorded.
+    hidden, unknown = rate("other", trace), rate("other", "0" * 32)
+    assert hidden.status_code == unknown.status_code == 404
+    assert message(hidden).replace(trace, "X") == message(unknown).replace("0" * 32, "X")
+    rated = httpx.post(f"{server.url}/api/feedback", headers=bearer(tokens["reader"]), timeout=60,
+                       json={"traceId": trace, "rating": "down", "comment": "too vague"})
+    assert rated.status_code == 200 and rated.json()["data"]["rating"] == "down", rated.text
+    (event,) = store.audit(action="feedback.rate", user="reader")
+    assert event.target == trace and event.detail == {"rating": "down"}
+    # Only editors see the recorded turns (the questions people asked).
+    assert httpx.get(f"{server.url}/api/feedback", headers=bearer(tokens["reader"]), timeout=60).status_code == 403
+    listed = httpx.get(f"{server.url}/api/feedback", headers=bearer(tokens["editor"]), timeout=60)
+    assert trace in {t["traceId"] for t in listed.json()["data"]}
+
+
+def test_users_let_serve_bind_a_public_address():
+    from rag_core.errors import ConfigError
+    from rag_core.service.security import check_bind
+
+    check_bind("0.0.0.0", "", False, users=True)
+    with pytest.raises(ConfigError, match="users create"):
+        check_bind("0.0.0.0", "", False)
