@@ -81,6 +81,8 @@ async def chat(body: ChatRequest, request: Request, svc: ServiceDep, principal: 
                               f"(api.chat-turns); try again in {CHAT_RETRY_AFTER_S} s.",
                               headers={"Retry-After": str(CHAT_RETRY_AFTER_S)})
     try:
+        # MERGE (helper "groups"): the agent's knowledge-base tool should search with `principal.scope(kb)` (the
+        # agent is shared per knowledge base: the scope has to reach its tool per turn).
         agent = await anyio.to_thread.run_sync(hiding, svc, principal, svc.agent_of, body.kb,
                                                limiter=svc.chat_threads)
         session = svc.sessions.get_or_create(_user(principal, body.user_id, x_user_id), _session_id(body.id))
