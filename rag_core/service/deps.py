@@ -24,6 +24,7 @@ from .security import PRINCIPAL
 from .state import Service
 
 T = TypeVar("T")
+K = TypeVar("K", bound=str | None)
 KbReader = Callable[[Request], Awaitable[str | None]]
 
 
@@ -162,7 +163,7 @@ async def workbench_for(svc: Service, principal: Principal, kb: str | None) -> W
         raise unknown_kb(kb or "", names) from None
 
 
-def hiding(svc: Service, principal: Principal, call: Callable[[str | None], T], kb: str | None) -> T:
+def hiding(svc: Service, principal: Principal, call: Callable[[K], T], kb: K) -> T:
     """`call(kb)` (blocking), where an unknown knowledge base's message names only what `principal` may read (a
     role on a name not made yet must not list the others)."""
     try:
@@ -170,7 +171,7 @@ def hiding(svc: Service, principal: Principal, call: Callable[[str | None], T], 
     except KnowledgeBaseNotFound:
         if principal.everything:
             raise
-        raise unknown_kb(kb or "", readable(svc, principal)) from None
+        raise unknown_kb(str(kb or ""), readable(svc, principal)) from None
 
 
 async def workbench_of(svc: Service, kb: str | None) -> Workbench:

@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse
 from ..access.checks import forbidden
 from ..access.records import Principal, Role
 from . import audit
-from .deps import Needs, ServiceDep, kb_in_json, kb_in_path, readable
+from .deps import Needs, ServiceDep, hiding, kb_in_json, kb_in_path, readable
 from .models import KnowledgeBaseChange, KnowledgeBaseIn
 from .native import kb_routes
 
@@ -45,9 +45,9 @@ def create_kb(body: KnowledgeBaseIn, svc: ServiceDep,
 
 
 @router.get("/kbs/{kb}", summary="One knowledge base: what it holds and the settings it keeps (as `kb show`)")
-def show_kb(kb: str, svc: ServiceDep, _: Annotated[Principal, Depends(Needs(Role.READER, kb_in_path))]
+def show_kb(kb: str, svc: ServiceDep, principal: Annotated[Principal, Depends(Needs(Role.READER, kb_in_path))]
             ) -> dict[str, Any]:
-    return svc.kb_manager.info(kb).to_dict()
+    return hiding(svc, principal, svc.kb_manager.info, kb).to_dict()
 
 
 @router.patch("/kbs/{kb}", summary="Change a knowledge base's chunking or search defaults (as `kb set`)")
@@ -55,6 +55,7 @@ def change_kb(kb: str, body: KnowledgeBaseChange, svc: ServiceDep,
               principal: Annotated[Principal, Depends(Needs(Role.ADMIN, kb_in_path))]) -> dict[str, Any]:
     """Its documents keep their chunks until re-indexed; the embedder cannot change (copy it instead)."""
     kbs = svc.kb_manager
+    hiding(svc, principal, kbs.get, kb)  # one unknown to the caller's eyes: named as the others are hidden
     kbs.update(kb, body.settings)
     svc.forget(kb)  # opened again with the new settings on its next use
     audit.record(svc, principal, "kbs.set", kb, kb, settings=body.settings)
@@ -67,7 +68,7 @@ def delete_kb(kb: str, svc: ServiceDep,
     """409 for the default knowledge base, which cannot be deleted. `note`: present when some of its storage was
     kept because another knowledge base shares it (names that differ only by case)."""
     kbs = svc.kb_manager
-    kbs.get(kb)  # 404 before anything is closed
+    hiding(svc, principal, kbs.get, kb)  # 404 before anything is closed
     svc.forget(kb)
     note = kbs.delete(kb)
     audit.record(svc, principal, "kbs.delete", kb, kb)
@@ -82,6 +83,7 @@ def copy_kb(kb: str, body: KnowledgeBaseIn, svc: ServiceDep,
     with one report per document (200; 207 when some could not be rebuilt, e.g. indexed from text). Needs the admin
     role on both."""
     _admin_of_new(principal, body.name)
+    hiding(svc, principal, svc.kb_manager.get, kb)
     result = svc.kb_manager.copy(kb, body.name, body.settings)
     audit.record(svc, principal, "kbs.copy", body.name, kb, source=kb, failed=len(result.failed))
     return JSONResponse(result.to_dict(), status_code=207 if result.failed else 200)

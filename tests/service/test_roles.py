@@ -51,7 +51,7 @@ def tokens(store: MemoryAccessStore, wb: Workbench) -> dict[str, str]:
     kb = wb.settings.kb_name
     people = {"reader": {kb: Role.READER}, "editor": {kb: Role.EDITOR}, "admin": {kb: Role.ADMIN},
               "stranger": {"elsewhere": Role.ADMIN}, "secret": {SECRET_KB: Role.READER, kb: Role.READER},
-              "other": {SECRET_KB: Role.READER}}
+              "other": {SECRET_KB: Role.READER}, "future": {"future_kb": Role.ADMIN}}
     return {name: store.create_user(name, roles)[1] for name, roles in people.items()}
 
 
@@ -176,6 +176,13 @@ def test_a_hidden_knowledge_base_answers_as_an_unknown_one(server: live.LiveServ
     assert chat.status_code == 404 and chat.json()["error"]["code"] == "model_not_found"
     assert httpx.get(f"{server.url}/v1/kbs/{SECRET_KB}/documents", headers=bearer(tokens["secret"]),
                      timeout=60).status_code == 200
+    # A role on a name not made yet: its 404 names none of the knowledge bases hidden from the caller.
+    for method, path in (("GET", "/v1/kbs/future_kb"), ("GET", "/v1/kbs/future_kb/documents"),
+                         ("DELETE", "/v1/kbs/future_kb"), ("PATCH", "/v1/kbs/future_kb")):
+        r = httpx.request(method, server.url + path, headers=bearer(tokens["future"]), timeout=60,
+                          json={"settings": {}} if method == "PATCH" else None)
+        assert r.status_code == 404 and SECRET_KB not in r.text, (method, path, r.text)
+        assert message(r) == "There is no knowledge base 'future_kb'; you can read none."
 
 
 def test_listings_show_only_what_the_caller_may_read(server: live.LiveServer, tokens: dict[str, str],
