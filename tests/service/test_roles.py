@@ -222,6 +222,9 @@ def test_mcp_tools_run_as_the_caller(server: live.LiveServer, tokens: dict[str, 
     assert not hidden.is_error
     (stranger,) = live.run_async(mcp_calls(server.url, tokens["stranger"], calls[:1]))
     assert stranger.structured_content["items"] == []
+    anonymous = httpx.post(f"{server.url}/mcp", headers={"Accept": "application/json, text/event-stream"},
+                           json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, timeout=60)
+    assert anonymous.status_code == 401
 
 
 # ------------------------------------------------------------------------------------------------ who is calling
@@ -239,6 +242,18 @@ def test_rag_api_token_is_an_admin_of_everything_and_wrong_tokens_are_401(server
     for headers in ({"Authorization": "Bearer rwb_not-a-real-token"}, {"Authorization": TOKEN}, {}):
         r = httpx.get(f"{server.url}/v1/documents", headers=headers, timeout=60)
         assert r.status_code == 401 and "Authorization: Bearer" in message(r) and TOKEN not in r.text
+
+
+def test_users_alone_make_the_server_ask_for_tokens(wb: Workbench, store: MemoryAccessStore,
+                                                   tokens: dict[str, str]):
+    server = start(wb, store)  # no RAG_API_TOKEN, but users
+    try:
+        assert httpx.get(f"{server.url}/v1/health", timeout=60).json()["auth"] is True
+        assert httpx.get(f"{server.url}/v1/documents", timeout=60).status_code == 401
+        assert httpx.get(f"{server.url}/v1/documents", headers=bearer(tokens["reader"]), timeout=60).status_code \
+            == 200
+    finally:
+        server.stop()
 
 
 def test_the_one_person_setup_needs_no_token(wb: Workbench):
