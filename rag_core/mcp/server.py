@@ -32,7 +32,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
-from ..errors import RagError, for_client
+from ..access.checks import lookup_access, unknown_kb
+from ..access.records import EVERYONE, Principal, Role
+from ..errors import KnowledgeBaseNotFound, RagError, for_client
 from ..identity import stored_chunks
 from ..retrieval.options import LOOKUP_OPTIONS, given, lookup_overrides
 
@@ -50,13 +52,32 @@ INSTRUCTIONS = (
 @dataclass(frozen=True)
 class Library:
     """What the tools reach: the knowledge bases of one data folder, each opened on first use (the service's pool,
-    or the one `python -m rag_core mcp` opens), and the threads lookups run in (None: anyio's default pool)."""
+    or the one `python -m rag_core mcp` opens), the threads lookups run in (None: anyio's default pool), and who
+    calls a tool (`caller`, given the tool's Context: over HTTP, the principal of its request; None: EVERYONE, the
+    person running `python -m rag_core mcp`)."""
 
     kbs: OpenKnowledgeBases
     lookup_threads: anyio.CapacityLimiter | None = None
+    caller: Callable[[Context[Any, Any] | None], Principal] | None = None
 
-    def workbench(self, kb: str | None) -> Workbench:
-        return self.kbs.get(kb or None)
+    def principal(self, ctx: Context[Any, Any] | None) -> Principal:
+        return EVERYONE if self.caller is None else self.caller(ctx)
+
+    def workbench(self, kb: str | None, principal: Principal = EVERYONE) -> Workbench:
+        """The knowledge base `kb` (None: the default one); one `principal` cannot read is answered as one that does
+        not exist, naming only those it can (every tool only reads: the reader role is enough)."""
+        name = kb or self.kbs.default
+        if not principal.can(name, Role.READER):
+            raise unknown_kb(name, self.readable(principal))
+        try:
+            return self.kbs.get(kb or None)
+        except KnowledgeBaseNotFound:
+            if principal.everything:
+                raise
+            raise unknown_kb(name, self.readable(principal)) from None
+
+    def readable(self, principal: Principal) -> list[str]:
+        return principal.readable(self.kbs.manager.names())
 
 
 # The arguments, described once and shared by the tools that take them; a lookup's options are declared in
@@ -133,7 +154,9 @@ class KnowledgeBaseServer(MCPServer):
         self.add_tool(fn, description=inspect.cleandoc(fn.__doc__ or ""), structured_output=False,  # built: _answer
                       annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                                                   open_world_hint=False))
-        self.arguments[fn.__name__] = tuple(inspect.signature(fn).parameters)
+        # The arguments a client may send: not the Context the SDK passes in.
+        self.arguments[fn.__name__] = tuple(name for name, p in inspect.signature(fn).parameters.items()
+                                            if p.annotation is not Context and p.annotation != "Context")
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context[Any, Any] | None = None) -> Any:
@@ -164,7 +187,7 @@ def build_server(library: Library) -> KnowledgeBaseServer:
         except RagError as exc:
             return _refusal(str(exc))
 
-    async def search(query: Annotated[str, Field(description="What to look for.")], kb: Kb = None,
+    async def search(ctx: Context, query: Annotated[str, Field(description="What to look for.")], kb: Kb = None,
                      history: History = None, **options: Any) -> CallToolResult:
         """Search a knowledge base by the one lookup path (what the retrieval debugger shows and the chat agent
         gets). The result is what `python -m rag_core search QUERY --json` prints: `evidence` (the kept chunks,
@@ -174,14 +197,18 @@ def build_server(library: Library) -> KnowledgeBaseServer:
         evidence block: its key, the hits it holds in `matched`, how it grew with `expand`, its tokens and text) and
         `context` (the expansion, merging and token budgets the lookup ran with, and the tokens the agent's evidence
         takes)."""
+        principal = library.principal(ctx)
+
         def work() -> dict[str, Any]:
-            wb = library.workbench(kb)
+            wb = library.workbench(kb, principal)
             overrides = lookup_overrides(given(options), wb.settings)
-            return wb.retriever.lookup(query, history=history, **overrides).to_dict()
+            return wb.retriever.lookup(query, history=history, **overrides,
+                                       **lookup_access(principal.scope(wb.settings.kb_name))).to_dict()
 
         return await run(work, library.lookup_threads)
 
-    async def explain(query: Annotated[str, Field(description="The question, as the agent would search it.")],
+    async def explain(ctx: Context,
+                      query: Annotated[str, Field(description="The question, as the agent would search it.")],
                       expect: Annotated[str | None, Field(description="The document that should be retrieved "
                                                           "(`doc_id`), one chunk (`doc_id#chunk-N`), or any chunk "
                                                           "of a block's range (`doc_id#chunk-3..5`).")] = None,
@@ -194,33 +221,44 @@ def build_server(library: Library) -> KnowledgeBaseServer:
         return-n that brings it into the evidence. As `python -m rag_core explain QUERY --expect ... --json`."""
         from ..retrieval.explain import explain_dict
 
+        principal = library.principal(ctx)
+
         def work() -> dict[str, Any]:
-            wb = library.workbench(kb)
+            wb = library.workbench(kb, principal)
             return explain_dict(wb, query, expect, answer, history=history,
-                                **lookup_overrides(given(options), wb.settings))
+                                **lookup_overrides(given(options), wb.settings),
+                                **lookup_access(principal.scope(wb.settings.kb_name)))
 
         return await run(work, library.lookup_threads)
 
-    async def list_documents(kb: Kb = None) -> CallToolResult:
+    async def list_documents(ctx: Context, kb: Kb = None) -> CallToolResult:
         """The documents of a knowledge base: `doc_id`, chunks, size, when ingested, whether its original is kept
         (as `python -m rag_core docs --json`)."""
-        return await run(lambda: [asdict(d) for d in library.workbench(kb).store.list_documents()])
+        principal = library.principal(ctx)
+        return await run(lambda: [asdict(d) for d in library.workbench(kb, principal).store.list_documents()])
 
-    async def read_document_chunks(doc_id: Annotated[str, Field(description="The document, as list_documents "
+    async def read_document_chunks(ctx: Context,
+                                   doc_id: Annotated[str, Field(description="The document, as list_documents "
                                                                  "names it (e.g. runbooks/cpu_high.md).")],
                                    kb: Kb = None) -> CallToolResult:
         """A document's chunks in order (its active version), each with its `evidence_key`, heading path, offsets
         in the document's text and content (as `GET /v1/documents/{doc_id}/chunks`)."""
-        return await run(partial(document_chunks, library, doc_id, kb))
+        return await run(partial(document_chunks, library, doc_id, kb, library.principal(ctx)))
 
-    async def list_knowledge_bases(kb: Annotated[str | None, Field(description="Only this knowledge base (as "
+    async def list_knowledge_bases(ctx: Context,
+                                   kb: Annotated[str | None, Field(description="Only this knowledge base (as "
                                                                    "`kb show`); default: every one.")] = None,
                                    ) -> CallToolResult:
-        """The knowledge bases of this data folder, each with its documents, chunks, embedder and the settings it
-        keeps (as `python -m rag_core kb list --json`); every other tool's `kb` argument takes these names."""
+        """The knowledge bases of this data folder you may read, each with its documents, chunks, embedder and the
+        settings it keeps (as `python -m rag_core kb list --json`); every other tool's `kb` argument takes these
+        names."""
+        principal = library.principal(ctx)
+
         def work() -> list[dict[str, Any]]:
             manager = library.kbs.manager
-            return [manager.info(name).to_dict() for name in ([kb] if kb else manager.names())]
+            if kb and not principal.can(kb, Role.READER):
+                raise unknown_kb(kb, library.readable(principal))
+            return [manager.info(name).to_dict() for name in ([kb] if kb else library.readable(principal))]
 
         return await run(work)
 
@@ -230,11 +268,12 @@ def build_server(library: Library) -> KnowledgeBaseServer:
     return server
 
 
-def document_chunks(library: Library, doc_id: str, kb: str | None) -> dict[str, Any]:
+def document_chunks(library: Library, doc_id: str, kb: str | None,
+                    principal: Principal = EVERYONE) -> dict[str, Any]:
     """`{"doc_id", "version", "chunks": [...]}` with the fields of `GET /v1/documents/{doc_id}/chunks`."""
     from ..errors import NotFound
 
-    wb = library.workbench(kb)
+    wb = library.workbench(kb, principal)
     doc_id = wb.ingestor.resolve_doc_id(doc_id)  # a name ingest refuses (`..`, a NUL) never reaches the store
     rows = wb.store.get_chunks(doc_id)
     if not rows:

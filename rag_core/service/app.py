@@ -31,8 +31,10 @@ from .kbs import router as kbs_router
 from .mcp_http import PATH as MCP_PATH
 from .mcp_http import McpEndpoint
 from .native import router as native_router
+from .openai_compat import is_openai
+from .openai_compat import rag_refusal as openai_refusal
 from .openai_compat import router as openai_router
-from .security import BearerAuth, BodyLimit, BrowserGuard, allowed_hosts
+from .security import Authenticate, BodyLimit, BrowserGuard, Proxies, allowed_hosts
 from .sessions import SessionStore
 from .state import Capacity, Service, lookup_thread_count
 
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
     from ..agent import Agent
     from ..bootstrap import Workbench
     from ..config import Settings
+    from ..ports import AccessStore
 
 log = logging.getLogger(__name__)
 
@@ -50,27 +53,34 @@ The workbench's knowledge base over HTTP: SuperBizAgent's routes under `/api` (c
 alert triage) and native routes under `/v1` (search with every hit's fate, documents, chunks, health). Every
 route runs the same ingest, lookup and agent as the app and the CLI.
 
-With `RAG_API_TOKEN` set on the server, send `Authorization: Bearer <token>` (the Authorize button).
+With `RAG_API_TOKEN` set on the server, or users made with `python -m rag_core users create`, send
+`Authorization: Bearer <token>` (the Authorize button): each route needs a role (reader, editor, admin) on its
+knowledge base.
 """
 
 
 def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] | None = None,
                agent: Agent | None = None, close_workbench: bool = True,
-               process_settings: Settings | None = None, host: str | None = None) -> FastAPI:
-    """`token`: the bearer token ("" = no auth). `agent`: defaults to `bootstrap.build_agent(workbench, env)`.
+               process_settings: Settings | None = None, host: str | None = None,
+               access: AccessStore | None = None) -> FastAPI:
+    """`token`: RAG_API_TOKEN ("" = none). `access`: the users, roles and audit log (default:
+    `bootstrap.build_access_store`, closed with the app; one passed in is the caller's). Without a token and without
+    users nobody needs to sign in (the one-person setup). `agent`: defaults to `bootstrap.build_agent(workbench, env)`.
     `close_workbench`: close it on shutdown (the server owns it). `process_settings`: the process's (the values of
     knowledge bases created over /v1/kbs; default: the workbench's). `host`: the address the server is bound to
     (default api.host), which requests may name in their Host header."""
-    from ..bootstrap import build_agent, build_turn_store, open_knowledge_bases
+    from ..bootstrap import build_access_store, build_agent, build_turn_store, open_knowledge_bases
 
     settings = workbench.settings
+    own_access = access is None
+    access = access if access is not None else build_access_store(process_settings or settings, env)
     service = Service(workbench, agent or build_agent(workbench, env),
                       SessionStore(settings["api.max-sessions"], settings["chat.history-pairs"]), bool(token), env,
                       kbs=open_knowledge_bases(workbench, process_settings, env, own_first=close_workbench),
                       lookup_threads=anyio.CapacityLimiter(lookup_thread_count(settings)),
                       chat_turns=Capacity(settings["api.chat-turns"]),
                       chat_threads=anyio.CapacityLimiter(settings["api.chat-turns"]),
-                      turns=build_turn_store(process_settings or settings))
+                      turns=build_turn_store(process_settings or settings), access=access)
 
     mcp = McpEndpoint(service)
 
@@ -79,6 +89,8 @@ def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] 
         yield
         if service.kbs is not None:
             service.kbs.close_all()  # the other knowledge bases; the first too when the server owns it
+        if own_access:
+            access.close()
 
     app = FastAPI(title=API_TITLE, description=DESCRIPTION, version=_version(), lifespan=mcp.around(lifespan),
                   docs_url=None, redoc_url=None)
@@ -95,15 +107,16 @@ def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] 
     # Outermost last: CORS answers preflights (which carry no token) and labels every answer, even a 401 or 403;
     # inside it the Host and Origin checks, which refuse before anything else is read.
     app.add_middleware(BodyLimit, max_bytes=int(settings["api.max-body-mb"] * 1024 * 1024))
-    if token:
-        app.add_middleware(BearerAuth, token=token)
+    # Who is calling (a principal per request, security.Authenticate); routes check roles with deps.Needs.
+    app.add_middleware(Authenticate, token=token, store=access,
+                       proxies=Proxies.parse(settings["auth.trusted-proxies"], settings["auth.user-header"]))
     origins = [o.strip().rstrip("/") for o in settings["api.cors-origins"].split(",") if o.strip()]
     app.add_middleware(BrowserGuard, hosts=allowed_hosts(host or settings["api.host"], settings["api.allowed-hosts"]),
                        origins=tuple(origins))
     if origins:
         app.add_middleware(CORSMiddleware, allow_origins=origins, allow_methods=["GET", "POST", "DELETE"],
                            allow_headers=["Authorization", "Content-Type", "X-User-Id"], max_age=600)
-    _declare_bearer(app, bool(token))
+    _declare_bearer(app, True)
     return app
 
 
@@ -126,6 +139,8 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RagError)
     async def rag_error(request: Request, exc: RagError) -> JSONResponse:
+        if is_openai(request.url.path):  # a role check's 404 / 403 before the route ran, in OpenAI's shape
+            return openai_refusal(exc, "model")
         err = from_rag_error(exc)
         return error_response(request.url.path, err.status, err.code, err.message, err.data)
 

@@ -11,13 +11,15 @@ import logging
 from typing import Annotated
 
 import anyio
-from fastapi import APIRouter, File, Form, Header, Request, UploadFile
+from fastapi import APIRouter, Depends, File, Form, Header, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, StreamingResponse
 
+from ..access.records import Principal, Role
 from ..agent.turn import AssistantTurn
 from ..errors import for_client
-from .deps import ServiceDep
+from . import audit
+from .deps import Needs, ServiceDep, hiding, kb_in_form, kb_in_json
 from .errors import ApiError, error_response, refusal_status
 from .models import ChatAnswer, ChatRequest, ClearRequest, Envelope, HistoryPair, SessionInfo, ToolCallInfo, UploadInfo
 from .sessions import DEFAULT_USER
@@ -33,7 +35,17 @@ CHAT_RETRY_AFTER_S = 5  # a busy server's hint: turns take seconds
 CLIENT_GONE = 499  # nginx's "client closed request": never read (nobody is there), but logged by status
 
 
-def _user(body_user: str | None, header_user: str | None) -> str:
+# The knowledge base a chat turn searches: the body's `kb` (under any of ChatRequest's names for it).
+KB_IN_CHAT = kb_in_json("kb", "Kb", "KnowledgeBase", "knowledgeBase")
+Reader = Annotated[Principal, Depends(Needs(Role.READER, KB_IN_CHAT))]
+Caller = Annotated[Principal, Depends(Needs(None))]
+
+
+def _user(principal: Principal, body_user: str | None, header_user: str | None) -> str:
+    """Whose sessions these are: a signed-in user's own (whatever UserId or X-User-Id say: one user cannot read
+    another's session); in the one-person setup (or with RAG_API_TOKEN) the free UserId / X-User-Id, as before."""
+    if not principal.everything:
+        return f"user:{principal.name}"
     return (header_user or body_user or "").strip() or DEFAULT_USER
 
 
@@ -58,7 +70,7 @@ def chat_answer(turn: AssistantTurn, session_id: str) -> ChatAnswer:
 
 @router.post("/chat", response_model=Envelope[ChatAnswer], summary="Ask the agent; the whole answer at once",
              responses={503: {"description": "api.chat-turns turns are running; try again after Retry-After"}})
-async def chat(body: ChatRequest, request: Request, svc: ServiceDep,
+async def chat(body: ChatRequest, request: Request, svc: ServiceDep, principal: Reader,
                x_user_id: Annotated[str | None, Header()] = None) -> Envelope[ChatAnswer] | JSONResponse:
     """SuperBizAgent's `/api/chat`. An empty question or a failed turn answers `success: false` with
     `errorMessage` (HTTP 200, as the seed does); `data` also lists citations, tool calls and evidence. At most
@@ -69,8 +81,11 @@ async def chat(body: ChatRequest, request: Request, svc: ServiceDep,
                               f"(api.chat-turns); try again in {CHAT_RETRY_AFTER_S} s.",
                               headers={"Retry-After": str(CHAT_RETRY_AFTER_S)})
     try:
-        agent = await anyio.to_thread.run_sync(svc.agent_of, body.kb, limiter=svc.chat_threads)
-        session = svc.sessions.get_or_create(_user(body.user_id, x_user_id), _session_id(body.id))
+        # MERGE (helper "groups"): the agent's knowledge-base tool should search with `principal.scope(kb)` (the
+        # agent is shared per knowledge base: the scope has to reach its tool per turn).
+        agent = await anyio.to_thread.run_sync(hiding, svc, principal, svc.agent_of, body.kb,
+                                               limiter=svc.chat_threads)
+        session = svc.sessions.get_or_create(_user(principal, body.user_id, x_user_id), _session_id(body.id))
         events = await collect(agent.run(body.question or "", session), request.receive, svc.chat_threads)
     except ClientGone:
         log.info("a chat turn was stopped: its client disconnected")
@@ -84,13 +99,13 @@ async def chat(body: ChatRequest, request: Request, svc: ServiceDep,
 @router.post("/chat_stream", summary="Ask the agent; the answer as server-sent events",
              responses={200: {"content": {"text/event-stream": {}},
                               "description": "`data: {\"type\": \"content\"|\"error\"|\"done\"|..., \"data\": ...}`"}})
-async def chat_stream(body: ChatRequest, svc: ServiceDep,
+async def chat_stream(body: ChatRequest, svc: ServiceDep, principal: Reader,
                       x_user_id: Annotated[str | None, Header()] = None) -> StreamingResponse:
     """SuperBizAgent's `/api/chat_stream`: `content` pieces, then `done`; `error` (then `done`) on failure.
     Extra event types: `session`, `tool_call`, `tool_result`, `notice`, `citations`. When the client
     disconnects, the agent turn stops."""
-    agent = svc.agent_of(body.kb)
-    session = svc.sessions.get_or_create(_user(body.user_id, x_user_id), _session_id(body.id))
+    agent = hiding(svc, principal, svc.agent_of, body.kb)
+    session = svc.sessions.get_or_create(_user(principal, body.user_id, x_user_id), _session_id(body.id))
     events = agent.run(body.question or "", session)  # a generator: nothing runs before the first pull
     stream = sse(events, first=[{"type": "session", "data": {"id": session.id, "mode": agent.mode}}],
                  on_open=svc.streams.opened, on_close=svc.streams.closed, limiter=svc.stream_threads)
@@ -98,12 +113,12 @@ async def chat_stream(body: ChatRequest, svc: ServiceDep,
 
 
 @router.post("/chat/clear", response_model=Envelope[str], summary="Forget a session's history")
-def clear(body: ClearRequest, svc: ServiceDep,
+def clear(body: ClearRequest, svc: ServiceDep, principal: Caller,
           x_user_id: Annotated[str | None, Header()] = None) -> Envelope[str]:
     sid = _session_id(body.id)
     if sid is None:
         raise ApiError(400, "bad_request", "Id is required: the session whose history to clear.")
-    session = svc.sessions.get(_user(body.user_id, x_user_id), sid)
+    session = svc.sessions.get(_user(principal, body.user_id, x_user_id), sid)
     if session is None:
         raise ApiError(404, "not_found", f"No session {sid!r} (sessions live in memory until the server restarts).")
     session.clear()
@@ -111,11 +126,11 @@ def clear(body: ClearRequest, svc: ServiceDep,
 
 
 @router.get("/chat/session/{session_id}", response_model=Envelope[SessionInfo], summary="A session's history")
-def session_info(session_id: str, svc: ServiceDep,
+def session_info(session_id: str, svc: ServiceDep, principal: Caller,
                  x_user_id: Annotated[str | None, Header()] = None) -> Envelope[SessionInfo]:
     """SuperBizAgent's session info (`sessionId`, `messagePairCount`, `createTime`) plus the kept pairs
     (the last chat.history-pairs, as sent to the model)."""
-    session = svc.sessions.get(_user(None, x_user_id), session_id)
+    session = svc.sessions.get(_user(principal, None, x_user_id), session_id)
     if session is None:
         raise ApiError(404, "not_found", f"No session {session_id!r} (sessions live in memory until the server "
                        "restarts).")
@@ -128,7 +143,8 @@ def session_info(session_id: str, svc: ServiceDep,
 
 @router.post("/upload", response_model=Envelope[UploadInfo], summary="Index one file (multipart `file`)",
              responses={400: {}, 413: {}, 415: {}, 422: {}})
-async def upload(svc: ServiceDep, file: Annotated[UploadFile, File()],
+async def upload(svc: ServiceDep, principal: Annotated[Principal, Depends(Needs(Role.EDITOR, kb_in_form("kb")))],
+                 file: Annotated[UploadFile, File()],
                  folder: Annotated[str, Form(max_length=1000)] = "",
                  kb: Annotated[str, Form(max_length=300, description="The knowledge base (default: the default "
                                                                      "one); not in SuperBizAgent")] = ""
@@ -139,9 +155,12 @@ async def upload(svc: ServiceDep, file: Annotated[UploadFile, File()],
     reason in `message`."""
     name = upload_name(file)  # a Windows path as sent, refused below (python-multipart cuts it: uploads.py)
     data = await file.read()
-    wb = await run_in_threadpool(svc.workbench_of, kb or None)
+    wb = await run_in_threadpool(hiding, svc, principal, svc.workbench_of, kb or None)
     reports = await run_in_threadpool(wb.ingestor.ingest_uploads, [(name, data)], prefix=folder)
     report = reports[0]
+    if report.status in ("added", "replaced"):
+        await run_in_threadpool(audit.record, svc, principal, "documents.upload", wb.settings.kb_name, report.doc_id,
+                                status=report.status, chunks=report.chunks)
     if report.status == "failed":
         code = getattr(report, "error_code", "")
         raise ApiError(refusal_status(code), code or "refused", report.error,
@@ -155,7 +174,7 @@ async def upload(svc: ServiceDep, file: Annotated[UploadFile, File()],
 
 @router.post("/ai_ops", summary="Alert triage as server-sent events",
              responses={200: {"content": {"text/event-stream": {}}}})
-async def ai_ops(svc: ServiceDep) -> StreamingResponse:
+async def ai_ops(svc: ServiceDep, _: Annotated[Principal, Depends(Needs(Role.READER))]) -> StreamingResponse:
     """SuperBizAgent's AI Ops: the firing alerts from Prometheus, for each the runbooks from the knowledge base
     (and its recent logs from Loki when logs.loki-url is set), then a Markdown report citing evidence keys, streamed
     like `/api/chat_stream`. Without prometheus.url: one `error` event. Without a chat model the report is

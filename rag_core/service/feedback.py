@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query
 from fastapi.concurrency import run_in_threadpool
 
-from ..errors import TurnQueryError
+from ..access.records import Principal, Role
+from ..errors import TurnNotFound, TurnQueryError
 from ..feedback import TurnStore, parse_rating
+from ..feedback.records import TurnRecord
 from ..feedback.store import parse_when
-from .deps import ServiceDep
+from . import audit
+from .deps import Needs, ServiceDep, kb_in_query
 from .errors import ApiError
 from .models import Envelope, FeedbackRequest
 from .state import Service
@@ -32,9 +35,11 @@ def _store(svc: Service) -> TurnStore:
 
 @router.post("/feedback", response_model=Envelope[dict[str, Any]], summary="Rate a chat turn (👍 / 👎, a comment)",
              responses={404: {"description": "No such recorded turn"}, 422: {"description": "A bad rating or turn"}})
-async def rate(body: FeedbackRequest, svc: ServiceDep) -> Envelope[dict[str, Any]]:
+async def rate(body: FeedbackRequest, svc: ServiceDep,
+               principal: Annotated[Principal, Depends(Needs(None))]) -> Envelope[dict[str, Any]]:
     """`{"traceId": "...", "rating": "down", "comment": "..."}` or `{"sessionId": "...", "turnIndex": 0,
-    "rating": "up"}`. A later rating of the same turn replaces the earlier one. Answers the turn as recorded."""
+    "rating": "up"}`. A later rating of the same turn replaces the earlier one. Answers the turn as recorded.
+    Needs the reader role on a knowledge base the turn searched (a turn on others is answered as unknown)."""
     rating = parse_rating(body.rating)
     if rating is None:
         raise ApiError(422, "unprocessable", f'rating must be "up" or "down" (or 1 / -1), got {body.rating!r}.')
@@ -47,19 +52,28 @@ async def rate(body: FeedbackRequest, svc: ServiceDep) -> Envelope[dict[str, Any
                            "the chat answer).")
         if isinstance(turn_index, bool) or not isinstance(turn_index, int) or turn_index < 0:
             raise ApiError(422, "unprocessable", f"turnIndex must be a whole number from 0, got {turn_index!r}.")
-    record = await run_in_threadpool(_store(svc).rate, rating, body.comment, trace_id=trace_id, session_id=session_id,
+    store = _store(svc)
+    if not principal.everything:
+        turn = await run_in_threadpool(store.get, trace_id=trace_id, session_id=session_id, turn_index=turn_index)
+        if not _visible(svc, principal, turn, Role.READER):
+            raise TurnNotFound(TurnStore._missing(trace_id, session_id, turn_index))  # as a turn that is not there
+    record = await run_in_threadpool(store.rate, rating, body.comment, trace_id=trace_id, session_id=session_id,
                                      turn_index=turn_index)  # TurnNotFound: 404 (a NotFound)
+    await run_in_threadpool(audit.record, svc, principal, "feedback.rate", ",".join(record.knowledge_bases),
+                            record.trace_id or f"{record.session_id}#{record.turn_index}",
+                            rating="up" if rating > 0 else "down")
     return Envelope[dict[str, Any]](data=camel_turn(record.to_dict()))
 
 
 @router.get("/feedback", response_model=Envelope[list[dict[str, Any]]], summary="Recorded chat turns, newest first")
-async def turns(svc: ServiceDep,
+async def turns(svc: ServiceDep, principal: Annotated[Principal, Depends(Needs(Role.EDITOR, kb_in_query))],
                 rating: Annotated[str | None, Query(description='"up", "down", or "rated" (either).')] = None,
                 kb: Annotated[str | None, Query(description="Only turns that searched this knowledge base.")] = None,
                 since: Annotated[str | None, Query(description="From this date or time (UTC, ISO 8601).")] = None,
                 until: Annotated[str | None, Query(description="Up to this date (inclusive) or time.")] = None,
                 limit: Annotated[int, Query(ge=1, le=10_000)] = 100) -> Envelope[list[dict[str, Any]]]:
-    """What `python -m rag_core feedback list --json` prints, with the same filters."""
+    """What `python -m rag_core feedback list --json` prints, with the same filters: the turns on knowledge bases
+    where you are an editor (the questions people asked there)."""
     rated = rating == "rated"
     value = None if rating in (None, "", "rated") else parse_rating(rating)
     if rating not in (None, "", "rated") and value is None:
@@ -70,7 +84,13 @@ async def turns(svc: ServiceDep,
         raise ApiError(422, "unprocessable", str(exc)) from None
     found = await run_in_threadpool(_store(svc).find, rating=value, rated=rated, kb=kb, since=since, until=until,
                                     limit=limit)
-    return Envelope[list[dict[str, Any]]](data=[camel_turn(r.to_dict()) for r in found])
+    shown = [r for r in found if principal.everything or _visible(svc, principal, r, Role.EDITOR)]
+    return Envelope[list[dict[str, Any]]](data=[camel_turn(r.to_dict()) for r in shown])
+
+
+def _visible(svc: Any, principal: Principal, turn: TurnRecord, role: Role) -> bool:
+    """Whether `principal` holds `role` on a knowledge base `turn` searched (the default one if it names none)."""
+    return any(principal.can(kb, role) for kb in turn.knowledge_bases or (svc.workbench.settings.kb_name,))
 
 
 def _camel(name: str) -> str:

@@ -1,6 +1,9 @@
 """`/mcp`: the MCP server of `python -m rag_core mcp` (rag_core.mcp) over streamable HTTP, on the service's
-knowledge bases, behind the same bearer token, Host and Origin checks and body limit as every route (they are
-the app's middleware, and this is one of its routes).
+knowledge bases, behind the same sign-in, Host and Origin checks and body limit as every route (they are
+the app's middleware, and this is one of its routes). Each tool call runs as the principal of its request (its
+`Authorization` header, or a trusted proxy's user header: security.Authenticate), with the same role checks as
+the routes: a knowledge base the caller cannot read is absent from `list_knowledge_bases` and unknown to the
+other tools.
 
 Stateless, with JSON answers: each POST carries one JSON-RPC message and gets its answer, with no session
 kept between requests (nothing to expire, nothing held per client), which every streamable-HTTP client
@@ -20,9 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
+from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
+from ..access.records import Principal
+from ..errors import Unauthenticated
 from .errors import error_response
+from .security import PRINCIPAL
 
 if TYPE_CHECKING:
     from .state import Service
@@ -91,7 +98,7 @@ class McpEndpoint:
         svc = self._service
         if svc.kbs is None:
             raise RuntimeError("the service has no knowledge bases pool")
-        server = build_server(Library(svc.kbs, svc.lookup_threads))
+        server = build_server(Library(svc.kbs, svc.lookup_threads, caller=request_principal))
         # Made for its session manager (what serves the requests); the Starlette app around it is not used.
         server.streamable_http_app(json_response=True, stateless_http=True,
                                    transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
@@ -102,3 +109,13 @@ class McpEndpoint:
         async with manager.run():
             task_status.started()
             await anyio.sleep_forever()
+
+
+def request_principal(ctx: Any) -> Principal:
+    """The principal security.Authenticate found for the HTTP request a tool call came in (the SDK hands the tool
+    that request in its context)."""
+    request = getattr(ctx.request_context, "request", None) if ctx is not None else None
+    found = request.scope.get("state", {}).get(PRINCIPAL) if isinstance(request, Request) else None
+    if not isinstance(found, Principal):
+        raise Unauthenticated("No caller was identified for this MCP request: send `Authorization: Bearer <token>`.")
+    return found

@@ -17,11 +17,13 @@ from typing import Annotated, Any
 
 import anyio
 import orjson
-from fastapi import APIRouter, Depends, File, Form, Query, UploadFile
+from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, Response
 
 from .. import loaders, tracing
+from ..access.checks import lookup_access
+from ..access.records import Role
 from ..bootstrap import Workbench
 from ..errors import LoaderError, RagError
 from ..identity import stored_chunks
@@ -29,7 +31,8 @@ from ..records import ConversationTurn
 from ..retrieval.options import LOOKUP_OPTIONS, LookupOption, given, lookup_overrides
 from ..retrieval.rewrite import parse_history
 from ..store import is_lite
-from .deps import ServiceDep, query_kb
+from . import audit
+from .deps import ServiceDep, principal_of, reading, scope_for
 from .errors import ApiError, refusal_status
 from .models import ChunkChange, ChunkNew, ChunkOut, ChunksAnswer, DeletedAnswer, IngestAnswer, TagsBody
 from .uploads import upload_name
@@ -44,10 +47,12 @@ class LookupOptions:
     given: dict[str, Any]
     history: tuple[ConversationTurn, ...] = ()
 
-    def arguments(self, wb: Workbench) -> dict[str, Any]:
+    def arguments(self, wb: Workbench, request: Request) -> dict[str, Any]:
         """`lookup(...)` arguments over `wb`'s settings, by the same function as the CLI's options (so both
-        answer alike), each value checked by the rules of the setting it overrides."""
-        return {**lookup_overrides(self.given, wb.settings), "history": self.history}
+        answer alike), each value checked by the rules of the setting it overrides; and what the caller may
+        retrieve."""
+        return {**lookup_overrides(self.given, wb.settings), "history": self.history,
+                **lookup_access(scope_for(request, wb.settings.kb_name))}
 
 
 HISTORY = Query(description="An earlier message of the conversation, oldest first, written \"user: ...\" or "
@@ -78,21 +83,24 @@ def _options_dependency(explaining: bool) -> Callable[..., Awaitable[LookupOptio
 search_options, explain_options = _options_dependency(False), _options_dependency(True)
 
 
-def kb_routes(router: APIRouter, prefix: str, chosen: Callable[..., Workbench | Awaitable[Workbench]]) -> None:
-    """Search and documents routes on the knowledge base `chosen` picks, under `prefix`."""
-    # A default, not an Annotated alias: these annotations are strings, read in the module's namespace.
-    chosen_kb = Depends(chosen)
+def kb_routes(router: APIRouter, prefix: str, where: str) -> None:
+    """Search and documents routes on the knowledge base named in the query string (`where` = "query") or the
+    path ("path"), under `prefix`, each with the role it needs there (deps.reading)."""
+    # Defaults, not Annotated aliases: these annotations are strings, read in the module's namespace.
+    reader, editor = Depends(reading(Role.READER, where)), Depends(reading(Role.EDITOR, where))
     where = "the knowledge base" if not prefix else "knowledge base {kb}"
 
     @router.get(f"{prefix}/search", summary=f"The lookup path on {where}: every hit's fate, the evidence, the "
                 "agent's projection")
     async def search(query: Annotated[str, Query(description="What to look for.")],
                      options: Annotated[LookupOptions, Depends(search_options)],
-                     svc: ServiceDep, wb: Workbench = chosen_kb) -> Response:
+                     svc: ServiceDep, request: Request, wb: Workbench = reader) -> Response:
         """Exactly what `python -m rag_core search QUERY --json` prints (same keys, same values; only the
         timings differ). Unset parameters take the knowledge base's settings."""
+        arguments = options.arguments(wb, request)
+
         def answer() -> Response:
-            result = wb.retriever.lookup(query, **options.arguments(wb))
+            result = wb.retriever.lookup(query, **arguments)
             # Already plain JSON types, so no jsonable_encoder walk (~1 ms of a 28 KB answer); orjson (pymilvus's
             # own dependency) writes the same bytes as JSONResponse's json.dumps in 0.05 ms instead of 0.24 (issue 28).
             return Response(orjson.dumps(result.to_dict()), media_type="application/json")
@@ -102,31 +110,32 @@ def kb_routes(router: APIRouter, prefix: str, chosen: Callable[..., Workbench | 
 
     @router.get(f"{prefix}/explain", summary=f"Why wasn't it retrieved? The fate of an expected document, chunk or "
                 f"answer in {where}")
-    def explain(query: Annotated[str, Query(description="The question.")],
+    def explain(query: Annotated[str, Query(description="The question.")], request: Request,
                 options: Annotated[LookupOptions, Depends(explain_options)],
                 expect: Annotated[str | None, Query(description="The expected document `doc_id`, one chunk "
                                                                 "`doc_id#chunk-N`, or any chunk of a block's range "
                                                                 "`doc_id#chunk-3..5`.")] = None,
                 answer: Annotated[str | None, Query(description="An expected answer text: which chunks hold it, "
                                                                 "and whether a chunk boundary splits it.")] = None,
-                wb: Workbench = chosen_kb) -> JSONResponse:
+                wb: Workbench = reader) -> JSONResponse:
         """Exactly what `python -m rag_core explain QUERY --expect ... --json` prints: each chunk's rank in every
         channel over the whole knowledge base, what cut it, and the smallest change that brings it in."""
         from ..retrieval.explain import explain_dict
 
-        return JSONResponse(explain_dict(wb, query, expect, answer, **options.arguments(wb)))
+        return JSONResponse(explain_dict(wb, query, expect, answer, **options.arguments(wb, request)))
 
     @router.get(f"{prefix}/documents", summary=f"Documents of {where} (as `docs --json`)")
-    def list_documents(wb: Workbench = chosen_kb) -> list[dict[str, Any]]:
+    def list_documents(wb: Workbench = reader) -> list[dict[str, Any]]:
         return [asdict(d) for d in wb.store.list_documents()]
 
     @router.post(f"{prefix}/documents", response_model=IngestAnswer,
                  summary=f"Index several files into {where} (multipart `files`)",
                  responses={207: {"model": IngestAnswer, "description": "Some files failed"}, 409: {}, 413: {},
                             415: {}, 422: {}})
-    async def add_documents(files: Annotated[list[UploadFile], File(description="One or more files.")],
+    async def add_documents(request: Request,
+                            files: Annotated[list[UploadFile], File(description="One or more files.")],
                             folder: Annotated[str, Form(max_length=1000)] = "",
-                            force: Annotated[bool, Form()] = False, wb: Workbench = chosen_kb) -> JSONResponse:
+                            force: Annotated[bool, Form()] = False, wb: Workbench = editor) -> JSONResponse:
         """The upload page's ingest for each file (doc_id = `folder/name`). 200 when every file was added,
         replaced or unchanged; 207 when some failed (each report has its `error`, `error_code` and the
         `http_status` it would have alone); when all failed, the first failure's status (413/415/422/400).
@@ -135,6 +144,7 @@ def kb_routes(router: APIRouter, prefix: str, chosen: Callable[..., Workbench | 
         uploads = [(upload_name(f), await f.read()) for f in files]
         _refuse_duplicates([name for name, _ in uploads], folder)
         reports = await run_in_threadpool(wb.ingestor.ingest_uploads, uploads, prefix=folder, force=force)
+        await run_in_threadpool(_record_uploads, request, wb, reports)
         out = []
         for r in reports:
             row = r.to_dict()
@@ -150,7 +160,7 @@ def kb_routes(router: APIRouter, prefix: str, chosen: Callable[..., Workbench | 
 
     @router.get(f"{prefix}/documents/{{doc_id:path}}/chunks", response_model=ChunksAnswer,
                 summary=f"A document's chunks in order (its active version) in {where}")
-    def document_chunks(doc_id: str, wb: Workbench = chosen_kb) -> ChunksAnswer:
+    def document_chunks(doc_id: str, wb: Workbench = reader) -> ChunksAnswer:
         """doc_ids contain slashes: `.../documents/runbooks/cpu_high.md/chunks`."""
         doc_id = _doc_id(wb, doc_id)
         rows = wb.store.get_chunks(doc_id)
@@ -161,7 +171,7 @@ def kb_routes(router: APIRouter, prefix: str, chosen: Callable[..., Workbench | 
         return ChunksAnswer(doc_id=doc_id, version=rows[0].version, chunks=chunks)
 
     @router.get(f"{prefix}/metadata", summary=f"Every document's metadata in {where}, and the filter keys")
-    def list_metadata(wb: Workbench = chosen_kb) -> dict[str, Any]:
+    def list_metadata(wb: Workbench = reader) -> dict[str, Any]:
         """What `filter=key=value` can select: `keys` (built-in: folder, type, ingested; then front-matter and tag
         keys) and each document's values."""
         from ..kb.tags import filter_keys, metadata
@@ -169,19 +179,21 @@ def kb_routes(router: APIRouter, prefix: str, chosen: Callable[..., Workbench | 
         return {"keys": list(filter_keys(wb.store)), "documents": metadata(wb.store)}
 
     @router.post(f"{prefix}/documents/{{doc_id:path}}/tags", summary=f"Set a document's tags in {where}")
-    def set_tags(doc_id: str, body: TagsBody, wb: Workbench = chosen_kb) -> dict[str, Any]:
+    def set_tags(doc_id: str, body: TagsBody, request: Request, wb: Workbench = editor) -> dict[str, Any]:
         """`{"tags": {"team": ["sre"], "owner": []}}` adds team=sre and removes owner; `"replace": true` makes
         them all its tags. Answers the document's metadata (as `tag DOC --json`)."""
         from ..kb.tags import metadata, tag
 
         doc_id = _doc_id(wb, doc_id)
         # NotIndexed: 404, InvalidTags: 400 (service/errors.py)
-        tag(wb.store, doc_id, {k: list(v) for k, v in body.tags.items()}, replace=body.replace)
+        tags = {k: list(v) for k, v in body.tags.items()}
+        tag(wb.store, doc_id, tags, replace=body.replace)
+        _record(request, "tags.set", wb, doc_id, tags=tags, replace=body.replace)
         return {"doc_id": doc_id, "metadata": metadata(wb.store)[doc_id]}
 
     @router.get(f"{prefix}/documents/{{doc_id:path}}/chunks/conflicts",
                 summary=f"The edits of a document a re-upload left in conflict in {where}")
-    def chunk_conflicts(doc_id: str, wb: Workbench = chosen_kb) -> dict[str, Any]:
+    def chunk_conflicts(doc_id: str, wb: Workbench = reader) -> dict[str, Any]:
         """The edits that stopped applying when a changed original was re-uploaded (as `chunks conflicts DOC_ID
         --json`): each with its kind (edited, disabled, added), its text, keywords and questions, and the chunk now
         under its key (`now`, null when the document no longer has it). Settle one with `PATCH
@@ -192,55 +204,77 @@ def kb_routes(router: APIRouter, prefix: str, chosen: Callable[..., Workbench | 
         return {"doc_id": doc_id, "conflicts": conflicts(wb.store, doc_id)}
 
     @router.post(f"{prefix}/documents/{{doc_id:path}}/chunks", summary=f"Add a chunk to a document in {where}")
-    def add_chunk(doc_id: str, body: ChunkNew, wb: Workbench = chosen_kb) -> dict[str, Any]:
+    def add_chunk(doc_id: str, body: ChunkNew, request: Request, wb: Workbench = editor) -> dict[str, Any]:
         """`{"text": "...", "keywords": [...], "questions": [...]}`: a chunk added under the document's next free
         chunk index, embedded and indexed (BM25 too); hits mark it `edited` and `added`. Answers its record with its
-        evidence key and history (who: "api"), as `chunks add DOC_ID --text ... --json`."""
+        evidence key and history (who: the user, "api" without users), as `chunks add DOC_ID --text ... --json`."""
         from ..kb.chunk_edits import add_chunk
 
-        return add_chunk(wb.store, wb.embedder, _doc_id(wb, doc_id), body.text or "", keywords=body.keywords,
-                         questions=body.questions, who="api")
+        principal = principal_of(request)
+        doc_id = _doc_id(wb, doc_id)
+        record = add_chunk(wb.store, wb.embedder, doc_id, body.text or "", keywords=body.keywords,
+                           questions=body.questions, who=audit.who(principal))
+        _record(request, "chunks.add", wb, str(record.get("evidence_key") or doc_id))
+        return record
 
     @router.patch(f"{prefix}/documents/{{doc_id:path}}/chunks/{{chunk_index}}",
                   summary=f"Disable or enable a chunk of a document in {where}")
-    def change_chunk(doc_id: str, chunk_index: int, body: ChunkChange, wb: Workbench = chosen_kb) -> dict[str, Any]:
+    def change_chunk(doc_id: str, chunk_index: int, body: ChunkChange, request: Request,
+                     wb: Workbench = editor) -> dict[str, Any]:
         """`{"disabled": true}` leaves the chunk out of every lookup (a drop with reason `disabled`); false brings
         it back. `text`, `keywords`, `questions` edit it (only it is re-embedded; its evidence key stays; hits mark
         it `edited`). `{"conflict": "keep"}` / `"drop"` settles an edit a re-upload left in conflict (GET
-        .../chunks/conflicts lists them). Answers its record with its history (who: "api")."""
+        .../chunks/conflicts lists them). Answers its record with its history (who: the user, "api" without
+        users)."""
         from ..kb.chunk_edits import drop, edit_chunk, keep, set_disabled
 
+        name = audit.who(principal_of(request))
         key = f"{_doc_id(wb, doc_id)}#chunk-{chunk_index}"
         record: dict[str, Any] = {}
         if body.conflict is not None:
             if body.text is not None or body.keywords is not None or body.questions is not None or body.disabled \
                     is not None:
                 raise ApiError(400, "bad_request", "Settle a conflict alone: give only conflict (keep or drop).")
-            return keep(wb.store, wb.embedder, key, who="api") if body.conflict == "keep" else drop(wb.store, key,
-                                                                                                    who="api")
+            record = keep(wb.store, wb.embedder, key, who=name) if body.conflict == "keep" else drop(wb.store, key,
+                                                                                                     who=name)
+            _record(request, "chunks.edit", wb, key, conflict=body.conflict)
+            return record
         if body.text is not None or body.keywords is not None or body.questions is not None:
             record = edit_chunk(wb.store, wb.embedder, key, text=body.text, keywords=body.keywords,
-                                questions=body.questions, who="api")
+                                questions=body.questions, who=name)
         if body.disabled is not None:
-            record = set_disabled(wb.store, key, body.disabled, who="api")
+            record = set_disabled(wb.store, key, body.disabled, who=name)
         if not record:
             raise ApiError(400, "bad_request", "Nothing to change: give disabled, text, keywords, questions or "
                            "conflict.")
+        changed = [f for f in ("text", "keywords", "questions", "disabled") if getattr(body, f) is not None]
+        _record(request, "chunks.edit", wb, key, changed=changed)
         return record
 
     @router.delete(f"{prefix}/documents/{{doc_id:path}}", response_model=DeletedAnswer,
                    summary=f"Remove a document from {where}")
-    def delete_document(doc_id: str, wb: Workbench = chosen_kb) -> DeletedAnswer:
+    def delete_document(doc_id: str, request: Request, wb: Workbench = editor) -> DeletedAnswer:
         """Its chunks, its registry entry and its kept original. doc_ids contain slashes:
         `DELETE .../documents/runbooks/cpu_high.md`."""
         doc_id = _doc_id(wb, doc_id)
         if not wb.ingestor.delete(doc_id):
             raise ApiError(404, "not_found", f"No document {doc_id!r} in the knowledge base (GET .../documents "
                            "lists them).")
+        _record(request, "documents.delete", wb, doc_id)
         return DeletedAnswer(deleted=doc_id)
 
 
-kb_routes(router, "", query_kb)
+kb_routes(router, "", "query")
+
+
+def _record(request: Request, action: str, wb: Workbench, target: str, **detail: Any) -> None:
+    audit.record(request.app.state.service, principal_of(request), action, wb.settings.kb_name, target, **detail)
+
+
+def _record_uploads(request: Request, wb: Workbench, reports: list[Any]) -> None:
+    for r in reports:
+        if r.status in ("added", "replaced"):
+            _record(request, "documents.upload", wb, r.doc_id, status=r.status, chunks=r.chunks)
 
 
 def _refuse_duplicates(names: list[str], folder: str) -> None:
@@ -288,7 +322,7 @@ def health(svc: ServiceDep) -> JSONResponse:
         "embedder": {"name": wb.embedder.name, "dim": wb.embedder.dim},
         "reranker": _reranker_health(wb),
         "chat": {"mode": svc.agent.mode, "model": svc.agent.describe()},
-        "auth": svc.auth,
+        "auth": svc.signs_in(),
         "sessions": len(svc.sessions),
         "active_streams": svc.streams.active,
         "tracing": tracing.stats(),  # spans exported, and lost to a slow or down collector

@@ -30,20 +30,21 @@ import time
 import uuid
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import anyio
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from ..access.records import Principal, Role
 from ..agent.events import ContentEvent, DoneEvent, ErrorEvent, Event, NoticeEvent
 from ..agent.session import Session
 from ..agent.turn import AssistantTurn
 from ..errors import NotFound, RagError, for_client
 from ..text import check_texts
 from .compat import CHAT_RETRY_AFTER_S, CLIENT_GONE, SSE_HEADERS
-from .deps import ServiceDep
+from .deps import Needs, ServiceDep, hiding, kb_in_json, readable
 from .errors import from_rag_error, validation_message
 from .state import Service
 from .streaming import ClientGone, collect, sse
@@ -117,18 +118,24 @@ def _model(kb: Any) -> dict[str, Any]:
     return {"id": kb.name, "object": "model", "created": created, "owned_by": OWNER}
 
 
-@router.get("/models", summary="The knowledge bases as OpenAI models (`model` of /v1/chat/completions)")
-def list_models(svc: ServiceDep) -> dict[str, Any]:
+async def model_in_path(request: Request) -> str | None:
+    return request.path_params.get("model") or None
+
+
+@router.get("/models", summary="The knowledge bases you may read as OpenAI models (`model` of /v1/chat/completions)")
+def list_models(svc: ServiceDep, principal: Annotated[Principal, Depends(Needs(None))]) -> dict[str, Any]:
     kbs = _manager(svc)
-    return {"object": "list", "data": [_model(kbs.get(name)) for name in kbs.names()]}
+    return {"object": "list", "data": [_model(kbs.get(name)) for name in readable(svc, principal, kbs.names())]}
 
 
 @router.get("/models/{model}", summary="One knowledge base as an OpenAI model", response_model=None)
-def get_model(model: str, svc: ServiceDep) -> dict[str, Any] | JSONResponse:
+def get_model(model: str, svc: ServiceDep,
+              principal: Annotated[Principal, Depends(Needs(Role.READER, model_in_path))]
+              ) -> dict[str, Any] | JSONResponse:
     try:
-        return _model(_manager(svc).get(model))
+        return _model(hiding(svc, principal, _manager(svc).get, model))
     except RagError as exc:
-        return _rag_refusal(exc, "model")
+        return rag_refusal(exc, "model")
 
 
 def _manager(svc: Service) -> Any:
@@ -137,7 +144,12 @@ def _manager(svc: Service) -> Any:
     return svc.kbs.manager
 
 
-def _rag_refusal(exc: RagError, param: str | None = None) -> JSONResponse:
+def is_openai(path: str) -> bool:
+    """The routes answering errors in OpenAI's shape (a role check's 404 and 403 too: app.py)."""
+    return path.startswith(("/v1/models", "/v1/chat/completions"))
+
+
+def rag_refusal(exc: RagError, param: str | None = None) -> JSONResponse:
     if isinstance(exc, NotFound):
         return openai_error(404, f"{for_client(str(exc))} Each model is a knowledge base: GET /v1/models lists them.",
                             code="model_not_found", param=param)
@@ -218,13 +230,14 @@ async def _parse(request: Request) -> ChatCompletionRequest:
         raise Refused(openai_error(400, str(exc))) from None
 
 
-async def _agent(svc: Service, body: ChatCompletionRequest, system: list[str], limiter: anyio.CapacityLimiter) -> Any:
+async def _agent(svc: Service, principal: Principal, body: ChatCompletionRequest, system: list[str],
+                 limiter: anyio.CapacityLimiter) -> Any:
     """The agent of knowledge base `body.model` (opened in a worker thread), with the client's system messages
     after its own instructions (on a copy: the shared agent is left as it is)."""
     try:
-        agent = await anyio.to_thread.run_sync(svc.agent_of, body.model, limiter=limiter)
+        agent = await anyio.to_thread.run_sync(hiding, svc, principal, svc.agent_of, body.model, limiter=limiter)
     except RagError as exc:
-        raise Refused(_rag_refusal(exc, "model")) from None
+        raise Refused(rag_refusal(exc, "model")) from None
     if system:
         agent = copy.copy(agent)
         agent.system_prompt = agent.system_prompt + "\n\nThe client's instructions:\n" + "\n\n".join(system)
@@ -270,14 +283,16 @@ def _inlined(schema: dict[str, Any]) -> dict[str, Any]:
              responses={200: {"content": {"text/event-stream": {}}, "description": "A chat.completion, or with "
                               "`stream: true` chat.completion.chunk events then `data: [DONE]`"},
                         400: {}, 404: {"description": "No such knowledge base"}, 503: {}})
-async def chat_completions(request: Request, svc: ServiceDep) -> Response:
+async def chat_completions(request: Request, svc: ServiceDep,
+                           principal: Annotated[Principal, Depends(Needs(Role.READER, kb_in_json("model")))]
+                           ) -> Response:
     """The body is OpenAI's chat request (`model`, `messages`, `stream`); see the module's documentation in
     docs/api.md. Non-streamed turns count against api.chat-turns (503 beyond, with Retry-After), as /api/chat's."""
     try:
         body = await _parse(request)
         question, system, history = conversation(body)
         if body.stream:
-            agent = await _agent(svc, body, system, svc.stream_threads)
+            agent = await _agent(svc, principal, body, system, svc.stream_threads)
             usage = body.stream_options is not None and body.stream_options.include_usage
             return _stream(svc, agent, body.model, question, history, usage)
         if not svc.chat_turns.enter():  # refused at once: a queue of turns would hold connections without bound
@@ -285,7 +300,7 @@ async def chat_completions(request: Request, svc: ServiceDep) -> Response:
                                 f"in {CHAT_RETRY_AFTER_S} s.", "server_error", "busy",
                                 headers={"Retry-After": str(CHAT_RETRY_AFTER_S)})
         try:
-            agent = await _agent(svc, body, system, svc.chat_threads)
+            agent = await _agent(svc, principal, body, system, svc.chat_threads)
             events = await collect(agent.run(question, history), request.receive, svc.chat_threads)
         finally:
             svc.chat_turns.leave()

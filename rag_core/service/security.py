@@ -1,10 +1,13 @@
 """Who may call the API and how much they may send.
 
-* Bearer token: when RAG_API_TOKEN is set (a secret: environment only, never a setting, never logged),
-  every route needs `Authorization: Bearer <token>`, except `/v1/health` and the OpenAPI pages (`/docs`,
-  `/openapi.json`: the schema holds no data, and a browser cannot send a header to open them; the
-  Swagger page's Authorize button then sends the token with every try). The scheme is case-insensitive
-  (RFC 9110); the token needs at least MIN_TOKEN_CHARS characters, checked when `serve` starts.
+* Who is calling (`Authenticate`): when RAG_API_TOKEN is set (a secret: environment only, never a setting, never
+  logged) or the access store has users, every route needs `Authorization: Bearer <token>` (RAG_API_TOKEN: an
+  admin of everything; a user's own token: that user), or the signed-in user's name in `auth.user-header` from
+  a reverse proxy in `auth.trusted-proxies` (from any other address that header is ignored); except `/v1/health`
+  and the OpenAPI pages (`/docs`, `/openapi.json`: the schema holds no data, and a browser cannot send a header
+  to open them; the Swagger page's Authorize button then sends the token with every try). The scheme is
+  case-insensitive (RFC 9110); RAG_API_TOKEN needs at least MIN_TOKEN_CHARS characters, checked when `serve`
+  starts. What each caller may do is the routes' (deps.Needs: a role per knowledge base).
 * Host: a browser lets a page on any site reach this server under the site's own name by DNS rebinding
   (the name first resolves to the site, then to 127.0.0.1), and the Host header is the only trace of it.
   So requests must name a host this server is: a loopback address or `localhost`, the bound address,
@@ -16,7 +19,7 @@
   (`Origin`, else `Referer`) must come from the server's own origin or one in `api.cors-origins`; `null`
   (a sandboxed frame, a local file) is refused. Without either header (curl, SDKs, scripts) it passes:
   browsers always send Origin with such requests.
-* Bind address: loopback by default; a non-loopback address without a token is refused unless the
+* Bind address: loopback by default; a non-loopback address without a token or users is refused unless the
   person says so explicitly (`serve --allow-no-token`).
 * Body size: a request whose body exceeds `api.max-body-mb` gets 413, whether it declares its length or
   streams it (chunked): the body is counted as it is read, never buffered past the limit.
@@ -27,14 +30,23 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
+import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..access.records import EVERYONE, Principal
 from ..errors import ConfigError
 from .errors import ApiError, error_response
+
+if TYPE_CHECKING:
+    from ..ports import AccessStore
+
+T = TypeVar("T")
+AUTH_THREADS = 8  # the access store's calls at once (a token check is one indexed read)
 
 OPEN_PATHS = frozenset({"/v1/health", "/docs", "/docs/oauth2-redirect", "/openapi.json"})
 MIN_TOKEN_CHARS = 16  # `openssl rand -hex 16` gives 32; a short token can be guessed over the network
@@ -58,13 +70,15 @@ def is_loopback(host: str) -> bool:
     return bool(infos) and all(ipaddress.ip_address(info[4][0]).is_loopback for info in infos)
 
 
-def check_bind(host: str, token: str, allow_no_token: bool) -> None:
-    if token or allow_no_token or is_loopback(host):
+def check_bind(host: str, token: str, allow_no_token: bool, *, users: bool = False) -> None:
+    """`users`: the access store has users, who sign in with their own tokens."""
+    if token or users or allow_no_token or is_loopback(host):
         return
     raise ConfigError(
         f"Refusing to serve on {host} without a token: anyone who can reach this address could read and change "
-        "the knowledge base. Set RAG_API_TOKEN (clients then send `Authorization: Bearer <token>`), bind "
-        "127.0.0.1, or pass --allow-no-token if the network is trusted.")
+        "the knowledge base. Make users with their own tokens (`python -m rag_core users create NAME --role "
+        "KB=ROLE`) or set RAG_API_TOKEN (clients then send `Authorization: Bearer <token>`), bind 127.0.0.1, or "
+        "pass --allow-no-token if the network is trusted.")
 
 
 def check_token(token: str) -> None:
@@ -75,30 +89,104 @@ def check_token(token: str) -> None:
             "guessed), e.g. RAG_API_TOKEN=$(openssl rand -hex 16).")
 
 
-class BearerAuth:
-    """ASGI middleware: 401 unless the request carries the token (constant-time comparison)."""
+PRINCIPAL = "principal"  # where the caller is kept: scope["state"], read by deps.principal_of
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+
+@dataclass(frozen=True)
+class Proxies:
+    """The reverse proxies (`auth.trusted-proxies`: addresses or networks) allowed to name the signed-in user in
+    `auth.user-header`; from any other peer the header is ignored (anyone could send it)."""
+
+    networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = ()
+    header: bytes = b"x-forwarded-user"
+
+    @classmethod
+    def parse(cls, configured: str, header: str) -> Proxies:
+        networks = []
+        for item in (x.strip() for x in configured.split(",")):
+            if not item:
+                continue
+            try:
+                networks.append(ipaddress.ip_network(item.strip("[]"), strict=False))
+            except ValueError:
+                raise ConfigError(f"auth.trusted-proxies: {item!r} is not an address or a network (as 10.0.0.5 or "
+                                  "10.0.0.0/24).") from None
+        return cls(tuple(networks), header.strip().lower().encode("latin-1"))
+
+    def trusts(self, peer: str | None) -> bool:
+        if not self.networks or not peer:
+            return False
+        try:
+            address = ipaddress.ip_address(peer)
+        except ValueError:
+            return False
+        return any(address in network for network in self.networks)
+
+
+class Authenticate:
+    """ASGI middleware: who is calling, decided once per request and kept in `scope["state"]["principal"]`.
+
+    * `Authorization: Bearer <RAG_API_TOKEN>` (constant-time comparison): EVERYONE, an admin of everything.
+    * `Authorization: Bearer <a user's token>`: that user (`AccessStore.authenticate`, read on every request, so a
+      revoked token stops working at once).
+    * `auth.user-header` from a peer in `auth.trusted-proxies`: the user it names (an unknown or revoked one: 401).
+    * nothing, with no RAG_API_TOKEN and no users: EVERYONE (the one-person setup, as before users existed).
+    Otherwise 401. The open paths (health, the OpenAPI pages) pass without a caller."""
+
+    def __init__(self, app: ASGIApp, token: str, store: AccessStore, proxies: Proxies | None = None) -> None:
         self.app = app
         self._expected = token.encode()
+        self.store = store
+        self.proxies = proxies or Proxies()
+        # The store may be a database: its calls run off the event loop, a few at a time.
+        self._threads = anyio.CapacityLimiter(AUTH_THREADS)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (scope["type"] != "http" or not self._expected or scope["path"] in OPEN_PATHS
-                or scope["path"].startswith("/docs/static/")):
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS or scope["path"].startswith("/docs/static/"):
             await self.app(scope, receive, send)
             return
-        given = dict(scope.get("headers") or []).get(b"authorization", b"")
-        scheme, _, credentials = given.strip().partition(b" ")
-        # The scheme is case-insensitive (RFC 9110 11.1); the token is compared in constant time.
-        if scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), self._expected):
+        principal, message = await self._caller(scope)
+        if principal is not None:
+            scope.setdefault("state", {})[PRINCIPAL] = principal
             await self.app(scope, receive, send)
             return
-        message = ("Missing or wrong token: send `Authorization: Bearer <token>` with the value of the server's "
-                   "RAG_API_TOKEN." if given else
-                   "This API needs a token: send `Authorization: Bearer <token>` (the server's RAG_API_TOKEN).")
-        response = error_response(scope["path"], 401, "unauthorized", message,
-                                  headers={"WWW-Authenticate": "Bearer"})
+        response = error_response(scope["path"], 401, "unauthorized", message, headers={"WWW-Authenticate": "Bearer"})
         await response(scope, receive, send)
+
+    async def _caller(self, scope: Scope) -> tuple[Principal | None, str]:
+        headers = dict(scope.get("headers") or [])
+        client = scope.get("client")
+        named = headers.get(self.proxies.header, b"").strip()
+        given = headers.get(b"authorization", b"")
+        scheme, _, credentials = given.strip().partition(b" ")
+        credentials = credentials.strip()
+        found: Principal | None = None
+        if named and self.proxies.trusts(client[0] if client else None):
+            name = named.decode("latin-1")
+            found = await self._run(self.store.principal, name)
+            message = (f"The signed-in user {name[:100]!r} has no active account on this server (an admin creates "
+                       "one with `users create`).")
+        # The scheme is case-insensitive (RFC 9110 11.1); RAG_API_TOKEN is compared in constant time.
+        elif scheme.lower() == b"bearer" and credentials:
+            if self._expected and hmac.compare_digest(credentials, self._expected):
+                return EVERYONE, ""
+            found = await self._run(self.store.authenticate, credentials.decode("latin-1"))
+            message = ("Wrong or revoked token: send `Authorization: Bearer <token>` with your own token (or the "
+                       "server's RAG_API_TOKEN).")
+        elif given:
+            message = ("Missing or wrong token: send `Authorization: Bearer <token>` with your own token (or the "
+                       "server's RAG_API_TOKEN).")
+        else:
+            message = ("This API needs a token: send `Authorization: Bearer <token>` (your own token, or the server's "
+                       "RAG_API_TOKEN).")
+        if found is None and not self._expected and not await self._run(self.store.users):
+            # The one-person setup (no RAG_API_TOKEN, no users): everyone is the one person, whatever they send
+            # (an SDK sends some key anyway).
+            return EVERYONE, ""
+        return found, message
+
+    async def _run(self, call: Callable[..., T], *args: Any) -> T:
+        return await anyio.to_thread.run_sync(call, *args, limiter=self._threads)
 
 
 class BodyLimit:

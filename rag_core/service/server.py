@@ -43,31 +43,41 @@ def serve(settings: Settings, *, host: str, port: int, allow_no_token: bool = Fa
           env: Mapping[str, str] | None = None, log_level: str = "info") -> None:
     import uvicorn
 
-    from ..bootstrap import build_workbench, secret
+    from ..bootstrap import build_access_store, build_workbench, secret
     from .app import create_app
     from .security import check_bind, check_token
 
     token = secret("RAG_API_TOKEN", env)
     check_token(token)
-    check_bind(host, token, allow_no_token)
-    sock = bind(host, port)
+    access = build_access_store(settings, env)
+    try:
+        check_bind(host, token, allow_no_token, users=bool(access.users()))
+        sock = bind(host, port)
+    except BaseException:
+        access.close()
+        raise
     try:
         workbench = build_workbench(settings, env)
     except BaseException:
         sock.close()
+        access.close()
         raise
     try:
         workbench.embedder.embed_query("warm-up")  # load the model now, not during the first request
-        app = create_app(workbench, token=token, env=env, process_settings=settings, host=host)
+        app = create_app(workbench, token=token, env=env, process_settings=settings, host=host, access=access)
     except BaseException:
         workbench.close()
         sock.close()
+        access.close()
         raise
     shown = f"[{host}]" if ":" in host else host
+    signs_in = "token required" if app.state.service.signs_in() else "no token"
     print(f"RAG workbench API on http://{shown}:{port} (OpenAPI: /docs; "
-          f"{'token required' if token else 'no token'}; {app.state.service.agent.describe()})", file=sys.stderr)
+          f"{signs_in}; {app.state.service.agent.describe()})", file=sys.stderr)
     config = uvicorn.Config(app, log_level=log_level, lifespan="on", timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
     try:
         uvicorn.Server(config).run(sockets=[sock])
     except KeyboardInterrupt:  # uvicorn re-raises Ctrl-C after its graceful shutdown: a normal way to stop
         print("stopped", file=sys.stderr)
+    finally:
+        access.close()

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ..feedback import TurnStore
     from ..kb.manage import KnowledgeBases
     from ..kb.pool import OpenKnowledgeBases
+    from ..ports import AccessStore
 
 STREAM_THREADS = 100  # streamed turns at once, each mostly waiting for its model
 CHAT_TURNS = 100  # the default of api.chat-turns
@@ -86,6 +87,7 @@ class Service:
     chat_turns: Capacity = field(default_factory=lambda: Capacity(CHAT_TURNS))
     chat_threads: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(CHAT_TURNS))
     turns: TurnStore | None = None  # the recorded chat turns and their ratings (/api/feedback)
+    access: AccessStore | None = None  # users, roles and the audit log (security.Authenticate, deps.Needs)
 
     @property
     def kb_manager(self) -> KnowledgeBases:
@@ -112,6 +114,10 @@ class Service:
             if name not in self._agents:
                 self._agents[name] = build_agent(wb, self.env)
             return self._agents[name]
+
+    def signs_in(self) -> bool:
+        """Whether callers must sign in: RAG_API_TOKEN is set or the access store has users."""
+        return self.auth or (self.access is not None and bool(self.access.users()))
 
     def forget(self, kb: str) -> None:
         """Close knowledge base `kb` (deleted, or its settings changed: it is opened again when next used)."""
