@@ -56,6 +56,7 @@ from rag_core.kb.settings import with_measured_settings
 from rag_core.records import FUSIONS
 from rag_core.retrieval.expand import EXPAND_MODES
 from ui import evaluation as words
+from ui.access import current_principal
 from ui.components import embedder_tradeoff
 from ui.errors import show_error
 from ui.i18n import N_, t
@@ -63,6 +64,8 @@ from ui.kbs import setting_help
 from ui.lookup import debugger_url
 from ui.state import get_settings, get_workbench, knowledge_bases, selected_kb, shared_embedder
 from ui.testsets import answers_view, generate_panel, offline_warning, open_saved_panel, review_table, safe
+
+current_principal()  # signed in first (ui/access.py): nothing below runs for an unknown person
 
 LAST_RUN = "eval_last_run"
 PICKS = {N_("Random sample"): "sample", N_("First N"): "limit", N_("All"): "all"}

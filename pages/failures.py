@@ -11,12 +11,15 @@ from rag_core.errors import RagError
 from rag_core.evaluation.failures import CHUNK, add_to_test_set, expected_target, failure_item
 from rag_core.evaluation.testsets import list_test_sets, saved_sets_dir
 from rag_core.feedback.records import Lookup, TurnRecord
+from ui.access import current_principal
 from ui.errors import show_error
 from ui.evaluation import EVALUATION_PAGE, headers, link_column, preselect_saved_set
 from ui.i18n import N_, t
 from ui.lookup import DEBUGGER_PAGE, HISTORY, debugger_query_params, debugger_url, history_text, recorded_history
 from ui.navigation import page_file
 from ui.state import get_settings, get_turn_store, get_workbench, knowledge_bases
+
+current_principal()  # signed in first (ui/access.py): nothing below runs for an unknown person
 
 st.title(t("👎 Failures"))
 st.caption(t("Chat answers rated 👎 (on the chat page, `POST /api/feedback` or `feedback rate`), newest first. Open "

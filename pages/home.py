@@ -3,10 +3,13 @@
 import streamlit as st
 
 import ui.state
+from ui.access import current_principal
 from ui.components import embedder_tradeoff, ingest_summary, metric_row, run_ingest
 from ui.i18n import t
 from ui.navigation import how_to_start, page_file
 from ui.state import chat_mode, get_settings, workbench_or_stop
+
+current_principal()  # signed in first (ui/access.py): nothing below runs for an unknown person
 
 st.title(t("🧰 RAG workbench"))
 st.caption(t("Upload documents, preview their chunks, debug retrieval and chat with an agent that cites "

@@ -11,6 +11,7 @@ from rag_core.kb.manage import CopyResult
 from rag_core.kb.settings import defaults_for_new, describe_fields
 from rag_core.loaders import OCR_EXTRA, SUPPORTED_EXTENSIONS, SUPPORTED_TEXT, ocr_available
 from rag_core.records import IngestReport
+from ui.access import current_principal
 from ui.components import headers, ingest_summary, run_ingest
 from ui.documents import document_chunk_editor, edit_conflicts, tags_editor
 from ui.errors import show_error
@@ -18,6 +19,8 @@ from ui.i18n import t, tn
 from ui.kbs import given, settings_widgets
 from ui.state import clear_workbench, get_settings, knowledge_bases, switch_kb, workbench_or_stop
 from ui.tables import documents_frame, knowledge_bases_frame
+
+current_principal()  # signed in first (ui/access.py): nothing below runs for an unknown person
 
 st.title(t("📚 Knowledge base"))
 wb = workbench_or_stop()
