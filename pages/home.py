@@ -3,7 +3,8 @@
 import streamlit as st
 
 import ui.state
-from ui.access import current_principal
+from rag_core.access.records import Role
+from ui.access import allowed, current_principal, refusal
 from ui.components import embedder_tradeoff, ingest_summary, metric_row, run_ingest
 from ui.i18n import t
 from ui.navigation import how_to_start, page_file
@@ -50,7 +51,9 @@ if not docs:
     shown = sample.relative_to(ui.state.REPO_ROOT) if sample.is_relative_to(ui.state.REPO_ROOT) else sample
     st.write(t("Load the bundled sample — runbooks, product notes and policies in English and Chinese "
                "(`{folder}`) — or upload your own documents on the Knowledge base page.", folder=shown))
-    if st.button(t("Load sample knowledge base"), type="primary", key="load_sample", icon="📦"):
+    may_load = allowed(wb.settings.kb_name, Role.EDITOR)
+    if st.button(t("Load sample knowledge base"), type="primary", key="load_sample", icon="📦", disabled=not may_load,
+                 help=None if may_load else refusal(wb.settings.kb_name, Role.EDITOR)):
         reports = run_ingest(lambda progress: wb.ingestor.ingest_paths([ui.state.SAMPLE_KB_DIR], progress=progress))
         st.session_state["home.sample_reports"] = reports
         st.rerun()

@@ -169,7 +169,10 @@ def sign_out(notice: str | None = None) -> None:
 
 def identify() -> Principal | None:
     """Who is using the app, without asking: EVERYONE on loopback without `auth.required`, the session's
-    signed-in user, or the user a trusted proxy names; None when they still have to sign in."""
+    signed-in user, or the user a trusted proxy names; None when they still have to sign in. Outside a Streamlit
+    run (a script, a unit test calling ui.state) nobody is being served: EVERYONE."""
+    if not st.runtime.exists():
+        return EVERYONE
     try:
         settings = load_settings()
     except RagError as exc:  # a bad rag.toml: auth.required cannot be read, so only loopback goes on (as before)
@@ -219,7 +222,8 @@ def sign_in_screen(settings: Settings) -> None:
         # Keyed, so the form is the same widget whichever script draws it (app.py, or a page run alone); the form
         # clears it once submitted, so the token is not left in the session.
         token = st.text_input(t("Token"), type="password", placeholder="rwb_…",  # i18n: ok (the token's prefix)
-                              key="access.token", help=t("Kept only for this check: the app remembers who you are, not the token."))
+                              key="access.token", help=t("Kept only for this check: the app remembers who you are, "
+                                                         "not the token."))
         submitted = st.form_submit_button(t("Sign in"), type="primary", key="access.submit")
     if submitted:
         try:
@@ -286,3 +290,10 @@ def gate(kb: str, role: Role) -> bool:
 def readable(names: Iterable[str]) -> list[str]:
     """The knowledge bases among `names` this person may read, in their order (the others are never named)."""
     return current_principal().readable(names)
+
+
+def admin_anywhere() -> bool:
+    """Whether this person is an admin of some knowledge base (or all): who is offered creating, copying and
+    deleting knowledge bases, each action then checked on the ones it concerns."""
+    principal = current_principal()
+    return principal.everything or Role.ADMIN in principal.roles.values()

@@ -10,9 +10,11 @@ from typing import Any
 import streamlit as st
 
 from rag_core import loaders
+from rag_core.access.records import Role
 from rag_core.bootstrap import Workbench
 from rag_core.records import PAGE, ROW, SLIDE, Document, StoredChunk
 
+from .access import allowed, current_principal, gate
 from .errors import show_error
 from .i18n import N_, t, tn
 from .reasons import notes
@@ -84,6 +86,8 @@ def tags_editor(wb: Workbench, doc_ids: Sequence[str]) -> None:
             return
         labels = metadata(wb.store).get(doc_id, {})
         st.markdown(" · ".join(f"`{key}={value}`" for key, values in labels.items() for value in values))
+        if not gate(wb.settings.kb_name, Role.EDITOR):  # setting tags is an editor's
+            return
         given = st.text_input(t("Tags to set (space-separated key=value, a value with spaces in quotes; key= "
                                 "removes one)"), key="kb.tag_text",
                               placeholder="team=sre tier=1")  # i18n: ok (example tags)
@@ -104,6 +108,8 @@ def chunk_editor(wb: Workbench, chunks: Sequence[Mapping[str, Any]], *, key: str
     from rag_core.errors import RagError
     from rag_core.kb.chunk_edits import edit_chunk, set_disabled
 
+    if not gate(wb.settings.kb_name, Role.EDITOR):
+        return
     st.caption(t("A disabled chunk is left out of every lookup (the agent's too) and shows in the debugger as a "
                  "drop with reason `disabled`; `python -m rag_core chunks history KEY` shows what was done to it."))
     if saved := st.session_state.pop(f"{key}.saved", None):  # what the last change did, shown after its rerun
@@ -116,7 +122,7 @@ def chunk_editor(wb: Workbench, chunks: Sequence[Mapping[str, Any]], *, key: str
         return
     if d2.button(t("Enable") if chunk["disabled"] else t("Disable"), key=f"{key}.edit_toggle"):
         try:
-            set_disabled(wb.store, chosen, not chunk["disabled"], who="local")
+            set_disabled(wb.store, chosen, not chunk["disabled"], who=current_principal().name)
         except RagError as exc:
             show_error(exc)
         else:
@@ -132,7 +138,7 @@ def chunk_editor(wb: Workbench, chunks: Sequence[Mapping[str, Any]], *, key: str
         try:
             edit_chunk(wb.store, wb.embedder, chosen, text=new_text if new_text != chunk["content"] else None,
                        keywords=[k for k in new_keywords.split(",") if k.strip()] if new_keywords.strip() else None,
-                       who="local")
+                       who=current_principal().name)
         except RagError as exc:
             show_error(exc)
         else:
@@ -147,6 +153,8 @@ def document_chunk_editor(wb: Workbench, doc_ids: Sequence[str]) -> None:
     chunk to add to it (`chunks add DOC_ID --text ...`) and its edits in conflict after a re-upload."""
     from rag_core.identity import stored_chunks
 
+    if not allowed(wb.settings.kb_name, Role.EDITOR):  # the page says which role it needs
+        return
     with st.expander(t("A document's chunks: edit, disable, enable or add"), expanded=False):
         doc_id = st.selectbox(t("Document"), doc_ids, key="kb.chunks_doc")
         if not doc_id:
@@ -171,7 +179,8 @@ def _add_chunk(wb: Workbench, doc_id: str) -> None:
     from rag_core.kb.chunk_edits import add_chunk
 
     try:
-        record = add_chunk(wb.store, wb.embedder, doc_id, st.session_state.get("kb.add_text", ""), who="local")
+        record = add_chunk(wb.store, wb.embedder, doc_id, st.session_state.get("kb.add_text", ""),
+                           who=current_principal().name)
     except RagError as exc:
         st.session_state["kb.add_error"] = exc
         return
@@ -189,6 +198,8 @@ def edit_conflicts(wb: Workbench, doc_ids: Sequence[str], *, key: str) -> None:
     from rag_core.errors import RagError
     from rag_core.kb.chunk_edits import conflicts, drop, keep
 
+    if not allowed(wb.settings.kb_name, Role.EDITOR):  # settling them is an edit
+        return
     for doc_id in doc_ids:
         try:
             found = conflicts(wb.store, doc_id)
@@ -212,9 +223,9 @@ def edit_conflicts(wb: Workbench, doc_ids: Sequence[str], *, key: str) -> None:
             for action in [a for a in chosen if a is not None]:
                 try:
                     if action[1] is None:
-                        drop(wb.store, c["evidence_key"], who="local")
+                        drop(wb.store, c["evidence_key"], who=current_principal().name)
                     else:
-                        keep(wb.store, wb.embedder, c["evidence_key"], who="local")
+                        keep(wb.store, wb.embedder, c["evidence_key"], who=current_principal().name)
                 except RagError as exc:
                     show_error(exc)
                 else:
