@@ -41,7 +41,7 @@ def tab(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Page]:
 
 
 def submit(page: Page, token: str) -> None:
-    page.get_by_label("Token").fill(token)
+    page.get_by_label("Token", exact=True).fill(token)
     page.get_by_role("button", name="Sign in").click()
 
 
@@ -55,7 +55,7 @@ def test_sign_in_with_a_token_then_sign_out(tab: Page, signed_server: AppServer)
     expect(tab.get_by_text("That token is not valid")).to_be_visible()
     wait_idle(tab)
     expect(tab.get_by_role("heading", name="🔐 Sign in")).to_be_visible()
-    expect(tab.get_by_label("Token")).to_have_value("")  # the form forgets what was typed
+    expect(tab.get_by_label("Token", exact=True)).to_have_value("")  # the form forgets what was typed
 
     submit(tab, API_TOKEN)
     expect(tab.get_by_role("heading", name="📚 Knowledge base")).to_be_visible(timeout=60_000)
