@@ -4,7 +4,7 @@ import streamlit as st
 
 import ui.state
 from rag_core.access.records import Role
-from ui.access import allowed, current_principal, refusal
+from ui.access import allowed, current_principal, record, refusal
 from ui.components import embedder_tradeoff, ingest_summary, metric_row, run_ingest
 from ui.i18n import t
 from ui.navigation import how_to_start, page_file
@@ -55,6 +55,9 @@ if not docs:
     if st.button(t("Load sample knowledge base"), type="primary", key="load_sample", icon="📦", disabled=not may_load,
                  help=None if may_load else refusal(wb.settings.kb_name, Role.EDITOR)):
         reports = run_ingest(lambda progress: wb.ingestor.ingest_paths([ui.state.SAMPLE_KB_DIR], progress=progress))
+        for report in reports:
+            if report.status in ("added", "replaced"):
+                record("documents.upload", wb.settings.kb_name, report.doc_id, status=report.status, source="sample")
         st.session_state["home.sample_reports"] = reports
         st.rerun()
 if sample_reports := st.session_state.get("home.sample_reports"):

@@ -12,7 +12,7 @@ from rag_core.kb.manage import CopyResult
 from rag_core.kb.settings import defaults_for_new, describe_fields
 from rag_core.loaders import OCR_EXTRA, SUPPORTED_EXTENSIONS, SUPPORTED_TEXT, ocr_available
 from rag_core.records import IngestReport
-from ui.access import admin_anywhere, allowed, current_principal, gate, refusal
+from ui.access import admin_anywhere, allowed, current_principal, gate, record, refusal
 from ui.components import headers, ingest_summary, run_ingest
 from ui.documents import document_chunk_editor, edit_conflicts, tags_editor
 from ui.errors import show_error
@@ -64,6 +64,7 @@ with st.expander(t("Knowledge bases: create, copy, delete"), expanded=bool(ss.ge
                 except RagError as exc:
                     show_error(exc)
                 else:
+                    record("kbs.create", made.name, made.name)
                     ss["kb.notice"] = t("Created knowledge base {name}; it is selected now.", name=made.name)
                     switch_kb(made.name)
                     st.rerun()
@@ -91,6 +92,7 @@ with st.expander(t("Knowledge bases: create, copy, delete"), expanded=bool(ss.ge
                     show_error(exc)
                 else:
                     result = done[0]
+                    record("kbs.copy", result.kb.name, name, source=name, failed=len(result.failed))
                     ss["kb.reports"] = reports
                     ss["kb.notice"] = t("Copied {copied} of {n} documents into {name}; it is selected now.",
                                         copied=len(reports) - len(result.failed), n=len(reports), name=result.kb.name)
@@ -112,6 +114,7 @@ with st.expander(t("Knowledge bases: create, copy, delete"), expanded=bool(ss.ge
                         show_error(exc)
                     else:
                         clear_workbench()  # its store was open in the shared cache
+                        record("kbs.delete", name, name)
                         ss["kb.notice"] = t("Deleted knowledge base {name}.", name=name) + (f" {note}" if note else "")
                         ss.pop("kb.reports", None)
                         switch_kb(kbs.default)
@@ -152,6 +155,9 @@ if gate(name, Role.EDITOR):  # uploading is an editor's: a reader sees the docum
         uploads = [(f.name, f.getvalue()) for f in files]
         reports = run_ingest(lambda progress: wb.ingestor.ingest_uploads(uploads, prefix=prefix, progress=progress),
                              names=[name for name, _ in uploads])
+        for report in reports:
+            if report.status in ("added", "replaced"):
+                record("documents.upload", name, report.doc_id, status=report.status, chunks=report.chunks)
         ss["kb.reports"] = reports
         ss["kb.uploader_round"] += 1  # a fresh, empty uploader
         st.rerun()
@@ -209,6 +215,7 @@ if (reindex_selected or reindex_all) and may_edit:
         show_error(exc, icon=None)
     else:
         missing = sorted(set(targets or ()) - {r.doc_id for r in reports})
+        record("documents.reindex", name, ", ".join(targets or ["*"]), documents=len(reports))
         ss["kb.reports"] = reports
         ss["kb.missing"] = missing
         st.rerun()
@@ -218,6 +225,8 @@ if missing := ss.pop("kb.missing", None):
 
 if delete and selected and may_edit:
     removed = [doc_id for doc_id in selected if wb.ingestor.delete(doc_id)]
+    for doc_id in removed:
+        record("documents.delete", name, doc_id)
     ss["kb.deleted"] = removed
     ss.pop("kb.reports", None)
     st.rerun()

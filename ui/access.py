@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 import streamlit as st
 
 from rag_core import bootstrap
-from rag_core.access.records import ALL, EVERYONE, Principal, Role
+from rag_core.access.records import ALL, EVERYONE, AuditEvent, Principal, Role
 from rag_core.config import Settings, load_settings
 from rag_core.errors import RagError
 from rag_core.ports import AccessStore
@@ -297,3 +297,13 @@ def admin_anywhere() -> bool:
     deleting knowledge bases, each action then checked on the ones it concerns."""
     principal = current_principal()
     return principal.everything or Role.ADMIN in principal.roles.values()
+
+
+def record(action: str, kb: str = "", target: str = "", **detail: object) -> None:
+    """Put what this person just did in the audit log (`audit list`): `action` as the HTTP API and the CLI name it
+    (`documents.upload`, `chunks.edit`, `kbs.create`, ...). The thing is done by then: a log that cannot be written
+    is said on the page, without undoing it."""
+    try:
+        access_store().record(AuditEvent(current_principal().name, action, kb, target, detail))
+    except RagError as exc:
+        st.warning(t("The audit log could not record this ({action}): {error}", action=action, error=exc), icon="⚠️")

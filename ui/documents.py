@@ -14,7 +14,7 @@ from rag_core.access.records import Role
 from rag_core.bootstrap import Workbench
 from rag_core.records import PAGE, ROW, SLIDE, Document, StoredChunk
 
-from .access import allowed, current_principal, gate
+from .access import allowed, current_principal, gate, record
 from .errors import show_error
 from .i18n import N_, t, tn
 from .reasons import notes
@@ -97,6 +97,7 @@ def tags_editor(wb: Workbench, doc_ids: Sequence[str]) -> None:
             except RagError as exc:
                 show_error(exc)
             else:
+                record("tags.set", wb.settings.kb_name, doc_id, tags={k: list(v) for k, v in tags.items()})
                 st.success(t("{doc}: tags {tags}", doc=doc_id,
                              tags=", ".join(f"{k}={'|'.join(v)}" for k, v in tags.items()) or t("none")))
 
@@ -126,6 +127,7 @@ def chunk_editor(wb: Workbench, chunks: Sequence[Mapping[str, Any]], *, key: str
         except RagError as exc:
             show_error(exc)
         else:
+            record("chunks.edit", wb.settings.kb_name, chosen, change="enable" if chunk["disabled"] else "disable")
             st.session_state["dbg.fetched"] = {}
             st.session_state[f"{key}.saved"] = (t("{key} is enabled again.", key=chosen) if chunk["disabled"] else
                                                 t("{key} is disabled: every lookup leaves it out.", key=chosen))
@@ -142,6 +144,7 @@ def chunk_editor(wb: Workbench, chunks: Sequence[Mapping[str, Any]], *, key: str
         except RagError as exc:
             show_error(exc)
         else:
+            record("chunks.edit", wb.settings.kb_name, chosen, change="edit")
             st.session_state["dbg.fetched"] = {}  # the hits changed: the debugger searches again
             st.session_state[f"{key}.saved"] = t("Saved the edit of {key}: it was re-embedded and is searched as "
                                                  "edited.", key=chosen)
@@ -179,12 +182,13 @@ def _add_chunk(wb: Workbench, doc_id: str) -> None:
     from rag_core.kb.chunk_edits import add_chunk
 
     try:
-        record = add_chunk(wb.store, wb.embedder, doc_id, st.session_state.get("kb.add_text", ""),
+        added = add_chunk(wb.store, wb.embedder, doc_id, st.session_state.get("kb.add_text", ""),
                            who=current_principal().name)
     except RagError as exc:
         st.session_state["kb.add_error"] = exc
         return
-    st.session_state["kb.added"] = record["evidence_key"]
+    record("chunks.edit", wb.settings.kb_name, added["evidence_key"], change="add")
+    st.session_state["kb.added"] = added["evidence_key"]
     st.session_state["kb.add_text"] = ""
     st.session_state["dbg.fetched"] = {}  # the hits changed: the debugger searches again
 
@@ -229,5 +233,7 @@ def edit_conflicts(wb: Workbench, doc_ids: Sequence[str], *, key: str) -> None:
                 except RagError as exc:
                     show_error(exc)
                 else:
+                    record("chunks.edit", wb.settings.kb_name, c["evidence_key"],
+                           change="drop" if action[1] is None else "keep")
                     st.session_state["dbg.fetched"] = {}
                     st.rerun()

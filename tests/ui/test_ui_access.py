@@ -217,3 +217,24 @@ def test_no_readable_knowledge_base_says_so(kb, required):
     at = start(user(required, "dee"))
     assert "may not read any knowledge base" in "\n".join(str(i.value) for i in at.sidebar.info)
     assert not at.exception
+
+
+# ------------------------------------------------------------------------------------------ who did what
+def test_an_upload_is_in_the_audit_log_under_the_signed_in_user(fresh_kb: Workbench, required):
+    at = on_page(start(user(required, "ed", **{DEFAULT: Role.EDITOR})), "pages/knowledge_base.py")
+    (uploader,) = [w for w in at.file_uploader if w.key.startswith("kb.files.")]
+    uploader.set_value([("cpu.md", b"# CPU\n\nWhen CPU is high, check the top pods first.\n", "text/markdown")])
+    at.run()
+    at.button(key="kb.ingest").click().run()
+    assert not at.exception, at.exception
+    (event,) = required.audit(action="documents.")
+    assert (event.user, event.action, event.kb, event.target) == ("ed", "documents.upload", DEFAULT, "cpu.md")
+
+
+def test_the_debuggers_chunk_editor_is_an_editors(kb, required):
+    # A reader sees the lookup and why there is no editor; an editor gets the editor.
+    reader = on_page(start(user(required, "ann", **{DEFAULT: Role.READER}), q="disk full"), "pages/debugger.py")
+    assert reader.dataframe and not [b for b in reader.button if b.key == "dbg.edit_save"]
+    assert f"Needs the editor role on '{DEFAULT}'." in captions(reader)
+    editor = on_page(start(user(required, "ed", **{DEFAULT: Role.EDITOR}), q="disk full"), "pages/debugger.py")
+    assert [b for b in editor.button if b.key == "dbg.edit_save"]
