@@ -15,10 +15,10 @@ from ui.state import chat_mode, get_settings, kb_switcher  # noqa: E402
 st.set_page_config(page_title=t("RAG workbench"), page_icon="🧰", layout="wide")
 # Before any page: who is asking (served to others, the sign-in screen until they sign in; ui/access.py). The
 # navigation is made first, hidden until then, so the page in the URL (a bookmarked debugger link) opens after it.
-page = st.navigation(pages(), position="sidebar" if identify() else "hidden")
+page = st.navigation(pages(), position="sidebar" if identify(check=True) else "hidden")
 with st.sidebar:
     language_switcher()
-current_principal()
+current_principal(check=False)  # the sign-in screen, if identify() found nobody
 
 with st.sidebar:
     who_box()

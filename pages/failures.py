@@ -48,7 +48,7 @@ try:
 except RagError as exc:
     show_error(exc)
     st.stop()
-principal = current_principal()  # a turn over a knowledge base they may not read is not shown
+principal = current_principal(check=False)  # a turn over a knowledge base they may not read is not shown
 turns = [x for x in turns if len(principal.readable(x.knowledge_bases)) == len(x.knowledge_bases)]
 if not turns:
     st.info(t("No 👎 answers here: rate answers on the Agent chat page, and the failures show up here."), icon="✅")

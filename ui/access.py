@@ -125,11 +125,10 @@ def proxy_user(settings: Settings, headers: Mapping[str, str], peer: str | None)
 
 
 def _request() -> tuple[Mapping[str, str], str | None]:
-    """The browser session's first request's headers and the connection's peer address (None on loopback)."""
-    try:
-        return dict(st.context.headers), st.context.ip_address
-    except Exception:  # noqa: BLE001 - no browser session (a bare script run): nothing a proxy could have sent
-        return {}, None
+    """The browser session's first request's headers and the connection's peer address (None: loopback, as
+    Streamlit reports it; anything but a string, as under AppTest, is an unknown peer, never trusted)."""
+    peer = st.context.ip_address
+    return dict(st.context.headers), peer if peer is None or isinstance(peer, str) else "unknown"
 
 
 # ------------------------------------------------------------------------------------------ who is asking
@@ -144,15 +143,18 @@ def check_token(token: str, store: AccessStore, env: Mapping[str, str] | None = 
     return store.authenticate(token)
 
 
-def signed_in() -> Principal | None:
-    """This session's principal if it has signed in (re-read from the store: a revoked user is signed out)."""
+def signed_in(check: bool = False) -> Principal | None:
+    """This session's principal if it has signed in. `check`: read the user again from the store (a revoked user
+    is signed out, a changed role applies), as the first call of every run does (app.py's and each page's), so
+    the many `allowed` calls of a run ask the store nothing."""
     principal: Principal | None = st.session_state.get(PRINCIPAL)
-    if principal is None or principal.everything:
+    if principal is None or principal.everything or not check:
         return principal
     try:
         fresh = access_store().principal(principal.name)
-    except RagError:
-        fresh = None
+    except RagError as exc:  # who they are cannot be checked now: signed out rather than trusted unchecked
+        sign_out(t("Your sign-in cannot be checked now ({error}); sign in again.", error=exc))
+        return None
     if fresh is None:
         sign_out(t("Your access has been revoked; sign in again with a new token."))
         return None
@@ -161,16 +163,16 @@ def signed_in() -> Principal | None:
 
 
 def sign_out(notice: str | None = None) -> None:
-    st.session_state.pop(PRINCIPAL, None)
-    st.session_state.pop(VIA, None)
+    for key in (PRINCIPAL, VIA):
+        st.session_state.pop(key, None)
     if notice:
         st.session_state[NOTICE] = notice
 
 
-def identify() -> Principal | None:
+def identify(check: bool = False) -> Principal | None:
     """Who is using the app, without asking: EVERYONE on loopback without `auth.required`, the session's
     signed-in user, or the user a trusted proxy names; None when they still have to sign in. Outside a Streamlit
-    run (a script, a unit test calling ui.state) nobody is being served: EVERYONE."""
+    run (a script, a unit test calling ui.state) nobody is being served: EVERYONE. `check`: see `signed_in`."""
     if not st.runtime.exists():
         return EVERYONE
     try:
@@ -183,7 +185,7 @@ def identify() -> Principal | None:
         raise
     if not sign_in_needed(settings):
         return EVERYONE
-    if (principal := signed_in()) is not None:
+    if (principal := signed_in(check)) is not None:
         return principal
     headers, peer = _request()
     if (name := proxy_user(settings, headers, peer)) is not None:
@@ -197,10 +199,12 @@ def identify() -> Principal | None:
     return None
 
 
-def current_principal() -> Principal:
+def current_principal(check: bool = True) -> Principal:
     """Who is using the app in this browser session (`identify`). Not signed in yet: the sign-in screen is drawn
-    and the script stops here, so nothing after it (a page, the sidebar's lists) runs for an unknown person."""
-    if (principal := identify()) is not None:
+    and the script stops here, so nothing after it (a page, the sidebar's lists) runs for an unknown person.
+    `check` (a page's first call): the user is read again from the store; the helpers below, called many times a
+    run, take the principal that call left in the session."""
+    if (principal := identify(check)) is not None:
         return principal
     sign_in_screen(load_settings())
     st.stop()
@@ -263,13 +267,18 @@ def who_box() -> None:
 
 
 # ------------------------------------------------------------------------------------------ what they may do
+def who() -> str:
+    """The signed-in person's name, which chunk edits and the audit log record ("local" in the one-person setup)."""
+    return current_principal(check=False).name
+
+
 def role_name(role: Role) -> str:
     return t(ROLE_NAMES[role])
 
 
 def allowed(kb: str, role: Role) -> bool:
     """Whether this session's person holds `role` (or a higher one) on knowledge base `kb` (ALL: every one)."""
-    return current_principal().can(kb, role)
+    return current_principal(check=False).can(kb, role)
 
 
 def refusal(kb: str, role: Role) -> str:
@@ -289,13 +298,13 @@ def gate(kb: str, role: Role) -> bool:
 
 def readable(names: Iterable[str]) -> list[str]:
     """The knowledge bases among `names` this person may read, in their order (the others are never named)."""
-    return current_principal().readable(names)
+    return current_principal(check=False).readable(names)
 
 
 def admin_anywhere() -> bool:
     """Whether this person is an admin of some knowledge base (or all): who is offered creating, copying and
     deleting knowledge bases, each action then checked on the ones it concerns."""
-    principal = current_principal()
+    principal = current_principal(check=False)
     return principal.everything or Role.ADMIN in principal.roles.values()
 
 
@@ -304,6 +313,6 @@ def record(action: str, kb: str = "", target: str = "", **detail: object) -> Non
     (`documents.upload`, `chunks.edit`, `kbs.create`, ...). The thing is done by then: a log that cannot be written
     is said on the page, without undoing it."""
     try:
-        access_store().record(AuditEvent(current_principal().name, action, kb, target, detail))
+        access_store().record(AuditEvent(who(), action, kb, target, detail))
     except RagError as exc:
         st.warning(t("The audit log could not record this ({action}): {error}", action=action, error=exc), icon="⚠️")

@@ -14,7 +14,7 @@ from rag_core.access.records import Role
 from rag_core.bootstrap import Workbench
 from rag_core.records import PAGE, ROW, SLIDE, Document, StoredChunk
 
-from .access import allowed, current_principal, gate, record
+from .access import allowed, gate, record, who
 from .errors import show_error
 from .i18n import N_, t, tn
 from .reasons import notes
@@ -123,7 +123,7 @@ def chunk_editor(wb: Workbench, chunks: Sequence[Mapping[str, Any]], *, key: str
         return
     if d2.button(t("Enable") if chunk["disabled"] else t("Disable"), key=f"{key}.edit_toggle"):
         try:
-            set_disabled(wb.store, chosen, not chunk["disabled"], who=current_principal().name)
+            set_disabled(wb.store, chosen, not chunk["disabled"], who=who())
         except RagError as exc:
             show_error(exc)
         else:
@@ -140,7 +140,7 @@ def chunk_editor(wb: Workbench, chunks: Sequence[Mapping[str, Any]], *, key: str
         try:
             edit_chunk(wb.store, wb.embedder, chosen, text=new_text if new_text != chunk["content"] else None,
                        keywords=[k for k in new_keywords.split(",") if k.strip()] if new_keywords.strip() else None,
-                       who=current_principal().name)
+                       who=who())
         except RagError as exc:
             show_error(exc)
         else:
@@ -183,7 +183,7 @@ def _add_chunk(wb: Workbench, doc_id: str) -> None:
 
     try:
         added = add_chunk(wb.store, wb.embedder, doc_id, st.session_state.get("kb.add_text", ""),
-                           who=current_principal().name)
+                           who=who())
     except RagError as exc:
         st.session_state["kb.add_error"] = exc
         return
@@ -227,9 +227,9 @@ def edit_conflicts(wb: Workbench, doc_ids: Sequence[str], *, key: str) -> None:
             for action in [a for a in chosen if a is not None]:
                 try:
                     if action[1] is None:
-                        drop(wb.store, c["evidence_key"], who=current_principal().name)
+                        drop(wb.store, c["evidence_key"], who=who())
                     else:
-                        keep(wb.store, wb.embedder, c["evidence_key"], who=current_principal().name)
+                        keep(wb.store, wb.embedder, c["evidence_key"], who=who())
                 except RagError as exc:
                     show_error(exc)
                 else:
