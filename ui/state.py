@@ -142,8 +142,9 @@ def kb_settings(name: str | None = None) -> Settings:
 
 
 def kb_switcher() -> str:
-    """The sidebar's knowledge-base selector (every page: app.py draws it); returns the selected name. A name
-    that no longer exists (deleted by another session or process, a stale link) falls back to the default."""
+    """The sidebar's knowledge-base selector (every page: app.py draws it); returns the selected name. It lists
+    the knowledge bases this person may read (ui/access.py); a name that no longer exists (deleted by another session
+    or process, a stale link) or that they may not read falls back to the default, with the same words."""
     try:
         names = readable_kbs()
     except RagError as exc:
