@@ -238,3 +238,23 @@ def test_the_debuggers_chunk_editor_is_an_editors(kb, required):
     assert f"Needs the editor role on '{DEFAULT}'." in captions(reader)
     editor = on_page(start(user(required, "ed", **{DEFAULT: Role.EDITOR}), q="disk full"), "pages/debugger.py")
     assert [b for b in editor.button if b.key == "dbg.edit_save"]
+
+
+def test_a_reader_cannot_load_the_sample_and_is_told_why(fresh_kb: Workbench, required):
+    at = start(user(required, "ann", **{DEFAULT: Role.READER}))
+    sample = at.button(key="load_sample")
+    assert sample.disabled and sample.help == f"Needs the editor role on '{DEFAULT}'."
+
+
+def test_evaluation_runs_and_test_sets_are_an_editors(kb, required):
+    at = on_page(start(user(required, "ann", **{DEFAULT: Role.READER})), "pages/evaluation.py")
+    assert not [b for b in at.button if b.key in ("eval_run", "eval_gen_run", "eval_ans_run")]
+    assert f"Needs the editor role on '{DEFAULT}'." in captions(at)
+    at = on_page(start(user(required, "ed", **{DEFAULT: Role.EDITOR})), "pages/evaluation.py")
+    assert [b for b in at.button if b.key == "eval_run"] and [b for b in at.button if b.key == "eval_gen_run"]
+
+
+def test_the_chat_offers_only_readable_knowledge_bases(fresh_kb: Workbench, required):
+    knowledge_bases().create("team_c", {})
+    at = on_page(start(user(required, "bea", team_c=Role.READER)), "pages/chat.py")
+    assert at.multiselect(key="chat.kbs").options == ["team_c"]
