@@ -223,8 +223,7 @@ def sign_in_screen(settings: Settings) -> None:
         st.info(t("No one can sign in yet: create a user with `python -m rag_core users create NAME --role '*=admin'` "
                   "(it prints their token), or set RAG_API_TOKEN for the server."), icon="ℹ️")
     with st.form("access.sign_in", clear_on_submit=True):
-        # Keyed, so the form is the same widget whichever script draws it (app.py, or a page run alone); the form
-        # clears it once submitted, so the token is not left in the session.
+        # The form clears the field once submitted, so the token is not left in the session (its key is for tests).
         token = st.text_input(t("Token"), type="password", placeholder="rwb_…",  # i18n: ok (the token's prefix)
                               key="access.token", help=t("Kept only for this check: the app remembers who you are, "
                                                          "not the token."))
@@ -232,8 +231,9 @@ def sign_in_screen(settings: Settings) -> None:
     if submitted:
         try:
             principal = check_token(token, store)
-        except RagError:
-            principal = None
+        except RagError as exc:  # the store cannot be read: not the token's fault
+            show_error(exc)
+            return
         if principal is None:
             st.error(t("That token is not valid (mistyped, replaced or revoked): check it, or ask an admin for a new "
                        "one."), icon="🛑")
