@@ -4,18 +4,21 @@ import streamlit as st
 
 from rag_core.agent import Session
 from rag_core.errors import RagError
+from ui.access import current_principal
 from ui.chat import earlier_turns, render_turn, stream_turn
 from ui.errors import show_error
 from ui.i18n import t
 from ui.reasons import phrase
-from ui.state import chat_mode, get_agent, get_settings, knowledge_bases, selected_kb
+from ui.state import chat_mode, get_agent, get_settings, readable_kbs, selected_kb
+
+current_principal()  # signed in first (ui/access.py): nothing below runs for an unknown person
 
 ss = st.session_state
 title_col, clear_col = st.columns([4, 1], vertical_alignment="bottom")
 title_col.title(t("💬 Agent chat"))
 
 try:
-    available = knowledge_bases().names()
+    available = readable_kbs()
     current = selected_kb()
     # The selection follows the sidebar's knowledge base until the person picks others here.
     # (A widget's state is dropped while another page shows: then it starts again from the sidebar's.)

@@ -6,6 +6,7 @@ import streamlit as st
 from rag_core import chunking, loaders
 from rag_core.chunk_compare import compare_chunkings
 from rag_core.errors import RagError
+from ui.access import current_principal
 from ui.charts import chunk_length_histogram
 from ui.compare import chunking_b_controls, chunking_comparison_view
 from ui.components import OcrProgress, chunk_cards, metric_row
@@ -15,6 +16,8 @@ from ui.html import ChunkView, document_html, legend_html, overlap_summary_lines
 from ui.i18n import N_, t, tn
 from ui.state import get_settings, get_workbench, kb_settings
 from ui.tables import chunks_download
+
+current_principal()  # signed in first (ui/access.py): nothing below runs for an unknown person
 
 SOURCES = [N_("Indexed document"), N_("Upload a file"), N_("Paste text")]  # values (in the URL); shown with t()
 MAX_RENDER_CHARS = 120_000

@@ -20,6 +20,7 @@ from rag_core.records import Fate
 from rag_core.retrieval.compare import compare_lookups
 from rag_core.retrieval.options import OPTIONS, lookup_overrides
 from rag_core.retrieval.rewrite import read_history_file
+from ui.access import current_principal
 from ui.blocks import context_view
 from ui.charts import rerank_movement_figure, score_by_rank_figure
 from ui.compare import Side, chunking_of, comparison_view, side_b_controls
@@ -45,6 +46,8 @@ from ui.lookup import (
 from ui.reasons import describe_drop, location_text, notes, phrase, search_mode_label
 from ui.state import workbench_or_stop
 from ui.tables import fate_counts, reranked, timings_frame
+
+current_principal()  # signed in first (ui/access.py): nothing below runs for an unknown person
 
 open_replay()  # a link from another page opens its lookup, not this session's earlier controls (compare mode...)
 st.title("🔎 " + t("Retrieval debugger"))

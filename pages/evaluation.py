@@ -15,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 import ui  # noqa: F401 - every page imports ui first (see ui/__init__.py: direct page URLs)
+from rag_core.access.records import Role
 from rag_core.bootstrap import build_rewriter, factories
 from rag_core.config import KEYS, Settings
 from rag_core.errors import RagError
@@ -56,13 +57,16 @@ from rag_core.kb.settings import with_measured_settings
 from rag_core.records import FUSIONS
 from rag_core.retrieval.expand import EXPAND_MODES
 from ui import evaluation as words
+from ui.access import allowed, current_principal, gate, refusal
 from ui.components import embedder_tradeoff
 from ui.errors import show_error
 from ui.i18n import N_, t
 from ui.kbs import setting_help
 from ui.lookup import debugger_url
-from ui.state import get_settings, get_workbench, knowledge_bases, selected_kb, shared_embedder
+from ui.state import get_settings, get_workbench, readable_kbs, selected_kb, shared_embedder
 from ui.testsets import answers_view, generate_panel, offline_warning, open_saved_panel, review_table, safe
+
+current_principal()  # signed in first (ui/access.py): nothing below runs for an unknown person
 
 LAST_RUN = "eval_last_run"
 PICKS = {N_("Random sample"): "sample", N_("First N"): "limit", N_("All"): "all"}
@@ -113,7 +117,7 @@ def choose_target(key: str, help: str | None = None) -> list[str] | None:
     """The knowledge bases to evaluate against (None: the set's corpus, indexed separately)."""
     if st.radio(t("Evaluate against"), TARGETS, key=key, help=help, format_func=t) == TARGETS[0]:
         return None
-    names = knowledge_bases().names()
+    names = readable_kbs()
     return st.multiselect(t("Knowledge bases"), names, default=[n for n in [selected_kb()] if n in names],
                           key="eval_kbs", help=t("Each is searched as it is: its documents, chunking and embedder, "
                                                  "and its own search settings for the parameters left at their "
@@ -136,7 +140,7 @@ def choose_saved_set(subset: tuple[str, int | None, int | None]) -> tuple[Any, l
                         sample=n if pick == "sample" else None, seed=seed if pick == "sample" else None)
     if next(s.generator for s in saved if s.name == name) == "offline":
         offline_warning()
-    names = knowledge_bases().names()
+    names = readable_kbs()
     made_from = read_test_set(saved[[s.name for s in saved].index(name)].path).meta.get("knowledge_base")
     kbs = st.multiselect(t("Knowledge bases"), names, default=[k for k in [made_from or selected_kb()] if k in names],
                          key=words.SAVED_KBS_KEY, help=t("Each is searched as it is; the set's relevant ids are "
@@ -189,7 +193,7 @@ def grid_settings(settings: Settings, kbs: list[str] | None, provider: str) -> t
     a separately indexed corpus the settings with the embedder chosen and the fusion measured for it, as `eval`
     indexes it. And a note on where the values come from ("" when from the settings as they are)."""
     if kbs is not None:
-        names = knowledge_bases().names()
+        names = readable_kbs()
         first = next((k for k in kbs if k in names), selected_kb())
         return get_workbench(first).settings, t("Shown: the settings of knowledge base {kb}.", kb=first)
     chosen = settings.with_overrides({"embedding.provider": provider}, "the Evaluation page")
@@ -284,6 +288,10 @@ def execute(settings: Any) -> None:
         points, skipped = grid.points()
         st.caption(t("{queries} queries, {points} parameter combination(s)", queries=len(eval_set.queries),
                      points=len(points)) + (t("; skipped: {skipped}", skipped="; ".join(skipped)) if skipped else ""))
+    # A run is an editor's (of each knowledge base it runs on; a bundled set's: of the selected one).
+    if lacking := [kb for kb in (kbs or [selected_kb()]) if not allowed(kb, Role.EDITOR)]:
+        st.caption(f"🔒 {refusal(lacking[0], Role.EDITOR)}")
+        return
     if not st.button(t("Run evaluation"), type="primary", key="eval_run"):
         return
     # a corpus indexed here runs with the settings shown (the fusion measured for its embedder); knowledge bases with
@@ -459,11 +467,13 @@ try:
         st.subheader(t("Generate a test set"))
         st.caption(t("Questions made from a knowledge base's own chunks, each with its source chunk and a verbatim "
                      "answer; review them, then save the set under a name."))
-        safe(generate_panel, page_settings)
-        safe(open_saved_panel, page_settings)
-        safe(review_table, page_settings)
+        if gate(selected_kb(), Role.EDITOR):  # making, reviewing and saving test sets is an editor's
+            safe(generate_panel, page_settings)
+            safe(open_saved_panel, page_settings)
+            safe(review_table, page_settings)
     with tab_answers:
-        safe(answers_view, page_settings)
+        if gate(selected_kb(), Role.EDITOR):  # scoring the answers is a run
+            safe(answers_view, page_settings)
     with tab_compare:
         compare(page_settings)
 except RagError as exc:

@@ -7,16 +7,20 @@ from datetime import UTC, date, datetime, timedelta
 import pandas as pd
 import streamlit as st
 
+from rag_core.access.records import Role
 from rag_core.errors import RagError
 from rag_core.evaluation.failures import CHUNK, add_to_test_set, expected_target, failure_item
 from rag_core.evaluation.testsets import list_test_sets, saved_sets_dir
 from rag_core.feedback.records import Lookup, TurnRecord
+from ui.access import current_principal, gate
 from ui.errors import show_error
 from ui.evaluation import EVALUATION_PAGE, headers, link_column, preselect_saved_set
 from ui.i18n import N_, t
 from ui.lookup import DEBUGGER_PAGE, HISTORY, debugger_query_params, debugger_url, history_text, recorded_history
 from ui.navigation import page_file
-from ui.state import get_settings, get_turn_store, get_workbench, knowledge_bases
+from ui.state import get_settings, get_turn_store, get_workbench, readable_kbs
+
+current_principal()  # signed in first (ui/access.py): nothing below runs for an unknown person
 
 st.title(t("👎 Failures"))
 st.caption(t("Chat answers rated 👎 (on the chat page, `POST /api/feedback` or `feedback rate`), newest first. Open "
@@ -26,7 +30,7 @@ ALL = N_("all knowledge bases")  # the option's value (shown translated)
 NEW = N_("(new)")
 CHAT_PAGE = "pages/chat.py"
 try:
-    names = knowledge_bases().names()
+    names = readable_kbs()
 except RagError as exc:
     show_error(exc)
     st.stop()
@@ -44,6 +48,8 @@ try:
 except RagError as exc:
     show_error(exc)
     st.stop()
+principal = current_principal(check=False)  # a turn over a knowledge base they may not read is not shown
+turns = [x for x in turns if len(principal.readable(x.knowledge_bases)) == len(x.knowledge_bases)]
 if not turns:
     st.info(t("No 👎 answers here: rate answers on the Agent chat page, and the failures show up here."), icon="✅")
     st.page_link(page_file(CHAT_PAGE), label=t("Agent chat"), icon="💬")
@@ -95,6 +101,8 @@ with st.container(border=True):
                                                         **earlier))
 
 st.subheader(t("Add to a test set"))
+if not gate(kb_name or get_settings()["milvus.collection"], Role.EDITOR):  # test sets are an editor's
+    st.stop()
 # What it should have found: the turn's evidence, the hits its lookups dropped (the "why wasn't it retrieved?"
 # candidates), then every document of the knowledge base.
 offered = list(dict.fromkeys([*turn.evidence_keys, *(k for lk in turn.lookups for k in lk.candidates)]))

@@ -3,10 +3,14 @@
 import streamlit as st
 
 import ui.state
+from rag_core.access.records import Role
+from ui.access import allowed, current_principal, record, refusal
 from ui.components import embedder_tradeoff, ingest_summary, metric_row, run_ingest
 from ui.i18n import t
 from ui.navigation import how_to_start, page_file
 from ui.state import chat_mode, get_settings, workbench_or_stop
+
+current_principal()  # signed in first (ui/access.py): nothing below runs for an unknown person
 
 st.title(t("🧰 RAG workbench"))
 st.caption(t("Upload documents, preview their chunks, debug retrieval and chat with an agent that cites "
@@ -47,8 +51,13 @@ if not docs:
     shown = sample.relative_to(ui.state.REPO_ROOT) if sample.is_relative_to(ui.state.REPO_ROOT) else sample
     st.write(t("Load the bundled sample — runbooks, product notes and policies in English and Chinese "
                "(`{folder}`) — or upload your own documents on the Knowledge base page.", folder=shown))
-    if st.button(t("Load sample knowledge base"), type="primary", key="load_sample", icon="📦"):
+    may_load = allowed(wb.settings.kb_name, Role.EDITOR)
+    if st.button(t("Load sample knowledge base"), type="primary", key="load_sample", icon="📦", disabled=not may_load,
+                 help=None if may_load else refusal(wb.settings.kb_name, Role.EDITOR)):
         reports = run_ingest(lambda progress: wb.ingestor.ingest_paths([ui.state.SAMPLE_KB_DIR], progress=progress))
+        for report in reports:
+            if report.status in ("added", "replaced"):
+                record("documents.upload", wb.settings.kb_name, report.doc_id, status=report.status, source="sample")
         st.session_state["home.sample_reports"] = reports
         st.rerun()
 if sample_reports := st.session_state.get("home.sample_reports"):

@@ -15,6 +15,7 @@ from rag_core.agent.turn import AssistantTurn, ToolStep
 from rag_core.errors import RagError
 from rag_core.records import cited_as
 
+from .access import record
 from .blocks import block_html, cited_block, more_than_a_chunk
 from .components import chunk_card, evidence_table
 from .errors import show_chat_error, show_error, show_notice
@@ -155,6 +156,7 @@ def _save_rating(turn: AssistantTurn, key: str) -> None:
         st.session_state[f"{key}.rating_error"] = exc
         st.session_state.pop(f"{key}.rating_saved", None)
     else:
+        record("feedback.rate", "", turn.trace_id, rating=1 if thumbs == 1 else -1)
         st.session_state.pop(f"{key}.rating_error", None)
         st.session_state[f"{key}.rating_saved"] = bool(st.session_state.get(f"{key}.comment", "").strip())
 

@@ -20,7 +20,7 @@ from .components import metric_row
 from .html import aligned_chunkings_html, compared_evidence_html, esc, mark_badge_html
 from .i18n import t
 from .reasons import fusion_label, phrase, search_mode_label
-from .state import get_workbench, knowledge_bases, selected_kb
+from .state import get_workbench, knowledge_bases, readable_kbs, selected_kb
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ def side_b_controls(limits: Mapping[str, int]) -> tuple[Workbench, dict[str, Any
     """B's knowledge base (default: the selected one, so B can be another parameter set on it) and its lookup
     controls, which start at that knowledge base's own defaults. Returns its workbench and `params(...)`
     keyword arguments. Raises RagError when the knowledge base cannot be opened."""
-    names = knowledge_bases().names()
+    names = readable_kbs()
     current = selected_kb()
     asked = st.session_state.get("kb_b") or st.query_params.get("kb_b")
     if asked and asked not in names:  # a stale link, or deleted since
@@ -133,8 +133,9 @@ def chunking_b_controls(a: tuple[int, int]) -> tuple[int, int]:
     """B's max size and overlap for the chunk preview's compare mode. They start at the chunking of a knowledge
     base picked here (by default the first one chunking otherwise than `a`), so two knowledge bases' chunkings
     are one click apart; the sliders then set any other configuration."""
+    shown = set(readable_kbs())
     chunkings = {kb.name: (kb.settings["chunk.max-size"], kb.settings["chunk.overlap"])
-                 for kb in knowledge_bases().list()}
+                 for kb in knowledge_bases().list() if kb.name in shown}
     names = list(chunkings)
     differs = [n for n in names if chunkings[n] != a]
     base = st.selectbox(t("B starts from the chunking of"), names, index=names.index(differs[0]) if differs else 0,

@@ -10,9 +10,11 @@ from typing import Any
 import streamlit as st
 
 from rag_core import loaders
+from rag_core.access.records import Role
 from rag_core.bootstrap import Workbench
 from rag_core.records import PAGE, ROW, SLIDE, Document, StoredChunk
 
+from .access import allowed, gate, record, who
 from .errors import show_error
 from .i18n import N_, t, tn
 from .reasons import notes
@@ -84,6 +86,8 @@ def tags_editor(wb: Workbench, doc_ids: Sequence[str]) -> None:
             return
         labels = metadata(wb.store).get(doc_id, {})
         st.markdown(" · ".join(f"`{key}={value}`" for key, values in labels.items() for value in values))
+        if not gate(wb.settings.kb_name, Role.EDITOR):  # setting tags is an editor's
+            return
         given = st.text_input(t("Tags to set (space-separated key=value, a value with spaces in quotes; key= "
                                 "removes one)"), key="kb.tag_text",
                               placeholder="team=sre tier=1")  # i18n: ok (example tags)
@@ -93,6 +97,7 @@ def tags_editor(wb: Workbench, doc_ids: Sequence[str]) -> None:
             except RagError as exc:
                 show_error(exc)
             else:
+                record("tags.set", wb.settings.kb_name, doc_id, tags={k: list(v) for k, v in tags.items()})
                 st.success(t("{doc}: tags {tags}", doc=doc_id,
                              tags=", ".join(f"{k}={'|'.join(v)}" for k, v in tags.items()) or t("none")))
 
@@ -104,6 +109,8 @@ def chunk_editor(wb: Workbench, chunks: Sequence[Mapping[str, Any]], *, key: str
     from rag_core.errors import RagError
     from rag_core.kb.chunk_edits import edit_chunk, set_disabled
 
+    if not gate(wb.settings.kb_name, Role.EDITOR):
+        return
     st.caption(t("A disabled chunk is left out of every lookup (the agent's too) and shows in the debugger as a "
                  "drop with reason `disabled`; `python -m rag_core chunks history KEY` shows what was done to it."))
     if saved := st.session_state.pop(f"{key}.saved", None):  # what the last change did, shown after its rerun
@@ -116,10 +123,11 @@ def chunk_editor(wb: Workbench, chunks: Sequence[Mapping[str, Any]], *, key: str
         return
     if d2.button(t("Enable") if chunk["disabled"] else t("Disable"), key=f"{key}.edit_toggle"):
         try:
-            set_disabled(wb.store, chosen, not chunk["disabled"], who="local")
+            set_disabled(wb.store, chosen, not chunk["disabled"], who=who())
         except RagError as exc:
             show_error(exc)
         else:
+            record("chunks.edit", wb.settings.kb_name, chosen, change="enable" if chunk["disabled"] else "disable")
             st.session_state["dbg.fetched"] = {}
             st.session_state[f"{key}.saved"] = (t("{key} is enabled again.", key=chosen) if chunk["disabled"] else
                                                 t("{key} is disabled: every lookup leaves it out.", key=chosen))
@@ -132,10 +140,11 @@ def chunk_editor(wb: Workbench, chunks: Sequence[Mapping[str, Any]], *, key: str
         try:
             edit_chunk(wb.store, wb.embedder, chosen, text=new_text if new_text != chunk["content"] else None,
                        keywords=[k for k in new_keywords.split(",") if k.strip()] if new_keywords.strip() else None,
-                       who="local")
+                       who=who())
         except RagError as exc:
             show_error(exc)
         else:
+            record("chunks.edit", wb.settings.kb_name, chosen, change="edit")
             st.session_state["dbg.fetched"] = {}  # the hits changed: the debugger searches again
             st.session_state[f"{key}.saved"] = t("Saved the edit of {key}: it was re-embedded and is searched as "
                                                  "edited.", key=chosen)
@@ -147,6 +156,8 @@ def document_chunk_editor(wb: Workbench, doc_ids: Sequence[str]) -> None:
     chunk to add to it (`chunks add DOC_ID --text ...`) and its edits in conflict after a re-upload."""
     from rag_core.identity import stored_chunks
 
+    if not allowed(wb.settings.kb_name, Role.EDITOR):  # the page says which role it needs
+        return
     with st.expander(t("A document's chunks: edit, disable, enable or add"), expanded=False):
         doc_id = st.selectbox(t("Document"), doc_ids, key="kb.chunks_doc")
         if not doc_id:
@@ -171,11 +182,13 @@ def _add_chunk(wb: Workbench, doc_id: str) -> None:
     from rag_core.kb.chunk_edits import add_chunk
 
     try:
-        record = add_chunk(wb.store, wb.embedder, doc_id, st.session_state.get("kb.add_text", ""), who="local")
+        added = add_chunk(wb.store, wb.embedder, doc_id, st.session_state.get("kb.add_text", ""),
+                           who=who())
     except RagError as exc:
         st.session_state["kb.add_error"] = exc
         return
-    st.session_state["kb.added"] = record["evidence_key"]
+    record("chunks.edit", wb.settings.kb_name, added["evidence_key"], change="add")
+    st.session_state["kb.added"] = added["evidence_key"]
     st.session_state["kb.add_text"] = ""
     st.session_state["dbg.fetched"] = {}  # the hits changed: the debugger searches again
 
@@ -189,6 +202,8 @@ def edit_conflicts(wb: Workbench, doc_ids: Sequence[str], *, key: str) -> None:
     from rag_core.errors import RagError
     from rag_core.kb.chunk_edits import conflicts, drop, keep
 
+    if not allowed(wb.settings.kb_name, Role.EDITOR):  # settling them is an edit
+        return
     for doc_id in doc_ids:
         try:
             found = conflicts(wb.store, doc_id)
@@ -212,11 +227,13 @@ def edit_conflicts(wb: Workbench, doc_ids: Sequence[str], *, key: str) -> None:
             for action in [a for a in chosen if a is not None]:
                 try:
                     if action[1] is None:
-                        drop(wb.store, c["evidence_key"], who="local")
+                        drop(wb.store, c["evidence_key"], who=who())
                     else:
-                        keep(wb.store, wb.embedder, c["evidence_key"], who="local")
+                        keep(wb.store, wb.embedder, c["evidence_key"], who=who())
                 except RagError as exc:
                     show_error(exc)
                 else:
+                    record("chunks.edit", wb.settings.kb_name, c["evidence_key"],
+                           change="drop" if action[1] is None else "keep")
                     st.session_state["dbg.fetched"] = {}
                     st.rerun()

@@ -97,6 +97,8 @@ TYPES: tuple[tuple[type[BaseException], str], ...] = (
     (e.ConfigError, N_("A setting is missing or invalid: check rag.toml and the environment.")),
     (e.InvalidText, N_("The input is not text.")),
     (e.StoreError, N_("The vector store failed.")),
+    (e.Forbidden, N_("You lack the role this needs: ask an admin of the knowledge base.")),
+    (e.Unauthenticated, N_("Sign in first.")),
     (e.NotFound, N_("Not found.")),
     (e.AgentError, N_("The agent failed.")),
     (e.EvaluationError, N_("The test set is malformed, or the run could not complete.")),

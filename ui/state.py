@@ -20,13 +20,15 @@ from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
+from rag_core.access.records import Role
 from rag_core.bootstrap import DEFAULT_KEY_ENV, Workbench, build_embedder, build_workbench
 from rag_core.bootstrap import knowledge_bases as bootstrap_knowledge_bases
 from rag_core.config import KEYS, Settings, load_settings
-from rag_core.errors import RagError, StoreMigrationNeeded
+from rag_core.errors import Forbidden, RagError, StoreMigrationNeeded
 from rag_core.kb.manage import KnowledgeBases
 from rag_core.ports import Embedder
 
+from .access import allowed, readable
 from .errors import show_error
 from .i18n import t
 
@@ -105,10 +107,29 @@ def knowledge_bases() -> KnowledgeBases:
 
 
 def selected_kb() -> str:
-    """The knowledge base chosen in the sidebar (or by `?kb=` in the URL); the default one when none is."""
+    """The knowledge base chosen in the sidebar (or by `?kb=` in the URL); the default one when none is. One this
+    person may not read is not selected (get_workbench refuses it, without saying whether it exists)."""
     if target := st.session_state.pop(SWITCH_TO, None):  # a page run without app.py's switcher (AppTest)
         st.session_state[KB_PARAM] = target
-    return st.session_state.get(KB_PARAM) or st.query_params.get(KB_PARAM) or get_settings()["milvus.collection"]
+    return st.session_state.get(KB_PARAM) or st.query_params.get(KB_PARAM) or default_kb()
+
+
+def readable_kbs() -> list[str]:
+    """The knowledge bases this session's person may read (all of them in the one-person setup): every list of
+    knowledge bases the pages offer comes from here, so one they may not read is never named."""
+    return readable(knowledge_bases().names())
+
+
+def default_kb() -> str:
+    """`milvus.collection` when this person may read it, else the first knowledge base they may read."""
+    default = get_settings()["milvus.collection"]
+    if allowed(default, Role.READER):
+        return default
+    try:
+        names = readable_kbs()
+    except RagError:
+        names = []
+    return names[0] if names else default
 
 
 def kb_settings(name: str | None = None) -> Settings:
@@ -121,14 +142,18 @@ def kb_settings(name: str | None = None) -> Settings:
 
 
 def kb_switcher() -> str:
-    """The sidebar's knowledge-base selector (every page: app.py draws it); returns the selected name. A name
-    that no longer exists (deleted by another session or process, a stale link) falls back to the default."""
+    """The sidebar's knowledge-base selector (every page: app.py draws it); returns the selected name. It lists
+    the knowledge bases this person may read (ui/access.py); a name that no longer exists (deleted by another session
+    or process, a stale link) or that they may not read falls back to the default, with the same words."""
     try:
-        names = knowledge_bases().names()
+        names = readable_kbs()
     except RagError as exc:
         show_error(exc)
         return get_settings()["milvus.collection"]
-    default = get_settings()["milvus.collection"]
+    if not names:
+        st.info(t("You may not read any knowledge base yet: ask an admin for a role."), icon="🔒")
+        return get_settings()["milvus.collection"]
+    default = default_kb()
     if target := st.session_state.pop(SWITCH_TO, None):  # asked for by a page on the previous run
         st.session_state[KB_PARAM] = target
     chosen = st.session_state.get(KB_PARAM) or st.query_params.get(KB_PARAM)
@@ -158,7 +183,11 @@ def _workbench(key: tuple[Any, ...]) -> Workbench:
 
 def get_workbench(name: str | None = None) -> Workbench:
     """The shared workbench of knowledge base `name` (default: the selected one). Raises RagError (e.g.
-    StoreLockedError, or KnowledgeBaseError for one that does not exist)."""
+    StoreLockedError, KnowledgeBaseError for one that does not exist, Forbidden for one this person may not
+    read: checked before it is looked up, so the refusal does not tell whether it exists)."""
+    name = name or selected_kb()
+    if not allowed(name, Role.READER):
+        raise Forbidden(f"Reading knowledge base {name!r} needs the reader role on it: ask an admin.")
     key = workbench_key(kb_settings(name))
     with st.spinner(t("Opening the knowledge base…")):
         return _workbench(key)

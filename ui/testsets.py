@@ -57,7 +57,7 @@ from ui.evaluation import (
 from ui.html import esc
 from ui.i18n import N_, t
 from ui.lookup import debugger_url
-from ui.state import get_workbench, kb_settings, knowledge_bases, selected_kb
+from ui.state import get_workbench, kb_settings, readable_kbs, selected_kb
 
 BASE = "eval_ts_base"  # {"items": [...], "meta": {...}, "kb": name, "name": suggested name, "version": n}
 LAST_ANSWERS = "eval_ts_answers"
@@ -98,7 +98,7 @@ def offline_warning() -> None:
 # ------------------------------------------------------------------------------------------ generate
 def generate_panel(settings: Any) -> None:
     """Knowledge base, size, seed and generator; a progress bar; the result goes to the review table."""
-    names = knowledge_bases().names()
+    names = readable_kbs()
     c1, c2, c3, c4 = st.columns([2, 1, 1, 1])
     kb = c1.selectbox(t("Knowledge base"), names, index=names.index(selected_kb()) if selected_kb() in names else 0,
                       key="eval_gen_kb")
@@ -281,7 +281,7 @@ def answers_view(settings: Any) -> None:
     if not saved:
         st.info(t("Save a test set first (Test sets tab), or `python -m rag_core eval generate --name NAME`."))
         return
-    names = knowledge_bases().names()
+    names = readable_kbs()
     c1, c2, c3 = st.columns([2, 2, 1])
     set_name = c1.selectbox(t("Test set"), [s.name for s in saved], key="eval_ans_set")
     test_set = load_test_set(saved_sets_dir(settings), set_name)
