@@ -40,7 +40,8 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def serve(settings: Settings, *, host: str, port: int, allow_no_token: bool = False,
-          env: Mapping[str, str] | None = None, log_level: str = "info") -> None:
+          env: Mapping[str, str] | None = None, log_level: str = "info", workers: int = 1) -> None:
+    """`workers` > 1: that many API processes on the socket (service.workers); 1: this process serves."""
     import uvicorn
 
     from ..bootstrap import build_workbench, secret
@@ -50,6 +51,11 @@ def serve(settings: Settings, *, host: str, port: int, allow_no_token: bool = Fa
     token = secret("RAG_API_TOKEN", env)
     check_token(token)
     check_bind(host, token, allow_no_token)
+    if workers > 1:
+        from .workers import serve_workers
+
+        serve_workers(settings, host=host, port=port, count=workers, token=token, env=env, log_level=log_level)
+        return
     sock = bind(host, port)
     try:
         workbench = build_workbench(settings, env)
