@@ -4,9 +4,9 @@ Everything that can fail for a reason a person can fix happens before uvicorn st
 line, not a traceback: a token too short, a non-loopback bind without a token, a port in use, a knowledge
 base held by another process (StoreLockedError), a collection that needs migrating. The embedder is loaded
 before the first request. One process serves concurrent requests: the blocking work (embedding, Milvus, the
-agent) runs in threads, searches in a queue of their own (state.lookup_thread_count), and chat sessions live in this
-process's memory (a second worker would not see them). The store host would let several processes share
-the knowledge base; bench/api.py measures what a second `serve` process changes for searches. uvicorn
+agent) runs in threads, searches in a queue of their own (state.lookup_thread_count). `--workers N` runs N such
+processes on the one socket (service.workers), through the store host for Milvus Lite; bench/api.py measures one
+worker against two. uvicorn
 parses HTTP with httptools (a dependency): measured here, 0.6 ms less server CPU per /v1/search than h11.
 """
 
@@ -51,12 +51,13 @@ def serve(settings: Settings, *, host: str, port: int, allow_no_token: bool = Fa
     token = secret("RAG_API_TOKEN", env)
     check_token(token)
     check_bind(host, token, allow_no_token)
+    sock = bind(host, port)
     if workers > 1:
         from .workers import serve_workers
 
-        serve_workers(settings, host=host, port=port, count=workers, token=token, env=env, log_level=log_level)
+        serve_workers(settings, sock, host=host, port=port, count=workers, token=token, env=env,
+                      log_level=log_level, graceful_s=GRACEFUL_SHUTDOWN_S)
         return
-    sock = bind(host, port)
     try:
         workbench = build_workbench(settings, env)
     except BaseException:

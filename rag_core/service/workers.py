@@ -53,6 +53,7 @@ class Plan:
     host: str
     token: str
     log_level: str
+    graceful_s: int  # open streams get this long to finish on SIGTERM or Ctrl-C
 
 
 def worker_settings(settings: Settings) -> Settings:
@@ -115,7 +116,6 @@ def run_worker(plan: Plan, sock: socket.socket, index: int, ready: Event) -> Non
 
     from ..bootstrap import build_workbench
     from .app import create_app
-    from .server import GRACEFUL_SHUTDOWN_S
 
     try:
         workbench = build_workbench(plan.settings, plan.env)
@@ -139,7 +139,7 @@ def run_worker(plan: Plan, sock: socket.socket, index: int, ready: Event) -> Non
             if self.started:
                 ready.set()
 
-    config = uvicorn.Config(app, log_level=plan.log_level, lifespan="on", timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
+    config = uvicorn.Config(app, log_level=plan.log_level, lifespan="on", timeout_graceful_shutdown=plan.graceful_s)
     try:
         Server(config).run(sockets=[sock])
     except KeyboardInterrupt:  # uvicorn re-raises Ctrl-C after its graceful shutdown
@@ -240,15 +240,13 @@ class Supervisor:
                        f"{_ended(worker.process)}): its message is above; the API stopped.")
 
     def _stop_all(self) -> None:
-        from .server import GRACEFUL_SHUTDOWN_S
-
         running = [w for w in self.workers if w.process.is_alive()]
         for w in running:
             try:
                 os.kill(w.pid, signal.SIGTERM)  # each stops as one `serve` does on Ctrl-C
             except ProcessLookupError:
                 pass
-        deadline = time.monotonic() + GRACEFUL_SHUTDOWN_S + STOP_WAIT_S
+        deadline = time.monotonic() + self.plan.graceful_s + STOP_WAIT_S
         for w in running:
             w.process.join(max(0.0, deadline - time.monotonic()))
             if w.process.is_alive():
@@ -257,13 +255,11 @@ class Supervisor:
                 w.process.join()
 
 
-def serve_workers(settings: Settings, *, host: str, port: int, count: int, token: str,
-                  env: Mapping[str, str] | None, log_level: str) -> None:
-    """`serve --workers N` (N > 1), after serve() checked the token and the bind."""
-    from .server import bind
-
-    plan = Plan(worker_settings(settings), dict(env) if env is not None else None, host, token, log_level)
-    sock = bind(host, port)
+def serve_workers(settings: Settings, sock: socket.socket, *, host: str, port: int, count: int, token: str,
+                  env: Mapping[str, str] | None, log_level: str, graceful_s: int) -> None:
+    """`serve --workers N` (N > 1) on `sock` (bound by server.serve after it checked the token and the address;
+    closed here)."""
+    plan = Plan(worker_settings(settings), dict(env) if env is not None else None, host, token, log_level, graceful_s)
     try:
         sock.listen(BACKLOG)  # connections wait here while a worker starts (or starts again)
         described = check(plan)
