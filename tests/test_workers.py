@@ -194,3 +194,26 @@ def test_a_knowledge_base_that_cannot_open_is_one_line_and_no_worker_starts(data
     assert w.proc.wait(timeout=START_S) != 0
     w.reader.join(timeout=30)
     assert len(w.lines) == 1 and "Traceback" not in w.lines[0] and "worker" not in w.lines[0], w.lines
+
+
+def test_a_chat_session_is_shared_by_the_workers(workers: Workers) -> None:
+    a, b = sorted(workers.worker_pids())
+    up = workers.on(a, "POST", "/api/upload", files={"file": ("workers.md", DOC.encode(), "text/markdown")})
+    assert up.status_code == 200, up.text
+    first, follow_up = "How do I restart the quokka service?", "Which runbook says it?"
+    one = workers.on(a, "POST", "/api/chat", json={"Id": "s-shared", "Question": first}).json()["data"]
+    assert one["success"] and [t["rewrite"] for t in one["toolCalls"]] == [None]
+
+    seen = workers.on(b, "GET", "/api/chat/session/s-shared").json()["data"]  # the other worker has turn 1
+    assert seen["messagePairCount"] == 1 and seen["history"][0]["question"] == first
+    two = workers.on(b, "POST", "/api/chat", json={"Id": "s-shared", "Question": follow_up}).json()["data"]
+    assert two["success"] and two["sessionId"] == "s-shared" and two["turnIndex"] == 1
+    (call,) = two["toolCalls"]  # the follow-up was searched with turn 1 as its history, on the other worker
+    assert call["rewrite"]["outcome"] == "rewritten" and call["rewrite"]["turns"] == 2, call["rewrite"]
+    assert "quokka" in call["rewrite"]["searched"]
+
+    back = workers.on(a, "GET", "/api/chat/session/s-shared").json()["data"]
+    assert [pair["question"] for pair in back["history"]] == [first, follow_up]
+    assert workers.on(b, "POST", "/api/chat/clear", json={"Id": "s-shared"}).status_code == 200
+    assert workers.on(a, "GET", "/api/chat/session/s-shared").json()["data"]["messagePairCount"] == 0
+    assert workers.on(a, "GET", "/api/chat/session/s-unknown").status_code == 404

@@ -33,7 +33,7 @@ from .mcp_http import McpEndpoint
 from .native import router as native_router
 from .openai_compat import router as openai_router
 from .security import BearerAuth, BodyLimit, BrowserGuard, allowed_hosts
-from .sessions import SessionStore
+from .sessions import Sessions, SessionStore
 from .state import Capacity, Service, lookup_thread_count
 
 if TYPE_CHECKING:
@@ -56,16 +56,19 @@ With `RAG_API_TOKEN` set on the server, send `Authorization: Bearer <token>` (th
 
 def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] | None = None,
                agent: Agent | None = None, close_workbench: bool = True,
-               process_settings: Settings | None = None, host: str | None = None) -> FastAPI:
+               process_settings: Settings | None = None, host: str | None = None,
+               sessions: Sessions | None = None) -> FastAPI:
     """`token`: the bearer token ("" = no auth). `agent`: defaults to `bootstrap.build_agent(workbench, env)`.
     `close_workbench`: close it on shutdown (the server owns it). `process_settings`: the process's (the values of
     knowledge bases created over /v1/kbs; default: the workbench's). `host`: the address the server is bound to
-    (default api.host), which requests may name in their Host header."""
+    (default api.host), which requests may name in their Host header. `sessions`: where chat sessions are kept
+    (default: this process's memory; the workers of `serve --workers` share theirs)."""
     from ..bootstrap import build_agent, build_turn_store, open_knowledge_bases
 
     settings = workbench.settings
     service = Service(workbench, agent or build_agent(workbench, env),
-                      SessionStore(settings["api.max-sessions"], settings["chat.history-pairs"]), bool(token), env,
+                      sessions or SessionStore(settings["api.max-sessions"], settings["chat.history-pairs"]),
+                      bool(token), env,
                       kbs=open_knowledge_bases(workbench, process_settings, env, own_first=close_workbench),
                       lookup_threads=anyio.CapacityLimiter(lookup_thread_count(settings)),
                       chat_turns=Capacity(settings["api.chat-turns"]),

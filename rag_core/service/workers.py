@@ -7,7 +7,8 @@ opening, the embedder loading: `check`), as one line; then it starts the workers
 interpreter each: no forked threads, locks or gRPC channels), hands each the socket, and waits until every one
 answers before it says where the API is. The kernel gives each new connection to one of them.
 
-Milvus Lite: the workers go through the store host whatever `milvus.lite-mode` says (one process can open a Lite
+Chat sessions are kept in the shared state's database (sessions.SharedSessionStore), so a session's next turn
+may reach any worker. Milvus Lite: the workers go through the store host whatever `milvus.lite-mode` says (one process can open a Lite
 file: the host is that process); a Milvus server is reached by each worker directly. What the workers share and
 what each keeps for itself is in docs/api.md ("Several workers").
 
@@ -33,6 +34,7 @@ from typing import Any
 
 from ..config import Settings
 from ..errors import RagError
+from .sessions import SharedSessionStore
 
 STARTUP_FAILED = 3  # a worker's exit code when it could not open its workbench (its reason is on stderr)
 RESTART_TRIES = 3  # replacements in a row that may fail to start before the server gives up
@@ -66,6 +68,16 @@ def worker_settings(settings: Settings) -> Settings:
     return settings
 
 
+def shared_sessions(plan: Plan, settings: Settings) -> SharedSessionStore:
+    """The chat sessions every worker reads and writes: the shared state's database (rag_core.db: the data
+    folder's SQLite file, or PostgreSQL by database.url). StoreError, one line, when it cannot be used."""
+    from ..db.engine import engine
+    from ..db.url import database_url
+
+    return SharedSessionStore(engine(database_url(plan.settings, plan.env)), settings["api.max-sessions"],
+                              settings["chat.history-pairs"])
+
+
 def check(plan: Plan) -> str:
     """Open the workbench and the app once in this process, as a worker will, and close them: a failure a person
     can fix (a locked or damaged knowledge base, an embedder that does not load, ...) is raised here, before any
@@ -76,7 +88,8 @@ def check(plan: Plan) -> str:
     workbench = build_workbench(plan.settings, plan.env)
     try:
         workbench.embedder.embed_query("warm-up")
-        app = create_app(workbench, token=plan.token, env=plan.env, process_settings=plan.settings, host=plan.host)
+        app = create_app(workbench, token=plan.token, env=plan.env, process_settings=plan.settings, host=plan.host,
+                         sessions=shared_sessions(plan, workbench.settings))
     except BaseException:
         workbench.close()
         raise
@@ -122,7 +135,7 @@ def run_worker(plan: Plan, sock: socket.socket, index: int, ready: Event) -> Non
         try:
             workbench.embedder.embed_query("warm-up")
             app = create_app(workbench, token=plan.token, env=plan.env, process_settings=plan.settings,
-                             host=plan.host)
+                             host=plan.host, sessions=shared_sessions(plan, workbench.settings))
         except BaseException:
             workbench.close()
             raise
