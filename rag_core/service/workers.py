@@ -8,9 +8,9 @@ interpreter each: no forked threads, locks or gRPC channels), hands each the soc
 answers before it says where the API is. The kernel gives each new connection to one of them.
 
 Chat sessions are kept in the shared state's database (sessions.SharedSessionStore), so a session's next turn
-may reach any worker. Milvus Lite: the workers go through the store host whatever `milvus.lite-mode` says (one process can open a Lite
-file: the host is that process); a Milvus server is reached by each worker directly. What the workers share and
-what each keeps for itself is in docs/api.md ("Several workers").
+may reach any worker. Milvus Lite: the workers go through the store host whatever `milvus.lite-mode` says (one
+process can open a Lite file: the host is that process); a Milvus server is reached by each worker directly.
+What the workers share and what each keeps for itself is in docs/api.md ("Several workers").
 
 Ctrl-C or SIGTERM stops every worker the way one `serve` stops (open streams get GRACEFUL_SHUTDOWN_S), then the
 parent. A worker that dies is started again, said on stderr; one that cannot start (after it started once, or
