@@ -15,6 +15,7 @@ that appends it to what the row holds then, so two workers answering one session
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import threading
 import time
@@ -112,6 +113,12 @@ def turn_from_json(data: dict[str, Any]) -> Turn:
     return Turn(**{**values, "citations": tuple(values.get("citations") or ())})
 
 
+def _lock_id(user: str, session_id: str) -> int:
+    """PostgreSQL's advisory lock id of one session (a signed 64-bit number)."""
+    digest = hashlib.blake2b(json.dumps([user, session_id]).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
@@ -202,7 +209,7 @@ class SharedSessionStore:
         where = (chat_sessions.c.user_name == user, chat_sessions.c.session_id == session_id)
         with reaching(self.engine), writing(self.engine) as conn:
             if is_postgresql(self.engine):  # one writer per session at a time (SQLite: BEGIN IMMEDIATE did it)
-                conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtext(f"{user}\x00{session_id}"))))
+                conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_lock_id(user, session_id))))
             old = self._read(conn, user, session_id)
             turns = change(old)
             text = json.dumps([turn_json(t) for t in turns], ensure_ascii=False)
