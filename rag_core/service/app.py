@@ -67,7 +67,8 @@ def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] 
 
     settings = workbench.settings
     service = Service(workbench, agent or build_agent(workbench, env),
-                      sessions or SessionStore(settings["api.max-sessions"], settings["chat.history-pairs"]),
+                      sessions if sessions is not None else SessionStore(settings["api.max-sessions"],
+                                                                         settings["chat.history-pairs"]),
                       bool(token), env,
                       kbs=open_knowledge_bases(workbench, process_settings, env, own_first=close_workbench),
                       lookup_threads=anyio.CapacityLimiter(lookup_thread_count(settings)),
