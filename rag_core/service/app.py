@@ -57,12 +57,13 @@ With `RAG_API_TOKEN` set on the server, send `Authorization: Bearer <token>` (th
 def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] | None = None,
                agent: Agent | None = None, close_workbench: bool = True,
                process_settings: Settings | None = None, host: str | None = None,
-               sessions: Sessions | None = None) -> FastAPI:
+               sessions: Sessions | None = None, chat_turns: Capacity | None = None) -> FastAPI:
     """`token`: the bearer token ("" = no auth). `agent`: defaults to `bootstrap.build_agent(workbench, env)`.
     `close_workbench`: close it on shutdown (the server owns it). `process_settings`: the process's (the values of
     knowledge bases created over /v1/kbs; default: the workbench's). `host`: the address the server is bound to
     (default api.host), which requests may name in their Host header. `sessions`: where chat sessions are kept
-    (default: this process's memory; the workers of `serve --workers` share theirs)."""
+    (default: this process's memory; the workers of `serve --workers` share theirs). `chat_turns`: how many chat
+    turns may run at once (default: api.chat-turns in this process; the workers count theirs together)."""
     from ..bootstrap import build_agent, build_turn_store, open_knowledge_bases
 
     settings = workbench.settings
@@ -72,7 +73,7 @@ def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] 
                       bool(token), env,
                       kbs=open_knowledge_bases(workbench, process_settings, env, own_first=close_workbench),
                       lookup_threads=anyio.CapacityLimiter(lookup_thread_count(settings)),
-                      chat_turns=Capacity(settings["api.chat-turns"]),
+                      chat_turns=chat_turns if chat_turns is not None else Capacity(settings["api.chat-turns"]),
                       chat_threads=anyio.CapacityLimiter(settings["api.chat-turns"]),
                       turns=build_turn_store(process_settings or settings))
 

@@ -35,6 +35,7 @@ from typing import Any
 from ..config import Settings
 from ..errors import RagError
 from .sessions import SharedSessionStore
+from .state import Capacity
 
 STARTUP_FAILED = 3  # a worker's exit code when it could not open its workbench (its reason is on stderr)
 RESTART_TRIES = 3  # replacements in a row that may fail to start before the server gives up
@@ -123,7 +124,28 @@ class WorkerHeader:
         await self.app(scope, receive, send_named)
 
 
-def run_worker(plan: Plan, sock: socket.socket, index: int, ready: Event) -> None:
+class SharedCapacity(Capacity):
+    """`api.chat-turns` counted over every worker, so a turn is refused (503) when that many run on the whole
+    server, whichever worker it reaches. Each worker counts its own turns in its slot of a shared array: the
+    supervisor empties a dead worker's slot, so its turns that never ended do not hold the limit for ever."""
+
+    def __init__(self, limit: int, counts: Any, slot: int) -> None:
+        super().__init__(limit)
+        self.counts, self.slot = counts, slot
+
+    def enter(self) -> bool:
+        with self.counts.get_lock():
+            if sum(self.counts) >= self.limit:
+                return False
+            self.counts[self.slot] += 1
+            return True
+
+    def leave(self) -> None:
+        with self.counts.get_lock():
+            self.counts[self.slot] -= 1
+
+
+def run_worker(plan: Plan, sock: socket.socket, index: int, ready: Event, turns: Any) -> None:
     """A worker's process: its own workbench and app on the shared socket, until SIGTERM or Ctrl-C."""
     import uvicorn
 
@@ -135,7 +157,8 @@ def run_worker(plan: Plan, sock: socket.socket, index: int, ready: Event) -> Non
         try:
             workbench.embedder.embed_query("warm-up")
             app = create_app(workbench, token=plan.token, env=plan.env, process_settings=plan.settings,
-                             host=plan.host, sessions=shared_sessions(plan, workbench.settings))
+                             host=plan.host, sessions=shared_sessions(plan, workbench.settings),
+                             chat_turns=SharedCapacity(workbench.settings["api.chat-turns"], turns, index - 1))
         except BaseException:
             workbench.close()
             raise
@@ -170,9 +193,9 @@ class Worker:
         return self.process.pid or 0
 
 
-def _start(plan: Plan, sock: socket.socket, index: int) -> Worker:
+def _start(plan: Plan, sock: socket.socket, index: int, turns: Any) -> Worker:
     ready = _spawn.Event()
-    process = _spawn.Process(target=run_worker, args=(plan, sock, index, ready), name=f"rag-worker-{index}",
+    process = _spawn.Process(target=run_worker, args=(plan, sock, index, ready, turns), name=f"rag-worker-{index}",
                              daemon=False)
     process.start()
     return Worker(index, process, ready)
@@ -195,6 +218,7 @@ class Supervisor:
         self.plan, self.sock, self.count = plan, sock, count
         self.workers: list[Worker] = []
         self.stopping: list[str] = []
+        self.turns = _spawn.Array("i", count)  # chat turns running, a slot per worker (SharedCapacity)
 
     def _on_signal(self, signum: int, _frame: Any) -> None:
         self.stopping.append(signal.Signals(signum).name)
@@ -202,7 +226,7 @@ class Supervisor:
     def run(self, on_ready: Any = None) -> None:
         previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
-            self.workers = [_start(self.plan, self.sock, i) for i in range(1, self.count + 1)]
+            self.workers = [_start(self.plan, self.sock, i, self.turns) for i in range(1, self.count + 1)]
             self._wait_ready(self.workers, first=True)
             if not self.stopping and on_ready is not None:
                 on_ready([w.pid for w in self.workers])
@@ -238,11 +262,13 @@ class Supervisor:
                 w.process.join()
                 print(f"API worker {w.index} (pid {w.pid}) died ({_ended(w.process)}): starting another",
                       file=sys.stderr, flush=True)
+                with self.turns.get_lock():
+                    self.turns[slot] = 0  # its turns ended with it
                 self.workers[slot] = self._replace(w)
 
     def _replace(self, dead: Worker) -> Worker:
         for attempt in range(1, RESTART_TRIES + 1):
-            worker = _start(self.plan, self.sock, dead.index)
+            worker = _start(self.plan, self.sock, dead.index, self.turns)
             if self._wait_ready([worker], first=False) or self.stopping:
                 if not self.stopping:
                     print(f"API worker {dead.index} serves again (pid {worker.pid})", file=sys.stderr, flush=True)
