@@ -802,6 +802,26 @@ def unavoidable_sentence(s: dict, tail: str) -> str:
             f"{TARGET_UNAVOIDABLE_RATIO} x: {'reached' if times <= TARGET_UNAVOIDABLE_RATIO else 'not reached'}). ")
 
 
+def workers_sentence(record: dict) -> str:
+    """The summary's words on 1 vs 2 workers (records since issue 37)."""
+    w, cores = record["search"].get("workers"), record["cores"]
+    if not w:
+        return ""
+
+    def said(n: int, c: int) -> str:
+        cell = w[str(n)][str(c)]
+        floor = floor_ms(sum(cell["cpu_ms"].values()), c, cores)
+        return f"{fmt(cell['p95'], 1)} ms ({fmt(ratio(cell['p95'], floor), 2)} x its core floor)"
+
+    two = w["2"][str(TAIL_LEVEL)]
+    times = ratio(two["p95"], floor_ms(sum(two["cpu_ms"].values()), TAIL_LEVEL, cores)) or 0.0
+    verdict = "reached" if times <= TARGET_FLOOR_RATIO else "not reached"
+    return (f" With `serve --workers 2` the p95 at concurrency {TAIL_LEVEL} is {said(2, TAIL_LEVEL)} against "
+            f"{said(1, TAIL_LEVEL)} with one worker, and at concurrency 32 {said(2, 32)} against {said(1, 32)}, while "
+            f"other work kept {fmt(two.get('other_cores'), 2)} of the {cores} cores busy (target <= "
+            f"{TARGET_FLOOR_RATIO} x at concurrency {TAIL_LEVEL}: {verdict}).")
+
+
 def summary(record: dict) -> str:
     """bench/README.md's paragraph on the HTTP API (after "What these say")."""
     s, tail, cores = record["search"], str(TAIL_LEVEL), record["cores"]
@@ -825,7 +845,7 @@ def summary(record: dict) -> str:
             f"on average however many cores there are. The first byte of "
             f"a stream comes after {fmt(st['first_byte_p50'], 1)} ms, the first answer piece (after a knowledge-base "
             f"call and a stub model) after {fmt(st['first_content_p50'], 1)} ms vs "
-            f"{fmt(st['inproc_first_content_p50'], 1)} ms in-process.")
+            f"{fmt(st['inproc_first_content_p50'], 1)} ms in-process." + workers_sentence(record))
     return textwrap.fill(text, width=110, break_on_hyphens=False) + "\n"
 
 
