@@ -70,7 +70,9 @@ async def chat(body: ChatRequest, request: Request, svc: ServiceDep,
                               headers={"Retry-After": str(CHAT_RETRY_AFTER_S)})
     try:
         agent = await anyio.to_thread.run_sync(svc.agent_of, body.kb, limiter=svc.chat_threads)
-        session = svc.sessions.get_or_create(_user(body.user_id, x_user_id), _session_id(body.id))
+        # In a thread: with several workers the session is read from the database.
+        session = await anyio.to_thread.run_sync(svc.sessions.get_or_create, _user(body.user_id, x_user_id),
+                                                 _session_id(body.id), limiter=svc.chat_threads)
         events = await collect(agent.run(body.question or "", session), request.receive, svc.chat_threads)
     except ClientGone:
         log.info("a chat turn was stopped: its client disconnected")
@@ -90,7 +92,8 @@ async def chat_stream(body: ChatRequest, svc: ServiceDep,
     Extra event types: `session`, `tool_call`, `tool_result`, `notice`, `citations`. When the client
     disconnects, the agent turn stops."""
     agent = svc.agent_of(body.kb)
-    session = svc.sessions.get_or_create(_user(body.user_id, x_user_id), _session_id(body.id))
+    session = await run_in_threadpool(svc.sessions.get_or_create, _user(body.user_id, x_user_id),
+                                      _session_id(body.id))  # with several workers: read from the database
     events = agent.run(body.question or "", session)  # a generator: nothing runs before the first pull
     stream = sse(events, first=[{"type": "session", "data": {"id": session.id, "mode": agent.mode}}],
                  on_open=svc.streams.opened, on_close=svc.streams.closed, limiter=svc.stream_threads)
