@@ -154,6 +154,9 @@ class SharedSessionStore:
         self.engine, self.max_sessions, self.pairs = engine, max_sessions, pairs
         upgrade(engine)  # the table exists once this returns (a new database is made here)
 
+    def close(self) -> None:
+        self.engine.dispose()
+
     def __len__(self) -> int:
         import sqlalchemy as sa
 

@@ -89,8 +89,9 @@ def check(plan: Plan) -> str:
     workbench = build_workbench(plan.settings, plan.env)
     try:
         workbench.embedder.embed_query("warm-up")
-        app = create_app(workbench, token=plan.token, env=plan.env, process_settings=plan.settings, host=plan.host,
-                         sessions=shared_sessions(plan, workbench.settings))
+        sessions = shared_sessions(plan, workbench.settings)
+        sessions.close()
+        app = create_app(workbench, token=plan.token, env=plan.env, process_settings=plan.settings, host=plan.host)
     except BaseException:
         workbench.close()
         raise
