@@ -6,8 +6,8 @@ base held by another process (StoreLockedError), a collection that needs migrati
 before the first request. One process serves concurrent requests: the blocking work (embedding, Milvus, the
 agent) runs in threads, searches in a queue of their own (state.lookup_thread_count). `--workers N` runs N such
 processes on the one socket (service.workers), through the store host for Milvus Lite; bench/api.py measures one
-worker against two. uvicorn
-parses HTTP with httptools (a dependency): measured here, 0.6 ms less server CPU per /v1/search than h11.
+worker against two. uvicorn parses HTTP with httptools (a dependency): measured here, 0.6 ms less server CPU
+per /v1/search than h11.
 """
 
 from __future__ import annotations
