@@ -341,18 +341,23 @@ def searched_kbs(workbench: Workbench) -> tuple[str, ...]:
 
 
 def build_access_store(settings: Settings, env: Mapping[str, str] | None = None) -> AccessStore:
-    """Users, roles, groups and the audit log: PostgreSQL when database.url is set, else the data folder's SQLite
-    file. (Placeholder until the SQL store lands: an empty in-memory store, so everyone is the one person.)"""
-    from .access.memory import MemoryAccessStore
+    """Users, roles, groups and the audit log: PostgreSQL when database.url (RAG_DATABASE_URL) is set, else the data
+    folder's SQLite file (team.db), its schema brought to the newest revision on open. StoreError, one line naming
+    the database without its password, when it is of another kind or cannot be reached."""
+    from .access.sql import SqlAccessStore
+    from .db.engine import engine
+    from .db.url import database_url
 
-    return MemoryAccessStore()
+    return SqlAccessStore(engine(database_url(settings, env)))
 
 
 def build_turn_store(settings: Settings) -> TurnStore:
-    """The turns store of this data folder (rag_core.feedback): every chat turn and its rating."""
+    """The turns store (rag_core.feedback): every chat turn and its rating, in PostgreSQL with the rest of the shared
+    state when database.url is set, else in the data folder's turns.db."""
     from .feedback import FILE_NAME, TurnStore
 
-    return TurnStore(settings.data_dir / FILE_NAME, retention_days=settings["feedback.retention-days"],
+    where = str(settings["database.url"] or "").strip() or settings.data_dir / FILE_NAME
+    return TurnStore(where, retention_days=settings["feedback.retention-days"],
                      max_turns=settings["feedback.max-turns"])
 
 

@@ -144,3 +144,34 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
 def milvus() -> None:
     """Nothing to set up: requesting it says "this opens Milvus". Fixtures that open Milvus Lite (or a Milvus
     server) request it, so their tests get the `milvus` marker and stay out of `pytest --unit`."""
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[object]:
+    """A real PostgreSQL for this session (this xdist worker), from Debian's package (tests/postgres.py); stopped
+    at the end even when a test fails. Fails, never skips, when PostgreSQL is not installed."""
+    from tests.postgres import PostgresServer
+
+    try:
+        server = PostgresServer()
+    except RuntimeError as error:
+        pytest.fail(str(error), pytrace=False)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_url(postgres_server) -> str:  # noqa: ANN001
+    """The session's server, as a URL of its `postgres` database (make a database of your own: `postgres_db`)."""
+    return postgres_server.url
+
+
+@pytest.fixture
+def postgres_db(postgres_server) -> Iterator[str]:  # noqa: ANN001
+    """A new, empty database on the session's PostgreSQL for this test, dropped after it."""
+    url = postgres_server.fresh_database()
+    yield url
+    postgres_server.drop_database(url)

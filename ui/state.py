@@ -191,18 +191,18 @@ def workbench_or_stop() -> Workbench:
 
 
 @st.cache_resource(show_spinner=False)
-def _turn_store(data_dir: str, retention_days: int, max_turns: int) -> TurnStore:
+def _turn_store(data_dir: str, retention_days: int, max_turns: int, database_url: str = "") -> TurnStore:
     from rag_core.feedback import FILE_NAME, TurnStore
 
-    return TurnStore(Path(data_dir) / FILE_NAME, retention_days=retention_days, max_turns=max_turns)
+    return TurnStore(database_url or Path(data_dir) / FILE_NAME, retention_days=retention_days, max_turns=max_turns)
 
 
 def get_turn_store() -> TurnStore:
-    """The recorded chat turns and their ratings of this data folder (rag_core.feedback), shared by the chat and
-    Failures pages; the app, the API and the CLI write the same file."""
+    """The recorded chat turns and their ratings of this data folder, or of database.url's database
+    (rag_core.feedback), shared by the chat and Failures pages; the app, the API and the CLI write the same ones."""
     settings = get_settings()
     return _turn_store(str(settings.data_dir.resolve()), settings["feedback.retention-days"],
-                       settings["feedback.max-turns"])
+                       settings["feedback.max-turns"], str(settings["database.url"] or "").strip())
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,16 @@ def record(session: str = "s1", question: str = "q", kb: str = "biz", trace: str
                       ("a.md#chunk-0",), "test-chat", "model", 0.5, trace or os.urandom(16).hex(), **kw)  # type: ignore[arg-type]
 
 
-def test_turns_are_numbered_per_session_rated_and_listed(tmp_path: Path) -> None:
-    store = TurnStore(tmp_path / "turns.db")
+@pytest.fixture(params=["sqlite", "postgresql"])
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a turns store is kept: the data folder's file, or a database on the tests' PostgreSQL."""
+    if request.param == "sqlite":
+        return str(tmp_path / "turns.db")
+    return request.getfixturevalue("postgres_db")
+
+
+def test_turns_are_numbered_per_session_rated_and_listed(where: str) -> None:
+    store = TurnStore(where)
     a0, a1, b0 = store.add(record("a", "one")), store.add(record("a", "two")), store.add(record("b", "three", "ops"))
     assert (a0.turn_index, a1.turn_index, b0.turn_index) == (0, 1, 0)
     down = store.rate(-1, "  wrong runbook ", trace_id=a1.trace_id)
@@ -55,8 +63,8 @@ def test_ratings_parse_from_words_numbers_and_thumbs() -> None:
     assert [parse_rating(v) for v in ("meh", 0, 2, True, None)] == [None] * 5
 
 
-def test_retention_by_age_and_count(tmp_path: Path) -> None:
-    store = TurnStore(tmp_path / "turns.db", retention_days=30, max_turns=3)
+def test_retention_by_age_and_count(where: str) -> None:
+    store = TurnStore(where, retention_days=30, max_turns=3)
     store.add(replace(record(question="ancient"), created_at="2001-01-01T00:00:00.000+00:00"))
     for n in range(4):
         store.add(record(question=f"q{n}"))
@@ -76,6 +84,19 @@ def test_the_retention_settings_bound_the_data_folders_store(tmp_path: Path) -> 
     assert [t.question for t in build_turn_store(load_settings(tmp_path, env={})).find()] == ["q2", "q1"]
 
 
+def test_with_a_database_url_the_turns_live_in_postgresql(tmp_path: Path, postgres_db: str) -> None:
+    from rag_core.bootstrap import build_turn_store
+    from rag_core.config import load_settings
+
+    store = build_turn_store(load_settings(tmp_path, env={"RAG_DATABASE_URL": postgres_db}))
+    assert store.where.startswith("postgresql://") and store.path is None
+    added = store.add(record(question="shared"))
+    store.close()
+    assert not (tmp_path / "turns.db").exists()
+    again = build_turn_store(load_settings(tmp_path, env={"RAG_DATABASE_URL": postgres_db}))
+    assert [t.question for t in again.find()] == ["shared"] and again.get(trace_id=added.trace_id).id == added.id
+
+
 WRITER = textwrap.dedent("""
     import sys
     from rag_core.feedback import TurnRecord, TurnStore
@@ -88,10 +109,9 @@ WRITER = textwrap.dedent("""
 """)
 
 
-def test_a_writer_killed_mid_write_loses_nothing_committed_and_others_write_meanwhile(tmp_path: Path) -> None:
-    path = tmp_path / "turns.db"
-    other = TurnStore(path)
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+def test_a_writer_killed_mid_write_loses_nothing_committed_and_others_write_meanwhile(where: str) -> None:
+    other = TurnStore(where)
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, where], stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:
         assert writer.stdout is not None
         committed = 0
@@ -108,8 +128,54 @@ def test_a_writer_killed_mid_write_loses_nothing_committed_and_others_write_mean
     assert len([t for t in kept if t.session_id == "killed"]) >= committed
     assert [t.question for t in kept if t.session_id == "another-process"] == ["meanwhile"]
     assert [t.turn_index for t in reversed(kept) if t.session_id == "killed"][:committed] == list(range(committed))
-    with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    if "://" not in where:
+        with sqlite3.connect(where) as conn:
+            assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+            assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     after = other.add(record("killed", "after"))  # the store goes on, numbering after what was kept
     assert after.turn_index == len([t for t in kept if t.session_id == "killed"])
+
+
+def test_two_processes_adding_to_one_session_at_once_number_its_turns_in_order(where: str) -> None:
+    adder = textwrap.dedent("""
+        import sys
+        from rag_core.feedback import TurnRecord, TurnStore
+        store = TurnStore(sys.argv[1])
+        for n in range(15):
+            store.add(TurnRecord("shared", f"{sys.argv[2]} {n}", "answer", ("biz",), trace_id=f"{sys.argv[2]}{n:030x}"))
+    """)
+    TurnStore(where).count()  # the schema made once, before the race
+    runs = [subprocess.Popen([sys.executable, "-c", adder, where, name], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+            for name in ("aa", "bb")]
+    errors = [run.communicate(timeout=300)[1] for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], errors
+    kept = TurnStore(where).find(limit=100)
+    assert sorted(t.turn_index for t in kept) == list(range(30))
+
+
+# The turns table as releases before the database layer (rag_core/db) made it in data/turns.db.
+OLD_SCHEMA = """
+CREATE TABLE turns (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, turn_index INTEGER NOT NULL,
+    trace_id TEXT NOT NULL DEFAULT '', created_at TEXT NOT NULL, question TEXT NOT NULL, answer TEXT NOT NULL,
+    knowledge_bases TEXT NOT NULL DEFAULT '[]', lookups TEXT NOT NULL DEFAULT '[]',
+    evidence_keys TEXT NOT NULL DEFAULT '[]', citations TEXT NOT NULL DEFAULT '[]', model TEXT NOT NULL DEFAULT '',
+    mode TEXT NOT NULL DEFAULT '', seconds REAL NOT NULL DEFAULT 0, error TEXT, rating INTEGER,
+    comment TEXT NOT NULL DEFAULT '', rated_at TEXT, UNIQUE (session_id, turn_index)
+);
+CREATE INDEX turns_trace ON turns (trace_id);
+CREATE INDEX turns_created ON turns (created_at);
+CREATE INDEX turns_rating ON turns (rating, created_at);
+INSERT INTO turns (session_id, turn_index, trace_id, created_at, question, answer, knowledge_bases)
+VALUES ('old', 0, 'ab12', '2026-11-30T10:00:00.000+00:00', 'kept?', 'yes', '["biz"]');
+"""
+
+
+def test_a_turns_file_of_an_earlier_release_is_kept_with_its_turns(tmp_path: Path) -> None:
+    path = tmp_path / "turns.db"
+    with sqlite3.connect(path) as conn:
+        conn.executescript(OLD_SCHEMA)
+    store = TurnStore(path, retention_days=0)
+    assert [(t.question, t.turn_index, t.knowledge_bases) for t in store.find(kb="biz")] == [("kept?", 0, ("biz",))]
+    assert store.add(record("old", "next")).turn_index == 1
+    assert store.rate(1, trace_id="AB12").rating == 1 and store.count() == 2
