@@ -19,7 +19,10 @@ render prints that floor next to the measured figures. Where one request's CPU g
 by query, an HTTP request (the server's CPU) and the same lookup's steps in this process (thread CPU time).
 At the tail level two more HTTP set-ups run in alternating rounds with the default one: two `serve`
 processes on one store host (clients split between them), what a second worker (a second interpreter lock)
-would change; and `api.lookup-threads` at twice the cores, the default before searches were coalesced. In-process
+would change; and `api.lookup-threads` at twice the cores, the default before searches were coalesced. Then one
+`serve` against `serve --workers 2` (one port, the kernel handing each connection to a worker) at concurrency 8
+and 32, in alternating rounds: p95 next to the core floor of its own CPU per lookup (issue 37: p95 at concurrency
+8 <= 1.2 x the core floor with 2 workers). In-process
 at the tail level, a last row is the baseline of store.coalesce: the same lookups with each search sending its
 own requests. Then where a lookup's wall time goes at the tail level (stage_times), and one query at a time
 on a busy machine, two other processes spinning (busy_rows).
@@ -62,6 +65,9 @@ SIZE = 10_000
 LEVELS = (1, 8, 32)
 TAIL_LEVEL = 8  # the level of the target (issue #15): p95 <= TARGET_P95_MS
 TARGET_P95_MS = 50.0
+WORKER_LEVELS = (8, 32)  # 1 vs 2 workers (issue 37)
+WORKER_COUNTS = (1, 2)
+TARGET_FLOOR_RATIO = 1.2  # issue 37: p95 at concurrency 8 <= 1.2 x the core floor with 2 workers
 TARGET_UNAVOIDABLE_RATIO = 1.5  # issue 28: CPU per lookup at the tail level over HTTP <= 1.5 x the unavoidable CPU
 ROUNDS = 4  # the tail level's rounds per set-up (alternating)
 KEY = "sk-bench-stub"
@@ -342,18 +348,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(data_dir: Path, env_extra: dict[str, str], log_path: Path) -> tuple[subprocess.Popen, int]:
+def start_server(data_dir: Path, env_extra: dict[str, str], log_path: Path,
+                 workers: int = 1) -> tuple[subprocess.Popen, int]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_", "DASHSCOPE", "OPENAI", "MILVUS"))}
     env.update(env_extra)
     out = log_path.open("wb")
     proc = subprocess.Popen([sys.executable, "-m", "rag_core", "--data-dir", str(data_dir), "serve", "--port",
-                             str(port), "--log-level", "warning"], cwd=REPO, env=env, stdout=out,
-                            stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 120
+                             str(port), "--log-level", "warning", "--workers", str(workers)], cwd=REPO, env=env,
+                            stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120 * workers
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"serve exited: {log_path.read_text()[-2000:]}")
+        if workers > 1 and "RAG workbench API on" not in log_path.read_text(errors="replace"):
+            time.sleep(0.2)  # said once every worker answers
+            continue
         try:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
             conn.request("GET", "/v1/health")
@@ -373,6 +383,20 @@ def stop_server(proc: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+def worker_pids(proc: subprocess.Popen) -> list[int]:
+    """The API processes of a `serve`: the process itself, or with --workers its spawned workers."""
+    import psutil
+
+    workers = []
+    for child in psutil.Process(proc.pid).children():
+        try:
+            if "spawn_main" in " ".join(child.cmdline()):
+                workers.append(child.pid)
+        except psutil.Error:
+            pass
+    return workers or [proc.pid]
 
 
 def lite_server_pid(data_dir: Path) -> int:
@@ -422,6 +446,7 @@ def search_levels(data_dir: Path, qs: list[str], requests: dict[int, int]) -> di
         log(f"api: in-process, concurrency {TAIL_LEVEL}, where a lookup's time goes ...")
         out["stages"] = stage_times(wb, qs, requests[TAIL_LEVEL])
         out.update(http_levels(data_dir, wb, qs, requests))
+        out["workers"] = workers_levels(data_dir, qs, requests)
         out["load_during"] = [round(load_at_start, 2), round(os.getloadavg()[0], 2)]
         log(f"api: one query at a time while {SPINNERS} other processes spin ...")
         out["busy"] = busy_rows(wb, qs[:BUSY_QUERIES])
@@ -467,6 +492,65 @@ def http_levels(data_dir: Path, wb: Any, qs: list[str], requests: dict[int, int]
         for proc, _ in servers:
             stop_server(proc)
     return out
+
+
+def workers_levels(data_dir: Path, qs: list[str], requests: dict[int, int]) -> dict[str, Any]:
+    """`serve` (one worker) against `serve --workers 2` at each of WORKER_LEVELS, in alternating rounds; the API's
+    CPU is its workers' (the supervisor only waits). {"1": {"8": cell, "32": cell}, "2": {...}}."""
+    servers: dict[int, tuple[subprocess.Popen, int]] = {}
+    out: dict[str, Any] = {str(n): {} for n in WORKER_COUNTS}
+    try:
+        for n in WORKER_COUNTS:
+            servers[n] = start_server(data_dir, {}, data_dir / f"serve-workers-{n}.log", workers=n)
+        lite = lite_server_pid(data_dir)
+        setups = {n: (HttpSearch(port), CpuMeter({"api": worker_pids(proc), "lite": lite, "client": os.getpid()}))
+                  for n, (proc, port) in servers.items()}
+        for call, _ in setups.values():
+            load(call, qs, max(WORKER_LEVELS), 2 * max(WORKER_LEVELS))  # warm-up: connections reach every worker
+        for c in WORKER_LEVELS:
+            log(f"api: HTTP, 1 vs 2 workers, concurrency {c}, {ROUNDS} alternating rounds ...")
+            runs: dict[int, list[dict[str, Any]]] = {n: [] for n in setups}
+            for _ in range(ROUNDS):
+                for n, (call, meter) in setups.items():
+                    runs[n].append(timed_level(call, qs, c, requests[c] // ROUNDS, meter))
+            for n, parts in runs.items():
+                out[str(n)][str(c)] = summarized(parts)
+    finally:
+        for proc, _ in servers.values():
+            stop_server(proc)
+    return out
+
+
+def workers_table(record: dict) -> str:
+    """1 vs 2 workers: each level's latency next to its core floor (issue 37's target at concurrency 8)."""
+    w, cores = record["search"]["workers"], record["cores"]
+    rows = []
+    for c in WORKER_LEVELS:
+        for n in WORKER_COUNTS:
+            cell = w[str(n)][str(c)]
+            cpu = cell["cpu_ms"]
+            total = sum(cpu.values())
+            floor = floor_ms(total, c, cores)
+            rows.append([f"{n} worker{'s' if n > 1 else ''}", c, cell["requests"], cell["p50"], cell["p95"],
+                         cell["max"], cell["rps"], cpu["api"], cpu["lite"], cpu["client"], total, floor,
+                         ratio(cell["p95"], floor), floor_ms(cpu["api"], c, n), cell.get("other_cores")])
+    md = table(["serve", "concurrency", "requests", "p50 ms", "p95 ms", "max ms", "req/s",
+                "CPU ms / lookup: API worker(s)", "Milvus Lite", "client", "total",
+                f"core floor ms = concurrency x total / {cores}", "p95 / core floor",
+                "lock floor ms = concurrency x API / workers", "cores busy with other work"], rows, 2)
+    two = w["2"][str(TAIL_LEVEL)]
+    times = ratio(two["p95"], floor_ms(sum(two["cpu_ms"].values()), TAIL_LEVEL, cores)) or 0.0
+    one = w["1"][str(TAIL_LEVEL)]
+    md += (f"\n\n`python -m rag_core serve` against `serve --workers 2` (one port; the kernel gives each new "
+           f"connection to one worker), the same search as above, in {ROUNDS} alternating rounds per level. Core "
+           "floor: with every core busy, N closed-loop clients cannot wait less on average than N x (CPU per "
+           f"lookup, every process) / {cores} cores; the lock floor: one worker runs its Python on one core at a "
+           f"time. Target (issue 37): p95 at concurrency {TAIL_LEVEL} <= {TARGET_FLOOR_RATIO} x the core floor "
+           f"with 2 workers: measured {fmt(times, 2)} x ({fmt(two['p95'], 1)} ms; "
+           f"{'reached' if times <= TARGET_FLOOR_RATIO else 'not reached'}); one worker: "
+           f"{fmt(ratio(one['p95'], floor_ms(sum(one['cpu_ms'].values()), TAIL_LEVEL, cores)), 2)} x "
+           f"({fmt(one['p95'], 1)} ms).\n\n")
+    return md
 
 
 STUB = """
@@ -631,6 +715,8 @@ def render(record: dict) -> str:
            "matrix products run outside the lock). Other work = the machine's busy CPU time (psutil) minus these "
            "processes', over the level: the cores the lookups could not have. The load average counts this "
            "benchmark's own threads too.\n\n")
+    if s.get("workers"):  # recorded since issue 37
+        md += workers_table(record)
     st = s.get("stages")
     if st:
         a, w = st["all"], st["slowest"]
@@ -716,6 +802,26 @@ def unavoidable_sentence(s: dict, tail: str) -> str:
             f"{TARGET_UNAVOIDABLE_RATIO} x: {'reached' if times <= TARGET_UNAVOIDABLE_RATIO else 'not reached'}). ")
 
 
+def workers_sentence(record: dict) -> str:
+    """The summary's words on 1 vs 2 workers (records since issue 37)."""
+    w, cores = record["search"].get("workers"), record["cores"]
+    if not w:
+        return ""
+
+    def said(n: int, c: int) -> str:
+        cell = w[str(n)][str(c)]
+        floor = floor_ms(sum(cell["cpu_ms"].values()), c, cores)
+        return f"{fmt(cell['p95'], 1)} ms ({fmt(ratio(cell['p95'], floor), 2)} x its core floor)"
+
+    two = w["2"][str(TAIL_LEVEL)]
+    times = ratio(two["p95"], floor_ms(sum(two["cpu_ms"].values()), TAIL_LEVEL, cores)) or 0.0
+    verdict = "reached" if times <= TARGET_FLOOR_RATIO else "not reached"
+    return (f" With `serve --workers 2` the p95 at concurrency {TAIL_LEVEL} is {said(2, TAIL_LEVEL)} against "
+            f"{said(1, TAIL_LEVEL)} with one worker, and at concurrency 32 {said(2, 32)} against {said(1, 32)}, while "
+            f"other work kept {fmt(two.get('other_cores'), 2)} of the {cores} cores busy (target <= "
+            f"{TARGET_FLOOR_RATIO} x at concurrency {TAIL_LEVEL}: {verdict}).")
+
+
 def summary(record: dict) -> str:
     """bench/README.md's paragraph on the HTTP API (after "What these say")."""
     s, tail, cores = record["search"], str(TAIL_LEVEL), record["cores"]
@@ -739,7 +845,7 @@ def summary(record: dict) -> str:
             f"on average however many cores there are. The first byte of "
             f"a stream comes after {fmt(st['first_byte_p50'], 1)} ms, the first answer piece (after a knowledge-base "
             f"call and a stub model) after {fmt(st['first_content_p50'], 1)} ms vs "
-            f"{fmt(st['inproc_first_content_p50'], 1)} ms in-process.")
+            f"{fmt(st['inproc_first_content_p50'], 1)} ms in-process." + workers_sentence(record))
     return textwrap.fill(text, width=110, break_on_hyphens=False) + "\n"
 
 

@@ -39,8 +39,5 @@ def require(principal: Principal, kb: str, needed: Role, names: Iterable[str] | 
 
 def lookup_access(scope: AccessScope) -> dict[str, Any]:
     """The arguments a lookup takes for what the caller may retrieve: the single place every HTTP route and MCP tool
-    passes the caller's scope through.
-
-    MERGE (helper "groups"): once `KnowledgeRetriever.lookup` and `explain_dict` take `access=AccessScope`, return
-    `{"access": scope}` here (and drop the `unrestricted` guard). Until then a restricted scope cannot be applied."""
-    return {}
+    passes the caller's scope through (`KnowledgeRetriever.lookup` and `explain` take it as `access`)."""
+    return {"access": scope}

@@ -35,7 +35,7 @@ from .openai_compat import is_openai
 from .openai_compat import rag_refusal as openai_refusal
 from .openai_compat import router as openai_router
 from .security import Authenticate, BodyLimit, BrowserGuard, Proxies, allowed_hosts
-from .sessions import SessionStore
+from .sessions import Sessions, SessionStore
 from .state import Capacity, Service, lookup_thread_count
 
 if TYPE_CHECKING:
@@ -62,23 +62,28 @@ knowledge base.
 def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] | None = None,
                agent: Agent | None = None, close_workbench: bool = True,
                process_settings: Settings | None = None, host: str | None = None,
-               access: AccessStore | None = None) -> FastAPI:
+               access: AccessStore | None = None, sessions: Sessions | None = None,
+               chat_turns: Capacity | None = None) -> FastAPI:
     """`token`: RAG_API_TOKEN ("" = none). `access`: the users, roles and audit log (default:
     `bootstrap.build_access_store`, closed with the app; one passed in is the caller's). Without a token and without
     users nobody needs to sign in (the one-person setup). `agent`: defaults to `bootstrap.build_agent(workbench, env)`.
     `close_workbench`: close it on shutdown (the server owns it). `process_settings`: the process's (the values of
     knowledge bases created over /v1/kbs; default: the workbench's). `host`: the address the server is bound to
-    (default api.host), which requests may name in their Host header."""
+    (default api.host), which requests may name in their Host header. `sessions`: where chat sessions are kept
+    (default: this process's memory; the workers of `serve --workers` share theirs). `chat_turns`: how many chat
+    turns may run at once (default: api.chat-turns in this process; the workers count theirs together)."""
     from ..bootstrap import build_access_store, build_agent, build_turn_store, open_knowledge_bases
 
     settings = workbench.settings
     own_access = access is None
     access = access if access is not None else build_access_store(process_settings or settings, env)
     service = Service(workbench, agent or build_agent(workbench, env),
-                      SessionStore(settings["api.max-sessions"], settings["chat.history-pairs"]), bool(token), env,
+                      sessions if sessions is not None else SessionStore(settings["api.max-sessions"],
+                                                                         settings["chat.history-pairs"]),
+                      bool(token), env,
                       kbs=open_knowledge_bases(workbench, process_settings, env, own_first=close_workbench),
                       lookup_threads=anyio.CapacityLimiter(lookup_thread_count(settings)),
-                      chat_turns=Capacity(settings["api.chat-turns"]),
+                      chat_turns=chat_turns if chat_turns is not None else Capacity(settings["api.chat-turns"]),
                       chat_threads=anyio.CapacityLimiter(settings["api.chat-turns"]),
                       turns=build_turn_store(process_settings or settings), access=access)
 

@@ -19,7 +19,7 @@ from ..access.records import Principal, Role
 from ..agent.turn import AssistantTurn
 from ..errors import for_client
 from . import audit
-from .deps import Needs, ServiceDep, hiding, kb_in_form, kb_in_json
+from .deps import Needs, ServiceDep, hiding, kb_in_form, kb_in_json, turn_scope
 from .errors import ApiError, error_response, refusal_status
 from .models import ChatAnswer, ChatRequest, ClearRequest, Envelope, HistoryPair, SessionInfo, ToolCallInfo, UploadInfo
 from .sessions import DEFAULT_USER
@@ -39,6 +39,10 @@ CLIENT_GONE = 499  # nginx's "client closed request": never read (nobody is ther
 KB_IN_CHAT = kb_in_json("kb", "Kb", "KnowledgeBase", "knowledgeBase")
 Reader = Annotated[Principal, Depends(Needs(Role.READER, KB_IN_CHAT))]
 Caller = Annotated[Principal, Depends(Needs(None))]
+
+
+MISSING_SESSION = ("beyond api.max-sessions the least recently used goes, and a single API process forgets them "
+                   "when it restarts")
 
 
 def _user(principal: Principal, body_user: str | None, header_user: str | None) -> str:
@@ -81,12 +85,13 @@ async def chat(body: ChatRequest, request: Request, svc: ServiceDep, principal: 
                               f"(api.chat-turns); try again in {CHAT_RETRY_AFTER_S} s.",
                               headers={"Retry-After": str(CHAT_RETRY_AFTER_S)})
     try:
-        # MERGE (helper "groups"): the agent's knowledge-base tool should search with `principal.scope(kb)` (the
-        # agent is shared per knowledge base: the scope has to reach its tool per turn).
         agent = await anyio.to_thread.run_sync(hiding, svc, principal, svc.agent_of, body.kb,
                                                limiter=svc.chat_threads)
-        session = svc.sessions.get_or_create(_user(principal, body.user_id, x_user_id), _session_id(body.id))
-        events = await collect(agent.run(body.question or "", session), request.receive, svc.chat_threads)
+        # In a thread: with several workers the session is read from the database.
+        session = await anyio.to_thread.run_sync(svc.sessions.get_or_create, _user(principal, body.user_id, x_user_id),
+                                                 _session_id(body.id), limiter=svc.chat_threads)
+        events = await collect(agent.run(body.question or "", session, access=turn_scope(svc, principal, body.kb)),
+                               request.receive, svc.chat_threads)
     except ClientGone:
         log.info("a chat turn was stopped: its client disconnected")
         return error_response(request.url.path, CLIENT_GONE, "client_gone", "The client disconnected; the turn "
@@ -105,8 +110,9 @@ async def chat_stream(body: ChatRequest, svc: ServiceDep, principal: Reader,
     Extra event types: `session`, `tool_call`, `tool_result`, `notice`, `citations`. When the client
     disconnects, the agent turn stops."""
     agent = hiding(svc, principal, svc.agent_of, body.kb)
-    session = svc.sessions.get_or_create(_user(principal, body.user_id, x_user_id), _session_id(body.id))
-    events = agent.run(body.question or "", session)  # a generator: nothing runs before the first pull
+    session = await run_in_threadpool(svc.sessions.get_or_create, _user(principal, body.user_id, x_user_id),
+                                      _session_id(body.id))  # with several workers: read from the database
+    events = agent.run(body.question or "", session, access=turn_scope(svc, principal, body.kb))  # a generator: nothing runs before the first pull
     stream = sse(events, first=[{"type": "session", "data": {"id": session.id, "mode": agent.mode}}],
                  on_open=svc.streams.opened, on_close=svc.streams.closed, limiter=svc.stream_threads)
     return StreamingResponse(stream, media_type="text/event-stream; charset=utf-8", headers=SSE_HEADERS)
@@ -120,7 +126,7 @@ def clear(body: ClearRequest, svc: ServiceDep, principal: Caller,
         raise ApiError(400, "bad_request", "Id is required: the session whose history to clear.")
     session = svc.sessions.get(_user(principal, body.user_id, x_user_id), sid)
     if session is None:
-        raise ApiError(404, "not_found", f"No session {sid!r} (sessions live in memory until the server restarts).")
+        raise ApiError(404, "not_found", f"No session {sid!r} (or it was dropped: {MISSING_SESSION}).")
     session.clear()
     return Envelope[str](data="history cleared")
 
@@ -132,8 +138,7 @@ def session_info(session_id: str, svc: ServiceDep, principal: Caller,
     (the last chat.history-pairs, as sent to the model)."""
     session = svc.sessions.get(_user(principal, None, x_user_id), session_id)
     if session is None:
-        raise ApiError(404, "not_found", f"No session {session_id!r} (sessions live in memory until the server "
-                       "restarts).")
+        raise ApiError(404, "not_found", f"No session {session_id!r} (or it was dropped: {MISSING_SESSION}).")
     turns = session.snapshot()
     history = [HistoryPair(question=t.question, answer=t.answer, citations=list(t.citations), createdAt=t.created_at)
                for t in turns]

@@ -129,6 +129,12 @@ def scope_for(request: Request, kb: str | None) -> AccessScope:
     return principal_of(request).scope(kb or svc.workbench.settings.kb_name)
 
 
+def turn_scope(svc: Service, principal: Principal, kb: str | None) -> AccessScope:
+    """What an agent turn on `kb` (None or "": the default one) may retrieve for `principal`: the agent is shared by
+    every caller of a knowledge base, so the scope goes with each turn (`Agent.run(..., access=)`)."""
+    return principal.scope(kb or svc.workbench.settings.kb_name)
+
+
 KB_QUERY = Query(description="A knowledge base (default: the default one).")
 
 

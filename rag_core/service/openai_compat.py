@@ -37,14 +37,14 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from ..access.records import Principal, Role
+from ..access.records import AccessScope, Principal, Role
 from ..agent.events import ContentEvent, DoneEvent, ErrorEvent, Event, NoticeEvent
 from ..agent.session import Session
 from ..agent.turn import AssistantTurn
 from ..errors import NotFound, RagError, for_client
 from ..text import check_texts
 from .compat import CHAT_RETRY_AFTER_S, CLIENT_GONE, SSE_HEADERS
-from .deps import Needs, ServiceDep, hiding, kb_in_json, readable
+from .deps import Needs, ServiceDep, hiding, kb_in_json, readable, turn_scope
 from .errors import from_rag_error, validation_message
 from .state import Service
 from .streaming import ClientGone, collect, sse
@@ -294,14 +294,15 @@ async def chat_completions(request: Request, svc: ServiceDep,
         if body.stream:
             agent = await _agent(svc, principal, body, system, svc.stream_threads)
             usage = body.stream_options is not None and body.stream_options.include_usage
-            return _stream(svc, agent, body.model, question, history, usage)
+            return _stream(svc, agent, body.model, question, history, usage, turn_scope(svc, principal, body.model))
         if not svc.chat_turns.enter():  # refused at once: a queue of turns would hold connections without bound
             return openai_error(503, f"{svc.chat_turns.limit} chat turns are running (api.chat-turns); try again "
                                 f"in {CHAT_RETRY_AFTER_S} s.", "server_error", "busy",
                                 headers={"Retry-After": str(CHAT_RETRY_AFTER_S)})
         try:
             agent = await _agent(svc, principal, body, system, svc.chat_threads)
-            events = await collect(agent.run(question, history), request.receive, svc.chat_threads)
+            events = await collect(agent.run(question, history, access=turn_scope(svc, principal, body.model)),
+                                   request.receive, svc.chat_threads)
         finally:
             svc.chat_turns.leave()
     except Refused as refused:
@@ -329,9 +330,9 @@ def _completion(model: str, events: list[Event]) -> JSONResponse:
 
 
 def _stream(svc: Service, agent: Any, model: str, question: str, history: History,
-            usage: bool) -> StreamingResponse:
+            usage: bool, access: AccessScope) -> StreamingResponse:
     """`usage`: the client asked for it (stream_options.include_usage): every chunk has `usage: null` and a last
-    chunk without choices has the turn's usage, as OpenAI sends them."""
+    chunk without choices has the turn's usage, as OpenAI sends them. `access`: what the turn may retrieve."""
     ident, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
     turn = AssistantTurn()  # folds the events as they pass, for the evidence the last chunk carries
     state = {"length": False}
@@ -357,7 +358,7 @@ def _stream(svc: Service, agent: Any, model: str, question: str, history: Histor
 
     failure = {"error": {"message": "An unexpected error ended this stream; the details are in the server log.",
                          "type": "server_error", "param": None, "code": "internal"}}
-    stream = sse(agent.run(question, history), first=[chunk({"role": "assistant", "content": ""})],
+    stream = sse(agent.run(question, history, access=access), first=[chunk({"role": "assistant", "content": ""})],
                  on_open=svc.streams.opened, on_close=svc.streams.closed, limiter=svc.stream_threads,
                  encode=encode, failure=failure, closing=END)
     return StreamingResponse(stream, media_type="text/event-stream; charset=utf-8", headers=SSE_HEADERS)

@@ -4,10 +4,10 @@ Everything that can fail for a reason a person can fix happens before uvicorn st
 line, not a traceback: a token too short, a non-loopback bind without a token, a port in use, a knowledge
 base held by another process (StoreLockedError), a collection that needs migrating. The embedder is loaded
 before the first request. One process serves concurrent requests: the blocking work (embedding, Milvus, the
-agent) runs in threads, searches in a queue of their own (state.lookup_thread_count), and chat sessions live in this
-process's memory (a second worker would not see them). The store host would let several processes share
-the knowledge base; bench/api.py measures what a second `serve` process changes for searches. uvicorn
-parses HTTP with httptools (a dependency): measured here, 0.6 ms less server CPU per /v1/search than h11.
+agent) runs in threads, searches in a queue of their own (state.lookup_thread_count). `--workers N` runs N such
+processes on the one socket (service.workers), through the store host for Milvus Lite; bench/api.py measures one
+worker against two. uvicorn parses HTTP with httptools (a dependency): measured here, 0.6 ms less server CPU
+per /v1/search than h11.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def serve(settings: Settings, *, host: str, port: int, allow_no_token: bool = False,
-          env: Mapping[str, str] | None = None, log_level: str = "info") -> None:
+          env: Mapping[str, str] | None = None, log_level: str = "info", workers: int = 1) -> None:
+    """`workers` > 1: that many API processes on the socket (service.workers); 1: this process serves."""
     import uvicorn
 
     from ..bootstrap import build_access_store, build_workbench, secret
@@ -56,6 +57,13 @@ def serve(settings: Settings, *, host: str, port: int, allow_no_token: bool = Fa
     except BaseException:
         access.close()
         raise
+    if workers > 1:
+        from .workers import serve_workers
+
+        access.close()  # each worker opens its own (the same database)
+        serve_workers(settings, sock, host=host, port=port, count=workers, token=token, env=env,
+                      log_level=log_level, graceful_s=GRACEFUL_SHUTDOWN_S)
+        return
     try:
         workbench = build_workbench(settings, env)
     except BaseException:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from .sessions import SessionStore
+from .sessions import Sessions
 
 if TYPE_CHECKING:
     from ..agent import Agent
@@ -67,7 +67,7 @@ class Capacity:
 class Service:
     workbench: Workbench  # the default knowledge base's
     agent: Agent
-    sessions: SessionStore
+    sessions: Sessions  # in this process, or shared by the workers (sessions.py)
     auth: bool
     env: Mapping[str, str] | None = None  # where secrets are read (None: the process environment)
     streams: Streams = field(default_factory=Streams)
