@@ -331,8 +331,9 @@ def _index(cell: dict) -> str:
 
 
 def projection(record: dict) -> dict | None:
-    """When the run stopped short of a million chunks: hybrid p50 and peak memory at 1M extrapolated linearly from
-    the two largest measured sizes (a PROJECTION, labelled so wherever shown); None when 1M was measured."""
+    """When the run stopped short of a million chunks: peak memory at 1M extrapolated linearly from the two largest
+    measured sizes, and hybrid p50 too when both had the same kind of index (a PROJECTION, labelled so wherever
+    shown); None when 1M was measured or only one size was."""
     sizes = sorted(record["sizes"], key=int)
     if int(sizes[-1]) >= FULL_CHUNKS or len(sizes) < 2:
         return None
@@ -340,8 +341,15 @@ def projection(record: dict) -> dict | None:
 
     def line(a: float, b: float) -> float:
         return b + (b - a) * (FULL_CHUNKS - n1) / (n1 - n0)
-    return {"from": [n0, n1], "p50_ms": line(c0["lookup"]["ours_p50"], c1["lookup"]["ours_p50"]),
-            "memory_mb": line(c0["peak_rss_mb"]["total"], c1["peak_rss_mb"]["total"])}
+    same = c0["index"]["type"] == c1["index"]["type"]
+    return {"from": [n0, n1], "memory_mb": line(c0["peak_rss_mb"]["total"], c1["peak_rss_mb"]["total"]),
+            "p50_ms": line(c0["lookup"]["ours_p50"], c1["lookup"]["ours_p50"]) if same else None}
+
+
+def _projected(proj: dict) -> str:
+    p50 = f"hybrid p50 ~{proj['p50_ms']:.0f} ms, " if proj["p50_ms"] is not None else ""
+    return (f"PROJECTED to 1M (linear from {proj['from'][0]:,} and {proj['from'][1]:,} chunks, not measured): "
+            f"{p50}peak memory ~{proj['memory_mb'] / 1000:.1f} GB.")
 
 
 def render(record: dict) -> str:
@@ -366,8 +374,7 @@ def render(record: dict) -> str:
     md += "." if record["chunks"] >= FULL_CHUNKS else f", measured at {record['chunks']:,} chunks, NOT at 1M."
     proj = projection(record)
     if proj:
-        md += (f" PROJECTION to 1M (linear from {proj['from'][0]:,} and {proj['from'][1]:,}, not measured): hybrid "
-               f"p50 ~{proj['p50_ms']:.0f} ms, peak RSS ~{proj['memory_mb'] / 1000:.1f} GB.")
+        md += " " + _projected(proj)
     md += (f"\n\nReal text: {record['unique_texts']:,} unique chunks of the bundled corpora (800/100), repeated with "
            "sentence shuffles and numbered variants. Vectors: computed ONCE per unique text by the local embedder and "
            "cached; a repeat's vector is its text's plus a deterministic perturbation of norm "
@@ -395,8 +402,7 @@ def quote(record: dict) -> str:
             f"{cell['ingest']['chunks_per_s']:,.0f} chunks/s.")
     proj = projection(record)
     if proj:
-        text += (f" A million chunks was NOT measured; PROJECTED linearly: p50 ~{proj['p50_ms']:.0f} ms, memory "
-                 f"~{proj['memory_mb'] / 1000:.1f} GB.")
+        text += " A million chunks was NOT measured. " + _projected(proj)
     return text[0].upper() + text[1:]
 
 

@@ -61,7 +61,26 @@ def test_the_benchmark_runs_at_a_few_hundred_chunks(tmp_path):
     assert cell["lookup"]["ours_p50"] > 0 and cell["lookup"]["bare_p50"] > 0 and cell["peak_rss_mb"]["total"] > 0
     text = scale.render({**record, "machine": "test machine", "load": "load"})
     assert text.startswith("#### ") and "IVF_FLAT" in text and "computed ONCE per unique text" in text
-    assert "NOT at 1M" in text and "PROJECTION" not in text  # one size: nothing to project from
+    assert "NOT at 1M" in text and "PROJECTED" not in text  # one size: nothing to project from
     assert "300 chunks" in scale.quote(record)
     # the second run reads the vectors from the cache
     assert scale.cached_vectors(scale.unique_texts(40), scale.LocalUSEEmbedder(), tmp_path / "cache")[1]
+
+
+def test_a_run_stopped_short_of_a_million_says_so_and_projects():
+    def cell(index: str, p50: float, mb: float) -> dict:
+        return {"ingest": {"chunks_per_s": 1000.0}, "index": {"type": index, "params": {"nlist": 500}, "build_s": 9.0,
+                                                              "nprobe": 32 if index == "IVF_FLAT" else None},
+                "recall_at_10": {"32": 0.95}, "lookup": {"ours_p50": p50, "ours_p95": 2 * p50, "bare_p50": 10.0,
+                                                         "bare_p95": 20.0},
+                "peak_rss_mb": {"python": 500.0, "milvus_lite": mb - 500, "total": mb}, "db_mb": 100.0}
+    record = {"chunks": 500_000, "unique_texts": 10, "perturbation": 0.1, "queries": 5, "retrieve_k": 20, "return_n": 5,
+              "ivf_from": 200_000, "machine": "m", "load": "l",
+              "sizes": {"250000": cell("IVF_FLAT", 40.0, 2000.0), "500000": cell("IVF_FLAT", 50.0, 3000.0)}}
+    proj = scale.projection(record)
+    assert proj == {"from": [250_000, 500_000], "memory_mb": 5000.0, "p50_ms": 70.0}
+    assert "NOT at 1M" in scale.render(record) and "PROJECTED to 1M" in scale.quote(record)
+    record["sizes"]["250000"]["index"]["type"] = "FLAT"  # p50 across index kinds is not extrapolated
+    assert scale.projection(record)["p50_ms"] is None and "hybrid p50 ~" not in scale.quote(record)
+    record["sizes"]["1000000"], record["chunks"] = cell("IVF_FLAT", 60.0, 4000.0), 1_000_000
+    assert scale.projection(record) is None and "NOT" not in scale.quote(record)
