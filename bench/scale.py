@@ -269,13 +269,13 @@ def measure(quick: bool = False, chunks: int | None = None, unique: int | None =
     """Fill one Lite collection size by size up to `chunks`, measuring at each (see the module's docstring);
     `save` is given the record so far after each size."""
     total = chunks or (QUICK_CHUNKS if quick else FULL_CHUNKS)
-    n_queries = n_queries or (40 if quick else 200)
+    n_queries = n_queries or (40 if quick else 120)
     embedder = LocalUSEEmbedder()
     texts = unique_texts(unique)
     base, was_cached = cached_vectors(texts, embedder, cache)
-    asked = queries(n_queries)
+    asked = list(dict.fromkeys(queries(n_queries)))  # SciFact repeats a few claims: each once, in order
     qvec = {q: embedder.embed_query(q).astype(np.float32).tolist() for q in asked}
-    qmatrix = np.asarray([qvec[q] for q in asked], dtype=np.float32)
+    qmatrix = np.asarray([qvec[q] for q in asked], dtype=np.float32)  # the rows of `truth`, as `asked`
     payload: dict = {"chunks": 0, "unique_texts": len(texts), "vectors_cached": was_cached,
                      "perturbation": PERTURBATION, "queries": len(asked), "retrieve_k": 20, "return_n": 5,
                      "ivf_from": ivf_from, "sizes": {}}
@@ -308,7 +308,7 @@ def measure(quick: bool = False, chunks: int | None = None, unique: int | None =
                 cell["index"] = {"type": index.index_type, "params": index.params,
                                  "build_s": time.perf_counter() - started, "nprobe": NPROBE if ivf else None}
                 nprobes = sorted({NPROBE, *OTHER_NPROBES}) if ivf else [NPROBE]
-                cell["recall_at_10"] = {str(p): recall(dense_top(store, list(qvec.values()), p), truth)
+                cell["recall_at_10"] = {str(p): recall(dense_top(store, [qvec[q] for q in asked], p), truth)
                                         for p in nprobes}
                 log(f"scale: recall@10 against exact: {cell['recall_at_10']}; hybrid lookups ...")
                 cell["lookup"] = lookups(store, embedder, asked, qvec, NPROBE)
