@@ -61,7 +61,7 @@ def test_the_benchmark_runs_at_a_few_hundred_chunks(tmp_path):
     assert cell["lookup"]["ours_p50"] > 0 and cell["lookup"]["bare_p50"] > 0 and cell["peak_rss_mb"]["total"] > 0
     text = scale.render({**record, "machine": "test machine", "load": "load"})
     assert text.startswith("#### ") and "IVF_FLAT" in text and "computed ONCE per unique text" in text
-    assert "NOT at 1M" in text and "PROJECTED" not in text  # one size: nothing to project from
+    assert "1M was NOT measured" in text and "PROJECTED" not in text  # one size: nothing to project from
     assert "300 chunks" in scale.quote(record)
     # the second run reads the vectors from the cache
     assert scale.cached_vectors(scale.unique_texts(40), scale.LocalUSEEmbedder(), tmp_path / "cache")[1]
@@ -79,7 +79,7 @@ def test_a_run_stopped_short_of_a_million_says_so_and_projects():
               "sizes": {"250000": cell("IVF_FLAT", 40.0, 2000.0), "500000": cell("IVF_FLAT", 50.0, 3000.0)}}
     proj = scale.projection(record)
     assert proj == {"from": [250_000, 500_000], "memory_mb": 5000.0, "p50_ms": 70.0}
-    assert "NOT at 1M" in scale.render(record) and "PROJECTED to 1M" in scale.quote(record)
+    assert "1M was NOT measured" in scale.render(record) and "PROJECTED to 1M" in scale.quote(record)
     record["sizes"]["250000"]["index"]["type"] = "FLAT"  # p50 across index kinds is not extrapolated
     assert scale.projection(record)["p50_ms"] is None and "hybrid p50 ~" not in scale.quote(record)
     record["sizes"]["1000000"], record["chunks"] = cell("IVF_FLAT", 60.0, 4000.0), 1_000_000
