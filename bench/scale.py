@@ -367,6 +367,8 @@ def render(record: dict) -> str:
     recalls = ", ".join(f"nprobe {p}: {r:.3f}" for p, r in largest["recall_at_10"].items()) if ivf else "1.000 (FLAT)"
     peak = largest["peak_rss_mb"]
     p50 = largest["lookup"]["ours_p50"]
+    if ivf and len(set(largest["recall_at_10"].values())) == 1:
+        recalls += " (the same at every nprobe: Milvus Lite 2.5.1 ignores the search's nprobe)"
     md += (f"\n\nAt {record['chunks']:,} chunks: recall@10 against FLAT {recalls}; peak RSS {peak['total']:,.0f} MB "
            f"(bench process with the embedding model {peak['python']:,.0f}, Milvus Lite {peak['milvus_lite']:,.0f}); "
            f"database {largest['db_mb']:,.0f} MB on disk. Goal (issue 37, at 1M on 2 cores): hybrid p50 <= 150 ms, "
