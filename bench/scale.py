@@ -47,7 +47,18 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import REPO, log, need_set, percentiles, ratio, record_and_print, save_record, section, table
+from bench.common import (
+    REPO,
+    load_note,
+    log,
+    need_set,
+    percentiles,
+    ratio,
+    record_and_print,
+    save_record,
+    section,
+    table,
+)
 from bench.latency import milvus_pids, rss_mb
 from rag_core.chunking import chunk_text
 from rag_core.embedding.local import LocalUSEEmbedder
@@ -314,6 +325,7 @@ def measure(quick: bool = False, chunks: int | None = None, unique: int | None =
                 cell["lookup"] = lookups(store, embedder, asked, qvec, NPROBE)
                 peak.sample()
                 cell["peak_rss_mb"] = {"python": peak.python, "milvus_lite": peak.lite, "total": peak.total}
+                cell["load"] = load_note()  # the machine may be shared: each size's own
                 cell["db_mb"] = sum(f.stat().st_size for f in Path(tmp).rglob("*") if f.is_file()) / 1e6
                 log(f"scale: {size:,}: {json.dumps(cell)}")
                 payload["sizes"][str(size)] = cell
@@ -394,7 +406,9 @@ def render(record: dict) -> str:
            "`MilvusStore.replace_documents`, vectors given, cumulative. On Lite the store uses FLAT below "
            f"{record['ivf_from']:,} chunks and IVF_FLAT from "
            "there (`choose_index` in `rag_core/store/milvus/schema.py`); the build time is `MilvusStore.fit_index` "
-           "(drop, build, load).")
+           "(drop, build, load). The sizes are measured one after the other, each at the machine's load of the "
+           "moment" + ("" if all("load" in c for c in record["sizes"].values()) else " (this record keeps only the "
+                       "last one, below)") + "; latencies of different sizes compare only at similar loads.")
     return section("A million chunks on one machine (Milvus Lite)", md, record)
 
 
