@@ -62,6 +62,7 @@ def test_the_benchmark_runs_at_a_few_hundred_chunks(tmp_path):
     text = scale.render({**record, "machine": "test machine", "load": "load"})
     assert text.startswith("#### ") and "IVF_FLAT" in text and "computed ONCE per unique text" in text
     assert "1M was NOT measured" in text and "PROJECTED" not in text  # one size: nothing to project from
+    assert "once the index was built and searched" in text and cell["rss_now_mb"]["milvus_lite"] > 0
     assert "300 chunks" in scale.quote({**record, "load": "load average 1.00 on 2 cores"})
     # the second run reads the vectors from the cache
     assert scale.cached_vectors(scale.unique_texts(40), scale.LocalUSEEmbedder(), tmp_path / "cache")[1]

@@ -48,8 +48,9 @@ QUERY_LIMIT = 16384  # Milvus's cap on one query/search window
 # vector, about 0.3 ms per thousand 512-d rows on one core (31 ms at 100k), so from IVF_FROM rows on a Lite file
 # gets IVF_FLAT, whose search scans the clusters nearest the query. Milvus Lite 2.5.1 ignores the search's `nprobe`
 # (bench/scale.py: the same recall at nprobe 8 to 64; on random vectors 0.18 even at nprobe = nlist), so on Lite the
-# recall is what `nlist` gives: against FLAT, 0.67 at 250k and 500k chunks of the benchmark (bench/results/scale.json,
-# with the latencies). A server picks its own index (AUTOINDEX) and honours `nprobe`.
+# recall is what `nlist` gives: against FLAT, 0.67 from 250k to 1M chunks of the benchmark (bench/results/scale.json,
+# with the latencies). Building it for 1M chunks took 456 s there, and the run's memory peaked (12.8 GB) while it did.
+# A server picks its own index (AUTOINDEX) and honours `nprobe`.
 IVF_FROM = 200_000
 NPROBE = 32
 # What a dense search asks of its index: IVF_FLAT reads `nprobe` (a server's; Lite 2.5.1 ignores it), FLAT and
