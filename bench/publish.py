@@ -30,6 +30,7 @@ from bench import (
     latency,
     offline_answers,
     quality,
+    scale,
     startup,
     testsets,
     tradeoff,
@@ -40,7 +41,8 @@ README = REPO / "bench" / "README.md"
 RESULTS = (("chunking", chunking.render), ("ingest", ingest.render), ("latency", latency.render),
            ("startup", startup.render), ("quality", quality.render), ("host", host.render), ("api", api.render),
            ("formats", formats.render), ("testsets", testsets.render), ("filters", filters.render),
-           ("conversations", conversations.render), ("offline_answers", offline_answers.render))
+           ("conversations", conversations.render), ("offline_answers", offline_answers.render),
+           ("scale", scale.render))
 
 
 def _results() -> str:

@@ -23,6 +23,7 @@ from bench import (
     latency,
     offline_answers,
     quality,
+    scale,
     testsets,
     tradeoff,
 )
@@ -34,7 +35,7 @@ RENDERS = {"chunking": chunking.render, "ingest": ingest.render, "latency": late
            "quality": quality.render, "explain": explain.render, "api": api.render, "host": host.render,
            "formats": formats.render, "testsets": testsets.render, "filters": filters.render,
            "fusion": fusion.render, "folding": folding.render, "conversations": conversations.render,
-           "offline_answers": offline_answers.render, "expand": expand.render}
+           "offline_answers": offline_answers.render, "expand": expand.render, "scale": scale.render}
 
 
 def test_the_bench_readme_tables_are_rendered_from_the_records():
@@ -153,6 +154,12 @@ def test_the_api_record_shows_the_tail_target_and_the_cpu_floor_it_implies():
 def test_the_host_and_api_summaries_are_the_bench_readme_sentences():
     readme = README.read_text(encoding="utf-8")
     assert api.summary(load("api")) in readme and host.summary(load("host")) in readme
+
+
+def test_the_deployment_page_quotes_the_scale_benchmark_as_recorded():
+    # issue 37: bench/README.md holds the table; docs/deployment.md quotes the largest size's figures from the record
+    page = (REPO / "docs" / "deployment.md").read_text(encoding="utf-8")
+    assert scale.quote(load("scale")) in page.replace("\n", " ")
 
 
 def test_the_readme_quotes_the_test_set_benchmark_as_recorded():

@@ -44,6 +44,41 @@ REGISTRY_FIELDS = [
 ]
 QUERY_LIMIT = 16384  # Milvus's cap on one query/search window
 
+# The dense index, chosen by size. Milvus Lite offers FLAT (exact) and IVF_FLAT (approximate): FLAT scans every
+# vector, about 0.3 ms per thousand 512-d rows on one core (31 ms at 100k), so from IVF_FROM rows on a Lite file
+# gets IVF_FLAT, whose search scans the clusters nearest the query. Milvus Lite 2.5.1 ignores the search's `nprobe`
+# (bench/scale.py: the same recall at nprobe 8 to 64; on random vectors 0.18 even at nprobe = nlist), so on Lite the
+# recall is what `nlist` gives: against FLAT, 0.67 from 250k to 1M chunks of the benchmark (bench/results/scale.json,
+# with the latencies). Building it for 1M chunks took 456 s there, and the run's memory peaked (12.8 GB) while it did.
+# A server picks its own index (AUTOINDEX) and honours `nprobe`.
+IVF_FROM = 200_000
+NPROBE = 32
+# What a dense search asks of its index: IVF_FLAT reads `nprobe` (a server's; Lite 2.5.1 ignores it), FLAT and
+# AUTOINDEX ignore it.
+DENSE_SEARCH_PARAMS: dict[str, Any] = {"params": {"nprobe": NPROBE}}
+
+
+@dataclass(frozen=True)
+class DenseIndex:
+    """The dense index a collection of `rows` chunks should have (`choose_index`)."""
+
+    index_type: str  # FLAT, IVF_FLAT or AUTOINDEX
+    params: dict[str, Any]
+
+    def add_to(self, index: Any) -> None:
+        index.add_index("vector", index_type=self.index_type, metric_type="COSINE", params=self.params)
+
+
+def choose_index(on_lite: bool, rows: int, ivf_from: int = IVF_FROM) -> DenseIndex:
+    """The rule: a server's own (AUTOINDEX); on Lite FLAT below `ivf_from` rows, IVF_FLAT from there with about
+    sqrt(rows) clusters (at most 1024: building more costs minutes of k-means on a small machine and searching them
+    gains little at NPROBE 32)."""
+    if not on_lite:
+        return DenseIndex("AUTOINDEX", {})
+    if rows < ivf_from:
+        return DenseIndex("FLAT", {})
+    return DenseIndex("IVF_FLAT", {"nlist": max(64, min(1024, round(rows ** 0.5)))})
+
 
 def check_collection_name(name: str) -> str:
     """A knowledge base's collection name, checked by the one rule (rag_core.names) before Milvus sees it."""
@@ -196,10 +231,35 @@ class Schema:
         schema.add_function(Function(name=f"{bm25_input}_bm25", function_type=FunctionType.BM25,
                                      input_field_names=[bm25_input], output_field_names=["sparse"]))
         index = client.prepare_index_params()
-        # FLAT is exact and fast enough in Lite (31 ms at 100k x 512-d); a server picks its own.
-        index.add_index("vector", index_type="FLAT" if self.on_lite else "AUTOINDEX", metric_type="COSINE")
+        # created empty: FLAT on Lite (exact, and fast enough below IVF_FROM rows), a server picks its own;
+        # fit_index switches a grown collection
+        choose_index(self.on_lite, 0).add_to(index)
         index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
         client.create_collection(name, schema=schema, index_params=index)
+
+    def dense_index(self) -> DenseIndex:
+        """The dense index the chunk collection has now."""
+        found = self.client.describe_index(self.collection, "vector")
+        params = {"nlist": int(found["nlist"])} if "nlist" in found else {}
+        return DenseIndex(str(found.get("index_type", "")), params)
+
+    def fit_index(self, rows: int, ivf_from: int = IVF_FROM) -> DenseIndex:
+        """Give the chunk collection the dense index `choose_index` says `rows` chunks should have, rebuilding it
+        when it differs (on Lite: released, the index dropped and built again, loaded: searches fail meanwhile, so
+        only with exclusive access or at a quiet moment). Returns the index it has."""
+        wanted, current = choose_index(self.on_lite, rows, ivf_from), self.dense_index()
+        if current.index_type == wanted.index_type and (wanted.index_type != "IVF_FLAT" or current == wanted):
+            return current
+        client = self.client
+        client.release_collection(self.collection)
+        client.drop_index(self.collection, "vector")
+        index = client.prepare_index_params()
+        wanted.add_to(index)
+        client.create_index(self.collection, index)
+        client.load_collection(self.collection)
+        log.info("dense index of %s: %s -> %s %s (%d rows)", self.collection, current.index_type,
+                 wanted.index_type, wanted.params, rows)
+        return wanted
 
     def create_registry(self) -> None:
         from pymilvus import DataType

@@ -15,7 +15,7 @@ from . import filters
 from .coalesce import Coalescer
 from .registry import Registry
 from .rows import search_hit
-from .schema import CHUNK_FIELDS, QUERY_LIMIT
+from .schema import CHUNK_FIELDS, DENSE_SEARCH_PARAMS, QUERY_LIMIT
 
 # What a hit reads: its text, the two fields the active-version check needs and the metadata. Not `id` (a search
 # returns its primary key anyway), `labels` (only filtered on), nor the columns `chunk_index`, `source` and `title`,
@@ -31,8 +31,11 @@ class Searcher:
     """Chunk reads and the two search channels (a part of MilvusStore); the active versions come from `registry`.
     Concurrent searches of one shape share their requests (milvus.coalesce)."""
 
-    def __init__(self, client: Any, collection: str, registry: Registry) -> None:
+    def __init__(self, client: Any, collection: str, registry: Registry, *, on_lite: bool = False) -> None:
         self.client = client
+        # what a dense search asks of the index a Lite collection may have (schema.choose_index); a server's own
+        # index keeps its defaults
+        self.dense_params: dict[str, Any] = {"search_params": DENSE_SEARCH_PARAMS} if on_lite else {}
         self.collection = collection
         self.registry = registry
         # Known to hold chunks: set by hits, and by the store after writes; reset after deletes (_may_have_rows).
@@ -114,7 +117,8 @@ class Searcher:
         """One search request: the hits of each query, decoded here (pymilvus decodes lazily, and another
         thread may be handed them)."""
         found = self.client.search(self.collection, data=data, anns_field=field, limit=min(limit, QUERY_LIMIT),
-                                   filter=expr, output_fields=SEARCH_FIELDS, consistency_level="Strong")
+                                   filter=expr, output_fields=SEARCH_FIELDS, consistency_level="Strong",
+                                   **(self.dense_params if field == "vector" else {}))
         return [list(hits) for hits in found]
 
     def _versions_of(self, results: Iterable[list[Any]], may_recall: bool) -> dict[str, str]:

@@ -46,7 +46,7 @@ from ..lite.connection import is_lite
 from ..originals.files import OriginalFiles
 from . import writers
 from .registry import Registry
-from .schema import MIGRATING, Schema, check_collection_name
+from .schema import IVF_FROM, MIGRATING, DenseIndex, Schema, check_collection_name
 from .search import Searcher
 from .versions import ActiveVersions
 from .writes import Writer
@@ -115,7 +115,7 @@ class MilvusStore:
     def _built_on(self, client: Any) -> _Parts:
         registry = Registry(client, self.collection + REGISTRY_SUFFIX, self.originals, self._versions)
         writer = Writer(client, self.collection, registry, self.originals, on_lite=is_lite(self.uri))
-        return _Parts(client, registry, writer, Searcher(client, self.collection, registry))
+        return _Parts(client, registry, writer, Searcher(client, self.collection, registry, on_lite=is_lite(self.uri)))
 
     @property
     def registry(self) -> Registry:
@@ -167,6 +167,8 @@ class MilvusStore:
         client.load_collection(schema.registry)
         self.recover()
         self.writer.adopt_legacy_originals(self.legacy_originals)
+        if is_lite(self.uri) and (migrate or self.exclusive_access()):
+            self.fit_index()  # a Lite file grown past schema.IVF_FROM chunks: IVF_FLAT (nobody else searches now)
 
     def open_to_read(self) -> None:
         """Open an existing knowledge base only to read its documents and kept originals (`reindex
@@ -181,6 +183,12 @@ class MilvusStore:
     def migrate(self) -> int:
         """Rebuild the chunk collection with the current layout, keeping every row (see Schema.migrate)."""
         return self.schema.migrate()
+
+    def fit_index(self, ivf_from: int = IVF_FROM) -> DenseIndex:
+        """Give the chunk collection the dense index its size calls for (schema.choose_index: on Lite FLAT, IVF_FLAT
+        from `ivf_from` rows), rebuilding it when it has another; opening a Lite file with exclusive access, or to
+        migrate (`python -m rag_core migrate`), does it. Returns the index it has."""
+        return self.schema.fit_index(self.count_chunks(), ivf_from)
 
     def exclusive_access(self) -> bool:
         """Whether no other process can be writing to this store now: a Milvus Lite file this process
