@@ -15,7 +15,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from rag_core.access.records import EVERYONE, AccessScope, Principal
+from rag_core.access.records import AccessScope, Principal
 from rag_core.errors import TurnNotFound
 from rag_core.feedback import TurnRecord, TurnStore
 from rag_core.ports import AccessFilteringPort
@@ -24,6 +24,7 @@ from rag_core.retrieval.explain import ChunkSource, explain
 from rag_core.retrieval.options import LOOKUP_OPTIONS
 from rag_core.retrieval.spans import traced_lookup
 
+from .access import current_principal
 from .i18n import LANG_PARAM, N_, browser_language, language, t, tn
 from .navigation import page_file
 from .reasons import phrases, rewrite_outcome
@@ -56,9 +57,9 @@ class URLBound(TypedDict):
 
 
 def signed_in() -> Principal:
-    """Who this session's lookups are for. THE ONE PLACE the app's sign-in plugs in (issue 37: `ui.access.
-    current_principal()` once it lands); until then the one person of a local workbench, who sees every document."""
-    return EVERYONE
+    """Who this session's lookups are for: the one place the app's sign-in (`ui.access.current_principal`, which the
+    page called first) reaches the lookups; the one person of a local workbench sees every document."""
+    return current_principal(check=False)
 
 
 def access_of(kb: str) -> AccessScope:

@@ -112,7 +112,8 @@ async def chat_stream(body: ChatRequest, svc: ServiceDep, principal: Reader,
     agent = hiding(svc, principal, svc.agent_of, body.kb)
     session = await run_in_threadpool(svc.sessions.get_or_create, _user(principal, body.user_id, x_user_id),
                                       _session_id(body.id))  # with several workers: read from the database
-    events = agent.run(body.question or "", session, access=turn_scope(svc, principal, body.kb))  # a generator: nothing runs before the first pull
+    # a generator: nothing runs before the first pull
+    events = agent.run(body.question or "", session, access=turn_scope(svc, principal, body.kb))
     stream = sse(events, first=[{"type": "session", "data": {"id": session.id, "mode": agent.mode}}],
                  on_open=svc.streams.opened, on_close=svc.streams.closed, limiter=svc.stream_threads)
     return StreamingResponse(stream, media_type="text/event-stream; charset=utf-8", headers=SSE_HEADERS)
