@@ -8,10 +8,13 @@ read it but lacks the role asked for gets a 403 naming the role and the knowledg
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import Forbidden, KnowledgeBaseNotFound
 from .records import AccessScope, Principal, Role
+
+if TYPE_CHECKING:
+    from ..ports import AccessStore
 
 
 def unknown_kb(name: str, readable: Iterable[str]) -> KnowledgeBaseNotFound:
@@ -35,6 +38,12 @@ def require(principal: Principal, kb: str, needed: Role, names: Iterable[str] | 
         raise unknown_kb(kb, principal.readable(names or ()))
     if not principal.can(kb, needed):
         raise forbidden(principal, kb, needed)
+
+
+def has_accounts(store: AccessStore) -> bool:
+    """Whether anyone was ever made a user here (revoked ones too): from then on every caller signs in. Counting
+    only active users would open the server to everyone as an admin the moment its last user is revoked."""
+    return bool(store.users(include_revoked=True))
 
 
 def lookup_access(scope: AccessScope) -> dict[str, Any]:

@@ -38,6 +38,7 @@ from urllib.parse import urlsplit
 import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..access.checks import has_accounts
 from ..access.records import EVERYONE, Principal
 from ..errors import ConfigError
 from .errors import ApiError, error_response
@@ -130,7 +131,8 @@ class Authenticate:
     * `Authorization: Bearer <a user's token>`: that user (`AccessStore.authenticate`, read on every request, so a
       revoked token stops working at once).
     * `auth.user-header` from a peer in `auth.trusted-proxies`: the user it names (an unknown or revoked one: 401).
-    * nothing, with no RAG_API_TOKEN and no users: EVERYONE (the one-person setup, as before users existed).
+    * nothing, with no RAG_API_TOKEN and no users ever made (revoked ones count): EVERYONE (the one-person setup,
+      as before users existed).
     Otherwise 401. The open paths (health, the OpenAPI pages) pass without a caller."""
 
     def __init__(self, app: ASGIApp, token: str, store: AccessStore, proxies: Proxies | None = None) -> None:
@@ -179,7 +181,7 @@ class Authenticate:
         else:
             message = ("This API needs a token: send `Authorization: Bearer <token>` (your own token, or the server's "
                        "RAG_API_TOKEN).")
-        if found is None and not self._expected and not await self._run(self.store.users):
+        if found is None and not self._expected and not await self._run(has_accounts, self.store):
             # The one-person setup (no RAG_API_TOKEN, no users): everyone is the one person, whatever they send
             # (an SDK sends some key anyway).
             return EVERYONE, ""

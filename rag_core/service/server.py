@@ -44,6 +44,7 @@ def serve(settings: Settings, *, host: str, port: int, allow_no_token: bool = Fa
     """`workers` > 1: that many API processes on the socket (service.workers); 1: this process serves."""
     import uvicorn
 
+    from ..access.checks import has_accounts
     from ..bootstrap import build_access_store, build_workbench, secret
     from .app import create_app
     from .security import check_bind, check_token
@@ -52,7 +53,7 @@ def serve(settings: Settings, *, host: str, port: int, allow_no_token: bool = Fa
     check_token(token)
     access = build_access_store(settings, env)
     try:
-        check_bind(host, token, allow_no_token, users=bool(access.users()))
+        check_bind(host, token, allow_no_token, users=has_accounts(access))
         sock = bind(host, port)
     except BaseException:
         access.close()

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from ..access.checks import has_accounts
 from .sessions import Sessions
 
 if TYPE_CHECKING:
@@ -116,8 +117,8 @@ class Service:
             return self._agents[name]
 
     def signs_in(self) -> bool:
-        """Whether callers must sign in: RAG_API_TOKEN is set or the access store has users."""
-        return self.auth or (self.access is not None and bool(self.access.users()))
+        """Whether callers must sign in: RAG_API_TOKEN is set or the access store has users (revoked ones too)."""
+        return self.auth or (self.access is not None and has_accounts(self.access))
 
     def forget(self, kb: str) -> None:
         """Close knowledge base `kb` (deleted, or its settings changed: it is opened again when next used)."""

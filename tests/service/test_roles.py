@@ -256,6 +256,22 @@ def test_users_alone_make_the_server_ask_for_tokens(wb: Workbench, store: Memory
         server.stop()
 
 
+def test_revoking_the_last_user_does_not_open_the_server(wb: Workbench):
+    """Once a user was made, callers sign in for good: with its only user revoked the server does not fall back to
+    the one-person setup (everyone an admin)."""
+    alone = MemoryAccessStore()
+    _, token = alone.create_user("only", {"*": Role.ADMIN})
+    server = start(wb, alone)  # no RAG_API_TOKEN
+    try:
+        assert httpx.get(f"{server.url}/v1/documents", headers=bearer(token), timeout=60).status_code == 200
+        alone.revoke("only")
+        for headers in (bearer(token), {}):
+            assert httpx.get(f"{server.url}/v1/documents", headers=headers, timeout=60).status_code == 401
+        assert httpx.get(f"{server.url}/v1/health", timeout=60).json()["auth"] is True
+    finally:
+        server.stop()
+
+
 def test_the_one_person_setup_needs_no_token(wb: Workbench):
     server = start(wb, MemoryAccessStore())  # no users, no RAG_API_TOKEN: as before users existed
     try:
