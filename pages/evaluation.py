@@ -306,10 +306,11 @@ def execute(settings: Any) -> None:
 
     run = run_evaluation(eval_set, grid, run_settings, factories=factories(), embedder=embedder, reindex=reindex,
                          progress=on_progress, knowledge_bases=workbenches, rewriter=build_rewriter(run_settings))
+    st.session_state[LAST_RUN] = {"run": run.to_dict(), "dir": ""}  # shown and downloadable even if saving fails
     with closing(build_eval_runs(settings)) as store:
         saved = store.save(run.to_dict())
     bar.progress(1.0, text=t("Done in {seconds} s — saved to {path}", seconds=f"{run.seconds:.1f}", path=saved.where))
-    st.session_state[LAST_RUN] = {"run": run.to_dict(), "dir": saved.where}
+    st.session_state[LAST_RUN]["dir"] = saved.where
 
 
 # ------------------------------------------------------------------------------------------ results

@@ -1,7 +1,9 @@
 """Saving and loading runs: `run.json` (everything), `summary.csv` (one row per sweep point) and
 `queries.csv` (one row per query per point), with the configuration, versions and timestamp.
 
-Runs live under `<data-dir>/eval/runs/<UTC timestamp>-<set>/` unless another folder is given.
+A run's files are made from its document (`run_files`), so a run kept in the shared database (runstore.py) gives
+the same files. The saved runs live under `<data-dir>/eval/runs/<UTC timestamp>-<set>/`, or in that database when
+database.url is set (`bootstrap.build_eval_runs`), unless another folder is given.
 """
 
 from __future__ import annotations

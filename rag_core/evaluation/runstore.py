@@ -157,24 +157,23 @@ class SqlRunStore:
         return self._engine
 
     def save(self, run: Mapping[str, Any]) -> SavedRun:
-        kind, document = kind_of(run), json.dumps(run, ensure_ascii=False, separators=(",", ":"))
-        eng = self._opened()
-        for attempt in range(SAVE_ATTEMPTS):
+        """One insert in one transaction: the run is there whole, or not at all."""
+        kind, set_name = kind_of(run), str(run.get("set") or "")
+        document, eng = json.dumps(run, ensure_ascii=False, separators=(",", ":")), self._opened()
+        for _ in range(SAVE_ATTEMPTS):
             try:
                 with reaching(eng), writing(eng) as conn:
                     def taken(name: str) -> bool:
                         return conn.scalar(sa.select(eval_runs.c.id).where(eval_runs.c.id == name)) is not None
 
-                    name = run_id(str(run.get("set") or ""), taken)
-                    conn.execute(sa.insert(eval_runs).values(
-                        id=name, kind=kind, set_name=str(run.get("set") or ""), kb=kb_of(run), created_at=_now(),
-                        run=document))
+                    name = run_id(set_name, taken)
+                    conn.execute(sa.insert(eval_runs).values(id=name, kind=kind, set_name=set_name, kb=kb_of(run),
+                                                             created_at=_now(), run=document))
                 return SavedRun(name, f"{self.where} (eval_runs)")
             except exc.IntegrityError:  # another process took that id between our read and our insert
-                if attempt == SAVE_ATTEMPTS - 1:
-                    raise StoreError(f"Cannot save the run in {self.where}: its id was taken {SAVE_ATTEMPTS} times "
-                                     "over; save it again.") from None
-        raise AssertionError("unreachable")
+                continue
+        raise StoreError(f"Cannot save the run in {self.where}: its id was taken {SAVE_ATTEMPTS} times over by "
+                         "runs saved at the same moment; save it again.")
 
     def runs(self, kind: RunKind = "retrieval") -> list[EvalRunInfo]:
         c = eval_runs.c

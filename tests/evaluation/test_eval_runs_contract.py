@@ -84,3 +84,26 @@ def test_the_cli_names_a_run_in_the_database_by_its_id(tmp_path: Path, capsys: p
     assert main([*before, "export-run", "20261204T000000Z-nope", str(tmp_path / "none")]) == 2
     assert "No saved run '20261204T000000Z-nope'" in capsys.readouterr().err
     assert not (tmp_path / "data" / "eval").exists()
+
+
+class _Run:
+    set_name = "运维-set"
+
+    def to_dict(self) -> dict:
+        return retrieval_run()
+
+
+def test_a_run_the_database_cannot_keep_is_kept_in_the_data_folder(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Nothing lost: with the database down, the CLI saves the run where it always did, and says so."""
+    from rag_core.cli.runs import save_eval_run
+
+    settings = load_settings(data_dir=tmp_path, env={},
+                             overrides={"database.url": "postgresql://ann:secret@127.0.0.1:1/team"})
+    saved = save_eval_run(settings, _Run(), None)
+    assert saved.files["json"] == tmp_path / "eval" / "runs" / saved.id / "run.json"
+    assert json.loads(saved.files["json"].read_text(encoding="utf-8")) == retrieval_run()
+    err = capsys.readouterr().err
+    assert err.startswith("warning: Cannot use the database postgresql+psycopg://***@127.0.0.1:1/team: ")
+    assert err.endswith(f"; the run is saved in {tmp_path / 'eval' / 'runs' / saved.id} instead.\n")
+    assert "secret" not in err
