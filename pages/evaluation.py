@@ -8,7 +8,7 @@ Widgets and rendering only: parsing, running, scoring, columns and comparisons a
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
+from contextlib import closing
 from typing import Any
 
 import pandas as pd
@@ -16,20 +16,16 @@ import streamlit as st
 
 import ui  # noqa: F401 - every page imports ui first (see ui/__init__.py: direct page URLs)
 from rag_core.access.records import Role
-from rag_core.bootstrap import build_rewriter, factories
+from rag_core.bootstrap import build_eval_runs, build_rewriter, factories
 from rag_core.config import KEYS, Settings
 from rag_core.errors import RagError
 from rag_core.evaluation import (
     EvalSet,
     Grid,
     bundled_sets,
-    list_runs,
-    load_run,
     load_set,
     load_user_set,
     run_evaluation,
-    runs_dir,
-    save_run,
 )
 from rag_core.evaluation.datasets import (
     DEFAULT_SEED,
@@ -51,7 +47,7 @@ from rag_core.evaluation.report import (
     shown_metrics,
     wins_losses,
 )
-from rag_core.evaluation.results import new_run_dir, summary_rows
+from rag_core.evaluation.results import run_files, summary_rows
 from rag_core.evaluation.testsets import list_test_sets, read_test_set, saved_sets_dir
 from rag_core.kb.settings import with_measured_settings
 from rag_core.records import FUSIONS
@@ -310,10 +306,11 @@ def execute(settings: Any) -> None:
 
     run = run_evaluation(eval_set, grid, run_settings, factories=factories(), embedder=embedder, reindex=reindex,
                          progress=on_progress, knowledge_bases=workbenches, rewriter=build_rewriter(run_settings))
-    paths = save_run(run, new_run_dir(runs_dir(settings), eval_set.name))
-    bar.progress(1.0, text=t("Done in {seconds} s — saved to {path}", seconds=f"{run.seconds:.1f}",
-                             path=paths["json"].parent))
-    st.session_state[LAST_RUN] = {"run": run.to_dict(), "dir": str(paths["json"].parent)}
+    st.session_state[LAST_RUN] = {"run": run.to_dict(), "dir": ""}  # shown and downloadable even if saving fails
+    with closing(build_eval_runs(settings)) as store:
+        saved = store.save(run.to_dict())
+    bar.progress(1.0, text=t("Done in {seconds} s — saved to {path}", seconds=f"{run.seconds:.1f}", path=saved.where))
+    st.session_state[LAST_RUN]["dir"] = saved.where
 
 
 # ------------------------------------------------------------------------------------------ results
@@ -409,18 +406,19 @@ def render_wins_losses(a_point: dict[str, Any], b_point: dict[str, Any], labels:
 
 
 def compare(settings: Any) -> None:
-    saved_runs = list_runs(runs_dir(settings))
-    if len(saved_runs) < 2:
-        st.info(t("Run at least two evaluations to compare them (runs are saved under `{path}`).",
-                  path=runs_dir(settings)))
-        return
-    names = [p.name for p in saved_runs]
-    c1, c2 = st.columns(2)
-    a = c1.selectbox(t("Run A"), names, index=1, key="eval_cmp_a")
-    b = c2.selectbox(t("Run B"), names, index=0, key="eval_cmp_b")
-    rows, runs = {}, {}
-    for label, name, col in (("A", a, c1), ("B", b, c2)):
-        run = runs[label] = load_run(saved_runs[names.index(name)])
+    with closing(build_eval_runs(settings)) as store:
+        names = [r.id for r in store.runs()]
+        if len(names) < 2:
+            st.info(t("Run at least two evaluations to compare them (runs are saved under `{path}`).",
+                      path=store.where))
+            return
+        c1, c2 = st.columns(2)
+        a = c1.selectbox(t("Run A"), names, index=1, key="eval_cmp_a")
+        b = c2.selectbox(t("Run B"), names, index=0, key="eval_cmp_b")
+        runs = {"A": store.load(a), "B": store.load(b)}
+    rows = {}
+    for label, col in (("A", c1), ("B", c2)):
+        run = runs[label]
         rows[label] = summary_rows(run)
         col.caption(f"{run['set']} · {run['config']['embedder']} · {run['started_at']}")
         columns = shown_columns(rows[label], run["config"].get("varying", []))
@@ -457,12 +455,9 @@ try:
         if LAST_RUN in st.session_state:
             st.divider()
             render_run(st.session_state[LAST_RUN]["run"], "eval_last")
-            run_dir = Path(st.session_state[LAST_RUN]["dir"])
-            d1, d2, d3 = st.columns(3)
-            for col, name in zip((d1, d2, d3), ("run.json", "summary.csv", "queries.csv")):
-                if (run_dir / name).is_file():
-                    col.download_button(t("Download {name}", name=name), (run_dir / name).read_bytes(),
-                                        file_name=name, key=f"eval_dl_{name}")
+            files = run_files(st.session_state[LAST_RUN]["run"])  # its files, wherever the run is kept
+            for col, (name, content) in zip(st.columns(3), files.items()):
+                col.download_button(t("Download {name}", name=name), content, file_name=name, key=f"eval_dl_{name}")
     with tab_sets:
         st.subheader(t("Generate a test set"))
         st.caption(t("Questions made from a knowledge base's own chunks, each with its source chunk and a verbatim "

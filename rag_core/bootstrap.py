@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from .kb.catalog import MilvusCatalog
     from .kb.manage import KnowledgeBases
     from .kb.pool import OpenKnowledgeBases
-    from .ports import AccessStore, ChatModel, KnowledgeBaseCatalog, LogsClient, MetricsClient, Reranker
+    from .ports import AccessStore, ChatModel, EvalRunStore, KnowledgeBaseCatalog, LogsClient, MetricsClient, Reranker
 
 def build_embedder(settings: Settings, env: Mapping[str, str] | None = None) -> Embedder:
     """The embedder `embedding.provider` names, by its factory in `embedding/providers.py`. A key is read there."""
@@ -367,6 +367,23 @@ def build_turn_store(settings: Settings) -> TurnStore:
     where = str(settings["database.url"] or "").strip() or settings.data_dir / FILE_NAME
     return TurnStore(where, retention_days=settings["feedback.retention-days"],
                      max_turns=settings["feedback.max-turns"])
+
+
+def build_eval_runs(settings: Settings, env: Mapping[str, str] | None = None) -> EvalRunStore:
+    """The saved evaluation runs (retrieval and answer runs): in the shared database's eval_runs table when
+    database.url (RAG_DATABASE_URL) is set, else in folders under the data folder's eval/ (runs/, answers/) as
+    always."""
+    from .db.url import ENV
+    from .evaluation.answers import answers_dir
+    from .evaluation.results import runs_dir
+    from .evaluation.runstore import FolderRunStore, SqlRunStore
+
+    if str(settings["database.url"] or "").strip() or (env or {}).get(ENV, "").strip():
+        from .db.engine import engine
+        from .db.url import database_url
+
+        return SqlRunStore(engine(database_url(settings, env)))
+    return FolderRunStore(runs_dir(settings), answers_dir(settings))
 
 
 def configure_tracing(settings: Settings, env: Mapping[str, str] | None = None) -> None:

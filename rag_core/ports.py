@@ -19,6 +19,7 @@ from .records import (
     AssistantReply,
     CircuitState,
     ConversationTurn,
+    EvalRunInfo,
     IndexedVersion,
     KnowledgeBase,
     LogQuery,
@@ -26,6 +27,8 @@ from .records import (
     NewVersion,
     RerankResult,
     Rewrite,
+    RunKind,
+    SavedRun,
     SearchHit,
     SearchOptions,
     SearchResult,
@@ -605,6 +608,41 @@ class AccessStore(Protocol):
     def audit(self, *, limit: int = 100, user: str | None = None, kb: str | None = None,
               action: str | None = None) -> list[AuditEvent]:
         """The newest events first, filtered by user, knowledge base and action (a prefix: `documents.`)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+# ---------------------------------------------------------------------------------------- evaluation runs
+@runtime_checkable
+class EvalRunStore(Protocol):
+    """Saved evaluation runs (rag_core/evaluation/runstore.py): each one JSON document (`EvalRun.to_dict`,
+    `AnswerRun.to_dict`) named by an id, `<UTC time>-<set>`. In folders under the data folder by default
+    (run.json beside summary.csv and queries.csv, as always), in the shared database's `eval_runs` table when
+    database.url is set. The CSV files are views of the document (`runstore.run_files`), written to a folder on
+    save or on `export`. Raises EvaluationError, one line, for a run that is not there or not of the kind asked."""
+
+    @property
+    def where(self) -> str:
+        """The folder or the database (without credentials), for messages."""
+        ...
+
+    def save(self, run: Mapping[str, Any]) -> SavedRun:
+        """Keeps a run's document whole (one transaction, or its folder's files) under a new id; its kind is its
+        `kind` ("answers"), else "retrieval"."""
+        ...
+
+    def runs(self, kind: RunKind = "retrieval") -> list[EvalRunInfo]:
+        """The saved runs of one kind, newest first."""
+        ...
+
+    def load(self, name: str | Path, kind: RunKind = "retrieval") -> dict[str, Any]:
+        """A saved run's document by its id, or by a path to its folder or run.json (runs saved elsewhere with
+        `--out`)."""
+        ...
+
+    def export(self, name: str | Path, out_dir: str | Path, kind: RunKind = "retrieval") -> dict[str, Path]:
+        """Writes a saved run's run.json, summary.csv and queries.csv into `out_dir` (made); their paths."""
         ...
 
     def close(self) -> None: ...

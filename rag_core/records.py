@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 if TYPE_CHECKING:
@@ -762,3 +763,30 @@ class LogResult:
     def fixed_labels(self) -> dict[str, str]:
         """Labels every line has by the selector's equality matchers (not worth repeating per line)."""
         return {label: value for label, op, value in parse_selector(self.request.selector) if op == "="}
+
+
+# ---------------------------------------------------------------------------------------- evaluation runs
+RunKind = Literal["retrieval", "answers"]  # a sweep of the lookup (eval), or a scoring of the agent's answers
+RUN_KINDS: tuple[RunKind, ...] = get_args(RunKind)
+
+
+@dataclass(frozen=True)
+class EvalRunInfo:
+    """One saved evaluation run as lists show it (ports.EvalRunStore.runs), without its JSON document. `id` names it
+    wherever a run is named (the CLI's RUN, the app's run picker): its folder's name, `<UTC time>-<set>`."""
+
+    id: str
+    kind: RunKind
+    set_name: str
+    kb: str  # the knowledge bases it ran on, comma-separated ("" for a run on a corpus indexed for it)
+    created_at: str  # ISO 8601 UTC, when it was saved
+
+
+@dataclass(frozen=True)
+class SavedRun:
+    """Where `EvalRunStore.save` put a run: its id, the place for messages (a folder, or the database without its
+    password) and the files written (run.json, summary.csv, queries.csv; none in a database)."""
+
+    id: str
+    where: str
+    files: Mapping[str, Path] = field(default_factory=dict)

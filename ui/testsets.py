@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -24,11 +25,10 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from rag_core.bootstrap import build_agent, build_eval_model
+from rag_core.bootstrap import build_agent, build_eval_model, build_eval_runs
 from rag_core.errors import RagError
-from rag_core.evaluation.answers import answers_dir, save_answer_run, score_answers
+from rag_core.evaluation.answers import score_answers
 from rag_core.evaluation.generate import GENERATORS, OFFLINE_WARNING, generate_test_set
-from rag_core.evaluation.results import new_run_dir
 from rag_core.evaluation.runner import EvalProgress
 from rag_core.evaluation.testsets import (
     REVIEW_STATES,
@@ -308,9 +308,10 @@ def answers_view(settings: Any) -> None:
 
         run = score_answers(agent, test_set, judge=build_eval_model(kb_conf, "judge"), sample=sample or None,
                             progress=on_progress)
-        paths = save_answer_run(run, new_run_dir(answers_dir(settings), test_set.name))
+        with closing(build_eval_runs(settings)) as store:
+            kept = store.save(run.to_dict())
         bar.progress(1.0, text=t("Done in {seconds} s — saved to {path}", seconds=f"{run.seconds:.1f}",
-                                 path=paths["json"].parent))
+                                 path=kept.where))
         st.session_state[LAST_ANSWERS] = {"run": run.to_dict(), "kb": kb}
     if LAST_ANSWERS in st.session_state:
         render_answers(st.session_state[LAST_ANSWERS]["run"], st.session_state[LAST_ANSWERS]["kb"])

@@ -7,7 +7,8 @@
     python -m rag_core eval my_queries.jsonl --corpus docs/  # ... against a folder, indexed in isolation
     python -m rag_core eval my_queries.jsonl --kb small,wide # ... against two knowledge bases, each as it is
     python -m rag_core eval --kb small,wide --rerank none,configured  # ... each without and with the reranker
-    python -m rag_core compare-runs data/eval/runs/A data/eval/runs/B#2  # two runs (or rows), query by query
+    python -m rag_core compare-runs RUN_A RUN_B#2            # two saved runs (or rows) by id, query by query
+    python -m rag_core export-run RUN out/                   # a saved run's run.json and CSV files, wherever kept
     python -m rag_core eval generate --size 50 --name biz-50        # a test set from the knowledge base (offline)
     python -m rag_core eval biz-50 --kb biz,small                   # ... run by its name
     python -m rag_core eval answers biz-50 --offline                # the agent's answers on it, scored
@@ -46,6 +47,7 @@ from ..evaluation.report import (
 )
 from ..kb.settings import with_measured_settings
 from .output import format_table, print_json, stage_progress_bar
+from .runs import save_eval_run, saved_fields, saved_line
 
 SHORT = {"max_chunks_per_document": "cap", "retrieve_k": "k", "return_n": "n", "chunk_size": "size",
          "dense_weight": "w_dense", "bm25_weight": "w_bm25", "latency_p50_ms": "p50_ms", "latency_p95_ms": "p95_ms",
@@ -79,7 +81,6 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     from ..bootstrap import build_embedder, build_rewriter, factories
     from ..evaluation.datasets import load_set
     from ..evaluation.kbs import opened_knowledge_bases
-    from ..evaluation.results import new_run_dir, runs_dir, save_run
     from ..evaluation.runner import Grid, run_evaluation
     from ..evaluation.testsets import saved_sets_dir
 
@@ -117,12 +118,10 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         else:
             run = run_evaluation(eval_set, grid, settings, factories=factories(), embedder=build_embedder(settings),
                                  reindex=args.reindex, progress=progress, rewriter=build_rewriter(settings))
-    paths = {} if args.no_save else save_run(run, Path(args.out) if args.out else new_run_dir(runs_dir(settings),
-                                                                                                eval_set.name))
+    saved = None if args.no_save else save_eval_run(settings, run, args.out)
     comparisons = point_comparisons(run.to_dict(), args.by)
     if args.json:
-        print_json({**run.to_dict(), "comparisons": comparisons, "files": {k: str(v) for k, v in paths.items()}},
-                   indent=1)
+        print_json({**run.to_dict(), "comparisons": comparisons, **saved_fields(saved)}, indent=1)
         return 0
     corpus = run.set_info.get("corpus", {})
     print(f"{eval_set.name}: {len(eval_set.queries)} queries{_subset(run.set_info.get('queries') or {})}"
@@ -151,8 +150,8 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     if len(run.warnings) > 10:
         print(f"warning: ... and {len(run.warnings) - 10} more (see run.json)", file=sys.stderr)
-    if paths:
-        print(f"\nsaved {paths['json'].parent}/ (run.json, summary.csv, queries.csv)")
+    if saved is not None:
+        print(f"\n{saved_line(saved)}")
     return 0
 
 
@@ -184,11 +183,28 @@ def print_outcomes(c: dict[str, Any], limit: int = 10) -> None:
             print(f"    ... and {len(c[key]) - limit} more (--json)")
 
 
+def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    from ..bootstrap import build_eval_runs
+
+    store = build_eval_runs(settings)
+    try:
+        paths = store.export(args.run, args.out, "answers" if args.answers else "retrieval")
+    finally:
+        store.close()
+    print(f"wrote {Path(args.out)}/ ({', '.join(p.name for p in paths.values())})")
+    return 0
+
+
 def cmd_compare(args: argparse.Namespace, settings: Settings) -> int:
+    from ..bootstrap import build_eval_runs
     from ..evaluation.report import compare_best
     from ..evaluation.results import load_point
 
-    (a_run, a_index), (b_run, b_index) = load_point(args.a), load_point(args.b)
+    store = build_eval_runs(settings)
+    try:
+        (a_run, a_index), (b_run, b_index) = load_point(args.a, store.load), load_point(args.b, store.load)
+    finally:
+        store.close()
     a_point, b_point = a_run["points"][a_index], b_run["points"][b_index]
     labels = (f"{args.a.split('#')[0]}#{a_index + 1}", f"{args.b.split('#')[0]}#{b_index + 1}")
     result = wins_losses(a_point["queries"], b_point["queries"], args.by, labels)
@@ -276,8 +292,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--filter", action="append", metavar="KEY=VALUE",
                    help="scope every lookup to documents whose metadata match, as `search --filter` (repeatable)")
     p.add_argument("--reindex", action="store_true", help="rebuild the isolated index even if it is complete")
-    p.add_argument("--out", help="folder for run.json / summary.csv / queries.csv "
-                                 "(default <data-dir>/eval/runs/<time>-<set>)")
+    p.add_argument("--out", help="folder for run.json / summary.csv / queries.csv (default: the saved runs, "
+                                 "<data-dir>/eval/runs/<time>-<set>, or the shared database with database.url)")
     p.add_argument("--no-save", action="store_true", help="print only; write no files")
     p.add_argument("--json", action="store_true", help="print the whole run as JSON")
     p.add_argument("--by", metavar="METRIC",
@@ -289,12 +305,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "compare-runs", help="compare two saved evaluation runs (or two rows of one): metrics and per-query wins",
         description="The metrics of two sweep points side by side, and which queries each answers better by a "
-                    "per-query metric (wins, losses, ties). A point is a saved run's folder (or its run.json), "
-                    "optionally with #N for its N-th row (default: its best row by nDCG@10).")
-    p.add_argument("a", metavar="RUN[#N]", help="point A, e.g. data/eval/runs/20261130T101500Z-sample#1")
+                    "per-query metric (wins, losses, ties). A point is a saved run's id (as `eval` printed it) or a "
+                    "run's folder (or its run.json), optionally with #N for its N-th row (default: its best row by "
+                    "nDCG@10).")
+    p.add_argument("a", metavar="RUN[#N]", help="point A, e.g. 20261130T101500Z-sample#1 or data/eval/runs/"
+                                                "20261130T101500Z-sample#1")
     p.add_argument("b", metavar="RUN[#N]", help="point B (the same run with another #N compares two rows)")
     p.add_argument("--by", metavar="METRIC", help=f"per-query metric ({', '.join(PER_QUERY_METRICS)}; default: the "
                                                   "first both have values for)")
     p.add_argument("--limit", type=int, default=20, metavar="N", help="queries listed per side (default 20)")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON (every query)")
     p.set_defaults(func=cmd_compare)
+
+    p = subparsers.add_parser(
+        "export-run", help="write a saved evaluation run's run.json, summary.csv and queries.csv into a folder",
+        description="The files of a saved run, wherever it is kept (a folder under the data folder, or the shared "
+                    "database with database.url): run.json, and the CSV files made from it.")
+    p.add_argument("run", metavar="RUN", help="a saved run's id (as `eval` printed it), or a run's folder")
+    p.add_argument("out", metavar="DIR", help="the folder to write them into (made)")
+    p.add_argument("--answers", action="store_true", help="RUN is an answer run (`eval answers`)")
+    p.set_defaults(func=cmd_export)

@@ -91,8 +91,8 @@ def cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_answers(args: argparse.Namespace, settings: Settings) -> int:
     from ..bootstrap import build_agent, build_eval_model
-    from ..evaluation.answers import answers_dir, save_answer_run, score_answers
-    from ..evaluation.results import new_run_dir
+    from ..evaluation.answers import score_answers
+    from .runs import save_eval_run, saved_fields, saved_line
     from .workbench import workbench
 
     test_set = open_test_set(settings, args.test_set)
@@ -103,10 +103,9 @@ def cmd_answers(args: argparse.Namespace, settings: Settings) -> int:
     with workbench(settings) as wb, stage_progress_bar(not args.quiet) as progress:
         run = score_answers(build_agent(wb, record=False), test_set, judge=judge, sample=args.sample, seed=args.seed,
                             progress=progress)
-    paths = {} if args.no_save else save_answer_run(run, Path(args.out) if args.out else new_run_dir(
-        answers_dir(settings), test_set.name))
+    saved = None if args.no_save else save_eval_run(settings, run, args.out)
     if args.json:
-        print_json({**run.to_dict(), "files": {k: str(v) for k, v in paths.items()}}, indent=1)
+        print_json({**run.to_dict(), **saved_fields(saved)}, indent=1)
         return 0
     s = run.summary
     print(f"{run.set_name}: {s['items']} items ({s['unanswerable']} should not be answerable), agent "
@@ -124,8 +123,8 @@ def cmd_answers(args: argparse.Namespace, settings: Settings) -> int:
         print(f"{name:>17}: {shown}")
     for warning in run.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    if paths:
-        print(f"\nsaved {paths['json'].parent}/ (run.json, summary.csv, queries.csv)")
+    if saved is not None:
+        print(f"\n{saved_line(saved)}")
     return 0
 
 
@@ -187,8 +186,8 @@ def build_parsers(prog: str) -> dict[str, argparse.ArgumentParser]:
     a.add_argument("--sample", type=_positive, metavar="N", help="a seeded random sample of N items")
     a.add_argument("--seed", type=int, help="seed of --sample (default 0)")
     a.add_argument("--offline", action="store_true", help="the extractive offline agent, no model")
-    a.add_argument("--out", help="folder for run.json / summary.csv / queries.csv "
-                                 "(default <data-dir>/eval/answers/<time>-<set>)")
+    a.add_argument("--out", help="folder for run.json / summary.csv / queries.csv (default: the saved runs, "
+                                 "<data-dir>/eval/answers/<time>-<set>, or the shared database with database.url)")
     a.add_argument("--no-save", action="store_true", help="print only; write no files")
     a.add_argument("--json", action="store_true", help="print the whole run as JSON")
     a.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -98,3 +98,16 @@ turns = sa.Table(
     sa.Index("turns_rating", "rating", "created_at"),
     sqlite_autoincrement=True,
 )
+
+# Saved evaluation runs (rag_core/evaluation/runstore.py): one row per run, its whole document as JSON text (not
+# jsonb, which would reorder its keys); the other columns are what lists show, so a list reads no document.
+eval_runs = sa.Table(
+    "eval_runs", metadata,
+    sa.Column("id", sa.Text(), primary_key=True),  # <UTC time>-<set>, the folder name it would have had
+    sa.Column("kind", sa.String(16), nullable=False),  # "retrieval" or "answers"
+    sa.Column("set_name", sa.Text(), nullable=False),
+    sa.Column("kb", sa.Text(), nullable=False, server_default=""),
+    sa.Column("created_at", TIME, nullable=False),
+    sa.Column("run", sa.Text(), nullable=False),
+    sa.Index("ix_eval_runs_kind_created_at", "kind", "created_at"),
+)

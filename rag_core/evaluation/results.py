@@ -1,16 +1,19 @@
 """Saving and loading runs: `run.json` (everything), `summary.csv` (one row per sweep point) and
 `queries.csv` (one row per query per point), with the configuration, versions and timestamp.
 
-Runs live under `<data-dir>/eval/runs/<UTC timestamp>-<set>/` unless another folder is given.
+A run's files are made from its document (`run_files`), so a run kept in the shared database (runstore.py) gives
+the same files. The saved runs live under `<data-dir>/eval/runs/<UTC timestamp>-<set>/`, or in that database when
+database.url is set (`bootstrap.build_eval_runs`), unless another folder is given.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import platform
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -40,15 +43,19 @@ def runs_dir(settings: Settings) -> Path:
     return settings.data_dir / "eval" / "runs"
 
 
-def new_run_dir(root: Path, set_name: str) -> Path:
+def run_id(set_name: str, taken: Callable[[str], bool]) -> str:
+    """A new run's id, `<UTC time>-<set>` (`-2`, `-3`, ... after it when `taken` says that one is)."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", set_name)[:60] or "set"
-    path = root / f"{stamp}-{safe}"
-    n = 1
-    while path.exists():
+    name, n = f"{stamp}-{safe}", 1
+    while taken(name):
         n += 1
-        path = root / f"{stamp}-{safe}-{n}"
-    return path
+        name = f"{stamp}-{safe}-{n}"
+    return name
+
+
+def new_run_dir(root: Path, set_name: str) -> Path:
+    return root / run_id(set_name, lambda name: (root / name).exists())
 
 
 def _cell(value: Any) -> Any:
@@ -59,27 +66,57 @@ def _cell(value: Any) -> Any:
     return "" if value is None else value
 
 
-def write_csv(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
+def csv_text(rows: Sequence[Mapping[str, Any]]) -> str:
     columns: list[str] = []
     for row in rows:
         columns += [k for k in row if k not in columns]
-    with path.open("w", encoding="utf-8", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=columns)
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: _cell(row.get(k)) for k in columns})
+    out = io.StringIO(newline="")
+    writer = csv.DictWriter(out, fieldnames=columns)
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: _cell(row.get(k)) for k in columns})
+    return out.getvalue()
+
+
+def write_csv(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
+    path.write_text(csv_text(rows), encoding="utf-8", newline="")
+
+
+def run_rows(run: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The rows of summary.csv and queries.csv of a run's document: a retrieval run's one per point and one per query
+    per point, an answer run's its summary and one per item (without the judge's replies and the evidence)."""
+    if run.get("kind") == "answers":
+        return [dict(run["summary"])], [{k: v for k, v in item.items() if k not in ("judge", "evidence")}
+                                        for item in run["items"]]
+    points = run["points"]
+    return summary_rows(run), [{"point": i, **p["params"], **q} for i, p in enumerate(points) for q in p["queries"]]
+
+
+def run_files(run: Mapping[str, Any]) -> dict[str, bytes]:
+    """run.json (compact: a sweep over thousands of queries holds one record per query per point), summary.csv and
+    queries.csv of a run's document, as the bytes the folder holds and the app's downloads give."""
+    summary, queries = run_rows(run)
+    return {"run.json": json.dumps(run, ensure_ascii=False, separators=(",", ":")).encode("utf-8"),
+            "summary.csv": csv_text(summary).encode("utf-8"), "queries.csv": csv_text(queries).encode("utf-8")}
+
+
+FILE_KEYS = {"json": "run.json", "summary": "summary.csv", "queries": "queries.csv"}
+
+
+def write_run(run: Mapping[str, Any], out_dir: str | Path) -> dict[str, Path]:
+    """Write a run's document as run.json, summary.csv and queries.csv into `out_dir` (created). Their paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    files = run_files(run)
+    paths = {key: out / name for key, name in FILE_KEYS.items()}
+    for key, name in FILE_KEYS.items():
+        paths[key].write_bytes(files[name])
+    return paths
 
 
 def save_run(run: Any, out_dir: str | Path) -> dict[str, Path]:
-    """Write run.json, summary.csv and queries.csv into `out_dir` (created). Returns their paths."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = {"json": out / "run.json", "summary": out / "summary.csv", "queries": out / "queries.csv"}
-    # Compact: a sweep over thousands of queries holds one record per query per point.
-    paths["json"].write_text(json.dumps(run.to_dict(), ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
-    write_csv(paths["summary"], run.summary_rows())
-    write_csv(paths["queries"], run.query_rows())
-    return paths
+    """Write run.json, summary.csv and queries.csv of `run` (an EvalRun or AnswerRun) into `out_dir` (created)."""
+    return write_run(run.to_dict(), out_dir)
 
 
 def read_run_json(path: str | Path, what: str = "run") -> tuple[Path, Any]:
@@ -116,13 +153,14 @@ def summary_rows(run: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [{**p["params"], **p["metrics"]} for p in run["points"]]
 
 
-def load_point(spec: str | Path) -> tuple[dict[str, Any], int]:
-    """"RUN[#N]" -> (the saved run, the index of its N-th point); without #N its best point by nDCG@10."""
+def load_point(spec: str | Path, load: Callable[[str], dict[str, Any]] = load_run) -> tuple[dict[str, Any], int]:
+    """"RUN[#N]" -> (the saved run, the index of its N-th point); without #N its best point by nDCG@10. RUN is
+    what `load` opens: a folder or run.json, or a saved run's id with `EvalRunStore.load`."""
     from .report import best_point
 
     text = str(spec)
     folder, sep, number = text.rpartition("#") if "#" in text and not Path(text).exists() else (text, "", "")
-    run = load_run(folder)
+    run = load(folder)
     points = run["points"]
     if not points:
         raise EvaluationError(f"{folder} has no points.")

@@ -127,3 +127,29 @@ def test_a_sweep_over_expansions_at_one_token_budget(page: AppTest) -> None:
     assert all(p["metrics"]["context_tokens_used"] <= 1500 for p in points)
     summary = _frames(at)[0]
     assert list(summary["expand"]) == ["none", "parent"] and "answer_in_context" in summary.columns
+
+
+def test_runs_in_the_shared_database_are_compared_by_their_ids(eval_data_dir, monkeypatch, tmp_path) -> None:
+    """With database.url the run picker lists the database's runs, newest first, by id; no folder is read."""
+    from rag_core.db.engine import engine
+    from rag_core.evaluation.runstore import SqlRunStore
+    from tests.contracts.eval_runs import retrieval_run
+
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    store = SqlRunStore(engine(url))
+    older, newer = store.save(retrieval_run()), store.save(retrieval_run(kb="ops"))
+    store.close()
+    monkeypatch.setenv("RAG_DATA_DIR", str(eval_data_dir))
+    monkeypatch.setenv("RAG_DATABASE_URL", url)
+    monkeypatch.delenv("RAG_CONFIG", raising=False)
+    at = app_at(PAGE)
+    at.default_timeout = 90
+    at.run()
+    try:
+        assert not at.exception, at.exception
+        assert at.selectbox(key="eval_cmp_a").options == [newer.id, older.id]
+        assert (at.selectbox(key="eval_cmp_a").value, at.selectbox(key="eval_cmp_b").value) == (older.id, newer.id)
+        diff = next(f for f in _frames(at) if "B − A" in f.columns)
+        assert "ndcg@10" in list(diff["metric"])
+    finally:
+        clear_workbench()
