@@ -98,3 +98,14 @@ turns = sa.Table(
     sa.Index("turns_rating", "rating", "created_at"),
     sqlite_autoincrement=True,
 )
+
+# Named test sets (rag_core/evaluation/testsets_sql.py), one row a set: its items and description as JSON. A name is
+# one set in the whole database, as it is one file in the data folder; `kb` is the knowledge base it was made from.
+test_sets = sa.Table(
+    "test_sets", metadata,
+    sa.Column("name", sa.Text(), primary_key=True),
+    sa.Column("kb", sa.Text(), nullable=False, server_default=""),
+    sa.Column("items", JSON, nullable=False),
+    sa.Column("meta", JSON, nullable=False),
+    sa.Column("saved_at", TIME, nullable=False),
+)
