@@ -110,8 +110,12 @@ try:
         offered += [d.doc_id for d in get_workbench(kb_name).store.list_documents() if d.doc_id not in offered]
 except RagError as exc:
     st.caption(t("The documents of {kb} cannot be listed: {error}", kb=kb_name, error=exc))
-sets = get_test_sets()
-existing = [s.name for s in sets.list_sets()]
+try:  # the data folder's files, or database.url's database, which may be out of reach
+    sets = get_test_sets()
+    existing = [s.name for s in sets.list_sets()]
+except RagError as exc:
+    show_error(exc)
+    st.stop()
 # The set is chosen outside any form: choosing "(new)" enables the name field at once (a form would send the
 # choice only with the submit, leaving the field disabled and the item in a set called "failures").
 set_col, new_col = st.columns(2)
