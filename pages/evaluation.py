@@ -48,7 +48,6 @@ from rag_core.evaluation.report import (
     wins_losses,
 )
 from rag_core.evaluation.results import run_files, summary_rows
-from rag_core.evaluation.testsets import list_test_sets, read_test_set, saved_sets_dir
 from rag_core.kb.settings import with_measured_settings
 from rag_core.records import FUSIONS
 from rag_core.retrieval.expand import EXPAND_MODES
@@ -59,7 +58,7 @@ from ui.errors import show_error
 from ui.i18n import N_, t
 from ui.kbs import setting_help
 from ui.lookup import debugger_url
-from ui.state import get_settings, get_workbench, readable_kbs, selected_kb, shared_embedder
+from ui.state import get_settings, get_test_sets, get_workbench, readable_kbs, selected_kb, shared_embedder
 from ui.testsets import answers_view, generate_panel, offline_warning, open_saved_panel, review_table, safe
 
 current_principal()  # signed in first (ui/access.py): nothing below runs for an unknown person
@@ -123,7 +122,8 @@ def choose_target(key: str, help: str | None = None) -> list[str] | None:
 
 def choose_saved_set(subset: tuple[str, int | None, int | None]) -> tuple[Any, list[str] | None]:
     """A test set saved under the data folder (Test sets tab, or `eval generate --name`), run on knowledge bases."""
-    saved = list_test_sets(saved_sets_dir(get_settings()))
+    sets = get_test_sets()
+    saved = sets.list_sets()
     if not saved:
         st.info(t("No saved test sets yet: generate one in the Test sets tab (or `python -m rag_core eval generate "
                   "--name NAME`)."))
@@ -132,12 +132,12 @@ def choose_saved_set(subset: tuple[str, int | None, int | None]) -> tuple[Any, l
                         format_func=lambda n: next(t("{name} ({items} items, {generator})", name=s.name, items=s.items,
                                                      generator=s.generator) for s in saved if s.name == n))
     pick, n, seed = subset
-    eval_set = load_set(name, saved=saved_sets_dir(get_settings()), live=True, limit=n if pick == "limit" else None,
+    eval_set = load_set(name, saved=sets, live=True, limit=n if pick == "limit" else None,
                         sample=n if pick == "sample" else None, seed=seed if pick == "sample" else None)
     if next(s.generator for s in saved if s.name == name) == "offline":
         offline_warning()
     names = readable_kbs()
-    made_from = read_test_set(saved[[s.name for s in saved].index(name)].path).meta.get("knowledge_base")
+    made_from = sets.load(name).meta.get("knowledge_base")
     kbs = st.multiselect(t("Knowledge bases"), names, default=[k for k in [made_from or selected_kb()] if k in names],
                          key=words.SAVED_KBS_KEY, help=t("Each is searched as it is; the set's relevant ids are "
                                                          "doc_ids, so a knowledge base chunked differently works "

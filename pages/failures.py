@@ -10,7 +10,6 @@ import streamlit as st
 from rag_core.access.records import Role
 from rag_core.errors import RagError
 from rag_core.evaluation.failures import CHUNK, add_to_test_set, expected_target, failure_item
-from rag_core.evaluation.testsets import list_test_sets, saved_sets_dir
 from rag_core.feedback.records import Lookup, TurnRecord
 from ui.access import current_principal, gate
 from ui.errors import show_error
@@ -18,7 +17,7 @@ from ui.evaluation import EVALUATION_PAGE, headers, link_column, preselect_saved
 from ui.i18n import N_, t
 from ui.lookup import DEBUGGER_PAGE, HISTORY, debugger_query_params, debugger_url, history_text, recorded_history
 from ui.navigation import page_file
-from ui.state import get_settings, get_turn_store, get_workbench, readable_kbs
+from ui.state import get_settings, get_test_sets, get_turn_store, get_workbench, readable_kbs
 
 current_principal()  # signed in first (ui/access.py): nothing below runs for an unknown person
 
@@ -111,8 +110,12 @@ try:
         offered += [d.doc_id for d in get_workbench(kb_name).store.list_documents() if d.doc_id not in offered]
 except RagError as exc:
     st.caption(t("The documents of {kb} cannot be listed: {error}", kb=kb_name, error=exc))
-root = saved_sets_dir(get_settings())
-existing = [s.name for s in list_test_sets(root)]
+try:  # the data folder's files, or database.url's database, which may be out of reach
+    sets = get_test_sets()
+    existing = [s.name for s in sets.list_sets()]
+except RagError as exc:
+    show_error(exc)
+    st.stop()
 # The set is chosen outside any form: choosing "(new)" enables the name field at once (a form would send the
 # choice only with the submit, leaving the field disabled and the item in a set called "failures").
 set_col, new_col = st.columns(2)
@@ -139,14 +142,14 @@ with st.container(border=True):
 if submitted:
     try:
         name = new_name if set_name == NEW else set_name
-        path = add_to_test_set(root, name, failure_item(turn, expected or "", answer, question))
+        add_to_test_set(sets, name, failure_item(turn, expected or "", answer, question))
     except RagError as exc:
         show_error(exc)
     else:
         st.success(t("Added to test set **{name}**.", name=name), icon="✅")
         preselect_saved_set(name, kb_name if kb_name in names else None)  # the link below opens it, ready to run
         st.page_link(page_file(EVALUATION_PAGE), label=t("Run {name} on the Evaluation page", name=name), icon="📏")
-        st.caption(t("From the command line: `{command}`", command=f"python -m rag_core eval {path} --live"))
+        st.caption(t("From the command line: `{command}`", command=f"python -m rag_core eval {name} --live"))
 if expected and lookup is not None:
     # The panel checks the document (its chunk, when one was picked) and the right answer: a document in the evidence
     # whose chunks lack the answer is a failure too, which the document alone would call retrieved.

@@ -38,7 +38,16 @@ if TYPE_CHECKING:
     from .kb.catalog import MilvusCatalog
     from .kb.manage import KnowledgeBases
     from .kb.pool import OpenKnowledgeBases
-    from .ports import AccessStore, ChatModel, EvalRunStore, KnowledgeBaseCatalog, LogsClient, MetricsClient, Reranker
+    from .ports import (
+        AccessStore,
+        ChatModel,
+        EvalRunStore,
+        KnowledgeBaseCatalog,
+        LogsClient,
+        MetricsClient,
+        Reranker,
+        TestSetStore,
+    )
 
 def build_embedder(settings: Settings, env: Mapping[str, str] | None = None) -> Embedder:
     """The embedder `embedding.provider` names, by its factory in `embedding/providers.py`. A key is read there."""
@@ -357,6 +366,20 @@ def build_access_store(settings: Settings, env: Mapping[str, str] | None = None)
     from .db.url import database_url
 
     return SqlAccessStore(engine(database_url(settings, env)))
+
+
+def build_test_sets(settings: Settings, env: Mapping[str, str] | None = None) -> TestSetStore:
+    """The named test sets: a table of the shared-state database when database.url (RAG_DATABASE_URL) is set, else
+    the files under the data folder (`testsets.saved_sets_dir`), as without a database. Close it after use."""
+    from .db.url import ENV, database_url
+    from .evaluation.testsets import FolderTestSets, saved_sets_dir
+
+    if not (str(settings["database.url"] or "").strip() or (env or {}).get(ENV, "").strip()):
+        return FolderTestSets(saved_sets_dir(settings))
+    from .db.engine import engine
+    from .evaluation.testsets_sql import SqlTestSets
+
+    return SqlTestSets(engine(database_url(settings, env)))
 
 
 def build_turn_store(settings: Settings) -> TurnStore:

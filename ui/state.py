@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any
 import streamlit as st
 
 from rag_core.access.records import Role
-from rag_core.bootstrap import DEFAULT_KEY_ENV, Workbench, build_embedder, build_workbench
+from rag_core.bootstrap import DEFAULT_KEY_ENV, Workbench, build_embedder, build_test_sets, build_workbench
 from rag_core.bootstrap import knowledge_bases as bootstrap_knowledge_bases
 from rag_core.config import KEYS, Settings, load_settings
 from rag_core.errors import Forbidden, RagError, StoreMigrationNeeded
 from rag_core.kb.manage import KnowledgeBases
-from rag_core.ports import Embedder
+from rag_core.ports import Embedder, TestSetStore
 
 from .access import allowed, readable
 from .errors import show_error
@@ -232,6 +232,23 @@ def get_turn_store() -> TurnStore:
     settings = get_settings()
     return _turn_store(str(settings.data_dir.resolve()), settings["feedback.retention-days"],
                        settings["feedback.max-turns"], str(settings["database.url"] or "").strip())
+
+
+def _close_sets(sets: TestSetStore) -> None:
+    sets.close()
+
+
+@st.cache_resource(show_spinner=False, on_release=_close_sets)
+def _test_sets(data_dir: str, database_url: str, _settings: Settings) -> TestSetStore:
+    # Keyed by the data folder and database.url (`_settings`, not hashed, says the rest).
+    return build_test_sets(_settings)
+
+
+def get_test_sets() -> TestSetStore:
+    """The saved test sets (`bootstrap.build_test_sets`): the data folder's files, or a table of database.url's
+    database; shared by the Evaluation and Failures pages, the same sets the CLI and the API see."""
+    settings = get_settings()
+    return _test_sets(str(settings.data_dir.resolve()), str(settings["database.url"] or "").strip(), settings)
 
 
 @dataclass(frozen=True)

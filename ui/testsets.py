@@ -1,7 +1,7 @@
 """The Evaluation page's test sets: the "Generate a test set" panel, the review table, and the "Answers" view.
 
 Generation, review, saving and scoring are rag_core.evaluation's (`generate_test_set`, `review_item`,
-`save_test_set`, `score_answers`: the `eval generate` and `eval answers` commands call the same); this module
+`TestSetStore.save`, `score_answers`: the `eval generate` and `eval answers` commands call the same); this module
 draws the widgets and renders what they return.
 
 The review table (`st.data_editor`) is drawn from the set's items kept in the session (`BASE`), and every cell
@@ -34,11 +34,7 @@ from rag_core.evaluation.testsets import (
     REVIEW_STATES,
     TestItem,
     TestSet,
-    list_test_sets,
-    load_test_set,
     review_item,
-    save_test_set,
-    saved_sets_dir,
     source_chunk,
 )
 from rag_core.evaluation.textmatch import find_normalised
@@ -57,7 +53,7 @@ from ui.evaluation import (
 from ui.html import esc
 from ui.i18n import N_, t
 from ui.lookup import debugger_url
-from ui.state import get_workbench, kb_settings, readable_kbs, selected_kb
+from ui.state import get_test_sets, get_workbench, kb_settings, readable_kbs, selected_kb
 
 BASE = "eval_ts_base"  # {"items": [...], "meta": {...}, "kb": name, "name": suggested name, "version": n}
 LAST_ANSWERS = "eval_ts_answers"
@@ -138,14 +134,14 @@ def generate_panel(settings: Any) -> None:
 
 def open_saved_panel(settings: Any) -> None:
     """Open a saved set in the review table."""
-    saved = list_test_sets(saved_sets_dir(settings))
+    saved = get_test_sets().list_sets()
     if not saved:
         return
     c1, c2 = st.columns([3, 1])
     name = c1.selectbox(t("Or review a saved set"), [s.name for s in saved], key="eval_ts_open_name")
     c2.write("")
     if c2.button(t("Open"), key="eval_ts_open"):
-        test_set = load_test_set(saved_sets_dir(settings), name)
+        test_set = get_test_sets().load(name)
         version = st.session_state.get(BASE, {}).get("version", 0) + 1
         st.session_state[BASE] = {"items": list(test_set.items), "meta": dict(test_set.meta), "version": version,
                                   "kb": test_set.meta.get("knowledge_base") or selected_kb(), "name": name}
@@ -266,25 +262,25 @@ def review_table(settings: Any) -> None:
 
     c1, c2 = st.columns([3, 1])
     name = c1.text_input(t("Save as"), base.get("name", ""), key=f"eval_ts_name_{base['version']}",
-                         help=t("Saved under `<data-dir>/eval/testsets/NAME.jsonl`; offered in the set pickers and by "
-                                "name on the command line (`eval NAME`, `eval answers NAME`)."))
+                         help=t("Saved in {where}; offered in the set pickers and by name on the command line "
+                                "(`eval NAME`, `eval answers NAME`).", where=get_test_sets().where))
     c2.write("")
     if c2.button(t("Save test set"), type="primary", key="eval_ts_save"):
-        path = save_test_set(saved_sets_dir(settings), name, reviewed, {**meta, "reviewed": counts})
+        path = get_test_sets().save(name, reviewed, {**meta, "reviewed": counts})
         st.success(t("Saved {n} items as `{name}` ({path}).", n=len(reviewed), name=name, path=path))
 
 
 # ------------------------------------------------------------------------------------------ answers
 def answers_view(settings: Any) -> None:
     """Run the agent on a saved set and score its answers; metrics, a per-item table with debugger links."""
-    saved = list_test_sets(saved_sets_dir(settings))
+    saved = get_test_sets().list_sets()
     if not saved:
         st.info(t("Save a test set first (Test sets tab), or `python -m rag_core eval generate --name NAME`."))
         return
     names = readable_kbs()
     c1, c2, c3 = st.columns([2, 2, 1])
     set_name = c1.selectbox(t("Test set"), [s.name for s in saved], key="eval_ans_set")
-    test_set = load_test_set(saved_sets_dir(settings), set_name)
+    test_set = get_test_sets().load(set_name)
     made_from = test_set.meta.get("knowledge_base")
     default = made_from if made_from in names else selected_kb()
     kb = c2.selectbox(t("Knowledge base"), names, index=names.index(default) if default in names else 0,

@@ -78,11 +78,10 @@ def _list_of_kbs(text: str) -> list[str]:
 
 
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
-    from ..bootstrap import build_embedder, build_rewriter, factories
+    from ..bootstrap import build_embedder, build_rewriter, build_test_sets, factories
     from ..evaluation.datasets import load_set
     from ..evaluation.kbs import opened_knowledge_bases
     from ..evaluation.runner import Grid, run_evaluation
-    from ..evaluation.testsets import saved_sets_dir
 
     if args.kbs and args.corpus:
         raise EvaluationError("--kb and --corpus exclude each other: --kb searches the knowledge bases' own "
@@ -99,9 +98,12 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         settings = replace(settings.with_overrides({"rag.default-filter": " ".join(args.filter)}, "--filter"),
                            per_command=settings.per_command | {"rag.default-filter"})
     live = args.live or bool(args.kbs)
-    eval_set = load_set(args.eval_set, split=args.split, limit=args.limit, sample=args.sample, seed=args.seed,
-                        corpus_sample=args.corpus_sample, corpus=args.corpus, live=live,
-                        saved=saved_sets_dir(settings))
+    sets = build_test_sets(settings)
+    try:
+        eval_set = load_set(args.eval_set, split=args.split, limit=args.limit, sample=args.sample, seed=args.seed,
+                            corpus_sample=args.corpus_sample, corpus=args.corpus, live=live, saved=sets)
+    finally:
+        sets.close()
     live = live or eval_set.documents is None  # a saved test set is made from, and run on, a knowledge base
     if not live:  # indexed here with the settings' embedder: the fusion measured for it, unless set
         settings, note = with_measured_settings(settings, "the fusion measured for the embedder")

@@ -39,21 +39,26 @@ SUMMARY = ("answer_found", "f1", "cites", "citations_valid", "citation_support",
 
 def open_test_set(settings: Settings, spec: str) -> Any:
     """A test set by its saved name, a .jsonl/.csv path, or "sample" (the bundled hand-labelled set)."""
+    from ..bootstrap import build_test_sets
     from ..evaluation.datasets import bundled_sets
-    from ..evaluation.testsets import load_test_set, read_test_set, saved_sets_dir
+    from ..evaluation.testsets import read_test_set
 
     bundled = bundled_sets()
     if spec in bundled and bundled[spec].is_file():
         return read_test_set(bundled[spec], spec)
     if Path(spec).suffix.lower() in (".jsonl", ".csv") or "/" in spec:
         return read_test_set(spec)
-    return load_test_set(saved_sets_dir(settings), spec)
+    sets = build_test_sets(settings)
+    try:
+        return sets.load(spec)
+    finally:
+        sets.close()
 
 
 def cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
-    from ..bootstrap import build_eval_model
+    from ..bootstrap import build_eval_model, build_test_sets
     from ..evaluation.generate import generate_test_set
-    from ..evaluation.testsets import check_name, save_test_set, saved_sets_dir
+    from ..evaluation.testsets import check_name
     from .workbench import workbench
 
     if args.name is not None:
@@ -68,7 +73,11 @@ def cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
                                    lang=args.lang, follow_ups=args.follow_up_share, kb_name=settings.kb_name,
                                    progress=progress)
     if args.name is not None:
-        path = save_test_set(saved_sets_dir(settings), args.name, result.items, result.meta())
+        sets = build_test_sets(settings)
+        try:
+            path: str | Path = sets.save(args.name, result.items, result.meta())
+        finally:
+            sets.close()
         record(settings, "testsets.create", settings.kb_name, args.name,
                {"items": len(result.items), "generator": result.generator})
     else:
@@ -172,8 +181,9 @@ def build_parsers(prog: str) -> dict[str, argparse.ArgumentParser]:
                         "offline (default): questions by templates from the documents' own words, no key")
     where = g.add_mutually_exclusive_group(required=True)
     where.add_argument("--out", metavar="FILE.jsonl", help="write the set here (its description beside it)")
-    where.add_argument("--name", metavar="NAME", help="save as a named set under <data-dir>/eval/testsets/, "
-                                                      "usable by name in `eval`, `eval answers` and the page")
+    where.add_argument("--name", metavar="NAME", help="save as a named set (under <data-dir>/eval/testsets/, or in "
+                                                      "database.url's database), usable by name in `eval`, "
+                                                      "`eval answers` and the page")
     g.add_argument("--json", action="store_true", help="print how the set was made as JSON")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
     g.set_defaults(func=cmd_generate)

@@ -111,3 +111,14 @@ eval_runs = sa.Table(
     sa.Column("run", sa.Text(), nullable=False),
     sa.Index("ix_eval_runs_kind_created_at", "kind", "created_at"),
 )
+
+# Named test sets (rag_core/evaluation/testsets_sql.py), one row a set: its items and description as JSON. A name is
+# one set in the whole database, as it is one file in the data folder; `kb` is the knowledge base it was made from.
+test_sets = sa.Table(
+    "test_sets", metadata,
+    sa.Column("name", sa.Text(), primary_key=True),
+    sa.Column("kb", sa.Text(), nullable=False, server_default=""),
+    sa.Column("items", JSON, nullable=False),
+    sa.Column("meta", JSON, nullable=False),
+    sa.Column("saved_at", TIME, nullable=False),
+)

@@ -65,11 +65,14 @@ import random
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import EvaluationError, InvalidText
 from ..records import ConversationTurn, Document
 from ..text import check_texts
+
+if TYPE_CHECKING:
+    from ..ports import TestSetStore
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_KB = REPO_ROOT / "examples" / "kb"
@@ -694,18 +697,31 @@ def bundled_sets(env: Mapping[str, str] | None = None) -> dict[str, Path]:
 
 def load_set(spec: str, *, split: str | None = None, limit: int | None = None, sample: int | None = None,
              seed: int | None = None, corpus_sample: int | None = None, corpus: str | os.PathLike[str] | None = None,
-             live: bool = False, env: Mapping[str, str] | None = None, saved: Path | None = None) -> EvalSet:
-    """A bundled set name, a BEIR folder, a JSONL/CSV file, or the name of a test set saved under `saved`
-    (`testsets.saved_sets_dir`) -> EvalSet.
+             live: bool = False, env: Mapping[str, str] | None = None,
+             saved: TestSetStore | Path | None = None) -> EvalSet:
+    """A bundled set name, a BEIR folder, a JSONL/CSV file, or the name of a test set saved in `saved`
+    (`bootstrap.build_test_sets`; a folder of saved sets is read as `testsets.FolderTestSets`) -> EvalSet.
 
     The sample sets' corpus is examples/kb unless `corpus` is given; `live` evaluates a simple-format set
     against the configured knowledge base instead of indexing a corpus. A saved set is made from a knowledge
     base, so without `corpus` it is evaluated live."""
+    from .testsets import FolderTestSets, UnknownTestSet, is_set_name, items_jsonl
+
+    store = FolderTestSets(saved) if isinstance(saved, Path) else saved
     sets = bundled_sets(env)
     path = sets.get(spec) or Path(spec)
-    named = saved / f"{spec}.jsonl" if saved is not None and spec not in sets and "/" not in spec else None
-    if named is not None and not path.exists() and named.is_file():
-        path, live = named, live or not corpus
+    if store is not None and spec not in sets and not path.exists() and is_set_name(spec):
+        try:
+            named = store.load(spec)
+        except UnknownTestSet:
+            pass
+        else:
+            if split:
+                raise EvaluationError("--split applies to BEIR-layout sets only.")
+            source = named.path if named.path is not None else items_jsonl(named.items).encode()
+            eval_set = load_user_set(source, name=f"{spec}.jsonl", corpus=None if live else corpus, limit=limit,
+                                     sample=sample, seed=seed)
+            return EvalSet(spec, eval_set.queries, eval_set.documents, eval_set.info)
     if path.is_dir():
         if live or corpus:
             raise EvaluationError("A BEIR-layout set brings its own corpus: --live and --corpus apply to "
@@ -714,7 +730,7 @@ def load_set(spec: str, *, split: str | None = None, limit: int | None = None, s
                          name=spec if spec in sets else None)
     if not path.exists():
         names = ", ".join(sets) or "(none found)"
-        own = sorted(p.stem for p in saved.glob("*.jsonl")) if saved is not None and saved.is_dir() else []
+        own = [s.name for s in store.list_sets()] if store is not None else []
         raise EvaluationError(f"No evaluation set {spec!r}: give a bundled set ({names}), a saved test set ("
                               f"{', '.join(own) or 'none yet: eval generate --name NAME'}), a BEIR folder or a "
                               ".jsonl/.csv file.")
@@ -729,6 +745,5 @@ def load_set(spec: str, *, split: str | None = None, limit: int | None = None, s
             raise EvaluationError(f"{path}: say which documents to evaluate against: --corpus FOLDER "
                                   "(indexed into the isolated evaluation database) or --live (the knowledge base).")
     eval_set = load_user_set(path, corpus=corpus_arg, limit=limit, sample=sample, seed=seed)
-    return EvalSet(spec if spec in sets or path == named else eval_set.name, eval_set.queries, eval_set.documents,
-                   eval_set.info)
+    return EvalSet(spec if spec in sets else eval_set.name, eval_set.queries, eval_set.documents, eval_set.info)
 

@@ -5,12 +5,11 @@ Not imported by the package's `__init__`: the agent imports the records, and eva
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ..errors import EvaluationError
 from ..feedback.records import TurnRecord
 from ..identity import key_range
-from .testsets import TestItem, check_name, list_test_sets, load_test_set, save_test_set
+from ..ports import TestSetStore
+from .testsets import TestItem, UnknownTestSet, check_name
 
 CHUNK = "#chunk-"
 
@@ -45,10 +44,13 @@ def failure_item(turn: TurnRecord, expected: str, answer: str = "", question: st
                     answers=(answer.strip(),) if answer.strip() else (), source=source, review="accepted")
 
 
-def add_to_test_set(root: Path, name: str, item: TestItem) -> Path:
+def add_to_test_set(sets: TestSetStore, name: str, item: TestItem) -> str:
     """Append `item` to the named set (made when new); an item of the same id (the same turn added again) is
-    replaced. The set is written aside and renamed: a failure leaves it as it was."""
+    replaced. The set is saved whole (`TestSetStore.save`): a failure leaves it as it was. Where it went."""
     name = check_name(name)
-    existing = load_test_set(root, name).items if name in {s.name for s in list_test_sets(root)} else ()
+    try:
+        existing = sets.load(name).items
+    except UnknownTestSet:
+        existing = ()
     items = [i for i in existing if i.id != item.id] + [item]
-    return save_test_set(root, name, items, None if existing else {"generator": "", "made_from": "failures"})
+    return sets.save(name, items, None if existing else {"generator": "", "made_from": "failures"})

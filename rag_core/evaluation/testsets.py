@@ -18,9 +18,10 @@ earlier turn(s) in its `history`, `[{"role": "user", "content": "the first quest
 `review` is "unreviewed", "accepted",
 "edited" (the person changed the query or the answer) or "dropped" (kept in the file, left out of runs).
 
-Named sets live in `<data-dir>/eval/testsets/NAME.jsonl`, each with `NAME.meta.json` beside it (how it was
-made: generator, model, prompt version, seed, rejections, timing). Both are written aside and renamed, so
-a set on disk is always complete: a failed save leaves the previous one as it was.
+Named sets are kept by a `ports.TestSetStore` (`bootstrap.build_test_sets`): by default `FolderTestSets`, in
+`<data-dir>/eval/testsets/NAME.jsonl`, each with `NAME.meta.json` beside it (how it was made: generator, model,
+prompt version, seed, rejections, timing), both written aside and renamed, so a set on disk is always complete: a
+failed save leaves the previous one as it was; with database.url set, `testsets_sql.SqlTestSets`, one row a set.
 """
 
 from __future__ import annotations
@@ -221,9 +222,14 @@ def saved_sets_dir(settings: Settings) -> Path:
     return settings.data_dir / "eval" / "testsets"
 
 
+def is_set_name(name: str) -> bool:
+    """Whether a saved set may have this name (`eval NAME` tells a set's name from a file's path with it)."""
+    return bool(_NAME.match(name)) and not name.endswith(".meta") and name not in (".", "..")
+
+
 def check_name(name: str) -> str:
     name = (name or "").strip()
-    if not _NAME.match(name) or name.endswith(".meta") or name in (".", ".."):
+    if not is_set_name(name):
         raise EvaluationError(f"Test set name {name!r}: use letters, digits, '_', '-' and '.', starting with a letter "
                               "or digit, at most 80 characters.")
     return name
@@ -236,10 +242,24 @@ class TestSetInfo:
     __test__ = False
 
     name: str
-    path: Path
+    path: Path | None  # None: the set is in a database
     items: int
     generator: str
-    modified: str  # ISO-8601 UTC of the file
+    modified: str  # ISO-8601 UTC of the file (of the save, in a database)
+
+
+class UnknownTestSet(EvaluationError):
+    """No saved set of that name (its message lists the ones there are)."""
+
+
+def set_info(name: str, items: Sequence[TestItem], modified: str, path: Path | None = None) -> TestSetInfo:
+    """A set as listed: its item count and generators ("manual" when written by hand)."""
+    generators = sorted({i.generator for i in items} - {""})
+    return TestSetInfo(name, path, len(items), ",".join(generators) or "manual", modified)
+
+
+def unknown_set(name: str, known: Iterable[str]) -> UnknownTestSet:
+    return UnknownTestSet(f"No test set named {name!r} (saved sets: {', '.join(known) or 'none yet'}).")
 
 
 def list_test_sets(root: Path) -> list[TestSetInfo]:
@@ -253,9 +273,8 @@ def list_test_sets(root: Path) -> list[TestSetInfo]:
             test_set = read_test_set(path)
         except EvaluationError:
             continue
-        generators = sorted({i.generator for i in test_set.items} - {""})
         modified = datetime.fromtimestamp(path.stat().st_mtime, UTC).isoformat(timespec="seconds")
-        found.append(TestSetInfo(path.stem, path, len(test_set.items), ",".join(generators) or "manual", modified))
+        found.append(set_info(path.stem, test_set.items, modified, path))
     return found
 
 
@@ -263,14 +282,36 @@ def load_test_set(root: Path, name: str) -> TestSet:
     """The named set `name` under `root`; an unknown name lists the ones there are."""
     path = root / f"{check_name(name)}.jsonl"
     if not path.is_file():
-        names = ", ".join(s.name for s in list_test_sets(root)) or "none yet"
-        raise EvaluationError(f"No test set named {name!r} (saved sets: {names}).")
+        raise unknown_set(name, (s.name for s in list_test_sets(root)))
     return read_test_set(path, name)
 
 
 def save_test_set(root: Path, name: str, items: Sequence[TestItem], meta: Mapping[str, Any] | None = None) -> Path:
     """Save (or replace) the named set `name` under `root`; `meta` None keeps the sidecar it has."""
     return write_test_set(root / f"{check_name(name)}.jsonl", items, meta)
+
+
+class FolderTestSets:
+    """The TestSetStore of the embedded default: the files above, in one folder (`saved_sets_dir`)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    @property
+    def where(self) -> str:
+        return str(self.root)
+
+    def list_sets(self) -> list[TestSetInfo]:
+        return list_test_sets(self.root)
+
+    def load(self, name: str) -> TestSet:
+        return load_test_set(self.root, name)
+
+    def save(self, name: str, items: Sequence[TestItem], meta: Mapping[str, Any] | None = None) -> str:
+        return str(save_test_set(self.root, name, items, meta))
+
+    def close(self) -> None:
+        pass
 
 
 # ------------------------------------------------------------------------------------------ review

@@ -158,3 +158,33 @@ def test_generate_with_a_follow_up_share_writes_items_with_their_history(data, t
             str(tmp_path / "x.jsonl"), "--quiet")
     assert exit_.value.code == 2
     assert "--follow-up-share: 2 is not between 0 and 1" in capsys.readouterr().err
+
+
+def test_with_database_url_a_named_set_is_saved_in_the_database_and_runs_by_its_name(data, tmp_path, capsys) -> None:
+    """database.url set: `eval generate --name` writes a row, no file; `eval NAME` and `eval answers NAME` read it."""
+    from rag_core.db.engine import engine
+    from rag_core.evaluation.testsets_sql import SqlTestSets
+
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    shared = ("--set", f"database.url={url}")
+    code, out, err = run(data, capsys, *shared, "eval", "generate", "--kb", "biz", "--size", "4", "--seed", "0",
+                         "--name", "biz-db", "--quiet")
+    assert code == 0, err
+    assert out.startswith(f"test set biz-db in {url}: 4 items")
+    assert not (data / "eval" / "testsets" / "biz-db.jsonl").exists()
+    sets = SqlTestSets(engine(url))
+    try:
+        assert [(s.name, s.items, s.generator) for s in sets.list_sets()] == [("biz-db", 4, "offline")]
+        assert sets.load("biz-db").meta["knowledge_base"] == "biz"
+    finally:
+        sets.close()
+    code, out, err = run(data, capsys, *shared, "eval", "biz-db", "--kb", "biz", "--quiet", "--no-save", "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["set"] == "biz-db" and len(result["points"][0]["queries"]) == 4
+    code, out, err = run(data, capsys, *shared, "eval", "answers", "biz-db", "--kb", "biz", "--offline", "--quiet",
+                         "--no-save", "--json")
+    assert code == 0, err
+    assert json.loads(out)["summary"]["items"] == 4
+    code, out, err = run(data, capsys, *shared, "eval", "biz12", "--quiet")  # the folder's sets are not the database's
+    assert code == 2 and "a saved test set (biz-db)" in err

@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0004_eval_runs"
-down_revision = "0002_turns"
+down_revision = "0003_test_sets"
 branch_labels = None
 depends_on = None
 
