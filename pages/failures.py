@@ -1,4 +1,4 @@
-"""Failures: the chat turns rated 👎, newest first, filterable by knowledge base and date. Each opens in the
+"""Failures: the chat turns rated 👎, newest first, filterable by knowledge base, date and who asked. Each opens in the
 retrieval debugger with its query and parameters; "add to a test set" turns it into a labelled item (the
 document or chunk that should have been found, and the right answer) of a named test set that `eval` runs."""
 
@@ -27,6 +27,7 @@ st.caption(t("Chat answers rated 👎 (on the chat page, `POST /api/feedback` or
              "one in the retrieval debugger, or add it to a test set with the document it should have found."))
 
 ALL = N_("all knowledge bases")  # the option's value (shown translated)
+ANYONE = N_("anyone")  # the "asked by" option of every person
 NEW = N_("(new)")
 CHAT_PAGE = "pages/chat.py"
 try:
@@ -34,7 +35,7 @@ try:
 except RagError as exc:
     show_error(exc)
     st.stop()
-kb_col, date_col = st.columns([1, 2])
+kb_col, date_col, user_col = st.columns([1, 2, 1])
 kb = kb_col.selectbox(t("Knowledge base"), [ALL, *names], key="fail.kb",
                       format_func=lambda name: t(ALL) if name == ALL else name)
 today = datetime.now(UTC).date()
@@ -50,6 +51,10 @@ except RagError as exc:
     st.stop()
 principal = current_principal(check=False)  # a turn over a knowledge base they may not read is not shown
 turns = [x for x in turns if len(principal.readable(x.knowledge_bases)) == len(x.knowledge_bases)]
+# Who asked (TurnRecord.user_name: "local" is the one person, cli:<OS user> the command line), among these turns.
+asker = user_col.selectbox(t("Asked by"), [ANYONE, *sorted({x.user_name for x in turns if x.user_name})],
+                           key="fail.user", format_func=lambda name: t(ANYONE) if name == ANYONE else name)
+turns = [x for x in turns if asker in (ANYONE, x.user_name)]
 if not turns:
     st.info(t("No 👎 answers here: rate answers on the Agent chat page, and the failures show up here."), icon="✅")
     st.page_link(page_file(CHAT_PAGE), label=t("Agent chat"), icon="💬")
@@ -68,8 +73,8 @@ def link(turn: TurnRecord) -> str | None:
 
 
 table = pd.DataFrame([{"asked": x.created_at[:16].replace("T", " "), "knowledge base": ", ".join(x.knowledge_bases),
-                       "question": x.question, "comment": x.comment, "cited": ", ".join(x.citations),
-                       "debugger": link(x)} for x in turns])
+                       "asked by": x.user_name, "question": x.question, "comment": x.comment,
+                       "cited": ", ".join(x.citations), "debugger": link(x)} for x in turns])
 st.dataframe(table, hide_index=True, key="fail.table", width="stretch",
              column_config=headers(table.columns, debugger=link_column()))
 

@@ -21,7 +21,7 @@ from rag_core.errors import StoreError
 from tests.postgres import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-REVISIONS = ["0001_access", "0002_turns"]  # every revision, oldest first
+REVISIONS = ["0001_access", "0002_turns", "0005_turn_user"]  # every revision, oldest first
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -5,6 +5,7 @@ read; the audit log; chat sessions per user."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -378,3 +379,27 @@ def test_the_upload_form_names_the_knowledge_base_whose_role_counts(server: live
     assert [e.target for e in store.audit(action="documents.upload", user="editor")][0] == "gamma.md"
     assert httpx.delete(f"{server.url}/v1/documents/gamma.md", headers=bearer(tokens["editor"]),
                         timeout=60).status_code == 200
+
+
+def test_each_chat_turn_records_who_asked_and_the_listing_filters_by_them(server: live.LiveServer,
+                                                                          tokens: dict[str, str], wb: Workbench):
+    kb = wb.settings.kb_name
+    by_reader = httpx.post(f"{server.url}/api/chat", headers=bearer(tokens["reader"]), timeout=120,
+                           json={"Question": "who restarts the alpha service?"})
+    by_editor = httpx.post(f"{server.url}/v1/chat/completions", headers=bearer(tokens["editor"]), timeout=120,
+                           json={"model": kb, "messages": [{"role": "user", "content": "alpha at night?"}]})
+    with httpx.stream("POST", f"{server.url}/v1/chat/completions", headers=bearer(tokens["editor"]), timeout=120,
+                      json={"model": kb, "stream": True, "messages": [{"role": "user", "content": "alpha?"}]}) as r:
+        streamed = [json.loads(line[6:]) for line in r.iter_lines() if line.startswith("data: {")]
+    by_token = httpx.post(f"{server.url}/api/chat", headers=bearer(TOKEN), timeout=120,
+                          json={"Question": "alpha service at night"})
+    traces = [by_reader.json()["data"]["traceId"], by_editor.json()["trace_id"], streamed[-1]["trace_id"],
+              by_token.json()["data"]["traceId"]]
+    assert all(traces), (by_reader.text, by_editor.text, streamed[-1])
+    listed = httpx.get(f"{server.url}/api/feedback", headers=bearer(TOKEN), params={"limit": 1000}, timeout=60)
+    users = {t["traceId"]: t["user"] for t in listed.json()["data"]}
+    # RAG_API_TOKEN is the one person: "local", as the audit log names them
+    assert [users[trace] for trace in traces] == ["reader", "editor", "editor", "local"]
+    only = httpx.get(f"{server.url}/api/feedback", headers=bearer(tokens["editor"]), timeout=60,
+                     params={"user": "editor", "limit": 1000}).json()["data"]
+    assert {t["user"] for t in only} == {"editor"} and {t["traceId"] for t in only} >= set(traces[1:3])

@@ -258,3 +258,14 @@ def test_the_chat_offers_only_readable_knowledge_bases(fresh_kb: Workbench, requ
     knowledge_bases().create("team_c", {})
     at = on_page(start(user(required, "bea", team_c=Role.READER)), "pages/chat.py")
     assert at.multiselect(key="chat.kbs").options == ["team_c"]
+
+
+def test_a_chat_turn_is_recorded_under_the_signed_in_user(kb, required):
+    from ui.state import get_turn_store
+
+    at = on_page(start(user(required, "ann", **{DEFAULT: Role.READER})), "pages/chat.py")
+    at.chat_input(key="chat.input").set_value("Who asked about a full disk?").run()
+    assert not at.exception, at.exception
+    (turn,) = [t for t in get_turn_store().find(limit=1000) if t.question == "Who asked about a full disk?"][:1]
+    assert turn.user_name == "ann"
+    assert [t.question for t in get_turn_store().find(user="ann", limit=1000)][:1] == [turn.question]
