@@ -22,7 +22,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -232,10 +232,16 @@ def build_server(library: Library) -> KnowledgeBaseServer:
         return await run(work, library.lookup_threads)
 
     async def list_documents(ctx: Context, kb: Kb = None) -> CallToolResult:
-        """The documents of a knowledge base: `doc_id`, chunks, size, when ingested, whether its original is kept
-        (as `python -m rag_core docs --json`)."""
+        """The documents of a knowledge base you may retrieve: `doc_id`, chunks, size, when ingested, whether its
+        original is kept (as `python -m rag_core docs --json`); for an admin of it every one, with its
+        `access_groups`."""
         principal = library.principal(ctx)
-        return await run(lambda: [asdict(d) for d in library.workbench(kb, principal).store.list_documents()])
+
+        def work() -> list[dict[str, Any]]:
+            wb = library.workbench(kb, principal)
+            return wb.documents_json(principal.scope(wb.settings.kb_name))
+
+        return await run(work)
 
     async def read_document_chunks(ctx: Context,
                                    doc_id: Annotated[str, Field(description="The document, as list_documents "

@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import platform
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any
 
@@ -125,8 +125,10 @@ def kb_routes(router: APIRouter, prefix: str, where: str) -> None:
         return JSONResponse(explain_dict(wb, query, expect, answer, **options.arguments(wb, request)))
 
     @router.get(f"{prefix}/documents", summary=f"Documents of {where} (as `docs --json`)")
-    def list_documents(wb: Workbench = reader) -> list[dict[str, Any]]:
-        return [asdict(d) for d in wb.store.list_documents()]
+    def list_documents(request: Request, wb: Workbench = reader) -> list[dict[str, Any]]:
+        """The documents you may retrieve (a document whose access groups are none of yours is not listed); an
+        admin of the knowledge base gets every one, with its `access_groups`."""
+        return wb.documents_json(scope_for(request, wb.settings.kb_name))
 
     @router.post(f"{prefix}/documents", response_model=IngestAnswer,
                  summary=f"Index several files into {where} (multipart `files`)",

@@ -403,3 +403,34 @@ def test_each_chat_turn_records_who_asked_and_the_listing_filters_by_them(server
     only = httpx.get(f"{server.url}/api/feedback", headers=bearer(tokens["editor"]), timeout=60,
                      params={"user": "editor", "limit": 1000}).json()["data"]
     assert {t["user"] for t in only} == {"editor"} and {t["traceId"] for t in only} >= set(traces[1:3])
+
+
+def test_a_document_of_a_group_is_listed_for_its_members_and_admins_only(server: live.LiveServer,
+                                                                         store: MemoryAccessStore,
+                                                                         tokens: dict[str, str], wb: Workbench):
+    from rag_core.kb.tags import tag
+
+    hidden = "restricted/gamma.md"
+    assert wb.ingestor.ingest_uploads([(hidden, b"# Gamma\n\nThe gamma vault rotates its keys.\n")])[0].status \
+        == "added"
+    tag(wb.store, hidden, ["access=sre"])
+    _, member = store.create_user("sre_member", {wb.settings.kb_name: Role.READER}, ["sre"])
+    try:
+        def listed(token: str) -> dict[str, Any]:
+            r = httpx.get(f"{server.url}/v1/documents", headers=bearer(token), timeout=60)
+            assert r.status_code == 200, r.text
+            return {d["doc_id"]: d for d in r.json()}
+
+        outsider = listed(tokens["reader"])
+        assert hidden not in outsider and DOC in outsider and "access_groups" not in outsider[DOC]
+        assert hidden in listed(member)
+        admin = listed(tokens["admin"])  # an admin of the knowledge base: every document, with its groups
+        assert (admin[hidden]["access_groups"], admin[DOC]["access_groups"]) == (["sre"], [])
+        assert listed(TOKEN)[hidden]["access_groups"] == ["sre"]
+        (mcp_outsider,) = live.run_async(mcp_calls(server.url, tokens["reader"], [("list_documents", {})]))
+        assert [d["doc_id"] for d in mcp_outsider.structured_content["items"]] == [DOC]
+        (mcp_admin,) = live.run_async(mcp_calls(server.url, tokens["admin"], [("list_documents", {})]))
+        assert {d["doc_id"]: d["access_groups"] for d in mcp_admin.structured_content["items"]}[hidden] == ["sre"]
+    finally:
+        wb.ingestor.delete(hidden)
+        store.revoke("sre_member")
