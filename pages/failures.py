@@ -16,7 +16,15 @@ from ui.access import current_principal, gate
 from ui.errors import show_error
 from ui.evaluation import EVALUATION_PAGE, headers, link_column, preselect_saved_set
 from ui.i18n import N_, t
-from ui.lookup import DEBUGGER_PAGE, HISTORY, debugger_query_params, debugger_url, history_text, recorded_history
+from ui.lookup import (
+    DEBUGGER_PAGE,
+    HISTORY,
+    access_of,
+    debugger_query_params,
+    debugger_url,
+    history_text,
+    recorded_history,
+)
 from ui.navigation import page_file
 from ui.state import get_settings, get_turn_store, get_workbench, readable_kbs
 
@@ -113,7 +121,8 @@ if not gate(kb_name or get_settings()["milvus.collection"], Role.EDITOR):  # tes
 offered = list(dict.fromkeys([*turn.evidence_keys, *(k for lk in turn.lookups for k in lk.candidates)]))
 try:
     if kb_name in names:
-        offered += [d.doc_id for d in get_workbench(kb_name).store.list_documents() if d.doc_id not in offered]
+        offered += [d.doc_id for d, _ in get_workbench(kb_name).listed_documents(access_of(kb_name))
+                    if d.doc_id not in offered]
 except RagError as exc:
     st.caption(t("The documents of {kb} cannot be listed: {error}", kb=kb_name, error=exc))
 root = saved_sets_dir(get_settings())

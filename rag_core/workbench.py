@@ -48,6 +48,11 @@ class Workbench:
         return [(d, tuple(sorted(document_groups(d.doc_id, labels, rules))) if sees_all(scope) else None)
                 for d in docs if d.doc_id in shown]
 
+    def shows(self, scope: AccessScope, doc_id: str) -> bool:
+        """Whether a caller in `scope` sees document `doc_id` (`listed_documents`): one they may not is answered as
+        one that does not exist (its chunks, its metadata)."""
+        return any(d.doc_id == doc_id for d, _ in self.listed_documents(scope))
+
     def documents_json(self, scope: AccessScope) -> list[dict[str, Any]]:
         """`listed_documents` as GET .../documents and the MCP tool list_documents answer it: each document as
         `docs --json` prints it, with `access_groups` for a caller who sees every document."""

@@ -282,7 +282,7 @@ def document_chunks(library: Library, doc_id: str, kb: str | None,
     wb = library.workbench(kb, principal)
     doc_id = wb.ingestor.resolve_doc_id(doc_id)  # a name ingest refuses (`..`, a NUL) never reaches the store
     rows = wb.store.get_chunks(doc_id)
-    if not rows:
+    if not rows or not wb.shows(principal.scope(wb.settings.kb_name), doc_id):  # hidden: as an unknown one
         raise NotFound(f"No document {doc_id!r} in knowledge base {wb.settings.kb_name!r} (list_documents lists "
                        "them).")
     return {"doc_id": doc_id, "version": rows[0].version, "chunks": stored_chunks(doc_id, rows)}

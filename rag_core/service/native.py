@@ -162,23 +162,26 @@ def kb_routes(router: APIRouter, prefix: str, where: str) -> None:
 
     @router.get(f"{prefix}/documents/{{doc_id:path}}/chunks", response_model=ChunksAnswer,
                 summary=f"A document's chunks in order (its active version) in {where}")
-    def document_chunks(doc_id: str, wb: Workbench = reader) -> ChunksAnswer:
-        """doc_ids contain slashes: `.../documents/runbooks/cpu_high.md/chunks`."""
+    def document_chunks(doc_id: str, request: Request, wb: Workbench = reader) -> ChunksAnswer:
+        """doc_ids contain slashes: `.../documents/runbooks/cpu_high.md/chunks`. A document you may not retrieve
+        (access groups) is answered as an unknown one."""
         doc_id = _doc_id(wb, doc_id)
         rows = wb.store.get_chunks(doc_id)
-        if not rows:
+        if not rows or not wb.shows(scope_for(request, wb.settings.kb_name), doc_id):
             raise ApiError(404, "not_found", f"No document {doc_id!r} in the knowledge base (GET .../documents "
                            "lists them).")
         chunks = [ChunkOut(**c) for c in stored_chunks(doc_id, rows)]
         return ChunksAnswer(doc_id=doc_id, version=rows[0].version, chunks=chunks)
 
     @router.get(f"{prefix}/metadata", summary=f"Every document's metadata in {where}, and the filter keys")
-    def list_metadata(wb: Workbench = reader) -> dict[str, Any]:
+    def list_metadata(request: Request, wb: Workbench = reader) -> dict[str, Any]:
         """What `filter=key=value` can select: `keys` (built-in: folder, type, ingested; then front-matter and tag
-        keys) and each document's values."""
+        keys) and the values of each document you may retrieve."""
         from ..kb.tags import filter_keys, metadata
 
-        return {"keys": list(filter_keys(wb.store)), "documents": metadata(wb.store)}
+        shown = {d.doc_id for d, _ in wb.listed_documents(scope_for(request, wb.settings.kb_name))}
+        return {"keys": list(filter_keys(wb.store)),
+                "documents": {d: v for d, v in metadata(wb.store).items() if d in shown}}
 
     @router.post(f"{prefix}/documents/{{doc_id:path}}/tags", summary=f"Set a document's tags in {where}")
     def set_tags(doc_id: str, body: TagsBody, request: Request, wb: Workbench = editor) -> dict[str, Any]:

@@ -431,6 +431,19 @@ def test_a_document_of_a_group_is_listed_for_its_members_and_admins_only(server:
         assert [d["doc_id"] for d in mcp_outsider.structured_content["items"]] == [DOC]
         (mcp_admin,) = live.run_async(mcp_calls(server.url, tokens["admin"], [("list_documents", {})]))
         assert {d["doc_id"]: d["access_groups"] for d in mcp_admin.structured_content["items"]}[hidden] == ["sre"]
+        # Nor are its chunks or metadata shown: it is answered as a document that does not exist.
+        chunks = httpx.get(f"{server.url}/v1/documents/{hidden}/chunks", headers=bearer(tokens["reader"]), timeout=60)
+        unknown = httpx.get(f"{server.url}/v1/documents/no/such.md/chunks", headers=bearer(tokens["reader"]),
+                            timeout=60)
+        assert chunks.status_code == unknown.status_code == 404
+        assert message(chunks).replace(hidden, "X") == message(unknown).replace("no/such.md", "X")
+        assert httpx.get(f"{server.url}/v1/documents/{hidden}/chunks", headers=bearer(member), timeout=60) \
+            .status_code == 200
+        metadata = httpx.get(f"{server.url}/v1/metadata", headers=bearer(tokens["reader"]), timeout=60).json()
+        assert hidden not in metadata["documents"] and DOC in metadata["documents"]
+        (read,) = live.run_async(mcp_calls(server.url, tokens["reader"],
+                                           [("read_document_chunks", {"doc_id": hidden})]))
+        assert read.is_error and "No document" in read.content[0].text
     finally:
         wb.ingestor.delete(hidden)
         store.revoke("sre_member")
