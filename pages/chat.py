@@ -4,7 +4,7 @@ import streamlit as st
 
 from rag_core.agent import Session
 from rag_core.errors import RagError
-from ui.access import current_principal
+from ui.access import current_principal, who
 from ui.chat import earlier_turns, render_turn, stream_turn
 from ui.errors import show_error
 from ui.i18n import t
@@ -67,7 +67,8 @@ if question := st.chat_input(t("Ask about runbooks, alerts, policies…"), key="
     with st.chat_message("user"):  # i18n: ok (a role)
         st.markdown(question)
     with st.chat_message("assistant"):  # i18n: ok (a role)
-        turn = stream_turn(agent.run(question, ss["chat.session"]), key=f"chat.t{len(ss['chat.turns'])}",
+        turn = stream_turn(agent.run(question, ss["chat.session"], user=who()),
+                           key=f"chat.t{len(ss['chat.turns'])}",
                            earlier=earlier_turns(ss["chat.turns"], agent.history_pairs))
     ss["chat.turns"].append((question, turn))
     st.rerun()  # the transcript above (with its clear button enabled) now includes this turn

@@ -14,6 +14,7 @@ from ui.documents import decode, indexed_text, structure
 from ui.errors import show_error
 from ui.html import ChunkView, document_html, legend_html, overlap_summary_lines
 from ui.i18n import N_, t, tn
+from ui.lookup import access_of
 from ui.state import get_settings, get_workbench, kb_settings
 from ui.tables import chunks_download
 
@@ -63,7 +64,7 @@ with pick:
     if source == "Indexed document":
         try:
             wb = get_workbench()
-            docs = wb.store.list_documents()
+            docs = [d for d, _ in wb.listed_documents(access_of(wb.settings.kb_name))]  # those they may retrieve
         except RagError as exc:
             show_error(exc)
             docs = []

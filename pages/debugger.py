@@ -41,7 +41,6 @@ from ui.lookup import (
     lookup_warnings,
     open_replay,
     rewrite_view,
-    visible_documents,
 )
 from ui.reasons import describe_drop, location_text, notes, phrase, search_mode_label
 from ui.state import workbench_or_stop
@@ -79,8 +78,7 @@ with st.expander(t("Previous turns"), expanded=bool(st.session_state.get(HISTORY
     options["rewrite"] = control(OPTIONS["rewrite"], defaults)
 reranker = wb.retriever.reranker
 with st.expander(t("Filters, fusion, threshold and reranking"), expanded=False):
-    controls("scope", defaults, options, documents=visible_documents(
-        wb.retriever, [d.doc_id for d in wb.store.list_documents()], access))
+    controls("scope", defaults, options, documents=[d.doc_id for d, _ in wb.listed_documents(access)])
     st.markdown("**" + t("Hybrid fusion") + "**")
     controls("hybrid", defaults, options)
     st.caption(t("RRF scores a hit by Σ weight / (k + rank) over the channels; weighted fusion min-max normalises "
@@ -239,7 +237,7 @@ with st.expander(t("Why wasn't it retrieved?"), expanded=bool(expected_url)):
     st.caption(t("Pick the document you expected (optionally one of its chunks, or the answer text it should give): "
                  "each chunk's exact rank in both channels over the whole knowledge base, what cut it, and the "
                  "smallest change of retrieve-k / cap / return-n that brings it in."))
-    doc_ids = visible_documents(wb.retriever, [d.doc_id for d in wb.store.list_documents()], params.access)
+    doc_ids = [d.doc_id for d, _ in wb.listed_documents(params.access)]
     e1, e2, e3 = st.columns([3, 1, 3])
     # A document named in the URL (e.g. from the Evaluation page) is offered even if the live knowledge
     # base lacks it, so the panel can say so instead of silently dropping it.

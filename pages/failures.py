@@ -1,4 +1,4 @@
-"""Failures: the chat turns rated 👎, newest first, filterable by knowledge base and date. Each opens in the
+"""Failures: the chat turns rated 👎, newest first, filterable by knowledge base, date and who asked. Each opens in the
 retrieval debugger with its query and parameters; "add to a test set" turns it into a labelled item (the
 document or chunk that should have been found, and the right answer) of a named test set that `eval` runs."""
 
@@ -15,7 +15,15 @@ from ui.access import current_principal, gate
 from ui.errors import show_error
 from ui.evaluation import EVALUATION_PAGE, headers, link_column, preselect_saved_set
 from ui.i18n import N_, t
-from ui.lookup import DEBUGGER_PAGE, HISTORY, debugger_query_params, debugger_url, history_text, recorded_history
+from ui.lookup import (
+    DEBUGGER_PAGE,
+    HISTORY,
+    access_of,
+    debugger_query_params,
+    debugger_url,
+    history_text,
+    recorded_history,
+)
 from ui.navigation import page_file
 from ui.state import get_settings, get_test_sets, get_turn_store, get_workbench, readable_kbs
 
@@ -26,6 +34,7 @@ st.caption(t("Chat answers rated 👎 (on the chat page, `POST /api/feedback` or
              "one in the retrieval debugger, or add it to a test set with the document it should have found."))
 
 ALL = N_("all knowledge bases")  # the option's value (shown translated)
+ANYONE = N_("anyone")  # the "asked by" option of every person
 NEW = N_("(new)")
 CHAT_PAGE = "pages/chat.py"
 try:
@@ -33,7 +42,7 @@ try:
 except RagError as exc:
     show_error(exc)
     st.stop()
-kb_col, date_col = st.columns([1, 2])
+kb_col, date_col, user_col = st.columns([1, 2, 1])
 kb = kb_col.selectbox(t("Knowledge base"), [ALL, *names], key="fail.kb",
                       format_func=lambda name: t(ALL) if name == ALL else name)
 today = datetime.now(UTC).date()
@@ -49,6 +58,10 @@ except RagError as exc:
     st.stop()
 principal = current_principal(check=False)  # a turn over a knowledge base they may not read is not shown
 turns = [x for x in turns if len(principal.readable(x.knowledge_bases)) == len(x.knowledge_bases)]
+# Who asked (TurnRecord.user_name: "local" is the one person, cli:<OS user> the command line), among these turns.
+asker = user_col.selectbox(t("Asked by"), [ANYONE, *sorted({x.user_name for x in turns if x.user_name})],
+                           key="fail.user", format_func=lambda name: t(ANYONE) if name == ANYONE else name)
+turns = [x for x in turns if asker in (ANYONE, x.user_name)]
 if not turns:
     st.info(t("No 👎 answers here: rate answers on the Agent chat page, and the failures show up here."), icon="✅")
     st.page_link(page_file(CHAT_PAGE), label=t("Agent chat"), icon="💬")
@@ -67,8 +80,8 @@ def link(turn: TurnRecord) -> str | None:
 
 
 table = pd.DataFrame([{"asked": x.created_at[:16].replace("T", " "), "knowledge base": ", ".join(x.knowledge_bases),
-                       "question": x.question, "comment": x.comment, "cited": ", ".join(x.citations),
-                       "debugger": link(x)} for x in turns])
+                       "asked by": x.user_name, "question": x.question, "comment": x.comment,
+                       "cited": ", ".join(x.citations), "debugger": link(x)} for x in turns])
 st.dataframe(table, hide_index=True, key="fail.table", width="stretch",
              column_config=headers(table.columns, debugger=link_column()))
 
@@ -107,7 +120,8 @@ if not gate(kb_name or get_settings()["milvus.collection"], Role.EDITOR):  # tes
 offered = list(dict.fromkeys([*turn.evidence_keys, *(k for lk in turn.lookups for k in lk.candidates)]))
 try:
     if kb_name in names:
-        offered += [d.doc_id for d in get_workbench(kb_name).store.list_documents() if d.doc_id not in offered]
+        offered += [d.doc_id for d, _ in get_workbench(kb_name).listed_documents(access_of(kb_name))
+                    if d.doc_id not in offered]
 except RagError as exc:
     st.caption(t("The documents of {kb} cannot be listed: {error}", kb=kb_name, error=exc))
 try:  # the data folder's files, or database.url's database, which may be out of reach

@@ -7,6 +7,7 @@ from rag_core.access.records import Role
 from ui.access import allowed, current_principal, record, refusal
 from ui.components import embedder_tradeoff, ingest_summary, metric_row, run_ingest
 from ui.i18n import t
+from ui.lookup import access_of
 from ui.navigation import how_to_start, page_file
 from ui.state import chat_mode, get_settings, workbench_or_stop
 
@@ -18,7 +19,7 @@ st.caption(t("Upload documents, preview their chunks, debug retrieval and chat w
 
 wb = workbench_or_stop()
 settings = wb.settings
-docs = wb.store.list_documents()
+docs = [d for d, _ in wb.listed_documents(access_of(wb.settings.kb_name))]  # those this person may retrieve
 mode = chat_mode(get_settings())  # read now: keys come from the environment
 
 metric_row([(t("Documents"), len(docs)), (t("Chunks"), sum(d.chunks for d in docs)),

@@ -17,7 +17,8 @@ from ui.components import headers, ingest_summary, run_ingest
 from ui.documents import document_chunk_editor, edit_conflicts, tags_editor
 from ui.errors import show_error
 from ui.i18n import t, tn
-from ui.kbs import given, settings_widgets
+from ui.kbs import access_folders_editor, given, settings_widgets
+from ui.lookup import access_of
 from ui.state import clear_workbench, get_settings, knowledge_bases, readable_kbs, switch_kb, workbench_or_stop
 from ui.tables import documents_frame, knowledge_bases_frame
 
@@ -169,11 +170,14 @@ if last_reports := ss.get("kb.reports"):
 
 # ------------------------------------------------------------------------------------------ documents
 st.subheader(t("Documents"))
-try:
-    docs = wb.store.list_documents()
+if allowed(name, Role.ADMIN):  # who may retrieve what: the knowledge base's admins set it
+    access_folders_editor(name, wb.settings["access.folders"])
+try:  # only those this person may retrieve (access groups), with their groups for an admin
+    listed = wb.listed_documents(access_of(name))
 except RagError as exc:
     show_error(exc, icon=None)
     st.stop()
+docs = [d for d, _ in listed]
 if not docs:
     st.info(t("No documents yet: upload some above, or load the sample on the Home page."), icon="📭")
     st.stop()
@@ -183,7 +187,7 @@ st.caption(tn("{n} document, {chunks} chunks. Re-indexing re-chunks and re-embed
               "{n} documents, {chunks} chunks. Re-indexing re-chunks and re-embeds from the kept originals with the "
               "current settings (max {size}, overlap {overlap}).", len(docs), chunks=sum(d.chunks for d in docs),
               size=wb.settings["chunk.max-size"], overlap=wb.settings["chunk.overlap"]))
-docs_frame = documents_frame(docs)
+docs_frame = documents_frame(docs, [groups for _, groups in listed])
 st.dataframe(docs_frame, hide_index=True, width="stretch", key="kb.docs", column_config=headers(docs_frame.columns, {
     "doc_id": st.column_config.TextColumn("doc_id", width="large"),  # i18n: ok (the field's name)
     "size (KB)": st.column_config.NumberColumn(t("size (KB)"), format="%.1f"),  # keyed by the frame's column

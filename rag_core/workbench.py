@@ -10,14 +10,15 @@ that counts).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from .access.records import AccessScope
     from .config import Settings
     from .ingest import Ingestor
     from .ports import DatabaseCatalog, Embedder, KnowledgeStore, Reranker
-    from .records import KnowledgeBase
+    from .records import KnowledgeBase, StoredDocument
     from .retrieval import KnowledgeRetriever
 
 
@@ -33,6 +34,30 @@ class Workbench:
     retriever: KnowledgeRetriever
     kb: KnowledgeBase | None = None  # the catalog entry it was opened from
     made: bool = False  # that entry was written by this open (the default knowledge base, made on first use)
+
+    def listed_documents(self, scope: AccessScope) -> list[tuple[StoredDocument, tuple[str, ...] | None]]:
+        """The documents a caller in `scope` sees listed (access.groups.visible_documents: those a lookup of theirs
+        may retrieve), each with its access groups (its `access` labels and folder rules, sorted) when the caller
+        sees every document (an admin of the knowledge base, the one person), else None."""
+        from .access.groups import access_labels, document_groups, parse_folder_rules, sees_all, visible_documents
+
+        docs = self.store.list_documents()
+        labels = access_labels(self.store.labels.all(), self.store.labels.pending())
+        rules = parse_folder_rules(self.settings["access.folders"])
+        shown = set(visible_documents(scope, [d.doc_id for d in docs], labels, rules))
+        return [(d, tuple(sorted(document_groups(d.doc_id, labels, rules))) if sees_all(scope) else None)
+                for d in docs if d.doc_id in shown]
+
+    def shows(self, scope: AccessScope, doc_id: str) -> bool:
+        """Whether a caller in `scope` sees document `doc_id` (`listed_documents`): one they may not is answered as
+        one that does not exist (its chunks, its metadata)."""
+        return any(d.doc_id == doc_id for d, _ in self.listed_documents(scope))
+
+    def documents_json(self, scope: AccessScope) -> list[dict[str, Any]]:
+        """`listed_documents` as GET .../documents and the MCP tool list_documents answer it: each document as
+        `docs --json` prints it, with `access_groups` for a caller who sees every document."""
+        return [{**asdict(d), **({"access_groups": list(groups)} if groups is not None else {})}
+                for d, groups in self.listed_documents(scope)]
 
     def close(self) -> None:
         self.store.close()

@@ -68,8 +68,8 @@ HEADERS = {
     "valid": N_("valid"), "support": N_("support"), "refused": N_("refused"), "faithfulness": N_("faithfulness"),
     "verdicts": N_("verdicts"),
     # failures
-    "asked": N_("asked"), "knowledge base": N_("knowledge base"), "question": N_("question"),
-    "comment": N_("comment"), "cited": N_("cited"),
+    "asked": N_("asked"), "knowledge base": N_("knowledge base"), "asked by": N_("asked by"),
+    "question": N_("question"), "comment": N_("comment"), "cited": N_("cited"),
 }
 # Values of the review table's "review" column and of a set's counts (codes; shown translated).
 REVIEW_NAMES = {"unreviewed": N_("unreviewed"), "accepted": N_("accepted"), "edited": N_("edited"),

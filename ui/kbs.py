@@ -121,3 +121,35 @@ def given(values: Mapping[str, Any], shown: Mapping[str, Any]) -> dict[str, Any]
     chunks the expansion measured for them (with_measured_expand), unless they were changed."""
     return {key: value for key, value in values.items()
             if key not in (*FUSION_KEYS, *EXPAND_KEYS) or value != shown.get(key)}
+
+
+def access_folders_editor(kb: str, current: str) -> None:
+    """`access.folders` of knowledge base `kb` (an admin's: the page shows it to them only): the folder rules of its
+    access groups, saved into the catalog as `kb set --access-folders` does, and audited (`kbs.set`). A bad rule is
+    one line, the setting's own message (rag_core.access.groups.parse_folder_rules), and nothing is saved."""
+    from rag_core.access.groups import parse_folder_rules
+    from rag_core.errors import RagError
+
+    from .access import record
+    from .state import knowledge_bases
+
+    with st.expander(t("Access groups by folder"), expanded=bool(current)):
+        text = st.text_area(
+            t("Folder rules"), current, key="kb.access_folders", height=80,
+            placeholder="runbooks/secret/**=sre; hr/**=hr,legal",  # i18n: ok (the rules' syntax)
+            help=t("One rule per line (or separated by ;): FOLDER/**=GROUP[,GROUP]. The documents in FOLDER and "
+                   "below it are retrieved, listed and shown only for users in one of its groups; a subfolder's "
+                   "rule adds groups to its parent's. A document's tag access=GROUP does the same for that "
+                   "document. No rule: every reader sees every document without groups. Groups are given to "
+                   "users with `users set NAME --groups ...`."))
+        if not st.button(t("Save the rules"), key="kb.access_save", disabled=text.strip() == current.strip()):
+            return
+        try:
+            parse_folder_rules(text)
+            knowledge_bases().update(kb, {"access.folders": text.strip()})
+        except RagError as exc:
+            st.error(t("Not saved: {error}", error=exc), icon="🛑")
+            return
+        record("kbs.set", kb, kb, **{"access.folders": text.strip()})
+        st.session_state["kb.notice"] = t("Saved the access rules of {name}.", name=kb)
+        st.rerun()

@@ -18,7 +18,6 @@ import streamlit as st
 from rag_core.access.records import AccessScope, Principal
 from rag_core.errors import TurnNotFound
 from rag_core.feedback import TurnRecord, TurnStore
-from rag_core.ports import AccessFilteringPort
 from rag_core.retrieval import Fetched, KnowledgeRetriever, LookupParams, LookupResult
 from rag_core.retrieval.explain import ChunkSource, explain
 from rag_core.retrieval.options import LOOKUP_OPTIONS
@@ -66,16 +65,6 @@ def access_of(kb: str) -> AccessScope:
     """The access scope of this session's lookups on knowledge base `kb` (its user's groups; every document for the
     one person)."""
     return signed_in().scope(kb)
-
-
-def visible_documents(retriever: KnowledgeRetriever, doc_ids: Iterable[str], access: AccessScope) -> list[str]:
-    """`doc_ids` without those `access` hides (the choices of the debugger's boxes name no hidden document)."""
-    port = retriever.port
-    if access.unrestricted or access.reveal:
-        return list(doc_ids)
-    if not isinstance(port, AccessFilteringPort):
-        return []
-    return [d for d in doc_ids if not port.hides(access, d)]
 
 
 def fetch_key(query: str, params: LookupParams) -> Hashable:

@@ -40,6 +40,7 @@ def column_label(column: str) -> str:
         "embedder": t("embedder"), "search": t("search"), "created": t("created"), "note": t("note"),
         "target": "", "dense score": t("dense score"), "bm25 score": t("bm25 score"),
         "what happened": t("what happened"), "cross-language": t("cross-language"),
+        "access groups": t("access groups"),
     }
     return headers.get(column, column)
 
@@ -173,7 +174,10 @@ def timings_frame(timings: Mapping[str, float]) -> pd.DataFrame:
     return pd.DataFrame({"stage": [stage_label(k) for k in names], "ms": [round(float(timings[k]), 2) for k in names]})
 
 
-def documents_frame(docs: Sequence[StoredDocument]) -> pd.DataFrame:
+def documents_frame(docs: Sequence[StoredDocument],
+                    groups: Sequence[Sequence[str] | None] | None = None) -> pd.DataFrame:
+    """The document list; `groups`: each document's access groups (Workbench.listed_documents), a column of its own
+    when the person sees them (an admin of the knowledge base), left out otherwise."""
     rows = [
         {
             "doc_id": d.doc_id,
@@ -185,7 +189,12 @@ def documents_frame(docs: Sequence[StoredDocument]) -> pd.DataFrame:
         }
         for d in docs
     ]
-    return pd.DataFrame(rows, columns=["doc_id", "file name", "type", "size (KB)", "chunks", "ingested at"])
+    columns = ["doc_id", "file name", "type", "size (KB)", "chunks", "ingested at"]
+    if groups is not None and any(g is not None for g in groups):
+        for row, shown in zip(rows, groups, strict=True):
+            row["access groups"] = ", ".join(shown or ())
+        columns.append("access groups")
+    return pd.DataFrame(rows, columns=columns)
 
 
 def chunk_changes(report: IngestReport) -> str:

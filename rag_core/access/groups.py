@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import ConfigError
 from ..scope import KEY_PATTERN, folder_of
@@ -126,6 +127,36 @@ def hides(scope: AccessScope, doc_id: str, labels: Mapping[str, Mapping[str, Seq
         return False
     groups = document_groups(doc_id, labels, rules)
     return bool(groups) and not groups & scope.groups
+
+
+def access_labels(labels: Mapping[str, Mapping[str, Sequence[str]]],
+                  pending: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, dict[str, tuple[str, ...]]]:
+    """The documents' labels as access is decided on them: `labels` (the labels file, the source of truth:
+    KeptLabels.all()) with the `access` groups of front matter being written (an ingest's marks: KeptLabels.pending())
+    counted already: a document is hidden from the moment its rows may be searched."""
+    out = {doc_id: {k: tuple(v) for k, v in own.items()} for doc_id, own in labels.items()}
+    for doc_id, marks in pending.items():
+        coming = [g for mark in marks for g in (mark.get("front_matter") or {}).get(ACCESS_KEY, ())]
+        if coming:
+            own = out.setdefault(doc_id, {})
+            own[ACCESS_KEY] = tuple(dict.fromkeys([*own.get(ACCESS_KEY, ()), *coming]))
+    return out
+
+
+def sees_all(scope: AccessScope) -> bool:
+    """Whether a caller in `scope` sees every document listed, with its groups: an unrestricted scope (the one
+    person) or an admin of the knowledge base (`reveal`)."""
+    return scope.unrestricted or scope.reveal
+
+
+def visible_documents(scope: AccessScope, doc_ids: Iterable[str], labels: Mapping[str, Mapping[str, Sequence[str]]],
+                      rules: FolderRules | None = None) -> list[str]:
+    """`doc_ids` a caller in `scope` sees listed, in their order: those it may retrieve (`hides`), every one when it
+    `sees_all`. The one rule of every listing (the knowledge base page, the debugger's choices, GET .../documents,
+    the MCP tool list_documents: Workbench.listed_documents), so a document a lookup hides is never named either."""
+    if sees_all(scope):
+        return list(doc_ids)
+    return [d for d in doc_ids if not hides(scope, d, labels, rules)]
 
 
 def scope_over(principal: Principal, kbs: Sequence[str]) -> AccessScope:

@@ -110,12 +110,13 @@ class Agent:
         citations, which the rewrite stage reads as the headings it cited."""
         return parse_history(session.history_messages(self.history_pairs)) if session is not None else ()
 
-    def run(self, question: str, session: Session | None = None, *, access: AccessScope | None = None
-            ) -> Iterator[Event]:
+    def run(self, question: str, session: Session | None = None, *, access: AccessScope | None = None,
+            user: str = "") -> Iterator[Event]:
         """The turn's events; one trace (rag_core.tracing) holds its model calls, tool calls and lookups, and the
         turns store (`recorder`) keeps it, whichever entry point asked. `access`: the scope of the person asking
         (`principal.scope(kb)`), which the knowledge-base tool's lookups take (None: the tool's own, see
-        kb_tool.knowledge_base_tool); an agent shared by every session of a service is told it per turn."""
+        kb_tool.knowledge_base_tool); an agent shared by every session of a service is told it per turn. `user`: who
+        asks, recorded with the turn (TurnRecord.user_name)."""
         question = (question or "").strip()
         span = tracing.start("agent.turn", sc.AGENT, {sc.SESSION_ID: session.id if session is not None else None,
                                                       sc.INPUT_VALUE: question, sc.MODE: self.mode,
@@ -127,7 +128,7 @@ class Agent:
                 if isinstance(event, ToolResultEvent) and event.lookup is not None:
                     lookups.append(lookup_record(event.lookup))
                 elif isinstance(event, (DoneEvent, ErrorEvent)):
-                    event = self._ended(event, question, session, span, lookups, self._clock() - started)
+                    event = self._ended(event, question, session, span, lookups, self._clock() - started, user)
                 yield event
         except GeneratorExit:  # the consumer stopped (a client went away): the turn ends here
             tracing.fail(span, "stopped: the caller went away", "stopped")
@@ -136,7 +137,7 @@ class Agent:
             tracing.end(span)
 
     def _ended(self, event: DoneEvent | ErrorEvent, question: str, session: Session | None, span: Span,
-               lookups: list[Lookup], seconds: float) -> Event:
+               lookups: list[Lookup], seconds: float, user: str = "") -> Event:
         """The span's outcome; the turn recorded (a failure to record is logged, never the turn's failure)."""
         trace_id = tracing.trace_id(span)
         if isinstance(event, ErrorEvent):
@@ -153,7 +154,7 @@ class Agent:
         if self.recorder is not None:
             record = TurnRecord(session.id if session is not None else "", question, answer, self.kbs, tuple(lookups),
                                 tuple(evidence), tuple(citations), self.model_name, self.mode, round(seconds, 3),
-                                trace_id, error)
+                                trace_id, error, user_name=user)
             try:
                 index = self.recorder(record).turn_index
             except Exception as exc:  # noqa: BLE001 - a full disk or a locked file must not cost the answer

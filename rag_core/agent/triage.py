@@ -131,9 +131,9 @@ class Triage:
     def mode(self) -> str:
         return "offline" if self.model is None else "model"
 
-    def run(self) -> Iterator[Event]:
+    def run(self, user: str = "") -> Iterator[Event]:
         """The triage's events, in one trace (rag_core.tracing): the alerts, each lookup, the model's report; then
-        recorded (`recorder`), the `done` event carrying the trace id and turn index."""
+        recorded (`recorder`) as asked by `user`, the `done` event carrying the trace id and turn index."""
         span = tracing.start("triage", sc.AGENT, {sc.MODE: self.mode, sc.KNOWLEDGE_BASES: list(self.kbs)})
         started = time.monotonic()
         alerts: list[str] = []
@@ -147,18 +147,19 @@ class Triage:
                 elif isinstance(event, ErrorEvent):
                     tracing.fail(span, event.message, event.kind)
                     if event.kind != "not_configured":  # no triage ran: nothing to rate
-                        self._record(span, alerts, lookups, "", (), event.message, time.monotonic() - started)
+                        self._record(span, alerts, lookups, "", (), event.message, time.monotonic() - started,
+                                     user=user)
                 elif isinstance(event, DoneEvent):
                     tracing.set_attributes(span, {sc.OUTPUT_VALUE: event.text, sc.CITATIONS: list(event.citations)})
                     index = self._record(span, alerts, lookups, event.text, event.citations, None,
-                                         time.monotonic() - started, event.mode)
+                                         time.monotonic() - started, event.mode, user)
                     event = replace(event, trace_id=tracing.trace_id(span), turn_index=index)
                 yield event
         finally:
             tracing.end(span)
 
     def _record(self, span: Span, alerts: Sequence[str], lookups: Sequence[Lookup], answer: str,
-                citations: Sequence[str], error: str | None, seconds: float, mode: str = "") -> int:
+                citations: Sequence[str], error: str | None, seconds: float, mode: str = "", user: str = "") -> int:
         """The triage as a turn (its index; -1 when not recorded). A failure to record is logged, never the
         triage's failure."""
         question = "Alert triage: " + (", ".join(alerts) or "no firing alerts")
@@ -167,7 +168,8 @@ class Triage:
             return -1
         evidence = tuple(dict.fromkeys(k for lk in lookups for k in lk.evidence_keys))
         record = TurnRecord("", question, answer, self.kbs, tuple(lookups), evidence, tuple(citations),
-                            model_name(self.model), mode or self.mode, round(seconds, 3), tracing.trace_id(span), error)
+                            model_name(self.model), mode or self.mode, round(seconds, 3), tracing.trace_id(span), error,
+                            user_name=user)
         try:
             return self.recorder(record).turn_index
         except Exception as exc:  # noqa: BLE001 - a full disk or a locked file must not cost the report

@@ -1,9 +1,10 @@
 """`python -m rag_core chat "question"`: streams the answer on stdout, tool calls and notices on stderr.
 
 Without a question it reads questions from stdin, one per line, keeping the conversation history
-(chat.history-pairs). Each turn is one trace and is recorded (rag_core.feedback); stderr gives its trace id, by
-which `feedback rate` rates it. `--json` prints every event as one JSON line instead (the full lookup result
-included), `--offline` answers extractively without a chat model.
+(chat.history-pairs). Each turn is one trace and is recorded (rag_core.feedback) as asked by `cli:<OS user>` (as the
+audit log names this command's person); stderr gives its trace id, by which `feedback rate` rates it. `--json` prints
+every event as one JSON line instead (the full lookup result included), `--offline` answers extractively without a
+chat model.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from ..agent.events import ContentEvent, DoneEvent, ErrorEvent, Event, NoticeEve
 from ..agent.session import Session
 from ..config import Settings
 from ..text import text_problem
+from .audit import who
 from .output import EXIT_ERROR, json_line
 
 if TYPE_CHECKING:
@@ -45,7 +47,7 @@ def cmd_chat(args: argparse.Namespace, settings: Settings, workbench: Workbench 
         if not args.json:
             print(f"[{agent.describe()}]", file=sys.stderr)
         if question:
-            return 0 if render_turn(agent.run(question), json_lines=args.json) else EXIT_ERROR
+            return 0 if render_turn(agent.run(question, user=who()), json_lines=args.json) else EXIT_ERROR
         session = Session()
         failed = False
         for number, line in enumerate(sys.stdin if not sys.stdin.isatty() else _prompt(), start=1):
@@ -57,7 +59,7 @@ def cmd_chat(args: argparse.Namespace, settings: Settings, workbench: Workbench 
                 print(f"error: the question on line {number}: {problem}; send it as UTF-8 text.", file=sys.stderr)
                 failed = True
             elif line:
-                failed |= not render_turn(agent.run(line, session), json_lines=args.json)
+                failed |= not render_turn(agent.run(line, session, user=who()), json_lines=args.json)
         return EXIT_ERROR if failed else 0  # a script piping questions learns that a turn failed
     finally:
         if own:

@@ -73,14 +73,20 @@ def cmd_chunk(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_docs(args: argparse.Namespace, settings: Settings) -> int:
-    with workbench(settings, asked=getattr(args, "asked", ())) as wb:
-        docs = wb.store.list_documents()
+    from .search import caller
+
+    with workbench(settings, asked=getattr(args, "asked", ())) as wb:  # the one person: every document, its groups
+        scope = caller().scope(wb.settings.kb_name)
+        listed = wb.listed_documents(scope)
+        shown = wb.documents_json(scope) if args.json else []
+    docs = [d for d, _ in listed]
     if args.json:
-        print_json([d.__dict__ for d in docs])
+        print_json(shown)  # as GET /v1/documents and MCP list_documents answer it
     else:
-        for d in docs:
+        for d, groups in listed:
             kept = "" if d.has_original else "  (no kept original)"
-            print(f"{d.doc_id}  {d.chunks} chunks  {d.size_bytes} bytes  {d.ingested_at}{kept}")
+            access = f"  access: {','.join(groups)}" if groups else ""
+            print(f"{d.doc_id}  {d.chunks} chunks  {d.size_bytes} bytes  {d.ingested_at}{access}{kept}")
         print(f"{len(docs)} documents, {sum(d.chunks for d in docs)} chunks")
     missing = [d.doc_id for d in docs if not d.has_original]
     if missing:  # on stderr, so `docs --json` stays one JSON document

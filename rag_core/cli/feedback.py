@@ -18,7 +18,7 @@ RATING_FILTERS = ("up", "down", "rated", "any")
 def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
     rating = None if args.rating in ("any", "rated") else parse_rating(args.rating)
     turns = build_turn_store(settings).find(rating=rating, rated=args.rating == "rated", kb=args.kb,
-                                            since=args.since, until=args.until, limit=args.limit)
+                                            since=args.since, until=args.until, limit=args.limit, user=args.user)
     if args.json:
         print_json([t.to_dict() for t in turns])
         return 0
@@ -26,9 +26,9 @@ def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
         print("no recorded turns match")
         return 0
     rows = [{"when": t.created_at[:19].replace("T", " "), "rating": {"up": "👍", "down": "👎"}.get(
-                rating_name(t.rating) or "", ""), "kb": ",".join(t.knowledge_bases), "question": t.question[:60],
-             "comment": t.comment[:40], "trace_id": t.trace_id} for t in turns]
-    print(format_table(rows, ["when", "rating", "kb", "question", "comment", "trace_id"]))
+                rating_name(t.rating) or "", ""), "kb": ",".join(t.knowledge_bases), "user": t.user_name,
+             "question": t.question[:60], "comment": t.comment[:40], "trace_id": t.trace_id} for t in turns]
+    print(format_table(rows, ["when", "rating", "kb", "user", "question", "comment", "trace_id"]))
     return 0
 
 
@@ -61,6 +61,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     ls.add_argument("--rating", choices=RATING_FILTERS, default="any", help="only 👍 (up), 👎 (down) or rated turns")
     ls.add_argument("--since", metavar="DATE", help="from this date or time (UTC, ISO 8601)")
     ls.add_argument("--until", metavar="DATE", help="up to this date (inclusive) or time")
+    ls.add_argument("--user", help="only turns this person asked (a user's name, local for the one-person app or "
+                                   "API, cli:<OS user> for `chat`)")
     ls.add_argument("--limit", type=int, default=100, help="at most this many (default 100)")
     ls.add_argument("--json", action="store_true", help="as JSON (the same objects as GET /api/feedback)")
     ls.set_defaults(func=cmd_list)

@@ -92,8 +92,10 @@ turns = sa.Table(
     sa.Column("rating", sa.Integer(), nullable=True),
     sa.Column("comment", sa.Text(), nullable=False, server_default=""),
     sa.Column("rated_at", sa.Text(), nullable=True),
+    sa.Column("user_name", sa.Text(), nullable=False, server_default=""),  # who asked (revision 0005_turn_user)
     sa.UniqueConstraint("session_id", "turn_index", name="uq_turns_session_id_turn_index"),
     sa.Index("turns_trace", "trace_id"),
+    sa.Index("turns_user", "user_name", "created_at"),
     sa.Index("turns_created", "created_at"),
     sa.Index("turns_rating", "rating", "created_at"),
     sqlite_autoincrement=True,

@@ -64,7 +64,8 @@ class Lookup:
 @dataclass(frozen=True)
 class TurnRecord:
     """A chat turn as the turns store keeps it. `turn_index` (its place in its session, from 0), `id`, the
-    rating and its comment are the store's."""
+    rating and its comment are the store's. `user_name`: who asked, as the audit log names them (a user, "local" in
+    the one-person setup, `cli:<OS user>` from the command line; "" when not known, as for older turns)."""
 
     session_id: str
     question: str
@@ -84,12 +85,13 @@ class TurnRecord:
     rating: int | None = None
     comment: str = ""
     rated_at: str | None = None
+    user_name: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON of `feedback list --json` and `GET /api/feedback`."""
         return {"id": self.id, "session_id": self.session_id, "turn_index": self.turn_index,
-                "trace_id": self.trace_id, "created_at": self.created_at, "question": self.question,
-                "answer": self.answer, "knowledge_bases": list(self.knowledge_bases),
+                "trace_id": self.trace_id, "created_at": self.created_at, "user": self.user_name,
+                "question": self.question, "answer": self.answer, "knowledge_bases": list(self.knowledge_bases),
                 "lookups": [lk.to_dict() for lk in self.lookups], "evidence_keys": list(self.evidence_keys),
                 "citations": list(self.citations), "model": self.model, "mode": self.mode,
                 "seconds": self.seconds, "error": self.error, "rating": rating_name(self.rating),

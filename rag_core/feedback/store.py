@@ -105,7 +105,8 @@ class TurnStore:
                 created_at=record.created_at, question=record.question, answer=record.answer,
                 knowledge_bases=_json(record.knowledge_bases), lookups=_json([lk.to_dict() for lk in record.lookups]),
                 evidence_keys=_json(record.evidence_keys), citations=_json(record.citations), model=record.model,
-                mode=record.mode, seconds=float(record.seconds), error=record.error).returning(turns.c.id))
+                mode=record.mode, seconds=float(record.seconds), error=record.error,
+                user_name=record.user_name).returning(turns.c.id))
         return replace(record, id=int(row_id or 0), turn_index=int(index or 0))
 
     def rate(self, rating: int, comment: str | None = None, *, trace_id: str | None = None,
@@ -146,9 +147,11 @@ class TurnStore:
         return _record(row)
 
     def find(self, *, rating: int | None = None, rated: bool = False, kb: str | None = None,
-             since: str | None = None, until: str | None = None, limit: int = 100) -> list[TurnRecord]:
+             since: str | None = None, until: str | None = None, limit: int = 100,
+             user: str | None = None) -> list[TurnRecord]:
         """Turns newest first. `rating`: only 👍 (1) or 👎 (-1); `rated`: only rated ones; `kb`: only turns that
-        searched that knowledge base; `since`/`until`: ISO dates or times (UTC), `until` a date includes that day."""
+        searched that knowledge base; `since`/`until`: ISO dates or times (UTC), `until` a date includes that day;
+        `user`: only turns that person asked (TurnRecord.user_name)."""
         query = sa.select(turns).order_by(turns.c.created_at.desc(), turns.c.id.desc()).limit(max(1, int(limit)))
         if rating is not None:
             query = query.where(turns.c.rating == rating)
@@ -158,6 +161,8 @@ class TurnStore:
             query = query.where(turns.c.created_at >= since)
         if until := parse_when(until, "until"):
             query = query.where(turns.c.created_at < _day_after(until))
+        if user:
+            query = query.where(turns.c.user_name == user.strip())
         eng = self._opened()
         if kb:
             query = query.where(sa.text(_KB_FILTER[eng.dialect.name]).bindparams(kb=kb))
@@ -226,4 +231,4 @@ def _record(row: Row) -> TurnRecord:
         evidence_keys=tuple(json.loads(row.evidence_keys)), citations=tuple(json.loads(row.citations)),
         model=row.model, mode=row.mode, seconds=row.seconds, trace_id=row.trace_id, error=row.error,
         created_at=row.created_at, turn_index=row.turn_index, id=row.id, rating=row.rating,
-        comment=row.comment, rated_at=row.rated_at)
+        comment=row.comment, rated_at=row.rated_at, user_name=row.user_name)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -232,10 +232,16 @@ def build_server(library: Library) -> KnowledgeBaseServer:
         return await run(work, library.lookup_threads)
 
     async def list_documents(ctx: Context, kb: Kb = None) -> CallToolResult:
-        """The documents of a knowledge base: `doc_id`, chunks, size, when ingested, whether its original is kept
-        (as `python -m rag_core docs --json`)."""
+        """The documents of a knowledge base you may retrieve: `doc_id`, chunks, size, when ingested, whether its
+        original is kept (as `python -m rag_core docs --json`); for an admin of it every one, with its
+        `access_groups`."""
         principal = library.principal(ctx)
-        return await run(lambda: [asdict(d) for d in library.workbench(kb, principal).store.list_documents()])
+
+        def work() -> list[dict[str, Any]]:
+            wb = library.workbench(kb, principal)
+            return wb.documents_json(principal.scope(wb.settings.kb_name))
+
+        return await run(work)
 
     async def read_document_chunks(ctx: Context,
                                    doc_id: Annotated[str, Field(description="The document, as list_documents "
@@ -276,7 +282,7 @@ def document_chunks(library: Library, doc_id: str, kb: str | None,
     wb = library.workbench(kb, principal)
     doc_id = wb.ingestor.resolve_doc_id(doc_id)  # a name ingest refuses (`..`, a NUL) never reaches the store
     rows = wb.store.get_chunks(doc_id)
-    if not rows:
+    if not rows or not wb.shows(principal.scope(wb.settings.kb_name), doc_id):  # hidden: as an unknown one
         raise NotFound(f"No document {doc_id!r} in knowledge base {wb.settings.kb_name!r} (list_documents lists "
                        "them).")
     return {"doc_id": doc_id, "version": rows[0].version, "chunks": stored_chunks(doc_id, rows)}

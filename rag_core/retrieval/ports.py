@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import tracing
-from ..access.groups import NO_RULES, FolderRules, access_filter, hides
-from ..access.records import ACCESS_KEY, UNRESTRICTED, AccessScope
+from ..access.groups import NO_RULES, FolderRules, access_filter, access_labels, hides
+from ..access.records import UNRESTRICTED, AccessScope
 from ..errors import EmptyKnowledgeBase, RetrievalError
 from ..identity import doc_id_of
 from ..ports import Embedder, KnowledgeSearchPort, KnowledgeStore
@@ -51,16 +51,8 @@ class StoreSearchPort:
         return not scope.unrestricted and hides(scope, doc_id, self._labels(), self.folders)
 
     def _labels(self) -> dict[str, dict[str, tuple[str, ...]]]:
-        """The documents' labels (the labels file, the source of truth), with the `access` groups of front matter
-        being written (an ingest's pending mark) counted already: a document is hidden from the moment its rows
-        may be searched."""
-        labels = self.store.labels.all()
-        for doc_id, marks in self.store.labels.pending().items():
-            coming = [g for mark in marks for g in (mark.get("front_matter") or {}).get(ACCESS_KEY, ())]
-            if coming:
-                own = labels.setdefault(doc_id, {})
-                own[ACCESS_KEY] = tuple(dict.fromkeys([*own.get(ACCESS_KEY, ()), *coming]))
-        return labels
+        """The documents' labels with those of front matter being written (access.groups.access_labels)."""
+        return access_labels(self.store.labels.all(), self.store.labels.pending())
 
     def _access(self, filters: Mapping[str, Any] | None) -> tuple[Mapping[str, Any] | None, AccessScope]:
         """`filters` with the lookup's AccessScope (under `access`) made the store's AccessFilter, and the scope."""

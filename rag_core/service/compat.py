@@ -90,8 +90,8 @@ async def chat(body: ChatRequest, request: Request, svc: ServiceDep, principal: 
         # In a thread: with several workers the session is read from the database.
         session = await anyio.to_thread.run_sync(svc.sessions.get_or_create, _user(principal, body.user_id, x_user_id),
                                                  _session_id(body.id), limiter=svc.chat_threads)
-        events = await collect(agent.run(body.question or "", session, access=turn_scope(svc, principal, body.kb)),
-                               request.receive, svc.chat_threads)
+        events = await collect(agent.run(body.question or "", session, access=turn_scope(svc, principal, body.kb),
+                                         user=principal.name), request.receive, svc.chat_threads)
     except ClientGone:
         log.info("a chat turn was stopped: its client disconnected")
         return error_response(request.url.path, CLIENT_GONE, "client_gone", "The client disconnected; the turn "
@@ -113,7 +113,7 @@ async def chat_stream(body: ChatRequest, svc: ServiceDep, principal: Reader,
     session = await run_in_threadpool(svc.sessions.get_or_create, _user(principal, body.user_id, x_user_id),
                                       _session_id(body.id))  # with several workers: read from the database
     # a generator: nothing runs before the first pull
-    events = agent.run(body.question or "", session, access=turn_scope(svc, principal, body.kb))
+    events = agent.run(body.question or "", session, access=turn_scope(svc, principal, body.kb), user=principal.name)
     stream = sse(events, first=[{"type": "session", "data": {"id": session.id, "mode": agent.mode}}],
                  on_open=svc.streams.opened, on_close=svc.streams.closed, limiter=svc.stream_threads)
     return StreamingResponse(stream, media_type="text/event-stream; charset=utf-8", headers=SSE_HEADERS)
@@ -180,7 +180,7 @@ async def upload(svc: ServiceDep, principal: Annotated[Principal, Depends(Needs(
 
 @router.post("/ai_ops", summary="Alert triage as server-sent events",
              responses={200: {"content": {"text/event-stream": {}}}})
-async def ai_ops(svc: ServiceDep, _: Annotated[Principal, Depends(Needs(Role.READER))]) -> StreamingResponse:
+async def ai_ops(svc: ServiceDep, principal: Annotated[Principal, Depends(Needs(Role.READER))]) -> StreamingResponse:
     """SuperBizAgent's AI Ops: the firing alerts from Prometheus, for each the runbooks from the knowledge base
     (and its recent logs from Loki when logs.loki-url is set), then a Markdown report citing evidence keys, streamed
     like `/api/chat_stream`. Without prometheus.url: one `error` event. Without a chat model the report is
@@ -188,5 +188,6 @@ async def ai_ops(svc: ServiceDep, _: Annotated[Principal, Depends(Needs(Role.REA
     from ..bootstrap import build_triage
 
     triage = build_triage(svc.workbench, svc.agent.model, svc.env)
-    stream = sse(triage.run(), on_open=svc.streams.opened, on_close=svc.streams.closed, limiter=svc.stream_threads)
+    stream = sse(triage.run(principal.name), on_open=svc.streams.opened, on_close=svc.streams.closed,
+                 limiter=svc.stream_threads)
     return StreamingResponse(stream, media_type="text/event-stream; charset=utf-8", headers=SSE_HEADERS)

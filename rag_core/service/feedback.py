@@ -71,7 +71,10 @@ async def turns(svc: ServiceDep, principal: Annotated[Principal, Depends(Needs(R
                 kb: Annotated[str | None, Query(description="Only turns that searched this knowledge base.")] = None,
                 since: Annotated[str | None, Query(description="From this date or time (UTC, ISO 8601).")] = None,
                 until: Annotated[str | None, Query(description="Up to this date (inclusive) or time.")] = None,
-                limit: Annotated[int, Query(ge=1, le=10_000)] = 100) -> Envelope[list[dict[str, Any]]]:
+                limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
+                user: Annotated[str | None, Query(description='Only turns this person asked (a user\'s name, "local" '
+                                                  'for the one-person setup, cli:<OS user> for `chat`).')] = None,
+                ) -> Envelope[list[dict[str, Any]]]:
     """What `python -m rag_core feedback list --json` prints, with the same filters: the turns on knowledge bases
     where you are an editor (the questions people asked there)."""
     rated = rating == "rated"
@@ -83,7 +86,7 @@ async def turns(svc: ServiceDep, principal: Annotated[Principal, Depends(Needs(R
     except TurnQueryError as exc:
         raise ApiError(422, "unprocessable", str(exc)) from None
     found = await run_in_threadpool(_store(svc).find, rating=value, rated=rated, kb=kb, since=since, until=until,
-                                    limit=limit)
+                                    limit=limit, user=user)
     shown = [r for r in found if principal.everything or _visible(svc, principal, r, Role.EDITOR)]
     return Envelope[list[dict[str, Any]]](data=[camel_turn(r.to_dict()) for r in shown])
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import platform
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any
 
@@ -125,8 +125,10 @@ def kb_routes(router: APIRouter, prefix: str, where: str) -> None:
         return JSONResponse(explain_dict(wb, query, expect, answer, **options.arguments(wb, request)))
 
     @router.get(f"{prefix}/documents", summary=f"Documents of {where} (as `docs --json`)")
-    def list_documents(wb: Workbench = reader) -> list[dict[str, Any]]:
-        return [asdict(d) for d in wb.store.list_documents()]
+    def list_documents(request: Request, wb: Workbench = reader) -> list[dict[str, Any]]:
+        """The documents you may retrieve (a document whose access groups are none of yours is not listed); an
+        admin of the knowledge base gets every one, with its `access_groups`."""
+        return wb.documents_json(scope_for(request, wb.settings.kb_name))
 
     @router.post(f"{prefix}/documents", response_model=IngestAnswer,
                  summary=f"Index several files into {where} (multipart `files`)",
@@ -160,23 +162,26 @@ def kb_routes(router: APIRouter, prefix: str, where: str) -> None:
 
     @router.get(f"{prefix}/documents/{{doc_id:path}}/chunks", response_model=ChunksAnswer,
                 summary=f"A document's chunks in order (its active version) in {where}")
-    def document_chunks(doc_id: str, wb: Workbench = reader) -> ChunksAnswer:
-        """doc_ids contain slashes: `.../documents/runbooks/cpu_high.md/chunks`."""
+    def document_chunks(doc_id: str, request: Request, wb: Workbench = reader) -> ChunksAnswer:
+        """doc_ids contain slashes: `.../documents/runbooks/cpu_high.md/chunks`. A document you may not retrieve
+        (access groups) is answered as an unknown one."""
         doc_id = _doc_id(wb, doc_id)
         rows = wb.store.get_chunks(doc_id)
-        if not rows:
+        if not rows or not wb.shows(scope_for(request, wb.settings.kb_name), doc_id):
             raise ApiError(404, "not_found", f"No document {doc_id!r} in the knowledge base (GET .../documents "
                            "lists them).")
         chunks = [ChunkOut(**c) for c in stored_chunks(doc_id, rows)]
         return ChunksAnswer(doc_id=doc_id, version=rows[0].version, chunks=chunks)
 
     @router.get(f"{prefix}/metadata", summary=f"Every document's metadata in {where}, and the filter keys")
-    def list_metadata(wb: Workbench = reader) -> dict[str, Any]:
+    def list_metadata(request: Request, wb: Workbench = reader) -> dict[str, Any]:
         """What `filter=key=value` can select: `keys` (built-in: folder, type, ingested; then front-matter and tag
-        keys) and each document's values."""
+        keys) and the values of each document you may retrieve."""
         from ..kb.tags import filter_keys, metadata
 
-        return {"keys": list(filter_keys(wb.store)), "documents": metadata(wb.store)}
+        shown = {d.doc_id for d, _ in wb.listed_documents(scope_for(request, wb.settings.kb_name))}
+        return {"keys": list(filter_keys(wb.store)),
+                "documents": {d: v for d, v in metadata(wb.store).items() if d in shown}}
 
     @router.post(f"{prefix}/documents/{{doc_id:path}}/tags", summary=f"Set a document's tags in {where}")
     def set_tags(doc_id: str, body: TagsBody, request: Request, wb: Workbench = editor) -> dict[str, Any]:

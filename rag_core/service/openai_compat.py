@@ -294,15 +294,16 @@ async def chat_completions(request: Request, svc: ServiceDep,
         if body.stream:
             agent = await _agent(svc, principal, body, system, svc.stream_threads)
             usage = body.stream_options is not None and body.stream_options.include_usage
-            return _stream(svc, agent, body.model, question, history, usage, turn_scope(svc, principal, body.model))
+            return _stream(svc, agent, body.model, question, history, usage, turn_scope(svc, principal, body.model),
+                           principal.name)
         if not svc.chat_turns.enter():  # refused at once: a queue of turns would hold connections without bound
             return openai_error(503, f"{svc.chat_turns.limit} chat turns are running (api.chat-turns); try again "
                                 f"in {CHAT_RETRY_AFTER_S} s.", "server_error", "busy",
                                 headers={"Retry-After": str(CHAT_RETRY_AFTER_S)})
         try:
             agent = await _agent(svc, principal, body, system, svc.chat_threads)
-            events = await collect(agent.run(question, history, access=turn_scope(svc, principal, body.model)),
-                                   request.receive, svc.chat_threads)
+            events = await collect(agent.run(question, history, access=turn_scope(svc, principal, body.model),
+                                             user=principal.name), request.receive, svc.chat_threads)
         finally:
             svc.chat_turns.leave()
     except Refused as refused:
@@ -330,9 +331,10 @@ def _completion(model: str, events: list[Event]) -> JSONResponse:
 
 
 def _stream(svc: Service, agent: Any, model: str, question: str, history: History,
-            usage: bool, access: AccessScope) -> StreamingResponse:
+            usage: bool, access: AccessScope, user: str) -> StreamingResponse:
     """`usage`: the client asked for it (stream_options.include_usage): every chunk has `usage: null` and a last
-    chunk without choices has the turn's usage, as OpenAI sends them. `access`: what the turn may retrieve."""
+    chunk without choices has the turn's usage, as OpenAI sends them. `access`: what the turn may retrieve; `user`:
+    who asks (recorded with the turn)."""
     ident, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
     turn = AssistantTurn()  # folds the events as they pass, for the evidence the last chunk carries
     state = {"length": False}
@@ -358,8 +360,9 @@ def _stream(svc: Service, agent: Any, model: str, question: str, history: Histor
 
     failure = {"error": {"message": "An unexpected error ended this stream; the details are in the server log.",
                          "type": "server_error", "param": None, "code": "internal"}}
-    stream = sse(agent.run(question, history, access=access), first=[chunk({"role": "assistant", "content": ""})],
-                 on_open=svc.streams.opened, on_close=svc.streams.closed, limiter=svc.stream_threads,
+    stream = sse(agent.run(question, history, access=access, user=user),
+                 first=[chunk({"role": "assistant", "content": ""})], on_open=svc.streams.opened,
+                 on_close=svc.streams.closed, limiter=svc.stream_threads,
                  encode=encode, failure=failure, closing=END)
     return StreamingResponse(stream, media_type="text/event-stream; charset=utf-8", headers=SSE_HEADERS)
 

@@ -56,6 +56,7 @@ def test_a_turn_is_one_trace_and_feedback_rate_rates_it_by_the_id_stderr_gives(k
     from rag_core import tracing
     from rag_core.bootstrap import build_turn_store
     from rag_core.cli import main
+    from rag_core.cli.audit import who
 
     monkeypatch.setenv("RAG_TEST_CHAT_KEY", KEY)
     chat_server.reply(Completion.calls(tool_call("search_knowledge_base", {"query": "disk full"})),
@@ -76,6 +77,7 @@ def test_a_turn_is_one_trace_and_feedback_rate_rates_it_by_the_id_stderr_gives(k
     assert main(["--data-dir", str(kb.settings.data_dir), "feedback", "rate", trace_id, "down"]) == 0
     turn = build_turn_store(kb.settings).get(trace_id=trace_id)
     assert (turn.question, turn.rating, turn.model) == ("My disk is full (traced)", -1, "test-chat")
+    assert turn.user_name == who() and who().startswith("cli:")  # as the audit log names this command's person
     assert turn.lookups[0].query == "disk full" and turn.evidence_keys
 
 

@@ -15,7 +15,7 @@ from tests.feedback.test_store import record
 def test_list_and_rate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = TurnStore(tmp_path / FILE_NAME)
     kept = store.add(record("s", "disk full?", "ops"))
-    store.add(record("s", "cpu high?", "biz"))
+    store.add(record("s", "cpu high?", "biz", user_name="ana"))
     assert main(["--data-dir", str(tmp_path), "feedback", "rate", kept.trace_id, "down", "--comment", "stale"]) == 0
     capsys.readouterr()
     assert main(["--data-dir", str(tmp_path), "feedback", "list", "--rating", "down", "--json"]) == 0
@@ -23,7 +23,9 @@ def test_list_and_rate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert [(t["question"], t["rating"], t["comment"]) for t in listed] == [("disk full?", "down", "stale")]
     assert main(["--data-dir", str(tmp_path), "--kb", "biz", "feedback", "list"]) == 0
     out = capsys.readouterr().out
-    assert "cpu high?" in out and "disk full?" not in out
+    assert "cpu high?" in out and "disk full?" not in out and "ana" in out.splitlines()[2]
+    assert main(["--data-dir", str(tmp_path), "feedback", "list", "--user", "ana", "--json"]) == 0
+    assert [(t["question"], t["user"]) for t in json.loads(capsys.readouterr().out)] == [("cpu high?", "ana")]
     assert main(["--data-dir", str(tmp_path), "feedback", "rate", "f" * 32, "up"]) == 2
     assert "No recorded turn has trace id" in capsys.readouterr().err
 

@@ -36,7 +36,8 @@ def where(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 def test_turns_are_numbered_per_session_rated_and_listed(where: str) -> None:
     store = TurnStore(where)
-    a0, a1, b0 = store.add(record("a", "one")), store.add(record("a", "two")), store.add(record("b", "three", "ops"))
+    a0, a1 = store.add(record("a", "one", user_name="ana")), store.add(record("a", "two", user_name="ana"))
+    b0 = store.add(record("b", "three", "ops", user_name="local"))
     assert (a0.turn_index, a1.turn_index, b0.turn_index) == (0, 1, 0)
     down = store.rate(-1, "  wrong runbook ", trace_id=a1.trace_id)
     assert (down.rating, down.comment, down.question) == (-1, "wrong runbook", "two")
@@ -48,6 +49,8 @@ def test_turns_are_numbered_per_session_rated_and_listed(where: str) -> None:
     assert [t.question for t in store.find(rating=-1)] == ["two"]
     assert [t.question for t in store.find(rated=True)] == ["three", "two"]
     assert [t.question for t in store.find(kb="ops")] == ["three"]
+    assert [(t.question, t.user_name) for t in store.find(user="ana")] == [("two", "ana"), ("one", "ana")]
+    assert store.find(user="bob") == [] and store.get(trace_id=b0.trace_id).to_dict()["user"] == "local"
     today = a0.created_at[:10]
     assert len(store.find(since=today, until=today)) == 3 and store.find(until="2000-01-01") == []
     got = store.get(trace_id=a0.trace_id)
@@ -176,6 +179,7 @@ def test_a_turns_file_of_an_earlier_release_is_kept_with_its_turns(tmp_path: Pat
     with sqlite3.connect(path) as conn:
         conn.executescript(OLD_SCHEMA)
     store = TurnStore(path, retention_days=0)
-    assert [(t.question, t.turn_index, t.knowledge_bases) for t in store.find(kb="biz")] == [("kept?", 0, ("biz",))]
+    assert [(t.question, t.turn_index, t.knowledge_bases, t.user_name) for t in store.find(kb="biz")] == [
+        ("kept?", 0, ("biz",), "")]  # asked before turns named who asked
     assert store.add(record("old", "next")).turn_index == 1
     assert store.rate(1, trace_id="AB12").rating == 1 and store.count() == 2

@@ -9,9 +9,11 @@ import pytest
 from rag_core.access.groups import (
     AccessFilter,
     access_filter,
+    access_labels,
     document_groups,
     hides,
     parse_folder_rules,
+    visible_documents,
 )
 from rag_core.access.records import UNRESTRICTED, AccessScope, Principal, Role
 from rag_core.errors import ConfigError, NotIndexed, RetrievalError
@@ -89,6 +91,18 @@ def test_a_document_groups_are_its_access_labels_and_its_folder_rules() -> None:
     assert not hides(AccessScope(frozenset({"b"})), "secret/x.md", labels, rules)
     assert not hides(AccessScope(frozenset()), "pub.md", labels, rules)
     assert not hides(UNRESTRICTED, "secret/x.md", labels, rules)
+
+
+def test_a_listing_shows_what_a_lookup_may_retrieve_and_everything_to_an_admin() -> None:
+    labels = access_labels({"team/a-disk.md": {"access": ("a",)}},
+                           {"public/cpu.md": [{"front_matter": {"access": ["b"]}}]})  # being ingested with a group
+    rules = parse_folder_rules(RULES)
+    ids = list(DOCS)
+    for groups, hidden in {frozenset(): {"team/a-disk.md", "secret/disk.md", "public/cpu.md"},
+                           frozenset({"a"}): {"public/cpu.md"}, frozenset({"ops", "b"}): {"team/a-disk.md"}}.items():
+        assert visible_documents(AccessScope(groups), ids, labels, rules) == [d for d in ids if d not in hidden]
+    assert visible_documents(AccessScope(frozenset(), reveal=True), ids, labels, rules) == ids  # an admin of the kb
+    assert visible_documents(UNRESTRICTED, ids, labels, rules) == ids
 
 
 def test_the_filter_is_one_milvus_expression_with_escaped_literals() -> None:

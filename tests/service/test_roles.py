@@ -5,6 +5,7 @@ read; the audit log; chat sessions per user."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -394,3 +395,71 @@ def test_the_upload_form_names_the_knowledge_base_whose_role_counts(server: live
     assert [e.target for e in store.audit(action="documents.upload", user="editor")][0] == "gamma.md"
     assert httpx.delete(f"{server.url}/v1/documents/gamma.md", headers=bearer(tokens["editor"]),
                         timeout=60).status_code == 200
+
+
+def test_each_chat_turn_records_who_asked_and_the_listing_filters_by_them(server: live.LiveServer,
+                                                                          tokens: dict[str, str], wb: Workbench):
+    kb = wb.settings.kb_name
+    by_reader = httpx.post(f"{server.url}/api/chat", headers=bearer(tokens["reader"]), timeout=120,
+                           json={"Question": "who restarts the alpha service?"})
+    by_editor = httpx.post(f"{server.url}/v1/chat/completions", headers=bearer(tokens["editor"]), timeout=120,
+                           json={"model": kb, "messages": [{"role": "user", "content": "alpha at night?"}]})
+    with httpx.stream("POST", f"{server.url}/v1/chat/completions", headers=bearer(tokens["editor"]), timeout=120,
+                      json={"model": kb, "stream": True, "messages": [{"role": "user", "content": "alpha?"}]}) as r:
+        streamed = [json.loads(line[6:]) for line in r.iter_lines() if line.startswith("data: {")]
+    by_token = httpx.post(f"{server.url}/api/chat", headers=bearer(TOKEN), timeout=120,
+                          json={"Question": "alpha service at night"})
+    traces = [by_reader.json()["data"]["traceId"], by_editor.json()["trace_id"], streamed[-1]["trace_id"],
+              by_token.json()["data"]["traceId"]]
+    assert all(traces), (by_reader.text, by_editor.text, streamed[-1])
+    listed = httpx.get(f"{server.url}/api/feedback", headers=bearer(TOKEN), params={"limit": 1000}, timeout=60)
+    users = {t["traceId"]: t["user"] for t in listed.json()["data"]}
+    # RAG_API_TOKEN is the one person: "local", as the audit log names them
+    assert [users[trace] for trace in traces] == ["reader", "editor", "editor", "local"]
+    only = httpx.get(f"{server.url}/api/feedback", headers=bearer(tokens["editor"]), timeout=60,
+                     params={"user": "editor", "limit": 1000}).json()["data"]
+    assert {t["user"] for t in only} == {"editor"} and {t["traceId"] for t in only} >= set(traces[1:3])
+
+
+def test_a_document_of_a_group_is_listed_for_its_members_and_admins_only(server: live.LiveServer,
+                                                                         store: MemoryAccessStore,
+                                                                         tokens: dict[str, str], wb: Workbench):
+    from rag_core.kb.tags import tag
+
+    hidden = "restricted/gamma.md"
+    assert wb.ingestor.ingest_uploads([(hidden, b"# Gamma\n\nThe gamma vault rotates its keys.\n")])[0].status \
+        == "added"
+    tag(wb.store, hidden, ["access=sre"])
+    _, member = store.create_user("sre_member", {wb.settings.kb_name: Role.READER}, ["sre"])
+    try:
+        def listed(token: str) -> dict[str, Any]:
+            r = httpx.get(f"{server.url}/v1/documents", headers=bearer(token), timeout=60)
+            assert r.status_code == 200, r.text
+            return {d["doc_id"]: d for d in r.json()}
+
+        outsider = listed(tokens["reader"])
+        assert hidden not in outsider and DOC in outsider and "access_groups" not in outsider[DOC]
+        assert hidden in listed(member)
+        admin = listed(tokens["admin"])  # an admin of the knowledge base: every document, with its groups
+        assert (admin[hidden]["access_groups"], admin[DOC]["access_groups"]) == (["sre"], [])
+        assert listed(TOKEN)[hidden]["access_groups"] == ["sre"]
+        (mcp_outsider,) = live.run_async(mcp_calls(server.url, tokens["reader"], [("list_documents", {})]))
+        assert [d["doc_id"] for d in mcp_outsider.structured_content["items"]] == [DOC]
+        (mcp_admin,) = live.run_async(mcp_calls(server.url, tokens["admin"], [("list_documents", {})]))
+        assert {d["doc_id"]: d["access_groups"] for d in mcp_admin.structured_content["items"]}[hidden] == ["sre"]
+        # Nor are its chunks or metadata shown: it is answered as a document that does not exist.
+        chunks = httpx.get(f"{server.url}/v1/documents/{hidden}/chunks", headers=bearer(tokens["reader"]), timeout=60)
+        unknown = httpx.get(f"{server.url}/v1/documents/no/such.md/chunks", headers=bearer(tokens["reader"]),
+                            timeout=60)
+        assert chunks.status_code == unknown.status_code == 404
+        assert message(chunks).replace(hidden, "X") == message(unknown).replace("no/such.md", "X")
+        assert httpx.get(f"{server.url}/v1/documents/{hidden}/chunks", headers=bearer(member), timeout=60) \
+            .status_code == 200
+        metadata = httpx.get(f"{server.url}/v1/metadata", headers=bearer(tokens["reader"]), timeout=60).json()
+        assert hidden not in metadata["documents"] and DOC in metadata["documents"]
+        (read,) = live.run_async(mcp_calls(server.url, tokens["reader"],
+                                           [("read_document_chunks", {"doc_id": hidden})]))
+        assert read.is_error and "No document" in read.content[0].text
+    finally:
+        wb.ingestor.delete(hidden)
+        store.revoke("sre_member")

@@ -183,7 +183,7 @@ def test_an_answer_is_one_trace_rated_with_a_comment_into_the_turns_store(kb):
                if t.question == "How do I free disk space when a node disk is full?"][:1]
     assert turn.comment == "should cite the log rotation runbook" and turn.knowledge_bases == ("biz",)
     assert turn.lookups and turn.lookups[0].evidence_keys and turn.mode == "offline"
-    assert turn.trace_id == trace_id
+    assert turn.trace_id == trace_id and turn.user_name == "local"  # the one person, as the audit log names them
 
 
 # ------------------------------------------------------------------------------------ follow-up questions

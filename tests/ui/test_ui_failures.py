@@ -26,7 +26,7 @@ def _seed() -> TurnStore:
                                             candidates=("product/order_service.md#chunk-0",
                                                         "runbooks/disk_full.md#chunk-1")),),
                                     ("product/order_service.md#chunk-0",), (), "", "offline", 0.2,
-                                    os.urandom(16).hex()))
+                                    os.urandom(16).hex(), user_name="ann"))
         store.rate(rating, "wrong runbook" if rating < 0 else "", trace_id=turn.trace_id)
     return store
 
@@ -41,6 +41,7 @@ def test_failures_open_in_the_debugger_and_become_test_items(kb) -> None:
     assert link["q"] == ["free disk space"] and link["retrieve_k"] == ["7"] and link["mode"] == ["bm25"]
     assert link["kb"] == ["biz"]
     assert "wrong runbook" in texts(at)
+    assert table["asked by"].iloc[0] == "ann" and "ann" in at.selectbox(key="fail.user").options
 
     at.selectbox(key="fail.expected").set_value("runbooks/disk_full.md#chunk-1")
     at.text_area(key="fail.answer").set_value("Clean up old logs under /var/log.")
