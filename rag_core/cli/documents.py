@@ -28,7 +28,12 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
         for r in reports:
             if r.status in ("added", "replaced"):
                 trail.add("documents.upload", settings.kb_name, r.doc_id, {"status": str(r.status), "chunks": r.chunks})
-    if args.json:
+    return print_reports(reports, args.json)
+
+
+def print_reports(reports: list[Any], as_json: bool) -> int:
+    """What `ingest` prints of its reports (also of those a server answered: cli/remote.py), and its exit status."""
+    if as_json:
         print_json([r.to_dict() for r in reports])
     else:
         for r in reports:
@@ -75,7 +80,13 @@ def cmd_chunk(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_docs(args: argparse.Namespace, settings: Settings) -> int:
     with workbench(settings, asked=getattr(args, "asked", ())) as wb:
         docs = wb.store.list_documents()
-    if args.json:
+    print_documents(docs, args.json)
+    return 0
+
+
+def print_documents(docs: list[Any], as_json: bool) -> None:
+    """What `docs` prints (also of the list a server answered: cli/remote.py)."""
+    if as_json:
         print_json([d.__dict__ for d in docs])
     else:
         for d in docs:
@@ -87,7 +98,6 @@ def cmd_docs(args: argparse.Namespace, settings: Settings) -> int:
         print(f"{len(missing)} document(s) have no kept original, so `reindex` cannot rebuild them; ingest them "
               f"again from their files: {', '.join(missing[:10])}{' ...' if len(missing) > 10 else ''}",
               file=sys.stderr)
-    return 0
 
 
 def cmd_tag(args: argparse.Namespace, settings: Settings) -> int:
