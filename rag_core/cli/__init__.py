@@ -1,7 +1,8 @@
 """`python -m rag_core ...`: ingest, chunk, docs, delete, search, explain, reindex, rebuild, config (and chat, eval).
 
 Global options come before the command: `--data-dir` (or RAG_DATA_DIR) isolates a run, `--config`
-names a rag.toml, `--set key=value` overrides any setting. `--json` prints machine-readable output on
+names a rag.toml, `--set key=value` overrides any setting, `--server URL` (or RAG_SERVER) runs the commands that
+work remotely against a server's HTTP API (`remote`). `--json` prints machine-readable output on
 stdout; progress bars go to stderr. Errors meant for people exit with status 2 and one clear line.
 
 One module per command group (documents, search, reindex, config, kb, chat, evaluation, serve, host, users,
@@ -35,17 +36,25 @@ def _output_closed() -> int:
     return EXIT_OUTPUT_CLOSED
 
 
+def _flushed(code: int) -> int:
+    sys.stdout.flush()  # a closed pipe shows here, where it is handled, not in Python's flush at exit
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         check_text_arguments(args)
+        server = args.server or os.environ.get("RAG_SERVER")
+        if server:  # the server's HTTP API instead of the local data folder (cli/remote.py)
+            from .remote import run
+
+            return _flushed(run(args, server))
         overrides = parse_sets(args.set)
         args.asked = sorted(overrides)
         settings = load_settings(args.data_dir, args.config, overrides=overrides).for_kb(args.kb)
         settings = replace(settings, per_command=frozenset(overrides) | frozenset(env_keys(os.environ)))
-        code = args.func(args, settings)
-        sys.stdout.flush()  # a closed pipe shows here, where it is handled, not in Python's flush at exit
-        return code
+        return _flushed(args.func(args, settings))
     except RagError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -28,7 +28,12 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
         for r in reports:
             if r.status in ("added", "replaced"):
                 trail.add("documents.upload", settings.kb_name, r.doc_id, {"status": str(r.status), "chunks": r.chunks})
-    if args.json:
+    return print_reports(reports, args.json)
+
+
+def print_reports(reports: list[Any], as_json: bool) -> int:
+    """What `ingest` prints of its reports (also of those a server answered: cli/remote.py), and its exit status."""
+    if as_json:
         print_json([r.to_dict() for r in reports])
     else:
         for r in reports:
@@ -76,24 +81,28 @@ def cmd_docs(args: argparse.Namespace, settings: Settings) -> int:
     from .search import caller
 
     with workbench(settings, asked=getattr(args, "asked", ())) as wb:  # the one person: every document, its groups
-        scope = caller().scope(wb.settings.kb_name)
-        listed = wb.listed_documents(scope)
-        shown = wb.documents_json(scope) if args.json else []
-    docs = [d for d, _ in listed]
-    if args.json:
-        print_json(shown)  # as GET /v1/documents and MCP list_documents answer it
+        rows = wb.documents_json(caller().scope(wb.settings.kb_name))
+    print_documents(rows, args.json)
+    return 0
+
+
+def print_documents(rows: list[dict[str, Any]], as_json: bool) -> None:
+    """What `docs` prints of the documents as GET /v1/documents and MCP list_documents answer them
+    (`Workbench.documents_json`; also the list a server answered: cli/remote.py)."""
+    if as_json:
+        print_json(rows)
     else:
-        for d, groups in listed:
-            kept = "" if d.has_original else "  (no kept original)"
+        for d in rows:
+            kept = "" if d["has_original"] else "  (no kept original)"
+            groups = d.get("access_groups")
             access = f"  access: {','.join(groups)}" if groups else ""
-            print(f"{d.doc_id}  {d.chunks} chunks  {d.size_bytes} bytes  {d.ingested_at}{access}{kept}")
-        print(f"{len(docs)} documents, {sum(d.chunks for d in docs)} chunks")
-    missing = [d.doc_id for d in docs if not d.has_original]
+            print(f"{d['doc_id']}  {d['chunks']} chunks  {d['size_bytes']} bytes  {d['ingested_at']}{access}{kept}")
+        print(f"{len(rows)} documents, {sum(d['chunks'] for d in rows)} chunks")
+    missing = [d["doc_id"] for d in rows if not d["has_original"]]
     if missing:  # on stderr, so `docs --json` stays one JSON document
         print(f"{len(missing)} document(s) have no kept original, so `reindex` cannot rebuild them; ingest them "
               f"again from their files: {', '.join(missing[:10])}{' ...' if len(missing) > 10 else ''}",
               file=sys.stderr)
-    return 0
 
 
 def cmd_tag(args: argparse.Namespace, settings: Settings) -> int:

@@ -59,14 +59,19 @@ def _manager(settings: Settings, args: argparse.Namespace) -> Iterator[Any]:
 def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
     with _manager(settings, args) as kbs:
         infos = [kbs.info(name) for name in kbs.names()]
-    if args.json:
+    print_kbs(infos, args.json)
+    return 0
+
+
+def print_kbs(infos: list[Any], as_json: bool) -> None:
+    """What `kb list` prints (also of the list a server answered: cli/remote.py)."""
+    if as_json:
         print_json([i.to_dict() for i in infos])
-        return 0
+        return
     for i in infos:
         mark = " (default)" if i.default else ""
         held = f"{i.documents} documents, {i.chunks} chunks" if not i.error else f"unreadable: {i.error}"
         print(f"{i.kb.name}{mark}  {held}  [{describe(i.kb)}]")
-    return 0
 
 
 def cmd_show(args: argparse.Namespace, settings: Settings) -> int:

@@ -15,6 +15,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="override a setting, e.g. --set chunk.max-size=600 (repeatable; `config` lists them)")
     parser.add_argument("--kb", metavar="NAME", help="the knowledge base to work on (default: milvus.collection, "
                                                       "`biz`; `kb list` shows them)")
+    parser.add_argument("--server", metavar="URL",
+                        help="run search, explain, kb list, docs or ingest against a running server (`serve`) "
+                             "instead of the local data folder, with the token in $RAG_TOKEN (default $RAG_SERVER)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of unexpected errors")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # In this order in `--help`: the documents, the lookup, rebuilding the index, the settings, then the rest.

@@ -36,13 +36,18 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     with workbench(settings, asked=getattr(args, "asked", ())) as wb:
         result = wb.retriever.lookup(args.query, history=history, access=access_as(args.as_user, wb.settings),
                                      **lookup_overrides(args, wb.settings))
-    if args.json:
+    print_lookup(result, args.json)
+    return 0
+
+
+def print_lookup(result: Any, as_json: bool) -> None:
+    """What `search` prints of one lookup (also of one a server answered: cli/remote.py)."""
+    if as_json:
         for warning in result.warnings:
             print(f"warning: {warning}", file=sys.stderr)
         print_json(result.to_dict())
-        return 0
+        return
     _print_result(result)
-    return 0
 
 
 def caller() -> Principal:
@@ -181,9 +186,15 @@ def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
     with workbench(settings, asked=getattr(args, "asked", ())) as wb:
         e = explain(wb.retriever, wb.store, args.query, args.expect, args.answer, history=history,
                     access=access_as(args.as_user, wb.settings), **lookup_overrides(args, wb.settings))
-    if args.json:
+    print_explanation(e, args.json)
+    return 0
+
+
+def print_explanation(e: Any, as_json: bool) -> None:
+    """What `explain` prints (also of an explanation a server answered: cli/remote.py)."""
+    if as_json:
         print_json(e.to_dict())
-        return 0
+        return
     said = searched_as(e.lookup.rewrite)
     if said:
         print(said)
@@ -202,7 +213,6 @@ def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
         print(f"{'*' if c.target else ' '} {c.evidence_key:<44} {c.channels['dense'].describe():>12} "
               f"{c.channels['bm25'].describe():>12} {fused:>6} {rank:>5}  {c.cause(e.params)}")
     print("\n* = a chunk the question is about (the expected chunk, the chunks holding the answer, or all).")
-    return 0
 
 
 HISTORY_HELP = ("the conversation before the query: a file of \"user: ...\" / \"assistant: ...\" lines or JSON "

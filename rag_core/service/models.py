@@ -144,6 +144,7 @@ class IngestReportOut(BaseModel):
     diff: dict[str, Any] | None = Field(None, description="Replaced or unchanged files: chunks `added`, `removed` and "
                                         "`unchanged` by content hash, with `added_chunks` and `removed_chunks`.")
     notes: list[str] = Field([], description="How the file was read: \"OCR'd pages 2, 3\", \"Q&A sheet: FAQ ...\".")
+    note_phrases: list[dict[str, Any]] = Field([], description="`notes` as codes with parameters.")
 
 
 class IngestAnswer(BaseModel):
