@@ -34,6 +34,7 @@ from .workbench import Factories, Workbench
 if TYPE_CHECKING:
     from .agent import Agent
     from .agent.triage import Triage
+    from .evaluation.testsets import TestSetStore
     from .feedback import TurnStore
     from .kb.catalog import MilvusCatalog
     from .kb.manage import KnowledgeBases
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
         LogsClient,
         MetricsClient,
         Reranker,
-        TestSetStore,
     )
 
 def build_embedder(settings: Settings, env: Mapping[str, str] | None = None) -> Embedder:

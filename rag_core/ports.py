@@ -40,7 +40,6 @@ from .records import (
 if TYPE_CHECKING:
     from .access.groups import AccessFilter
     from .access.records import AccessScope, AuditEvent, Principal, Role, User
-    from .evaluation.testsets import TestItem, TestSet, TestSetInfo
     from .remote import Retrying
 
 
@@ -644,36 +643,6 @@ class EvalRunStore(Protocol):
 
     def export(self, name: str | Path, out_dir: str | Path, kind: RunKind = "retrieval") -> dict[str, Path]:
         """Writes a saved run's run.json, summary.csv and queries.csv into `out_dir` (made); their paths."""
-        ...
-
-    def close(self) -> None: ...
-
-
-# ---------------------------------------------------------------------------------------- test sets
-@runtime_checkable
-class TestSetStore(Protocol):
-    """Named test sets (rag_core.evaluation.testsets): files in the data folder by default, a table of the shared
-    database when database.url is set (`bootstrap.build_test_sets`). A name is checked (`testsets.check_name`) before
-    anything is read or written; a save replaces the whole set at once, a reader sees the old set or the new one.
-    Raises `EvaluationError` for a bad name or an empty set, `testsets.UnknownTestSet` for a name not saved,
-    `StoreError` when the database cannot be reached. (Tests import it as `ports.TestSetStore`: pytest would take
-    the name for a test class.)"""
-
-    @property
-    def where(self) -> str:
-        """The folder, or the database without credentials, for messages."""
-        ...
-
-    def list_sets(self) -> list[TestSetInfo]:
-        """The saved sets, sorted by name (a file that does not read as a set is left out)."""
-        ...
-
-    def load(self, name: str) -> TestSet:
-        """The set saved as `name`; UnknownTestSet, listing the saved ones, when there is none."""
-        ...
-
-    def save(self, name: str, items: Sequence[TestItem], meta: Mapping[str, Any] | None = None) -> str:
-        """Saves (or replaces) the set `name`; `meta` None keeps the description it has. Where it went, for messages."""
         ...
 
     def close(self) -> None: ...

@@ -25,8 +25,9 @@ from rag_core.bootstrap import DEFAULT_KEY_ENV, Workbench, build_embedder, build
 from rag_core.bootstrap import knowledge_bases as bootstrap_knowledge_bases
 from rag_core.config import KEYS, Settings, load_settings
 from rag_core.errors import Forbidden, RagError, StoreMigrationNeeded
+from rag_core.evaluation.testsets import TestSetStore
 from rag_core.kb.manage import KnowledgeBases
-from rag_core.ports import Embedder, TestSetStore
+from rag_core.ports import Embedder
 
 from .access import allowed, readable
 from .errors import show_error

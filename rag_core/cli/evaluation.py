@@ -79,9 +79,9 @@ def _list_of_kbs(text: str) -> list[str]:
 
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     from ..bootstrap import build_embedder, build_rewriter, build_test_sets, factories
-    from ..evaluation.datasets import load_set
     from ..evaluation.kbs import opened_knowledge_bases
     from ..evaluation.runner import Grid, run_evaluation
+    from ..evaluation.testsets import load_set
 
     if args.kbs and args.corpus:
         raise EvaluationError("--kb and --corpus exclude each other: --kb searches the knowledge bases' own "

@@ -20,7 +20,6 @@ from .datasets import (
     choose_queries,
     load_beir,
     load_folder_corpus,
-    load_set,
     load_user_set,
     parse_user_set,
     read_query_file,
@@ -39,6 +38,7 @@ from .metrics import (
 from .params import PARAM_KEYS, PARAM_SETTINGS, parse_values
 from .results import list_runs, load_run, runs_dir, save_run
 from .runner import EvalProgress, EvalRun, Grid, PointResult, SweepPoint, run_evaluation
+from .testsets import load_set
 
 __all__ = [
     "PARAM_KEYS", "PARAM_SETTINGS", "Answer", "EvalProgress", "EvalQuery", "EvalRun", "EvalSet", "Grid",

@@ -65,14 +65,11 @@ import random
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import EvaluationError, InvalidText
 from ..records import ConversationTurn, Document
 from ..text import check_texts
-
-if TYPE_CHECKING:
-    from ..ports import TestSetStore
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_KB = REPO_ROOT / "examples" / "kb"
@@ -694,56 +691,4 @@ def bundled_sets(env: Mapping[str, str] | None = None) -> dict[str, Path]:
                 sets[folder.name] = folder
     return sets
 
-
-def load_set(spec: str, *, split: str | None = None, limit: int | None = None, sample: int | None = None,
-             seed: int | None = None, corpus_sample: int | None = None, corpus: str | os.PathLike[str] | None = None,
-             live: bool = False, env: Mapping[str, str] | None = None,
-             saved: TestSetStore | Path | None = None) -> EvalSet:
-    """A bundled set name, a BEIR folder, a JSONL/CSV file, or the name of a test set saved in `saved`
-    (`bootstrap.build_test_sets`; a folder of saved sets is read as `testsets.FolderTestSets`) -> EvalSet.
-
-    The sample sets' corpus is examples/kb unless `corpus` is given; `live` evaluates a simple-format set
-    against the configured knowledge base instead of indexing a corpus. A saved set is made from a knowledge
-    base, so without `corpus` it is evaluated live."""
-    from .testsets import FolderTestSets, UnknownTestSet, is_set_name, items_jsonl
-
-    store = FolderTestSets(saved) if isinstance(saved, Path) else saved
-    sets = bundled_sets(env)
-    path = sets.get(spec) or Path(spec)
-    if store is not None and spec not in sets and not path.exists() and is_set_name(spec):
-        try:
-            named = store.load(spec)
-        except UnknownTestSet:
-            pass
-        else:
-            if split:
-                raise EvaluationError("--split applies to BEIR-layout sets only.")
-            source = named.path if named.path is not None else items_jsonl(named.items).encode()
-            eval_set = load_user_set(source, name=f"{spec}.jsonl", corpus=None if live else corpus, limit=limit,
-                                     sample=sample, seed=seed)
-            return EvalSet(spec, eval_set.queries, eval_set.documents, eval_set.info)
-    if path.is_dir():
-        if live or corpus:
-            raise EvaluationError("A BEIR-layout set brings its own corpus: --live and --corpus apply to "
-                                  "JSONL/CSV sets only.")
-        return load_beir(path, split=split, limit=limit, sample=sample, seed=seed, corpus_sample=corpus_sample,
-                         name=spec if spec in sets else None)
-    if not path.exists():
-        names = ", ".join(sets) or "(none found)"
-        own = [s.name for s in store.list_sets()] if store is not None else []
-        raise EvaluationError(f"No evaluation set {spec!r}: give a bundled set ({names}), a saved test set ("
-                              f"{', '.join(own) or 'none yet: eval generate --name NAME'}), a BEIR folder or a "
-                              ".jsonl/.csv file.")
-    if split:
-        raise EvaluationError("--split applies to BEIR-layout sets only.")
-    if live:
-        corpus_arg = None
-    else:
-        bundled = {p.resolve() for p in SAMPLE_SETS.values()}
-        corpus_arg = corpus or (SAMPLE_KB if path.resolve() in bundled else None)
-        if corpus_arg is None:
-            raise EvaluationError(f"{path}: say which documents to evaluate against: --corpus FOLDER "
-                                  "(indexed into the isolated evaluation database) or --live (the knowledge base).")
-    eval_set = load_user_set(path, corpus=corpus_arg, limit=limit, sample=sample, seed=seed)
-    return EvalSet(spec if spec in sets else eval_set.name, eval_set.queries, eval_set.documents, eval_set.info)
 

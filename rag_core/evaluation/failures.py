@@ -8,8 +8,7 @@ from __future__ import annotations
 from ..errors import EvaluationError
 from ..feedback.records import TurnRecord
 from ..identity import key_range
-from ..ports import TestSetStore
-from .testsets import TestItem, UnknownTestSet, check_name
+from .testsets import TestItem, TestSetStore, UnknownTestSet, check_name
 
 CHUNK = "#chunk-"
 

@@ -33,14 +33,25 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from ..config import Settings
 from ..errors import EvaluationError
 from ..files import write_atomic
 from ..ports import ChunkStore
 from ..records import ConversationTurn
-from .datasets import ITEM_FIELDS, _json_objects, conversation_question, should_answer_value
+from .datasets import (
+    ITEM_FIELDS,
+    SAMPLE_KB,
+    SAMPLE_SETS,
+    EvalSet,
+    _json_objects,
+    bundled_sets,
+    conversation_question,
+    load_beir,
+    load_user_set,
+    should_answer_value,
+)
 
 REVIEW_STATES = ("unreviewed", "accepted", "edited", "dropped")
 KINDS = ("question", "title", "sentence", "terms", "unanswerable", "follow_up", "pronoun", "ellipsis", "switch", "")
@@ -248,6 +259,35 @@ class TestSetInfo:
     modified: str  # ISO-8601 UTC of the file (of the save, in a database)
 
 
+@runtime_checkable
+class TestSetStore(Protocol):
+    """Named test sets (rag_core.evaluation.testsets): files in the data folder by default, a table of the shared
+    database when database.url is set (`bootstrap.build_test_sets`). A name is checked (`testsets.check_name`) before
+    anything is read or written; a save replaces the whole set at once, a reader sees the old set or the new one.
+    Raises `EvaluationError` for a bad name or an empty set, `testsets.UnknownTestSet` for a name not saved,
+    `StoreError` when the database cannot be reached. (Kept here beside its records, not in rag_core.ports,
+    which this package's modules import.)"""
+
+    @property
+    def where(self) -> str:
+        """The folder, or the database without credentials, for messages."""
+        ...
+
+    def list_sets(self) -> list[TestSetInfo]:
+        """The saved sets, sorted by name (a file that does not read as a set is left out)."""
+        ...
+
+    def load(self, name: str) -> TestSet:
+        """The set saved as `name`; UnknownTestSet, listing the saved ones, when there is none."""
+        ...
+
+    def save(self, name: str, items: Sequence[TestItem], meta: Mapping[str, Any] | None = None) -> str:
+        """Saves (or replaces) the set `name`; `meta` None keeps the description it has. Where it went, for messages."""
+        ...
+
+    def close(self) -> None: ...
+
+
 class UnknownTestSet(EvaluationError):
     """No saved set of that name (its message lists the ones there are)."""
 
@@ -354,3 +394,54 @@ def source_chunk(store: ChunkStore, item: TestItem) -> str | None:
     if not sep or not index.isdigit():
         return None
     return next((c.content for c in store.get_chunks(doc_id) if c.chunk_index == int(index)), None)
+
+
+def load_set(spec: str, *, split: str | None = None, limit: int | None = None, sample: int | None = None,
+             seed: int | None = None, corpus_sample: int | None = None, corpus: str | os.PathLike[str] | None = None,
+             live: bool = False, env: Mapping[str, str] | None = None,
+             saved: TestSetStore | Path | None = None) -> EvalSet:
+    """A bundled set name, a BEIR folder, a JSONL/CSV file, or the name of a test set saved in `saved`
+    (`bootstrap.build_test_sets`; a folder of saved sets is read as `testsets.FolderTestSets`) -> EvalSet.
+
+    The sample sets' corpus is examples/kb unless `corpus` is given; `live` evaluates a simple-format set
+    against the configured knowledge base instead of indexing a corpus. A saved set is made from a knowledge
+    base, so without `corpus` it is evaluated live."""
+    store = FolderTestSets(saved) if isinstance(saved, Path) else saved
+    sets = bundled_sets(env)
+    path = sets.get(spec) or Path(spec)
+    if store is not None and spec not in sets and not path.exists() and is_set_name(spec):
+        try:
+            named = store.load(spec)
+        except UnknownTestSet:
+            pass
+        else:
+            if split:
+                raise EvaluationError("--split applies to BEIR-layout sets only.")
+            source = named.path if named.path is not None else items_jsonl(named.items).encode()
+            eval_set = load_user_set(source, name=f"{spec}.jsonl", corpus=None if live else corpus, limit=limit,
+                                     sample=sample, seed=seed)
+            return EvalSet(spec, eval_set.queries, eval_set.documents, eval_set.info)
+    if path.is_dir():
+        if live or corpus:
+            raise EvaluationError("A BEIR-layout set brings its own corpus: --live and --corpus apply to "
+                                  "JSONL/CSV sets only.")
+        return load_beir(path, split=split, limit=limit, sample=sample, seed=seed, corpus_sample=corpus_sample,
+                         name=spec if spec in sets else None)
+    if not path.exists():
+        names = ", ".join(sets) or "(none found)"
+        own = [s.name for s in store.list_sets()] if store is not None else []
+        raise EvaluationError(f"No evaluation set {spec!r}: give a bundled set ({names}), a saved test set ("
+                              f"{', '.join(own) or 'none yet: eval generate --name NAME'}), a BEIR folder or a "
+                              ".jsonl/.csv file.")
+    if split:
+        raise EvaluationError("--split applies to BEIR-layout sets only.")
+    if live:
+        corpus_arg = None
+    else:
+        bundled = {p.resolve() for p in SAMPLE_SETS.values()}
+        corpus_arg = corpus or (SAMPLE_KB if path.resolve() in bundled else None)
+        if corpus_arg is None:
+            raise EvaluationError(f"{path}: say which documents to evaluate against: --corpus FOLDER "
+                                  "(indexed into the isolated evaluation database) or --live (the knowledge base).")
+    eval_set = load_user_set(path, corpus=corpus_arg, limit=limit, sample=sample, seed=seed)
+    return EvalSet(spec if spec in sets else eval_set.name, eval_set.queries, eval_set.documents, eval_set.info)

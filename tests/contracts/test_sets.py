@@ -1,4 +1,4 @@
-"""The TestSetStore contract (rag_core.ports.TestSetStore), run on every adapter: the folder of files (the embedded
+"""The TestSetStore contract (rag_core.evaluation.testsets), run on every adapter: the folder of files (the embedded
 default), and the SQL store on an SQLite file and on a real PostgreSQL (tests/postgres.py); and which one
 `bootstrap.build_test_sets` chooses."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import rag_core.ports as ports
+import rag_core.evaluation.testsets as testsets
 from rag_core.bootstrap import build_test_sets
 from rag_core.config import load_settings
 from rag_core.db.engine import engine
@@ -37,19 +37,19 @@ class SetStoreContract:
     one_write = True
 
     @pytest.fixture
-    def sets(self) -> ports.TestSetStore:
+    def sets(self) -> testsets.TestSetStore:
         raise NotImplementedError("a test class provides the adapter under test")
 
-    def test_is_a_test_set_store(self, sets: ports.TestSetStore) -> None:
-        assert isinstance(sets, ports.TestSetStore)
+    def test_is_a_test_set_store(self, sets: testsets.TestSetStore) -> None:
+        assert isinstance(sets, testsets.TestSetStore)
         assert sets.where and "password" not in sets.where
 
-    def test_empty(self, sets: ports.TestSetStore) -> None:
+    def test_empty(self, sets: testsets.TestSetStore) -> None:
         assert sets.list_sets() == []
         with pytest.raises(UnknownTestSet, match=r"No test set named 'nope' \(saved sets: none yet\)"):
             sets.load("nope")
 
-    def test_a_saved_set_is_read_back_exactly_and_listed_by_name(self, sets: ports.TestSetStore) -> None:
+    def test_a_saved_set_is_read_back_exactly_and_listed_by_name(self, sets: testsets.TestSetStore) -> None:
         where = sets.save("biz-3", ITEMS, META)
         sets.save("a_manual", [TestItem("q1", "Who is on call?", ("oncall.md",))])
         assert "biz-3" in where
@@ -62,7 +62,7 @@ class SetStoreContract:
         with pytest.raises(UnknownTestSet, match=r"No test set named 'nope' \(saved sets: a_manual, biz-3\)"):
             sets.load("nope")
 
-    def test_a_save_replaces_the_whole_set_and_none_keeps_its_description(self, sets: ports.TestSetStore) -> None:
+    def test_a_save_replaces_the_whole_set_and_none_keeps_its_description(self, sets: testsets.TestSetStore) -> None:
         sets.save("kept", ITEMS, META)
         sets.save("kept", ITEMS[:1])
         assert sets.load("kept").items == ITEMS[:1] and dict(sets.load("kept").meta) == META
@@ -73,7 +73,7 @@ class SetStoreContract:
         sets.save("new", ITEMS[:1])  # no description given: none
         assert dict(sets.load("new").meta) == {}
 
-    def test_bad_names_and_empty_sets_are_refused_and_nothing_is_written(self, sets: ports.TestSetStore) -> None:
+    def test_bad_names_and_empty_sets_are_refused_and_nothing_is_written(self, sets: testsets.TestSetStore) -> None:
         for bad in ("../x", "", "a b", "x.meta", "é"):
             with pytest.raises(EvaluationError, match="Test set name"):
                 sets.save(bad, ITEMS)
@@ -86,7 +86,7 @@ class SetStoreContract:
             sets.save("kept", [])
         assert [s.name for s in sets.list_sets()] == ["kept"] and sets.load("kept").items == ITEMS
 
-    def test_a_reader_sees_the_old_set_or_the_new_one_never_a_mix(self, sets: ports.TestSetStore) -> None:
+    def test_a_reader_sees_the_old_set_or_the_new_one_never_a_mix(self, sets: testsets.TestSetStore) -> None:
         small = tuple(TestItem(f"a{n}", f"question {n}", ("a.md",)) for n in range(3))
         large = tuple(TestItem(f"b{n}", f"question {n}", ("b.md",)) for n in range(300))
         sets.save("busy", small, {"v": "small"})

@@ -9,6 +9,7 @@ import re
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from tests.e2e.conftest import AppServer
@@ -49,7 +50,13 @@ def test_chat_and_debugger_in_chinese_from_the_browser_language(browser, app_ser
         if not replay.is_visible():
             status.get_by_text("检索了知识库").click()
             wait_idle(page)
-        replay.click()
+        for _ in range(3):  # a click a busy browser drops while the chat page redraws is given again
+            replay.click()
+            try:
+                page.wait_for_url(re.compile(r"/debugger\?"), timeout=20_000)
+                break
+            except PlaywrightTimeout:
+                wait_idle(page)
         expect(page.get_by_role("heading", name=re.compile("^🔎"))).to_be_visible(timeout=60_000)
         expect(page.locator(".hit-row").first).to_be_visible(timeout=60_000)
         wait_idle(page, timeout=60_000)

@@ -14,11 +14,11 @@ from rag_core.evaluation.datasets import (
     beir_document,
     bundled_sets,
     load_beir,
-    load_set,
     load_user_set,
     parse_user_set,
 )
 from rag_core.evaluation.runner import Grid
+from rag_core.evaluation.testsets import load_set
 from tests.evaluation.conftest import FIXTURES, SPANS, TINY, needs_shared, write_beir
 
 

@@ -61,8 +61,8 @@ def _evaluate(kb, name: str) -> None:
     """What `eval NAME` and `eval answers NAME --offline` run, on the page's knowledge base."""
     from rag_core.bootstrap import build_agent, factories
     from rag_core.evaluation.answers import score_answers
-    from rag_core.evaluation.datasets import load_set
     from rag_core.evaluation.runner import Grid, run_evaluation
+    from rag_core.evaluation.testsets import load_set
 
     settings = kb.settings
     eval_set = load_set(name, live=True, saved=saved_sets_dir(settings))
