@@ -8,16 +8,14 @@ at once in every process. A token is kept only as its SHA-256 (access/tokens.py 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 import sqlalchemy as sa
 from sqlalchemy import exc
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection
 
-from ..db.engine import reaching, where, writing
-from ..db.migrate import upgrade
+from ..db.store import SqlStore
 from ..db.tables import audit, tokens, user_groups, user_roles, users
 from ..errors import AccessError
 from .memory import now
@@ -26,16 +24,7 @@ from .records import AuditEvent, Principal, Role, User
 from .tokens import new_token, token_hash
 
 
-class SqlAccessStore:
-    def __init__(self, engine: Engine) -> None:
-        """Opens the store on `engine`, first bringing its database to the newest revision (db/migrate.py)."""
-        self._engine = engine
-        upgrade(engine)
-
-    @property
-    def where(self) -> str:
-        return where(self._engine)
-
+class SqlAccessStore(SqlStore):
     def authenticate(self, token: str) -> Principal | None:
         with self._reading() as conn:
             name = conn.scalar(sa.select(tokens.c.user_name).where(tokens.c.hash == token_hash(token)))
@@ -131,9 +120,6 @@ class SqlAccessStore:
         return [AuditEvent(row.user_name, row.action, row.kb, row.target, _detail(row.detail), row.at)
                 for row in rows]
 
-    def close(self) -> None:
-        self._engine.dispose()
-
     # -- the rows of one user
 
     def _load(self, conn: Connection, name: str) -> User | None:
@@ -162,16 +148,6 @@ class SqlAccessStore:
         rows = [{"user_name": name, "group_name": group} for group in sorted(groups)]
         if rows:
             conn.execute(sa.insert(user_groups), rows)
-
-    @contextmanager
-    def _reading(self) -> Iterator[Connection]:
-        with reaching(self._engine), self._engine.connect() as conn:
-            yield conn
-
-    @contextmanager
-    def _writing(self) -> Iterator[Connection]:
-        with reaching(self._engine), writing(self._engine) as conn:
-            yield conn
 
 
 def _exists(name: str) -> AccessError:

@@ -9,17 +9,15 @@ one of the two sets. It behaves as the folder store does, message for message (t
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import Connection, Engine
 
-from ..db.engine import is_postgresql, reaching, where, writing
-from ..db.migrate import upgrade
+from ..db.engine import is_postgresql
+from ..db.store import SqlStore
 from ..db.tables import test_sets
 from ..errors import EvaluationError
 from .testsets import TestItem, TestSet, TestSetInfo, check_name, set_info, unknown_set
@@ -27,16 +25,7 @@ from .testsets import TestItem, TestSet, TestSetInfo, check_name, set_info, unkn
 ITEMS = test_sets.c["items"]  # not `.c.items`: that is the collection's own method
 
 
-class SqlTestSets:
-    def __init__(self, engine: Engine) -> None:
-        """Opens the store on `engine`, first bringing its database to the newest revision (db/migrate.py)."""
-        self._engine = engine
-        upgrade(engine)
-
-    @property
-    def where(self) -> str:
-        return where(self._engine)
-
+class SqlTestSets(SqlStore):
     def list_sets(self) -> list[TestSetInfo]:
         query = sa.select(test_sets.c.name, ITEMS, test_sets.c.saved_at).order_by(test_sets.c.name)
         with self._reading() as conn:
@@ -73,17 +62,10 @@ class SqlTestSets:
         new = dialect.insert(test_sets).values(**{"meta": {}, "kb": "", **row})
         upsert = new.on_conflict_do_update(index_elements=[test_sets.c.name],
                                            set_={column: new.excluded[column] for column in kept})
-        with reaching(self._engine), writing(self._engine) as conn:
+        with self._writing() as conn:
             conn.execute(upsert)
         return f"test set {name} in {self.where}"
 
-    def close(self) -> None:
-        self._engine.dispose()
-
-    @contextmanager
-    def _reading(self) -> Iterator[Connection]:
-        with reaching(self._engine), self._engine.connect() as conn:
-            yield conn
 
 
 def _json(value: Any) -> Any:
