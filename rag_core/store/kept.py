@@ -7,7 +7,7 @@ one Milvus server and one PostgreSQL see the same edits and tags).
 
 A row is written whole in one transaction, so a reader sees the old document or the new one. When a row does not
 exist yet but the data folder's file does, the file's content is taken into the row once (a team moving to
-PostgreSQL loses nothing); the file is left as it was and no longer read.
+PostgreSQL loses nothing) and renamed `<name>.adopted`, so nothing reads it again.
 
 What holds across machines: with a database, the store's lock (files.FileLock) also takes kept_sql.database_lock
 after its flock, for its outermost `with` only: PostgreSQL's session advisory lock on one connection held for the

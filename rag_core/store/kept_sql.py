@@ -4,8 +4,10 @@ takes there."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -52,13 +54,17 @@ class SqlDocument:
         return data if isinstance(data, dict) else {}
 
     def _adopted(self) -> str | None:
-        """The file's content made the row's, unless a row appeared meanwhile (another process adopted first)."""
+        """The file's content made the row's, unless a row appeared meanwhile (another process adopted first); the
+        file adopted is renamed `<name>.adopted`, so nothing reads it again (a rebuild from the kept originals)."""
         assert self.adopt is not None
         text = dumped(read_json_object(self.adopt, self.damaged))
         with reaching(self._engine), writing(self._engine) as conn:
-            conn.execute(_insert(self._engine).values(collection=self.collection, kind=self.kind, document=text,
-                                                      updated_at=_now()).on_conflict_do_nothing())
+            won = conn.execute(_insert(self._engine).values(collection=self.collection, kind=self.kind, document=text,
+                                                            updated_at=_now()).on_conflict_do_nothing()).rowcount
             found: str | None = conn.execute(sa.select(kept_records.c.document).where(self._where)).scalar()
+        if won:
+            with contextlib.suppress(FileNotFoundError):
+                os.replace(self.adopt, adopted(self.adopt))
         return found
 
     def write(self, data: dict[str, Any]) -> None:
@@ -75,6 +81,12 @@ class SqlDocument:
             conn.execute(sa.delete(kept_records).where(self._where))
         if self.adopt is not None:  # else it would be taken in again
             self.adopt.unlink(missing_ok=True)
+            adopted(self.adopt).unlink(missing_ok=True)
+
+
+def adopted(path: Path) -> Path:
+    """Where a file taken into the database is kept afterwards."""
+    return path.with_name(f"{path.name}.adopted")
 
 
 def _insert(engine: Engine) -> Any:

@@ -113,16 +113,19 @@ def test_a_data_folders_files_are_taken_into_the_database_once(db: Engine, tmp_p
     old_edits, old_labels = ChunkEdits(folder / "kb.edits.json"), DocumentLabels(folder / "kb.labels.json")
     old_edits.set_disabled("a.md#chunk-0", doc_id="a.md", version="v", chunk_hash="h", disabled=True, who="ann")
     old_labels.set_tags("a.md", {"team": ["sre"]})
+    before = old_edits.all()
     edits, labels = machine(db, folder)
     assert edits.disabled() == {"a.md#chunk-0": "h"} and labels.tags("a.md") == {"team": ["sre"]}
     with db.connect() as conn:
         rows = dict(conn.execute(sa.select(kept_records.c.kind, kept_records.c.document)).all())
-    assert json.loads(rows[EDITS]) == old_edits.all() and json.loads(rows[LABELS])["a.md"]["tags"] == {"team": ["sre"]}
-    old_labels.set_tags("a.md", {"team": ["dba"]})  # the file is no longer read once the row exists
+    assert json.loads(rows[EDITS]) == before and json.loads(rows[LABELS])["a.md"]["tags"] == {"team": ["sre"]}
+    assert sorted(p.name for p in folder.glob("*.json*") if not p.name.endswith(".lock")) == [
+        "kb.edits.json.adopted", "kb.labels.json.adopted"]
+    DocumentLabels(folder / "kb.labels.json").set_tags("a.md", {"team": ["dba"]})  # a file made again is not read
     labels.set_tags("a.md", {"owner": ["ann"]})
     assert labels.tags("a.md") == {"team": ["sre"], "owner": ["ann"]}
-    edits.drop()  # a dropped knowledge base: the row and the file go, nothing comes back from the file
-    assert edits.all() == {} and not (folder / "kb.edits.json").exists()
+    edits.drop()  # a dropped knowledge base: its row and files go
+    assert edits.all() == {} and [p.name for p in folder.glob("kb.edits.json*")] == ["kb.edits.json.lock"]
 
 
 def test_the_records_are_in_the_database_only_when_database_url_is_set(tmp_path: Path) -> None:
