@@ -133,3 +133,27 @@ def test_the_records_are_in_the_database_only_when_database_url_is_set(tmp_path:
     url = f"sqlite:///{tmp_path / 'shared.db'}"
     found = kept_database(load_settings(data_dir=tmp_path, env={}), {"RAG_DATABASE_URL": url})
     assert found is not None and found.url.database == str(tmp_path / "shared.db")
+
+
+@pytest.mark.milvus
+def test_two_api_machines_on_one_milvus_server_and_one_postgresql_share_edits_and_tags(
+        tmp_path: Path, milvus_server: str, postgres_db: str, local_embedder) -> None:
+    from rag_core.kb.chunk_edits import set_disabled
+    from rag_core.kb.tags import tag
+    from tests.helpers import SAMPLE_KB, make_workbench
+
+    shared = {"milvus.uri": milvus_server, "database.url": postgres_db, "milvus.collection": "shared"}
+    a = make_workbench(tmp_path / "a", local_embedder, **shared)
+    b = make_workbench(tmp_path / "b", local_embedder, **shared)
+    try:
+        (report,) = a.ingestor.ingest_paths([SAMPLE_KB / "runbooks" / "disk_full.md"])
+        tag(a.store, report.doc_id, ["team=sre"])
+        set_disabled(a.store, f"{report.doc_id}#chunk-0", True, who="ann")
+        assert b.store.labels.tags(report.doc_id) == {"team": ["sre"]}
+        assert list(b.store.edits.disabled()) == [f"{report.doc_id}#chunk-0"]
+        tag(b.store, report.doc_id, ["owner=bob"])
+        assert a.store.labels.tags(report.doc_id) == {"team": ["sre"], "owner": ["bob"]}
+        assert not [p for p in tmp_path.rglob("shared.*.json*") if not p.name.endswith(".lock")]  # no file beside
+    finally:
+        a.close()
+        b.close()
