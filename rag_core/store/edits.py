@@ -2,7 +2,8 @@
 (who, when, what).
 
 One JSON file per knowledge base (`<data-dir>/originals/<collection>.edits.json`), replaced atomically (a temporary
-file, fsync, rename): a process killed during an edit leaves the old state or the new one, never neither. An edit
+file, fsync, rename): a process killed during an edit leaves the old state or the new one, never neither. With
+database.url set, the same document is a row of the shared database instead (store.kept). An edit
 is recorded against the chunk's content (`chunkHash`, the sha256 of its text, as the chunk rows carry it) and the
 document version it was made on, so it keeps applying when the document is re-indexed or re-uploaded unchanged and
 stops applying (a conflict, listed by `conflicts`) when the chunk under that evidence key now holds other text. An

@@ -8,8 +8,9 @@ import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -97,7 +98,7 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
-def database_lock(engine: Engine, collection: str) -> Any:
+def database_lock(engine: Engine, collection: str) -> Callable[[bool], AbstractContextManager[bool]]:
     """The lock of `collection`'s records in the database, for files.FileLock's `beyond` (see the module docstring):
     `lock(wait)` is a context manager yielding whether it was taken (`wait` False: False at once when another holds
     it)."""
@@ -135,6 +136,7 @@ def database_lock(engine: Engine, collection: str) -> Any:
 
 
 _engines: dict[str, Engine] = {}
+_engines_guard = threading.Lock()
 
 
 def kept_engine(url: str) -> Engine:
@@ -142,8 +144,9 @@ def kept_engine(url: str) -> Engine:
     from ..db.engine import engine
     from ..db.migrate import upgrade
 
-    if url not in _engines:
-        made = engine(url)
-        upgrade(made)
-        _engines[url] = made
-    return _engines[url]
+    with _engines_guard:
+        if url not in _engines:
+            made = engine(url)
+            upgrade(made)
+            _engines[url] = made
+        return _engines[url]

@@ -2,7 +2,8 @@
 and the tags a user set (`python -m rag_core tag DOC key=value`, the Knowledge base page, the API).
 
 One JSON file per knowledge base (`<data-dir>/originals/<collection>.labels.json`), replaced atomically (a
-temporary file, fsync, rename), so a process killed while tagging leaves the old labels or the new ones. It is the
+temporary file, fsync, rename), so a process killed while tagging leaves the old labels or the new ones (with
+database.url set, a row of the shared database instead: store.kept). It is the
 source of truth; every chunk row carries a copy (its `labels` field, scope.document_labels) that Milvus
 filters on directly (store.milvus.filters), so searches never read this file to filter chunks.
 

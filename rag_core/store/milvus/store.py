@@ -90,7 +90,7 @@ class MilvusStore:
         self.collection = check_collection_name(collection)
         self.originals = OriginalFiles(originals) if originals is not None else None
         # front matter and tags (store.labels) and chunk edits (store.edits), beside the kept originals, changed under
-        # one lock that holds across the processes sharing the data folder
+        # one lock that holds across the processes sharing the data folder (and the machines sharing `database`)
         beside = originals.parent if originals is not None else None
         if database is None:
             self.lock = FileLock(beside / f".{collection}.lock" if beside is not None else None)
