@@ -32,6 +32,8 @@ from .store import LiteOptions, MilvusStore
 from .workbench import Factories, Workbench
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
     from .agent import Agent
     from .agent.triage import Triage
     from .evaluation.testsets import TestSetStore
@@ -67,7 +69,19 @@ def build_store(settings: Settings, embedder: Embedder, env: Mapping[str, str] |
     collection = settings["milvus.collection"]
     return open_store(settings.milvus_uri, collection, embedder, migrate=migrate, token=secret("MILVUS_TOKEN", env),
                       timeout=settings["milvus.timeout"], lite=lite_options(settings),
-                      **originals_dirs(settings, collection))
+                      database=kept_database(settings, env), **originals_dirs(settings, collection))
+
+
+def kept_database(settings: Settings, env: Mapping[str, str] | None = None) -> Engine | None:
+    """The shared-state database that keeps the knowledge bases' chunk edits and labels (store.kept) when
+    database.url (RAG_DATABASE_URL) is set; None: they stay files beside the index, as without a database."""
+    from .db.url import ENV, database_url
+
+    if not (str(settings["database.url"] or "").strip() or (env or {}).get(ENV, "").strip()):
+        return None
+    from .store.kept_sql import kept_engine
+
+    return kept_engine(database_url(settings, env))
 
 
 def connect_store(settings: Settings, collection: str, env: Mapping[str, str] | None = None) -> MilvusStore:
@@ -76,7 +90,7 @@ def connect_store(settings: Settings, collection: str, env: Mapping[str, str] | 
     kept, all from `settings`. Every store but `open_store`'s is made here, so none reaches the file another way."""
     return MilvusStore(settings.milvus_uri, collection, token=secret("MILVUS_TOKEN", env),
                        timeout=settings["milvus.timeout"], lite=lite_options(settings),
-                       **originals_dirs(settings, collection))
+                       database=kept_database(settings, env), **originals_dirs(settings, collection))
 
 
 def open_source_store(settings: Settings, collection: str, env: Mapping[str, str] | None = None) -> MilvusStore:
@@ -93,11 +107,12 @@ def open_source_store(settings: Settings, collection: str, env: Mapping[str, str
 
 def open_store(uri: str, collection: str, embedder: Embedder, *, migrate: bool = False, token: str = "",
                timeout: float = 60.0, lite: LiteOptions | None = None, originals: Path | None = None,
-               legacy_originals: Path | None = None) -> MilvusStore:
+               legacy_originals: Path | None = None, database: Engine | None = None) -> MilvusStore:
     """A Milvus store opened for `embedder`; closed again if opening fails (releasing Milvus Lite).
-    `lite`: how a Milvus Lite file is reached (shared through the store host, or exclusive)."""
+    `lite`: how a Milvus Lite file is reached (shared through the store host, or exclusive); `database`: where its
+    chunk edits and labels are kept (`kept_database`)."""
     store = MilvusStore(uri, collection, token=token, timeout=timeout, lite=lite, originals=originals,
-                        legacy_originals=legacy_originals)
+                        legacy_originals=legacy_originals, database=database)
     try:
         store.open(embedder.name, embedder.dim, migrate=migrate)
     except BaseException:

@@ -10,7 +10,7 @@ import json
 import os
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 
@@ -53,12 +53,14 @@ def read_json_object(path: Path, damaged: str) -> dict:
 
 
 class _Held:
-    """One lock file's state in this process: the thread holding it, how many times, and the open lock file."""
+    """One lock file's state in this process: the thread holding it, how many times, the open lock file, and the
+    lock taken beyond it (`FileLock.beyond`)."""
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
         self.depth = 0
         self.fd: int | None = None
+        self.beyond: contextlib.ExitStack | None = None
 
 
 _files: dict[str, _Held] = {}
@@ -72,10 +74,14 @@ class FileLock:
     own read-modify-write takes it again). Every FileLock on one path in this process shares one state, so two
     objects opened on one knowledge base wait for each other as two processes do. `path` None: a lock of this
     object alone, for stores that keep no files. The flock goes with its process: a killed holder never leaves
-    it held."""
+    it held. `beyond(wait)`: a lock taken after the flock by the first `with` and released before it by the last
+    (the records of a knowledge base in a shared database: store.kept.database_lock), so processes elsewhere wait
+    too."""
 
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: Path | None,
+                 beyond: Callable[[bool], contextlib.AbstractContextManager[bool]] | None = None) -> None:
         self.path = path
+        self.beyond = beyond
         self._own = _Held() if path is None else None
 
     def _held(self) -> _Held:
@@ -94,27 +100,55 @@ class FileLock:
             yield False
             return
         try:
-            if held.depth == 0 and self.path is not None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    os.close(fd)
-                    yield False
-                    return
-                except BaseException:
-                    os.close(fd)
-                    raise
-                held.fd = fd
+            if held.depth == 0 and not self._take(held, wait):
+                yield False
+                return
             held.depth += 1
             try:
                 yield True
             finally:
                 held.depth -= 1
-                if held.depth == 0 and held.fd is not None:
-                    fd, held.fd = held.fd, None
-                    fcntl.flock(fd, fcntl.LOCK_UN)
-                    os.close(fd)
+                if held.depth == 0:
+                    self._give(held)
         finally:
             held.lock.release()
+
+    def _take(self, held: _Held, wait: bool) -> bool:
+        """The first `with` of the thread: the flock, then the lock beyond it. False: another holds one of them."""
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                return False
+            except BaseException:
+                os.close(fd)
+                raise
+            held.fd = fd
+        if self.beyond is not None:
+            stack = contextlib.ExitStack()
+            try:
+                got = stack.enter_context(self.beyond(wait))
+            except BaseException:
+                self._give(held)
+                raise
+            if not got:
+                stack.close()
+                self._give(held)
+                return False
+            held.beyond = stack
+        return True
+
+    def _give(self, held: _Held) -> None:
+        """The last `with` of the thread: the lock beyond, then the flock."""
+        try:
+            if held.beyond is not None:
+                stack, held.beyond = held.beyond, None
+                stack.close()
+        finally:
+            if held.fd is not None:
+                fd, held.fd = held.fd, None
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)

@@ -230,7 +230,7 @@ class KeptChunkEdits(Protocol):
 
     @property
     def path(self) -> Path | None:
-        """The file (None: kept in memory)."""
+        """The file (None: kept in memory, or in the shared database: store.kept)."""
         ...
 
     @property

@@ -124,3 +124,13 @@ test_sets = sa.Table(
     sa.Column("meta", JSON, nullable=False),
     sa.Column("saved_at", TIME, nullable=False),
 )
+
+# The records kept beside a knowledge base's index (rag_core/store/kept.py): its chunk edits ("edits") and document
+# labels ("labels"), each the whole JSON document its file would hold, as text (not jsonb, which would reorder keys).
+kept_records = sa.Table(
+    "kept_records", metadata,
+    sa.Column("collection", sa.Text(), primary_key=True),
+    sa.Column("kind", sa.String(16), primary_key=True),
+    sa.Column("document", sa.Text(), nullable=False),
+    sa.Column("updated_at", TIME, nullable=False),
+)

@@ -2,7 +2,8 @@
 (who, when, what).
 
 One JSON file per knowledge base (`<data-dir>/originals/<collection>.edits.json`), replaced atomically (a temporary
-file, fsync, rename): a process killed during an edit leaves the old state or the new one, never neither. An edit
+file, fsync, rename): a process killed during an edit leaves the old state or the new one, never neither. With
+database.url set, the same document is a row of the shared database instead (store.kept). An edit
 is recorded against the chunk's content (`chunkHash`, the sha256 of its text, as the chunk rows carry it) and the
 document version it was made on, so it keeps applying when the document is re-indexed or re-uploaded unchanged and
 stops applying (a conflict, listed by `conflicts`) when the chunk under that evidence key now holds other text. An
@@ -17,17 +18,17 @@ gone: finished when the row holds the new content, dropped when it still holds t
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..files import FileLock, read_json_object, write_atomic
+from ..files import FileLock
 from ..identity import evidence_key
 from ..ports import KeptChunkEdits
 from ..records import StoredChunk
+from .kept import FileDocument, KeptDocument, MemoryDocument
 
 CONTENT = ("text", "keywords", "questions")  # what an edit changes in a chunk's row
 ADDED = "added"
@@ -47,20 +48,22 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+DAMAGED = "The chunk edits in {path} cannot be read ({exc}); restore or delete the file."
+
+
 class ChunkEdits:
     """evidence key -> {"doc_id", "version", "hash", "disabled", "text", "keywords", "questions", "added",
-    "history": [...], "pending": {...}}; in memory when `path` is None. The KeptChunkEdits of rag_core.ports."""
+    "history": [...], "pending": {...}}; in memory when `path` is None, in `document` when given (store.kept: the
+    shared-state database). The KeptChunkEdits of rag_core.ports."""
 
-    def __init__(self, path: Path | None = None, lock: FileLock | None = None) -> None:
-        self.path = path
+    def __init__(self, path: Path | None = None, lock: FileLock | None = None, *,
+                 document: KeptDocument | None = None) -> None:
+        self.path = path if document is None else None
         self.lock = lock or FileLock(None if path is None else path.parent / f"{path.name}.lock")
-        self._memory: dict[str, dict[str, Any]] = {}
+        self.document = document or (MemoryDocument() if path is None else FileDocument(path, DAMAGED))
 
     def _read(self) -> dict[str, dict[str, Any]]:
-        if self.path is None:
-            return json.loads(json.dumps(self._memory))
-        return read_json_object(self.path, "The chunk edits in {path} cannot be read ({exc}); restore or delete the "
-                                           "file.")
+        return self.document.read()
 
     def all(self) -> dict[str, dict[str, Any]]:
         return self._read()
@@ -204,10 +207,7 @@ class ChunkEdits:
             return entry
 
     def _write(self, data: Mapping[str, Any]) -> None:
-        if self.path is None:
-            self._memory = json.loads(json.dumps(data))
-            return
-        write_atomic(self.path, json.dumps(data, ensure_ascii=False, sort_keys=True))
+        self.document.write(dict(data))
 
     def conflicts(self, current: Mapping[str, str], doc_id: str | None = None) -> list[str]:
         """The edits that no longer apply (`current`: evidence key -> content hash of a document's own chunks, as
@@ -261,9 +261,7 @@ class ChunkEdits:
 
     def drop(self) -> None:
         with self.lock():
-            self._memory = {}
-            if self.path is not None:
-                self.path.unlink(missing_ok=True)
+            self.document.remove()
 
 
 def _rebase(entry: dict[str, Any], chunk_hash: str, who: str) -> None:

@@ -2,7 +2,8 @@
 and the tags a user set (`python -m rag_core tag DOC key=value`, the Knowledge base page, the API).
 
 One JSON file per knowledge base (`<data-dir>/originals/<collection>.labels.json`), replaced atomically (a
-temporary file, fsync, rename), so a process killed while tagging leaves the old labels or the new ones. It is the
+temporary file, fsync, rename), so a process killed while tagging leaves the old labels or the new ones (with
+database.url set, a row of the shared database instead: store.kept). It is the
 source of truth; every chunk row carries a copy (its `labels` field, scope.document_labels) that Milvus
 filters on directly (store.milvus.filters), so searches never read this file to filter chunks.
 
@@ -15,36 +16,38 @@ the document's active version is the one it was read from (same content hash): a
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidTags
-from ..files import FileLock, read_json_object, write_atomic
+from ..files import FileLock
 from ..ports import KeptLabels, LabelledStore
 from ..scope import BUILT_IN_KEYS, KEY_PATTERN, MAX_VALUE_CHARS
+from .kept import FileDocument, KeptDocument, MemoryDocument
 
 TagValues = Mapping[str, Sequence[str]]
 PENDING, RELABEL = "pending", "relabel"  # the marks of ingest (with the new front matter) and of a tag change
 
 
-class DocumentLabels:
-    """Front matter and tags per doc_id; in memory when `path` is None (stores that keep no files). The KeptLabels of
-    rag_core.ports."""
+DAMAGED = ("The document labels in {path} cannot be read ({exc}); restore or delete the file (front matter comes back "
+           "with `reindex`, tags must be set again).")
 
-    def __init__(self, path: Path | None = None, lock: FileLock | None = None) -> None:
-        self.path = path
+
+class DocumentLabels:
+    """Front matter and tags per doc_id; in memory when `path` is None (stores that keep no files), in `document` when
+    given (store.kept: the shared-state database). The KeptLabels of rag_core.ports."""
+
+    def __init__(self, path: Path | None = None, lock: FileLock | None = None, *,
+                 document: KeptDocument | None = None) -> None:
+        self.path = path if document is None else None
         self.lock = lock or FileLock(None if path is None else path.parent / f"{path.name}.lock")
-        self._memory: dict[str, dict[str, dict[str, list[str]]]] = {}
+        self.document = document or (MemoryDocument() if path is None else FileDocument(path, DAMAGED))
 
     # ---------------------------------------------------------------- reading
     def _read(self) -> dict[str, dict[str, dict[str, list[str]]]]:
-        if self.path is None:
-            return json.loads(json.dumps(self._memory))
-        return read_json_object(self.path, "The document labels in {path} cannot be read ({exc}); restore or delete "
-                                           "the file (front matter comes back with `reindex`, tags must be set again).")
+        return self.document.read()
 
     def all(self) -> dict[str, dict[str, tuple[str, ...]]]:
         """doc_id -> key -> values: front matter, then tags (a tag adds to a front-matter key's values)."""
@@ -74,11 +77,7 @@ class DocumentLabels:
         with self.lock():
             data = self._read()
             change(data)
-            data = {doc_id: parts for doc_id, parts in data.items() if any(parts.values())}
-            if self.path is None:
-                self._memory = data
-                return
-            write_atomic(self.path, json.dumps(data, ensure_ascii=False, sort_keys=True))
+            self.document.write({doc_id: parts for doc_id, parts in data.items() if any(parts.values())})
 
     def set_tags(self, doc_id: str, tags: TagValues, *, replace: bool = False, writer: Mapping[str, str] | None = None,
                  fits: Callable[[dict[str, tuple[str, ...]]], None] | None = None) -> dict[str, list[str]]:
@@ -185,9 +184,7 @@ class DocumentLabels:
 
     def drop(self) -> None:
         with self.lock():
-            self._memory = {}
-            if self.path is not None:
-                self.path.unlink(missing_ok=True)
+            self.document.remove()
 
 
 def relabelled(store: LabelledStore, change: Callable[[Mapping[str, str]], list[str]]) -> list[str]:

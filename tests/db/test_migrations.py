@@ -21,7 +21,8 @@ from rag_core.errors import StoreError
 from tests.postgres import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-REVISIONS = ["0001_access", "0002_turns", "0003_test_sets", "0004_eval_runs", "0005_turn_user"]  # oldest first
+REVISIONS = ["0001_access", "0002_turns", "0003_test_sets", "0004_eval_runs", "0005_turn_user",
+             "0006_kept_records"]  # oldest first
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -1,13 +1,17 @@
 """The ChunkStore contract and the contracts of its capabilities (tests/contracts/store_capabilities.py) on every
 adapter: MilvusStore on Milvus Lite, MilvusStore through a server URI (Milvus Lite's gRPC server on a loopback port),
-and the in-memory store. Each has every capability (ports.KnowledgeStore)."""
+MilvusStore keeping its chunk edits and labels in the shared-state database (SQLite, PostgreSQL: store.kept), and the
+in-memory store. Each has every capability (ports.KnowledgeStore)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from rag_core.db.engine import engine
+from rag_core.db.migrate import upgrade
 from rag_core.store import MilvusStore
 from rag_core.store.memory import InMemoryChunkStore
 from tests.contracts.store import DIM, EMBEDDER, ChunkStoreContract, InterruptedWrite
@@ -31,6 +35,29 @@ def server_store(milvus_server: str, tmp_path_factory) -> MilvusStore:
     store.open(EMBEDDER, DIM)
     yield store
     store.close()
+
+
+def kept_in_database(folder: Path, url: str) -> Iterator[MilvusStore]:
+    database = engine(url)
+    upgrade(database)
+    store = MilvusStore(str(folder / "milvus.db"), "contract", originals=folder / "originals", database=database)
+    store.open(EMBEDDER, DIM)
+    yield store
+    store.close()
+    database.dispose()
+
+
+@pytest.fixture(scope="module")
+def sqlite_kept_store(tmp_path_factory, milvus) -> Iterator[MilvusStore]:
+    folder = Path(tmp_path_factory.mktemp("kept-sqlite"))
+    yield from kept_in_database(folder, f"sqlite:///{folder / 'team.db'}")
+
+
+@pytest.fixture(scope="module")
+def postgres_kept_store(tmp_path_factory, milvus, postgres_server) -> Iterator[MilvusStore]:
+    url = postgres_server.fresh_database()
+    yield from kept_in_database(Path(tmp_path_factory.mktemp("kept-postgres")), url)
+    postgres_server.drop_database(url)
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +91,18 @@ class TestMilvusServer(MilvusContract):
     @pytest.fixture
     def store(self, server_store: MilvusStore) -> MilvusStore:
         return server_store
+
+
+class TestMilvusLiteKeptInSqlite(MilvusContract):
+    @pytest.fixture
+    def store(self, sqlite_kept_store: MilvusStore) -> MilvusStore:
+        return sqlite_kept_store
+
+
+class TestMilvusLiteKeptInPostgres(MilvusContract):
+    @pytest.fixture
+    def store(self, postgres_kept_store: MilvusStore) -> MilvusStore:
+        return postgres_kept_store
 
 
 class TestInMemory(ChunkStoreContract, EveryCapability):

@@ -29,7 +29,7 @@ import time
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,7 +39,10 @@ from ...names import REGISTRY_SUFFIX
 from ...ports import StoreFilters
 from ...records import Chunk, Document, IndexedVersion, NewVersion, SearchHit, StoredChunk, StoredDocument, WriteResult
 from ...scope import document_labels
+from ..edits import DAMAGED as EDITS_DAMAGED
 from ..edits import ChunkEdits
+from ..kept import EDITS, LABELS
+from ..labels import DAMAGED as LABELS_DAMAGED
 from ..labels import DocumentLabels
 from ..lite import connection
 from ..lite.connection import is_lite
@@ -50,6 +53,9 @@ from .schema import IVF_FROM, MIGRATING, DenseIndex, Schema, check_collection_na
 from .search import Searcher
 from .versions import ActiveVersions
 from .writes import Writer
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 __all__ = ["MilvusStore", "NewVersion", "WriteResult"]
 
@@ -73,20 +79,32 @@ class MilvusStore:
 
     def __init__(self, uri: str, collection: str, token: str = "", timeout: float = 60.0, *,
                  lite: connection.LiteOptions | None = None, originals: Path | None = None,
-                 legacy_originals: Path | None = None) -> None:
+                 legacy_originals: Path | None = None, database: Engine | None = None) -> None:
         """`lite`: how a Milvus Lite file is reached (shared through the store host, or exclusive: see
         lite.connection); `originals`: the folder for this collection's kept originals (None: keep none);
-        `legacy_originals`: where older versions kept them (`uploads/<collection>`), adopted on open."""
+        `legacy_originals`: where older versions kept them (`uploads/<collection>`), adopted on open; `database`:
+        the shared-state database that keeps the chunk edits and labels instead of files (store.kept), when
+        database.url is set."""
         self.uri = uri
         self.lite = lite or connection.LiteOptions(collection=collection)
         self.collection = check_collection_name(collection)
         self.originals = OriginalFiles(originals) if originals is not None else None
         # front matter and tags (store.labels) and chunk edits (store.edits), beside the kept originals, changed under
-        # one lock that holds across the processes sharing the data folder
+        # one lock that holds across the processes sharing the data folder (and the machines sharing `database`)
         beside = originals.parent if originals is not None else None
-        self.lock = FileLock(beside / f".{collection}.lock" if beside is not None else None)
-        self.labels = DocumentLabels(beside / f"{collection}.labels.json" if beside else None, self.lock)
-        self.edits = ChunkEdits(beside / f"{collection}.edits.json" if beside else None, self.lock)
+        if database is None:
+            self.lock = FileLock(beside / f".{collection}.lock" if beside is not None else None)
+            self.labels = DocumentLabels(beside / f"{collection}.labels.json" if beside else None, self.lock)
+            self.edits = ChunkEdits(beside / f"{collection}.edits.json" if beside else None, self.lock)
+        else:  # in the database, under a lock that holds across machines too (store.kept)
+            from ..kept_sql import SqlDocument, database_lock
+
+            self.lock = FileLock(beside / f".{collection}.lock" if beside is not None else None,
+                                 beyond=database_lock(database, collection))
+            self.labels = DocumentLabels(lock=self.lock, document=SqlDocument(
+                database, collection, LABELS, beside / f"{collection}.labels.json" if beside else None, LABELS_DAMAGED))
+            self.edits = ChunkEdits(lock=self.lock, document=SqlDocument(
+                database, collection, EDITS, beside / f"{collection}.edits.json" if beside else None, EDITS_DAMAGED))
         self.legacy_originals = legacy_originals
         self._token = token
         self._timeout = timeout
