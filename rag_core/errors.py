@@ -153,6 +153,11 @@ class GeneratorNeedsModel(EvaluationError):
     """A test set asked of a chat model (generator "model") where none is configured."""
 
 
+class SourceError(RagError):
+    """A source (issue 38: a folder, a Git repository, a website, a Confluence space, an export) cannot be read, or
+    one item of it cannot: the message names the source or the item and what is wrong, in one line."""
+
+
 class UpstreamError(RagError):
     """A service the workbench calls (a reranker, Prometheus, Loki, a chat or embedding model) failed, refused or
     did not answer. `upstream` names it for programs (the message names it, with its address, for people);

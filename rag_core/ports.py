@@ -7,7 +7,7 @@ builds real adapters; everything else depends on these Protocols.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from .access.groups import AccessFilter
     from .access.records import AccessScope, AuditEvent, Principal, Role, User
     from .remote import Retrying
+    from .sources.records import SourceItem
 
 
 # ---------------------------------------------------------------------------------------- embedding
@@ -646,3 +647,19 @@ class EvalRunStore(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+# ---------------------------------------------------------------------------------------- sources
+@runtime_checkable
+class SourceReader(Protocol):
+    """What is at one source now (rag_core/sources: folder, git, web, confluence, notion-export, confluence-export).
+
+    Contract (tests/contracts/sources.py): `items` yields every item at the source once, paths unique, relative and
+    "/"-separated, in a stable order; an item's `read` returns its bytes or raises SourceError naming it (the sync
+    counts it as failed and goes on); `items` raises SourceError, one line, when the source itself cannot be read
+    (unreachable, refused, not found): the sync then deletes nothing. `describe` names the source for messages,
+    without credentials."""
+
+    def describe(self) -> str: ...
+
+    def items(self) -> Iterator[SourceItem]: ...
