@@ -50,6 +50,7 @@ if TYPE_CHECKING:
         MetricsClient,
         Reranker,
     )
+    from .sources.book import SourceBook
 
 def build_embedder(settings: Settings, env: Mapping[str, str] | None = None) -> Embedder:
     """The embedder `embedding.provider` names, by its factory in `embedding/providers.py`. A key is read there."""
@@ -381,6 +382,26 @@ def build_access_store(settings: Settings, env: Mapping[str, str] | None = None)
     from .db.url import database_url
 
     return SqlAccessStore(engine(database_url(settings, env)))
+
+
+def build_source_book(settings: Settings, env: Mapping[str, str] | None = None) -> SourceBook:
+    """The knowledge bases' sources (rag_core.sources.book): `sources.json` in the data folder, or a row of the
+    shared database's kept_records when database.url is set (then their locks are taken there too)."""
+    from .files import FileLock
+    from .sources.book import SourceBook
+    from .store.kept import FileDocument
+
+    damaged = ("The sources in {path} cannot be read ({exc}); restore the file from a backup or delete it and add "
+               "the sources again.")
+    path, locks = settings.data_dir / "sources.json", settings.data_dir / "sources"
+    engine = kept_database(settings, env)
+    if engine is None:
+        return SourceBook(FileDocument(path, damaged), FileLock(locks / "sources.lock"), locks)
+    from .store.kept_sql import SqlDocument, database_lock
+
+    return SourceBook(SqlDocument(engine, "*", "sources", path, damaged),
+                      FileLock(locks / "sources.lock", database_lock(engine, "sources")), locks,
+                      beyond=lambda name: database_lock(engine, f"source.{name}"))
 
 
 def build_test_sets(settings: Settings, env: Mapping[str, str] | None = None) -> TestSetStore:

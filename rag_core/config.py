@@ -205,6 +205,10 @@ KEYS: dict[str, Key] = _keys(
         "first-come-first-served queue. 0 = four times the CPU cores.", min=0, max=1000),
     Key("api.chat-turns", int, 100, "Chat turns (/api/chat) the HTTP API runs at once, in threads of their own; "
         "beyond it the answer is 503 with Retry-After.", min=1, max=1000),
+    # Sources kept in sync (rag_core/sources, docs/sources.md).
+    Key("sources.max-delete-share", float, 0.3, "A source's sync that would delete more than this share of the "
+        "documents it indexed stops and says so (`sources sync --allow-deletes` goes on): a folder unmounted or a "
+        "site down must not empty a knowledge base.", min=0.0, max=1.0),
     # A team's server (rag_core/access, docs/deployment.md): users with their own tokens, roles per knowledge base.
     Key("database.url", str, "", "PostgreSQL URL (postgresql://user:password@host:5432/db) of the shared state: users, "
         "roles, groups, the audit log, chat turns and feedback; empty = embedded SQLite files in the data folder. Set "

@@ -4,7 +4,23 @@ from __future__ import annotations
 
 import argparse
 
-from . import audit, chat, chunks, config, documents, evaluation, feedback, host, kb, mcp, reindex, search, serve, users
+from . import (
+    audit,
+    chat,
+    chunks,
+    config,
+    documents,
+    evaluation,
+    feedback,
+    host,
+    kb,
+    mcp,
+    reindex,
+    search,
+    serve,
+    sources,
+    users,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks of unexpected errors")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # In this order in `--help`: the documents, the lookup, rebuilding the index, the settings, then the rest.
-    for group in (documents, chunks, search, reindex, config, kb, chat, feedback, evaluation, serve, mcp, host, users,
-                  audit):
+    for group in (documents, chunks, search, reindex, config, kb, sources, chat, feedback, evaluation, serve, mcp, host,
+                  users, audit):
         group.register(sub)
     return parser

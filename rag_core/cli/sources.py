@@ -1,0 +1,228 @@
+"""`python -m rag_core sources ...`: the sources a knowledge base is kept in sync with (docs/sources.md).
+
+    python -m rag_core sources add biz folder /mnt/runbooks --include '*.md' --exclude 'drafts/*'
+    python -m rag_core sources list
+    python -m rag_core sources sync runbooks --dry-run   # what a sync would add, replace and delete
+    python -m rag_core sources sync --all                # every source, e.g. from cron
+    python -m rag_core sources show runbooks             # its last sync: counts, failures and their reasons
+    python -m rag_core sources remove runbooks --delete-documents
+
+A source is named NAME, or KB/NAME when several knowledge bases have one of that name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..config import Settings
+from ..errors import SourceError
+from .audit import record
+from .output import EXIT_FAILED_FILES, ingest_progress_bar, print_json
+
+
+def _book(settings: Settings) -> Any:
+    from ..bootstrap import build_source_book
+
+    return build_source_book(settings)
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    if args.include:
+        options["include"] = list(args.include)
+    if args.exclude:
+        options["exclude"] = list(args.exclude)
+    for pair in args.option:
+        key, eq, value = pair.partition("=")
+        if not eq or not key.strip():
+            raise SourceError(f"--option {pair!r}: write it as KEY=VALUE")
+        options[key.strip()] = value
+    return options
+
+
+def cmd_add(args: argparse.Namespace, settings: Settings) -> int:
+    from ..bootstrap import knowledge_bases
+    from ..sources.book import Source, default_name
+    from ..sources.types import build_reader, check_type
+
+    kind, location = check_type(args.type), args.location
+    if kind == "folder":
+        if not Path(location).expanduser().is_dir():
+            raise SourceError(f"folder {location}: no such folder; check the path")
+        location = str(Path(location).expanduser().resolve())
+    with knowledge_bases(settings) as kbs:
+        if args.kb_name != settings["milvus.collection"]:  # the default one is made on first use
+            kbs.get(args.kb_name)  # an unknown knowledge base is named, with `kb list`
+    options = _options(args)
+    build_reader(kind, location, options)  # options a type refuses are refused now
+    name = args.name or default_name(location)
+    folder = (args.folder if args.folder is not None else name).strip().strip("/")
+    if not folder:
+        raise SourceError("--folder: give the folder its documents go in (a source never fills the whole "
+                          "knowledge base, so its deletions stay inside it)")
+    source = _book(settings).add(Source(name, args.kb_name, kind, location, folder, options))
+    record(settings, "sources.add", source.kb, source.name,
+           {"type": kind, "location": location, "folder": folder, **options})
+    if args.json:
+        print_json(source.to_dict())
+    else:
+        print(f"added source {source.key} ({kind} {location} -> {folder}/); "
+              f"`python -m rag_core sources sync {source.key}` indexes it")
+    return 0
+
+
+def _status(s: Any) -> str:
+    st = s.status
+    if not st:
+        return "never synced"
+    if st.get("error"):
+        return f"failed at {st['started_at']}: {st['error']}"
+    return (f"synced {st['started_at']} in {st['seconds']:.1f}s: {st['added']} added, {st['replaced']} replaced, "
+            f"{st['unchanged']} unchanged, {st['deleted']} deleted, {st['failed']} failed")
+
+
+def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
+    sources = _book(settings).all()
+    if args.json:
+        print_json([s.to_dict() for s in sources])
+        return 0
+    for s in sources:
+        print(f"{s.key}  {s.type} {s.location} -> {s.folder}/  {len(s.indexed)} documents  [{_status(s)}]")
+    if not sources:
+        print("no sources; `python -m rag_core sources add KB TYPE LOCATION` adds one")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
+    s = _book(settings).get(args.name)
+    if args.json:
+        print_json(s.to_dict())
+        return 0
+    print(f"{s.key}: {s.type} {s.location} -> {s.folder}/, {len(s.indexed)} documents")
+    for key, value in s.options.items():
+        print(f"  {key} = {value}")
+    print(f"  last sync: {_status(s)}")
+    for doc_id, reason in (s.status.get("failures") or {}).items():
+        print(f"  failed {doc_id}: {reason}")
+    return 0
+
+
+def cmd_sync(args: argparse.Namespace, settings: Settings) -> int:
+    from ..sources.sync import sync
+    from ..sources.types import build_reader
+    from .workbench import workbench
+
+    book = _book(settings)
+    if args.all == bool(args.name):
+        raise SourceError("sources sync: name one source, or give --all")
+    sources = book.all() if args.all else [book.get(args.name)]
+    results, errors = [], 0
+    for source in sources:
+        try:
+            reader = build_reader(source.type, source.location, source.options)
+            with workbench(settings.for_kb(source.kb)) as wb, \
+                    ingest_progress_bar(not (args.quiet or args.json)) as progress:
+                result = sync(source, reader, wb.ingestor, book, max_delete_share=settings["sources.max-delete-share"],
+                              allow_deletes=args.allow_deletes, dry_run=args.dry_run, progress=progress)
+        except SourceError as exc:
+            if not args.all:
+                raise
+            errors += 1
+            print(f"error: {exc}", file=sys.stderr)
+            continue
+        results.append(result)
+        if not args.dry_run:
+            record(settings, "sources.sync", source.kb, source.name,
+                   {k: v for k, v in result.to_dict().items() if k in ("added", "replaced", "deleted", "failed")})
+        if not args.json:
+            _print_result(source.key, result)
+    if args.json:
+        print_json([r.to_dict() for r in results] if args.all else results[0].to_dict())
+    return EXIT_FAILED_FILES if errors or any(r.failures for r in results) else 0
+
+
+def _print_result(key: str, result: Any) -> None:
+    if result.dry_run:
+        for action in ("added", "replaced", "deleted"):
+            for doc_id in getattr(result, action):
+                print(f"would be {action}: {doc_id}")
+    for doc_id, reason in result.failures.items():
+        print(f"failed {doc_id}: {reason}")
+    d = result.to_dict()
+    verb = "would sync" if result.dry_run else "synced"
+    print(f"{verb} {key}: {d['added']} added, {d['replaced']} replaced, {d['unchanged']} unchanged, "
+          f"{d['deleted']} deleted, {d['failed']} failed ({result.seconds:.1f}s)")
+
+
+def cmd_remove(args: argparse.Namespace, settings: Settings) -> int:
+    book = _book(settings)
+    source = book.get(args.name)
+    deleted = 0
+    if args.delete_documents:
+        from .workbench import workbench
+
+        with book.sync_lock(source)(wait=False) as held:
+            if not held:
+                raise SourceError(f"source {source.key}: a sync of it is running; remove it when it ends")
+            with workbench(settings.for_kb(source.kb)) as wb:
+                prefix = source.folder + "/"
+                for doc in wb.store.list_documents():
+                    if doc.doc_id.startswith(prefix) and wb.ingestor.delete(doc.doc_id):
+                        deleted += 1
+    book.remove(source)
+    record(settings, "sources.remove", source.kb, source.name, {"documents_deleted": deleted})
+    kept = "" if args.delete_documents else f"; its documents stay under {source.folder}/"
+    print(f"removed source {source.key}" + (f" and its {deleted} documents" if args.delete_documents else kept))
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `sources ...` to `python -m rag_core`."""
+    from ..sources.types import TYPES
+
+    group = subparsers.add_parser("sources", help="folders (and other sources) a knowledge base is kept in sync with",
+                                  description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = group.add_subparsers(dest="sources_command", required=True, metavar="ACTION")
+    json_help = "print machine-readable JSON on stdout"
+
+    p = sub.add_parser("add", help="a new source of a knowledge base (nothing is indexed until `sources sync`)")
+    p.add_argument("kb_name", metavar="KB", help="the knowledge base it fills")
+    p.add_argument("type", metavar="TYPE", help=f"the kind of source: {', '.join(sorted(TYPES))}")
+    p.add_argument("location", metavar="LOCATION", help="where it is: a folder's path, a repository's URL, ...")
+    p.add_argument("--name", help="its name, unique in the knowledge base (default: from the location)")
+    p.add_argument("--folder", help="the folder its documents go in inside the knowledge base (default: its name)")
+    p.add_argument("--include", action="append", default=[], metavar="GLOB",
+                   help="only paths matching this glob (repeatable; `*` matches across folders: '*.md')")
+    p.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                   help="leave out paths matching this glob (repeatable: 'drafts/*')")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="an option of the type (repeatable), e.g. --option branch=main")
+    p.add_argument("--json", action="store_true", help=json_help)
+    p.set_defaults(func=cmd_add)
+
+    p = sub.add_parser("list", help="every source with its last sync")
+    p.add_argument("--json", action="store_true", help=json_help)
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("show", help="one source: its options and its last sync, each failure with its reason")
+    p.add_argument("name", help="the source (NAME or KB/NAME)")
+    p.add_argument("--json", action="store_true", help=json_help)
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("sync", help="bring a knowledge base up to date with a source: add, replace and delete")
+    p.add_argument("name", nargs="?", help="the source (NAME or KB/NAME)")
+    p.add_argument("--all", action="store_true", help="every source, one after the other")
+    p.add_argument("--dry-run", action="store_true", help="list what would be added, replaced and deleted; change "
+                   "nothing")
+    p.add_argument("--allow-deletes", action="store_true", help="delete past sources.max-delete-share")
+    p.add_argument("--json", action="store_true", help="print the counts as JSON (a list with --all)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_sync)
+
+    p = sub.add_parser("remove", help="forget a source (its documents stay unless --delete-documents)")
+    p.add_argument("name", help="the source (NAME or KB/NAME)")
+    p.add_argument("--delete-documents", action="store_true", help="also delete the documents it indexed")
+    p.set_defaults(func=cmd_remove)

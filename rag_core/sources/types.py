@@ -1,0 +1,33 @@
+"""The source types: a type's name -> the factory of its reader, `factory(location, options, env)` returning a
+ports.SourceReader (options: a folder's `include`/`exclude` glob lists; the strings `--option K=V` gave for the
+others). A new type is its module in rag_core/sources with a `build` and one line here, imported when it builds."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import SourceError
+from ..ports import SourceReader
+
+TYPES: dict[str, str] = {
+    "folder": "rag_core.sources.folder:build",
+    # "git": "rag_core.sources.git:build",
+    # "web": "rag_core.sources.web:build",
+}
+
+
+def check_type(kind: str) -> str:
+    if kind not in TYPES:
+        raise SourceError(f"unknown source type {kind!r}; known types: {', '.join(sorted(TYPES))}")
+    return kind
+
+
+def build_reader(kind: str, location: str, options: Mapping[str, Any],
+                 env: Mapping[str, str] | None = None) -> SourceReader:
+    """The reader of a source of type `kind` (SourceError naming the known types for another)."""
+    module, _, name = TYPES[check_type(kind)].partition(":")
+    factory = getattr(importlib.import_module(module), name)
+    reader: SourceReader = factory(location, options, dict(env or {}))
+    return reader
