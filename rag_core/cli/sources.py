@@ -122,7 +122,8 @@ def cmd_sync(args: argparse.Namespace, settings: Settings) -> int:
     results, errors = [], 0
     for source in sources:
         try:
-            reader = build_reader(source.type, source.location, source.options)
+            reader = build_reader(source.type, source.location, source.options,
+                                  {path: seen.get("version", "") for path, seen in source.indexed.items()})
             with workbench(settings.for_kb(source.kb)) as wb, \
                     ingest_progress_bar(not (args.quiet or args.json)) as progress:
                 result = sync(source, reader, wb.ingestor, book, max_delete_share=settings["sources.max-delete-share"],

@@ -5,6 +5,7 @@ folder (fnmatch: `*` matches across "/", so `*.md` takes every Markdown file, `d
 from __future__ import annotations
 
 import fnmatch
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,8 +39,9 @@ class FolderReader:
             files = iter_files([self.root])
         except RagError as exc:
             raise SourceError(f"{self.describe()}: {exc}") from None
+        real_root = os.path.realpath(self.root)
         for file, _ in files:
-            if not file.is_file():  # a link to a folder or a file outside it: not the folder's own
+            if file.is_dir():  # a link to a folder outside it: not the folder's own
                 continue
             path = file.relative_to(self.root).as_posix()
             if not self._wanted(path):
@@ -50,11 +52,13 @@ class FolderReader:
                 version = f"unreadable:{exc.strerror}"
             else:
                 version = f"{st.st_size}:{st.st_mtime_ns}"
-            yield SourceItem(path, _reader(file, path), version=version, url=file.absolute().as_uri())
+            yield SourceItem(path, _reader(file, path, real_root), version=version, url=file.absolute().as_uri())
 
 
-def _reader(file: Path, path: str) -> Any:
+def _reader(file: Path, path: str, real_root: str) -> Any:
     def read() -> bytes:
+        if os.path.commonpath([os.path.realpath(file), real_root]) != real_root:
+            raise SourceError(f"{path}: a link to a file outside the folder; not read")
         try:
             return file.read_bytes()
         except OSError as exc:
@@ -62,6 +66,10 @@ def _reader(file: Path, path: str) -> Any:
     return read
 
 
-def build(location: str, options: Mapping[str, Any], env: Mapping[str, str]) -> FolderReader:
-    """The reader of `sources add KB folder LOCATION --include G --exclude G`."""
+def build(location: str, options: Mapping[str, Any], known: Mapping[str, str] | None = None) -> FolderReader:
+    """The reader of `sources add KB folder LOCATION --include G --exclude G` (`known` unused: a file's size and
+    mtime are read anyway)."""
+    unknown = sorted(set(options) - {"include", "exclude"})
+    if unknown:
+        raise SourceError(f"folder source {location}: unknown option {unknown[0]} (include, exclude)")
     return FolderReader(location, options.get("include") or (), options.get("exclude") or ())

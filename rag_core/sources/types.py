@@ -1,6 +1,8 @@
-"""The source types: a type's name -> the factory of its reader, `factory(location, options, env)` returning a
-ports.SourceReader (options: a folder's `include`/`exclude` glob lists; the strings `--option K=V` gave for the
-others). A new type is its module in rag_core/sources with a `build` and one line here, imported when it builds."""
+"""The source types: a type's name -> the factory of its reader, `factory(location, options, known)` returning a
+ports.SourceReader. `options`: a folder's `include`/`exclude` glob lists, the strings `--option K=V` gave for the
+others; `known`: each path's version as the last sync indexed it (path -> SourceItem.version), for sources that ask
+"changed since?" (a web page's ETag). A secret a type needs (a token) it reads from the environment itself, by a
+name its options give. A new type is its module in rag_core/sources and one line here, imported when it builds."""
 
 from __future__ import annotations
 
@@ -13,8 +15,8 @@ from ..ports import SourceReader
 
 TYPES: dict[str, str] = {
     "folder": "rag_core.sources.folder:build",
-    # "git": "rag_core.sources.git:build",
-    # "web": "rag_core.sources.web:build",
+    # "git": "rag_core.sources.git:...",
+    # "web": "rag_core.sources.web:web_reader",
 }
 
 
@@ -25,9 +27,9 @@ def check_type(kind: str) -> str:
 
 
 def build_reader(kind: str, location: str, options: Mapping[str, Any],
-                 env: Mapping[str, str] | None = None) -> SourceReader:
+                 known: Mapping[str, str] | None = None) -> SourceReader:
     """The reader of a source of type `kind` (SourceError naming the known types for another)."""
     module, _, name = TYPES[check_type(kind)].partition(":")
     factory = getattr(importlib.import_module(module), name)
-    reader: SourceReader = factory(location, options, dict(env or {}))
+    reader: SourceReader = factory(location, options, dict(known or {}))
     return reader
