@@ -1,0 +1,185 @@
+"""A source's sync (rag_core/sources/sync.py) against a real knowledge base: Milvus Lite and the local embedder,
+with an embedder that counts what it embeds, so "unchanged" is seen to embed nothing."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rag_core.errors import SourceError
+from rag_core.files import FileLock
+from rag_core.sources.book import Source, SourceBook
+from rag_core.sources.folder import FolderReader
+from rag_core.sources.sync import sync
+from rag_core.store.kept import MemoryDocument
+from tests.helpers import make_workbench
+
+pytestmark = pytest.mark.milvus
+
+
+class Counting:
+    """The local embedder, counting the texts it embeds for documents."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.embedded = 0
+
+    @property
+    def name(self) -> str:
+        return str(self.inner.name)
+
+    @property
+    def dim(self) -> int:
+        return int(self.inner.dim)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        self.embedded += len(texts)
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.inner.embed_query(text)
+
+
+@pytest.fixture(scope="module")
+def wb(tmp_path_factory: pytest.TempPathFactory, local_embedder, milvus) -> Iterator[Any]:
+    wb = make_workbench(tmp_path_factory.mktemp("sync-kb"), Counting(local_embedder))
+    yield wb
+    wb.close()
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text, encoding="utf-8")
+
+
+def folder_with(root: Path, n: int) -> Path:
+    write(root, {f"doc{i}.md": f"# Document {i}\n\nRunbook {i}: restart service {i} when it hangs."
+                 for i in range(n)})
+    return root
+
+
+def a_source(name: str, root: Path) -> tuple[Source, SourceBook]:
+    book = SourceBook(MemoryDocument(), FileLock(None), None)
+    return book.add(Source(name, "biz", "folder", str(root), name)), book
+
+
+def run(source: Source, book: SourceBook, wb: Any, **kw: Any) -> Any:
+    kw.setdefault("max_delete_share", 0.3)
+    result = sync(book.get(source.name), FolderReader(source.location), wb.ingestor, book, **kw)
+    return result.to_dict()
+
+
+def counts(d: dict[str, Any]) -> tuple[int, ...]:
+    return tuple(d[k] for k in ("added", "replaced", "unchanged", "deleted", "failed"))
+
+
+def docs(wb: Any, folder: str) -> list[str]:
+    return [d.doc_id for d in wb.store.list_documents() if d.doc_id.startswith(folder + "/")]
+
+
+def test_a_folder_kept_in_sync_adds_skips_replaces_deletes(tmp_path: Path, wb: Any) -> None:
+    root = folder_with(tmp_path, 5)
+    source, book = a_source("runbooks", root)
+    first = run(source, book, wb)
+    assert counts(first) == (5, 0, 0, 0, 0) and first["ok"]
+    assert docs(wb, "runbooks") == [f"runbooks/doc{i}.md" for i in range(5)]
+    status = book.get("runbooks").status
+    assert status["added"] == 5 and status["started_at"]
+    assert book.get("runbooks").indexed["doc0.md"]["url"] == (root / "doc0.md").as_uri()
+
+    embedded = wb.embedder.embedded
+    assert counts(run(source, book, wb)) == (0, 0, 5, 0, 0)
+    assert wb.embedder.embedded == embedded  # nothing re-embedded
+
+    st = (root / "doc1.md").stat()  # touched, same bytes: read, hashed, still unchanged
+    os.utime(root / "doc1.md", ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
+    assert counts(run(source, book, wb)) == (0, 0, 5, 0, 0) and wb.embedder.embedded == embedded
+
+    write(root, {"doc2.md": "# Document 2\n\nRunbook 2 changed: page the on-call first."})
+    (root / "doc3.md").unlink()
+    write(root, {"new.md": "# New\n\nA runbook added at the source."})
+    d = run(source, book, wb)
+    assert counts(d) == (1, 1, 3, 1, 0)
+    assert d["changes"] == {"added": ["runbooks/new.md"], "replaced": ["runbooks/doc2.md"],
+                            "deleted": ["runbooks/doc3.md"]}
+    assert "runbooks/doc3.md" not in docs(wb, "runbooks") and "runbooks/new.md" in docs(wb, "runbooks")
+    assert wb.embedder.embedded > embedded
+
+
+def test_dry_run_lists_and_changes_nothing(tmp_path: Path, wb: Any) -> None:
+    root = folder_with(tmp_path, 3)
+    source, book = a_source("dry", root)
+    run(source, book, wb)
+    before, status, embedded = docs(wb, "dry"), book.get("dry").status, wb.embedder.embedded
+    write(root, {"doc0.md": "# changed", "extra.md": "# Extra\n\nmore"})
+    (root / "doc1.md").unlink()
+    d = run(source, book, wb, dry_run=True)
+    assert d["dry_run"] and d["changes"] == {"added": ["dry/extra.md"], "replaced": ["dry/doc0.md"],
+                                             "deleted": ["dry/doc1.md"]}
+    assert docs(wb, "dry") == before and book.get("dry").status == status and wb.embedder.embedded == embedded
+
+
+def test_a_sync_deleting_too_much_stops_until_allowed(tmp_path: Path, wb: Any) -> None:
+    root = folder_with(tmp_path, 4)
+    source, book = a_source("guarded", root)
+    run(source, book, wb)
+    for i in range(2):
+        (root / f"doc{i}.md").unlink()
+    with pytest.raises(SourceError, match=r"would delete 2 of its 4 documents, more than sources.max-delete-share "
+                                          r"\(30%\).*--allow-deletes"):
+        run(source, book, wb)
+    assert len(docs(wb, "guarded")) == 4 and book.get("guarded").status["error"]
+    assert counts(run(source, book, wb, allow_deletes=True)) == (0, 0, 2, 2, 0)
+    assert docs(wb, "guarded") == ["guarded/doc2.md", "guarded/doc3.md"]
+
+
+def test_an_unreadable_file_is_counted_as_failed_and_the_others_go_on(tmp_path: Path, wb: Any) -> None:
+    root = folder_with(tmp_path, 2)
+    os.symlink(root / "nowhere.md", root / "dangling.md")
+    write(root, {"empty.md": "   \n"})  # read, refused by ingest: no text to index
+    source, book = a_source("partly", root)
+    d = run(source, book, wb)
+    assert counts(d) == (2, 0, 0, 0, 2)
+    assert "dangling.md: cannot be read" in d["failures"]["partly/dangling.md"]
+    assert "nothing to index" in d["failures"]["partly/empty.md"]
+    assert book.get("partly").status["failures"] == d["failures"]
+
+
+def test_a_missing_folder_deletes_nothing_and_fails_with_one_line(tmp_path: Path, wb: Any) -> None:
+    root = folder_with(tmp_path / "mnt", 2)
+    source, book = a_source("mounted", root)
+    run(source, book, wb)
+    root.rename(tmp_path / "unmounted")
+    with pytest.raises(SourceError, match=r"folder .*mnt: no such folder"):
+        run(source, book, wb, allow_deletes=True)
+    assert len(docs(wb, "mounted")) == 2
+    assert "no such folder" in book.get("mounted").status["error"]
+    assert len(book.get("mounted").indexed) == 2  # what the last good sync indexed is kept
+
+
+def test_a_sync_never_runs_twice_at_once(tmp_path: Path, wb: Any) -> None:
+    source, book = a_source("locked", folder_with(tmp_path, 1))
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with book.sync_lock(source)():
+            held.set()
+            release.wait(30)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    held.wait(30)
+    try:
+        with pytest.raises(SourceError, match="a sync of it is running already"):
+            run(source, book, wb)
+    finally:
+        release.set()
+        t.join()
+    assert counts(run(source, book, wb)) == (1, 0, 0, 0, 0)
