@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Settings
+from ..doc_ids import normalize_doc_id
 from ..errors import SourceError
 from .audit import record
 from .output import EXIT_FAILED_FILES, ingest_progress_bar, print_json
@@ -59,7 +60,9 @@ def cmd_add(args: argparse.Namespace, settings: Settings) -> int:
     options = _options(args)
     build_reader(kind, location, options)  # options a type refuses are refused now
     name = args.name or default_name(location)
-    folder = (args.folder if args.folder is not None else name).strip().strip("/")
+    folder = (args.folder if args.folder is not None else name).strip().strip("/\\")
+    if folder:
+        folder = normalize_doc_id(folder)  # spelled as the doc_ids under it are
     if not folder:
         raise SourceError("--folder: give the folder its documents go in (a source never fills the whole "
                           "knowledge base, so its deletions stay inside it)")

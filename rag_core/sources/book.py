@@ -54,6 +54,11 @@ def default_name(location: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", stem).strip("_.-")[:64] or "source"
 
 
+def _nested(a: str, b: str) -> bool:
+    """One folder is the other or inside it."""
+    return a == b or a.startswith(b + "/") or b.startswith(a + "/")
+
+
 class SourceBook:
     """The sources kept in `document`, changed under `lock`; `locks`: the folder of each source's sync lock (None:
     this process's locks), `beyond`: a source's lock across machines (the shared database's)."""
@@ -92,6 +97,11 @@ class SourceBook:
             if source.key in sources:
                 raise SourceError(f"knowledge base {source.kb!r} has a source {source.name!r} already; "
                                   "choose another --name")
+            for other in (Source(**raw) for raw in sources.values()):
+                if other.kb == source.kb and _nested(other.folder, source.folder):
+                    raise SourceError(f"source {other.key} fills the folder {other.folder}/ already; give this one "
+                                      "a --folder of its own (a sync deletes what its folder holds that the source "
+                                      "does not)")
             sources[source.key] = asdict(source)
             self.document.write(data)
         return source
