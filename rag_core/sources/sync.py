@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -20,6 +20,8 @@ from ..doc_ids import join_doc_id
 from ..errors import RagError, SourceError
 from ..ingest import Ingestor, IngestProgress
 from ..ports import SourceReader
+from ..scope import MAX_VALUE_CHARS
+from ..store.labels import relabelled
 from .book import Source, SourceBook
 from .records import SourceItem
 
@@ -124,6 +126,7 @@ def _run(source: Source, reader: SourceReader, ingestor: Ingestor, result: SyncR
             _ingest(source, ingestor, todo, result, indexed, progress)
     if not dry:
         _ingest(source, ingestor, todo, result, indexed, progress)
+        _tag_provenance(source, ingestor, items, set(result.added) | set(result.replaced))
     for doc_id in gone:
         if not dry:
             try:
@@ -149,3 +152,27 @@ def _ingest(source: Source, ingestor: Ingestor, todo: list[tuple[str, SourceItem
         {"added": result.added, "replaced": result.replaced}.get(str(report.status), result.unchanged).append(doc_id)
         indexed[item.path] = {"version": item.version, "hash": digest, "url": item.url, "meta": dict(item.meta)}
     todo.clear()
+
+
+def _tag_provenance(source: Source, ingestor: Ingestor, items: dict[str, SourceItem], doc_ids: set[str]) -> None:
+    """The documents added or replaced tagged with their source and URL (`source`, `source_url`), where their tags
+    do not say so yet: `docs`, the metadata and `--filter source=NAME` show them; their rows are relabelled in one
+    change, without embedding. A URL too long for a tag stays in the source's record only."""
+    store = ingestor.store
+    have = store.labels.tags_by_document()
+    wanted: dict[str, dict[str, list[str]]] = {}
+    for doc_id in sorted(doc_ids):
+        tags = {"source": [source.name]}
+        if items[doc_id].url and len(items[doc_id].url) <= MAX_VALUE_CHARS:
+            tags["source_url"] = [items[doc_id].url]
+        if any(have.get(doc_id, {}).get(k) != v for k, v in tags.items()):
+            wanted[doc_id] = tags
+    if not wanted:
+        return
+
+    def change(writer: Mapping[str, str]) -> list[str]:
+        for doc_id, tags in wanted.items():
+            store.labels.set_tags(doc_id, tags, writer=writer)
+        return list(wanted)
+
+    relabelled(store, change)

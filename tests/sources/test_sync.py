@@ -93,6 +93,8 @@ def test_a_folder_kept_in_sync_adds_skips_replaces_deletes(tmp_path: Path, wb: A
     status = book.get("runbooks").status
     assert status["added"] == 5 and status["started_at"]
     assert book.get("runbooks").indexed["doc0.md"]["url"] == (root / "doc0.md").as_uri()
+    assert wb.store.labels.tags("runbooks/doc0.md") == {"source": ["runbooks"],
+                                                         "source_url": [(root / "doc0.md").as_uri()]}
 
     embedded = wb.embedder.embedded
     assert counts(run(source, book, wb)) == (0, 0, 5, 0, 0)
