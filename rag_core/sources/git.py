@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from ..errors import SourceError
 from ..loaders import SUPPORTED_EXTENSIONS
@@ -31,7 +31,6 @@ OPTIONS = ("branch", "subfolder", "include", "exclude")
 _FORGES = {"github.com": "/blob/", "gitlab.com": "/-/blob/"}
 _SUPPORTED = frozenset(SUPPORTED_EXTENSIONS)
 _CREDENTIALS = re.compile(r"(?<=://)[^/@\s]+@")
-_REF = "refs/sources/fetched"
 
 
 def without_credentials(text: str) -> str:
@@ -75,7 +74,7 @@ class GitReader:
     def _local(self) -> Path | None:
         """The repository's folder when it is on this machine (a path or a file:// URL), else None."""
         if self.location.startswith("file://"):
-            return Path(urlsplit(self.location).path)
+            return Path(unquote(urlsplit(self.location).path))
         if "://" in self.location or re.match(r"^[^/]+@[^/]+:", self.location):
             return None
         return Path(self.location).expanduser()
@@ -100,16 +99,19 @@ class GitReader:
         """Fetches the branch into the mirror (made at the first call) and returns the commit it is at."""
         if not (self.mirror / "HEAD").is_file():
             self.mirror.parent.mkdir(parents=True, exist_ok=True)
-            self._git("init", "--quiet", "--bare", str(self.mirror), what="cannot make its cache", bare=False)
+            self._git("init", "--quiet", "--bare", str(self.mirror), what=f"cannot make its cache in {self.mirror}",
+                      bare=False)
         ref = f"refs/heads/{self.branch}" if self.branch else "HEAD"
-        fetch = ("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", self._fetch_location(), f"+{ref}:{_REF}")
+        kept = f"refs/sources/heads/{self.branch}" if self.branch else "refs/sources/HEAD"  # one per branch read
+        fetch = ("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", self._fetch_location(), f"+{ref}:{kept}")
         try:
             self._git(*fetch, what="cannot be fetched")
         except _GitFailed as failed:
-            if self.branch and "couldn't find remote ref" in failed.detail:
-                raise SourceError(f"git source {self.name}: branch {self.branch!r} does not exist") from None
-            raise SourceError(f"git source {self.name}: cannot be fetched ({failed.detail})") from None
-        return self._git("rev-parse", "--verify", f"{_REF}^{{commit}}", what="fetched no commit").decode().strip()
+            if "couldn't find remote ref" in failed.detail:
+                missing = f"branch {self.branch!r} does not exist" if self.branch else "has no commits"
+                raise SourceError(f"git source {self.name}: {missing}") from None
+            raise
+        return self._git("rev-parse", "--verify", f"{kept}^{{commit}}", what="fetched no commit").decode().strip()
 
     def _fetch_location(self) -> str:
         local = self._local
@@ -190,12 +192,7 @@ class GitReader:
                 found[name] = touched
 
     def _reader(self, path: str, blob: str) -> Callable[[], bytes]:
-        def read() -> bytes:
-            try:
-                return self._git("cat-file", "blob", blob, what="cannot be read")
-            except _GitFailed as failed:
-                raise SourceError(f"git source {self.name}: {path} cannot be read ({failed.detail})") from None
-        return read
+        return lambda: self._git("cat-file", "blob", blob, what=f"{path} cannot be read")
 
     def _url(self, commit: str, path: str) -> str:
         full = self._full(path)
@@ -215,7 +212,8 @@ class GitReader:
         return ["git", *(("--git-dir", str(self.mirror)) if bare else ()), *args]
 
     def _git(self, *args: str, what: str, bare: bool = True) -> bytes:
-        """Runs git; its output, or _GitFailed with git's reason (a timeout, a missing program: SourceError)."""
+        """Runs git: its output, or SourceError "git source NAME: WHAT (git's reason)" (_GitFailed when git said
+        why, so a caller can tell reasons apart)."""
         try:
             done = subprocess.run(self._command(*args, bare=bare), capture_output=True, timeout=self.timeout,
                                   env=_ENV, stdin=subprocess.DEVNULL, check=False)
@@ -226,7 +224,8 @@ class GitReader:
             raise SourceError(f"git source {self.name}: cannot run the git program ({err.strerror}); "
                               "install git") from None
         if done.returncode != 0:
-            raise _GitFailed(self._reason(done.stderr) or what)
+            detail = self._reason(done.stderr) or f"exit status {done.returncode}"
+            raise _GitFailed(f"git source {self.name}: {what} ({detail})", detail)
         return done.stdout
 
     def _reason(self, stderr: bytes) -> str:
@@ -236,9 +235,11 @@ class GitReader:
         return without_credentials(reason.replace(self.location, self.name))
 
 
-class _GitFailed(Exception):
-    def __init__(self, detail: str) -> None:
-        super().__init__(detail)
+class _GitFailed(SourceError):
+    """A git command failed; `detail` is git's reason."""
+
+    def __init__(self, message: str, detail: str) -> None:
+        super().__init__(message)
         self.detail = detail
 
 

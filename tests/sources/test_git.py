@@ -172,6 +172,9 @@ def test_a_missing_repository_branch_or_sub_folder_is_one_line(repo: Repo, tmp_p
     assert message.startswith(f"git source {repo.root.as_uri()}: sub-folder 'guides' does not exist at commit ")
     message = one_line_error(reader_for(repo, tmp_path, subfolder="README.md"))
     assert "sub-folder 'README.md' is not a folder" in message
+    empty = Repo(tmp_path / "empty repo")
+    assert one_line_error(git_reader(empty.root.as_uri(), {}, tmp_path / "cache")) == (
+        f"git source {empty.root.as_uri()}: has no commits")
     with pytest.raises(SourceError, match="unknown option folder"):
         reader_for(repo, tmp_path, folder="runbooks")
 
