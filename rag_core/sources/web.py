@@ -358,8 +358,13 @@ def page_path(url: str, ext: str = "html") -> str:
     query string (sorted, so the same query always gives the same name) after "@", and `.ext` unless it ends so
     (".htm" counts as ".html"): "/docs/guide?b=2&a=1" -> "docs/guide@a=1&b=2.html"."""
     parts = urlsplit(url)
-    segments = [unquote(s).replace("\\", "_").replace("/", "_") for s in parts.path.split("/")]
-    segments = [s for s in segments if s not in ("", ".", "..")]
+    segments: list[str] = []
+    for segment in parts.path.split("/"):
+        if segment == "..":
+            del segments[-1:]
+        elif segment not in ("", "."):
+            name = unquote(segment).replace("\\", "_").replace("/", "_")
+            segments.append("_" * len(name) if name in (".", "..") else name)  # "%2E%2E" is no way up
     if not segments or parts.path.endswith("/"):
         segments.append("index")
     name = segments[-1]
