@@ -444,8 +444,10 @@ def _client() -> httpx.Client:
 
 def _one_get(client: httpx.Client, url: str, headers: Mapping[str, str]) -> Page:
     with client.stream("GET", url, headers=dict(headers)) as response:
-        if response.status_code != 200:
-            return Page(url, response.status_code, response.headers)
+        page = Page(url, response.status_code, response.headers)
+        kind = page.content_type
+        if page.status != 200 or (kind and kind not in LOADABLE_TYPES and not kind.endswith("xml")):
+            return page  # an error, or a type no loader reads (an image, a video): its body is not downloaded
         chunks, size = [], 0
         for chunk in response.iter_bytes():
             size += len(chunk)
