@@ -115,6 +115,7 @@ class WebReader:
     # ------------------------------------------------------------------------------------ listing
     def items(self) -> Iterator[SourceItem]:
         with _client() as client:
+            self._robots = None
             self._robots = self._read_robots(client)
             if not self._robots.can_fetch(USER_AGENT, self.url):
                 raise SourceError(f"{self.url}: robots.txt does not allow {USER_AGENT} to read it")
@@ -295,11 +296,15 @@ class WebReader:
         return None
 
     def _read_robots(self, client: httpx.Client) -> RobotFileParser:
-        """The site's robots.txt: none (404) allows everything, 401/403 nothing (as urllib.robotparser reads them);
-        a server error or no answer raises SourceError (the site's wishes are unknown)."""
+        """The site's robots.txt: none (404, or a redirect off the site) allows everything, 401/403 nothing (as
+        urllib.robotparser reads them); a server error or no answer raises SourceError (the site's wishes are
+        unknown)."""
         url = urlunsplit((*self._site, "/robots.txt", "", ""))
         robots = RobotFileParser(url)
-        page = self._attempts(client, url, {})
+        try:
+            page = self._fetch(client, url)
+        except _OffSite:
+            page = Page(url, 404, httpx.Headers())  # the start URL then says what is wrong, if anything is
         if page.status in (401, 403):
             robots.parse(["User-agent: *", "Disallow: /"])
         elif 400 <= page.status < 500 and page.status not in RETRY_STATUS:

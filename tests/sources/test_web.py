@@ -40,6 +40,7 @@ class DocsSite(FakeServer):
         super().__init__()
         self.docs: dict[str, Doc] = {}
         self.busy = 1  # 429s /docs/busy.html answers before its page
+        self.robots_moved = False  # /robots.txt redirects to /robots-file.txt
 
     def build(self) -> None:
         other = f"http://localhost:{self.port}"  # the same server under another host name: another site
@@ -74,6 +75,10 @@ class DocsSite(FakeServer):
 
     def handle(self, request: RecordedRequest) -> Reply:
         path = request.path
+        if path == "/robots.txt" and self.robots_moved:
+            return Reply(301, headers={"Location": "/robots-file.txt"})
+        if path == "/robots-file.txt":
+            path = "/robots.txt"
         if path == "/docs/old.html":
             return Reply(301, headers={"Location": "/docs/new.html"})
         if path == "/docs/away":
@@ -200,6 +205,13 @@ def test_a_start_url_that_cannot_be_crawled_is_one_line_from_items(site: DocsSit
     with pytest.raises(SourceError) as raised:
         list(reader(site, start).items())
     assert one_line(raised.value).startswith(f"{site.url}{start}: ") and message in str(raised.value)
+
+
+def test_a_robots_txt_redirected_on_the_site_is_followed(site: DocsSite) -> None:
+    site.robots_moved = True
+    paths = [i.path for i in reader(site, depth=1).items()]
+    assert site.paths()[:2] == ["/robots.txt", "/robots-file.txt"] and paths
+    assert "/docs/private/secret.html" not in site.paths()
 
 
 def test_a_site_that_does_not_answer() -> None:
