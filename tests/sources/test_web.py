@@ -259,3 +259,14 @@ class TestWebReaderContract(SourceReaderContract):
     @pytest.fixture
     def unreachable(self, site: DocsSite) -> WebReader:
         return reader(site, "/nowhere/")
+
+
+def test_the_html_loader_reads_a_pages_item(site: DocsSite) -> None:
+    from rag_core.loaders.load import load_bytes
+
+    site.docs["/docs/"] = Doc(b"<!doctype html><html><head><title>Docs</title></head><body><nav>menu</nav>"
+                              b"<main><h1>Runbooks</h1><p>Restart the disk service first.</p></main></body></html>")
+    item = next(reader(site, depth=0).items())
+    document = load_bytes(item.read(), item.path)
+    assert (document.doc_id, document.extension) == ("docs/index.html", "html")
+    assert "Restart the disk service first." in document.text
