@@ -30,6 +30,11 @@ def _book(settings: Settings) -> Any:
     return build_source_book(settings)
 
 
+def cache_of(settings: Settings) -> Path:
+    """Where source types keep what they fetch (a Git repository's mirror): the data folder's sources-cache."""
+    return settings.data_dir / "sources-cache"
+
+
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     options: dict[str, Any] = {}
     if args.include:
@@ -58,7 +63,7 @@ def cmd_add(args: argparse.Namespace, settings: Settings) -> int:
         if args.kb_name != settings["milvus.collection"]:  # the default one is made on first use
             kbs.get(args.kb_name)  # an unknown knowledge base is named, with `kb list`
     options = _options(args)
-    build_reader(kind, location, options)  # options a type refuses are refused now
+    build_reader(kind, location, options, cache_dir=cache_of(settings))  # options a type refuses are refused now
     name = args.name or default_name(location)
     folder = (args.folder if args.folder is not None else name).strip().strip("/\\")
     if folder:
@@ -126,7 +131,8 @@ def cmd_sync(args: argparse.Namespace, settings: Settings) -> int:
     for source in sources:
         try:
             reader = build_reader(source.type, source.location, source.options,
-                                  {path: seen.get("version", "") for path, seen in source.indexed.items()})
+                                  {path: seen.get("version", "") for path, seen in source.indexed.items()},
+                                  cache_dir=cache_of(settings))
             with workbench(settings.for_kb(source.kb)) as wb, \
                     ingest_progress_bar(not (args.quiet or args.json)) as progress:
                 result = sync(source, reader, wb.ingestor, book, max_delete_share=settings["sources.max-delete-share"],

@@ -66,9 +66,10 @@ def _reader(file: Path, path: str, real_root: str) -> Any:
     return read
 
 
-def build(location: str, options: Mapping[str, Any], known: Mapping[str, str] | None = None) -> FolderReader:
+def build(location: str, options: Mapping[str, Any], known: Mapping[str, str] | None = None, *,
+          cache_dir: Path | None = None) -> FolderReader:
     """The reader of `sources add KB folder LOCATION --include G --exclude G` (`known` unused: a file's size and
-    mtime are read anyway)."""
+    mtime are read anyway; no cache)."""
     unknown = sorted(set(options) - {"include", "exclude"})
     if unknown:
         raise SourceError(f"folder source {location}: unknown option {unknown[0]} (include, exclude)")

@@ -304,9 +304,11 @@ _ENV = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "SSH_ASKPAS
         "GIT_SSH_COMMAND": os.environ.get("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")}
 
 
-def git_reader(location: str, options: Mapping[str, object], cache_dir: Path) -> GitReader:
+def git_reader(location: str, options: Mapping[str, object], known: Mapping[str, str] | None = None, *,
+               cache_dir: Path) -> GitReader:
     """The registry's factory for TYPE `git`: `options` are `branch`, `subfolder` (strings) and `include`, `exclude`
-    (a list of globs, or one string of comma-separated globs)."""
+    (a list of globs, or one string of comma-separated globs); the mirror is kept in `cache_dir` (`known` unused: a
+    blob id says whether a file changed)."""
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise SourceError(f"git source {without_credentials(location)}: unknown option {', '.join(unknown)}; "

@@ -27,6 +27,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from html.parser import HTMLParser
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urldefrag, urlencode, urljoin, urlsplit, urlunsplit
 from urllib.robotparser import RobotFileParser
@@ -329,9 +330,10 @@ class _OffSite(Exception):
     """A redirect left the site (or led where robots.txt forbids): not followed."""
 
 
-def web_reader(location: str, options: Mapping[str, Any], known: Mapping[str, str] | None = None) -> WebReader:
+def web_reader(location: str, options: Mapping[str, Any], known: Mapping[str, str] | None = None, *,
+               cache_dir: Path | None = None) -> WebReader:
     """A WebReader from a source's location (the start URL or a sitemap's) and options: `depth`, `max-pages`,
-    `same-path` (true/false)."""
+    `same-path` (true/false); no cache (`known` carries what a re-sync asks "changed since?" with)."""
     opts = {k.replace("_", "-"): v for k, v in options.items()}
     unknown = sorted(set(opts) - {"depth", "max-pages", "same-path"})
     if unknown:

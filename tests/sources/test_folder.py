@@ -11,7 +11,7 @@ import pytest
 from rag_core.errors import SourceError
 from rag_core.sources.folder import FolderReader
 from rag_core.sources.types import build_reader
-from tests.contracts.sources_sync import SourceReaderContract
+from tests.contracts.sources import SourceReaderContract
 
 
 def make_folder(root: Path) -> Path:
@@ -46,7 +46,7 @@ def test_only_the_types_the_loaders_read_and_no_hidden_files(tmp_path: Path) -> 
 
 def test_include_and_exclude_globs_on_the_relative_path(tmp_path: Path) -> None:
     make_folder(tmp_path)
-    reader = build_reader("folder", str(tmp_path), {"include": ["*.md"], "exclude": ["drafts/*"]})
+    reader = build_reader("folder", str(tmp_path), {"include": ["*.md"], "exclude": ["drafts/*"]}, cache_dir=tmp_path)
     assert [i.path for i in reader.items()] == ["a.md", "runbooks/disk.md"]
 
 
@@ -73,6 +73,6 @@ def test_a_link_to_a_file_outside_the_folder_is_not_read(tmp_path: Path) -> None
 
 def test_unknown_types_and_options_are_refused_naming_them(tmp_path: Path) -> None:
     with pytest.raises(SourceError, match="unknown source type 'ftp'; known types: folder"):
-        build_reader("ftp", "x", {})
+        build_reader("ftp", "x", {}, cache_dir=tmp_path)
     with pytest.raises(SourceError, match="unknown option branch"):
-        build_reader("folder", str(tmp_path), {"branch": "main"})
+        build_reader("folder", str(tmp_path), {"branch": "main"}, cache_dir=tmp_path)

@@ -8,7 +8,7 @@ import shutil
 import socket
 import subprocess
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +17,7 @@ from rag_core.errors import SourceError
 from rag_core.ports import SourceReader
 from rag_core.sources.git import GitReader, git_reader, without_credentials
 from rag_core.sources.records import SourceItem
-from tests.contracts.sources_git import SourceReaderContract
+from tests.contracts.sources import SourceReaderContract
 
 
 class Repo:
@@ -72,7 +72,7 @@ def listed(reader: GitReader) -> dict[str, SourceItem]:
 
 
 def reader_for(repo: Repo, tmp_path: Path, **options: object) -> GitReader:
-    return git_reader(repo.root.as_uri(), options, tmp_path / "cache")
+    return git_reader(repo.root.as_uri(), options, cache_dir=tmp_path / "cache")
 
 
 def test_lists_the_supported_files_of_the_default_branch_with_their_blob_versions(repo: Repo, tmp_path: Path) -> None:
@@ -148,7 +148,7 @@ def test_include_and_exclude_globs_on_the_relative_path(repo: Repo, tmp_path: Pa
 
 
 def test_a_local_path_works_as_the_location(repo: Repo, tmp_path: Path) -> None:
-    reader = git_reader(str(repo.root), {}, tmp_path / "cache")
+    reader = git_reader(str(repo.root), {}, cache_dir=tmp_path / "cache")
     items = listed(reader)
     assert list(items) == ["README.md", "runbooks/disk.md", "runbooks/net.txt"]
     assert items["README.md"].url.startswith(repo.root.as_uri() + "/README.md#")
@@ -164,7 +164,7 @@ def one_line_error(reader: SourceReader) -> str:
 
 def test_a_missing_repository_branch_or_sub_folder_is_one_line(repo: Repo, tmp_path: Path) -> None:
     missing = tmp_path / "nowhere"
-    message = one_line_error(git_reader(missing.as_uri(), {}, tmp_path / "cache"))
+    message = one_line_error(git_reader(missing.as_uri(), {}, cache_dir=tmp_path / "cache"))
     assert message.startswith(f"git source {missing.as_uri()}: cannot be fetched (")
     message = one_line_error(reader_for(repo, tmp_path, branch="nope"))
     assert message == f"git source {repo.root.as_uri()}: branch 'nope' does not exist"
@@ -173,7 +173,7 @@ def test_a_missing_repository_branch_or_sub_folder_is_one_line(repo: Repo, tmp_p
     message = one_line_error(reader_for(repo, tmp_path, subfolder="README.md"))
     assert "sub-folder 'README.md' is not a folder" in message
     empty = Repo(tmp_path / "empty repo")
-    assert one_line_error(git_reader(empty.root.as_uri(), {}, tmp_path / "cache")) == (
+    assert one_line_error(git_reader(empty.root.as_uri(), {}, cache_dir=tmp_path / "cache")) == (
         f"git source {empty.root.as_uri()}: has no commits")
     with pytest.raises(SourceError, match="unknown option folder"):
         reader_for(repo, tmp_path, folder="runbooks")
@@ -184,7 +184,7 @@ def test_a_password_in_the_url_never_appears(tmp_path: Path) -> None:
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
     url = f"http://ann:s3cret-pw@127.0.0.1:{port}/team/runbooks.git"
-    reader = git_reader(url, {"branch": "main"}, tmp_path / "cache")
+    reader = git_reader(url, {"branch": "main"}, cache_dir=tmp_path / "cache")
     message = one_line_error(reader)
     assert "s3cret-pw" not in message and "ann:" not in message
     assert message.startswith(f"git source http://127.0.0.1:{port}/team/runbooks.git: cannot be fetched (")
@@ -243,9 +243,20 @@ class TestGitReaderContract(SourceReaderContract):
         return reader_for(repo, tmp_path)
 
     @pytest.fixture
-    def break_items(self, reader: SourceReader, tmp_path: Path) -> Callable[[], None]:
-        return lambda: shutil.rmtree(tmp_path / "cache")
+    def broken(self, reader: SourceReader, tmp_path: Path) -> tuple[SourceReader, str]:
+        """A reader whose mirror is removed once it has listed the items: reading a file then fails."""
+
+        class MirrorGone:
+            def describe(self) -> str:
+                return reader.describe()
+
+            def items(self) -> Iterator[SourceItem]:
+                listed = list(reader.items())
+                shutil.rmtree(tmp_path / "cache")
+                yield from listed
+
+        return MirrorGone(), "README.md"
 
     @pytest.fixture
     def unreachable(self, tmp_path: Path) -> SourceReader:
-        return git_reader(str(tmp_path / "no-such-repo"), {}, tmp_path / "cache")
+        return git_reader(str(tmp_path / "no-such-repo"), {}, cache_dir=tmp_path / "cache")

@@ -13,7 +13,7 @@ import pytest
 
 from rag_core.errors import SourceError
 from rag_core.sources.web import WebReader, links, page_path, web_reader
-from tests.contracts.sources_web import SourceReaderContract, one_line
+from tests.contracts.sources import SourceReaderContract, one_line
 from tests.servers import FakeServer, RecordedRequest, Reply
 
 HTML = "text/html; charset=utf-8"

@@ -1,5 +1,4 @@
-"""The `SourceReader` contract (rag_core/ports.py), run on every source type's reader (written on the folder
-reader's branch; the lead merges it with the other types' copies).
+"""The `SourceReader` contract (rag_core/ports.py), run on every source type's reader (folder, git, web).
 
 Subclass `SourceReaderContract` with three fixtures: `reader` (a source holding at least two items), `broken`
 (a reader and the path of one of its items that cannot be read) and `unreachable` (a reader whose source cannot be
@@ -14,6 +13,13 @@ import pytest
 
 from rag_core.errors import SourceError
 from rag_core.ports import SourceReader
+
+
+def one_line(error: BaseException) -> str:
+    """The error's text, checked to be one line without a traceback."""
+    text = str(error)
+    assert text and "\n" not in text and "Traceback" not in text, text
+    return text
 
 
 class SourceReaderContract:
@@ -37,13 +43,15 @@ class SourceReaderContract:
         first = [i.path for i in reader.items()]
         assert len(first) >= 2 and len(set(first)) == len(first)
         for path in first:
-            assert path and not path.startswith("/") and "\\" not in path and ".." not in path.split("/")
+            assert path and not path.startswith("/") and "\\" not in path, path
+            assert ".." not in path.split("/") and "" not in path.split("/"), path
         assert [i.path for i in reader.items()] == first
         assert [i.version for i in reader.items()] == [i.version for i in reader.items()]
 
     def test_read_gives_bytes(self, reader: Any) -> None:
         for item in reader.items():
             assert isinstance(item.read(), bytes)
+            assert isinstance(item.version, str) and isinstance(item.url, str)
             assert all(isinstance(k, str) and isinstance(v, str) for k, v in item.meta.items())
 
     def test_an_item_that_cannot_be_read_raises_source_error_naming_it(self, broken: Any) -> None:
