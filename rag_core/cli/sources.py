@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 from ..config import Settings
-from ..doc_ids import normalize_doc_id
 from ..errors import SourceError
 from .audit import record
 from .output import EXIT_FAILED_FILES, ingest_progress_bar, print_json
@@ -28,11 +26,6 @@ def _book(settings: Settings) -> Any:
     from ..bootstrap import build_source_book
 
     return build_source_book(settings)
-
-
-def cache_of(settings: Settings) -> Path:
-    """Where source types keep what they fetch (a Git repository's mirror): the data folder's sources-cache."""
-    return settings.data_dir / "sources-cache"
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
@@ -51,33 +44,20 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_add(args: argparse.Namespace, settings: Settings) -> int:
     from ..bootstrap import knowledge_bases
-    from ..sources.book import Source, default_name
-    from ..sources.types import build_reader, check_type
+    from ..sources.manage import new_source
 
-    kind, location = check_type(args.type), args.location
-    if kind == "folder":
-        if not Path(location).expanduser().is_dir():
-            raise SourceError(f"folder {location}: no such folder; check the path")
-        location = str(Path(location).expanduser().resolve())
     with knowledge_bases(settings) as kbs:
         if args.kb_name != settings["milvus.collection"]:  # the default one is made on first use
             kbs.get(args.kb_name)  # an unknown knowledge base is named, with `kb list`
-    options = _options(args)
-    build_reader(kind, location, options, cache_dir=cache_of(settings))  # options a type refuses are refused now
-    name = args.name or default_name(location)
-    folder = (args.folder if args.folder is not None else name).strip().strip("/\\")
-    if folder:
-        folder = normalize_doc_id(folder)  # spelled as the doc_ids under it are
-    if not folder:
-        raise SourceError("--folder: give the folder its documents go in (a source never fills the whole "
-                          "knowledge base, so its deletions stay inside it)")
-    source = _book(settings).add(Source(name, args.kb_name, kind, location, folder, options))
+    new = new_source(settings, args.kb_name, args.type, args.location, _options(args), name=args.name,
+                     folder=args.folder)
+    source = _book(settings).add(new)
     record(settings, "sources.add", source.kb, source.name,
-           {"type": kind, "location": location, "folder": folder, **options})
+           {"type": source.type, "location": source.location, "folder": source.folder, **source.options})
     if args.json:
         print_json(source.to_dict())
     else:
-        print(f"added source {source.key} ({kind} {location} -> {folder}/); "
+        print(f"added source {source.key} ({source.type} {source.location} -> {source.folder}/); "
               f"`python -m rag_core sources sync {source.key}` indexes it")
     return 0
 
@@ -119,8 +99,7 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_sync(args: argparse.Namespace, settings: Settings) -> int:
-    from ..sources.sync import sync
-    from ..sources.types import build_reader
+    from ..sources.manage import sync_source
     from .workbench import workbench
 
     book = _book(settings)
@@ -130,13 +109,10 @@ def cmd_sync(args: argparse.Namespace, settings: Settings) -> int:
     results, errors = [], 0
     for source in sources:
         try:
-            reader = build_reader(source.type, source.location, source.options,
-                                  {path: seen.get("version", "") for path, seen in source.indexed.items()},
-                                  cache_dir=cache_of(settings))
             with workbench(settings.for_kb(source.kb)) as wb, \
                     ingest_progress_bar(not (args.quiet or args.json)) as progress:
-                result = sync(source, reader, wb.ingestor, book, max_delete_share=settings["sources.max-delete-share"],
-                              allow_deletes=args.allow_deletes, dry_run=args.dry_run, progress=progress)
+                result = sync_source(settings, book, source, wb.ingestor, allow_deletes=args.allow_deletes,
+                                     dry_run=args.dry_run, progress=progress)
         except SourceError as exc:
             if not args.all:
                 raise
@@ -168,21 +144,17 @@ def _print_result(key: str, result: Any) -> None:
 
 
 def cmd_remove(args: argparse.Namespace, settings: Settings) -> int:
+    from ..sources.manage import remove_source
+
     book = _book(settings)
     source = book.get(args.name)
-    deleted = 0
     if args.delete_documents:
         from .workbench import workbench
 
-        with book.sync_lock(source)(wait=False) as held:
-            if not held:
-                raise SourceError(f"source {source.key}: a sync of it is running; remove it when it ends")
-            with workbench(settings.for_kb(source.kb)) as wb:
-                prefix = source.folder + "/"
-                for doc in wb.store.list_documents():
-                    if doc.doc_id.startswith(prefix) and wb.ingestor.delete(doc.doc_id):
-                        deleted += 1
-    book.remove(source)
+        with workbench(settings.for_kb(source.kb)) as wb:
+            deleted = remove_source(book, source, store=wb.store, ingestor=wb.ingestor)
+    else:
+        deleted = remove_source(book, source)
     record(settings, "sources.remove", source.kb, source.name, {"documents_deleted": deleted})
     kept = "" if args.delete_documents else f"; its documents stay under {source.folder}/"
     print(f"removed source {source.key}" + (f" and its {deleted} documents" if args.delete_documents else kept))
