@@ -158,6 +158,10 @@ class SourceError(RagError):
     one item of it cannot: the message names the source or the item and what is wrong, in one line."""
 
 
+class UnknownSource(SourceError, NotFound):
+    """No source of that name (in that knowledge base): the HTTP API answers 404."""
+
+
 class UpstreamError(RagError):
     """A service the workbench calls (a reranker, Prometheus, Loki, a chat or embedding model) failed, refused or
     did not answer. `upstream` names it for programs (the message names it, with its address, for people);

@@ -36,6 +36,7 @@ from .openai_compat import rag_refusal as openai_refusal
 from .openai_compat import router as openai_router
 from .security import Authenticate, BodyLimit, BrowserGuard, Proxies, allowed_hosts
 from .sessions import Sessions, SessionStore
+from .sources import router as sources_router
 from .state import Capacity, Service, lookup_thread_count
 
 if TYPE_CHECKING:
@@ -104,6 +105,7 @@ def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] 
     app.include_router(compat_router)
     app.include_router(native_router)
     app.include_router(kbs_router)
+    app.include_router(sources_router)
     app.include_router(openai_router)  # /v1/chat/completions, /v1/models
     # The MCP server over streamable HTTP (mcp_http.py): an ASGI app as the route's endpoint, exactly at /mcp.
     app.router.routes.append(Route(MCP_PATH, mcp, include_in_schema=False))

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from ..errors import SourceError
+from ..errors import SourceError, UnknownSource
 from ..files import FileLock
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ class SourceBook:
         found = [s for s in self.all(kb) if s.name == name]
         if not found:
             where = f" of knowledge base {kb!r}" if kb else ""
-            raise SourceError(f"unknown source {name!r}{where}; `sources list` shows them")
+            raise UnknownSource(f"unknown source {name!r}{where}; `sources list` shows them")
         if len(found) > 1:
             raise SourceError(f"source {name!r} is in several knowledge bases ({', '.join(s.kb for s in found)}); "
                               f"name it as KB/{name}")

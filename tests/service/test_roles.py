@@ -106,11 +106,13 @@ def test_every_route_declares_a_role(server: live.LiveServer):
     assert roles[("POST", "/v1/chat/completions")] == {Role.READER}
     assert roles[("POST", "/api/upload")] == {Role.EDITOR}
     assert roles[("GET", "/v1/kbs")] == {None}  # any caller: the list shows what they may read
+    assert roles[("POST", "/v1/kbs/{kb}/sources")] == {Role.ADMIN}
+    assert roles[("POST", "/v1/kbs/{kb}/sources/{name}/sync")] == {Role.EDITOR}
 
 
 def concrete(path: str, kb: str) -> str:
     return (path.replace("{kb}", kb).replace("{model}", kb).replace("{doc_id:path}", "no/such-doc.md")
-            .replace("{chunk_index}", "0").replace("{session_id}", "x"))
+            .replace("{chunk_index}", "0").replace("{session_id}", "x").replace("{name}", "no-such-source"))
 
 
 def call(server: live.LiveServer, method: str, path: str, headers: dict[str, str]) -> httpx.Response:
