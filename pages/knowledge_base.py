@@ -19,6 +19,7 @@ from ui.errors import show_error
 from ui.i18n import t, tn
 from ui.kbs import access_folders_editor, given, settings_widgets
 from ui.lookup import access_of
+from ui.sources import sources_section
 from ui.state import clear_workbench, get_settings, knowledge_bases, readable_kbs, switch_kb, workbench_or_stop
 from ui.tables import documents_frame, knowledge_bases_frame
 
@@ -167,6 +168,8 @@ if last_reports := ss.get("kb.reports"):
     ingest_summary(last_reports)
     edit_conflicts(wb, [r.doc_id for r in last_reports if r.diff is not None and r.diff.conflicts],
                    key="kb.conflicts")
+
+sources_section(wb, name)
 
 # ------------------------------------------------------------------------------------------ documents
 st.subheader(t("Documents"))
