@@ -9,11 +9,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .. import tracing
 from ..config import Settings
 from ..doc_ids import normalize_doc_id
 from ..errors import SourceError
 from ..ingest import Ingestor, IngestProgress
 from ..ports import ChunkStore, SourceReader
+from ..tracing import semconv as sc
 from .book import Source, SourceBook, default_name
 from .sync import SyncResult, sync
 from .types import build_reader, check_type
@@ -53,10 +55,16 @@ def reader_of(settings: Settings, source: Source) -> SourceReader:
 def sync_source(settings: Settings, book: SourceBook, source: Source, ingestor: Ingestor, *, dry_run: bool = False,
                 allow_deletes: bool = False,
                 progress: Callable[[IngestProgress], None] = lambda _: None) -> SyncResult:
-    """One sync of `source` into the knowledge base `ingestor` writes (sync.sync, with sources.max-delete-share)."""
-    return sync(source, reader_of(settings, source), ingestor, book,
-                max_delete_share=settings["sources.max-delete-share"], allow_deletes=allow_deletes, dry_run=dry_run,
-                progress=progress)
+    """One sync of `source` into the knowledge base `ingestor` writes (sync.sync, with sources.max-delete-share):
+    one trace, its counts on the span."""
+    with tracing.span("sources.sync", sc.CHAIN, {sc.INPUT_VALUE: source.key, "rag.source.type": source.type,
+                                                 "rag.source.dry_run": dry_run}) as span:
+        result = sync(source, reader_of(settings, source), ingestor, book,
+                      max_delete_share=settings["sources.max-delete-share"], allow_deletes=allow_deletes,
+                      dry_run=dry_run, progress=progress)
+        tracing.set_attributes(span, {f"rag.source.{k}": v for k, v in result.to_dict().items()
+                                      if k in ("added", "replaced", "unchanged", "deleted", "failed")})
+        return result
 
 
 def remove_source(book: SourceBook, source: Source, *, store: ChunkStore | None = None,

@@ -185,3 +185,23 @@ def test_a_sync_never_runs_twice_at_once(tmp_path: Path, wb: Any) -> None:
         release.set()
         t.join()
     assert counts(run(source, book, wb)) == (1, 0, 0, 0, 0)
+
+
+def test_a_sync_is_one_trace_with_its_counts(tmp_path: Path, wb: Any) -> None:
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from rag_core import tracing
+    from rag_core.sources.manage import sync_source
+
+    source, book = a_source("traced", folder_with(tmp_path / "traced", 3))
+    exporter = InMemorySpanExporter()
+    tracing.install(tracing.TracingConfig(), exporter, simple=True)
+    try:
+        sync_source(wb.settings, book, book.get("traced"), wb.ingestor)
+    finally:
+        tracing.install(tracing.TracingConfig(), pinned=False)
+    finished = exporter.get_finished_spans()
+    (root,) = [s for s in finished if s.parent is None]  # one trace: everything the sync did is under it
+    assert root.name == "sources.sync" and {s.context.trace_id for s in finished} == {root.context.trace_id}
+    attributes = dict(root.attributes or {})
+    assert (attributes["rag.source.added"], attributes["rag.source.deleted"]) == (3, 0)
