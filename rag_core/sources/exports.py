@@ -12,6 +12,8 @@ matches when it is read (the zip was replaced) is refused, so what the sync inde
   whose breadcrumbs give its ancestors; attachments in `attachments/<page id>/`. Each page is an item named by its
   ancestors' titles as folders and its title (`Parent/Child.html`), its attachments of a type the loaders read under
   its folder (`Parent/Child/diagram.png`). Listing reads every page for its breadcrumbs (local and cheap).
+
+Both take `include`/`exclude` globs on those paths, as a folder does.
 """
 
 from __future__ import annotations
