@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from rag_core.errors import SourceError
+from rag_core.files import FileLock
+from rag_core.sources.book import Source, SourceBook
 from rag_core.sources.exports import ConfluenceExportReader, NotionExportReader
+from rag_core.sources.sync import sync
 from rag_core.sources.types import build_reader
+from rag_core.store.kept import MemoryDocument
 from tests.contracts.sources import SourceReaderContract
+from tests.helpers import make_workbench
 
 A = "0123456789abcdef0123456789abcdef"
 B = "fedcba9876543210fedcba9876543210"
@@ -213,3 +219,50 @@ def test_a_damaged_deflated_entry_and_a_replaced_zip_fail_on_read_naming_the_ite
     with pytest.raises(SourceError, match="Handbook/Tasks.csv: no longer in Other.zip"):
         items["Handbook/Tasks.csv"].read()
     assert items["Notes.md"].read() == b"# Notes one"
+
+
+@pytest.mark.milvus
+def test_a_notion_export_kept_in_sync_with_a_knowledge_base(tmp_path: Path, local_embedder: Any,
+                                                            milvus: Any) -> None:
+    """A real sync of two exports in turn: the second's unchanged pages are skipped, the changed one replaced and
+    the page gone from it deleted."""
+    wb = make_workbench(tmp_path / "kb", local_embedder)
+    try:
+        files = {k: v for k, v in notion_files().items() if not k.endswith(".png")}
+        zip_path = make_zip(tmp_path / "Export.zip", files)
+        book = SourceBook(MemoryDocument(), FileLock(None), None)
+        source = book.add(Source("handbook", "biz", "notion-export", str(zip_path), "handbook"))
+
+        def run() -> dict[str, Any]:
+            reader = build_reader("notion-export", str(zip_path), {}, cache_dir=tmp_path)
+            return sync(book.get(source.name), reader, wb.ingestor, book, max_delete_share=1.0).to_dict()
+
+        first = run()
+        assert (first["added"], first["failed"]) == (7, 0), first["failures"]
+        files[f"Handbook {A}/Tasks {C}/Write docs {D}.md"] = b"# Write docs\n\nNow with text."
+        del files["Notes 44444444444444444444444444444444.md"]
+        make_zip(zip_path, files)
+        second = run()
+        assert second["changes"] == {"added": [], "replaced": ["handbook/Handbook/Tasks/Write docs.md"],
+                                     "deleted": ["handbook/Notes 44444444444444444444444444444444.md"]}
+        assert second["unchanged"] == 5
+    finally:
+        wb.close()
+
+
+@pytest.mark.milvus
+def test_a_confluence_export_is_indexed_under_its_breadcrumbs(tmp_path: Path, local_embedder: Any,
+                                                              milvus: Any) -> None:
+    wb = make_workbench(tmp_path / "kb", local_embedder)
+    try:
+        zip_path = make_zip(tmp_path / "OPS.zip", confluence_files())
+        book = SourceBook(MemoryDocument(), FileLock(None), None)
+        source = book.add(Source("ops", "biz", "confluence-export", str(zip_path), "ops"))
+        reader = build_reader("confluence-export", str(zip_path), {"exclude": ["*.png"]}, cache_dir=tmp_path)
+        result = sync(book.get(source.name), reader, wb.ingestor, book, max_delete_share=1.0).to_dict()
+        assert (result["added"], result["failed"]) == (5, 0), result["failures"]
+        assert "ops/Ops Home/Runbooks/Disk full - cleanup.html" in [d.doc_id for d in wb.store.list_documents()]
+        assert book.get("ops").indexed["Ops Home/Runbooks.html"]["meta"] == {"confluence_page_id": "200",
+                                                                              "title": "Runbooks"}
+    finally:
+        wb.close()
