@@ -155,6 +155,9 @@ class NotionExportReader(_ExportReader):
     def _all(self) -> Iterator[SourceItem]:
         entries = self.export.entries()
         if not any(_is_notion_page(e.name) for e in entries):
+            if entries and all(e.name.lower().endswith(".zip") for e in entries):  # a large export: zips in a zip
+                raise SourceError(f"{self.describe()}: holds zips, not pages; give the .zip inside it, or unzip "
+                                  "them all into one folder and give the folder")
             raise SourceError(f"{self.describe()}: not a Notion export (no pages named 'Title <id>.md'); "
                               "export as Markdown & CSV")
         decided: dict[tuple[str, str], str] = {}   # (original folder, id) -> the title it is listed under
@@ -252,7 +255,8 @@ class ConfluenceExportReader(_ExportReader):
         if not indexes:
             raise SourceError(f"{self.describe()}: not a Confluence export (no index.html); export the space as HTML")
         root = indexes[0][: -len("index.html")]          # "SPACE/" or ""
-        pages: dict[str, tuple[_Entry, str, list[str]]] = {}   # page id -> (entry, title, ancestors' titles)
+        pages: dict[str, tuple[_Entry, str, list[tuple[str, str]]]] = {}   # page id -> (entry, title, crumbs)
+        titles: dict[str, str] = {}                            # a page's file name -> its title
         attachments: list[tuple[_Entry, str, str]] = []        # (entry, page id, file name)
         for entry in entries:
             if not entry.name.startswith(root):
@@ -261,14 +265,18 @@ class ConfluenceExportReader(_ExportReader):
             parts = rel.split("/")
             match = _CONFLUENCE_PAGE.match(rel)
             if len(parts) == 1 and match:
-                title, ancestors = self._title_and_ancestors(entry, rel, match["id"])
-                pages[match["id"]] = (entry, title, ancestors)
+                title, crumbs = self._title_and_crumbs(entry, rel, match["id"])
+                pages[match["id"]] = (entry, title, crumbs)
+                titles[rel] = title
             elif len(parts) == 3 and parts[0] == "attachments" and _supported(parts[2]):
                 attachments.append((entry, parts[1], parts[2]))
         seen: set[str] = set()
         folders: dict[str, str] = {}                           # page id -> its folder (ancestors + title)
-        for page_id, (entry, title, ancestors) in sorted(pages.items(), key=lambda p: p[1][0].name):
-            folder = "/".join([*(_segment(a, "untitled") for a in ancestors), _segment(title, page_id)])
+        for page_id, (entry, title, crumbs) in sorted(pages.items(), key=lambda p: p[1][0].name):
+            # an ancestor by its own page's title where it is in the export (so its folder is its path's), else
+            # by the breadcrumb's text
+            ancestors = [_segment(titles.get(file, text), "untitled") for file, text in crumbs]
+            folder = "/".join([*ancestors, _segment(title, page_id)])
             path = f"{folder}.html"
             if path in seen:       # two pages of one title under one parent: the later gets its id
                 folder = f"{folder} ({page_id})"
@@ -285,8 +293,8 @@ class ConfluenceExportReader(_ExportReader):
             seen.add(path)
             yield _item(self.export, entry, path, {"confluence_page_id": page_id, "title": pages[page_id][1]})
 
-    def _title_and_ancestors(self, entry: _Entry, file: str, page_id: str) -> tuple[str, list[str]]:
-        """The page's title and its ancestors' titles, from its breadcrumbs (the space's index.html left out); a page
+    def _title_and_crumbs(self, entry: _Entry, file: str, page_id: str) -> tuple[str, list[tuple[str, str]]]:
+        """The page's title and its breadcrumbs (file name, text), the space's index.html left out; a page
         that cannot be read or parsed is at the top, titled by its file name (its read fails again in the sync)."""
         fallback = file[: -len(".html")].removesuffix(page_id).rstrip("_").replace("_", " ") or page_id
         try:
@@ -302,9 +310,8 @@ class ConfluenceExportReader(_ExportReader):
         title = parser.title_text or parser.head_title
         if " : " in title:   # "Space name : Page title"
             title = title.split(" : ", 1)[1]
-        ancestors = [text for href, text in parser.crumbs
-                     if href.rsplit("/", 1)[-1] != "index.html" and href.rsplit("/", 1)[-1] != file]
-        return title.strip() or fallback, ancestors
+        crumbs = [(href.rsplit("/", 1)[-1], text) for href, text in parser.crumbs]
+        return title.strip() or fallback, [(f, text) for f, text in crumbs if f not in ("index.html", file)]
 
 
 def _options(kind: str, location: str, options: Mapping[str, Any]) -> dict[str, Sequence[str]]:

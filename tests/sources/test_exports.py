@@ -66,7 +66,7 @@ def confluence_files() -> dict[str, bytes]:
         "OPS/index.html": b"<html><head><title>Ops</title></head><body><h2>Available Pages:</h2></body></html>",
         "OPS/Ops-Home_100.html": confluence_page("Ops Home", []),
         "OPS/Runbooks_200.html": confluence_page("Runbooks", home),
-        "OPS/Disk-full_300.html": confluence_page("Disk full / cleanup", [*home, ("Runbooks_200.html", "Runbooks")]),
+        "OPS/Disk-full_300.html": confluence_page("Disk full / cleanup", [*home, ("Runbooks_200.html", "Runbo…")]),
         "OPS/400.html": confluence_page("No crumbs & more", []).replace(b"breadcrumb", b"crumbless"),
         "OPS/attachments/300/301.txt": b"du -sh /var/*",
         "OPS/attachments/300/302.png": PNG,
@@ -200,6 +200,9 @@ def test_a_missing_file_or_not_a_zip_or_not_an_export_is_one_line_naming_it(tmp_
     assert "not a zip file" in error(tmp_path / "notes.zip")
     other = confluence_files() if kind == "notion-export" else notion_files()
     assert "not a " in error(make_zip(tmp_path / "other.zip", other))
+    if kind == "notion-export":
+        parts = make_zip(tmp_path / "Export-1.zip", {"Export-1-Part-1.zip": (tmp_path / "other.zip").read_bytes()})
+        assert "holds zips, not pages; give the .zip inside it" in error(parts)
 
 
 def test_a_damaged_deflated_entry_and_a_replaced_zip_fail_on_read_naming_the_item(tmp_path: Path) -> None:
