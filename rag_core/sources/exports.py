@@ -32,6 +32,8 @@ from ..errors import SourceError
 from ..loaders.formats import SUPPORTED_EXTENSIONS
 from .records import SourceItem
 
+# A guard against a zip bomb (an entry's declared size bounds what is read); ingest applies its own size limit.
+MAX_ENTRY_BYTES = 512 * 1024 * 1024
 _NOTION_NAME = re.compile(r"^(?P<title>.*?)\s*(?P<id>[0-9a-f]{32})(?P<rest>(?:_all)?(?:\.[^./]+)?)$")
 _CONFLUENCE_PAGE = re.compile(r"^(?:.*_)?(?P<id>\d+)\.html$")
 
@@ -79,10 +81,14 @@ class _Export:
                 dirs[:] = [d for d in dirs if not d.startswith(".")]
                 for file in files:
                     full = Path(folder, file)
-                    if file.startswith(".") or not full.is_file():
+                    if file.startswith(".") or full.is_symlink() or not full.is_file():  # no link out of it
                         continue
-                    st = full.stat()
-                    found.append(_Entry(full.relative_to(self.path).as_posix(), f"{st.st_size}:{st.st_mtime_ns}"))
+                    try:
+                        st = full.stat()
+                        version = f"{st.st_size}:{st.st_mtime_ns}"
+                    except OSError as exc:
+                        version = f"unreadable:{exc.strerror}"
+                    found.append(_Entry(full.relative_to(self.path).as_posix(), version))
             return sorted(found)
         try:
             infos = self._open_zip().infolist()
@@ -93,7 +99,7 @@ class _Export:
         except OSError as exc:
             raise SourceError(f"{self.describe()}: cannot be read ({exc.strerror or exc})") from None
         return sorted(_Entry(i.filename, f"{i.CRC:08x}:{i.file_size}") for i in infos
-                      if not i.is_dir() and not _hidden(i.filename))
+                      if not i.is_dir() and not _left_out(i.filename))
 
     def read(self, entry: _Entry, item_path: str) -> bytes:
         """The entry's bytes; SourceError naming `item_path` when it cannot be read or changed since it was listed."""
@@ -104,6 +110,9 @@ class _Export:
             info = archive.getinfo(entry.name)
             if f"{info.CRC:08x}:{info.file_size}" != entry.version:
                 raise SourceError(f"{item_path}: changed in {self.path.name} since it was listed; sync again")
+            if info.file_size > MAX_ENTRY_BYTES:
+                raise SourceError(f"{item_path}: {info.file_size // 2**20} MB unpacked, over the "
+                                  f"{MAX_ENTRY_BYTES // 2**20} MB an export's entry may have; not read")
             return archive.read(info)
         except KeyError:
             raise SourceError(f"{item_path}: no longer in {self.path.name} ({entry.name}); sync again") from None
@@ -112,8 +121,9 @@ class _Export:
                               f"({_one_line(exc)})") from None
 
 
-def _hidden(name: str) -> bool:
-    return any(part.startswith(".") or part == "__MACOSX" for part in name.split("/"))
+def _left_out(name: str) -> bool:
+    """Hidden entries, macOS's __MACOSX, and names that are not a plain relative path ("/x", "a/../b", "a\\b")."""
+    return "\\" in name or any(part.startswith(".") or part in ("", "__MACOSX") for part in name.split("/"))
 
 
 def _item(export: _Export, entry: _Entry, path: str, meta: Mapping[str, str], url: str = "") -> SourceItem:

@@ -269,3 +269,15 @@ def test_a_confluence_export_is_indexed_under_its_breadcrumbs(tmp_path: Path, lo
                                                                               "title": "Runbooks"}
     finally:
         wb.close()
+
+
+def test_entries_outside_the_export_hidden_ones_and_huge_ones_are_not_read(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    files = {f"Page {A}.md": b"# Page", f"../Escape {B}.md": b"out", f"/abs/Root {C}.md": b"root",
+             f"__MACOSX/._Page {A}.md": b"resource fork", f".hidden {D}.md": b"hidden"}
+    reader = NotionExportReader(str(make_zip(tmp_path / "Export.zip", files)))
+    [item] = reader.items()
+    assert item.path == "Page.md"
+    monkeypatch.setattr("rag_core.sources.exports.MAX_ENTRY_BYTES", 3)
+    with pytest.raises(SourceError, match="Page.md: 0 MB unpacked, over the 0 MB"):
+        item.read()
