@@ -48,9 +48,10 @@ class Source:
 
 
 def default_name(location: str) -> str:
-    """A name from the location's last part: `/mnt/docs/` -> `docs`, `https://x.org/a.git` -> `a`."""
+    """A name from the location's last part: `/mnt/docs/` -> `docs`, `https://x.org/a.git` -> `a`, `OPS.zip` ->
+    `OPS` (an export)."""
     last = PurePosixPath(location.rstrip("/\\").replace("\\", "/")).name or "source"
-    stem = re.sub(r"\.git$", "", last)
+    stem = re.sub(r"\.(git|zip)$", "", last)
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", stem).strip("_.-")[:64] or "source"
 
 

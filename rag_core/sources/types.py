@@ -19,6 +19,8 @@ TYPES: dict[str, str] = {
     "folder": "rag_core.sources.folder:build",
     "git": "rag_core.sources.git:git_reader",
     "web": "rag_core.sources.web:web_reader",
+    "notion-export": "rag_core.sources.exports:notion_export",
+    "confluence-export": "rag_core.sources.exports:confluence_export",
 }
 
 

@@ -66,3 +66,4 @@ def test_a_default_name_from_the_location() -> None:
     assert default_name("/mnt/team docs/") == "team_docs"
     assert default_name("https://example.org/org/runbooks.git") == "runbooks"
     assert default_name("/") == "source"
+    assert default_name("/home/me/Downloads/Export-2f3c.zip") == "Export-2f3c"
