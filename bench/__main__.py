@@ -1,7 +1,7 @@
 """`python -m bench` (`make bench`): every benchmark, each printing our figure next to its baseline's from
 the same run. `--quick` for a short smoke run; `--only NAME` (repeatable) for some of them. Each is also
 runnable alone: `python -m bench.chunking|ingest|latency|quality|tradeoff|fusion|folding|explain|startup|api|
-host|formats|testsets|filters|conversations|offline_answers|expand|scale [--quick]` (scale: a million chunks,
+host|formats|testsets|filters|conversations|offline_answers|expand|scale|sources [--quick]` (scale: a million chunks,
 about an hour on two cores; `python -m bench.scale --chunks N` for fewer).
 
 A full run writes each result record to bench/results/<name>.json (the trade-off to
@@ -31,6 +31,7 @@ from bench import (
     offline_answers,
     quality,
     scale,
+    sources,
     startup,
     testsets,
     tradeoff,
@@ -43,7 +44,8 @@ BENCHMARKS = {"chunking": chunking.run, "ingest": ingest.run, "latency": latency
               "tradeoff": tradeoff.run, "fusion": fusion.run, "folding": folding.run, "explain": explain.run,
               "startup": startup.run, "api": api.run, "host": host.run, "formats": formats.run,
               "testsets": testsets.run, "filters": filters.run, "conversations": conversations.run,
-              "offline_answers": offline_answers.run, "expand": expand.run, "scale": scale.run}
+              "offline_answers": offline_answers.run, "expand": expand.run, "scale": scale.run,
+              "sources": sources.run}
 
 
 def main() -> None:

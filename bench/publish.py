@@ -31,6 +31,7 @@ from bench import (
     offline_answers,
     quality,
     scale,
+    sources,
     startup,
     testsets,
     tradeoff,
@@ -42,7 +43,7 @@ RESULTS = (("chunking", chunking.render), ("ingest", ingest.render), ("latency",
            ("startup", startup.render), ("quality", quality.render), ("host", host.render), ("api", api.render),
            ("formats", formats.render), ("testsets", testsets.render), ("filters", filters.render),
            ("conversations", conversations.render), ("offline_answers", offline_answers.render),
-           ("scale", scale.render))
+           ("scale", scale.render), ("sources", sources.render))
 
 
 def _results() -> str:

@@ -24,6 +24,7 @@ from bench import (
     offline_answers,
     quality,
     scale,
+    sources,
     testsets,
     tradeoff,
 )
@@ -35,7 +36,8 @@ RENDERS = {"chunking": chunking.render, "ingest": ingest.render, "latency": late
            "quality": quality.render, "explain": explain.render, "api": api.render, "host": host.render,
            "formats": formats.render, "testsets": testsets.render, "filters": filters.render,
            "fusion": fusion.render, "folding": folding.render, "conversations": conversations.render,
-           "offline_answers": offline_answers.render, "expand": expand.render, "scale": scale.render}
+           "offline_answers": offline_answers.render, "expand": expand.render, "scale": scale.render,
+           "sources": sources.render}
 
 
 def test_the_bench_readme_tables_are_rendered_from_the_records():
