@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from typing import Any
 
 from ..config import Settings
@@ -49,8 +50,10 @@ def cmd_add(args: argparse.Namespace, settings: Settings) -> int:
     with knowledge_bases(settings) as kbs:
         if args.kb_name != settings["milvus.collection"]:  # the default one is made on first use
             kbs.get(args.kb_name)  # an unknown knowledge base is named, with `kb list`
-    new = new_source(settings, args.kb_name, args.type, args.location, _options(args), name=args.name,
-                     folder=args.folder)
+    if args.every < 0:
+        raise SourceError(f"--every {args.every}: give the minutes between scheduled syncs (0: none)")
+    new = replace(new_source(settings, args.kb_name, args.type, args.location, _options(args), name=args.name,
+                             folder=args.folder), every=args.every)
     source = _book(settings).add(new)
     record(settings, "sources.add", source.kb, source.name,
            {"type": source.type, "location": source.location, "folder": source.folder, **source.options})
@@ -63,7 +66,14 @@ def cmd_add(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _status(s: Any) -> str:
-    st = s.status
+    from ..sources.schedule import next_run
+
+    st, when = s.status, next_run(s)
+    scheduled = "" if when is None else f"; every {s.every} min, next {'now' if not st else when.isoformat()}"
+    return _last(st) + scheduled
+
+
+def _last(st: dict[str, Any]) -> str:
     if not st:
         return "never synced"
     if st.get("error"):
@@ -176,6 +186,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("location", metavar="LOCATION", help="where it is: a folder's path, a repository's URL, ...")
     p.add_argument("--name", help="its name, unique in the knowledge base (default: from the location)")
     p.add_argument("--folder", help="the folder its documents go in inside the knowledge base (default: its name)")
+    p.add_argument("--every", type=int, default=0, metavar="MINUTES",
+                   help="`serve` syncs it every MINUTES (default 0: only `sources sync` does)")
     p.add_argument("--include", action="append", default=[], metavar="GLOB",
                    help="only paths matching this glob (repeatable; `*` matches across folders: '*.md')")
     p.add_argument("--exclude", action="append", default=[], metavar="GLOB",

@@ -24,6 +24,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from ..errors import RagError
+from ..sources.book import Source
+from ..sources.schedule import Scheduler
 from .compat import router as compat_router
 from .errors import STATUS_CODES, ApiError, error_response, from_rag_error, validation_message
 from .feedback import router as feedback_router
@@ -60,6 +62,20 @@ knowledge base.
 """
 
 
+def sources_scheduler(service: Service) -> Scheduler:
+    """The scheduled syncs of every knowledge base's sources (`sources add --every`), run in the background."""
+    from ..bootstrap import build_source_book
+    from ..sources.manage import sync_source
+
+    book = build_source_book(service.workbench.settings, service.env)
+
+    def run(source: Source) -> object:
+        wb = service.workbench_of(source.kb)
+        return sync_source(wb.settings, book, source, wb.ingestor)
+
+    return Scheduler(book, run)
+
+
 def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] | None = None,
                agent: Agent | None = None, close_workbench: bool = True,
                process_settings: Settings | None = None, host: str | None = None,
@@ -90,9 +106,13 @@ def create_app(workbench: Workbench, *, token: str = "", env: Mapping[str, str] 
 
     mcp = McpEndpoint(service)
 
+    scheduler = sources_scheduler(service)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        scheduler.start()
         yield
+        scheduler.stop()
         if service.kbs is not None:
             service.kbs.close_all()  # the other knowledge bases; the first too when the server owns it
         if own_access:

@@ -25,7 +25,8 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 class Source:
     """One source of a knowledge base. `folder`: where its documents go in the knowledge base (`<folder>/<path>`);
     `status`: its last sync's (sync.SyncResult.to_dict), {} before the first; `indexed`: path -> {version, hash,
-    url, meta} of the items the syncs indexed."""
+    url, meta} of the items the syncs indexed; `every`: minutes between the syncs `serve` runs (0: only when asked;
+    sources/schedule.py)."""
 
     name: str
     kb: str
@@ -35,6 +36,7 @@ class Source:
     options: dict[str, Any] = field(default_factory=dict)
     status: dict[str, Any] = field(default_factory=dict)
     indexed: dict[str, dict[str, Any]] = field(default_factory=dict)
+    every: int = 0
 
     @property
     def key(self) -> str:
