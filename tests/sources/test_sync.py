@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
+from bench.sources import Counting
 from rag_core.errors import SourceError
 from rag_core.files import FileLock
 from rag_core.sources.book import Source, SourceBook
@@ -21,29 +21,6 @@ from rag_core.store.kept import MemoryDocument
 from tests.helpers import make_workbench
 
 pytestmark = pytest.mark.milvus
-
-
-class Counting:
-    """The local embedder, counting the texts it embeds for documents."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.embedded = 0
-
-    @property
-    def name(self) -> str:
-        return str(self.inner.name)
-
-    @property
-    def dim(self) -> int:
-        return int(self.inner.dim)
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        self.embedded += len(texts)
-        return self.inner.embed_documents(texts)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self.inner.embed_query(text)
 
 
 @pytest.fixture(scope="module")
