@@ -6,6 +6,7 @@ every knowledge base)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -15,6 +16,7 @@ from rag_core.access.records import ALL, Role
 from rag_core.bootstrap import build_source_book
 from rag_core.errors import RagError
 from rag_core.sources.manage import new_source, remove_source, sync_source
+from rag_core.sources.schedule import next_run
 from rag_core.sources.types import TYPES
 
 from .access import allowed, record
@@ -36,6 +38,13 @@ def _status(status: dict[str, Any]) -> str:
                                                                    "failed")})
 
 
+def _next(source: Any) -> str:
+    when = next_run(source)
+    if when is None:
+        return t("when asked")
+    return t("now") if not source.status else when.strftime("%Y-%m-%d %H:%M")
+
+
 def sources_section(wb: Any, kb: str) -> None:
     settings = wb.settings
     book = build_source_book(settings)
@@ -44,7 +53,8 @@ def sources_section(wb: Any, kb: str) -> None:
         if sources:
             st.dataframe(pd.DataFrame([{t("source"): s.name, t("type"): s.type, t("location"): s.location,
                                         t("folder"): s.folder + "/", t("documents"): len(s.indexed),
-                                        t("last sync"): _status(s.status)} for s in sources]),
+                                        t("last sync"): _status(s.status),
+                                        t("next sync"): _next(s)} for s in sources]),
                          hide_index=True, width="stretch")
             chosen = st.selectbox(t("Source"), [s.name for s in sources], key="kb.source")
             source = next(s for s in sources if s.name == chosen)
@@ -91,12 +101,14 @@ def _add_form(settings: Any, book: Any, kb: str) -> None:
     with st.form("kb.source_add", clear_on_submit=False):
         st.markdown(t("**Add a source**"))
         c1, c2 = st.columns([1, 3])
-        kind = c1.selectbox(t("Type"), sorted(TYPES), key="kb.source_type")
+        kind = c1.selectbox(t("Type"), list(TYPES), key="kb.source_type")
         location = c2.text_input(t("Location"), key="kb.source_location",
                                  help=t("A folder of this machine, a Git repository's URL or path, a start URL or "
                                         "a sitemap, an export's .zip."))
-        c3, c4 = st.columns(2)
+        c3, c4, c5 = st.columns([2, 3, 1])
         name = c3.text_input(t("Name (optional)"), key="kb.source_name")
+        every = c5.number_input(t("Every (minutes)"), min_value=0, value=0, step=15, key="kb.source_every",
+                                help=t("The API server (`serve`) syncs it this often; 0: only when asked."))
         options = c4.text_input(t("Options (optional)"), key="kb.source_options",
                                 placeholder="branch=main; subfolder=docs",  # i18n: ok (the options' syntax)
                                 help=t("KEY=VALUE separated by ;, as `sources add --option` (include and exclude: "
@@ -108,7 +120,8 @@ def _add_form(settings: Any, book: Any, kb: str) -> None:
             raise RagError(t("A folder of this machine's files needs the admin role on every knowledge base."))
         pairs = [p.strip().split("=", 1) for p in options.split(";") if "=" in p]
         given = {k.strip(): v.split(",") if k.strip() in GLOB_OPTIONS else v.strip() for k, v in pairs}
-        source = book.add(new_source(settings, kb, kind, location.strip(), given, name=name.strip() or None))
+        made = new_source(settings, kb, kind, location.strip(), given, name=name.strip() or None)
+        source = book.add(replace(made, every=int(every)))
     except RagError as exc:
         show_error(exc, icon=None)
         return

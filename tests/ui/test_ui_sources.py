@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rag_core.access.records import ALL, Role
-from rag_core.bootstrap import Workbench
+from rag_core.bootstrap import Workbench, build_source_book
 from tests.ui.test_ui_access import DEFAULT, KB_PAGE, on_page, required, start, store, user  # noqa: F401 (fixtures)
 
 
@@ -15,6 +15,7 @@ def add_folder(at, folder: Path, name: str):
     at.selectbox(key="kb.source_type").select("folder")
     at.text_input(key="kb.source_location").input(str(folder))
     at.text_input(key="kb.source_name").input(name)
+    at.number_input(key="kb.source_every").set_value(30)
     at.button[[b.label for b in at.button].index("Add the source")].click().run()
     assert not at.exception, at.exception
     return at
@@ -32,6 +33,7 @@ def test_add_and_sync_a_folder_source_and_who_may_do_what(fresh_kb: Workbench, r
 
     at = add_folder(on_page(start(user(required, "ann", **{ALL: Role.ADMIN})), KB_PAGE), folder, "rb")
     assert [s.value for s in at.selectbox if s.key == "kb.source"] == ["rb"]
+    assert fresh_kb.settings and build_source_book(fresh_kb.settings).get("rb").every == 30  # synced by serve
     at.button(key="kb.source_sync").click().run()
     assert not at.exception, at.exception
     assert "2 added" in " ".join(str(s.value) for s in at.success)
