@@ -86,8 +86,9 @@ EDITED = "How much free space must the node keep?"
 def edit_second_question(page, text: str) -> None:
     """Types `text` over the second row's question (g002) in the review grid, a canvas: a double click on its cell
     opens the grid's editor (rows are 35 px high, under a header row as high; the query column begins at about a
-    quarter of the width). The gesture is tried again when the editor did not open on that cell or did not take
-    every key (a busy machine's browser can drop them); the edit, once typed and committed, must then be kept."""
+    quarter of the width). The gesture is tried again when the editor did not open on that cell, did not take every
+    key or the grid did not take the edit (a busy machine's browser can drop them); the edit, once in the grid, must
+    then be kept."""
     grid = page.locator('[data-testid="stDataFrame"]').filter(has=page.locator("td", has_text="g001")).first
     before = grid.locator("tr", has=page.locator("td", has_text="g002")).locator("td").nth(3).inner_text()
     editor = page.locator("textarea.gdg-input")
@@ -103,7 +104,11 @@ def edit_second_question(page, text: str) -> None:
             if editor.input_value() == text:
                 editor.press("Enter")
                 wait_idle(page)
-                return
+                try:  # the grid took the edit (its mirror shows it): from here a lost edit fails the test
+                    expect(grid.locator("td", has_text=text).first).to_be_attached(timeout=15_000)
+                    return
+                except AssertionError:
+                    continue  # the browser dropped the Enter: the grid never had the edit
         editor.press("Escape")
     raise AssertionError(f"the review grid's editor did not open on g002's question ({before!r}) and take the text")
 
