@@ -203,7 +203,7 @@ class ChunkStoreContract:
             stop.set()
             for thread in threads:
                 thread.join()
-        assert not errors, errors
+        assert not errors, [(type(e).__name__, getattr(e, 'code', None), str(e)) for e in errors]
         assert seen and both
         assert all(hits > 0 and versions == 1 and chunks > 0 and chunk_versions == 1
                    for hits, versions, chunks, chunk_versions in seen), seen[:10]

@@ -166,3 +166,12 @@ def is_empty_bm25_error(exc: BaseException) -> bool:
     from pymilvus.exceptions import MilvusException
 
     return isinstance(exc, MilvusException) and "NaN or Inf" in str(exc)
+
+
+def is_racing_bm25_error(exc: BaseException) -> bool:
+    """BM25 search while another writer deletes rows: Lite 2.5.1's corpus statistics are briefly behind the rows,
+    a term's weight comes out negative and the search is refused ("Invalid sparse row: negative value"). The same
+    search a moment later succeeds (reproduced by searching during repeated replacements on a loaded machine)."""
+    from pymilvus.exceptions import MilvusException
+
+    return isinstance(exc, MilvusException) and "Invalid sparse row" in str(exc)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -10,7 +11,7 @@ import numpy as np
 from ...ports import STORE_FILTER_FIELDS, StoreFilters
 from ...records import SearchHit, StoredChunk
 from ...text import fold
-from ..lite.internals import is_empty_bm25_error
+from ..lite.internals import is_empty_bm25_error, is_racing_bm25_error
 from . import filters
 from .coalesce import Coalescer
 from .registry import Registry
@@ -25,6 +26,7 @@ from .schema import CHUNK_FIELDS, DENSE_SEARCH_PARAMS, QUERY_LIMIT
 # only keys and the version check's fields, then the kept hits' text in one get by id, cost 3 ms more instead: a
 # request costs Milvus Lite about 2 ms of CPU and this process 1 ms (ARCHITECTURE.md).
 SEARCH_FIELDS = ["content", "doc_id", "version", "metadata"]
+BM25_ATTEMPTS = 5  # a BM25 search refused while a writer deletes rows (Lite) is asked again this many times in all
 
 
 class Searcher:
@@ -179,13 +181,17 @@ class Searcher:
 
     def _search_with_bm25(self, channels: Mapping[str, tuple[Any, str]], k: int,
                           expr: str) -> dict[str, list[SearchHit]]:
-        try:
-            found = self._search(channels, k, expr)
-        except Exception as exc:
-            if is_empty_bm25_error(exc) and self.registry.is_empty():
-                self.has_rows = False
-                return {channel: [] for channel in channels}
-            raise
+        for attempt in range(BM25_ATTEMPTS):
+            try:
+                found = self._search(channels, k, expr)
+                break
+            except Exception as exc:
+                if is_empty_bm25_error(exc) and self.registry.is_empty():
+                    self.has_rows = False
+                    return {channel: [] for channel in channels}
+                if not is_racing_bm25_error(exc) or attempt == BM25_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.05 * (attempt + 1))  # a writer's deletes settle; the search is asked again
         self.has_rows = True
         return found
 

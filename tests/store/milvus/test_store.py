@@ -346,6 +346,46 @@ def test_a_commit_between_search_and_registry_read_does_not_hide_the_document(wb
     assert doc.version != old.version  # the commit did come between
 
 
+RACING = ('Assert "element.val >= 0"  => Invalid sparse row: negative value at '
+           '/workspace/milvus-lite/thirdparty/milvus/internal/core/src/common/Utils.h:271')  # as Lite 2.5.1 says it
+
+
+def refusing(error: Exception, times: int, calls: list[int]):
+    """A `FailingClient` around for `search`: raises `error` the first `times` calls (each counted in `calls`)."""
+    def around(search, collection, **kwargs):
+        calls.append(1)
+        if len(calls) <= times:
+            raise error
+        return search(collection, **kwargs)
+    return around
+
+
+@pytest.mark.parametrize(("refusals", "raised"), [(2, False), (5, True)])
+def test_a_bm25_search_refused_while_a_writer_deletes_is_asked_again(wb, monkeypatch, refusals, raised) -> None:
+    """Lite refuses a BM25 search whose term weights come out negative while another writer deletes rows (seen
+    in the store contract's readers-during-writes test on a loaded machine): asked again, up to five times in
+    all; another error is raised at once."""
+    from pymilvus.exceptions import MilvusException
+
+    wb.ingestor.ingest_uploads([("doc.md", doc_bytes("steady", 3))])
+    real, calls = wb.store.client, []
+    monkeypatch.setattr(wb.store, "client", FailingClient(real, "search", refusing(
+        MilvusException(code=2000, message=RACING), refusals, calls)))
+    if raised:
+        with pytest.raises(MilvusException, match="Invalid sparse row"):
+            wb.store.search_bm25("Paragraph steady", 5)
+        assert len(calls) == 5
+    else:
+        assert wb.store.search_bm25("Paragraph steady", 5) and len(calls) == 3
+
+    calls.clear()
+    monkeypatch.setattr(wb.store, "client", FailingClient(real, "search", refusing(
+        MilvusException(code=65535, message="collection not loaded"), 1, calls)))
+    with pytest.raises(MilvusException, match="not loaded"):
+        wb.store.search_bm25("Paragraph steady", 5)
+    assert len(calls) == 1
+
+
 def test_bm25_after_the_last_document_is_deleted(wb) -> None:
     from rag_core.errors import RetrievalError
     from rag_core.retrieval import SearchOptions
