@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,3 +42,23 @@ def indexed_workbench(data_dir: Path, embedder: Any = None, paths: list[Path] | 
         wb.close()
         raise AssertionError([r.error or r.status for r in reports])
     return wb
+
+
+def run_cli(data: Path, capsys: Any, *argv: str) -> tuple[int, str, str]:
+    """`python -m rag_core --data-dir DATA ARGV...` in this process: its exit code, stdout and stderr."""
+    from rag_core.cli import main
+
+    code = main(["--data-dir", str(data), *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def lite_kept_open(data: Path) -> Iterator[Path]:
+    """`data`, with one Milvus Lite server kept up for the commands run on it (a module fixture's body: each
+    command would otherwise start and stop its own)."""
+    from rag_core.store import MilvusStore
+
+    keeper = MilvusStore(str(data / "milvus.db"), "biz")
+    _ = keeper.client
+    yield data
+    keeper.close()

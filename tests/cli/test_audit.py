@@ -12,13 +12,11 @@ import pytest
 from rag_core import bootstrap
 from rag_core.access.memory import MemoryAccessStore
 from rag_core.access.records import AuditEvent
-from rag_core.cli import main
 from rag_core.cli.audit import who
 from rag_core.errors import StoreError
 from rag_core.feedback import FILE_NAME, TurnStore
-from rag_core.store import MilvusStore
 from tests.feedback.test_store import record
-from tests.helpers import SAMPLE_KB
+from tests.helpers import SAMPLE_KB, lite_kept_open, run_cli
 
 pytestmark = pytest.mark.milvus
 
@@ -29,10 +27,7 @@ CPU = str(SAMPLE_KB / "runbooks" / "cpu_high.md")
 @pytest.fixture(scope="module")
 def data(tmp_path_factory) -> Path:
     data = tmp_path_factory.mktemp("cli-audit")
-    keeper = MilvusStore(str(data / "milvus.db"), "biz")  # one Milvus Lite server for the module's commands
-    _ = keeper.client
-    yield data
-    keeper.close()
+    yield from lite_kept_open(data)
 
 
 @pytest.fixture
@@ -42,10 +37,7 @@ def store(monkeypatch) -> MemoryAccessStore:
     return store
 
 
-def run(data: Path, capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(["--data-dir", str(data), *argv])
-    out, err = capsys.readouterr()
-    return code, out, err
+run = run_cli
 
 
 def events(store: MemoryAccessStore, after: int = 0) -> list[tuple[str, str, str, dict]]:

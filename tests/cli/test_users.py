@@ -16,7 +16,7 @@ from rag_core.access.memory import MemoryAccessStore
 from rag_core.access.records import Role
 from rag_core.cli import main
 from rag_core.cli.audit import who
-from rag_core.store import MilvusStore
+from tests.helpers import lite_kept_open, run_cli
 
 pytestmark = pytest.mark.milvus  # the catalog of knowledge bases is Milvus Lite's
 
@@ -24,11 +24,8 @@ pytestmark = pytest.mark.milvus  # the catalog of knowledge bases is Milvus Lite
 @pytest.fixture(scope="module")
 def data(tmp_path_factory) -> Path:
     data = tmp_path_factory.mktemp("cli-users")
-    keeper = MilvusStore(str(data / "milvus.db"), "biz")  # one Milvus Lite server for the module's commands
-    _ = keeper.client
     assert main(["--data-dir", str(data), "kb", "create", "ops"]) == 0
-    yield data
-    keeper.close()
+    yield from lite_kept_open(data)
 
 
 @pytest.fixture
@@ -38,10 +35,7 @@ def store(monkeypatch) -> MemoryAccessStore:
     return store
 
 
-def run(data: Path, capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(["--data-dir", str(data), *argv])
-    out, err = capsys.readouterr()
-    return code, out, err
+run = run_cli
 
 
 def test_create_prints_the_token_once_and_it_works(data: Path, store: MemoryAccessStore, capsys) -> None:

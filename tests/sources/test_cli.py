@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_core.cli import main
-from rag_core.store import MilvusStore
+from tests.helpers import lite_kept_open, run_cli
 
 pytestmark = pytest.mark.milvus
 
@@ -17,16 +16,10 @@ pytestmark = pytest.mark.milvus
 @pytest.fixture(scope="module")
 def data(tmp_path_factory) -> Path:
     data = tmp_path_factory.mktemp("cli-sources")
-    keeper = MilvusStore(str(data / "milvus.db"), "biz")  # one Milvus Lite server for the module's commands
-    _ = keeper.client
-    yield data
-    keeper.close()
+    yield from lite_kept_open(data)
 
 
-def run(data: Path, capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(["--data-dir", str(data), *argv])
-    out, err = capsys.readouterr()
-    return code, out, err
+run = run_cli
 
 
 def test_add_sync_show_list_and_remove(data: Path, tmp_path: Path, capsys) -> None:
