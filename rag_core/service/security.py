@@ -140,6 +140,7 @@ class Authenticate:
         self._expected = token.encode()
         self.store = store
         self.proxies = proxies or Proxies()
+        self._accounts = False  # a user was made: everyone signs in (`_signs_in`)
         # The store may be a database: its calls run off the event loop, a few at a time.
         self._threads = anyio.CapacityLimiter(AUTH_THREADS)
 
@@ -181,11 +182,18 @@ class Authenticate:
         else:
             message = ("This API needs a token: send `Authorization: Bearer <token>` (your own token, or the server's "
                        "RAG_API_TOKEN).")
-        if found is None and not self._expected and not await self._run(has_accounts, self.store):
+        if found is None and not self._expected and not await self._signs_in():
             # The one-person setup (no RAG_API_TOKEN, no users): everyone is the one person, whatever they send
             # (an SDK sends some key anyway).
             return EVERYONE, ""
         return found, message
+
+    async def _signs_in(self) -> bool:
+        """Whether a user was ever made (users are revoked, never deleted: once true, it stays true and the store
+        is not asked again; until then an unsigned request costs one read)."""
+        if not self._accounts:
+            self._accounts = await self._run(has_accounts, self.store)
+        return self._accounts
 
     async def _run(self, call: Callable[..., T], *args: Any) -> T:
         return await anyio.to_thread.run_sync(call, *args, limiter=self._threads)
