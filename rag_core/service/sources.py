@@ -7,6 +7,7 @@ role on every knowledge base (`*=admin` or RAG_API_TOKEN), the server's operator
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
@@ -37,6 +38,8 @@ class SourceIn(Inbound):
     location: str = Field(max_length=4000, description="The folder, the repository, the start URL, the export...")
     name: str | None = Field(None, max_length=64, description="Default: from the location's last part.")
     folder: str | None = Field(None, max_length=1000, description="Where its documents go (default: its name).")
+    every: int = Field(0, ge=0, le=525_600, description="Minutes between the syncs `serve` runs (0: only when "
+                       "asked).")
     options: dict[str, Any] = Field(default_factory=dict, description="The type's options (include/exclude globs "
                                     "for a folder, branch and subfolder for git, depth and max-pages for web).")
 
@@ -70,8 +73,8 @@ def add_source(kb: str, body: SourceIn, svc: ServiceDep, principal: Admin) -> di
     wb = hiding(svc, principal, svc.workbench_of, kb)
     if _reads_server_files(body) and not principal.can(ALL, Role.ADMIN):
         raise forbidden(principal, ALL, Role.ADMIN)
-    source = _book(svc).add(new_source(wb.settings, kb, body.type, body.location, body.options, name=body.name,
-                                       folder=body.folder))
+    made = new_source(wb.settings, kb, body.type, body.location, body.options, name=body.name, folder=body.folder)
+    source = _book(svc).add(replace(made, every=body.every))
     audit.record(svc, principal, "sources.add", kb, source.name, type=source.type, location=source.location,
                  folder=source.folder)
     return source.to_dict()

@@ -64,11 +64,11 @@ def call(server: live.LiveServer, method: str, path: str, token: str, **kwargs) 
 def test_add_sync_list_show_and_remove_a_folder_source(server, wb, folder, people) -> None:
     _, tokens = people
     base = f"/v1/kbs/{wb.settings.kb_name}/sources"
-    body = {"type": "folder", "location": str(folder), "name": "runbooks"}
+    body = {"type": "folder", "location": str(folder), "name": "runbooks", "every": 30}
     refused = call(server, "POST", base, tokens["admin"], json=body)  # this knowledge base's admin only
     assert refused.status_code == 403 and "admin role on knowledge base '*'" in message(refused)
     made = call(server, "POST", base, TOKEN, json=body)  # the server's operator
-    assert made.status_code == 201 and made.json()["documents"] == 0
+    assert made.status_code == 201 and (made.json()["documents"], made.json()["every"]) == (0, 30)
 
     assert call(server, "POST", f"{base}/runbooks/sync", tokens["reader"]).status_code == 403
     first = call(server, "POST", f"{base}/runbooks/sync", tokens["editor"]).json()
