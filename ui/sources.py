@@ -15,7 +15,7 @@ import streamlit as st
 from rag_core.access.records import ALL, Role
 from rag_core.bootstrap import build_source_book
 from rag_core.errors import RagError
-from rag_core.sources.manage import new_source, remove_source, sync_source
+from rag_core.sources.manage import new_source, reads_local_files, remove_source, sync_source
 from rag_core.sources.schedule import next_run
 from rag_core.sources.types import TYPES
 
@@ -116,8 +116,9 @@ def _add_form(settings: Any, book: Any, kb: str) -> None:
         if not st.form_submit_button(t("Add the source")):
             return
     try:
-        if kind == "folder" and not allowed(ALL, Role.ADMIN):
-            raise RagError(t("A folder of this machine's files needs the admin role on every knowledge base."))
+        if reads_local_files(kind, location) and not allowed(ALL, Role.ADMIN):
+            raise RagError(t("A source of this machine's own files (a folder, an export, a local Git repository) "
+                             "needs the admin role on every knowledge base."))
         pairs = [p.strip().split("=", 1) for p in options.split(";") if "=" in p]
         given = {k.strip(): v.split(",") if k.strip() in GLOB_OPTIONS else v.strip() for k, v in pairs}
         made = new_source(settings, kb, kind, location.strip(), given, name=name.strip() or None)

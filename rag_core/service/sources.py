@@ -2,8 +2,9 @@
 rag_core.sources.manage calls, the same JSON as `--json`).
 
 Listing and showing need the reader role, a sync the editor role, adding and removing a source the admin role. A
-`folder` source, or a `git` one at a path of the server, reads the server's own files: adding one needs the admin
-role on every knowledge base (`*=admin` or RAG_API_TOKEN), the server's operator, not only this one's admin."""
+`folder` or export source, or a `git` one at a path or file:// URL of the server, reads the server's own files:
+adding one needs the admin role on every knowledge base (`*=admin` or RAG_API_TOKEN), the server's operator, not
+only this one's admin."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pydantic import ConfigDict, Field
 from ..access.checks import forbidden
 from ..access.records import ALL, Principal, Role
 from ..sources.book import Source, SourceBook
-from ..sources.manage import new_source, remove_source, sync_source
+from ..sources.manage import new_source, reads_local_files, remove_source, sync_source
 from . import audit
 from .deps import Needs, ServiceDep, hiding, kb_in_path
 from .models import Inbound
@@ -56,10 +57,6 @@ def _source(svc: Service, principal: Principal, kb: str, name: str) -> tuple[Sou
     return book, book.get(name, kb)
 
 
-def _reads_server_files(body: SourceIn) -> bool:
-    return body.type == "folder" or (body.type == "git" and "://" not in body.location and "@" not in body.location)
-
-
 @router.get("/kbs/{kb}/sources", summary="The knowledge base's sources with their last sync (as `sources list "
             "--json`)")
 def list_sources(kb: str, svc: ServiceDep, principal: Reader) -> list[dict[str, Any]]:
@@ -71,7 +68,7 @@ def list_sources(kb: str, svc: ServiceDep, principal: Reader) -> list[dict[str, 
              "before its first sync", responses={400: {}, 403: {}})
 def add_source(kb: str, body: SourceIn, svc: ServiceDep, principal: Admin) -> dict[str, Any]:
     wb = hiding(svc, principal, svc.workbench_of, kb)
-    if _reads_server_files(body) and not principal.can(ALL, Role.ADMIN):
+    if reads_local_files(body.type, body.location) and not principal.can(ALL, Role.ADMIN):
         raise forbidden(principal, ALL, Role.ADMIN)
     made = new_source(wb.settings, kb, body.type, body.location, body.options, name=body.name, folder=body.folder)
     source = _book(svc).add(replace(made, every=body.every))

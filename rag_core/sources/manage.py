@@ -26,6 +26,15 @@ def cache_of(settings: Settings) -> Path:
     return settings.data_dir / "sources-cache"
 
 
+def reads_local_files(kind: str, location: str) -> bool:
+    """Whether a source reads files of the machine that syncs it (a folder, an export, a Git repository at a path or
+    a file:// URL): what only the server's operator may add from the app or over HTTP."""
+    where = location.strip().lower()
+    remote = where.startswith(("http://", "https://", "ssh://", "git://")) or (
+        "@" in where and ":" in where and not where.startswith("file:"))
+    return kind in ("folder", "notion-export", "confluence-export") or (kind == "git" and not remote)
+
+
 def new_source(settings: Settings, kb: str, kind: str, location: str, options: Mapping[str, Any], *,
                name: str | None = None, folder: str | None = None) -> Source:
     """The source `sources add` makes, checked (its type, a folder that exists, options its type takes, a folder in
