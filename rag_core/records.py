@@ -464,6 +464,7 @@ class Projected:
     matched: tuple[str, ...] = ()  # a block of several hits (retrieval/merge.py): every hit's evidence key, by rank
     section: str = ""  # the block grew (retrieval/expand.py): the heading path of what it holds
     tokens: int = 0  # its content's tokens (tokens.TOKENIZER)
+    url: str = ""  # where a person opens its document: the source's URL (a synced source's; "" for an upload)
 
 
 @dataclass(frozen=True)

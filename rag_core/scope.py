@@ -132,6 +132,9 @@ def labels_of(doc: StoredDocument, extra: Labels | None = None) -> dict[str, tup
 
 
 MAX_LABELS = 4096  # per document: Milvus's largest ARRAY capacity (store.milvus.schema)
+# The tag a source's sync gives each document it indexed: where a person opens it (rag_core.sources.sync). Its rows
+# carry it in their metadata too (`sourceUrl`, store.milvus.rows), so hits link to it without reading the labels.
+PROVENANCE_KEY = "source_url"
 
 
 def label(key: str, value: str) -> str:
@@ -161,6 +164,12 @@ def document_labels(doc_id: str, extension: str, ingested_at: str, extra: Labels
         raise RetrievalError(f"{doc_id}: {len(found)} metadata labels, more than the {MAX_LABELS} a chunk row "
                              "holds; give it fewer front-matter values or tags.")
     return found
+
+
+def label_value(labels: Iterable[str], key: str) -> str:
+    """The first value of `key` among `key=value` labels ("" when there is none)."""
+    prefix = f"{key}="
+    return next((item[len(prefix):] for item in labels if item.startswith(prefix)), "")
 
 
 def matches(scope: Scope, labels: Iterable[str]) -> bool:

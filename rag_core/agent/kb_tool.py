@@ -78,13 +78,16 @@ def tool_payload(result: LookupResult, asked: str | None = None) -> dict[str, An
 
 def item_payload(item: Projected) -> dict[str, Any]:
     """One evidence block as the model reads it: `matched` only when the block holds other hits' keys, `section`
-    only when it grew, so a lookup without expansion reads as it always did."""
+    only when it grew, `url` only for a synced source's document (where a person opens it), so a lookup without
+    them reads as it always did."""
     data: dict[str, Any] = {"document_id": item.document_id, "source": item.source, "content": item.content,
                             "score": item.score, "truncated": item.truncated, "location": item.location}
     if item.matched and item.matched != (item.document_id,):
         data["matched"] = list(item.matched)
     if item.section:
         data["section"] = item.section
+    if item.url:
+        data["url"] = item.url
     data["tokens"] = item.tokens
     return data
 

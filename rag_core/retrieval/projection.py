@@ -125,6 +125,7 @@ def project(blocks: Sequence[Block], budgets: Budgets) -> Projection:
         items.append(Projected(document_id=key, source=block.source, content=content, score=round(hit.score, 6),
                                truncated=truncated, location=str(hit.metadata.get("location") or ""),
                                matched=block.matched if len(block.matched) > 1 else (),
-                               section=block.section if block.grown else "", tokens=used))
+                               section=block.section if block.grown else "", tokens=used,
+                               url=str(hit.metadata.get("sourceUrl") or "")))
     return Projection(items=tuple(items), left_out=tuple((k, english(r)) for k, r in left_out),
                       reasons=tuple(r for _, r in left_out), tokens=tokens)

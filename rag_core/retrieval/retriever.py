@@ -183,6 +183,7 @@ class LookupResult:
                 "location": c.metadata.get("location", ""),
                 "cited_as": cited_as(c.source, str(c.metadata.get("location") or "")), "content": c.content,
                 "edited": bool(c.metadata.get("edited")), "added": bool(c.metadata.get("added")),
+                "source_url": str(c.metadata.get("sourceUrl") or ""),
             })
         evidence = [{
             "evidence_key": c.evidence_key, "doc_id": c.doc_id, "chunk_index": c.chunk_index, "source": c.source,
@@ -192,6 +193,7 @@ class LookupResult:
             "cited_as": cited_as(c.source, str(c.metadata.get("location") or "")),
             "edited": bool(c.metadata.get("edited")), "added": bool(c.metadata.get("added")),
             "searched_by": qa_question(c.content, c.metadata),  # a Q&A pair: its question, "" for other chunks
+            "source_url": str(c.metadata.get("sourceUrl") or ""),  # a synced source's document: where it is opened
         } for c in self.evidence]
         return {
             "query": self.query,

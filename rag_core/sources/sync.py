@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -20,7 +20,8 @@ from ..doc_ids import join_doc_id
 from ..errors import RagError, SourceError
 from ..ingest import Ingestor, IngestProgress
 from ..ports import SourceReader
-from ..scope import MAX_VALUE_CHARS
+from ..access.records import ACCESS_KEY
+from ..scope import MAX_VALUE_CHARS, PROVENANCE_KEY
 from ..store.labels import relabelled
 from .book import Source, SourceBook
 from .records import SourceItem
@@ -101,7 +102,7 @@ def _run(source: Source, reader: SourceReader, ingestor: Ingestor, result: SyncR
     todo: list[tuple[str, SourceItem, bytes, str]] = []
     for doc_id, item in items.items():
         path, seen = previous.get(doc_id, ("", {}))
-        record = {"version": item.version, "url": item.url, "meta": dict(item.meta)}
+        record = _record(item)
         if doc_id in present and item.version and seen.get("version") == item.version:
             result.unchanged.append(doc_id)
             indexed[item.path] = {**record, "hash": seen.get("hash", "")}
@@ -126,7 +127,7 @@ def _run(source: Source, reader: SourceReader, ingestor: Ingestor, result: SyncR
             _ingest(source, ingestor, todo, result, indexed, progress)
     if not dry:
         _ingest(source, ingestor, todo, result, indexed, progress)
-        _tag_provenance(source, ingestor, items, set(result.added) | set(result.replaced))
+        _tag_provenance(source, ingestor, items, previous, [*result.added, *result.replaced, *result.unchanged])
     for doc_id in gone:
         if not dry:
             try:
@@ -136,6 +137,12 @@ def _run(source: Source, reader: SourceReader, ingestor: Ingestor, result: SyncR
                 continue
         result.deleted.append(doc_id)
     return indexed
+
+
+def _record(item: SourceItem) -> dict[str, Any]:
+    """What the source's record keeps of an indexed item (its hash is added once known)."""
+    return {"version": item.version, "url": item.url, "meta": dict(item.meta),
+            **({"groups": list(item.groups)} if item.groups else {})}
 
 
 def _ingest(source: Source, ingestor: Ingestor, todo: list[tuple[str, SourceItem, bytes, str]], result: SyncResult,
@@ -150,22 +157,29 @@ def _ingest(source: Source, ingestor: Ingestor, todo: list[tuple[str, SourceItem
             result.failures[doc_id] = report.error or str(report.status)
             continue
         {"added": result.added, "replaced": result.replaced}.get(str(report.status), result.unchanged).append(doc_id)
-        indexed[item.path] = {"version": item.version, "hash": digest, "url": item.url, "meta": dict(item.meta)}
+        indexed[item.path] = {**_record(item), "hash": digest}
     todo.clear()
 
 
-def _tag_provenance(source: Source, ingestor: Ingestor, items: dict[str, SourceItem], doc_ids: set[str]) -> None:
-    """The documents added or replaced tagged with their source and URL (`source`, `source_url`), where their tags
-    do not say so yet: `docs`, the metadata and `--filter source=NAME` show them; their rows are relabelled in one
-    change, without embedding. A URL too long for a tag stays in the source's record only."""
+def _tag_provenance(source: Source, ingestor: Ingestor, items: dict[str, SourceItem],
+                    previous: Mapping[str, tuple[str, Mapping[str, Any]]], doc_ids: Sequence[str]) -> None:
+    """The documents indexed from the source tagged with it and their URL (`source`, `source_url`:
+    scope.PROVENANCE_KEY, which their hits link to), and with the access groups the source gives them (`access`:
+    Confluence page restrictions; a document whose groups the source took away loses them), where their tags do
+    not say so yet: `docs`, the metadata and `--filter source=NAME` show them; their rows are relabelled in one
+    change, without embedding. Unchanged documents too, as a page's restrictions change without a new version. A
+    URL too long for a tag stays in the source's record only."""
     store = ingestor.store
     have = store.labels.tags_by_document()
     wanted: dict[str, dict[str, list[str]]] = {}
-    for doc_id in sorted(doc_ids):
+    for doc_id in sorted(set(doc_ids)):
+        item = items[doc_id]
         tags = {"source": [source.name]}
-        if items[doc_id].url and len(items[doc_id].url) <= MAX_VALUE_CHARS:
-            tags["source_url"] = [items[doc_id].url]
-        if any(have.get(doc_id, {}).get(k) != v for k, v in tags.items()):
+        if item.url and len(item.url) <= MAX_VALUE_CHARS:
+            tags[PROVENANCE_KEY] = [item.url]
+        if item.groups or previous.get(doc_id, ("", {}))[1].get("groups"):
+            tags[ACCESS_KEY] = sorted(item.groups)  # [] removes the key
+        if any(have.get(doc_id, {}).get(k, []) != v for k, v in tags.items()):
             wanted[doc_id] = tags
     if not wanted:
         return

@@ -48,7 +48,7 @@ from ..text import fold
 from .edits import ChunkEdits
 from .labels import DocumentLabels
 from .milvus import filters as store_filters
-from .milvus.rows import check_new_versions, chunk_row_id, search_hit, stored_chunk, utc_now
+from .milvus.rows import check_new_versions, chunk_row_id, search_hit, stored_chunk, utc_now, with_provenance
 
 _TOKEN = re.compile(r"[\u3400-\u9fff]|[^\W_]+", re.UNICODE)
 K1, B = 1.2, 0.75
@@ -153,7 +153,8 @@ class InMemoryChunkStore:
                 if doc_id in ids:
                     own = document_labels(doc_id, ver.doc.extension, ver.ingested_at, labels.get(doc_id))
                     rows += sum(chunk.labels != own for chunk in ver.chunks)
-                    ver.chunks = [replace(chunk, labels=own) for chunk in ver.chunks]
+                    ver.chunks = [replace(chunk, labels=own, metadata=with_provenance(chunk.metadata, own))
+                                  for chunk in ver.chunks]
         return rows
 
     @contextlib.contextmanager
@@ -175,7 +176,7 @@ class InMemoryChunkStore:
             for ver in self._versions.values():
                 for i, chunk in enumerate(ver.chunks):
                     if chunk.id == row_id:
-                        ver.chunks[i] = replace(chunk, content=content, metadata=dict(metadata))
+                        ver.chunks[i] = replace(chunk, content=content, metadata=with_provenance(metadata, chunk.labels))
                         ver.vectors[i] = _unit(vector)
                         ver.terms[i] = Counter(tokens(search_text(content, metadata)))
                         return
@@ -185,7 +186,7 @@ class InMemoryChunkStore:
         """A chunk a person added to its version, under the id of its place in that version (writing it again
         replaces it: one row). A version that is gone takes nothing (MilvusStore's row would never be read)."""
         row = replace(chunk, id=chunk_row_id(chunk.doc_id, chunk.version, chunk.chunk_index),
-                      metadata=dict(chunk.metadata), labels=tuple(chunk.labels))
+                      metadata=with_provenance(chunk.metadata, chunk.labels), labels=tuple(chunk.labels))
         with self._lock:
             ver = self._versions.get(chunk.version)
             if ver is None:

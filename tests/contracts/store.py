@@ -345,6 +345,18 @@ class ChunkStoreContract:
             store.search_bm25("alpha", 5, {"labels": ["no key"]})
         # rows re-derived from a labels file: tests/contracts/store_capabilities.py, LabelledStoreContract
 
+    def test_hits_and_chunks_link_to_the_source_url_their_labels_name(self, store: ChunkStore) -> None:
+        """A document tagged `source_url` (what a source's sync tags: scope.PROVENANCE_KEY) gives its hits and chunks
+        `sourceUrl` in their metadata; one without it gives none."""
+        url = "https://wiki.example.com/x?a=1&b=\"2\""
+        store.replace_documents([replace(new_version("linked/a.md", text_of("gamma")), labels={"source_url": (url,)}),
+                                 new_version("linked/b.md", text_of("delta"))])
+        dense, bm25 = store.search_both(vector("gamma"), "gamma delta", 50, {"doc_id": ["linked/a.md", "linked/b.md"]})
+        for hits in (dense, bm25):
+            assert {h.metadata["doc_id"]: h.metadata.get("sourceUrl") for h in hits} == {"linked/a.md": url,
+                                                                                          "linked/b.md": None}
+        assert store.get_chunks("linked/a.md")[0].metadata["sourceUrl"] == url
+
     @pytest.mark.parametrize("bad", [{"metadata": "x"}, {"version": "x"}, {"doc_id": 3}, {"doc_id": [None]}])
     def test_bad_filters_are_refused(self, store: ChunkStore, bad: dict[str, Any]) -> None:
         store.replace_documents([new_version("filters.md", text_of("filters"))])

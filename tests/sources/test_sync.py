@@ -14,8 +14,12 @@ import pytest
 from bench.sources import Counting
 from rag_core.errors import SourceError
 from rag_core.files import FileLock
+from rag_core.kb.chunk_edits import edit_chunk
+from rag_core.scope import parse_scope
+from rag_core.agent.kb_tool import tool_payload
 from rag_core.sources.book import Source, SourceBook
 from rag_core.sources.folder import FolderReader
+from rag_core.sources.records import SourceItem
 from rag_core.sources.sync import sync
 from rag_core.store.kept import MemoryDocument
 from tests.helpers import make_workbench
@@ -182,3 +186,65 @@ def test_a_sync_is_one_trace_with_its_counts(tmp_path: Path, wb: Any) -> None:
     assert root.name == "sources.sync" and {s.context.trace_id for s in finished} == {root.context.trace_id}
     attributes = dict(root.attributes or {})
     assert (attributes["rag.source.added"], attributes["rag.source.deleted"]) == (3, 0)
+
+
+class Listed:
+    """A reader giving the items it is handed (a source with URLs and access groups, as Confluence's)."""
+
+    def __init__(self, items: list[SourceItem]) -> None:
+        self.listed = items
+
+    def describe(self) -> str:
+        return "listed items"
+
+    def items(self) -> Iterator[SourceItem]:
+        yield from self.listed
+
+
+def item(path: str, text: str, url: str, groups: tuple[str, ...] = (), version: str = "1") -> SourceItem:
+    return SourceItem(path, lambda: text.encode(), version=version, url=url, groups=groups)
+
+
+def test_hits_link_to_their_source_in_every_view_of_a_lookup(tmp_path: Path, wb: Any) -> None:
+    url = "https://wiki.example.com/pages/42"
+    source, book = a_source("linked", tmp_path)
+    reader = Listed([item("gateway.md", "# Gateway\n\nRotate the zebra-lantern certificate every quarter.", url),
+                     item("other.md", "# Other\n\nNothing about certificates here.", "")])
+    sync(book.get("linked"), reader, wb.ingestor, book, max_delete_share=0.3)
+    result = wb.retriever.lookup("zebra-lantern certificate", scope=parse_scope("source=linked"))
+    data = result.to_dict()
+    top = data["evidence"][0]
+    assert top["doc_id"] == "linked/gateway.md" and top["source_url"] == url
+    assert data["raw_hits"][0]["source_url"] == url
+    assert [h["source_url"] for h in data["evidence"] if h["doc_id"] == "linked/other.md"] in ([], [""])
+    assert result.projection.items[0].url == url and data["projection"][0]["url"] == url
+    payload = tool_payload(result)["results"]
+    assert payload[0]["url"] == url and all("url" not in p for p in payload[1:])  # the model reads it only when set
+
+    # an edited chunk keeps the link (every writer of rows derives it from the labels)
+    edit_chunk(wb.store, wb.embedder, "linked/gateway.md#chunk-0", text="Rotate the zebra-lantern cert monthly.")
+    assert wb.store.get_chunks("linked/gateway.md")[0].metadata["sourceUrl"] == url
+    assert wb.retriever.lookup("zebra-lantern cert monthly").to_dict()["evidence"][0]["source_url"] == url
+
+
+def test_access_groups_from_the_source_follow_it_unchanged_pages_included(tmp_path: Path, wb: Any) -> None:
+    source, book = a_source("restricted", tmp_path)
+    text = "# Payroll\n\nSalary bands for the platform team."
+    first = Listed([item("payroll.md", text, "u1", groups=("hr", "finance")), item("open.md", "# Open\n\nhi", "u2")])
+    sync(book.get("restricted"), first, wb.ingestor, book, max_delete_share=0.3)
+    assert wb.store.labels.tags("restricted/payroll.md")["access"] == ["finance", "hr"]
+    assert "access" not in wb.store.labels.tags("restricted/open.md")
+    embedded = wb.embedder.embedded
+
+    # restrictions change without a new version: the unchanged page is relabelled, nothing embedded
+    second = Listed([item("payroll.md", text, "u1", groups=("hr",)), item("open.md", "# Open\n\nhi", "u2")])
+    d = sync(book.get("restricted"), second, wb.ingestor, book, max_delete_share=0.3).to_dict()
+    assert counts(d) == (0, 0, 2, 0, 0) and wb.embedder.embedded == embedded
+    assert wb.store.labels.tags("restricted/payroll.md")["access"] == ["hr"]
+    hidden = [c for c in wb.store.get_chunks("restricted/payroll.md")]
+    assert all("access=hr" in c.labels and "access=finance" not in c.labels for c in hidden)
+
+    # the restriction lifted: the groups the source gave are taken away
+    third = Listed([item("payroll.md", text, "u1"), item("open.md", "# Open\n\nhi", "u2")])
+    sync(book.get("restricted"), third, wb.ingestor, book, max_delete_share=0.3)
+    assert "access" not in wb.store.labels.tags("restricted/payroll.md")

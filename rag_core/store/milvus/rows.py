@@ -16,7 +16,7 @@ import numpy as np
 
 from ...errors import RagError, StoreError
 from ...records import Chunk, Document, NewVersion, SearchHit, StoredChunk, search_text
-from ...scope import Labels, document_labels
+from ...scope import PROVENANCE_KEY, Labels, document_labels, label_value
 from ...text import fold
 
 
@@ -46,18 +46,30 @@ def stored_chunk(doc: Document, chunk: Chunk, version: str, total: int, ingested
     if chunk.location is not None:  # pages, slides or rows (documents with places): shown with hits and cited
         metadata["location"] = chunk.location.label
         metadata["locationSpan"] = chunk.location.to_dict()
+    own = document_labels(doc.doc_id, doc.extension, ingested_at, labels)
     return StoredChunk(id=chunk_row_id(doc.doc_id, version, chunk.chunk_index), doc_id=doc.doc_id,
                        chunk_index=chunk.chunk_index, content=chunk.text, source=doc.doc_id, title=chunk.title[:300],
-                       version=version, metadata=metadata,
-                       labels=document_labels(doc.doc_id, doc.extension, ingested_at, labels))
+                       version=version, metadata=with_provenance(metadata, own), labels=own)
 
 
 def with_bm25_text(row: Mapping[str, Any]) -> dict[str, Any]:
     """A chunk row as the collection stores it: with `bm25_text`, what it is searched by (records.search_text: its
     `content`, or a Q&A pair's question) folded to Simplified Chinese (text.fold), which is what the BM25
-    function analyses (schema layout 4). Every writer of chunk rows goes through here (ingest, chunk edits,
-    relabelling, migration), so the fields never disagree."""
-    return {**row, "bm25_text": fold(search_text(row["content"], row.get("metadata")))}
+    function analyses (schema layout 4), and its metadata's `sourceUrl` from its labels (`with_provenance`). Every
+    writer of chunk rows goes through here (ingest, chunk edits, relabelling, migration), so the fields never
+    disagree."""
+    metadata = with_provenance(row.get("metadata") or {}, row.get("labels") or ())
+    return {**row, "metadata": metadata, "bm25_text": fold(search_text(row["content"], metadata))}
+
+
+def with_provenance(metadata: Mapping[str, Any], labels: Sequence[str]) -> dict[str, Any]:
+    """`metadata` with `sourceUrl`: its document's `source_url` label (scope.PROVENANCE_KEY, what a source's sync
+    tags), so a hit links to where a person opens the document without a search returning the labels (a column
+    pymilvus decodes in every hit: store.milvus.search); without that label, without the key."""
+    out = {k: v for k, v in metadata.items() if k != "sourceUrl"}
+    if url := label_value(labels, PROVENANCE_KEY):
+        out["sourceUrl"] = url
+    return out
 
 
 def search_hit(chunk: StoredChunk, score: float, channel: str, rank: int) -> SearchHit:
