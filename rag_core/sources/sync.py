@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from ..access.records import ACCESS_KEY
 from ..doc_ids import join_doc_id
 from ..errors import RagError, SourceError
 from ..ingest import Ingestor, IngestProgress
 from ..ports import SourceReader
-from ..access.records import ACCESS_KEY
 from ..scope import MAX_VALUE_CHARS, PROVENANCE_KEY
 from ..store.labels import relabelled
 from .book import Source, SourceBook

@@ -176,7 +176,8 @@ class InMemoryChunkStore:
             for ver in self._versions.values():
                 for i, chunk in enumerate(ver.chunks):
                     if chunk.id == row_id:
-                        ver.chunks[i] = replace(chunk, content=content, metadata=with_provenance(metadata, chunk.labels))
+                        ver.chunks[i] = replace(chunk, content=content,
+                                                metadata=with_provenance(metadata, chunk.labels))
                         ver.vectors[i] = _unit(vector)
                         ver.terms[i] = Counter(tokens(search_text(content, metadata)))
                         return

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from bench.sources import Counting
+from rag_core.agent.kb_tool import tool_payload
 from rag_core.errors import SourceError
 from rag_core.files import FileLock
 from rag_core.kb.chunk_edits import edit_chunk
 from rag_core.scope import parse_scope
-from rag_core.agent.kb_tool import tool_payload
 from rag_core.sources.book import Source, SourceBook
 from rag_core.sources.folder import FolderReader
 from rag_core.sources.records import SourceItem
