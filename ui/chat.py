@@ -19,7 +19,7 @@ from .access import record
 from .blocks import block_html, cited_block, more_than_a_chunk
 from .components import chunk_card, evidence_table
 from .errors import show_chat_error, show_error, show_notice
-from .html import ChunkView
+from .html import ChunkView, source_link_html
 from .i18n import t, tn
 from .lookup import DEBUGGER_PAGE, HISTORY, debugger_query_params, history_text, lookup_warnings, rewrite_view
 from .reasons import location_text
@@ -123,6 +123,8 @@ def render_citations(turn: AssistantTurn, key: str) -> None:
             found = cited_block(lookups, cited)
             block = evidence.get(cited) or (evidence.get(str(found[0]["matched"][0])) if found else None)
             with st.popover(citation_label(cited, block), icon="📄", key=f"{key}.cite.{i}"):
+                if block is not None and block.get("source_url"):  # a synced source's document: where it is
+                    st.html(source_link_html(str(block["source_url"])))
                 if found is not None and more_than_a_chunk(found[0]):  # grown or merged: the block, chunk marked
                     grown, lookup = found
                     st.caption(t("The cited chunk, marked in the evidence block the agent was given:")

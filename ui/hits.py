@@ -12,7 +12,7 @@ from typing import Any
 from rag_core.agent.offline import terms
 
 from .fates import COLOURS, fate_label
-from .html import esc
+from .html import esc, source_link_html
 from .i18n import t
 from .reasons import describe_drop, location_text
 
@@ -83,7 +83,8 @@ def hit_row_html(hit: Mapping[str, Any], words: Sequence[str]) -> str:
         f'<code style="word-break:break-all">{esc(hit.get("evidence_key", ""))}</code>'
         f'{place}'
         f'<span>{esc(score)}</span>'
-        f'<span style="color:#555">{_channels(hit)}</span>{marks}</div>'
+        f'<span style="color:#555">{_channels(hit)}</span>{marks}'
+        f'{source_link_html(str(hit.get("source_url") or ""))}</div>'
         f'{heading}'
         f'<div style="font-size:0.86rem;line-height:1.5;word-break:break-word">'
         f'{snippet_html(str(hit.get("content", "")), words)}</div>{reason}</div>')

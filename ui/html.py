@@ -39,6 +39,19 @@ def esc(text: Any) -> str:
     return html.escape(str(text), quote=True)
 
 
+def source_link_html(url: str) -> str:
+    """Where a synced source's document is opened (a hit's `source_url`): a link that opens in a new tab for a web
+    address, the address as text for another (a file:// URL a browser will not open from a page, a Git file
+    named `repo@commit:path`); "" without one."""
+    if not url:
+        return ""
+    if url.startswith(("http://", "https://")):
+        label = t("at the source")
+        return (f'<a class="source-link" href="{esc(url)}" target="_blank" rel="noopener noreferrer" '
+                f'title="{esc(url)}">↗ {esc(label)}</a>')
+    return f'<span class="source-link" style="color:#777;word-break:break-all">{esc(url)}</span>'
+
+
 MATCHED_BG = "#fff1a8"  # a matched chunk inside its evidence block (ui/blocks.py)
 MATCHED_BORDER = "#b08900"
 

@@ -123,6 +123,8 @@ def _print_result(result: Any) -> None:
         location = str(c.metadata.get("location") or "")
         cited = f" {cited_as(c.source, location)}:" if location else ""
         print(f"- [{c.evidence_key}]{cited} ({', '.join(c.hit_reasons)}) {c.content[:160]!r}")
+        if c.metadata.get("sourceUrl"):  # a synced source's document: where a person opens it
+            print(f"  at the source: {c.metadata['sourceUrl']}")
     _print_context(result)
 
 
