@@ -172,7 +172,8 @@ class ConfluenceReader:
     def _next(self, url: str, data: Mapping[str, Any], size: int) -> str | None:
         """The next page of results: `_links.next` (relative to the base URL, or absolute on its host); from a
         server answering without `_links`, the next `start` when this page was full; else None."""
-        links = data.get("_links") if isinstance(data.get("_links"), dict) else {}
+        given = data.get("_links")
+        links: Mapping[str, Any] = given if isinstance(given, dict) else {}
         link = links.get("next")
         if links and not link:
             return None  # Confluence's links, none to a next page: the last one
