@@ -47,6 +47,7 @@ class ConfluenceServer(FakeServer):
         self.gone: set[str] = set()  # listed, 404 when fetched
         self.malformed = False     # the listing answers what is not JSON
         self.next_links = True     # False: no _links (the client goes by size < limit)
+        self.media = False         # attachments download by a redirect to another host (as Cloud's media API)
 
     def build(self) -> None:
         self.pages = {
@@ -102,6 +103,9 @@ class ConfluenceServer(FakeServer):
         return Reply.json(200, answer)
 
     def handle(self, request: RecordedRequest) -> Reply:
+        if request.path.startswith("/media/"):  # the other host: no token asked
+            _, _, page_id, name = request.path.split("?")[0].split("/")
+            return Reply(200, dict((f, d) for f, _, d in self.pages[page_id].attachments)[name])
         expected = (f"Basic {base64.b64encode(f'{self.user}:{TOKEN}'.encode()).decode()}" if self.user
                     else f"Bearer {TOKEN}")
         if request.header("authorization") != expected:
@@ -137,6 +141,8 @@ class ConfluenceServer(FakeServer):
                 return Reply.json(200, answer)
         if path.startswith("/wiki/download/attachments/"):
             _, _, _, _, page_id, name = path.split("/")
+            if self.media:
+                return Reply(302, headers={"Location": f"http://localhost:{self.port}/media/{page_id}/{name}?t=x"})
             for file, _, data in self.pages[page_id].attachments if page_id in self.pages else ():
                 if file == name:
                     return Reply(200, data, {"Content-Type": "application/octet-stream"})
@@ -203,6 +209,15 @@ def test_reading_a_page_gives_an_html_document_and_an_attachment_its_bytes(serve
     assert document.text.startswith("# Disk full") and "Restart the disk service first." in document.text
     assert "/wiki/rest/api/content/3" in server.paths()
     assert by_path["Ops Home/Runbooks/Disk full/disk.md"].read() == server.pages["3"].attachments[0][2]
+
+
+def test_an_attachment_redirected_to_another_host_is_fetched_without_the_token(server: ConfluenceServer) -> None:
+    server.media = True
+    [item] = [i for i in reader(server).items() if i.path.endswith("keys.txt")]
+    assert item.read() == b"Rotate the vault keys every quarter."
+    first, media = server.requests[-2:]
+    assert first.path.startswith("/wiki/download/attachments/4/keys.txt") and first.header("authorization")
+    assert media.path.startswith("/media/4/keys.txt") and media.header("authorization") is None
 
 
 def test_without_next_links_it_pages_by_size(server: ConfluenceServer) -> None:
@@ -322,3 +337,62 @@ class TestConfluenceReaderContract(SourceReaderContract):
     @pytest.fixture
     def unreachable(self, server: ConfluenceServer) -> ConfluenceReader:
         return reader(server, space="NOPE")
+
+
+# ---------------------------------------------------------------------------------------- through the sync
+@pytest.fixture(scope="module")
+def wb(tmp_path_factory: pytest.TempPathFactory, local_embedder: Any, milvus: None) -> Iterator[Any]:
+    from bench.sources import Counting
+    from tests.helpers import make_workbench
+
+    wb = make_workbench(tmp_path_factory.mktemp("confluence-kb"), Counting(local_embedder))
+    yield wb
+    wb.close()
+
+
+@pytest.mark.milvus
+def test_three_syncs_add_replace_only_the_bumped_page_and_delete_the_removed_one(
+        server: ConfluenceServer, wb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rag_core.files import FileLock
+    from rag_core.sources.book import Source, SourceBook
+    from rag_core.sources.manage import reader_of, sync_source
+    from rag_core.store.kept import MemoryDocument
+
+    monkeypatch.setenv("CONFLUENCE_TOKEN", TOKEN)
+    book = SourceBook(MemoryDocument(), FileLock(None), None)
+    book.add(Source("ops", "biz", "confluence", server.base, "ops", {"space": "OPS"}))
+
+    def sync() -> dict[str, Any]:
+        server.requests.clear()
+        return sync_source(wb.settings, book, book.get("ops"), wb.ingestor).to_dict()
+
+    def documents() -> list[str]:
+        return sorted(d.doc_id for d in wb.store.list_documents() if d.doc_id.startswith("ops/"))
+
+    first = sync()
+    assert (first["added"], first["failed"], first["ok"]) == (len(LISTED), 0, True)
+    assert documents() == sorted(f"ops/{p}" for p in LISTED)
+    assert wb.store.labels.tags("ops/Ops Home/Runbooks/Disk full.html") == {
+        "source": ["ops"], "source_url": [f"{server.base}/spaces/OPS/pages/3"]}
+    kept = book.get("ops").indexed["Ops Home/Runbooks/Disk full.html"]
+    assert (kept["version"], kept["meta"]["author"]) == ("4", "Ana Ops") and TOKEN not in json.dumps(kept)
+
+    server.pages["3"].version = 5
+    server.pages["3"].body = "<p>Page the on-call before restarting the disk service.</p>"
+    embedded = wb.embedder.embedded
+    second = sync()
+    assert second["changes"] == {"added": [], "replaced": ["ops/Ops Home/Runbooks/Disk full.html"], "deleted": []}
+    assert second["unchanged"] == len(LISTED) - 1 and wb.embedder.embedded > embedded
+    bodies = [p for p in server.paths() if p.startswith("/wiki/rest/api/content/") and p.count("/") == 5]
+    assert bodies == ["/wiki/rest/api/content/3"]  # only the bumped page was fetched
+    assert not any(p.startswith("/wiki/download/") for p in server.paths())  # nor any attachment
+
+    del server.pages["7"]
+    third = sync()
+    assert third["changes"] == {"added": [], "replaced": [], "deleted": ["ops/Ops Home/A-B testing.html"]}
+    assert "ops/Ops Home/A-B testing.html" not in documents()
+
+    # the restricted pages' items carry their groups (the sync's `access` tag is made from them elsewhere)
+    groups = {i.path: i.groups for i in reader_of(wb.settings, book.get("ops")).items() if i.groups}
+    assert groups == {"Ops Home/Secrets.html": ("ops-admins", "sre"),
+                      "Ops Home/Secrets/keys.txt": ("ops-admins", "sre"), "Ops Home/Secrets/Rotation.html": ("sre",)}
