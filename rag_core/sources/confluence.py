@@ -7,7 +7,8 @@ The location is the base URL (`https://example.atlassian.net/wiki`, `https://con
 Bearer token, as Data Center's personal access tokens), `attachments` (yes/no, default yes), `max-pages`. The token
 is read from the environment when a sync lists or reads, and goes only into the Authorization header (httpx drops
 it on a redirect to another host): never into a message, a URL, an item's meta or a log. A base URL holding
-credentials is refused.
+credentials is refused, and the two variables' names must start with CONFLUENCE_ (whoever adds a source picks the
+URL the token is sent to: no other secret of the server may be sent there).
 
 Listing asks for the space first (an unknown key is one line), then pages its current pages
 (`/rest/api/content?spaceKey=..&type=page&status=current`, `_links.next`, else until a page of results is short),
@@ -37,6 +38,7 @@ import base64
 import html
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -58,6 +60,10 @@ from .web import CONNECT_TIMEOUT, MAX_BYTES, READ_TIMEOUT, RETRY, RETRY_STATUS, 
 DEFAULT_TOKEN_ENV = "CONFLUENCE_TOKEN"
 DEFAULT_MAX_PAGES = 2000
 PAGE_SIZE = 50  # results asked per request (Cloud may give fewer: `_links.next` says where the rest are)
+# token-env and user-env name variables of this prefix only: whoever adds a source chooses the URL the token goes to,
+# so a source must not be able to send another secret of the server (a model's API key) there.
+ENV_PREFIX = "CONFLUENCE_"
+_ENV_NAME = re.compile(rf"{ENV_PREFIX}[A-Za-z0-9_]+")
 OPTIONS = ("space", "token-env", "user-env", "attachments", "max-pages")
 _RESTRICTIONS = "restrictions.read.restrictions.group,restrictions.read.restrictions.user"
 _EXPAND = f"version,ancestors,{_RESTRICTIONS}"
@@ -111,6 +117,10 @@ class ConfluenceReader:
         self.space = self.space.strip()
         if not self.space:
             raise SourceError(f"confluence source {self.base}: give the space's key with --option space=KEY")
+        for option, name in (("token-env", self.token_env), ("user-env", self.user_env)):
+            if name and not _ENV_NAME.fullmatch(name):
+                raise SourceError(f"confluence source {self.base}: {option} must name an environment variable "
+                                  f"starting with {ENV_PREFIX} (as {DEFAULT_TOKEN_ENV}), not {name!r}")
         if self.max_pages < 1 or self.page_size < 1:
             raise SourceError(f"confluence source {self.base}: max-pages must be 1 or more")
         self._restrictions: dict[str, frozenset[str] | None] = {}

@@ -258,8 +258,8 @@ def test_a_wrong_bearer_token_and_a_missing_one(server: ConfluenceServer) -> Non
     with pytest.raises(SourceError, match="HTTP 401 Unauthorized from .*: check the token in CONFLUENCE_TOKEN$"):
         list(reader(server, token="nope").items())
     assert server.requests[-1].header("authorization") == "Bearer nope"
-    with pytest.raises(SourceError, match="no token in the environment variable OPS_PAT"):
-        list(reader(server, token_env="OPS_PAT").items())
+    with pytest.raises(SourceError, match="no token in the environment variable CONFLUENCE_OPS_PAT"):
+        list(reader(server, token_env="CONFLUENCE_OPS_PAT").items())
 
 
 def test_a_429_waits_what_retry_after_says(server: ConfluenceServer) -> None:
@@ -303,18 +303,21 @@ def test_a_space_that_cannot_be_listed_is_one_line(server: ConfluenceServer, set
 
 
 def test_the_factory_reads_the_options_and_no_token() -> None:
-    r = confluence_reader("https://example.atlassian.net/wiki/", {"space": "OPS", "token_env": "PAT",
-                                                                  "user-env": "MAIL", "attachments": "no",
+    r = confluence_reader("https://example.atlassian.net/wiki/", {"space": "OPS", "token_env": "CONFLUENCE_PAT",
+                                                                  "user-env": "CONFLUENCE_MAIL", "attachments": "no",
                                                                   "max-pages": "7"}, {})
     assert (r.base, r.space, r.token_env, r.user_env, r.attachments, r.max_pages) == (
-        "https://example.atlassian.net/wiki", "OPS", "PAT", "MAIL", False, 7)
+        "https://example.atlassian.net/wiki", "OPS", "CONFLUENCE_PAT", "CONFLUENCE_MAIL", False, 7)
     assert r.describe() == "confluence https://example.atlassian.net/wiki space OPS"
     default = confluence_reader("https://c.example.org/rest/api", {"space": "OPS"})
     assert (default.base, default.token_env, default.user_env, default.attachments) == (
         "https://c.example.org", "CONFLUENCE_TOKEN", "", True)
     for options, refusal in [({}, "give the space's key"), ({"space": "A", "depth": "1"}, "unknown option depth"),
                              ({"space": "A", "attachments": "maybe"}, "attachments must be yes or no"),
-                             ({"space": "A", "max-pages": "x"}, "max-pages must be a whole number")]:
+                             ({"space": "A", "max-pages": "x"}, "max-pages must be a whole number"),
+                             ({"space": "A", "token-env": "OPENAI_API_KEY"},
+                              "token-env must name an environment variable starting with CONFLUENCE_"),
+                             ({"space": "A", "user-env": "CONFLUENCE_"}, "user-env must name")]:
         with pytest.raises(SourceError, match=refusal):
             confluence_reader("https://c.example.org", options)
     with pytest.raises(SourceError) as raised:
