@@ -246,7 +246,7 @@ class _ConfluencePage(HTMLParser):
             self._text.append(data)
 
 
-def _segment(title: str, fallback: str) -> str:
+def title_segment(title: str, fallback: str) -> str:
     """A title as one path segment: no "/" or "\\", not empty, not "." or ".."."""
     text = " ".join(title.replace("/", "-").replace("\\", "-").split())
     return fallback if text in ("", ".", "..") else text
@@ -285,8 +285,8 @@ class ConfluenceExportReader(_ExportReader):
         for page_id, (entry, title, crumbs) in sorted(pages.items(), key=lambda p: p[1][0].name):
             # an ancestor by its own page's title where it is in the export (so its folder is its path's), else
             # by the breadcrumb's text
-            ancestors = [_segment(titles.get(file, text), "untitled") for file, text in crumbs]
-            folder = "/".join([*ancestors, _segment(title, page_id)])
+            ancestors = [title_segment(titles.get(file, text), "untitled") for file, text in crumbs]
+            folder = "/".join([*ancestors, title_segment(title, page_id)])
             path = f"{folder}.html"
             if path in seen:       # two pages of one title under one parent: the later gets its id
                 folder = f"{folder} ({page_id})"
@@ -297,7 +297,7 @@ class ConfluenceExportReader(_ExportReader):
         for entry, page_id, file in attachments:
             if page_id not in folders:     # an attachment of no page in the export
                 continue
-            path = f"{folders[page_id]}/{_segment(file, 'attachment')}"
+            path = f"{folders[page_id]}/{title_segment(file, 'attachment')}"
             if path in seen:
                 continue
             seen.add(path)

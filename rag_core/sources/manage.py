@@ -45,7 +45,8 @@ def new_source(settings: Settings, kb: str, kind: str, location: str, options: M
             raise SourceError(f"folder {location}: no such folder; check the path")
         location = str(Path(location).expanduser().resolve())
     build_reader(kind, location, options, cache_dir=cache_of(settings))  # options a type refuses are refused now
-    name = name or default_name(location)
+    space = str(options.get("space") or "") if kind == "confluence" else ""
+    name = name or default_name(space or location)  # a Confluence base URL's last part ("wiki") says little
     where = (folder if folder is not None else name).strip().strip("/\\")
     if where:
         where = normalize_doc_id(where)  # spelled as the doc_ids under it are

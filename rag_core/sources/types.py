@@ -20,6 +20,7 @@ TYPES: dict[str, str] = {
     "git": "rag_core.sources.git:git_reader",
     "web": "rag_core.sources.web:web_reader",
     "notion-export": "rag_core.sources.exports:notion_export",
+    "confluence": "rag_core.sources.confluence:confluence_reader",
     "confluence-export": "rag_core.sources.exports:confluence_export",
 }
 

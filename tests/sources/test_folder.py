@@ -72,7 +72,8 @@ def test_a_link_to_a_file_outside_the_folder_is_not_read(tmp_path: Path) -> None
 
 
 def test_unknown_types_and_options_are_refused_naming_them(tmp_path: Path) -> None:
-    with pytest.raises(SourceError, match="unknown source type 'ftp'; known types: confluence-export, folder"):
+    with pytest.raises(SourceError,
+                       match="unknown source type 'ftp'; known types: confluence, confluence-export, folder"):
         build_reader("ftp", "x", {}, cache_dir=tmp_path)
     with pytest.raises(SourceError, match="unknown option branch"):
         build_reader("folder", str(tmp_path), {"branch": "main"}, cache_dir=tmp_path)
