@@ -15,7 +15,7 @@ import streamlit as st
 from rag_core.access.records import ALL, Role
 from rag_core.bootstrap import build_source_book
 from rag_core.errors import RagError
-from rag_core.sources.manage import new_source, reads_local_files, remove_source, sync_source
+from rag_core.sources.manage import needs_operator, new_source, remove_source, sync_source
 from rag_core.sources.schedule import next_run
 from rag_core.sources.types import TYPES
 
@@ -104,7 +104,8 @@ def _add_form(settings: Any, book: Any, kb: str) -> None:
         kind = c1.selectbox(t("Type"), list(TYPES), key="kb.source_type")
         location = c2.text_input(t("Location"), key="kb.source_location",
                                  help=t("A folder of this machine, a Git repository's URL or path, a start URL or "
-                                        "a sitemap, an export's .zip."))
+                                        "a sitemap, a Confluence base URL (with the option space=KEY), an "
+                                        "export's .zip."))
         c3, c4, c5 = st.columns([2, 3, 1])
         name = c3.text_input(t("Name (optional)"), key="kb.source_name")
         every = c5.number_input(t("Every (minutes)"), min_value=0, value=0, step=15, key="kb.source_every",
@@ -116,9 +117,10 @@ def _add_form(settings: Any, book: Any, kb: str) -> None:
         if not st.form_submit_button(t("Add the source")):
             return
     try:
-        if reads_local_files(kind, location) and not allowed(ALL, Role.ADMIN):
+        if needs_operator(kind, location) and not allowed(ALL, Role.ADMIN):
             raise RagError(t("A source of this machine's own files (a folder, an export, a local Git repository) "
-                             "needs the admin role on every knowledge base."))
+                             "or of Confluence (it is sent the server's token) needs the admin role on every "
+                             "knowledge base."))
         pairs = [p.strip().split("=", 1) for p in options.split(";") if "=" in p]
         given = {k.strip(): v.split(",") if k.strip() in GLOB_OPTIONS else v.strip() for k, v in pairs}
         made = new_source(settings, kb, kind, location.strip(), given, name=name.strip() or None)

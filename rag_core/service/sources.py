@@ -17,7 +17,7 @@ from pydantic import ConfigDict, Field
 from ..access.checks import forbidden
 from ..access.records import ALL, Principal, Role
 from ..sources.book import Source, SourceBook
-from ..sources.manage import new_source, reads_local_files, remove_source, sync_source
+from ..sources.manage import needs_operator, new_source, remove_source, sync_source
 from . import audit
 from .deps import Needs, ServiceDep, hiding, kb_in_path
 from .models import Inbound
@@ -68,7 +68,7 @@ def list_sources(kb: str, svc: ServiceDep, principal: Reader) -> list[dict[str, 
              "before its first sync", responses={400: {}, 403: {}})
 def add_source(kb: str, body: SourceIn, svc: ServiceDep, principal: Admin) -> dict[str, Any]:
     wb = hiding(svc, principal, svc.workbench_of, kb)
-    if reads_local_files(body.type, body.location) and not principal.can(ALL, Role.ADMIN):
+    if needs_operator(body.type, body.location) and not principal.can(ALL, Role.ADMIN):
         raise forbidden(principal, ALL, Role.ADMIN)
     made = new_source(wb.settings, kb, body.type, body.location, body.options, name=body.name, folder=body.folder)
     source = _book(svc).add(replace(made, every=body.every))

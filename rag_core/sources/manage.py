@@ -26,13 +26,15 @@ def cache_of(settings: Settings) -> Path:
     return settings.data_dir / "sources-cache"
 
 
-def reads_local_files(kind: str, location: str) -> bool:
-    """Whether a source reads files of the machine that syncs it (a folder, an export, a Git repository at a path or
-    a file:// URL): what only the server's operator may add from the app or over HTTP."""
+def needs_operator(kind: str, location: str) -> bool:
+    """Whether only the server's operator (the admin role on every knowledge base) may add this source from the app or
+    over HTTP: one that reads files of the machine that syncs it (a folder, an export, a Git repository at a path or a
+    file:// URL), or a `confluence` source, which sends the server's Confluence token (from its environment) to
+    whatever base URL it names."""
     where = location.strip().lower()
     remote = where.startswith(("http://", "https://", "ssh://", "git://")) or (
         "@" in where and ":" in where and not where.startswith("file:"))
-    return kind in ("folder", "notion-export", "confluence-export") or (kind == "git" and not remote)
+    return kind in ("folder", "notion-export", "confluence-export", "confluence") or (kind == "git" and not remote)
 
 
 def new_source(settings: Settings, kb: str, kind: str, location: str, options: Mapping[str, Any], *,

@@ -68,7 +68,8 @@ def test_add_sync_list_show_and_remove_a_folder_source(server, wb, folder, peopl
     refused = call(server, "POST", base, tokens["admin"], json=body)  # this knowledge base's admin only
     assert refused.status_code == 403 and "admin role on knowledge base '*'" in message(refused)
     for local in ({"type": "git", "location": f"file://{folder}"}, {"type": "git", "location": str(folder)},
-                  {"type": "notion-export", "location": str(folder / "export.zip")}):
+                  {"type": "notion-export", "location": str(folder / "export.zip")},
+                  {"type": "confluence", "location": "https://attacker.example/wiki", "options": {"space": "OPS"}}):
         assert call(server, "POST", base, tokens["admin"], json=local).status_code == 403, local
     made = call(server, "POST", base, TOKEN, json=body)  # the server's operator
     assert made.status_code == 201 and (made.json()["documents"], made.json()["every"]) == (0, 30)

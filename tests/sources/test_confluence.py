@@ -329,14 +329,14 @@ def test_the_factory_reads_the_options_and_no_token() -> None:
 
 def test_a_source_added_is_named_by_its_space_and_reads_no_token(tmp_path: Any) -> None:
     from rag_core.config import load_settings
-    from rag_core.sources.manage import new_source, reads_local_files
+    from rag_core.sources.manage import needs_operator, new_source
 
     settings = load_settings(data_dir=tmp_path, env={}, config_file=None, overrides={})
     source = new_source(settings, "biz", "confluence", "https://example.atlassian.net/wiki",
                         {"space": "OPS", "user-env": "CONFLUENCE_USER"})  # no variable set: read when syncing
     assert (source.name, source.folder, source.options) == ("OPS", "OPS", {"space": "OPS",
                                                                            "user-env": "CONFLUENCE_USER"})
-    assert not reads_local_files("confluence", source.location)
+    assert needs_operator("confluence", source.location)  # it is sent the server's token: the operator's to add
 
 
 class TestConfluenceReaderContract(SourceReaderContract):
