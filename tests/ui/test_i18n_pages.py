@@ -41,7 +41,8 @@ PENDING: set[str] = set()
 # Product, model and technical names, units and metric names written the same in Chinese.
 ALLOWED = {"BM25", "Milvus", "Lite", "RAG", "API", "JSON", "JSONL", "jsonl", "CSV", "csv", "nDCG", "MRR", "RRF", "BEIR",
            "F1", "ID", "CPU", "SciFact", "CMRC", "COVID", "QA", "ms", "rrf", "none", "URL", "PDF", "OCR", "LLM", "Git",
-           "Confluence", "zip", "DashScope", "OpenAI", "KB", "MB", "Google", "token"}  # token: Chinese RAG tools say token (token 预算)
+           "Confluence", "zip", "DashScope", "OpenAI", "KB", "MB", "Google",
+           "token"}  # token: Chinese RAG tools say token (token 预算)
 CODE = re.compile(r"`[^`]*`")
 ASCII_RUN = re.compile(r"[!-~]+")  # Chinese text has no spaces: a token is a run of printable ASCII
 # Tokens that are codes or data, not words: paths, file names, ids, metric codes (recall@5), options (retrieve-k).
