@@ -99,6 +99,7 @@ def _run(source: Source, reader: SourceReader, ingestor: Ingestor, result: SyncR
             f"`sources sync {source.key} --dry-run` to see them and `--allow-deletes` to delete them")
     indexed: dict[str, dict[str, Any]] = {}
     todo: list[tuple[str, SourceItem, bytes, str]] = []
+    sent: set[str] = set()  # given to ingest: added, replaced, or found written by a sync killed before its record
     for doc_id, item in items.items():
         path, seen = previous.get(doc_id, ("", {}))
         record = {"version": item.version, "url": item.url, "meta": dict(item.meta)}
@@ -122,11 +123,12 @@ def _run(source: Source, reader: SourceReader, ingestor: Ingestor, result: SyncR
             (result.replaced if doc_id in present else result.added).append(doc_id)
             continue
         todo.append((doc_id, item, data, digest))
+        sent.add(doc_id)
         if len(todo) >= BATCH:
             _ingest(source, ingestor, todo, result, indexed, progress)
     if not dry:
         _ingest(source, ingestor, todo, result, indexed, progress)
-        _tag_provenance(source, ingestor, items, set(result.added) | set(result.replaced))
+        _tag_provenance(source, ingestor, items, sent - set(result.failures))
     for doc_id in gone:
         if not dry:
             try:
