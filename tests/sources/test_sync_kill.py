@@ -5,7 +5,7 @@ does not block the next sync, which finishes the work and says what it did; a th
 
 "Midway" is read from the killed sync's own progress (the CLI's bar on stderr names each file `done` once its
 batch is committed), never from a sleep: it is killed at the first file done, while its second batch of
-sync.BATCH is being read, embedded or written and its third not begun."""
+sync.BATCH is being read, embedded or written (in practice: read or embedded), its last not begun."""
 
 from __future__ import annotations
 
