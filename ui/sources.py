@@ -29,6 +29,9 @@ GLOB_OPTIONS = ("include", "exclude")  # lists of globs (comma-separated here)
 
 
 def _status(status: dict[str, Any]) -> str:
+    if status.get("running_since"):
+        return t("a sync started at {when} has not finished (it is running, or was stopped: the next sync finishes "
+                 "its work)", when=status["running_since"])
     if not status:
         return t("never synced")
     if status.get("error"):
@@ -67,6 +70,13 @@ def sources_section(wb: Any, kb: str) -> None:
             deletes = c2.checkbox(t("Allow many deletions"), key="kb.source_deletes", disabled=not may_sync,
                                   help=t("A sync that would delete more than sources.max-delete-share of the "
                                          "source's documents stops unless this is ticked."))
+            every = c3.number_input(t("Every (minutes)"), min_value=0, value=source.every, step=15,
+                                    key=f"kb.source_every.{source.name}", disabled=not allowed(kb, Role.ADMIN),
+                                    help=t("The API server (`serve`) syncs it this often; 0: only when asked."))
+            if every != source.every:
+                book.set_every(source, int(every))
+                record("sources.set", kb, source.name, every=int(every))
+                st.rerun()
             if c3.button(t("Remove the source"), key="kb.source_remove", disabled=not allowed(kb, Role.ADMIN),
                          help=t("Its documents stay in the knowledge base.")):
                 remove_source(book, source)

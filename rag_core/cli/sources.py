@@ -74,12 +74,31 @@ def _status(s: Any) -> str:
 
 
 def _last(st: dict[str, Any]) -> str:
+    if st.get("running_since"):
+        return (f"a sync started at {st['running_since']} has not finished (it is running, or was stopped: the next "
+                "sync finishes its work)" + (f"; the one before: {_last(_ended(st))}" if _ended(st) else ""))
     if not st:
         return "never synced"
     if st.get("error"):
         return f"failed at {st['started_at']}: {st['error']}"
     return (f"synced {st['started_at']} in {st['seconds']:.1f}s: {st['added']} added, {st['replaced']} replaced, "
             f"{st['unchanged']} unchanged, {st['deleted']} deleted, {st['failed']} failed")
+
+
+def _ended(st: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in st.items() if k != "running_since"}
+
+
+def cmd_set(args: argparse.Namespace, settings: Settings) -> int:
+    book = _book(settings)
+    source = book.set_every(book.get(args.name), args.every)
+    record(settings, "sources.set", source.kb, source.name, {"every": source.every})
+    if args.json:
+        print_json(source.to_dict())
+    else:
+        print(f"source {source.key}: " + (f"synced every {source.every} min by `serve`" if source.every else
+                                           "synced only when asked"))
+    return 0
 
 
 def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
@@ -205,6 +224,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("name", help="the source (NAME or KB/NAME)")
     p.add_argument("--json", action="store_true", help=json_help)
     p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("set", help="change a source's schedule")
+    p.add_argument("name", help="the source (NAME or KB/NAME)")
+    p.add_argument("--every", type=int, required=True, metavar="MINUTES",
+                   help="minutes between the syncs `serve` runs (0: only when asked)")
+    p.add_argument("--json", action="store_true", help=json_help)
+    p.set_defaults(func=cmd_set)
 
     p = sub.add_parser("sync", help="bring a knowledge base up to date with a source: add, replace and delete")
     p.add_argument("name", nargs="?", help="the source (NAME or KB/NAME)")

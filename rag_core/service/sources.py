@@ -45,6 +45,14 @@ class SourceIn(Inbound):
                                     "for a folder, branch and subfolder for git, depth and max-pages for web).")
 
 
+class SourceChange(Inbound):
+    """What of a source may change after it was added (as `sources set`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    every: int = Field(ge=0, le=525_600, description="Minutes between the syncs `serve` runs (0: only when asked).")
+
+
 def _book(svc: Service) -> SourceBook:
     from ..bootstrap import build_source_book
 
@@ -97,6 +105,14 @@ def sync_one(kb: str, name: str, svc: ServiceDep, principal: Editor,
         audit.record(svc, principal, "sources.sync", kb, source.name,
                      **{k: v for k, v in result.to_dict().items() if k in ("added", "replaced", "deleted", "failed")})
     return result.to_dict()
+
+
+@router.patch("/kbs/{kb}/sources/{name}", summary="Change a source's schedule (as `sources set --every`)")
+def change_source(kb: str, name: str, body: SourceChange, svc: ServiceDep, principal: Admin) -> dict[str, Any]:
+    book, source = _source(svc, principal, kb, name)
+    changed = book.set_every(source, body.every)
+    audit.record(svc, principal, "sources.set", kb, source.name, every=changed.every)
+    return changed.to_dict()
 
 
 @router.delete("/kbs/{kb}/sources/{name}", summary="Remove a source (as `sources remove`); its documents stay "

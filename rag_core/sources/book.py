@@ -120,6 +120,28 @@ class SourceBook:
                 self.document.write(data)
         return done
 
+    def set_every(self, source: Source, every: int) -> Source:
+        """The source with `every` minutes between its scheduled syncs (0: only when asked)."""
+        if every < 0:
+            raise SourceError(f"every {every}: give the minutes between scheduled syncs (0: none)")
+        return Source(**self._change(source, lambda raw: raw.update(every=every)))
+
+    def started(self, source: Source, at: str) -> None:
+        """A sync of `source` began at `at`: its status says so (`running_since`) until the sync records its end, so a
+        sync killed midway shows as not finished rather than as the last one that did."""
+        self._change(source, lambda raw: raw.update(status={**raw.get("status", {}), "running_since": at}))
+
+    def _change(self, source: Source, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+        with self.lock():
+            data = self.document.read()
+            raw = data.get("sources", {}).get(source.key)
+            if raw is None:
+                raise UnknownSource(f"unknown source {source.name!r} of knowledge base {source.kb!r}; "
+                                    "`sources list` shows them")
+            change(raw)
+            self.document.write(data)
+            return dict(raw)
+
     def remove(self, source: Source) -> None:
         with self.lock():
             data = self.document.read()

@@ -68,6 +68,8 @@ def sync(source: Source, reader: SourceReader, ingestor: Ingestor, book: SourceB
         if not held:
             raise SourceError(f"source {source.key}: a sync of it is running already; try again when it ends")
         result = SyncResult(source.name, source.kb, dry_run, started_at=datetime.now(UTC).isoformat(timespec="seconds"))
+        if not dry_run:
+            book.started(source, result.started_at)
         started = time.perf_counter()
         indexed: dict[str, dict[str, Any]] = {}
         try:

@@ -94,6 +94,11 @@ def test_add_sync_list_show_and_remove_a_folder_source(server, wb, folder, peopl
     missing = call(server, "GET", f"{base}/nope", tokens["reader"])
     assert missing.status_code == 404 and "unknown source 'nope'" in message(missing)
 
+    assert call(server, "PATCH", f"{base}/runbooks", tokens["editor"], json={"every": 5}).status_code == 403
+    changed = call(server, "PATCH", f"{base}/runbooks", tokens["admin"], json={"every": 0})
+    assert changed.status_code == 200 and changed.json()["every"] == 0
+    assert call(server, "PATCH", f"{base}/runbooks", tokens["admin"], json={"every": -1}).status_code == 400
+
     assert call(server, "DELETE", f"{base}/runbooks", tokens["editor"]).status_code == 403
     removed = call(server, "DELETE", f"{base}/runbooks", tokens["admin"], params={"delete_documents": True}).json()
     assert removed == {"removed": "runbooks", "documents_deleted": 3}

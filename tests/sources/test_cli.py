@@ -58,6 +58,15 @@ def test_add_sync_show_list_and_remove(data: Path, tmp_path: Path, capsys) -> No
     code, out, _ = run(data, capsys, "sources", "list")
     assert code == 0 and out.startswith("biz/team-docs  folder ") and "2 deleted" in out
 
+    code, out, _ = run(data, capsys, "sources", "set", "team-docs", "--every", "45", "--json")
+    assert code == 0 and json.loads(out)["every"] == 45
+    code, out, _ = run(data, capsys, "sources", "show", "team-docs")
+    assert "every 45 min, next " in out
+    code, _, err = run(data, capsys, "sources", "set", "team-docs", "--every", "-5")
+    assert code == 2 and err.count("\n") == 1 and "every -5" in err
+    code, _, err = run(data, capsys, "sources", "set", "nope", "--every", "5")
+    assert code != 0 and err.count("\n") == 1 and "unknown source 'nope'" in err
+
     code, out, _ = run(data, capsys, "sources", "remove", "team-docs", "--delete-documents")
     assert code == 0 and "removed source biz/team-docs and its 2 documents" in out
     code, out, _ = run(data, capsys, "sources", "list", "--json")
@@ -65,7 +74,7 @@ def test_add_sync_show_list_and_remove(data: Path, tmp_path: Path, capsys) -> No
     code, out, _ = run(data, capsys, "docs", "--json")
     assert json.loads(out) == []
     code, out, _ = run(data, capsys, "audit", "list", "--json")
-    assert {"sources.add", "sources.sync", "sources.remove"} <= {e["action"] for e in json.loads(out)}
+    assert {"sources.add", "sources.sync", "sources.set", "sources.remove"} <= {e["action"] for e in json.loads(out)}
 
 
 def test_bad_input_is_one_line_naming_the_thing(data: Path, tmp_path: Path, capsys) -> None:

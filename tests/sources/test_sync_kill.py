@@ -143,6 +143,7 @@ def test_a_sync_killed_midway_leaves_each_document_old_or_new_and_the_next_sync_
     book = build_source_book(settings)
     source = book.get("src")
     assert len(source.indexed) == N and counts(source.status) == (N, 0, 0, 0, 0)  # its book: the last whole sync's
+    assert source.status["running_since"]  # shown as a sync that has not finished, not as the last one that did
     with book.sync_lock(source)(wait=False) as free:
         assert free  # the killed sync's lock went with its process
     wb = make_workbench(data, local_embedder)
@@ -203,6 +204,7 @@ def test_a_sync_killed_midway_leaves_each_document_old_or_new_and_the_next_sync_
         book = build_source_book(settings)
         source = book.get("src")
         assert sorted(source.indexed) == sorted(listed) and counts(source.status) == counts(second)
+        assert "running_since" not in source.status
 
         # A third sync: nothing changed, nothing embedded.
         third = sync_source(settings, book, source, wb.ingestor).to_dict()
