@@ -1,6 +1,7 @@
 """The knowledge base page's Sources section (issue 38), in AppTest: an admin of every knowledge base adds a folder
 source and syncs it (its documents indexed, the sync audited), the knowledge base's own admin cannot add a folder of
-this machine's files, a reader sees the sources and their last sync with the actions disabled."""
+this machine's files, the schedule is changed after the source was added, a reader sees the sources and their last
+sync with the actions disabled."""
 
 from __future__ import annotations
 
@@ -40,6 +41,12 @@ def test_add_and_sync_a_folder_source_and_who_may_do_what(fresh_kb: Workbench, r
     assert {d.doc_id for d in fresh_kb.store.list_documents()} == {"rb/disk.md", "rb/cpu.md"}
     assert [e.action for e in required.audit(action="sources.")] == ["sources.sync", "sources.add"]  # newest first
 
+    at.number_input(key="kb.source_every.rb").set_value(60).run()  # the schedule changed after it was added
+    assert not at.exception, at.exception
+    assert build_source_book(fresh_kb.settings).get("rb").every == 60
+    assert required.audit(action="sources.")[0].action == "sources.set"
+
     reader = on_page(start(user(required, "bob", **{DEFAULT: Role.READER})), KB_PAGE)
     assert reader.button(key="kb.source_sync").disabled and reader.button(key="kb.source_remove").disabled
     assert not [t for t in reader.text_input if t.key == "kb.source_location"]  # no add form
+    assert reader.number_input(key="kb.source_every.rb").disabled
