@@ -37,6 +37,8 @@ _BODY = "word/document.xml"
 
 _HEADING_STYLE = re.compile(r"^(?:heading|标题)\s*([1-9])$", re.IGNORECASE)
 _TITLE_STYLES = frozenset({"title", "标题"})
+HEADING_MAX_CHARS = 200  # a longer "heading" is body text given an outline level by mistake: it would be every
+# chunk's heading path under it
 _TOC_STYLE = re.compile(r"^(?:toc|目录)\s*[1-9]$")
 # Elements that only wrap blocks (at body or cell level) or runs (inside a paragraph): read through them.
 _BLOCK_WRAPPERS = frozenset({_W + "customXml", _W + "ins", _W + "moveTo"})
@@ -192,7 +194,7 @@ class _Reader:
         names = [s.name for _, s in chain]
         if any(_TOC_STYLE.match(n) for n in names):
             return "", None  # a table of contents repeats the headings, with page numbers
-        level = _heading_level(p_pr, chain)
+        level = _heading_level(p_pr, chain) if len(text) <= HEADING_MAX_CHARS else None
         if level is not None and marker is not None and marker.bullet:
             marker = None
         if level is not None:
@@ -320,7 +322,9 @@ def _rows(tbl: Any) -> Iterator[Any]:
         if child.tag == _W + "tr":
             yield child
         elif child.tag == _W + "sdt" or child.tag in _BLOCK_WRAPPERS:
-            yield from _rows(child.find(_W + "sdtContent") if child.tag == _W + "sdt" else child)
+            content = child.find(_W + "sdtContent") if child.tag == _W + "sdt" else child
+            if content is not None:
+                yield from _rows(content)
 
 
 def _cells(tr: Any) -> Iterator[Any]:

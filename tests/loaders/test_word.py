@@ -76,6 +76,16 @@ def test_outline_level_nine_is_body_text_and_overrides_a_heading_style() -> None
     assert load_bytes(_save(document), "x.docx").text == "Looks like a heading\n\n###### Deep"
 
 
+def test_a_long_paragraph_with_an_outline_level_stays_body_text() -> None:
+    import docx
+
+    document = docx.Document()
+    long = "这一段正文被误设了大纲级别。" * 20  # 280 characters: not a heading, whatever its outline level
+    set_outline(document.add_paragraph(long), 0)
+    set_outline(document.add_paragraph("真正的标题"), 0)
+    assert load_bytes(_save(document), "x.docx").text == long + "\n\n# 真正的标题"
+
+
 def test_numbered_lists_count_nest_and_restart() -> None:
     doc = load_bytes(lists_docx(), "steps.docx")
     assert doc.text == (
