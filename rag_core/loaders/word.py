@@ -39,6 +39,7 @@ _HEADING_STYLE = re.compile(r"^(?:heading|标题)\s*([1-9])$", re.IGNORECASE)
 _TITLE_STYLES = frozenset({"title", "标题"})
 HEADING_MAX_CHARS = 200  # a longer "heading" is body text given an outline level by mistake: it would be every
 # chunk's heading path under it
+_MAX_SPAN = 64  # grid columns one cell (or a row's leading gap) may take: a forged gridSpan cannot blow up memory
 _TOC_STYLE = re.compile(r"^(?:toc|目录)\s*[1-9]$")
 # Elements that only wrap blocks (at body or cell level) or runs (inside a paragraph): read through them.
 _BLOCK_WRAPPERS = frozenset({_W + "customXml", _W + "ins", _W + "moveTo"})
@@ -236,10 +237,10 @@ class _Reader:
         rows: list[list[str]] = []
         above: dict[int, str] = {}  # grid column -> text of the vertically merged cell that starts there
         for tr in _rows(tbl):
-            cells: list[str] = [""] * _int(val(tr.find(_W + "trPr"), "gridBefore"), 0)
+            cells: list[str] = [""] * min(_int(val(tr.find(_W + "trPr"), "gridBefore"), 0), _MAX_SPAN)
             for tc in _cells(tr):
                 tc_pr = tc.find(_W + "tcPr")
-                span = min(max(_int(val(tc_pr, "gridSpan"), 1), 1), 64)
+                span = min(max(_int(val(tc_pr, "gridSpan"), 1), 1), _MAX_SPAN)
                 column = len(cells)
                 merge = tc_pr.find(_W + "vMerge") if tc_pr is not None else None
                 if merge is not None and merge.get(_W + "val") != "restart":
