@@ -723,8 +723,8 @@ def test_docx_headings_paragraphs_lists_and_tables() -> None:
         "1. Restart the worker",
         "- Item numbered by Word's numbering, not a list style",
         "## Verify",
-        "Metric | Threshold | Action\ncpu | 90% | page",
-        "Merged header | Right\na | multi line | c",
+        "| Metric | Threshold | Action |\n|---|---|---|\n| cpu | 90% | page |",  # a Markdown table, as HTML's
+        "| Merged header |  | Right |\n|---|---|---|\n| a | multi line | c |",  # a merged cell keeps its columns
         "### Level three",
         "###### Level six",
         "###### Level eight",
