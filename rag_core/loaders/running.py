@@ -102,15 +102,15 @@ def _edges(page: str) -> list[tuple[int, str, str]]:
 def _inside(page: str) -> set[str]:
     """The keys of the page's lines between its first and last `EDGE_LINES` non-blank lines."""
     filled = [line for line in page.split("\n") if line.strip()]
-    return {_key(line) for line in filled[EDGE_LINES:-EDGE_LINES]}
+    return {_key(line) for line in filled[EDGE_LINES:-EDGE_LINES] if len(line) <= MAX_CHARS}
 
 
 def _key(line: str) -> str:
     """What a line is compared by: its digits as 0, no whitespace, case folded; a bare roman number is 0."""
-    folded = line.casefold()
+    folded = "".join(line.casefold().split())
     if _ROMAN.fullmatch(folded):
-        folded = "0"
-    return _SPACE.sub("", _DIGITS.sub("0", folded))
+        return "0"
+    return _DIGITS.sub("0", folded)
 
 
 def _without(page: str, cut: dict[int, str]) -> str:
