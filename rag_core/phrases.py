@@ -85,6 +85,10 @@ ENGLISH: Mapping[str, str] = {
     "load.ocr_page": "OCR'd page {pages}",
     "load.ocr_pages": "OCR'd pages {pages}",
     "load.read_by_ocr": "read by OCR",
+    "load.running_lines_pages": "running headers and footers left out of the text of {pages} of {total} pages: "
+                                "{lines}",
+    "load.running_lines_slides": "lines repeated on most slides left out of the text of {pages} of {total} slides: "
+                                 "{lines}",
     # what a reranker had to do (RerankResult.note_phrases); {service} is one of the rerank.service codes
     "rerank.service": "the service",
     "rerank.service.dashscope": "DashScope's",

@@ -125,6 +125,10 @@ _SAY: dict[str, str] = {
     "load.ocr_page": N_("OCR'd page {pages}"),
     "load.ocr_pages": N_("OCR'd pages {pages}"),
     "load.read_by_ocr": N_("read by OCR"),
+    "load.running_lines_pages": N_("running headers and footers left out of the text of {pages} of {total} pages: "
+                                   "{lines}"),
+    "load.running_lines_slides": N_("lines repeated on most slides left out of the text of {pages} of {total} "
+                                    "slides: {lines}"),
     "rerank.service": N_("the service"),
     "rerank.service.dashscope": N_("DashScope's"),
     "rerank.service.tei": N_("TEI's default --max-client-batch-size"),

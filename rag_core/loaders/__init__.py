@@ -9,6 +9,7 @@ One module per reason to change:
     limits     bytes, characters and seconds one document may cost (decompression bombs)
     options    the other `loader.*` settings: OCR bounds, Q&A columns, OCR progress (`load_options`)
     load       bytes or a path -> Document (`load_bytes`, `load_path`): checks, then the format's extractor
+    running    the running headers and footers of pages and slides, left out of the text (`drop_running`)
     text       text files: BOMs, UTF-8, binary detection
     legacy     text that is not UTF-8 (GB18030/GBK, Big5, EUC-KR, Windows-1252, ...)
     pdf, word  PDF (pages, tables, OCR of scanned pages) and DOCX extraction

@@ -17,6 +17,7 @@ from ..records import Document, Place
 from .formats import BY_EXTENSION, SUPPORTED_TEXT, extension_or_raise
 from .limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_TEXT_CHARS, TextBudget, too_big
 from .options import LoadOptions
+from .running import drop_running
 from .text import NotText
 
 
@@ -98,6 +99,7 @@ def load_bytes(data: bytes, doc_id: str, *, max_bytes: int = DEFAULT_MAX_BYTES,
         extracted = BY_EXTENSION[ext].extract(data, doc_id, ext, budget, options)
     except NotText as refusal:
         raise refusal.naming(SUPPORTED_TEXT) from None
+    extracted = drop_running(extracted)  # the lines repeated at the top or bottom of most pages (loaders.running)
     budget.check(extracted.text)
     return Document(
         doc_id=doc_id,
