@@ -381,11 +381,12 @@ class Ingestor:
         return list(zip(todo, results, diffs))
 
     def _replace(self, todo: list[_Prepared], vectors: np.ndarray, offsets: np.ndarray) -> list[WriteResult]:
-        """The new versions written, their rows carrying their labels: front matter read from each (and the tags it
-        has), for metadata filters (scope). The labels file takes the front matter as a pending mark
-        first (store.labels), so a kill after the commit still gives the file the version's front matter."""
+        """The new versions written, their rows carrying their labels: what the loader found (Document.fields) and
+        front matter read from each (and the tags it has), for metadata filters (scope). The labels file takes the
+        front matter as a pending mark first (store.labels), so a kill after the commit still gives the file the
+        version's front matter."""
         labels = self.store.labels
-        fields = {g.doc.doc_id: front_matter(g.doc.text) for g in todo}
+        fields = {g.doc.doc_id: {**g.doc.fields, **front_matter(g.doc.text)} for g in todo}
         own = labels.of(fields)
         items = [NewVersion(g.doc, g.chunks, vectors[offsets[i]:offsets[i + 1]], g.fingerprint, g.original,
                             self.indexed_with(), own.get(g.doc.doc_id, {}))

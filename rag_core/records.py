@@ -154,6 +154,9 @@ class Document:
     places: tuple[Place, ...] = ()  # pages, slides or rows, sorted by offset; () for plain text
     notes: tuple[str, ...] = ()  # what a person should know about the reading ("pages 3, 7 have no text ...")
     note_phrases: tuple[Phrase, ...] = ()  # the same notes as codes with parameters (the app renders them)
+    # what the reading found about it, kept as its metadata with its front matter (labels: `running_lines`, the
+    # running headers and footers left out of its text, loaders.running)
+    fields: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def ocr_pages(self) -> tuple[int, ...]:

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from ..phrases import Phrase
 from ..records import Place
@@ -24,12 +24,14 @@ class Extracted:
       types, else the reader ("pdf", "pdf+ocr", "docx", "xlsx", "pptx", "ocr");
     - `places`: where its pages, slides or rows start (`Document.places`, sorted by offset); none for flowing text;
     - `notes`: what a person should know about the reading, as phrases (`Document.note_phrases`; their English is
-      `Document.notes`): a Q&A sheet, pages without a text layer, pages read by OCR."""
+      `Document.notes`): a Q&A sheet, pages without a text layer, pages read by OCR;
+    - `fields`: what the reading found about the document, kept as its metadata (`Document.fields`)."""
 
     text: str
     encoding: str
     places: tuple[Place, ...] = ()
     notes: tuple[Phrase, ...] = ()
+    fields: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # Document.fields
 
 
 # (data, name, extension, budget, options) -> what was read. `name` is the doc_id (named in refusals), the extension

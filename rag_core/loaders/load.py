@@ -112,6 +112,7 @@ def load_bytes(data: bytes, doc_id: str, *, max_bytes: int = DEFAULT_MAX_BYTES,
         places=extracted.places,
         notes=tuple(english(n) for n in extracted.notes),
         note_phrases=extracted.notes,
+        fields=dict(extracted.fields),
     )
 
 

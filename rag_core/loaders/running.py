@@ -41,6 +41,7 @@ _DIGITS = re.compile(r"\d+")
 _SPACE = re.compile(r"\s+")
 # "iv", "- iv -": a front-matter page number
 _ROMAN = re.compile(r"[-–—·.|\s]*(?=[ivx])x{0,3}(?:ix|iv|v?i{0,3})[-–—·.|\s]*")
+RUNNING_FIELD = "running_lines"  # the document's metadata key naming what was left out (its labels: `tag DOC`)
 _NOT_RUNNING = re.compile(r" {0,3}(?:#{1,6}(?:\s|$)|\|)")  # a heading or a table row
 
 
@@ -83,7 +84,9 @@ def drop_running(extracted: Extracted) -> Extracted:
     note = Phrase(f"load.running_lines_{unit}", {"lines": lines[:SHOWN] + ([f"+{len(lines) - SHOWN}"]
                                                                             if len(lines) > SHOWN else []),
                                                  "pages": pages_cut, "total": len(places)})
-    return replace(extracted, text="".join(parts), places=tuple(new_places), notes=(*extracted.notes, note))
+    found = tuple(_shown(removed[key]) for key in sorted(removed, key=lambda k: -len(removed[k])))
+    return replace(extracted, text="".join(parts), places=tuple(new_places), notes=(*extracted.notes, note),
+                   fields={**extracted.fields, RUNNING_FIELD: found})
 
 
 def _edges(page: str) -> list[tuple[int, str, str]]:

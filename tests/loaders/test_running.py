@@ -151,3 +151,20 @@ def test_roman_page_numbers_headings_and_rows():
     assert drop_running(pages(*headed)).text == "\n\n".join(headed)  # a heading is never a running line
     rows = pages(*[f"Sheet header\n{body(n, 2)}" for n in range(6)], unit=ROW)
     assert drop_running(rows) is rows
+
+
+def test_the_lines_left_out_are_the_documents_metadata(tmp_path, local_embedder, milvus):
+    """Kept as its `running_lines` labels (Document.fields, written with its front matter): the metadata view and
+    `tag DOC` show them, and a filter can use them."""
+    from tests.helpers import make_workbench
+
+    doc = load_bytes(policy_pdf(10), "policy.pdf")
+    assert set(doc.fields["running_lines"]) == {"Untitled N", "Company Confidential", "Page N of 10"}
+    assert not load_bytes(manual_pdf(2), "short.pdf").fields
+    wb = make_workbench(tmp_path, local_embedder)
+    try:
+        wb.ingestor.ingest_uploads([("policy.pdf", policy_pdf(10))])
+        labels = wb.store.labels.all()["policy.pdf"]
+        assert set(labels["running_lines"]) == {"Untitled N", "Company Confidential", "Page N of 10"}
+    finally:
+        wb.close()
