@@ -10,7 +10,9 @@ spaces, and one that reads the page's full width merges the two columns' lines. 
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Sequence
+from typing import Any
 
 # Sentences the bench and the tests look for whole (whitespace-normalised) in what a reader returns.
 KEY_SENTENCES = (
@@ -61,7 +63,7 @@ def _lines(text: str, width: float, font: str) -> list[list[str]]:
     return lines
 
 
-def _set_line(pdf, words: list[str], x: float, y: float, width: float, last: bool, font: str) -> None:
+def _set_line(pdf: Any, words: list[str], x: float, y: float, width: float, last: bool, font: str) -> None:
     """Draw the words one by one in one text object, each placed by its own text matrix, justified (the last line
     of a paragraph at the natural 2.5 pt gap), as TeX places them."""
     from reportlab.pdfbase.pdfmetrics import stringWidth
@@ -78,7 +80,7 @@ def _set_line(pdf, words: list[str], x: float, y: float, width: float, last: boo
 
 
 class _Column:
-    def __init__(self, pdf, x: float, top: float, bottom: float) -> None:
+    def __init__(self, pdf: Any, x: float, top: float, bottom: float) -> None:
         self.pdf, self.x, self.y, self.bottom = pdf, x, top, bottom
 
     def paragraph(self, text: str, font: str = "Times-Roman") -> None:
@@ -200,6 +202,42 @@ def deck_pdf(slides: Sequence[tuple[str, Sequence[str]]] = SLIDES, size: tuple[f
         pdf.setFont("Helvetica", 5)
         pdf.drawString(12, 6, "Li Wei (Payments)")
         pdf.drawRightString(width - 12, 6, f"{number} / {len(slides)}")
+        pdf.showPage()
+    pdf.save()
+    return buf.getvalue()
+
+
+# --- measures (the tests and bench/docs_pdf.py) -----------------------------------------------------------
+
+_LETTERS = re.compile(r"[^\W\d_]+")
+
+
+def run_on_words(text: str, source: str) -> tuple[int, int]:
+    """(run-on words, words) in `text`. A word is a run of letters (digits, punctuation and spaces end it); a run-on
+    word is one of 20 letters or more that is not a word of `source`, the text the PDF was made from: words whose
+    spaces were lost ("reportedtheincidentstheysaw"), which neither a search nor a reader finds."""
+    known = set(_LETTERS.findall(source))
+    words = _LETTERS.findall(text)
+    return sum(1 for w in words if len(w) >= 20 and w not in known), len(words)
+
+
+def key_recall(text: str, sentences: Sequence[str], copies: int = 1) -> float:
+    """Share of the key sentences found whole in `text` (whitespace-normalised), each expected `copies` times."""
+    flat = " ".join(text.split())
+    return sum(min(flat.count(s), copies) for s in sentences) / (len(sentences) * copies)
+
+
+def text_pdf_sized(pages: Sequence[str], size: tuple[float, float]) -> bytes:
+    """One page of `size` points per string, its lines in Helvetica."""
+    from reportlab.pdfgen import canvas
+
+    buf = io.BytesIO()
+    pdf = canvas.Canvas(buf, pagesize=size)
+    for text in pages:
+        y = size[1] - 60
+        for line in text.split("\n"):
+            pdf.drawString(40, y, line)
+            y -= 16
         pdf.showPage()
     pdf.save()
     return buf.getvalue()
