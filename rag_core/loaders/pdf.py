@@ -36,7 +36,7 @@ from __future__ import annotations
 import io
 import math
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import LoaderError
 from ..phrases import Phrase
@@ -45,6 +45,7 @@ from .extracted import Extracted, Format, clean_extracted, reason
 from .limits import TextBudget, markup_limit, too_much_markup
 from .ocr import needs_ocr, ocr_available, read_image
 from .options import LoadOptions
+from .pdf_layout import MAX_PIECES, PageText, page_pieces
 from .pdf_slides import is_deck, title_slides
 from .pdf_tables import read_tables
 
@@ -61,12 +62,12 @@ def pdf_text(data: bytes, name: str, _ext: str, budget: TextBudget, options: Loa
             f"{name}: is not a PDF file (no %PDF- header); it may be another type of file renamed to .pdf",
             code="unsupported",
         )
-    pages, texts, outline, sizes = _pypdf_pages(data, name, budget)
+    pages, layouts, texts, outline, sizes = _pypdf_pages(data, name, budget)
     try:
         drawn = _drawn_pages(data)
         tables = [i for i, (_, paths) in enumerate(drawn) if paths >= MIN_RULES and texts[i]]
         if tables:
-            read_tables(data, pages, tables, texts, budget)
+            read_tables(data, pages, layouts, tables, texts, budget)
     except LoaderError:
         raise
     except Exception as exc:  # pdfium / pdfminer fail on a file pypdf could read: keep what pypdf read
@@ -91,7 +92,7 @@ def pdf_text(data: bytes, name: str, _ext: str, budget: TextBudget, options: Loa
                                     {"pages": _numbers(sorted(ocr_done))}))
     deck = is_deck(sizes, texts)
     if deck:
-        title_slides(pages, texts, budget)
+        title_slides(pages, layouts, texts, budget)
     else:
         _mark_headings(texts, outline, budget)
     parts: list[str] = []
@@ -119,15 +120,23 @@ def _numbers(indexes: list[int]) -> str:
 
 # --- text (pypdf) -------------------------------------------------------------------------------
 
-def _pypdf_pages(data: bytes, name: str, budget: TextBudget
-                 ) -> tuple[list[Any], list[str], list[tuple[int, int, str]], list[tuple[float, float]]]:
-    """pypdf's pages, their text, the outline's entries (see `_outline`) and the pages' sizes as shown (width,
-    height in points)."""
+class _Read(NamedTuple):
+    pages: list[Any]  # pypdf's
+    layouts: list[PageText | None]  # where each page's text sits (`pdf_layout`), None when not kept
+    texts: list[str]
+    outline: list[tuple[int, int, str]]  # see `_outline`
+    sizes: list[tuple[float, float]]  # width and height as shown, points
+
+
+def _pypdf_pages(data: bytes, name: str, budget: TextBudget) -> _Read:
+    """What pypdf reads of the pages in one pass."""
     from pypdf import PdfReader
     from pypdf.errors import DependencyError
 
     pages: list[str] = []
     sizes: list[tuple[float, float]] = []
+    layouts: list[PageText | None] = []
+    room = MAX_PIECES
     markup = 0
     try:
         reader = PdfReader(io.BytesIO(data))
@@ -150,7 +159,10 @@ def _pypdf_pages(data: bytes, name: str, budget: TextBudget
             markup += _content_bytes(page)
             if markup > markup_limit(budget.limit):
                 raise too_much_markup(name, "its page content", markup, budget.limit)
-            page_text = clean_extracted(_extract(page, budget) or "").strip()
+            raw, layout = _extract(page, budget, room)
+            room -= len(layout.pieces) if layout is not None else 0
+            layouts.append(layout)
+            page_text = clean_extracted(raw).strip()
             if page_text:
                 budget.add(len(page_text) + 2)  # + the blank line between pages
             pages.append(page_text)
@@ -162,7 +174,7 @@ def _pypdf_pages(data: bytes, name: str, budget: TextBudget
             f"{name}: could not read the PDF ({reason(exc)}); the file may be damaged: open it and "
             "save or export it again", code="undecodable"
         ) from exc
-    return list(reader.pages), pages, _outline(reader), sizes
+    return _Read(list(reader.pages), layouts, pages, _outline(reader), sizes)
 
 
 def _shown_size(page: Any) -> tuple[float, float]:
@@ -218,17 +230,18 @@ def _mark_headings(texts: list[str], outline: list[tuple[int, int, str]], budget
         texts[i] = "\n".join(page_lines)
 
 
-def _extract(page: Any, budget: TextBudget) -> str:
-    """The page's text; stops (raises) as soon as the document passes the budget, mid-page."""
+def _extract(page: Any, budget: TextBudget, room: int) -> tuple[str, PageText | None]:
+    """The page's text and its pieces (`pdf_layout`, at most `room` of them); stops (raises) as soon as the document
+    passes the budget, mid-page."""
     seen = 0
 
-    def count(text: str, *_: Any) -> None:
+    def count(text: str) -> None:
         nonlocal seen
         seen += len(text)
         if budget.used + seen > budget.limit:
             raise budget.exceeded()
 
-    return page.extract_text(visitor_text=count)
+    return page_pieces(page, count, room)
 
 
 def _content_bytes(page: Any) -> int:

@@ -3,7 +3,7 @@
 by the slide's title, so that chunking never packs two slides into one chunk (a chunk cited "pp. 1–13" helps nobody).
 
 A deck is told by its pages' shape, which no paper or report has: at least 2 pages, and 80% of them landscape with
-the proportions of a screen (4:3, 16:10 or 16:9, within 3%: Beamer's 128 x 96 mm, PowerPoint's 10 x 7.5 in and
+the proportions of a screen (4:3, 16:10 or 16:9, within 2%: Beamer's 128 x 96 mm, PowerPoint's 10 x 7.5 in and
 13.33 x 7.5 in), with few lines (the median page at most 25 lines of text). A landscape A4 or Letter page (1.41, 1.29)
 is not a slide.
 
@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from .limits import TextBudget
-from .pdf_layout import page_pieces
+from .pdf_layout import PageText, page_pieces
 
 ASPECTS = (4 / 3, 16 / 10, 16 / 9)
-ASPECT_TOLERANCE = 0.03
+ASPECT_TOLERANCE = 0.02  # Letter landscape (1.294) is 2.9% from 4:3
 SLIDE_SHARE = 0.8  # of the pages that must have a slide's shape
 MAX_MEDIAN_LINES = 25
 TITLE_ZONE = 0.4  # the top part of the page a title is looked for in
@@ -43,13 +43,15 @@ def is_deck(sizes: Sequence[tuple[float, float]], texts: Sequence[str]) -> bool:
     return bool(lines) and lines[len(lines) // 2] <= MAX_MEDIAN_LINES
 
 
-def title_slides(pypdf_pages: Sequence[Any], texts: list[str], budget: TextBudget) -> None:
-    """Head each slide's text in `texts` by its title (the module's rule)."""
+def title_slides(pypdf_pages: Sequence[Any], layouts: Sequence[PageText | None], texts: list[str],
+                 budget: TextBudget) -> None:
+    """Head each slide's text in `texts` by its title (the module's rule; `layouts`: the pages' pieces as pypdf read
+    them, None where not kept: read again)."""
     for i, text in enumerate(texts):
         if not text:
             continue
         budget.tick(f"the title of slide {i + 1}")
-        title = _title(pypdf_pages[i])
+        title = _title(pypdf_pages[i], layouts[i])
         lines = text.split("\n")
         found = next((n for n, line in enumerate(lines) if title and title in _norm(line)), None) if title else None
         heading = _norm(lines.pop(found)).lstrip("# ") if found is not None else f"Slide {i + 1}"
@@ -59,12 +61,13 @@ def title_slides(pypdf_pages: Sequence[Any], texts: list[str], budget: TextBudge
         texts[i] = titled
 
 
-def _title(page: Any) -> str:
+def _title(page: Any, layout: PageText | None) -> str:
     """The page's title text, whitespace-normalised, or "" (the module's rule)."""
-    try:
-        layout = page_pieces(page)
-    except Exception:  # the text was read once already; a title is a help, never a reason to refuse the file
-        return ""
+    if layout is None:
+        try:
+            layout = page_pieces(page)[1]
+        except Exception:  # the text was read once already; a title is a help, never a reason to refuse the file
+            return ""
     if layout is None or layout.rotated:
         return ""
     height = float(page.mediabox.height) or 1.0

@@ -50,9 +50,10 @@ def is_table(rows: Rows, continues: int = 0) -> bool:
     return full >= enough and filled * 2 >= width * len(rows)
 
 
-def read_tables(data: bytes, pypdf_pages: Sequence[Any], indexes: list[int], texts: list[str],
-                budget: TextBudget) -> None:
-    """Rewrite the pages at `indexes` that hold tables: their text with each table in its place."""
+def read_tables(data: bytes, pypdf_pages: Sequence[Any], layouts: Sequence[PageText | None], indexes: list[int],
+                texts: list[str], budget: TextBudget) -> None:
+    """Rewrite the pages at `indexes` that hold tables: their text with each table in its place (`layouts`: the
+    pages' pieces as pypdf read them, None where not kept: read again)."""
     import pdfplumber
 
     open_table: tuple[list[str], int] | None = None  # header and page index of a table ending its page
@@ -69,7 +70,7 @@ def read_tables(data: bytes, pypdf_pages: Sequence[Any], indexes: list[int], tex
                     found.append((table.bbox, rows))
             if not found:
                 continue
-            layout = page_pieces(pypdf_pages[i])
+            layout = layouts[i] if layouts[i] is not None else page_pieces(pypdf_pages[i])[1]
             if layout is not None and not layout.rotated:
                 segments = _spliced(layout, [box for box, _ in found])
             else:

@@ -4,7 +4,7 @@ paper set as TeX sets it, and a Beamer-like slide deck.
 The paper draws each word on its own, with the gaps of a justified TeX line (2.0-3.4 pt in 10 pt Times) and no space
 characters, as TeX does: a reader that joins glyphs by their gaps (pdfplumber's 3 pt tolerance) loses the narrow
 spaces, and one that reads the page's full width merges the two columns' lines. Each page has a ruled figure frame
-(one box around a bar chart: not a table) and a ruled table of 4 rows x 3 columns in the left column.
+(two ruled panels of a bar chart side by side: not a table) and a ruled table of 4 rows x 3 columns in the left column.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ FILLER = (
 )
 TABLE = (("Zone", "Restart time", "Error rate"), ("eu-west", "41 s", "0.4%"), ("us-east", "38 s", "0.2%"),
          ("ap-south", "55 s", "0.9%"))
-FRAME_LABEL = "Throughput per zone"
+FRAME_LABELS = ("(a) Throughput, first zone", "(b) Throughput, second zone")
 PAPER_TITLE = "Draining Zones: Fast Recovery for Payment Gateways"
 
 _PAGE = (612.0, 792.0)  # US Letter, as USENIX
@@ -108,11 +108,14 @@ class _Column:
         height = 110.0
         top = self.y + _SIZE
         self.pdf.setLineWidth(0.5)
-        self.pdf.rect(self.x, top - height, _COLUMN, height)  # the frame: one box
-        for n, bar in enumerate((40, 70, 55)):  # bars standing on an axis, apart from the frame
-            self.pdf.rect(self.x + 40 + n * 60, top - height + 20, 30, bar, fill=1)
-        self.pdf.setFont("Helvetica", 7)
-        self.pdf.drawString(self.x + 8, top - 12, FRAME_LABEL)
+        half = _COLUMN / 2
+        for n, label in enumerate(FRAME_LABELS):  # the frame: two panels side by side, one ruled box each
+            x = self.x + n * half
+            self.pdf.rect(x, top - height, half, height)
+            for k, bar in enumerate((40, 70, 55)):  # bars standing on an axis, apart from the frame
+                self.pdf.rect(x + 14 + k * 34, top - height + 20, 20, bar, fill=1)
+            self.pdf.setFont("Helvetica", 7)
+            self.pdf.drawString(x + 6, top - 12, label)
         self.y -= height + 6
         self.paragraph("Figure 1: Requests per second in each zone during a drain.")
 
@@ -151,7 +154,7 @@ def paper_pdf(pages: int = 1) -> bytes:
 
 def paper_source(pages: int = 1) -> str:
     """Every word the paper draws, for the run-on-word count (a long word of the source is not run-on)."""
-    words = [PAPER_TITLE, FRAME_LABEL, "Table 1: Restart time and error rate per zone.",
+    words = [PAPER_TITLE, *FRAME_LABELS, "Table 1: Restart time and error rate per zone.",
              "Figure 1: Requests per second in each zone during a drain."]
     words += [" ".join(row) for row in TABLE]
     words += _paragraphs()
@@ -170,13 +173,14 @@ SLIDES = (
     ("Lessons", ["Size the connection pool per zone", "Keep the rollback plan next to the dashboard"]),
     ("Questions", ["Thank you for listening"]),
 )
-BOXED_SLIDE = 4  # the slide (1-based) whose bullets sit in a one-cell box, as a Beamer block
+BOXED_SLIDE = 4  # the slide (1-based) whose bullets sit in a Beamer block: a ruled title bar over a ruled body
+BLOCK_TITLE = "Measured in production"
 DECK_SIZE = (128 * 72 / 25.4, 96 * 72 / 25.4)  # Beamer's default 128 x 96 mm
 
 
 def deck_pdf(slides: Sequence[tuple[str, Sequence[str]]] = SLIDES, size: tuple[float, float] = DECK_SIZE) -> bytes:
     """One landscape page per slide: a navigation line at the top, the title in large bold type, the bullets, a
-    footline with the talk's title and the slide number; slide `BOXED_SLIDE`'s bullets in a ruled box."""
+    footline with the talk's title and the slide number; slide `BOXED_SLIDE`'s bullets in a block."""
     from reportlab.pdfgen import canvas
 
     width, height = size
@@ -187,18 +191,18 @@ def deck_pdf(slides: Sequence[tuple[str, Sequence[str]]] = SLIDES, size: tuple[f
         pdf.drawString(12, height - 8, "Introduction  Design  Evaluation")
         pdf.setFont("Helvetica-Bold", 14 if number > 1 else 18)
         pdf.drawString(14, height - 34, title)
+        if number == BOXED_SLIDE:  # a Beamer block around the bullets: a ruled title bar on a ruled body
+            x0, y0, x1, y1 = 16, height - 54 - 16 * len(bullets), width - 16, height - 54
+            for line in ((x0, y0, x1, y0), (x0, y0, x0, y1 + 14), (x1, y0, x1, y1 + 14), (x0, y1, x1, y1),
+                         (x0, y1 + 14, x1, y1 + 14)):
+                pdf.line(*line)  # five strokes, as a theme draws a block
+            pdf.setFont("Helvetica-Bold", 8)
+            pdf.drawString(20, y1 + 4, BLOCK_TITLE)
         pdf.setFont("Helvetica", 10)
         y = height - 62
         for bullet in bullets:
             pdf.drawString(20, y, "\u2022 " + bullet if number > 1 else bullet)
             y -= 16
-        if number == BOXED_SLIDE:
-            box = (16, y + 8, width - 32, height - 54 - (y + 8))
-            for x0, y0, x1, y1 in ((box[0], box[1], box[0] + box[2], box[1]),
-                                   (box[0], box[1] + box[3], box[0] + box[2], box[1] + box[3]),
-                                   (box[0], box[1], box[0], box[1] + box[3]),
-                                   (box[0] + box[2], box[1], box[0] + box[2], box[1] + box[3])):
-                pdf.line(x0, y0, x1, y1)  # four strokes, as a block's frame is drawn
         pdf.setFont("Helvetica", 5)
         pdf.drawString(12, 6, "Li Wei (Payments)")
         pdf.drawRightString(width - 12, 6, f"{number} / {len(slides)}")
