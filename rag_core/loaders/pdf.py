@@ -1,5 +1,5 @@
-"""PDF -> text, one `Place` per page (so every chunk knows its pages), tables kept with their header row, and
-the pages without a text layer read by OCR.
+"""PDF -> text, one `Place` per page (per slide in a slide deck: so every chunk knows its pages or slides), tables kept
+with their header row, and the pages without a text layer read by OCR.
 
 Three readers, each for what it does best (measured in bench/formats.py): pypdf extracts the text (143 pages/s
 here, and its page content is measured before it parses it, see below); pdfplumber finds ruled tables (it
