@@ -24,7 +24,9 @@ line on each entry's page that is its title (whitespace-normalised, case-insensi
 previous entry's heading) becomes a Markdown heading, `#` repeated the entry's depth (1 for a top-level entry, at
 most 6), so chunking sees the sections (heading paths, parents). An entry whose title is on no line of its page, or
 whose page comes before the previous entry's heading, is skipped; a PDF without an outline reads as before. The
-marks are put in the pages' text before the pages are joined, so the places' offsets count them.
+marks are put in the pages' text before the pages are joined, so the places' offsets count them. A line of the PDF
+that the chunker would take for a heading or a code fence (`# a shell comment`, a Markdown sample) is escaped first
+with a backslash, as the .pptx and sheet loaders do.
 
 Extraction is bounded (see `limits`): each page's content streams are measured before pypdf parses them,
 and the characters pypdf produces are counted as it goes, so a small PDF that expands to millions of
@@ -52,6 +54,9 @@ from .pdf_tables import read_tables
 OCR_DPI = 200  # rendering resolution of a page for OCR (measured: 150 dpi loses small print, 300 is slower)
 MIN_RULES = 4  # paths drawn on a page before pdfplumber looks for a table on it
 _WS = re.compile(r"\s+")
+# a line of the PDF that the chunker would take for a heading or a code fence (a shell comment, a Markdown sample):
+# escaped as Markdown escapes it, before the outline's and the slides' headings are marked
+_LOOKS_LIKE_BLOCK = re.compile(r"^(?= {0,3}(?:#{1,6}(?:[ \t]|$)|`{3}|~{3}))", re.M)
 
 
 def pdf_text(data: bytes, name: str, _ext: str, budget: TextBudget, options: LoadOptions) -> Extracted:
@@ -90,6 +95,10 @@ def pdf_text(data: bytes, name: str, _ext: str, budget: TextBudget, options: Loa
             if ocr_done:
                 notes.append(Phrase("load.ocr_pages" if len(ocr_done) > 1 else "load.ocr_page",
                                     {"pages": _numbers(sorted(ocr_done))}))
+    for i, text in enumerate(texts):
+        escaped = _LOOKS_LIKE_BLOCK.sub(r"\\", text)
+        budget.add(len(escaped) - len(text))
+        texts[i] = escaped
     deck = is_deck(sizes, texts)
     if deck:
         title_slides(pages, layouts, texts, budget)
