@@ -1,15 +1,18 @@
-"""PDF -> text, one `Place` per page (so every chunk knows its pages), tables kept with their header row, and
-the pages without a text layer read by OCR.
+"""PDF -> text, one `Place` per page (per slide in a slide deck: so every chunk knows its pages or slides), tables kept
+with their header row, and the pages without a text layer read by OCR.
 
 Three readers, each for what it does best (measured in bench/formats.py): pypdf extracts the text (143 pages/s
 here, and its page content is measured before it parses it, see below); pdfplumber finds ruled tables (it
 is 20x slower, so it reads only the pages pypdfium2 finds lines drawn on); pypdfium2 (PDFium, BSD/Apache)
 renders the pages without text for OCR. PyMuPDF is faster still but AGPL, so it is not used.
 
-Tables: a table is written as Markdown tables that each start with its header row (`html.table_blocks`),
-in its place among the page's text. A table that runs on from the previous page (the previous page ended with
-a table of as many columns, and this one starts with it) takes that table's header; a header row the PDF
-repeats is dropped, since every block carries it anyway.
+Tables (`pdf_tables`): a table is written as Markdown tables that each start with its header row (`html.table_blocks`),
+in its place among the page's text as pypdf read it (only the table's own region is read by pdfplumber: reading the
+whole page that way merged a two-column paper's columns); a box that has no rows and columns of text (a figure's
+frame) is not a table. A table that runs on from the previous page takes that table's header.
+
+Slides (`pdf_slides`): a PDF whose pages have a screen's shape and few lines is a slide deck: each page is a slide
+(place unit "slide"), its text headed by its title, as a .pptx is read; the outline's headings are not used then.
 
 Pages without text: those that draw something (an image or paths) are OCR'd page by page when the `ocr` extra
 is installed (`loaders.ocr`), their places marked `ocr`; a mixed PDF OCRs only those pages. Without the
@@ -21,7 +24,9 @@ line on each entry's page that is its title (whitespace-normalised, case-insensi
 previous entry's heading) becomes a Markdown heading, `#` repeated the entry's depth (1 for a top-level entry, at
 most 6), so chunking sees the sections (heading paths, parents). An entry whose title is on no line of its page, or
 whose page comes before the previous entry's heading, is skipped; a PDF without an outline reads as before. The
-marks are put in the pages' text before the pages are joined, so the places' offsets count them.
+marks are put in the pages' text before the pages are joined, so the places' offsets count them. A line of the PDF
+that the chunker would take for a heading or a code fence (`# a shell comment`, a Markdown sample) is escaped first
+with a backslash, as the .pptx and sheet loaders do.
 
 Extraction is bounded (see `limits`): each page's content streams are measured before pypdf parses them,
 and the characters pypdf produces are counted as it goes, so a small PDF that expands to millions of
@@ -33,21 +38,25 @@ from __future__ import annotations
 import io
 import math
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import LoaderError
 from ..phrases import Phrase
-from ..records import PAGE, Place
+from ..records import PAGE, SLIDE, Place
 from .extracted import Extracted, Format, clean_extracted, reason
-from .html import table_blocks
 from .limits import TextBudget, markup_limit, too_much_markup
 from .ocr import needs_ocr, ocr_available, read_image
 from .options import LoadOptions
+from .pdf_layout import MAX_PIECES, PageText, page_pieces
+from .pdf_slides import is_deck, title_slides
+from .pdf_tables import read_tables
 
 OCR_DPI = 200  # rendering resolution of a page for OCR (measured: 150 dpi loses small print, 300 is slower)
 MIN_RULES = 4  # paths drawn on a page before pdfplumber looks for a table on it
-_PAGE_MARGIN_CHARS = 40  # text above or below a table shorter than this is a running header or page number
 _WS = re.compile(r"\s+")
+# a line of the PDF that the chunker would take for a heading or a code fence (a shell comment, a Markdown sample):
+# escaped as Markdown escapes it, before the outline's and the slides' headings are marked
+_LOOKS_LIKE_BLOCK = re.compile(r"^(?= {0,3}(?:#{1,6}(?:[ \t]|$)|`{3}|~{3}))", re.M)
 
 
 def pdf_text(data: bytes, name: str, _ext: str, budget: TextBudget, options: LoadOptions) -> Extracted:
@@ -58,12 +67,12 @@ def pdf_text(data: bytes, name: str, _ext: str, budget: TextBudget, options: Loa
             f"{name}: is not a PDF file (no %PDF- header); it may be another type of file renamed to .pdf",
             code="unsupported",
         )
-    texts, outline = _pypdf_pages(data, name, budget)
+    pages, layouts, texts, outline, sizes = _pypdf_pages(data, name, budget)
     try:
         drawn = _drawn_pages(data)
         tables = [i for i, (_, paths) in enumerate(drawn) if paths >= MIN_RULES and texts[i]]
         if tables:
-            _read_tables(data, tables, texts, budget)
+            read_tables(data, pages, layouts, tables, texts, budget)
     except LoaderError:
         raise
     except Exception as exc:  # pdfium / pdfminer fail on a file pypdf could read: keep what pypdf read
@@ -86,14 +95,22 @@ def pdf_text(data: bytes, name: str, _ext: str, budget: TextBudget, options: Loa
             if ocr_done:
                 notes.append(Phrase("load.ocr_pages" if len(ocr_done) > 1 else "load.ocr_page",
                                     {"pages": _numbers(sorted(ocr_done))}))
-    _mark_headings(texts, outline, budget)
+    for i, text in enumerate(texts):
+        escaped = _LOOKS_LIKE_BLOCK.sub(r"\\", text)
+        budget.add(len(escaped) - len(text))
+        texts[i] = escaped
+    deck = is_deck(sizes, texts)
+    if deck:
+        title_slides(pages, layouts, texts, budget)
+    else:
+        _mark_headings(texts, outline, budget)
     parts: list[str] = []
     places: list[Place] = []
     size = 0
     for i, text in enumerate(texts):
         if text:
             offset = size + (2 if parts else 0)
-            places.append(Place(offset, PAGE, i + 1, ocr=i in ocr_done))
+            places.append(Place(offset, SLIDE if deck else PAGE, i + 1, ocr=i in ocr_done))
             parts.append(text)
             size = offset + len(text)
     if not parts:
@@ -112,12 +129,23 @@ def _numbers(indexes: list[int]) -> str:
 
 # --- text (pypdf) -------------------------------------------------------------------------------
 
-def _pypdf_pages(data: bytes, name: str, budget: TextBudget) -> tuple[list[str], list[tuple[int, int, str]]]:
-    """The pages' text and the outline's entries (see `_outline`)."""
+class _Read(NamedTuple):
+    pages: list[Any]  # pypdf's
+    layouts: list[PageText | None]  # where each page's text sits (`pdf_layout`), None when not kept
+    texts: list[str]
+    outline: list[tuple[int, int, str]]  # see `_outline`
+    sizes: list[tuple[float, float]]  # width and height as shown, points
+
+
+def _pypdf_pages(data: bytes, name: str, budget: TextBudget) -> _Read:
+    """What pypdf reads of the pages in one pass."""
     from pypdf import PdfReader
     from pypdf.errors import DependencyError
 
     pages: list[str] = []
+    sizes: list[tuple[float, float]] = []
+    layouts: list[PageText | None] = []
+    room = MAX_PIECES
     markup = 0
     try:
         reader = PdfReader(io.BytesIO(data))
@@ -140,10 +168,14 @@ def _pypdf_pages(data: bytes, name: str, budget: TextBudget) -> tuple[list[str],
             markup += _content_bytes(page)
             if markup > markup_limit(budget.limit):
                 raise too_much_markup(name, "its page content", markup, budget.limit)
-            page_text = clean_extracted(_extract(page, budget) or "").strip()
+            raw, layout = _extract(page, budget, room)
+            room -= len(layout.pieces) if layout is not None else 0
+            layouts.append(layout)
+            page_text = clean_extracted(raw).strip()
             if page_text:
                 budget.add(len(page_text) + 2)  # + the blank line between pages
             pages.append(page_text)
+            sizes.append(_shown_size(page))
     except LoaderError:
         raise
     except Exception as exc:  # pypdf raises many exception types on damaged files
@@ -151,7 +183,18 @@ def _pypdf_pages(data: bytes, name: str, budget: TextBudget) -> tuple[list[str],
             f"{name}: could not read the PDF ({reason(exc)}); the file may be damaged: open it and "
             "save or export it again", code="undecodable"
         ) from exc
-    return pages, _outline(reader)
+    return _Read(list(reader.pages), layouts, pages, _outline(reader), sizes)
+
+
+def _shown_size(page: Any) -> tuple[float, float]:
+    """The page's width and height as a reader shows it (turned by /Rotate); (0, 0) when its box is unreadable."""
+    try:
+        box = page.mediabox
+        width, height = abs(float(box.width)), abs(float(box.height))
+        turned = int(page.get("/Rotate", 0) or 0) % 180 == 90
+    except Exception:  # a damaged media box: the page is just not a slide
+        return (0.0, 0.0)
+    return (height, width) if turned else (width, height)
 
 
 def _outline(reader: Any) -> list[tuple[int, int, str]]:
@@ -196,17 +239,18 @@ def _mark_headings(texts: list[str], outline: list[tuple[int, int, str]], budget
         texts[i] = "\n".join(page_lines)
 
 
-def _extract(page: Any, budget: TextBudget) -> str:
-    """The page's text; stops (raises) as soon as the document passes the budget, mid-page."""
+def _extract(page: Any, budget: TextBudget, room: int) -> tuple[str, PageText | None]:
+    """The page's text and its pieces (`pdf_layout`, at most `room` of them); stops (raises) as soon as the document
+    passes the budget, mid-page."""
     seen = 0
 
-    def count(text: str, *_: Any) -> None:
+    def count(text: str) -> None:
         nonlocal seen
         seen += len(text)
         if budget.used + seen > budget.limit:
             raise budget.exceeded()
 
-    return page.extract_text(visitor_text=count)
+    return page_pieces(page, count, room)
 
 
 def _content_bytes(page: Any) -> int:
@@ -243,64 +287,6 @@ def _drawn_pages(data: bytes) -> list[tuple[bool, int]]:
         return out
     finally:
         pdf.close()
-
-
-# --- tables (pdfplumber) ------------------------------------------------------------------------
-
-def _read_tables(data: bytes, indexes: list[int], texts: list[str], budget: TextBudget) -> None:
-    """Rewrite the pages at `indexes` that hold ruled tables: their text around the tables, and the tables."""
-    import pdfplumber
-
-    open_table: tuple[list[str], int] | None = None  # header and page index of a table ending its page
-    with pdfplumber.open(io.BytesIO(data), password="") as pdf:
-        for i in indexes:
-            budget.tick(f"the tables of page {i + 1}")
-            page = pdf.pages[i]
-            found = sorted(page.find_tables(), key=lambda t: t.bbox[1])
-            if not found:
-                continue
-            carried = open_table if open_table is not None and open_table[1] == i - 1 else None
-            blocks: list[str] = []
-            x0, top, x1, bottom = page.bbox
-            cursor = top
-            for n, table in enumerate(found):
-                above = _region_text(page, (x0, cursor, x1, max(cursor, table.bbox[1])))
-                rows = [[_cell(c) for c in row] for row in table.extract()]
-                rows = [r for r in rows if any(r)]
-                if not rows:
-                    continue
-                header: list[str] | None = None
-                if n == 0 and carried is not None and len(carried[0]) == len(rows[0]) \
-                        and len(above) < _PAGE_MARGIN_CHARS:
-                    header = carried[0]
-                    if rows[0] == header:  # the PDF repeats the header row on the new page
-                        rows = rows[1:]
-                    above = ""  # a running header above a continued table
-                if above:
-                    blocks.append(above)
-                if header is None:
-                    header, rows = rows[0], rows[1:]
-                blocks += table_blocks(header, rows) if rows or header else []
-                cursor = table.bbox[3]
-                open_table = (header, i)
-            below = _region_text(page, (x0, cursor, x1, bottom))
-            if len(below) >= _PAGE_MARGIN_CHARS:
-                open_table = None  # the page goes on after its last table: a table on the next one is new
-            if below:
-                blocks.append(below)
-            text = clean_extracted("\n\n".join(blocks)).strip()
-            budget.add(max(0, len(text) - len(texts[i])))
-            texts[i] = text
-
-
-def _region_text(page: Any, bbox: tuple[float, float, float, float]) -> str:
-    if bbox[3] - bbox[1] < 1:
-        return ""
-    return clean_extracted(page.crop(bbox).extract_text() or "").strip()
-
-
-def _cell(value: str | None) -> str:
-    return _WS.sub(" ", value or "").strip().replace("|", "\\|")
 
 
 # --- OCR (pypdfium2 renders, loaders.ocr reads) ----------------------------------------------------
