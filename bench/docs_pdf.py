@@ -192,5 +192,16 @@ def measure(repeat: int = 3) -> dict[str, Any]:
     return out
 
 
+def render(figures: dict[str, Any]) -> str:
+    """The figures as one table: a row per document and reader."""
+    from bench.common import table
+
+    rows = [[document if i == 0 else "", reader, f"{f['run_on_share']:.1%}", f"{f['key_recall']:.0%}", f["tables"],
+             f"{f['chunks_across_places']} of {f['chunks']}" if "chunks" in f else "–", f["pages_s"]]
+            for document, readers in figures.items() for i, (reader, f) in enumerate(readers.items())]
+    return table(["document", "reader", "run-on words", "key sentences whole", "tables", "chunks across pages",
+                  "pages/s"], rows, 1)
+
+
 if __name__ == "__main__":
     print(json.dumps(measure(), indent=1, ensure_ascii=False))
