@@ -85,6 +85,7 @@ ENGLISH: Mapping[str, str] = {
     "load.ocr_page": "OCR'd page {pages}",
     "load.ocr_pages": "OCR'd pages {pages}",
     "load.read_by_ocr": "read by OCR",
+    "load.library_warning": "{library} warned {count:,}×: {message}",
     # what a reranker had to do (RerankResult.note_phrases); {service} is one of the rerank.service codes
     "rerank.service": "the service",
     "rerank.service.dashscope": "DashScope's",

@@ -125,6 +125,7 @@ _SAY: dict[str, str] = {
     "load.ocr_page": N_("OCR'd page {pages}"),
     "load.ocr_pages": N_("OCR'd pages {pages}"),
     "load.read_by_ocr": N_("read by OCR"),
+    "load.library_warning": N_("{library} warned {count:,}×: {message}"),
     "rerank.service": N_("the service"),
     "rerank.service.dashscope": N_("DashScope's"),
     "rerank.service.tei": N_("TEI's default --max-client-batch-size"),
