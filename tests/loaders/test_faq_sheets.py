@@ -5,9 +5,13 @@ embedder each question finds its own row first; a sheet of titles and prose is n
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from rag_core.loaders import load_bytes
+from rag_core.records import Document
 from tests.helpers import make_workbench
 from tests.loaders.checks import chunks_of
 from tests.loaders.faq_samples import (
@@ -25,7 +29,7 @@ FORMATS = {"xlsx": faq_xlsx, "csv": faq_csv}
 SOME = PAIRS[:4]
 
 
-def loaded(variant: str, ext: str, pairs=SOME):  # noqa: ANN001, ANN201
+def loaded(variant: str, ext: str, pairs: list[tuple[str, str, str, str]] = SOME) -> Document:
     return load_bytes(FORMATS[ext](variant, pairs), f"{variant}.{ext}")
 
 
@@ -72,7 +76,7 @@ def test_a_title_is_the_question_only_when_no_column_is_named_one() -> None:
 
 
 @pytest.mark.milvus
-def test_each_question_searches_to_its_own_answer(tmp_path, local_embedder) -> None:  # noqa: ANN001
+def test_each_question_searches_to_its_own_answer(tmp_path: Path, local_embedder: Any) -> None:
     """Every variant in one knowledge base, each file its own three topics (so a question has one right row);
     every question (both of a bilingual row) finds its row first, the row alone."""
     wb = make_workbench(tmp_path / "data", embedder=local_embedder)
