@@ -56,6 +56,8 @@ QUESTION_NAMES = frozenset({"question", "questions", "q", "query", "queries", "a
 TITLE_NAMES = ("title", "subject", "topic", "desc", "description", "标题", "主题", "描述", "標題", "主題")
 ANSWER_NAMES = frozenset({"answer", "answers", "a", "reply", "response", "答案", "答", "回答", "解答", "答复", "回复",
                           "标准答案", "答覆", "回覆", "標準答案"})
+# Answers too loose to make a title a question: `Endpoint, Description, Response` is an API table, not an FAQ.
+UNSURE_ANSWERS = frozenset({"a", "response"})
 MAX_QA_COLUMNS = 4  # of each kind: a bilingual sheet has two (q_en, q_zh); more are other columns
 _LANGUAGES = r"en|eng|english|zh|cn|chs|cht|zh-?cn|zh-?hans|zh-?hant|zh-?tw|tw|hk|chinese"
 _LANGUAGE_SUFFIX = re.compile(rf"(?:[_\-.](?:{_LANGUAGES})|[(（\[](?:{_LANGUAGES}|中文|英文|中|英|简体|繁体)[)）\]]"
@@ -285,7 +287,8 @@ def _name_of(header: str) -> str:
 
 def qa_columns(headers: list[str], chosen: tuple[str, str] | None) -> QaColumns | None:
     """The question and answer columns when the headers name both (or `loader.qa-columns` names them), else None.
-    Every column named a question (or, when none is, the first kind of title) and every column named an answer:
+    Every column named a question (or, when none is, the first kind of title, if an answer is named for sure) and
+    every column named an answer:
     `q_en` + `q_zh` + `a_en` + `a_zh` is one pair of each per language."""
     if chosen is not None:
         names = [h.strip().strip(":：").strip().lower() for h in headers]
@@ -294,7 +297,8 @@ def qa_columns(headers: list[str], chosen: tuple[str, str] | None) -> QaColumns 
     kinds = [_name_of(h) for h in headers]
     answers = tuple(i for i, k in enumerate(kinds) if k in ANSWER_NAMES)[:MAX_QA_COLUMNS]
     questions = tuple(i for i, k in enumerate(kinds) if k in QUESTION_NAMES)[:MAX_QA_COLUMNS]
-    for title in TITLE_NAMES if answers and not questions else ():
+    sure = any(kinds[i] in ANSWER_NAMES - UNSURE_ANSWERS for i in answers)
+    for title in TITLE_NAMES if sure and not questions else ():
         if questions := tuple(i for i, k in enumerate(kinds) if k == title)[:MAX_QA_COLUMNS]:
             break
     return QaColumns(questions, answers) if questions and answers else None

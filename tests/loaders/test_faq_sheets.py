@@ -64,6 +64,8 @@ def test_a_sheet_of_titles_and_prose_is_no_faq() -> None:
     assert doc.notes == () and not any(p.question for p in doc.places)
     assert all(not c.search_text for c in chunks_of(doc))
     assert "Title: Disk full on the database host · Body: The data volume" in doc.text  # rows are records
+    api = b"Endpoint,Description,Response\n/v1/search,Search the knowledge base,200 with hits\n"
+    assert load_bytes(api, "api.csv").notes == ()  # a description and a response: an API table, not an FAQ
 
 
 def test_a_title_is_the_question_only_when_no_column_is_named_one() -> None:
