@@ -89,6 +89,7 @@ ENGLISH: Mapping[str, str] = {
                                 "{lines}",
     "load.running_lines_slides": "lines repeated on most slides left out of the text of {pages} of {total} slides: "
                                  "{lines}",
+    "load.library_warning": "{library} warned {count:,}×: {message}",
     # what a reranker had to do (RerankResult.note_phrases); {service} is one of the rerank.service codes
     "rerank.service": "the service",
     "rerank.service.dashscope": "DashScope's",

@@ -129,6 +129,7 @@ _SAY: dict[str, str] = {
                                    "{lines}"),
     "load.running_lines_slides": N_("lines repeated on most slides left out of the text of {pages} of {total} "
                                     "slides: {lines}"),
+    "load.library_warning": N_("{library} warned {count:,}×: {message}"),
     "rerank.service": N_("the service"),
     "rerank.service.dashscope": N_("DashScope's"),
     "rerank.service.tei": N_("TEI's default --max-client-batch-size"),

@@ -13,6 +13,7 @@ from ..config import Settings
 from ..errors import RagError
 from ..records import IngestStatus
 from .audit import Trail, record
+from .logs import library_log
 from .options import setting_help
 from .output import EXIT_FAILED_FILES, ingest_progress_bar, ocr_progress_bar, print_json
 from .workbench import workbench
@@ -22,7 +23,7 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     reports: list[Any] = []
     with workbench(settings, asked=getattr(args, "asked", ()),
                    succeeded=lambda: not any(r.status == "failed" for r in reports)) as wb, \
-            ingest_progress_bar(not args.quiet) as progress:
+            ingest_progress_bar(not args.quiet) as progress, library_log(settings):
         reports = wb.ingestor.ingest_paths(args.paths, prefix=args.prefix, force=args.force, progress=progress)
     with Trail(settings) as trail:  # what changed: added and replaced documents
         for r in reports:
@@ -56,7 +57,7 @@ def cmd_chunk(args: argparse.Namespace, settings: Settings) -> int:
     max_size = args.max_size or settings["chunk.max-size"]
     overlap = settings["chunk.overlap"] if args.overlap is None else args.overlap
     path = Path(args.file)
-    with ocr_progress_bar(not args.quiet) as on_page:
+    with ocr_progress_bar(not args.quiet) as on_page, library_log(settings):
         options = replace(loaders.load_options(settings), on_page=on_page)
         doc = loaders.load_path(path, None, max_bytes=int(settings["loader.max-file-mb"] * 1024 * 1024),
                                 max_text_chars=settings["loader.max-text-chars"], options=options)

@@ -22,6 +22,7 @@ from ..config import KEYS, Settings
 from ..errors import KnowledgeBaseError
 from ..kb.settings import KB_KEYS, describe, made_with
 from .audit import record
+from .logs import library_log
 from .output import EXIT_FAILED_FILES, ingest_progress_bar, print_json, report_line
 
 # option -> the setting it sets (the option's help is the setting's)
@@ -123,7 +124,7 @@ def cmd_set(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_copy(args: argparse.Namespace, settings: Settings) -> int:
-    with _manager(settings, args) as kbs, ingest_progress_bar(not args.quiet) as progress:
+    with _manager(settings, args) as kbs, ingest_progress_bar(not args.quiet) as progress, library_log(settings):
         result = kbs.copy(args.source, args.name, changes(args), progress=progress)
     record(settings, "kbs.copy", result.kb.name, result.kb.name,
            {"from": args.source, "documents": len(result.reports) - len(result.failed), **changes(args)})

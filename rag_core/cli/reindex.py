@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..config import Settings
 from .audit import record
+from .logs import library_log
 from .output import EXIT_FAILED_FILES, ingest_progress_bar, print_json, report_line
 from .workbench import workbench
 
@@ -15,7 +16,8 @@ from .workbench import workbench
 def cmd_reindex(args: argparse.Namespace, settings: Settings) -> int:
     from ..bootstrap import open_source_store
 
-    with workbench(settings, asked=getattr(args, "asked", ())) as wb, ingest_progress_bar(not args.quiet) as progress:
+    with workbench(settings, asked=getattr(args, "asked", ())) as wb, ingest_progress_bar(not args.quiet) as progress, \
+            library_log(settings):
         source = open_source_store(settings, args.from_collection) if args.from_collection else None
         try:
             reports = wb.ingestor.reindex(args.doc_ids or None, source=source, progress=progress)
@@ -43,7 +45,7 @@ def cmd_rebuild(args: argparse.Namespace, settings: Settings) -> int:
     from ..rebuild import check, rebuild
 
     check(settings, Path(args.source), args.collection)  # bad input: one line, before any progress bar
-    with ingest_progress_bar(not args.quiet) as progress:
+    with ingest_progress_bar(not args.quiet) as progress, library_log(settings):
         result = rebuild(settings, Path(args.source), args.collection, open_workbench=build_workbench, force=args.force,
                          progress=progress)
     if args.json:

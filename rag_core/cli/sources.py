@@ -20,6 +20,7 @@ from typing import Any
 from ..config import Settings
 from ..errors import SourceError
 from .audit import record
+from .logs import library_log
 from .output import EXIT_FAILED_FILES, ingest_progress_bar, print_json
 
 
@@ -139,7 +140,7 @@ def cmd_sync(args: argparse.Namespace, settings: Settings) -> int:
     for source in sources:
         try:
             with workbench(settings.for_kb(source.kb)) as wb, \
-                    ingest_progress_bar(not (args.quiet or args.json)) as progress:
+                    ingest_progress_bar(not (args.quiet or args.json)) as progress, library_log(settings):
                 result = sync_source(settings, book, source, wb.ingestor, allow_deletes=args.allow_deletes,
                                      dry_run=args.dry_run, progress=progress)
         except SourceError as exc:

@@ -8,6 +8,7 @@ import json
 import os
 import stat
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from ..doc_ids import doc_id_for, normalize_doc_id
@@ -17,6 +18,7 @@ from ..records import Document, Place
 from .formats import BY_EXTENSION, SUPPORTED_TEXT, extension_or_raise
 from .limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_TEXT_CHARS, TextBudget, too_big
 from .options import LoadOptions
+from .quiet import heard
 from .running import drop_running
 from .text import NotText
 
@@ -96,9 +98,11 @@ def load_bytes(data: bytes, doc_id: str, *, max_bytes: int = DEFAULT_MAX_BYTES,
         raise LoaderError(f"{doc_id}: the file is empty (0 bytes); nothing to index", code="empty")
     budget = TextBudget(doc_id, max_text_chars, seconds=options.max_seconds)
     try:
-        extracted = BY_EXTENSION[ext].extract(data, doc_id, ext, budget, options)
+        with heard(doc_id) as said:  # what the reading libraries warn: notes and the log, not the terminal
+            extracted = BY_EXTENSION[ext].extract(data, doc_id, ext, budget, options)
     except NotText as refusal:
         raise refusal.naming(SUPPORTED_TEXT) from None
+    extracted = replace(extracted, notes=(*extracted.notes, *said.notes()))
     extracted = drop_running(extracted)  # the lines repeated at the top or bottom of most pages (loaders.running)
     budget.check(extracted.text)
     return Document(

@@ -7,13 +7,18 @@ path. The header row is the first row about as wide as the table (rows above it,
 paragraphs of their own). Every row is a `Place` (unit "row", its number as the spreadsheet shows it), so a
 chunk is cited as `sheet Alerts, rows 2–9`.
 
-Q&A sheets: a sheet whose headers include a question and an answer column (`question`/`answer`, `问题`/`答案`, ...,
-or the two named by the setting `loader.qa-columns`) gets one section per pair: the question is the heading
-line (`## Q: ...`), the answer (and the other columns) its body. The question alone is what is searched: the
-pair's row place carries it (`Place.question`), so its chunks get it as `Chunk.search_text`, which is embedded
-and BM25-indexed instead of the text (stored as metadata `searchText`, records.search_text); the answer is in
-the same chunk, so the hit returns the pair; and a pair is never packed with other pairs nor split from its
-question (a long answer's later chunks carry the question as their title and are searched by it too).
+Q&A sheets: a sheet whose headers include a question and an answer column (`question`/`answer`, `问题`/`答案`,
+`desc`/`reply`, `Q_EN`/`A_EN`, ...: case, spaces and a language suffix ignored; or the two named by the setting
+`loader.qa-columns`) gets one section per pair: the question is the heading line (`## Q: ...`), the answer (and the
+other columns) its body. A bilingual sheet (`q_en`, `q_zh`, `a_en`, `a_zh`) gives one section per row whose heading
+holds both questions (`## Q: How do I ...? / 如何……？`), its body both answers: one chunk per row, so a row is one
+evidence key and one citation, and its answer is never two hits taking two places of the per-document cap; both
+questions are its search text (BM25 finds either's words; the embedder sees two translations of one question).
+The question alone is what is searched: the pair's row place carries it (`Place.question`), so its chunks get it
+as `Chunk.search_text`, which is embedded and BM25-indexed instead of the text (stored as metadata `searchText`,
+records.search_text); the answer is in the same chunk, so the hit returns the pair; and a pair is never packed with
+other pairs nor split from its question (a long answer's later chunks carry the question as their title and are
+searched by it too).
 
 Formulas give their cached values (what Excel showed when the file was saved; a formula never calculated
 has none and is left out). Bounded: the package checks of `packages`, the text budget on shared strings
@@ -27,6 +32,7 @@ import datetime as dt
 import io
 import re
 from collections.abc import Iterable, Iterator
+from typing import NamedTuple
 
 from ..errors import LoaderError
 from ..phrases import Phrase
@@ -42,10 +48,20 @@ MAX_LINE_CHARS = 1_000_000  # one CSV line; checked before parsing, so a 50 MB l
 HEADER_SCAN_ROWS = 20
 _SEPARATOR = " · "
 _S = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
-QUESTION_NAMES = frozenset({"question", "questions", "q", "query", "faq", "问题", "问", "提问", "问句", "常见问题",
-                            "题目", "疑问", "問題", "提問"})
+# A Q&A sheet's columns, by name (`_name_of`: case, spaces and a language suffix ignored). The question's names;
+# titles only when no column is named a question (a sheet of titles and prose with no answer column is no Q&A).
+QUESTION_NAMES = frozenset({"question", "questions", "q", "query", "queries", "ask", "faq", "问题", "问", "提问",
+                            "问句", "常见问题", "标准问题", "问题描述", "用户问题", "题目", "疑问", "問題", "提問",
+                            "標準問題"})
+TITLE_NAMES = ("title", "subject", "topic", "desc", "description", "标题", "主题", "描述", "標題", "主題")
 ANSWER_NAMES = frozenset({"answer", "answers", "a", "reply", "response", "答案", "答", "回答", "解答", "答复", "回复",
-                          "答覆", "回覆"})
+                          "标准答案", "答覆", "回覆", "標準答案"})
+# Answers too loose to make a title a question: `Endpoint, Description, Response` is an API table, not an FAQ.
+UNSURE_ANSWERS = frozenset({"a", "response"})
+MAX_QA_COLUMNS = 4  # of each kind: a bilingual sheet has two (q_en, q_zh); more are other columns
+_LANGUAGES = r"en|eng|english|zh|cn|chs|cht|zh-?cn|zh-?hans|zh-?hant|zh-?tw|tw|hk|chinese"
+_LANGUAGE_SUFFIX = re.compile(rf"(?:[_\-.](?:{_LANGUAGES})|[(（\[](?:{_LANGUAGES}|中文|英文|中|英|简体|繁体)[)）\]]"
+                              r"|中文|英文|简体|繁体)$")
 _LOOKS_LIKE_BLOCK = re.compile(r" {0,3}(?:#{1,6}(?:\s|$)|`{3}|~{3})")  # would be a heading or a fence to the chunker
 _WS = re.compile(r"\s+")
 
@@ -213,9 +229,9 @@ def _table(rows: Iterator[tuple[int, list[str]]], name: str, sheet: str, writer:
         writer.add(_safe(_SEPARATOR.join(c for c in cells if c)), number, sheet)
     header_number, header_cells = buffered[at]
     headers = [c or column_name(i) for i, c in enumerate(header_cells)]  # type: ignore[operator]
-    qa = _qa_columns(headers, options.qa_columns)
+    qa = qa_columns(headers, options.qa_columns)
     if qa is not None:
-        question, answer = headers[qa[0]], headers[qa[1]]
+        question, answer = (", ".join(headers[i] for i in columns) for columns in qa)
         writer.notes.append(Phrase("load.qa_sheet", {"sheet": sheet, "question": question, "answer": answer})
                             if sheet else Phrase("load.qa_table", {"question": question, "answer": answer}))
     body = [*buffered[at + 1:]]
@@ -232,8 +248,8 @@ def _table(rows: Iterator[tuple[int, list[str]]], name: str, sheet: str, writer:
         if count % 1000 == 999:
             budget.tick(f"row {number:,}" + (f" of sheet {sheet}" if sheet else ""))
         names = headers + [column_name(i) for i in range(len(headers), len(cells))]  # type: ignore[operator]
-        if qa is not None and qa[0] < len(cells) and cells[qa[0]]:
-            writer.add(_qa_block(names, cells, qa, level), number, sheet, cells[qa[0]])
+        if qa is not None and (question := _question(cells, qa)):
+            writer.add(_qa_block(names, cells, qa, level), number, sheet, question)
         else:
             writer.add(_safe(_SEPARATOR.join(f"{n}: {v}" for n, v in zip(names, cells) if v)), number, sheet)
         wrote = True
@@ -256,21 +272,48 @@ def _filled(cells: list[str]) -> int:
     return sum(1 for c in cells if c)
 
 
-def _qa_columns(headers: list[str], chosen: tuple[str, str] | None) -> tuple[int, int] | None:
-    """(question column, answer column) when the headers name both, else None."""
-    names = [h.strip().strip(":：").strip().lower() for h in headers]
-    if chosen is not None and chosen[0] in names and chosen[1] in names:
-        return names.index(chosen[0]), names.index(chosen[1])
-    question = next((i for i, n in enumerate(names) if n in QUESTION_NAMES), None)
-    answer = next((i for i, n in enumerate(names) if n in ANSWER_NAMES), None)
-    return (question, answer) if question is not None and answer is not None else None
+class QaColumns(NamedTuple):
+    """A Q&A sheet's question columns and answer columns (one each, or one per language)."""
+
+    questions: tuple[int, ...]
+    answers: tuple[int, ...]
 
 
-def _qa_block(names: list[str], cells: list[str], qa: tuple[int, int], level: str) -> str:
-    question = cells[qa[0]]
-    answer = cells[qa[1]] if qa[1] < len(cells) else ""
-    lines = [f"{level}# Q: {question}", f"A: {answer}".rstrip()]
-    lines += [_safe(f"{n}: {v}") for i, (n, v) in enumerate(zip(names, cells)) if v and i not in qa]
+def _name_of(header: str) -> str:
+    """A header as its kind of column: `Q_EN` -> "q", `Question (zh)` -> "question", `问题（中文）` -> "问题"."""
+    key = _WS.sub("", header).strip(":：").lower()
+    return _LANGUAGE_SUFFIX.sub("", key) or key
+
+
+def qa_columns(headers: list[str], chosen: tuple[str, str] | None) -> QaColumns | None:
+    """The question and answer columns when the headers name both (or `loader.qa-columns` names them), else None.
+    Every column named a question (or, when none is, the first kind of title, if an answer is named for sure) and
+    every column named an answer:
+    `q_en` + `q_zh` + `a_en` + `a_zh` is one pair of each per language."""
+    if chosen is not None:
+        names = [h.strip().strip(":：").strip().lower() for h in headers]
+        if chosen[0] in names and chosen[1] in names:
+            return QaColumns((names.index(chosen[0]),), (names.index(chosen[1]),))
+    kinds = [_name_of(h) for h in headers]
+    answers = tuple(i for i, k in enumerate(kinds) if k in ANSWER_NAMES)[:MAX_QA_COLUMNS]
+    questions = tuple(i for i, k in enumerate(kinds) if k in QUESTION_NAMES)[:MAX_QA_COLUMNS]
+    sure = any(kinds[i] in ANSWER_NAMES - UNSURE_ANSWERS for i in answers)
+    for title in TITLE_NAMES if sure and not questions else ():
+        if questions := tuple(i for i, k in enumerate(kinds) if k == title)[:MAX_QA_COLUMNS]:
+            break
+    return QaColumns(questions, answers) if questions and answers else None
+
+
+def _question(cells: list[str], qa: QaColumns) -> str:
+    """A row's question: its question cells, " / " between languages ("" when it has none)."""
+    return " / ".join(cells[i] for i in qa.questions if i < len(cells) and cells[i])
+
+
+def _qa_block(names: list[str], cells: list[str], qa: QaColumns, level: str) -> str:
+    answers = [cells[i] for i in qa.answers if i < len(cells) and cells[i]] or [""]
+    lines = [f"{level}# Q: {_question(cells, qa)}", *(f"A: {answer}".rstrip() for answer in answers)]
+    lines += [_safe(f"{n}: {v}") for i, (n, v) in enumerate(zip(names, cells))
+              if v and i not in qa.questions and i not in qa.answers]
     return "\n".join(lines)
 
 
