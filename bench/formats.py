@@ -449,13 +449,44 @@ def measure_pdf_readers() -> list[dict[str, Any]]:
 
 # --- the record ------------------------------------------------------------------------------------
 
+# --- 4. Documents as they are (issue 39): each weak spot, before and after, in this run -----------------------------
+
+def measure_documents(quick: bool) -> dict[str, Any]:
+    """The figures of bench/docs_*.py: each compares the loaders with the reading they replaced (kept in its file) and
+    with the libraries they use, on documents made on the spot that show the weak spot."""
+    from bench import docs_faq, docs_pdf, docs_running, docs_word
+
+    return {"pdf": docs_pdf.measure(1 if quick else 3), "running": docs_running.measure_running(quick),
+            "word": docs_word.measure_word(quick), "faq": docs_faq.measure_faq(quick)}
+
+
+def render_documents(figures: dict[str, Any], record: dict[str, Any]) -> str:
+    from bench import docs_pdf, docs_running, docs_word
+
+    faq = figures["faq"]
+    sheets = table(["header variant", "format", "rows", "read as Q&A before", "after", "recall@1 before", "after"],
+                   [[r["variant"], r["format"], r["rows"], r["qa_rows_before"], r["qa_rows_after"],
+                     r["recall_at_1_before"], r["recall_at_1_after"]] for r in faq["files"]], 2)
+    sheets += (f"\n\nSheets read as Q&A: {faq['sheets_recognised_before']}/{faq['sheets']} before, "
+               f"{faq['sheets_recognised_after']}/{faq['sheets']} after; recall@1 (the first hit is the question's own "
+               f"row): {faq['recall_at_1_before']:.2f} before, {faq['recall_at_1_after']:.2f} after.")
+    parts = [("PDF: a two-column paper and a slide deck, read four ways (bench/docs_pdf.py)",
+              docs_pdf.render(figures["pdf"])),
+             ("Running headers and footers left in chunks, without and with the step (bench/docs_running.py)",
+              docs_running.render_running(figures["running"])),
+             ("Word: outline-level headings, list numbers, a cover page, a long table (bench/docs_word.py)",
+              docs_word.render_word(figures["word"])),
+             ("FAQ sheets under other column names (bench/docs_faq.py)", sheets)]
+    return "".join("\n" + section(title, body, record) for title, body in parts)
+
+
 def measure(quick: bool = False) -> dict[str, Any]:
     published = load("ingest")
     markdown = None
     if published is not None:
         markdown = published["corpora"]["English (SciFact)"]["ingestor_chunks_s"]
     return {"ocr": measure_ocr(quick), "ingest": measure_ingest(quick), "published_markdown_chunks_s": markdown,
-            "html": measure_html(), "pdf_readers": measure_pdf_readers()}
+            "html": measure_html(), "pdf_readers": measure_pdf_readers(), "documents": measure_documents(quick)}
 
 
 def render(record: dict[str, Any]) -> str:
@@ -486,6 +517,8 @@ def render(record: dict[str, Any]) -> str:
                 [[r["reader"], r["pages"], r["pages_s"], f"{r['zh_paragraphs']}/{r['zh_expected']}"]
                  for r in record["pdf_readers"]], 1)
     text += "\n" + section("PDF text extraction", pdf, record)
+    if "documents" in record:
+        text += render_documents(record["documents"], record)
     return text
 
 

@@ -61,6 +61,7 @@ def drop_running(extracted: Extracted) -> Extracted:
     if running:  # a line also in the middle of pages is body text that repeats ("Step N: ..."), not a running line
         inside = Counter(key for page in pages for key in _inside(page) & running)
         running = {key for key in running if inside[key] * INSIDE <= seen[key]}
+    running -= _with_their_context(pages, edges, running)
     if not running:
         return extracted
     parts, new_places = [text[:bounds[0]]], []
@@ -100,6 +101,26 @@ def _edges(page: str) -> list[tuple[int, str, str]]:
             continue
         out.append((n, _key(line), line))
     return out
+
+
+def _with_their_context(pages: list[str], edges: list[list[tuple[int, str, str]]], running: set[str]) -> set[str]:
+    """The candidates that are body text repeated with the text next to them: a line whose neighbour towards the
+    page's body (the next line below a top line, the one above a bottom line, other candidates skipped) is the same
+    on most of the pages it is on. A running header is followed by each page's own text; a line of pages that repeat
+    (a deck's build-up slides, a document that repeats a passage) is followed by the same line each time."""
+    beside: dict[str, Counter[str]] = {key: Counter() for key in running}
+    for page, edge in zip(pages, edges, strict=True):
+        lines = page.split("\n")
+        filled = [n for n, line in enumerate(lines) if line.strip()]
+        middle = filled[len(filled) // 2] if filled else 0
+        for n, key, _ in edge:
+            if key not in running:
+                continue
+            order = [m for m in filled if m > n] if n <= middle else [m for m in reversed(filled) if m < n]
+            near = next((_key(lines[m]) for m in order if _key(lines[m]) not in running), None)
+            if near is not None:
+                beside[key][near] += 1
+    return {key for key, near in beside.items() if near and near.most_common(1)[0][1] * 2 > sum(near.values())}
 
 
 def _inside(page: str) -> set[str]:

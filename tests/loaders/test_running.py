@@ -144,6 +144,14 @@ def test_templated_body_lines_and_pages_of_running_lines_only_stay():
     assert len(out.places) == 4
 
 
+def test_a_passage_repeated_at_the_edge_of_pages_is_body_text():
+    """Pages that repeat a passage longer than their edges (build-up slides, a sample page printed again) keep it: a
+    running line is followed by each page's own text, a line of the passage by the passage's next line."""
+    passage = "\n".join(f"The gateway drains zone {z} first, then restarts its workers" for z in "abcd")
+    texts = [f"{passage}\n{body(n)}" for n in range(6)]
+    assert drop_running(pages(*texts)).text == "\n\n".join(texts)
+
+
 def test_roman_page_numbers_headings_and_rows():
     texts = [f"{roman}\n{body(n)}" for n, roman in enumerate(("i", "ii", "iii", "iv", "v", "vi"))]
     assert drop_running(pages(*texts)).text == "\n\n".join(body(n) for n in range(6))
