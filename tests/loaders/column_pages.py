@@ -22,14 +22,21 @@ RIGHT = (
     "Raise the pool size only after the slow queries are fixed.",
 )
 TITLE = "Runbook for the payment gateway in two columns"
+LEFT_ZH = ("支付网关为每个可用区保留一组工作进程。", "错误率超过百分之二时，先摘除一个可用区。",
+           "逐个重启该可用区的工作进程。")
+RIGHT_ZH = ("数据库连接由同一可用区的工作进程共享。", "重启之前先检查连接池的大小。",
+            "连接池满时每个请求都要等待空闲连接。")
 
 
 def wrap(sentences: Sequence[str], font: Any, width: int) -> list[str]:
-    """The sentences as one paragraph, broken into lines no wider than `width` pixels (at spaces)."""
+    """The sentences as one paragraph, broken into lines no wider than `width` pixels (at spaces; anywhere in
+    Chinese)."""
+    spaced = any(" " in s for s in sentences)
+    joint = " " if spaced else ""
     lines: list[str] = []
     line = ""
-    for word in " ".join(sentences).split():
-        candidate = f"{line} {word}" if line else word
+    for word in (" ".join(sentences).split() if spaced else "".join(sentences)):
+        candidate = f"{line}{joint}{word}" if line else word
         if line and font.getlength(candidate) > width:
             lines.append(line)
             line = word
