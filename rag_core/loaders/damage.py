@@ -20,6 +20,7 @@ the rest.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 from ..phrases import Phrase
@@ -34,12 +35,13 @@ NOTE_MIN = 3  # characters: fewer damaged characters on a page are not worth a n
 OCR_SHARE = 0.05  # of a page's characters damaged: the page is read by OCR instead (or the note offers it)
 
 
+_DAMAGED = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffd\ue000-\uf8ff\U000f0000-\U0010ffff]")
+_SPACE = re.compile(r"\s")
+
+
 def is_damaged(char: str) -> bool:
     """A character a reader could not map to a letter: unmapped (U+FFFD, a control character) or private-use."""
-    code = ord(char)
-    if code == 0xFFFD or 0xE000 <= code <= 0xF8FF or code >= 0xF0000:
-        return True
-    return (code < 0x20 and char not in "\t\n\r") or 0x7F <= code <= 0x9F
+    return _DAMAGED.match(char) is not None
 
 
 @dataclass(frozen=True)
@@ -64,12 +66,9 @@ class Damage:
 
 
 def count_damage(text: str) -> Damage:
-    damaged = chars = 0
-    for char in text:
-        if not char.isspace():
-            chars += 1
-            damaged += is_damaged(char)
-    return Damage(damaged, chars)
+    """The damaged characters of `text` and its characters, whitespace not counted (regular expressions: a
+    document of millions of characters is counted in milliseconds)."""
+    return Damage(len(_DAMAGED.findall(text)), len(text) - len(_SPACE.findall(text)))
 
 
 def pages_of(extracted: Extracted) -> list[tuple[Place, str]]:

@@ -130,23 +130,29 @@ def read_image(image: Any) -> str:
     return clean_extracted(layout(result))
 
 
-def recognise(engine: Any, pixels: Any) -> list[Any]:
+def recognise(engine: Any, pixels: Any, turned_once: bool = False) -> list[Any]:
     """rapidocr's boxes [(4 corner points, text, score), ...] scoring at least `MIN_SCORE`.
 
     The lines are read as they stand first: rapidocr's direction classifier (on by default) turns some upright
     lines of a page upside down (measured: one or two of six long English lines on a rendered page), they are then
     read as garbage and dropped for their low score, so a printed line went missing. Only when some box scores low
-    is the page read again with the classifier (a page scanned upside down needs it), and each box keeps its
-    better reading."""
+    is the page read again with the classifier, and each box keeps its better reading. When most boxes read better
+    turned, the page is upside down (scanned so): it is turned and read again, as it stands."""
     plain, _ = engine(pixels, use_cls=False, text_score=0.0)
     plain = list(plain or [])
     if any(score < MIN_SCORE for _, _, score in plain):
         turned, _ = engine(pixels, use_cls=True, text_score=0.0)
         better = {_corners(points): (text, score) for points, text, score in turned or []}
+        flipped = 0
         for n, (points, _text, score) in enumerate(plain):
             other = better.get(_corners(points))
             if other is not None and other[1] > score:
                 plain[n] = (points, *other)
+                flipped += other[1] >= MIN_SCORE
+        if flipped * 2 > len(plain) and not turned_once:
+            import numpy as np
+
+            return recognise(engine, np.ascontiguousarray(pixels[::-1, ::-1]), turned_once=True)
     return [box for box in plain if box[2] >= MIN_SCORE]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 from rag_core.loaders import load_bytes
@@ -59,6 +60,14 @@ def test_no_printed_line_of_a_page_goes_missing() -> None:
     assert len([line for line in text.splitlines() if line]) == 6, text  # the six printed lines
 
 
+@pytest.mark.slow  # runs OCR (three readings)
+@needs_ocr
+def test_a_page_scanned_upside_down_is_read_top_to_bottom() -> None:
+    pytest.importorskip("rapidocr_onnxruntime")
+    text = load_bytes(png_bytes(render_columns(title=TITLE).rotate(180)), "upside-down.png").text
+    assert in_order(positions(text, (TITLE, *LEFT, *RIGHT))), text
+
+
 def box(left: float, top: float, right: float, bottom: float, text: str, score: float = 0.99) -> Any:
     return [[left, top], [right, top], [right, bottom], [left, bottom]], text, score
 
@@ -109,20 +118,30 @@ def test_a_tall_box_does_not_swallow_the_next_line() -> None:
 
 
 class Engine:
-    """rapidocr's call: the same boxes every time, read upright unless the classifier is on."""
+    """rapidocr's call: its answers in turn; what it was asked (classifier on, the page turned)."""
 
-    def __init__(self, upright: list[Any], turned: list[Any]) -> None:
-        self.upright, self.turned = upright, turned
-        self.calls: list[bool] = []
+    def __init__(self, *answers: list[Any]) -> None:
+        self.answers = list(answers)
+        self.calls: list[tuple[bool, bool]] = []
 
-    def __call__(self, _pixels: Any, use_cls: bool, text_score: float) -> tuple[list[Any], None]:
-        self.calls.append(use_cls)
-        return (self.turned if use_cls else self.upright), None
+    def __call__(self, pixels: Any, use_cls: bool, text_score: float) -> tuple[list[Any], None]:
+        self.calls.append((use_cls, bool(pixels[0, 0, 0] == 1)))
+        return self.answers.pop(0), None
+
+
+PIXELS = np.zeros((100, 60, 3), dtype=np.uint8)  # a page, its last pixel marked: turned, it comes first
+PIXELS[-1, -1, 0] = 1
 
 
 def test_lines_are_read_upright_and_turned_only_when_they_read_badly() -> None:
-    clean = Engine([box(0, 0, 9, 9, "ok"), box(0, 20, 9, 29, "fine", 0.9)], [])
-    assert [t for _, t, _ in recognise(clean, None)] == ["ok", "fine"] and clean.calls == [False]
-    upside = Engine([box(0, 0, 9, 9, "ok"), box(0, 20, 9, 29, "~#", 0.2), box(0, 40, 9, 49, "..", 0.1)],
-                    [box(0, 0, 9, 9, "0k", 0.6), box(0, 20, 9, 29, "turned", 0.95), box(0, 40, 9, 49, "..", 0.05)])
-    assert [t for _, t, _ in recognise(upside, None)] == ["ok", "turned"] and upside.calls == [False, True]
+    clean = Engine([box(0, 0, 9, 9, "ok"), box(0, 20, 9, 29, "fine", 0.9)])
+    assert [t for _, t, _ in recognise(clean, PIXELS)] == ["ok", "fine"] and clean.calls == [(False, False)]
+    some = Engine([box(0, 0, 9, 9, "ok"), box(0, 20, 9, 29, "~#", 0.2), box(0, 40, 9, 49, "..", 0.1)],
+                  [box(0, 0, 9, 9, "0k", 0.6), box(0, 20, 9, 29, "turned", 0.95), box(0, 40, 9, 49, "..", 0.05)])
+    assert [t for _, t, _ in recognise(some, PIXELS)] == ["ok", "turned"]
+    assert some.calls == [(False, False), (True, False)]
+    upside = Engine([box(0, 0, 9, 9, "~", 0.1), box(0, 20, 9, 29, "#", 0.2), box(0, 40, 9, 49, "ok")],
+                    [box(0, 0, 9, 9, "last", 0.9), box(0, 20, 9, 29, "second", 0.95), box(0, 40, 9, 49, "0k", 0.3)],
+                    [box(0, 0, 9, 9, "first"), box(0, 20, 9, 29, "second"), box(0, 40, 9, 49, "last")])
+    assert layout(recognise(upside, PIXELS)) == "first\nsecond\nlast"  # a page scanned upside down is turned
+    assert upside.calls == [(False, False), (True, False), (False, True)]
