@@ -224,19 +224,23 @@ def columns(items: list[Box], height: float) -> list[tuple[list[Box], bool]]:
             if boxes:
                 blocks.append((boxes, False))
         if n < len(spanning):
-            blocks.append(([spanning[n]], True))
+            if blocks and blocks[-1][1] and not section:  # lines across the page one after another: one block
+                blocks[-1][0].append(spanning[n])
+            else:
+                blocks.append(([spanning[n]], True))
     return blocks
 
 
 def gutters(items: list[Box], height: float) -> list[tuple[float, float]]:
     """The (left, right) of each gutter between columns of text: an x-band at least `MIN_GUTTER` lines wide that at
-    most a sixth of the boxes cross (titles, a centred page number), with text on both sides in the same rows for at
-    least half the height of the page's text, and each column between two gutters filled by its lines as prose is
-    (at least `MIN_COLUMN` lines wide, the median line at least half as wide as the column): a table's columns, or a
-    label beside a paragraph, are not columns of text and are read line by line. [] when the page has no columns."""
+    most a quarter of the boxes cross (titles, an abstract, a centred page number), with text on both sides in the
+    same rows for at least half the height of the page's text, and each column between two gutters filled by its
+    lines as prose is (at least `MIN_COLUMN` lines wide, the median line at least half as wide as the column): a
+    table's columns, or a label beside a paragraph, are not columns of text and are read line by line. [] when the
+    page has no columns."""
     left, right = min(i[2] for i in items), max(i[3] for i in items)
     top, bottom = min(i[0] for i in items), max(i[1] for i in items)
-    allowed = len(items) // 6
+    allowed = len(items) // 4
     edges = sorted({left, right, *(i[2] for i in items), *(i[3] for i in items)})
     crossing = [(a, b, sum(1 for i in items if i[2] < (a + b) / 2 < i[3])) for a, b in zip(edges, edges[1:])]
     bands: list[tuple[float, float]] = []

@@ -91,6 +91,14 @@ def test_a_box_across_the_gutter_cuts_the_columns_into_sections() -> None:
                      "c0", "c1", "c2", "c3", "d0", "d1", "d2", "d3"]
 
 
+def test_an_abstract_across_the_page_comes_before_the_columns() -> None:
+    rows = [box(100, 20 + 30 * n, 990, 42 + 30 * n, f"abstract {n}") for n in range(6)]
+    rows += [box(100, 220 + 30 * n, 500, 242 + 30 * n, f"a{n}") for n in range(14)]
+    rows += [box(600, 220 + 30 * n, 990, 242 + 30 * n, f"b{n}") for n in range(14)]
+    assert layout(rows).split("\n") == [*(f"abstract {n}" for n in range(6)), "", *(f"a{n}" for n in range(14)),
+                                        *(f"b{n}" for n in range(14))]  # the abstract's lines one paragraph
+
+
 def test_a_table_or_a_short_gutter_is_read_line_by_line() -> None:
     # a table: narrow cells in columns, but text across the page above and below it for most of its height
     prose = [box(100, 30 * n, 990, 30 * n + 22, f"prose {n}") for n in range(10)]
