@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from ..errors import LoaderError
 from ..phrases import Phrase
 from ..records import PAGE, Place
 from .extracted import Extracted
@@ -117,21 +118,26 @@ def checked(extracted: Extracted, data: bytes, name: str, ext: str, budget: Text
 def _ocr_again(extracted: Extracted, pages: list[tuple[Place, str]], numbers: list[int], data: bytes, name: str,
                budget: TextBudget, options: LoadOptions) -> tuple[Extracted, list[int]]:
     """The PDF with the pages `numbers` read by OCR (pdf's OCR of pages without text, run on these): a page whose OCR
-    is empty or no less damaged keeps its text. Also the numbers of the pages replaced."""
+    is empty or no less damaged keeps its text, and so do all when OCR fails (the text as read was good enough to
+    index). Also the numbers of the pages replaced."""
     from .pdf import _ocr_pages
 
     texts = [""] * max(p.number for p, _ in pages)
     for place, text in pages:
         texts[place.number - 1] = text
     before = {n: texts[n - 1] for n in numbers}
-    for n in numbers:
-        budget.used -= len(before[n]) + 2  # counted again as OCR reads the page
-    _ocr_pages(data, name, [n - 1 for n in numbers], texts, budget, options)
-    read = [n for n in numbers if texts[n - 1] and count_damage(texts[n - 1]).share < count_damage(before[n]).share]
+    used = budget.used
+    budget.used -= sum(len(text) + 2 for text in before.values())  # OCR counts the pages it reads again
+    try:
+        _ocr_pages(data, name, [n - 1 for n in numbers], texts, budget, options)
+    except LoaderError:  # OCR was extra: when it fails, runs out of time or passes the text limit, the text stays
+        read = []
+    else:
+        read = [n for n in numbers if texts[n - 1] and count_damage(texts[n - 1]).share < count_damage(before[n]).share]
     for n in numbers:
         if n not in read:
-            budget.used += len(before[n]) - len(texts[n - 1])
             texts[n - 1] = before[n]
+    budget.used = used + sum(len(texts[n - 1]) - len(before[n]) for n in read)
     if not read:
         return extracted, []
     parts: list[str] = []

@@ -12,6 +12,7 @@ import pytest
 
 from rag_core.loaders import damage, load_bytes
 from rag_core.loaders.damage import Damage, count_damage, is_damaged
+from rag_core.loaders.limits import TextBudget
 from rag_core.records import PAGE
 from tests.loaders.samples import CJK_FONT
 
@@ -121,6 +122,24 @@ def test_the_ingest_report_carries_the_notes(pdf: bytes, monkeypatch: pytest.Mon
                                                                                   "load.damaged_offer_page"]
     assert report.notes[0].startswith("pages 2, 3: ") and report.to_dict()["notes"] == list(report.notes)
     assert (other.status, other.notes) == ("added", ())
+
+
+def test_when_ocr_of_a_damaged_page_fails_the_text_as_read_stays(pdf: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rag_core.errors import LoaderError
+    from rag_core.loaders import pdf as pdf_loader
+
+    def fail(data: bytes, name: str, indexes: list[int], texts: list[str], budget: TextBudget, options: object) -> None:
+        texts[indexes[0]] = "half"
+        budget.add(10_000)
+        raise LoaderError(f"{name}: reading took longer than 1 seconds", code="too_slow")
+
+    monkeypatch.setattr(pdf_loader, "_ocr_pages", fail)
+    monkeypatch.setattr(damage, "ocr_available", lambda: False)
+    offered = load_bytes(pdf, "reports/q3.pdf")
+    monkeypatch.setattr(damage, "ocr_available", lambda: True)
+    doc = load_bytes(pdf, "reports/q3.pdf", max_text_chars=len(offered.text) + 100)
+    assert (doc.text, doc.places, doc.encoding) == (offered.text, offered.places, "pdf")
+    assert [p.code for p in doc.note_phrases] == ["load.damaged_pages"]
 
 
 @pytest.mark.slow  # runs OCR
