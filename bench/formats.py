@@ -454,10 +454,10 @@ def measure_pdf_readers() -> list[dict[str, Any]]:
 def measure_documents(quick: bool) -> dict[str, Any]:
     """The figures of bench/docs_*.py: each compares the loaders with the reading they replaced (kept in its file) and
     with the libraries they use, on documents made on the spot that show the weak spot."""
-    from bench import docs_faq, docs_pdf, docs_running, docs_word
+    from bench import docs_faq, docs_ocr, docs_pdf, docs_running, docs_word
 
     return {"pdf": docs_pdf.measure(1 if quick else 3), "running": docs_running.measure_running(quick),
-            "word": docs_word.measure_word(quick), "faq": docs_faq.measure_faq(quick)}
+            "word": docs_word.measure_word(quick), "faq": docs_faq.measure_faq(quick), "ocr": docs_ocr.measure(quick)}
 
 
 def render_documents(figures: dict[str, Any], record: dict[str, Any]) -> str:
@@ -476,7 +476,11 @@ def render_documents(figures: dict[str, Any], record: dict[str, Any]) -> str:
               docs_running.render_running(figures["running"])),
              ("Word: outline-level headings, list numbers, a cover page, a long table (bench/docs_word.py)",
               docs_word.render_word(figures["word"])),
-             ("FAQ sheets under other column names (bench/docs_faq.py)", sheets)]
+             ("FAQ sheets under other column names (bench/docs_faq.py)", sheets),
+             ("OCR of pages in columns: the old line-by-line join and the column reading (bench/docs_ocr.py)",
+              table(["page", "way", "CER", "sentences whole", "in order", "pages/s"],
+                    [[c["case"] if way == "before" else "", way, c[way]["cer"], c[way]["whole"], c[way]["in_order"],
+                      c[way]["pages_s"]] for c in figures["ocr"]["cases"] for way in ("before", "after")], 3))]
     return "".join("\n" + section(title, body, record) for title, body in parts)
 
 

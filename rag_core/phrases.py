@@ -90,6 +90,21 @@ ENGLISH: Mapping[str, str] = {
     "load.running_lines_slides": "lines repeated on most slides left out of the text of {pages} of {total} slides: "
                                  "{lines}",
     "load.library_warning": "{library} warned {count:,}×: {message}",
+    "load.damaged_text": "{count:,} characters could not be read ({share} of the text): private-use or unknown "
+                         "characters where the file's letters should be",
+    "load.damaged_page": "page {pages}: {count:,} characters could not be read (its fonts map them to private-use or "
+                         "unknown characters), so words or signs such as dashes are missing from its text",
+    "load.damaged_pages": "pages {pages}: {count:,} characters could not be read (their fonts map them to private-use "
+                          "or unknown characters), so words or signs such as dashes are missing from their text",
+    "load.damaged_ocr_page": "page {pages} was read by OCR instead: over 5% of its characters could not be read",
+    "load.damaged_ocr_pages": "pages {pages} were read by OCR instead: over 5% of their characters could not be read",
+    "load.damaged_offer_page": "over 5% of the characters of page {pages} could not be read; to read it by OCR, "
+                               "install the optional extra (pip install \".[ocr]\") and ingest the file again",
+    "load.damaged_offer_pages": "over 5% of the characters of pages {pages} could not be read; to read them by OCR, "
+                                "install the optional extra (pip install \".[ocr]\") and ingest the file again",
+    "load.damaged_ocr_limit": "over 5% of the characters of pages {pages} could not be read; they were not read by "
+                              "OCR: more than the {limit} pages one PDF may have read by OCR (setting "
+                              "loader.ocr-max-pages)",
     # what a reranker had to do (RerankResult.note_phrases); {service} is one of the rerank.service codes
     "rerank.service": "the service",
     "rerank.service.dashscope": "DashScope's",

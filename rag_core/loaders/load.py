@@ -15,6 +15,7 @@ from ..doc_ids import doc_id_for, normalize_doc_id
 from ..errors import LoaderError
 from ..phrases import english
 from ..records import Document, Place
+from . import damage
 from .formats import BY_EXTENSION, SUPPORTED_TEXT, extension_or_raise
 from .limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_TEXT_CHARS, TextBudget, too_big
 from .options import LoadOptions
@@ -103,6 +104,7 @@ def load_bytes(data: bytes, doc_id: str, *, max_bytes: int = DEFAULT_MAX_BYTES,
     except NotText as refusal:
         raise refusal.naming(SUPPORTED_TEXT) from None
     extracted = replace(extracted, notes=(*extracted.notes, *said.notes()))
+    extracted = damage.checked(extracted, data, doc_id, ext, budget, options)  # unreadable characters: notes, OCR
     extracted = drop_running(extracted)  # the lines repeated at the top or bottom of most pages (loaders.running)
     budget.check(extracted.text)
     return Document(
