@@ -11,27 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from rag_core.bootstrap import knowledge_bases
-from rag_core.config import load_settings
 from rag_core.evaluation import tune as tune_module
-from rag_core.evaluation.datasets import bundled_sets
-from rag_core.evaluation.testsets import FolderTestSets, read_test_set, saved_sets_dir
+from tests.evaluation.conftest import TUNABLE as KB
 from tests.helpers import run_cli
-
-KB = "tunable"
 
 
 @pytest.fixture(scope="module")
-def data(two_kbs, local_embedder) -> Path:
-    """`two_kbs` with `tunable`, a copy of biz whose dense weight is 0 (BM25's alone: the sweep has something to
-    find), and `hand20`, the first 20 hand-labelled items of the sample set, saved by name."""
-    settings = load_settings(data_dir=two_kbs, env={}, config_file=None)
-    with knowledge_bases(settings, {}, load_embedder=lambda _: local_embedder) as kbs:
-        if KB not in kbs.names():
-            kbs.copy("biz", KB, {"rag.fusion": "weighted", "rag.dense-weight": 0.0})
-    sample = read_test_set(bundled_sets()["sample"], "sample")
-    FolderTestSets(saved_sets_dir(settings)).save("hand20", sample.items[:20], {"generator": ""})
-    return two_kbs
+def data(tunable) -> Path:
+    return tunable
 
 
 def show(data: Path, capsys) -> dict:
