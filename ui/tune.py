@@ -118,8 +118,8 @@ def render_result(found: dict[str, Any], editor: bool) -> None:
     c2.metric(t("nDCG@10 held out, winner"), f"{found['held_out']['winner']:.3f}")
     low, high = found["interval"]
     c3.metric(t("Gain (95% interval)"), f"{found['gain']:+.3f}", help=t("{low} to {high}, paired bootstrap over the "
-                                                                          "held-out queries", low=f"{low:+.3f}",
-                                                                          high=f"{high:+.3f}"))
+                                                                          "held-out queries", low=format(low, "+.3f"),
+                                                                          high=format(high, "+.3f")))
     for warning in found["warnings"][:5]:
         st.caption(warning)
     if not found["changes"]:

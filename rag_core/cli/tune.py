@@ -96,11 +96,18 @@ def cmd_tune(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _values(name: str) -> Any:
-    from ..evaluation.params import choices_of
-    from .evaluation import _list_of
+    """An argparse type for a comma-separated list of `name`'s values (the parser `eval` and the page use)."""
+    from ..evaluation.params import choices_of, parse_values
 
     kind = {int: int, float: float}.get(KEYS[PARAM_SETTINGS[name]].type, str)
-    return _list_of(kind, LABELS[name], choices_of(name) or None)
+
+    def parse(text: str) -> list[Any]:
+        try:
+            return parse_values(text, kind, LABELS[name], choices_of(name) or None)
+        except EvaluationError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
