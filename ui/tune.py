@@ -81,7 +81,8 @@ def tune_view(settings: Any) -> None:
         bar = st.progress(0.0, text=t("Starting…"))
 
         def on_progress(p: Any) -> None:
-            bar.progress(p.fraction, text=t("{done}/{total} queries", done=f"{p.done:,}", total=f"{p.total:,}"))
+            bar.progress(p.fraction, text=t("{done}/{total} queries", done=format(p.done, ","),
+                                            total=format(p.total, ",")))
 
         result = tune(eval_set, get_workbench(kb), settings, factories(), scope, values=values, progress=on_progress)
         bar.progress(1.0, text=t("Done"))
