@@ -59,12 +59,12 @@ def control(option: LookupOption, defaults: LookupParams, where: Any = st, *, va
                                        "Scores of different search modes are not comparable.", **words), **common)
     elif option.widget == "number":
         value = where.number_input(label, int(option.ge or 0), int(option.top or option.le or 10**9), int(start),
-                                   **common)
+                                   **helped, **common)
     elif option.kind is float:
-        value = where.slider(label, 0.0, float(option.top or 1.0), float(start), 0.05, **common)
+        value = where.slider(label, 0.0, float(option.top or 1.0), float(start), 0.05, **helped, **common)
     else:  # a width slider: a default beyond its end starts at its end
         top = int(option.top or option.le or 1000)
-        value = where.slider(label, 1, top, min(int(start), top), **common)
+        value = where.slider(label, 1, top, min(int(start), top), **helped, **common)
     return None if disabled else value
 
 

@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from rag_core.access.records import Role
-from rag_core.bootstrap import factories
+from rag_core.bootstrap import build_rewriter, factories
 from rag_core.errors import RagError
 from rag_core.evaluation.params import LABELS, choices_of, parse_values
 from rag_core.evaluation.testsets import load_set
@@ -84,7 +84,8 @@ def tune_view(settings: Any) -> None:
             bar.progress(p.fraction, text=t("{done}/{total} queries", done=format(p.done, ","),
                                             total=format(p.total, ",")))
 
-        result = tune(eval_set, get_workbench(kb), settings, factories(), scope, values=values, progress=on_progress)
+        result = tune(eval_set, get_workbench(kb), settings, factories(), scope, values=values,
+                      rewriter=build_rewriter(settings), progress=on_progress)
         bar.progress(1.0, text=t("Done"))
         st.session_state[RESULT] = result.to_dict()
     found = st.session_state.get(RESULT)

@@ -27,7 +27,7 @@ from .output import format_table, print_json, stage_progress_bar
 
 
 def cmd_tune(args: argparse.Namespace, settings: Settings) -> int:
-    from ..bootstrap import build_test_sets, factories, knowledge_bases
+    from ..bootstrap import build_rewriter, build_test_sets, factories, knowledge_bases
     from ..evaluation.kbs import check_known
     from ..evaluation.testsets import load_set
     from ..evaluation.tune import PARAMS, allowed_params, apply_tuning, generators_of, revert_tuning, tune
@@ -63,7 +63,7 @@ def cmd_tune(args: argparse.Namespace, settings: Settings) -> int:
         try:
             with stage_progress_bar(not args.quiet) as progress:
                 result = tune(eval_set, wb, settings, factories(), allowed, values=values, seed=args.seed,
-                              progress=progress)
+                              rewriter=build_rewriter(settings), progress=progress)
         finally:
             wb.close()
         found = result.to_dict()

@@ -236,11 +236,12 @@ def grid_values(current: Mapping[str, Any], params: Sequence[str],
 
 def tune(eval_set: Any, workbench: Any, settings: Settings, factories: Any, allowed: Allowed, *,
          values: Mapping[str, Sequence[Any]] | None = None, seed: int = SEED, resamples: int = RESAMPLES,
+         rewriter: Any = None,
          progress: Callable[[Any], None] | None = None, now: Callable[[], datetime] = lambda: datetime.now(UTC),
          ) -> TuneResult:
     """Sweep `allowed.params` on knowledge base `workbench` (open) over `eval_set`'s queries, choose on the tuning
     half, check on the held-out half. `values`: the values to sweep per parameter (default DEFAULT_VALUES); a
-    parameter the set may not tune is refused with `allowed.why`."""
+    parameter the set may not tune is refused with `allowed.why`. `rewriter`: the rewrite stage's (follow-ups)."""
     from .runner import Grid, run_evaluation
 
     if values and (refused := [p for p in values if p not in allowed.params]):
@@ -258,7 +259,7 @@ def tune(eval_set: Any, workbench: Any, settings: Settings, factories: Any, allo
     current = {p: getattr(base, p)[0] for p in params}
     grid = Grid.from_settings(kb_settings, **grid_values(current, params, values))
     run = run_evaluation(eval_set, grid, settings, factories=factories, progress=progress,
-                         knowledge_bases=[workbench])
+                         knowledge_bases=[workbench], rewriter=rewriter)
     points = [r.point for r in run.points]
     scores = [{q["query_id"]: float(q.get(METRIC) or 0.0) for q in r.queries} for r in run.points]
     at_current = [all(getattr(p, k) == current[k] for k in params if p.relevant(k)) for p in points]

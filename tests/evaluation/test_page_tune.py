@@ -1,7 +1,8 @@
 """The Evaluation page's Tune tab through AppTest, on the real knowledge base `tunable` (a copy of biz, dense weight
 0) and the hand-labelled saved set `hand20`: what the set may tune is said, Tune shows the winner with its held-out
 gain and interval, Apply anyway (the deterministic verdict is within noise) writes it with its origin, Revert puts the
-old value back; a generated set says in one line that it tunes nothing and Tune is disabled."""
+old value back (the debugger's help says where each default came from); a generated set says in one line that it
+tunes nothing and Tune is disabled."""
 
 from __future__ import annotations
 
@@ -62,6 +63,13 @@ def test_tune_apply_anyway_and_revert(page: AppTest, tunable: Path) -> None:
     kb = entry(tunable)
     assert kb.settings["rag.dense-weight"] == 0.7 and origin_of(kb, "rag.dense-weight").kind == "tuned"
     assert any("keeps the settings tuned on hand20" in c.value for c in at.caption)
+    # the debugger says where each default came from, in the control's help
+    debugger = app_at("pages/debugger.py", kb=TUNABLE)
+    debugger.default_timeout = 120
+    helps = {s.key: s.help for s in debugger.slider}
+    assert "Where this value came from: Tuned on test set hand20 on " in helps["dense_weight"]
+    assert "Where this value came from: The default." in helps["return_n"]
+    clear_workbench()
 
     at.button(key="eval_tune_revert").click().run()
     assert not at.exception, at.exception
