@@ -57,6 +57,8 @@ def cmd_tune(args: argparse.Namespace, settings: Settings) -> int:
         eval_set = load_set(args.test_set, live=True, saved=sets)
     finally:
         sets.close()
+    if args.force and not args.apply:
+        raise EvaluationError("eval tune: --force goes with --apply.")
     with knowledge_bases(settings) as kbs:
         check_known(kbs, [args.target_kb])
         wb = kbs.open(args.target_kb)
@@ -67,14 +69,25 @@ def cmd_tune(args: argparse.Namespace, settings: Settings) -> int:
         finally:
             wb.close()
         found = result.to_dict()
-        applied = None
-        if args.apply:
-            applied = apply_tuning(kbs, found, force=args.force)
+        if args.json:  # the result with whether it was applied; a refusal is the error line alone
+            applied = apply_tuning(kbs, found, force=args.force) if args.apply else None
+            print_json({**found, "applied": applied is not None}, indent=1)
+        else:  # the result first, so a refused --apply still shows what was measured
+            print_result(result)
+            applied = apply_tuning(kbs, found, force=args.force) if args.apply else None
     if applied is not None:
         record(settings, "kbs.set", applied.name, applied.name, {**found["changes"], "tuned_on": found["set"]})
-    if args.json:
-        print_json({**found, "applied": applied is not None}, indent=1)
-        return 0
+        if not args.json:
+            print(f"applied to {applied.name}: {', '.join(f'{k} = {v!r}' for k, v in found['changes'].items())} "
+                  f"(`python -m rag_core eval tune --revert {applied.name}` puts back the previous values)")
+    elif found["changes"] and found["real"] and not args.json:
+        print(f"apply it: `python -m rag_core eval tune {found['kb']} --set {found['set']} --apply`")
+    return 0
+
+
+def print_result(result: Any) -> None:
+    """The sweep, the current and winning values, both halves' nDCG@10, and the verdict line."""
+    found = result.to_dict()
     print(f"{found['set']} on {found['kb']}: {len(found['tuning_queries'])} tuning + {len(found['held_out_queries'])} "
           f"held-out queries (seed {found['seed']}), {found['points']} points over "
           f"{', '.join(LABELS[p] for p in result.params)}")
@@ -87,12 +100,6 @@ def cmd_tune(args: argparse.Namespace, settings: Settings) -> int:
     print(result.summary())
     for warning in found["warnings"][:10]:
         print(f"warning: {warning}", file=sys.stderr)
-    if applied is not None:
-        print(f"applied to {applied.name}: {', '.join(f'{k} = {v!r}' for k, v in found['changes'].items())} "
-              f"(`python -m rag_core eval tune --revert {applied.name}` puts back the previous values)")
-    elif found["changes"] and found["real"]:
-        print(f"apply it: `python -m rag_core eval tune {found['kb']} --set {found['set']} --apply`")
-    return 0
 
 
 def _values(name: str) -> Any:
