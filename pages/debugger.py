@@ -32,6 +32,7 @@ from ui.fates import HIT_FATES, fate_label, look
 from ui.hits import hit_list_html
 from ui.html import ChunkView
 from ui.i18n import t, tn
+from ui.kbs import origin_helps
 from ui.lookup import (
     HISTORY,
     access_of,
@@ -57,6 +58,7 @@ st.caption(t("The same lookup the agent's tool runs: recall `retrieve-k` candida
 wb = workbench_or_stop()
 defaults = wb.retriever.defaults
 access = access_of(wb.settings.kb_name)  # what this session's user may retrieve (ui.lookup.signed_in)
+origins = origin_helps(wb.kb)  # where each default came from (default, measured, tuned, by hand): in the help
 
 # Every control is an option of the lookup (rag_core.retrieval.options), bound to the URL under its name. A compact
 # bar (the query, the search mode, the widths); the rest one click away; the results right under it.
@@ -64,9 +66,10 @@ query_col, mode_col, compare_col = st.columns([4.1, 2.6, 2.5], vertical_alignmen
 query = query_col.text_input(t("Query"), key="q",
                              placeholder=t("e.g. CPU 使用率过高怎么办 / How do I free disk space?"), **BOUND)
 options: dict[str, Any] = {}
-options["mode"] = control(OPTIONS["mode"], defaults, mode_col)  # codes: a bound widget keeps its labels in the URL
+# codes: a bound widget keeps its labels in the URL
+options["mode"] = control(OPTIONS["mode"], defaults, mode_col, origins=origins)
 mode = options["mode"]
-controls("width", defaults, options)
+controls("width", defaults, options, origins=origins)
 # The conversation before the query: a follow-up question is searched as the standalone question it means.
 with st.expander(t("Previous turns"), expanded=bool(st.session_state.get(HISTORY) or st.query_params.get(HISTORY))):
     history_box = st.text_area(
@@ -80,7 +83,7 @@ reranker = wb.retriever.reranker
 with st.expander(t("Filters, fusion, threshold and reranking"), expanded=False):
     controls("scope", defaults, options, documents=[d.doc_id for d, _ in wb.listed_documents(access)])
     st.markdown("**" + t("Hybrid fusion") + "**")
-    controls("hybrid", defaults, options)
+    controls("hybrid", defaults, options, origins=origins)
     st.caption(t("RRF scores a hit by Σ weight / (k + rank) over the channels; weighted fusion min-max normalises "
                  "each channel's scores and sums them with the weights."))
     controls("threshold", defaults, options, mode=search_mode_label(mode))
@@ -96,7 +99,7 @@ with st.expander(t("Filters, fusion, threshold and reranking"), expanded=False):
         st.caption(t("No reranker: set `rerank.provider` to reorder the candidates with a reranking model."))
 # The context stages (expansion, merge, token budgets) run on fetched hits: moving these re-runs no search.
 with st.expander(t("Context: expansion, merging and token budgets"), expanded=False):
-    controls("context", defaults, options, per_row=3)
+    controls("context", defaults, options, per_row=3, origins=origins)
     st.caption(t("Each evidence block can grow to its parent section or to its neighbouring chunks; hits whose chunks "
                  "touch merge into one block. Tokens are counted per block and over all the evidence the agent is "
                  "given. Changing these runs no new search."))

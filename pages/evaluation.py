@@ -1,7 +1,8 @@
 """Evaluation page: pick or upload a labelled set, choose parameters or a sweep (knowledge bases and the
 reranker included), run with progress, see metric tables and charts, open failed queries in the retrieval
 debugger, compare two saved runs or two rows query by query (wins and losses); generate a test set from a
-knowledge base, review and save it (ui/testsets.py), and score the agent's answers on it.
+knowledge base, review and save it (ui/testsets.py), score the agent's answers on it, and tune a knowledge base's
+search settings on its own test set (ui/tune.py).
 Widgets and rendering only: parsing, running, scoring, columns and comparisons are rag_core.evaluation's
 (the `eval` command uses the same functions)."""
 
@@ -60,6 +61,7 @@ from ui.kbs import setting_help
 from ui.lookup import debugger_url
 from ui.state import get_settings, get_test_sets, get_workbench, readable_kbs, selected_kb, shared_embedder
 from ui.testsets import answers_view, generate_panel, offline_warning, open_saved_panel, review_table, safe
+from ui.tune import tune_view
 
 current_principal()  # signed in first (ui/access.py): nothing below runs for an unknown person
 
@@ -448,8 +450,8 @@ st.caption(t("Measure retrieval on a labelled set: document nDCG/recall/MRR, whe
              "isolated database (`<data-dir>/eval/milvus.db`) and reused across runs."))
 try:
     page_settings = get_settings()
-    tab_run, tab_compare, tab_sets, tab_answers = st.tabs([t("Run"), t("Compare runs"), t("Test sets"),
-                                                           t("Answers")])
+    tab_run, tab_compare, tab_sets, tab_answers, tab_tune = st.tabs([t("Run"), t("Compare runs"), t("Test sets"),
+                                                                     t("Answers"), t("Tune")])
     with tab_run:
         execute(page_settings)
         if LAST_RUN in st.session_state:
@@ -471,5 +473,7 @@ try:
             safe(answers_view, page_settings)
     with tab_compare:
         compare(page_settings)
+    with tab_tune:  # a knowledge base's search settings tuned on its own test set (ui/tune.py)
+        safe(tune_view, page_settings)
 except RagError as exc:
     show_error(exc)

@@ -625,6 +625,10 @@ class KnowledgeBase:
     created_at: str = ""  # ISO-8601 UTC, when the knowledge base was first made
     note: str = ""  # where it came from, e.g. "copy of biz", "adopted from an existing collection"
     committed_ns: int = 0  # when this entry was written; the newest entry of a name is the one that counts
+    # where its settings came from (rag_core.kb.settings.origin_of): "origins" (setting -> how it got its value:
+    # set by hand, tuned on a test set) and "tuning" (the last applied tuning, with the values it replaced, which
+    # `eval tune --revert` puts back: rag_core.evaluation.tune)
+    provenance: Mapping[str, Any] = field(default_factory=dict)
 
 
 # Marks of a side-by-side comparison (rag_core.retrieval.compare, rag_core.chunk_compare): found or made by both

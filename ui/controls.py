@@ -6,7 +6,7 @@ arguments do."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import streamlit as st
@@ -28,14 +28,16 @@ def options_of(group: str) -> list[LookupOption]:
 
 
 def control(option: LookupOption, defaults: LookupParams, where: Any = st, *, values: dict[str, Any] | None = None,
-            documents: Sequence[str] = (), **words: Any) -> Any:
+            documents: Sequence[str] = (), origins: Mapping[str, str] | None = None, **words: Any) -> Any:
     """The widget of `option` in `where` (a column or container), its value (None when it does not matter with the
     `values` chosen so far, or when left empty: the default). `words` fill the label's fields ({mode},
-    {reranker})."""
+    {reranker}); `origins` (setting -> where the knowledge base's value came from: ui.kbs.origin_helps) follow the
+    setting's help."""
     disabled = values is not None and not option.applies(values)
     label = t(option.label, **words)
     start = option.value_in(defaults)
-    helped = {"help": setting_help(option.setting)} if option.setting and "{" not in option.setting else {}
+    helped = {"help": "\n\n".join(filter(None, (setting_help(option.setting), (origins or {}).get(option.setting))))
+              } if option.setting and "{" not in option.setting else {}
     common: dict[str, Any] = {"key": option.name, "disabled": disabled, **BOUND}
     value: Any
     if option.widget == "choice":
@@ -57,17 +59,17 @@ def control(option: LookupOption, defaults: LookupParams, where: Any = st, *, va
                                        "Scores of different search modes are not comparable.", **words), **common)
     elif option.widget == "number":
         value = where.number_input(label, int(option.ge or 0), int(option.top or option.le or 10**9), int(start),
-                                   **common)
+                                   **helped, **common)
     elif option.kind is float:
-        value = where.slider(label, 0.0, float(option.top or 1.0), float(start), 0.05, **common)
+        value = where.slider(label, 0.0, float(option.top or 1.0), float(start), 0.05, **helped, **common)
     else:  # a width slider: a default beyond its end starts at its end
         top = int(option.top or option.le or 1000)
-        value = where.slider(label, 1, top, min(int(start), top), **common)
+        value = where.slider(label, 1, top, min(int(start), top), **helped, **common)
     return None if disabled else value
 
 
 def controls(group: str, defaults: LookupParams, values: dict[str, Any], *, columns: bool = True,
-             per_row: int | None = None, **words: Any) -> dict[str, Any]:
+             per_row: int | None = None, origins: Mapping[str, str] | None = None, **words: Any) -> dict[str, Any]:
     """The controls of every option of `group`, side by side in columns (`per_row` in each row: a choice of three
     stays whole at 1280 px), or one under the other; their values are added to `values` (which later options'
     `when` reads) and returned."""
@@ -76,5 +78,5 @@ def controls(group: str, defaults: LookupParams, values: dict[str, Any], *, colu
     places = [place for at in range(0, len(found), width) for place in st.columns(width)][:len(found)] \
         if columns and len(found) > 1 else [st] * len(found)
     for option, where in zip(found, places):
-        values[option.name] = control(option, defaults, where, values=values, **words)
+        values[option.name] = control(option, defaults, where, values=values, origins=origins, **words)
     return values

@@ -153,3 +153,31 @@ def access_folders_editor(kb: str, current: str) -> None:
         record("kbs.set", kb, kb, **{"access.folders": text.strip()})
         st.session_state["kb.notice"] = t("Saved the access rules of {name}.", name=kb)
         st.rerun()
+
+
+def origin_text(origin: Any) -> str:
+    """Where a setting's value came from (rag_core.kb.settings.Origin), in the session's language."""
+    date = origin.at[:10]
+    if origin.kind == "tuned":
+        if None in (origin.gain, origin.low, origin.high):
+            return t("Tuned on test set {set} on {date}.", set=origin.set, date=date)
+        return t("Tuned on test set {set} on {date}: nDCG@10 {gain} on the held-out half (95% interval {low} to "
+                 "{high}).", set=origin.set, date=date, gain=format(origin.gain, "+.3f"),
+                 low=format(origin.low, "+.3f"), high=format(origin.high, "+.3f"))
+    if origin.kind == "hand":
+        return t("Set by hand on {date}.", date=date) if date else t("Set by hand.")
+    if origin.kind == "measured":
+        return t("Measured by a benchmark for new knowledge bases (bench/README.md).")
+    if origin.kind == "configured":
+        return t("Given when the knowledge base was made (rag.toml, the environment, --set or an option).")
+    return t("The default.")
+
+
+def origin_helps(kb: Any) -> dict[str, str]:
+    """Each setting a knowledge base keeps -> "Where this value came from: ..." (the debugger's controls' help)."""
+    from rag_core.kb.settings import origins_of
+
+    if kb is None:
+        return {}
+    return {key: t("Where this value came from: {origin}", origin=origin_text(origin))
+            for key, origin in origins_of(kb).items()}

@@ -12,6 +12,7 @@
     python -m rag_core eval generate --size 50 --name biz-50        # a test set from the knowledge base (offline)
     python -m rag_core eval biz-50 --kb biz,small                   # ... run by its name
     python -m rag_core eval answers biz-50 --offline                # the agent's answers on it, scored
+    python -m rag_core eval tune biz --set reviewed-40 --apply       # biz's search settings tuned on its own set
 
 Every numeric or choice option takes a comma-separated list; the run covers every combination.
 --kb runs the set against existing knowledge bases (their documents, not the set's corpus: the set's
@@ -251,6 +252,7 @@ class EvalParser(argparse.ArgumentParser):
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `eval` command (and `eval generate`, `eval answers`) to `python -m rag_core`."""
     from .testsets import build_parsers
+    from .tune import build_parser as tune_parser
 
     own, subparsers._parser_class = subparsers._parser_class, EvalParser  # noqa: SLF001 - one parser of its class
     try:
@@ -260,11 +262,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     finally:
         subparsers._parser_class = own  # noqa: SLF001
-    p.subcommands = build_parsers(p.prog)
+    p.subcommands = {**build_parsers(p.prog), "tune": tune_parser(p.prog)}
     p.add_argument("eval_set", nargs="?", default="sample", metavar="SET",
                    help="bundled set (sample, sample-conversations, scifact, cmrc2018, covidqa), a saved test set's "
-                        "name, a BEIR folder, or a .jsonl/.csv file; `eval generate --help` and `eval answers --help` "
-                        "for the subcommands")
+                        "name, a BEIR folder, or a .jsonl/.csv file; `eval generate --help`, `eval answers --help` and "
+                        "`eval tune --help` for the subcommands")
     p.add_argument("--split", help="BEIR split (default: test, else dev)")
     p.add_argument("--sample", type=int, metavar="N",
                    help="a seeded random sample of N queries (recorded in the run); the corpus slice follows them")

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..config import KEYS, Settings
 from ..errors import KnowledgeBaseError
-from ..kb.settings import KB_KEYS, describe, made_with
+from ..kb.settings import KB_KEYS, describe, made_with, origins_of
 from .audit import record
 from .logs import library_log
 from .output import EXIT_FAILED_FILES, ingest_progress_bar, print_json, report_line
@@ -89,8 +89,12 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
         print(f"  vectors: {info.embedder} ({info.dim}-d)")
     if info.error:
         print(f"  error: {info.error}")
+    origins = origins_of(kb)
     for key in KB_KEYS:
-        print(f"  {key} = {kb.settings.get(key)!r}")
+        print(f"  {key} = {kb.settings.get(key)!r}  ({origins[key].text()})")
+    if tuning := kb.provenance.get("tuning"):
+        print(f"  tuned on test set {tuning.get('set')} at {tuning.get('at')}: `python -m rag_core eval tune --revert "
+              f"{kb.name}` puts back {', '.join(f'{k} = {v!r}' for k, v in (tuning.get('previous') or {}).items())}")
     return 0
 
 

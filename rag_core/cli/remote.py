@@ -137,7 +137,10 @@ def kb_info(d: dict[str, Any]) -> Any:
     from ..kb.manage import KnowledgeBaseInfo
     from ..records import KnowledgeBase
 
-    kb = KnowledgeBase(d["name"], d["settings"], created_at=d["created_at"], note=d["note"])
+    recorded = {k: {**o, "value": d["settings"].get(k)} for k, o in (d.get("origins") or {}).items()
+                if o.get("kind") in ("hand", "tuned")}  # the server's records: `kb show` prints the same origins
+    provenance = {"origins": recorded, **({"tuning": d["tuning"]} if d.get("tuning") else {})} if recorded else {}
+    kb = KnowledgeBase(d["name"], d["settings"], created_at=d["created_at"], note=d["note"], provenance=provenance)
     return KnowledgeBaseInfo(kb, d["default"], d["documents"], d["chunks"], d["without_original"], d["embedder"],
                              d["dim"], d["error"])
 

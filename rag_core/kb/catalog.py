@@ -26,6 +26,10 @@ from ..store.milvus import filters
 FIELDS = ["key", "name", "state", "settings", "created_at", "note", "committed_ns"]
 STATES = ("active", "creating", "deleted")
 QUERY_LIMIT = 16384
+# The key under which an entry's provenance (KnowledgeBase.provenance) rides in its settings' JSON: the catalog's
+# collection keeps its fields, so a catalog made before provenance existed reads and writes it unchanged, and a
+# reader that knows nothing of it drops it with the other keys that are not settings (kb.settings.apply).
+PROVENANCE = "_provenance"
 
 
 def newest(rows: Iterable[tuple[str, KnowledgeBase]]) -> dict[str, KnowledgeBase]:
@@ -46,6 +50,11 @@ def active(entries: Mapping[str, KnowledgeBase]) -> list[KnowledgeBase]:
 def unfinished_of(entries: Mapping[str, KnowledgeBase]) -> list[KnowledgeBase]:
     """Copies still being made and deletes not finished, oldest first (what recovery looks at)."""
     return sorted((kb for kb in entries.values() if kb.state != "active"), key=lambda kb: kb.committed_ns)
+
+
+def settings_json(kb: KnowledgeBase) -> dict[str, Any]:
+    """What the `settings` field holds: the settings, and the provenance (when there is one) under PROVENANCE."""
+    return {**kb.settings, PROVENANCE: dict(kb.provenance)} if kb.provenance else dict(kb.settings)
 
 
 def stamped(kb: KnowledgeBase, older: Iterable[KnowledgeBase]) -> KnowledgeBase:
@@ -107,8 +116,10 @@ class MilvusCatalog:
             except json.JSONDecodeError:
                 raise StoreError(f"The catalog entry of knowledge base {row['name']!r} is damaged (its settings are "
                                  "not JSON).") from None
+            provenance = settings.pop(PROVENANCE, None)
             entries.append((row["key"], KnowledgeBase(row["name"], settings, row["state"], row["created_at"],
-                                                      row["note"], int(row["committed_ns"]))))
+                                                      row["note"], int(row["committed_ns"]),
+                                                      provenance if isinstance(provenance, dict) else {})))
         return entries
 
     def _entries(self) -> dict[str, KnowledgeBase]:
@@ -129,7 +140,7 @@ class MilvusCatalog:
         kb = stamped(kb, (e for _, e in old))
         key = hashlib.sha256(f"{kb.name}\x00{kb.state}\x00{uuid.uuid4().hex}".encode()).hexdigest()[:32]
         self.client.insert(CATALOG, [{"key": key, "name": kb.name, "state": kb.state,
-                                      "settings": json.dumps(dict(kb.settings), ensure_ascii=False, sort_keys=True),
+                                      "settings": json.dumps(settings_json(kb), ensure_ascii=False, sort_keys=True),
                                       "created_at": kb.created_at, "note": kb.note[:1000],
                                       "committed_ns": kb.committed_ns, "_unused": [0.0, 0.0]}])  # the commit
         if old:

@@ -38,9 +38,11 @@ from .resolve import case_clash, check_name, database_of, not_found, resolve
 from .settings import (
     EMBEDDER_KEYS,
     apply,
+    by_hand,
     checked,
     describe,
     joined,
+    origins_of,
     per_command,
     with_measured_expand,
     with_measured_fusion,
@@ -71,7 +73,9 @@ class KnowledgeBaseInfo:
         return {"name": self.kb.name, "default": self.default, "settings": dict(self.kb.settings),
                 "created_at": self.kb.created_at, "note": self.kb.note, "documents": self.documents,
                 "chunks": self.chunks, "without_original": self.without_original, "embedder": self.embedder,
-                "dim": self.dim, "summary": describe(self.kb), "error": self.error}
+                "dim": self.dim, "summary": describe(self.kb), "error": self.error,
+                "origins": {key: origin.to_dict() for key, origin in origins_of(self.kb).items()},
+                "tuning": dict(self.kb.provenance.get("tuning") or {})}
 
 
 @dataclass(frozen=True)
@@ -247,8 +251,10 @@ class KnowledgeBases:
         measured = joined(measured, expand)
         with self.names_lock():
             self._check_free(name)
-            kb = self.catalog.write(KnowledgeBase(name, values, created_at=utc_now(),
-                                                  note=joined(note or "created empty", measured)))
+            now = utc_now()
+            kb = self.catalog.write(KnowledgeBase(name, values, created_at=now,
+                                                  note=joined(note or "created empty", measured),
+                                                  provenance=by_hand({}, values, changes or {}, now)))
         try:  # opening it creates its collections and checks its embedder can be built
             self.open(name, kb).close()
         except BaseException:
@@ -256,10 +262,14 @@ class KnowledgeBases:
             raise
         return kb
 
-    def update(self, name: str, changes: Mapping[str, Any]) -> KnowledgeBase:
+    def update(self, name: str, changes: Mapping[str, Any],
+               provenance: Callable[[KnowledgeBase, Mapping[str, Any]], Mapping[str, Any]] | None = None
+               ) -> KnowledgeBase:
         """Change a knowledge base's chunking or search defaults. Documents keep their chunks until re-indexed
         (`reindex`). The embedder changes only while it holds no documents (its collections, empty, are made
-        again for the new one on next open); once it has vectors, `copy` re-embeds them into a new one."""
+        again for the new one on next open); once it has vectors, `copy` re-embeds them into a new one.
+        The settings in `changes` are recorded as set by hand (kb.settings.origin_of), unless `provenance` (the
+        entry as it was, and its new values -> its new provenance: `eval tune --apply` and `--revert`) says."""
         kb = self.get(name)
         values = checked(apply(self.settings, kb), changes, f"knowledge base {name}")
         changed = [k for k in EMBEDDER_KEYS if values[k] != kb.settings.get(k, values[k])]
@@ -269,7 +279,9 @@ class KnowledgeBases:
             self._drop_storage(kb.name, originals=False)  # empty, and made for the old embedder
             values, measured = self._measured_for_new_embedder(kb, values, changes)
             note = joined(note, measured)
-        return self.catalog.write(replace(kb, settings=values, note=note))
+        kept = (provenance(kb, values) if provenance is not None
+                else by_hand(kb.provenance, values, [k for k in changes if k in values], utc_now()))
+        return self.catalog.write(replace(kb, settings=values, note=note, provenance=kept))
 
     def _measured_for_new_embedder(self, before: KnowledgeBase, values: dict[str, Any],
                                    changes: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
@@ -333,8 +345,11 @@ class KnowledgeBases:
         try:
             with self.names_lock():
                 self._check_free(name)
-                pending = self.catalog.write(KnowledgeBase(name, values, "creating", utc_now(),
-                                                           note=joined(f"copy of {source}", measured)))
+                now = utc_now()  # the copy keeps where the source's values came from; its own options are by hand
+                kept = {"origins": dict(src.provenance.get("origins") or {})} if src.provenance.get("origins") else {}
+                pending = self.catalog.write(KnowledgeBase(name, values, "creating", now,
+                                                           note=joined(f"copy of {source}", measured),
+                                                           provenance=by_hand(kept, values, changes or {}, now)))
             try:
                 wb = self.open(name, pending)
                 try:

@@ -11,6 +11,7 @@ Search settings are different: a command's own (`--set rag.fusion=rrf`, `RAG_FUS
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ..config import KEYS, Settings
@@ -181,3 +182,91 @@ def describe_fields(kb: KnowledgeBase) -> dict[str, Any]:
 def describe(kb: KnowledgeBase) -> str:
     """"chunks 800/100 · local · hybrid (weighted), retrieve-k 20, return-n 5, cap 2" for lists and captions."""
     return DESCRIBE.format(**describe_fields(kb))
+
+
+# ---------------------------------------------------------------------------------------- where a value came from
+ORIGIN_KINDS = ("default", "measured", "configured", "hand", "tuned")
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a knowledge base's setting got its value: `default` (the setting's built-in default), `measured` (the
+    fusion or expansion a benchmark measured for new knowledge bases: `source` says which), `configured` (given when
+    it was made: rag.toml, the environment, --set), `hand` (set by hand: `kb set`, the knowledge base page, the API),
+    `tuned` (`eval tune --apply` on test set `set`, with its held-out gain and interval). `at`: when, if recorded."""
+
+    kind: str
+    at: str = ""
+    set: str = ""
+    gain: float | None = None
+    low: float | None = None
+    high: float | None = None
+    source: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "at": self.at, "set": self.set, "gain": self.gain, "low": self.low,
+                "high": self.high, "source": self.source, "text": self.text()}
+
+    def text(self) -> str:
+        """One line for `kb show` and tooltips (the app says the same in the person's language from the fields)."""
+        on = f" on {self.at[:10]}" if self.at else ""
+        if self.kind == "tuned":
+            gain = (f": nDCG@10 {self.gain:+.3f} on the held-out half (95% interval {self.low:+.3f} to "
+                    f"{self.high:+.3f})" if None not in (self.gain, self.low, self.high) else "")
+            return f"tuned on test set {self.set}{on}{gain}"
+        if self.kind == "hand":
+            return f"set by hand{on}"
+        if self.kind == "measured":
+            return self.source or "measured"
+        if self.kind == "configured":
+            return "given when it was made (rag.toml, the environment, --set or an option)"
+        return "default"
+
+
+def origin_of(kb: KnowledgeBase, key: str, *, fusion_data: Mapping[str, Any] | None = None,
+              expand_data: Mapping[str, Any] | None = None) -> Origin:
+    """Where setting `key` of `kb` got its value. A recorded origin (`kb.provenance["origins"]`: set by hand, tuned)
+    counts while the value is still the one it recorded; otherwise the value tells: the one measured for the
+    knowledge base's embedder or chunk size (`fusion_data`, `expand_data`: those measurements, default the installed
+    files), the built-in default, else given when it was made. Pure but for reading the measurement files once."""
+    from ..embedding.fusion_defaults import measured as measured_fusion
+    from ..retrieval.expand_defaults import measured as measured_expand
+
+    value = kb.settings.get(key)
+    recorded = (kb.provenance.get("origins") or {}).get(key)
+    if isinstance(recorded, Mapping) and recorded.get("kind") in ORIGIN_KINDS and recorded.get("value") == value:
+        return Origin(str(recorded["kind"]), str(recorded.get("at") or ""), str(recorded.get("set") or ""),
+                      recorded.get("gain"), recorded.get("low"), recorded.get("high"),
+                      str(recorded.get("source") or ""))
+    fusion = measured_fusion(str(kb.settings.get("embedding.provider", "")), fusion_data)
+    if fusion is not None and key in fusion.values and fusion.values[key] == value:
+        return Origin("measured", source=fusion.source)
+    if key in ("rag.expand", "rag.expand-neighbours"):
+        expand = measured_expand(expand_data, chunk_size=kb.settings.get("chunk.max-size"))
+        if expand is not None and key in expand.values and expand.values[key] == value:
+            return Origin("measured", source="measured by bench/expand.py")
+    if key in KEYS and KEYS[key].default == value:
+        return Origin("default")
+    return Origin("configured")
+
+
+def origins_of(kb: KnowledgeBase) -> dict[str, Origin]:
+    """Every setting the knowledge base keeps -> where its value came from (`origin_of`)."""
+    return {key: origin_of(kb, key) for key in KB_KEYS}
+
+
+def recorded(provenance: Mapping[str, Any], origins: Mapping[str, Mapping[str, Any] | None]) -> dict[str, Any]:
+    """`provenance` with `origins` (setting -> its origin record, with the `value` it gave; None: forget the record,
+    so the value tells again) in place of those it had."""
+    kept = dict(provenance.get("origins") or {})
+    for key, origin in origins.items():
+        if origin is None:
+            kept.pop(key, None)
+        else:
+            kept[key] = dict(origin)
+    return {**provenance, "origins": kept}
+
+
+def by_hand(provenance: Mapping[str, Any], values: Mapping[str, Any], keys: Iterable[str], at: str) -> dict[str, Any]:
+    """`provenance` recording `keys` (given to `kb set`, the page, the API, `kb create`) as set by hand at `at`."""
+    return recorded(provenance, {key: {"kind": "hand", "value": values[key], "at": at} for key in keys})

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
@@ -44,6 +45,16 @@ class CatalogContract:
         assert dict(got.settings) == {**SETTINGS, "embedding.model": "模型 \"x\"", "rag.bm25-weight": 0.25}
         assert isinstance(got.settings["chunk.max-size"], int) and isinstance(got.settings["rag.dense-weight"], float)
         assert [kb.name for kb in catalog.list_knowledge_bases()] == ["a_kb", "b_kb"]
+
+    def test_provenance_is_kept_apart_from_the_settings(self, catalog: KnowledgeBaseCatalog) -> None:
+        """Where settings came from (rag_core.kb.settings.origin_of) reads back as written, never as a setting."""
+        provenance = {"origins": {"rag.retrieve-k": {"kind": "tuned", "value": 30, "set": "hand20", "gain": 0.12}},
+                      "tuning": {"set": "hand20", "previous": {"rag.retrieve-k": 20}}}
+        written = catalog.write(replace(entry("kb1", **{"rag.retrieve-k": 30}), provenance=provenance))
+        got = catalog.get("kb1")
+        assert got == written and dict(got.provenance) == provenance
+        assert dict(got.settings) == {**SETTINGS, "rag.retrieve-k": 30}
+        assert catalog.write(entry("kb1")).provenance == {} and catalog.get("kb1").provenance == {}
 
     def test_a_newer_entry_replaces_the_older_one(self, catalog: KnowledgeBaseCatalog) -> None:
         first = catalog.write(entry("kb1"))

@@ -87,3 +87,22 @@ def sample_kbs(two_kbs, local_embedder):
     finally:
         for wb in opened.values():
             wb.close()
+
+
+TUNABLE = "tunable"
+
+
+@pytest.fixture(scope="session")
+def tunable(two_kbs, local_embedder) -> Path:
+    """`two_kbs` with `tunable`, a copy of biz whose dense weight is 0 (BM25's alone, weighted fusion: a tuning sweep
+    has something to find), and `hand20`, the first 20 hand-labelled items of the sample set, saved by name. The
+    tests that tune it revert what they apply."""
+    from rag_core.evaluation.datasets import bundled_sets
+    from rag_core.evaluation.testsets import FolderTestSets, read_test_set, saved_sets_dir
+
+    settings = load_settings(data_dir=two_kbs, env={}, config_file=None)
+    with knowledge_bases(settings, {}, load_embedder=lambda _: local_embedder) as kbs:
+        kbs.copy("biz", TUNABLE, {"rag.fusion": "weighted", "rag.dense-weight": 0.0})
+    sample = read_test_set(bundled_sets()["sample"], "sample")
+    FolderTestSets(saved_sets_dir(settings)).save("hand20", sample.items[:20], {"generator": ""})
+    return two_kbs
