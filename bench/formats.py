@@ -191,7 +191,7 @@ def measure_ingest(quick: bool) -> list[dict[str, Any]]:
     from rag_core.embedding.local import LocalUSEEmbedder
     from rag_core.ingest import Ingestor
     from rag_core.loaders import load_bytes
-    from rag_core.store.milvus import MilvusStore
+    from rag_core.store import MilvusStore
 
     embedder = LocalUSEEmbedder()
     embedder.embed_documents(["warm up"])
