@@ -319,23 +319,22 @@ def _kept_control(sdt: Any) -> bool:
 
 
 def _rows(tbl: Any) -> Iterator[Any]:
-    for child in tbl:
-        if child.tag == _W + "tr":
-            yield child
-        elif child.tag == _W + "sdt" or child.tag in _BLOCK_WRAPPERS:
-            content = child.find(_W + "sdtContent") if child.tag == _W + "sdt" else child
-            if content is not None:
-                yield from _rows(content)
+    return _children(tbl, _W + "tr")
 
 
 def _cells(tr: Any) -> Iterator[Any]:
-    for child in tr:
-        if child.tag == _W + "tc":
+    return _children(tr, _W + "tc")
+
+
+def _children(parent: Any, tag: str) -> Iterator[Any]:
+    """The `tag` children of `parent`, those inside content controls and other block wrappers too."""
+    for child in parent:
+        if child.tag == tag:
             yield child
         elif child.tag == _W + "sdt" or child.tag in _BLOCK_WRAPPERS:
             content = child.find(_W + "sdtContent") if child.tag == _W + "sdt" else child
             if content is not None:
-                yield from _cells(content)
+                yield from _children(content, tag)
 
 
 def _paragraph_text(p: Any) -> str:

@@ -55,7 +55,7 @@ from ..retry import Attempts, retry_after_from_headers
 from .exports import title_segment
 from .git import without_credentials
 from .records import SourceItem
-from .web import CONNECT_TIMEOUT, MAX_BYTES, READ_TIMEOUT, RETRY, RETRY_STATUS, USER_AGENT
+from .web import CONNECT_TIMEOUT, MAX_BYTES, READ_TIMEOUT, RETRY, RETRY_STATUS, USER_AGENT, transport_problem
 
 DEFAULT_TOKEN_ENV = "CONFLUENCE_TOKEN"
 DEFAULT_MAX_PAGES = 2000
@@ -333,7 +333,7 @@ class ConfluenceReader:
             try:
                 answer = _one_get(client, url)
             except httpx.HTTPError as e:
-                raise SourceError(f"{path or url}: {_transport(e)}") from None
+                raise SourceError(f"{path or url}: {transport_problem(e)}") from None
             except _TooLarge:
                 raise SourceError(f"{path or url}: larger than {MAX_BYTES // (1024 * 1024)} MB") from None
             if answer.status in (401, 403):
@@ -437,14 +437,6 @@ def _status(answer: _Answer) -> str:
         return f"HTTP {answer.status} {HTTPStatus(answer.status).phrase}"
     except ValueError:
         return f"HTTP {answer.status}"
-
-
-def _transport(error: httpx.HTTPError) -> str:
-    if isinstance(error, httpx.TimeoutException):
-        return "did not answer in time"
-    if isinstance(error, httpx.ConnectError):
-        return "cannot connect"
-    return f"the connection failed ({type(error).__name__})"
 
 
 def confluence_reader(location: str, options: Mapping[str, Any], known: Mapping[str, str] | None = None, *,

@@ -270,7 +270,7 @@ class WebReader:
             try:
                 page = _one_get(client, url, headers)
             except httpx.HTTPError as e:
-                raise SourceError(f"{url}: {_transport(e)}") from None
+                raise SourceError(f"{url}: {transport_problem(e)}") from None
             if page.status not in RETRY_STATUS:
                 return page
             delay = attempts.delay_before_retry(True, retry_after_from_headers(page.headers))
@@ -468,7 +468,8 @@ def _status(page: Page) -> str:
     return f"HTTP {page.status}"
 
 
-def _transport(error: httpx.HTTPError) -> str:
+def transport_problem(error: httpx.HTTPError) -> str:
+    """What went wrong with a request that got no answer, in a few words (the confluence type says the same)."""
     if isinstance(error, httpx.TimeoutException):
         return "did not answer in time"
     if isinstance(error, httpx.ConnectError):
