@@ -215,6 +215,20 @@ def print_explanation(e: Any, as_json: bool) -> None:
         print(f"{'*' if c.target else ' '} {c.evidence_key:<44} {c.channels['dense'].describe():>12} "
               f"{c.channels['bm25'].describe():>12} {fused:>6} {rank:>5}  {c.cause(e.params)}")
     print("\n* = a chunk the question is about (the expected chunk, the chunks holding the answer, or all).")
+    terms = [c for c in e.chunks if c.target and c.terms is not None]
+    if terms:
+        print(f"\nBM25 terms of the query: {' '.join(e.to_dict()['query_terms']) or '(none)'}")
+    for c in terms:
+        print(f"  {c.evidence_key}: {keyword_line(c.terms)}")
+
+
+def keyword_line(terms: Any) -> str:
+    """A chunk's matched BM25 terms with their shares of its BM25 score (retrieval.keywords.HitTerms), on one line."""
+    if not terms.matched:
+        return "contains none of them"
+    shares = terms.shares
+    said = ", ".join(f"{t} {shares[t]:.0%}" if t in shares else t for t in terms.matched)
+    return f"contains {said}" + (f" (of BM25 {terms.total:.3f})" if terms.scores else " (found in the text, unscored)")
 
 
 HISTORY_HELP = ("the conversation before the query: a file of \"user: ...\" / \"assistant: ...\" lines or JSON "
