@@ -49,7 +49,8 @@ def terms_html(hit: Mapping[str, Any]) -> str:
     parts = [f"<b>{esc(w)}</b> {shares[w]:.0%}" if isinstance(shares.get(w), float) else f"<b>{esc(w)}</b>"
              for w in sorted(matched, key=lambda w: -float(shares.get(w) or 0.0))]
     tip = t("The query's BM25 terms this chunk contains, with each one's share of its BM25 score")
-    return f'<span class="hit-terms" title="{esc(tip)}">{esc(t("terms"))}: {" · ".join(parts)}</span>'
+    label = t("terms")
+    return f'<span class="hit-terms" title="{esc(tip)}">{esc(label)}: {" · ".join(parts)}</span>'
 
 
 def _channels(hit: Mapping[str, Any]) -> str:

@@ -84,7 +84,7 @@ class HitTerms:
 
     def to_dict(self) -> dict[str, Any]:
         return {"matched_terms": list(self.matched), "term_shares": self.shares,
-                "term_scores": {t: round(s, 4) for t, s in self.scores.items()}, "bm25_exact": self.exact}
+                "term_scores": dict(self.scores), "bm25_exact": self.exact}
 
 
 NOTHING = HitTerms(())
