@@ -120,7 +120,9 @@ def _stem_guess(term: str) -> str:
     """`term` without a common English ending (at least 3 letters kept): what marks `runs` for `running`."""
     for end in ("ing", "ed", "es", "ly", "s"):
         if term.endswith(end) and len(term) - len(end) >= 3:
-            return term[: -len(end)]
+            stem = term[: -len(end)]
+            # running -> runn -> run, as the stemmer undoubles (not -ll, -ss, -zz: falling, passes)
+            return stem[:-1] if stem[-1] == stem[-2] and stem[-1] not in "aeiouylsz" else stem
     return term
 
 
