@@ -117,13 +117,17 @@ def found_in(term: str, text: str) -> bool:
 
 
 def _stem_guess(term: str) -> str:
-    """`term` without a common English ending (at least 3 letters kept): what marks `runs` for `running`."""
+    """`term` without a common English ending (at least 3 letters kept): what marks `runs` for `running`, `queries`
+    for `query`."""
+    stem = term
     for end in ("ing", "ed", "es", "ly", "s"):
         if term.endswith(end) and len(term) - len(end) >= 3:
             stem = term[: -len(end)]
             # running -> runn -> run, as the stemmer undoubles (not -ll, -ss, -zz: falling, passes)
-            return stem[:-1] if stem[-1] == stem[-2] and stem[-1] not in "aeiouylsz" else stem
-    return term
+            if stem[-1] == stem[-2] and stem[-1] not in "aeiouylsz":
+                stem = stem[:-1]
+            break
+    return stem[:-1] if len(stem) >= 4 and stem[-1] in "iy" else stem  # query, queries -> quer
 
 
 def own_scores(terms: Sequence[str], alone: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
