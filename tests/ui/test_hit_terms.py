@@ -41,7 +41,8 @@ def test_unscored_terms_are_listed_without_shares_and_english_marks_other_ending
            "term_shares": {}, "term_scores": {}}
     row = hit_row_html(hit)
     assert marked(row) == ["Slow", "queries", "slow", "query"]
-    assert "%" not in re.search(r'<span class="hit-terms".*?</span>', row).group(0)
+    terms = re.search(r'<span class="hit-terms".*?</span>', row)
+    assert terms is not None and "%" not in terms.group(0)
 
 
 def test_the_list_marks_each_hit_by_its_own_terms_and_escapes_the_text() -> None:
