@@ -105,3 +105,14 @@ def test_an_unknown_hit_has_no_terms():
 ])
 def test_term_spans_mark_what_bm25_matched(text, terms, marked):
     assert [text[a:b] for a, b in term_spans(text, terms)] == marked
+
+
+@pytest.mark.parametrize(("text", "tokens"), [
+    # what Milvus Lite 2.5.1 was seen to match (each token searched alone against a row holding the text)
+    ("less than 5% of normal", ["less", "than", "5%", "normal"]),
+    ("covid-19 x86_64 v2.5 3.14159", ["covid-19", "x86_64", "v2.5", "3.14159"]),
+    ("end-of-line foo&bar -dash", ["end", "line", "foo", "bar", "dash"]),
+    ("使用GPU加速covid-19的检测", ["使用", "gpu", "加速", "covid-19", "的", "检测"]),
+])
+def test_the_cut_keeps_what_jieba_rs_keeps_whole(text, tokens):
+    assert keywords.analyse(text) == tokens
