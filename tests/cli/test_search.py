@@ -177,3 +177,9 @@ def test_search_json_carries_the_bm25_terms_of_the_query_and_of_every_hit(data, 
     for h in result["raw_hits"]:
         assert h["matched_terms"] and set(h["term_shares"]) == set(h["matched_terms"]) == set(h["term_scores"])
         assert h["bm25_exact"] is True
+
+
+def test_search_prints_the_bm25_terms_each_piece_of_evidence_contains(data, capsys):
+    code, out, _ = run(capsys, data, "search", "disk cleanup", "--mode", "bm25")
+    assert code == 0 and "Evidence: (BM25 terms of the query: disk cleanup)" in out
+    assert "  terms: contains disk " in out and "% (of BM25 " in out
