@@ -183,7 +183,10 @@ hits_tab, evidence_tab, context_tab, table_tab, scores_tab = st.tabs([
     t("Raw hits ({n})", n=len(result.traces)), t("Evidence ({n})", n=len(result.evidence)),
     t("Context ({n})", n=len(result.blocks)), t("Table"), t("Scores and timings")])
 with hits_tab:
-    st.html(hit_list_html(data["raw_hits"], result.searched))
+    if data["query_terms"]:
+        st.caption(t("BM25 terms of the query (as jieba cut them, Traditional folded to Simplified): {terms}",
+                     terms=" · ".join(data["query_terms"])))
+    st.html(hit_list_html(data["raw_hits"]))
 with evidence_tab:
     for i, e in enumerate(data["evidence"]):
         chunk_card(ChunkView(index=e["chunk_index"] if e["chunk_index"] is not None else i, text=e["content"],

@@ -96,6 +96,18 @@ class SingleStoreSearchPort(KnowledgeSearchPort, Protocol):
 
 
 @runtime_checkable
+class BM25TermScorer(Protocol):
+    """A store that tells each query term's part of a chunk's BM25 score, by its own statistics (MilvusStore: each
+    term searched alone, restricted to the rows asked about). The keyword channel a person reads (retrieval.keywords)
+    uses it; without it the terms a chunk contains are found in its text, unscored.
+
+    Contract: `bm25_term_scores(terms, ids)` is term -> {row id: the BM25 score of that row for the term alone} for
+    the rows among `ids` containing the term (a term in none: {}), one request for all of them."""
+
+    def bm25_term_scores(self, terms: Sequence[str], ids: Sequence[str]) -> dict[str, dict[str, float]]: ...
+
+
+@runtime_checkable
 class DocumentChunksPort(KnowledgeSearchPort, Protocol):
     """A search port that also gives a document's chunks, which the expansion and merge stages grow evidence blocks
     from (retrieval/expand.py). A port without it gets blocks of the hits alone, with a warning.

@@ -11,7 +11,8 @@ from rag_core.ingest import IngestProgress, IngestTally
 from rag_core.records import IngestReport, IngestStatus
 
 from .fates import ROW_STYLE
-from .html import ChunkView, changed_chunk_html, chunk_card_html
+from .hits import terms_html
+from .html import ChunkView, changed_chunk_html, chunk_card_html, esc
 from .i18n import N_, t, tn
 from .navigation import page_file
 from .reasons import phrase, phrases
@@ -138,6 +139,19 @@ def explanation_view(data: Mapping[str, Any], fix_link: Mapping[str, str] | None
         "rerank score": st.column_config.NumberColumn(column_label("rerank score"), format="%.4f", width=80),
         "what happened": st.column_config.TextColumn(column_label("what happened"), width="large"),
     })
+    explained_terms(data)
+
+
+def explained_terms(data: Mapping[str, Any]) -> None:
+    """The query's BM25 terms each expected chunk contains, with their shares (retrieval.keywords), one line each."""
+    targets = [c for c in data["chunks"] if c["target"] and "matched_terms" in c]
+    if not targets or not data.get("query_terms"):
+        return
+    st.caption(t("BM25 terms of the query (as jieba cut them, Traditional folded to Simplified): {terms}",
+                 terms=" · ".join(data["query_terms"])))
+    for c in targets:
+        terms = terms_html(c) or esc(t("none of the query's BM25 terms"))
+        st.html(f'<div style="font-size:0.85rem"><code>{esc(c["evidence_key"])}</code> {terms}</div>')
 
 
 def chunk_card(view: ChunkView, *, alt: bool = False) -> None:

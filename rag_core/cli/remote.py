@@ -113,12 +113,16 @@ def explanation_view(d: dict[str, Any]) -> Any:
     """What `explain`'s printing reads of an Explanation, from its `to_dict()` (the sentences it words are there)."""
     from ..records import Rewrite
     from ..retrieval.explain import ChannelRank
+    from ..retrieval.keywords import HitTerms
 
     def chunk(c: dict[str, Any]) -> Any:
         channels = {ch: ChannelRank(r["rank"], r["score"], r["depth"], r["score_at_depth"])
                     for ch, r in c["channels"].items()}
+        terms = None if "matched_terms" not in c else HitTerms(tuple(c["matched_terms"]), c["term_scores"],
+                                                              c["bm25_exact"])
         return SimpleNamespace(target=c["target"], evidence_key=c["evidence_key"], channels=channels,
-                               fused_rank=c["fused_rank"], rank=c["rank"], cause=lambda _params: c["cause"])
+                               fused_rank=c["fused_rank"], rank=c["rank"], cause=lambda _params: c["cause"],
+                               terms=terms)
 
     a = d["answer"]
     answer = None if a is None else SimpleNamespace(

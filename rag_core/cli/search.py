@@ -15,6 +15,7 @@ from ..access.records import EVERYONE, UNRESTRICTED, AccessScope, Principal, Rol
 from ..config import Settings
 from ..errors import AccessError, Forbidden, RagError, RetrievalError
 from ..records import ConversationTurn, Rewrite, cited_as
+from ..retrieval.keywords import HitTerms
 from .options import lookup_arguments, lookup_overrides
 from .output import EXIT_FAILED_FILES, count_bar, json_line, print_json
 from .workbench import workbench
@@ -118,11 +119,19 @@ def _print_result(result: Any) -> None:
             f"  rerank {t.rerank_score:.4f}, fused #{t.fused_rank} {movement(t.fused_rank, t.rank)}"
         located = f"  ({where[t.rank]})" if where.get(t.rank) else ""
         print(f"{t.rank:>3} {t.score:8.4f} {t.evidence_key:<50} {t.status}{reranked}{located}")
-    print("\nEvidence:")
+    data = result.to_dict()
+    terms: dict[str, HitTerms] = {}  # each evidence key's BM25 terms, from its first raw hit (retrieval.keywords)
+    for h in data["raw_hits"]:
+        if "matched_terms" in h:
+            terms.setdefault(h["evidence_key"], HitTerms(tuple(h["matched_terms"]), h["term_scores"], h["bm25_exact"]))
+    print("\nEvidence:" + (f" (BM25 terms of the query: {' '.join(data['query_terms'])})"
+                            if data.get("query_terms") else ""))
     for c in result.evidence:
         location = str(c.metadata.get("location") or "")
         cited = f" {cited_as(c.source, location)}:" if location else ""
         print(f"- [{c.evidence_key}]{cited} ({', '.join(c.hit_reasons)}) {c.content[:160]!r}")
+        if c.evidence_key in terms and data.get("query_terms"):
+            print(f"  terms: {keyword_line(terms[c.evidence_key])}")
         if c.metadata.get("sourceUrl"):  # a synced source's document: where a person opens it
             print(f"  at the source: {c.metadata['sourceUrl']}")
     _print_context(result)
@@ -215,6 +224,20 @@ def print_explanation(e: Any, as_json: bool) -> None:
         print(f"{'*' if c.target else ' '} {c.evidence_key:<44} {c.channels['dense'].describe():>12} "
               f"{c.channels['bm25'].describe():>12} {fused:>6} {rank:>5}  {c.cause(e.params)}")
     print("\n* = a chunk the question is about (the expected chunk, the chunks holding the answer, or all).")
+    terms = [c for c in e.chunks if c.target and c.terms is not None]
+    if terms:
+        print(f"\nBM25 terms of the query: {' '.join(e.to_dict()['query_terms']) or '(none)'}")
+    for c in terms:
+        print(f"  {c.evidence_key}: {keyword_line(c.terms)}")
+
+
+def keyword_line(terms: Any) -> str:
+    """A chunk's matched BM25 terms with their shares of its BM25 score (retrieval.keywords.HitTerms), on one line."""
+    if not terms.matched:
+        return "contains none of them"
+    shares = terms.shares
+    said = ", ".join(f"{t} {shares[t]:.0%}" if t in shares else t for t in terms.matched)
+    return f"contains {said}" + (f" (of BM25 {terms.total:.3f})" if terms.scores else " (found in the text, unscored)")
 
 
 HISTORY_HELP = ("the conversation before the query: a file of \"user: ...\" / \"assistant: ...\" lines or JSON "

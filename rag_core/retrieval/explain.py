@@ -42,6 +42,8 @@ from ..ports import AccessFilteringPort
 from ..records import Candidate, DropReason, Fate, SearchHit, SearchMode, StoredChunk, score_pair
 from ..text import fold
 from ..tracing import semconv as sc
+from . import keywords
+from .keywords import HitTerms
 from .params import LookupParams, search_filters, with_threshold
 from .ports import fuse
 from .postprocess import postprocess
@@ -162,6 +164,7 @@ class ChunkFate:
     target: bool  # one of the chunks the question is about
     score: float | None = None  # its (fused) score in the lookup; None: beyond retrieve-k
     block: str | None = None  # the key of the evidence block given to the agent whose text holds it (None: none)
+    terms: HitTerms | None = None  # a target chunk's BM25 terms of the query (retrieval.keywords); None: not a target
 
     @property
     def given(self) -> bool:
@@ -214,7 +217,7 @@ class ChunkFate:
                 "fused_rank": self.fused_rank, "rank": self.rank, "rerank_score": self.rerank_score,
                 "fate": self.fate, "drop": self.drop.to_dict() if self.drop else None, "cause": self.cause(params),
                 "target": self.target, "score": self.score, "cause_phrase": self.cause_phrase(params).to_dict(),
-                "block": self.block}
+                "block": self.block, **(self.terms.to_dict() if self.terms is not None else {})}
 
 
 @dataclass(frozen=True)
@@ -403,6 +406,7 @@ class Explanation:
             "note_phrases": [n.to_dict() for n in self.note_phrases],
             "warning_phrases": [w.to_dict() for w in self.lookup.warning_phrases],
             "rewrite": self.lookup.rewrite.to_dict() if self.lookup.rewrite is not None else None,
+            "query_terms": list(self.lookup.keywords.terms) if self.lookup.keywords is not None else [],
         }
 
 
@@ -438,6 +442,18 @@ def _dissimilar(c: ChunkFate) -> list[Phrase]:
 
 def _key(hit: SearchHit) -> str:
     return to_candidate(hit, 1).evidence_key
+
+
+def _target_terms(retriever: KnowledgeRetriever, source: ChunkSource, searched: str, doc_id: str,
+                  targets: set[str], ranks: Mapping[str, Mapping[str, ChannelRank]]) -> dict[str, HitTerms]:
+    """The BM25 terms of `searched` in each target chunk and their shares (retrieval.keywords), checked against the
+    chunk's exact BM25 score; one request for all of them."""
+    chunks = {f"{doc_id}#chunk-{c.chunk_index}": c for c in source.get_chunks(doc_id)}
+    chunks = {k: c for k, c in chunks.items() if k in targets}
+    bm25 = ranks.get("bm25", {})
+    found = keywords.score_hits(searched, [(c.id, c.content, bm25[k].score if k in bm25 else None)
+                                           for k, c in chunks.items()], keywords.scorer_of(retriever.port))
+    return {k: found.of(c.id) for k, c in chunks.items()}
 
 
 def _rows(source: ChunkSource, doc_id: str) -> list[tuple[int, str, int | None, int | None]]:
@@ -760,6 +776,7 @@ def _explain(retriever: KnowledgeRetriever, source: ChunkSource, query: str, exp
         first_trace.setdefault(t.evidence_key, t)
     mode_channels = _mode_channels(params.search.mode)
     held = _blocks(result, expectation.doc_id)
+    words = _target_terms(retriever, source, searched, expectation.doc_id, targets, ranks)
     fates = []
     for i, text, start, end in rows:
         channels: dict[str, ChannelRank] = {ch: ranks[ch].get(key(i), ChannelRank(None, None, DEPTH, None))
@@ -776,7 +793,7 @@ def _explain(retriever: KnowledgeRetriever, source: ChunkSource, query: str, exp
             fate = Fate.BEYOND_RETRIEVE_K if seen else Fate.NO_CHANNEL
             drop, fused, rank, score = None, None, None, None
         fates.append(ChunkFate(key(i), i, start, end, text, channels, fused, rank, score, fate, drop, key(i) in targets,
-                               own, held.get(i)))
+                               own, held.get(i), words.get(key(i))))
     explained = Explanation(result.query, expectation, params, tuple(fates), None, located, result, tuple(notes))
     fixable = targets - {f.evidence_key for f in fates if f.fate in ("disabled", "no_access")}  # no setting can
     if not fixable or any(f.given for f in fates if f.target) or explained.context:  # nothing to fix

@@ -11,6 +11,7 @@ how the debugger re-runs instantly (and never calls the reranker again).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -32,6 +33,8 @@ from ..records import (
     qa_question,
 )
 from ..scope import Scope, ScopeResolution
+from . import keywords
+from .keywords import Keywords
 from .params import LookupParams, with_threshold
 from .postprocess import PostProcessed
 from .projection import Projection
@@ -98,6 +101,7 @@ class LookupResult:
     # how many hits the caller's access groups hid (drop reason `no_access`): only for a caller who may know (an
     # admin of the knowledge base, AccessScope.reveal); None otherwise, and then nothing says hidden documents exist
     hidden: int | None = None
+    keywords: Keywords | None = None  # the BM25 terms of the query and of each hit (retrieval.keywords)
 
     @property
     def searched(self) -> str:
@@ -168,6 +172,7 @@ class LookupResult:
     def to_dict(self) -> dict[str, Any]:
         """The JSON object the CLI prints and the agent's tool result carries."""
         by_rank = {c.rank: c for c in self.candidates}
+        words = self.keywords or Keywords((), {}, scored=False)
         raw_hits = []
         for t in self.traces:
             c = by_rank[t.rank]
@@ -183,7 +188,7 @@ class LookupResult:
                 "location": c.metadata.get("location", ""),
                 "cited_as": cited_as(c.source, str(c.metadata.get("location") or "")), "content": c.content,
                 "edited": bool(c.metadata.get("edited")), "added": bool(c.metadata.get("added")),
-                "source_url": str(c.metadata.get("sourceUrl") or ""),
+                "source_url": str(c.metadata.get("sourceUrl") or ""), **words.of(c.id).to_dict(),
             })
         evidence = [{
             "evidence_key": c.evidence_key, "doc_id": c.doc_id, "chunk_index": c.chunk_index, "source": c.source,
@@ -197,6 +202,7 @@ class LookupResult:
         } for c in self.evidence]
         return {
             "query": self.query,
+            "query_terms": list(words.terms), "keywords": words.to_dict(),
             "params": self.params.to_dict(),
             "raw_hits": raw_hits,
             "evidence": evidence,
@@ -292,8 +298,12 @@ class KnowledgeRetriever:
         assert work.post is not None and work.projection is not None
         timings = {**fetched.timings, **ran}
         timings["total"] = sum(timings.get(stage.name, 0.0) for stage in pipeline)
+        started = time.perf_counter()  # after the total: an explanation of the hits, not a stage of the lookup
+        words = keywords.of_candidates(self.port, fetched.rewrite.searched if fetched.rewrite else fetched.query,
+                                       work.candidates)
+        timings["keywords"] = (time.perf_counter() - started) * 1000
         return LookupResult(fetched.query, params, work.candidates, work.post, work.projection, timings,
-                            fetched.rerank, fetched.scope, fetched.rewrite, work.blocks, fetched.hidden)
+                            fetched.rerank, fetched.scope, fetched.rewrite, work.blocks, fetched.hidden, words)
 
     def lookup(self, query: str, **overrides: Any) -> LookupResult:
         """The lookup of `query`; `overrides` are LookupParams fields, among them `access`: the AccessScope of who

@@ -292,6 +292,15 @@ class InMemoryChunkStore:
         everything = self._chunks(None)  # one snapshot for both channels
         return self._dense(everything, vector, k, filters), self._bm25(everything, text, k, filters)
 
+    def bm25_term_scores(self, terms: Sequence[str], ids: Sequence[str]) -> dict[str, dict[str, float]]:
+        """Each term's BM25 score of the rows among `ids` holding it, the term searched alone over every active chunk
+        (ports.BM25TermScorer; the statistics are the whole store's, as Milvus's are)."""
+        everything, wanted = self._chunks(None), set(ids)
+        if not terms or not wanted:
+            return {}
+        return {term: {h.id: h.score for h in self._bm25(everything, term, len(everything), None) if h.id in wanted}
+                for term in terms}
+
     def _dense(self, everything: list[tuple[_Version, int, StoredChunk]], vector: np.ndarray, k: int,
                filters: StoreFilters | None) -> list[SearchHit]:
         wanted = store_filters.normalize(filters, STORE_FILTER_FIELDS)

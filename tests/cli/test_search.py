@@ -166,3 +166,20 @@ def test_a_query_file_of_conversations_searches_each_last_question_after_its_own
     assert code == 0 and rows["alone"]["rewrite"] is None
     assert rows["turns"]["rewrite"]["searched"].startswith("Which command shows it? (free disk space node")
     assert rows["history"]["rewrite"]["searched"].startswith("Which command shows it? (order stay unpaid")
+
+
+def test_search_json_carries_the_bm25_terms_of_the_query_and_of_every_hit(data, capsys):
+    code, out, err = run(capsys, data, "search", "磁盤 disk cleanup", "--mode", "bm25", "--retrieve-k", "5", "--json")
+    result = json.loads(out)
+    assert code == 0 and err == ""
+    assert result["query_terms"] == ["磁盘", "disk", "cleanup"]  # Traditional folded to Simplified
+    assert result["keywords"]["scored_by"] == "milvus" and result["keywords"]["exact"] == len(result["raw_hits"])
+    for h in result["raw_hits"]:
+        assert h["matched_terms"] and set(h["term_shares"]) == set(h["matched_terms"]) == set(h["term_scores"])
+        assert h["bm25_exact"] is True
+
+
+def test_search_prints_the_bm25_terms_each_piece_of_evidence_contains(data, capsys):
+    code, out, _ = run(capsys, data, "search", "disk cleanup", "--mode", "bm25")
+    assert code == 0 and "Evidence: (BM25 terms of the query: disk cleanup)" in out
+    assert "  terms: contains disk " in out and "% (of BM25 " in out

@@ -1,9 +1,9 @@
 """The contracts of a ChunkStore's optional capabilities (rag_core.ports: EditingStore, EditableStore, LabelledStore,
-SharedStore), one mixin each, as haystack's `testing/document_store.py` tests a document store's optional features
-with one class each. A test module adds a mixin to its adapter's ChunkStoreContract class for every capability the
-adapter has (tests/store/test_store_contract.py: MilvusStore on Milvus Lite and through a server, and the in-memory
-store all have every one), with the same `store` fixture: an opened store for `EMBEDDER`/`DIM`, shared by the module
-(each test uses its own doc_ids).
+SharedStore, BM25TermScorer), one mixin each, as haystack's `testing/document_store.py` tests a document store's
+optional features with one class each. A test module adds a mixin to its adapter's ChunkStoreContract class for every
+capability the adapter has (tests/store/test_store_contract.py: MilvusStore on Milvus Lite and through a server, and
+the in-memory store all have every one), with the same `store` fixture: an opened store for `EMBEDDER`/`DIM`, shared
+by the module (each test uses its own doc_ids).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 
 from rag_core.errors import StoreError
 from rag_core.names import collections_of
-from rag_core.ports import EditableStore, EditingStore, LabelledStore, SharedStore
+from rag_core.ports import BM25TermScorer, EditableStore, EditingStore, LabelledStore, SharedStore
 from rag_core.records import StoredChunk
 from rag_core.store.edits import content_hash
 from tests.contracts.store import DIM, EMBEDDER, new_version, text_of, vector
@@ -231,4 +231,29 @@ class SharedStoreContract:
         assert store.labels.all() == {} and store.is_empty()
 
 
-__all__ = ["EditableStoreContract", "EditingStoreContract", "LabelledStoreContract", "SharedStoreContract"]
+class BM25TermScorerContract:
+    """`bm25_term_scores`: each term's BM25 score of the rows asked about that hold it, the parts of a search's
+    score (retrieval.keywords)."""
+
+    def test_is_a_bm25_term_scorer(self, store: BM25TermScorer) -> None:
+        assert isinstance(store, BM25TermScorer)
+
+    def test_each_terms_score_of_the_rows_asked_about_and_holding_it(self, store: EditableStore) -> None:
+        assert isinstance(store, BM25TermScorer)
+        store.replace_documents([new_version("terms/a.md", f"{RARE} pterosaur wingspan"),
+                                 new_version("terms/b.md", "pterosaur fossils in Texas"),
+                                 new_version("terms/c.md", f"{RARE} again, a {RARE}")])
+        ids = {c.doc_id: c.id for d in ("terms/a.md", "terms/b.md", "terms/c.md") for c in store.get_chunks(d)}
+        asked = [ids["terms/a.md"], ids["terms/b.md"]]
+        scores = store.bm25_term_scores([RARE, "pterosaur", "zzzunheardof"], asked)
+        assert set(scores[RARE]) == {ids["terms/a.md"]}  # c holds it too, but was not asked about
+        assert set(scores["pterosaur"]) == set(asked) and scores["zzzunheardof"] == {}
+        assert all(score > 0 for found in scores.values() for score in found.values())
+        # the parts add up to the search's score of a row (each term once in the query)
+        (hit,) = [h for h in store.search_bm25(f"{RARE} pterosaur", 10) if h.id == ids["terms/a.md"]]
+        assert scores[RARE][hit.id] + scores["pterosaur"][hit.id] == pytest.approx(hit.score, rel=1e-3)
+        assert store.bm25_term_scores([], asked) == {} and store.bm25_term_scores([RARE], []) == {}
+
+
+__all__ = ["BM25TermScorerContract", "EditableStoreContract", "EditingStoreContract", "LabelledStoreContract",
+           "SharedStoreContract"]

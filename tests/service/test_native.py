@@ -38,6 +38,15 @@ def test_search_equals_the_cli_json(client: httpx.Client, kb, capsys, query: str
     assert over_http.json()["raw_hits"] and over_http.json()["evidence"]
 
 
+def test_search_carries_the_bm25_terms_of_the_query_and_of_every_hit(client: httpx.Client) -> None:
+    found = client.get("/v1/search", params={"query": "磁盤空間 disk", "mode": "bm25", "retrieve_k": 5}).json()
+    # search mode: the words of a dictionary word too, the compound scored without them (keywords.own_scores)
+    assert found["query_terms"] == ["磁盘", "空间", "磁盘空间", "disk"] and found["keywords"]["scored_by"] == "milvus"
+    assert found["raw_hits"] and found["keywords"]["exact"] == len(found["raw_hits"])
+    for h in found["raw_hits"]:
+        assert h["matched_terms"] and set(h["term_shares"]) == set(h["matched_terms"]) and h["bm25_exact"] is True
+
+
 def test_search_filters_by_doc_id(client: httpx.Client):
     r = client.get("/v1/search", params=[("query", "alert"), ("doc_id", "runbooks/disk_full.md"),
                                          ("doc_id", "runbooks/cpu_high.md")])

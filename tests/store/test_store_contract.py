@@ -15,7 +15,12 @@ from rag_core.db.migrate import upgrade
 from rag_core.store import MilvusStore
 from rag_core.store.memory import InMemoryChunkStore
 from tests.contracts.store import DIM, EMBEDDER, ChunkStoreContract, InterruptedWrite
-from tests.contracts.store_capabilities import EditableStoreContract, LabelledStoreContract, SharedStoreContract
+from tests.contracts.store_capabilities import (
+    BM25TermScorerContract,
+    EditableStoreContract,
+    LabelledStoreContract,
+    SharedStoreContract,
+)
 from tests.store.clients import FailingClient
 
 
@@ -67,8 +72,8 @@ def memory_store() -> InMemoryChunkStore:
     return store
 
 
-class EveryCapability(EditableStoreContract, LabelledStoreContract, SharedStoreContract):
-    """ports.KnowledgeStore: every capability's contract."""
+class EveryCapability(EditableStoreContract, LabelledStoreContract, SharedStoreContract, BM25TermScorerContract):
+    """ports.KnowledgeStore: every capability's contract (and BM25TermScorer, which both stores have)."""
 
 
 class MilvusContract(ChunkStoreContract, EveryCapability):

@@ -168,6 +168,9 @@ def test_the_hit_list_shows_each_hit_s_key_fate_channels_and_marked_words(kb):
     for key in hits["evidenceKey"]:
         assert f">{key}</code>" in html  # whole, chunk number included
     assert "<mark>CPU</mark>" in html and "dense #" in html and "bm25 #" in html
+    # the BM25 terms each hit matched, with their shares; the query's terms above the list
+    assert html.count('class="hit-terms"') >= 1 and "<b>cpu</b>" in html and "%" in html
+    assert "BM25 terms of the query" in texts(at, "caption")
 
 
 def test_a_chunk_disabled_from_the_debugger_is_a_drop_with_reason_disabled(kb):
@@ -333,6 +336,8 @@ def test_a_chunk_and_an_answer_text(kb):
     at.number_input(key="expect_chunk").set_value(0).run()
     frame = explain_frame_of(at)
     assert list(frame["target"]) == ["★"] + [""] * (len(frame) - 1)
+    (terms,) = [h.proto.body for h in at.get("html") if "<code>disk_full.md#chunk-0</code>" in h.proto.body]
+    assert "<b>disk</b>" in terms  # the expected chunk's BM25 terms of the query, with their shares
     at.number_input(key="expect_chunk").set_value(None).run()
     at.text_input(key="answer").set_value("this sentence is not in the runbook").run()
     assert not at.exception

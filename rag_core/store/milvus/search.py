@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -171,6 +171,18 @@ class Searcher:
             return self._search({"dense": dense}, k, expr)["dense"], []
         found = self._search_with_bm25({"dense": dense, "bm25": (fold(text), "sparse")}, k, expr)
         return found["dense"], found["bm25"]
+
+    def bm25_term_scores(self, terms: Sequence[str], ids: Sequence[str]) -> dict[str, dict[str, float]]:
+        """Each term's BM25 score of the rows among `ids` that contain it, the term searched alone (folded as a
+        query is) and the search restricted to those rows: one request of len(terms) queries (ports.BM25TermScorer).
+        Milvus's statistics are the collection's whatever the filter (the filter only narrows the rows scored)."""
+        ids = list(dict.fromkeys(ids))
+        if not terms or not ids or not self._may_have_rows():
+            return {}
+        found = self.client.search(self.collection, data=[fold(t) for t in terms], anns_field="sparse",
+                                   limit=min(len(ids), QUERY_LIMIT), filter=filters.one_of("id", ids),
+                                   output_fields=[], consistency_level="Strong")
+        return {term: {str(h["id"]): float(h["distance"]) for h in hits} for term, hits in zip(terms, found)}
 
     def _may_have_rows(self) -> bool:
         # BM25 on a collection without rows divides by a zero average length inside Milvus (an error,

@@ -325,6 +325,9 @@ class MilvusStore:
     def search_bm25(self, text: str, k: int, filters: StoreFilters | None = None) -> list[SearchHit]:
         return self.searcher.search_bm25(text, k, filters)
 
+    def bm25_term_scores(self, terms: Sequence[str], ids: Sequence[str]) -> dict[str, dict[str, float]]:
+        return self.searcher.bm25_term_scores(terms, ids)
+
     def search_both(self, vector: np.ndarray, text: str, k: int,
                     filters: StoreFilters | None = None) -> tuple[list[SearchHit], list[SearchHit]]:
         """`search_dense(vector)` and `search_bm25(text)` judged by one registry view (one read, or none)."""
