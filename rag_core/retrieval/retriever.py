@@ -12,8 +12,9 @@ how the debugger re-runs instantly (and never calls the reranker again).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from ..access.records import UNRESTRICTED, AccessScope
@@ -101,7 +102,22 @@ class LookupResult:
     # how many hits the caller's access groups hid (drop reason `no_access`): only for a caller who may know (an
     # admin of the knowledge base, AccessScope.reveal); None otherwise, and then nothing says hidden documents exist
     hidden: int | None = None
-    keywords: Keywords | None = None  # the BM25 terms of the query and of each hit (retrieval.keywords)
+    # how `keywords` is worked out, when it is first asked for (None: no keywords)
+    words_of: Callable[[], Keywords] | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def keywords(self) -> Keywords | None:
+        """The BM25 terms of the query and of each hit (retrieval.keywords), worked out when first asked for (by
+        `to_dict`: the debugger, the CLI, the API, a chat's tool view, explain): the lookups nobody reads the hits of
+        (an evaluation's) send Milvus no request for them. Its milliseconds join `timings` as "keywords" (outside
+        "total": an explanation of the hits, not a stage of the lookup)."""
+        if self.words_of is None:
+            return None
+        started = time.perf_counter()
+        words = self.words_of()
+        if isinstance(self.timings, dict):
+            self.timings["keywords"] = (time.perf_counter() - started) * 1000
+        return words
 
     @property
     def searched(self) -> str:
@@ -298,12 +314,10 @@ class KnowledgeRetriever:
         assert work.post is not None and work.projection is not None
         timings = {**fetched.timings, **ran}
         timings["total"] = sum(timings.get(stage.name, 0.0) for stage in pipeline)
-        started = time.perf_counter()  # after the total: an explanation of the hits, not a stage of the lookup
-        words = keywords.of_candidates(self.port, fetched.rewrite.searched if fetched.rewrite else fetched.query,
-                                       work.candidates)
-        timings["keywords"] = (time.perf_counter() - started) * 1000
+        searched, candidates = fetched.rewrite.searched if fetched.rewrite else fetched.query, work.candidates
         return LookupResult(fetched.query, params, work.candidates, work.post, work.projection, timings,
-                            fetched.rerank, fetched.scope, fetched.rewrite, work.blocks, fetched.hidden, words)
+                            fetched.rerank, fetched.scope, fetched.rewrite, work.blocks, fetched.hidden,
+                            lambda: keywords.of_candidates(self.port, searched, candidates))
 
     def lookup(self, query: str, **overrides: Any) -> LookupResult:
         """The lookup of `query`; `overrides` are LookupParams fields, among them `access`: the AccessScope of who
