@@ -59,3 +59,17 @@ def test_explain_shows_the_expected_chunks_terms(sample_wb):
     assert target["matched_terms"] and target["bm25_exact"] is True
     assert sum(target["term_scores"].values()) == pytest.approx(target["channels"]["bm25"]["score"], rel=1e-3)
     assert all("matched_terms" not in c for c in d["chunks"] if not c["target"])
+
+
+def test_keywords_are_worked_out_only_when_read(sample_wb, monkeypatch):
+    """An evaluation's lookups never read them: no request is sent for them until `to_dict` (or `keywords`) asks."""
+    from rag_core.retrieval import keywords
+
+    calls = []
+    real = keywords.of_candidates
+    monkeypatch.setattr(keywords, "of_candidates", lambda *a: calls.append(a) or real(*a))
+    result = sample_wb.retriever.lookup("disk full", search=BM25, retrieve_k=5)
+    assert calls == [] and "keywords" not in result.timings
+    first = result.to_dict()
+    assert len(calls) == 1 and first["query_terms"] and "keywords" in first["timings"]
+    assert result.to_dict()["query_terms"] == first["query_terms"] and len(calls) == 1  # worked out once
