@@ -27,6 +27,7 @@ from bench import (
     fusion,
     host,
     ingest,
+    keywords,
     latency,
     offline_answers,
     quality,
@@ -43,7 +44,7 @@ RESULTS = (("chunking", chunking.render), ("ingest", ingest.render), ("latency",
            ("startup", startup.render), ("quality", quality.render), ("host", host.render), ("api", api.render),
            ("formats", formats.render), ("testsets", testsets.render), ("filters", filters.render),
            ("conversations", conversations.render), ("offline_answers", offline_answers.render),
-           ("scale", scale.render), ("sources", sources.render))
+           ("scale", scale.render), ("sources", sources.render), ("keywords", keywords.render))
 
 
 def _results() -> str:
