@@ -20,7 +20,9 @@ under each set of labels and the two orderings compared:
 The whole grid ("all four", what Tune chooses among) and the search mode (bm25 / dense / hybrid at the defaults:
 not tuned, shown because the issue is about generated sets preferring keyword search) are compared the same way.
 
-The rule: a parameter AGREES for a style when, on every set, tau >= TAU_MIN and the regret <= REGRET_MAX.
+The rule: a parameter AGREES for a style when, on every set, tau >= TAU_MIN and the regret <= REGRET_MAX. An
+undefined tau fails it: a set that scores every value the same cannot rank them, so it has not been shown to agree
+(a generated set, one relevant document per item, often cannot see the cap per document).
 rag_core/evaluation/tune_agreement.json lists, for generator "offline", the parameters that agree for every style
 (a set's items say "offline" whatever their style, so Tune cannot tell them apart), each style's own list beside
 it; generator "model" is not measured here (bench/testsets.py's model generator is a stub), so a model-generated set
