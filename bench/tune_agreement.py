@@ -194,12 +194,15 @@ def render(record: dict[str, Any]) -> str:
                       + ", ".join(f"{st} {v['items']}" for st, v in s["styles"].items()) for n, s in
                       record["sets"].items())
     both = [p for p in PARAMS if all(p in a for a in record["agreeing"].values())]
+    ceiling = "; ".join(f"{n} {s['real']['default']:.3f} / {s['real']['best']:.3f}" for n, s in record["sets"].items())
     defaults = ", ".join(f"{LABELS[p]} {v!r}" for p, v in record["current"].items())
     md += (f"\n\nPer parameter: its values with the others at the defaults ({defaults}), "
            f"ordered by {record['metric']} under the real labels and under a generated set's; regret = the real "
            f"best's {record['metric']} minus the generated winner's real {record['metric']}; ✗ = tau below "
            f"{record['tau_min']} (or undefined) or regret above {record['regret_max']}. A parameter is tunable on a "
-           f"generated set when it agrees on every set ({sizes}). "
+           f"generated set when it agrees on every set ({sizes}). Real {record['metric']} at the defaults / "
+           f"the grid's best: {ceiling}; where the real labels score every value of a parameter the same, its tau "
+           "is undefined and it cannot be shown to agree there. "
            f"So an offline set may tune: {', '.join(LABELS[p] for p in both) or 'nothing'} "
            "(rag_core/evaluation/tune_agreement.json).")
     return section("Tuning on generated sets vs real labels", md, record)

@@ -34,8 +34,8 @@ better embedder (issue 41). With it, the chunk's rare terms (`rare_terms`: its `
 highest idf over the knowledge base's chunks, at least `RARE_MIN`, ties included, the heading's words excepted) are
 left out: a title question comes first for every chunk (the section's heading words ask it), a sentence question
 drops the rare words it copied (refused when fewer than `MIN_LEFT` content terms remain), and a terms question
-names the chunk's most distinctive terms among the others. Whether such sets choose settings as real labels do is measured
-in bench/tune_agreement.py.
+names the chunk's most distinctive terms among the others. Whether such sets choose settings as real labels do is
+measured by bench/tune_agreement.py (bench/README.md).
 
 Such questions are made of the text's own words, so they flatter BM25: they compare configurations, they do
 not measure quality (`result.OFFLINE_WARNING`, carried by every offline set). No item is "should not be
