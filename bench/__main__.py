@@ -1,11 +1,12 @@
 """`python -m bench` (`make bench`): every benchmark, each printing our figure next to its baseline's from
 the same run. `--quick` for a short smoke run; `--only NAME` (repeatable) for some of them. Each is also
 runnable alone: `python -m bench.chunking|ingest|latency|quality|tradeoff|fusion|folding|explain|startup|api|
-host|formats|testsets|filters|conversations|offline_answers|expand|scale|sources|keywords [--quick]` (scale: a
-million chunks, about an hour on two cores; `python -m bench.scale --chunks N` for fewer).
+host|formats|testsets|filters|conversations|offline_answers|expand|scale|sources|keywords|tune_agreement [--quick]`
+(scale: a million chunks, about an hour on two cores; `python -m bench.scale --chunks N` for fewer).
 
 A full run writes each result record to bench/results/<name>.json (the trade-off to
-rag_core/embedding/tradeoff.json, which the app reads) and then rewrites the tables in bench/README.md from
+rag_core/embedding/tradeoff.json, which the app reads; tune_agreement also rag_core/evaluation/tune_agreement.json,
+what a generated set may tune) and then rewrites the tables in bench/README.md from
 them (`python -m bench.publish`). A quick run writes bench/results/quick/ (git-ignored) and
 bench/results/quick/latest.md, and publishes nothing.
 """
@@ -36,6 +37,7 @@ from bench import (
     startup,
     testsets,
     tradeoff,
+    tune_agreement,
 )
 from bench.common import RESULTS, load_note, log, machine
 from bench.publish import publish
@@ -46,7 +48,8 @@ BENCHMARKS = {"chunking": chunking.run, "ingest": ingest.run, "latency": latency
               "startup": startup.run, "api": api.run, "host": host.run, "formats": formats.run,
               "testsets": testsets.run, "filters": filters.run, "conversations": conversations.run,
               "offline_answers": offline_answers.run, "expand": expand.run, "scale": scale.run,
-              "sources": sources.run, "keywords": keywords.run}
+              "sources": sources.run, "keywords": keywords.run,
+              "tune_agreement": tune_agreement.run}
 
 
 def main() -> None:

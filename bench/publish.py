@@ -36,6 +36,7 @@ from bench import (
     startup,
     testsets,
     tradeoff,
+    tune_agreement,
 )
 from bench.common import REPO, load
 
@@ -70,6 +71,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "fusion": _one("fusion", fusion.render),
     "folding": _one("folding", folding.render),
     "expand": _one("expand", expand.render),
+    "tune_agreement": _one("tune_agreement", tune_agreement.render),
     # one sentence each on what the tables of the results block say
     "summary-api": _one("api", api.summary),
     "summary-host": _one("host", host.summary),

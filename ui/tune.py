@@ -17,6 +17,7 @@ from rag_core.evaluation.testsets import load_set
 from rag_core.evaluation.tune import (
     AGREEMENT,
     DEFAULT_VALUES,
+    agreeing,
     allowed_params,
     apply_tuning,
     generators_of,
@@ -35,18 +36,24 @@ KINDS: dict[str, type] = {"fusion": str, "dense_weight": float, "retrieve_k": in
 NOTICE = "eval_tune_notice"
 
 
-def set_scope_line(name: str, generators: list[str], params: tuple[str, ...]) -> str:
-    """What the chosen set may tune, in one line: all for hand labels; for a generated set what a measurement lists."""
+def set_scope_line(name: str, generators: list[str], params: tuple[str, ...], measured: bool = False) -> str:
+    """What the chosen set may tune, in one line: all for hand labels; for a generated set what a measurement lists
+    (`measured`: whether there is one, bench/tune_agreement.py)."""
     if not generators:
         return t("{set} is hand-labelled: it tunes fusion, dense weight, retrieve-k and the per-document cap.",
                  set=name)
-    if not params:
+    if not measured:
         return t("{set} was generated ({generators}), and no measurement says which settings tuned on generated "
                  "questions choose as real labels do ({file}): it tunes nothing. Tune on a hand-labelled set.",
                  set=name, generators="/".join(generators), file=AGREEMENT.name)
-    return t("{set} was generated ({generators}): it tunes only {params}, the settings {file} measured to agree with "
-             "real labels.", set=name, generators="/".join(generators),
-             params=", ".join(param_label(p) for p in params), file=AGREEMENT.name)
+    if not params:
+        return t("{set} was generated ({generators}): measured against real labels on public test sets "
+                 "(bench/README.md, “Tuning on generated sets vs real labels”), no setting tuned on such questions "
+                 "chose as real labels did, so it tunes nothing. Tune on a hand-labelled set.",
+                 set=name, generators="/".join(generators))
+    return t("{set} was generated ({generators}): it tunes only {params}, the settings measured to choose as real "
+             "labels do on public test sets (bench/README.md, “Tuning on generated sets vs real labels”).",
+             set=name, generators="/".join(generators), params=", ".join(param_label(p) for p in params))
 
 
 def tune_view(settings: Any) -> None:
@@ -71,7 +78,8 @@ def tune_view(settings: Any) -> None:
     test_set = sets.load(name)
     generators = generators_of(test_set.items)
     scope = allowed_params(name, generators)
-    (st.caption if scope.params else st.info)(set_scope_line(name, generators, scope.params))
+    measured = bool(generators) and agreeing(generators) is not None
+    (st.caption if scope.params else st.info)(set_scope_line(name, generators, scope.params, measured))
     editor = allowed(kb, Role.EDITOR)  # tuning runs a sweep, applying changes the knowledge base: an editor's
     if not editor:
         st.caption(f"🔒 {refusal(kb, Role.EDITOR)}")

@@ -71,7 +71,7 @@ def cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
         result = generate_test_set(wb.store, size=args.size, generator=args.generator, model=model,
                                    lookup=wb.retriever.lookup, seed=args.seed, per_doc_max=args.per_doc_max,
                                    lang=args.lang, follow_ups=args.follow_up_share, kb_name=settings.kb_name,
-                                   progress=progress)
+                                   progress=progress, **({"avoid_rare": True} if args.avoid_rare else {}))
     if args.name is not None:
         sets = build_test_sets(settings)
         try:
@@ -176,6 +176,9 @@ def build_parsers(prog: str) -> dict[str, argparse.ArgumentParser]:
     g.add_argument("--follow-up-share", type=_share, default=0.0, metavar="SHARE",
                    help="the share of items that are follow-ups (0 to 1, default 0): a question that only makes sense "
                         "after the first question it keeps as its history, to measure the rewrite of follow-ups")
+    g.add_argument("--avoid-rare", action="store_true",
+                   help="offline: questions without each chunk's rarest words (its highest-idf terms), asked with its "
+                        "heading's words: a set that rewards keyword search less (bench/README.md, tune_agreement)")
     g.add_argument("--generator", choices=GENERATORS, default="offline",
                    help="model: a chat model writes the questions (eval.generator-model, else the chat model); "
                         "offline (default): questions by templates from the documents' own words, no key")

@@ -13,10 +13,10 @@ the held-out half is where a lucky point shows as noise. The gain is "a real gai
 Tuning is only as good as the set it runs on. Questions generated from the knowledge base's own chunks
 (generator `offline` or `model`) reward matching the chunk's words, so a generated set may change only the
 parameters a measurement found to agree with real labels (`agreeing`: `tune_agreement.json` next to this module,
-to be written by a benchmark that tunes on generated and on real labels of the same corpora; bench/testsets.py
-measures the agreement of search modes and chunk sizes, not of these). Without that file a generated set tunes
-nothing, and says why. A set of hand-labelled questions (generator "": written by hand, or 👎 turns made test
-items) tunes them all.
+written by bench/tune_agreement.py, which tunes on generated and on real labels of the same public corpora and
+keeps a parameter when its orderings agree on every corpus; published in bench/README.md). Without that file, or
+when it lists nothing, a generated set tunes nothing, and says why. A set of hand-labelled questions (generator
+"": written by hand, or 👎 turns made test items) tunes them all.
 
 BM25's k1 and b are not tuned: Milvus builds them into the collection's sparse index (`bm25_k1`, `bm25_b` of
 SPARSE_INVERTED_INDEX, store/milvus/schema.py: none given, so 1.2 and 0.75), so each value would rebuild the live
@@ -56,6 +56,7 @@ FEW_HELD_OUT = 10  # below this the interval is wide: said with the result
 AGREEMENT = Path(__file__).with_name("tune_agreement.json")
 GENERATED = ("model", "offline")  # TestItem.generator values of generated items ("" is written by hand)
 REAL_GAIN, WITHIN_NOISE = "real gain", "within noise"
+MEASURED = "bench/README.md, Tuning on generated sets vs real labels"  # where the agreement is published
 
 
 # ---------------------------------------------------------------------------------------- the statistics
@@ -157,12 +158,17 @@ def allowed_params(set_name: str, generators: Sequence[str], path: Path | None =
     if agreed is None:
         return Allowed((), tuple(generators), (
             f"test set {set_name!r} was generated ({made}), and no measurement says which settings tuned on generated "
-            f"questions choose as real labels do ({path.name}, written by a benchmark not run here): generated "
-            "questions reward matching the chunk's own words, so it tunes nothing; tune on a hand-labelled set."))
+            f"questions choose as real labels do ({path.name}, written by bench/tune_agreement.py, not run here): "
+            "generated questions reward matching the chunk's own words, so it tunes nothing; tune on a hand-labelled "
+            "set."))
+    if not agreed:
+        return Allowed((), tuple(generators), (
+            f"test set {set_name!r} was generated ({made}): measured against real labels ({MEASURED}), no setting "
+            "tuned on such questions chose as real labels did, so it tunes nothing; tune on a hand-labelled set."))
     left = [p for p in PARAMS if p not in agreed]
-    why = (f"test set {set_name!r} was generated ({made}): it tunes only what {path.name} measured to agree with real "
-           f"labels ({', '.join(LABELS[p] for p in agreed) or 'nothing'}), not {', '.join(LABELS[p] for p in left)}"
-           if left else "")
+    why = (f"test set {set_name!r} was generated ({made}): it tunes only "
+           f"{', '.join(LABELS[p] for p in agreed)}, the settings measured to choose as real labels do ({MEASURED}), "
+           f"not {', '.join(LABELS[p] for p in left)}" if left else "")
     return Allowed(agreed, tuple(generators), why)
 
 

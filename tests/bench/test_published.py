@@ -27,6 +27,7 @@ from bench import (
     sources,
     testsets,
     tradeoff,
+    tune_agreement,
 )
 from bench.common import REPO, RESULTS, load
 from bench.publish import BLOCKS, README, publish
@@ -37,7 +38,7 @@ RENDERS = {"chunking": chunking.render, "ingest": ingest.render, "latency": late
            "formats": formats.render, "testsets": testsets.render, "filters": filters.render,
            "fusion": fusion.render, "folding": folding.render, "conversations": conversations.render,
            "offline_answers": offline_answers.render, "expand": expand.render, "scale": scale.render,
-           "sources": sources.render}
+           "sources": sources.render, "tune_agreement": tune_agreement.render}
 
 
 def test_the_bench_readme_tables_are_rendered_from_the_records():
@@ -167,3 +168,11 @@ def test_the_deployment_page_quotes_the_scale_benchmark_as_recorded():
 def test_the_readme_quotes_the_test_set_benchmark_as_recorded():
     # issue 23: bench/README.md holds the table; README.md quotes its figures, and this keeps the quote current
     assert testsets.quote(load("testsets")) in (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def test_what_a_generated_set_may_tune_is_the_records_choice():
+    # rag_core/evaluation/tune_agreement.json (what Tune lets a generated set change): bench/tune_agreement.py's
+    from rag_core.evaluation.tune import AGREEMENT
+
+    expected = tune_agreement.agreement(load("tune_agreement"))
+    assert json.loads(AGREEMENT.read_text(encoding="utf-8")) == expected

@@ -78,7 +78,12 @@ def test_tune_apply_anyway_and_revert(page: AppTest, tunable: Path) -> None:
     assert kb.settings["rag.dense-weight"] == 0.0 and "tuning" not in kb.provenance
 
 
-def test_a_generated_set_says_it_tunes_nothing(page: AppTest, tunable: Path) -> None:
+def test_a_generated_set_says_it_tunes_nothing(page: AppTest, tunable: Path, tmp_path: Path, monkeypatch) -> None:
+    import json
+
+    from rag_core.evaluation import tune as tune_module
+
+    monkeypatch.setattr(tune_module, "AGREEMENT", tmp_path / "tune_agreement.json")  # nothing measured
     code = main(
         ["--data-dir", str(tunable), "eval", "generate", "--kb", TUNABLE, "--size", "6", "--seed", "1", "--name",
          "gen6", "--quiet"])
@@ -90,3 +95,13 @@ def test_a_generated_set_says_it_tunes_nothing(page: AppTest, tunable: Path) -> 
     assert not at.exception, at.exception
     assert any("gen6 was generated (offline)" in i.value and "it tunes nothing" in i.value for i in at.info)
     assert at.button(key="eval_tune_run").disabled
+    (tmp_path / "tune_agreement.json").write_text(json.dumps({"generators": {"offline": {"agreeing": []}}}))
+    at.run()  # measured, and nothing agreed: says so, and where it was measured
+    assert any("measured against real labels" in i.value and "bench/README.md" in i.value
+               and "it tunes nothing" in i.value for i in at.info)
+    assert at.button(key="eval_tune_run").disabled
+    (tmp_path / "tune_agreement.json").write_text(json.dumps({"generators": {"offline": {"agreeing": ["retrieve_k"]}}}))
+    at.run()  # measured, and retrieve-k agreed: it tunes that alone
+    assert any("it tunes only retrieve-k, the settings measured" in c.value and "bench/README.md" in c.value
+               for c in at.caption)
+    assert not at.button(key="eval_tune_run").disabled

@@ -103,6 +103,21 @@ def test_a_generated_set_tunes_only_what_a_measurement_says_agrees(tmp_path: Pat
     assert one.params == ("retrieve_k", "max_chunks_per_document") and "not fusion, dense weight" in one.why
     assert allowed_params("gen", ["model", "offline"], file).params == ("retrieve_k",)  # what both agree on
     assert allowed_params("gen", ["other"], file).params == ()  # a generator not measured: nothing
+    assert "measured to choose as real labels do (bench/README.md" in one.why  # where the measurement is published
+    file.write_text(json.dumps({"generators": {"offline": {"agreeing": []}}}), encoding="utf-8")
+    none = allowed_params("gen", ["offline"], file)  # measured, and nothing agreed: nothing, and says it was measured
+    assert none.params == () and "measured against real labels (bench/README.md" in none.why
+    assert "so it tunes nothing" in none.why and "\n" not in none.why
+
+
+def test_the_shipped_agreement_file_is_one_tune_reads() -> None:
+    """rag_core/evaluation/tune_agreement.json, written by bench/tune_agreement.py: a list for offline sets."""
+    from rag_core.evaluation.tune import AGREEMENT, agreeing
+
+    assert AGREEMENT.is_file()
+    agreed = agreeing(["offline"])
+    assert agreed is not None and set(agreed) <= set(PARAMS)
+    assert agreeing(["model"]) is None  # not measured: a model-generated set tunes nothing
 
 
 def result(kb: str = "biz", real: bool = True, changes: dict | None = None) -> dict:

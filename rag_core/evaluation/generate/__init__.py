@@ -33,12 +33,14 @@ __all__ = ["GENERATORS", "OFFLINE_WARNING", "PROMPT_VERSION", "REASONS", "Genera
 def generate_test_set(store: ChunkStore, *, size: int, generator: str = "offline", model: ChatModel | None = None,
                       lookup: Lookup | None = None, **options: Any) -> GenerationResult:
     """`generate_with_model` (generator "model": `model` needed) or `generate_offline`, with `options` (seed,
-    per_doc_max, lang, follow_ups, kb_name, progress; for a model also unanswerable, retries, item_deadline,
-    clock)."""
+    per_doc_max, lang, follow_ups, kb_name, progress; offline also avoid_rare; for a model also unanswerable,
+    retries, item_deadline, clock)."""
     if generator == "offline":
         return generate_offline(store, size=size, **options)
     if generator != "model":
         raise EvaluationError(f"--generator {generator!r}: use one of {', '.join(GENERATORS)}.")
+    if options.pop("avoid_rare", False):
+        raise EvaluationError("--avoid-rare is for --generator offline: a model writes its own words.")
     if model is None:
         raise GeneratorNeedsModel("--generator model needs a chat model: set DASHSCOPE_API_KEY, or chat.provider, "
                               "chat.base-url and chat.model (or eval.generator-model), or use --generator offline.")

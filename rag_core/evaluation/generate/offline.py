@@ -28,6 +28,15 @@ its terms question) and a follow-up that refers back to it without naming it
 the chunk's sentence that holds what it asks (a default, a command, a time...). The item is the follow-up, with the
 first question as its `history` (kind "follow_up"); one that would stand alone is rejected (`filters.stands_alone`).
 
+Avoiding the rare words (`avoid_rare`, `eval generate --avoid-rare`): a question made of the chunk's rarest words
+finds the chunk by keyword search alone, so such a set rewards BM25 and would tune a knowledge base away from a
+better embedder (issue 41). With it, the chunk's rare terms (`rare_terms`: its `RARE_SHARE` of content terms of
+highest idf over the knowledge base's chunks, at least `RARE_MIN`, ties included, the heading's words excepted) are
+left out: a title question comes first for every chunk (the section's heading words ask it), a sentence question
+drops the rare words it copied (refused when fewer than `MIN_LEFT` content terms remain), and a terms question
+names the chunk's most distinctive terms among the others. Whether such sets choose settings as real labels do is
+measured by bench/tune_agreement.py (bench/README.md).
+
 Such questions are made of the text's own words, so they flatter BM25: they compare configurations, they do
 not measure quality (`result.OFFLINE_WARNING`, carried by every offline set). No item is "should not be
 answerable" offline; a person can mark any item so when reviewing.
@@ -69,15 +78,17 @@ from .sampling import (
 )
 
 TERMS = 3
+RARE_SHARE, RARE_MIN = 0.25, 3  # avoid_rare: the share of a chunk's terms (by idf) left out, and at least this many
+MIN_LEFT = 2  # avoid_rare: a question with fewer content terms once the rare ones are out asks nothing
 _NUMBER = re.compile(r"^[\d.,%:/\-]+$")
 
 
 def generate_offline(store: ChunkStore, *, size: int, seed: int = 0, per_doc_max: int | None = None,
-                     lang: str = "auto", follow_ups: float = 0.0, kb_name: str = "",
+                     lang: str = "auto", follow_ups: float = 0.0, kb_name: str = "", avoid_rare: bool = False,
                      progress: GenerationProgress | None = None) -> GenerationResult:
     """`size` offline items from the knowledge base behind `store` (see the module docstring), `round(size *
     follow_ups)` of them follow-ups. `lang` "zh" or "en" takes only chunks in that language (offline questions
-    are the text's own words, never translated)."""
+    are the text's own words, never translated). `avoid_rare`: questions without the chunk's rarest words."""
     if lang not in LANGS:
         raise EvaluationError(f"--lang {lang!r}: use one of {', '.join(LANGS)}.")
     wanted_follow_ups = follow_up_count(size, follow_ups)
@@ -111,7 +122,8 @@ def generate_offline(store: ChunkStore, *, size: int, seed: int = 0, per_doc_max
                 continue
             kind, topic, history = "follow_up", f"{first} {query}", (ConversationTurn("user", first),)
         else:
-            made = _question(chunk, idf, rng, heading_first=position % 2 == 0)
+            rare = rare_terms(chunk, idf) if avoid_rare else frozenset()
+            made = _question(chunk, idf, rng, heading_first=avoid_rare or position % 2 == 0, rare=rare)
             if made is None:
                 filters.reject(NO_TERMS)
                 continue
@@ -130,7 +142,8 @@ def generate_offline(store: ChunkStore, *, size: int, seed: int = 0, per_doc_max
         warnings.append(shortfall_warning(size, len(items), filters.counts()))
     return GenerationResult(tuple(items), size, "offline", seed, kb_name, lang, per_doc_max, filters.counts(),
                             len(by_doc), len(every), len(order), tried, time.perf_counter() - started,
-                            warnings=tuple(warnings), follow_up_share=follow_ups)
+                            warnings=tuple(warnings), follow_up_share=follow_ups,
+                            avoid_rare=avoid_rare)
 
 
 def _answers(chunk: SampledChunk) -> list[str]:
@@ -152,15 +165,53 @@ def _idf(chunks: Sequence[SampledChunk]) -> dict[str, float]:
 
 
 def _question(chunk: SampledChunk, idf: Mapping[str, float], rng: random.Random,
-              heading_first: bool) -> tuple[str, str, str] | None:
-    """(kind, question, answer) for the chunk, or None when no kind can be made."""
+              heading_first: bool, rare: frozenset[str] = frozenset()) -> tuple[str, str, str] | None:
+    """(kind, question, answer) for the chunk, or None when no kind can be made; without the `rare` terms (but
+    the heading's) when some are given."""
     answers = _answers(chunk)
     makers = (_title_question, _sentence_question) if heading_first else (_sentence_question, _title_question)
-    for make in (*makers, _terms_question):
+    for make in makers:
         made = make(chunk, answers, idf, rng)
+        if made is not None and rare:
+            made = _without(made, rare, chunk.lang)
         if made is not None:
             return made
-    return None
+    return _terms_question(chunk, answers, idf, rng, skip=rare)
+
+
+def rare_terms(chunk: SampledChunk, idf: Mapping[str, float]) -> frozenset[str]:
+    """The chunk's rarest content terms: its `RARE_SHARE` of terms of highest idf (at least `RARE_MIN`), and every
+    term as rare as the last of those (in a small knowledge base most terms are in one chunk only: which of them
+    to keep would be arbitrary), but never its commonest terms (when the share reaches them, only the terms rarer
+    than they are); the words of its heading path excepted (a person asks with those)."""
+    heading = terms(" ".join(clean_heading(h) for h in chunk.heading_path))
+    text = chunk.content.lower()
+    own = [t for t in terms(chunk.content) if t not in heading and not _NUMBER.match(t)]
+    ranked = sorted(own, key=lambda t: (-idf.get(t, 0.0), text.find(t), t))
+    if not ranked:
+        return frozenset()
+    cut = idf.get(ranked[min(len(ranked), max(RARE_MIN, math.ceil(len(ranked) * RARE_SHARE))) - 1], 0.0)
+    if cut <= idf.get(ranked[-1], 0.0):  # the share reaches the chunk's commonest terms: only those rarer than them
+        return frozenset(t for t in ranked if idf.get(t, 0.0) > cut)
+    return frozenset(t for t in ranked if idf.get(t, 0.0) >= cut)  # a term as rare as the last one is as rare
+
+
+def _without(made: tuple[str, str, str], rare: frozenset[str], lang: str) -> tuple[str, str, str] | None:
+    """The question of `made` with the `rare` terms it holds dropped; None when fewer than `MIN_LEFT` content
+    terms are left (it would ask nothing)."""
+    kind, query, answer = made
+    if not terms(query) & rare:
+        return made
+    if lang == "zh":
+        for term in sorted(rare, key=len, reverse=True):
+            query = re.sub(re.escape(term), "", query, flags=re.IGNORECASE)
+    else:
+        kept = [w for w in query.split() if not (terms(w) & rare)]
+        end = query[-1] if query[-1] in "?？" else ""
+        query = " ".join(kept).rstrip(",;: ")
+        query = query if query.endswith(end) else query + end
+    query = re.sub(r"\s+([,?？])", r"\1", query).strip()
+    return (kind, query, answer) if len(terms(query)) >= MIN_LEFT else None
 
 
 def _follow_up(chunk: SampledChunk, idf: Mapping[str, float], rng: random.Random) -> tuple[str, str, str] | None:
@@ -199,8 +250,8 @@ def _sentence_question(chunk: SampledChunk, answers: Sequence[str], idf: Mapping
 
 
 def _terms_question(chunk: SampledChunk, answers: Sequence[str], idf: Mapping[str, float],
-                    rng: random.Random) -> tuple[str, str, str] | None:
-    chosen = _distinctive_terms(chunk.content, idf)
+                    rng: random.Random, skip: frozenset[str] = frozenset()) -> tuple[str, str, str] | None:
+    chosen = _distinctive_terms(chunk.content, idf, skip)
     if not chosen:
         return None
     shown = [_as_written(term, chunk.content) for term in chosen]
@@ -208,11 +259,13 @@ def _terms_question(chunk: SampledChunk, answers: Sequence[str], idf: Mapping[st
     return "terms", query, _best_sentence(answers, set(chosen), idf)
 
 
-def _distinctive_terms(content: str, idf: Mapping[str, float]) -> list[str]:
-    """The chunk's `TERMS` most distinctive terms, in the order the chunk has them."""
+def _distinctive_terms(content: str, idf: Mapping[str, float], skip: frozenset[str] = frozenset()) -> list[str]:
+    """The chunk's `TERMS` most distinctive terms but `skip`, in the order the chunk has them."""
     text = content.lower()
     scored = []
     for term in terms(content):
+        if term in skip:
+            continue
         if _NUMBER.match(term) or (term.isascii() and len(term) < 3):  # "le", "gi": labels and units, not topics
             continue
         if term.isascii() and len(term) >= 10 and any(ch.isdigit() for ch in term):  # ids, hashes: "pmc5377511"

@@ -50,6 +50,7 @@ class GenerationResult:
     checks: tuple[Mapping[str, Any], ...] = ()  # each "should not be answerable" candidate: lookup and verdict
     warnings: tuple[str, ...] = ()
     follow_up_share: float = 0.0  # the share of follow-up items asked for
+    avoid_rare: bool = False  # offline questions made without the chunk's rarest words (--avoid-rare)
     created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
     @property
@@ -66,7 +67,7 @@ class GenerationResult:
         return {"format": SET_FORMAT, "generator": self.generator, "model": self.model,
                 "prompt_version": self.prompt_version, "seed": self.seed, "size": self.size,
                 "kept": len(self.items), "should_not_answer": sum(1 for i in self.items if not i.should_answer),
-                "follow_up_share": self.follow_up_share,
+                "follow_up_share": self.follow_up_share, "avoid_rare": self.avoid_rare,
                 "follow_ups": sum(1 for i in self.items if i.kind == "follow_up"),
                 "knowledge_base": self.knowledge_base, "lang": self.lang, "per_doc_max": self.per_doc_max,
                 "documents": self.documents, "chunks": self.chunks, "candidates": self.candidates,
