@@ -5,6 +5,7 @@ import json
 import re
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
 
 from tests.e2e.conftest import SEED_FILES, seed, start_app, stop_app
@@ -73,10 +74,16 @@ def test_a_follow_up_replays_in_the_debugger_with_the_turns_before_it(page, app_
     wait_idle(page)
     follow_up = statuses.last
     replay = follow_up.get_by_role("link", name=re.compile("Replay this lookup"))
-    if not replay.is_visible():
-        follow_up.get_by_text("Searched the knowledge base").click()
-        wait_idle(page)
-    replay.click()
+    for attempt in range(3):  # a rerun that ends meanwhile may draw the status block closed again: open it again
+        if not replay.is_visible():
+            follow_up.get_by_text("Searched the knowledge base").click()
+            wait_idle(page)
+        try:
+            replay.click(timeout=20_000)
+            break
+        except PlaywrightTimeoutError:
+            if attempt == 2:
+                raise
     expect(page.get_by_role("heading", name="🔎 Retrieval debugger")).to_be_visible(timeout=30_000)
     expect(page.get_by_role("textbox", name="Query")).to_have_value("What is the first step?", timeout=60_000)
     box = page.get_by_role("textbox", name="Previous turns")
