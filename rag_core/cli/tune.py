@@ -49,6 +49,8 @@ def cmd_tune(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     if not args.target_kb or not args.test_set:
         raise EvaluationError("eval tune: give the knowledge base and --set NAME (or --revert KB).")
+    with knowledge_bases(settings) as kbs:
+        check_known(kbs, [args.target_kb])  # an unknown knowledge base is named before the set is read
     test_set = open_test_set(settings, args.test_set)
     allowed = allowed_params(test_set.name, generators_of(test_set.items))
     values = {p: getattr(args, p) for p in PARAMS if getattr(args, p) is not None}
