@@ -37,6 +37,7 @@ from bench import (
     testsets,
     tradeoff,
     tune_agreement,
+    tune_halves,
 )
 from bench.common import REPO, load
 
@@ -72,6 +73,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "folding": _one("folding", folding.render),
     "expand": _one("expand", expand.render),
     "tune_agreement": _one("tune_agreement", tune_agreement.render),
+    "tune_halves": _one("tune_halves", tune_halves.render),
     # one sentence each on what the tables of the results block say
     "summary-api": _one("api", api.summary),
     "summary-host": _one("host", host.summary),

@@ -28,6 +28,7 @@ from bench import (
     testsets,
     tradeoff,
     tune_agreement,
+    tune_halves,
 )
 from bench.common import REPO, RESULTS, load
 from bench.publish import BLOCKS, README, publish
@@ -38,7 +39,8 @@ RENDERS = {"chunking": chunking.render, "ingest": ingest.render, "latency": late
            "formats": formats.render, "testsets": testsets.render, "filters": filters.render,
            "fusion": fusion.render, "folding": folding.render, "conversations": conversations.render,
            "offline_answers": offline_answers.render, "expand": expand.render, "scale": scale.render,
-           "sources": sources.render, "tune_agreement": tune_agreement.render}
+           "sources": sources.render, "tune_agreement": tune_agreement.render,
+           "tune_halves": tune_halves.render}
 
 
 def test_the_bench_readme_tables_are_rendered_from_the_records():
