@@ -185,7 +185,7 @@ hits_tab, evidence_tab, context_tab, table_tab, scores_tab = st.tabs([
 with hits_tab:
     if data["query_terms"]:
         st.caption(t("BM25 terms of the query (as jieba cut them, Traditional folded to Simplified): {terms}",
-                     terms=" · ".join(data["query_terms"])))
+                     terms=" · ".join(f"`{w}`" for w in data["query_terms"])))
     st.html(hit_list_html(data["raw_hits"]))
 with evidence_tab:
     for i, e in enumerate(data["evidence"]):

@@ -148,7 +148,7 @@ def explained_terms(data: Mapping[str, Any]) -> None:
     if not targets or not data.get("query_terms"):
         return
     st.caption(t("BM25 terms of the query (as jieba cut them, Traditional folded to Simplified): {terms}",
-                 terms=" · ".join(data["query_terms"])))
+                 terms=" · ".join(f"`{w}`" for w in data["query_terms"])))
     for c in targets:
         terms = terms_html(c) or esc(t("none of the query's BM25 terms"))
         st.html(f'<div style="font-size:0.85rem"><code>{esc(c["evidence_key"])}</code> {terms}</div>')

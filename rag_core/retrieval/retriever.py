@@ -107,10 +107,10 @@ class LookupResult:
 
     @cached_property
     def keywords(self) -> Keywords | None:
-        """The BM25 terms of the query and of each hit (retrieval.keywords), worked out when first asked for (by
-        `to_dict`: the debugger, the CLI, the API, a chat's tool view, explain): the lookups nobody reads the hits of
-        (an evaluation's) send Milvus no request for them. Its milliseconds join `timings` as "keywords" (outside
-        "total": an explanation of the hits, not a stage of the lookup)."""
+        """The BM25 terms of the query and of each hit (retrieval.keywords), worked out when first asked for: by
+        `lookup`, or by `to_dict` (the debugger's `assemble`d results): an evaluation's lookups, which nobody reads the
+        hits of, send Milvus no request for them. Its milliseconds join `timings` as "keywords" (outside "total": an
+        explanation of the hits, not a stage of the lookup)."""
         if self.words_of is None:
             return None
         started = time.perf_counter()
@@ -321,9 +321,13 @@ class KnowledgeRetriever:
 
     def lookup(self, query: str, **overrides: Any) -> LookupResult:
         """The lookup of `query`; `overrides` are LookupParams fields, among them `access`: the AccessScope of who
-        is asking (`principal.scope(kb)`; default UNRESTRICTED: every document)."""
+        is asking (`principal.scope(kb)`; default UNRESTRICTED: every document). Its keywords are worked out here,
+        while the store is surely open (the CLI prints a lookup after closing it); `fetch` + `assemble` leave them to
+        whoever reads them (the debugger; an evaluation never does)."""
         from .spans import traced_lookup
 
         with traced_lookup(query) as done:
             params = self.params(**overrides)
-            return done(self.assemble(self.fetch(query, params), params))
+            result = self.assemble(self.fetch(query, params), params)
+            _ = result.keywords
+            return done(result)

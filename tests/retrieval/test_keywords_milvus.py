@@ -62,14 +62,19 @@ def test_explain_shows_the_expected_chunks_terms(sample_wb):
 
 
 def test_keywords_are_worked_out_only_when_read(sample_wb, monkeypatch):
-    """An evaluation's lookups never read them: no request is sent for them until `to_dict` (or `keywords`) asks."""
+    """An evaluation's lookups (fetch + assemble) never read them: no request is sent for them until `to_dict` (or
+    `keywords`) asks; `lookup` works them out at once, while the store is open (the CLI prints after closing it)."""
     from rag_core.retrieval import keywords
 
     calls = []
     real = keywords.of_candidates
     monkeypatch.setattr(keywords, "of_candidates", lambda *a: calls.append(a) or real(*a))
-    result = sample_wb.retriever.lookup("disk full", search=BM25, retrieve_k=5)
+    retriever = sample_wb.retriever
+    params = retriever.params(search=BM25, retrieve_k=5)
+    result = retriever.assemble(retriever.fetch("disk full", params), params)
     assert calls == [] and "keywords" not in result.timings
     first = result.to_dict()
     assert len(calls) == 1 and first["query_terms"] and "keywords" in first["timings"]
     assert result.to_dict()["query_terms"] == first["query_terms"] and len(calls) == 1  # worked out once
+    looked_up = retriever.lookup("disk full", search=BM25, retrieve_k=5)
+    assert len(calls) == 2 and "keywords" in looked_up.timings

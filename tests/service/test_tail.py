@@ -133,6 +133,10 @@ class CountingPort:
     def document_chunks(self, doc_id):  # the expansion and merge stages read whole documents, as through the port
         return self.port.document_chunks(doc_id)
 
+    @property
+    def store(self):  # the keywords of the hits are scored by the store behind the port (retrieval.keywords)
+        return self.port.store
+
     def search(self, query, k, filters=None):
         import time
 
