@@ -99,6 +99,19 @@ def orderings(run: Any) -> dict[str, float]:
     return {f"{p.point.mode}/{p.point.chunk_size}": p.metrics[METRIC] for p in run.points}
 
 
+def sampled_set(bench: str, name: str, split: str, n_queries: int, corpus_sample: int,
+                settings: Any) -> tuple[Any, InMemoryChunkStore]:
+    """A seeded sample of the BEIR set `name` with its real labels, and its documents chunked into an in-memory
+    store (no vectors) that the generators read their chunks from."""
+    real = load_beir(need_set(name), split=split, sample=n_queries, seed=0, corpus_sample=corpus_sample, name=name)
+    docs = real.documents or ()
+    log(f"{bench}: {name} ({len(real.queries)} queries, {len(docs)} documents) ...")
+    store = InMemoryChunkStore()
+    store.open(_NoEmbedder.name, _NoEmbedder.dim)
+    bulk_index(store, _NoEmbedder(), docs, chunk_size=settings["chunk.max-size"], overlap=settings["chunk.overlap"])
+    return real, store
+
+
 def measure(quick: bool = False) -> dict[str, Any]:
     from tests.servers.chat import OpenAIChatServer
 
@@ -112,14 +125,8 @@ def measure(quick: bool = False) -> dict[str, Any]:
     try:
         for name, split in SETS:
             started = time.perf_counter()
-            real = load_beir(need_set(name), split=split, sample=n_queries, seed=0, corpus_sample=corpus_sample,
-                             name=name)
+            real, store = sampled_set("testsets", name, split, n_queries, corpus_sample, settings)
             docs = real.documents or ()
-            log(f"testsets: {name} ({len(real.queries)} queries, {len(docs)} documents) ...")
-            store = InMemoryChunkStore()
-            store.open(_NoEmbedder.name, _NoEmbedder.dim)
-            bulk_index(store, _NoEmbedder(), docs, chunk_size=settings["chunk.max-size"],
-                       overlap=settings["chunk.overlap"])
             real_run = run_evaluation(real, grid, settings, factories=factories(), embedder=embedder)
             truth = orderings(real_run)
             entry: dict[str, Any] = {"split": split, "documents": len(docs), "real_queries": len(real.queries),

@@ -36,17 +36,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO, RESULTS, log, main, need_set, record_and_print, section, table
-from bench.testsets import SETS, _NoEmbedder, kendall_tau
+from bench.common import REPO, RESULTS, log, main, record_and_print, section, table
+from bench.testsets import SETS, kendall_tau, sampled_set
 from rag_core.bootstrap import factories
 from rag_core.config import load_settings
 from rag_core.embedding.local import LocalUSEEmbedder
-from rag_core.evaluation import Grid, load_beir, load_user_set, run_evaluation
+from rag_core.evaluation import Grid, load_user_set, run_evaluation
 from rag_core.evaluation.generate import generate_offline
-from rag_core.evaluation.indexing import bulk_index
 from rag_core.evaluation.params import LABELS
 from rag_core.evaluation.tune import AGREEMENT, PARAMS, grid_values
-from rag_core.store.memory import InMemoryChunkStore
 
 QUERIES, CORPUS_SAMPLE, SIZE = 50, 50, 50
 QUICK = (8, 8, 8)
@@ -103,14 +101,8 @@ def measure(quick: bool = False) -> dict[str, Any]:
                                "tau_min": TAU_MIN, "regret_max": REGRET_MAX, "sets": {}, "comparisons": []}
     for name, split in SETS:
         started = time.perf_counter()
-        real = load_beir(need_set(name), split=split, sample=n_queries, seed=0, corpus_sample=corpus_sample,
-                         name=name)
+        real, store = sampled_set("tune_agreement", name, split, n_queries, corpus_sample, settings)
         docs = real.documents or ()
-        log(f"tune_agreement: {name} ({len(real.queries)} queries, {len(docs)} documents) ...")
-        store = InMemoryChunkStore()
-        store.open(_NoEmbedder.name, _NoEmbedder.dim)
-        bulk_index(store, _NoEmbedder(), docs, chunk_size=settings["chunk.max-size"],
-                   overlap=settings["chunk.overlap"])
         labels: dict[str, Any] = {"real": real}
         entry: dict[str, Any] = {"split": split, "documents": len(docs), "real_queries": len(real.queries),
                                  "styles": {}}
