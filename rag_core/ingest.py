@@ -392,7 +392,8 @@ class Ingestor:
                             self.indexed_with(), own.get(g.doc.doc_id, {}))
                  for i, g in enumerate(todo)]
         ids = [g.doc.doc_id for g in todo]
-        with self.store.editing() as writer:
+        # under the knowledge base's change lock: an embedder upgrade's swap (kb.upgrade) never misses a version
+        with self.store.lock(), self.store.editing() as writer:
             labels.begin({g.doc.doc_id: (fields[g.doc.doc_id], g.doc.content_hash) for g in todo}, writer)
             results = self.store.replace_documents(items)
             labels.finish(ids)

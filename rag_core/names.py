@@ -14,12 +14,14 @@ Pure: importable by the settings (`milvus.collection` names the default knowledg
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable
 
 CATALOG = "rag_knowledge_bases"  # the catalog's own collection (rag_core.kb.catalog)
 REGISTRY_SUFFIX = "_docs"
 MIGRATING = "__migrating"  # suffix of the temporary copy a schema migration builds
+UPGRADE = "__emb_"  # NAME__emb_<embedder>: the chunk collection an embedder upgrade fills (rag_core.kb.upgrade)
 MAX_LENGTH = 255 - len(MIGRATING)  # Milvus allows 255 characters; the migration copy must fit
 _MILVUS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 RULE = (f"use letters, digits and underscores, starting with a letter or underscore, at most {MAX_LENGTH} "
@@ -36,6 +38,19 @@ def collections_of(name: str) -> tuple[str, str, str]:
     return name, name + REGISTRY_SUFFIX, name + MIGRATING
 
 
+def upgrade_collection(name: str, provider: str) -> str:
+    """The chunk collection knowledge base `name` fills with embedder `provider`'s vectors during an upgrade (and
+    searches after the swap)."""
+    slug = re.sub(r"[^A-Za-z0-9_]", "_", provider)
+    full = f"{name}{UPGRADE}{slug}"
+    return full if len(full) <= 255 else f"{name[:200]}{UPGRADE}{hashlib.sha256(slug.encode()).hexdigest()[:12]}"
+
+
+def upgrades_of(name: str, present: Iterable[str]) -> list[str]:
+    """The collections among `present` that knowledge base `name`'s upgrades made (NAME__emb_*)."""
+    return [c for c in present if fold(c).startswith(fold(name + UPGRADE))]
+
+
 def same_as(name: str, others: Iterable[str]) -> str | None:
     """The first of `others` that is `name` with other letter case (the store takes it for `name`), or None."""
     return next((other for other in others if other != name and fold(other) == fold(name)), None)
@@ -50,6 +65,9 @@ def name_problem(name: object) -> str | None:
     if fold(name).endswith(REGISTRY_SUFFIX) or fold(name).endswith(MIGRATING):
         return (f"{name!r} is not a valid knowledge base name: names ending in {REGISTRY_SUFFIX!r} or {MIGRATING!r} "
                 "(in any letter case) are another knowledge base's registry or migration collections.")
+    if UPGRADE in fold(name):
+        return (f"{name!r} is not a valid knowledge base name: names containing {UPGRADE!r} are another knowledge "
+                "base's chunk collections for a new embedder.")
     if fold(name) == CATALOG:
         return f"{name!r} is reserved: it is the collection holding the catalog of knowledge bases ({CATALOG})."
     return None

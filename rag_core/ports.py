@@ -393,7 +393,35 @@ class SharedStore(ChunkStore, Protocol):
 
 
 @runtime_checkable
-class KnowledgeStore(EditableStore, LabelledStore, SharedStore, Protocol):
+class UpgradableStore(ChunkStore, Protocol):
+    """A store whose chunks can be embedded again by another embedder beside the live ones, then swapped in
+    (kb.upgrade: the background embedder upgrade).
+
+    Contract (tests/contracts/store_capabilities.py, UpgradableStoreContract): `stage(name, embedder, dim)` makes
+    the staging `name` for that embedder, keeping what it holds when it was made for the same one; `unstaged(name)`
+    lists (row id, text to embed) of every chunk it lacks or holds from other text, and removes staged rows of
+    chunks gone or changed; `put_staged(name, ids, vectors)` stages those chunks with those vectors (ids gone are
+    skipped; returns how many were written); `staged_count(name)` is (staged, live); `swap_staged(name)` makes
+    every search and write use the staged vectors and their embedder, returning the chunk collection replaced
+    (`chunks` names the one in use); `drop_chunks(name)` drops one that is not in use."""
+
+    chunks: str
+
+    def stage(self, name: str, embedder_name: str, dim: int) -> None: ...
+
+    def unstaged(self, name: str) -> list[tuple[str, str]]: ...
+
+    def put_staged(self, name: str, ids: Sequence[str], vectors: Any) -> int: ...
+
+    def staged_count(self, name: str) -> tuple[int, int]: ...
+
+    def swap_staged(self, name: str) -> str: ...
+
+    def drop_chunks(self, name: str) -> None: ...
+
+
+@runtime_checkable
+class KnowledgeStore(EditableStore, LabelledStore, SharedStore, UpgradableStore, Protocol):
     """The store of a knowledge base: chunks, and everything kept beside them (every capability above). What a
     Workbench holds, the Ingestor writes and `Factories` open."""
 

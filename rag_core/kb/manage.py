@@ -194,15 +194,16 @@ class KnowledgeBases:
         """What a knowledge base holds, read from its registry (no embedder is loaded)."""
         kb = self.get(name)
         info = KnowledgeBaseInfo(kb, kb.name == self.default)
-        if self.database is not None and not self.database.has_collection(kb.name):
+        chunks = str(kb.settings.get("milvus.chunks") or kb.name)
+        if self.database is not None and not self.database.has_collection(chunks):
             return info  # made, never opened yet: its collections are created on first use
         try:
-            store = self.factories.open_source_store(self.settings, kb.name)
+            store = self.factories.open_source_store(apply(self.settings, kb), kb.name)
         except RagError as exc:
             return replace(info, error=str(exc))
         try:
             docs = store.list_documents()
-            meta = self.database.collection_meta(kb.name) if self.database is not None else {}
+            meta = self.database.collection_meta(chunks) if self.database is not None else {}
         finally:
             store.close()
         return replace(info, documents=len(docs), chunks=sum(d.chunks for d in docs),
@@ -271,19 +272,22 @@ class KnowledgeBases:
         The settings in `changes` are recorded as set by hand (kb.settings.origin_of), unless `provenance` (the
         entry as it was, and its new values -> its new provenance: `eval tune --apply` and `--revert`) says."""
         kb = self.get(name)
+        if "milvus.chunks" in changes:
+            raise KnowledgeBaseError("milvus.chunks is set by `kb upgrade` when it swaps in a new embedder's "
+                                     "vectors, never by hand.", "bad_settings")
         values = checked(apply(self.settings, kb), changes, f"knowledge base {name}")
         changed = [k for k in EMBEDDER_KEYS if values[k] != kb.settings.get(k, values[k])]
         note = kb.note
         if changed:
             self._check_embedder_may_change(kb, changed)
             self._drop_storage(kb.name, originals=False)  # empty, and made for the old embedder
-            values, measured = self._measured_for_new_embedder(kb, values, changes)
+            values, measured = self.measured_for_new_embedder(kb, values, changes)
             note = joined(note, measured)
         kept = (provenance(kb, values) if provenance is not None
                 else by_hand(kb.provenance, values, [k for k in changes if k in values], utc_now()))
         return self.catalog.write(replace(kb, settings=values, note=note, provenance=kept))
 
-    def _measured_for_new_embedder(self, before: KnowledgeBase, values: dict[str, Any],
+    def measured_for_new_embedder(self, before: KnowledgeBase, values: dict[str, Any],
                                    changes: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
         """A knowledge base given another embedder gets the fusion settings measured for it, unless this command
         gave them (its options, --set, the environment)."""
@@ -337,8 +341,9 @@ class KnowledgeBases:
         Documents without a kept original are reported failed; `source` is left as it was."""
         src = self.get(source)
         check_name(name)
-        values, measured = self._measured_for_new_embedder(
+        values, measured = self.measured_for_new_embedder(
             src, checked(apply(self.settings, src), changes or {}, f"knowledge base {name}"), changes or {})
+        values["milvus.chunks"] = ""  # its own collection (the source's may be an upgrade's)
         key = (self.settings.milvus_uri, name)
         with _running_guard:
             _running.add(key)
@@ -353,7 +358,7 @@ class KnowledgeBases:
             try:
                 wb = self.open(name, pending)
                 try:
-                    source_store = self.factories.open_source_store(self.settings, source)
+                    source_store = self.factories.open_source_store(apply(self.settings, src), source)
                     try:
                         reports = wb.ingestor.reindex(source=source_store, progress=progress)
                     finally:

@@ -26,7 +26,9 @@ SEARCH_KEYS = ("rag.search-mode", "rag.fusion", "rag.rrf-k", "rag.dense-weight",
                "rag.default-filter", "rag.filter-keys", "rag.expand", "rag.expand-neighbours", "chunk.parent-max-size",
                "rag.merge", "rag.block-tokens", "rag.context-tokens")
 ACCESS_KEYS = ("access.folders",)  # who may retrieve what: never a command's own lookup option
-KB_KEYS = CHUNK_KEYS + EMBEDDER_KEYS + SEARCH_KEYS + ACCESS_KEYS
+UPGRADE_KEYS = ("embedding.upgrade-to",)  # the embedder `kb upgrade` moves it to (kb.upgrade)
+STORAGE_KEYS = ("milvus.chunks",)  # where its chunks are: written by `kb upgrade`'s swap alone, never by a person
+KB_KEYS = CHUNK_KEYS + EMBEDDER_KEYS + SEARCH_KEYS + ACCESS_KEYS + UPGRADE_KEYS + STORAGE_KEYS
 
 
 def defaults_for_new(settings: Settings) -> dict[str, Any]:

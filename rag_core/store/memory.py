@@ -73,6 +73,13 @@ class _Version:
     written: int = 0  # chunks the version was written with (its registry row's count: added chunks are not counted)
 
 
+@dataclass
+class _Staging:
+    embedder: str
+    dim: int
+    rows: dict[str, tuple[str, dict[str, Any], np.ndarray]] = field(default_factory=dict)  # id -> content, meta, vector
+
+
 class InMemoryChunkStore:
     """See the module docstring."""
 
@@ -87,6 +94,8 @@ class InMemoryChunkStore:
         self._commits = itertools.count(1)
         self._lock = threading.RLock()
         self._editing = 0  # changes being written (`editing`)
+        self.chunks = name  # the "collection" searched: another after an embedder upgrade's swap
+        self._staged: dict[str, _Staging] = {}  # an upgrade's staged vectors (`stage`)
 
     # ---------------------------------------------------------------- lifecycle
     def open(self, embedder_name: str, dim: int, *, migrate: bool = False) -> None:
@@ -198,6 +207,68 @@ class InMemoryChunkStore:
             terms = [ver.terms[i] for i in keep] + [Counter(tokens(search_text(row.content, row.metadata)))]
             order = sorted(range(len(chunks)), key=lambda i: chunks[i].chunk_index)  # chunk order, as get_chunks reads
             ver.chunks, ver.vectors, ver.terms = [chunks[i] for i in order], vectors[order], [terms[i] for i in order]
+
+    # ---------------------------------------------------------------- an embedder upgrade (ports.UpgradableStore)
+    def stage(self, name: str, embedder_name: str, dim: int) -> None:
+        """As MilvusStore.stage: the staging `name` kept when it was made for this embedder, else made (again)."""
+        with self._lock:
+            found = self._staged.get(name)
+            if found is None or (found.embedder, found.dim) != (embedder_name, dim):
+                self._staged[name] = _Staging(embedder_name, dim)
+
+    def _staging(self, name: str) -> _Staging:
+        if name not in self._staged:
+            raise StoreError(f"There is no staged collection {name!r}.")
+        return self._staged[name]
+
+    def _rows(self) -> dict[str, StoredChunk]:
+        return {c.id: c for ver in self._versions.values() for c in ver.chunks}
+
+    def unstaged(self, name: str) -> list[tuple[str, str]]:
+        """As MilvusStore.unstaged: (row id, text to embed) of the chunks the staging lacks or holds from other text;
+        staged rows of chunks gone or changed are removed."""
+        with self._lock:
+            staging, now = self._staging(name), self._rows()
+            for row_id, (content, metadata, _) in list(staging.rows.items()):
+                if row_id not in now or (now[row_id].content, dict(now[row_id].metadata)) != (content, metadata):
+                    del staging.rows[row_id]
+            return [(i, search_text(c.content, c.metadata)) for i, c in now.items() if i not in staging.rows]
+
+    def put_staged(self, name: str, ids: Sequence[str], vectors: Any) -> int:
+        with self._lock:
+            staging, now = self._staging(name), self._rows()
+            written = 0
+            for row_id, vector in zip(ids, vectors, strict=True):
+                if row_id in now:
+                    staging.rows[row_id] = (now[row_id].content, dict(now[row_id].metadata), _unit(vector))
+                    written += 1
+            return written
+
+    def staged_count(self, name: str) -> tuple[int, int]:
+        with self._lock:
+            staged = self._staged.get(name)
+            return (len(staged.rows) if staged else 0), len(self._rows())
+
+    def swap_staged(self, name: str) -> str:
+        """As MilvusStore.swap_staged: every chunk searched by its staged vector from now on (each must be staged)."""
+        with self._lock:
+            staging = self._staging(name)
+            missing = [c.id for ver in self._versions.values() for c in ver.chunks if c.id not in staging.rows]
+            if missing:
+                raise StoreError(f"{len(missing)} chunks are not staged in {name!r}; stage them first.")
+            for ver in self._versions.values():
+                ver.vectors = np.array([staging.rows[c.id][2] for c in ver.chunks], dtype=np.float32).reshape(
+                    len(ver.chunks), staging.dim)
+            old, self.chunks = self.chunks, name
+            self.embedder_name, self.dim = staging.embedder, staging.dim
+            del self._staged[name]
+            return old
+
+    def drop_chunks(self, name: str) -> None:
+        if name == self.chunks:
+            raise StoreError(f"Collection {name!r} holds the chunks in use; it cannot be dropped.")
+        with self._lock:
+            self._staged.pop(name, None)
 
     # ---------------------------------------------------------------- writes
     def fingerprints(self, doc_ids: Iterable[str]) -> dict[str, IndexedVersion]:

@@ -35,7 +35,7 @@ import numpy as np
 
 from ...errors import StoreError
 from ...files import FileLock
-from ...names import REGISTRY_SUFFIX
+from ...names import REGISTRY_SUFFIX, UPGRADE, upgrades_of
 from ...ports import StoreFilters
 from ...records import Chunk, Document, IndexedVersion, NewVersion, SearchHit, StoredChunk, StoredDocument, WriteResult
 from ...scope import document_labels
@@ -68,6 +68,19 @@ class _Parts:
     searcher: Searcher
 
 
+def chunk_collection(kb: str, chunks: str) -> str:
+    """The collection holding knowledge base `kb`'s chunks: its own name, or an upgrade's (`milvus.chunks`)."""
+    return own_upgrade(kb, chunks) if chunks and chunks != kb else kb
+
+
+def own_upgrade(kb: str, name: str) -> str:
+    """`name` when it is one of knowledge base `kb`'s upgrade collections (names.upgrades_of), else StoreError."""
+    if not upgrades_of(kb, [name]) or len(name) > 255:
+        raise StoreError(f"{name!r} is not a chunk collection of knowledge base {kb!r} (those are {kb!r} and "
+                         f"{kb + UPGRADE}<embedder>).")
+    return name
+
+
 class MilvusStore:
     """The chunk collection and its registry: the ChunkStore (rag_core.ports) on Milvus. Built by
     `bootstrap`; connects lazily.
@@ -79,7 +92,7 @@ class MilvusStore:
 
     def __init__(self, uri: str, collection: str, token: str = "", timeout: float = 60.0, *,
                  lite: connection.LiteOptions | None = None, originals: Path | None = None,
-                 legacy_originals: Path | None = None, database: Engine | None = None) -> None:
+                 legacy_originals: Path | None = None, database: Engine | None = None, chunks: str = "") -> None:
         """`lite`: how a Milvus Lite file is reached (shared through the store host, or exclusive: see
         lite.connection); `originals`: the folder for this collection's kept originals (None: keep none);
         `legacy_originals`: where older versions kept them (`uploads/<collection>`), adopted on open; `database`:
@@ -88,6 +101,8 @@ class MilvusStore:
         self.uri = uri
         self.lite = lite or connection.LiteOptions(collection=collection)
         self.collection = check_collection_name(collection)
+        # the collection holding the chunks: the knowledge base's own, or the one an embedder upgrade swapped in
+        self.chunks = chunk_collection(collection, chunks)
         self.originals = OriginalFiles(originals) if originals is not None else None
         # front matter and tags (store.labels) and chunk edits (store.edits), beside the kept originals, changed under
         # one lock that holds across the processes sharing the data folder (and the machines sharing `database`)
@@ -132,8 +147,8 @@ class MilvusStore:
 
     def _built_on(self, client: Any) -> _Parts:
         registry = Registry(client, self.collection + REGISTRY_SUFFIX, self.originals, self._versions)
-        writer = Writer(client, self.collection, registry, self.originals, on_lite=is_lite(self.uri))
-        return _Parts(client, registry, writer, Searcher(client, self.collection, registry, on_lite=is_lite(self.uri)))
+        writer = Writer(client, self.chunks, registry, self.originals, on_lite=is_lite(self.uri), kb=self.collection)
+        return _Parts(client, registry, writer, Searcher(client, self.chunks, registry, on_lite=is_lite(self.uri)))
 
     @property
     def registry(self) -> Registry:
@@ -150,7 +165,7 @@ class MilvusStore:
     @property
     def schema(self) -> Schema:
         """The collections' layout for the embedder the store was opened for."""
-        return Schema(self.client, self.collection, self.registry.name, self.embedder_name, self.dim,
+        return Schema(self.client, self.chunks, self.registry.name, self.embedder_name, self.dim,
                       on_lite=is_lite(self.uri), labels=self._labels_by_document)
 
     def _labels_by_document(self) -> dict[str, tuple[str, ...]]:
@@ -173,15 +188,15 @@ class MilvusStore:
         An older collection layout raises StoreMigrationNeeded, unless `migrate` rebuilds it now."""
         self.embedder_name, self.dim = embedder_name, dim
         client, schema = self.client, self.schema
-        if client.has_collection(self.collection + MIGRATING):
+        if client.has_collection(self.chunks + MIGRATING):
             schema.finish_migration()
-        if client.has_collection(self.collection):
+        if client.has_collection(self.chunks):
             schema.check(migrate)
         else:
-            schema.create_chunks(self.collection)
+            schema.create_chunks(self.chunks)
         if not client.has_collection(schema.registry):
             schema.create_registry()
-        client.load_collection(self.collection)
+        client.load_collection(self.chunks)
         client.load_collection(schema.registry)
         self.recover()
         self.writer.adopt_legacy_originals(self.legacy_originals)
@@ -192,7 +207,7 @@ class MilvusStore:
         """Open an existing knowledge base only to read its documents and kept originals (`reindex
         --from`), whatever embedder it was made with."""
         client, registry = self.client, self.registry.name
-        if not (client.has_collection(self.collection) and client.has_collection(registry)):
+        if not (client.has_collection(self.chunks) and client.has_collection(registry)):
             raise StoreError(f"There is no knowledge base collection {self.collection!r} here; check the name "
                              "(milvus.collection of the knowledge base you copy from).")
         client.load_collection(registry)
@@ -252,13 +267,13 @@ class MilvusStore:
         """A chunk edited in place (store.edits records why): see writes.rewrite_chunk."""
         from .writes import rewrite_chunk
 
-        rewrite_chunk(self.client, self.collection, row_id, content, vector, metadata)
+        rewrite_chunk(self.client, self.chunks, row_id, content, vector, metadata)
 
     def add_chunk(self, chunk: StoredChunk, vector: np.ndarray) -> None:
         """A chunk a person added to its document (store.edits records it): see writes.add_chunk."""
         from .writes import add_chunk
 
-        add_chunk(self.client, self.collection, chunk, vector)
+        add_chunk(self.client, self.chunks, chunk, vector)
 
     def relabel(self, doc_ids: Iterable[str]) -> int:
         """The chunk rows of `doc_ids` given the labels the labels file (store.labels) and the registry say they
@@ -266,7 +281,7 @@ class MilvusStore:
         from .writes import relabel
 
         ids, labels = set(doc_ids), self.labels.all()
-        return sum(relabel(self.client, self.collection, d.doc_id, d.version,
+        return sum(relabel(self.client, self.chunks, d.doc_id, d.version,
                            document_labels(d.doc_id, d.extension, d.ingested_at, labels.get(d.doc_id)))
                    for d in self.list_documents() if d.doc_id in ids)
 
@@ -287,6 +302,61 @@ class MilvusStore:
             self.edits.forget([doc_id])
         parts.searcher.has_rows = False  # maybe the last one: check again before the next BM25 search
         return True
+
+    # ---------------------------------------------------------------- an embedder upgrade (milvus.upgrade)
+    def stage(self, name: str, embedder_name: str, dim: int) -> None:
+        """Collection `name` made ready to take this store's chunks embedded by `embedder_name` (`dim`-d): kept when
+        it was made for that embedder (a job resumed), made (again) when not."""
+        from . import upgrade
+
+        upgrade.stage(Schema(self.client, own_upgrade(self.collection, name), self.registry.name, embedder_name, dim,
+                             on_lite=is_lite(self.uri)), name)
+
+    def unstaged(self, name: str) -> list[tuple[str, str]]:
+        """(row id, text to embed) of every chunk the staging `name` lacks or holds from other text (milvus.upgrade)."""
+        from . import upgrade
+
+        return upgrade.unstaged(self.client, self.chunks, own_upgrade(self.collection, name))
+
+    def put_staged(self, name: str, ids: Sequence[str], vectors: np.ndarray) -> int:
+        """The chunks `ids` written into the staging `name` with `vectors`. Returns how many (gone ones are not)."""
+        from . import upgrade
+
+        return upgrade.put(self.client, self.chunks, own_upgrade(self.collection, name), ids, vectors)
+
+    def staged_count(self, name: str) -> tuple[int, int]:
+        """(rows staged in `name`, rows of the live chunk collection)."""
+        from . import upgrade
+
+        return upgrade.count(self.client, own_upgrade(self.collection, name)), upgrade.count(self.client, self.chunks)
+
+    def swap_staged(self, name: str) -> str:
+        """Search and write the staging `name` from now on, with the embedder it was made for. Returns the chunk
+        collection it replaces. The swap that lasts is the catalog's (kb.upgrade writes `milvus.chunks`)."""
+        meta = self.schema.meta(own_upgrade(self.collection, name)) if self.client.has_collection(name) else {}
+        if not meta:
+            raise StoreError(f"There is no staged collection {name!r} to swap in.")
+        old = self.chunks
+        self.point_to(name)
+        self.embedder_name, self.dim = str(meta["embedder"]), int(meta["dim"])
+        return old
+
+    def point_to(self, chunks: str) -> None:
+        """Work on chunk collection `chunks` (the knowledge base's own name, or an upgrade's: `milvus.chunks`) from
+        now on: the catalog, read after connecting, may say where they are (bootstrap.build_workbench)."""
+        self.chunks = chunk_collection(self.collection, chunks)
+        if self._parts is not None:
+            self._parts = self._built_on(self._parts.client)
+
+    def drop_chunks(self, name: str) -> None:
+        """Drop chunk collection `name`, one of this knowledge base's but not the one in use (an upgrade's leftover,
+        or the one an upgrade replaced)."""
+        if name == self.chunks:
+            raise StoreError(f"Collection {name!r} holds the chunks in use; it cannot be dropped.")
+        if name != self.collection:
+            own_upgrade(self.collection, name)
+        if self.client.has_collection(name):
+            self.client.drop_collection(name)
 
     def drop(self, spare: Collection[str] = (), *, originals: bool = True) -> list[str]:
         """Drop the collections and the kept originals, sparing what another knowledge base shares (see

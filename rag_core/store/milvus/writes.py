@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import StoreError
-from ...names import collections_of, same_as
+from ...names import collections_of, same_as, upgrades_of
 from ...records import Chunk, Document, NewVersion, StoredChunk, WriteResult
 from ...scope import Labels
 from ..originals.files import KeptVersion, OriginalFiles, adopt_legacy, shared_with_variant
@@ -32,9 +32,12 @@ class Writer:
     dir with the kept originals (see `recover`)."""
 
     def __init__(self, client: Any, collection: str, registry: Registry, originals: OriginalFiles | None, *,
-                 on_lite: bool) -> None:
+                 on_lite: bool, kb: str = "") -> None:
+        """`collection`: the chunk collection; `kb`: the knowledge base's name (default `collection`), whose
+        collections `drop` drops (kb.upgrade may have put its chunks in another one)."""
         self.client = client
         self.collection = collection
+        self.kb = kb or collection
         self.registry = registry
         self.originals = originals
         self.on_lite = on_lite
@@ -113,7 +116,7 @@ class Writer:
         folder is also such a one's (a case-insensitive file system)."""
         present = list(self.client.list_collections())
         kept = []
-        for name in collections_of(self.collection):
+        for name in [*collections_of(self.kb), *upgrades_of(self.kb, present)]:
             if name not in present:
                 continue
             if name in spare or same_as(name, present):
@@ -125,7 +128,7 @@ class Writer:
             self.originals.clear()
         if kept:
             log.warning("kept collections %s of %s: they share their storage with another one (names that differ "
-                        "only by case)", ", ".join(kept), self.collection)
+                        "only by case)", ", ".join(kept), self.kb)
         return kept
 
     def recover(self, *, exclusive: bool) -> int:
