@@ -212,6 +212,7 @@ class InMemoryChunkStore:
     def stage(self, name: str, embedder_name: str, dim: int) -> None:
         """As MilvusStore.stage: the staging `name` kept when it was made for this embedder, else made (again)."""
         with self._lock:
+            self._staged = {n: staged for n, staged in self._staged.items() if n == name}  # as MilvusStore's leftovers
             found = self._staged.get(name)
             if found is None or (found.embedder, found.dim) != (embedder_name, dim):
                 self._staged[name] = _Staging(embedder_name, dim)

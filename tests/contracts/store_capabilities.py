@@ -11,11 +11,12 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from rag_core.errors import StoreError
-from rag_core.names import collections_of
-from rag_core.ports import BM25TermScorer, EditableStore, EditingStore, LabelledStore, SharedStore
+from rag_core.names import collections_of, upgrade_collection
+from rag_core.ports import BM25TermScorer, EditableStore, EditingStore, LabelledStore, SharedStore, UpgradableStore
 from rag_core.records import StoredChunk
 from rag_core.store.edits import content_hash
 from tests.contracts.store import DIM, EMBEDDER, new_version, text_of, vector
@@ -231,6 +232,60 @@ class SharedStoreContract:
         assert store.labels.all() == {} and store.is_empty()
 
 
+class UpgradableStoreContract:
+    """An embedder upgrade's staging (ports.UpgradableStore; kb.upgrade runs the job): every chunk staged with the new
+    embedder's vectors, a resumed staging kept, chunks changed or gone meanwhile staged again or removed, then the
+    swap. The test swaps back to a staging for EMBEDDER, so the module's store stays as the other tests expect it."""
+
+    def test_is_an_upgradable_store(self, store: UpgradableStore) -> None:
+        assert isinstance(store, UpgradableStore)
+
+    def test_stage_resume_follow_the_changes_and_swap(self, store: EditableStore) -> None:
+        assert isinstance(store, UpgradableStore)
+        store.replace_documents([new_version("upgrade/a.md", text_of("apricot")),
+                                 new_version("upgrade/b.md", text_of("blueberry"))])
+        mine = {c.id: c for d in ("upgrade/a.md", "upgrade/b.md") for c in store.get_chunks(d)}
+        name = upgrade_collection(store.collection, "other")
+        store.stage(name, "test:other", DIM)
+        todo = dict(store.unstaged(name))
+        assert set(mine) <= set(todo) and all(todo[i] == c.content for i, c in mine.items())
+
+        def staged_vector(text: str) -> np.ndarray:
+            return vector("other:" + text)  # the new embedder's vectors differ from EMBEDDER's
+
+        first = sorted(todo)[: len(todo) // 2]
+        assert store.put_staged(name, first, [staged_vector(todo[i]) for i in first]) == len(first)
+        store.stage(name, "test:other", DIM)  # a job resumed: what was staged stays
+        assert {i for i, _ in store.unstaged(name)} == set(todo) - set(first)
+        assert store.put_staged(name, ["no-such-row"], [staged_vector("x")]) == 0  # gone meanwhile: skipped
+
+        store.replace_documents([new_version("upgrade/b.md", text_of("cranberry"))])  # re-uploaded during the job
+        store.delete_document("upgrade/a.md")
+        left = dict(store.unstaged(name))
+        assert not set(mine) & set(left)  # a's rows are gone, b's old version too: not staged again
+        assert {c.id for c in store.get_chunks("upgrade/b.md")} <= set(left)
+        assert store.put_staged(name, list(left), [staged_vector(t) for t in left.values()]) == len(left)
+        assert store.unstaged(name) == []
+        staged, live = store.staged_count(name)
+        assert staged == live > 0  # every row staged
+
+        old = store.swap_staged(name)
+        assert store.chunks == name and store.embedder_name == "test:other" and old != name
+        (b,) = store.get_chunks("upgrade/b.md")[:1]
+        assert store.search_dense(staged_vector(b.content), 1)[0].id == b.id  # searched by the staged vectors
+        with pytest.raises(StoreError):
+            store.drop_chunks(name)  # the one in use
+        store.drop_chunks(old)
+
+        back = store.collection  # its own name again (free since `old` was dropped)
+        store.stage(back, EMBEDDER, DIM)
+        rows = store.unstaged(back)
+        store.put_staged(back, [i for i, _ in rows], [vector(text) for _, text in rows])
+        assert store.swap_staged(back) == name and (store.chunks, store.embedder_name) == (store.collection, EMBEDDER)
+        store.drop_chunks(name)
+        assert store.search_dense(vector(b.content), 1)[0].id == b.id
+
+
 class BM25TermScorerContract:
     """`bm25_term_scores`: each term's BM25 score of the rows asked about that hold it, the parts of a search's
     score (retrieval.keywords)."""
@@ -256,4 +311,4 @@ class BM25TermScorerContract:
 
 
 __all__ = ["BM25TermScorerContract", "EditableStoreContract", "EditingStoreContract", "LabelledStoreContract",
-           "SharedStoreContract"]
+           "SharedStoreContract", "UpgradableStoreContract"]

@@ -20,6 +20,7 @@ from tests.contracts.store_capabilities import (
     EditableStoreContract,
     LabelledStoreContract,
     SharedStoreContract,
+    UpgradableStoreContract,
 )
 from tests.store.clients import FailingClient
 
@@ -72,7 +73,8 @@ def memory_store() -> InMemoryChunkStore:
     return store
 
 
-class EveryCapability(EditableStoreContract, LabelledStoreContract, SharedStoreContract, BM25TermScorerContract):
+class EveryCapability(EditableStoreContract, LabelledStoreContract, SharedStoreContract, BM25TermScorerContract,
+                      UpgradableStoreContract):
     """ports.KnowledgeStore: every capability's contract (and BM25TermScorer, which both stores have)."""
 
 

@@ -74,8 +74,9 @@ def chunk_collection(kb: str, chunks: str) -> str:
 
 
 def own_upgrade(kb: str, name: str) -> str:
-    """`name` when it is one of knowledge base `kb`'s upgrade collections (names.upgrades_of), else StoreError."""
-    if not upgrades_of(kb, [name]) or len(name) > 255:
+    """`name` when it is one of knowledge base `kb`'s chunk collections (its own name, or an upgrade's:
+    names.upgrades_of), else StoreError."""
+    if name != kb and (not upgrades_of(kb, [name]) or len(name) > 255):
         raise StoreError(f"{name!r} is not a chunk collection of knowledge base {kb!r} (those are {kb!r} and "
                          f"{kb + UPGRADE}<embedder>).")
     return name
@@ -306,9 +307,15 @@ class MilvusStore:
     # ---------------------------------------------------------------- an embedder upgrade (milvus.upgrade)
     def stage(self, name: str, embedder_name: str, dim: int) -> None:
         """Collection `name` made ready to take this store's chunks embedded by `embedder_name` (`dim`-d): kept when
-        it was made for that embedder (a job resumed), made (again) when not."""
+        it was made for that embedder (a job resumed), made (again) when not. The knowledge base's other chunk
+        collections but the one in use go (what a swap killed before its drop, or a staging for another embedder,
+        left)."""
         from . import upgrade
 
+        present = list(self.client.list_collections())
+        for leftover in [self.collection, *upgrades_of(self.collection, present)]:
+            if leftover not in (self.chunks, name) and leftover in present:  # a killed swap's, another embedder's
+                self.client.drop_collection(leftover)
         upgrade.stage(Schema(self.client, own_upgrade(self.collection, name), self.registry.name, embedder_name, dim,
                              on_lite=is_lite(self.uri)), name)
 
@@ -353,8 +360,7 @@ class MilvusStore:
         or the one an upgrade replaced)."""
         if name == self.chunks:
             raise StoreError(f"Collection {name!r} holds the chunks in use; it cannot be dropped.")
-        if name != self.collection:
-            own_upgrade(self.collection, name)
+        own_upgrade(self.collection, name)
         if self.client.has_collection(name):
             self.client.drop_collection(name)
 
