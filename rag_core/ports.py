@@ -102,7 +102,11 @@ class BM25TermScorer(Protocol):
     uses it; without it the terms a chunk contains are found in its text, unscored.
 
     Contract: `bm25_term_scores(terms, ids)` is term -> {row id: the BM25 score of that row for the term alone} for
-    the rows among `ids` containing the term (a term in none: {}), one request for all of them."""
+    the rows among `ids` containing the term (a term in none: {}), one request for all of them; a term of its
+    dictionary (`bm25_terms`) is searched as a query holding it is, with its alias; `stop_words` are not counted."""
+
+    bm25_terms: tuple[str, ...]
+    stop_words: tuple[str, ...]
 
     def bm25_term_scores(self, terms: Sequence[str], ids: Sequence[str]) -> dict[str, dict[str, float]]: ...
 
@@ -397,21 +401,23 @@ class UpgradableStore(ChunkStore, Protocol):
     """A store whose chunks can be embedded again by another embedder beside the live ones, then swapped in
     (kb.upgrade: the background embedder upgrade).
 
-    Contract (tests/contracts/store_capabilities.py, UpgradableStoreContract): `stage(name, embedder, dim)` makes
-    the staging `name` for that embedder, keeping what it holds when it was made for the same one; `unstaged(name)`
-    lists (row id, text to embed) of every chunk it lacks or holds from other text, and removes staged rows of
-    chunks gone or changed; `put_staged(name, ids, vectors)` stages those chunks with those vectors (ids gone are
-    skipped; returns how many were written); `staged_count(name)` is (staged, live); `swap_staged(name)` makes
+    Contract (tests/contracts/store_capabilities.py, UpgradableStoreContract): `stage(name, embedder, dim,
+    dictionary=, stop_words=)` makes the staging `name` for that embedder and BM25 dictionary and stop words (None:
+    the live ones: rag_core.dictionary), keeping what it holds when it was made for the same; `unstaged(name)` lists
+    (row id, text to embed) of every chunk it lacks or holds from other text, and removes staged rows of chunks gone
+    or changed; `put_staged(name, ids, vectors)` stages those chunks with those vectors (None: their live ones; ids
+    gone are skipped; returns how many were written); `staged_count(name)` is (staged, live); `swap_staged(name)` makes
     every search and write use the staged vectors and their embedder, returning the chunk collection replaced
     (`chunks` names the one in use); `drop_chunks(name)` drops one that is not in use."""
 
     chunks: str
 
-    def stage(self, name: str, embedder_name: str, dim: int) -> None: ...
+    def stage(self, name: str, embedder_name: str, dim: int, *, dictionary: Sequence[str] | None = None,
+              stop_words: Sequence[str] | None = None) -> None: ...
 
     def unstaged(self, name: str) -> list[tuple[str, str]]: ...
 
-    def put_staged(self, name: str, ids: Sequence[str], vectors: Any) -> int: ...
+    def put_staged(self, name: str, ids: Sequence[str], vectors: Any = None) -> int: ...
 
     def staged_count(self, name: str) -> tuple[int, int]: ...
 
@@ -421,7 +427,7 @@ class UpgradableStore(ChunkStore, Protocol):
 
 
 @runtime_checkable
-class KnowledgeStore(EditableStore, LabelledStore, SharedStore, UpgradableStore, Protocol):
+class KnowledgeStore(EditableStore, LabelledStore, SharedStore, UpgradableStore, BM25TermScorer, Protocol):
     """The store of a knowledge base: chunks, and everything kept beside them (every capability above). What a
     Workbench holds, the Ingestor writes and `Factories` open."""
 

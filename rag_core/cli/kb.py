@@ -91,6 +91,9 @@ def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     print(f"  created {kb.created_at or '?'}; {kb.note}")
     if info.embedder:
         print(f"  vectors: {info.embedder} ({info.dim}-d)")
+    for what, terms in (("BM25 dictionary", info.dictionary), ("BM25 stop words", info.stop_words)):
+        if terms:
+            print(f"  {what}: {len(terms)} terms ({', '.join(terms[:8])}{', …' if len(terms) > 8 else ''})")
     if info.error:
         print(f"  error: {info.error}")
     if upgrading := read_status(settings, kb.name):
@@ -117,19 +120,83 @@ def cmd_create(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_set(args: argparse.Namespace, settings: Settings) -> int:
     given = changes(args)
-    if not given:
+    bm25 = _bm25_files(args)
+    if not given and not bm25:
         raise KnowledgeBaseError("kb set: give at least one setting option (e.g. --retrieve-k 30); "
                                  "`python -m rag_core kb set --help` lists them.", "bad_settings")
     with _manager(settings, args) as kbs:
         before = kbs.get(args.name)
-        kb = kbs.update(args.name, given)
-    record(settings, "kbs.set", kb.name, kb.name, given)
+        kb = kbs.update(args.name, given) if given else before
+        if bm25:
+            _set_bm25(kbs, args, settings, bm25)
+            kb = kbs.get(args.name)
+    record(settings, "kbs.set", kb.name, kb.name, {**given, **{k: len(v) for k, v in bm25.items()}})
     if args.json:
         print_json({"name": kb.name, "settings": dict(kb.settings)})
         return 0
     print(f"updated {kb.name}  [{describe(kb)}]")
     if any(before.settings.get(k) != kb.settings[k] for k in ("chunk.max-size", "chunk.overlap")):
         print(f"Its documents keep their chunks until re-indexed: `python -m rag_core --kb {kb.name} reindex`.")
+    return 0
+
+
+def _bm25_files(args: argparse.Namespace) -> dict[str, tuple[str, ...]]:
+    """The dictionary and stop words the options name (a file of terms, one per line; an empty file clears them)."""
+    from pathlib import Path
+
+    from ..dictionary import parse_terms
+    from ..errors import RagError
+
+    out = {}
+    for option, what in (("dictionary", "dictionary"), ("stop_words", "stop words")):
+        path = getattr(args, option, None)
+        if path is None:
+            continue
+        try:
+            text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise RagError(f"--{option.replace('_', '-')} {path}: cannot be read as UTF-8 text "
+                           f"({getattr(exc, 'strerror', None) or type(exc).__name__}).") from None
+        out[option] = parse_terms(text, f"{what} {path}")
+    return out
+
+
+def _set_bm25(kbs: Any, args: argparse.Namespace, settings: Settings, bm25: dict[str, tuple[str, ...]]) -> None:
+    """Re-index BM25 with the new dictionary and/or stop words (vectors kept), with a progress bar, and show the
+    example query's terms before and after."""
+    from ..kb.upgrade import reindex_bm25
+    from ..retrieval.keywords import query_terms
+
+    info = kbs.info(args.name)
+    before = query_terms(args.example, info.dictionary, info.stop_words) if args.example else ()
+    with progress_bar(not args.quiet, "re-indexing BM25") as bar:
+        reindex_bm25(kbs, args.name, bm25.get("dictionary"), bm25.get("stop_words"),
+                     progress=lambda s: bar(s.done, s.total))
+    info = kbs.info(args.name)
+    if not args.json:
+        print(f"BM25 of {args.name} re-indexed (no chunk embedded again): dictionary {len(info.dictionary)} terms, "
+              f"stop words {len(info.stop_words)}")
+    if args.example and not args.json:
+        print(f"  {args.example!r} before: {' | '.join(before)}")
+        print(f"  {args.example!r} after:  {' | '.join(query_terms(args.example, info.dictionary, info.stop_words))}")
+
+
+def cmd_suggest(args: argparse.Namespace, settings: Settings) -> int:
+    from ..retrieval.dictionary import suggest_for
+
+    with _manager(settings, args) as kbs:
+        wb = kbs.open(args.name)
+        try:
+            found = suggest_for(wb.store, args.limit)
+        finally:
+            wb.close()
+    if args.json:
+        print_json([s.to_dict() for s in found])
+        return 0
+    print(f"# {len(found)} terms suggested for the BM25 dictionary of {args.name}, from its headings and code terms "
+          f"(term  # kind, chunks holding it). Review them, then: kb set {args.name} --dictionary FILE")
+    for s in found:
+        print(f"{s.term}  # {s.kind}, {s.chunks} chunks")
     return 0
 
 
@@ -231,8 +298,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        "it holds no documents (else `kb copy`)")
     p.add_argument("name", help="the knowledge base")
     _setting_options(p)
+    bm25 = p.add_argument_group("BM25's own words (re-indexes BM25 only: no chunk is embedded again)")
+    bm25.add_argument("--dictionary", metavar="FILE", help="terms BM25 matches whole, one per line (service names, "
+                      "commands, product terms); an empty file clears them; - reads stdin")
+    bm25.add_argument("--stop-words", dest="stop_words", metavar="FILE",
+                      help="words BM25 does not count, one per line, besides the English ones")
+    bm25.add_argument("--example", metavar="QUERY", help="show this query's BM25 terms before and after")
     p.add_argument("--json", action="store_true", help=json_help)
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_set)
+
+    p = sub.add_parser("suggest-dictionary", help="terms from a knowledge base's headings and code that BM25 cuts "
+                       "in pieces, to review for its dictionary (kb set --dictionary)")
+    p.add_argument("name", help="the knowledge base")
+    p.add_argument("--limit", type=int, default=200, help="at most this many terms (default 200)")
+    p.add_argument("--json", action="store_true", help=json_help)
+    p.set_defaults(func=cmd_suggest)
 
     p = sub.add_parser("copy", help="a new knowledge base re-chunked and re-embedded from another's kept originals")
     p.add_argument("source", help="the knowledge base to copy (left as it is)")

@@ -68,12 +68,15 @@ class KnowledgeBaseInfo:
     embedder: str = ""  # as recorded with its collection ("" before its first open)
     dim: int = 0
     error: str = ""  # why its contents could not be read
+    dictionary: tuple[str, ...] = ()  # its BM25 dictionary and stop words (rag_core.dictionary), from its collection
+    stop_words: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.kb.name, "default": self.default, "settings": dict(self.kb.settings),
                 "created_at": self.kb.created_at, "note": self.kb.note, "documents": self.documents,
                 "chunks": self.chunks, "without_original": self.without_original, "embedder": self.embedder,
                 "dim": self.dim, "summary": describe(self.kb), "error": self.error,
+                "dictionary": list(self.dictionary), "stop_words": list(self.stop_words),
                 "origins": {key: origin.to_dict() for key, origin in origins_of(self.kb).items()},
                 "tuning": dict(self.kb.provenance.get("tuning") or {})}
 
@@ -208,7 +211,8 @@ class KnowledgeBases:
             store.close()
         return replace(info, documents=len(docs), chunks=sum(d.chunks for d in docs),
                        without_original=sum(not d.has_original for d in docs), embedder=str(meta.get("embedder", "")),
-                       dim=int(meta.get("dim") or 0))
+                       dim=int(meta.get("dim") or 0), dictionary=tuple(meta.get("dictionary") or ()),
+                       stop_words=tuple(meta.get("stop_words") or ()))
 
     # ---------------------------------------------------------------- opening
     def embedder(self, settings: Settings) -> Embedder:

@@ -26,7 +26,8 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,7 @@ class UpgradeStatus:
     updated_at: str
     pid: int = 0
     error: str = ""
+    kind: str = "embedder"  # embedder (vectors made again) or bm25 (a new dictionary or stop words: vectors kept)
 
     @property
     def fraction(self) -> float:
@@ -76,9 +78,11 @@ class UpgradeStatus:
 
     def line(self) -> str:
         """One line for a person: `kb show`, the pages."""
-        what = f"upgrade to {self.to}: {self.done:,} of {self.total:,} chunks ({self.fraction:.0%})"
+        job = f"upgrade to {self.to}" if self.kind == "embedder" else "BM25 re-index"
+        what = f"{job}: {self.done:,} of {self.total:,} chunks ({self.fraction:.0%})"
         if self.state == FINISHED:
-            return f"upgraded from {self.source} to {self.to} on {self.updated_at[:16].replace('T', ' ')}"
+            done = f"upgraded from {self.source} to {self.to}" if self.kind == "embedder" else "BM25 re-indexed"
+            return f"{done} on {self.updated_at[:16].replace('T', ' ')}"
         if self.state == STOPPED:
             why = f" ({self.error})" if self.error else ""
             return f"{what}, stopped{why}; run `kb upgrade {self.kb}` to resume"
@@ -170,31 +174,61 @@ def upgrade(kbs: KnowledgeBases, name: str, to: str = "", *, progress: Callable[
     """Run `name`'s upgrade to `to` (or its `embedding.upgrade-to`) until it has swapped (see the module docstring).
     `progress` gets each status written. One job per knowledge base at a time: a second one raises."""
     to = target(kbs, name, to)
-    lock = _job_lock(kbs.settings, name)
+    with _only_job(kbs.settings, name):
+        return _run(kbs, name, _Job(to), progress, clock, batch)
+
+
+def reindex_bm25(kbs: KnowledgeBases, name: str, dictionary: Sequence[str] | None = None,
+                 stop_words: Sequence[str] | None = None, *, progress: Callable[[UpgradeStatus], None] = lambda s: None,
+                 clock: Callable[[], float] = time.monotonic, batch: int = 1000) -> UpgradeResult:
+    """Give knowledge base `name` another BM25 dictionary and/or stop words (None: keep its own; rag_core.dictionary):
+    a chunk collection made with them, its rows copied with their vectors (nothing is embedded), swapped in as an
+    upgrade is. Refused while an upgrade runs (one job per knowledge base)."""
+    with _only_job(kbs.settings, name):
+        kb = kbs.get(name)
+        return _run(kbs, name, _Job(str(kb.settings.get("embedding.provider")), dictionary, stop_words), progress,
+                    clock, batch)
+
+
+@contextmanager
+def _only_job(settings: Settings, name: str) -> Iterator[None]:
+    lock = _job_lock(settings, name)
     lock.path.parent.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
     with lock(wait=False) as mine:
         if not mine:
             raise KnowledgeBaseError(f"The upgrade of knowledge base {name!r} is running already (`kb show {name}` "
-                                     "shows its progress).", "exists")
-        return _run(kbs, name, to, progress, clock, batch)
+                                     "shows its progress); try again when it has finished.", "exists")
+        yield
 
 
-def _run(kbs: KnowledgeBases, name: str, to: str, progress: Callable[[UpgradeStatus], None],
+@dataclass(frozen=True)
+class _Job:
+    to: str  # the embedder after the swap (the current one: only BM25 changes)
+    dictionary: Sequence[str] | None = None  # None: as the live collection's
+    stop_words: Sequence[str] | None = None
+
+
+def _run(kbs: KnowledgeBases, name: str, job: _Job, progress: Callable[[UpgradeStatus], None],
          clock: Callable[[], float], batch: int) -> UpgradeResult:
     kb = kbs.get(name)
     settings = apply(kbs.settings, kb)
-    source = str(kb.settings.get("embedding.provider"))
+    source, to = str(kb.settings.get("embedding.provider")), job.to
     new = kbs.embedder(settings.with_overrides({"embedding.provider": to, "embedding.model": "",
                                                 "embedding.dimension": 0}, f"the upgrade of {name}"))
+    reembed = to != source
     staging = upgrade_collection(name, to)
+    if not reembed and staging == (kb.settings.get("milvus.chunks") or name):
+        staging = name  # the other of its two names for one embedder
     started, began = utc_now(), clock()
     embedded = 0
     wb = kbs.open(name, kb)
     try:
         store = wb.store
-        store.stage(staging, new.name, new.dim)
+        before = (store.bm25_terms, store.stop_words)
+        store.stage(staging, new.name, new.dim, dictionary=job.dictionary, stop_words=job.stop_words)
         done, total = store.staged_count(staging)
-        status = UpgradeStatus(name, source, to, RUNNING, done, total, 0.0, started, utc_now(), os.getpid())
+        status = UpgradeStatus(name, source, to, RUNNING, done, total, 0.0, started, utc_now(), os.getpid(),
+                               kind="embedder" if reembed else "bm25")
 
         def report(**changes: Any) -> None:
             nonlocal status
@@ -203,16 +237,17 @@ def _run(kbs: KnowledgeBases, name: str, to: str, progress: Callable[[UpgradeSta
             progress(status)
 
         def one_pass() -> int:
-            """Embed what the staging lacks; returns how many."""
+            """Stage what the staging lacks (embedded again, or with its vectors); returns how many."""
             nonlocal embedded
             todo = store.unstaged(staging)
             for start in range(0, len(todo), batch):
                 part = todo[start:start + batch]
-                vectors = embed_by_length(new, [text for _, text in part], kbs.settings["embedding.batch-size"])
+                vectors = (embed_by_length(new, [text for _, text in part], kbs.settings["embedding.batch-size"])
+                           if reembed else None)
                 store.put_staged(staging, [i for i, _ in part], vectors)
-                embedded += len(part)
+                embedded += len(part) if reembed else 0
                 done, total = store.staged_count(staging)
-                report(done=done, total=total, rate=embedded / max(clock() - began, 1e-9))
+                report(done=done, total=total, rate=(embedded or done) / max(clock() - began, 1e-9))
             return len(todo)
 
         report()
@@ -223,14 +258,18 @@ def _run(kbs: KnowledgeBases, name: str, to: str, progress: Callable[[UpgradeSta
                 one_pass()
                 done, total = store.staged_count(staging)
                 current = kbs.get(name)  # the entry as it is now: a setting changed during the job stays
-                values = {**current.settings, "embedding.provider": to, "embedding.model": "",
-                          "embedding.dimension": 0, "embedding.upgrade-to": "", "milvus.chunks": staging}
+                values = {**current.settings, "milvus.chunks": "" if staging == name else staging}
+                if reembed:
+                    values |= {"embedding.provider": to, "embedding.model": "", "embedding.dimension": 0,
+                               "embedding.upgrade-to": ""}
                 values, measured = kbs.measured_for_new_embedder(current, values, {})
-                note = joined(current.note, f"upgraded from {source} to {to} on {utc_now()[:10]}" +
-                              (f" ({measured})" if measured else ""))
-                kbs.catalog.write(replace(current, settings=values, note=note, provenance=by_hand(  # asked for
-                    current.provenance, values, ["embedding.provider", "embedding.upgrade-to"], utc_now())))
-                old = store.swap_staged(staging)  # the catalog write above is the swap that lasts
+                old = store.swap_staged(staging)  # the catalog write below is the swap that lasts
+                what = (f"upgraded from {source} to {to}" if reembed else
+                        f"BM25 {_bm25_change(before, (store.bm25_terms, store.stop_words))}")
+                note = joined(current.note, f"{what} on {utc_now()[:10]}" + (f" ({measured})" if measured else ""))
+                asked = ["embedding.provider", "embedding.upgrade-to"] if reembed else []
+                kbs.catalog.write(replace(current, settings=values, note=note, provenance=by_hand(
+                    current.provenance, values, asked, utc_now())))
             store.drop_chunks(old)
         except BaseException as exc:
             report(state=STOPPED, error=str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__)
@@ -239,6 +278,15 @@ def _run(kbs: KnowledgeBases, name: str, to: str, progress: Callable[[UpgradeSta
         return UpgradeResult(name, source, to, embedded, total, clock() - began, note)
     finally:
         wb.close()
+
+
+def _bm25_change(before: tuple[Sequence[str], Sequence[str]], after: tuple[Sequence[str], Sequence[str]]) -> str:
+    """What a BM25 re-index changed, for the knowledge base's note."""
+    parts = []
+    for (old, new), what in zip(zip(before, after), ("dictionary", "stop words")):
+        if list(old) != list(new):
+            parts.append(f"{what}: {len(new)} terms (was {len(old)})")
+    return "; ".join(parts) or "re-indexed"
 
 
 def start(settings: Settings, name: str) -> int:

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..dictionary import found, key
 from ..ports import BM25TermScorer, KnowledgeSearchPort, SingleStoreSearchPort
 from ..records import Candidate
 from ..text import fold
@@ -70,17 +71,22 @@ def _cut(text: str) -> list[str]:
     return out
 
 
-def analyse(text: str) -> list[str]:
+def analyse(text: str, dictionary: Sequence[str] = (), stop_words: Sequence[str] = ()) -> list[str]:
     """`text`'s tokens as Milvus's analyzer emits them, estimated (see the module docstring): folded, cut by jieba in
     search mode, tokens without a Chinese character, letter or digit dropped (cnalphanumonly keeps `5%`), lower-cased,
-    stop words dropped; in order, repeats kept."""
-    return [token for token in (t.lower() for t in _cut(fold(text)) if _KEPT.search(t))
-            if token not in STOP_WORDS]
+    stop words dropped (English, and the knowledge base's own); in order, repeats kept. Then the terms of the
+    knowledge base's `dictionary` that `text` holds, each once (what their aliases match: rag_core.dictionary),
+    unless jieba gave that term already."""
+    own = {key(w) for w in stop_words}
+    tokens = [token for token in (t.lower() for t in _cut(fold(text)) if _KEPT.search(t))
+              if token not in STOP_WORDS and token not in own]
+    return tokens + [term for term in found(text, dictionary) if key(term) not in tokens]
 
 
-def query_terms(query: str) -> tuple[str, ...]:
-    """The distinct terms BM25 searched `query` for, in the query's order."""
-    return tuple(dict.fromkeys(analyse(query)))
+def query_terms(query: str, dictionary: Sequence[str] = (), stop_words: Sequence[str] = ()) -> tuple[str, ...]:
+    """The distinct terms BM25 searched `query` for, in the query's order (`dictionary`, `stop_words`: the knowledge
+    base's own, rag_core.dictionary)."""
+    return tuple(dict.fromkeys(analyse(query, dictionary, stop_words)))
 
 
 @dataclass(frozen=True)
@@ -170,7 +176,8 @@ def score_hits(query: str, hits: Iterable[tuple[str, str, float | None]],
     """The keywords of `hits` ((row id, content, BM25 score of the lookup or None)) for `query`: scored by `scorer`
     (one request), else by the text. A scorer that fails leaves the text's answer (logged): an explanation must not
     fail the lookup it explains."""
-    counts = Counter(analyse(query))
+    kb_terms = (scorer.bm25_terms, scorer.stop_words) if scorer is not None else ((), ())
+    counts = Counter(analyse(query, *kb_terms))
     terms = tuple(counts)
     hits = [(row, content, bm25) for row, content, bm25 in hits if row]
     alone = None

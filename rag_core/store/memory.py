@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..access.groups import AccessFilter
+from ..dictionary import key, with_aliases
 from ..errors import StoreError
 from ..files import FileLock
 from ..names import collections_of
@@ -77,6 +78,8 @@ class _Version:
 class _Staging:
     embedder: str
     dim: int
+    dictionary: tuple[str, ...] = ()
+    stop_words: tuple[str, ...] = ()
     rows: dict[str, tuple[str, dict[str, Any], np.ndarray]] = field(default_factory=dict)  # id -> content, meta, vector
 
 
@@ -96,6 +99,8 @@ class InMemoryChunkStore:
         self._editing = 0  # changes being written (`editing`)
         self.chunks = name  # the "collection" searched: another after an embedder upgrade's swap
         self._staged: dict[str, _Staging] = {}  # an upgrade's staged vectors (`stage`)
+        self.bm25_terms: tuple[str, ...] = ()  # its BM25 dictionary and stop words (rag_core.dictionary)
+        self.stop_words: tuple[str, ...] = ()
 
     # ---------------------------------------------------------------- lifecycle
     def open(self, embedder_name: str, dim: int, *, migrate: bool = False) -> None:
@@ -188,7 +193,7 @@ class InMemoryChunkStore:
                         ver.chunks[i] = replace(chunk, content=content,
                                                 metadata=with_provenance(metadata, chunk.labels))
                         ver.vectors[i] = _unit(vector)
-                        ver.terms[i] = Counter(tokens(search_text(content, metadata)))
+                        ver.terms[i] = Counter(self._tokens(search_text(content, metadata)))
                         return
         raise StoreError(f"No chunk row {row_id!r} (the document was re-indexed meanwhile?); try again.")
 
@@ -204,18 +209,28 @@ class InMemoryChunkStore:
             keep = [i for i, c in enumerate(ver.chunks) if c.id != row.id]
             chunks = [ver.chunks[i] for i in keep] + [row]
             vectors = np.vstack([ver.vectors[keep], _unit(vector)[None, :]])
-            terms = [ver.terms[i] for i in keep] + [Counter(tokens(search_text(row.content, row.metadata)))]
+            terms = [ver.terms[i] for i in keep] + [Counter(self._tokens(search_text(row.content, row.metadata)))]
             order = sorted(range(len(chunks)), key=lambda i: chunks[i].chunk_index)  # chunk order, as get_chunks reads
             ver.chunks, ver.vectors, ver.terms = [chunks[i] for i in order], vectors[order], [terms[i] for i in order]
 
+    def _tokens(self, text: str) -> list[str]:
+        """BM25's terms of `text` here: with the aliases of its dictionary terms, without its own stop words."""
+        stop = {key(w) for w in self.stop_words}
+        return [t for t in tokens(with_aliases(text, self.bm25_terms)) if t not in stop]
+
     # ---------------------------------------------------------------- an embedder upgrade (ports.UpgradableStore)
-    def stage(self, name: str, embedder_name: str, dim: int) -> None:
-        """As MilvusStore.stage: the staging `name` kept when it was made for this embedder, else made (again)."""
+    def stage(self, name: str, embedder_name: str, dim: int, *, dictionary: Sequence[str] | None = None,
+              stop_words: Sequence[str] | None = None) -> None:
+        """As MilvusStore.stage: the staging `name` kept when it was made for this embedder, dictionary and stop words,
+        else made (again)."""
+        made = _Staging(embedder_name, dim, self.bm25_terms if dictionary is None else tuple(dictionary),
+                        self.stop_words if stop_words is None else tuple(stop_words))
         with self._lock:
             self._staged = {n: staged for n, staged in self._staged.items() if n == name}  # as MilvusStore's leftovers
             found = self._staged.get(name)
-            if found is None or (found.embedder, found.dim) != (embedder_name, dim):
-                self._staged[name] = _Staging(embedder_name, dim)
+            if found is None or (found.embedder, found.dim, found.dictionary, found.stop_words) != (
+                    made.embedder, made.dim, made.dictionary, made.stop_words):
+                self._staged[name] = made
 
     def _staging(self, name: str) -> _Staging:
         if name not in self._staged:
@@ -235,11 +250,12 @@ class InMemoryChunkStore:
                     del staging.rows[row_id]
             return [(i, search_text(c.content, c.metadata)) for i, c in now.items() if i not in staging.rows]
 
-    def put_staged(self, name: str, ids: Sequence[str], vectors: Any) -> int:
+    def put_staged(self, name: str, ids: Sequence[str], vectors: Any = None) -> int:
         with self._lock:
             staging, now = self._staging(name), self._rows()
+            live = {c.id: ver.vectors[i] for ver in self._versions.values() for i, c in enumerate(ver.chunks)}
             written = 0
-            for row_id, vector in zip(ids, vectors, strict=True):
+            for row_id, vector in zip(ids, vectors if vectors is not None else [live.get(i) for i in ids], strict=True):
                 if row_id in now:
                     staging.rows[row_id] = (now[row_id].content, dict(now[row_id].metadata), _unit(vector))
                     written += 1
@@ -262,6 +278,9 @@ class InMemoryChunkStore:
                     len(ver.chunks), staging.dim)
             old, self.chunks = self.chunks, name
             self.embedder_name, self.dim = staging.embedder, staging.dim
+            self.bm25_terms, self.stop_words = staging.dictionary, staging.stop_words
+            for ver in self._versions.values():  # BM25 reads the text again with the new dictionary and stop words
+                ver.terms = [Counter(self._tokens(search_text(c.content, c.metadata))) for c in ver.chunks]
             del self._staged[name]
             return old
 
@@ -291,7 +310,7 @@ class InMemoryChunkStore:
                           for c in item.chunks]
                 self._versions[version] = _Version(item.doc, chunks, vectors / np.where(norms == 0, 1, norms),
                                                    item.fingerprint, ingested_at, item.original,
-                                                   terms=[Counter(tokens(c.search_text or c.text))
+                                                   terms=[Counter(self._tokens(c.search_text or c.text))
                                                           for c in item.chunks], written=len(chunks))
                 versions.append(version)
         self._commit(versions)
@@ -395,7 +414,7 @@ class InMemoryChunkStore:
         lengths = {chunk.id: sum(ver.terms[i].values()) for ver, i, chunk in everything}
         avg = sum(lengths.values()) / n or 1.0
         df = Counter(t for ver, i, _ in everything for t in ver.terms[i])
-        terms = set(tokens(text))
+        terms = set(self._tokens(text))
         scored, access = [], store_filters.access_of(filters)
         for ver, i, chunk in everything:
             if not _matches(chunk, wanted, access):

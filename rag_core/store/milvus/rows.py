@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ...dictionary import with_aliases
 from ...errors import RagError, StoreError
 from ...records import Chunk, Document, NewVersion, SearchHit, StoredChunk, search_text
 from ...scope import PROVENANCE_KEY, Labels, document_labels, label_value
@@ -52,14 +53,15 @@ def stored_chunk(doc: Document, chunk: Chunk, version: str, total: int, ingested
                        version=version, metadata=with_provenance(metadata, own), labels=own)
 
 
-def with_bm25_text(row: Mapping[str, Any]) -> dict[str, Any]:
+def with_bm25_text(row: Mapping[str, Any], dictionary: Sequence[str] = ()) -> dict[str, Any]:
     """A chunk row as the collection stores it: with `bm25_text`, what it is searched by (records.search_text: its
     `content`, or a Q&A pair's question) folded to Simplified Chinese (text.fold), which is what the BM25
     function analyses (schema layout 4), and its metadata's `sourceUrl` from its labels (`with_provenance`). Every
     writer of chunk rows goes through here (ingest, chunk edits, relabelling, migration), so the fields never
-    disagree."""
+    disagree. `dictionary`: the collection's BM25 dictionary, whose terms' aliases are added (retrieval.dictionary)."""
     metadata = with_provenance(row.get("metadata") or {}, row.get("labels") or ())
-    return {**row, "metadata": metadata, "bm25_text": fold(search_text(row["content"], metadata))}
+    return {**row, "metadata": metadata,
+            "bm25_text": fold(with_aliases(search_text(row["content"], metadata), dictionary))}
 
 
 def with_provenance(metadata: Mapping[str, Any], labels: Sequence[str]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from typing import Any
 from ...errors import StoreError, StoreMigrationNeeded
 from ...names import MIGRATING, name_problem, same_as  # the one name rule; MIGRATING: the migration copy's suffix
 from ...scope import MAX_LABELS, MAX_VALUE_CHARS
+from ...text import fold
 from .rows import with_bm25_text
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,15 @@ ANALYZER: dict[str, Any] = {
     "filter": ["cnalphanumonly", "lowercase", {"type": "stemmer", "language": "english"},
                {"type": "stop", "stop_words": ["_english_"]}],
 }
+
+
+def analyzer(stop_words: Sequence[str] = ()) -> dict[str, Any]:
+    """ANALYZER with a knowledge base's own stop words (retrieval.dictionary): dropped as written, lower-cased, before
+    the stemmer changes them."""
+    if not stop_words:
+        return ANALYZER
+    own = {"type": "stop", "stop_words": [fold(w).lower() for w in stop_words]}
+    return {**ANALYZER, "filter": [*ANALYZER["filter"][:2], own, *ANALYZER["filter"][2:]]}
 CHUNK_FIELDS = ["id", "content", "doc_id", "chunk_index", "source", "title", "version", "metadata", "labels"]
 # A label is a key (at most 64 ASCII characters), `=` and a value (at most MAX_VALUE_CHARS characters of up to 4
 # bytes: Milvus counts VARCHAR lengths in bytes).
@@ -100,10 +110,14 @@ class Schema:
     on_lite: bool  # Milvus Lite (a FLAT index) or a server (AUTOINDEX)
     # doc_id -> the labels of its rows, for rows copied from a layout without them (read when a migration needs it)
     labels: Callable[[], Mapping[str, Sequence[str]]] | None = None
+    dictionary: tuple[str, ...] = ()  # the knowledge base's BM25 dictionary and stop words (retrieval.dictionary)
+    stop_words: tuple[str, ...] = ()
 
     def description(self, layout: int = 0) -> str:
+        own = {"dictionary": list(self.dictionary)} if self.dictionary else {}
         return json.dumps({"app": "rag-workbench", "schema": layout or SCHEMA_VERSION, "embedder": self.embedder,
-                           "dim": self.dim, "analyzer": ANALYZER}, ensure_ascii=False)
+                           "dim": self.dim, "analyzer": analyzer(self.stop_words), **own,
+                           **({"stop_words": list(self.stop_words)} if self.stop_words else {})}, ensure_ascii=False)
 
     def meta(self, name: str) -> dict[str, Any]:
         try:
@@ -194,7 +208,8 @@ class Schema:
             while batch := iterator.next():
                 client.insert(target, [with_bm25_text({
                     **{name: row[name] for name in ["id", *fields]},
-                    "labels": list(labels.get(row["doc_id"], row.get("labels") or ()))}) for row in batch])
+                    "labels": list(labels.get(row["doc_id"], row.get("labels") or ()))}, self.dictionary)
+                    for row in batch])
                 copied += len(batch)
         finally:
             iterator.close()
@@ -210,7 +225,7 @@ class Schema:
 
         client = self.client
         folded = not 0 < layout < 4  # BM25 reads `bm25_text` (layout 4), not `content`
-        analysed = {"enable_analyzer": True, "analyzer_params": ANALYZER}
+        analysed = {"enable_analyzer": True, "analyzer_params": analyzer(self.stop_words)}
         bm25_input = "bm25_text" if folded else "content"
         schema = client.create_schema(auto_id=False, enable_dynamic_field=False, description=self.description(layout))
         schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ...dictionary import with_aliases
 from ...ports import STORE_FILTER_FIELDS, StoreFilters
 from ...records import SearchHit, StoredChunk
 from ...text import fold
@@ -33,8 +34,10 @@ class Searcher:
     """Chunk reads and the two search channels (a part of MilvusStore); the active versions come from `registry`.
     Concurrent searches of one shape share their requests (milvus.coalesce)."""
 
-    def __init__(self, client: Any, collection: str, registry: Registry, *, on_lite: bool = False) -> None:
+    def __init__(self, client: Any, collection: str, registry: Registry, *, on_lite: bool = False,
+                 dictionary: Sequence[str] = ()) -> None:
         self.client = client
+        self.dictionary = tuple(dictionary)  # the collection's BM25 dictionary: its terms' aliases join a query
         # what a dense search asks of the index a Lite collection may have (schema.choose_index); a server's own
         # index keeps its defaults
         self.dense_params: dict[str, Any] = {"search_params": DENSE_SEARCH_PARAMS} if on_lite else {}
@@ -158,7 +161,7 @@ class Searcher:
         expr = _expression(filters)
         if expr is None or not self._may_have_rows():
             return []
-        return self._search_with_bm25({"bm25": (fold(text), "sparse")}, k, expr)["bm25"]
+        return self._search_with_bm25({"bm25": (self.bm25_query(text), "sparse")}, k, expr)["bm25"]
 
     def search_both(self, vector: np.ndarray, text: str, k: int,
                     filters: StoreFilters | None = None) -> tuple[list[SearchHit], list[SearchHit]]:
@@ -169,7 +172,7 @@ class Searcher:
         dense = (_dense_data(vector), "vector")
         if not self._may_have_rows():
             return self._search({"dense": dense}, k, expr)["dense"], []
-        found = self._search_with_bm25({"dense": dense, "bm25": (fold(text), "sparse")}, k, expr)
+        found = self._search_with_bm25({"dense": dense, "bm25": (self.bm25_query(text), "sparse")}, k, expr)
         return found["dense"], found["bm25"]
 
     def bm25_term_scores(self, terms: Sequence[str], ids: Sequence[str]) -> dict[str, dict[str, float]]:
@@ -179,10 +182,14 @@ class Searcher:
         ids = list(dict.fromkeys(ids))
         if not terms or not ids or not self._may_have_rows():
             return {}
-        found = self.client.search(self.collection, data=[fold(t) for t in terms], anns_field="sparse",
+        found = self.client.search(self.collection, data=[self.bm25_query(t) for t in terms], anns_field="sparse",
                                    limit=min(len(ids), QUERY_LIMIT), filter=filters.one_of("id", ids),
                                    output_fields=[], consistency_level="Strong")
         return {term: {str(h["id"]): float(h["distance"]) for h in hits} for term, hits in zip(terms, found)}
+
+    def bm25_query(self, text: str) -> str:
+        """What BM25 is asked for `text`: folded as the rows were, with the aliases of the dictionary terms it holds."""
+        return fold(with_aliases(text, self.dictionary))
 
     def _may_have_rows(self) -> bool:
         # BM25 on a collection without rows divides by a zero average length inside Milvus (an error,

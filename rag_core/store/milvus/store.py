@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -128,6 +128,9 @@ class MilvusStore:
         self._versions = ActiveVersions()  # what the registry said a moment ago (milvus.versions), across reconnects
         self.embedder_name = ""
         self.dim = 0
+        # the chunk collection's own BM25 dictionary and stop words (rag_core.dictionary), read from its description
+        self.bm25_terms: tuple[str, ...] = ()
+        self.stop_words: tuple[str, ...] = ()
 
     # ---------------------------------------------------------------- the client and the parts
     @property
@@ -148,8 +151,10 @@ class MilvusStore:
 
     def _built_on(self, client: Any) -> _Parts:
         registry = Registry(client, self.collection + REGISTRY_SUFFIX, self.originals, self._versions)
-        writer = Writer(client, self.chunks, registry, self.originals, on_lite=is_lite(self.uri), kb=self.collection)
-        return _Parts(client, registry, writer, Searcher(client, self.chunks, registry, on_lite=is_lite(self.uri)))
+        writer = Writer(client, self.chunks, registry, self.originals, on_lite=is_lite(self.uri), kb=self.collection,
+                        dictionary=self.bm25_terms)
+        return _Parts(client, registry, writer, Searcher(client, self.chunks, registry, on_lite=is_lite(self.uri),
+                                                         dictionary=self.bm25_terms))
 
     @property
     def registry(self) -> Registry:
@@ -167,7 +172,8 @@ class MilvusStore:
     def schema(self) -> Schema:
         """The collections' layout for the embedder the store was opened for."""
         return Schema(self.client, self.chunks, self.registry.name, self.embedder_name, self.dim,
-                      on_lite=is_lite(self.uri), labels=self._labels_by_document)
+                      on_lite=is_lite(self.uri), labels=self._labels_by_document, dictionary=self.bm25_terms,
+                      stop_words=self.stop_words)
 
     def _labels_by_document(self) -> dict[str, tuple[str, ...]]:
         """doc_id -> its rows' labels, from the labels file and the registry (for rows of an older layout)."""
@@ -188,7 +194,12 @@ class MilvusStore:
         """Create or check the collections for this embedder, then finish any interrupted write.
         An older collection layout raises StoreMigrationNeeded, unless `migrate` rebuilds it now."""
         self.embedder_name, self.dim = embedder_name, dim
-        client, schema = self.client, self.schema
+        client = self.client
+        for made in (self.chunks, self.chunks + MIGRATING):
+            if client.has_collection(made):  # its dictionary and stop words, before anything is written
+                self._adopt(self.schema.meta(made))
+                break
+        schema = self.schema
         if client.has_collection(self.chunks + MIGRATING):
             schema.finish_migration()
         if client.has_collection(self.chunks):
@@ -268,13 +279,13 @@ class MilvusStore:
         """A chunk edited in place (store.edits records why): see writes.rewrite_chunk."""
         from .writes import rewrite_chunk
 
-        rewrite_chunk(self.client, self.chunks, row_id, content, vector, metadata)
+        rewrite_chunk(self.client, self.chunks, row_id, content, vector, metadata, self.bm25_terms)
 
     def add_chunk(self, chunk: StoredChunk, vector: np.ndarray) -> None:
         """A chunk a person added to its document (store.edits records it): see writes.add_chunk."""
         from .writes import add_chunk
 
-        add_chunk(self.client, self.chunks, chunk, vector)
+        add_chunk(self.client, self.chunks, chunk, vector, self.bm25_terms)
 
     def relabel(self, doc_ids: Iterable[str]) -> int:
         """The chunk rows of `doc_ids` given the labels the labels file (store.labels) and the registry say they
@@ -283,7 +294,7 @@ class MilvusStore:
 
         ids, labels = set(doc_ids), self.labels.all()
         return sum(relabel(self.client, self.chunks, d.doc_id, d.version,
-                           document_labels(d.doc_id, d.extension, d.ingested_at, labels.get(d.doc_id)))
+                           document_labels(d.doc_id, d.extension, d.ingested_at, labels.get(d.doc_id)), self.bm25_terms)
                    for d in self.list_documents() if d.doc_id in ids)
 
     @contextlib.contextmanager
@@ -305,11 +316,12 @@ class MilvusStore:
         return True
 
     # ---------------------------------------------------------------- an embedder upgrade (milvus.upgrade)
-    def stage(self, name: str, embedder_name: str, dim: int) -> None:
-        """Collection `name` made ready to take this store's chunks embedded by `embedder_name` (`dim`-d): kept when
-        it was made for that embedder (a job resumed), made (again) when not. The knowledge base's other chunk
-        collections but the one in use go (what a swap killed before its drop, or a staging for another embedder,
-        left)."""
+    def stage(self, name: str, embedder_name: str, dim: int, *, dictionary: Sequence[str] | None = None,
+              stop_words: Sequence[str] | None = None) -> None:
+        """Collection `name` made ready to take this store's chunks embedded by `embedder_name` (`dim`-d), with a BM25
+        `dictionary` and `stop_words` (None: the live collection's): kept when it was made for those (a job resumed),
+        made (again) when not. The knowledge base's other chunk collections but the one in use go (what a swap killed
+        before its drop, or a staging for another embedder, left)."""
         from . import upgrade
 
         present = list(self.client.list_collections())
@@ -317,7 +329,9 @@ class MilvusStore:
             if leftover not in (self.chunks, name) and leftover in present:  # a killed swap's, another embedder's
                 self.client.drop_collection(leftover)
         upgrade.stage(Schema(self.client, own_upgrade(self.collection, name), self.registry.name, embedder_name, dim,
-                             on_lite=is_lite(self.uri)), name)
+                             on_lite=is_lite(self.uri),
+                             dictionary=self.bm25_terms if dictionary is None else tuple(dictionary),
+                             stop_words=self.stop_words if stop_words is None else tuple(stop_words)), name)
 
     def unstaged(self, name: str) -> list[tuple[str, str]]:
         """(row id, text to embed) of every chunk the staging `name` lacks or holds from other text (milvus.upgrade)."""
@@ -325,8 +339,9 @@ class MilvusStore:
 
         return upgrade.unstaged(self.client, self.chunks, own_upgrade(self.collection, name))
 
-    def put_staged(self, name: str, ids: Sequence[str], vectors: np.ndarray) -> int:
-        """The chunks `ids` written into the staging `name` with `vectors`. Returns how many (gone ones are not)."""
+    def put_staged(self, name: str, ids: Sequence[str], vectors: np.ndarray | None = None) -> int:
+        """The chunks `ids` written into the staging `name` with `vectors` (None: their live vectors, for a staging
+        that changes only BM25). Returns how many (gone ones are not)."""
         from . import upgrade
 
         return upgrade.put(self.client, self.chunks, own_upgrade(self.collection, name), ids, vectors)
@@ -346,7 +361,16 @@ class MilvusStore:
         old = self.chunks
         self.point_to(name)
         self.embedder_name, self.dim = str(meta["embedder"]), int(meta["dim"])
+        self._adopt(meta)
         return old
+
+    def _adopt(self, meta: Mapping[str, Any]) -> None:
+        """The BM25 dictionary and stop words of the chunk collection whose description is `meta`."""
+        terms = (tuple(meta.get("dictionary") or ()), tuple(meta.get("stop_words") or ()))
+        if terms != (self.bm25_terms, self.stop_words):
+            self.bm25_terms, self.stop_words = terms
+            if self._parts is not None:
+                self._parts = self._built_on(self._parts.client)
 
     def point_to(self, chunks: str) -> None:
         """Work on chunk collection `chunks` (the knowledge base's own name, or an upgrade's: `milvus.chunks`) from

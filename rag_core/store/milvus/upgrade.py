@@ -11,6 +11,7 @@ pass. The swap itself is the catalog entry naming the new collection (`milvus.ch
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -19,7 +20,7 @@ import numpy as np
 from ...records import search_text
 from .filters import one_of
 from .rows import with_bm25_text
-from .schema import CHUNK_FIELDS, SCHEMA_VERSION, Schema
+from .schema import CHUNK_FIELDS, Schema
 from .writes import INSERT_BATCH
 
 _EMBEDDED_FROM = ("content", "metadata")  # what a row's vector is made of (records.search_text)
@@ -37,12 +38,11 @@ def rows(client: Any, name: str, fields: Sequence[str]) -> Iterator[dict[str, An
 
 
 def stage(schema: Schema, name: str) -> None:
-    """Collection `name` ready for `schema`'s embedder: kept when it was made for it (a job resumed), else made
-    (again)."""
+    """Collection `name` ready for `schema`'s embedder, dictionary and stop words: kept when it was made for those (a
+    job resumed), else made (again)."""
     client = schema.client
     if client.has_collection(name):
-        meta = schema.meta(name)
-        if (meta.get("embedder"), meta.get("dim"), meta.get("schema")) == (schema.embedder, schema.dim, SCHEMA_VERSION):
+        if schema.meta(name) == json.loads(schema.description()):
             client.load_collection(name)
             return
         client.drop_collection(name)  # made for another embedder (an upgrade that was cancelled and changed)
@@ -55,6 +55,7 @@ def unstaged(client: Any, live: str, name: str) -> list[tuple[str, str]]:
     Rows of `name` no longer in `live`, or embedded from other text, are removed; those whose other fields changed
     are copied again with their staged vector."""
     fields = [f for f in CHUNK_FIELDS if f != "id"]
+    terms = dictionary_of(client, name)
     now = {row["id"]: row for row in rows(client, live, ["id", *fields])}
     staged = {row["id"]: row for row in rows(client, name, ["id", *fields])}
     stale = [i for i, row in staged.items() if i not in now or _embedded_from(row) != _embedded_from(now[i])]
@@ -66,7 +67,7 @@ def unstaged(client: Any, live: str, name: str) -> list[tuple[str, str]]:
         part = moved[start:start + INSERT_BATCH]
         vectors = {r["id"]: r["vector"] for r in client.query(name, filter=one_of("id", part),
                                                               output_fields=["id", "vector"])}
-        client.upsert(name, [with_bm25_text({**now[i], "vector": vectors[i]}) for i in part if i in vectors])
+        client.upsert(name, [with_bm25_text({**now[i], "vector": vectors[i]}, terms) for i in part if i in vectors])
     return [(i, search_text(row["content"], row.get("metadata"))) for i, row in now.items()
             if i not in staged or i in gone]
 
@@ -75,15 +76,27 @@ def _embedded_from(row: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(row.get(f) for f in _EMBEDDED_FROM)
 
 
-def put(client: Any, live: str, name: str, ids: Sequence[str], vectors: np.ndarray) -> int:
-    """The live rows `ids` written into `name` with `vectors` (in that order); rows gone meanwhile are skipped
-    (the next `unstaged` pass removes what they left). Returns the rows written."""
-    by_id = {row["id"]: row for row in client.query(live, filter=one_of("id", list(ids)), output_fields=CHUNK_FIELDS)}
-    batch = [with_bm25_text({**by_id[i], "vector": np.asarray(v, dtype=np.float32).tolist()})
-             for i, v in zip(ids, vectors, strict=True) if i in by_id]
+def put(client: Any, live: str, name: str, ids: Sequence[str], vectors: np.ndarray | None) -> int:
+    """The live rows `ids` written into `name` with `vectors` (in that order; None: their own), their `bm25_text`
+    made with `name`'s dictionary; rows gone meanwhile are skipped (the next `unstaged` pass removes what they
+    left). Returns the rows written."""
+    fields = CHUNK_FIELDS if vectors is not None else [*CHUNK_FIELDS, "vector"]
+    by_id = {row["id"]: row for row in client.query(live, filter=one_of("id", list(ids)), output_fields=fields)}
+    given = vectors if vectors is not None else [by_id[i]["vector"] if i in by_id else None for i in ids]
+    terms = dictionary_of(client, name)
+    batch = [with_bm25_text({**by_id[i], "vector": np.asarray(v, dtype=np.float32).tolist()}, terms)
+             for i, v in zip(ids, given, strict=True) if i in by_id]
     for start in range(0, len(batch), INSERT_BATCH):
         client.upsert(name, batch[start:start + INSERT_BATCH])
     return len(batch)
+
+
+def dictionary_of(client: Any, name: str) -> tuple[str, ...]:
+    """The BM25 dictionary chunk collection `name` was made with (its description)."""
+    try:
+        return tuple(json.loads(client.describe_collection(name).get("description") or "{}").get("dictionary") or ())
+    except json.JSONDecodeError:
+        return ()
 
 
 def count(client: Any, name: str) -> int:

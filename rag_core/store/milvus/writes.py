@@ -32,12 +32,14 @@ class Writer:
     dir with the kept originals (see `recover`)."""
 
     def __init__(self, client: Any, collection: str, registry: Registry, originals: OriginalFiles | None, *,
-                 on_lite: bool, kb: str = "") -> None:
+                 on_lite: bool, kb: str = "", dictionary: Sequence[str] = ()) -> None:
         """`collection`: the chunk collection; `kb`: the knowledge base's name (default `collection`), whose
-        collections `drop` drops (kb.upgrade may have put its chunks in another one)."""
+        collections `drop` drops (kb.upgrade may have put its chunks in another one); `dictionary`: the collection's
+        BM25 dictionary."""
         self.client = client
         self.collection = collection
         self.kb = kb or collection
+        self.dictionary = tuple(dictionary)  # the collection's BM25 dictionary (rag_core.dictionary)
         self.registry = registry
         self.originals = originals
         self.on_lite = on_lite
@@ -62,7 +64,7 @@ class Writer:
             for item, version in zip(items, versions):
                 if item.original is not None:
                     self.originals.write(version, item.original, kept_of_new(item, version, ingested_at, written_ns))
-        rows = [chunk_row(item.doc, chunk, vector, version, len(item.chunks), ingested_at, item.labels)
+        rows = [chunk_row(item.doc, chunk, vector, version, len(item.chunks), ingested_at, item.labels, self.dictionary)
                 for item, version in zip(items, versions) for chunk, vector in zip(item.chunks, item.vectors)]
         for start in range(0, len(rows), INSERT_BATCH):  # 2
             self.client.insert(self.collection, rows[start:start + INSERT_BATCH])
@@ -185,7 +187,7 @@ class Writer:
 
 
 def rewrite_chunk(client: Any, collection: str, row_id: str, content: str, vector: np.ndarray,
-                  metadata: Mapping[str, Any]) -> None:
+                  metadata: Mapping[str, Any], dictionary: Sequence[str] = ()) -> None:
     """One chunk row with new text, vector and metadata, in one upsert (same id, version and evidence key). The
     upsert lands whole or not at all (a writer killed mid-way leaves the old row or the new one, never neither),
     though Milvus applies it as a delete plus an insert: a reader at that instant may miss the chunk once."""
@@ -197,27 +199,29 @@ def rewrite_chunk(client: Any, collection: str, row_id: str, content: str, vecto
         raise StoreError(f"No chunk row {row_id!r} (the document was re-indexed meanwhile?); try again.")
     row = {name: rows[0][name] for name in CHUNK_FIELDS}
     row.update(content=content, metadata=dict(metadata), vector=np.asarray(vector, dtype=np.float32).tolist())
-    client.upsert(collection, [with_bm25_text(row)])
+    client.upsert(collection, [with_bm25_text(row, dictionary)])
 
 
-def add_chunk(client: Any, collection: str, chunk: StoredChunk, vector: np.ndarray) -> None:
+def add_chunk(client: Any, collection: str, chunk: StoredChunk, vector: np.ndarray,
+              dictionary: Sequence[str] = ()) -> None:
     """A chunk a person added to a version of its document, in one upsert under the row id of its place in that
     version (idempotent: writing it again after a crash leaves one row)."""
     row = asdict(chunk)
     row["id"] = chunk_row_id(chunk.doc_id, chunk.version, chunk.chunk_index)
     row.update(metadata=dict(chunk.metadata), vector=np.asarray(vector, dtype=np.float32).tolist(),
                labels=list(chunk.labels))
-    client.upsert(collection, [with_bm25_text(row)])
+    client.upsert(collection, [with_bm25_text(row, dictionary)])
 
 
 def chunk_row(doc: Document, chunk: Chunk, vector: np.ndarray, version: str, total: int,
-              ingested_at: str, labels: Labels | None = None) -> dict[str, Any]:
+              ingested_at: str, labels: Labels | None = None, dictionary: Sequence[str] = ()) -> dict[str, Any]:
     row = asdict(stored_chunk(doc, chunk, version, total, ingested_at, labels))
     row.update(vector=np.asarray(vector).tolist(), labels=list(row["labels"]))
-    return with_bm25_text(row)
+    return with_bm25_text(row, dictionary)
 
 
-def relabel(client: Any, collection: str, doc_id: str, version: str, labels: Sequence[str]) -> int:
+def relabel(client: Any, collection: str, doc_id: str, version: str, labels: Sequence[str],
+            dictionary: Sequence[str] = ()) -> int:
     """The chunk rows of one version of a document given `labels` (its tags or front matter changed), by upserts of
     whole rows: a reader sees each row with the old labels or the new ones. Returns the rows rewritten."""
     from .schema import CHUNK_FIELDS, QUERY_LIMIT
@@ -225,8 +229,8 @@ def relabel(client: Any, collection: str, doc_id: str, version: str, labels: Seq
     rows = client.query(collection, filter=filters.all_of(filters.equals("doc_id", doc_id),
                                                           filters.equals("version", version)),
                         output_fields=[*CHUNK_FIELDS, "vector"], limit=QUERY_LIMIT, consistency_level="Strong")
-    stale = [with_bm25_text({**{name: row[name] for name in [*CHUNK_FIELDS, "vector"]}, "labels": list(labels)})
-             for row in rows if list(row.get("labels") or []) != list(labels)]
+    stale = [with_bm25_text({**{name: row[name] for name in [*CHUNK_FIELDS, "vector"]}, "labels": list(labels)},
+                            dictionary) for row in rows if list(row.get("labels") or []) != list(labels)]
     for start in range(0, len(stale), INSERT_BATCH):
         client.upsert(collection, stale[start:start + INSERT_BATCH])
     return len(stale)
