@@ -76,7 +76,7 @@ class Service:
     # searches, uploads and health checks use.
     stream_threads: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(STREAM_THREADS))
     kbs: OpenKnowledgeBases | None = None  # every knowledge base, opened on first use (/v1/kbs/{name}/...)
-    _agents: dict[str, Agent] = field(default_factory=dict)
+    _agents: dict[str, tuple[Workbench, Agent]] = field(default_factory=dict)  # by knowledge base, with its workbench
     _agents_lock: threading.Lock = field(default_factory=threading.Lock)
     # /v1/search lookups: at most `api.lookup-threads` at once, the others queue first come first served (see
     # lookup_thread_count).
@@ -112,9 +112,9 @@ class Service:
             return self.agent
         with self._agents_lock:
             name = wb.settings.kb_name
-            if name not in self._agents:
-                self._agents[name] = build_agent(wb, self.env)
-            return self._agents[name]
+            if name not in self._agents or self._agents[name][0] is not wb:  # opened again (an upgrade swapped)
+                self._agents[name] = (wb, build_agent(wb, self.env))
+            return self._agents[name][1]
 
     def signs_in(self) -> bool:
         """Whether callers must sign in: RAG_API_TOKEN is set or the access store has users (revoked ones too)."""
