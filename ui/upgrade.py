@@ -85,15 +85,16 @@ def embedder_section(wb: Workbench, name: str, may_change: bool, locked: str | N
 def _upgrade_status(name: str, current: str, may_change: bool, locked: str | None) -> None:
     settings = get_settings()
     status = upgrade.read_status(settings, name)
-    seen_key = f"kb.upgrade_seen.{name}"
-    if status is not None and status.state == FINISHED and st.session_state.get(seen_key) == RUNNING:
-        st.session_state[seen_key] = FINISHED
-        st.rerun()  # the whole page: the knowledge base is opened again with its new embedder
+    seen_key, started_key = f"kb.upgrade_seen.{name}", f"kb.upgrade_started.{name}"
+    started = st.session_state.get(started_key)  # (pid, when) of the job this session started
+    if status is not None and status.state == FINISHED and (st.session_state.get(seen_key) == RUNNING or
+                                                            (started and started[0] == status.pid)):
+        st.session_state[seen_key] = FINISHED  # said once: the page's next run finds it seen
+        st.session_state.pop(started_key, None)
+        st.rerun()  # the whole page, not this fragment: it opens the knowledge base again with its new embedder
     st.session_state[seen_key] = status.state if status is not None else ""
-    started_key = f"kb.upgrade_started.{name}"
-    started = st.session_state.get(started_key)
-    if started and (status is None or status.updated_at < started):  # the job has not written its status yet
-        if (datetime.now(UTC) - datetime.fromisoformat(started)).total_seconds() < STARTING_SECONDS:
+    if started and (status is None or status.pid != started[0]):  # it has not written its status yet
+        if (datetime.now(UTC) - started[1]).total_seconds() < STARTING_SECONDS:
             st.info(t("Starting the upgrade…"), icon="⏳")
             return
         st.session_state.pop(started_key, None)
@@ -126,5 +127,5 @@ def _start(name: str, to: str) -> None:
         show_error(exc)
         return
     record("kbs.upgrade", name, name, to=to, background=True, pid=pid)
-    st.session_state[f"kb.upgrade_started.{name}"] = datetime.now(UTC).isoformat(timespec="seconds")
+    st.session_state[f"kb.upgrade_started.{name}"] = (pid, datetime.now(UTC))
     st.rerun()
