@@ -28,7 +28,7 @@ def duration_text(seconds: float) -> str:
         return t("{n} s", n=max(1, round(seconds)))
     if seconds < 5400:
         return t("{n} min", n=round(seconds / 60))
-    return t("{n} h", n=f"{seconds / 3600:.1f}")
+    return t("{n} h", n=format(seconds / 3600, ".1f"))
 
 
 def progress_text(status: UpgradeStatus) -> str:
