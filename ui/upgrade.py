@@ -78,28 +78,9 @@ def embedder_section(wb: Workbench, name: str, may_change: bool, locked: str | N
     st.caption(t("An upgrade embeds every chunk again with another embedder in the background. Searches keep using "
                  "the current embedder until every chunk is embedded again, then it swaps in one step; documents "
                  "uploaded during the job are embedded by its next pass."))
-    _upgrade_status(name, str(wb.settings["embedding.provider"]), may_change, locked)
-
-
-@st.fragment(run_every=REFRESH_SECONDS)
-def _upgrade_status(name: str, current: str, may_change: bool, locked: str | None) -> None:
-    settings = get_settings()
-    status = upgrade.read_status(settings, name)
-    seen_key, started_key = f"kb.upgrade_seen.{name}", f"kb.upgrade_started.{name}"
-    started = st.session_state.get(started_key)  # (pid, when) of the job this session started
-    if status is not None and status.state == FINISHED and (st.session_state.get(seen_key) == RUNNING or
-                                                            (started and started[0] == status.pid)):
-        st.session_state[seen_key] = FINISHED  # said once: the page's next run finds it seen
-        st.session_state.pop(started_key, None)
-        st.rerun()  # the whole page, not this fragment: it opens the knowledge base again with its new embedder
-    st.session_state[seen_key] = status.state if status is not None else ""
-    if started and (status is None or status.pid != started[0]):  # it has not written its status yet
-        if (datetime.now(UTC) - started[1]).total_seconds() < STARTING_SECONDS:
-            st.info(t("Starting the upgrade…"), icon="⏳")
-            return
-        st.session_state.pop(started_key, None)
-    if status is not None and status.state == RUNNING:
-        st.progress(status.fraction, text=progress_text(status))
+    status = upgrade.read_status(get_settings(), name)
+    if _under_way(name, status):
+        _progress(name)  # read again every few seconds until the job ends
         return
     if status is not None and status.state == STOPPED:
         st.warning(t("The upgrade to {to} stopped at {done:,} of {total:,} chunks: {error}", to=status.to,
@@ -109,12 +90,38 @@ def _upgrade_status(name: str, current: str, may_change: bool, locked: str | Non
         return
     if status is not None and status.state == FINISHED:
         st.caption(finished_text(status))
-    choices = [c for c in KEYS["embedding.upgrade-to"].choices if c and c != current]
+    choices = [c for c in KEYS["embedding.upgrade-to"].choices if c and c != wb.settings["embedding.provider"]]
     left, right = st.columns([2, 3], vertical_alignment="bottom")
     to = left.selectbox(t("Move to"), choices, key="kb.upgrade_to", disabled=not may_change)
     if right.button(t("Upgrade in the background"), key="kb.upgrade", type="primary", disabled=not may_change,
                     help=locked):
         _start(name, to)
+
+
+def _started_key(name: str) -> str:
+    return f"kb.upgrade_started.{name}"
+
+
+def _under_way(name: str, status: UpgradeStatus | None) -> bool:
+    """Whether `name`'s job runs, or was just started by this session and has not written its status yet."""
+    started = st.session_state.get(_started_key(name))  # (pid, when) of the job this session started
+    if started and (status is None or status.pid != started[0]):
+        if (datetime.now(UTC) - started[1]).total_seconds() < STARTING_SECONDS:
+            return True
+    st.session_state.pop(_started_key(name), None)  # it reported (or never will): its status says the rest
+    return status is not None and status.state == RUNNING
+
+
+@st.fragment(run_every=REFRESH_SECONDS)
+def _progress(name: str) -> None:
+    """A running job's progress, refreshed by itself (only while one runs: an idle page does not rerun)."""
+    status = upgrade.read_status(get_settings(), name)
+    if not _under_way(name, status):
+        st.rerun()  # it ended: the whole page again (a finished one is searched with its new embedder from now)
+    if status is None or status.state != RUNNING or _started_key(name) in st.session_state:
+        st.info(t("Starting the upgrade…"), icon="⏳")
+        return
+    st.progress(status.fraction, text=progress_text(status))
 
 
 def _start(name: str, to: str) -> None:
@@ -127,5 +134,5 @@ def _start(name: str, to: str) -> None:
         show_error(exc)
         return
     record("kbs.upgrade", name, name, to=to, background=True, pid=pid)
-    st.session_state[f"kb.upgrade_started.{name}"] = (pid, datetime.now(UTC))
+    st.session_state[_started_key(name)] = (pid, datetime.now(UTC))
     st.rerun()
