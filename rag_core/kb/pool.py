@@ -67,6 +67,23 @@ class OpenKnowledgeBases:
             stale.close()
         return wb
 
+    def first_upgraded(self) -> bool:
+        """Whether an embedder upgrade swapped the first knowledge base's vectors since it was opened (a stat, and
+        a read of the status file when that changed): `reopen_first` then."""
+        with self._lock:
+            return self._upgraded(self.default, self.first)
+
+    def reopen_first(self) -> Workbench:
+        """The first knowledge base opened again (its upgrade swapped its vectors: the collection it searched is
+        gone). The one it replaces is closed when this object owned it; the new one is this object's to close."""
+        with self._lock:
+            old = self.first
+            self.first = self._open[self.default] = self.manager.open(self.default)
+            owned, self._own_first = self._own_first, True
+        if owned:
+            old.close()
+        return self.first
+
     def _upgraded(self, name: str, wb: Workbench) -> bool:
         """Whether `name`'s upgrade finished with another embedder than `wb`'s; the status file is read only when it
         changed (a stat per call)."""

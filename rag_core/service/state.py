@@ -100,8 +100,25 @@ class Service:
     def workbench_of(self, kb: str | None) -> Workbench:
         """The workbench of knowledge base `kb` (None or "": the default one). Raises KnowledgeBaseError."""
         if not kb or kb == self.workbench.settings.kb_name or self.kbs is None:
+            if self.default_upgraded():
+                self.reopen_default()
             return self.workbench
         return self.kbs.get(kb)
+
+    def default_upgraded(self) -> bool:
+        """Whether an embedder upgrade (kb.upgrade, a process of its own) swapped the default knowledge base's
+        vectors since it was opened: the collection it searches is gone (`reopen_default`, blocking). Cheap: a stat."""
+        return self.kbs is not None and self.kbs.first_upgraded()
+
+    def reopen_default(self) -> None:
+        """The default knowledge base opened again with its new embedder, and its agent made again."""
+        from ..bootstrap import build_agent
+
+        if self.kbs is None:
+            return
+        with self._agents_lock:
+            self.workbench = self.kbs.reopen_first()
+            self.agent = build_agent(self.workbench, self.env)
 
     def agent_of(self, kb: str | None) -> Agent:
         """The agent searching knowledge base `kb` (None or "": the default one's agent)."""

