@@ -35,10 +35,9 @@ def progress_text(status: UpgradeStatus) -> str:
     """"N of M chunks, about X left" of a running job."""
     left = status.seconds_left
     if left is None:
-        return t("{done:,} of {total:,} chunks embedded by {to}, starting", done=status.done, total=status.total,
-                 to=status.to)
-    return t("{done:,} of {total:,} chunks embedded by {to}, about {left} left", done=status.done, total=status.total,
-             to=status.to, left=duration_text(left))
+        return t("{done:,} of {total:,} chunks, starting", done=status.done, total=status.total)
+    return t("{done:,} of {total:,} chunks, about {left} left", done=status.done, total=status.total,
+             left=duration_text(left))
 
 
 def finished_text(status: UpgradeStatus) -> str:
@@ -121,7 +120,7 @@ def _progress(name: str) -> None:
     if status is None or status.state != RUNNING or _started_key(name) in st.session_state:
         st.info(t("Starting the upgrade…"), icon="⏳")
         return
-    st.progress(status.fraction, text=progress_text(status))
+    st.progress(status.fraction, text=t("Upgrading to {to}: {progress}", to=status.to, progress=progress_text(status)))
 
 
 def _start(name: str, to: str) -> None:

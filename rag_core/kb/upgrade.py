@@ -154,6 +154,8 @@ def target(kbs: KnowledgeBases, name: str, to: str = "") -> str:
     """The embedder `name` moves to: `to`, recorded as its `embedding.upgrade-to`, or the one recorded. One line
     (KnowledgeBaseError) when there is none, or it is the one in use."""
     kb = kbs.get(name)
+    if to and to == kb.settings.get("embedding.provider"):  # refused before it is recorded
+        raise KnowledgeBaseError(f"Knowledge base {name!r} already uses {to}.", "bad_settings")
     if to and to != kb.settings.get("embedding.upgrade-to"):
         kb = kbs.update(name, {"embedding.upgrade-to": to})
     to = str(kb.settings.get("embedding.upgrade-to") or "")

