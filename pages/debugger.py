@@ -46,6 +46,7 @@ from ui.lookup import (
 from ui.reasons import describe_drop, location_text, notes, phrase, search_mode_label
 from ui.state import workbench_or_stop
 from ui.tables import fate_counts, reranked, timings_frame
+from ui.upgrade import debugger_caption
 
 current_principal()  # signed in first (ui/access.py): nothing below runs for an unknown person
 
@@ -177,6 +178,7 @@ else:
 st.caption(t("{hits} raw hits → {evidence} evidence blocks", hits=len(result.traces), evidence=len(result.evidence))
            + (t(" · dropped: {counts}", counts=dropped_counts) if dropped_counts else "")
            + t(" · {ms:.0f} ms", ms=result.timings["total"]) + " · " + how)
+st.caption(debugger_caption(wb))  # which embedder answered (and an upgrade's progress)
 
 # The results first: every hit as a readable row; the evidence as cards; the grids and the figures one tab away.
 hits_tab, evidence_tab, context_tab, table_tab, scores_tab = st.tabs([

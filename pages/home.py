@@ -9,7 +9,8 @@ from ui.components import embedder_tradeoff, ingest_summary, metric_row, run_ing
 from ui.i18n import t
 from ui.lookup import access_of
 from ui.navigation import how_to_start, page_file
-from ui.state import chat_mode, get_settings, workbench_or_stop
+from ui.state import chat_mode, get_settings, readable_kbs, workbench_or_stop
+from ui.upgrade import upgrade_line, upgrades_under_way
 
 current_principal()  # signed in first (ui/access.py): nothing below runs for an unknown person
 
@@ -39,6 +40,8 @@ st.markdown("  \n".join([
     t("**Chunking:** max {size} characters, overlap {overlap}", size=public["chunk.max-size"],
       overlap=public["chunk.overlap"]),
 ]))
+for upgrading in upgrades_under_way(readable_kbs()):  # embedder upgrades running or stopped (Knowledge base page)
+    st.markdown("⏳ " + upgrade_line(upgrading))
 with st.expander(t("Embedders: quality vs ingest time (measured)")):
     embedder_tradeoff(settings["embedding.provider"])
 if mode.kind == "offline":

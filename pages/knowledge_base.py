@@ -22,6 +22,7 @@ from ui.lookup import access_of
 from ui.sources import sources_section
 from ui.state import clear_workbench, get_settings, knowledge_bases, readable_kbs, switch_kb, workbench_or_stop
 from ui.tables import documents_frame, knowledge_bases_frame
+from ui.upgrade import embedder_section
 
 current_principal()  # signed in first (ui/access.py): nothing below runs for an unknown person
 
@@ -123,6 +124,10 @@ with st.expander(t("Knowledge bases: create, copy, delete"), expanded=bool(ss.ge
                         st.rerun()
 if notice := ss.pop("kb.notice", None):
     st.success(notice, icon="📚")
+
+# ------------------------------------------------------------------------------------------ embedder
+may_change = allowed(name, Role.ADMIN)  # changing a knowledge base's settings is its admins'
+embedder_section(wb, name, may_change, None if may_change else refusal(name, Role.ADMIN))
 
 # ------------------------------------------------------------------------------------------ upload
 st.subheader(t("Add documents to {name}", name=name))

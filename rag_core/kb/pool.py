@@ -34,6 +34,7 @@ class OpenKnowledgeBases:
         self._embedders: dict[tuple[Any, ...], Embedder] = {embedder_key(first.settings): first.embedder}
         self._manager: KnowledgeBases | None = None
         self._lock = threading.RLock()
+        self._status_seen: dict[str, int] = {}  # knowledge base -> its upgrade status file's mtime when last read
 
     def _embedder(self, settings: Settings) -> Embedder:
         key = embedder_key(settings)
@@ -52,13 +53,52 @@ class OpenKnowledgeBases:
             return self._manager
 
     def get(self, name: str | None) -> Workbench:
-        """The open workbench of knowledge base `name` (None or "": the default one)."""
+        """The open workbench of knowledge base `name` (None or "": the default one); opened again when an embedder
+        upgrade (kb.upgrade, another process) swapped its vectors since: the collection it searched is gone."""
         name = name or self.default
+        stale = None
         with self._lock:
             wb = self._open.get(name)
+            if wb is not None and wb is not self.first and self._upgraded(name, wb):
+                stale, wb = self._open.pop(name), None
             if wb is None:
                 wb = self._open[name] = self.manager.open(name)
-            return wb
+        if stale is not None:
+            stale.close()
+        return wb
+
+    def first_upgraded(self) -> bool:
+        """Whether an embedder upgrade swapped the first knowledge base's vectors since it was opened (a stat, and
+        a read of the status file when that changed): `reopen_first` then."""
+        with self._lock:
+            return self._upgraded(self.default, self.first)
+
+    def reopen_first(self) -> Workbench:
+        """The first knowledge base opened again (its upgrade swapped its vectors: the collection it searched is
+        gone). The one it replaces is closed when this object owned it; the new one is this object's to close."""
+        with self._lock:
+            old = self.first
+            self.first = self._open[self.default] = self.manager.open(self.default)
+            owned, self._own_first = self._own_first, True
+        if owned:
+            old.close()
+        return self.first
+
+    def _upgraded(self, name: str, wb: Workbench) -> bool:
+        """Whether `name`'s upgrade finished with another embedder than `wb`'s, or a BM25 re-index finished (both swap
+        its chunk collection); the status file is read only when it changed (a stat per call)."""
+        from .upgrade import FINISHED, read_status, status_path
+
+        try:
+            changed = status_path(self.settings, name).stat().st_mtime_ns
+        except OSError:
+            return False
+        if self._status_seen.get(name) == changed:
+            return False
+        self._status_seen[name] = changed
+        status = read_status(self.settings, name)
+        return status is not None and status.state == FINISHED and (
+            status.kind == "bm25" or status.to != wb.settings["embedding.provider"])  # a BM25 re-index swaps too
 
     def forget(self, name: str) -> None:
         """Close a knowledge base's workbench (before it is deleted, or after its settings changed)."""

@@ -184,6 +184,8 @@ async def workbench_of(svc: Service, kb: str | None) -> Workbench:
     """The default knowledge base's workbench at once; another one from a worker thread (opening it blocks).
     Async, so that a request on the default knowledge base makes no extra hop to a worker thread."""
     if not kb or kb == svc.workbench.settings.kb_name:
+        if svc.default_upgraded():  # its vectors were swapped by an upgrade: opened again (blocking), once
+            await run_in_threadpool(svc.reopen_default)
         return svc.workbench
     return await run_in_threadpool(svc.workbench_of, kb)
 

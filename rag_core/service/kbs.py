@@ -3,7 +3,8 @@ operations), and every search and documents route of `/v1` on a named knowledge 
 `/v1/kbs/{kb}/search`, `/v1/kbs/{kb}/documents`, ... (the routes of native.py, made a second time).
 
 The list shows only the knowledge bases the caller may read; making, changing, copying and deleting one needs the
-admin role on it (making or copying: on the new name too)."""
+admin role on it (making or copying: on the new name too), and so does starting an embedder upgrade
+(`POST /v1/kbs/{kb}/upgrade`, kb.upgrade: a process of its own, as `kb upgrade --background`)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from starlette.responses import JSONResponse
 
 from ..access.checks import forbidden
 from ..access.records import Principal, Role
+from ..errors import KnowledgeBaseError
 from . import audit
 from .deps import Needs, ServiceDep, hiding, kb_in_json, kb_in_path, readable
-from .models import KnowledgeBaseChange, KnowledgeBaseIn
+from .models import KnowledgeBaseChange, KnowledgeBaseIn, UpgradeIn
 from .native import kb_routes
 
 router = APIRouter(prefix="/v1", tags=["knowledge bases"])
@@ -87,6 +89,43 @@ def copy_kb(kb: str, body: KnowledgeBaseIn, svc: ServiceDep,
     result = svc.kb_manager.copy(kb, body.name, body.settings)
     audit.record(svc, principal, "kbs.copy", body.name, kb, source=kb, failed=len(result.failed))
     return JSONResponse(result.to_dict(), status_code=207 if result.failed else 200)
+
+
+@router.post("/kbs/{kb}/upgrade", status_code=202, summary="Embed every chunk again with a better embedder in the "
+             "background, then swap in one step (as `kb upgrade --background`)",
+             responses={400: {}, 404: {}, 409: {"description": "Its upgrade is running already"}})
+def start_upgrade(kb: str, svc: ServiceDep,
+                  principal: Annotated[Principal, Depends(Needs(Role.ADMIN, kb_in_path))],
+                  body: UpgradeIn | None = None) -> dict[str, Any]:
+    """`to`: the embedder to move to, recorded as the knowledge base's `embedding.upgrade-to` (default: the one
+    recorded). Answers once the job's process is started: `GET /v1/kbs/{kb}/upgrade` shows its progress (the status
+    whose `pid` is the one answered here). Searches use the current embedder until the job swaps."""
+    from ..kb import upgrade
+
+    kbs = svc.kb_manager
+    hiding(svc, principal, kbs.get, kb)
+    status = upgrade.read_status(kbs.settings, kb)
+    if status is not None and status.state == upgrade.RUNNING:
+        raise KnowledgeBaseError(f"The upgrade of knowledge base {kb!r} to {status.to} is running already: GET "
+                                 f"/v1/kbs/{kb}/upgrade shows its progress.", "exists")
+    to = upgrade.target(kbs, kb, body.to if body is not None else "")
+    pid = upgrade.start(kbs.settings, kb)
+    audit.record(svc, principal, "kbs.upgrade", kb, kb, to=to, background=True)
+    return {"kb": kb, "to": to, "pid": pid}
+
+
+@router.get("/kbs/{kb}/upgrade", summary="Where the knowledge base's embedder upgrade stands (as `kb show --json`'s "
+            "`upgrade`)")
+def upgrade_status(kb: str, svc: ServiceDep,
+                   principal: Annotated[Principal, Depends(Needs(Role.READER, kb_in_path))]) -> dict[str, Any]:
+    """`upgrade`: null when it never had one; else its state (running, stopped: start it again to resume,
+    finished), chunks `done` of `total`, `fraction`, `seconds_left` (null when not known), `pid`, `error`."""
+    from ..kb.upgrade import read_status
+
+    kbs = svc.kb_manager
+    hiding(svc, principal, kbs.get, kb)
+    status = read_status(kbs.settings, kb)
+    return {"upgrade": status.to_dict() if status is not None else None}
 
 
 def _admin_of_new(principal: Principal, name: str) -> None:

@@ -193,6 +193,13 @@ class KnowledgeBaseChange(Inbound):
     settings: dict[str, Any] = Field(description="The chunking or search settings to change (not the embedder).")
 
 
+class UpgradeIn(Inbound):
+    model_config = ConfigDict(extra="forbid")
+
+    to: str = Field("", max_length=100, description="The embedder to move to (recorded as embedding.upgrade-to); "
+                    "empty: the one recorded.")
+
+
 class TagsBody(Inbound):
     """Tags to set on a document: key -> values (an empty list removes the key)."""
 

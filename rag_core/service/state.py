@@ -76,7 +76,7 @@ class Service:
     # searches, uploads and health checks use.
     stream_threads: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(STREAM_THREADS))
     kbs: OpenKnowledgeBases | None = None  # every knowledge base, opened on first use (/v1/kbs/{name}/...)
-    _agents: dict[str, Agent] = field(default_factory=dict)
+    _agents: dict[str, tuple[Workbench, Agent]] = field(default_factory=dict)  # by knowledge base, with its workbench
     _agents_lock: threading.Lock = field(default_factory=threading.Lock)
     # /v1/search lookups: at most `api.lookup-threads` at once, the others queue first come first served (see
     # lookup_thread_count).
@@ -100,8 +100,25 @@ class Service:
     def workbench_of(self, kb: str | None) -> Workbench:
         """The workbench of knowledge base `kb` (None or "": the default one). Raises KnowledgeBaseError."""
         if not kb or kb == self.workbench.settings.kb_name or self.kbs is None:
+            if self.default_upgraded():
+                self.reopen_default()
             return self.workbench
         return self.kbs.get(kb)
+
+    def default_upgraded(self) -> bool:
+        """Whether an embedder upgrade (kb.upgrade, a process of its own) swapped the default knowledge base's
+        vectors since it was opened: the collection it searches is gone (`reopen_default`, blocking). Cheap: a stat."""
+        return self.kbs is not None and self.kbs.first_upgraded()
+
+    def reopen_default(self) -> None:
+        """The default knowledge base opened again with its new embedder, and its agent made again."""
+        from ..bootstrap import build_agent
+
+        if self.kbs is None:
+            return
+        with self._agents_lock:
+            self.workbench = self.kbs.reopen_first()
+            self.agent = build_agent(self.workbench, self.env)
 
     def agent_of(self, kb: str | None) -> Agent:
         """The agent searching knowledge base `kb` (None or "": the default one's agent)."""
@@ -112,9 +129,9 @@ class Service:
             return self.agent
         with self._agents_lock:
             name = wb.settings.kb_name
-            if name not in self._agents:
-                self._agents[name] = build_agent(wb, self.env)
-            return self._agents[name]
+            if name not in self._agents or self._agents[name][0] is not wb:  # opened again (an upgrade swapped)
+                self._agents[name] = (wb, build_agent(wb, self.env))
+            return self._agents[name][1]
 
     def signs_in(self) -> bool:
         """Whether callers must sign in: RAG_API_TOKEN is set or the access store has users (revoked ones too)."""
