@@ -8,7 +8,8 @@ the text BM25 reads (`bm25_text`, store.milvus.rows) or a query holds a dictiona
 term's alias (`alias`: letters and digits that jieba keeps whole and no filter changes). The term's words still count
 as before; a chunk holding the whole term also matches the alias, a rare token with a high IDF, so it ranks above
 chunks that hold only its pieces (`缓存` and `预热` apart). Matching is on the text folded to Simplified Chinese and
-lower-cased, at word edges for a term that begins or ends with a letter or digit.
+lower-cased, at word edges for a term that begins or ends with a letter or digit (`-` and `_` are not edges:
+`my-order-service` does not hold `order-service`).
 
 Stop words are Milvus's own: a `stop` filter with the knowledge base's words, before the stemmer, beside the English
 list (store.milvus.schema.analyzer). Both belong to the chunk collection they were indexed with (its description
@@ -65,8 +66,8 @@ def _pattern(terms: Sequence[str]) -> re.Pattern[str] | None:
     parts = []
     for term in sorted({key(t) for t in terms}, key=len, reverse=True):
         body = re.escape(term)
-        start = r"(?<![a-z0-9])" if _EDGE.match(term[0]) else ""
-        end = r"(?![a-z0-9])" if _EDGE.match(term[-1]) else ""
+        start = r"(?<![a-z0-9_\-])" if _EDGE.match(term[0]) else ""  # `-` and `_` join a name: not an edge
+        end = r"(?![a-z0-9_\-])" if _EDGE.match(term[-1]) else ""
         parts.append(f"{start}{body}{end}")
     return re.compile("|".join(parts)) if parts else None
 

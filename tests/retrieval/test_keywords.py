@@ -14,6 +14,9 @@ from rag_core.retrieval.keywords import HitTerms, own_scores, query_terms, score
 class DictScorer:
     """A BM25TermScorer answering from a table (term -> row -> score), recording what it was asked."""
 
+    bm25_terms: tuple[str, ...] = ()
+    stop_words: tuple[str, ...] = ()
+
     def __init__(self, table: dict[str, dict[str, float]]) -> None:
         self.table = table
         self.asked: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
@@ -24,6 +27,9 @@ class DictScorer:
 
 
 class FailingScorer:
+    bm25_terms: tuple[str, ...] = ()
+    stop_words: tuple[str, ...] = ()
+
     def bm25_term_scores(self, terms: Sequence[str], ids: Sequence[str]) -> dict[str, dict[str, float]]:
         raise RuntimeError("the store went away\nwith a second line")
 
