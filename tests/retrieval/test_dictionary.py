@@ -14,7 +14,8 @@ TERMS = ("缓存预热", "zephyrctl", "kubectl rollout undo", "order-service")
 
 
 def test_terms_are_read_one_per_line_or_by_commas_without_comments_or_repeats() -> None:
-    text = "# product terms\n缓存预热\n緩存預熱\nzephyrctl, ZephyrCtl ,kubectl rollout undo\n\n  order-service  # a service\n"
+    text = ("# product terms\n缓存预热\n緩存預熱\nzephyrctl, ZephyrCtl ,kubectl rollout undo\n\n"
+            "  order-service  # a service\n")
     assert parse_terms(text) == TERMS  # Traditional and letter case fold to one term, the first spelling kept
 
 
