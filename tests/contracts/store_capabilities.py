@@ -287,7 +287,7 @@ class UpgradableStoreContract:
 
 
     def test_a_staging_with_other_bm25_words_keeps_the_vectors(self, store: EditableStore) -> None:
-        """rag_core.dictionary: a dictionary term matches whole (its alias), a stop word does not count; vectors kept."""
+        """rag_core.dictionary: a dictionary term matches whole (its alias), a stop word is not counted."""
         assert isinstance(store, UpgradableStore) and isinstance(store, BM25TermScorer)
         store.replace_documents([new_version("words/a.md", "缓存预热 is the warmup step of zephyrctl caches"),
                                  new_version("words/b.md", "缓存 is a cache and 预热 a warmup, apart here")])
