@@ -192,7 +192,8 @@ def render(record: dict[str, Any]) -> str:
         hurt = ", ".join(f"`{t['term']}` ({t['change']:+.2f} over {t['questions']} q)" for t in r["hurt_terms"])
         helped = ", ".join(f"`{t['term']}` ({t['change']:+.2f} over {t['questions']} q)" for t in r["helped_terms"])
         terms.append(f"{r['label']}: {r['terms']} terms ({r['kinds']['heading']} from headings, {r['kinds']['code']} "
-                     f"code terms); hybrid, questions holding the term gained most with {helped or 'none'}, "
+                     f"code terms; the first: {', '.join(f'`{t}`' for t in r['terms_sample'][:6]) or 'none'}); hybrid, "
+                     f"questions holding the term gained most with {helped or 'none'}, "
                      f"lost most with {hurt or 'none'}."
                      + (" Terms the questions hold: " + ", ".join(sorted({f"`{t}`" for q in r["subset_questions"]
                                                                          for t in q["terms"]})) + "."
