@@ -1,8 +1,8 @@
 """`python -m bench` (`make bench`): every benchmark, each printing our figure next to its baseline's from
 the same run. `--quick` for a short smoke run; `--only NAME` (repeatable) for some of them. Each is also
 runnable alone: `python -m bench.chunking|ingest|latency|quality|tradeoff|fusion|folding|explain|startup|api|
-host|formats|testsets|filters|conversations|offline_answers|expand|scale|sources|keywords|tune_agreement|
-tune_halves [--quick]`
+host|formats|testsets|filters|conversations|offline_answers|expand|scale|sources|keywords|dictionary|
+tune_agreement|tune_halves [--quick]`
 (scale: a million chunks, about an hour on two cores; `python -m bench.scale --chunks N` for fewer).
 
 A full run writes each result record to bench/results/<name>.json (the trade-off to
@@ -21,6 +21,7 @@ from bench import (
     api,
     chunking,
     conversations,
+    dictionary,
     expand,
     explain,
     filters,
@@ -50,7 +51,7 @@ BENCHMARKS = {"chunking": chunking.run, "ingest": ingest.run, "latency": latency
               "startup": startup.run, "api": api.run, "host": host.run, "formats": formats.run,
               "testsets": testsets.run, "filters": filters.run, "conversations": conversations.run,
               "offline_answers": offline_answers.run, "expand": expand.run, "scale": scale.run,
-              "sources": sources.run, "keywords": keywords.run,
+              "sources": sources.run, "keywords": keywords.run, "dictionary": dictionary.run,
               "tune_agreement": tune_agreement.run, "tune_halves": tune_halves.run}
 
 

@@ -19,6 +19,7 @@ from bench import (
     api,
     chunking,
     conversations,
+    dictionary,
     expand,
     explain,
     filters,
@@ -46,7 +47,8 @@ RESULTS = (("chunking", chunking.render), ("ingest", ingest.render), ("latency",
            ("startup", startup.render), ("quality", quality.render), ("host", host.render), ("api", api.render),
            ("formats", formats.render), ("testsets", testsets.render), ("filters", filters.render),
            ("conversations", conversations.render), ("offline_answers", offline_answers.render),
-           ("scale", scale.render), ("sources", sources.render), ("keywords", keywords.render))
+           ("scale", scale.render), ("sources", sources.render), ("keywords", keywords.render),
+           ("dictionary", dictionary.render))
 
 
 def _results() -> str:

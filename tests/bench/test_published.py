@@ -12,6 +12,7 @@ from bench import (
     api,
     chunking,
     conversations,
+    dictionary,
     expand,
     explain,
     filters,
@@ -40,7 +41,7 @@ RENDERS = {"chunking": chunking.render, "ingest": ingest.render, "latency": late
            "fusion": fusion.render, "folding": folding.render, "conversations": conversations.render,
            "offline_answers": offline_answers.render, "expand": expand.render, "scale": scale.render,
            "sources": sources.render, "tune_agreement": tune_agreement.render,
-           "tune_halves": tune_halves.render}
+           "tune_halves": tune_halves.render, "dictionary": dictionary.render}
 
 
 def test_the_bench_readme_tables_are_rendered_from_the_records():
