@@ -28,6 +28,7 @@ class Suggestion:
 _CODE_SPAN = re.compile(r"`([^`\n]{3,64})`")
 _CODE_WORD = re.compile(r"(?<![\w-])(?:[A-Za-z]+[a-z0-9]*[A-Z][A-Za-z0-9]*|[A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)+)"
                         r"(?![\w-])")
+_ASKING = ("什么", "怎么", "如何", "哪些", "哪个", "是否", "为何")  # question words: no one's product term
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]{3,10}")
 
 
@@ -66,7 +67,9 @@ def suggest_for(store: ChunkStore, limit: int = 200) -> list[Suggestion]:
 def _heading_words(run: str) -> list[str]:
     """Words of a heading's Chinese run that BM25 would cut in pieces: jieba's longest words of 3+ characters whose
     search-mode cut has more than one piece, or the run itself when jieba cuts it in 2-3 pieces."""
-    words = [w for w in _jieba().cut(run, HMM=False) if len(w) >= 3 and len(analyse(w)) > 1]
-    if not words and 2 <= len(list(_jieba().cut(run, HMM=False))) <= 3 and len(run) <= 6:
+    words = [w for w in _jieba().cut(run, HMM=False) if len(w) >= 3 and len(analyse(w)) > 1
+             and not any(q in w for q in _ASKING)]
+    if not words and 2 <= len(list(_jieba().cut(run, HMM=False))) <= 3 and len(run) <= 6 and not any(
+            q in run for q in _ASKING):
         words = [run]
     return words

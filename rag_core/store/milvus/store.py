@@ -219,7 +219,7 @@ class MilvusStore:
         """Open an existing knowledge base only to read its documents and kept originals (`reindex
         --from`), whatever embedder it was made with."""
         client, registry = self.client, self.registry.name
-        if not (client.has_collection(self.chunks) and client.has_collection(registry)):
+        if not client.has_collection(registry):  # its chunks may be in an upgrade's collection: not read here
             raise StoreError(f"There is no knowledge base collection {self.collection!r} here; check the name "
                              "(milvus.collection of the knowledge base you copy from).")
         client.load_collection(registry)
