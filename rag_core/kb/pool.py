@@ -59,7 +59,9 @@ class OpenKnowledgeBases:
         stale = None
         with self._lock:
             wb = self._open.get(name)
-            if wb is not None and wb is not self.first and self._upgraded(name, wb):
+            if wb is not None and wb is self.first and self._upgraded(name, wb):
+                return self.reopen_first()
+            if wb is not None and self._upgraded(name, wb):
                 stale, wb = self._open.pop(name), None
             if wb is None:
                 wb = self._open[name] = self.manager.open(name)

@@ -107,17 +107,18 @@ class Service:
 
     def default_upgraded(self) -> bool:
         """Whether an embedder upgrade (kb.upgrade, a process of its own) swapped the default knowledge base's
-        vectors since it was opened: the collection it searches is gone (`reopen_default`, blocking). Cheap: a stat."""
-        return self.kbs is not None and self.kbs.first_upgraded()
+        vectors since it was opened: the collection it searches is gone (`reopen_default`, blocking). Cheap: a stat.
+        The pool may have opened it again already (MCP over HTTP asks the pool)."""
+        return self.kbs is not None and (self.kbs.first is not self.workbench or self.kbs.first_upgraded())
 
     def reopen_default(self) -> None:
-        """The default knowledge base opened again with its new embedder, and its agent made again."""
+        """The default knowledge base opened again with its new embedder (or as the pool did), its agent made again."""
         from ..bootstrap import build_agent
 
         if self.kbs is None:
             return
         with self._agents_lock:
-            self.workbench = self.kbs.reopen_first()
+            self.workbench = self.kbs.first if self.kbs.first is not self.workbench else self.kbs.reopen_first()
             self.agent = build_agent(self.workbench, self.env)
 
     def agent_of(self, kb: str | None) -> Agent:
