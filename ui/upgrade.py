@@ -41,12 +41,16 @@ def progress_text(status: UpgradeStatus) -> str:
 
 
 def finished_text(status: UpgradeStatus) -> str:
-    return t("Upgraded from {source} to {to} on {when} (UTC).", source=status.source, to=status.to,
-             when=status.updated_at[:16].replace("T", " "))
+    when = status.updated_at[:16].replace("T", " ")
+    if status.kind == "bm25":
+        return t("BM25 re-indexed with its own words on {when} (UTC).", when=when)
+    return t("Upgraded from {source} to {to} on {when} (UTC).", source=status.source, to=status.to, when=when)
 
 
 def upgrade_line(status: UpgradeStatus) -> str:
     """One line for the Home page: a running job's progress, or that a stopped one waits to be resumed."""
+    if status.kind == "bm25":
+        return t("**{kb}**: re-indexing BM25: {progress}", kb=status.kb, progress=progress_text(status))
     if status.state == STOPPED:
         return t("**{kb}**: the upgrade to {to} stopped at {done:,} of {total:,} chunks: resume it on the Knowledge "
                  "base page.", kb=status.kb, to=status.to, done=status.done, total=status.total)
@@ -57,7 +61,7 @@ def debugger_caption(wb: Workbench) -> str:
     """Which embedder made the dense vectors searched; while an upgrade runs, how far it is."""
     text = t("Dense vectors: {embedder}", embedder=wb.embedder.name)
     status = upgrade.read_status(wb.settings, wb.settings.kb_name)
-    if status is not None and status.state == RUNNING:
+    if status is not None and status.state == RUNNING and status.kind == "embedder":
         text += t(" · upgrading to {to}: {percent:.0%}", to=status.to, percent=status.fraction)
     return text
 
@@ -66,7 +70,7 @@ def upgrades_under_way(names: list[str]) -> list[UpgradeStatus]:
     """The running or stopped upgrades of knowledge bases `names` (the Home page)."""
     settings = get_settings()
     found = [upgrade.read_status(settings, name) for name in names]
-    return [s for s in found if s is not None and s.state in (RUNNING, STOPPED)]
+    return [s for s in found if s is not None and (s.state == RUNNING or s.state == STOPPED and s.kind == "embedder")]
 
 
 def embedder_section(wb: Workbench, name: str, may_change: bool, locked: str | None) -> None:
@@ -78,6 +82,8 @@ def embedder_section(wb: Workbench, name: str, may_change: bool, locked: str | N
                  "the current embedder until every chunk is embedded again, then it swaps in one step; documents "
                  "uploaded during the job are embedded by its next pass."))
     status = upgrade.read_status(get_settings(), name)
+    if status is not None and status.kind != "embedder":
+        status = None  # a BM25 re-index's (the BM25 words section's)
     if _under_way(name, status):
         _progress(name)  # read again every few seconds until the job ends
         return
