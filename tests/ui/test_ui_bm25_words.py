@@ -1,0 +1,91 @@
+"""The Knowledge base page's "BM25 words" section (AppTest, issue 41): suggestions fill the dictionary's text area,
+an example query shows its terms now and with the words being edited, Apply re-indexes BM25 (vectors kept) and the
+counts change, and a bad term is one line that changes nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_core.dictionary import MAX_TERM_CHARS
+from tests.helpers import SAMPLE_KB
+from tests.ui.apptest_helpers import app_at, texts
+from ui.state import knowledge_bases
+
+KB_PAGE = "pages/knowledge_base.py"
+TERM = "内存泄漏排查"
+QUERY = "内存泄漏排查怎么做"
+
+
+@pytest.fixture
+def docs(fresh_kb):
+    paths = [SAMPLE_KB / "runbooks" / n for n in ("memory_leak_zh.md", "slow_query_zh.md", "disk_full.md")]
+    reports = fresh_kb.ingestor.ingest_paths(paths)
+    assert [r.status for r in reports] == ["added"] * 3
+    return fresh_kb
+
+
+def area(at, which: str):
+    name = knowledge_bases().default
+    return at.text_area(key=f"kb.bm25_{which}.{name}")
+
+
+def test_suggest_fills_the_dictionary_and_the_example_shows_before_and_after(docs) -> None:
+    at = app_at(KB_PAGE)
+    assert "BM25 words" in [s.value for s in at.subheader]
+    assert area(at, "dictionary").value == "" and area(at, "stop_words").value == ""
+    assert "In use: dictionary **0** terms · stop words **0**" in texts(at)
+
+    at.button(key="kb.bm25_suggest").click().run()
+    assert not at.exception, at.exception
+    suggested = [line for line in area(at, "dictionary").value.splitlines() if line]
+    assert suggested, "no suggestions"
+    (frame,) = [d.value for d in at.dataframe if list(d.value.columns) == ["term", "kind", "chunks"]]
+    assert list(frame["term"]) == suggested  # the table lists what was added, with its kind and chunks
+    assert set(frame["kind"]) <= {"heading", "code"} and all(frame["chunks"] >= 2)
+    assert "terms suggested" in texts(at, "caption")
+
+    area(at, "dictionary").set_value(TERM + "\n").run()
+    at.text_input(key="kb.bm25_example").set_value(QUERY).run()
+    assert not at.exception, at.exception
+    shown = texts(at)
+    assert "**Now:** `内存` · `泄漏` · `排查` · `怎么` · `做`" in shown
+    assert f"**With the words above:** `内存` · `泄漏` · `排查` · `怎么` · `做` · `{TERM}`" in shown
+
+    at.run()  # a rerun keeps the edits
+    assert area(at, "dictionary").value == TERM + "\n"
+
+
+def test_apply_reindexes_and_the_counts_change(docs) -> None:
+    name = knowledge_bases().default
+    chunks_before = knowledge_bases().info(name).chunks
+    at = app_at(KB_PAGE)
+    assert at.button(key="kb.bm25_apply").disabled  # nothing changed yet
+    area(at, "dictionary").set_value(f"{TERM}\nzephyrctl\n").run()
+    area(at, "stop_words").set_value("怎么\n").run()
+    at.button(key="kb.bm25_apply").click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    info = knowledge_bases().info(name)
+    assert info.dictionary == (TERM, "zephyrctl") and info.stop_words == ("怎么",)
+    assert info.chunks == chunks_before
+    assert f"BM25 re-indexed ({chunks_before:,} chunks, none embedded again): dictionary 2 terms, stop words 1." \
+        in texts(at, "success")
+    assert "In use: dictionary **2** terms · stop words **1**" in texts(at)
+    assert area(at, "dictionary").value == f"{TERM}\nzephyrctl"  # the areas hold the words in use now
+
+    at.text_input(key="kb.bm25_example").set_value(QUERY).run()
+    assert f"**Now:** `内存` · `泄漏` · `排查` · `做` · `{TERM}`" in texts(at)
+    dbg = app_at("pages/debugger.py", q=QUERY)  # the debugger searches the new collection
+    assert not dbg.exception, dbg.exception
+
+
+def test_a_too_long_term_is_one_line_and_changes_nothing(docs) -> None:
+    name = knowledge_bases().default
+    at = app_at(KB_PAGE)
+    area(at, "dictionary").set_value("ok\n" + "x" * (MAX_TERM_CHARS + 1) + "\n").run()
+    assert not at.exception, at.exception
+    (error,) = at.error
+    assert "dictionary, line 2:" in error.value and f"longer than {MAX_TERM_CHARS} characters" in error.value
+    assert "\n" not in error.value
+    assert at.button(key="kb.bm25_apply").disabled
+    assert knowledge_bases().info(name).dictionary == ()
