@@ -5,10 +5,15 @@ counts change, and a bad term is one line that changes nothing."""
 from __future__ import annotations
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
+import ui.access
+from rag_core import bootstrap
+from rag_core.access.memory import MemoryAccessStore
+from rag_core.access.records import Role
 from rag_core.dictionary import MAX_TERM_CHARS
 from tests.helpers import SAMPLE_KB
-from tests.ui.apptest_helpers import app_at, texts
+from tests.ui.apptest_helpers import APP, app_at, texts
 from ui.state import knowledge_bases
 
 KB_PAGE = "pages/knowledge_base.py"
@@ -89,3 +94,25 @@ def test_a_too_long_term_is_one_line_and_changes_nothing(docs) -> None:
     assert "\n" not in error.value
     assert at.button(key="kb.bm25_apply").disabled
     assert knowledge_bases().info(name).dictionary == ()
+
+
+def test_an_editor_sees_the_words_but_may_not_apply_them(docs, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = MemoryAccessStore()
+    monkeypatch.setattr(bootstrap, "build_access_store", lambda settings, env=None: store)
+    monkeypatch.setenv("RAG_AUTH_REQUIRED", "true")
+    ui.access.clear_access_store()
+    try:
+        name = knowledge_bases().default
+        made, _ = store.create_user("ed", {name: Role.EDITOR})
+        at = AppTest.from_file(APP, default_timeout=60)
+        at.session_state[ui.access.PRINCIPAL] = made.principal()
+        at.run()
+        at.switch_page(KB_PAGE)
+        at.run()
+        assert not at.exception, at.exception
+        area(at, "dictionary").set_value(TERM).run()
+        apply = at.button(key="kb.bm25_apply")
+        assert apply.disabled and "admin role" in (apply.help or "")
+        assert not at.button(key="kb.bm25_suggest").disabled  # reviewing terms is a reader's too
+    finally:
+        ui.access.clear_access_store()
