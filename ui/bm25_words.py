@@ -1,30 +1,36 @@
 """The Knowledge base page's "BM25 words" section (issue 41): the knowledge base's own BM25 dictionary and stop words
 (rag_core.dictionary) in two text areas, terms suggested from its headings and code (retrieval.dictionary), an
 example query's terms with the current words and with the words being edited (retrieval.keywords.query_terms), and
-Apply: a BM25 re-index with the new words, vectors kept (kb.upgrade.reindex_bm25), as `kb set --dictionary`.
+Apply: a BM25 re-index with the new words, vectors kept (kb.upgrade.reindex_bm25), as `kb set --dictionary`. It runs
+in a thread of the app's process, so a click elsewhere on the page (which stops the script) does not stop it half way;
+the session that started it shows its progress until it ends.
 
 The text areas' values live in session state per knowledge base, so a rerun (or a visit to another page) keeps the
 edits until they are applied."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import streamlit as st
 
 from rag_core.bootstrap import Workbench
 from rag_core.dictionary import key, parse_terms
 from rag_core.errors import RagError
-from rag_core.kb.upgrade import UpgradeStatus, reindex_bm25
+from rag_core.kb import upgrade
+from rag_core.kb.upgrade import RUNNING, STOPPED, UpgradeResult, UpgradeStatus, reindex_bm25
 from rag_core.retrieval.dictionary import suggest_for
 from rag_core.retrieval.keywords import query_terms
 
 from .access import record
 from .errors import show_error
 from .i18n import t
-from .state import knowledge_bases
+from .state import get_settings, knowledge_bases
 
 SUGGEST_LIMIT = 200
+POLL_SECONDS = 0.25  # how often a running re-index's progress is drawn
 
 
 def _keys(name: str) -> tuple[str, str]:
@@ -77,8 +83,20 @@ def bm25_section(wb: Workbench, name: str, may_change: bool, locked: str | None)
     st.caption(t("Dictionary: terms BM25 should match whole (service names, commands, product terms). Stop words: "
                  "words BM25 should not count. Applying re-indexes BM25 into a new collection with the same vectors "
                  "(nothing is embedded again), then swaps it in."))
+    if (job := ss.get(_job_key(name))) is not None:  # started by this session, still running after a rerun
+        _wait(name, job)
+        return
     if notice := ss.pop(f"kb.bm25_notice.{name}", None):
         st.success(notice, icon="🔤")
+    status = upgrade.read_status(get_settings(), name)
+    busy = status is not None and status.state == RUNNING
+    if busy:
+        st.info(t("An embedder upgrade or a BM25 re-index of {name} is running: apply new words when it has "
+                  "finished.", name=name), icon="⏳")
+    elif status is not None and status.state == STOPPED and status.kind == "bm25":
+        st.warning(t("The last BM25 re-index stopped at {done:,} of {total:,} chunks ({error}); the words in use did "
+                     "not change: apply them again.", done=status.done, total=status.total,
+                     error=status.error or t("no reason given")), icon="⏸️")
     st.markdown(t("In use: dictionary **{dictionary}** terms · stop words **{stop_words}**",
                   dictionary=len(info.dictionary), stop_words=len(info.stop_words)))
     dictionary_key, stop_key = _keys(name)
@@ -127,7 +145,7 @@ def bm25_section(wb: Workbench, name: str, may_change: bool, locked: str | None)
                  and list(stop_words) == list(info.stop_words))
     bad = dictionary is None or stop_words is None
     if st.button(t("Apply (re-index BM25, vectors kept)"), key="kb.bm25_apply", type="primary",
-                 disabled=not may_change or bad or unchanged, help=locked) and not bad and may_change:
+                 disabled=not may_change or bad or unchanged or busy, help=locked) and not bad and may_change:
         _apply(name, dictionary or (), stop_words or ())
 
 
@@ -135,26 +153,62 @@ def _shown(terms: Sequence[str]) -> str:
     return " · ".join(f"`{term}`" for term in terms) or t("(none)")
 
 
+@dataclass
+class _Job:
+    """A re-index running in a thread of this process (so a rerun or a click elsewhere does not stop it half way)."""
+
+    thread: threading.Thread
+    status: UpgradeStatus | None = None
+    result: UpgradeResult | None = None
+    error: BaseException | None = None
+
+
+def _job_key(name: str) -> str:
+    return f"kb.bm25_job.{name}"
+
+
 def _apply(name: str, dictionary: tuple[str, ...], stop_words: tuple[str, ...]) -> None:
-    bar = st.progress(0.0, text=t("Re-indexing BM25…"))
-
-    def progress(status: UpgradeStatus) -> None:
-        bar.progress(status.fraction, text=t("Re-indexing BM25: {done:,} of {total:,} chunks", done=status.done,
-                                             total=status.total))
-
+    """Start the re-index in a thread, record it, and wait for it with a progress bar."""
     kbs = knowledge_bases()
-    try:
-        result = reindex_bm25(kbs, name, dictionary, stop_words, progress=progress)
-    except RagError as exc:
-        bar.empty()
-        show_error(exc)
-        return
-    info = kbs.info(name)
-    record("kbs.set", name, name, dictionary=len(info.dictionary), stop_words=len(info.stop_words))
+    holder: list[_Job] = []
+
+    def run() -> None:
+        job = holder[0]
+        try:
+            job.result = reindex_bm25(kbs, name, dictionary, stop_words,
+                                      progress=lambda status: setattr(job, "status", status))
+        except BaseException as exc:  # noqa: BLE001 - handed to the page that waits for it
+            job.error = exc
+
+    job = _Job(threading.Thread(target=run, name=f"bm25-reindex-{name}", daemon=True))
+    holder.append(job)
+    job.thread.start()
+    record("kbs.set", name, name, dictionary=len(dictionary), stop_words=len(stop_words))
+    st.session_state[_job_key(name)] = job
+    _wait(name, job)
+
+
+def _wait(name: str, job: _Job) -> None:
+    """The job's progress until it ends, then the page again with the words in use (or its error)."""
+    bar = st.progress(0.0, text=t("Re-indexing BM25…"))
+    while job.thread.is_alive():
+        if (status := job.status) is not None:
+            bar.progress(status.fraction, text=t("Re-indexing BM25: {done:,} of {total:,} chunks", done=status.done,
+                                                 total=status.total))
+        job.thread.join(POLL_SECONDS)
+    bar.empty()
     ss = st.session_state
+    ss.pop(_job_key(name), None)
+    if job.error is not None:
+        if not isinstance(job.error, RagError):
+            raise job.error
+        show_error(job.error)
+        return
+    info = knowledge_bases().info(name)
     for state_key in (*_keys(name), _suggested_key(name)):
         ss.pop(state_key, None)  # filled again with the words now in use
+    chunks = job.result.chunks if job.result is not None else info.chunks
     ss[f"kb.bm25_notice.{name}"] = t("BM25 re-indexed ({chunks:,} chunks, none embedded again): dictionary "
-                                     "{dictionary} terms, stop words {stop_words}.", chunks=result.chunks,
+                                     "{dictionary} terms, stop words {stop_words}.", chunks=chunks,
                                      dictionary=len(info.dictionary), stop_words=len(info.stop_words))
     st.rerun()

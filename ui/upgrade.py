@@ -57,7 +57,7 @@ def debugger_caption(wb: Workbench) -> str:
     """Which embedder made the dense vectors searched; while an upgrade runs, how far it is."""
     text = t("Dense vectors: {embedder}", embedder=wb.embedder.name)
     status = upgrade.read_status(wb.settings, wb.settings.kb_name)
-    if status is not None and status.state == RUNNING:
+    if status is not None and status.state == RUNNING and status.kind == "embedder":
         text += t(" · upgrading to {to}: {percent:.0%}", to=status.to, percent=status.fraction)
     return text
 
@@ -66,7 +66,7 @@ def upgrades_under_way(names: list[str]) -> list[UpgradeStatus]:
     """The running or stopped upgrades of knowledge bases `names` (the Home page)."""
     settings = get_settings()
     found = [upgrade.read_status(settings, name) for name in names]
-    return [s for s in found if s is not None and s.state in (RUNNING, STOPPED)]
+    return [s for s in found if s is not None and s.state in (RUNNING, STOPPED) and s.kind == "embedder"]
 
 
 def embedder_section(wb: Workbench, name: str, may_change: bool, locked: str | None) -> None:
@@ -78,6 +78,11 @@ def embedder_section(wb: Workbench, name: str, may_change: bool, locked: str | N
                  "the current embedder until every chunk is embedded again, then it swaps in one step; documents "
                  "uploaded during the job are embedded by its next pass."))
     status = upgrade.read_status(get_settings(), name)
+    if status is not None and status.kind != "embedder":  # a BM25 re-index (ui/bm25_words.py) writes the same file
+        if status.state == RUNNING:
+            st.caption(t("A BM25 re-index is running: an upgrade can start when it has finished."))
+            return
+        status = None
     if _under_way(name, status):
         _progress(name)  # read again every few seconds until the job ends
         return

@@ -4,6 +4,8 @@ counts change, and a bad term is one line that changes nothing."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -12,9 +14,12 @@ from rag_core import bootstrap
 from rag_core.access.memory import MemoryAccessStore
 from rag_core.access.records import Role
 from rag_core.dictionary import MAX_TERM_CHARS
+from rag_core.kb import upgrade
+from rag_core.kb.upgrade import RUNNING, STOPPED, UpgradeStatus
+from rag_core.store.milvus.rows import utc_now
 from tests.helpers import SAMPLE_KB
 from tests.ui.apptest_helpers import APP, app_at, texts
-from ui.state import knowledge_bases
+from ui.state import get_settings, knowledge_bases
 
 KB_PAGE = "pages/knowledge_base.py"
 TERM = "内存泄漏排查"
@@ -116,3 +121,28 @@ def test_an_editor_sees_the_words_but_may_not_apply_them(docs, monkeypatch: pyte
         assert not at.button(key="kb.bm25_suggest").disabled  # reviewing terms is a reader's too
     finally:
         ui.access.clear_access_store()
+
+
+def bm25_status(state: str, pid: int) -> None:
+    name = knowledge_bases().default
+    upgrade._write(get_settings(), UpgradeStatus(name, "local", "local", state, 3, 10, 1.0, utc_now(), utc_now(), pid,
+                                                 "killed" if state == STOPPED else "", kind="bm25"))
+
+
+def test_a_stopped_reindex_is_said_here_and_not_as_an_upgrade(docs) -> None:
+    bm25_status(STOPPED, os.getpid())
+    at = app_at(KB_PAGE)
+    warnings = texts(at, "warning")
+    assert "The last BM25 re-index stopped at 3 of 10 chunks (killed); the words in use did not change" in warnings
+    assert "The upgrade to" not in warnings and "kb.upgrade_resume" not in [b.key for b in at.button]
+    assert "kb.upgrade" in [b.key for b in at.button]
+    assert "stopped at" not in texts(app_at())  # Home: no upgrade to resume
+
+
+def test_apply_waits_while_a_job_runs(docs) -> None:
+    bm25_status(RUNNING, os.getpid())  # a live process: this one
+    at = app_at(KB_PAGE)
+    area(at, "dictionary").set_value(TERM).run()
+    assert "is running: apply new words when it has finished" in texts(at, "info")
+    assert at.button(key="kb.bm25_apply").disabled
+    assert "A BM25 re-index is running" in texts(at, "caption") and "kb.upgrade" not in [b.key for b in at.button]
