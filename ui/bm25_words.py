@@ -34,7 +34,13 @@ POLL_SECONDS = 0.25  # how often a running re-index's progress is drawn
 
 
 def _keys(name: str) -> tuple[str, str]:
+    """The text areas' keys. Streamlit forgets a widget's value on a run that does not draw it (another page), so
+    each is kept under a draft key too (`_draft`), which the area is filled from when it is drawn again."""
     return f"kb.bm25_dictionary.{name}", f"kb.bm25_stop_words.{name}"
+
+
+def _draft(widget_key: str) -> str:
+    return f"{widget_key}.draft"
 
 
 def _suggested_key(name: str) -> str:
@@ -100,8 +106,9 @@ def bm25_section(wb: Workbench, name: str, may_change: bool, locked: str | None)
     st.markdown(t("In use: dictionary **{dictionary}** terms · stop words **{stop_words}**",
                   dictionary=len(info.dictionary), stop_words=len(info.stop_words)))
     dictionary_key, stop_key = _keys(name)
-    ss.setdefault(dictionary_key, _lines(info.dictionary))
-    ss.setdefault(stop_key, _lines(info.stop_words))
+    for widget_key, words in ((dictionary_key, info.dictionary), (stop_key, info.stop_words)):
+        if widget_key not in ss:
+            ss[widget_key] = ss.get(_draft(widget_key), _lines(words))
 
     left, right = st.columns(2)
     with left:
@@ -111,6 +118,7 @@ def bm25_section(wb: Workbench, name: str, may_change: bool, locked: str | None)
                          "at least two chunks; review them before applying."))
     with right:
         stop_text = st.text_area(t("Stop words (one per line)"), key=stop_key, height=200)
+    ss[_draft(dictionary_key)], ss[_draft(stop_key)] = dictionary_text, stop_text  # kept while on other pages
     suggested = ss.get(_suggested_key(name))
     if isinstance(suggested, RagError):
         show_error(suggested)
@@ -205,7 +213,7 @@ def _wait(name: str, job: _Job) -> None:
         show_error(job.error)
         return
     info = knowledge_bases().info(name)
-    for state_key in (*_keys(name), _suggested_key(name)):
+    for state_key in (*_keys(name), *map(_draft, _keys(name)), _suggested_key(name)):
         ss.pop(state_key, None)  # filled again with the words now in use
     chunks = job.result.chunks if job.result is not None else info.chunks
     ss[f"kb.bm25_notice.{name}"] = t("BM25 re-indexed ({chunks:,} chunks, none embedded again): dictionary "

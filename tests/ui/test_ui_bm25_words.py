@@ -61,7 +61,12 @@ def test_suggest_fills_the_dictionary_and_the_example_shows_before_and_after(doc
     assert "**Now:** `内存` · `泄漏` · `排查` · `怎么` · `做`" in shown
     assert f"**With the words above:** `内存` · `泄漏` · `排查` · `怎么` · `做` · `{TERM}`" in shown
 
-    at.run()  # a rerun keeps the edits
+    at.run()  # a rerun keeps the edits, and so does a visit to another page
+    assert area(at, "dictionary").value == TERM + "\n"
+    at.switch_page("pages/debugger.py").run()
+    assert not at.exception, at.exception
+    at.switch_page(KB_PAGE).run()
+    assert not at.exception, at.exception
     assert area(at, "dictionary").value == TERM + "\n"
 
 
