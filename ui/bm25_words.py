@@ -133,8 +133,9 @@ def bm25_section(wb: Workbench, name: str, may_change: bool, locked: str | None)
         else:
             st.caption(t("No terms to suggest: no heading or code term that BM25 cuts in pieces is in two chunks."))
 
-    dictionary, dictionary_error = _terms(dictionary_text, t("dictionary"))
-    stop_words, stop_error = _terms(stop_text, t("stop words"))
+    # the error's text is the original (English, as the CLI and the API word it); show_error translates the sentence
+    dictionary, dictionary_error = _terms(dictionary_text, "dictionary")  # i18n: ok
+    stop_words, stop_error = _terms(stop_text, "stop words")  # i18n: ok
     for error in (dictionary_error, stop_error):
         if error is not None:
             show_error(error, sentence=t("A term is too long, holds a control character, or there are too many "
