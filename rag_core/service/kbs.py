@@ -149,12 +149,12 @@ def set_bm25_words(kb: str, body: Bm25In, svc: ServiceDep,
     from ..errors import RagError
     from ..kb import upgrade
 
+    kbs = svc.kb_manager
+    hiding(svc, principal, kbs.get, kb)
     if body.dictionary is None and body.stop_words is None:
         raise RagError("Give `dictionary` or `stop_words` (a list of terms; [] clears it).")
     dictionary = terms_of(body.dictionary, "dictionary") if body.dictionary is not None else None
     stop_words = terms_of(body.stop_words, "stop words") if body.stop_words is not None else None
-    kbs = svc.kb_manager
-    hiding(svc, principal, kbs.get, kb)
     status = upgrade.read_status(kbs.settings, kb)
     if status is not None and status.state == upgrade.RUNNING:
         raise KnowledgeBaseError(f"The upgrade of knowledge base {kb!r} is running: GET /v1/kbs/{kb}/upgrade shows "

@@ -119,7 +119,8 @@ def test_bad_words_are_one_line(client: httpx.Client, server: live.LiveServer) -
     assert client.get(f"/v1/kbs/{kb}/bm25").json() == before  # nothing changed
 
     for method, path in (("GET", "/bm25"), ("PUT", "/bm25"), ("GET", "/bm25/suggest"), ("GET", "/bm25/terms?q=x")):
-        r = client.request(method, f"/v1/kbs/no_such_kb{path}", json={"dictionary": []} if method == "PUT" else None)
+        body = {"dictionary": ["x" * 99]} if method == "PUT" else None  # a bad body too: the unknown name first
+        r = client.request(method, f"/v1/kbs/no_such_kb{path}", json=body)
         assert r.status_code == 404 and "no_such_kb" in message(r), (method, path, r.text)
 
     # an upgrade running (a status written by a live process: this one): no re-index meanwhile
