@@ -1,5 +1,6 @@
-"""Knowledge base: the knowledge bases (create, copy, delete), then the selected one's documents: upload (with
-progress and what changed in re-uploaded documents), the document list, delete and re-index."""
+"""Knowledge base: the knowledge bases (create, copy, delete), then the selected one's embedder (its upgrade) and BM25
+words, and its documents: upload (with progress and what changed in re-uploaded documents), the document list, delete
+and re-index."""
 
 from collections.abc import Callable
 
@@ -13,6 +14,7 @@ from rag_core.kb.settings import defaults_for_new, describe_fields
 from rag_core.loaders import OCR_EXTRA, SUPPORTED_EXTENSIONS, SUPPORTED_TEXT, ocr_available
 from rag_core.records import IngestReport
 from ui.access import admin_anywhere, allowed, current_principal, gate, record, refusal
+from ui.bm25_words import bm25_section
 from ui.components import headers, ingest_summary, run_ingest
 from ui.documents import document_chunk_editor, edit_conflicts, tags_editor
 from ui.errors import show_error
@@ -128,6 +130,7 @@ if notice := ss.pop("kb.notice", None):
 # ------------------------------------------------------------------------------------------ embedder
 may_change = allowed(name, Role.ADMIN)  # changing a knowledge base's settings is its admins'
 embedder_section(wb, name, may_change, None if may_change else refusal(name, Role.ADMIN))
+bm25_section(wb, name, may_change, None if may_change else refusal(name, Role.ADMIN))  # words of its keyword channel
 
 # ------------------------------------------------------------------------------------------ upload
 st.subheader(t("Add documents to {name}", name=name))

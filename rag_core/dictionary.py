@@ -62,6 +62,19 @@ def parse_terms(text: str, what: str = "dictionary") -> tuple[str, ...]:
     return tuple(terms.values())
 
 
+def terms_of(items: Sequence[str], what: str = "dictionary") -> tuple[str, ...]:
+    """Terms given one per item (the HTTP API's lists), by the rules of `parse_terms` (item N is its line N); an item
+    that a line would read as something else (a line break, a comma, a `#`) is refused with one line."""
+    for number, item in enumerate(items, 1):
+        if bad := next((c for c in "\n\r,#" if c in item), None):
+            raise RagError(f"{what}, item {number}: {item[:20]!r} holds {bad!r}; give one term per item, without "
+                           "line breaks, commas or #.")
+    try:
+        return parse_terms("\n".join(items), what)
+    except RagError as exc:
+        raise RagError(str(exc).replace(f"{what}, line ", f"{what}, item ", 1)) from None
+
+
 def _pattern(terms: Sequence[str]) -> re.Pattern[str] | None:
     parts = []
     for term in sorted({key(t) for t in terms}, key=len, reverse=True):

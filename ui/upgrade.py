@@ -49,8 +49,6 @@ def finished_text(status: UpgradeStatus) -> str:
 
 def upgrade_line(status: UpgradeStatus) -> str:
     """One line for the Home page: a running job's progress, or that a stopped one waits to be resumed."""
-    if status.kind == "bm25":
-        return t("**{kb}**: re-indexing BM25: {progress}", kb=status.kb, progress=progress_text(status))
     if status.state == STOPPED:
         return t("**{kb}**: the upgrade to {to} stopped at {done:,} of {total:,} chunks: resume it on the Knowledge "
                  "base page.", kb=status.kb, to=status.to, done=status.done, total=status.total)
@@ -70,7 +68,7 @@ def upgrades_under_way(names: list[str]) -> list[UpgradeStatus]:
     """The running or stopped upgrades of knowledge bases `names` (the Home page)."""
     settings = get_settings()
     found = [upgrade.read_status(settings, name) for name in names]
-    return [s for s in found if s is not None and (s.state == RUNNING or s.state == STOPPED and s.kind == "embedder")]
+    return [s for s in found if s is not None and s.state in (RUNNING, STOPPED) and s.kind == "embedder"]
 
 
 def embedder_section(wb: Workbench, name: str, may_change: bool, locked: str | None) -> None:
@@ -82,8 +80,11 @@ def embedder_section(wb: Workbench, name: str, may_change: bool, locked: str | N
                  "the current embedder until every chunk is embedded again, then it swaps in one step; documents "
                  "uploaded during the job are embedded by its next pass."))
     status = upgrade.read_status(get_settings(), name)
-    if status is not None and status.kind != "embedder":
-        status = None  # a BM25 re-index's (the BM25 words section's)
+    if status is not None and status.kind != "embedder":  # a BM25 re-index (ui/bm25_words.py) writes the same file
+        if status.state == RUNNING:
+            st.caption(t("A BM25 re-index is running: an upgrade can start when it has finished."))
+            return
+        status = None
     if _under_way(name, status):
         _progress(name)  # read again every few seconds until the job ends
         return

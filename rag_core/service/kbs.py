@@ -4,13 +4,14 @@ operations), and every search and documents route of `/v1` on a named knowledge 
 
 The list shows only the knowledge bases the caller may read; making, changing, copying and deleting one needs the
 admin role on it (making or copying: on the new name too), and so does starting an embedder upgrade
-(`POST /v1/kbs/{kb}/upgrade`, kb.upgrade: a process of its own, as `kb upgrade --background`)."""
+(`POST /v1/kbs/{kb}/upgrade`, kb.upgrade: a process of its own, as `kb upgrade --background`) or giving it another
+BM25 dictionary or stop words (`PUT /v1/kbs/{kb}/bm25`, kb.upgrade.reindex_bm25, as `kb set --dictionary`)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Query
 from starlette.responses import JSONResponse
 
 from ..access.checks import forbidden
@@ -18,7 +19,7 @@ from ..access.records import Principal, Role
 from ..errors import KnowledgeBaseError
 from . import audit
 from .deps import Needs, ServiceDep, hiding, kb_in_json, kb_in_path, readable
-from .models import KnowledgeBaseChange, KnowledgeBaseIn, UpgradeIn
+from .models import Bm25In, KnowledgeBaseChange, KnowledgeBaseIn, UpgradeIn
 from .native import kb_routes
 
 router = APIRouter(prefix="/v1", tags=["knowledge bases"])
@@ -126,6 +127,66 @@ def upgrade_status(kb: str, svc: ServiceDep,
     hiding(svc, principal, kbs.get, kb)
     status = read_status(kbs.settings, kb)
     return {"upgrade": status.to_dict() if status is not None else None}
+
+
+@router.get("/kbs/{kb}/bm25", summary="The knowledge base's BM25 dictionary and stop words (as `kb show --json`)")
+def bm25_words(kb: str, svc: ServiceDep,
+               principal: Annotated[Principal, Depends(Needs(Role.READER, kb_in_path))]) -> dict[str, Any]:
+    info = hiding(svc, principal, svc.kb_manager.info, kb)
+    return {"kb": kb, "dictionary": list(info.dictionary), "stop_words": list(info.stop_words)}
+
+
+@router.put("/kbs/{kb}/bm25", summary="Give the knowledge base another BM25 dictionary and/or stop words: BM25 is "
+            "re-indexed, vectors kept (as `kb set --dictionary/--stop-words`)",
+            responses={400: {}, 404: {}, 409: {"description": "Its upgrade or re-index is running already"}})
+def set_bm25_words(kb: str, body: Bm25In, svc: ServiceDep,
+                   principal: Annotated[Principal, Depends(Needs(Role.ADMIN, kb_in_path))]) -> dict[str, Any]:
+    """`dictionary`, `stop_words`: lists of terms, one per item (null or absent: kept as they are). Answers when the
+    new chunk collection (the same vectors) is swapped in, with the words now in use and `chunks`; searches go on
+    with the old words until then. 400 for a bad term (longer than 64 characters, a line break, a comma, `#`, more
+    than 2000 terms), 409 while an embedder upgrade or another re-index of it runs."""
+    from ..dictionary import terms_of
+    from ..errors import RagError
+    from ..kb import upgrade
+
+    kbs = svc.kb_manager
+    hiding(svc, principal, kbs.get, kb)
+    if body.dictionary is None and body.stop_words is None:
+        raise RagError("Give `dictionary` or `stop_words` (a list of terms; [] clears it).")
+    dictionary = terms_of(body.dictionary, "dictionary") if body.dictionary is not None else None
+    stop_words = terms_of(body.stop_words, "stop words") if body.stop_words is not None else None
+    status = upgrade.read_status(kbs.settings, kb)
+    if status is not None and status.state == upgrade.RUNNING:
+        raise KnowledgeBaseError(f"The upgrade of knowledge base {kb!r} is running: GET /v1/kbs/{kb}/upgrade shows "
+                                 "its progress; try again when it has finished.", "exists")
+    result = upgrade.reindex_bm25(kbs, kb, dictionary, stop_words)  # a sync route: in a worker thread
+    info = kbs.info(kb)
+    audit.record(svc, principal, "kbs.set", kb, kb, dictionary=len(info.dictionary), stop_words=len(info.stop_words))
+    return {"kb": kb, "dictionary": list(info.dictionary), "stop_words": list(info.stop_words),
+            "chunks": result.chunks}
+
+
+@router.get("/kbs/{kb}/bm25/suggest", summary="Terms for the BM25 dictionary from the knowledge base's headings and "
+            "code, to review (as `kb suggest-dictionary --json`)")
+def suggest_bm25_words(kb: str, svc: ServiceDep,
+                       principal: Annotated[Principal, Depends(Needs(Role.READER, kb_in_path))],
+                       limit: Annotated[int, Query(ge=1, le=2000, description="At most this many terms.")] = 200
+                       ) -> dict[str, Any]:
+    """`suggestions`: `{"term", "kind": "heading"|"code", "chunks"}`, the terms in most chunks first."""
+    from ..retrieval.dictionary import suggest_for
+
+    wb = hiding(svc, principal, svc.workbench_of, kb)
+    return {"kb": kb, "suggestions": [s.to_dict() for s in suggest_for(wb.store, limit)]}
+
+
+@router.get("/kbs/{kb}/bm25/terms", summary="A query's BM25 terms with the knowledge base's words (an estimate of "
+            "Milvus's analyzer: retrieval.keywords)")
+def bm25_terms(kb: str, svc: ServiceDep, principal: Annotated[Principal, Depends(Needs(Role.READER, kb_in_path))],
+               q: Annotated[str, Query(min_length=1, max_length=2000, description="The query.")]) -> dict[str, Any]:
+    from ..retrieval.keywords import query_terms
+
+    info = hiding(svc, principal, svc.kb_manager.info, kb)
+    return {"kb": kb, "terms": list(query_terms(q, info.dictionary, info.stop_words))}
 
 
 def _admin_of_new(principal: Principal, name: str) -> None:

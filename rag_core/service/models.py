@@ -200,6 +200,15 @@ class UpgradeIn(Inbound):
                     "empty: the one recorded.")
 
 
+class Bm25In(Inbound):
+    model_config = ConfigDict(extra="forbid")
+
+    dictionary: list[str] | None = Field(None, description="The knowledge base's BM25 dictionary: terms to match "
+                                         "whole, one per item (null or absent: keep the current one; []: none).")
+    stop_words: list[str] | None = Field(None, description="Words BM25 does not count, one per item (null or "
+                                         "absent: keep the current ones; []: none).")
+
+
 class TagsBody(Inbound):
     """Tags to set on a document: key -> values (an empty list removes the key)."""
 

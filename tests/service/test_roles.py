@@ -108,6 +108,8 @@ def test_every_route_declares_a_role(server: live.LiveServer):
     assert roles[("GET", "/v1/kbs")] == {None}  # any caller: the list shows what they may read
     assert roles[("POST", "/v1/kbs/{kb}/sources")] == {Role.ADMIN}
     assert roles[("POST", "/v1/kbs/{kb}/sources/{name}/sync")] == {Role.EDITOR}
+    assert roles[("PUT", "/v1/kbs/{kb}/bm25")] == roles[("POST", "/v1/kbs/{kb}/upgrade")] == {Role.ADMIN}
+    assert roles[("GET", "/v1/kbs/{kb}/bm25")] == roles[("GET", "/v1/kbs/{kb}/bm25/suggest")] == {Role.READER}
 
 
 def concrete(path: str, kb: str) -> str:
