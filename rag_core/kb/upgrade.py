@@ -15,6 +15,10 @@ page, or `POST /v1/kbs/{kb}/upgrade`) embeds every chunk again with the better o
 - **A kill** at any point loses nothing: before the catalog write the old collection is still the one in use and
   the new one keeps what was embedded, so running `kb upgrade` again resumes there; the knowledge base's settings
   still name the embedder it is moving to (`embedding.upgrade-to`). The page and `kb show` say a job stopped.
+- **BM25's own words** (rag_core.dictionary) change the same way (`reindex_bm25`): a collection made with the new
+  dictionary and stop words takes every row with its own vector (nothing is embedded), then swaps in. It is a job of
+  the same kind, under the same lock, so it waits for an upgrade or refuses; it drops a stopped upgrade's staging
+  (that upgrade then starts over, `embedding.upgrade-to` still says where to).
 - **Progress** is kept in `<data>/upgrades/<kb>.json` (chunks done and to do, the rate, the process), which
   `kb show`, the Knowledge base page and the Home page read, with an estimate of the time left.
 """
