@@ -2,7 +2,7 @@
 the same run. `--quick` for a short smoke run; `--only NAME` (repeatable) for some of them. Each is also
 runnable alone: `python -m bench.chunking|ingest|latency|quality|tradeoff|fusion|folding|explain|startup|api|
 host|formats|testsets|filters|conversations|offline_answers|expand|scale|sources|keywords|dictionary|
-tune_agreement|tune_halves [--quick]`
+tune_agreement|tune_halves|upgrade [--quick]`
 (scale: a million chunks, about an hour on two cores; `python -m bench.scale --chunks N` for fewer).
 
 A full run writes each result record to bench/results/<name>.json (the trade-off to
@@ -41,6 +41,7 @@ from bench import (
     tradeoff,
     tune_agreement,
     tune_halves,
+    upgrade,
 )
 from bench.common import RESULTS, load_note, log, machine
 from bench.publish import publish
@@ -52,7 +53,7 @@ BENCHMARKS = {"chunking": chunking.run, "ingest": ingest.run, "latency": latency
               "testsets": testsets.run, "filters": filters.run, "conversations": conversations.run,
               "offline_answers": offline_answers.run, "expand": expand.run, "scale": scale.run,
               "sources": sources.run, "keywords": keywords.run, "dictionary": dictionary.run,
-              "tune_agreement": tune_agreement.run, "tune_halves": tune_halves.run}
+              "tune_agreement": tune_agreement.run, "tune_halves": tune_halves.run, "upgrade": upgrade.run}
 
 
 def main() -> None:

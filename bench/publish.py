@@ -39,6 +39,7 @@ from bench import (
     tradeoff,
     tune_agreement,
     tune_halves,
+    upgrade,
 )
 from bench.common import REPO, load
 
@@ -48,7 +49,7 @@ RESULTS = (("chunking", chunking.render), ("ingest", ingest.render), ("latency",
            ("formats", formats.render), ("testsets", testsets.render), ("filters", filters.render),
            ("conversations", conversations.render), ("offline_answers", offline_answers.render),
            ("scale", scale.render), ("sources", sources.render), ("keywords", keywords.render),
-           ("dictionary", dictionary.render))
+           ("dictionary", dictionary.render), ("upgrade", upgrade.render))
 
 
 def _results() -> str:

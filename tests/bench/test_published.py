@@ -30,6 +30,7 @@ from bench import (
     tradeoff,
     tune_agreement,
     tune_halves,
+    upgrade,
 )
 from bench.common import REPO, RESULTS, load
 from bench.publish import BLOCKS, README, publish
@@ -41,7 +42,7 @@ RENDERS = {"chunking": chunking.render, "ingest": ingest.render, "latency": late
            "fusion": fusion.render, "folding": folding.render, "conversations": conversations.render,
            "offline_answers": offline_answers.render, "expand": expand.render, "scale": scale.render,
            "sources": sources.render, "tune_agreement": tune_agreement.render,
-           "tune_halves": tune_halves.render, "dictionary": dictionary.render}
+           "tune_halves": tune_halves.render, "dictionary": dictionary.render, "upgrade": upgrade.render}
 
 
 def test_the_bench_readme_tables_are_rendered_from_the_records():
