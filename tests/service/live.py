@@ -68,6 +68,11 @@ def clients(server: LiveServer) -> Iterator[httpx.Client]:
         yield client
 
 
+def error_message(r: httpx.Response) -> str:
+    """The one line an error answer says (service.errors)."""
+    return str(r.json()["error"]["message"])
+
+
 def sse_events(response: httpx.Response) -> Iterator[dict[str, Any]]:
     """Parse a text/event-stream response the way SuperBizAgent's front end does: line by line, `data:` lines
     hold one JSON object each; blank lines separate events."""
