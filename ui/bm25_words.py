@@ -80,12 +80,7 @@ def bm25_section(wb: Workbench, name: str, may_change: bool, locked: str | None)
     """The section; `may_change`: whether this person may apply new words (`locked` says why not)."""
     ss = st.session_state
     st.subheader(t("BM25 words"))
-    kbs = knowledge_bases()
-    try:
-        info = kbs.info(name)
-    except RagError as exc:
-        show_error(exc)
-        return
+    in_use = wb.store  # the words its open collection was made with (rag_core.dictionary)
     st.caption(t("Dictionary: terms BM25 should match whole (service names, commands, product terms). Stop words: "
                  "words BM25 should not count. Applying re-indexes BM25 into a new collection with the same vectors "
                  "(nothing is embedded again), then swaps it in."))
@@ -104,9 +99,9 @@ def bm25_section(wb: Workbench, name: str, may_change: bool, locked: str | None)
                      "not change: apply them again.", done=status.done, total=status.total,
                      error=status.error or t("no reason given")), icon="⏸️")
     st.markdown(t("In use: dictionary **{dictionary}** terms · stop words **{stop_words}**",
-                  dictionary=len(info.dictionary), stop_words=len(info.stop_words)))
+                  dictionary=len(in_use.bm25_terms), stop_words=len(in_use.stop_words)))
     dictionary_key, stop_key = _keys(name)
-    for widget_key, words in ((dictionary_key, info.dictionary), (stop_key, info.stop_words)):
+    for widget_key, words in ((dictionary_key, in_use.bm25_terms), (stop_key, in_use.stop_words)):
         if widget_key not in ss:
             ss[widget_key] = ss.get(_draft(widget_key), _lines(words))
 
@@ -145,13 +140,13 @@ def bm25_section(wb: Workbench, name: str, may_change: bool, locked: str | None)
                             "term"), help=t("Its BM25 terms with the words in use and with the words above."))
     if example.strip():
         before, after = st.columns(2)
-        before.markdown(t("**Now:** {terms}", terms=_shown(query_terms(example, info.dictionary, info.stop_words))))
+        before.markdown(t("**Now:** {terms}", terms=_shown(query_terms(example, in_use.bm25_terms, in_use.stop_words))))
         if dictionary is not None and stop_words is not None:
             after.markdown(t("**With the words above:** {terms}",
                              terms=_shown(query_terms(example, dictionary, stop_words))))
 
-    unchanged = (dictionary is not None and stop_words is not None and list(dictionary) == list(info.dictionary)
-                 and list(stop_words) == list(info.stop_words))
+    unchanged = (dictionary is not None and stop_words is not None and list(dictionary) == list(in_use.bm25_terms)
+                 and list(stop_words) == list(in_use.stop_words))
     bad = dictionary is None or stop_words is None
     if st.button(t("Apply (re-index BM25, vectors kept)"), key="kb.bm25_apply", type="primary",
                  disabled=not may_change or bad or unchanged or busy, help=locked) and not bad and may_change:
